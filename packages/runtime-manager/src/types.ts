@@ -1,0 +1,202 @@
+// The contract between the node agent and the runtime manager. It mirrors the kubelet's
+// kubecontainer.Runtime: the agent thinks in pods, the runtime manager translates to CRI.
+// Nothing here names a concrete runtime; containerd, the dockershim and the fake runtime all
+// sit behind the same CRI client.
+import type { V1Pod, V1Secret } from '@kubernetes/client-node';
+
+/** Time source, injectable so backoff, GC ages and PLEG health are testable without sleeps. */
+export interface Clock {
+  now(): number; // epoch milliseconds
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** `containerd://<id>` or `docker://<id>`, as the API shows it in containerStatuses. */
+export interface ContainerID {
+  type: string;
+  id: string;
+}
+
+export type ContainerState = 'created' | 'running' | 'exited' | 'unknown';
+
+/** One container as the runtime manager rebuilt it from CRI status and its labels. */
+export interface ContainerStatus {
+  id: ContainerID;
+  name: string;
+  state: ContainerState;
+  createdAt: Date;
+  startedAt?: Date;
+  finishedAt?: Date;
+  exitCode?: number;
+  image: string;
+  imageRef: string;
+  imageId?: string;
+  hash: string;
+  restartCount: number;
+  reason?: string;
+  message?: string;
+}
+
+export interface SandboxStatus {
+  id: string;
+  state: 'ready' | 'notready';
+  attempt: number;
+  createdAt: Date;
+  ip?: string;
+  additionalIps: string[];
+  /** True when the sandbox shares the node's network namespace. */
+  hostNetwork: boolean;
+}
+
+/** Everything the runtime knows about one pod, newest sandbox first. */
+export interface PodStatus {
+  uid: string;
+  name: string;
+  namespace: string;
+  ips: string[];
+  sandboxStatuses: SandboxStatus[];
+  containerStatuses: ContainerStatus[];
+  timestamp: Date;
+}
+
+/** A pod as found in the runtime, possibly without an API object (orphans, adoption). */
+export interface RunningPod {
+  uid: string;
+  name: string;
+  namespace: string;
+  sandboxes: { id: string; state: SandboxStatus['state'] }[];
+  containers: { id: ContainerID; name: string; state: ContainerState; hash: string; image: string }[];
+}
+
+export type SyncAction =
+  | 'CreatePodSandbox'
+  | 'KillPodSandbox'
+  | 'ConfigPodSandbox'
+  | 'StartContainer'
+  | 'KillContainer'
+  | 'InitContainer';
+
+/** One step of a sync, with the kubelet's reason when it failed (ErrImagePull, CrashLoopBackOff...). */
+export interface SyncStepResult {
+  action: SyncAction;
+  target: string;
+  error?: Error;
+  reason?: string;
+  message?: string;
+}
+
+export interface PodSyncResult {
+  steps: SyncStepResult[];
+  /** Set when the sync could not run at all (for example, listing the pod's state failed). */
+  syncError?: Error;
+}
+
+/** Per-key exponential backoff (CrashLoopBackOff, ImagePullBackOff). */
+export interface Backoff {
+  /** True while `key` must not be retried at `now`. */
+  isInBackOffSince(key: string, now: number): boolean;
+  /** Records a failure: the next delay doubles up to the cap. */
+  next(key: string, now: number): void;
+  /** Current delay for `key` in ms (0 when none). */
+  get(key: string): number;
+  /** Forgets entries idle for twice the cap (the kubelet's GC of backoff entries). */
+  gc(now: number): void;
+}
+
+export interface ContainerGCPolicy {
+  /** Dead containers younger than this are kept (ms). */
+  minAgeMs: number;
+  /** Dead containers kept per (pod, container name); -1 means no limit. */
+  maxPerPodContainer: number;
+  /** Dead containers kept in total; -1 means no limit. */
+  maxContainers: number;
+}
+
+export interface ImageGCPolicy {
+  highThresholdPercent: number; // imageGCHighThresholdPercent, 85
+  lowThresholdPercent: number; // imageGCLowThresholdPercent, 80
+  minAgeMs: number; // imageMinimumGCAge, 2m
+}
+
+export interface ImageGCResult {
+  freedBytes: number;
+  removed: string[];
+  usagePercentBefore: number;
+}
+
+export interface Image {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: number;
+  pinned: boolean;
+}
+
+export interface ImageStats {
+  totalStorageBytes: number;
+}
+
+export interface RuntimeCondition {
+  type: string; // RuntimeReady, NetworkReady
+  status: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface RuntimeStatus {
+  conditions: RuntimeCondition[];
+}
+
+export interface ExecResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+}
+
+/** Kubernetes events the runtime manager emits (Pulling, Pulled, Created, Started, Killing, BackOff, Failed). */
+export interface EventRecorder {
+  event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): void;
+}
+
+export interface Runtime {
+  type(): string;
+  version(): Promise<string>;
+  apiVersion(): Promise<string>;
+  status(): Promise<RuntimeStatus>;
+
+  syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff): Promise<PodSyncResult>;
+  killPod(pod: V1Pod | undefined, runningPod: RunningPod, gracePeriodOverrideSeconds?: number): Promise<void>;
+  getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus>;
+  getPods(all: boolean): Promise<RunningPod[]>;
+  garbageCollect(policy: ContainerGCPolicy, allSourcesReady: boolean, evictNonDeletedPods: boolean): Promise<void>;
+
+  /** Runs a command in a container through CRI ExecSync (probes, exec hooks). */
+  runInContainer(id: ContainerID, cmd: string[], timeoutMs: number): Promise<ExecResult>;
+
+  pullImage(image: string, pullSecrets: V1Secret[]): Promise<string>;
+  getImageRef(image: string): Promise<string | undefined>;
+  listImages(): Promise<Image[]>;
+  removeImage(image: string): Promise<void>;
+  imageStats(): Promise<ImageStats>;
+}
+
+export type PodLifecycleEventType = 'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged';
+
+export interface PodLifecycleEvent {
+  podUid: string;
+  type: PodLifecycleEventType;
+  /** The container ID the event is about. */
+  data: string;
+}
+
+/** Pod lifecycle event generator: relist or CRI GetContainerEvents. */
+export interface Pleg {
+  start(): void;
+  stop(): Promise<void>;
+  watch(listener: (event: PodLifecycleEvent) => void): () => void;
+  healthy(): { ok: boolean; message: string };
+  /** Which source is active: 'generic' relisting or 'evented'. */
+  mode(): 'generic' | 'evented';
+  /** The last PodStatus cached by the relist for a pod, if any. */
+  getCachedStatus(uid: string): PodStatus | undefined;
+}
