@@ -1,1 +1,10 @@
-export {};
+// The scenario suite the harness runs on every backend, in this order.
+import type { Scenario } from '@kh/harness';
+import { eviction } from './scenarios/eviction.js';
+import { gc } from './scenarios/gc.js';
+import { nodeRegistration } from './scenarios/node-registration.js';
+import { podLifecycle } from './scenarios/pod-lifecycle.js';
+import { probes } from './scenarios/probes.js';
+import { statusReporting } from './scenarios/status-reporting.js';
+
+export const scenarios: Scenario[] = [nodeRegistration, podLifecycle, probes, statusReporting, gc, eviction];

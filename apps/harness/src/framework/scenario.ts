@@ -1,0 +1,90 @@
+// What a scenario is and what it sees. Scenarios live in e2e/ and only talk to the world the way a
+// user would: through the API (client-node and kubectl) and, for counting containers, through CRI.
+import type { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { BackendCapability, StartedBackend } from '../backends/types.js';
+import type { AssertionResult, TimelineEntry } from '../results/model.js';
+
+export interface Scenario {
+  /** Kebab-case name used on the command line and in the matrix (node-registration, probes, ...). */
+  name: string;
+  description: string;
+  /** Backend capabilities the scenario needs; missing ones skip the cell with a reason. */
+  needs?: BackendCapability[];
+  /** Upper bound for the whole cell; the runner fails the cell when it is exceeded. */
+  timeoutMs?: number;
+  run(ctx: ScenarioContext): Promise<void>;
+}
+
+/** Everything a scenario can reach. One context per cell (scenario × runtime). */
+export interface ScenarioContext {
+  runtime: string;
+  nodeName: string;
+  /** A namespace created for this cell and deleted after it. */
+  namespace: string;
+  backend: StartedBackend;
+  /** What the backend supports; scenarios skip optional steps it lacks (and say so in a note). */
+  capabilities: ReadonlySet<BackendCapability>;
+  kubeConfig: KubeConfig;
+  core: CoreV1Api;
+  coordination: CoordinationV1Api;
+  /** The node's runtime through CRI, from the host: what really exists, whatever the agent thinks. */
+  cri: CriView;
+  /** Runs the installed kubectl (newest version) against the run's apiserver. */
+  kubectl(
+    args: string[],
+    opts?: { input?: string; version?: string },
+  ): Promise<{ stdout: string; stderr: string; code: number }>;
+  /** The run's registries as nodes see them: an open one and one behind basic auth. */
+  registry: { host: string; authHost: string; username: string; password: string };
+  /** Node agent control, for scenarios that stop and restart it. */
+  agent: { stop(): Promise<void>; start(): Promise<void> };
+  /** Image references for workloads, as pods should name them (kh.local/busybox:dev, registry:5000/...). */
+  images: Record<'busybox' | 'httpd' | 'memhog' | 'diskhog' | 'pause' | 'private', string>;
+  /** Rewrites the agent's KubeletConfiguration (merged over the run's) and restarts the agent. */
+  reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
+
+  check: Checks;
+  note(summary: string, detail?: Record<string, unknown>): void;
+  log(message: string): void;
+  sleep(ms: number): Promise<void>;
+}
+
+/** Recorded assertions. A failed `expect*` ends the scenario; `soft*` records and continues. */
+export interface Checks {
+  equal<T>(name: string, actual: T, expected: T): void;
+  ok(name: string, condition: boolean, actual?: unknown, expected?: unknown): void;
+  /** Polls `probe` until it returns a value that `accept` likes; records the last value on timeout. */
+  eventually<T>(
+    name: string,
+    probe: () => Promise<T>,
+    accept: (value: T) => boolean,
+    opts?: { timeoutMs?: number; intervalMs?: number; expected?: unknown },
+  ): Promise<T>;
+  results(): AssertionResult[];
+}
+
+/** The CRI reads and writes scenarios need, in plain shapes. */
+export interface CriView {
+  version(): Promise<{ runtimeName: string; runtimeVersion: string }>;
+  listContainers(filter?: { labelSelector?: Record<string, string> }): Promise<CriItem[]>;
+  listPodSandbox(filter?: { labelSelector?: Record<string, string> }): Promise<CriItem[]>;
+  /** undefined when the runtime does not have the image. */
+  imageStatus(ref: string): Promise<{ id: string; size: number } | undefined>;
+  pullImage(ref: string): Promise<string>;
+}
+
+export interface CriItem {
+  id: string;
+  state: string;
+  labels: Record<string, string>;
+  createdAt: number; // epoch ms
+}
+
+export class AssertionFailure extends Error {
+  constructor(readonly assertion: AssertionResult) {
+    super(assertion.message ?? `${assertion.name} failed`);
+    this.name = 'AssertionFailure';
+  }
+}
+
+export type TimelineSink = (entry: Omit<TimelineEntry, 't'>) => void;

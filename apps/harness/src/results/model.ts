@@ -1,0 +1,84 @@
+// The one results model of a harness run. results.json, JUnit XML and the HTML report are all
+// views of it, so everything a view shows must be recorded here during the run.
+
+export const RESULTS_SCHEMA_VERSION = 1;
+
+export type Outcome = 'passed' | 'failed' | 'skipped';
+
+export interface AssertionResult {
+  name: string;
+  outcome: Outcome;
+  /** Present on failure: what was expected and what was seen, as JSON-able values. */
+  expected?: unknown;
+  actual?: unknown;
+  message?: string;
+}
+
+export type TimelineKind =
+  | 'pod-phase' // a pod's phase changed (API watch)
+  | 'container-state' // a container's state changed (API watch)
+  | 'node-condition' // a node condition changed status (API watch)
+  | 'event' // a Kubernetes Event
+  | 'cri-call' // one CRI call, through the typed client's interceptor
+  | 'note'; // a harness step ("node started", "runtime stopped")
+
+export interface TimelineEntry {
+  /** Milliseconds since the scenario started. */
+  t: number;
+  kind: TimelineKind;
+  summary: string;
+  /** For cri-call: the RPC name, its latency and its gRPC status code name. */
+  method?: string;
+  durationMs?: number;
+  code?: string;
+  /** Anything else worth showing on drill-down (object name, old and new values). */
+  detail?: Record<string, unknown>;
+}
+
+export interface LogExcerpt {
+  source: 'agent' | 'runtime' | 'shim' | 'harness';
+  lines: string[];
+}
+
+/** One cell of the matrix: one scenario on one runtime. */
+export interface CellResult {
+  runtime: string;
+  scenario: string;
+  outcome: Outcome;
+  /** Why a cell was skipped, or the first failure's message. */
+  reason?: string;
+  startedAt: string; // ISO 8601
+  durationMs: number;
+  assertions: AssertionResult[];
+  timeline: TimelineEntry[];
+  logs: LogExcerpt[];
+  /** Pod start-up latencies observed in this cell (creationTimestamp to all containers started). */
+  podStartupMs?: number[];
+}
+
+export interface RuntimeInfo {
+  name: string; // backend name: containerd, docker, fake
+  runtimeName: string; // from CRI Version
+  runtimeVersion: string;
+  criEndpoint?: string;
+  startupMs?: number;
+}
+
+export interface BenchmarkResult {
+  name: string;
+  /** Free-form metrics, e.g. { p50Ms: 12, p99Ms: 40, target: ... }. */
+  metrics: Record<string, number | string | boolean>;
+}
+
+export interface RunResults {
+  schemaVersion: typeof RESULTS_SCHEMA_VERSION;
+  runId: string;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  host: { node: string; platform: string; cpus: number };
+  runtimes: RuntimeInfo[];
+  scenarios: string[];
+  cells: CellResult[];
+  benchmarks?: BenchmarkResult[];
+}

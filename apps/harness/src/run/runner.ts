@@ -1,0 +1,230 @@
+// Runs the matrix: every selected scenario on every selected backend. Backends start in parallel,
+// scenarios run one at a time per node, every cell is recorded, and everything the run created is
+// removed at the end, also on failure and on Ctrl-C.
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
+import { createChecks } from '../framework/checks.js';
+import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
+import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } from '../results/model.js';
+import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
+import type { Progress } from './progress.js';
+
+/** The shared world of a run: network, apiserver, registry. Built by world.ts. */
+export interface World {
+  runId: string;
+  /** Creates the per-cell context pieces that need the apiserver and the node. */
+  contextFor(
+    node: ReadyNode,
+    namespace: string,
+  ): Promise<Omit<ScenarioContext, 'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'>>;
+  /** Routes API timeline entries to whatever sink is registered for a namespace or node. */
+  routeTimeline(key: string, sink: ((e: Omit<TimelineEntry, 't'>) => void) | undefined): void;
+  createNamespace(name: string): Promise<void>;
+  deleteNamespace(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A backend whose node runs our agent and is Ready. */
+export interface ReadyNode {
+  backend: RuntimeBackend;
+  started: StartedBackend;
+  startupMs: number;
+  agentLogs(lines: number): string[];
+  stopAgent(): Promise<void>;
+  startAgent(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface MatrixDeps {
+  backends: RuntimeBackend[];
+  scenarios: Scenario[];
+  startWorld(runId: string, progress: Progress): Promise<World>;
+  startNode(world: World, backend: RuntimeBackend, progress: Progress): Promise<ReadyNode>;
+  progress: Progress;
+  /** Aborted on SIGINT: stops scheduling new cells; clean-up still runs. */
+  signal?: AbortSignal;
+}
+
+export const newRunId = (): string => `kh-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
+
+export async function runMatrix(deps: MatrixDeps): Promise<RunResults> {
+  const { backends, scenarios, progress } = deps;
+  const runId = newRunId();
+  const startedAt = new Date();
+  const cells: CellResult[] = [];
+  const runtimes: RuntimeInfo[] = [];
+  let world: World | undefined;
+  const nodes: ReadyNode[] = [];
+  try {
+    world = await deps.startWorld(runId, progress);
+    const w = world;
+    // Nodes come up in parallel: runtime start-up dominates and is mostly waiting.
+    const started = await Promise.allSettled(
+      backends.map((b) => deps.startNode(w, b, progress.child(b.name))),
+    );
+    for (const [i, s] of started.entries()) {
+      const backend = backends[i]!;
+      if (s.status === 'fulfilled') {
+        nodes.push(s.value);
+        runtimes.push({
+          name: backend.name,
+          runtimeName: s.value.started.runtimeName,
+          runtimeVersion: s.value.started.runtimeVersion,
+          criEndpoint: s.value.started.hostCriEndpoint,
+          startupMs: s.value.startupMs,
+        });
+        continue;
+      }
+      const reason = `node did not start: ${errorMessage(s.reason)}`;
+      progress.child(backend.name).fail(reason);
+      runtimes.push({ name: backend.name, runtimeName: backend.name, runtimeVersion: 'unknown' });
+      for (const sc of scenarios) cells.push(failedCell(backend.name, sc.name, reason));
+    }
+    await Promise.all(
+      nodes.map((n) => runNodeCells(w, n, scenarios, progress.child(n.backend.name), cells, deps.signal)),
+    );
+  } finally {
+    progress.step('cleaning up');
+    await Promise.allSettled(nodes.map((n) => n.stop()));
+    await world?.stop().catch((err) => progress.warn(`clean-up: ${errorMessage(err)}`));
+  }
+  const finishedAt = new Date();
+  const order = (c: CellResult) =>
+    `${backends.findIndex((b) => b.name === c.runtime)}:${scenarios.findIndex((s) => s.name === c.scenario)}`.padStart(
+      8,
+    );
+  cells.sort((a, b) => order(a).localeCompare(order(b)));
+  return {
+    schemaVersion: RESULTS_SCHEMA_VERSION,
+    runId,
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    durationMs: finishedAt.getTime() - startedAt.getTime(),
+    host: { node: process.version, platform: `${os.platform()}-${os.arch()}`, cpus: os.cpus().length },
+    runtimes,
+    scenarios: scenarios.map((s) => s.name),
+    cells,
+  };
+}
+
+async function runNodeCells(
+  world: World,
+  node: ReadyNode,
+  scenarios: Scenario[],
+  progress: Progress,
+  cells: CellResult[],
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const runtime = node.backend.name;
+  for (const scenario of scenarios) {
+    const missing = (scenario.needs ?? []).filter((n) => !node.backend.capabilities.has(n));
+    if (signal?.aborted) {
+      cells.push(skippedCell(runtime, scenario.name, 'run interrupted'));
+      continue;
+    }
+    if (missing.length > 0) {
+      const reason = `backend ${runtime} lacks ${missing.join(', ')}`;
+      progress.skip(`${scenario.name}: ${reason}`);
+      cells.push(skippedCell(runtime, scenario.name, reason));
+      continue;
+    }
+    progress.step(`${scenario.name} …`);
+    const cell = await runCell(world, node, scenario, progress);
+    cells.push(cell);
+    const secs = (cell.durationMs / 1000).toFixed(1);
+    if (cell.outcome === 'passed')
+      progress.ok(`${scenario.name} passed (${secs}s, ${cell.assertions.length} assertions)`);
+    else progress.fail(`${scenario.name} failed (${secs}s): ${cell.reason}`);
+  }
+}
+
+async function runCell(
+  world: World,
+  node: ReadyNode,
+  scenario: Scenario,
+  progress: Progress,
+): Promise<CellResult> {
+  const runtime = node.backend.name;
+  const namespace = `${scenario.name}-${runtime}`
+    .toLowerCase()
+    .replace(/[^a-z0-9-]/g, '-')
+    .slice(0, 63);
+  const start = Date.now();
+  const timeline: TimelineEntry[] = [];
+  const sink = (e: Omit<TimelineEntry, 't'>) => timeline.push({ t: Date.now() - start, ...e });
+  const logs: string[] = [];
+  const checks = createChecks(
+    (a) => a.outcome === 'failed' && sink({ kind: 'note', summary: `assertion failed: ${a.name}` }),
+  );
+  world.routeTimeline(namespace, sink);
+  world.routeTimeline(node.started.nodeName, sink);
+  let outcome: CellResult['outcome'] = 'passed';
+  let reason: string | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await world.createNamespace(namespace);
+    const base = await world.contextFor(node, namespace);
+    const ctx: ScenarioContext = {
+      ...base,
+      runtime,
+      namespace,
+      check: checks,
+      note: (summary, detail) => sink({ kind: 'note', summary, ...(detail ? { detail } : {}) }),
+      log: (m) => {
+        logs.push(m);
+        progress.info(m);
+      },
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    };
+    const timeoutMs = scenario.timeoutMs ?? 180_000;
+    await Promise.race([
+      scenario.run(ctx),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`scenario timed out after ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } catch (err) {
+    outcome = 'failed';
+    reason = err instanceof AssertionFailure ? err.message : errorMessage(err);
+  } finally {
+    clearTimeout(timer);
+    await world.deleteNamespace(namespace).catch(() => {});
+    world.routeTimeline(namespace, undefined);
+    world.routeTimeline(node.started.nodeName, undefined);
+  }
+  const excerpts: LogExcerpt[] = [{ source: 'agent', lines: node.agentLogs(80) }];
+  const runtimeLines = await node.started.runtimeLogs(60).catch(() => []);
+  if (runtimeLines.length) excerpts.push({ source: 'runtime', lines: runtimeLines });
+  if (logs.length) excerpts.push({ source: 'harness', lines: logs });
+  return {
+    runtime,
+    scenario: scenario.name,
+    outcome,
+    ...(reason ? { reason } : {}),
+    startedAt: new Date(start).toISOString(),
+    durationMs: Date.now() - start,
+    assertions: checks.results(),
+    timeline,
+    logs: outcome === 'failed' ? excerpts : [],
+  };
+}
+
+const skippedCell = (runtime: string, scenario: string, reason: string): CellResult => ({
+  runtime,
+  scenario,
+  outcome: 'skipped',
+  reason,
+  startedAt: new Date().toISOString(),
+  durationMs: 0,
+  assertions: [],
+  timeline: [],
+  logs: [],
+});
+
+const failedCell = (runtime: string, scenario: string, reason: string): CellResult => ({
+  ...skippedCell(runtime, scenario, reason),
+  outcome: 'failed',
+});
+
+export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));

@@ -1,0 +1,105 @@
+// Turns API watch events into timeline entries: pod phases, container states, node conditions and
+// Events. One watch per resource for the whole run; entries are routed to the cell that owns the
+// object (by namespace for pods and events, by node name for nodes).
+import { type CoreV1Event, type KubeConfig, type V1Node, type V1Pod, Watch } from '@kubernetes/client-node';
+import type { TimelineEntry } from '../results/model.js';
+
+export type Route = (key: {
+  namespace?: string;
+  node?: string;
+}) => ((e: Omit<TimelineEntry, 't'>) => void) | undefined;
+
+export class ApiTimeline {
+  private readonly aborts: AbortController[] = [];
+  private readonly podState = new Map<string, string>();
+  private readonly nodeState = new Map<string, string>();
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly route: Route,
+  ) {}
+
+  async start(): Promise<void> {
+    const watch = new Watch(this.kc);
+    const on = <T>(path: string, handle: (obj: T, type: string) => void) =>
+      watch
+        .watch(
+          path,
+          { allowWatchBookmarks: false },
+          (type, obj) => handle(obj as T, type),
+          () => {},
+        )
+        .then((ac) => this.aborts.push(ac))
+        .catch(() => {}); // the timeline is best-effort; scenarios assert through their own calls
+    await Promise.all([
+      on<V1Pod>('/api/v1/pods', (p, type) => this.pod(p, type)),
+      on<V1Node>('/api/v1/nodes', (n) => this.node(n)),
+      on<CoreV1Event>('/api/v1/events', (e, type) => type === 'ADDED' && this.event(e)),
+    ]);
+  }
+
+  stop(): void {
+    for (const a of this.aborts) a.abort();
+  }
+
+  private pod(p: V1Pod, type: string): void {
+    const sink = this.route({ namespace: p.metadata?.namespace });
+    if (!sink) return;
+    const key = `${p.metadata?.namespace}/${p.metadata?.name}`;
+    if (type === 'DELETED') {
+      sink({ kind: 'pod-phase', summary: `${key} deleted` });
+      return;
+    }
+    const phase = p.status?.phase ?? 'Pending';
+    const states = [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])].map(
+      (c) => {
+        const s = c.state?.running
+          ? 'running'
+          : c.state?.terminated
+            ? `terminated:${c.state.terminated.reason}`
+            : `waiting:${c.state?.waiting?.reason ?? ''}`;
+        return `${c.name}=${s}${c.ready ? '+ready' : ''} restarts=${c.restartCount}`;
+      },
+    );
+    const prev = this.podState.get(key);
+    const [prevPhase, ...prevStates] = prev ? (JSON.parse(prev) as string[]) : [];
+    this.podState.set(key, JSON.stringify([phase, ...states]));
+    if (prevPhase !== phase)
+      sink({
+        kind: 'pod-phase',
+        summary: `${key} ${prevPhase ?? '∅'} → ${phase}`,
+        detail: { pod: key, phase },
+      });
+    for (const s of states) {
+      if (!prevStates.includes(s))
+        sink({ kind: 'container-state', summary: `${key} ${s}`, detail: { pod: key } });
+    }
+  }
+
+  private node(n: V1Node): void {
+    const name = n.metadata?.name ?? '';
+    const sink = this.route({ node: name });
+    if (!sink) return;
+    for (const c of n.status?.conditions ?? []) {
+      const key = `${name}/${c.type}`;
+      const value = `${c.status}:${c.reason ?? ''}`;
+      if (this.nodeState.get(key) === value) continue;
+      this.nodeState.set(key, value);
+      sink({
+        kind: 'node-condition',
+        summary: `${c.type}=${c.status} (${c.reason ?? ''})`,
+        detail: { node: name, message: c.message },
+      });
+    }
+  }
+
+  private event(e: CoreV1Event): void {
+    const node = e.involvedObject?.kind === 'Node' ? e.involvedObject.name : undefined;
+    const sink = this.route({ namespace: node ? undefined : e.metadata?.namespace, node });
+    sink?.({
+      kind: 'event',
+      summary: `${e.type ?? 'Normal'} ${e.reason ?? ''}: ${e.message ?? ''}`.trim(),
+      detail: { object: `${e.involvedObject?.kind}/${e.involvedObject?.name}` },
+    });
+  }
+}

@@ -1,0 +1,101 @@
+import type { Scenario, ScenarioContext } from '@kh/harness';
+import { allChecks } from '../support/concurrent.js';
+import { createPod, eventsFor, podFor, sh, waitForPod } from '../support/pods.js';
+
+const nodeCondition = async (ctx: ScenarioContext, type: string) =>
+  (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
+
+/**
+ * Modelled on eviction_test: real memory pressure inside a memory-limited node container. The
+ * low-priority hog is evicted, the innocent higher-priority pod survives, the condition appears and
+ * clears after the transition period, and a new pod is admitted afterwards.
+ */
+export const eviction: Scenario = {
+  name: 'eviction',
+  description:
+    'memory pressure evicts the low-priority hog, not the innocent pod; condition appears and clears; Evicted reason and event',
+  needs: ['real-containers', 'memory-pressure'],
+  timeoutMs: 300_000,
+  async run(ctx) {
+    const { check } = ctx;
+    const limit = ctx.backend.host.memoryLimitBytes;
+    if (!limit) throw new Error('the node has no memory limit; eviction needs one');
+    // The hog grows until only ~60Mi remain, under the 100Mi hard threshold and above the OOM line.
+    const node = await ctx.core.readNode({ name: ctx.nodeName });
+    ctx.note('node memory', { capacity: node.status?.capacity?.memory, limitBytes: limit });
+    const targetMiB = Math.floor(limit / 2 ** 20) - 60 - 40; // 40Mi for the runtime, agent and pause
+    await createPod(
+      ctx,
+      podFor(ctx, 'innocent', {
+        priority: 1000,
+        containers: [
+          sh(ctx, 'c', 'sleep 600', {
+            resources: { requests: { memory: '16Mi', cpu: '10m' }, limits: { memory: '16Mi', cpu: '10m' } },
+          }),
+        ],
+      }),
+    );
+    await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+    await createPod(
+      ctx,
+      podFor(ctx, 'hog', {
+        priority: 0,
+        restartPolicy: 'Never',
+        containers: [
+          {
+            name: 'hog',
+            image: ctx.images.memhog,
+            imagePullPolicy: 'IfNotPresent',
+            env: [
+              { name: 'MEGABYTES', value: String(targetMiB) },
+              { name: 'STEP_MB', value: '8' },
+            ],
+          },
+        ],
+      }),
+    );
+
+    const pressure = await check.eventually(
+      'MemoryPressure=True appears',
+      () => nodeCondition(ctx, 'MemoryPressure'),
+      (c) => c?.status === 'True',
+      {
+        timeoutMs: 120_000,
+        intervalMs: 1_000,
+        expected: { status: 'True', reason: 'KubeletHasInsufficientMemory' },
+      },
+    );
+    check.equal('MemoryPressure reason', pressure?.reason, 'KubeletHasInsufficientMemory');
+
+    const evicted = await waitForPod(ctx, 'hog', 'is evicted', (p) => p.status?.phase === 'Failed', 120_000);
+    check.equal('evicted pod reason', evicted.status?.reason, 'Evicted');
+    check.ok(
+      'eviction message names memory',
+      /memory/.test(evicted.status?.message ?? ''),
+      evicted.status?.message,
+    );
+    const events = await eventsFor(ctx, 'hog');
+    check.ok(
+      'Evicted event',
+      events.some((e) => e.reason === 'Evicted' && /memory/.test(e.message)),
+      events,
+    );
+    const innocent = await ctx.core.readNamespacedPod({ name: 'innocent', namespace: ctx.namespace });
+    check.equal('innocent pod survives', innocent.status?.phase, 'Running');
+
+    // The harness configures evictionPressureTransitionPeriod: 20s so this takes seconds, not 5 minutes.
+    await check.eventually(
+      'MemoryPressure clears after the transition period',
+      () => nodeCondition(ctx, 'MemoryPressure'),
+      (c) => c?.status === 'False',
+      {
+        timeoutMs: 120_000,
+        intervalMs: 2_000,
+      },
+    );
+    await createPod(ctx, podFor(ctx, 'after', { containers: [sh(ctx, 'c', 'sleep 600')] }));
+    await allChecks([
+      waitForPod(ctx, 'after', 'is admitted and Running afterwards', (p) => p.status?.phase === 'Running'),
+    ]);
+  },
+};

@@ -1,0 +1,117 @@
+import type { Scenario, ScenarioContext } from '@kh/harness';
+import { allChecks } from '../support/concurrent.js';
+import { containerStatus, createPod, podFor, sh, waitForPod } from '../support/pods.js';
+
+const containersOf = async (ctx: ScenarioContext) =>
+  ctx.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace } });
+const sandboxesOf = async (ctx: ScenarioContext) =>
+  ctx.cri.listPodSandbox({ labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace } });
+
+/**
+ * Modelled on garbage_collector_test: crash loops leave at most maxPerPodContainer dead copies,
+ * deleted pods leave nothing, and image GC frees unused images while keeping those in use.
+ * Counts come from the runtime itself, through CRI, not from the agent's view.
+ */
+export const gc: Scenario = {
+  name: 'gc',
+  description:
+    'container GC keeps maxPerPodContainer+1 per container, nothing left after delete, image GC keeps in-use images',
+  needs: ['real-containers', 'registry-pull'],
+  timeoutMs: 330_000,
+  async run(ctx) {
+    const { check } = ctx;
+    await Promise.all(
+      ['crash-a', 'crash-b'].map((name) =>
+        createPod(
+          ctx,
+          podFor(ctx, name, {
+            restartPolicy: 'Always',
+            containers: [sh(ctx, 'c', 'exit 1'), sh(ctx, 'd', 'exit 1')],
+          }),
+        ),
+      ),
+    );
+    // CrashLoopBackOff doubles from 10s: three restarts take about 70s.
+    await allChecks(
+      ['crash-a', 'crash-b'].map((name) =>
+        waitForPod(
+          ctx,
+          name,
+          'restarted 3 times',
+          (p) => (containerStatus(p, 'c')?.restartCount ?? 0) >= 3,
+          150_000,
+        ),
+      ),
+    );
+    // Container GC runs every minute with maxPerPodContainer=1: one dead copy next to the current one.
+    const perName = await check.eventually(
+      'at most maxPerPodContainer+1 containers per (pod, container)',
+      async () => {
+        const counts: Record<string, number> = {};
+        for (const c of await containersOf(ctx)) {
+          const key = `${c.labels['io.kubernetes.pod.name']}/${c.labels['io.kubernetes.container.name']}`;
+          counts[key] = (counts[key] ?? 0) + 1;
+        }
+        return counts;
+      },
+      (counts) => Object.keys(counts).length === 4 && Object.values(counts).every((n) => n <= 2),
+      { timeoutMs: 90_000, intervalMs: 2_000, expected: 'each of 4 containers has <= 2 copies' },
+    );
+    ctx.note('containers per name after GC', perName);
+
+    await ctx.core.deleteCollectionNamespacedPod({ namespace: ctx.namespace, gracePeriodSeconds: 0 });
+    await check.eventually(
+      'no containers left after the pods are deleted',
+      async () => (await containersOf(ctx)).length,
+      (n) => n === 0,
+      {
+        timeoutMs: 90_000,
+        intervalMs: 2_000,
+        expected: 0,
+      },
+    );
+    await check.eventually(
+      'no sandboxes left after the pods are deleted',
+      async () => (await sandboxesOf(ctx)).length,
+      (n) => n === 0,
+      {
+        timeoutMs: 120_000,
+        intervalMs: 2_000,
+        expected: 0,
+      },
+    );
+
+    // Image GC: pull a spare image, keep one in use, then make any usage cross the threshold.
+    const spare = ctx.images.diskhog;
+    const inUse = ctx.images.busybox;
+    await ctx.cri.pullImage(spare);
+    await createPod(ctx, podFor(ctx, 'keeper', { containers: [sh(ctx, 'c', 'sleep 600')] }));
+    await waitForPod(ctx, 'keeper', 'is Running', (p) => p.status?.phase === 'Running');
+    ctx.note('restarting the agent with imageGCHighThresholdPercent=1, imageGCLowThresholdPercent=0');
+    await ctx.reconfigureAgent({
+      imageGCHighThresholdPercent: 1,
+      imageGCLowThresholdPercent: 0,
+      imageMinimumGCAge: '0s',
+    });
+    try {
+      await check.eventually(
+        'unused image removed by image GC',
+        () => ctx.cri.imageStatus(spare),
+        (img) => img === undefined,
+        {
+          timeoutMs: 120_000,
+          intervalMs: 2_000,
+          expected: 'image gone',
+        },
+      );
+      check.ok('image in use is kept', (await ctx.cri.imageStatus(inUse)) !== undefined, inUse);
+      check.ok(
+        'pause image is kept',
+        (await ctx.cri.imageStatus(ctx.images.pause)) !== undefined,
+        ctx.images.pause,
+      );
+    } finally {
+      await ctx.reconfigureAgent({});
+    }
+  },
+};

@@ -1,0 +1,224 @@
+import type { Scenario } from '@kh/harness';
+import { allChecks } from '../support/concurrent.js';
+import {
+  containerStatus,
+  createPod,
+  eventsFor,
+  podFor,
+  sh,
+  waitForPod,
+  waitingReason,
+} from '../support/pods.js';
+
+/** Init ordering, restart policies, graceful delete with preStop, pull errors and pull secrets. */
+export const podLifecycle: Scenario = {
+  name: 'pod-lifecycle',
+  description:
+    'init containers in order, restart policies, graceful delete with preStop, ErrImagePull/ImagePullBackOff, pull secret',
+  needs: ['real-containers'],
+  timeoutMs: 240_000,
+  async run(ctx) {
+    const { check } = ctx;
+    const shared = { volumes: [{ name: 'data', emptyDir: {} }] };
+    const mount = { volumeMounts: [{ name: 'data', mountPath: '/data' }] };
+    const regAuth = ctx.registry;
+    const secretName = 'regcred';
+    await ctx.core.createNamespacedSecret({
+      namespace: ctx.namespace,
+      body: {
+        metadata: { name: secretName },
+        type: 'kubernetes.io/dockerconfigjson',
+        data: {
+          '.dockerconfigjson': Buffer.from(
+            JSON.stringify({
+              auths: { [regAuth.authHost]: { username: regAuth.username, password: regAuth.password } },
+            }),
+          ).toString('base64'),
+        },
+      },
+    });
+
+    await Promise.all([
+      createPod(
+        ctx,
+        podFor(ctx, 'init-order', {
+          restartPolicy: 'Never',
+          ...shared,
+          initContainers: [
+            sh(ctx, 'init-1', 'echo -n "1" >> /data/order', mount),
+            sh(ctx, 'init-2', 'echo -n "2" >> /data/order', mount),
+          ],
+          containers: [sh(ctx, 'main', 'test "$(cat /data/order)" = "12"', mount)],
+        }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'never-fails', { restartPolicy: 'Never', containers: [sh(ctx, 'c', 'exit 3')] }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'onfailure-ok', { restartPolicy: 'OnFailure', containers: [sh(ctx, 'c', 'exit 0')] }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'onfailure-fails', {
+          restartPolicy: 'OnFailure',
+          containers: [sh(ctx, 'c', 'sleep 1; exit 1')],
+        }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'always-restarts', {
+          restartPolicy: 'Always',
+          containers: [sh(ctx, 'c', 'sleep 1; exit 0')],
+        }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'bad-image', {
+          containers: [
+            {
+              name: 'c',
+              image: `${ctx.registry.host}/kh/does-not-exist:v1`,
+              imagePullPolicy: 'IfNotPresent',
+            },
+          ],
+        }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'private-pull', {
+          imagePullSecrets: [{ name: secretName }],
+          containers: [
+            { name: 'c', image: ctx.images.private, imagePullPolicy: 'Always', command: ['sleep', '600'] },
+          ],
+        }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'private-no-secret', {
+          containers: [
+            { name: 'c', image: ctx.images.private, imagePullPolicy: 'Always', command: ['sleep', '600'] },
+          ],
+        }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'graceful', {
+          terminationGracePeriodSeconds: 20,
+          containers: [
+            sh(ctx, 'c', 'trap "" TERM; sleep 600', {
+              lifecycle: { preStop: { exec: { command: ['sh', '-c', 'sleep 2'] } } },
+            }),
+          ],
+        }),
+      ),
+    ]);
+
+    await allChecks([
+      (async () => {
+        const p = await waitForPod(
+          ctx,
+          'init-order',
+          'Succeeded after both init containers',
+          (x) => x.status?.phase === 'Succeeded' || x.status?.phase === 'Failed',
+        );
+        check.equal('init containers ran in order (main saw "12")', p.status?.phase, 'Succeeded');
+        const i1 = containerStatus(p, 'init-1')?.state?.terminated;
+        const i2 = containerStatus(p, 'init-2')?.state?.terminated;
+        check.equal('init containers Completed', [i1?.reason, i2?.reason], ['Completed', 'Completed']);
+        check.ok(
+          'init-1 finished before init-2 started',
+          new Date(i1?.finishedAt ?? 0) <= new Date(i2?.startedAt ?? 0),
+          { i1: i1?.finishedAt, i2: i2?.startedAt },
+        );
+      })(),
+      (async () => {
+        const p = await waitForPod(
+          ctx,
+          'never-fails',
+          'Failed with restartPolicy Never',
+          (x) => x.status?.phase === 'Failed',
+        );
+        const t = containerStatus(p, 'c');
+        check.equal(
+          'Never: no restart, exit 3, reason Error',
+          { r: t?.restartCount, code: t?.state?.terminated?.exitCode, reason: t?.state?.terminated?.reason },
+          { r: 0, code: 3, reason: 'Error' },
+        );
+      })(),
+      waitForPod(ctx, 'onfailure-ok', 'Succeeded with OnFailure', (x) => x.status?.phase === 'Succeeded'),
+      waitForPod(
+        ctx,
+        'onfailure-fails',
+        'restarts with OnFailure',
+        (x) => (containerStatus(x, 'c')?.restartCount ?? 0) >= 1,
+      ),
+      waitForPod(
+        ctx,
+        'always-restarts',
+        'restarts with Always even on exit 0',
+        (x) => (containerStatus(x, 'c')?.restartCount ?? 0) >= 1,
+      ),
+      (async () => {
+        await waitForPod(
+          ctx,
+          'bad-image',
+          'shows ErrImagePull',
+          (x) => waitingReason(x, 'c') === 'ErrImagePull' || waitingReason(x, 'c') === 'ImagePullBackOff',
+        );
+        await waitForPod(
+          ctx,
+          'bad-image',
+          'shows ImagePullBackOff',
+          (x) => waitingReason(x, 'c') === 'ImagePullBackOff',
+          60_000,
+        );
+        const reasons = (await eventsFor(ctx, 'bad-image')).map((e) => e.reason);
+        check.ok(
+          'Failed and BackOff events for the pull',
+          reasons.includes('Failed') && reasons.includes('BackOff'),
+          reasons,
+        );
+      })(),
+      waitForPod(
+        ctx,
+        'private-pull',
+        'Running after pulling with a pull secret',
+        (x) => x.status?.phase === 'Running',
+      ),
+      waitForPod(ctx, 'private-no-secret', 'fails to pull without the secret', (x) =>
+        ['ErrImagePull', 'ImagePullBackOff'].includes(waitingReason(x, 'c') ?? ''),
+      ),
+      (async () => {
+        await waitForPod(ctx, 'graceful', 'is Running', (x) => x.status?.phase === 'Running');
+        const t0 = Date.now();
+        await ctx.core.deleteNamespacedPod({ name: 'graceful', namespace: ctx.namespace });
+        const marked = await ctx.core.readNamespacedPod({ name: 'graceful', namespace: ctx.namespace });
+        check.ok(
+          'deletionTimestamp set with the pod grace period',
+          !!marked.metadata?.deletionTimestamp && marked.metadata.deletionGracePeriodSeconds === 20,
+          marked.metadata,
+        );
+        await check.eventually(
+          'pod object removed by the agent after the kill',
+          async () => {
+            try {
+              await ctx.core.readNamespacedPod({ name: 'graceful', namespace: ctx.namespace });
+              return false;
+            } catch {
+              return true;
+            }
+          },
+          (gone) => gone,
+          { timeoutMs: 60_000 },
+        );
+        const took = Date.now() - t0;
+        // preStop sleeps 2s and the container ignores SIGTERM, so the kill lasts the full grace period.
+        check.ok('deletion waited for preStop and the grace period', took >= 2_000, took, '>= 2000 ms');
+        const reasons = (await eventsFor(ctx, 'graceful')).map((e) => e.reason);
+        check.ok('Killing event', reasons.includes('Killing'), reasons);
+      })(),
+    ]);
+  },
+};

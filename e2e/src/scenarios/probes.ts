@@ -1,0 +1,204 @@
+import type { Scenario } from '@kh/harness';
+import type { V1Probe } from '@kubernetes/client-node';
+import { allChecks } from '../support/concurrent.js';
+import {
+  containerStatus,
+  createPod,
+  eventsFor,
+  podCondition,
+  podFor,
+  type readPod,
+  sh,
+  waitForPod,
+} from '../support/pods.js';
+
+const exec = (cmd: string, p: Partial<V1Probe> = {}): V1Probe => ({
+  exec: { command: ['sh', '-c', cmd] },
+  periodSeconds: 2,
+  failureThreshold: 1,
+  ...p,
+});
+
+/**
+ * Modelled on Kubernetes' container_probe suite. All pods start together and are checked
+ * concurrently so the cell's wall time is that of its slowest probe, not the sum.
+ */
+export const probes: Scenario = {
+  name: 'probes',
+  description:
+    'exec/httpGet/tcpSocket liveness and readiness, startup gating, readiness toggling, probe timeout',
+  needs: ['real-containers'],
+  timeoutMs: 240_000,
+  async run(ctx) {
+    const { check } = ctx;
+    const http = (name: string, probeKind: 'livenessProbe' | 'readinessProbe', path: string) =>
+      podFor(ctx, name, {
+        containers: [
+          {
+            name: 'web',
+            image: ctx.images.httpd,
+            imagePullPolicy: 'IfNotPresent',
+            ports: [{ name: 'http', containerPort: 8080 }],
+            [probeKind]: { httpGet: { path, port: 'http' }, periodSeconds: 2, failureThreshold: 1 },
+          },
+        ],
+      });
+
+    await Promise.all([
+      // exec liveness: healthy for 6s, then the probe fails and the kubelet restarts the container.
+      createPod(
+        ctx,
+        podFor(ctx, 'liveness-exec', {
+          containers: [
+            sh(ctx, 'c', 'touch /tmp/healthy; sleep 6; rm -f /tmp/healthy; sleep 600', {
+              livenessProbe: exec('cat /tmp/healthy', { initialDelaySeconds: 2 }),
+            }),
+          ],
+        }),
+      ),
+      createPod(ctx, http('liveness-http', 'livenessProbe', '/missing')),
+      createPod(ctx, http('readiness-http', 'readinessProbe', '/index.html')),
+      createPod(
+        ctx,
+        podFor(ctx, 'readiness-tcp', {
+          containers: [
+            {
+              name: 'web',
+              image: ctx.images.httpd,
+              imagePullPolicy: 'IfNotPresent',
+              readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 2 },
+            },
+          ],
+        }),
+      ),
+      // startup gating: liveness would fail at once, but must not run until startup succeeds (~10s).
+      createPod(
+        ctx,
+        podFor(ctx, 'startup', {
+          containers: [
+            sh(ctx, 'c', 'sleep 10; touch /tmp/started; sleep 600', {
+              startupProbe: exec('test -f /tmp/started', { failureThreshold: 30, periodSeconds: 1 }),
+              livenessProbe: exec('test -f /tmp/started', { periodSeconds: 1 }),
+              readinessProbe: exec('true', { periodSeconds: 1 }),
+            }),
+          ],
+        }),
+      ),
+      // readiness toggles: ready while /tmp/ready exists, then not.
+      createPod(
+        ctx,
+        podFor(ctx, 'readiness-toggle', {
+          containers: [
+            sh(ctx, 'c', 'touch /tmp/ready; sleep 14; rm -f /tmp/ready; sleep 600', {
+              readinessProbe: exec('cat /tmp/ready', { periodSeconds: 1 }),
+            }),
+          ],
+        }),
+      ),
+      // a probe that outlives timeoutSeconds counts as a failure.
+      createPod(
+        ctx,
+        podFor(ctx, 'liveness-timeout', {
+          containers: [
+            sh(ctx, 'c', 'sleep 600', {
+              livenessProbe: exec('sleep 5', { timeoutSeconds: 1, initialDelaySeconds: 2 }),
+            }),
+          ],
+        }),
+      ),
+    ]);
+
+    const restarted = (p: Awaited<ReturnType<typeof readPod>>, c: string) =>
+      (containerStatus(p, c)?.restartCount ?? 0) >= 1;
+    await allChecks([
+      (async () => {
+        await waitForPod(
+          ctx,
+          'liveness-exec',
+          'restarts after exec liveness fails',
+          (p) => restarted(p, 'c'),
+          90_000,
+        );
+        const reasons = (await eventsFor(ctx, 'liveness-exec')).map((e) => e.reason);
+        check.ok(
+          'Unhealthy and Killing events',
+          reasons.includes('Unhealthy') && reasons.includes('Killing'),
+          reasons,
+          ['Unhealthy', 'Killing'],
+        );
+      })(),
+      waitForPod(
+        ctx,
+        'liveness-http',
+        'restarts after httpGet liveness gets 404',
+        (p) => restarted(p, 'web'),
+        90_000,
+      ),
+      waitForPod(
+        ctx,
+        'readiness-http',
+        'becomes Ready via httpGet',
+        (p) => podCondition(p, 'Ready') === 'True',
+        90_000,
+      ),
+      waitForPod(
+        ctx,
+        'readiness-tcp',
+        'becomes Ready via tcpSocket',
+        (p) => podCondition(p, 'Ready') === 'True',
+        90_000,
+      ),
+      waitForPod(
+        ctx,
+        'liveness-timeout',
+        'restarts when the probe times out',
+        (p) => restarted(p, 'c'),
+        90_000,
+      ),
+      (async () => {
+        const running = await waitForPod(
+          ctx,
+          'startup',
+          'is running',
+          (p) => containerStatus(p, 'c')?.state?.running !== undefined,
+        );
+        const early = containerStatus(running, 'c');
+        check.ok(
+          'not started or ready before the startup probe succeeds',
+          !(early?.started && early.ready) || (early.restartCount ?? 0) > 0,
+          early,
+        );
+        const ok = await waitForPod(
+          ctx,
+          'startup',
+          'is started and Ready',
+          (p) => containerStatus(p, 'c')?.started === true && podCondition(p, 'Ready') === 'True',
+          60_000,
+        );
+        check.equal(
+          'startup probe held off liveness (no restart)',
+          containerStatus(ok, 'c')?.restartCount,
+          0,
+        );
+      })(),
+      (async () => {
+        await waitForPod(
+          ctx,
+          'readiness-toggle',
+          'becomes Ready',
+          (p) => podCondition(p, 'Ready') === 'True',
+          60_000,
+        );
+        const off = await waitForPod(
+          ctx,
+          'readiness-toggle',
+          'becomes not Ready',
+          (p) => podCondition(p, 'Ready') === 'False',
+          60_000,
+        );
+        check.equal('ContainersReady follows readiness', podCondition(off, 'ContainersReady'), 'False');
+        check.equal('still running while not ready', containerStatus(off, 'c')?.restartCount, 0);
+      })(),
+    ]);
+  },
+};

@@ -1,0 +1,74 @@
+import type { ScenarioContext } from '@kh/harness';
+import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+
+/** A pod for the scenario's namespace, pinned to the node under test. */
+export function podFor(
+  ctx: ScenarioContext,
+  name: string,
+  spec: Partial<V1PodSpec> & { containers: V1Container[] },
+): V1Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: ctx.namespace, labels: { 'kh.e2e/scenario': ctx.namespace } },
+    spec: { nodeName: ctx.nodeName, terminationGracePeriodSeconds: 5, ...spec },
+  };
+}
+
+/** A busybox container running a shell script. */
+export function sh(
+  ctx: ScenarioContext,
+  name: string,
+  script: string,
+  extra: Partial<V1Container> = {},
+): V1Container {
+  return {
+    name,
+    image: ctx.images.busybox,
+    imagePullPolicy: 'IfNotPresent',
+    command: ['sh', '-c', script],
+    ...extra,
+  };
+}
+
+export async function createPod(ctx: ScenarioContext, pod: V1Pod): Promise<V1Pod> {
+  return ctx.core.createNamespacedPod({ namespace: ctx.namespace, body: pod });
+}
+
+export async function readPod(ctx: ScenarioContext, name: string): Promise<V1Pod> {
+  return ctx.core.readNamespacedPod({ name, namespace: ctx.namespace });
+}
+
+/** Waits until the pod satisfies `accept`, recording the assertion and the last pod status seen. */
+export async function waitForPod(
+  ctx: ScenarioContext,
+  name: string,
+  what: string,
+  accept: (pod: V1Pod) => boolean,
+  timeoutMs = 90_000,
+): Promise<V1Pod> {
+  return ctx.check.eventually(`pod ${name} ${what}`, () => readPod(ctx, name), accept, {
+    timeoutMs,
+    expected: what,
+  });
+}
+
+export const containerStatus = (pod: V1Pod, container: string) =>
+  [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
+    (c) => c.name === container,
+  );
+
+export const podCondition = (pod: V1Pod, type: string) =>
+  pod.status?.conditions?.find((c) => c.type === type)?.status;
+
+export const waitingReason = (pod: V1Pod, container: string) =>
+  containerStatus(pod, container)?.state?.waiting?.reason;
+
+/** Events in the scenario namespace about one object, newest last. */
+export async function eventsFor(ctx: ScenarioContext, name: string) {
+  const list = await ctx.core.listNamespacedEvent({
+    namespace: ctx.namespace,
+    fieldSelector: `involvedObject.name=${name}`,
+  });
+  return list.items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '', type: e.type ?? '' }));
+}
