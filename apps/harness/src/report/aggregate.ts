@@ -1,0 +1,149 @@
+import type { CellResult, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
+import { cellId, compareRuns, DEFAULT_THRESHOLDS } from './compare.js';
+import type {
+  BaselineSummary,
+  CriMethodLatency,
+  OutcomeCounts,
+  RegressionThresholds,
+  ReportCell,
+  ReportModel,
+  RuntimeLatency,
+} from './model.js';
+import { summarize } from './stats.js';
+
+export function countCells(cells: readonly Pick<CellResult, 'outcome'>[]): OutcomeCounts {
+  const counts: OutcomeCounts = { total: 0, passed: 0, failed: 0, skipped: 0 };
+  for (const cell of cells) {
+    counts.total++;
+    counts[cell.outcome satisfies Outcome]++;
+  }
+  return counts;
+}
+
+/**
+ * The matrix axes: declared runtimes and scenarios first, in the run's order, then any that only
+ * appear in cells (a partial or hand-edited results file must still show every cell).
+ */
+export function matrixAxes(results: RunResults): { runtimes: RuntimeInfo[]; scenarios: string[] } {
+  const runtimes = [...results.runtimes];
+  const known = new Set(runtimes.map((r) => r.name));
+  const scenarios = [...results.scenarios];
+  const knownScenarios = new Set(scenarios);
+  for (const cell of results.cells) {
+    if (!known.has(cell.runtime)) {
+      known.add(cell.runtime);
+      runtimes.push({ name: cell.runtime, runtimeName: cell.runtime, runtimeVersion: 'unknown' });
+    }
+    if (!knownScenarios.has(cell.scenario)) {
+      knownScenarios.add(cell.scenario);
+      scenarios.push(cell.scenario);
+    }
+  }
+  return { runtimes, scenarios };
+}
+
+/** Pod start-up latency per runtime, from every cell's podStartupMs. Runtimes with none are left out. */
+export function podStartupByRuntime(results: RunResults, runtimes: readonly RuntimeInfo[]): RuntimeLatency[] {
+  const out: RuntimeLatency[] = [];
+  for (const { name } of runtimes) {
+    const sample = results.cells.filter((c) => c.runtime === name).flatMap((c) => c.podStartupMs ?? []);
+    const summary = summarize(sample);
+    if (summary) out.push({ runtime: name, ...summary });
+  }
+  return out;
+}
+
+/** CRI call latency per method and runtime, from the cells' cri-call timeline entries. */
+export function criLatencyByMethod(
+  results: RunResults,
+  runtimes: readonly RuntimeInfo[],
+): CriMethodLatency[] {
+  const samples = new Map<string, { runtime: string; method: string; ms: number[]; errors: number }>();
+  for (const cell of results.cells) {
+    for (const entry of cell.timeline) {
+      if (entry.kind !== 'cri-call' || !entry.method || entry.durationMs === undefined) continue;
+      const key = `${cell.runtime}\u0000${entry.method}`;
+      let s = samples.get(key);
+      if (!s) {
+        s = { runtime: cell.runtime, method: entry.method, ms: [], errors: 0 };
+        samples.set(key, s);
+      }
+      s.ms.push(entry.durationMs);
+      if (entry.code && entry.code !== 'OK') s.errors++;
+    }
+  }
+  const runtimeOrder = new Map(runtimes.map((r, i) => [r.name, i]));
+  const out: CriMethodLatency[] = [];
+  for (const s of samples.values()) {
+    const summary = summarize(s.ms);
+    if (summary) out.push({ runtime: s.runtime, method: s.method, errors: s.errors, ...summary });
+  }
+  return out.sort(
+    (a, b) =>
+      a.method.localeCompare(b.method) ||
+      (runtimeOrder.get(a.runtime) ?? 0) - (runtimeOrder.get(b.runtime) ?? 0),
+  );
+}
+
+export interface BuildReportOptions {
+  baseline?: RunResults;
+  thresholds?: RegressionThresholds;
+  /** Injected so tests produce stable output. */
+  now?: Date;
+}
+
+export function buildReportModel(results: RunResults, options: BuildReportOptions = {}): ReportModel {
+  const { runtimes, scenarios } = matrixAxes(results);
+  const thresholds = options.thresholds ?? DEFAULT_THRESHOLDS;
+  const comparison = options.baseline ? compareRuns(results, options.baseline, thresholds) : undefined;
+
+  // Matrix order (scenario rows, runtime columns), so lists derived from cells read like the table.
+  const runtimeOrder = new Map(runtimes.map((r, i) => [r.name, i]));
+  const scenarioOrder = new Map(scenarios.map((s, i) => [s, i]));
+  const cells: ReportCell[] = results.cells
+    .map((cell) => {
+      const id = cellId(cell);
+      const cmp = comparison?.byCell.get(id);
+      return cmp ? { ...cell, id, comparison: cmp } : { ...cell, id };
+    })
+    .sort(
+      (a, b) =>
+        scenarioOrder.get(a.scenario)! - scenarioOrder.get(b.scenario)! ||
+        runtimeOrder.get(a.runtime)! - runtimeOrder.get(b.runtime)!,
+    );
+
+  const countsByRuntime: Record<string, OutcomeCounts> = {};
+  for (const { name } of runtimes)
+    countsByRuntime[name] = countCells(cells.filter((c) => c.runtime === name));
+
+  let baseline: BaselineSummary | undefined;
+  if (options.baseline && comparison) {
+    const verdictOf = (c: ReportCell) => c.comparison?.verdict;
+    baseline = {
+      runId: options.baseline.runId,
+      startedAt: options.baseline.startedAt,
+      counts: countCells(options.baseline.cells),
+      thresholds,
+      regressions: cells
+        .filter((c) => verdictOf(c) === 'regressed' || verdictOf(c) === 'slower')
+        .map((c) => c.id),
+      fixed: cells.filter((c) => verdictOf(c) === 'fixed').map((c) => c.id),
+      missing: comparison.missing,
+    };
+  }
+
+  const { runId, startedAt, finishedAt, durationMs, host } = results;
+  return {
+    generatedAt: (options.now ?? new Date()).toISOString(),
+    run: { runId, startedAt, finishedAt, durationMs, host },
+    runtimes,
+    scenarios,
+    cells,
+    counts: countCells(cells),
+    countsByRuntime,
+    ...(baseline ? { baseline } : {}),
+    podStartup: podStartupByRuntime(results, runtimes),
+    criLatency: criLatencyByMethod(results, runtimes),
+    benchmarks: results.benchmarks ?? [],
+  };
+}

@@ -1,0 +1,127 @@
+import { readFile } from 'node:fs/promises';
+import { RESULTS_SCHEMA_VERSION, type RunResults } from '../results/model.js';
+
+/** A results file that cannot be read or does not match the results model. */
+export class ResultsFileError extends Error {
+  override name = 'ResultsFileError';
+}
+
+const OUTCOMES = new Set(['passed', 'failed', 'skipped']);
+const TIMELINE_KINDS = new Set([
+  'pod-phase',
+  'container-state',
+  'node-condition',
+  'event',
+  'cri-call',
+  'note',
+]);
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Checks the parts of a results file the report relies on, and names the first offending field,
+ * so a truncated or hand-edited file is rejected with a message instead of a blank page.
+ */
+export function validateResults(data: unknown, source = 'results'): RunResults {
+  function fail(path: string, what: string): never {
+    throw new ResultsFileError(`${source}: ${path} ${what}`);
+  }
+  function object(v: unknown, path: string): Json {
+    if (!isObject(v)) fail(path, 'must be an object');
+    return v;
+  }
+  function array(o: Json, key: string, path: string): unknown[] {
+    const v = o[key];
+    if (!Array.isArray(v)) fail(`${path}.${key}`, 'must be an array');
+    return v;
+  }
+  const str = (o: Json, key: string, path: string) => {
+    if (typeof o[key] !== 'string') fail(`${path}.${key}`, 'must be a string');
+  };
+  const num = (o: Json, key: string, path: string) => {
+    if (typeof o[key] !== 'number' || !Number.isFinite(o[key])) fail(`${path}.${key}`, 'must be a number');
+  };
+
+  const top = object(data, 'top level');
+  if (top.schemaVersion !== RESULTS_SCHEMA_VERSION) {
+    fail('$.schemaVersion', `must be ${RESULTS_SCHEMA_VERSION}, got ${JSON.stringify(top.schemaVersion)}`);
+  }
+  for (const key of ['runId', 'startedAt', 'finishedAt']) str(top, key, '$');
+  num(top, 'durationMs', '$');
+  object(top.host, '$.host');
+  for (const [i, r] of array(top, 'runtimes', '$').entries()) {
+    const runtime = object(r, `$.runtimes[${i}]`);
+    for (const key of ['name', 'runtimeName', 'runtimeVersion']) str(runtime, key, `$.runtimes[${i}]`);
+  }
+  for (const [i, sc] of array(top, 'scenarios', '$').entries()) {
+    if (typeof sc !== 'string') fail(`$.scenarios[${i}]`, 'must be a string');
+  }
+  const seen = new Set<string>();
+  for (const [i, c] of array(top, 'cells', '$').entries()) {
+    const path = `$.cells[${i}]`;
+    const cell = object(c, path);
+    str(cell, 'runtime', path);
+    str(cell, 'scenario', path);
+    if (!OUTCOMES.has(cell.outcome as string)) fail(`${path}.outcome`, 'must be passed, failed or skipped');
+    num(cell, 'durationMs', path);
+    const id = `${cell.runtime}/${cell.scenario}`;
+    if (seen.has(id)) fail(path, `repeats the cell ${id}`);
+    seen.add(id);
+    for (const [j, a] of array(cell, 'assertions', path).entries()) {
+      const assertion = object(a, `${path}.assertions[${j}]`);
+      str(assertion, 'name', `${path}.assertions[${j}]`);
+      if (!OUTCOMES.has(assertion.outcome as string))
+        fail(`${path}.assertions[${j}].outcome`, 'is not an outcome');
+    }
+    for (const [j, e] of array(cell, 'timeline', path).entries()) {
+      const at = `${path}.timeline[${j}]`;
+      const entry = object(e, at);
+      num(entry, 't', at);
+      str(entry, 'summary', at);
+      if (!TIMELINE_KINDS.has(entry.kind as string)) {
+        fail(`${at}.kind`, `is not a timeline kind: ${JSON.stringify(entry.kind)}`);
+      }
+    }
+    for (const [j, l] of array(cell, 'logs', path).entries()) {
+      if (!Array.isArray(object(l, `${path}.logs[${j}]`).lines))
+        fail(`${path}.logs[${j}].lines`, 'must be an array');
+    }
+    const startup = cell.podStartupMs;
+    if (startup !== undefined && !(Array.isArray(startup) && startup.every(Number.isFinite))) {
+      fail(`${path}.podStartupMs`, 'must be an array of numbers');
+    }
+  }
+  if (top.benchmarks !== undefined) {
+    for (const [i, b] of array(top, 'benchmarks', '$').entries()) {
+      const bench = object(b, `$.benchmarks[${i}]`);
+      str(bench, 'name', `$.benchmarks[${i}]`);
+      object(bench.metrics, `$.benchmarks[${i}].metrics`);
+    }
+  }
+  return top as unknown as RunResults;
+}
+
+export async function readResultsFile(path: string): Promise<RunResults> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ResultsFileError(
+      code === 'ENOENT'
+        ? `${path}: no such file (run the harness first, or pass --input)`
+        : `${path}: ${String(err)}`,
+    );
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new ResultsFileError(`${path}: not valid JSON (${(err as Error).message})`);
+  }
+  return validateResults(data, path);
+}

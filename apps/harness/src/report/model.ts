@@ -1,0 +1,90 @@
+// The report's view model: what the generator computes from results.json (and a baseline) and embeds
+// in the page as JSON. The browser script only renders it, so every number it shows is computed
+// here, in Node, where it is unit-tested.
+
+import type { BenchmarkResult, CellResult, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
+
+export interface OutcomeCounts {
+  total: number;
+  passed: number;
+  failed: number;
+  skipped: number;
+}
+
+/** Nearest-rank percentiles of a sample, in milliseconds. */
+export interface LatencySummary {
+  count: number;
+  min: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export interface RuntimeLatency extends LatencySummary {
+  runtime: string;
+}
+
+export interface CriMethodLatency extends LatencySummary {
+  runtime: string;
+  method: string;
+  /** Calls that returned a gRPC code other than OK. */
+  errors: number;
+}
+
+/**
+ * How a cell compares with the same cell in the baseline run:
+ * - regressed: passed before, fails now;
+ * - slower: passed both times, and the duration grew beyond the thresholds;
+ * - fixed: failed before, passes now;
+ * - new: the baseline has no such cell;
+ * - unchanged: anything else.
+ */
+export type ComparisonVerdict = 'regressed' | 'slower' | 'fixed' | 'new' | 'unchanged';
+
+export interface CellComparison {
+  verdict: ComparisonVerdict;
+  baselineOutcome?: Outcome;
+  baselineDurationMs?: number;
+  /** (current - baseline) / baseline * 100, when both durations are known. */
+  durationDeltaPct?: number;
+}
+
+export interface RegressionThresholds {
+  /** A passing cell is "slower" when its duration grew by more than this percentage... */
+  durationPct: number;
+  /** ...and by at least this many milliseconds (so jitter on short cells is not flagged). */
+  durationMinMs: number;
+}
+
+export interface ReportCell extends CellResult {
+  /** `${runtime}/${scenario}`: the cell's key in the URL hash. */
+  id: string;
+  comparison?: CellComparison;
+}
+
+export interface BaselineSummary {
+  runId: string;
+  startedAt: string;
+  counts: OutcomeCounts;
+  thresholds: RegressionThresholds;
+  /** Ids of cells whose verdict is regressed or slower, in matrix order. */
+  regressions: string[];
+  fixed: string[];
+  /** Cells present in the baseline but absent from this run. */
+  missing: string[];
+}
+
+export interface ReportModel {
+  generatedAt: string;
+  run: Pick<RunResults, 'runId' | 'startedAt' | 'finishedAt' | 'durationMs' | 'host'>;
+  runtimes: RuntimeInfo[];
+  scenarios: string[];
+  cells: ReportCell[];
+  counts: OutcomeCounts;
+  countsByRuntime: Record<string, OutcomeCounts>;
+  baseline?: BaselineSummary;
+  podStartup: RuntimeLatency[];
+  criLatency: CriMethodLatency[];
+  benchmarks: BenchmarkResult[];
+}
