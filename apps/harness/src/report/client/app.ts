@@ -193,6 +193,7 @@ function comparisonText(cell: ReportCell): string {
   const cmp = cell.comparison;
   if (!cmp) return '';
   if (cmp.verdict === 'new') return 'not in baseline';
+  if (cmp.baselineOutcome === 'skipped') return 'skipped in baseline';
   const before = `${STATUS[cmp.baselineOutcome ?? 'skipped'].long} in ${formatMs(cmp.baselineDurationMs ?? 0)} in baseline`;
   switch (cmp.verdict) {
     case 'regressed':

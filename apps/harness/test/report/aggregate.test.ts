@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildReportModel,
+  countCells,
+  criLatencyByMethod,
+  matrixAxes,
+  podStartupByRuntime,
+} from '../../src/report/aggregate.js';
+import { BASELINE_PATH, cell, loadFixture, run, SAMPLE_PATH } from './fixtures.js';
+
+const cri = (t: number, method: string, durationMs: number, code = 'OK') => ({
+  t,
+  kind: 'cri-call' as const,
+  summary: method,
+  method,
+  durationMs,
+  code,
+});
+
+describe('countCells', () => {
+  it('counts each outcome and the total', () => {
+    const cells = [
+      cell('a', '1'),
+      cell('a', '2', { outcome: 'failed' }),
+      cell('a', '3', { outcome: 'skipped' }),
+    ];
+    expect(countCells(cells)).toEqual({ total: 3, passed: 1, failed: 1, skipped: 1 });
+    expect(countCells([])).toEqual({ total: 0, passed: 0, failed: 0, skipped: 0 });
+  });
+});
+
+describe('matrixAxes', () => {
+  it('keeps the declared order and appends runtimes and scenarios only seen in cells', () => {
+    const results = run([cell('docker', 'probes'), cell('containerd', 'gc')], {
+      runtimes: [{ name: 'docker', runtimeName: 'docker', runtimeVersion: '20.10.24' }],
+      scenarios: ['probes'],
+    });
+    const axes = matrixAxes(results);
+    expect(axes.runtimes.map((r) => r.name)).toEqual(['docker', 'containerd']);
+    expect(axes.runtimes[1]).toMatchObject({ runtimeVersion: 'unknown' });
+    expect(axes.scenarios).toEqual(['probes', 'gc']);
+  });
+});
+
+describe('latency aggregation', () => {
+  it('pools podStartupMs per runtime across cells and leaves out runtimes without samples', () => {
+    const results = run([
+      cell('containerd', 'a', { podStartupMs: [1200, 900] }),
+      cell('containerd', 'b', { podStartupMs: [1500, 1000, 1100] }),
+      cell('docker', 'a'),
+    ]);
+    expect(podStartupByRuntime(results, matrixAxes(results).runtimes)).toEqual([
+      { runtime: 'containerd', count: 5, min: 900, p50: 1100, p90: 1500, p99: 1500, max: 1500 },
+    ]);
+  });
+
+  it('groups cri-call entries by method and runtime, counts non-OK codes, ignores other kinds', () => {
+    const results = run([
+      cell('containerd', 'a', {
+        timeline: [
+          cri(0, 'RunPodSandbox', 96),
+          cri(100, 'RunPodSandbox', 120),
+          cri(300, 'StopContainer', 30_000, 'DEADLINE_EXCEEDED'),
+          { t: 400, kind: 'event', summary: 'Normal Started' },
+          { t: 500, kind: 'cri-call', summary: 'no latency recorded', method: 'Version' },
+        ],
+      }),
+      cell('docker', 'a', { timeline: [cri(0, 'RunPodSandbox', 180)] }),
+    ]);
+    const rows = criLatencyByMethod(results, matrixAxes(results).runtimes);
+    expect(rows.map((r) => [r.method, r.runtime, r.count, r.errors, r.p50, r.max])).toEqual([
+      ['RunPodSandbox', 'containerd', 2, 0, 96, 120],
+      ['RunPodSandbox', 'docker', 1, 0, 180, 180],
+      ['StopContainer', 'containerd', 1, 1, 30_000, 30_000],
+    ]);
+  });
+});
+
+describe('buildReportModel on the recorded run', () => {
+  const model = buildReportModel(loadFixture(SAMPLE_PATH), {
+    baseline: loadFixture(BASELINE_PATH),
+    now: new Date('2026-11-22T04:00:00Z'),
+  });
+
+  it('has every cell in matrix order with its id, and the counts', () => {
+    expect(model.cells).toHaveLength(18);
+    expect(model.cells.slice(0, 4).map((c) => c.id)).toEqual([
+      'containerd/node-registration',
+      'docker/node-registration',
+      'fake/node-registration',
+      'containerd/status-reporting',
+    ]);
+    expect(model.counts).toEqual({ total: 18, passed: 15, failed: 2, skipped: 1 });
+    expect(model.countsByRuntime).toEqual({
+      containerd: { total: 6, passed: 5, failed: 1, skipped: 0 },
+      docker: { total: 6, passed: 5, failed: 1, skipped: 0 },
+      fake: { total: 6, passed: 5, failed: 0, skipped: 1 },
+    });
+    expect(model.generatedAt).toBe('2026-11-22T04:00:00.000Z');
+  });
+
+  it('summarises the baseline comparison', () => {
+    expect(model.baseline).toMatchObject({
+      runId: 'nightly-2026-11-21-0300',
+      counts: { total: 18, passed: 15, failed: 2, skipped: 1 },
+      regressions: ['docker/probes', 'containerd/gc'],
+      fixed: ['fake/pod-lifecycle'],
+      missing: [],
+    });
+    expect(model.cells.find((c) => c.id === 'containerd/gc')?.comparison?.durationDeltaPct).toBeGreaterThan(
+      20,
+    );
+  });
+
+  it('derives latency charts from the cells: every runtime with pods, every CRI method seen', () => {
+    expect(model.podStartup.map((r) => r.runtime)).toEqual(['containerd', 'docker', 'fake']);
+    for (const r of model.podStartup) expect(r.min <= r.p50 && r.p50 <= r.p90 && r.p90 <= r.p99).toBe(true);
+    const methods = new Set(model.criLatency.map((r) => r.method));
+    expect(methods).toContain('RunPodSandbox');
+    expect(methods).toContain('ExecSync');
+    expect(model.criLatency.find((r) => r.method === 'StopContainer' && r.runtime === 'docker')?.errors).toBe(
+      1,
+    );
+    expect(model.benchmarks).toHaveLength(4);
+  });
+
+  it('has no baseline section without a baseline', () => {
+    const plain = buildReportModel(loadFixture(SAMPLE_PATH));
+    expect(plain.baseline).toBeUndefined();
+    expect(plain.cells.every((c) => c.comparison === undefined)).toBe(true);
+  });
+});

@@ -1,0 +1,423 @@
+// Opens the generated report in a real Chromium (Debian's, driven by playwright-core) and uses it
+// the way a person would: mouse, keyboard, filters, shared links. Every test also fails on a console
+// error, an uncaught exception, a JavaScript dialog (injected markup) or any request off the page.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runReportCommand } from '../../../src/report/cli.js';
+import { BASELINE_PATH, loadFixture, SAMPLE_PATH } from '../fixtures.js';
+
+const CHROMIUM = process.env.KH_CHROMIUM ?? '/usr/bin/chromium';
+const SCREENSHOTS = fileURLToPath(new URL('../../../.reports/screenshots/', import.meta.url));
+const quiet = { write: () => true };
+
+let browser: Browser;
+let dir: string;
+let reportUrl: string;
+let current: { page: Page; problems: string[] } | undefined;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kh-test-report-browser-'));
+  await mkdir(SCREENSHOTS, { recursive: true });
+  const out = join(dir, 'report.html');
+  const code = await runReportCommand(['-i', SAMPLE_PATH, '-b', BASELINE_PATH, '-o', out], {
+    stdout: quiet,
+    stderr: quiet,
+  });
+  expect(code).toBe(0);
+  reportUrl = pathToFileURL(out).href;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // Playwright gives each launch a fresh temporary profile (the --user-data-dir).
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  if (!current) return;
+  const { page, problems } = current;
+  current = undefined;
+  await page.context().close();
+  expect(problems).toEqual([]);
+});
+
+async function open(url: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  const origin = url.startsWith('file:') ? url.split('#')[0]! : new URL(url).origin;
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`uncaught: ${e.message}`));
+  page.on('dialog', (d) => {
+    problems.push(`javascript dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  page.on('request', (r) => {
+    if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) problems.push(`request: ${r.url()}`);
+  });
+  current = { page, problems };
+  await page.goto(url);
+  await page
+    .locator('#matrix-status')
+    .filter({ hasText: /cells|match/ })
+    .waitFor();
+  return page;
+}
+
+const cells = (page: Page) => page.locator('table.matrix td[role="gridcell"]');
+const cellAt = (page: Page, id: string) => page.locator(`td[data-cell="${id}"]`);
+const hashOf = (page: Page) => page.evaluate(() => location.hash);
+const focusedCell = (page: Page) =>
+  page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.cell);
+const dialog = (page: Page) => page.locator('#cell-dialog');
+
+describe('HTML report in Chromium', { timeout: 60_000 }, () => {
+  it('renders the matrix at a glance with the right counts', async () => {
+    const page = await open(reportUrl);
+    expect(await page.title()).toBe('kubelet-harness report · nightly-2026-11-22-0300');
+    const tile = (kind: string) => page.locator(`[data-count="${kind}"] .tile-value`).textContent();
+    expect([await tile('total'), await tile('passed'), await tile('failed'), await tile('skipped')]).toEqual([
+      '18',
+      '15',
+      '2',
+      '1',
+    ]);
+    expect(await page.locator('table.matrix thead th').allTextContents()).toEqual([
+      'Scenario',
+      'containerdcontainerd v1.6.20',
+      'dockerdocker 20.10.24',
+      'fakefake-runtime 0.1.0',
+    ]);
+    expect(await page.locator('table.matrix tbody th').allTextContents()).toEqual([
+      'node-registration',
+      'status-reporting',
+      'probes',
+      'gc',
+      'eviction',
+      'pod-lifecycle',
+    ]);
+    await expect.poll(() => cells(page).count()).toBe(18);
+    expect(await page.locator('td[data-outcome="passed"]').count()).toBe(15);
+    expect(await page.locator('td[data-outcome="failed"]').count()).toBe(2);
+    expect(await page.locator('td[data-outcome="skipped"]').count()).toBe(1);
+    expect(await page.locator('#matrix-status').textContent()).toBe('Showing 18 of 18 cells (2 failed).');
+
+    const failed = cellAt(page, 'docker/probes');
+    expect(await failed.textContent()).toMatch(/^✗ fail1 min 07 s/);
+    expect(await failed.getAttribute('aria-label')).toMatch(
+      /^probes on docker: failed, in 1 min 07 s, regression/,
+    );
+    const skipped = cellAt(page, 'fake/eviction');
+    expect(await skipped.textContent()).toBe('– skip');
+    expect(await skipped.getAttribute('aria-label')).toContain(
+      'skipped, the fake runtime reports no container stats',
+    );
+    expect(await page.locator('[data-runtime-total="docker"]').textContent()).toBe('5/6 passed · 1 failed');
+
+    expect(await page.locator('svg.chart').count()).toBe(2);
+    expect(await page.locator('#chart-pod-startup .group-label').allTextContents()).toEqual([
+      'containerd',
+      'docker',
+      'fake',
+    ]);
+    expect(await page.locator('#chart-cri .group-label').allTextContents()).toContain('RunPodSandbox');
+    expect(await page.locator('#benchmarks tbody tr').count()).toBe(4);
+    await page.screenshot({ path: join(SCREENSHOTS, 'report-overview.png'), fullPage: true });
+  });
+
+  it('flags regressions against the baseline', async () => {
+    const page = await open(reportUrl);
+    expect(await cellAt(page, 'docker/probes').locator('.badge--regressed').textContent()).toBe(
+      '▲ regressed',
+    );
+    expect(await cellAt(page, 'containerd/gc').locator('.badge--slower').textContent()).toMatch(
+      /^△ \+\d+% slower$/,
+    );
+    expect(await cellAt(page, 'fake/pod-lifecycle').locator('.badge--fixed').textContent()).toBe('fixed');
+    expect(await page.locator('.cell--regression').count()).toBe(2);
+    const baseline = page.locator('#baseline');
+    expect(await baseline.locator('h3').allTextContents()).toEqual([
+      'Compared with baseline',
+      'Regressions (2)',
+      'Fixed (1)',
+    ]);
+    expect(await baseline.locator('.changes--regressed li').allTextContents()).toEqual([
+      'docker/probes — regression: passed in 17.6 s in baseline',
+      expect.stringMatching(
+        /^containerd\/gc — duration regression: passed in 11\.4 s in baseline, \d+% slower now$/,
+      ),
+    ]);
+    await baseline.getByRole('button', { name: 'containerd/gc' }).click();
+    await expect.poll(() => page.locator('#cell-title').textContent()).toBe('gc on containerd');
+    expect(await page.locator('#cell-body .compare').textContent()).toMatch(/^Baseline: duration regression/);
+  });
+
+  it('drills into a failed cell: assertion with expected and actual, timeline, logs', async () => {
+    const page = await open(reportUrl);
+    await cellAt(page, 'docker/probes').click();
+    await expect.poll(() => dialog(page).evaluate((d: HTMLDialogElement) => d.open)).toBe(true);
+    expect(await hashOf(page)).toBe('#cell=docker/probes');
+    expect(await page.locator('#cell-title').textContent()).toBe('probes on docker');
+    expect(await page.locator('#cell-body .reason').textContent()).toBe(
+      'liveness failure restarts the container: expected restartCount >= 1, got 0 after 60s',
+    );
+
+    const failedRow = page.locator('tr.assertion--failed');
+    expect(await failedRow.count()).toBe(1);
+    expect(await failedRow.locator('th').textContent()).toBe(
+      'liveness failure restarts the containercontainer app in probes-docker/liveness-http was not restarted within 60s',
+    );
+    expect(await failedRow.locator('.expected').textContent()).toContain('"restartCount": ">= 1"');
+    expect(await failedRow.locator('.actual').textContent()).toContain('"restartCount": 0');
+
+    const recorded = loadFixture(SAMPLE_PATH).cells.find(
+      (c) => c.runtime === 'docker' && c.scenario === 'probes',
+    )!;
+    const rows = page.locator('table.timeline tbody tr');
+    expect(await rows.count()).toBe(recorded.timeline.length);
+    const criRows = page.locator('table.timeline tbody tr[data-kind="cri-call"]');
+    expect(await criRows.count()).toBe(recorded.timeline.filter((e) => e.kind === 'cri-call').length);
+    const stop = criRows.filter({ hasText: 'DEADLINE_EXCEEDED' });
+    expect(await stop.locator('td').nth(2).textContent()).toMatch(
+      /^StopContainer probes-docker\/liveness-http/,
+    );
+    expect(await stop.locator('.latency').textContent()).toMatch(/\d(\.\d)? s$/);
+    for (const kind of ['pod-phase', 'container-state', 'event', 'note']) {
+      expect(await page.locator(`table.timeline tr[data-kind="${kind}"]`).count()).toBeGreaterThan(0);
+    }
+    await page.getByRole('checkbox', { name: /^CRI call/ }).uncheck();
+    expect(await criRows.first().isHidden()).toBe(true);
+    expect(await page.locator('table.timeline tbody tr:visible').count()).toBe(recorded.timeline.length - 41);
+
+    // Log lines hold HTML; they must show as text and never become markup.
+    const agentLog = page.locator('.log pre').first();
+    expect(await agentLog.textContent()).toContain(
+      'probe body: <html><body><h1>500</h1><script>alert("probe")</script>',
+    );
+    expect(await page.locator('#cell-body script, #cell-body h1').count()).toBe(0);
+    expect(await page.locator('.log h4').allTextContents()).toEqual([
+      'agent (6 lines)',
+      'shim (2 lines)',
+      'runtime (2 lines)',
+      'harness (2 lines)',
+    ]);
+    expect(await page.locator('.log .line.hot').count()).toBeGreaterThan(0);
+    await page.screenshot({ path: join(SCREENSHOTS, 'report-drilldown.png') });
+
+    await page.locator('#cell-close').click();
+    await expect.poll(() => hashOf(page)).toBe('');
+    expect(await dialog(page).evaluate((d: HTMLDialogElement) => d.open)).toBe(false);
+  });
+
+  it('filters by runtime, by scenario and to failures only, keeping them in the URL hash', async () => {
+    const page = await open(reportUrl);
+    await page.getByRole('combobox', { name: 'Runtime' }).selectOption('docker');
+    await expect.poll(() => hashOf(page)).toBe('#runtime=docker');
+    expect(await cells(page).count()).toBe(6);
+    expect(
+      (await cells(page).evaluateAll((els) => els.map((e) => e.dataset.cell))).every((id) =>
+        id?.startsWith('docker/'),
+      ),
+    ).toBe(true);
+    expect(await page.locator('#chart-pod-startup .group-label').allTextContents()).toEqual(['docker']);
+
+    await page.getByRole('checkbox', { name: 'Failures only' }).check();
+    await expect.poll(() => hashOf(page)).toBe('#runtime=docker&failures=1');
+    expect(await cells(page).evaluateAll((els) => els.map((e) => e.dataset.cell))).toEqual(['docker/probes']);
+    expect(await page.locator('#matrix-status').textContent()).toBe('Showing 1 of 18 cells (1 failed).');
+
+    await page.getByRole('combobox', { name: 'Runtime' }).selectOption('');
+    await expect.poll(() => hashOf(page)).toBe('#failures=1');
+    expect(await cells(page).evaluateAll((els) => els.map((e) => e.dataset.cell))).toEqual([
+      'containerd/probes',
+      'docker/probes',
+      'containerd/eviction',
+      'docker/eviction',
+    ]);
+    expect(await page.locator('td.cell--muted').count()).toBe(2);
+
+    await page.getByRole('combobox', { name: 'Scenario' }).selectOption('gc');
+    await expect.poll(() => page.locator('#matrix-status').textContent()).toBe('No cells match the filters.');
+    await page.getByRole('checkbox', { name: 'Failures only' }).uncheck();
+    await expect.poll(() => hashOf(page)).toBe('#scenario=gc');
+    expect(await cells(page).count()).toBe(3);
+
+    await page.getByRole('button', { name: 'Reset filters' }).click();
+    await expect.poll(() => cells(page).count()).toBe(18);
+    expect(await hashOf(page)).toBe('');
+  });
+
+  it('restores filters and the open cell from the URL hash, on load, reload and hashchange', async () => {
+    const page = await open(`${reportUrl}#runtime=containerd&failures=1&cell=containerd/eviction`);
+    const check = async () => {
+      expect(await page.getByRole('combobox', { name: 'Runtime' }).inputValue()).toBe('containerd');
+      expect(await page.getByRole('checkbox', { name: 'Failures only' }).isChecked()).toBe(true);
+      expect(await cells(page).evaluateAll((els) => els.map((e) => e.dataset.cell))).toEqual([
+        'containerd/eviction',
+      ]);
+      await expect.poll(() => dialog(page).evaluate((d: HTMLDialogElement) => d.open)).toBe(true);
+      expect(await page.locator('#cell-title').textContent()).toBe('eviction on containerd');
+      expect(await page.locator('tr.assertion--failed .expected').first().textContent()).toContain(
+        '"status": "True"',
+      );
+    };
+    await check();
+    await page.reload();
+    await page.locator('table.matrix').waitFor();
+    await check();
+
+    await page.evaluate(() => {
+      location.hash = '#scenario=gc';
+    });
+    await expect.poll(() => dialog(page).evaluate((d: HTMLDialogElement) => d.open)).toBe(false);
+    expect(await cells(page).count()).toBe(3);
+    expect(await page.getByRole('combobox', { name: 'Scenario' }).inputValue()).toBe('gc');
+    expect(await page.getByRole('combobox', { name: 'Runtime' }).inputValue()).toBe('');
+    expect(await page.getByRole('checkbox', { name: 'Failures only' }).isChecked()).toBe(false);
+
+    // A stale link (unknown runtime, unknown cell) shows everything rather than nothing.
+    await page.evaluate(() => {
+      location.hash = '#runtime=cri-o&cell=cri-o/gc';
+    });
+    await expect.poll(() => cells(page).count()).toBe(18);
+    expect(await dialog(page).evaluate((d: HTMLDialogElement) => d.open)).toBe(false);
+  });
+
+  it('is navigable with the keyboard: arrows move, Enter and Space open, Escape closes', async () => {
+    const page = await open(reportUrl);
+    expect(await page.locator('td[role="gridcell"][tabindex="0"]').count()).toBe(1);
+    await page.locator('#filter-reset').focus();
+    await page.keyboard.press('Tab');
+    expect(await focusedCell(page)).toBe('docker/probes'); // the tab stop starts on the first failure
+    const steps: [string, string][] = [
+      ['ArrowLeft', 'containerd/probes'],
+      ['ArrowLeft', 'containerd/probes'], // stays at the edge
+      ['ArrowUp', 'containerd/status-reporting'],
+      ['ArrowRight', 'docker/status-reporting'],
+      ['ArrowDown', 'docker/probes'],
+      ['ArrowDown', 'docker/gc'],
+      ['End', 'fake/gc'],
+      ['Home', 'containerd/gc'],
+    ];
+    for (const [key, expected] of steps) {
+      await page.keyboard.press(key);
+      expect([key, await focusedCell(page)]).toEqual([key, expected]);
+    }
+    expect(await page.locator('td[role="gridcell"][tabindex="0"]').getAttribute('data-cell')).toBe(
+      'containerd/gc',
+    );
+
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#cell-title').textContent()).toBe('gc on containerd');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('cell-close');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => dialog(page).evaluate((d: HTMLDialogElement) => d.open)).toBe(false);
+    expect(await focusedCell(page)).toBe('containerd/gc');
+    await expect.poll(() => hashOf(page)).toBe('');
+
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press(' ');
+    await expect.poll(() => page.locator('#cell-title').textContent()).toBe('eviction on containerd');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => focusedCell(page)).toBe('containerd/eviction');
+  });
+
+  it('reads without colour, has labelled controls and headings, and keeps text contrast >= 4.5:1', async () => {
+    const page = await open(reportUrl);
+    const texts = await cells(page).evaluateAll((els) =>
+      els.map((e) => e.querySelector('.status')?.textContent),
+    );
+    expect(new Set(texts)).toEqual(new Set(['✓ pass', '✗ fail', '– skip']));
+    for (const label of await cells(page).evaluateAll((els) =>
+      els.map((e) => e.getAttribute('aria-label')),
+    )) {
+      expect(label).toMatch(/ on (containerd|docker|fake): (passed|failed|skipped)/);
+    }
+    expect(await page.locator('h1').allTextContents()).toEqual(['kubelet-harness report']);
+    expect(await page.locator('main h2').allTextContents()).toEqual([
+      'Summary',
+      'Results by scenario and runtime',
+      'Latency',
+      'Benchmarks',
+    ]);
+    expect(await page.getByRole('grid', { name: 'Results by scenario and runtime' }).count()).toBe(1);
+    expect(await page.getByRole('combobox', { name: 'Scenario' }).count()).toBe(1);
+    expect(await page.getByRole('img', { name: /^Pod start-up latency by runtime/ }).count()).toBe(1);
+
+    const lowest = await page.evaluate(() => {
+      const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
+      const lum = ([r, g, b]: number[]) => {
+        const f = (v: number) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+        return 0.2126 * f(r!) + 0.7152 * f(g!) + 0.0722 * f(b!);
+      };
+      const background = (el: Element | null): number[] => {
+        for (; el; el = el.parentElement) {
+          const c = rgb(getComputedStyle(el).backgroundColor);
+          if (c.length === 3 || (c.length === 4 && c[3]! > 0)) return c.slice(0, 3);
+        }
+        return [255, 255, 255];
+      };
+      const ratio = (el: Element) => {
+        const a = lum(rgb(getComputedStyle(el).color));
+        const b = lum(background(el));
+        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      };
+      const selector =
+        'td.cell:not(.cell--muted) .status, td.cell .duration, .badge, .tile-value, .tile-label, .meta span, .status-line, .hint, .runtimes li, table.matrix th';
+      return [...document.querySelectorAll(selector)]
+        .filter((el) => el.textContent?.trim())
+        .map((el) => ({
+          text: el.textContent!.trim().slice(0, 30),
+          ratio: Math.round(ratio(el) * 100) / 100,
+        }))
+        .sort((x, y) => x.ratio - y.ratio)
+        .slice(0, 3);
+    });
+    expect(lowest[0]!.ratio, JSON.stringify(lowest)).toBeGreaterThanOrEqual(4.5);
+  });
+});
+
+describe('report --serve in Chromium', { timeout: 60_000 }, () => {
+  it('serves the same page on 127.0.0.1 and stops on abort', async () => {
+    const stop = new AbortController();
+    const out = {
+      text: '',
+      write(t: string) {
+        out.text += t;
+      },
+    };
+    const done = runReportCommand(['-i', SAMPLE_PATH, '-b', BASELINE_PATH, '--serve', '--port', '0'], {
+      stdout: out,
+      signal: stop.signal,
+    });
+    try {
+      await expect.poll(() => out.text).toMatch(/Serving the report at http:\/\/127\.0\.0\.1:\d+\//);
+      const url = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out.text)![1]!;
+      const page = await open(`${url}#failures=1&cell=docker/probes`);
+      expect(await cells(page).count()).toBe(4);
+      await expect.poll(() => page.locator('#cell-title').textContent()).toBe('probes on docker');
+    } finally {
+      stop.abort();
+    }
+    expect(await done).toBe(0);
+  });
+});

@@ -1,0 +1,74 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ResultsFileError, readResultsFile, validateResults } from '../../src/report/load.js';
+import { cell, loadFixture, run, SAMPLE_PATH } from './fixtures.js';
+
+describe('validateResults', () => {
+  it('accepts the recorded run', () => {
+    expect(validateResults(loadFixture(SAMPLE_PATH)).cells).toHaveLength(18);
+  });
+
+  const broken: [string, (r: Record<string, unknown>) => unknown, RegExp][] = [
+    ['not an object', () => [], /top level must be an object/],
+    ['another schema version', (r) => ({ ...r, schemaVersion: 2 }), /schemaVersion must be 1, got 2/],
+    ['no cells', (r) => ({ ...r, cells: undefined }), /\$\.cells must be an array/],
+    [
+      'a bad outcome',
+      (r) => ({ ...r, cells: [{ ...cell('a', 'b'), outcome: 'ok' }] }),
+      /cells\[0\]\.outcome/,
+    ],
+    [
+      'a repeated cell',
+      (r) => ({ ...r, cells: [cell('a', 'b'), cell('a', 'b')] }),
+      /cells\[1\] repeats the cell a\/b/,
+    ],
+    [
+      'an unknown timeline kind',
+      (r) => ({ ...r, cells: [cell('a', 'b', { timeline: [{ t: 1, kind: 'x' as never, summary: '' }] })] }),
+      /cells\[0\]\.timeline\[0\]\.kind is not a timeline kind: "x"/,
+    ],
+    [
+      'podStartupMs with a string',
+      (r) => ({ ...r, cells: [{ ...cell('a', 'b'), podStartupMs: [1, '2'] }] }),
+      /podStartupMs must be an array of numbers/,
+    ],
+    [
+      'a benchmark without metrics',
+      (r) => ({ ...r, benchmarks: [{ name: 'x' }] }),
+      /benchmarks\[0\]\.metrics must be an object/,
+    ],
+  ];
+  it.each(broken)('rejects %s, naming the field', (_, mutate, message) => {
+    const data = mutate(run([cell('a', 'b')]) as unknown as Record<string, unknown>);
+    expect(() => validateResults(data, 'r.json')).toThrow(ResultsFileError);
+    expect(() => validateResults(data, 'r.json')).toThrow(message);
+  });
+});
+
+describe('readResultsFile', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kh-test-report-load-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('says when the file is missing', async () => {
+    await expect(readResultsFile(join(dir, 'nope.json'))).rejects.toThrow(/nope\.json: no such file/);
+  });
+
+  it('says when the file is not JSON', async () => {
+    const path = join(dir, 'truncated.json');
+    await writeFile(path, '{"schemaVersion": 1, "cells": [');
+    await expect(readResultsFile(path)).rejects.toThrow(/truncated\.json: not valid JSON/);
+  });
+
+  it('reads a valid file', async () => {
+    const path = join(dir, 'ok.json');
+    await writeFile(path, JSON.stringify(run([cell('a', 'b')])));
+    expect((await readResultsFile(path)).runId).toBe('test-run');
+  });
+});
