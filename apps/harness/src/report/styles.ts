@@ -125,7 +125,9 @@ fieldset.kinds label { display: inline-flex; align-items: center; gap: 4px; }
 .timeline thead th { position: sticky; top: 0; }
 .timeline tr.warn td { background: var(--warn-bg); }
 .timeline tr.failure td { background: var(--fail-bg); color: var(--fail-fg); font-weight: 600; }
-.assertions thead th:first-child { width: 32%; } .assertions thead th:nth-child(2) { width: 9%; }
+table.assertions { table-layout: fixed; }
+.assertions thead th:first-child { width: 28%; } .assertions thead th:nth-child(2) { width: 10%; }
+.assertions thead th:nth-child(3), .assertions thead th:nth-child(4) { width: 31%; }
 .timeline .detail { color: var(--muted); font-family: ui-monospace, monospace; font-size: 0.8rem; word-break: break-all; }
 .timeline .code { color: var(--fail-fg); font-weight: 600; }
 .kind { display: inline-block; padding: 0 6px; border-radius: 4px; font-size: 0.78rem; background: var(--skip-bg); white-space: nowrap; }

@@ -685,7 +685,7 @@ class ReportPage {
         'data-outcome': cell.outcome,
         'aria-label': label,
         'aria-haspopup': 'dialog',
-        title: cell.reason ?? '',
+        title: cell.reason,
       },
       statusBadge(cell.outcome),
       h('span', { class: 'duration' }, cell.outcome === 'skipped' ? '' : formatMs(cell.durationMs)),

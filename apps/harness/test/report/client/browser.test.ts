@@ -204,6 +204,7 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     for (const kind of ['pod-phase', 'container-state', 'event', 'note']) {
       expect(await page.locator(`table.timeline tr[data-kind="${kind}"]`).count()).toBeGreaterThan(0);
     }
+    await page.screenshot({ path: join(SCREENSHOTS, 'report-drilldown.png') });
     await page.getByRole('checkbox', { name: /^CRI call/ }).uncheck();
     expect(await criRows.first().isHidden()).toBe(true);
     expect(await page.locator('table.timeline tbody tr:visible').count()).toBe(recorded.timeline.length - 41);
@@ -221,7 +222,6 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
       'harness (2 lines)',
     ]);
     expect(await page.locator('.log .line.hot').count()).toBeGreaterThan(0);
-    await page.screenshot({ path: join(SCREENSHOTS, 'report-drilldown.png') });
 
     await page.locator('#cell-close').click();
     await expect.poll(() => hashOf(page)).toBe('');
