@@ -583,8 +583,10 @@ class ReportPage {
     );
     const failed = shown.filter((c) => c.outcome === 'failed').length;
     byId('matrix-status').textContent =
-      shown.length === 0
-        ? 'No cells match the filters.'
+      this.model.cells.length === 0
+        ? 'This run recorded no results.'
+        : shown.length === 0
+          ? 'No cells match the filters.'
         : `Showing ${shown.length} of ${this.model.cells.length} cells (${failed} failed).`;
     if (shown.length === 0) {
       container.replaceChildren();

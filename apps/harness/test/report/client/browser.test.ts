@@ -1,14 +1,14 @@
 // Opens the generated report in a real Chromium (Debian's, driven by playwright-core) and uses it
 // the way a person would: mouse, keyboard, filters, shared links. Every test also fails on a console
 // error, an uncaught exception, a JavaScript dialog (injected markup) or any request off the page.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../../src/report/cli.js';
-import { BASELINE_PATH, loadFixture, SAMPLE_PATH } from '../fixtures.js';
+import { BASELINE_PATH, cell, loadFixture, run, SAMPLE_PATH } from '../fixtures.js';
 
 const CHROMIUM = process.env.KH_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../../.reports/screenshots/', import.meta.url));
@@ -393,6 +393,45 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
         .slice(0, 3);
     });
     expect(lowest[0]!.ratio, JSON.stringify(lowest)).toBeGreaterThanOrEqual(4.5);
+  });
+});
+
+describe('a sparse run in Chromium', { timeout: 60_000 }, () => {
+  it('shows cells that did not run, and empty sections instead of errors', async () => {
+    // Partial results: two cells of a 2x2 matrix, nothing recorded inside them, no benchmarks.
+    const results = run([
+      cell('containerd', 'a', { outcome: 'failed', reason: 'node never became Ready' }),
+      cell('docker', 'b', { outcome: 'skipped', reason: 'dockerd not installed' }),
+    ]);
+    const input = join(dir, 'sparse.json');
+    const out = join(dir, 'sparse.html');
+    await writeFile(input, JSON.stringify(results));
+    expect(await runReportCommand(['-i', input, '-o', out], { stdout: quiet, stderr: quiet })).toBe(0);
+
+    const page = await open(pathToFileURL(out).href);
+    expect(await cells(page).count()).toBe(4);
+    expect(await page.locator('td.cell--missing').allTextContents()).toEqual(['not run', 'not run']);
+    expect(await page.locator('#matrix-status').textContent()).toBe('Showing 2 of 2 cells (1 failed).');
+    expect(await page.locator('#chart-pod-startup').textContent()).toBe(
+      'No pod start-up latencies were recorded.',
+    );
+    expect(await page.locator('#chart-cri').textContent()).toBe('No CRI calls were recorded.');
+    expect(await page.locator('#benchmarks-section').isHidden()).toBe(true);
+    expect(await page.locator('#baseline').count()).toBe(0);
+
+    await cellAt(page, 'containerd/a').focus();
+    await page.keyboard.press('ArrowRight');
+    expect(await page.locator(':focus').getAttribute('aria-label')).toBe('a on docker: not run');
+    await page.keyboard.press('Enter'); // nothing to open
+    expect(await page.locator('#cell-dialog[open]').count()).toBe(0);
+    await page.keyboard.press('ArrowLeft');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#cell-title').textContent()).toBe('a on containerd');
+    expect(await page.locator('#cell-body .empty').allTextContents()).toEqual([
+      'No assertions were recorded.',
+      'No timeline was recorded.',
+      'No log excerpt was recorded.',
+    ]);
   });
 });
 
