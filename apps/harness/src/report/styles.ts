@@ -71,7 +71,8 @@ table.matrix { width: 100%; table-layout: fixed; }
 .cell--failed { background: var(--fail-bg); }
 .cell--skipped { background: var(--skip-bg); }
 .cell--missing { background: repeating-linear-gradient(45deg, #ffffff, #ffffff 6px, #f6f8fa 6px, #f6f8fa 12px); color: var(--muted); cursor: default; }
-.cell--muted { opacity: 0.45; }
+/* Context for a failure, not the subject: plain background, text still at full contrast. */
+.cell.cell--muted { background: #ffffff; }
 .cell--regression { box-shadow: inset 4px 0 0 #bf8700; }
 .status { font-weight: 650; white-space: nowrap; }
 .status--passed { color: var(--pass-fg); } .status--failed { color: var(--fail-fg); } .status--skipped { color: var(--skip-fg); }

@@ -363,38 +363,46 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     expect(await page.getByRole('combobox', { name: 'Scenario' }).count()).toBe(1);
     expect(await page.getByRole('img', { name: /^Pod start-up latency by runtime/ }).count()).toBe(1);
 
-    const lowest = await page.evaluate(() => {
-      const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
-      const lum = ([r, g, b]: number[]) => {
-        const f = (v: number) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
-        return 0.2126 * f(r!) + 0.7152 * f(g!) + 0.0722 * f(b!);
-      };
-      const background = (el: Element | null): number[] => {
-        for (; el; el = el.parentElement) {
-          const c = rgb(getComputedStyle(el).backgroundColor);
-          if (c.length === 3 || (c.length === 4 && c[3]! > 0)) return c.slice(0, 3);
-        }
-        return [255, 255, 255];
-      };
-      const ratio = (el: Element) => {
-        const a = lum(rgb(getComputedStyle(el).color));
-        const b = lum(background(el));
-        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-      };
-      const selector =
-        'td.cell:not(.cell--muted) .status, td.cell .duration, .badge, .tile-value, .tile-label, .meta span, .status-line, .hint, .runtimes li, table.matrix th';
-      return [...document.querySelectorAll(selector)]
-        .filter((el) => el.textContent?.trim())
-        .map((el) => ({
-          text: el.textContent!.trim().slice(0, 30),
-          ratio: Math.round(ratio(el) * 100) / 100,
-        }))
-        .sort((x, y) => x.ratio - y.ratio)
-        .slice(0, 3);
-    });
-    expect(lowest[0]!.ratio, JSON.stringify(lowest)).toBeGreaterThanOrEqual(4.5);
+    for (const failuresOnly of [false, true]) {
+      await page.getByRole('checkbox', { name: 'Failures only' }).setChecked(failuresOnly);
+      const lowest = await lowestContrast(page);
+      expect(lowest[0]!.ratio, JSON.stringify(lowest)).toBeGreaterThanOrEqual(4.5);
+    }
   });
 });
+
+/** The three lowest text/background contrast ratios among the page's status text. */
+function lowestContrast(page: Page) {
+  return page.evaluate(() => {
+    const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
+    const lum = ([r, g, b]: number[]) => {
+      const f = (v: number) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+      return 0.2126 * f(r!) + 0.7152 * f(g!) + 0.0722 * f(b!);
+    };
+    const background = (el: Element | null): number[] => {
+      for (; el; el = el.parentElement) {
+        const c = rgb(getComputedStyle(el).backgroundColor);
+        if (c.length === 3 || (c.length === 4 && c[3]! > 0)) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    const ratio = (el: Element) => {
+      const a = lum(rgb(getComputedStyle(el).color));
+      const b = lum(background(el));
+      return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    };
+    const selector =
+      'td.cell .status, td.cell .duration, .badge, .tile-value, .tile-label, .meta span, .status-line, .hint, .runtimes li, table.matrix th';
+    return [...document.querySelectorAll(selector)]
+      .filter((el) => el.textContent?.trim())
+      .map((el) => ({
+        text: el.textContent!.trim().slice(0, 30),
+        ratio: Math.round(ratio(el) * 100) / 100,
+      }))
+      .sort((x, y) => x.ratio - y.ratio)
+      .slice(0, 3);
+  });
+}
 
 describe('a sparse run in Chromium', { timeout: 60_000 }, () => {
   it('shows cells that did not run, and empty sections instead of errors', async () => {
