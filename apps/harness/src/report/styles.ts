@@ -24,6 +24,7 @@ h4 { font-size: 0.9rem; margin: 12px 0 6px; color: var(--muted); }
 .meta { margin: 0; color: #d0d7de; display: flex; flex-wrap: wrap; gap: 4px 18px; font-size: 0.9rem; }
 .wrap { max-width: 1240px; margin: 0 auto; padding: 0 24px; }
 main.wrap { padding-top: 20px; padding-bottom: 32px; display: grid; gap: 20px; }
+main.wrap > * { min-width: 0; } /* wide tables scroll inside their card instead of widening the page */
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 20px 24px; }
 .section-head { display: flex; flex-wrap: wrap; align-items: center; justify-content: space-between; gap: 12px; margin-bottom: 12px; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }

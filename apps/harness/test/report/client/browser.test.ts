@@ -363,6 +363,9 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     expect(await page.getByRole('combobox', { name: 'Scenario' }).count()).toBe(1);
     expect(await page.getByRole('img', { name: /^Pod start-up latency by runtime/ }).count()).toBe(1);
 
+    // Narrow windows: wide tables scroll inside their card, the page itself never scrolls sideways.
+    await page.setViewportSize({ width: 800, height: 800 });
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(800);
     for (const failuresOnly of [false, true]) {
       await page.getByRole('checkbox', { name: 'Failures only' }).setChecked(failuresOnly);
       const lowest = await lowestContrast(page);
