@@ -410,11 +410,15 @@ class ReportPage {
     this.apply(decodeHash(location.hash));
   }
 
-  /** Every state change goes through the URL hash, so a copied link restores exactly this view. */
+  /**
+   * Every state change is written to the URL hash, so a copied link restores exactly this view.
+   * The view is updated at once; the hashchange that follows finds nothing left to do.
+   */
   private navigate(next: ViewState) {
     const hash = encodeHash(next);
     if (hash === encodeHash(this.state)) return;
     location.replace(`#${hash}`);
+    this.apply(next);
   }
 
   private apply(raw: ViewState) {
