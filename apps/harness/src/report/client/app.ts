@@ -591,7 +591,7 @@ class ReportPage {
         ? 'This run recorded no results.'
         : shown.length === 0
           ? 'No cells match the filters.'
-        : `Showing ${shown.length} of ${this.model.cells.length} cells (${failed} failed).`;
+          : `Showing ${shown.length} of ${this.model.cells.length} cells (${failed} failed).`;
     if (shown.length === 0) {
       container.replaceChildren();
       return;
