@@ -1,5 +1,5 @@
-// The report page's script. It is compiled on its own (DOM typings, no Node) and inlined into the
-// generated HTML, so it must stay a single module with no runtime imports. It only renders the view
+// The report page's script. It is compiled on its own (tsconfig.client.build.json, DOM typings) and
+// inlined into the generated HTML, so it must stay a single module with no runtime imports. It only renders the view
 // model embedded in the page; every string from it reaches the DOM through textContent or
 // setAttribute, never through HTML parsing.
 

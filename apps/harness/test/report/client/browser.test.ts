@@ -1,7 +1,7 @@
 // Opens the generated report in a real Chromium (Debian's, driven by playwright-core) and uses it
 // the way a person would: mouse, keyboard, filters, shared links. Every test also fails on a console
 // error, an uncaught exception, a JavaScript dialog (injected markup) or any request off the page.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -29,6 +29,10 @@ beforeAll(async () => {
   });
   expect(code).toBe(0);
   reportUrl = pathToFileURL(out).href;
+  // No browser download here: the tests need the system's Chromium, and say so when it is missing.
+  await access(CHROMIUM).catch(() => {
+    throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium, or set KH_CHROMIUM`);
+  });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
