@@ -81,12 +81,13 @@ export function parseReportArgs(
   argv: string[],
   env: NodeJS.ProcessEnv = process.env,
 ): ReportCommandOptions | undefined {
-  let values: ReturnType<typeof parseArgs<{ args: string[]; options: typeof ARG_OPTIONS }>>['values'];
-  try {
-    ({ values } = parseArgs({ args: argv, options: ARG_OPTIONS, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const values = (() => {
+    try {
+      return parseArgs({ args: argv, options: ARG_OPTIONS, strict: true, allowPositionals: false }).values;
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  })();
   if (values.help) return undefined;
   const port = nonNegativeNumber('port', values.port, 8080, true);
   if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
@@ -128,7 +129,7 @@ export async function generateReport(
   return { html: renderReportHtml(model, await loadClientScript()), model };
 }
 
-function describe(model: ReportModel): string {
+function summaryLine(model: ReportModel): string {
   const c = model.counts;
   let text = `${c.total} cells: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`;
   if (model.baseline) {
@@ -170,9 +171,9 @@ export async function runReportCommand(argv: string[], io: ReportCommandIO = {})
     const { html, model } = await generateReport(options);
     if (options.out) {
       await writeFile(options.out, html);
-      stdout.write(`Wrote ${options.out} (${describe(model)})\n`);
+      stdout.write(`Wrote ${options.out} (${summaryLine(model)})\n`);
     } else {
-      stdout.write(`${describe(model)}\n`);
+      stdout.write(`${summaryLine(model)}\n`);
     }
     if (options.serve) await serveUntilStopped(options, stdout, io.signal);
     return options.failOnRegression && (model.baseline?.regressions.length ?? 0) > 0 ? 1 : 0;
