@@ -117,7 +117,7 @@ dialog#cell-dialog::backdrop { background: rgba(31, 35, 40, 0.45); }
 .compare { color: var(--muted); }
 .assertions .message { color: var(--muted); font-weight: 400; margin-top: 2px; }
 .assertion--failed th { color: var(--fail-fg); }
-pre.value { margin: 0; white-space: pre-wrap; word-break: break-word; max-height: 200px; overflow: auto; }
+pre.value { margin: 0; white-space: pre-wrap; word-break: break-word; }
 .assertion--failed .expected pre { background: var(--pass-bg); padding: 4px 6px; border-radius: 4px; }
 .assertion--failed .actual pre { background: var(--fail-bg); padding: 4px 6px; border-radius: 4px; }
 fieldset.kinds { border: 0; padding: 0; margin: 0 0 8px; display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.88rem; }

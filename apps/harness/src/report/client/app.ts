@@ -154,6 +154,11 @@ function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   return el as T;
 }
 
+/** Read by screen readers, not shown. */
+function hiddenText(text: string): HTMLElement {
+  return h('span', { class: 'visually-hidden' }, text);
+}
+
 function statusBadge(outcome: Outcome): HTMLElement {
   const st = STATUS[outcome];
   return h(
@@ -674,28 +679,28 @@ class ReportPage {
 
   private matrixCell(cell: ReportCell): HTMLTableCellElement {
     const muted = this.state.failuresOnly && cell.outcome !== 'failed';
-    const label = [
-      `${cell.scenario} on ${cell.runtime}: ${STATUS[cell.outcome].long}`,
-      cell.outcome === 'skipped' ? (cell.reason ?? '') : `in ${formatMs(cell.durationMs)}`,
-      comparisonText(cell),
-    ]
-      .filter(Boolean)
-      .join(', ');
+    const regression = cell.comparison?.verdict === 'regressed' || cell.comparison?.verdict === 'slower';
+    // The accessible name is the visible text plus hidden context around it (which cell; why it
+    // was skipped; the baseline), so what is read out always contains what is shown.
+    const after = [cell.outcome === 'skipped' ? cell.reason : undefined, comparisonText(cell)].filter(
+      Boolean,
+    );
     const td = h(
       'td',
       {
         role: 'gridcell',
         tabindex: -1,
-        class: `cell cell--${cell.outcome}${muted ? ' cell--muted' : ''}${cell.comparison && ['regressed', 'slower'].includes(cell.comparison.verdict) ? ' cell--regression' : ''}`,
+        class: `cell cell--${cell.outcome}${muted ? ' cell--muted' : ''}${regression ? ' cell--regression' : ''}`,
         'data-cell': cell.id,
         'data-outcome': cell.outcome,
-        'aria-label': label,
         'aria-haspopup': 'dialog',
         title: cell.reason,
       },
+      hiddenText(`${cell.scenario} on ${cell.runtime}: `),
       statusBadge(cell.outcome),
-      h('span', { class: 'duration' }, cell.outcome === 'skipped' ? '' : formatMs(cell.durationMs)),
+      cell.outcome === 'skipped' ? null : h('span', { class: 'duration' }, formatMs(cell.durationMs)),
       comparisonBadge(cell),
+      after.length > 0 ? hiddenText(` (${after.join('; ')})`) : null,
     );
     td.addEventListener('click', () => this.navigate({ ...this.state, cell: cell.id }));
     this.cellElements.set(cell.id, td);
@@ -705,12 +710,8 @@ class ReportPage {
   private missingCell(runtime: string, scenario: string): HTMLTableCellElement {
     return h(
       'td',
-      {
-        role: 'gridcell',
-        tabindex: -1,
-        class: 'cell cell--missing',
-        'aria-label': `${scenario} on ${runtime}: not run`,
-      },
+      { role: 'gridcell', tabindex: -1, class: 'cell cell--missing' },
+      hiddenText(`${scenario} on ${runtime}: `),
       'not run',
     );
   }
@@ -1045,7 +1046,13 @@ class ReportPage {
             toggles,
             h(
               'div',
-              { class: 'scroll timeline-wrap' },
+              // Scrolls on its own, so it must be reachable by keyboard too.
+              {
+                class: 'scroll timeline-wrap',
+                tabindex: 0,
+                role: 'region',
+                'aria-label': 'Timeline entries',
+              },
               h(
                 'table',
                 { class: 'compact timeline' },
