@@ -1,7 +1,10 @@
 import type { RunResults } from './model.js';
 
 const escapeXml = (s: string): string =>
-  s.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
+  s.replace(
+    /[<>&"']/g,
+    (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!,
+  );
 
 /** JUnit XML: one testsuite per runtime, one testcase per scenario cell. */
 export function toJUnit(results: RunResults): string {
@@ -35,7 +38,10 @@ export function toJUnit(results: RunResults): string {
         const failed = c.assertions.filter((a) => a.outcome === 'failed');
         const body = failed
           .map((a) => {
-            const detail = [a.message, a.expected !== undefined ? `expected: ${JSON.stringify(a.expected)}` : '']
+            const detail = [
+              a.message,
+              a.expected !== undefined ? `expected: ${JSON.stringify(a.expected)}` : '',
+            ]
               .concat(a.actual !== undefined ? [`actual: ${JSON.stringify(a.actual)}`] : [])
               .filter(Boolean)
               .join('\n  ');

@@ -4,7 +4,10 @@ import { toJUnit } from './junit.js';
 import type { RunResults } from './model.js';
 
 /** Writes results.json and junit.xml into `dir`; returns their paths. */
-export async function writeResults(dir: string, results: RunResults): Promise<{ json: string; junit: string }> {
+export async function writeResults(
+  dir: string,
+  results: RunResults,
+): Promise<{ json: string; junit: string }> {
   await mkdir(dir, { recursive: true });
   const json = join(dir, 'results.json');
   const junit = join(dir, 'junit.xml');
