@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The README's test command: prepares the machine, then lint, typecheck and every package's tests
+# (unit tests and integration tests against real dockerd and containerd). Ends with `N passed, N failed`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/prepare.sh
+
+step "lint (Biome)"
+npx biome ci .
+
+step "typecheck"
+npx turbo run typecheck --output-logs=errors-only
+
+step "tests"
+rm -f packages/*/.reports/vitest.json apps/*/.reports/vitest.json e2e/.reports/vitest.json
+# --continue: one failing package must not hide the others' results. Two at a time: the integration
+# suites drive real runtimes, and more parallelism only makes them time out on two cores.
+status=0
+npx turbo run test --continue --concurrency=2 || status=$?
+
+step "summary"
+node scripts/test-summary.mjs test vitest.json || status=1
+exit "$status"
