@@ -1,0 +1,368 @@
+// One table describes every KubeletConfiguration field: its JSON type, how its value is checked,
+// and whether the agent applies it or only accepts it (fields a real node's config.yaml carries
+// but that have no meaning here). Decoding, unknown-field reporting and validation all walk it.
+import { isIP } from 'node:net';
+import { parseDuration } from '../util/duration.js';
+import { parseQuantityOrPercent, Quantity } from '../util/quantity.js';
+import type { FieldErrorList } from './field_errors.js';
+
+export type FieldSpec =
+  | { kind: 'string'; check?: (v: string) => string | undefined }
+  | { kind: 'enum'; values: readonly string[] }
+  | { kind: 'int'; min?: number; max?: number }
+  | { kind: 'number'; min?: number }
+  | { kind: 'nullableInt'; min?: number }
+  | { kind: 'bool' }
+  | { kind: 'duration'; positive?: boolean }
+  | { kind: 'ipList' }
+  | { kind: 'stringList' }
+  | { kind: 'taints' }
+  | { kind: 'map'; values: 'quantity' | 'threshold' | 'duration'; keys: readonly string[] }
+  | { kind: 'object'; fields: Record<string, FieldSpec> }
+  /** Accepted for compatibility with real kubelet files, type-checked, otherwise ignored. */
+  | { kind: 'ignored'; json: 'string' | 'number' | 'boolean' | 'object' | 'array' };
+
+export const EVICTION_SIGNALS = [
+  'memory.available',
+  'allocatableMemory.available',
+  'nodefs.available',
+  'nodefs.inodesFree',
+  'imagefs.available',
+  'imagefs.inodesFree',
+  'containerfs.available',
+  'containerfs.inodesFree',
+  'pid.available',
+] as const;
+
+export const RESERVABLE_RESOURCES = ['cpu', 'memory', 'ephemeral-storage', 'pid'] as const;
+
+const ip = (v: string) => (isIP(v) ? undefined : 'must be a valid IP address');
+const port = { kind: 'int', min: 0, max: 65535 } as const;
+function nonNegativeQuantity(v: string): string | undefined {
+  try {
+    return Quantity.parse(v).milli < 0n ? 'must not be negative' : undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
+  apiVersion: { kind: 'string' },
+  kind: { kind: 'string' },
+  address: { kind: 'string', check: ip },
+  port: { kind: 'int', min: 1, max: 65535 },
+  readOnlyPort: port,
+  healthzBindAddress: { kind: 'string', check: ip },
+  healthzPort: port,
+  tlsCertFile: { kind: 'string' },
+  tlsPrivateKeyFile: { kind: 'string' },
+  authentication: {
+    kind: 'object',
+    fields: {
+      anonymous: { kind: 'object', fields: { enabled: { kind: 'bool' } } },
+      webhook: { kind: 'object', fields: { enabled: { kind: 'bool' }, cacheTTL: { kind: 'duration' } } },
+      x509: { kind: 'object', fields: { clientCAFile: { kind: 'string' } } },
+    },
+  },
+  authorization: {
+    kind: 'object',
+    fields: {
+      mode: { kind: 'enum', values: ['AlwaysAllow', 'Webhook'] },
+      webhook: {
+        kind: 'object',
+        fields: { cacheAuthorizedTTL: { kind: 'duration' }, cacheUnauthorizedTTL: { kind: 'duration' } },
+      },
+    },
+  },
+  containerRuntimeEndpoint: { kind: 'string', check: (v) => (v === '' ? 'must not be empty' : undefined) },
+  imageServiceEndpoint: { kind: 'string' },
+  runtimeRequestTimeout: { kind: 'duration', positive: true },
+  cgroupDriver: { kind: 'enum', values: ['cgroupfs', 'systemd'] },
+  cgroupRoot: { kind: 'string' },
+  registerNode: { kind: 'bool' },
+  registerWithTaints: { kind: 'taints' },
+  maxPods: { kind: 'int', min: 0 },
+  podPidsLimit: { kind: 'int', min: -1 },
+  nodeStatusUpdateFrequency: { kind: 'duration', positive: true },
+  nodeStatusReportFrequency: { kind: 'duration', positive: true },
+  nodeLeaseDurationSeconds: { kind: 'int', min: 1 },
+  nodeStatusMaxImages: { kind: 'int', min: -1 },
+  syncFrequency: { kind: 'duration', positive: true },
+  fileCheckFrequency: { kind: 'duration', positive: true },
+  staticPodPath: { kind: 'string' },
+  clusterDomain: { kind: 'string' },
+  clusterDNS: { kind: 'ipList' },
+  evictionHard: { kind: 'map', values: 'threshold', keys: EVICTION_SIGNALS },
+  evictionSoft: { kind: 'map', values: 'threshold', keys: EVICTION_SIGNALS },
+  evictionSoftGracePeriod: { kind: 'map', values: 'duration', keys: EVICTION_SIGNALS },
+  evictionPressureTransitionPeriod: { kind: 'duration' },
+  evictionMaxPodGracePeriod: { kind: 'int', min: 0 },
+  evictionMinimumReclaim: { kind: 'map', values: 'threshold', keys: EVICTION_SIGNALS },
+  kubeReserved: { kind: 'map', values: 'quantity', keys: RESERVABLE_RESOURCES },
+  systemReserved: { kind: 'map', values: 'quantity', keys: RESERVABLE_RESOURCES },
+  imageGCHighThresholdPercent: { kind: 'int', min: 0, max: 100 },
+  imageGCLowThresholdPercent: { kind: 'int', min: 0, max: 100 },
+  imageMinimumGCAge: { kind: 'duration' },
+  imageMaximumGCAge: { kind: 'duration' },
+  serializeImagePulls: { kind: 'bool' },
+  maxParallelImagePulls: { kind: 'nullableInt', min: 1 },
+  registryPullQPS: { kind: 'number', min: 0 },
+  registryBurst: { kind: 'int', min: 0 },
+  containerLogMaxSize: { kind: 'string', check: nonNegativeQuantity },
+  containerLogMaxFiles: { kind: 'int', min: 2 },
+  // Present in kubeadm-generated files; they configure subsystems this agent does not have.
+  cgroupsPerQOS: { kind: 'ignored', json: 'boolean' },
+  cpuManagerPolicy: { kind: 'ignored', json: 'string' },
+  cpuManagerReconcilePeriod: { kind: 'ignored', json: 'string' },
+  enforceNodeAllocatable: { kind: 'ignored', json: 'array' },
+  failSwapOn: { kind: 'ignored', json: 'boolean' },
+  featureGates: { kind: 'ignored', json: 'object' },
+  hairpinMode: { kind: 'ignored', json: 'string' },
+  httpCheckFrequency: { kind: 'ignored', json: 'string' },
+  logging: { kind: 'ignored', json: 'object' },
+  memorySwap: { kind: 'ignored', json: 'object' },
+  resolvConf: { kind: 'ignored', json: 'string' },
+  rotateCertificates: { kind: 'ignored', json: 'boolean' },
+  serverTLSBootstrap: { kind: 'ignored', json: 'boolean' },
+  shutdownGracePeriod: { kind: 'ignored', json: 'string' },
+  shutdownGracePeriodCriticalPods: { kind: 'ignored', json: 'string' },
+  streamingConnectionIdleTimeout: { kind: 'ignored', json: 'string' },
+  volumeStatsAggPeriod: { kind: 'ignored', json: 'string' },
+};
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  return typeof v;
+}
+
+function join(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
+}
+
+/**
+ * Copies the known fields of `raw` (a parsed document) into a new object, reporting unknown
+ * fields and JSON type mismatches. Ignored fields are checked and dropped.
+ */
+export function decodeObject(
+  raw: Record<string, unknown>,
+  schema: Record<string, FieldSpec>,
+  path: string,
+  errs: FieldErrorList,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    const spec = schema[key];
+    const field = join(path, key);
+    if (!spec) {
+      errs.unknown(field);
+      continue;
+    }
+    if (spec.kind === 'ignored') {
+      if (value !== null && jsonType(value) !== spec.json)
+        errs.invalid(field, value, `must be of type ${spec.json}`);
+      continue;
+    }
+    if (spec.kind === 'object') {
+      if (value === null || value === undefined) continue;
+      if (jsonType(value) !== 'object') {
+        errs.invalid(field, value, 'must be an object');
+        continue;
+      }
+      out[key] = decodeObject(value as Record<string, unknown>, spec.fields, field, errs);
+      continue;
+    }
+    const want = expectedJsonType(spec);
+    if (value === null && spec.kind === 'nullableInt') {
+      out[key] = null;
+    } else if (jsonType(value) !== want) {
+      errs.invalid(
+        field,
+        value,
+        spec.kind === 'duration' ? 'must be a duration string such as "1m30s"' : `must be of type ${want}`,
+      );
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+function expectedJsonType(spec: FieldSpec): string {
+  switch (spec.kind) {
+    case 'int':
+    case 'number':
+    case 'nullableInt':
+      return 'number';
+    case 'bool':
+      return 'boolean';
+    case 'ipList':
+    case 'stringList':
+    case 'taints':
+      return 'array';
+    case 'map':
+    case 'object':
+      return 'object';
+    default:
+      return 'string';
+  }
+}
+
+/** Checks one field's value against its spec (types, syntax, ranges). */
+export function checkField(value: unknown, spec: FieldSpec, field: string, errs: FieldErrorList) {
+  switch (spec.kind) {
+    case 'string':
+      if (typeof value !== 'string') return errs.invalid(field, value, 'must be a string');
+      if (spec.check) {
+        const why = spec.check(value);
+        if (why) errs.invalid(field, value, why);
+      }
+      return;
+    case 'enum':
+      if (typeof value !== 'string' || !spec.values.includes(value))
+        errs.unsupported(field, value, spec.values);
+      return;
+    case 'int':
+    case 'nullableInt':
+      if (spec.kind === 'nullableInt' && value === null) return;
+      if (typeof value !== 'number' || !Number.isInteger(value))
+        return errs.invalid(field, value, 'must be an integer');
+      return checkRange(value, spec.min, spec.kind === 'int' ? spec.max : undefined, field, errs);
+    case 'number':
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        return errs.invalid(field, value, 'must be a number');
+      return checkRange(value, spec.min, undefined, field, errs);
+    case 'bool':
+      if (typeof value !== 'boolean') errs.invalid(field, value, 'must be a boolean');
+      return;
+    case 'duration':
+      return checkDuration(value, spec.positive ?? false, field, errs);
+    case 'ipList':
+    case 'stringList':
+      if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of strings');
+      value.forEach((v, i) => {
+        if (typeof v !== 'string') errs.invalid(`${field}[${i}]`, v, 'must be a string');
+        else if (spec.kind === 'ipList' && !isIP(v))
+          errs.invalid(`${field}[${i}]`, v, 'must be a valid IP address');
+      });
+      return;
+    case 'taints':
+      if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of taints');
+      for (const [i, t] of value.entries()) checkTaint(t, `${field}[${i}]`, errs);
+      return;
+    case 'map':
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        return errs.invalid(field, value, 'must be a map of strings');
+      }
+      for (const [k, v] of Object.entries(value)) {
+        const f = `${field}[${k}]`;
+        if (spec.keys.length > 0 && !spec.keys.includes(k)) {
+          errs.unsupported(f, k, spec.keys);
+          continue;
+        }
+        if (typeof v !== 'string') {
+          errs.invalid(f, v, 'must be a string');
+          continue;
+        }
+        checkMapValue(v, spec.values, f, errs);
+      }
+      return;
+    case 'object':
+      if (value === null || typeof value !== 'object') return errs.invalid(field, value, 'must be an object');
+      for (const [k, s] of Object.entries(spec.fields)) {
+        checkField((value as Record<string, unknown>)[k], s, join(field, k), errs);
+      }
+      return;
+    case 'ignored':
+      return;
+  }
+}
+
+function checkRange(
+  v: number,
+  min: number | undefined,
+  max: number | undefined,
+  field: string,
+  errs: FieldErrorList,
+) {
+  if (min !== undefined && max !== undefined && (v < min || v > max)) {
+    errs.invalid(field, v, `must be between ${min} and ${max}, inclusive`);
+  } else if (min !== undefined && v < min) {
+    errs.invalid(field, v, `must be greater than or equal to ${min}`);
+  } else if (max !== undefined && v > max) {
+    errs.invalid(field, v, `must be less than or equal to ${max}`);
+  }
+}
+
+function checkDuration(value: unknown, positive: boolean, field: string, errs: FieldErrorList) {
+  if (typeof value !== 'string')
+    return errs.invalid(field, value, 'must be a duration string such as "1m30s"');
+  try {
+    const ms = parseDuration(value);
+    if (positive && ms <= 0) errs.invalid(field, value, 'must be greater than 0');
+    else if (ms < 0) errs.invalid(field, value, 'must not be negative');
+  } catch (e) {
+    errs.invalid(field, value, (e as Error).message);
+  }
+}
+
+function checkMapValue(
+  v: string,
+  kind: 'quantity' | 'threshold' | 'duration',
+  field: string,
+  errs: FieldErrorList,
+) {
+  if (kind === 'duration') return checkDuration(v, false, field, errs);
+  try {
+    if (kind === 'threshold') {
+      const t = parseQuantityOrPercent(v);
+      if ('quantity' in t && t.quantity.milli < 0n) errs.invalid(field, v, 'must not be negative');
+    } else if (Quantity.parse(v).milli < 0n) {
+      errs.invalid(field, v, 'must not be negative');
+    }
+  } catch (e) {
+    errs.invalid(field, v, (e as Error).message);
+  }
+}
+
+function checkTaint(t: unknown, field: string, errs: FieldErrorList) {
+  if (t === null || typeof t !== 'object' || Array.isArray(t))
+    return errs.invalid(field, t, 'must be a taint object');
+  const { key, value, effect, ...rest } = t as Record<string, unknown>;
+  for (const k of Object.keys(rest)) if (k !== 'timeAdded') errs.unknown(`${field}.${k}`);
+  if (typeof key !== 'string' || key === '') errs.required(`${field}.key`);
+  else {
+    const why = qualifiedNameProblem(key);
+    if (why) errs.invalid(`${field}.key`, key, why);
+  }
+  if (value !== undefined && (typeof value !== 'string' || !LABEL_VALUE.test(value))) {
+    errs.invalid(`${field}.value`, value, LABEL_VALUE_HELP);
+  }
+  if (typeof effect !== 'string' || !TAINT_EFFECTS.includes(effect)) {
+    if (effect === undefined || effect === '') errs.required(`${field}.effect`);
+    else errs.unsupported(`${field}.effect`, effect, TAINT_EFFECTS);
+  }
+}
+
+const NAME_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+export const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
+export const LABEL_VALUE_HELP =
+  "a valid label value must be 63 characters or less and must be empty or begin and end with an alphanumeric character ('[A-Za-z0-9]') with '-', '_' or '.' between";
+
+/** Why `name` is not a qualified name (label or taint key), or undefined when it is. */
+export function qualifiedNameProblem(name: string): string | undefined {
+  const parts = name.split('/');
+  if (parts.length > 2)
+    return "a qualified name must consist of an optional DNS subdomain prefix and '/' and a name";
+  const [a, b] = parts as [string, string | undefined];
+  const namePart = b ?? a;
+  if (b !== undefined && (a.length === 0 || a.length > 253 || !DNS_SUBDOMAIN.test(a))) {
+    return 'prefix part must be a lowercase DNS subdomain of at most 253 characters';
+  }
+  if (!NAME_PART.test(namePart)) {
+    return "name part must be 63 characters or less, consist of alphanumeric characters, '-', '_' or '.', and begin and end with an alphanumeric character";
+  }
+  return undefined;
+}

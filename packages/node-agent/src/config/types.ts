@@ -1,0 +1,144 @@
+// KubeletConfiguration (kubelet.config.k8s.io/v1beta1) in its file form: durations stay Go
+// strings and quantities stay Kubernetes strings, so /configz shows what the operator wrote.
+// resolve.ts turns it into numbers for the code that runs.
+
+export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
+export const KUBELET_CONFIG_KIND = 'KubeletConfiguration';
+
+export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: TaintEffect;
+}
+
+export interface KubeletAuthentication {
+  anonymous: { enabled: boolean };
+  webhook: { enabled: boolean; cacheTTL: string };
+  x509: { clientCAFile: string };
+}
+
+export interface KubeletAuthorization {
+  mode: 'AlwaysAllow' | 'Webhook';
+  webhook: { cacheAuthorizedTTL: string; cacheUnauthorizedTTL: string };
+}
+
+export interface KubeletConfiguration {
+  apiVersion: string;
+  kind: string;
+  // servers
+  address: string;
+  port: number;
+  readOnlyPort: number;
+  healthzBindAddress: string;
+  healthzPort: number;
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  authentication: KubeletAuthentication;
+  authorization: KubeletAuthorization;
+  // runtime
+  containerRuntimeEndpoint: string;
+  imageServiceEndpoint: string;
+  runtimeRequestTimeout: string;
+  cgroupDriver: 'cgroupfs' | 'systemd';
+  cgroupRoot: string;
+  // node
+  registerNode: boolean;
+  registerWithTaints: Taint[];
+  maxPods: number;
+  podPidsLimit: number;
+  nodeStatusUpdateFrequency: string;
+  nodeStatusReportFrequency: string;
+  nodeLeaseDurationSeconds: number;
+  nodeStatusMaxImages: number;
+  // pods
+  syncFrequency: string;
+  fileCheckFrequency: string;
+  staticPodPath: string;
+  clusterDomain: string;
+  clusterDNS: string[];
+  // eviction and reservations
+  evictionHard: Record<string, string>;
+  evictionSoft: Record<string, string>;
+  evictionSoftGracePeriod: Record<string, string>;
+  evictionPressureTransitionPeriod: string;
+  evictionMaxPodGracePeriod: number;
+  evictionMinimumReclaim: Record<string, string>;
+  kubeReserved: Record<string, string>;
+  systemReserved: Record<string, string>;
+  // images
+  imageGCHighThresholdPercent: number;
+  imageGCLowThresholdPercent: number;
+  imageMinimumGCAge: string;
+  imageMaximumGCAge: string;
+  serializeImagePulls: boolean;
+  maxParallelImagePulls: number | null;
+  registryPullQPS: number;
+  registryBurst: number;
+  // logs
+  containerLogMaxSize: string;
+  containerLogMaxFiles: number;
+}
+
+/** The kubelet's v1beta1 defaults for every field this agent reads. */
+export function defaultKubeletConfiguration(): KubeletConfiguration {
+  return {
+    apiVersion: KUBELET_CONFIG_API_VERSION,
+    kind: KUBELET_CONFIG_KIND,
+    address: '0.0.0.0',
+    port: 10250,
+    readOnlyPort: 0,
+    healthzBindAddress: '127.0.0.1',
+    healthzPort: 10248,
+    tlsCertFile: '',
+    tlsPrivateKeyFile: '',
+    authentication: {
+      anonymous: { enabled: false },
+      webhook: { enabled: true, cacheTTL: '2m0s' },
+      x509: { clientCAFile: '' },
+    },
+    authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTL: '5m0s', cacheUnauthorizedTTL: '30s' } },
+    containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
+    imageServiceEndpoint: '',
+    runtimeRequestTimeout: '2m0s',
+    cgroupDriver: 'cgroupfs',
+    cgroupRoot: '',
+    registerNode: true,
+    registerWithTaints: [],
+    maxPods: 110,
+    podPidsLimit: -1,
+    nodeStatusUpdateFrequency: '10s',
+    nodeStatusReportFrequency: '5m0s',
+    nodeLeaseDurationSeconds: 40,
+    nodeStatusMaxImages: 50,
+    syncFrequency: '1m0s',
+    fileCheckFrequency: '20s',
+    staticPodPath: '',
+    clusterDomain: '',
+    clusterDNS: [],
+    evictionHard: {
+      'memory.available': '100Mi',
+      'nodefs.available': '10%',
+      'nodefs.inodesFree': '5%',
+      'imagefs.available': '15%',
+    },
+    evictionSoft: {},
+    evictionSoftGracePeriod: {},
+    evictionPressureTransitionPeriod: '5m0s',
+    evictionMaxPodGracePeriod: 0,
+    evictionMinimumReclaim: {},
+    kubeReserved: {},
+    systemReserved: {},
+    imageGCHighThresholdPercent: 85,
+    imageGCLowThresholdPercent: 80,
+    imageMinimumGCAge: '2m0s',
+    imageMaximumGCAge: '0s',
+    serializeImagePulls: true,
+    maxParallelImagePulls: null,
+    registryPullQPS: 5,
+    registryBurst: 10,
+    containerLogMaxSize: '10Mi',
+    containerLogMaxFiles: 5,
+  };
+}

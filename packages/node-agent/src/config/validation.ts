@@ -1,0 +1,73 @@
+// Whole-configuration validation: every field against the schema, then the rules that tie
+// fields together. Returns all problems; the caller decides to fail.
+import { parseDuration } from '../util/duration.js';
+import { type FieldError, FieldErrorList } from './field_errors.js';
+import { checkField, KUBELET_CONFIG_SCHEMA } from './schema.js';
+import { KUBELET_CONFIG_API_VERSION, KUBELET_CONFIG_KIND, type KubeletConfiguration } from './types.js';
+
+export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldError[] {
+  const errs = new FieldErrorList();
+  if (cfg.apiVersion !== KUBELET_CONFIG_API_VERSION)
+    errs.unsupported('apiVersion', cfg.apiVersion, [KUBELET_CONFIG_API_VERSION]);
+  if (cfg.kind !== KUBELET_CONFIG_KIND) errs.unsupported('kind', cfg.kind, [KUBELET_CONFIG_KIND]);
+  const doc = cfg as unknown as Record<string, unknown>;
+  for (const [key, spec] of Object.entries(KUBELET_CONFIG_SCHEMA)) {
+    if (key === 'apiVersion' || key === 'kind' || spec.kind === 'ignored') continue;
+    checkField(doc[key], spec, key, errs);
+  }
+
+  if (cfg.imageGCLowThresholdPercent >= cfg.imageGCHighThresholdPercent) {
+    errs.invalid(
+      'imageGCLowThresholdPercent',
+      cfg.imageGCLowThresholdPercent,
+      `must be less than imageGCHighThresholdPercent (${cfg.imageGCHighThresholdPercent})`,
+    );
+  }
+  const maxAge = safeDuration(cfg.imageMaximumGCAge);
+  const minAge = safeDuration(cfg.imageMinimumGCAge);
+  if (maxAge !== undefined && minAge !== undefined && maxAge !== 0 && maxAge <= minAge) {
+    errs.invalid(
+      'imageMaximumGCAge',
+      cfg.imageMaximumGCAge,
+      `must be greater than imageMinimumGCAge (${cfg.imageMinimumGCAge})`,
+    );
+  }
+  // A soft threshold without a grace period (or the reverse) can never act as configured.
+  for (const signal of Object.keys(cfg.evictionSoft ?? {})) {
+    if (!(signal in (cfg.evictionSoftGracePeriod ?? {}))) {
+      errs.required(
+        `evictionSoftGracePeriod[${signal}]`,
+        `a grace period is required for evictionSoft[${signal}]`,
+      );
+    }
+  }
+  for (const signal of Object.keys(cfg.evictionSoftGracePeriod ?? {})) {
+    if (!(signal in (cfg.evictionSoft ?? {}))) {
+      errs.invalid(
+        `evictionSoftGracePeriod[${signal}]`,
+        cfg.evictionSoftGracePeriod[signal],
+        'has no matching evictionSoft threshold',
+      );
+    }
+  }
+  if ((cfg.tlsCertFile === '') !== (cfg.tlsPrivateKeyFile === '')) {
+    const missing = cfg.tlsCertFile === '' ? 'tlsCertFile' : 'tlsPrivateKeyFile';
+    errs.required(missing, 'tlsCertFile and tlsPrivateKeyFile must be set together');
+  }
+  if (cfg.maxParallelImagePulls !== null && cfg.maxParallelImagePulls > 1 && cfg.serializeImagePulls) {
+    errs.invalid(
+      'maxParallelImagePulls',
+      cfg.maxParallelImagePulls,
+      'must be 1 or unset when serializeImagePulls is true',
+    );
+  }
+  return errs.errors;
+}
+
+function safeDuration(text: string): number | undefined {
+  try {
+    return parseDuration(text);
+  } catch {
+    return undefined;
+  }
+}

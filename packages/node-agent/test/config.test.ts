@@ -1,0 +1,276 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, formatFieldError } from '../src/config/field_errors.js';
+import { parseFlags } from '../src/config/flags.js';
+import { decodeKubeletConfiguration, loadKubeletConfiguration } from '../src/config/load.js';
+import { defaultKubeletConfiguration } from '../src/config/types.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'kh-config-'));
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+async function loadErrors(path: string | undefined, argv: string[] = []): Promise<string[]> {
+  const flags = parseFlags(argv);
+  try {
+    await loadKubeletConfiguration(path, flags.configOverrides);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as ConfigError).errors.map(formatFieldError);
+  }
+  return [];
+}
+
+const HEADER = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+
+describe('defaults', () => {
+  it('match the kubelet v1beta1 defaults', async () => {
+    const { config, resolved } = await loadKubeletConfiguration(undefined);
+    expect(config).toMatchObject({
+      address: '0.0.0.0',
+      port: 10250,
+      healthzBindAddress: '127.0.0.1',
+      healthzPort: 10248,
+      maxPods: 110,
+      nodeStatusUpdateFrequency: '10s',
+      nodeStatusReportFrequency: '5m0s',
+      nodeLeaseDurationSeconds: 40,
+      syncFrequency: '1m0s',
+      evictionHard: {
+        'memory.available': '100Mi',
+        'nodefs.available': '10%',
+        'nodefs.inodesFree': '5%',
+        'imagefs.available': '15%',
+      },
+      evictionPressureTransitionPeriod: '5m0s',
+      imageGCHighThresholdPercent: 85,
+      imageGCLowThresholdPercent: 80,
+      imageMinimumGCAge: '2m0s',
+      serializeImagePulls: true,
+      registryPullQPS: 5,
+      registryBurst: 10,
+      runtimeRequestTimeout: '2m0s',
+      nodeStatusMaxImages: 50,
+      containerLogMaxSize: '10Mi',
+      containerLogMaxFiles: 5,
+      registerNode: true,
+      authentication: { anonymous: { enabled: false }, webhook: { enabled: true } },
+      authorization: { mode: 'Webhook' },
+    });
+    expect(resolved.nodeStatusUpdateFrequencyMs).toBe(10_000);
+    expect(resolved.nodeStatusReportFrequencyMs).toBe(300_000);
+    expect(resolved.nodeLeaseRenewIntervalMs).toBe(10_000);
+    expect(resolved.runtimeRequestTimeoutMs).toBe(120_000);
+    const mem = resolved.evictionHard.find((t) => t.signal === 'memory.available');
+    expect(mem && 'quantity' in mem.value && mem.value.quantity.value()).toBe(104_857_600n);
+    const nodefs = resolved.evictionHard.find((t) => t.signal === 'nodefs.available');
+    expect(nodefs?.value).toEqual({ percentage: 0.1 });
+  });
+});
+
+describe('config file', () => {
+  it('reads fields with Go durations and quantities', async () => {
+    const p = file(
+      'ok.yaml',
+      HEADER +
+        `nodeStatusUpdateFrequency: 1m30s
+maxPods: 20
+kubeReserved: { cpu: 100m, memory: 1Gi }
+evictionSoft: { memory.available: 500Mi }
+evictionSoftGracePeriod: { memory.available: 1m }
+registerWithTaints: [{ key: dedicated, value: gpu, effect: NoSchedule }]
+authentication: { anonymous: { enabled: true } }
+`,
+    );
+    const { config, resolved } = await loadKubeletConfiguration(p);
+    expect(config.maxPods).toBe(20);
+    expect(resolved.nodeStatusUpdateFrequencyMs).toBe(90_000);
+    expect(resolved.kubeReserved.cpu?.milliValue()).toBe(100n);
+    expect(resolved.evictionSoft[0]).toMatchObject({ signal: 'memory.available', gracePeriodMs: 60_000 });
+    // Nested objects merge with defaults instead of replacing them.
+    expect(config.authentication.webhook.enabled).toBe(true);
+    expect(config.authentication.anonymous.enabled).toBe(true);
+    expect(config.registerWithTaints).toEqual([{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]);
+  });
+
+  it('accepts the config.yaml kubeadm writes on a real node', () => {
+    const text = readFileSync(new URL('fixtures/kubeadm-config.yaml', import.meta.url), 'utf8');
+    const { errors, config } = decodeKubeletConfiguration(text);
+    expect(errors).toEqual([]);
+    expect(config.staticPodPath).toBe('/etc/kubernetes/manifests');
+    expect(config.clusterDNS).toEqual(['10.96.0.10']);
+  });
+
+  it('lists every problem with field path, value and reason', async () => {
+    const p = file(
+      'bad.yaml',
+      HEADER +
+        `port: 70000
+maxPods: -1
+nodeStatusUpdateFrequency: 10
+syncFrequency: 1d
+imageGCHighThresholdPercent: 50
+imageGCLowThresholdPercent: 60
+evictionHard: { memory.available: 100MB, disk.available: 10% }
+evictionSoft: { nodefs.available: 20% }
+kubeReserved: { cpu: lots }
+clusterDNS: [10.96.0.10, not-an-ip]
+authorization: { mode: Everyone }
+registerWithTaints: [{ key: "", effect: Sometimes }]
+serializeImagePulls: "yes"
+frobnicate: true
+authentication: { anonymous: { enabled: false, extra: 1 } }
+`,
+    );
+    const errors = await loadErrors(p);
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        'port: Invalid value: 70000: must be between 1 and 65535, inclusive',
+        'maxPods: Invalid value: -1: must be greater than or equal to 0',
+        'nodeStatusUpdateFrequency: Invalid value: 10: must be a duration string such as "1m30s"',
+        'syncFrequency: Invalid value: "1d": invalid duration "1d"',
+        'imageGCLowThresholdPercent: Invalid value: 60: must be less than imageGCHighThresholdPercent (50)',
+        expect.stringMatching(/^evictionHard\[memory\.available\]: Invalid value: "100MB": .*suffix "MB"/),
+        expect.stringMatching(
+          /^evictionHard\[disk\.available\]: Unsupported value: "disk\.available": supported values: .*"memory\.available"/,
+        ),
+        'evictionSoftGracePeriod[nodefs.available]: Required value: a grace period is required for evictionSoft[nodefs.available]',
+        expect.stringMatching(/^kubeReserved\[cpu\]: Invalid value: "lots"/),
+        'clusterDNS[1]: Invalid value: "not-an-ip": must be a valid IP address',
+        'authorization.mode: Unsupported value: "Everyone": supported values: "AlwaysAllow", "Webhook"',
+        'registerWithTaints[0].key: Required value',
+        'registerWithTaints[0].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"',
+        'serializeImagePulls: Invalid value: "yes": must be of type boolean',
+        'frobnicate: unknown field',
+        'authentication.anonymous.extra: unknown field',
+      ]),
+    );
+    expect(errors).toHaveLength(16);
+  });
+
+  it('reports YAML syntax errors with their position', async () => {
+    const errors = await loadErrors(file('syntax.yaml', `${HEADER}port: [1, 2\n`));
+    expect(errors[0]).toMatch(/^<line \d+, column \d+>: Invalid value/);
+  });
+
+  it('rejects a missing or wrong apiVersion and kind', async () => {
+    expect(await loadErrors(file('nokind.yaml', 'port: 1\n'))).toEqual(
+      expect.arrayContaining(['apiVersion: Required value', 'kind: Required value']),
+    );
+    const errors = await loadErrors(file('wrongkind.yaml', 'apiVersion: v1\nkind: Pod\n'));
+    expect(errors).toContain(
+      'apiVersion: Unsupported value: "v1": supported values: "kubelet.config.k8s.io/v1beta1"',
+    );
+    expect(errors).toContain('kind: Unsupported value: "Pod": supported values: "KubeletConfiguration"');
+  });
+
+  it('names an unreadable file', async () => {
+    const errors = await loadErrors(join(dir, 'missing.yaml'));
+    expect(errors[0]).toMatch(/^--config: Invalid value: ".*missing\.yaml": ENOENT/);
+  });
+
+  it('replaces evictionHard as a whole when the file sets it, as the kubelet does', async () => {
+    const { config } = await loadKubeletConfiguration(
+      file('eh.yaml', `${HEADER}evictionHard: { memory.available: 1Gi }\n`),
+    );
+    expect(config.evictionHard).toEqual({ 'memory.available': '1Gi' });
+  });
+});
+
+describe('flags', () => {
+  it('parse kubelet flag syntax', () => {
+    const { options, configOverrides, errors } = parseFlags([
+      '--kubeconfig=/etc/kubeconfig',
+      '--hostname-override',
+      'node-a',
+      '--node-ip=10.0.0.5',
+      '--node-labels=tier=web,zone.example.com/rack=r1',
+      '--node-labels=node.kubernetes.io/exclude-from-external-load-balancers=true',
+      '--register-node=false',
+      '--register-with-taints=dedicated=gpu:NoSchedule,spot:PreferNoSchedule',
+      '--container-runtime-endpoint=unix:///run/kh/containerd.sock',
+      '--runtime-request-timeout=30s',
+      '--eviction-hard=memory.available<200Mi,nodefs.available<5%',
+      '--kube-reserved=cpu=100m,memory=500Mi',
+      '--anonymous-auth',
+      '--root-dir=/tmp/kubelet',
+    ]);
+    expect(errors).toEqual([]);
+    expect(options).toMatchObject({
+      kubeconfig: '/etc/kubeconfig',
+      hostnameOverride: 'node-a',
+      nodeIp: '10.0.0.5',
+      rootDir: '/tmp/kubelet',
+      certDir: '/tmp/kubelet/pki',
+      nodeLabels: {
+        tier: 'web',
+        'zone.example.com/rack': 'r1',
+        'node.kubernetes.io/exclude-from-external-load-balancers': 'true',
+      },
+    });
+    expect(configOverrides).toEqual({
+      registerNode: false,
+      registerWithTaints: [
+        { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
+        { key: 'spot', effect: 'PreferNoSchedule' },
+      ],
+      containerRuntimeEndpoint: 'unix:///run/kh/containerd.sock',
+      runtimeRequestTimeout: '30s',
+      evictionHard: { 'memory.available': '200Mi', 'nodefs.available': '5%' },
+      kubeReserved: { cpu: '100m', memory: '500Mi' },
+      authentication: { anonymous: { enabled: true } },
+    });
+  });
+
+  it('override the config file', async () => {
+    const p = file('override.yaml', `${HEADER}maxPods: 20\nport: 11250\nregisterNode: true\n`);
+    const flags = parseFlags(['--max-pods=30', '--register-node=false']);
+    const { config } = await loadKubeletConfiguration(p, flags.configOverrides);
+    expect(config.maxPods).toBe(30);
+    expect(config.registerNode).toBe(false);
+    expect(config.port).toBe(11250);
+  });
+
+  it('report every bad flag', () => {
+    const { errors } = parseFlags([
+      '--no-such-flag=1',
+      '--max-pods=many',
+      '--register-node=maybe',
+      '--runtime-request-timeout=5',
+      '--node-labels=node-role.kubernetes.io/master=',
+      '--register-with-taints=justakey',
+      '--cluster-dns=1.1.1.1,nope',
+      'positional',
+      '--kubeconfig',
+    ]);
+    expect(errors.map(formatFieldError)).toEqual([
+      '--no-such-flag: unknown field',
+      '--max-pods: Invalid value: "many": must be an integer',
+      '--register-node: Invalid value: "maybe": must be true or false',
+      '--runtime-request-timeout: Invalid value: "5": missing unit in duration "5"',
+      expect.stringMatching(
+        /^--node-labels\[node-role\.kubernetes\.io\/master\]: Invalid value: .*unknown 'kubernetes\.io'/,
+      ),
+      '--register-with-taints: Invalid value: "justakey": must be of the form key=value:Effect or key:Effect',
+      '--cluster-dns: Invalid value: "1.1.1.1,nope": not IP addresses: nope',
+      '<args>: Invalid value: "positional": unexpected argument; the agent takes flags only',
+      '--kubeconfig: Required value: flag needs an argument',
+    ]);
+  });
+
+  it('flag values are validated with the configuration', async () => {
+    const errors = await loadErrors(undefined, ['--register-with-taints=Bad Key=v:NoSchedule', '--port=0']);
+    expect(errors).toEqual([
+      'port: Invalid value: 0: must be between 1 and 65535, inclusive',
+      expect.stringMatching(/^registerWithTaints\[0\]\.key: Invalid value: "Bad Key"/),
+    ]);
+  });
+
+  it('default config is itself valid', async () => {
+    expect(defaultKubeletConfiguration().maxPods).toBe(110);
+    expect(await loadErrors(undefined)).toEqual([]);
+  });
+});
