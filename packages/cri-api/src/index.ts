@@ -1,2 +1,31 @@
-// Public surface of @kh/cri-api: the generated CRI v1 types and service definitions.
+// Public surface of @kh/cri-api.
+
+export {
+  type CriCallEvent,
+  type CriCallOptions,
+  type CriCalls,
+  CriClient,
+  type CriClientOptions,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_CRI_TIMEOUT_MS,
+} from './client/client.js';
+export { type CriEndpoint, EndpointError, parseEndpoint } from './client/endpoint.js';
+export * from './errors.js';
 export * from './gen/runtime/v1/api.js';
+export {
+  type CriMethodInfo,
+  type CriMethodKey,
+  criMethods,
+  type RequestOf,
+  type ResponseOf,
+} from './methods.js';
+export {
+  type CriBackend,
+  type CriCallContext,
+  type CriImageHandlers,
+  type CriRuntimeHandlers,
+  type CriServer,
+  type ServeCriOptions,
+  serveCri,
+} from './server/serve.js';
+export { SOCKET_MODE } from './server/socket.js';

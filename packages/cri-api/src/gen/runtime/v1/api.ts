@@ -23863,6 +23863,323 @@ export const UpdatePodSandboxResourcesResponse: MessageFns<UpdatePodSandboxResou
 };
 
 /** Pod sandbox, container, exec, stats and runtime-status calls a kubelet makes. */
+export type RuntimeServiceDefinition = typeof RuntimeServiceDefinition;
+export const RuntimeServiceDefinition = {
+  name: "RuntimeService",
+  fullName: "runtime.v1.RuntimeService",
+  methods: {
+    /** Handshake: names the runtime and the CRI version it speaks. */
+    version: {
+      name: "Version",
+      requestType: VersionRequest as typeof VersionRequest,
+      requestStream: false,
+      responseType: VersionResponse as typeof VersionResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Sandbox lifecycle. Stop and Remove must succeed again when already done. */
+    runPodSandbox: {
+      name: "RunPodSandbox",
+      requestType: RunPodSandboxRequest as typeof RunPodSandboxRequest,
+      requestStream: false,
+      responseType: RunPodSandboxResponse as typeof RunPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    stopPodSandbox: {
+      name: "StopPodSandbox",
+      requestType: StopPodSandboxRequest as typeof StopPodSandboxRequest,
+      requestStream: false,
+      responseType: StopPodSandboxResponse as typeof StopPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    removePodSandbox: {
+      name: "RemovePodSandbox",
+      requestType: RemovePodSandboxRequest as typeof RemovePodSandboxRequest,
+      requestStream: false,
+      responseType: RemovePodSandboxResponse as typeof RemovePodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    podSandboxStatus: {
+      name: "PodSandboxStatus",
+      requestType: PodSandboxStatusRequest as typeof PodSandboxStatusRequest,
+      requestStream: false,
+      responseType: PodSandboxStatusResponse as typeof PodSandboxStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    listPodSandbox: {
+      name: "ListPodSandbox",
+      requestType: ListPodSandboxRequest as typeof ListPodSandboxRequest,
+      requestStream: false,
+      responseType: ListPodSandboxResponse as typeof ListPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Stream* calls page big listings in chunks (feature gate CRIListStreaming). */
+    streamPodSandboxes: {
+      name: "StreamPodSandboxes",
+      requestType: StreamPodSandboxesRequest as typeof StreamPodSandboxesRequest,
+      requestStream: false,
+      responseType: StreamPodSandboxesResponse as typeof StreamPodSandboxesResponse,
+      responseStream: true,
+      options: {},
+    },
+    /** Container lifecycle. Stop and Remove are idempotent like their sandbox twins. */
+    createContainer: {
+      name: "CreateContainer",
+      requestType: CreateContainerRequest as typeof CreateContainerRequest,
+      requestStream: false,
+      responseType: CreateContainerResponse as typeof CreateContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    startContainer: {
+      name: "StartContainer",
+      requestType: StartContainerRequest as typeof StartContainerRequest,
+      requestStream: false,
+      responseType: StartContainerResponse as typeof StartContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    stopContainer: {
+      name: "StopContainer",
+      requestType: StopContainerRequest as typeof StopContainerRequest,
+      requestStream: false,
+      responseType: StopContainerResponse as typeof StopContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    removeContainer: {
+      name: "RemoveContainer",
+      requestType: RemoveContainerRequest as typeof RemoveContainerRequest,
+      requestStream: false,
+      responseType: RemoveContainerResponse as typeof RemoveContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    listContainers: {
+      name: "ListContainers",
+      requestType: ListContainersRequest as typeof ListContainersRequest,
+      requestStream: false,
+      responseType: ListContainersResponse as typeof ListContainersResponse,
+      responseStream: false,
+      options: {},
+    },
+    streamContainers: {
+      name: "StreamContainers",
+      requestType: StreamContainersRequest as typeof StreamContainersRequest,
+      requestStream: false,
+      responseType: StreamContainersResponse as typeof StreamContainersResponse,
+      responseStream: true,
+      options: {},
+    },
+    containerStatus: {
+      name: "ContainerStatus",
+      requestType: ContainerStatusRequest as typeof ContainerStatusRequest,
+      requestStream: false,
+      responseType: ContainerStatusResponse as typeof ContainerStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    updateContainerResources: {
+      name: "UpdateContainerResources",
+      requestType: UpdateContainerResourcesRequest as typeof UpdateContainerResourcesRequest,
+      requestStream: false,
+      responseType: UpdateContainerResourcesResponse as typeof UpdateContainerResourcesResponse,
+      responseStream: false,
+      options: {},
+    },
+    reopenContainerLog: {
+      name: "ReopenContainerLog",
+      requestType: ReopenContainerLogRequest as typeof ReopenContainerLogRequest,
+      requestStream: false,
+      responseType: ReopenContainerLogResponse as typeof ReopenContainerLogResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Exec/Attach/PortForward only hand back a URL of the streaming server. */
+    execSync: {
+      name: "ExecSync",
+      requestType: ExecSyncRequest as typeof ExecSyncRequest,
+      requestStream: false,
+      responseType: ExecSyncResponse as typeof ExecSyncResponse,
+      responseStream: false,
+      options: {},
+    },
+    exec: {
+      name: "Exec",
+      requestType: ExecRequest as typeof ExecRequest,
+      requestStream: false,
+      responseType: ExecResponse as typeof ExecResponse,
+      responseStream: false,
+      options: {},
+    },
+    attach: {
+      name: "Attach",
+      requestType: AttachRequest as typeof AttachRequest,
+      requestStream: false,
+      responseType: AttachResponse as typeof AttachResponse,
+      responseStream: false,
+      options: {},
+    },
+    portForward: {
+      name: "PortForward",
+      requestType: PortForwardRequest as typeof PortForwardRequest,
+      requestStream: false,
+      responseType: PortForwardResponse as typeof PortForwardResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Resource usage for summaries and eviction. */
+    containerStats: {
+      name: "ContainerStats",
+      requestType: ContainerStatsRequest as typeof ContainerStatsRequest,
+      requestStream: false,
+      responseType: ContainerStatsResponse as typeof ContainerStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    listContainerStats: {
+      name: "ListContainerStats",
+      requestType: ListContainerStatsRequest as typeof ListContainerStatsRequest,
+      requestStream: false,
+      responseType: ListContainerStatsResponse as typeof ListContainerStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    streamContainerStats: {
+      name: "StreamContainerStats",
+      requestType: StreamContainerStatsRequest as typeof StreamContainerStatsRequest,
+      requestStream: false,
+      responseType: StreamContainerStatsResponse as typeof StreamContainerStatsResponse,
+      responseStream: true,
+      options: {},
+    },
+    podSandboxStats: {
+      name: "PodSandboxStats",
+      requestType: PodSandboxStatsRequest as typeof PodSandboxStatsRequest,
+      requestStream: false,
+      responseType: PodSandboxStatsResponse as typeof PodSandboxStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    listPodSandboxStats: {
+      name: "ListPodSandboxStats",
+      requestType: ListPodSandboxStatsRequest as typeof ListPodSandboxStatsRequest,
+      requestStream: false,
+      responseType: ListPodSandboxStatsResponse as typeof ListPodSandboxStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    streamPodSandboxStats: {
+      name: "StreamPodSandboxStats",
+      requestType: StreamPodSandboxStatsRequest as typeof StreamPodSandboxStatsRequest,
+      requestStream: false,
+      responseType: StreamPodSandboxStatsResponse as typeof StreamPodSandboxStatsResponse,
+      responseStream: true,
+      options: {},
+    },
+    /** Node-level configuration and health. */
+    updateRuntimeConfig: {
+      name: "UpdateRuntimeConfig",
+      requestType: UpdateRuntimeConfigRequest as typeof UpdateRuntimeConfigRequest,
+      requestStream: false,
+      responseType: UpdateRuntimeConfigResponse as typeof UpdateRuntimeConfigResponse,
+      responseStream: false,
+      options: {},
+    },
+    status: {
+      name: "Status",
+      requestType: StatusRequest as typeof StatusRequest,
+      requestStream: false,
+      responseType: StatusResponse as typeof StatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Checkpoint and restore (forensic container checkpointing). */
+    checkpointContainer: {
+      name: "CheckpointContainer",
+      requestType: CheckpointContainerRequest as typeof CheckpointContainerRequest,
+      requestStream: false,
+      responseType: CheckpointContainerResponse as typeof CheckpointContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    checkpointPod: {
+      name: "CheckpointPod",
+      requestType: CheckpointPodRequest as typeof CheckpointPodRequest,
+      requestStream: false,
+      responseType: CheckpointPodResponse as typeof CheckpointPodResponse,
+      responseStream: false,
+      options: {},
+    },
+    restorePod: {
+      name: "RestorePod",
+      requestType: RestorePodRequest as typeof RestorePodRequest,
+      requestStream: false,
+      responseType: RestorePodResponse as typeof RestorePodResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Server stream of lifecycle events that feeds the evented PLEG. */
+    getContainerEvents: {
+      name: "GetContainerEvents",
+      requestType: GetEventsRequest as typeof GetEventsRequest,
+      requestStream: false,
+      responseType: ContainerEventResponse as typeof ContainerEventResponse,
+      responseStream: true,
+      options: {},
+    },
+    /** Runtime-provided metrics in Prometheus shape. */
+    listMetricDescriptors: {
+      name: "ListMetricDescriptors",
+      requestType: ListMetricDescriptorsRequest as typeof ListMetricDescriptorsRequest,
+      requestStream: false,
+      responseType: ListMetricDescriptorsResponse as typeof ListMetricDescriptorsResponse,
+      responseStream: false,
+      options: {},
+    },
+    listPodSandboxMetrics: {
+      name: "ListPodSandboxMetrics",
+      requestType: ListPodSandboxMetricsRequest as typeof ListPodSandboxMetricsRequest,
+      requestStream: false,
+      responseType: ListPodSandboxMetricsResponse as typeof ListPodSandboxMetricsResponse,
+      responseStream: false,
+      options: {},
+    },
+    streamPodSandboxMetrics: {
+      name: "StreamPodSandboxMetrics",
+      requestType: StreamPodSandboxMetricsRequest as typeof StreamPodSandboxMetricsRequest,
+      requestStream: false,
+      responseType: StreamPodSandboxMetricsResponse as typeof StreamPodSandboxMetricsResponse,
+      responseStream: true,
+      options: {},
+    },
+    /** Static facts the kubelet reads once, such as the cgroup driver. */
+    runtimeConfig: {
+      name: "RuntimeConfig",
+      requestType: RuntimeConfigRequest as typeof RuntimeConfigRequest,
+      requestStream: false,
+      responseType: RuntimeConfigResponse as typeof RuntimeConfigResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Best-effort notice after the kubelet resized pod-level cgroups. */
+    updatePodSandboxResources: {
+      name: "UpdatePodSandboxResources",
+      requestType: UpdatePodSandboxResourcesRequest as typeof UpdatePodSandboxResourcesRequest,
+      requestStream: false,
+      responseType: UpdatePodSandboxResourcesResponse as typeof UpdatePodSandboxResourcesResponse,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
+
+/** Pod sandbox, container, exec, stats and runtime-status calls a kubelet makes. */
 export type RuntimeServiceService = typeof RuntimeServiceService;
 export const RuntimeServiceService = {
   /** Handshake: names the runtime and the CRI version it speaks. */
@@ -24863,6 +25180,65 @@ export const RuntimeServiceClient = makeGenericClientConstructor(
   service: typeof RuntimeServiceService;
   serviceName: string;
 };
+
+/** Image store of the node: list, inspect, pull, remove, and disk usage. */
+export type ImageServiceDefinition = typeof ImageServiceDefinition;
+export const ImageServiceDefinition = {
+  name: "ImageService",
+  fullName: "runtime.v1.ImageService",
+  methods: {
+    listImages: {
+      name: "ListImages",
+      requestType: ListImagesRequest as typeof ListImagesRequest,
+      requestStream: false,
+      responseType: ListImagesResponse as typeof ListImagesResponse,
+      responseStream: false,
+      options: {},
+    },
+    streamImages: {
+      name: "StreamImages",
+      requestType: StreamImagesRequest as typeof StreamImagesRequest,
+      requestStream: false,
+      responseType: StreamImagesResponse as typeof StreamImagesResponse,
+      responseStream: true,
+      options: {},
+    },
+    /** An unknown image is not an error here: the response simply has no image. */
+    imageStatus: {
+      name: "ImageStatus",
+      requestType: ImageStatusRequest as typeof ImageStatusRequest,
+      requestStream: false,
+      responseType: ImageStatusResponse as typeof ImageStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    pullImage: {
+      name: "PullImage",
+      requestType: PullImageRequest as typeof PullImageRequest,
+      requestStream: false,
+      responseType: PullImageResponse as typeof PullImageResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Idempotent; removing one tag of a digest removes all of its tags. */
+    removeImage: {
+      name: "RemoveImage",
+      requestType: RemoveImageRequest as typeof RemoveImageRequest,
+      requestStream: false,
+      responseType: RemoveImageResponse as typeof RemoveImageResponse,
+      responseStream: false,
+      options: {},
+    },
+    imageFsInfo: {
+      name: "ImageFsInfo",
+      requestType: ImageFsInfoRequest as typeof ImageFsInfoRequest,
+      requestStream: false,
+      responseType: ImageFsInfoResponse as typeof ImageFsInfoResponse,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
 
 /** Image store of the node: list, inspect, pull, remove, and disk usage. */
 export type ImageServiceService = typeof ImageServiceService;
