@@ -34,7 +34,10 @@ export interface ContainerStatus {
   hash: string;
   restartCount: number;
   reason?: string;
+  /** Runtime message, or the termination message for exited containers. */
   message?: string;
+  /** Host path of the container's log file (CRI log format). */
+  logPath?: string;
 }
 
 export interface SandboxStatus {
@@ -42,6 +45,7 @@ export interface SandboxStatus {
   state: 'ready' | 'notready';
   attempt: number;
   createdAt: Date;
+  /** Primary IP; '' when the runtime reported a network without an address, undefined when it reported none. */
   ip?: string;
   additionalIps: string[];
   /** True when the sandbox shares the node's network namespace. */
@@ -91,16 +95,23 @@ export interface PodSyncResult {
   syncError?: Error;
 }
 
-/** Per-key exponential backoff (CrashLoopBackOff, ImagePullBackOff). */
+/**
+ * Per-key exponential backoff (CrashLoopBackOff, ImagePullBackOff). The clock lives inside the
+ * implementation (see ExponentialBackoff); callers pass the time of the event that caused the
+ * retry, for a container its finish time, as the kubelet does.
+ */
 export interface Backoff {
-  /** True while `key` must not be retried at `now`. */
-  isInBackOffSince(key: string, now: number): boolean;
-  /** Records a failure: the next delay doubles up to the cap. */
-  next(key: string, now: number): void;
+  /** True while `key` must not be retried: less than the current delay has passed since `eventTimeMs`. */
+  isInBackOffSince(key: string, eventTimeMs: number): boolean;
+  /** True while less than the current delay has passed since the last `next` for `key`. */
+  isInBackOffSinceUpdate(key: string): boolean;
+  /** Records a retry: the delay doubles up to the cap, or starts over when the entry expired. */
+  next(key: string, eventTimeMs: number): void;
   /** Current delay for `key` in ms (0 when none). */
   get(key: string): number;
-  /** Forgets entries idle for twice the cap (the kubelet's GC of backoff entries). */
-  gc(now: number): void;
+  reset(key: string): void;
+  /** Forgets entries idle for more than twice the cap. */
+  gc(): void;
 }
 
 export interface ContainerGCPolicy {
@@ -164,11 +175,20 @@ export interface Runtime {
   apiVersion(): Promise<string>;
   status(): Promise<RuntimeStatus>;
 
-  syncPod(pod: V1Pod, podStatus: PodStatus, pullSecrets: V1Secret[], backoff: Backoff): Promise<PodSyncResult>;
+  syncPod(
+    pod: V1Pod,
+    podStatus: PodStatus,
+    pullSecrets: V1Secret[],
+    backoff: Backoff,
+  ): Promise<PodSyncResult>;
   killPod(pod: V1Pod | undefined, runningPod: RunningPod, gracePeriodOverrideSeconds?: number): Promise<void>;
   getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus>;
   getPods(all: boolean): Promise<RunningPod[]>;
-  garbageCollect(policy: ContainerGCPolicy, allSourcesReady: boolean, evictNonDeletedPods: boolean): Promise<void>;
+  garbageCollect(
+    policy: ContainerGCPolicy,
+    allSourcesReady: boolean,
+    evictNonDeletedPods: boolean,
+  ): Promise<void>;
 
   /** Runs a command in a container through CRI ExecSync (probes, exec hooks). */
   runInContainer(id: ContainerID, cmd: string[], timeoutMs: number): Promise<ExecResult>;
@@ -180,7 +200,11 @@ export interface Runtime {
   imageStats(): Promise<ImageStats>;
 }
 
-export type PodLifecycleEventType = 'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged';
+export type PodLifecycleEventType =
+  | 'ContainerStarted'
+  | 'ContainerDied'
+  | 'ContainerRemoved'
+  | 'ContainerChanged';
 
 export interface PodLifecycleEvent {
   podUid: string;
@@ -199,4 +223,20 @@ export interface Pleg {
   mode(): 'generic' | 'evented';
   /** The last PodStatus cached by the relist for a pod, if any. */
   getCachedStatus(uid: string): PodStatus | undefined;
+}
+
+export type ProbeResult = 'success' | 'failure';
+
+/** Latest liveness/startup results by runtime container id, supplied by the agent's prober. */
+export interface ProbeResults {
+  liveness(containerId: string): ProbeResult | undefined;
+  startup(containerId: string): ProbeResult | undefined;
+}
+
+/** What container GC needs to know about pods from the API side (the kubelet's podStateProvider). */
+export interface PodStateProvider {
+  /** The pod is gone (deleted, or never known): its containers, sandboxes and logs can go. */
+  shouldPodContentBeRemoved(uid: string): boolean;
+  /** The pod is terminated: its runtime objects can go, with evictNonDeletedPods. */
+  shouldPodRuntimeBeRemoved(uid: string): boolean;
 }

@@ -1,0 +1,249 @@
+// What one sync must do to move a pod from what the runtime has (PodStatus) to what the spec
+// asks for. Pure: no I/O, so every rule of the kubelet's computePodActions is unit-testable.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { ContainerID, ContainerStatus, PodStatus, ProbeResults } from '../types.js';
+import { hashContainer } from './hash.js';
+
+export interface ContainerToKill {
+  id: ContainerID;
+  name: string;
+  /** The spec, when the container is still in the pod (hooks and grace period come from it). */
+  container?: V1Container;
+  reason: string;
+  message: string;
+}
+
+export interface PodActions {
+  /** Stop every container and the sandbox. Set when a new sandbox is needed or the pod is finished. */
+  killPod: boolean;
+  createSandbox: boolean;
+  /** The newest existing sandbox (empty when none). */
+  sandboxId: string;
+  /** Attempt number for the sandbox to create. */
+  attempt: number;
+  /** Why createSandbox is set, for the SandboxChanged event. */
+  sandboxReason?: string;
+  /** Indexes into spec.initContainers to start, in order. */
+  initContainersToStart: number[];
+  /** Indexes into spec.containers to start. */
+  containersToStart: number[];
+  /** Keyed by runtime container id. */
+  containersToKill: Map<string, ContainerToKill>;
+}
+
+const noProbes: ProbeResults = { liveness: () => undefined, startup: () => undefined };
+
+export function restartPolicyOf(pod: V1Pod): 'Always' | 'OnFailure' | 'Never' {
+  const p = pod.spec?.restartPolicy;
+  return p === 'OnFailure' || p === 'Never' ? p : 'Always';
+}
+
+export function shouldRestartOnFailure(pod: V1Pod): boolean {
+  return restartPolicyOf(pod) !== 'Never';
+}
+
+/** Sidecars are init containers with restartPolicy Always. */
+export function isRestartableInitContainer(c: V1Container): boolean {
+  return c.restartPolicy === 'Always';
+}
+
+/** Newest status for a container name (PodStatus keeps them newest first). */
+export function findContainerStatusByName(status: PodStatus, name: string): ContainerStatus | undefined {
+  return status.containerStatuses.find((s) => s.name === name);
+}
+
+function succeeded(s: ContainerStatus | undefined): boolean {
+  return s?.state === 'exited' && s.exitCode === 0;
+}
+
+/** Whether a container that is not running should be started again, per the pod's restartPolicy. */
+export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, status: PodStatus): boolean {
+  if (pod.metadata?.deletionTimestamp) return false;
+  const s = findContainerStatusByName(status, container.name);
+  if (!s) return true;
+  if (s.state === 'running') return false;
+  if (s.state === 'unknown' || s.state === 'created') return true;
+  const policy = restartPolicyOf(pod);
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure' && s.exitCode === 0) return false;
+  return true;
+}
+
+/** Whether the sandbox must be (re)created, the attempt number to use, and why. */
+export function podSandboxChanged(
+  pod: V1Pod,
+  status: PodStatus,
+): { changed: boolean; attempt: number; sandboxId: string; reason?: string } {
+  const newest = status.sandboxStatuses[0];
+  if (!newest) return { changed: true, attempt: 0, sandboxId: '', reason: 'no sandbox' };
+  const next = { attempt: newest.attempt + 1, sandboxId: newest.id };
+  const ready = status.sandboxStatuses.filter((s) => s.state === 'ready').length;
+  if (ready > 1) return { changed: true, ...next, reason: `${ready} ready sandboxes, need one` };
+  if (newest.state !== 'ready') return { changed: true, ...next, reason: 'sandbox is not ready' };
+  const hostNetwork = pod.spec?.hostNetwork === true;
+  if (newest.hostNetwork !== hostNetwork) {
+    return { changed: true, ...next, reason: 'sandbox network namespace changed' };
+  }
+  // ip === '' means the runtime reported a network without an address; undefined means it reported none.
+  if (!hostNetwork && newest.ip === '')
+    return { changed: true, ...next, reason: 'sandbox has no IP address' };
+  return { changed: false, attempt: newest.attempt, sandboxId: newest.id };
+}
+
+function killEntry(s: ContainerStatus, container: V1Container | undefined, reason: string, message: string) {
+  return { id: s.id, name: s.name, container, reason, message };
+}
+
+/**
+ * Init containers, one at a time and in order. Returns true when the pod is initialized and app
+ * containers may be considered. Sidecars (restartable init containers) are started in their
+ * place in the order and kept running afterwards.
+ */
+function computeInitContainerActions(
+  pod: V1Pod,
+  status: PodStatus,
+  probes: ProbeResults,
+  changes: PodActions,
+): boolean {
+  const inits = pod.spec?.initContainers ?? [];
+  if (inits.length === 0) return true;
+  // Once an app container exists the pod has been initialized; init containers never rerun.
+  const appNames = new Set((pod.spec?.containers ?? []).map((c) => c.name));
+  const initialized = status.containerStatuses.some((s) => appNames.has(s.name));
+
+  for (const [i, c] of inits.entries()) {
+    const s = findContainerStatusByName(status, c.name);
+    if (isRestartableInitContainer(c)) {
+      if (s?.state === 'running') {
+        if (s.hash !== hashContainer(c)) {
+          changes.containersToKill.set(
+            s.id.id,
+            killEntry(s, c, 'SpecChanged', `Init container ${c.name} definition changed, will be restarted`),
+          );
+          changes.initContainersToStart.push(i);
+          if (!initialized) return false;
+          continue;
+        }
+        // A sidecar with a startup probe gates the next init container until it has started.
+        if (!initialized && c.startupProbe && probes.startup(s.id.id) !== 'success') return false;
+        continue;
+      }
+      if (s?.state === 'unknown') {
+        changes.containersToKill.set(s.id.id, killEntry(s, c, 'Unknown', 'Container is in unknown state'));
+      }
+      if (!pod.metadata?.deletionTimestamp) changes.initContainersToStart.push(i);
+      if (!initialized) return false;
+      continue;
+    }
+    if (initialized) continue;
+    if (!s) {
+      changes.initContainersToStart.push(i);
+      return false;
+    }
+    if (s.state === 'running') return false;
+    if (succeeded(s)) continue;
+    if (s.state === 'exited' && !shouldRestartOnFailure(pod)) {
+      // A failed init container with restartPolicy Never fails the pod.
+      changes.killPod = true;
+      return false;
+    }
+    if (s.state === 'unknown') {
+      changes.containersToKill.set(s.id.id, killEntry(s, c, 'Unknown', 'Container is in unknown state'));
+    }
+    changes.initContainersToStart.push(i);
+    return false;
+  }
+  return true;
+}
+
+export function computePodActions(
+  pod: V1Pod,
+  status: PodStatus,
+  probes: ProbeResults = noProbes,
+): PodActions {
+  const sandbox = podSandboxChanged(pod, status);
+  const changes: PodActions = {
+    killPod: sandbox.changed,
+    createSandbox: sandbox.changed,
+    sandboxId: sandbox.sandboxId,
+    attempt: sandbox.attempt,
+    sandboxReason: sandbox.reason,
+    initContainersToStart: [],
+    containersToStart: [],
+    containersToKill: new Map(),
+  };
+  const containers = pod.spec?.containers ?? [];
+  const inits = pod.spec?.initContainers ?? [];
+
+  if (changes.createSandbox) {
+    // A pod that must not restart and already ran containers is finished, not re-created.
+    if (!shouldRestartOnFailure(pod) && sandbox.attempt !== 0 && status.containerStatuses.length > 0) {
+      changes.createSandbox = false;
+      return changes;
+    }
+    if (pod.metadata?.deletionTimestamp) {
+      changes.createSandbox = false;
+      return changes;
+    }
+    if (inits.length > 0) {
+      changes.initContainersToStart.push(0);
+      return changes;
+    }
+    for (const [i, c] of containers.entries()) {
+      if (restartPolicyOf(pod) === 'OnFailure' && succeeded(findContainerStatusByName(status, c.name)))
+        continue;
+      changes.containersToStart.push(i);
+    }
+    // Every container already succeeded: nothing to run in a new sandbox.
+    if (changes.containersToStart.length === 0) changes.createSandbox = false;
+    return changes;
+  }
+
+  if (!computeInitContainerActions(pod, status, probes, changes)) return changes;
+
+  let keepCount = 0;
+  for (const [i, c] of containers.entries()) {
+    const s = findContainerStatusByName(status, c.name);
+    if (!s || s.state !== 'running') {
+      if (shouldContainerBeRestarted(c, pod, status)) {
+        changes.containersToStart.push(i);
+        if (s?.state === 'unknown') {
+          changes.containersToKill.set(
+            s.id.id,
+            killEntry(s, c, 'Unknown', 'Container is in unknown state, try killing it before restart'),
+          );
+        }
+      }
+      continue;
+    }
+    let restart = shouldRestartOnFailure(pod);
+    let reason: string;
+    let message: string;
+    if (s.hash !== hashContainer(c)) {
+      // A changed spec restarts the container whatever the restart policy.
+      restart = true;
+      reason = 'SpecChanged';
+      message = `Container ${c.name} definition changed`;
+    } else if (probes.liveness(s.id.id) === 'failure') {
+      reason = 'LivenessProbe';
+      message = `Container ${c.name} failed liveness probe`;
+    } else if (probes.startup(s.id.id) === 'failure') {
+      reason = 'StartupProbe';
+      message = `Container ${c.name} failed startup probe`;
+    } else {
+      keepCount++;
+      continue;
+    }
+    if (restart) {
+      message += ', will be restarted';
+      changes.containersToStart.push(i);
+    }
+    changes.containersToKill.set(s.id.id, killEntry(s, c, reason, message));
+  }
+
+  if (keepCount === 0 && changes.containersToStart.length === 0) {
+    // Nothing left to run: the pod is done, sidecars included.
+    changes.killPod = true;
+  }
+  return changes;
+}

@@ -1,0 +1,63 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  parseCriLog,
+  readTerminationMessage,
+  tailLogMessage,
+} from '../../src/kuberuntime/termination_message.js';
+
+const line = (stream: string, tag: string, text: string) =>
+  `2024-01-01T00:00:00.000000000Z ${stream} ${tag} ${text}`;
+
+describe('CRI log parsing', () => {
+  it('joins partial lines and keeps both streams in order', () => {
+    const text = [
+      line('stdout', 'P', 'hel'),
+      line('stdout', 'F', 'lo'),
+      line('stderr', 'F', 'oops'),
+      '',
+    ].join('\n');
+    expect(parseCriLog(text)).toEqual(['hello', 'oops']);
+  });
+  it('keeps the last 80 lines within 2 KiB', () => {
+    const text = Array.from({ length: 200 }, (_, i) => line('stdout', 'F', `l${i}`)).join('\n');
+    const msg = tailLogMessage(text);
+    expect(msg.split('\n').filter(Boolean)).toHaveLength(80);
+    expect(msg.startsWith('l120\n')).toBe(true);
+    const long = Array.from({ length: 10 }, () => line('stdout', 'F', 'x'.repeat(500))).join('\n');
+    expect(Buffer.byteLength(tailLogMessage(long))).toBe(2048);
+  });
+});
+
+describe('readTerminationMessage', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'kh-tm-'));
+  const msgFile = join(dir, 'msg');
+  const logFile = join(dir, '0.log');
+  await writeFile(logFile, [line('stderr', 'F', 'panic: boom'), ''].join('\n'));
+  const mounts = [{ containerPath: '/dev/termination-log', hostPath: msgFile }];
+  const base = { path: '/dev/termination-log', mounts, logPath: logFile };
+
+  it('reads the file behind the terminationMessagePath mount, capped at 4 KiB', async () => {
+    await writeFile(msgFile, 'y'.repeat(5000));
+    expect(await readTerminationMessage({ ...base, policy: 'File', exitCode: 1 })).toHaveLength(4096);
+  });
+  it('falls back to the log tail only for FallbackToLogsOnError, a failure, and an empty file', async () => {
+    await writeFile(msgFile, '');
+    expect(await readTerminationMessage({ ...base, policy: 'FallbackToLogsOnError', exitCode: 2 })).toBe(
+      'panic: boom\n',
+    );
+    expect(await readTerminationMessage({ ...base, policy: 'FallbackToLogsOnError', exitCode: 0 })).toBe('');
+    expect(await readTerminationMessage({ ...base, policy: 'File', exitCode: 2 })).toBe('');
+    await writeFile(msgFile, 'written');
+    expect(await readTerminationMessage({ ...base, policy: 'FallbackToLogsOnError', exitCode: 2 })).toBe(
+      'written',
+    );
+  });
+  it('reports a read failure as the message', async () => {
+    const gone = [{ containerPath: '/dev/termination-log', hostPath: join(dir, 'missing') }];
+    const msg = await readTerminationMessage({ ...base, mounts: gone, policy: 'File', exitCode: 1 });
+    expect(msg).toMatch(/^Error on reading termination log \/dev\/termination-log: ENOENT/);
+  });
+});
