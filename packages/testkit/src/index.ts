@@ -1,1 +1,29 @@
-export {};
+export { type CriVersion, criVersion } from './containers/cri-probe.js';
+export { loadImagesIntoContainerd, normalizeImageRef } from './containers/images-in-node.js';
+export { khLabels, OWNER_LABEL, ROLE_LABEL, RUN_LABEL, runId } from './containers/labels.js';
+export { type RemovedLeftovers, removeLeftovers } from './containers/leftovers.js';
+export { StartedTestNetwork, TestNetwork } from './containers/network.js';
+export {
+  NODE_SHARED_DIR,
+  POD_SUBNET,
+  REGISTRY_HOST,
+} from './containers/node-config.js';
+export {
+  type BindMount,
+  defaultHostNodeBinary,
+  NODE_BINARY_IN_NODE,
+  NodeContainer,
+  type NodeExecResult,
+  type NodeRuntime,
+  StartedNodeContainer,
+} from './containers/node-container.js';
+export {
+  RegistryContainer,
+  type RegistryCredentials,
+  StartedRegistryContainer,
+} from './containers/registry-container.js';
+export { debianMirror } from './images/apt-sources.js';
+export { type EnsureImagesOptions, ensureImages, type ImageRefs, imageRefFor } from './images/ensure.js';
+export { IMAGE_NAMES, type ImageName, isImageName, RECIPES } from './images/recipes.js';
+export { MissingToolError } from './process.js';
+export type { Progress } from './progress.js';

@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { docker, isNotFound } from '../docker.js';
+import type { StartedNodeContainer } from './node-container.js';
+
+/**
+ * The fully qualified name a runtime gives an image reference, as containerd and the CRI
+ * report it: `kubelet-harness/pause:x` -> `docker.io/kubelet-harness/pause:x`,
+ * `busybox` -> `docker.io/library/busybox:latest`.
+ */
+export function normalizeImageRef(ref: string): string {
+  const slash = ref.indexOf('/');
+  const first = slash < 0 ? '' : ref.slice(0, slash);
+  const hasDomain = first.includes('.') || first.includes(':') || first === 'localhost';
+  let named = hasDomain ? ref : `docker.io/${slash < 0 ? 'library/' : ''}${ref}`;
+  const lastPart = named.slice(named.lastIndexOf('/') + 1);
+  if (!lastPart.includes(':') && !named.includes('@')) named += ':latest';
+  return named;
+}
+
+/**
+ * Copies images from the host engine into a node's runtime: `docker save` on the host into the
+ * node's shared directory, then `ctr -n k8s.io images import` (the CRI's namespace) or
+ * `docker load` inside the node. Returns the normalised names.
+ */
+export async function loadImages(node: StartedNodeContainer, refs: readonly string[]): Promise<string[]> {
+  if (refs.length === 0) return [];
+  for (const ref of refs) {
+    await docker()
+      .getImage(ref)
+      .inspect()
+      .catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+        throw new Error(
+          `Image ${ref} is not in the host engine; build it with ensureImages() or \`npm run images\``,
+        );
+      });
+  }
+  const file = `images-${randomBytes(4).toString('hex')}.tar`;
+  const onHost = join(node.sharedDirOnHost, file);
+  try {
+    // GET /images/get with several names: one tarball (dockerode has it, its types do not).
+    const save = docker() as unknown as {
+      getImages(opts: { names: string[] }): Promise<NodeJS.ReadableStream>;
+    };
+    await pipeline(await save.getImages({ names: [...refs] }), createWriteStream(onHost));
+    const inNode = `${node.sharedDirInNode}/${file}`;
+    await node.execOk(
+      node.runtime === 'containerd'
+        ? ['ctr', '-n', 'k8s.io', 'images', 'import', inNode]
+        : ['docker', 'load', '-i', inNode],
+    );
+  } finally {
+    await rm(onHost, { force: true });
+  }
+  return refs.map(normalizeImageRef);
+}
+
+/** Loads images into a containerd node's CRI namespace (the testkit contract's name for it). */
+export function loadImagesIntoContainerd(
+  node: StartedNodeContainer,
+  refs: readonly string[],
+): Promise<string[]> {
+  if (node.runtime !== 'containerd') {
+    throw new Error(`node ${node.name} runs ${node.runtime}; use node.loadImages(refs) to load into dockerd`);
+  }
+  return loadImages(node, refs);
+}

@@ -1,0 +1,71 @@
+import type { ContainerCreateOptions, HostConfig } from 'dockerode';
+import { GenericContainer, PullPolicy, type StartedTestContainer } from 'testcontainers';
+import { docker, isNotFound } from '../docker.js';
+
+/** HostConfig fields the engine accepts that @types/dockerode does not list. */
+export type RawHostConfig = HostConfig & { CgroupnsMode?: 'host' | 'private' };
+
+/**
+ * A GenericContainer for the project's local images: it never pulls, never starts the Ryuk
+ * reaper (its image cannot be pulled here; removeLeftovers and stop() clean up instead), and
+ * accepts raw engine settings that testcontainers has no builder method for.
+ */
+export class KhContainer extends GenericContainer {
+  constructor(image: string) {
+    super(image);
+    this.withPullPolicy(PullPolicy.neverPull()).withAutoCleanup(false);
+  }
+
+  withRawHostConfig(config: RawHostConfig): this {
+    Object.assign(this.hostConfig, config);
+    return this;
+  }
+
+  withRawCreateOptions(options: Partial<ContainerCreateOptions>): this {
+    Object.assign(this.createOpts, options);
+    return this;
+  }
+}
+
+/** Starts `container` (named `name`); if starting fails after creation, the container is removed. */
+export async function startOrRemove(container: KhContainer, name: string): Promise<StartedTestContainer> {
+  try {
+    return await container.start();
+  } catch (err) {
+    await removeContainer(name);
+    throw err;
+  }
+}
+
+export async function removeContainer(idOrName: string): Promise<void> {
+  await docker()
+    .getContainer(idOrName)
+    .remove({ force: true, v: true })
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
+}
+
+/** The last lines of a container's output, for error messages. */
+export async function containerLogTail(idOrName: string, lines = 30): Promise<string> {
+  try {
+    const buf = (await docker()
+      .getContainer(idOrName)
+      .logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown as Buffer;
+    return demux(buf).trim();
+  } catch (err) {
+    return `(no logs: ${(err as Error).message})`;
+  }
+}
+
+/** Strips the engine's 8-byte stream headers from a non-TTY log buffer. */
+function demux(buf: Buffer): string {
+  let out = '';
+  let pos = 0;
+  while (pos + 8 <= buf.length) {
+    const size = buf.readUInt32BE(pos + 4);
+    out += buf.toString('utf8', pos + 8, pos + 8 + size);
+    pos += 8 + size;
+  }
+  return out;
+}

@@ -1,0 +1,43 @@
+import { docker, isNotFound } from '../docker.js';
+import { type Progress, silent } from '../progress.js';
+import { RUN_LABEL } from './labels.js';
+
+export interface RemovedLeftovers {
+  containers: number;
+  networks: number;
+  volumes: number;
+}
+
+/**
+ * Removes containers (with their anonymous volumes), then networks, then volumes that carry the
+ * kh.run label: all of them, or only those of one run. Pass `runId` from tests, because other
+ * test processes may be running at the same time.
+ */
+export async function removeLeftovers(
+  options: { runId?: string | undefined; progress?: Progress } = {},
+): Promise<RemovedLeftovers> {
+  const progress = options.progress ?? silent;
+  const label = [options.runId ? `${RUN_LABEL}=${options.runId}` : RUN_LABEL];
+  const removed: RemovedLeftovers = { containers: 0, networks: 0, volumes: 0 };
+  const ignoreGone = (err: unknown) => {
+    if (!isNotFound(err)) throw err;
+  };
+
+  for (const c of await docker().listContainers({ all: true, filters: { label } })) {
+    await docker().getContainer(c.Id).remove({ force: true, v: true }).catch(ignoreGone);
+    progress(`removed container ${c.Names[0]?.replace(/^\//, '') ?? c.Id}`);
+    removed.containers++;
+  }
+  for (const n of await docker().listNetworks({ filters: { label } })) {
+    await docker().getNetwork(n.Id).remove().catch(ignoreGone);
+    progress(`removed network ${n.Name}`);
+    removed.networks++;
+  }
+  const { Volumes } = await docker().listVolumes({ filters: { label } });
+  for (const v of Volumes ?? []) {
+    await docker().getVolume(v.Name).remove().catch(ignoreGone);
+    progress(`removed volume ${v.Name}`);
+    removed.volumes++;
+  }
+  return removed;
+}

