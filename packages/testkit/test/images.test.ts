@@ -1,0 +1,118 @@
+import type { StartedTestContainer } from 'testcontainers';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { KhContainer } from '../src/containers/kh-container.js';
+import { khLabels, runId } from '../src/containers/labels.js';
+import { removeLeftovers } from '../src/containers/leftovers.js';
+import { docker } from '../src/docker.js';
+import { ensureImages, type ImageRefs, imageRefFor } from '../src/images/ensure.js';
+import { IMAGE_NAMES } from '../src/images/recipes.js';
+
+let refs: ImageRefs;
+const started: StartedTestContainer[] = [];
+
+beforeAll(async () => {
+  refs = await ensureImages(IMAGE_NAMES, { progress: (l) => console.log(l) });
+});
+
+afterAll(async () => {
+  for (const c of started) await c.stop().catch(() => {});
+  await removeLeftovers({ runId });
+});
+
+async function run(
+  image: string,
+  env: Record<string, string> = {},
+  cmd?: string[],
+): Promise<StartedTestContainer> {
+  const container = new KhContainer(image).withLabels(khLabels('image-test')).withEnvironment(env);
+  const c = await (cmd ? container.withCommand(cmd) : container).start();
+  started.push(c);
+  return c;
+}
+
+async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('ensureImages', () => {
+  test('builds every recipe into the host engine, tagged with its content hash', async () => {
+    for (const name of IMAGE_NAMES) {
+      const ref = refs[name];
+      expect(ref).toBe(await imageRefFor(name));
+      const info = await docker().getImage(ref).inspect();
+      expect(info.Config.Labels).toMatchObject({ 'kh.recipe': name, 'kh.recipe.hash': ref.split(':')[1] });
+    }
+  });
+
+  test('a second run builds nothing: every image is a cache hit', async () => {
+    const lines: string[] = [];
+    const again = await ensureImages(IMAGE_NAMES, { progress: (l) => lines.push(l) });
+    expect(again).toEqual(refs);
+    expect(lines).toHaveLength(IMAGE_NAMES.length);
+    for (const line of lines) expect(line).toMatch(/\(cached\)$/);
+  });
+
+  test('rejects an unknown image name', async () => {
+    await expect(ensureImages(['nope' as never])).rejects.toThrow(/Unknown image "nope"/);
+  });
+});
+
+describe('image behaviour', () => {
+  test('busybox has a shell and the applets', async () => {
+    const c = await run(refs.busybox, {}, ['sleep', '600']);
+    const r = await c.exec(['sh', '-c', 'echo $((6 * 7)); wget --help 2>&1 | head -1']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/^42\nBusyBox v/);
+  });
+
+  test('pause exits 0 on SIGTERM instead of waiting to be killed', async () => {
+    const c = await run(refs.pause);
+    await docker().getContainer(c.getId()).stop({ t: 20 });
+    const info = await docker().getContainer(c.getId()).inspect();
+    expect(info.State.ExitCode).toBe(0);
+  });
+
+  test('httpd serves /healthz with 200 until /www/healthz is removed', async () => {
+    const c = await run(refs.httpd);
+    const probe = () => c.exec(['wget', '-q', '-O', '-', 'http://127.0.0.1/healthz']);
+    const ok = await until(probe, (r) => r.exitCode === 0);
+    expect(ok.stdout).toBe('ok\n');
+    await c.exec(['rm', '/www/healthz']);
+    const failing = await probe();
+    expect(failing.exitCode).not.toBe(0);
+    expect(failing.output).toMatch(/404/);
+  });
+
+  test('memhog grows to MEMHOG_MB and holds it', async () => {
+    const c = await run(refs.memhog, { MEMHOG_MB: '48', MEMHOG_STEP_MB: '16', MEMHOG_INTERVAL_S: '0' });
+    const logs = await until(
+      async () => (await docker().getContainer(c.getId()).logs({ stdout: true, stderr: true })).toString(),
+      (l) => l.includes('reached'),
+    );
+    expect(logs).toContain('memhog: reached 48 MiB, holding');
+    const stats = (await docker().getContainer(c.getId()).stats({ stream: false })) as {
+      memory_stats: { usage: number };
+    };
+    expect(stats.memory_stats.usage).toBeGreaterThan(48 * 1024 * 1024);
+  });
+
+  test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {
+    const c = await run(refs.diskhog, {
+      DISKHOG_MB: '24',
+      DISKHOG_STEP_MB: '8',
+      DISKHOG_INTERVAL_S: '0',
+      DISKHOG_DIR: '/data',
+    });
+    const du = await until(
+      () => c.exec(['du', '-sm', '/data']),
+      (r) => Number.parseInt(r.stdout, 10) >= 24,
+    );
+    expect(Number.parseInt(du.stdout, 10)).toBeGreaterThanOrEqual(24);
+    expect((await c.exec(['ls', '/data'])).stdout.trim().split('\n')).toHaveLength(3);
+  });
+});

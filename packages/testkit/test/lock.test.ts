@@ -1,0 +1,55 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, expect, test } from 'vitest';
+import { withFileLock } from '../src/lock.js';
+import { MissingToolError, requireTool } from '../src/process.js';
+
+const dir = await mkdtemp(join(tmpdir(), 'kh-lock-'));
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+test('withFileLock runs holders one at a time and removes the lock file', async () => {
+  const lock = join(dir, 'a.lock');
+  const events: string[] = [];
+  const holder = (name: string) =>
+    withFileLock(lock, async () => {
+      events.push(`${name} in`);
+      await sleep(50);
+      events.push(`${name} out`);
+    });
+  await Promise.all([holder('one'), holder('two')]);
+  expect(events).toEqual(['one in', 'one out', 'two in', 'two out']);
+  expect(existsSync(lock)).toBe(false);
+});
+
+test('withFileLock takes over a lock left by a dead process', async () => {
+  const lock = join(dir, 'stale.lock');
+  const dead = spawnSync('true').pid;
+  await writeFile(lock, String(dead));
+  let waitedFor: number | undefined;
+  const result = await withFileLock(
+    lock,
+    async () => 'ran',
+    (pid) => {
+      waitedFor = pid;
+    },
+  );
+  expect(result).toBe('ran');
+  expect(waitedFor).toBeUndefined();
+});
+
+test('withFileLock releases the lock when the holder fails', async () => {
+  const lock = join(dir, 'fail.lock');
+  await expect(withFileLock(lock, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+  expect(existsSync(lock)).toBe(false);
+});
+
+test('requireTool names the Debian package and the setup script', async () => {
+  const err = await requireTool('kh-no-such-tool', 'kh-package').catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(MissingToolError);
+  expect((err as Error).message).toMatch(/kh-no-such-tool.*Debian package kh-package.*setup-host\.sh/);
+  expect(await requireTool('tar', 'tar')).toMatch(/\/tar$/);
+});

@@ -1,0 +1,184 @@
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadImagesIntoContainerd, normalizeImageRef } from '../src/containers/images-in-node.js';
+import { runId } from '../src/containers/labels.js';
+import { removeLeftovers } from '../src/containers/leftovers.js';
+import { type StartedTestNetwork, TestNetwork } from '../src/containers/network.js';
+import {
+  NODE_BINARY_IN_NODE,
+  NodeContainer,
+  type StartedNodeContainer,
+} from '../src/containers/node-container.js';
+import { docker, isNotFound } from '../src/docker.js';
+import { ensureImages, type ImageRefs } from '../src/images/ensure.js';
+
+let refs: ImageRefs<'node' | 'pause' | 'busybox'>;
+let network: StartedTestNetwork;
+const nodes: StartedNodeContainer[] = [];
+
+beforeAll(async () => {
+  refs = await ensureImages(['node', 'pause', 'busybox'], { progress: (l) => console.log(l) });
+  network = await new TestNetwork().start();
+});
+
+afterAll(async () => {
+  for (const n of nodes) await n.stop();
+  await network?.stop();
+  await removeLeftovers({ runId });
+});
+
+async function gone(id: string): Promise<boolean> {
+  return docker()
+    .getContainer(id)
+    .inspect()
+    .then(
+      () => false,
+      (err: unknown) => isNotFound(err),
+    );
+}
+
+describe('containerd node', () => {
+  let node: StartedNodeContainer;
+
+  beforeAll(async () => {
+    node = await new NodeContainer(refs.node)
+      .withRuntime('containerd')
+      .withNetwork(network, 'node-a')
+      .withMemoryLimit(1024 * 1024 * 1024)
+      .withHostNode()
+      .withLabels({ 'kh.test': 'node-container' })
+      .withProgress((l) => console.log(l))
+      .start();
+    nodes.push(node);
+    console.log(`containerd node ready ${Math.round(node.readyAfterMs)} ms after start()`);
+  });
+
+  test('its CRI answers on the socket bind-mounted to the host', async () => {
+    expect(node.criEndpointOnHost).toBe(`unix://${join(node.sharedDirOnHost, 'containerd.sock')}`);
+    expect(node.criEndpointInNode).toBe('unix:///run/kh/containerd.sock');
+    const v = await node.criVersion();
+    expect(v).toMatchObject({ runtimeName: 'containerd', runtimeApiVersion: 'v1' });
+    expect(v.runtimeVersion).toMatch(/^1\.6\./);
+  });
+
+  test('runs as configured: labels, memory limit, runtime config, CNI and registry settings', async () => {
+    const info = await docker().getContainer(node.id).inspect();
+    expect(info.Config.Labels).toMatchObject({
+      'kh.run': runId,
+      'kh.owner': 'test',
+      'kh.role': 'node',
+      'kh.test': 'node-container',
+    });
+    expect(info.HostConfig.Memory).toBe(1024 * 1024 * 1024);
+    const cfg = await node.execOk(['containerd', 'config', 'dump']);
+    expect(cfg).toContain(`sandbox_image = "${normalizeImageRef(refs.pause)}"`);
+    expect(cfg).toContain('restrict_oom_score_adj = true');
+    expect(await node.execOk(['ls', '/etc/cni/net.d', '/etc/containerd/certs.d/registry:5000'])).toMatch(
+      /10-kh-pods\.conflist[\s\S]*hosts\.toml/,
+    );
+  });
+
+  test('cgroupParent is the node container own cgroup plus /kubepods', () => {
+    expect(node.cgroupParent).toBe(`/docker/${node.id}/kubepods`);
+  });
+
+  test('the pause image is preloaded and loadImagesIntoContainerd adds more under normalised names', async () => {
+    const [busybox] = await loadImagesIntoContainerd(node, [refs.busybox]);
+    expect(busybox).toBe(`docker.io/${refs.busybox}`);
+    const images = (await node.execOk(['ctr', '-n', 'k8s.io', 'images', 'ls', '-q'])).split('\n');
+    expect(images).toEqual(expect.arrayContaining([normalizeImageRef(refs.pause), busybox]));
+  });
+
+  test('the host Node.js runs inside the node', async () => {
+    expect((await node.execOk([NODE_BINARY_IN_NODE, '-p', 'process.versions.node'])).trim()).toMatch(
+      /^2[2-9]\./,
+    );
+  });
+
+  test('is reachable on the test network by its alias', async () => {
+    const other = await new NodeContainer(refs.node).withRuntime('docker').withNetwork(network).start();
+    nodes.push(other);
+    expect(node.ipAddress(network)).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    const r = await other.exec(['getent', 'hosts', 'node-a']);
+    expect(r.stdout).toContain(node.ipAddress(network));
+  });
+});
+
+describe('docker node', () => {
+  test('dockerd answers on the socket bind-mounted to the host and accepts loaded images', async () => {
+    const node = await new NodeContainer(refs.node).withRuntime('docker').withImages(refs.busybox).start();
+    nodes.push(node);
+    const socketPath = node.runtimeEndpointOnHost.replace('unix://', '');
+    const ping = await new Promise<string>((resolve, reject) => {
+      http
+        .get({ socketPath, path: '/_ping' }, (res) => {
+          res.setEncoding('utf8');
+          let body = '';
+          res.on('data', (c: string) => {
+            body += c;
+          });
+          res.on('end', () => resolve(body));
+        })
+        .on('error', reject);
+    });
+    expect(ping).toBe('OK');
+    expect(node.criEndpointOnHost).toBe(`unix://${join(node.sharedDirOnHost, 'dockershim.sock')}`);
+    const out = await node.execOk(['docker', 'run', '--rm', refs.busybox, 'echo', 'nested']);
+    expect(out).toBe('nested\n');
+  });
+});
+
+describe('stop and failures', () => {
+  test('stop() removes the container, its anonymous volumes and the shared host directory', async () => {
+    const node = await new NodeContainer(refs.node).start();
+    const info = await docker().getContainer(node.id).inspect();
+    const volumes = info.Mounts.filter((m) => m.Type === 'volume').map((m) => m.Name!);
+    expect(volumes).toHaveLength(2);
+    await node.stop();
+    expect(await gone(node.id)).toBe(true);
+    expect(existsSync(node.sharedDirOnHost)).toBe(false);
+    for (const v of volumes) {
+      await expect(docker().getVolume(v).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    }
+    await node.stop(); // idempotent
+  });
+
+  test('a node that cannot become ready fails start() with the reason and leaves nothing behind', async () => {
+    const before = await docker().listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
+    await expect(
+      new NodeContainer(refs.node).withImages('kubelet-harness/does-not-exist:1').start(),
+    ).rejects.toThrow(/does-not-exist/);
+    const after = await docker().listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
+    expect(after.map((c) => c.Id).sort()).toEqual(before.map((c) => c.Id).sort());
+  });
+
+  test('an image that does not exist locally is never pulled', async () => {
+    await expect(new NodeContainer('kubelet-harness/node:missing').start()).rejects.toThrow(
+      /does not exist locally/,
+    );
+  });
+});
+
+describe('removeLeftovers', () => {
+  test('removes the labelled containers, networks and volumes of one run only', async () => {
+    const otherRun = `${runId}x`;
+    const net = await docker().createNetwork({ Name: `kh-${otherRun}-net`, Labels: { 'kh.run': otherRun } });
+    const vol = await docker().createVolume({ Name: `kh-${otherRun}-vol`, Labels: { 'kh.run': otherRun } });
+    const c = await docker().createContainer({
+      Image: refs.busybox,
+      Cmd: ['sleep', '600'],
+      Labels: { 'kh.run': otherRun },
+      HostConfig: { NetworkMode: `kh-${otherRun}-net` },
+    });
+    await c.start();
+    const removed = await removeLeftovers({ runId: otherRun });
+    expect(removed).toEqual({ containers: 1, networks: 1, volumes: 1 });
+    expect(await gone(c.id)).toBe(true);
+    await expect(docker().getNetwork(net.id).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(docker().getVolume(vol.name).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    // This run's own network is untouched.
+    expect((await docker().getNetwork(network.id).inspect()).Name).toBe(network.name);
+  });
+});
