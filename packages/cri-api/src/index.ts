@@ -11,6 +11,20 @@ export {
 } from './client/client.js';
 export { type CriEndpoint, EndpointError, parseEndpoint } from './client/endpoint.js';
 export * from './errors.js';
+export { type Clock, ManualClock, systemClock } from './fake/clock.js';
+export { FakeRuntime, type FakeRuntimeOptions, type RecordedCall } from './fake/fake_runtime.js';
+export { normalizeImageRef } from './fake/image_ref.js';
+export type {
+  ContainerExitScript,
+  ContainerInfo,
+  ContainerMatcher,
+  ContainerStatsScript,
+  ExecMatcher,
+  ExecScript,
+  FakeScript,
+  PullFailure,
+} from './fake/script.js';
+export type { ImageFsScript } from './fake/state.js';
 export * from './gen/runtime/v1/api.js';
 export {
   type CriMethodInfo,
