@@ -6,42 +6,10 @@ import { findCondition } from '../src/nodestatus/conditions.js';
 import { initialNode, nodeNameFor, reconcileExistingNode, resolveNodeIP } from '../src/nodestatus/node.js';
 import { type NodeStatusSnapshot, setNodeStatus } from '../src/nodestatus/setters.js';
 import { Quantity } from '../src/util/quantity.js';
+import { testSnapshot } from './helpers/snapshot.js';
 
 const GiB = 1n << 30n;
-
-function snapshot(over: Partial<NodeStatusSnapshot> = {}): NodeStatusSnapshot {
-  const resolved = resolveKubeletConfiguration(defaultKubeletConfiguration());
-  return {
-    hostname: 'node-a',
-    nodeIP: '10.0.0.5',
-    machine: {
-      numCores: 2,
-      memoryCapacityBytes: 16n * GiB,
-      rootfsCapacityBytes: 100n * GiB,
-      rootfsInodes: 1000n,
-      machineID: 'mid',
-      systemUUID: 'uuid',
-      bootID: 'boot',
-      kernelVersion: '6.1.0',
-      osImage: 'Debian GNU/Linux 12 (bookworm)',
-      operatingSystem: 'linux',
-      architecture: 'amd64',
-    },
-    maxPods: 110,
-    kubeReserved: {},
-    systemReserved: {},
-    evictionHard: resolved.evictionHard,
-    kubeletVersion: 'v1.33.0-kh',
-    kubeletPort: 10250,
-    runtime: { type: 'containerd', version: '1.6.20' },
-    images: [],
-    nodeStatusMaxImages: 50,
-    runtimeErrors: [],
-    networkErrors: [],
-    pressure: { memory: false, disk: false, pid: false },
-    ...over,
-  };
-}
+const snapshot = testSnapshot;
 
 function run(node: V1Node, s: NodeStatusSnapshot, now: Date) {
   const events: string[] = [];

@@ -1,0 +1,157 @@
+// The slice of the Kubernetes API the node lifecycle needs, behind an interface so the
+// registration, status and lease logic is independent of the HTTP client. KubeNodeApi is the
+// real implementation over @kubernetes/client-node and a kubeconfig.
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  type CoreV1Event,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Lease,
+  type V1Node,
+} from '@kubernetes/client-node';
+
+export interface NodeApi {
+  /** Undefined when the Node does not exist. */
+  getNode(name: string): Promise<V1Node | undefined>;
+  /** Throws ApiError 409 when it already exists. */
+  createNode(node: V1Node): Promise<V1Node>;
+  /** Merge patch of the Node object (metadata, spec). */
+  patchNode(name: string, patch: object): Promise<V1Node>;
+  /** Patch of the status subresource; `status` holds the complete status the agent computed. */
+  patchNodeStatus(name: string, status: V1Node['status']): Promise<V1Node>;
+  getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
+  createLease(lease: V1Lease): Promise<V1Lease>;
+  /** Optimistic-concurrency update: fails with 409 when resourceVersion is stale. */
+  updateLease(lease: V1Lease): Promise<V1Lease>;
+  createEvent(event: CoreV1Event): Promise<void>;
+}
+
+/** An API failure with its HTTP status (0 when the server could not be reached). */
+export class ApiError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly reason = '',
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+export const isNotFound = (e: unknown) => e instanceof ApiError && e.code === 404;
+export const isConflict = (e: unknown) => e instanceof ApiError && e.code === 409;
+
+/** Turns client-node's ApiException (body = Status JSON) and fetch errors into ApiError. */
+export function toApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  if (e instanceof ApiException) {
+    let message = `HTTP ${e.code}`;
+    let reason = '';
+    try {
+      const status = typeof e.body === 'string' ? JSON.parse(e.body) : e.body;
+      if (status?.message) message = status.message;
+      if (status?.reason) reason = status.reason;
+    } catch {
+      if (typeof e.body === 'string' && e.body) message = e.body;
+    }
+    return new ApiError(e.code, message, reason);
+  }
+  const err = e as Error & { cause?: { code?: string; message?: string } };
+  return new ApiError(
+    0,
+    err.cause?.message ? `${err.message}: ${err.cause.message}` : String(err?.message ?? e),
+  );
+}
+
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw toApiError(e);
+  }
+}
+
+async function orUndefined<T>(fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call(fn);
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
+
+export function loadKubeConfig(path: string): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}
+
+export class KubeNodeApi implements NodeApi {
+  private readonly core: CoreV1Api;
+  private readonly coordination: CoordinationV1Api;
+  /** Strategic merge keeps other writers' conditions; servers without it get a merge patch. */
+  private statusPatch: PatchStrategy = PatchStrategy.StrategicMergePatch;
+
+  constructor(readonly kubeConfig: KubeConfig) {
+    this.core = kubeConfig.makeApiClient(CoreV1Api);
+    this.coordination = kubeConfig.makeApiClient(CoordinationV1Api);
+  }
+
+  getNode(name: string) {
+    return orUndefined(() => this.core.readNode({ name }));
+  }
+
+  createNode(node: V1Node) {
+    return call(() => this.core.createNode({ body: node }));
+  }
+
+  patchNode(name: string, patch: object) {
+    return call(() =>
+      this.core.patchNode({ name, body: patch }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)),
+    );
+  }
+
+  async patchNodeStatus(name: string, status: V1Node['status']) {
+    const send = (strategy: PatchStrategy) =>
+      call(() =>
+        this.core.patchNodeStatus({ name, body: { status } }, setHeaderOptions('Content-Type', strategy)),
+      );
+    try {
+      return await send(this.statusPatch);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.code !== 415 || this.statusPatch === PatchStrategy.MergePatch)
+        throw e;
+      this.statusPatch = PatchStrategy.MergePatch;
+      return send(this.statusPatch);
+    }
+  }
+
+  getLease(namespace: string, name: string) {
+    return orUndefined(() => this.coordination.readNamespacedLease({ namespace, name }));
+  }
+
+  createLease(lease: V1Lease) {
+    return call(() =>
+      this.coordination.createNamespacedLease({ namespace: lease.metadata?.namespace ?? '', body: lease }),
+    );
+  }
+
+  updateLease(lease: V1Lease) {
+    return call(() =>
+      this.coordination.replaceNamespacedLease({
+        namespace: lease.metadata?.namespace ?? '',
+        name: lease.metadata?.name ?? '',
+        body: lease,
+      }),
+    );
+  }
+
+  async createEvent(event: CoreV1Event) {
+    await call(() =>
+      this.core.createNamespacedEvent({ namespace: event.metadata.namespace ?? 'default', body: event }),
+    );
+  }
+}

@@ -1,0 +1,152 @@
+// Periodic node status: every nodeStatusUpdateFrequency the agent recomputes the status and
+// patches it only when something other than heartbeats changed, or when
+// nodeStatusReportFrequency has passed since the last report (the lease is the liveness signal
+// in between). kick() posts at once, for the fast first update and runtime health changes.
+import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
+import { ApiError, isNotFound, type NodeApi } from '../api/node_api.js';
+import type { KubeletEventRecorder } from '../events/recorder.js';
+import type { TimerClock } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+import type { NodeRegistrar } from './registration.js';
+import {
+  defaultNodeStatusSetters,
+  type NodeStatusSetter,
+  type NodeStatusSnapshot,
+  setNodeStatus,
+} from './setters.js';
+
+/** The kubelet tries a status update this many times per sync. */
+export const NODE_STATUS_UPDATE_RETRY = 5;
+
+export type StatusSyncResult = 'patched' | 'unchanged' | 'unregistered' | 'failed';
+
+export class NodeStatusUpdater {
+  private lastReportAt: number | undefined;
+  private wake: (() => void) | undefined;
+  private kicked = false;
+  private syncing: Promise<StatusSyncResult> | undefined;
+
+  constructor(
+    private readonly opts: {
+      api: NodeApi;
+      nodeName: string;
+      clock: TimerClock;
+      registrar: NodeRegistrar;
+      /** Gathers runtime version, images, runtime errors, pressure... */
+      snapshot: () => Promise<NodeStatusSnapshot>;
+      updateFrequencyMs: number;
+      reportFrequencyMs: number;
+      recorder?: KubeletEventRecorder;
+      setters?: readonly NodeStatusSetter[];
+      log?: Logger;
+    },
+  ) {}
+
+  /** Fills a Node being created with the current status (its first condition events included, as in the kubelet). */
+  async initialStatus(node: V1Node): Promise<void> {
+    const snapshot = await this.opts.snapshot();
+    setNodeStatus(
+      node,
+      snapshot,
+      new Date(this.opts.clock.now()),
+      (type, reason) => this.recordStatusEvent(type, reason),
+      this.opts.setters,
+    );
+  }
+
+  private recordStatusEvent(type: 'Normal' | 'Warning', reason: string): void {
+    this.opts.recorder?.nodeEvent(type, reason, `Node ${this.opts.nodeName} status is now: ${reason}`);
+  }
+
+  /** Registers when needed, then updates status; concurrent callers share one sync. */
+  syncNodeStatus(): Promise<StatusSyncResult> {
+    this.syncing ??= this.doSync().finally(() => {
+      this.syncing = undefined;
+    });
+    return this.syncing;
+  }
+
+  private async doSync(): Promise<StatusSyncResult> {
+    const { registrar } = this.opts;
+    if (!registrar.isRegistered()) {
+      if (!(await registrar.tryRegister())) return 'failed';
+      this.lastReportAt = undefined; // a fresh Node gets a full report
+    }
+    const log = this.opts.log ?? silentLogger;
+    for (let i = 0; i < NODE_STATUS_UPDATE_RETRY; i++) {
+      try {
+        return await this.tryUpdateNodeStatus();
+      } catch (e) {
+        if (isNotFound(e)) {
+          log.info('Node not found; registering it again', { node: this.opts.nodeName });
+          registrar.markUnregistered();
+          return 'unregistered';
+        }
+        log.error('Error updating node status, will retry', {
+          node: this.opts.nodeName,
+          attempt: i + 1,
+          err: e,
+        });
+      }
+    }
+    return 'failed';
+  }
+
+  private async tryUpdateNodeStatus(): Promise<StatusSyncResult> {
+    const { api, nodeName, clock } = this.opts;
+    const node = await api.getNode(nodeName);
+    if (!node) throw new ApiError(404, `nodes "${nodeName}" not found`, 'NotFound');
+    const before = comparableStatus(node.status);
+    const events: ['Normal' | 'Warning', string][] = [];
+    const now = clock.now();
+    setNodeStatus(
+      node,
+      await this.opts.snapshot(),
+      new Date(now),
+      (type, reason) => events.push([type, reason]),
+      this.opts.setters,
+    );
+    const changed = comparableStatus(node.status) !== before;
+    const reportDue =
+      this.lastReportAt === undefined || now - this.lastReportAt >= this.opts.reportFrequencyMs;
+    if (!changed && !reportDue) return 'unchanged';
+    await api.patchNodeStatus(nodeName, node.status);
+    this.lastReportAt = now;
+    // Only transitions that reached the API server are announced.
+    for (const [type, reason] of events) this.recordStatusEvent(type, reason);
+    return 'patched';
+  }
+
+  /** Requests an immediate sync (runtime became ready, readiness flipped). */
+  kick(): void {
+    this.kicked = true;
+    this.wake?.();
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      this.kicked = false;
+      await this.syncNodeStatus();
+      if (this.kicked) continue;
+      await new Promise<void>((resolve) => {
+        const cancel = this.opts.clock.setTimer(this.opts.updateFrequencyMs, done);
+        const onAbort = () => done();
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.wake = done;
+        function done() {
+          cancel();
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }
+      });
+      this.wake = undefined;
+    }
+  }
+}
+
+/** Status as JSON without heartbeat times, which change on every computation. */
+export function comparableStatus(status: V1NodeStatus | undefined): string {
+  if (!status) return '';
+  const conditions = (status.conditions ?? []).map(({ lastHeartbeatTime: _hb, ...c }) => c);
+  return JSON.stringify({ ...status, conditions });
+}

@@ -1,0 +1,326 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { KubeletEventRecorder } from '../src/events/recorder.js';
+import { NODE_LEASE_NAMESPACE, NodeLeaseController } from '../src/nodelease/controller.js';
+import { findCondition } from '../src/nodestatus/conditions.js';
+import type { NodeIdentity } from '../src/nodestatus/node.js';
+import { NodeRegistrar } from '../src/nodestatus/registration.js';
+import type { NodeStatusSnapshot } from '../src/nodestatus/setters.js';
+import { NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
+import { FakeClock } from '../src/util/clock.js';
+import { MemoryNodeApi } from './helpers/memory_api.js';
+import { testSnapshot } from './helpers/snapshot.js';
+
+const identity: NodeIdentity = {
+  nodeName: 'node-a',
+  hostname: 'node-a',
+  os: 'linux',
+  arch: 'amd64',
+  nodeLabels: { tier: 'web' },
+  taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }],
+};
+
+const aborts: AbortController[] = [];
+afterEach(() => {
+  for (const a of aborts.splice(0)) a.abort();
+});
+
+function setup(snap: () => Partial<NodeStatusSnapshot> = () => ({})) {
+  const api = new MemoryNodeApi();
+  const clock = new FakeClock();
+  const recorder = new KubeletEventRecorder(api, { host: 'node-a', clock });
+  let updater: NodeStatusUpdater | undefined;
+  const registrar = new NodeRegistrar({
+    api,
+    identity,
+    clock,
+    recorder,
+    initialStatus: (n) => updater!.initialStatus(n),
+  });
+  updater = new NodeStatusUpdater({
+    api,
+    nodeName: 'node-a',
+    clock,
+    registrar,
+    recorder,
+    snapshot: async () => testSnapshot(snap()),
+    updateFrequencyMs: 10_000,
+    reportFrequencyMs: 300_000,
+  });
+  const abort = new AbortController();
+  aborts.push(abort);
+  return { api, clock, recorder, registrar, updater, signal: abort.signal };
+}
+
+describe('registration', () => {
+  it('creates the Node with labels, taints and a complete status, and records RegisteredNode', async () => {
+    const { api, registrar, recorder } = setup();
+    expect(await registrar.tryRegister()).toBe(true);
+    const node = api.nodes.get('node-a');
+    expect(node?.metadata?.labels).toEqual({
+      tier: 'web',
+      'kubernetes.io/hostname': 'node-a',
+      'kubernetes.io/os': 'linux',
+      'kubernetes.io/arch': 'amd64',
+    });
+    expect(node?.spec?.taints).toEqual([{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]);
+    expect(node?.status?.capacity?.pods).toBe('110');
+    expect(node?.status?.nodeInfo?.containerRuntimeVersion).toBe('containerd://1.6.20');
+    await recorder.flush();
+    expect(api.events.map((e) => e.reason)).toEqual([
+      'NodeHasSufficientMemory',
+      'NodeHasNoDiskPressure',
+      'NodeHasSufficientPID',
+      'RegisteredNode',
+    ]);
+    expect(api.events[3]).toMatchObject({
+      involvedObject: { kind: 'Node', name: 'node-a', uid: 'node-a' },
+      source: { component: 'kubelet', host: 'node-a' },
+      type: 'Normal',
+    });
+  });
+
+  it('adopts an existing Node and reconciles its default labels only', async () => {
+    const { api, registrar } = setup();
+    await api.createNode({
+      metadata: { name: 'node-a', labels: { 'kubernetes.io/arch': 'arm64', owner: 'ops' } },
+      spec: { unschedulable: true },
+    });
+    const uid = api.nodes.get('node-a')?.metadata?.uid;
+    expect(await registrar.tryRegister()).toBe(true);
+    const node = api.nodes.get('node-a');
+    expect(node?.metadata?.uid).toBe(uid);
+    expect(node?.metadata?.labels).toEqual({
+      'kubernetes.io/arch': 'amd64',
+      'kubernetes.io/hostname': 'node-a',
+      'kubernetes.io/os': 'linux',
+      owner: 'ops',
+    });
+    expect(node?.spec?.unschedulable).toBe(true);
+  });
+
+  it('retries with exponential backoff while the API server is down', async () => {
+    const { api, clock, registrar, signal } = setup();
+    api.down = true;
+    const done = registrar.registerWithApiServer(signal);
+    await clock.advance(0);
+    const attempts = () => api.calls.filter((c) => c === 'createNode').length;
+    expect(attempts()).toBe(1);
+    await clock.advance(100);
+    expect(attempts()).toBe(2);
+    await clock.advance(200);
+    expect(attempts()).toBe(3);
+    await clock.advance(399);
+    expect(attempts()).toBe(3);
+    await clock.advance(1);
+    expect(attempts()).toBe(4);
+    api.down = false;
+    await clock.advance(800);
+    await done;
+    expect(registrar.isRegistered()).toBe(true);
+    expect(api.nodes.has('node-a')).toBe(true);
+  });
+});
+
+describe('status updates', () => {
+  it('posts at once, then every 10s only on change, and at least every 5m', async () => {
+    let runtimeErrors: string[] = [];
+    const { api, clock, updater, signal } = setup(() => ({ runtimeErrors }));
+    void updater.run(signal);
+    await clock.advance(0);
+    expect(api.statusPatches).toHaveLength(1);
+    expect(findCondition(api.nodes.get('node-a')!, 'Ready')?.status).toBe('True');
+
+    await clock.advance(10_000);
+    await clock.advance(10_000);
+    expect(api.statusPatches).toHaveLength(1); // nothing but heartbeats changed
+    expect(api.calls.filter((c) => c === 'getNode').length).toBeGreaterThanOrEqual(3); // but it was computed
+
+    runtimeErrors = ['container runtime is down'];
+    await clock.advance(10_000);
+    expect(api.statusPatches).toHaveLength(2);
+    const ready = findCondition(api.nodes.get('node-a')!, 'Ready');
+    expect(ready).toMatchObject({
+      status: 'False',
+      reason: 'KubeletNotReady',
+      message: 'container runtime is down',
+    });
+    expect(ready?.lastTransitionTime).toEqual(new Date(clock.now()));
+
+    // Unchanged for 5 minutes: a report is due anyway.
+    const reportedAt = clock.now();
+    await clock.advance(290_000);
+    expect(api.statusPatches).toHaveLength(2);
+    await clock.advance(10_000);
+    expect(api.statusPatches).toHaveLength(3);
+    const hb = findCondition(api.nodes.get('node-a')!, 'Ready');
+    expect(hb?.lastHeartbeatTime).toEqual(new Date(reportedAt + 300_000));
+    expect(hb?.lastTransitionTime).toEqual(new Date(reportedAt));
+  });
+
+  it('kick() posts a change at once instead of at the next tick', async () => {
+    let runtimeErrors = ['container runtime status check may not have completed yet'];
+    const { api, clock, updater, signal } = setup(() => ({ runtimeErrors }));
+    void updater.run(signal);
+    await clock.advance(0);
+    expect(findCondition(api.nodes.get('node-a')!, 'Ready')?.status).toBe('False');
+    runtimeErrors = [];
+    await clock.advance(1_000);
+    updater.kick();
+    await clock.advance(0);
+    expect(findCondition(api.nodes.get('node-a')!, 'Ready')?.status).toBe('True');
+    expect(api.statusPatches).toHaveLength(2);
+  });
+
+  it('records NodeReady and NodeNotReady events on transitions', async () => {
+    let runtimeErrors: string[] = [];
+    const { api, recorder, updater } = setup(() => ({ runtimeErrors }));
+    await updater.syncNodeStatus();
+    runtimeErrors = ['PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s'];
+    await updater.syncNodeStatus();
+    runtimeErrors = [];
+    await updater.syncNodeStatus();
+    await recorder.flush();
+    expect(api.events.map((e) => `${e.reason}: ${e.message}`)).toEqual([
+      'NodeHasSufficientMemory: Node node-a status is now: NodeHasSufficientMemory',
+      'NodeHasNoDiskPressure: Node node-a status is now: NodeHasNoDiskPressure',
+      'NodeHasSufficientPID: Node node-a status is now: NodeHasSufficientPID',
+      'RegisteredNode: Node node-a event: Registered Node node-a in Controller',
+      'NodeNotReady: Node node-a status is now: NodeNotReady',
+      'NodeReady: Node node-a status is now: NodeReady',
+    ]);
+  });
+
+  it('registers again when the Node is deleted', async () => {
+    const { api, updater } = setup();
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    const firstUid = api.nodes.get('node-a')?.metadata?.uid;
+    api.nodes.delete('node-a');
+    expect(await updater.syncNodeStatus()).toBe('unregistered');
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    const node = api.nodes.get('node-a');
+    expect(node?.metadata?.uid).not.toBe(firstUid);
+    expect(findCondition(node!, 'Ready')?.status).toBe('True');
+  });
+
+  it('reports failure without throwing while the API server is down, and recovers', async () => {
+    const { api, updater } = setup();
+    await updater.syncNodeStatus();
+    api.down = true;
+    expect(await updater.syncNodeStatus()).toBe('failed');
+    expect(api.calls.filter((c) => c === 'getNode').length).toBe(1 + 5); // 5 tries per sync
+    api.down = false;
+    expect(await updater.syncNodeStatus()).toBe('unchanged');
+  });
+});
+
+describe('node lease', () => {
+  function lease(api: MemoryNodeApi) {
+    return api.leases.get(`${NODE_LEASE_NAMESPACE}/node-a`);
+  }
+
+  it('is created with holderIdentity, duration, owner and renewed every 10s', async () => {
+    const { api, clock, registrar, signal } = setup();
+    await registrar.tryRegister();
+    const ctl = new NodeLeaseController({
+      api,
+      nodeName: 'node-a',
+      clock,
+      leaseDurationSeconds: 40,
+      renewIntervalMs: 10_000,
+    });
+    void ctl.run(signal);
+    await clock.advance(0);
+    const l = lease(api);
+    expect(l?.spec).toMatchObject({ holderIdentity: 'node-a', leaseDurationSeconds: 40 });
+    expect(l?.spec?.renewTime?.getTime()).toBe(clock.now());
+    expect(l?.metadata?.ownerReferences).toEqual([
+      { apiVersion: 'v1', kind: 'Node', name: 'node-a', uid: api.nodes.get('node-a')?.metadata?.uid },
+    ]);
+    const t0 = clock.now();
+    await clock.advance(9_999);
+    expect(lease(api)?.spec?.renewTime?.getTime()).toBe(t0);
+    await clock.advance(1);
+    expect(lease(api)?.spec?.renewTime?.getTime()).toBe(t0 + 10_000);
+    await clock.advance(10_000);
+    expect(lease(api)?.spec?.renewTime?.getTime()).toBe(t0 + 20_000);
+  });
+
+  it('serialises renewTime as a MicroTime', async () => {
+    const { api, clock } = setup();
+    const ctl = new NodeLeaseController({
+      api,
+      nodeName: 'node-a',
+      clock,
+      leaseDurationSeconds: 40,
+      renewIntervalMs: 10_000,
+    });
+    const sent: string[] = [];
+    const update = api.updateLease.bind(api);
+    api.updateLease = (l) => {
+      sent.push(JSON.stringify(l.spec?.renewTime));
+      return update(l);
+    };
+    await ctl.sync();
+    expect(sent[0]).toMatch(/\.\d{6}Z"$/);
+  });
+
+  it('adds the owner reference once the Node exists', async () => {
+    const { api, clock, registrar } = setup();
+    const ctl = new NodeLeaseController({
+      api,
+      nodeName: 'node-a',
+      clock,
+      leaseDurationSeconds: 40,
+      renewIntervalMs: 10_000,
+    });
+    await ctl.sync();
+    expect(lease(api)?.metadata?.ownerReferences).toBeUndefined();
+    await registrar.tryRegister();
+    await ctl.sync();
+    expect(lease(api)?.metadata?.ownerReferences?.[0]?.kind).toBe('Node');
+  });
+
+  it('re-reads after a conflict', async () => {
+    const { api, clock } = setup();
+    const ctl = new NodeLeaseController({
+      api,
+      nodeName: 'node-a',
+      clock,
+      leaseDurationSeconds: 40,
+      renewIntervalMs: 10_000,
+    });
+    await ctl.sync();
+    api.touchLease(NODE_LEASE_NAMESPACE, 'node-a');
+    await clock.advance(10_000);
+    expect(await ctl.sync()).toBe(true);
+    expect(lease(api)?.spec?.renewTime?.getTime()).toBe(clock.now());
+  });
+
+  it('backs off exponentially while the API server is down, then renews', async () => {
+    const { api, clock, signal } = setup();
+    const ctl = new NodeLeaseController({
+      api,
+      nodeName: 'node-a',
+      clock,
+      leaseDurationSeconds: 40,
+      renewIntervalMs: 10_000,
+    });
+    await ctl.sync();
+    api.down = true;
+    const pending = ctl.sync(signal);
+    await clock.advance(0);
+    const tries = () => api.calls.filter((c) => c === 'getLease').length;
+    const base = tries();
+    expect(api.calls.filter((c) => c === 'updateLease').length).toBe(1 + 5); // first renewal + 5 retries
+    const seen: number[] = [];
+    for (const step of [100, 200, 400, 800, 1600, 3200, 6400, 7000, 7000]) {
+      await clock.advance(step);
+      seen.push(tries() - base);
+    }
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    api.down = false;
+    await clock.advance(7_000);
+    expect(await pending).toBe(true);
+    expect(lease(api)?.spec?.renewTime?.getTime()).toBe(clock.now());
+  });
+});
