@@ -1,0 +1,186 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  type ContainerConfig,
+  type CreateContainerRequest,
+  type CreateContainerResponse,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NamespaceMode,
+  type PodSandboxMetadata,
+  SecurityProfile_ProfileType,
+} from '@kh/cri-api';
+import type Dockerode from 'dockerode';
+import type { ShimContext } from './context.js';
+import { containerPidMode, nowNanos, signalName, toDockerBind } from './convert.js';
+import { docker, required } from './errors.js';
+import {
+  ContainerType,
+  KubernetesLabels,
+  LabelKeys,
+  makeDockerLabels,
+  sandboxMetadataFrom,
+} from './labels.js';
+import { getManaged } from './lookup.js';
+import { makeContainerName } from './naming.js';
+import { securityOpts } from './sandbox_run.js';
+
+export interface ContainerCreateParams {
+  sandboxId: string;
+  sandboxMetadata: PodSandboxMetadata;
+  /** The sandbox's cgroup parent: the pod's containers live under the same one. */
+  cgroupParent: string;
+  /** Absolute CRI log path, or '' when the client asked for no log file. */
+  logPath: string;
+  createdAt: bigint;
+  /** Lowest oom_score_adj allowed (restrict_oom_score_adj), if any. */
+  oomScoreAdjFloor: number | undefined;
+  /** Content of a Localhost seccomp profile, which Docker takes inline. */
+  seccompProfileJson: string | undefined;
+}
+
+/** "uid[:gid]" or "name[:gid]" for Docker's Config.User, from the CRI security context. */
+export function dockerUser(config: ContainerConfig): string | undefined {
+  const sc = config.linux?.securityContext;
+  if (!sc) return undefined;
+  const user = sc.runAsUser ? String(sc.runAsUser.value) : sc.runAsUsername;
+  if (sc.runAsGroup && !user) {
+    throw new InvalidArgumentError('run_as_group is set without run_as_user or run_as_username');
+  }
+  if (!user) return undefined;
+  return sc.runAsGroup ? `${user}:${sc.runAsGroup.value}` : user;
+}
+
+/** The Docker create request for an application container. Pure: unit-tested without a daemon. */
+export function containerCreateOptions(
+  config: ContainerConfig,
+  params: ContainerCreateParams,
+): Dockerode.ContainerCreateOptions {
+  const md = required(config.metadata, 'config.metadata');
+  const image = required(config.image?.image, 'config.image.image');
+  const sc = config.linux?.securityContext;
+  const res = config.linux?.resources;
+  const ns = sc?.namespaceOptions;
+  for (const m of config.mounts) {
+    if (m.image)
+      throw new InvalidArgumentError(`image volume mounts (${m.containerPath}) are not supported by docker`);
+    required(m.containerPath, 'mounts.container_path');
+    required(m.hostPath, 'mounts.host_path');
+  }
+  const memory = Number(res?.memoryLimitInBytes ?? 0n);
+  const swap = Number(res?.memorySwapLimitInBytes ?? 0n);
+  let oomScoreAdj = res ? Number(res.oomScoreAdj) : undefined;
+  if (oomScoreAdj !== undefined && params.oomScoreAdjFloor !== undefined) {
+    oomScoreAdj = Math.max(oomScoreAdj, params.oomScoreAdjFloor);
+  }
+  const security = securityOpts(sc?.seccomp, sc?.apparmor);
+  if (sc?.seccomp?.profileType === SecurityProfile_ProfileType.Localhost && params.seccompProfileJson) {
+    security.push(`seccomp=${params.seccompProfileJson}`);
+  }
+  if (sc?.noNewPrivs) security.push('no-new-privileges');
+
+  const labels = makeDockerLabels({
+    labels: config.labels,
+    annotations: config.annotations,
+    standard: {
+      [KubernetesLabels.podName]: params.sandboxMetadata.name,
+      [KubernetesLabels.podNamespace]: params.sandboxMetadata.namespace,
+      [KubernetesLabels.podUid]: params.sandboxMetadata.uid,
+      [KubernetesLabels.containerName]: md.name,
+    },
+    internal: {
+      [LabelKeys.containerType]: ContainerType.container,
+      [LabelKeys.sandboxId]: params.sandboxId,
+      [LabelKeys.metadata]: JSON.stringify({ name: md.name, attempt: md.attempt }),
+      [LabelKeys.createdAt]: String(params.createdAt),
+      [LabelKeys.image]: image,
+      [LabelKeys.logPath]: params.logPath,
+    },
+  });
+
+  return {
+    name: makeContainerName(params.sandboxMetadata, md),
+    Image: image,
+    Entrypoint: config.command.length > 0 ? config.command : undefined,
+    Cmd: config.args.length > 0 ? config.args : undefined,
+    Env: config.envs.map((e) => `${e.key}=${e.value}`),
+    WorkingDir: config.workingDir || undefined,
+    Labels: labels,
+    Tty: config.tty,
+    OpenStdin: config.stdin,
+    StdinOnce: config.stdinOnce,
+    User: dockerUser(config),
+    StopSignal: signalName(config.stopSignal),
+    HostConfig: {
+      NetworkMode: `container:${params.sandboxId}`,
+      IpcMode: ns?.ipc === NamespaceMode.NODE ? 'host' : `container:${params.sandboxId}`,
+      PidMode: containerPidMode(ns?.pid, params.sandboxId, ns?.targetId ?? ''),
+      CgroupParent: params.cgroupParent || undefined,
+      Binds: config.mounts.map(toDockerBind),
+      Devices: config.devices.map((d) => ({
+        PathOnHost: d.hostPath,
+        PathInContainer: d.containerPath,
+        CgroupPermissions: d.permissions || 'rwm',
+      })),
+      CpuShares: res?.cpuShares ? Number(res.cpuShares) : undefined,
+      CpuQuota: res?.cpuQuota ? Number(res.cpuQuota) : undefined,
+      CpuPeriod: res?.cpuPeriod ? Number(res.cpuPeriod) : undefined,
+      CpusetCpus: res?.cpusetCpus || undefined,
+      CpusetMems: res?.cpusetMems || undefined,
+      Memory: memory > 0 ? memory : undefined,
+      // Kubernetes runs without swap unless told otherwise: swap limit = memory limit means no swap.
+      MemorySwap: swap > 0 ? swap : memory > 0 ? memory : undefined,
+      OomScoreAdj: oomScoreAdj,
+      Privileged: sc?.privileged ?? false,
+      ReadonlyRootfs: sc?.readonlyRootfs ?? false,
+      CapAdd: sc?.capabilities?.addCapabilities.length ? sc.capabilities.addCapabilities : undefined,
+      CapDrop: sc?.capabilities?.dropCapabilities.length ? sc.capabilities.dropCapabilities : undefined,
+      GroupAdd: sc?.supplementalGroups.length ? sc.supplementalGroups.map(String) : undefined,
+      SecurityOpt: security,
+      MaskedPaths: sc?.maskedPaths.length ? sc.maskedPaths : undefined,
+      ReadonlyPaths: sc?.readonlyPaths.length ? sc.readonlyPaths : undefined,
+      RestartPolicy: { Name: 'no' },
+      LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+    },
+  };
+}
+
+/** CreateContainer: create (not start) a container inside a ready sandbox's namespaces. */
+export async function createContainer(
+  ctx: ShimContext,
+  req: CreateContainerRequest,
+): Promise<Partial<CreateContainerResponse>> {
+  required(req.podSandboxId, 'pod_sandbox_id');
+  const config = required(req.config, 'config');
+  const md = required(config.metadata, 'config.metadata');
+  required(md.name, 'config.metadata.name');
+  required(config.image?.image, 'config.image.image');
+
+  const sandbox = await getManaged(ctx, req.podSandboxId, ContainerType.sandbox, 'pod_sandbox_id');
+  if (!sandbox.State.Running) {
+    throw new FailedPreconditionError(`pod sandbox ${JSON.stringify(req.podSandboxId)} is not ready`);
+  }
+  const sandboxLabels = sandbox.Config.Labels ?? {};
+  const logDirectory = sandboxLabels[LabelKeys.logDirectory] ?? '';
+  const sc = config.linux?.securityContext;
+  let seccompProfileJson: string | undefined;
+  if (sc?.seccomp?.profileType === SecurityProfile_ProfileType.Localhost) {
+    const ref = sc.seccomp.localhostRef;
+    seccompProfileJson = await readFile(ref, 'utf8').catch(() => {
+      throw new InvalidArgumentError(`seccomp profile ${JSON.stringify(ref)} cannot be read`);
+    });
+  }
+  const options = containerCreateOptions(config, {
+    sandboxId: sandbox.Id,
+    sandboxMetadata: sandboxMetadataFrom(sandboxLabels, sandbox.Name),
+    cgroupParent: sandbox.HostConfig.CgroupParent ?? '',
+    logPath: config.logPath && logDirectory ? join(logDirectory, config.logPath) : '',
+    createdAt: nowNanos(),
+    oomScoreAdjFloor: ctx.config.restrictOomScoreAdj ? ctx.ownOomScoreAdj : undefined,
+    seccompProfileJson,
+  });
+  const container = await docker(`create container ${JSON.stringify(md.name)}`, () =>
+    ctx.docker.createContainer(options),
+  );
+  return { containerId: container.id };
+}

@@ -1,0 +1,118 @@
+import {
+  CanceledError,
+  DeadlineExceededError,
+  type ExecSyncRequest,
+  type ExecSyncResponse,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  UnimplementedError,
+} from '@kh/cri-api';
+import type { ShimContext } from './context.js';
+import { CappedOutput, FrameDecoder } from './docker_stream.js';
+import { docker } from './errors.js';
+import { ContainerType } from './labels.js';
+import { getManaged } from './lookup.js';
+
+type Outcome = { kind: 'done' } | { kind: 'timeout' } | { kind: 'canceled' };
+
+/**
+ * ExecSync: run a command in a running container and return its output and exit code. stdout and
+ * stderr share one byte budget (ShimConfig.execOutputLimitBytes); output beyond it is dropped. A
+ * timeout (seconds, 0 = none) answers DEADLINE_EXCEEDED and kills the command's process.
+ */
+export async function execSync(
+  ctx: ShimContext,
+  req: ExecSyncRequest,
+  signal?: AbortSignal,
+): Promise<Partial<ExecSyncResponse>> {
+  const info = await getManaged(ctx, req.containerId, ContainerType.container, 'container_id');
+  if (req.cmd.length === 0) throw new InvalidArgumentError('cmd is required');
+  if (!info.State.Running) {
+    throw new FailedPreconditionError(`container ${JSON.stringify(req.containerId)} is not running`);
+  }
+  const what = `exec ${JSON.stringify(req.cmd)} in container ${JSON.stringify(req.containerId)}`;
+  const exec = await docker(what, () =>
+    ctx.docker
+      .getContainer(info.Id)
+      .exec({ Cmd: req.cmd, AttachStdout: true, AttachStderr: true, Tty: false }),
+  );
+  const stream = (await docker(what, () =>
+    exec.start({ hijack: true, stdin: false }),
+  )) as NodeJS.ReadableStream & {
+    destroy(): void;
+  };
+  const output = new CappedOutput(ctx.config.execOutputLimitBytes);
+  const frames = new FrameDecoder();
+  const finished = new Promise<Outcome>((resolve, reject) => {
+    stream.on('data', (chunk: Buffer) => {
+      try {
+        for (const f of frames.push(chunk)) output.write(f.stream, f.payload);
+      } catch (err) {
+        reject(err);
+      }
+    });
+    stream.on('end', () => resolve({ kind: 'done' }));
+    stream.on('close', () => resolve({ kind: 'done' }));
+    stream.on('error', reject);
+  });
+  const timeoutSeconds = Number(req.timeout);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<Outcome>((resolve) => {
+    if (timeoutSeconds > 0) timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutSeconds * 1000);
+  });
+  const canceled = new Promise<Outcome>((resolve) => {
+    signal?.addEventListener('abort', () => resolve({ kind: 'canceled' }), { once: true });
+  });
+  const outcome = await Promise.race([finished, timedOut, canceled]).finally(() => clearTimeout(timer));
+  if (outcome.kind !== 'done') {
+    stream.destroy();
+    await killExecProcess(exec);
+    if (outcome.kind === 'timeout') {
+      throw new DeadlineExceededError(
+        `command ${JSON.stringify(req.cmd)} timed out after ${timeoutSeconds}s`,
+      );
+    }
+    throw new CanceledError(`exec ${JSON.stringify(req.cmd)} canceled by the client`);
+  }
+  const exitCode = await waitExitCode(exec);
+  return { stdout: Buffer.concat(output.stdout), stderr: Buffer.concat(output.stderr), exitCode };
+}
+
+/** The Engine has no "kill exec" call: signal the exec's host pid (the shim runs next to dockerd). */
+async function killExecProcess(exec: {
+  inspect(): Promise<{ Pid: number; Running: boolean }>;
+}): Promise<void> {
+  try {
+    const { Pid, Running } = await exec.inspect();
+    if (Running && Pid > 0) process.kill(Pid, 'SIGKILL');
+  } catch {
+    // Best effort: the process may be gone, or live in another pid namespace than ours.
+  }
+}
+
+async function waitExitCode(exec: {
+  inspect(): Promise<{ ExitCode: number | null; Running: boolean }>;
+}): Promise<number> {
+  // The output stream can close a moment before the Engine records the exit code.
+  for (let i = 0; i < 50; i++) {
+    const r = await exec.inspect();
+    if (!r.Running && r.ExitCode !== null) return r.ExitCode;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return -1;
+}
+
+const STREAMING_MESSAGE =
+  'is not implemented by the dockershim: it has no streaming server yet (use ExecSync for commands)';
+
+export function exec(): never {
+  throw new UnimplementedError(`streaming Exec ${STREAMING_MESSAGE}`);
+}
+
+export function attach(): never {
+  throw new UnimplementedError(`Attach ${STREAMING_MESSAGE}`);
+}
+
+export function portForward(): never {
+  throw new UnimplementedError(`PortForward ${STREAMING_MESSAGE}`);
+}

@@ -1,0 +1,72 @@
+import type { Container, ListContainersRequest, ListContainersResponse } from '@kh/cri-api';
+import type Dockerode from 'dockerode';
+import type { ShimContext } from './context.js';
+import { toContainerState, unixSecondsToNanos } from './convert.js';
+import { docker } from './errors.js';
+import {
+  ContainerType,
+  containerMetadataFrom,
+  createdAtFrom,
+  LabelKeys,
+  labelFilters,
+  splitDockerLabels,
+} from './labels.js';
+
+/** A container as `docker ps` shows it. */
+export function containerFromListItem(item: Dockerode.ContainerInfo): Container {
+  const dockerLabels = item.Labels ?? {};
+  const { labels, annotations } = splitDockerLabels(dockerLabels);
+  const image = dockerLabels[LabelKeys.image] ?? item.Image;
+  return {
+    id: item.Id,
+    podSandboxId: dockerLabels[LabelKeys.sandboxId] ?? '',
+    metadata: containerMetadataFrom(dockerLabels, item.Names[0] ?? ''),
+    image: { image, annotations: {}, userSpecifiedImage: image, runtimeHandler: '', imageRef: item.ImageID },
+    imageRef: item.ImageID,
+    imageId: item.ImageID,
+    state: toContainerState(item.State),
+    createdAt: createdAtFrom(dockerLabels, unixSecondsToNanos(item.Created)),
+    labels,
+    annotations,
+  };
+}
+
+/** Docker list items of application containers matching a label selector (and sandbox, if given). */
+export async function listContainerItems(
+  ctx: ShimContext,
+  selector: Record<string, string> | undefined,
+  opts: { size?: boolean } = {},
+): Promise<Dockerode.ContainerInfo[]> {
+  return docker('list containers', () =>
+    ctx.docker.listContainers({
+      all: true,
+      size: opts.size ?? false,
+      filters: { label: labelFilters(ContainerType.container, selector) },
+    }),
+  );
+}
+
+/** Every application container of one sandbox. */
+export function listPodContainerItems(
+  ctx: ShimContext,
+  sandboxId: string,
+): Promise<Dockerode.ContainerInfo[]> {
+  return listContainerItems(ctx, { [LabelKeys.sandboxId]: sandboxId });
+}
+
+/** ListContainers with every CRI filter: id and sandbox id by prefix, state, label selector. */
+export async function listContainers(
+  ctx: ShimContext,
+  req: ListContainersRequest,
+): Promise<Partial<ListContainersResponse>> {
+  const f = req.filter;
+  const containers = (await listContainerItems(ctx, f?.labelSelector)).map(containerFromListItem);
+  return {
+    containers: containers.filter(
+      (c) =>
+        (!f?.id || c.id.startsWith(f.id)) &&
+        (!f?.podSandboxId || c.podSandboxId.startsWith(f.podSandboxId)) &&
+        (f?.state === undefined || c.state === f.state.state),
+    ),
+  };
+}

@@ -1,0 +1,32 @@
+import type { RemoveContainerRequest, RemoveContainerResponse } from '@kh/cri-api';
+import type { ShimContext } from './context.js';
+import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { ContainerType } from './labels.js';
+import { findManaged } from './lookup.js';
+
+/** Force-removes a Docker container and its anonymous volumes; gone already is fine. */
+export async function removeDockerContainer(ctx: ShimContext, id: string): Promise<void> {
+  ctx.logs.forget(id);
+  try {
+    await ctx.docker.getContainer(id).remove({ force: true, v: true });
+  } catch (err) {
+    // 409 "removal already in progress": someone else is removing it.
+    if (isDockerNotFound(err) || dockerStatusCode(err) === 409) return;
+    await docker(`remove container ${JSON.stringify(id)}`, () => Promise.reject(err));
+  }
+  ctx.cpu.forget(id);
+}
+
+/**
+ * RemoveContainer: remove a container in any state (a running one is killed first). Idempotent.
+ * The CRI log file stays: kubelet removes it with the container's log directory.
+ */
+export async function removeContainer(
+  ctx: ShimContext,
+  req: RemoveContainerRequest,
+): Promise<Partial<RemoveContainerResponse>> {
+  required(req.containerId, 'container_id');
+  const info = await findManaged(ctx, req.containerId, ContainerType.container);
+  if (info) await removeDockerContainer(ctx, info.Id);
+  return {};
+}

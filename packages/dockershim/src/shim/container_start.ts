@@ -1,0 +1,34 @@
+import type { StartContainerRequest, StartContainerResponse } from '@kh/cri-api';
+import { FailedPreconditionError, InternalError } from '@kh/cri-api';
+import type { ShimContext } from './context.js';
+import { dockerMessage, dockerStatusCode, toCriError } from './errors.js';
+import { ContainerType, LabelKeys } from './labels.js';
+import { getManaged } from './lookup.js';
+
+/** StartContainer: start a created container and begin copying its output to the CRI log file. */
+export async function startContainer(
+  ctx: ShimContext,
+  req: StartContainerRequest,
+): Promise<Partial<StartContainerResponse>> {
+  const info = await getManaged(ctx, req.containerId, ContainerType.container, 'container_id');
+  if (info.State.Status !== 'created') {
+    throw new FailedPreconditionError(
+      `container ${JSON.stringify(req.containerId)} is ${info.State.Status}, not created`,
+    );
+  }
+  const container = ctx.docker.getContainer(info.Id);
+  try {
+    await container.start();
+  } catch (err) {
+    if (dockerStatusCode(err) === 500) {
+      // The runtime could not run it (bad command, bad mount...): Docker's message says why.
+      throw new InternalError(
+        `failed to start container ${JSON.stringify(req.containerId)}: ${dockerMessage(err)}`,
+      );
+    }
+    throw toCriError(err, `start container ${JSON.stringify(req.containerId)}`);
+  }
+  const logPath = info.Config.Labels?.[LabelKeys.logPath];
+  if (logPath) ctx.logs.follow(container, logPath, info.Config.Tty);
+  return {};
+}

@@ -1,0 +1,26 @@
+import type { StopContainerRequest, StopContainerResponse } from '@kh/cri-api';
+import type { ShimContext } from './context.js';
+import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { ContainerType } from './labels.js';
+import { findManaged } from './lookup.js';
+
+/**
+ * StopContainer: the stop signal, then SIGKILL after `timeout` seconds. Idempotent: stopping an
+ * unknown or already stopped container is not an error.
+ */
+export async function stopContainer(
+  ctx: ShimContext,
+  req: StopContainerRequest,
+): Promise<Partial<StopContainerResponse>> {
+  required(req.containerId, 'container_id');
+  const info = await findManaged(ctx, req.containerId, ContainerType.container);
+  if (!info || !info.State.Running) return {};
+  const t = Math.max(0, Number(req.timeout));
+  try {
+    await ctx.docker.getContainer(info.Id).stop({ t });
+  } catch (err) {
+    if (dockerStatusCode(err) === 304 || isDockerNotFound(err)) return {};
+    await docker(`stop container ${JSON.stringify(req.containerId)}`, () => Promise.reject(err));
+  }
+  return {};
+}

@@ -1,0 +1,202 @@
+import {
+  ContainerState,
+  type LinuxContainerResources,
+  type Mount,
+  MountPropagation,
+  NamespaceMode,
+  type NamespaceOption,
+  PodSandboxState,
+  Signal,
+} from '@kh/cri-api';
+
+// Pure conversions between Docker Engine API values and CRI values. No I/O here, so all of it is
+// unit-tested without a daemon.
+
+const NS_PER_MS = 1_000_000n;
+const NS_PER_S = 1_000_000_000n;
+
+/**
+ * Docker timestamps are RFC 3339 with up to 9 fractional digits ("2026-11-22T23:10:00.123456789Z").
+ * CRI wants int64 ns, which a JS number cannot hold exactly, so the fraction is parsed as digits.
+ * Docker's zero time (year 1) maps to 0.
+ */
+export function dockerTimeToNanos(value: string | undefined): bigint {
+  if (!value) return 0n;
+  const m = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/.exec(value);
+  if (!m) throw new Error(`unparseable docker timestamp ${JSON.stringify(value)}`);
+  const [, seconds = '', fraction = '', zone = 'Z'] = m;
+  if (seconds.startsWith('0001-01-01')) return 0n;
+  const ms = Date.parse(`${seconds}${zone}`);
+  return BigInt(ms) * NS_PER_MS + BigInt(fraction.padEnd(9, '0'));
+}
+
+let lastNow = 0n;
+/** Wall-clock ns, strictly increasing within this process so creation order is never a tie. */
+export function nowNanos(): bigint {
+  const ms = BigInt(Date.now()) * NS_PER_MS;
+  const sub = process.hrtime.bigint() % NS_PER_MS;
+  lastNow = ms + sub > lastNow ? ms + sub : lastNow + 1n;
+  return lastNow;
+}
+
+/** Docker's Created in list results is whole seconds. */
+export function unixSecondsToNanos(seconds: number): bigint {
+  return BigInt(Math.trunc(seconds)) * NS_PER_S;
+}
+
+/** Docker State.Status -> CRI container state. A paused or restarting container still has live processes. */
+export function toContainerState(dockerStatus: string | undefined): ContainerState {
+  switch (dockerStatus) {
+    case 'created':
+      return ContainerState.CONTAINER_CREATED;
+    case 'running':
+    case 'paused':
+    case 'restarting':
+      return ContainerState.CONTAINER_RUNNING;
+    case 'exited':
+    case 'dead':
+      return ContainerState.CONTAINER_EXITED;
+    default:
+      return ContainerState.CONTAINER_UNKNOWN;
+  }
+}
+
+export function toSandboxState(dockerStatus: string | undefined): PodSandboxState {
+  return dockerStatus === 'running' ? PodSandboxState.SANDBOX_READY : PodSandboxState.SANDBOX_NOTREADY;
+}
+
+/** The terminated reasons kubelet shows in pod status. */
+export function exitReason(state: { OOMKilled?: boolean; ExitCode?: number }): string {
+  if (state.OOMKilled) return 'OOMKilled';
+  return state.ExitCode === 0 ? 'Completed' : 'Error';
+}
+
+/** CRI Signal enum -> the name Docker's StopSignal accepts; undefined for "runtime default". */
+export function signalName(signal: Signal | undefined): string | undefined {
+  if (signal === undefined || signal === Signal.SIGNAL_RUNTIME_DEFAULT) return undefined;
+  const name = Signal[signal];
+  if (name === undefined || name === 'UNRECOGNIZED') return undefined;
+  return name
+    .replace(/^SIGNAL_/, '')
+    .replace(/PLUS(\d+)$/, '+$1')
+    .replace(/MINUS(\d+)$/, '-$1');
+}
+
+/** Docker StopSignal ("SIGTERM", "15", "TERM") -> CRI Signal, best effort. */
+export function signalFromDocker(value: string | undefined): Signal {
+  if (!value) return Signal.SIGNAL_RUNTIME_DEFAULT;
+  const name = value.toUpperCase().startsWith('SIG') ? value.toUpperCase() : `SIG${value.toUpperCase()}`;
+  const key = `SIGNAL_${name.replace(/\+(\d+)$/, 'PLUS$1').replace(/-(\d+)$/, 'MINUS$1')}`;
+  const found = (Signal as unknown as Record<string, number>)[key];
+  return typeof found === 'number' ? (found as Signal) : Signal.SIGNAL_RUNTIME_DEFAULT;
+}
+
+/** A Docker bind string: host:container[:options], with read-only and propagation options. */
+export function toDockerBind(mount: Mount): string {
+  const options = [mount.readonly ? 'ro' : 'rw'];
+  switch (mount.propagation) {
+    case MountPropagation.PROPAGATION_HOST_TO_CONTAINER:
+      options.push('rslave');
+      break;
+    case MountPropagation.PROPAGATION_BIDIRECTIONAL:
+      options.push('rshared');
+      break;
+    default:
+      options.push('rprivate');
+  }
+  return `${mount.hostPath}:${mount.containerPath}:${options.join(',')}`;
+}
+
+export function propagationFromDocker(value: string | undefined): MountPropagation {
+  if (value === 'rshared' || value === 'shared') return MountPropagation.PROPAGATION_BIDIRECTIONAL;
+  if (value === 'rslave' || value === 'slave') return MountPropagation.PROPAGATION_HOST_TO_CONTAINER;
+  return MountPropagation.PROPAGATION_PRIVATE;
+}
+
+/** The subset of Docker's HostConfig the namespace and resource conversions read. */
+export interface HostConfigLike {
+  NetworkMode?: string;
+  IpcMode?: string;
+  PidMode?: string;
+  CpuShares?: number;
+  CpuQuota?: number;
+  CpuPeriod?: number;
+  Memory?: number;
+  MemorySwap?: number;
+  CpusetCpus?: string;
+  CpusetMems?: string;
+  OomScoreAdj?: number;
+}
+
+/** Namespace options of a sandbox, rebuilt from its pause container's HostConfig. */
+export function sandboxNamespaceOptions(hc: HostConfigLike | undefined): NamespaceOption {
+  return {
+    network: hc?.NetworkMode === 'host' ? NamespaceMode.NODE : NamespaceMode.POD,
+    pid: hc?.PidMode === 'host' ? NamespaceMode.NODE : NamespaceMode.CONTAINER,
+    ipc: hc?.IpcMode === 'host' ? NamespaceMode.NODE : NamespaceMode.POD,
+    targetId: '',
+    usernsOptions: undefined,
+  };
+}
+
+/** Docker PidMode for an application container, per CRI NamespaceOption.pid. */
+export function containerPidMode(
+  pid: NamespaceMode | undefined,
+  sandboxId: string,
+  targetId: string,
+): string {
+  switch (pid) {
+    case NamespaceMode.POD:
+      return `container:${sandboxId}`;
+    case NamespaceMode.NODE:
+      return 'host';
+    case NamespaceMode.TARGET:
+      return `container:${targetId}`;
+    default:
+      return '';
+  }
+}
+
+export function resourcesFromHostConfig(hc: HostConfigLike | undefined): LinuxContainerResources {
+  return {
+    cpuPeriod: BigInt(hc?.CpuPeriod ?? 0),
+    cpuQuota: BigInt(hc?.CpuQuota ?? 0),
+    cpuShares: BigInt(hc?.CpuShares ?? 0),
+    memoryLimitInBytes: BigInt(hc?.Memory ?? 0),
+    oomScoreAdj: BigInt(hc?.OomScoreAdj ?? 0),
+    cpusetCpus: hc?.CpusetCpus ?? '',
+    cpusetMems: hc?.CpusetMems ?? '',
+    hugepageLimits: [],
+    unified: {},
+    memorySwapLimitInBytes: BigInt(hc?.MemorySwap && hc.MemorySwap > 0 ? hc.MemorySwap : 0),
+  };
+}
+
+/**
+ * Image Config.User -> CRI uid / username: "1000" or "1000:1000" is a uid, anything else a user name
+ * (the runtime resolves it inside the image). Empty means the image runs as root (uid 0).
+ */
+export function imageUser(user: string | undefined): { uid: bigint | undefined; username: string } {
+  const name = (user ?? '').split(':')[0] ?? '';
+  if (name === '') return { uid: 0n, username: '' };
+  if (/^\d+$/.test(name)) return { uid: BigInt(name), username: '' };
+  return { uid: undefined, username: name };
+}
+
+/** Splits an image reference into the fromImage / tag pair the Engine's pull API takes. */
+export function splitImageRef(ref: string): { repository: string; tag: string } {
+  const at = ref.indexOf('@');
+  if (at >= 0) return { repository: ref.slice(0, at), tag: ref.slice(at + 1) };
+  const slash = ref.lastIndexOf('/');
+  const colon = ref.lastIndexOf(':');
+  if (colon > slash) return { repository: ref.slice(0, colon), tag: ref.slice(colon + 1) };
+  return { repository: ref, tag: 'latest' };
+}
+
+/** The registry host of a reference, as Docker resolves it ("docker.io" when there is none). */
+export function registryHost(ref: string): string {
+  const first = ref.split('/')[0] ?? '';
+  if (ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost'))
+    return first;
+  return 'docker.io';
+}

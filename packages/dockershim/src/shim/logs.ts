@@ -1,0 +1,274 @@
+import { type FileHandle, mkdir, open } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import {
+  FailedPreconditionError,
+  type ReopenContainerLogRequest,
+  type ReopenContainerLogResponse,
+} from '@kh/cri-api';
+import type Dockerode from 'dockerode';
+import type { ShimContext } from './context.js';
+import { FrameDecoder, LineDecoder, StreamType } from './docker_stream.js';
+import { ContainerType, LabelKeys } from './labels.js';
+import { getManaged } from './lookup.js';
+
+// Docker keeps container output in its own log driver; kubelet reads the CRI log file at log_path.
+// The shim bridges the two: for every started container it follows `docker logs` (with Docker's
+// timestamps) and appends each entry to the CRI file in the CRI format:
+//   <RFC3339Nano timestamp> <stdout|stderr> <P|F> <message>\n
+// P marks a partial line (Docker splits long lines and we keep that split), F a full one.
+
+export type LogStream = 'stdout' | 'stderr';
+
+/** One Docker log entry as `docker logs --timestamps` sends it: "<timestamp> <message>". */
+export function splitTimestamp(entry: Buffer): { timestamp: string; message: Buffer } {
+  const space = entry.indexOf(0x20);
+  if (space <= 0) throw new Error('docker log entry without timestamp');
+  return { timestamp: entry.subarray(0, space).toString('latin1'), message: entry.subarray(space + 1) };
+}
+
+/** Formats one Docker log entry as one CRI log line. A message without trailing newline is partial. */
+export function formatCriLogLine(timestamp: string, stream: LogStream, message: Buffer): Buffer {
+  let body = message;
+  let tag = 'P';
+  if (body.length > 0 && body[body.length - 1] === 0x0a) {
+    tag = 'F';
+    body = body.subarray(0, body.length - 1);
+    if (body.length > 0 && body[body.length - 1] === 0x0d) body = body.subarray(0, body.length - 1);
+  }
+  return Buffer.concat([Buffer.from(`${timestamp} ${stream} ${tag} `), body, Buffer.from('\n')]);
+}
+
+export interface CriLogEntry {
+  timestamp: string;
+  stream: LogStream;
+  tag: 'P' | 'F';
+  message: string;
+}
+
+/** Parses one CRI log line (used by tests and to resume after a restart). */
+export function parseCriLogLine(line: string): CriLogEntry | undefined {
+  const m = /^(\S+) (stdout|stderr) ([PF]) (.*)$/s.exec(line);
+  if (!m) return undefined;
+  return { timestamp: m[1] ?? '', stream: m[2] as LogStream, tag: m[3] as 'P' | 'F', message: m[4] ?? '' };
+}
+
+/** Docker's fixed-width UTC timestamps sort as strings; this turns one into the `since` query value. */
+export function timestampToSince(timestamp: string): string {
+  const m = /^(.*?)(?:\.(\d{1,9}))?Z$/.exec(timestamp);
+  if (!m) return '0';
+  const seconds = Math.floor(Date.parse(`${m[1]}Z`) / 1000);
+  return `${seconds}.${(m[2] ?? '').padEnd(9, '0')}`;
+}
+
+const TAIL_BYTES = 64 * 1024;
+
+async function lastTimestampIn(path: string): Promise<string | undefined> {
+  let text: string;
+  try {
+    const fh = await open(path, 'r');
+    try {
+      const { size } = await fh.stat();
+      const start = Math.max(0, size - TAIL_BYTES);
+      const buf = Buffer.alloc(size - start);
+      await fh.read(buf, 0, buf.length, start);
+      text = buf.toString('utf8');
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return undefined;
+  }
+  const lines = text.split('\n').filter(Boolean);
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const entry = parseCriLogLine(lines[i] ?? '');
+    if (entry) return entry.timestamp;
+  }
+  return undefined;
+}
+
+/** Follows one container's Docker log stream into its CRI log file until the container stops. */
+export class ContainerLogCopier {
+  private file: FileHandle | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private stream: NodeJS.ReadableStream | undefined;
+  private stopped = false;
+  readonly done: Promise<void>;
+
+  constructor(
+    private readonly container: Dockerode.Container,
+    readonly path: string,
+    private readonly tty: boolean,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    this.done = this.run().catch((err: unknown) => {
+      if (!this.stopped) this.onError(err);
+    });
+  }
+
+  /** Serialises file operations so a reopen never interleaves with a write. */
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async openFile(): Promise<FileHandle> {
+    await mkdir(dirname(this.path), { recursive: true });
+    return open(this.path, 'a', 0o640);
+  }
+
+  private async run(): Promise<void> {
+    // After a shim restart the file may already hold entries: resume after the last one.
+    const resumeAfter = await lastTimestampIn(this.path);
+    this.file = await this.openFile();
+    try {
+      const stream = (await this.container.logs({
+        follow: true,
+        stdout: true,
+        stderr: true,
+        timestamps: true,
+        ...(resumeAfter ? { since: timestampToSince(resumeAfter) } : {}),
+      } as Dockerode.ContainerLogsOptions & { follow: true })) as NodeJS.ReadableStream;
+      this.stream = stream;
+      const frames = new FrameDecoder();
+      const lines = new LineDecoder();
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        if (this.tty) {
+          for (const line of lines.push(chunk)) await this.append('stdout', line, resumeAfter);
+        } else {
+          for (const frame of frames.push(chunk)) {
+            await this.append(
+              frame.stream === StreamType.Stderr ? 'stderr' : 'stdout',
+              frame.payload,
+              resumeAfter,
+            );
+          }
+        }
+      }
+      const rest = lines.flush();
+      if (rest) await this.append('stdout', rest, resumeAfter);
+    } finally {
+      await this.locked(async () => {
+        await this.file?.close();
+        this.file = undefined;
+      });
+    }
+  }
+
+  private append(stream: LogStream, entry: Buffer, resumeAfter: string | undefined): Promise<void> {
+    const { timestamp, message } = splitTimestamp(entry);
+    if (resumeAfter && timestamp <= resumeAfter) return Promise.resolve();
+    return this.locked(async () => {
+      await this.file?.write(formatCriLogLine(timestamp, stream, message));
+    });
+  }
+
+  /** Closes and reopens the file at the same path: kubelet renamed it away to rotate it. */
+  reopen(): Promise<void> {
+    return this.locked(async () => {
+      if (!this.file)
+        throw new FailedPreconditionError(`log of container is not being written (container not running)`);
+      await this.file.close();
+      this.file = await this.openFile();
+    });
+  }
+
+  get active(): boolean {
+    return this.file !== undefined;
+  }
+
+  /** Stops following (the container is being removed). */
+  stop(): void {
+    this.stopped = true;
+    (this.stream as { destroy?: () => void } | undefined)?.destroy?.();
+  }
+}
+
+/** The set of log copiers, keyed by container id. */
+export class LogManager {
+  private readonly copiers = new Map<string, ContainerLogCopier>();
+
+  constructor(private readonly onError: (id: string, err: unknown) => void = () => undefined) {}
+
+  /** Starts copying a container's output, unless a copier for it is already live. */
+  follow(container: Dockerode.Container, path: string, tty: boolean): ContainerLogCopier {
+    const existing = this.copiers.get(container.id);
+    if (existing?.active) return existing;
+    const copier = new ContainerLogCopier(container, path, tty, (err) => this.onError(container.id, err));
+    // A finished copier stays in the map until the container is removed: drained() waits on it.
+    this.copiers.set(container.id, copier);
+    return copier;
+  }
+
+  async reopen(id: string): Promise<void> {
+    const copier = this.copiers.get(id);
+    if (!copier?.active) {
+      throw new FailedPreconditionError(
+        `container ${JSON.stringify(id)} is not running: its log cannot be reopened`,
+      );
+    }
+    await copier.reopen();
+  }
+
+  /** Waits (bounded) until everything Docker logged for an exited container is in the CRI file. */
+  async drained(id: string, timeoutMs: number): Promise<void> {
+    const copier = this.copiers.get(id);
+    if (!copier) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      copier.done,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  forget(id: string): void {
+    this.copiers.get(id)?.stop();
+    this.copiers.delete(id);
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.copiers.values()];
+    for (const c of all) c.stop();
+    await Promise.allSettled(all.map((c) => c.done));
+    this.copiers.clear();
+  }
+}
+
+/**
+ * ReopenContainerLog: kubelet renamed the log file away (rotation) and asks for a fresh one at the
+ * same path. Only a running container has a log being written.
+ */
+export async function reopenContainerLog(
+  ctx: ShimContext,
+  req: ReopenContainerLogRequest,
+): Promise<Partial<ReopenContainerLogResponse>> {
+  const info = await getManaged(ctx, req.containerId, ContainerType.container, 'container_id');
+  if (!info.State.Running) {
+    throw new FailedPreconditionError(`container ${JSON.stringify(req.containerId)} is not running`);
+  }
+  const path = info.Config.Labels?.[LabelKeys.logPath];
+  if (!path)
+    throw new FailedPreconditionError(`container ${JSON.stringify(req.containerId)} has no log path`);
+  ctx.logs.follow(ctx.docker.getContainer(info.Id), path, info.Config.Tty);
+  await ctx.logs.reopen(info.Id);
+  return {};
+}
+
+/** After a shim restart: resume copying for every container that still runs. */
+export async function resumeLogCopiers(ctx: ShimContext): Promise<number> {
+  const items = await ctx.docker.listContainers({
+    filters: { label: [`${LabelKeys.containerType}=${ContainerType.container}`], status: ['running'] },
+  });
+  let resumed = 0;
+  for (const item of items) {
+    const path = item.Labels?.[LabelKeys.logPath];
+    if (!path) continue;
+    const info = await ctx.docker.getContainer(item.Id).inspect();
+    ctx.logs.follow(ctx.docker.getContainer(item.Id), path, info.Config.Tty);
+    resumed++;
+  }
+  return resumed;
+}

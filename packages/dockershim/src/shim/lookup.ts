@@ -1,0 +1,39 @@
+import { NotFoundError } from '@kh/cri-api';
+import type Dockerode from 'dockerode';
+import type { ShimContext } from './context.js';
+import { docker, isDockerNotFound, required } from './errors.js';
+import { type ContainerType, LabelKeys } from './labels.js';
+
+const NOUN: Record<ContainerType, string> = { podsandbox: 'pod sandbox', container: 'container' };
+
+/**
+ * Inspects the Docker container behind a CRI id, or undefined when there is none of that kind: a
+ * sandbox id passed as a container id is "not found", as it is to containerd.
+ */
+export async function findManaged(
+  ctx: ShimContext,
+  id: string,
+  kind: ContainerType,
+): Promise<Dockerode.ContainerInspectInfo | undefined> {
+  let info: Dockerode.ContainerInspectInfo;
+  try {
+    info = await ctx.docker.getContainer(id).inspect();
+  } catch (err) {
+    if (isDockerNotFound(err)) return undefined;
+    return docker(`inspect ${NOUN[kind]} ${JSON.stringify(id)}`, () => Promise.reject(err));
+  }
+  return info.Config.Labels?.[LabelKeys.containerType] === kind ? info : undefined;
+}
+
+/** Like findManaged, but INVALID_ARGUMENT for an empty id and NOT_FOUND for an unknown one. */
+export async function getManaged(
+  ctx: ShimContext,
+  id: string,
+  kind: ContainerType,
+  field: string,
+): Promise<Dockerode.ContainerInspectInfo> {
+  required(id, field);
+  const info = await findManaged(ctx, id, kind);
+  if (!info) throw new NotFoundError(`${NOUN[kind]} ${JSON.stringify(id)} not found`);
+  return info;
+}

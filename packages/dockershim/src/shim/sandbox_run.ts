@@ -1,0 +1,175 @@
+import {
+  NamespaceMode,
+  type PodSandboxConfig,
+  Protocol,
+  type RunPodSandboxRequest,
+  type RunPodSandboxResponse,
+  type SecurityProfile,
+  SecurityProfile_ProfileType,
+} from '@kh/cri-api';
+import type Dockerode from 'dockerode';
+import type { ShimContext } from './context.js';
+import { nowNanos } from './convert.js';
+import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { ensureImage } from './image.js';
+import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from './labels.js';
+import { makeSandboxName } from './naming.js';
+
+/** Seccomp / AppArmor profiles as Docker security options. */
+export function securityOpts(
+  seccomp: SecurityProfile | undefined,
+  apparmor: SecurityProfile | undefined,
+): string[] {
+  const opts: string[] = [];
+  if (seccomp?.profileType === SecurityProfile_ProfileType.Unconfined) opts.push('seccomp=unconfined');
+  if (apparmor?.profileType === SecurityProfile_ProfileType.Unconfined) opts.push('apparmor=unconfined');
+  if (apparmor?.profileType === SecurityProfile_ProfileType.Localhost && apparmor.localhostRef) {
+    opts.push(`apparmor=${apparmor.localhostRef}`);
+  }
+  return opts;
+}
+
+const PROTOCOL_NAME: Record<number, string> = {
+  [Protocol.TCP]: 'tcp',
+  [Protocol.UDP]: 'udp',
+  [Protocol.SCTP]: 'sctp',
+};
+
+/** CRI port mappings -> Docker ExposedPorts + PortBindings. host_port 0 only exposes the port. */
+export function portBindings(config: PodSandboxConfig): {
+  exposed: Record<string, object>;
+  bindings: Record<string, { HostIp: string; HostPort: string }[]>;
+} {
+  const exposed: Record<string, object> = {};
+  const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
+  for (const pm of config.portMappings) {
+    const key = `${pm.containerPort}/${PROTOCOL_NAME[pm.protocol] ?? 'tcp'}`;
+    exposed[key] = {};
+    if (pm.hostPort > 0) {
+      bindings[key] ??= [];
+      bindings[key].push({ HostIp: pm.hostIp, HostPort: String(pm.hostPort) });
+    }
+  }
+  return { exposed, bindings };
+}
+
+export interface SandboxCreateParams {
+  image: string;
+  network: string;
+  runtimeHandler: string;
+  createdAt: bigint;
+}
+
+/** The Docker create request for a sandbox's pause container. Pure: unit-tested without a daemon. */
+export function sandboxCreateOptions(
+  config: PodSandboxConfig,
+  params: SandboxCreateParams,
+): Dockerode.ContainerCreateOptions {
+  const md = required(config.metadata, 'config.metadata');
+  const sc = config.linux?.securityContext;
+  const ns = sc?.namespaceOptions;
+  const hostNetwork = ns?.network === NamespaceMode.NODE;
+  const { exposed, bindings } = portBindings(config);
+  const dns = config.dnsConfig;
+  const labels = makeDockerLabels({
+    labels: config.labels,
+    annotations: config.annotations,
+    standard: {
+      [KubernetesLabels.podName]: md.name,
+      [KubernetesLabels.podNamespace]: md.namespace,
+      [KubernetesLabels.podUid]: md.uid,
+    },
+    internal: {
+      [LabelKeys.containerType]: ContainerType.sandbox,
+      [LabelKeys.metadata]: JSON.stringify(md),
+      [LabelKeys.createdAt]: String(params.createdAt),
+      [LabelKeys.logDirectory]: config.logDirectory,
+      [LabelKeys.runtimeHandler]: params.runtimeHandler,
+    },
+  });
+  return {
+    name: makeSandboxName(md),
+    Image: params.image,
+    Hostname: config.hostname || undefined,
+    Labels: labels,
+    ExposedPorts: hostNetwork ? undefined : exposed,
+    HostConfig: {
+      NetworkMode: hostNetwork ? 'host' : params.network,
+      // 'shareable' so the pod's containers can join this IPC namespace.
+      IpcMode: ns?.ipc === NamespaceMode.NODE ? 'host' : 'shareable',
+      PidMode: ns?.pid === NamespaceMode.NODE ? 'host' : '',
+      PortBindings: hostNetwork ? undefined : bindings,
+      Dns: dns?.servers.length ? dns.servers : undefined,
+      DnsSearch: dns?.searches.length ? dns.searches : undefined,
+      DnsOptions: dns?.options.length ? dns.options : undefined,
+      CgroupParent: config.linux?.cgroupParent || undefined,
+      // Network and IPC sysctls must be set where the namespaces are created: here.
+      Sysctls:
+        config.linux && Object.keys(config.linux.sysctls).length > 0 ? config.linux.sysctls : undefined,
+      Privileged: sc?.privileged ?? false,
+      ReadonlyRootfs: sc?.readonlyRootfs ?? false,
+      SecurityOpt: securityOpts(sc?.seccomp, sc?.apparmor),
+      Runtime:
+        params.runtimeHandler && params.runtimeHandler !== 'docker' ? params.runtimeHandler : undefined,
+      RestartPolicy: { Name: 'no' },
+      LogConfig: { Type: 'json-file', Config: { 'max-size': '1m' } },
+    },
+  };
+}
+
+/** RunPodSandbox: create and start the pause container that holds the pod's namespaces. */
+export async function runPodSandbox(
+  ctx: ShimContext,
+  req: RunPodSandboxRequest,
+): Promise<Partial<RunPodSandboxResponse>> {
+  const config = required(req.config, 'config');
+  const md = required(config.metadata, 'config.metadata');
+  required(md.name, 'config.metadata.name');
+  required(md.namespace, 'config.metadata.namespace');
+  required(md.uid, 'config.metadata.uid');
+
+  const image = ctx.config.podInfraContainerImage;
+  await ensureImage(ctx, image);
+  const options = sandboxCreateOptions(config, {
+    image,
+    network: ctx.config.network,
+    runtimeHandler: req.runtimeHandler,
+    createdAt: nowNanos(),
+  });
+  const container = await createReplacingDead(
+    ctx,
+    options,
+    `create sandbox for pod ${JSON.stringify(md.name)}`,
+  );
+  try {
+    await container.start();
+  } catch (err) {
+    // A sandbox that cannot start is useless and would block the name: remove it, report the cause.
+    await container.remove({ force: true }).catch(() => undefined);
+    return docker(`start sandbox for pod ${JSON.stringify(md.name)}`, () => Promise.reject(err));
+  }
+  return { podSandboxId: container.id };
+}
+
+/**
+ * Creates a container. A name clash with a container that is not running (a leftover of a failed
+ * attempt) is resolved by removing the leftover, as kubelet retries with the same name.
+ */
+export async function createReplacingDead(
+  ctx: ShimContext,
+  options: Dockerode.ContainerCreateOptions,
+  action: string,
+): Promise<Dockerode.Container> {
+  try {
+    return await ctx.docker.createContainer(options);
+  } catch (err) {
+    if (dockerStatusCode(err) !== 409 || !options.name) return docker(action, () => Promise.reject(err));
+    const existing = ctx.docker.getContainer(options.name);
+    const info = await existing
+      .inspect()
+      .catch((e: unknown) => (isDockerNotFound(e) ? undefined : Promise.reject(e)));
+    if (info?.State.Running) return docker(action, () => Promise.reject(err));
+    await existing.remove({ force: true }).catch(() => undefined);
+    return docker(action, () => ctx.docker.createContainer(options));
+  }
+}

@@ -1,0 +1,35 @@
+import type { StopPodSandboxRequest, StopPodSandboxResponse } from '@kh/cri-api';
+import { listPodContainerItems } from './container_list.js';
+import type { ShimContext } from './context.js';
+import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { ContainerType } from './labels.js';
+import { findManaged } from './lookup.js';
+
+/** Stops a container at once (SIGKILL after a zero grace period). Already stopped or gone is fine. */
+export async function stopNow(ctx: ShimContext, id: string): Promise<void> {
+  try {
+    await ctx.docker.getContainer(id).stop({ t: 0 });
+  } catch (err) {
+    const code = dockerStatusCode(err);
+    if (code === 304 || isDockerNotFound(err)) return;
+    await docker(`stop container ${JSON.stringify(id)}`, () => Promise.reject(err));
+  }
+}
+
+/**
+ * StopPodSandbox: kill whatever still runs in the pod (kubelet has already given its containers their
+ * grace period), then the pause container, which releases the pod IP. Idempotent: an unknown or
+ * already stopped sandbox is not an error.
+ */
+export async function stopPodSandbox(
+  ctx: ShimContext,
+  req: StopPodSandboxRequest,
+): Promise<Partial<StopPodSandboxResponse>> {
+  required(req.podSandboxId, 'pod_sandbox_id');
+  const sandbox = await findManaged(ctx, req.podSandboxId, ContainerType.sandbox);
+  if (!sandbox) return {};
+  const containers = await listPodContainerItems(ctx, sandbox.Id);
+  await Promise.all(containers.filter((c) => c.State === 'running').map((c) => stopNow(ctx, c.Id)));
+  await stopNow(ctx, sandbox.Id);
+  return {};
+}

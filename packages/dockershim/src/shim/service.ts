@@ -1,0 +1,151 @@
+import { readFile } from 'node:fs/promises';
+import { type CriImageHandlers, type CriRuntimeHandlers, type CriServer, serveCri } from '@kh/cri-api';
+import type Dockerode from 'dockerode';
+import { connectDocker } from '../docker_endpoint.js';
+import { createContainer } from './container_create.js';
+import { attach, exec, execSync, portForward } from './container_exec.js';
+import { listContainers } from './container_list.js';
+import { removeContainer } from './container_remove.js';
+import { startContainer } from './container_start.js';
+import { containerStatus } from './container_status.js';
+import { stopContainer } from './container_stop.js';
+import { updateContainerResources } from './container_update.js';
+import { DEFAULT_CONFIG, type DockerShimConfig, type ShimContext } from './context.js';
+import { docker } from './errors.js';
+import { getContainerEvents } from './events.js';
+import { imageStatus, listImages, pullImage, removeImage } from './image.js';
+import { imageFsInfo } from './imagefs.js';
+import { LogManager, reopenContainerLog, resumeLogCopiers } from './logs.js';
+import { removePodSandbox } from './sandbox_remove.js';
+import { runPodSandbox } from './sandbox_run.js';
+import { listPodSandbox, podSandboxStatus } from './sandbox_status.js';
+import { stopPodSandbox } from './sandbox_stop.js';
+import {
+  CpuSampler,
+  containerStats,
+  listContainerStats,
+  listPodSandboxStats,
+  podSandboxStats,
+} from './stats.js';
+import { runtimeConfig, status, version } from './status_version.js';
+
+export interface DockerShimOptions extends Partial<DockerShimConfig> {
+  /** Docker Engine endpoint (ignored when `docker` is given). Default unix:///var/run/docker.sock. */
+  dockerEndpoint?: string;
+  docker?: Dockerode;
+  /** Where to listen: a unix socket path, or an address such as tcp://127.0.0.1:0. */
+  socketPath?: string;
+  address?: string;
+  /** Diagnostics (a log copier failed, ...). Default: stderr. */
+  log?: (line: string) => void;
+}
+
+async function readOwnOomScoreAdj(): Promise<number> {
+  try {
+    return Number((await readFile('/proc/self/oom_score_adj', 'utf8')).trim());
+  } catch {
+    return 0;
+  }
+}
+
+/** The RuntimeService and ImageService handlers of the shim, for serveCri. */
+export function dockerShimHandlers(ctx: ShimContext): {
+  runtime: Partial<CriRuntimeHandlers>;
+  image: Partial<CriImageHandlers>;
+} {
+  return {
+    runtime: {
+      version: () => version(ctx),
+      status: (req) => status(ctx, req),
+      runtimeConfig: () => runtimeConfig(ctx),
+      updateRuntimeConfig: () => ({}),
+      runPodSandbox: (req) => runPodSandbox(ctx, req),
+      stopPodSandbox: (req) => stopPodSandbox(ctx, req),
+      removePodSandbox: (req) => removePodSandbox(ctx, req),
+      podSandboxStatus: (req) => podSandboxStatus(ctx, req),
+      listPodSandbox: (req) => listPodSandbox(ctx, req),
+      createContainer: (req) => createContainer(ctx, req),
+      startContainer: (req) => startContainer(ctx, req),
+      stopContainer: (req) => stopContainer(ctx, req),
+      removeContainer: (req) => removeContainer(ctx, req),
+      listContainers: (req) => listContainers(ctx, req),
+      containerStatus: (req) => containerStatus(ctx, req),
+      updateContainerResources: (req) => updateContainerResources(ctx, req),
+      reopenContainerLog: (req) => reopenContainerLog(ctx, req),
+      execSync: (req, call) => execSync(ctx, req, call.signal),
+      exec,
+      attach,
+      portForward,
+      containerStats: (req) => containerStats(ctx, req),
+      listContainerStats: (req) => listContainerStats(ctx, req),
+      podSandboxStats: (req) => podSandboxStats(ctx, req),
+      listPodSandboxStats: (req) => listPodSandboxStats(ctx, req),
+      getContainerEvents: (req, call) => getContainerEvents(ctx, req, call.signal),
+    },
+    image: {
+      listImages: (req) => listImages(ctx, req),
+      imageStatus: (req) => imageStatus(ctx, req),
+      pullImage: (req) => pullImage(ctx, req),
+      removeImage: (req) => removeImage(ctx, req),
+      imageFsInfo: () => imageFsInfo(ctx),
+    },
+  };
+}
+
+/** A running dockershim: a CRI server backed by one Docker Engine. Start it, use `endpoint`, close it. */
+export class DockerShim {
+  private constructor(
+    private readonly server: CriServer,
+    readonly context: ShimContext,
+  ) {}
+
+  get endpoint(): string {
+    return this.server.endpoint;
+  }
+
+  static async start(options: DockerShimOptions): Promise<DockerShim> {
+    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    const client = options.docker ?? connectDocker(options.dockerEndpoint);
+    let rootDir: Promise<string> | undefined;
+    const ctx: ShimContext = {
+      docker: client,
+      config: {
+        podInfraContainerImage: options.podInfraContainerImage ?? DEFAULT_CONFIG.podInfraContainerImage,
+        network: options.network ?? DEFAULT_CONFIG.network,
+        execOutputLimitBytes: options.execOutputLimitBytes ?? DEFAULT_CONFIG.execOutputLimitBytes,
+        restrictOomScoreAdj: options.restrictOomScoreAdj ?? DEFAULT_CONFIG.restrictOomScoreAdj,
+      },
+      logs: new LogManager((id, err) =>
+        log(`dockershim: log copier of container ${id} failed: ${String(err)}`),
+      ),
+      cpu: new CpuSampler(),
+      ownOomScoreAdj: await readOwnOomScoreAdj(),
+      dockerRootDir: () => {
+        rootDir ??= docker('docker info', () => client.info()).then(
+          (i) => (i as { DockerRootDir: string }).DockerRootDir,
+        );
+        rootDir.catch(() => {
+          rootDir = undefined;
+        });
+        return rootDir;
+      },
+    };
+    // Containers that ran while no shim was up still need their output in the CRI files.
+    await resumeLogCopiers(ctx).catch((err: unknown) =>
+      log(`dockershim: could not resume log copiers: ${String(err)}`),
+    );
+    const handlers = dockerShimHandlers(ctx);
+    const server = await serveCri(
+      { name: 'dockershim', ...handlers },
+      options.socketPath
+        ? { socketPath: options.socketPath }
+        : { address: options.address ?? 'tcp://127.0.0.1:0' },
+    );
+    return new DockerShim(server, ctx);
+  }
+
+  async close(): Promise<void> {
+    await this.server.close({ graceMs: 2_000 });
+    await this.context.logs.close();
+  }
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { CappedOutput, FrameDecoder, jsonLines, LineDecoder, StreamType } from '../src/shim/docker_stream.js';
+import { formatCriLogLine, parseCriLogLine, splitTimestamp, timestampToSince } from '../src/shim/logs.js';
+
+function frame(type: number, text: string): Buffer {
+  const payload = Buffer.from(text);
+  const header = Buffer.alloc(8);
+  header.writeUInt8(type, 0);
+  header.writeUInt32BE(payload.length, 4);
+  return Buffer.concat([header, payload]);
+}
+
+describe('CRI log format', () => {
+  const ts = '2026-11-22T23:15:00.551690878Z';
+
+  it('writes a full line with the F tag and no trailing newline in the message', () => {
+    expect(formatCriLogLine(ts, 'stdout', Buffer.from('hello\n')).toString()).toBe(`${ts} stdout F hello\n`);
+    expect(formatCriLogLine(ts, 'stderr', Buffer.from('crlf\r\n')).toString()).toBe(`${ts} stderr F crlf\n`);
+  });
+
+  it('marks a line Docker split (no newline) as partial', () => {
+    expect(formatCriLogLine(ts, 'stdout', Buffer.from('part')).toString()).toBe(`${ts} stdout P part\n`);
+  });
+
+  it('round-trips through the parser', () => {
+    const line = formatCriLogLine(ts, 'stderr', Buffer.from('a b  c\n')).toString().trimEnd();
+    expect(parseCriLogLine(line)).toEqual({ timestamp: ts, stream: 'stderr', tag: 'F', message: 'a b  c' });
+    expect(parseCriLogLine('not a log line')).toBeUndefined();
+  });
+
+  it('splits the timestamp Docker prefixes to each entry', () => {
+    const { timestamp, message } = splitTimestamp(Buffer.from(`${ts} hi there\n`));
+    expect(timestamp).toBe(ts);
+    expect(message.toString()).toBe('hi there\n');
+    expect(() => splitTimestamp(Buffer.from('nospace'))).toThrow(/without timestamp/);
+  });
+
+  it('turns a timestamp into Docker’s since= value', () => {
+    expect(timestampToSince(ts)).toBe('1795389300.551690878');
+    expect(timestampToSince('2026-11-22T23:15:00Z')).toBe('1795389300.000000000');
+  });
+});
+
+describe('docker stream decoding', () => {
+  it('decodes frames split across chunks', () => {
+    const bytes = Buffer.concat([frame(1, 'out'), frame(2, 'err')]);
+    const d = new FrameDecoder();
+    const first = d.push(bytes.subarray(0, 5));
+    const rest = d.push(bytes.subarray(5));
+    expect(first).toEqual([]);
+    expect(rest.map((f) => [f.stream, f.payload.toString()])).toEqual([
+      [StreamType.Stdout, 'out'],
+      [StreamType.Stderr, 'err'],
+    ]);
+    expect(d.pending).toBe(0);
+  });
+
+  it('refuses a stream that is not multiplexed', () => {
+    expect(() => new FrameDecoder().push(Buffer.from('hello world!'))).toThrow(/bad docker stream header/);
+  });
+
+  it('cuts raw TTY output at newlines and flushes the rest', () => {
+    const d = new LineDecoder();
+    expect(d.push(Buffer.from('a\nb')).map(String)).toEqual(['a\n']);
+    expect(d.push(Buffer.from('c\n')).map(String)).toEqual(['bc\n']);
+    d.push(Buffer.from('tail'));
+    expect(d.flush()?.toString()).toBe('tail');
+    expect(d.flush()).toBeUndefined();
+  });
+
+  it('caps stdout and stderr under one shared budget', () => {
+    const out = new CappedOutput(5);
+    out.write(StreamType.Stdout, Buffer.from('abc'));
+    out.write(StreamType.Stderr, Buffer.from('defg'));
+    out.write(StreamType.Stdout, Buffer.from('h'));
+    expect(Buffer.concat(out.stdout).toString()).toBe('abc');
+    expect(Buffer.concat(out.stderr).toString()).toBe('de');
+    expect(out.truncated).toBe(true);
+  });
+
+  it('reads newline-delimited JSON across chunk boundaries', async () => {
+    async function* chunks() {
+      yield Buffer.from('{"a":1}\n{"b"');
+      yield Buffer.from(':2}\n{"timeNano":1795389300551690878}');
+    }
+    const seen = [];
+    for await (const { value, raw } of jsonLines(chunks())) seen.push([value, raw]);
+    expect(seen.map(([v]) => v)).toEqual([{ a: 1 }, { b: 2 }, { timeNano: 1795389300551690878 }]);
+    expect(seen[2]?.[1]).toBe('{"timeNano":1795389300551690878}');
+  });
+});
