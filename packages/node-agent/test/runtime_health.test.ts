@@ -23,7 +23,10 @@ function setup() {
     clock,
     onChange: (ready) => changes.push(ready),
   });
-  return { clock, state, monitor, changes, respond: (fn: () => Promise<RuntimeStatus>) => (next = fn) };
+  const respond = (fn: () => Promise<RuntimeStatus>) => {
+    next = fn;
+  };
+  return { clock, state, monitor, changes, respond };
 }
 
 describe('runtime health', () => {

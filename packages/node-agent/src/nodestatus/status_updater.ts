@@ -8,12 +8,7 @@ import type { KubeletEventRecorder } from '../events/recorder.js';
 import type { TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { NodeRegistrar } from './registration.js';
-import {
-  defaultNodeStatusSetters,
-  type NodeStatusSetter,
-  type NodeStatusSnapshot,
-  setNodeStatus,
-} from './setters.js';
+import { type NodeStatusSetter, type NodeStatusSnapshot, setNodeStatus } from './setters.js';
 
 /** The kubelet tries a status update this many times per sync. */
 export const NODE_STATUS_UPDATE_RETRY = 5;
