@@ -92,7 +92,7 @@ const containerConfig = ContainerConfig.fromPartial({
   command: ['/bin/sh', '-c'],
   args: ['echo hi'],
   workingDir: '/work',
-  envs: [{ key: 'A', value: 'b=c' }],
+  envs: [{ key: 'A', value: Buffer.from('b=c') }],
   mounts: [
     {
       hostPath: '/h',

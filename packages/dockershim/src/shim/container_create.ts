@@ -103,7 +103,7 @@ export function containerCreateOptions(
     Image: image,
     Entrypoint: config.command.length > 0 ? config.command : undefined,
     Cmd: config.args.length > 0 ? config.args : undefined,
-    Env: config.envs.map((e) => `${e.key}=${e.value}`),
+    Env: config.envs.map((e) => `${e.key}=${Buffer.from(e.value).toString('utf8')}`),
     WorkingDir: config.workingDir || undefined,
     Labels: labels,
     Tty: config.tty,
