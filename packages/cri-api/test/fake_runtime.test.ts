@@ -13,6 +13,7 @@ import {
   FakeRuntime,
   InvalidArgumentError,
   ManualClock,
+  NamespaceMode,
   NotFoundError,
   type PodSandboxConfig,
   PodSandboxState,
@@ -102,6 +103,13 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
       metadata: { name: 'web', namespace: 'default', uid: 'uid-web' },
     });
     expect(sb.status?.network?.ip).toMatch(/^10\.88\.\d+\.\d+$/);
+    const { podSandboxId: hostPod } = await cri.runPodSandbox({
+      config: {
+        ...podConfig('host'),
+        linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
+      },
+    });
+    expect((await cri.podSandboxStatus({ podSandboxId: hostPod })).status?.network?.ip).toBe('');
 
     clock.advance(1_000);
     const { containerId } = await cri.createContainer({
