@@ -165,6 +165,8 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
       .containerExit('job', { afterMs: 5_000, exitCode: 0 })
       .containerExit(/crasher/, { afterMs: 100, exitCode: 2 })
       .containerExit((c) => c.labels.oom === 'yes', { afterMs: 50, exitCode: 137, reason: 'OOMKilled' });
+    fake.addImage('kubelet-harness/memhog:1', 100);
+    fake.script.containerExit('kubelet-harness/memhog:1', { afterMs: 20, exitCode: 1 });
     const podId = await runPod('p');
     const job = await startContainer(podId, 'job');
     const crash = await startContainer(podId, 'crasher-1');
@@ -173,10 +175,12 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
       config: { ...containerConfig('hog'), labels: { oom: 'yes' } },
     });
     await cri.startContainer({ containerId: oom });
+    const hog = await startContainer(podId, 'by-image', 'docker.io/kubelet-harness/memhog:1');
     const started = clock.nowNs();
 
     clock.advance(100);
     const status = async (id: string) => (await cri.containerStatus({ containerId: id })).status!;
+    expect(await status(hog)).toMatchObject({ state: ContainerState.CONTAINER_EXITED, exitCode: 1 });
     expect(await status(oom)).toMatchObject({
       state: ContainerState.CONTAINER_EXITED,
       exitCode: 137,
@@ -209,7 +213,9 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     clock.advance(1_000);
     await expect(slow).rejects.toBeInstanceOf(DeadlineExceededError);
     clock.advance(1_000);
-    await expect(stuck).rejects.toThrow(/timeout 2s exceeded/);
+    await expect(stuck).rejects.toThrow(
+      'failed to exec in container: timeout 2s exceeded: context deadline exceeded',
+    );
     clock.advance(1_000);
     expect(Buffer.from((await inTime).stdout).toString()).toBe('late');
   });

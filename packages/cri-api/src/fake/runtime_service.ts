@@ -153,8 +153,9 @@ export function runtimeService(
       const takesMs = result.hang ? Number.POSITIVE_INFINITY : (result.delayMs ?? 0);
       if (timeoutMs > 0 && takesMs > timeoutMs) {
         await sleep(state, timeoutMs, ctx);
+        // Same wording as containerd, since probe results quote it verbatim.
         throw new DeadlineExceededError(
-          `timeout ${req.timeout}s exceeded running ${JSON.stringify(req.cmd)}`,
+          `failed to exec in container: timeout ${req.timeout}s exceeded: context deadline exceeded`,
         );
       }
       if (takesMs === Number.POSITIVE_INFINITY) {

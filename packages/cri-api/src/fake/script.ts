@@ -12,8 +12,9 @@ export interface ContainerInfo {
 }
 
 /**
- * Selects containers: a string is an exact container name; a RegExp is tested against the name
- * and the normalised image reference; a function decides freely.
+ * Selects containers: a string is an exact container name or an image reference (compared after
+ * normalisation, so "busybox" matches "docker.io/library/busybox:latest"); a RegExp is tested
+ * against the name and the normalised image reference; a function decides freely.
  */
 export type ContainerMatcher = string | RegExp | ((c: ContainerInfo) => boolean);
 
@@ -61,7 +62,7 @@ interface Rule<M, V> {
 }
 
 function matchContainer(m: ContainerMatcher, c: ContainerInfo): boolean {
-  if (typeof m === 'string') return m === c.name;
+  if (typeof m === 'string') return m === c.name || normalizeImageRef(m) === c.image;
   if (m instanceof RegExp) return m.test(c.name) || m.test(c.image);
   return m(c);
 }

@@ -189,4 +189,17 @@ describe('CriClient against containerd in a node container', () => {
       TEST_TIMEOUT,
     );
   });
+
+  test(
+    'stopping the node leaves no container, network or socket directory behind',
+    async () => {
+      client.close();
+      await node.stop();
+      await network.stop();
+      expect(existsSync(node.sharedDirOnHost)).toBe(false);
+      // removeLeftovers counts what it had to remove for this run: nothing.
+      expect(await removeLeftovers({ runId })).toEqual({ containers: 0, networks: 0, volumes: 0 });
+    },
+    TEST_TIMEOUT,
+  );
 });
