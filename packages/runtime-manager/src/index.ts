@@ -1,1 +1,81 @@
+// @kh/runtime-manager: pods over CRI (the kubelet's kuberuntime), images, GC and PLEG.
+
+export {
+  type BackoffOptions,
+  ExponentialBackoff,
+  newCrashLoopBackoff,
+  newImagePullBackoff,
+} from './backoff.js';
+export {
+  DefaultImageGCPolicy,
+  type ImageGCDeps,
+  ImageGCManager,
+  ImageGCShortfallError,
+  type ImageRecord,
+  selectImagesToFree,
+  validateImageGCPolicy,
+} from './images/image_gc.js';
+export { ImageManager, type ImageManagerOptions, type ImageService } from './images/image_manager.js';
+export {
+  applyDefaultImageTag,
+  defaultPullPolicy,
+  type ImageReference,
+  InvalidImageNameError,
+  type PullPolicy,
+  parseImageReference,
+  pullPolicyOf,
+} from './images/image_ref.js';
+export { buildKeyring, type Keyring, lookupAuth, type RegistryAuth } from './images/pull_secrets.js';
+export { type ImagePuller, newImagePuller, type PullerOptions } from './images/puller.js';
+export { TokenBucket } from './images/rate_limit.js';
+export {
+  type ContainerToKill,
+  computePodActions,
+  findContainerStatusByName,
+  isRestartableInitContainer,
+  type PodActions,
+  podSandboxChanged,
+  restartPolicyOf,
+  shouldContainerBeRestarted,
+} from './kuberuntime/compute_pod_actions.js';
+export { gracePeriodSeconds, MinimumGracePeriodSeconds } from './kuberuntime/container.js';
+export * from './kuberuntime/errors.js';
+export { type ContainerGCReport, validateContainerGCPolicy } from './kuberuntime/gc.js';
+export {
+  type GCContainer,
+  type GCContext,
+  type GCSandbox,
+  selectContainersToEvict,
+  selectPodLogDirsToRemove,
+  selectSandboxesToEvict,
+} from './kuberuntime/gc_policy.js';
+export { fnv32a, hashContainer } from './kuberuntime/hash.js';
+export * from './kuberuntime/labels.js';
+export {
+  containerBackoffKey,
+  KillPodError,
+  KubeGenericRuntimeManager,
+  type RuntimeManagerOptions,
+  runningPodFromStatus,
+} from './kuberuntime/manager.js';
+export {
+  containerEnvs,
+  DefaultRuntimeHelper,
+  type EnvVar,
+  expandVars,
+  type MountSpec,
+  type RunContainerOptions,
+  type RuntimeHelper,
+} from './kuberuntime/runtime_helper.js';
+export { podHostname, podLogDir } from './kuberuntime/sandbox.js';
+export { parseCriLog, readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
+export { PodStatusCache } from './pleg/cache.js';
+export { EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';
+export {
+  DefaultRelistPeriodMs,
+  DefaultRelistThresholdMs,
+  GenericPLEG,
+  type GenericPlegOptions,
+  generateEvents,
+} from './pleg/generic.js';
 export * from './types.js';

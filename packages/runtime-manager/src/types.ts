@@ -69,7 +69,15 @@ export interface RunningPod {
   name: string;
   namespace: string;
   sandboxes: { id: string; state: SandboxStatus['state'] }[];
-  containers: { id: ContainerID; name: string; state: ContainerState; hash: string; image: string }[];
+  containers: {
+    id: ContainerID;
+    name: string;
+    state: ContainerState;
+    hash: string;
+    image: string;
+    imageRef: string;
+    createdAt: Date;
+  }[];
 }
 
 export type SyncAction =

@@ -1,0 +1,149 @@
+// Makes sure a container's image is present before it is created: applies the pull policy,
+// backs off failed pulls per (pod, image), rate-limits registry pulls, serialises or bounds
+// parallel pulls, and reports the kubelet's image reasons and events.
+import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { newImagePullBackoff } from '../backoff.js';
+import {
+  ErrImageInspect,
+  ErrImageNeverPull,
+  ErrImagePull,
+  ErrImagePullBackOff,
+  ErrInvalidImageName,
+  SyncStepError,
+} from '../kuberuntime/errors.js';
+import type { Backoff, Clock, EventRecorder } from '../types.js';
+import { systemClock } from '../types.js';
+import { applyDefaultImageTag, pullPolicyOf } from './image_ref.js';
+import { buildKeyring, lookupAuth, type RegistryAuth } from './pull_secrets.js';
+import { type ImagePuller, newImagePuller } from './puller.js';
+import { TokenBucket } from './rate_limit.js';
+
+/** The image calls the manager needs; the runtime manager implements them over CRI. */
+export interface ImageService<SandboxConfig = unknown> {
+  /** The image id when the image is present, undefined otherwise. */
+  getImageRef(image: string): Promise<string | undefined>;
+  pullImage(image: string, auth: RegistryAuth | undefined, sandboxConfig?: SandboxConfig): Promise<string>;
+}
+
+export interface ImageManagerOptions {
+  /** Default true, like the kubelet. */
+  serializeImagePulls?: boolean;
+  maxParallelImagePulls?: number;
+  /** registryPullQPS, default 5; 0 means no limit. */
+  registryPullQPS?: number;
+  /** registryBurst, default 10. */
+  registryBurst?: number;
+  clock?: Clock;
+  recorder?: EventRecorder;
+  backoff?: Backoff;
+}
+
+export class ImageManager<SandboxConfig = unknown> {
+  readonly #puller: ImagePuller;
+  readonly #limiter: TokenBucket;
+  readonly #backoff: Backoff;
+  readonly #recorder: EventRecorder | undefined;
+  readonly #clock: Clock;
+
+  constructor(
+    private readonly images: ImageService<SandboxConfig>,
+    opts: ImageManagerOptions = {},
+  ) {
+    const clock = opts.clock ?? systemClock;
+    this.#clock = clock;
+    this.#puller = newImagePuller({
+      serializeImagePulls: opts.serializeImagePulls ?? true,
+      maxParallelImagePulls: opts.maxParallelImagePulls,
+    });
+    this.#limiter = new TokenBucket(opts.registryPullQPS ?? 5, opts.registryBurst ?? 10, clock);
+    this.#backoff = opts.backoff ?? newImagePullBackoff(clock);
+    this.#recorder = opts.recorder;
+  }
+
+  get pullerKind(): 'serial' | 'parallel' {
+    return this.#puller.kind;
+  }
+
+  #event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    this.#recorder?.event(pod, type, reason, message);
+  }
+
+  /** Returns the image reference to create the container from, or throws a SyncStepError with an image reason. */
+  async ensureImageExists(
+    pod: V1Pod,
+    container: V1Container,
+    pullSecrets: V1Secret[],
+    sandboxConfig?: SandboxConfig,
+  ): Promise<string> {
+    let image: string;
+    try {
+      image = applyDefaultImageTag(container.image ?? '');
+    } catch (err) {
+      const msg = `Failed to apply default image tag "${container.image ?? ''}": ${(err as Error).message}`;
+      this.#event(pod, 'Warning', ErrInvalidImageName, msg);
+      throw new SyncStepError(ErrInvalidImageName, msg, { cause: err });
+    }
+    const policy = pullPolicyOf(container);
+    let present: string | undefined;
+    try {
+      present = await this.images.getImageRef(image);
+    } catch (err) {
+      const msg = `Failed to inspect image "${image}": ${(err as Error).message}`;
+      this.#event(pod, 'Warning', 'InspectFailed', msg);
+      throw new SyncStepError(ErrImageInspect, msg, { cause: err });
+    }
+    if (policy === 'Never' || (policy === 'IfNotPresent' && present)) {
+      if (present) {
+        this.#event(pod, 'Normal', 'Pulled', `Container image "${image}" already present on machine`);
+        return present;
+      }
+      const msg = `Container image "${image}" is not present with pull policy of Never`;
+      this.#event(pod, 'Warning', ErrImageNeverPull, msg);
+      throw new SyncStepError(ErrImageNeverPull, msg);
+    }
+
+    const key = `${pod.metadata?.uid ?? ''}_${image}`;
+    if (this.#backoff.isInBackOffSinceUpdate(key)) {
+      const msg = `Back-off pulling image "${image}"`;
+      this.#event(pod, 'Normal', 'BackOff', msg);
+      throw new SyncStepError(ErrImagePullBackOff, msg);
+    }
+    this.#event(pod, 'Normal', 'Pulling', `Pulling image "${image}"`);
+    const started = performance.now();
+    try {
+      const { value: ref, waitedMs } = await this.#puller.run(() =>
+        this.#pullWithSecrets(image, pullSecrets, sandboxConfig),
+      );
+      const total = performance.now() - started;
+      this.#backoff.reset(key);
+      this.#event(
+        pod,
+        'Normal',
+        'Pulled',
+        `Successfully pulled image "${image}" in ${Math.round(total - waitedMs)}ms (${Math.round(total)}ms including waiting)`,
+      );
+      return ref;
+    } catch (err) {
+      this.#backoff.next(key, this.#clock.now());
+      const msg = `Failed to pull image "${image}": ${(err as Error).message}`;
+      this.#event(pod, 'Warning', 'Failed', msg);
+      throw new SyncStepError(ErrImagePull, msg, { cause: err });
+    }
+  }
+
+  /** Tries each matching credential in turn, or no credential when none match. */
+  async #pullWithSecrets(image: string, secrets: V1Secret[], sandboxConfig?: SandboxConfig): Promise<string> {
+    if (!this.#limiter.tryAccept()) throw new Error('pull QPS exceeded');
+    const auths = lookupAuth(buildKeyring(secrets), image);
+    if (auths.length === 0) return this.images.pullImage(image, undefined, sandboxConfig);
+    const errors: string[] = [];
+    for (const auth of auths) {
+      try {
+        return await this.images.pullImage(image, auth, sandboxConfig);
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }
+    throw new Error(errors.length === 1 ? errors[0]! : `all credentials failed: ${errors.join('; ')}`);
+  }
+}

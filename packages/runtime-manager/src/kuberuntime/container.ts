@@ -1,0 +1,387 @@
+// Containers: the CRI config generated from a container spec, the start sequence
+// (image -> create -> start -> postStart), the kill sequence (preStop -> StopContainer with
+// the grace period), removal with its log, and the status the runtime reports back.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  type ContainerConfig,
+  ContainerState as CriContainerState,
+  type ContainerStatus as CriContainerStatus,
+  isNotFound,
+  MountPropagation,
+  type PodSandboxConfig,
+} from '@kh/cri-api';
+import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { ContainerID, ContainerState, ContainerStatus, PodStatus } from '../types.js';
+import { findContainerStatusByName } from './compute_pod_actions.js';
+import { type ManagerContext, nsToMs, recordEvent } from './context.js';
+import {
+  ErrCreateContainer,
+  ErrCreateContainerConfig,
+  ErrPostStartHook,
+  ErrRunContainer,
+  SyncStepError,
+} from './errors.js';
+import { runHandler } from './hooks.js';
+import {
+  DefaultTerminationGracePeriodSeconds,
+  getContainerInfoFromAnnotations,
+  getContainerInfoFromLabels,
+  newContainerAnnotations,
+  newContainerLabels,
+  podUid,
+} from './labels.js';
+import { linuxResources } from './resources.js';
+import { expandVars } from './runtime_helper.js';
+import { namespaceOptions, podLogDirOf } from './sandbox.js';
+import { readTerminationMessage } from './termination_message.js';
+
+/** Containers always get at least this long to stop, so a zero grace period is not an instant SIGKILL. */
+export const MinimumGracePeriodSeconds = 2;
+
+export function toContainerState(s: CriContainerState): ContainerState {
+  switch (s) {
+    case CriContainerState.CONTAINER_CREATED:
+      return 'created';
+    case CriContainerState.CONTAINER_RUNNING:
+      return 'running';
+    case CriContainerState.CONTAINER_EXITED:
+      return 'exited';
+    default:
+      return 'unknown';
+  }
+}
+
+export function containerId(ctx: ManagerContext, id: string): ContainerID {
+  return { type: ctx.runtimeName, id };
+}
+
+/** Converts CRI status + our annotations; for exited containers, adds the termination message. */
+export async function toContainerStatus(
+  ctx: ManagerContext,
+  s: CriContainerStatus,
+): Promise<ContainerStatus> {
+  const labels = getContainerInfoFromLabels(s.labels);
+  const ann = getContainerInfoFromAnnotations(s.annotations);
+  const state = toContainerState(s.state);
+  const out: ContainerStatus = {
+    id: containerId(ctx, s.id),
+    name: labels.containerName || s.metadata?.name || '',
+    state,
+    createdAt: new Date(nsToMs(s.createdAt)),
+    image: s.image?.userSpecifiedImage || s.image?.image || '',
+    imageRef: s.imageRef,
+    imageId: s.imageId || undefined,
+    hash: ann.hash,
+    restartCount: ann.restartCount,
+    logPath: s.logPath || undefined,
+  };
+  if (s.startedAt > 0n) out.startedAt = new Date(nsToMs(s.startedAt));
+  if (s.finishedAt > 0n) out.finishedAt = new Date(nsToMs(s.finishedAt));
+  if (s.reason) out.reason = s.reason;
+  let message = s.message;
+  if (state === 'exited') {
+    out.exitCode = s.exitCode;
+    const tm = await readTerminationMessage({
+      path: ann.terminationMessagePath,
+      policy: ann.terminationMessagePolicy,
+      exitCode: s.exitCode,
+      mounts: s.mounts,
+      logPath: s.logPath,
+    });
+    if (tm) message = message ? `${message}: ${tm}` : tm;
+  }
+  if (message) out.message = message;
+  return out;
+}
+
+/** When no status of the container survives, the highest `<n>.log` in its log dir gives the count. */
+export async function restartCountFromLogDir(dir: string): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return 0;
+  }
+  let max = -1;
+  for (const n of names) {
+    const m = /^(\d+)\.log$/.exec(n);
+    if (m) max = Math.max(max, Number(m[1]));
+  }
+  return max + 1;
+}
+
+async function terminationMessageMount(ctx: ManagerContext, pod: V1Pod, container: V1Container) {
+  const path = container.terminationMessagePath ?? '/dev/termination-log';
+  if (!ctx.mountTerminationMessage || !path) return [];
+  const dir = join(ctx.podsDir, podUid(pod), 'containers', container.name);
+  await mkdir(dir, { recursive: true });
+  const hostPath = join(dir, randomBytes(4).toString('hex'));
+  await writeFile(hostPath, '', { mode: 0o666 });
+  return [{ containerPath: path, hostPath, readonly: false }];
+}
+
+export async function generateContainerConfig(
+  ctx: ManagerContext,
+  pod: V1Pod,
+  container: V1Container,
+  restartCount: number,
+  imageRef: string,
+  podIPs: string[],
+): Promise<ContainerConfig> {
+  const opts = await ctx.helper.generateRunContainerOptions(pod, container, podIPs);
+  const vars = new Map(opts.envs.map((e) => [e.name, e.value]));
+  const mounts = [...opts.mounts, ...(await terminationMessageMount(ctx, pod, container))];
+  const sc = container.securityContext;
+  const psc = pod.spec?.securityContext;
+  const runAsUser = sc?.runAsUser ?? psc?.runAsUser;
+  const runAsGroup = sc?.runAsGroup ?? psc?.runAsGroup;
+  return {
+    metadata: { name: container.name, attempt: restartCount },
+    image: {
+      image: imageRef,
+      userSpecifiedImage: container.image ?? '',
+      annotations: {},
+      runtimeHandler: '',
+      imageRef: '',
+    },
+    command: (container.command ?? []).map((c) => expandVars(c, vars)),
+    args: (container.args ?? []).map((a) => expandVars(a, vars)),
+    workingDir: container.workingDir ?? '',
+    // KeyValue.value is proto `bytes` in this CRI version.
+    envs: opts.envs.map((e) => ({ key: e.name, value: Buffer.from(e.value, 'utf8') })),
+    mounts: mounts.map((m) => ({
+      containerPath: m.containerPath,
+      hostPath: m.hostPath,
+      readonly: m.readonly,
+      selinuxRelabel: false,
+      propagation: MountPropagation.PROPAGATION_PRIVATE,
+      uidMappings: [],
+      gidMappings: [],
+      recursiveReadOnly: false,
+      image: undefined,
+      imageSubPath: '',
+      mountOptions: [],
+    })),
+    devices: [],
+    labels: newContainerLabels(container, pod),
+    annotations: newContainerAnnotations(container, pod, restartCount),
+    logPath: join(container.name, `${restartCount}.log`),
+    stdin: container.stdin === true,
+    stdinOnce: container.stdinOnce === true,
+    tty: container.tty === true,
+    linux: {
+      resources: linuxResources(container),
+      securityContext: {
+        capabilities: sc?.capabilities
+          ? {
+              addCapabilities: sc.capabilities.add ?? [],
+              dropCapabilities: sc.capabilities.drop ?? [],
+              addAmbientCapabilities: [],
+            }
+          : undefined,
+        privileged: sc?.privileged === true,
+        namespaceOptions: { ...namespaceOptions(pod, true), targetId: '', usernsOptions: undefined },
+        selinuxOptions: undefined,
+        runAsUser: runAsUser != null ? { value: BigInt(runAsUser) } : undefined,
+        runAsGroup: runAsGroup != null ? { value: BigInt(runAsGroup) } : undefined,
+        runAsUsername: '',
+        readonlyRootfs: sc?.readOnlyRootFilesystem === true,
+        supplementalGroups: (psc?.supplementalGroups ?? []).map((g) => BigInt(g)),
+        supplementalGroupsPolicy: 0,
+        noNewPrivs: sc?.allowPrivilegeEscalation === false,
+        maskedPaths: [],
+        readonlyPaths: [],
+        seccomp: undefined,
+        apparmor: undefined,
+        apparmorProfile: '',
+        seccompProfilePath: '',
+      },
+    },
+    windows: undefined,
+    CDIDevices: [],
+    stopSignal: 0,
+  };
+}
+
+export interface StartContainerArgs {
+  pod: V1Pod;
+  container: V1Container;
+  podStatus: PodStatus;
+  pullSecrets: V1Secret[];
+  sandboxId: string;
+  sandboxConfig: PodSandboxConfig;
+  podIPs: string[];
+}
+
+/** Image -> CreateContainer -> StartContainer -> postStart. Throws SyncStepError with the kubelet reason. */
+export async function startContainer(ctx: ManagerContext, a: StartContainerArgs): Promise<string> {
+  const { pod, container } = a;
+  const imageRef = await ctx.images.ensureImageExists(pod, container, a.pullSecrets, a.sandboxConfig);
+
+  const previous = findContainerStatusByName(a.podStatus, container.name);
+  const restartCount = previous
+    ? previous.restartCount + 1
+    : await restartCountFromLogDir(join(podLogDirOf(ctx.podLogsRootDir, pod), container.name));
+
+  let config: ContainerConfig;
+  try {
+    config = await generateContainerConfig(ctx, pod, container, restartCount, imageRef, a.podIPs);
+  } catch (err) {
+    const msg = `Error: ${(err as Error).message}`;
+    recordEvent(ctx, pod, 'Warning', 'Failed', msg);
+    throw new SyncStepError(
+      err instanceof SyncStepError ? err.reason : ErrCreateContainerConfig,
+      (err as Error).message,
+      {
+        cause: err,
+      },
+    );
+  }
+
+  let id: string;
+  try {
+    id = (
+      await ctx.cri.createContainer({ podSandboxId: a.sandboxId, config, sandboxConfig: a.sandboxConfig })
+    ).containerId;
+  } catch (err) {
+    recordEvent(ctx, pod, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
+    throw new SyncStepError(ErrCreateContainer, (err as Error).message, { cause: err });
+  }
+  recordEvent(ctx, pod, 'Normal', 'Created', `Created container ${container.name}`);
+
+  try {
+    await ctx.cri.startContainer({ containerId: id });
+  } catch (err) {
+    recordEvent(ctx, pod, 'Warning', 'Failed', `Error: ${(err as Error).message}`);
+    throw new SyncStepError(ErrRunContainer, (err as Error).message, { cause: err });
+  }
+  recordEvent(ctx, pod, 'Normal', 'Started', `Started container ${container.name}`);
+
+  const postStart = container.lifecycle?.postStart;
+  if (postStart) {
+    try {
+      await runHandler(
+        postStart,
+        { containerId: id, containerName: container.name, podIP: a.podIPs[0], ports: container.ports ?? [] },
+        hookRunner(ctx),
+        gracePeriodSeconds(pod),
+      );
+    } catch (err) {
+      const msg = (err as Error).message;
+      recordEvent(ctx, pod, 'Warning', 'FailedPostStartHook', msg);
+      await killContainer(ctx, {
+        pod,
+        container,
+        id,
+        name: container.name,
+        reason: 'FailedPostStartHook',
+        message: 'FailedPostStartHook',
+      }).catch(() => undefined);
+      throw new SyncStepError(ErrPostStartHook, `PostStartHook failed: ${msg}`, { cause: err });
+    }
+  }
+  return id;
+}
+
+export function hookRunner(ctx: ManagerContext) {
+  return {
+    async exec(containerId: string, cmd: string[], timeoutSeconds: number) {
+      const r = await ctx.cri.execSync(
+        { containerId, cmd, timeout: BigInt(Math.max(1, Math.ceil(timeoutSeconds))) },
+        { timeoutMs: Math.max(1, timeoutSeconds) * 1000 + ctx.stopTimeoutSlackMs },
+      );
+      return { exitCode: r.exitCode, output: Buffer.concat([r.stdout, r.stderr]).toString('utf8') };
+    },
+  };
+}
+
+/** The pod's grace period: deletionGracePeriodSeconds, then terminationGracePeriodSeconds, then 30s. */
+export function gracePeriodSeconds(
+  pod: V1Pod | undefined,
+  annotated?: { deletion?: number; termination?: number },
+): number {
+  const deletion = pod?.metadata?.deletionGracePeriodSeconds ?? annotated?.deletion;
+  if (deletion != null) return deletion;
+  return (
+    pod?.spec?.terminationGracePeriodSeconds ?? annotated?.termination ?? DefaultTerminationGracePeriodSeconds
+  );
+}
+
+export interface KillContainerArgs {
+  /** Undefined for containers of pods the agent no longer knows: specs come from annotations. */
+  pod: V1Pod | undefined;
+  container?: V1Container;
+  id: string;
+  name: string;
+  reason: string;
+  message: string;
+  gracePeriodOverrideSeconds?: number;
+  /** Pod IP for httpGet preStop hooks when the pod object is gone. */
+  podIP?: () => Promise<string | undefined>;
+}
+
+/** preStop, then StopContainer with what is left of the grace period (at least 2s). NotFound counts as stopped. */
+export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): Promise<void> {
+  let preStop: V1LifecycleHandler | undefined = a.container?.lifecycle?.preStop;
+  let ports = a.container?.ports ?? [];
+  let grace: number;
+  if (a.pod && a.container) {
+    grace = gracePeriodSeconds(a.pod);
+  } else {
+    // Restore what the kill needs from the container's own annotations.
+    let annotations: Record<string, string> = {};
+    try {
+      annotations = (await ctx.cri.containerStatus({ containerId: a.id })).status?.annotations ?? {};
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    const info = getContainerInfoFromAnnotations(annotations);
+    preStop = info.preStopHandler;
+    ports = info.ports ?? [];
+    grace = gracePeriodSeconds(a.pod, {
+      deletion: info.podDeletionGracePeriodSeconds,
+      termination: info.podTerminationGracePeriodSeconds,
+    });
+  }
+  recordEvent(ctx, a.pod, 'Normal', 'Killing', a.message || `Stopping container ${a.name}`);
+  if (a.gracePeriodOverrideSeconds !== undefined) grace = a.gracePeriodOverrideSeconds;
+
+  if (preStop && grace > 0) {
+    const started = ctx.clock.now();
+    try {
+      const podIP = a.pod?.status?.podIP ?? (await a.podIP?.());
+      await runHandler(
+        preStop,
+        { containerId: a.id, containerName: a.name, podIP, ports },
+        hookRunner(ctx),
+        grace,
+      );
+    } catch (err) {
+      recordEvent(ctx, a.pod, 'Warning', 'FailedPreStopHook', (err as Error).message);
+    }
+    grace -= Math.floor((ctx.clock.now() - started) / 1000);
+  }
+  grace = Math.max(grace, MinimumGracePeriodSeconds);
+  try {
+    await ctx.cri.stopContainer(
+      { containerId: a.id, timeout: BigInt(grace) },
+      { timeoutMs: grace * 1000 + ctx.stopTimeoutSlackMs },
+    );
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}
+
+/** Removes a container and its log file. NotFound counts as removed. */
+export async function removeContainer(ctx: ManagerContext, id: string): Promise<void> {
+  try {
+    const st = await ctx.cri.containerStatus({ containerId: id });
+    if (st.status?.logPath) await rm(st.status.logPath, { force: true });
+    await ctx.cri.removeContainer({ containerId: id });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}

@@ -1,0 +1,40 @@
+// Shared state of one runtime manager, handed to the sandbox, container and GC modules.
+import type { CriClient, PodSandboxConfig } from '@kh/cri-api';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { ImageManager } from '../images/image_manager.js';
+import type { Clock, EventRecorder, ProbeResults } from '../types.js';
+import type { RuntimeHelper } from './runtime_helper.js';
+
+export interface ManagerContext {
+  cri: CriClient;
+  /** CRI runtimeName (containerd, docker, fake...): the scheme of container IDs. */
+  runtimeName: string;
+  clock: Clock;
+  recorder: EventRecorder | undefined;
+  helper: RuntimeHelper;
+  /** Root of pod log directories, /var/log/pods by default. */
+  podLogsRootDir: string;
+  /** Root of per-pod directories (termination message files, emptyDirs), /var/lib/kubelet/pods by default. */
+  podsDir: string;
+  /** Bind-mount a host file at terminationMessagePath (needs podsDir shared with the runtime). */
+  mountTerminationMessage: boolean;
+  images: ImageManager<PodSandboxConfig>;
+  probes: ProbeResults;
+  /** StopContainer deadline on top of the grace period, in ms. */
+  stopTimeoutSlackMs: number;
+}
+
+export function recordEvent(
+  ctx: ManagerContext,
+  pod: V1Pod | undefined,
+  type: 'Normal' | 'Warning',
+  reason: string,
+  message: string,
+): void {
+  if (pod) ctx.recorder?.event(pod, type, reason, message);
+}
+
+/** Epoch ms from a CRI int64 nanosecond timestamp. */
+export function nsToMs(ns: bigint): number {
+  return Number(ns / 1_000_000n);
+}

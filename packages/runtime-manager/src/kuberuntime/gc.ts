@@ -1,0 +1,111 @@
+// Container garbage collection over CRI: dead containers (with their logs), dead sandboxes,
+// and log directories of pods that are gone. Selection lives in gc_policy.ts.
+import { readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isNotFound } from '@kh/cri-api';
+import type { ContainerGCPolicy, PodStateProvider } from '../types.js';
+import { removeContainer, toContainerState } from './container.js';
+import { type ManagerContext, nsToMs } from './context.js';
+import {
+  type GCContext,
+  selectContainersToEvict,
+  selectPodLogDirsToRemove,
+  selectSandboxesToEvict,
+} from './gc_policy.js';
+import { ContainerNameLabel, PodUidLabel } from './labels.js';
+import { sandboxState } from './sandbox.js';
+
+export function validateContainerGCPolicy(p: ContainerGCPolicy): void {
+  if (p.minAgeMs < 0) throw new RangeError(`minAge must be >= 0, got ${p.minAgeMs}ms`);
+  if (p.maxContainers >= 0 && p.maxPerPodContainer > p.maxContainers) {
+    throw new RangeError(
+      `maxPerPodContainer (${p.maxPerPodContainer}) must not be greater than maxContainers (${p.maxContainers})`,
+    );
+  }
+}
+
+export interface ContainerGCReport {
+  removedContainers: string[];
+  removedSandboxes: string[];
+  removedLogDirs: string[];
+  errors: Error[];
+}
+
+export async function garbageCollectContainers(
+  ctx: ManagerContext,
+  pods: PodStateProvider,
+  policy: ContainerGCPolicy,
+  allSourcesReady: boolean,
+  evictNonDeletedPods: boolean,
+): Promise<ContainerGCReport> {
+  validateContainerGCPolicy(policy);
+  const gcCtx: GCContext = { now: ctx.clock.now(), allSourcesReady, evictNonDeletedPods, pods };
+  const report: ContainerGCReport = {
+    removedContainers: [],
+    removedSandboxes: [],
+    removedLogDirs: [],
+    errors: [],
+  };
+
+  const listed = (await ctx.cri.listContainers({})).containers.filter((c) => c.labels[PodUidLabel]);
+  const victims = selectContainersToEvict(
+    listed.map((c) => ({
+      id: c.id,
+      podUid: c.labels[PodUidLabel]!,
+      name: c.labels[ContainerNameLabel] ?? c.metadata?.name ?? '',
+      createdAt: nsToMs(c.createdAt),
+      state: toContainerState(c.state),
+    })),
+    policy,
+    gcCtx,
+  );
+  for (const v of victims) {
+    try {
+      // A container in unknown state may still hold resources: stop it before removal.
+      if (v.state === 'unknown') await ctx.cri.stopContainer({ containerId: v.id, timeout: 0n });
+      await removeContainer(ctx, v.id);
+      report.removedContainers.push(v.id);
+    } catch (err) {
+      report.errors.push(err as Error);
+    }
+  }
+
+  const [sandboxes, remaining] = await Promise.all([ctx.cri.listPodSandbox({}), ctx.cri.listContainers({})]);
+  const withContainers = new Set(remaining.containers.map((c) => c.podSandboxId));
+  const deadSandboxes = selectSandboxesToEvict(
+    sandboxes.items
+      .filter((s) => s.labels[PodUidLabel] ?? s.metadata?.uid)
+      .map((s) => ({
+        id: s.id,
+        podUid: s.labels[PodUidLabel] ?? s.metadata?.uid ?? '',
+        createdAt: nsToMs(s.createdAt),
+        ready: sandboxState(s) === 'ready',
+      })),
+    withContainers,
+    gcCtx,
+  );
+  for (const s of deadSandboxes) {
+    try {
+      await ctx.cri.removePodSandbox({ podSandboxId: s.id });
+      report.removedSandboxes.push(s.id);
+    } catch (err) {
+      if (!isNotFound(err)) report.errors.push(err as Error);
+    }
+  }
+
+  let dirs: string[] = [];
+  try {
+    dirs = await readdir(ctx.podLogsRootDir);
+  } catch {
+    // No log root yet: nothing to collect.
+  }
+  for (const d of selectPodLogDirsToRemove(dirs, gcCtx)) {
+    try {
+      await rm(join(ctx.podLogsRootDir, d), { recursive: true, force: true });
+      report.removedLogDirs.push(d);
+    } catch (err) {
+      report.errors.push(err as Error);
+    }
+  }
+  return report;
+}

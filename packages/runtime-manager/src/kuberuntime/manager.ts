@@ -1,0 +1,680 @@
+// The runtime manager (the kubelet's kubeGenericRuntimeManager): pods in, CRI calls out. It
+// keeps no state of its own beyond caches: everything it knows about a pod it reads back from
+// the runtime's sandboxes and containers and their labels, so a new instance adopts running
+// pods as they are.
+import {
+  type ContainerEventResponse,
+  type CriClient,
+  ContainerState as CriContainerState,
+  type PodSandboxConfig,
+  PodSandboxState,
+} from '@kh/cri-api';
+import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { ImageGCManager } from '../images/image_gc.js';
+import { ImageManager, type ImageManagerOptions } from '../images/image_manager.js';
+import type {
+  Backoff,
+  Clock,
+  ContainerGCPolicy,
+  ContainerID,
+  ContainerStatus,
+  EventRecorder,
+  ExecResult,
+  Image,
+  ImageGCPolicy,
+  ImageStats,
+  PodStateProvider,
+  PodStatus,
+  PodSyncResult,
+  ProbeResults,
+  RunningPod,
+  Runtime,
+  RuntimeStatus,
+  SandboxStatus,
+  SyncAction,
+  SyncStepResult,
+} from '../types.js';
+import { systemClock } from '../types.js';
+import { computePodActions, isRestartableInitContainer } from './compute_pod_actions.js';
+import {
+  containerId,
+  killContainer,
+  removeContainer,
+  startContainer,
+  toContainerState,
+  toContainerStatus,
+} from './container.js';
+import { type ManagerContext, nsToMs, recordEvent } from './context.js';
+import {
+  ErrConfigPodSandbox,
+  ErrCrashLoopBackOff,
+  ErrCreatePodSandbox,
+  ErrKillContainer,
+  ErrKillPodSandbox,
+  formatDuration,
+  SyncStepError,
+} from './errors.js';
+import { type ContainerGCReport, garbageCollectContainers } from './gc.js';
+import {
+  ContainerNameLabel,
+  getContainerInfoFromAnnotations,
+  PodNameLabel,
+  PodNamespaceLabel,
+  PodUidLabel,
+} from './labels.js';
+import { DefaultRuntimeHelper, type RuntimeHelper } from './runtime_helper.js';
+import { createPodSandbox, generatePodSandboxConfig, sandboxState, toSandboxStatus } from './sandbox.js';
+
+export interface RuntimeManagerOptions {
+  cri: CriClient;
+  clock?: Clock;
+  recorder?: EventRecorder;
+  /** Default /var/log/pods. */
+  podLogsRootDir?: string;
+  /** Default /var/lib/kubelet/pods. */
+  podsDir?: string;
+  /** Default true. Turn off when the runtime cannot see podsDir (it runs on another filesystem). */
+  mountTerminationMessage?: boolean;
+  /** Default: DefaultRuntimeHelper over podsDir with cgroupParent. */
+  runtimeHelper?: RuntimeHelper;
+  /** Pod cgroup parent for the default helper. */
+  cgroupParent?: string;
+  probeResults?: ProbeResults;
+  /** Which pods are gone, for container GC. Default: every pod is still wanted. */
+  podStateProvider?: PodStateProvider;
+  /** Pull policy knobs (serializeImagePulls, maxParallelImagePulls, registryPullQPS, registryBurst). */
+  images?: Omit<ImageManagerOptions, 'clock' | 'recorder'>;
+  imageGCPolicy?: ImageGCPolicy;
+  /** The sandbox (pause) image, which image GC never removes. */
+  podSandboxImage?: string;
+  /** Extra deadline for StopContainer/ExecSync beyond the grace period. Default 10s. */
+  stopTimeoutSlackMs?: number;
+}
+
+const keepAll: PodStateProvider = {
+  shouldPodContentBeRemoved: () => false,
+  shouldPodRuntimeBeRemoved: () => false,
+};
+const noProbes: ProbeResults = { liveness: () => undefined, startup: () => undefined };
+
+/** Backoff key of a container: stable across restarts while its spec (hash) stays the same. */
+export function containerBackoffKey(pod: V1Pod, container: V1Container, hash: string): string {
+  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? ''}_${pod.metadata?.uid ?? ''}_${container.name}_${hash}`;
+}
+
+export class KubeGenericRuntimeManager implements Runtime {
+  readonly #ctx: ManagerContext;
+  readonly #pods: PodStateProvider;
+  readonly #version: { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string };
+  readonly imageGC: ImageGCManager;
+
+  private constructor(
+    ctx: ManagerContext,
+    pods: PodStateProvider,
+    version: { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string },
+    imageGCPolicy: ImageGCPolicy | undefined,
+    sandboxImage: string | undefined,
+  ) {
+    this.#ctx = ctx;
+    this.#pods = pods;
+    this.#version = version;
+    this.imageGC = new ImageGCManager(
+      {
+        listImages: () => this.listImages(),
+        imagesInUse: () => this.#imagesInUse(),
+        imageFsUsage: () => this.#imageFsUsage(),
+        removeImage: (id) => this.removeImage(id),
+      },
+      imageGCPolicy,
+      { clock: ctx.clock, sandboxImage },
+    );
+  }
+
+  /** Connects to the runtime (CRI Version) and builds the manager around it. */
+  static async create(opts: RuntimeManagerOptions): Promise<KubeGenericRuntimeManager> {
+    const v = await opts.cri.version({ version: 'v1' });
+    const podsDir = opts.podsDir ?? '/var/lib/kubelet/pods';
+    const clock = opts.clock ?? systemClock;
+    const images = new ImageManager<PodSandboxConfig>(
+      {
+        getImageRef: async (image) =>
+          (await opts.cri.imageStatus({ image: { image } })).image?.id || undefined,
+        pullImage: async (image, auth, sandboxConfig) =>
+          (await opts.cri.pullImage({ image: { image }, auth, sandboxConfig })).imageRef,
+      },
+      { ...opts.images, clock, recorder: opts.recorder },
+    );
+    const ctx: ManagerContext = {
+      cri: opts.cri,
+      runtimeName: v.runtimeName,
+      clock,
+      recorder: opts.recorder,
+      helper: opts.runtimeHelper ?? new DefaultRuntimeHelper(podsDir, opts.cgroupParent ?? ''),
+      podLogsRootDir: opts.podLogsRootDir ?? '/var/log/pods',
+      podsDir,
+      mountTerminationMessage: opts.mountTerminationMessage ?? true,
+      images,
+      probes: opts.probeResults ?? noProbes,
+      stopTimeoutSlackMs: opts.stopTimeoutSlackMs ?? 10_000,
+    };
+    return new KubeGenericRuntimeManager(
+      ctx,
+      opts.podStateProvider ?? keepAll,
+      {
+        runtimeName: v.runtimeName,
+        runtimeVersion: v.runtimeVersion,
+        runtimeApiVersion: v.runtimeApiVersion,
+      },
+      opts.imageGCPolicy,
+      opts.podSandboxImage,
+    );
+  }
+
+  type(): string {
+    return this.#version.runtimeName;
+  }
+
+  async version(): Promise<string> {
+    return (await this.#ctx.cri.version({ version: 'v1' })).runtimeVersion;
+  }
+
+  async apiVersion(): Promise<string> {
+    return (await this.#ctx.cri.version({ version: 'v1' })).runtimeApiVersion;
+  }
+
+  async status(): Promise<RuntimeStatus> {
+    const res = await this.#ctx.cri.status({ verbose: false });
+    return {
+      conditions: (res.status?.conditions ?? []).map((c) => ({
+        type: c.type,
+        status: c.status,
+        reason: c.reason,
+        message: c.message,
+      })),
+    };
+  }
+
+  // ---- pod status -------------------------------------------------------------------------
+
+  async getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
+    const selector = { [PodUidLabel]: uid };
+    const [sandboxes, containers] = await Promise.all([
+      this.#ctx.cri.listPodSandbox({ filter: { labelSelector: selector } }),
+      this.#ctx.cri.listContainers({ filter: { labelSelector: selector } }),
+    ]);
+    const sandboxStatuses = (
+      await Promise.all(
+        sandboxes.items.map((s) =>
+          this.#ctx.cri.podSandboxStatus({ podSandboxId: s.id }).then(
+            (r) => (r.status ? toSandboxStatus(r.status) : undefined),
+            () => undefined, // removed between list and status
+          ),
+        ),
+      )
+    )
+      .filter((s) => s !== undefined)
+      .sort(newestSandboxFirst);
+    const containerStatuses = (
+      await Promise.all(
+        containers.containers.map((c) =>
+          this.#ctx.cri.containerStatus({ containerId: c.id }).then(
+            (r) => (r.status ? toContainerStatus(this.#ctx, r.status) : undefined),
+            () => undefined,
+          ),
+        ),
+      )
+    )
+      .filter((s) => s !== undefined)
+      .sort(newestContainerFirst);
+    const newest = sandboxStatuses[0];
+    const ips = newest?.state === 'ready' && newest.ip ? [newest.ip, ...newest.additionalIps] : [];
+    return {
+      uid,
+      name,
+      namespace,
+      ips,
+      sandboxStatuses,
+      containerStatuses,
+      timestamp: new Date(this.#ctx.clock.now()),
+    };
+  }
+
+  /**
+   * The pod's status as carried by a CRI container event (sandbox + container statuses), for the
+   * evented PLEG. Undefined when the event has no sandbox status.
+   */
+  async podStatusFromEvent(ev: ContainerEventResponse): Promise<PodStatus | undefined> {
+    const sb = ev.podSandboxStatus;
+    if (!sb?.metadata) return undefined;
+    const sandbox = toSandboxStatus(sb);
+    const containerStatuses = (
+      await Promise.all(ev.containersStatuses.map((c) => toContainerStatus(this.#ctx, c)))
+    ).sort(newestContainerFirst);
+    return {
+      uid: sb.metadata.uid,
+      name: sb.metadata.name,
+      namespace: sb.metadata.namespace,
+      ips: sandbox.state === 'ready' && sandbox.ip ? [sandbox.ip, ...sandbox.additionalIps] : [],
+      sandboxStatuses: [sandbox],
+      containerStatuses,
+      timestamp: new Date(this.#ctx.clock.now()),
+    };
+  }
+
+  async getPods(all: boolean): Promise<RunningPod[]> {
+    const [sandboxes, containers] = await Promise.all([
+      this.#ctx.cri.listPodSandbox(
+        all ? {} : { filter: { state: { state: PodSandboxState.SANDBOX_READY } } },
+      ),
+      this.#ctx.cri.listContainers(
+        all ? {} : { filter: { state: { state: CriContainerState.CONTAINER_RUNNING } } },
+      ),
+    ]);
+    const pods = new Map<string, RunningPod>();
+    const podFor = (labels: Record<string, string>) => {
+      const uid = labels[PodUidLabel];
+      if (!uid) return undefined; // not created by a kubelet-style agent
+      let p = pods.get(uid);
+      if (!p) {
+        p = {
+          uid,
+          name: labels[PodNameLabel] ?? '',
+          namespace: labels[PodNamespaceLabel] ?? '',
+          sandboxes: [],
+          containers: [],
+        };
+        pods.set(uid, p);
+      }
+      return p;
+    };
+    for (const s of sandboxes.items) podFor(s.labels)?.sandboxes.push({ id: s.id, state: sandboxState(s) });
+    for (const c of containers.containers) {
+      podFor(c.labels)?.containers.push({
+        id: containerId(this.#ctx, c.id),
+        name: c.labels[ContainerNameLabel] ?? c.metadata?.name ?? '',
+        state: toContainerState(c.state),
+        hash: getContainerInfoFromAnnotations(c.annotations).hash,
+        image: c.image?.userSpecifiedImage || c.image?.image || '',
+        imageRef: c.imageRef,
+        createdAt: new Date(nsToMs(c.createdAt)),
+      });
+    }
+    return [...pods.values()];
+  }
+
+  // ---- sync ----------------------------------------------------------------------------------
+
+  async syncPod(
+    pod: V1Pod,
+    podStatus: PodStatus,
+    pullSecrets: V1Secret[],
+    backoff: Backoff,
+  ): Promise<PodSyncResult> {
+    const ctx = this.#ctx;
+    const result: PodSyncResult = { steps: [] };
+    const actions = computePodActions(pod, podStatus, ctx.probes);
+
+    if (actions.createSandbox && actions.sandboxId) {
+      recordEvent(
+        ctx,
+        pod,
+        'Normal',
+        'SandboxChanged',
+        'Pod sandbox changed, it will be killed and re-created.',
+      );
+    }
+    if (actions.killPod) {
+      const steps = await this.#killPodWithSyncResult(pod, runningPodFromStatus(podStatus), undefined);
+      result.steps.push(...steps);
+      if (steps.some((s) => s.error)) return result;
+      if (actions.createSandbox)
+        await this.#removeContainersNamed(
+          podStatus,
+          (pod.spec?.initContainers ?? []).map((c) => c.name),
+          0,
+        );
+    } else {
+      for (const k of actions.containersToKill.values()) {
+        const step: SyncStepResult = { action: 'KillContainer', target: k.name };
+        result.steps.push(step);
+        try {
+          await killContainer(ctx, {
+            pod,
+            container: k.container,
+            id: k.id.id,
+            name: k.name,
+            reason: k.reason,
+            message: k.message,
+          });
+        } catch (err) {
+          fail(step, ErrKillContainer, err);
+          return result;
+        }
+      }
+    }
+    // Keep only the newest dead instance of each init container; older ones are noise.
+    if (!actions.createSandbox) {
+      await this.#removeContainersNamed(
+        podStatus,
+        (pod.spec?.initContainers ?? []).map((c) => c.name),
+        1,
+      );
+    }
+
+    let sandboxId = actions.sandboxId;
+    let podIPs = podStatus.ips;
+    if (actions.createSandbox) {
+      const step: SyncStepResult = { action: 'CreatePodSandbox', target: pod.metadata?.name ?? '' };
+      result.steps.push(step);
+      try {
+        sandboxId = (await createPodSandbox(ctx, pod, actions.attempt)).id;
+      } catch (err) {
+        fail(step, ErrCreatePodSandbox, err, 'Failed to create pod sandbox: ');
+        recordEvent(ctx, pod, 'Warning', 'FailedCreatePodSandBox', step.message ?? '');
+        return result;
+      }
+      try {
+        const st = (await ctx.cri.podSandboxStatus({ podSandboxId: sandboxId })).status;
+        podIPs =
+          !pod.spec?.hostNetwork && st?.network?.ip
+            ? [st.network.ip, ...st.network.additionalIps.map((i) => i.ip)]
+            : [];
+      } catch (err) {
+        const cfgStep: SyncStepResult = { action: 'ConfigPodSandbox', target: sandboxId };
+        result.steps.push(cfgStep);
+        fail(cfgStep, ErrConfigPodSandbox, err);
+        return result;
+      }
+    }
+    const sandboxConfig = generatePodSandboxConfig(ctx, pod, actions.attempt);
+
+    const start = async (action: SyncAction, container: V1Container): Promise<boolean> => {
+      const step: SyncStepResult = { action, target: container.name };
+      result.steps.push(step);
+      const inBackoff = this.#crashLoopBackoff(pod, container, podStatus, backoff);
+      if (inBackoff) {
+        step.error = new SyncStepError(ErrCrashLoopBackOff, inBackoff);
+        step.reason = ErrCrashLoopBackOff;
+        step.message = inBackoff;
+        return false;
+      }
+      try {
+        await startContainer(ctx, {
+          pod,
+          container,
+          podStatus,
+          pullSecrets,
+          sandboxId,
+          sandboxConfig,
+          podIPs,
+        });
+        return true;
+      } catch (err) {
+        fail(step, err instanceof SyncStepError ? err.reason : 'StartError', err);
+        return false;
+      }
+    };
+
+    const inits = pod.spec?.initContainers ?? [];
+    for (const i of actions.initContainersToStart) {
+      const c = inits[i]!;
+      // A regular init container that fails to start blocks everything after it.
+      if (!(await start('InitContainer', c)) && !isRestartableInitContainer(c)) return result;
+    }
+    const containers = pod.spec?.containers ?? [];
+    for (const i of actions.containersToStart) await start('StartContainer', containers[i]!);
+    return result;
+  }
+
+  /** The CrashLoopBackOff message when `container` must wait before its next start, else undefined. */
+  #crashLoopBackoff(
+    pod: V1Pod,
+    container: V1Container,
+    podStatus: PodStatus,
+    backoff: Backoff,
+  ): string | undefined {
+    const s = podStatus.containerStatuses.find((c) => c.name === container.name);
+    if (!s || s.state !== 'exited' || !s.finishedAt) return undefined;
+    const key = containerBackoffKey(pod, container, s.hash);
+    const finished = s.finishedAt.getTime();
+    if (backoff.isInBackOffSince(key, finished)) {
+      recordEvent(
+        this.#ctx,
+        pod,
+        'Warning',
+        'BackOff',
+        `Back-off restarting failed container ${container.name} in pod ${podRef(pod)}`,
+      );
+      return `back-off ${formatDuration(backoff.get(key))} restarting failed container=${container.name} pod=${podRef(pod)}`;
+    }
+    backoff.next(key, finished);
+    return undefined;
+  }
+
+  /** Removes dead containers with these names, keeping the newest `keep` of each. */
+  async #removeContainersNamed(podStatus: PodStatus, names: string[], keep: number): Promise<void> {
+    const seen = new Map<string, number>();
+    for (const s of podStatus.containerStatuses) {
+      if (!names.includes(s.name) || s.state === 'running') continue;
+      const n = (seen.get(s.name) ?? 0) + 1;
+      seen.set(s.name, n);
+      // Best effort: a leftover dead init container only costs disk until container GC.
+      if (n > keep) await removeContainer(this.#ctx, s.id.id).catch(() => undefined);
+    }
+  }
+
+  // ---- kill ----------------------------------------------------------------------------------
+
+  async killPod(
+    pod: V1Pod | undefined,
+    runningPod: RunningPod,
+    gracePeriodOverrideSeconds?: number,
+  ): Promise<void> {
+    const steps = await this.#killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds);
+    const failed = steps.filter((s) => s.error);
+    if (failed.length) {
+      throw new KillPodError(
+        `failed to kill pod ${runningPod.namespace}/${runningPod.name}: ${failed.map((s) => `${s.action} ${s.target}: ${s.message}`).join('; ')}`,
+        steps,
+      );
+    }
+  }
+
+  async #killPodWithSyncResult(
+    pod: V1Pod | undefined,
+    runningPod: RunningPod,
+    gracePeriodOverrideSeconds: number | undefined,
+  ): Promise<SyncStepResult[]> {
+    const ctx = this.#ctx;
+    let podIP: Promise<string | undefined> | undefined;
+    const lazyPodIP = () => {
+      podIP ??= (async () => {
+        for (const s of runningPod.sandboxes) {
+          const st = await ctx.cri.podSandboxStatus({ podSandboxId: s.id }).catch(() => undefined);
+          if (st?.status?.network?.ip) return st.status.network.ip;
+        }
+        return undefined;
+      })();
+      return podIP;
+    };
+    const specs = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])];
+    const steps = await Promise.all(
+      runningPod.containers
+        .filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown')
+        .map(async (c) => {
+          const step: SyncStepResult = { action: 'KillContainer', target: c.name };
+          try {
+            await killContainer(ctx, {
+              pod,
+              container: specs.find((s) => s.name === c.name),
+              id: c.id.id,
+              name: c.name,
+              reason: '',
+              message: '',
+              gracePeriodOverrideSeconds,
+              podIP: lazyPodIP,
+            });
+          } catch (err) {
+            fail(step, ErrKillContainer, err);
+          }
+          return step;
+        }),
+    );
+    for (const s of runningPod.sandboxes) {
+      const step: SyncStepResult = { action: 'KillPodSandbox', target: s.id };
+      steps.push(step);
+      try {
+        await ctx.cri.stopPodSandbox({ podSandboxId: s.id });
+      } catch (err) {
+        fail(step, ErrKillPodSandbox, err);
+      }
+    }
+    return steps;
+  }
+
+  // ---- GC --------------------------------------------------------------------------------------
+
+  async garbageCollect(
+    policy: ContainerGCPolicy,
+    allSourcesReady: boolean,
+    evictNonDeletedPods: boolean,
+  ): Promise<void> {
+    const report = await this.garbageCollectWithReport(policy, allSourcesReady, evictNonDeletedPods);
+    if (report.errors.length) {
+      throw new AggregateError(
+        report.errors,
+        `container GC: ${report.errors.map((e) => e.message).join('; ')}`,
+      );
+    }
+  }
+
+  /** Like garbageCollect, but returns what was removed and collects errors instead of throwing. */
+  garbageCollectWithReport(
+    policy: ContainerGCPolicy,
+    allSourcesReady: boolean,
+    evictNonDeletedPods: boolean,
+  ): Promise<ContainerGCReport> {
+    return garbageCollectContainers(this.#ctx, this.#pods, policy, allSourcesReady, evictNonDeletedPods);
+  }
+
+  // ---- exec & images -----------------------------------------------------------------------
+
+  async runInContainer(id: ContainerID, cmd: string[], timeoutMs: number): Promise<ExecResult> {
+    const r = await this.#ctx.cri.execSync(
+      { containerId: id.id, cmd, timeout: BigInt(Math.max(1, Math.ceil(timeoutMs / 1000))) },
+      { timeoutMs: timeoutMs + this.#ctx.stopTimeoutSlackMs },
+    );
+    return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode };
+  }
+
+  /** Pulls regardless of policy (the image service's PullImage), trying matching pull secrets. */
+  async pullImage(image: string, pullSecrets: V1Secret[]): Promise<string> {
+    return this.#ctx.images.ensureImageExists(
+      { metadata: { uid: '', name: '', namespace: '' } },
+      { name: 'pull', image, imagePullPolicy: 'Always' },
+      pullSecrets,
+    );
+  }
+
+  async getImageRef(image: string): Promise<string | undefined> {
+    return (await this.#ctx.cri.imageStatus({ image: { image } })).image?.id || undefined;
+  }
+
+  async listImages(): Promise<Image[]> {
+    return (await this.#ctx.cri.listImages({})).images.map((i) => ({
+      id: i.id,
+      repoTags: i.repoTags,
+      repoDigests: i.repoDigests,
+      size: Number(i.size),
+      pinned: i.pinned,
+    }));
+  }
+
+  async removeImage(image: string): Promise<void> {
+    await this.#ctx.cri.removeImage({ image: { image } });
+  }
+
+  async imageStats(): Promise<ImageStats> {
+    return { totalStorageBytes: (await this.listImages()).reduce((n, i) => n + i.size, 0) };
+  }
+
+  async #imagesInUse(): Promise<Set<string>> {
+    const used = new Set<string>();
+    for (const c of (await this.#ctx.cri.listContainers({})).containers) {
+      for (const v of [c.imageRef, c.imageId, c.image?.image, c.image?.userSpecifiedImage])
+        if (v) used.add(v);
+    }
+    return used;
+  }
+
+  /** Image filesystem usage from CRI ImageFsInfo; capacity from statfs of the reported mountpoint. */
+  async #imageFsUsage(): Promise<{ usedBytes: number; capacityBytes: number }> {
+    const fs = (await this.#ctx.cri.imageFsInfo({})).imageFilesystems[0];
+    if (!fs) throw new Error('runtime reported no image filesystem');
+    const usedBytes = Number(fs.usedBytes?.value ?? 0n);
+    return { usedBytes, capacityBytes: await this.imageFsCapacity(fs.fsId?.mountpoint ?? '') };
+  }
+
+  /** Capacity of the image filesystem; override for runtimes whose mountpoint is not on this host. */
+  imageFsCapacity: (mountpoint: string) => Promise<number> = async (mountpoint) => {
+    const { statfs } = await import('node:fs/promises');
+    const s = await statfs(mountpoint);
+    return s.blocks * s.bsize;
+  };
+
+  /** The context, for the PLEG and tests in this package. */
+  get context(): ManagerContext {
+    return this.#ctx;
+  }
+}
+
+export class KillPodError extends Error {
+  constructor(
+    message: string,
+    readonly steps: SyncStepResult[],
+  ) {
+    super(message);
+    this.name = 'KillPodError';
+  }
+}
+
+// Creation times can tie (coarse runtime clocks, fakes); the attempt number then decides.
+function newestSandboxFirst(a: SandboxStatus, b: SandboxStatus): number {
+  return b.createdAt.getTime() - a.createdAt.getTime() || b.attempt - a.attempt;
+}
+
+function newestContainerFirst(a: ContainerStatus, b: ContainerStatus): number {
+  return b.createdAt.getTime() - a.createdAt.getTime() || b.restartCount - a.restartCount;
+}
+
+function podRef(pod: V1Pod): string {
+  return `${pod.metadata?.name ?? ''}_${pod.metadata?.namespace ?? ''}(${pod.metadata?.uid ?? ''})`;
+}
+
+function fail(step: SyncStepResult, reason: string, err: unknown, prefix = ''): void {
+  const e = err as Error;
+  step.error = e;
+  step.reason = reason;
+  step.message = prefix + (err instanceof SyncStepError ? e.message : (e.message ?? String(err)));
+}
+
+/** The running part of a PodStatus, in the shape killPod takes. */
+export function runningPodFromStatus(s: PodStatus): RunningPod {
+  return {
+    uid: s.uid,
+    name: s.name,
+    namespace: s.namespace,
+    sandboxes: s.sandboxStatuses.map((sb) => ({ id: sb.id, state: sb.state })),
+    containers: s.containerStatuses
+      .filter((c) => c.state === 'running')
+      .map((c) => ({
+        id: c.id,
+        name: c.name,
+        state: c.state,
+        hash: c.hash,
+        image: c.image,
+        imageRef: c.imageRef,
+        createdAt: c.createdAt,
+      })),
+  };
+}

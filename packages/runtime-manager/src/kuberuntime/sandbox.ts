@@ -1,0 +1,126 @@
+// Pod sandboxes: the CRI config generated from a pod, creation with its attempt number and
+// log directory, and the status the runtime reports back.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  NamespaceMode,
+  type PodSandbox,
+  type PodSandboxConfig,
+  PodSandboxState,
+  type PodSandboxStatus,
+  Protocol,
+} from '@kh/cri-api';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { SandboxStatus } from '../types.js';
+import { type ManagerContext, nsToMs } from './context.js';
+import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
+
+/** /var/log/pods/<namespace>_<name>_<uid> */
+export function podLogDir(root: string, namespace: string, name: string, uid: string): string {
+  return join(root, `${namespace}_${name}_${uid}`);
+}
+
+export function podLogDirOf(root: string, pod: V1Pod): string {
+  return podLogDir(root, pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', podUid(pod));
+}
+
+function protocolOf(p: string | undefined): Protocol {
+  if (p === 'UDP') return Protocol.UDP;
+  if (p === 'SCTP') return Protocol.SCTP;
+  return Protocol.TCP;
+}
+
+/** Hostname rules of the kubelet: spec.hostname or the pod name, cut to 63 characters. */
+export function podHostname(pod: V1Pod): string {
+  const name = pod.spec?.hostname || pod.metadata?.name || '';
+  return name.slice(0, 63).replace(/[-.]+$/, '');
+}
+
+export function namespaceOptions(pod: V1Pod, forContainer: boolean) {
+  const spec = pod.spec;
+  let pid = NamespaceMode.CONTAINER;
+  if (spec?.hostPID) pid = NamespaceMode.NODE;
+  else if (spec?.shareProcessNamespace || !forContainer) pid = NamespaceMode.POD;
+  return {
+    network: spec?.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
+    pid,
+    ipc: spec?.hostIPC ? NamespaceMode.NODE : NamespaceMode.POD,
+  };
+}
+
+export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attempt: number): PodSandboxConfig {
+  const uid = podUid(pod);
+  const sc = pod.spec?.securityContext;
+  const portMappings = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].flatMap((c) =>
+    (c.ports ?? [])
+      .filter((p) => p.hostPort)
+      .map((p) => ({
+        protocol: protocolOf(p.protocol),
+        containerPort: p.containerPort,
+        hostPort: p.hostPort ?? 0,
+        hostIp: p.hostIP ?? '',
+      })),
+  );
+  const sysctls: Record<string, string> = {};
+  for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value;
+  const dns = ctx.helper.podDNS(pod);
+  return {
+    metadata: { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', uid, attempt },
+    hostname: pod.spec?.hostNetwork ? '' : podHostname(pod),
+    logDirectory: podLogDirOf(ctx.podLogsRootDir, pod),
+    dnsConfig: dns,
+    portMappings,
+    labels: newPodLabels(pod),
+    annotations: newPodAnnotations(pod),
+    linux: {
+      cgroupParent: ctx.helper.podCgroupParent(pod),
+      securityContext: {
+        namespaceOptions: { ...namespaceOptions(pod, false), targetId: '', usernsOptions: undefined },
+        selinuxOptions: undefined,
+        runAsUser: sc?.runAsUser != null ? { value: BigInt(sc.runAsUser) } : undefined,
+        runAsGroup: sc?.runAsGroup != null ? { value: BigInt(sc.runAsGroup) } : undefined,
+        readonlyRootfs: false,
+        supplementalGroups: (sc?.supplementalGroups ?? []).map((g) => BigInt(g)),
+        supplementalGroupsPolicy: 0,
+        privileged: [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
+          (c) => c.securityContext?.privileged === true,
+        ),
+        seccomp: undefined,
+        apparmor: undefined,
+        seccompProfilePath: '',
+      },
+      sysctls,
+      overhead: undefined,
+      resources: undefined,
+    },
+    windows: undefined,
+  };
+}
+
+/** Creates the sandbox (and its log directory); returns its id and the config used. */
+export async function createPodSandbox(
+  ctx: ManagerContext,
+  pod: V1Pod,
+  attempt: number,
+): Promise<{ id: string; config: PodSandboxConfig }> {
+  const config = generatePodSandboxConfig(ctx, pod, attempt);
+  await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
+  const res = await ctx.cri.runPodSandbox({ config, runtimeHandler: '' });
+  return { id: res.podSandboxId, config };
+}
+
+export function toSandboxStatus(s: PodSandboxStatus): SandboxStatus {
+  return {
+    id: s.id,
+    state: s.state === PodSandboxState.SANDBOX_READY ? 'ready' : 'notready',
+    attempt: s.metadata?.attempt ?? 0,
+    createdAt: new Date(nsToMs(s.createdAt)),
+    ip: s.network ? s.network.ip : undefined,
+    additionalIps: s.network?.additionalIps.map((i) => i.ip) ?? [],
+    hostNetwork: s.linux?.namespaces?.options?.network === NamespaceMode.NODE,
+  };
+}
+
+export function sandboxState(s: PodSandbox): SandboxStatus['state'] {
+  return s.state === PodSandboxState.SANDBOX_READY ? 'ready' : 'notready';
+}

@@ -1,0 +1,135 @@
+// Evented PLEG: lifecycle events from CRI GetContainerEvents. When the stream breaks and does
+// not come back after a few retries, it falls back to the relisting PLEG and says so in
+// mode(). The relisting PLEG also runs once at start so the cache is complete from the outset.
+import type { ContainerEventResponse, CriClient } from '@kh/cri-api';
+import { ContainerEventType } from '@kh/cri-api';
+import type { Pleg, PodLifecycleEvent, PodStatus } from '../types.js';
+import { LifecycleEmitter } from './cache.js';
+import type { GenericPLEG } from './generic.js';
+
+export interface EventedPlegOptions {
+  /** Reconnect attempts before falling back to relisting (the kubelet uses 5). */
+  maxStreamRetries?: number;
+  retryDelayMs?: number;
+  /** Turns an event's sandbox and container statuses into a PodStatus for the cache. */
+  podStatusFromEvent: (ev: ContainerEventResponse) => Promise<PodStatus | undefined>;
+  onError?: (err: Error) => void;
+}
+
+export class EventedPLEG implements Pleg {
+  readonly #emitter = new LifecycleEmitter();
+  readonly #opts: Required<Omit<EventedPlegOptions, 'onError'>> & Pick<EventedPlegOptions, 'onError'>;
+  #mode: 'generic' | 'evented' = 'evented';
+  #abort: AbortController | undefined;
+  #loop: Promise<void> | undefined;
+  #unwatchGeneric: (() => void) | undefined;
+  #lastError = '';
+
+  constructor(
+    private readonly cri: CriClient,
+    /** The relisting PLEG to fall back to; it shares the status cache. */
+    private readonly generic: GenericPLEG,
+    opts: EventedPlegOptions,
+  ) {
+    this.#opts = { maxStreamRetries: 5, retryDelayMs: 1000, ...opts };
+  }
+
+  start(): void {
+    if (this.#abort) return;
+    this.#abort = new AbortController();
+    this.#mode = 'evented';
+    const signal = this.#abort.signal;
+    this.#loop = this.#run(signal);
+  }
+
+  async #run(signal: AbortSignal): Promise<void> {
+    // One relist fills the cache with pods that existed before the stream started.
+    await this.generic.relist().catch((err: Error) => this.#opts.onError?.(err));
+    let failures = 0;
+    while (!signal.aborted) {
+      try {
+        for await (const ev of this.cri.getContainerEvents({}, { signal })) {
+          failures = 0;
+          await this.#handle(ev);
+        }
+        if (signal.aborted) return;
+        this.#lastError = 'container event stream ended';
+      } catch (err) {
+        if (signal.aborted) return;
+        this.#lastError = (err as Error).message;
+        this.#opts.onError?.(err as Error);
+      }
+      failures++;
+      if (failures > this.#opts.maxStreamRetries) {
+        this.#fallBack();
+        return;
+      }
+      await new Promise((r) => setTimeout(r, this.#opts.retryDelayMs));
+    }
+  }
+
+  #fallBack(): void {
+    this.#mode = 'generic';
+    this.#unwatchGeneric = this.generic.watch((e) => this.#emitter.emit(e));
+    this.generic.start();
+  }
+
+  async #handle(ev: ContainerEventResponse): Promise<void> {
+    const uid = ev.podSandboxStatus?.metadata?.uid ?? ev.podSandboxStatus?.labels['io.kubernetes.pod.uid'];
+    if (!uid) return;
+    try {
+      const status = await this.#opts.podStatusFromEvent(ev);
+      if (status) this.generic.cache.set(status);
+    } catch (err) {
+      this.#opts.onError?.(err as Error);
+    }
+    const e = (type: PodLifecycleEvent['type']): PodLifecycleEvent => ({
+      podUid: uid,
+      type,
+      data: ev.containerId,
+    });
+    switch (ev.containerEventType) {
+      case ContainerEventType.CONTAINER_STARTED_EVENT:
+        this.#emitter.emit(e('ContainerStarted'));
+        break;
+      case ContainerEventType.CONTAINER_STOPPED_EVENT:
+        this.#emitter.emit(e('ContainerDied'));
+        break;
+      case ContainerEventType.CONTAINER_DELETED_EVENT:
+        this.#emitter.emit(e('ContainerDied'));
+        this.#emitter.emit(e('ContainerRemoved'));
+        break;
+      default:
+        // CREATED only refreshes the cache, as in the kubelet.
+        break;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#abort?.abort();
+    await this.#loop;
+    this.#abort = undefined;
+    this.#unwatchGeneric?.();
+    await this.generic.stop();
+  }
+
+  watch(listener: (event: PodLifecycleEvent) => void): () => void {
+    return this.#emitter.watch(listener);
+  }
+
+  mode(): 'generic' | 'evented' {
+    return this.#mode;
+  }
+
+  healthy(): { ok: boolean; message: string } {
+    if (this.#mode === 'generic') {
+      const h = this.generic.healthy();
+      return { ok: h.ok, message: `evented pleg fell back to relisting (${this.#lastError}); ${h.message}` };
+    }
+    return { ok: true, message: 'evented pleg is receiving container events' };
+  }
+
+  getCachedStatus(uid: string): PodStatus | undefined {
+    return this.generic.cache.get(uid);
+  }
+}

@@ -1,0 +1,183 @@
+// Relisting PLEG: every relist period, list all pods and containers, diff each container's
+// state against the previous relist, emit lifecycle events, and refresh the cached status of
+// pods that changed. Health: a relist must have succeeded within the threshold (3m).
+import type {
+  Clock,
+  Pleg,
+  PodLifecycleEvent,
+  PodLifecycleEventType,
+  PodStatus,
+  RunningPod,
+  Runtime,
+} from '../types.js';
+import { systemClock } from '../types.js';
+import { LifecycleEmitter, PodStatusCache } from './cache.js';
+
+export const DefaultRelistPeriodMs = 1000;
+export const DefaultRelistThresholdMs = 180_000;
+
+type PlegState = 'running' | 'exited' | 'unknown' | 'non-existent';
+
+/** Lifecycle events for one container between two relists. */
+export function generateEvents(
+  podUid: string,
+  id: string,
+  oldState: PlegState,
+  newState: PlegState,
+): PodLifecycleEvent[] {
+  if (oldState === newState) return [];
+  const ev = (type: PodLifecycleEventType): PodLifecycleEvent => ({ podUid, type, data: id });
+  switch (newState) {
+    case 'running':
+      return [ev('ContainerStarted')];
+    case 'exited':
+      return [ev('ContainerDied')];
+    case 'unknown':
+      return [ev('ContainerChanged')];
+    case 'non-existent':
+      // Gone without being seen dead: report the death too, so the agent records an exit.
+      return oldState === 'exited' ? [ev('ContainerRemoved')] : [ev('ContainerDied'), ev('ContainerRemoved')];
+  }
+}
+
+function podStates(pod: RunningPod): Map<string, PlegState> {
+  const m = new Map<string, PlegState>();
+  // Sandboxes count as containers: a dead sandbox must wake the pod worker too.
+  for (const s of pod.sandboxes) m.set(s.id, s.state === 'ready' ? 'running' : 'exited');
+  for (const c of pod.containers) {
+    // A created container is not running yet; the kubelet folds it into "unknown".
+    m.set(c.id.id, c.state === 'running' ? 'running' : c.state === 'exited' ? 'exited' : 'unknown');
+  }
+  return m;
+}
+
+function formatAge(ms: number): string {
+  const s = ms / 1000;
+  return s >= 60 ? `${Math.floor(s / 60)}m${(s % 60).toFixed(0)}s` : `${s.toFixed(1)}s`;
+}
+
+export interface GenericPlegOptions {
+  relistPeriodMs?: number;
+  relistThresholdMs?: number;
+  clock?: Clock;
+  cache?: PodStatusCache;
+  /** Called when a relist fails (the PLEG keeps going). */
+  onError?: (err: Error) => void;
+}
+
+export class GenericPLEG implements Pleg {
+  readonly #runtime: Pick<Runtime, 'getPods' | 'getPodStatus'>;
+  readonly #clock: Clock;
+  readonly #emitter = new LifecycleEmitter();
+  readonly cache: PodStatusCache;
+  readonly #thresholdMs: number;
+  readonly #onError: ((err: Error) => void) | undefined;
+  #periodMs: number;
+  #old = new Map<string, { pod: RunningPod; states: Map<string, PlegState> }>();
+  #lastRelist: number | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = true;
+
+  constructor(runtime: Pick<Runtime, 'getPods' | 'getPodStatus'>, opts: GenericPlegOptions = {}) {
+    this.#runtime = runtime;
+    this.#clock = opts.clock ?? systemClock;
+    this.#periodMs = opts.relistPeriodMs ?? DefaultRelistPeriodMs;
+    this.#thresholdMs = opts.relistThresholdMs ?? DefaultRelistThresholdMs;
+    this.cache = opts.cache ?? new PodStatusCache();
+    this.#onError = opts.onError;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    const loop = () => {
+      if (this.#stopped) return;
+      this.#running = this.relist()
+        .catch((err: Error) => this.#onError?.(err))
+        .finally(() => {
+          if (!this.#stopped) this.#timer = setTimeout(loop, this.#periodMs);
+        });
+    };
+    loop();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  /** Changes the relist period; takes effect from the next relist. */
+  setRelistPeriod(ms: number): void {
+    this.#periodMs = ms;
+  }
+
+  watch(listener: (event: PodLifecycleEvent) => void): () => void {
+    return this.#emitter.watch(listener);
+  }
+
+  mode(): 'generic' {
+    return 'generic';
+  }
+
+  getCachedStatus(uid: string): PodStatus | undefined {
+    return this.cache.get(uid);
+  }
+
+  healthy(): { ok: boolean; message: string } {
+    if (this.#lastRelist === undefined) return { ok: false, message: 'pleg has yet to be successful' };
+    const age = this.#clock.now() - this.#lastRelist;
+    if (age > this.#thresholdMs) {
+      return {
+        ok: false,
+        message: `pleg was last seen active ${formatAge(age)} ago; threshold is ${formatAge(this.#thresholdMs)}`,
+      };
+    }
+    return { ok: true, message: `pleg last relisted ${formatAge(age)} ago` };
+  }
+
+  /** One relist. Public so tests and the evented PLEG can drive it without timers. */
+  async relist(): Promise<void> {
+    const started = this.#clock.now();
+    const pods = await this.#runtime.getPods(true);
+    this.#lastRelist = started;
+
+    const current = new Map(pods.map((p) => [p.uid, { pod: p, states: podStates(p) }]));
+    const next = new Map(current);
+    const events: PodLifecycleEvent[] = [];
+    for (const uid of new Set([...this.#old.keys(), ...current.keys()])) {
+      const before = this.#old.get(uid);
+      const now = current.get(uid);
+      const podEvents: PodLifecycleEvent[] = [];
+      for (const id of new Set([...(before?.states.keys() ?? []), ...(now?.states.keys() ?? [])])) {
+        podEvents.push(
+          ...generateEvents(
+            uid,
+            id,
+            before?.states.get(id) ?? 'non-existent',
+            now?.states.get(id) ?? 'non-existent',
+          ),
+        );
+      }
+      if (podEvents.length === 0) continue;
+      const ref = now?.pod ?? before!.pod;
+      if (now) {
+        try {
+          this.cache.set(await this.#runtime.getPodStatus(uid, ref.name, ref.namespace));
+        } catch (err) {
+          // Keep the old view of this pod so its events are generated again on the next relist.
+          if (before) next.set(uid, before);
+          else next.delete(uid);
+          this.#onError?.(err as Error);
+          continue;
+        }
+      } else {
+        this.cache.delete(uid);
+      }
+      events.push(...podEvents);
+    }
+    this.#old = next;
+    for (const e of events) this.#emitter.emit(e);
+  }
+}
