@@ -1,0 +1,128 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ContainerConfig, CriClient, type DeepPartial, type PodSandboxConfig } from '@kh/cri-api';
+import { ensureImages } from '@kh/testkit';
+import Dockerode from 'dockerode';
+import { DockerShim, type DockerShimOptions } from '../src/index.js';
+
+export const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
+
+/** One shim on the host dockerd, a client, a scratch dir, and cleanup of everything labelled with the run id. */
+export class ShimHarness {
+  readonly runId = `dockershim-${randomBytes(4).toString('hex')}`;
+  shim!: DockerShim;
+  client!: CriClient;
+  dir!: string;
+  images!: { pause: string; busybox: string; httpd: string };
+  private counter = 0;
+
+  async start(options: Partial<DockerShimOptions> = {}): Promise<this> {
+    this.images = await ensureImages(['pause', 'busybox', 'httpd']);
+    this.dir = await mkdtemp(join(tmpdir(), 'kh-dockershim-'));
+    await this.startShim(options);
+    return this;
+  }
+
+  async startShim(options: Partial<DockerShimOptions> = {}): Promise<void> {
+    this.shim = await DockerShim.start({
+      socketPath: join(this.dir, 'dockershim.sock'),
+      podInfraContainerImage: this.images.pause,
+      restrictOomScoreAdj: true,
+      log: () => undefined,
+      ...options,
+    });
+    this.client = await CriClient.connect(this.shim.endpoint);
+  }
+
+  async stopShim(): Promise<void> {
+    this.client.close();
+    await this.shim.close();
+  }
+
+  get labels(): Record<string, string> {
+    return { 'kh.run': this.runId, 'kh.owner': 'test' };
+  }
+
+  podConfig(extra: DeepPartial<PodSandboxConfig> = {}): DeepPartial<PodSandboxConfig> {
+    const n = ++this.counter;
+    return {
+      metadata: { name: `pod${n}`, namespace: 'kh-test', uid: `${this.runId}-${n}`, attempt: 0 },
+      logDirectory: join(this.dir, 'pods', `pod${n}`),
+      ...extra,
+      labels: { ...this.labels, ...(extra.labels ?? {}) },
+    };
+  }
+
+  containerConfig(name: string, extra: DeepPartial<ContainerConfig> = {}): DeepPartial<ContainerConfig> {
+    return {
+      metadata: { name, attempt: 0 },
+      image: { image: this.images.busybox },
+      command: ['sleep', '3600'],
+      logPath: `${name}/0.log`,
+      ...extra,
+      labels: { ...this.labels, ...(extra.labels ?? {}) },
+    };
+  }
+
+  async runPod(
+    extra: DeepPartial<PodSandboxConfig> = {},
+  ): Promise<{ podId: string; config: DeepPartial<PodSandboxConfig> }> {
+    const config = this.podConfig(extra);
+    const { podSandboxId } = await this.client.runPodSandbox({ config });
+    return { podId: podSandboxId, config };
+  }
+
+  async runContainer(
+    podId: string,
+    podConfig: DeepPartial<PodSandboxConfig>,
+    name: string,
+    extra: DeepPartial<ContainerConfig> = {},
+    start = true,
+  ): Promise<string> {
+    const { containerId } = await this.client.createContainer({
+      podSandboxId: podId,
+      config: this.containerConfig(name, extra),
+      sandboxConfig: podConfig,
+    });
+    if (start) await this.client.startContainer({ containerId });
+    return containerId;
+  }
+
+  /** Removes every container of this run, through Docker directly (also what the shim may have leaked). */
+  async cleanup(): Promise<void> {
+    try {
+      this.client?.close();
+      await this.shim?.close();
+    } finally {
+      const leftovers = await docker.listContainers({
+        all: true,
+        filters: { label: [`kh.run=${this.runId}`] },
+      });
+      await Promise.all(
+        leftovers.map((c) =>
+          docker
+            .getContainer(c.Id)
+            .remove({ force: true, v: true })
+            .catch(() => {}),
+        ),
+      );
+      if (this.dir) await rm(this.dir, { recursive: true, force: true });
+    }
+  }
+}
+
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

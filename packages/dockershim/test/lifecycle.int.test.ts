@@ -1,0 +1,470 @@
+import { readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  ContainerEventType,
+  ContainerState,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NamespaceMode,
+  NotFoundError,
+  PodSandboxState,
+  Protocol,
+} from '@kh/cri-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LabelKeys, parseCriLogLine } from '../src/index.js';
+import { docker, ShimHarness, waitFor } from './harness.js';
+
+const h = new ShimHarness();
+beforeAll(async () => {
+  await h.start();
+});
+afterAll(async () => {
+  await h.cleanup();
+});
+
+async function logLines(path: string) {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => parseCriLogLine(l));
+}
+
+describe('runtime info', () => {
+  it('reports docker and its engine version', async () => {
+    const v = await h.client.version({});
+    const engine = await docker.version();
+    expect(v).toMatchObject({
+      runtimeName: 'docker',
+      runtimeVersion: engine.Version,
+      runtimeApiVersion: 'v1',
+    });
+  });
+
+  it('is ready while dockerd answers', async () => {
+    const s = await h.client.status({});
+    expect(s.status?.conditions.map((c) => [c.type, c.status])).toEqual([
+      ['RuntimeReady', true],
+      ['NetworkReady', true],
+    ]);
+  });
+});
+
+describe('sandboxes', () => {
+  it('runs a sandbox with hostname, DNS, labels and annotations, and reports it', async () => {
+    const { podId, config } = await h.runPod({
+      hostname: 'kh-host',
+      dnsConfig: { servers: ['10.96.0.10'], searches: ['kh.svc.cluster.local'], options: ['ndots:5'] },
+      labels: { app: 'web' },
+      annotations: { 'kh/note': 'hello' },
+    });
+    const { status } = await h.client.podSandboxStatus({ podSandboxId: podId });
+    expect(status).toMatchObject({
+      id: podId,
+      state: PodSandboxState.SANDBOX_READY,
+      metadata: config.metadata,
+      labels: { ...h.labels, app: 'web' },
+      annotations: { 'kh/note': 'hello' },
+    });
+    expect(status?.network?.ip).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(status?.linux?.namespaces?.options?.network).toBe(NamespaceMode.POD);
+
+    const c = await h.runContainer(podId, config, 'probe');
+    const out = await h.client.execSync({
+      containerId: c,
+      cmd: ['sh', '-c', 'hostname; cat /etc/resolv.conf'],
+      timeout: 10n,
+    });
+    const text = Buffer.from(out.stdout).toString();
+    expect(text).toContain('kh-host');
+    expect(text).toContain('nameserver 10.96.0.10');
+    expect(text).toContain('search kh.svc.cluster.local');
+    expect(text).toContain('options ndots:5');
+  });
+
+  it('lists sandboxes by id prefix, state and label, and stops/removes idempotently', async () => {
+    const { podId } = await h.runPod({ labels: { pick: 'me' } });
+    const byLabel = await h.client.listPodSandbox({
+      filter: { labelSelector: { pick: 'me', 'kh.run': h.runId } },
+    });
+    expect(byLabel.items.map((i) => i.id)).toEqual([podId]);
+    const byId = await h.client.listPodSandbox({ filter: { id: podId.slice(0, 12) } });
+    expect(byId.items.map((i) => i.id)).toEqual([podId]);
+
+    await h.client.stopPodSandbox({ podSandboxId: podId });
+    await h.client.stopPodSandbox({ podSandboxId: podId });
+    const notReady = await h.client.listPodSandbox({
+      filter: { state: { state: PodSandboxState.SANDBOX_NOTREADY }, labelSelector: { pick: 'me' } },
+    });
+    expect(notReady.items.map((i) => i.id)).toEqual([podId]);
+    const status = await h.client.podSandboxStatus({ podSandboxId: podId });
+    expect(status.status?.network?.ip).toBe('');
+
+    await h.client.removePodSandbox({ podSandboxId: podId });
+    await h.client.removePodSandbox({ podSandboxId: podId });
+    await expect(h.client.podSandboxStatus({ podSandboxId: podId })).rejects.toBeInstanceOf(NotFoundError);
+    await h.client.stopPodSandbox({ podSandboxId: 'doesnotexist' });
+  });
+
+  it('publishes port mappings and serves on the pod IP', async () => {
+    const { podId, config } = await h.runPod({
+      portMappings: [{ protocol: Protocol.TCP, containerPort: 80, hostPort: 0 }],
+    });
+    const withHostPort = await h.runPod({
+      portMappings: [{ protocol: Protocol.TCP, containerPort: 80, hostPort: 38_080, hostIp: '127.0.0.1' }],
+    });
+    await h.runContainer(podId, config, 'web', { image: { image: h.images.httpd }, command: [] });
+    await h.runContainer(withHostPort.podId, withHostPort.config, 'web', {
+      image: { image: h.images.httpd },
+      command: [],
+    });
+    const ip = (await h.client.podSandboxStatus({ podSandboxId: podId })).status?.network?.ip;
+    const get = (url: string) =>
+      waitFor(async () => (await fetch(url).catch(() => undefined))?.text(), `GET ${url}`);
+    expect(await get(`http://${ip}:80/`)).toContain('kubelet-harness');
+    expect(await get('http://127.0.0.1:38080/')).toContain('kubelet-harness');
+  });
+
+  it('uses the host network namespace on request', async () => {
+    const { podId } = await h.runPod({
+      linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
+    });
+    const { status } = await h.client.podSandboxStatus({ podSandboxId: podId });
+    expect(status?.linux?.namespaces?.options?.network).toBe(NamespaceMode.NODE);
+    expect(status?.network?.ip).toBe('');
+    const info = await docker.getContainer(podId).inspect();
+    expect(info.HostConfig.NetworkMode).toBe('host');
+  });
+});
+
+describe('containers', () => {
+  it('walks created -> running -> exited with timestamps, exit code and reason', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(
+      podId,
+      config,
+      'short',
+      { command: ['sh', '-c', 'sleep 0.3; exit 3'] },
+      false,
+    );
+    const created = (await h.client.containerStatus({ containerId: id })).status;
+    expect(created?.state).toBe(ContainerState.CONTAINER_CREATED);
+    expect(created?.createdAt).toBeGreaterThan(0n);
+    expect(created?.startedAt).toBe(0n);
+
+    await h.client.startContainer({ containerId: id });
+    const exited = await waitFor(async () => {
+      const s = (await h.client.containerStatus({ containerId: id })).status;
+      return s?.state === ContainerState.CONTAINER_EXITED ? s : undefined;
+    }, 'container exit');
+    expect(exited).toMatchObject({ exitCode: 3, reason: 'Error' });
+    expect(exited.startedAt).toBeGreaterThan(exited.createdAt);
+    expect(exited.finishedAt).toBeGreaterThan(exited.startedAt);
+    expect(exited.metadata).toEqual({ name: 'short', attempt: 0 });
+    expect(exited.image?.image).toBe(h.images.busybox);
+    expect(exited.imageRef).toMatch(/^sha256:/);
+
+    await expect(h.client.startContainer({ containerId: id })).rejects.toBeInstanceOf(
+      FailedPreconditionError,
+    );
+  });
+
+  it('reports Completed and OOMKilled', async () => {
+    const { podId, config } = await h.runPod();
+    const ok = await h.runContainer(podId, config, 'ok', { command: ['true'] });
+    const oom = await h.runContainer(podId, config, 'oom', {
+      // `tail` buffers a line that never ends: memory grows until the 16 MiB limit kills it.
+      command: ['sh', '-c', 'tail /dev/zero'],
+      linux: { resources: { memoryLimitInBytes: 16n * 1024n * 1024n } },
+    });
+    const final = (id: string) =>
+      waitFor(async () => {
+        const s = (await h.client.containerStatus({ containerId: id })).status;
+        return s?.state === ContainerState.CONTAINER_EXITED ? s : undefined;
+      }, `exit of ${id}`);
+    expect(await final(ok)).toMatchObject({ exitCode: 0, reason: 'Completed' });
+    expect(await final(oom)).toMatchObject({ exitCode: 137, reason: 'OOMKilled' });
+  });
+
+  it('applies command, env, workdir, mounts, user, read-only rootfs and capabilities', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'cfg', {
+      envs: [{ key: 'GREETING', value: Buffer.from('hi there') }],
+      workingDir: '/tmp',
+      mounts: [{ hostPath: h.dir, containerPath: '/host', readonly: true }],
+      linux: {
+        securityContext: {
+          runAsUser: { value: 1234n },
+          runAsGroup: { value: 5678n },
+          readonlyRootfs: true,
+          capabilities: { dropCapabilities: ['ALL'] },
+        },
+      },
+    });
+    const run = async (cmd: string) => {
+      const r = await h.client.execSync({ containerId: id, cmd: ['sh', '-c', cmd], timeout: 10n });
+      return { out: Buffer.from(r.stdout).toString().trim(), code: r.exitCode };
+    };
+    expect(await run('echo "$GREETING"')).toEqual({ out: 'hi there', code: 0 });
+    expect(await run('pwd')).toEqual({ out: '/tmp', code: 0 });
+    expect(await run('id -u; id -g')).toEqual({ out: '1234\n5678', code: 0 });
+    expect((await run('touch /x 2>/dev/null')).code).not.toBe(0);
+    expect((await run('touch /host/x 2>/dev/null')).code).not.toBe(0);
+    expect(await run('grep CapEff /proc/self/status')).toEqual({ out: 'CapEff:\t0000000000000000', code: 0 });
+    const status = (await h.client.containerStatus({ containerId: id })).status;
+    expect(status?.mounts).toEqual([
+      expect.objectContaining({ hostPath: h.dir, containerPath: '/host', readonly: true }),
+    ]);
+  });
+
+  it('shares the pod PID namespace only on request', async () => {
+    const { podId, config } = await h.runPod();
+    const shared = await h.runContainer(podId, config, 'pidpod', {
+      linux: { securityContext: { namespaceOptions: { pid: NamespaceMode.POD } } },
+    });
+    const own = await h.runContainer(podId, config, 'pidown');
+    const ps = async (id: string) =>
+      Buffer.from(
+        (await h.client.execSync({ containerId: id, cmd: ['ps'], timeout: 10n })).stdout,
+      ).toString();
+    expect(await ps(shared)).toContain('sleep 2147483647');
+    expect(await ps(own)).not.toContain('2147483647');
+  });
+
+  it('lists containers with every filter and removes them in every state', async () => {
+    const { podId, config } = await h.runPod();
+    const createdId = await h.runContainer(podId, config, 'c1', { labels: { role: 'a' } }, false);
+    const runningId = await h.runContainer(podId, config, 'c2', { labels: { role: 'b' } });
+    const exitedId = await h.runContainer(podId, config, 'c3', { command: ['true'] });
+    await waitFor(async () => {
+      const s = (await h.client.containerStatus({ containerId: exitedId })).status;
+      return s?.state === ContainerState.CONTAINER_EXITED ? true : undefined;
+    }, 'exit');
+
+    const ids = async (filter: object) =>
+      (await h.client.listContainers({ filter })).containers.map((c) => c.id).sort();
+    expect(await ids({ podSandboxId: podId })).toEqual([createdId, runningId, exitedId].sort());
+    expect(await ids({ podSandboxId: podId, state: { state: ContainerState.CONTAINER_RUNNING } })).toEqual([
+      runningId,
+    ]);
+    expect(await ids({ podSandboxId: podId, state: { state: ContainerState.CONTAINER_CREATED } })).toEqual([
+      createdId,
+    ]);
+    expect(await ids({ labelSelector: { role: 'a', 'kh.run': h.runId } })).toEqual([createdId]);
+    expect(await ids({ id: runningId.slice(0, 10) })).toEqual([runningId]);
+    const listed = (await h.client.listContainers({ filter: { id: runningId } })).containers[0];
+    expect(listed).toMatchObject({
+      podSandboxId: podId,
+      metadata: { name: 'c2', attempt: 0 },
+      labels: { role: 'b' },
+    });
+
+    for (const id of [createdId, runningId, exitedId]) {
+      await h.client.removeContainer({ containerId: id });
+      await h.client.removeContainer({ containerId: id });
+      await expect(h.client.containerStatus({ containerId: id })).rejects.toBeInstanceOf(NotFoundError);
+    }
+  });
+
+  it('answers INVALID_ARGUMENT and NOT_FOUND for bad requests', async () => {
+    await expect(h.client.startContainer({ containerId: '' })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(h.client.containerStatus({ containerId: 'nope' })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(
+      h.client.createContainer({ podSandboxId: 'nope', config: h.containerConfig('x') }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    const { podId, config } = await h.runPod();
+    await expect(
+      h.client.createContainer({
+        podSandboxId: podId,
+        config: { metadata: { name: 'x' } },
+        sandboxConfig: config,
+      }),
+    ).rejects.toThrow(/config.image.image is required/);
+    await expect(h.client.runPodSandbox({ config: { metadata: { name: 'x' } } })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    // A sandbox id is not a container id.
+    await expect(h.client.containerStatus({ containerId: podId })).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('exec', () => {
+  it('returns exit codes, maps the timeout to DEADLINE_EXCEEDED', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'exec');
+    const r = await h.client.execSync({
+      containerId: id,
+      cmd: ['sh', '-c', 'echo out; echo err >&2; exit 7'],
+      timeout: 10n,
+    });
+    expect(Buffer.from(r.stdout).toString()).toBe('out\n');
+    expect(Buffer.from(r.stderr).toString()).toBe('err\n');
+    expect(r.exitCode).toBe(7);
+    const started = Date.now();
+    await expect(
+      h.client.execSync({ containerId: id, cmd: ['sleep', '30'], timeout: 1n }),
+    ).rejects.toMatchObject({
+      codeName: 'DEADLINE_EXCEEDED',
+    });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // The timed-out process was killed, not left behind.
+    await waitFor(async () => {
+      const ps = await h.client.execSync({ containerId: id, cmd: ['ps'], timeout: 10n });
+      return Buffer.from(ps.stdout).toString().includes('sleep 30') ? undefined : true;
+    }, 'timed-out exec to be killed');
+  });
+
+  it('answers UNIMPLEMENTED with a clear message for streaming calls', async () => {
+    await expect(h.client.exec({ containerId: 'x', cmd: ['sh'] })).rejects.toThrow(/no streaming server/);
+    await expect(h.client.portForward({ podSandboxId: 'x' })).rejects.toMatchObject({
+      codeName: 'UNIMPLEMENTED',
+    });
+  });
+});
+
+describe('logs', () => {
+  it('writes stdout and stderr in the CRI format at log_directory/log_path', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'logger', {
+      command: ['sh', '-c', 'echo one; echo two >&2; printf "no newline"'],
+    });
+    await waitFor(async () => {
+      const s = (await h.client.containerStatus({ containerId: id })).status;
+      return s?.state === ContainerState.CONTAINER_EXITED ? true : undefined;
+    }, 'exit');
+    const path = join(config.logDirectory as string, 'logger/0.log');
+    expect((await h.client.containerStatus({ containerId: id })).status?.logPath).toBe(path);
+    const lines = await logLines(path);
+    expect(lines.map((l) => [l?.stream, l?.tag, l?.message])).toEqual([
+      ['stdout', 'F', 'one'],
+      ['stderr', 'F', 'two'],
+      ['stdout', 'P', 'no newline'],
+    ]);
+    expect(lines[0]?.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/);
+  });
+
+  it('reopens the log after rotation, and only for running containers', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'rot', {
+      command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo line$i; sleep 0.1; done'],
+    });
+    const path = join(config.logDirectory as string, 'rot/0.log');
+    await waitFor(async () => ((await logLines(path)).length > 2 ? true : undefined), 'first lines');
+    await rename(path, `${path}.1`);
+    await h.client.reopenContainerLog({ containerId: id });
+    await waitFor(
+      async () => ((await logLines(path)).length > 2 ? true : undefined),
+      'lines in the new file',
+    );
+    const old = (await logLines(`${path}.1`)).length;
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await logLines(`${path}.1`)).length).toBe(old);
+
+    await h.client.stopContainer({ containerId: id, timeout: 0n });
+    await expect(h.client.reopenContainerLog({ containerId: id })).rejects.toBeInstanceOf(
+      FailedPreconditionError,
+    );
+  });
+});
+
+describe('stats', () => {
+  it('reports CPU, memory and writable layer for containers and pods', async () => {
+    const { podId, config } = await h.runPod({ labels: { stats: 'yes' } });
+    const id = await h.runContainer(podId, config, 'busy', {
+      command: ['sh', '-c', 'dd if=/dev/zero of=/blob bs=1k count=256; while true; do :; done'],
+      labels: { stats: 'yes' },
+    });
+    const created = await h.runContainer(podId, config, 'idle', { labels: { stats: 'yes' } }, false);
+    const first = await waitFor(async () => {
+      const s = (await h.client.containerStats({ containerId: id })).stats;
+      return (s?.writableLayer?.usedBytes?.value ?? 0n) > 200_000n ? s : undefined;
+    }, 'writable layer growth');
+    expect(first.attributes).toMatchObject({ id, metadata: { name: 'busy', attempt: 0 } });
+    expect(first.cpu?.usageCoreNanoSeconds?.value).toBeGreaterThan(0n);
+    expect(first.memory?.workingSetBytes?.value).toBeGreaterThan(0n);
+    const second = (await h.client.containerStats({ containerId: id })).stats;
+    expect(second?.cpu?.usageNanoCores?.value).toBeGreaterThan(0n);
+
+    const list = await h.client.listContainerStats({ filter: { labelSelector: { stats: 'yes' } } });
+    expect(list.stats.map((s) => s.attributes?.id).sort()).toEqual([id, created].sort());
+    expect(list.stats.find((s) => s.attributes?.id === created)?.cpu).toBeUndefined();
+
+    const pod = (await h.client.podSandboxStats({ podSandboxId: podId })).stats;
+    expect(pod?.attributes?.id).toBe(podId);
+    expect(pod?.linux?.cpu?.usageCoreNanoSeconds?.value).toBeGreaterThan(0n);
+    expect(pod?.linux?.network?.defaultInterface?.name).toBe('eth0');
+    expect(pod?.linux?.containers.map((c) => c.attributes?.id).sort()).toEqual([id, created].sort());
+    const pods = await h.client.listPodSandboxStats({ filter: { labelSelector: { stats: 'yes' } } });
+    expect(pods.stats.map((s) => s.attributes?.id)).toEqual([podId]);
+  });
+
+  it('reports the image filesystem from the engine data root', async () => {
+    const info = await h.client.imageFsInfo({});
+    const root = ((await docker.info()) as { DockerRootDir: string }).DockerRootDir;
+    expect(info.imageFilesystems[0]?.fsId?.mountpoint).toBe(root);
+    expect(info.imageFilesystems[0]?.usedBytes?.value).toBeGreaterThan(0n);
+  });
+});
+
+describe('events', () => {
+  it('streams created, started, stopped and deleted events with a pod snapshot', async () => {
+    const { podId, config } = await h.runPod();
+    const abort = new AbortController();
+    const seen: { type: ContainerEventType; id: string; pod?: string; n: number }[] = [];
+    const collecting = (async () => {
+      for await (const e of h.client.getContainerEvents({}, { signal: abort.signal })) {
+        seen.push({
+          type: e.containerEventType,
+          id: e.containerId,
+          pod: e.podSandboxStatus?.id,
+          n: e.containersStatuses.length,
+        });
+      }
+    })().catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    const id = await h.runContainer(podId, config, 'ev');
+    await h.client.stopContainer({ containerId: id, timeout: 0n });
+    await h.client.removeContainer({ containerId: id });
+    await waitFor(
+      async () =>
+        seen.some((e) => e.id === id && e.type === ContainerEventType.CONTAINER_DELETED_EVENT)
+          ? true
+          : undefined,
+      'deleted event',
+    );
+    abort.abort();
+    await collecting;
+    const mine = seen.filter((e) => e.id === id);
+    expect(mine.map((e) => e.type)).toEqual([
+      ContainerEventType.CONTAINER_CREATED_EVENT,
+      ContainerEventType.CONTAINER_STARTED_EVENT,
+      ContainerEventType.CONTAINER_STOPPED_EVENT,
+      ContainerEventType.CONTAINER_DELETED_EVENT,
+    ]);
+    expect(mine[1]).toMatchObject({ pod: podId, n: 1 });
+  });
+});
+
+describe('restart', () => {
+  it('rebuilds every answer from Docker alone after the shim restarts', async () => {
+    const { podId, config } = await h.runPod({ labels: { survive: 'yes' }, annotations: { a: 'b' } });
+    const id = await h.runContainer(podId, config, 'survivor', {
+      command: ['sh', '-c', 'echo before; sleep 2; echo after; sleep 3600'],
+    });
+    const before = await h.client.podSandboxStatus({ podSandboxId: podId });
+    const beforeC = await h.client.containerStatus({ containerId: id });
+    await h.stopShim();
+    await h.startShim();
+    const after = await h.client.podSandboxStatus({ podSandboxId: podId });
+    const afterC = await h.client.containerStatus({ containerId: id });
+    expect({ ...after.status, network: undefined }).toEqual({ ...before.status, network: undefined });
+    expect(afterC.status).toEqual(beforeC.status);
+    const path = join(config.logDirectory as string, 'survivor/0.log');
+    await waitFor(
+      async () => ((await logLines(path)).some((l) => l?.message === 'after') ? true : undefined),
+      'after',
+    );
+    expect((await logLines(path)).map((l) => l?.message)).toEqual(['before', 'after']);
+    expect((await docker.getContainer(id).inspect()).Config.Labels?.[LabelKeys.sandboxId]).toBe(podId);
+  });
+});
