@@ -49,9 +49,10 @@ describe('serveCri + CriClient over a unix socket', () => {
           removeContainer: async () => {
             throw new Error('disk on fire');
           },
+          // `sleep <ms>` takes that long, whatever the request's own timeout says.
           execSync: async (req, ctx) => {
             lastAbort = ctx.signal;
-            await sleep(Number(req.timeout) * 1000, ctx.signal);
+            await sleep(Number(req.cmd[1] ?? 0), ctx.signal);
             return { exitCode: 0, stdout: Buffer.from('ok') };
           },
           async *getContainerEvents(_req, ctx) {
@@ -128,20 +129,34 @@ describe('serveCri + CriClient over a unix socket', () => {
 
   it('enforces per-call deadlines and cancels the handler', async () => {
     client = await CriClient.connect(server!.endpoint, { timeoutMs: 100 });
-    const err = await client
-      .execSync({ containerId: 'c', cmd: ['sleep'], timeout: 5n })
-      .catch((e: unknown) => e);
+    const err = await client.execSync({ containerId: 'c', cmd: ['sleep', '5000'] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeadlineExceededError);
     await expect.poll(() => lastAbort?.aborted).toBe(true);
     // A per-call timeout overrides the client default.
-    const ok = await client.execSync({ containerId: 'c', timeout: 0n }, { timeoutMs: 5_000 });
+    const ok = await client.execSync({ containerId: 'c', cmd: ['sleep', '300'] }, { timeoutMs: 5_000 });
     expect(Buffer.from(ok.stdout).toString()).toBe('ok');
+  });
+
+  it('extends the ExecSync deadline by the command timeout, as the kubelet does', async () => {
+    client = await CriClient.connect(server!.endpoint, { timeoutMs: 100 });
+    const ok = await client.execSync({ containerId: 'c', cmd: ['sleep', '300'], timeout: 1n });
+    expect(ok.exitCode).toBe(0);
+  });
+
+  it('rejects malformed requests locally with InvalidArgumentError', async () => {
+    const events: CriCallEvent[] = [];
+    client = await CriClient.connect(server!.endpoint, { onCall: (e) => events.push(e) });
+    const err = await client.execSync({ containerId: 'c', timeout: 'soon' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidArgumentError);
+    expect(String(err)).toContain('bad ExecSync request');
+    expect(events[0]?.error).toBe(err);
+    expect(serverCalls).toEqual([]);
   });
 
   it('cancels a call through an AbortSignal', async () => {
     client = await CriClient.connect(server!.endpoint);
     const ac = new AbortController();
-    const p = client.execSync({ containerId: 'c', timeout: 30n }, { signal: ac.signal });
+    const p = client.execSync({ containerId: 'c', cmd: ['sleep', '30000'] }, { signal: ac.signal });
     setTimeout(() => ac.abort(), 50);
     await expect(p).rejects.toBeInstanceOf(CanceledError);
     await expect(client.version({}, { signal: ac.signal })).rejects.toBeInstanceOf(CanceledError);

@@ -1,5 +1,12 @@
 import { Client, credentials, Metadata, status } from '@grpc/grpc-js';
-import { type CriError, criErrorFromCode, toCriError, UnavailableError } from '../errors.js';
+import {
+  type CriError,
+  criErrorFromCode,
+  InvalidArgumentError,
+  toCriError,
+  UnavailableError,
+} from '../errors.js';
+import type { ExecSyncRequest } from '../gen/runtime/v1/api.js';
 import {
   type CriMethodInfo,
   criMethods,
@@ -61,6 +68,14 @@ export type CriCalls = UnaryCalls & StreamCalls;
 /** Typed CRI client: `await CriClient.connect('unix:///run/containerd/containerd.sock')`. */
 export type CriClient = CriCalls & CriConnection;
 
+interface PreparedCall {
+  request: unknown;
+  metadata: Metadata;
+  callOptions: { deadline?: number };
+  serialize: (v: unknown) => Buffer;
+  deserialize: (b: Buffer) => unknown;
+}
+
 class CriConnection {
   readonly #grpc: Client;
   readonly #timeoutMs: number;
@@ -103,11 +118,28 @@ class CriConnection {
     }
   }
 
-  #prepare(m: CriMethodInfo, req: unknown, opts: CriCallOptions | undefined, deadline: boolean) {
-    const request = m.requestType.fromPartial(req ?? {});
+  #prepare(
+    m: CriMethodInfo,
+    req: unknown,
+    opts: CriCallOptions | undefined,
+    deadline: boolean,
+  ): PreparedCall {
+    let request: unknown;
+    try {
+      request = m.requestType.fromPartial(req ?? {});
+    } catch (err) {
+      // e.g. BigInt('abc') for an int64 field: a caller bug, reported like a server would.
+      throw new InvalidArgumentError(`bad ${m.name} request: ${(err as Error).message}`, {
+        method: m.name,
+        cause: err,
+      });
+    }
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(opts?.metadata ?? {})) metadata.set(k, v);
-    const timeoutMs = opts?.timeoutMs ?? (deadline ? this.#timeoutMs : undefined);
+    // Like the kubelet, an ExecSync deadline adds the command's own timeout, so the runtime's
+    // precise "timeout exceeded" answer arrives before the transport gives up.
+    const execSeconds = m.key === 'execSync' ? Number((request as ExecSyncRequest).timeout) : 0;
+    const timeoutMs = opts?.timeoutMs ?? (deadline ? this.#timeoutMs + execSeconds * 1000 : undefined);
     const callOptions = timeoutMs === undefined ? {} : { deadline: Date.now() + timeoutMs };
     const serialize = (v: unknown) => Buffer.from(m.requestType.encode(v).finish());
     const deserialize = (b: Buffer) => m.responseType.decode(b);
@@ -122,7 +154,13 @@ class CriConnection {
       this.#report(m, started, err);
       return Promise.reject(err);
     }
-    const p = this.#prepare(m, req, opts, true);
+    let p: PreparedCall;
+    try {
+      p = this.#prepare(m, req, opts, true);
+    } catch (err) {
+      this.#report(m, started, err as CriError);
+      return Promise.reject(err);
+    }
     return new Promise((resolve, reject) => {
       const call = this.#grpc.makeUnaryRequest(
         m.path,
@@ -153,7 +191,15 @@ class CriConnection {
   #stream(m: CriMethodInfo, req: unknown, opts: CriCallOptions | undefined): AsyncIterable<unknown> {
     const started = performance.now();
     const signal = opts?.signal;
-    const p = this.#prepare(m, req, opts, !SUBSCRIPTIONS.has(m.key));
+    let p: PreparedCall;
+    try {
+      p = this.#prepare(m, req, opts, !SUBSCRIPTIONS.has(m.key));
+    } catch (err) {
+      this.#report(m, started, err as CriError);
+      const failed = new AsyncQueue<unknown>();
+      failed.fail(err);
+      return failed;
+    }
     const call = this.#grpc.makeServerStreamRequest(
       m.path,
       p.serialize,
