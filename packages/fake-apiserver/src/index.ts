@@ -1,1 +1,16 @@
-export {};
+export { generateTls, type TlsMaterial } from './auth/tls.js';
+export type { UserInfo } from './auth/tokens.js';
+export { parseTokenFile } from './auth/tokens.js';
+export { NodeLifecycleController } from './controllers/node-lifecycle.js';
+export { Scheduler } from './controllers/scheduler.js';
+export { ApiError } from './http/status.js';
+export { applyJsonPatch } from './patch/json-patch.js';
+export { applyMergePatch } from './patch/merge.js';
+export { applyStrategicMergePatch } from './patch/strategic.js';
+export { parseQuantity } from './quantity.js';
+export { RESOURCES } from './registry/index.js';
+export { parseFieldSelector } from './selectors/field.js';
+export { parseLabelSelector } from './selectors/label.js';
+export { type ApiServer, type ApiServerOptions, createApiServer } from './server.js';
+export { Store } from './storage/store.js';
+export type { Clock, KObject } from './types.js';

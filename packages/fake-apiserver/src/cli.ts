@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { createApiServer } from './server.js';
+
+const USAGE = `Usage: fake-apiserver [options]
+  --port <n>                 port to listen on (default 6443; 0 picks one)
+  --host <addr>              listen address (default 127.0.0.1)
+  --data-dir <dir>           durable storage (WAL + snapshot); in memory without it
+  --token-file <file>        bearer tokens, kube-apiserver CSV format: token,user,uid[,"group1,group2"]
+  --anonymous                allow requests without a token
+  --tls                      serve HTTPS with a generated CA (put into the kubeconfig)
+  --tls-host <name>          extra SAN for the serving certificate (repeatable)
+  --lease-grace-seconds <n>  node lease grace period before conditions go Unknown (default 40)
+  --print-kubeconfig         print a kubeconfig for this server on stdout
+  --kubeconfig-out <file>    also write the kubeconfig to a file
+  --kubeconfig-server <url>  server URL to put in the kubeconfig (e.g. https://apiserver:6443)
+  -h, --help`;
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      port: { type: 'string', default: '6443' },
+      host: { type: 'string', default: '127.0.0.1' },
+      'data-dir': { type: 'string' },
+      'token-file': { type: 'string' },
+      anonymous: { type: 'boolean', default: false },
+      tls: { type: 'boolean', default: false },
+      'tls-host': { type: 'string', multiple: true },
+      'lease-grace-seconds': { type: 'string' },
+      'print-kubeconfig': { type: 'boolean', default: false },
+      'kubeconfig-out': { type: 'string' },
+      'kubeconfig-server': { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--port: not a port: ${values.port}`);
+  const server = await createApiServer({
+    port,
+    host: values.host,
+    dataDir: values['data-dir'],
+    tokens: values['token-file'],
+    anonymous: values.anonymous,
+    tls: values.tls,
+    tlsHosts: values['tls-host'],
+    leaseGraceSeconds: values['lease-grace-seconds'] ? Number(values['lease-grace-seconds']) : undefined,
+  });
+  const kubeconfig = server.kubeconfig({ server: values['kubeconfig-server'] });
+  if (values['kubeconfig-out']) writeFileSync(values['kubeconfig-out'], kubeconfig, { mode: 0o600 });
+  if (values['print-kubeconfig']) process.stdout.write(kubeconfig);
+  console.error(`fake-apiserver listening on ${server.url}`);
+  const stop = async () => {
+    await server.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((e: Error) => {
+  console.error(`fake-apiserver: ${e.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,376 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { bindPod } from '../registry/binding.js';
+import type { Logs } from '../registry/logs.js';
+import type { ResourceDef } from '../registry/resource.js';
+import { apiVersionOf } from '../registry/resource.js';
+import type {
+  DeleteOptions,
+  FieldValidation,
+  PatchType,
+  RestStorage,
+  WriteOptions,
+} from '../registry/rest.js';
+import { parseFieldSelector } from '../selectors/field.js';
+import { parseLabelSelector } from '../selectors/label.js';
+import type { KObject } from '../types.js';
+import { addWarnings, asObject, decodeObject, mediaType, readBody, sendJson } from './body.js';
+import { ApiError, badRequest, expired, methodNotAllowed, notFound, unsupportedMediaType } from './status.js';
+import { tableApiVersion, toTable, wantsTable } from './table.js';
+import { serveWatch } from './watch.js';
+
+export interface ApiHandlerOptions {
+  maxBodyBytes: number;
+  bookmarkIntervalMs: number;
+  /** Upper bound for a watch without timeoutSeconds (the apiserver picks 30-60 min). */
+  maxWatchSeconds: number;
+}
+
+export interface ResourceRequest {
+  def: ResourceDef;
+  namespace: string;
+  name?: string;
+  subresource?: string;
+  /** Legacy /watch/ path prefix. */
+  watchPath: boolean;
+  query: URLSearchParams;
+}
+
+const PATCH_TYPES: Record<string, PatchType> = {
+  'application/json-patch+json': 'json',
+  'application/merge-patch+json': 'merge',
+  'application/strategic-merge-patch+json': 'strategic',
+};
+
+interface ContinueToken {
+  rv: number;
+  start: string;
+}
+
+const encodeContinue = (t: ContinueToken) => Buffer.from(JSON.stringify(t)).toString('base64url');
+
+function decodeContinue(s: string): ContinueToken {
+  try {
+    const t = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
+    if (typeof t.rv === 'number' && typeof t.start === 'string') return t;
+  } catch {
+    // fall through to the error below
+  }
+  throw badRequest(
+    'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)',
+  );
+}
+
+const keyOf = (o: KObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+function intParam(q: URLSearchParams, name: string): number | undefined {
+  const v = q.get(name);
+  if (v === null || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw badRequest(`invalid value for ${name}: ${v}`);
+  return n;
+}
+
+function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
+  const v = q.get('fieldValidation');
+  if (v === null || v === '') return undefined;
+  if (v !== 'Strict' && v !== 'Warn' && v !== 'Ignore') {
+    throw badRequest(`fieldValidation must be one of Ignore, Warn, Strict, got: ${v}`);
+  }
+  return v;
+}
+
+/** Serves the verbs of every resource over the generic registry. */
+export class ApiHandler {
+  constructor(
+    private readonly rest: RestStorage,
+    private readonly logs: Logs,
+    private readonly opts: ApiHandlerOptions,
+  ) {}
+
+  async handle(req: IncomingMessage, res: ServerResponse, r: ResourceRequest): Promise<void> {
+    const method = req.method ?? 'GET';
+    const { def, subresource } = r;
+    if (subresource !== undefined) return this.handleSubresource(req, res, r);
+    if (
+      r.watchPath ||
+      (method === 'GET' &&
+        r.query.get('watch') &&
+        r.query.get('watch') !== 'false' &&
+        r.query.get('watch') !== '0')
+    ) {
+      return this.watch(req, res, r);
+    }
+    const writeOpts = (): WriteOptions => ({
+      dryRun: r.query.get('dryRun') === 'All',
+      fieldValidation: fieldValidation(r.query),
+      warnings: [],
+    });
+    if (r.name === undefined) {
+      if (method === 'GET') return this.list(req, res, r);
+      if (method === 'POST') {
+        const o = writeOpts();
+        const body = asObject(
+          decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
+          def.kind,
+        );
+        const created = this.rest.create(def, r.namespace, body, o);
+        await this.rest.store.sync();
+        addWarnings(res, o.warnings!);
+        return sendJson(res, 201, created);
+      }
+      if (method === 'DELETE') return this.deleteCollection(req, res, r);
+      throw methodNotAllowed(method, def.kind);
+    }
+    switch (method) {
+      case 'GET':
+        return sendJson(res, 200, this.rest.get(def, r.namespace, r.name));
+      case 'PUT': {
+        const o = writeOpts();
+        const body = asObject(
+          decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
+          def.kind,
+        );
+        const existed =
+          this.rest.store.get(def.storage, def.namespaced ? r.namespace : '', r.name) !== undefined;
+        const out = this.rest.update(def, r.namespace, r.name, body, o);
+        await this.rest.store.sync();
+        addWarnings(res, o.warnings!);
+        return sendJson(res, existed ? 200 : 201, out);
+      }
+      case 'PATCH': {
+        const o = writeOpts();
+        const out = this.rest.patch(def, r.namespace, r.name, ...(await this.patchBody(req)), o);
+        await this.rest.store.sync();
+        addWarnings(res, o.warnings!);
+        return sendJson(res, 200, out);
+      }
+      case 'DELETE': {
+        const out = this.rest.delete(def, r.namespace, r.name, await this.deleteOptions(req, r.query));
+        await this.rest.store.sync();
+        return sendJson(res, 200, out);
+      }
+      default:
+        throw methodNotAllowed(method, def.kind);
+    }
+  }
+
+  private async patchBody(req: IncomingMessage): Promise<[PatchType, unknown]> {
+    const ct = mediaType(req);
+    if (ct === 'application/apply-patch+yaml' || ct === 'application/apply-patch+cbor') {
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        'server-side apply is not supported by this apiserver; use client-side apply (kubectl apply without --server-side) or another patch type',
+      );
+    }
+    const type = PATCH_TYPES[ct];
+    if (type === undefined) throw unsupportedMediaType(ct, Object.keys(PATCH_TYPES));
+    const raw = await readBody(req, this.opts.maxBodyBytes);
+    if (raw.length === 0) throw badRequest('the request body is empty');
+    try {
+      return [type, JSON.parse(raw.toString('utf8'))];
+    } catch (e) {
+      throw badRequest(`error decoding patch: ${(e as Error).message}`);
+    }
+  }
+
+  private async deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<DeleteOptions> {
+    const raw = await readBody(req, this.opts.maxBodyBytes);
+    const body: KObject = raw.length > 0 ? asObject(decodeObject(raw, mediaType(req)), 'DeleteOptions') : {};
+    const policy = q.get('propagationPolicy') ?? body.propagationPolicy;
+    if (policy !== undefined && policy !== null && !['Orphan', 'Background', 'Foreground'].includes(policy)) {
+      throw new ApiError(
+        422,
+        'Invalid',
+        `propagationPolicy: Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"`,
+      );
+    }
+    const dryRun = q.get('dryRun') === 'All' || (Array.isArray(body.dryRun) && body.dryRun.includes('All'));
+    return {
+      gracePeriodSeconds: intParam(q, 'gracePeriodSeconds') ?? body.gracePeriodSeconds,
+      preconditions: body.preconditions,
+      propagationPolicy: policy ?? undefined,
+      dryRun,
+    };
+  }
+
+  /** List semantics: selectors, resourceVersion, limit/continue, Table output. */
+  private list(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
+    const { def, query: q } = r;
+    const store = this.rest.store;
+    const current = store.resourceVersion;
+    const rvParam = q.get('resourceVersion');
+    const match = q.get('resourceVersionMatch');
+    if (rvParam !== null && rvParam !== '' && rvParam !== '0') {
+      const rv = Number(rvParam);
+      if (!Number.isInteger(rv)) throw badRequest(`invalid resource version: ${rvParam}`);
+      if (rv > current) {
+        throw new ApiError(504, 'Timeout', `Too large resource version: ${rv}, current: ${current}`, {
+          causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+          retryAfterSeconds: 1,
+        });
+      }
+      // Only the present is kept: an exact read of the past cannot be served.
+      if (match === 'Exact' && rv !== current) throw expired(`too old resource version: ${rv} (${current})`);
+    }
+    const label = parseLabelSelector(q.get('labelSelector'));
+    const field = parseFieldSelector(q.get('fieldSelector'), def.fields);
+    const limit = intParam(q, 'limit');
+    const cont = q.get('continue');
+    const token = cont ? decodeContinue(cont) : undefined;
+    let items = store.list(def.storage, def.namespaced && r.namespace ? r.namespace : undefined);
+    if (label || field)
+      items = items.filter((o) => (!label || label(o.metadata.labels)) && (!field || field(o)));
+    if (token) items = items.filter((o) => keyOf(o) > token.start);
+    const listMeta: KObject = { resourceVersion: String(token?.rv ?? current) };
+    if (limit !== undefined && limit > 0 && items.length > limit) {
+      const remaining = items.length - limit;
+      items = items.slice(0, limit);
+      listMeta.continue = encodeContinue({
+        rv: token?.rv ?? current,
+        start: keyOf(items[items.length - 1]!),
+      });
+      if (!label && !field) listMeta.remainingItemCount = remaining;
+    }
+    const viewed = def.toView ? items.map((o) => def.toView!(o)) : items;
+    const accept = req.headers.accept;
+    if (wantsTable(accept)) {
+      return sendJson(
+        res,
+        200,
+        toTable(def, viewed, listMeta, {
+          apiVersion: tableApiVersion(accept!),
+          includeObject: q.get('includeObject') ?? 'Metadata',
+          now: this.rest.clock.now(),
+        }),
+      );
+    }
+    sendJson(res, 200, {
+      kind: `${def.kind}List`,
+      apiVersion: apiVersionOf(def),
+      metadata: listMeta,
+      items: viewed,
+    });
+  }
+
+  private watch(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
+    const { def, query: q } = r;
+    const rvParam = q.get('resourceVersion');
+    let fromRv: number | undefined;
+    if (rvParam !== null && rvParam !== '') {
+      fromRv = Number(rvParam);
+      if (!Number.isInteger(fromRv)) throw badRequest(`invalid resource version: ${rvParam}`);
+    }
+    let fieldSel = q.get('fieldSelector');
+    if (r.name !== undefined) fieldSel = [fieldSel, `metadata.name=${r.name}`].filter(Boolean).join(',');
+    const timeout = intParam(q, 'timeoutSeconds');
+    const maxSeconds = this.opts.maxWatchSeconds;
+    const seconds = timeout !== undefined && timeout > 0 ? timeout : maxSeconds * (0.5 + Math.random() * 0.5);
+    const accept = req.headers.accept;
+    const table = wantsTable(accept);
+    const includeObject = q.get('includeObject') ?? 'Metadata';
+    serveWatch(this.rest.store, req, res, {
+      def,
+      namespace: def.namespaced ? r.namespace : '',
+      label: parseLabelSelector(q.get('labelSelector')),
+      field: parseFieldSelector(fieldSel, def.fields),
+      fromRv,
+      sendInitialEvents: q.get('sendInitialEvents') === 'true',
+      allowBookmarks: q.get('allowWatchBookmarks') === 'true',
+      timeoutMs: seconds * 1000,
+      bookmarkIntervalMs: this.opts.bookmarkIntervalMs,
+      render: table
+        ? (o) =>
+            toTable(
+              def,
+              [o],
+              { resourceVersion: o.metadata.resourceVersion },
+              {
+                apiVersion: tableApiVersion(accept!),
+                includeObject,
+                now: this.rest.clock.now(),
+              },
+            )
+        : undefined,
+    });
+  }
+
+  private async deleteCollection(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
+    const { def, query: q } = r;
+    if (!def.verbs.includes('deletecollection')) throw methodNotAllowed('deletecollection', def.kind);
+    const opts = await this.deleteOptions(req, q);
+    const label = parseLabelSelector(q.get('labelSelector'));
+    const field = parseFieldSelector(q.get('fieldSelector'), def.fields);
+    const store = this.rest.store;
+    const deleted: KObject[] = [];
+    for (const o of store.list(def.storage, def.namespaced && r.namespace ? r.namespace : undefined)) {
+      if ((label && !label(o.metadata.labels)) || (field && !field(o))) continue;
+      deleted.push(this.rest.delete(def, o.metadata.namespace ?? '', o.metadata.name, opts));
+    }
+    await store.sync();
+    sendJson(res, 200, {
+      kind: `${def.kind}List`,
+      apiVersion: apiVersionOf(def),
+      metadata: { resourceVersion: String(store.resourceVersion) },
+      items: deleted,
+    });
+  }
+
+  private async handleSubresource(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
+    const method = req.method ?? 'GET';
+    const { def, subresource } = r;
+    const name = r.name!;
+    if (subresource === 'status' && def.hasStatus) {
+      const o: WriteOptions = {
+        dryRun: r.query.get('dryRun') === 'All',
+        fieldValidation: fieldValidation(r.query),
+        warnings: [],
+      };
+      let out: KObject;
+      if (method === 'GET') out = this.rest.get(def, r.namespace, name);
+      else if (method === 'PUT') {
+        const body = asObject(
+          decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
+          def.kind,
+        );
+        out = this.rest.update(def, r.namespace, name, body, { ...o, status: true });
+      } else if (method === 'PATCH') {
+        out = this.rest.patch(def, r.namespace, name, ...(await this.patchBody(req)), { ...o, status: true });
+      } else throw methodNotAllowed(method, def.kind);
+      await this.rest.store.sync();
+      addWarnings(res, o.warnings!);
+      return sendJson(res, 200, out);
+    }
+    if (def.resource === 'pods' && subresource === 'binding' && method === 'POST') {
+      const body = asObject(
+        decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
+        'Binding',
+      );
+      const status = bindPod(this.rest, r.namespace, name, body);
+      await this.rest.store.sync();
+      return sendJson(res, 201, status);
+    }
+    if (def.resource === 'pods' && subresource === 'eviction' && method === 'POST') {
+      const body = asObject(
+        decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
+        'Eviction',
+      );
+      if (body.metadata?.name && body.metadata.name !== name) {
+        throw badRequest(`name in URL does not match name in Eviction object`);
+      }
+      this.rest.delete(def, r.namespace, name, body.deleteOptions ?? {});
+      await this.rest.store.sync();
+      return sendJson(res, 201, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Success',
+        code: 201,
+      });
+    }
+    if (def.resource === 'pods' && subresource === 'log' && method === 'GET') {
+      return this.logs.serve(req, res, r.namespace, name, r.query);
+    }
+    throw notFound({ group: def.group, resource: `${def.resource}/${subresource}` }, name);
+  }
+}

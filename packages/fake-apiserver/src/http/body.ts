@@ -1,0 +1,87 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseYaml } from 'yaml';
+import type { KObject } from '../types.js';
+import { ApiError, badRequest, tooLarge, unsupportedMediaType } from './status.js';
+
+/** kube-apiserver's default limit for a request body (3 MiB). */
+export const DEFAULT_MAX_BODY = 3 * 1024 * 1024;
+
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > limit) {
+    req.resume();
+    throw tooLarge(limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      req.resume();
+      throw tooLarge(limit);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+export const mediaType = (req: IncomingMessage) =>
+  (req.headers['content-type'] ?? 'application/json').split(';')[0]!.trim();
+
+/** Decodes a JSON (or YAML) body; protobuf bodies are refused with 415 since only JSON is spoken. */
+export function decodeObject(raw: Buffer, contentType: string): unknown {
+  if (contentType === 'application/yaml') {
+    try {
+      return parseYaml(raw.toString('utf8'));
+    } catch (e) {
+      throw badRequest(`error converting YAML to JSON: ${(e as Error).message}`);
+    }
+  }
+  if (contentType !== 'application/json' && !contentType.endsWith('+json')) {
+    throw unsupportedMediaType(contentType, ['application/json', 'application/yaml']);
+  }
+  if (raw.length === 0) throw badRequest('the request body is empty');
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    throw badRequest(`the object provided is unrecognized: ${(e as Error).message}`);
+  }
+}
+
+export function asObject(v: unknown, what: string): KObject {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    throw badRequest(`the object provided is unrecognized (expected a ${what} object)`);
+  }
+  return v as KObject;
+}
+
+/** Warning headers, as the apiserver sends for fieldValidation=Warn. */
+export function addWarnings(res: ServerResponse, warnings: string[]) {
+  if (warnings.length === 0) return;
+  res.setHeader(
+    'Warning',
+    warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+  );
+}
+
+export function sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json') {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+export function sendError(res: ServerResponse, err: unknown) {
+  const api =
+    err instanceof ApiError
+      ? err
+      : new ApiError(
+          500,
+          'InternalError',
+          `Internal error occurred: ${(err as Error)?.message ?? String(err)}`,
+        );
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, api.code, api.toStatus());
+}

@@ -1,0 +1,134 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Authenticator } from '../auth/tokens.js';
+import {
+  aggregatedDiscovery,
+  aggregatedVersion,
+  apiGroup,
+  apiGroupList,
+  apiResourceList,
+  apiVersions,
+  versionInfo,
+} from '../discovery/discovery.js';
+import { openApiV2, openApiV3, openApiV3Root } from '../discovery/openapi.js';
+import { findResource } from '../registry/index.js';
+import type { ApiHandler, ResourceRequest } from './api.js';
+import { sendError, sendJson } from './body.js';
+import { resourceNotFound, unauthorized } from './status.js';
+
+const HEALTH = new Set(['healthz', 'readyz', 'livez']);
+
+function sendText(res: ServerResponse, code: number, text: string, type = 'text/plain; charset=utf-8') {
+  res.writeHead(code, {
+    'Content-Type': type,
+    'Content-Length': Buffer.byteLength(text),
+    'X-Content-Type-Options': 'nosniff',
+  });
+  res.end(text);
+}
+
+/** Resolves a resource URL below /api/v1 or /apis/<group>/<version>. */
+function parseResourcePath(
+  group: string,
+  version: string,
+  rest: string[],
+  query: URLSearchParams,
+): ResourceRequest | undefined {
+  let watchPath = false;
+  if (rest[0] === 'watch') {
+    watchPath = true;
+    rest = rest.slice(1);
+  }
+  let namespace = '';
+  if (rest[0] === 'namespaces' && rest.length >= 3 && findResource(group, version, rest[2]!)) {
+    namespace = rest[1]!;
+    rest = rest.slice(2);
+  }
+  const def = findResource(group, version, rest[0] ?? '');
+  if (def === undefined || rest.length > 3) return undefined;
+  if (namespace !== '' && !def.namespaced) return undefined;
+  const name = rest[1];
+  if (def.namespaced && name !== undefined && namespace === '') return undefined;
+  const sub = rest[2];
+  if (sub !== undefined && sub !== 'status' && !def.subresources.includes(sub)) return undefined;
+  if (sub === 'status' && !def.hasStatus) return undefined;
+  return { def, namespace, name, subresource: sub, watchPath, query };
+}
+
+export interface RouterOptions {
+  auth: Authenticator;
+  api: ApiHandler;
+  serverAddress: () => string;
+}
+
+export function createRouter(opts: RouterOptions) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const segs = url.pathname.split('/').filter((s) => s !== '');
+      const head = segs[0] ?? '';
+      // Probes stay reachable without credentials, like the apiserver's health endpoints for kubelets and load balancers.
+      if (HEALTH.has(head)) return sendText(res, 200, 'ok');
+      const auth = opts.auth.authenticate(req);
+      if ('error' in auth) throw unauthorized();
+      const accept = req.headers.accept;
+      if (head === 'version' && segs.length === 1) return sendJson(res, 200, versionInfo());
+      if (head === 'openapi') {
+        if (segs[1] === 'v2' && segs.length === 2) {
+          // kubectl <= 1.29 only decodes the protobuf form; everyone else gets JSON.
+          if (accept?.includes('application/com.github.proto-openapi.spec.v2')) {
+            const body = openApiV2().proto;
+            res.writeHead(200, {
+              'Content-Type': 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf',
+              'Content-Length': body.length,
+            });
+            res.end(body);
+            return;
+          }
+          return sendText(res, 200, openApiV2().json, 'application/json');
+        }
+        if (segs[1] === 'v3' && segs.length === 2) return sendJson(res, 200, openApiV3Root());
+        if (segs[1] === 'v3') {
+          const doc = openApiV3(segs.slice(2).join('/'));
+          if (doc !== undefined) return sendText(res, 200, doc.body, 'application/json');
+        }
+        throw resourceNotFound();
+      }
+      if (head === 'api' || head === 'apis') {
+        const legacy = head === 'api';
+        if (segs.length === 1) {
+          const agg = aggregatedVersion(accept);
+          if (agg !== undefined) {
+            res.setHeader('Vary', 'Accept');
+            return sendJson(
+              res,
+              200,
+              aggregatedDiscovery(legacy, `apidiscovery.k8s.io/${agg}`),
+              `application/json;g=apidiscovery.k8s.io;v=${agg};as=APIGroupDiscoveryList`,
+            );
+          }
+          return sendJson(res, 200, legacy ? apiVersions(opts.serverAddress()) : apiGroupList());
+        }
+        const group = legacy ? '' : segs[1]!;
+        const version = legacy ? segs[1]! : segs[2];
+        if (!legacy && segs.length === 2) {
+          const g = apiGroup(group);
+          if (g === undefined) throw resourceNotFound();
+          return sendJson(res, 200, g);
+        }
+        if (version === undefined) throw resourceNotFound();
+        const rest = segs.slice(legacy ? 2 : 3);
+        if (rest.length === 0) {
+          const list = apiResourceList(group, version);
+          if (list === undefined) throw resourceNotFound();
+          return sendJson(res, 200, list);
+        }
+        const r = parseResourcePath(group, version, rest, url.searchParams);
+        if (r === undefined) throw resourceNotFound();
+        return await opts.api.handle(req, res, r);
+      }
+      throw resourceNotFound();
+    } catch (err) {
+      sendError(res, err);
+    }
+  };
+}

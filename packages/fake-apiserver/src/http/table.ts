@@ -1,0 +1,50 @@
+import { ageColumn, nameColumn } from '../registry/printers.js';
+import type { ResourceDef, TableColumn } from '../registry/resource.js';
+import type { KObject } from '../types.js';
+
+/** True when the client asked for server-side printing (kubectl get). */
+export function wantsTable(accept: string | undefined): boolean {
+  return accept !== undefined && /as=Table/.test(accept);
+}
+
+export function tableApiVersion(accept: string): string {
+  // The first Table entry wins; kubectl lists meta.k8s.io/v1 first.
+  const m = /as=Table;v=(v1beta1|v1);g=meta\.k8s\.io|as=Table;g=meta\.k8s\.io;v=(v1beta1|v1)/.exec(accept);
+  return `meta.k8s.io/${m?.[1] ?? m?.[2] ?? 'v1'}`;
+}
+
+const DEFAULT_COLUMNS: TableColumn[] = [nameColumn, ageColumn];
+
+function rowObject(obj: KObject, include: string): KObject | undefined {
+  if (include === 'None') return undefined;
+  if (include === 'Object') return obj;
+  return { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: obj.metadata };
+}
+
+/** Builds a meta.k8s.io Table of `items` with the resource's printer columns. */
+export function toTable(
+  def: ResourceDef,
+  items: KObject[],
+  listMeta: KObject,
+  opts: { apiVersion: string; includeObject: string; now: number },
+): KObject {
+  const columns = def.columns ?? DEFAULT_COLUMNS;
+  return {
+    kind: 'Table',
+    apiVersion: opts.apiVersion,
+    metadata: listMeta,
+    columnDefinitions: columns.map((c) => ({
+      name: c.name,
+      type: c.type,
+      format: c.format ?? '',
+      description: c.description,
+      priority: c.priority ?? 0,
+    })),
+    rows: items.map((o) => {
+      const row: KObject = { cells: columns.map((c) => c.cell(o, opts.now)) };
+      const object = rowObject(o, opts.includeObject);
+      if (object !== undefined) row.object = object;
+      return row;
+    }),
+  };
+}

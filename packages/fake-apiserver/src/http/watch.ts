@@ -1,0 +1,127 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ResourceDef } from '../registry/resource.js';
+import type { FieldSelector } from '../selectors/field.js';
+import type { LabelSelector } from '../selectors/label.js';
+import type { Store } from '../storage/store.js';
+import type { EventType, StoreEvent } from '../storage/watch-cache.js';
+import type { KObject } from '../types.js';
+import { expired } from './status.js';
+
+export interface WatchRequest {
+  def: ResourceDef;
+  /** '' for all namespaces. */
+  namespace: string;
+  label?: LabelSelector;
+  field?: FieldSelector;
+  /** undefined or 0: start with synthetic ADDED events for the current state. */
+  fromRv: number | undefined;
+  sendInitialEvents: boolean;
+  allowBookmarks: boolean;
+  timeoutMs: number;
+  bookmarkIntervalMs: number;
+  /** Renders an object as the client asked (Table rows for kubectl get -w); undefined = plain JSON, cached per event. */
+  render?: (obj: KObject) => KObject;
+}
+
+/** Caps memory for a client that stops reading: such a watch is closed, as the apiserver does. */
+const MAX_BUFFERED = 32 * 1024 * 1024;
+
+export function serveWatch(store: Store, req: IncomingMessage, res: ServerResponse, w: WatchRequest): void {
+  const { def } = w;
+  const nsKey = def.namespaced ? w.namespace : '';
+  const matches = (o: KObject | undefined) =>
+    o !== undefined &&
+    (nsKey === '' || o.metadata.namespace === nsKey) &&
+    (w.label === undefined || w.label(o.metadata.labels)) &&
+    (w.field === undefined || w.field(o));
+  const view = (o: KObject) => (def.toView ? def.toView(o) : o);
+
+  const line = (type: string, obj: KObject, ev?: StoreEvent): string => {
+    if (w.render !== undefined) return `${JSON.stringify({ type, object: w.render(view(obj)) })}\n`;
+    if (ev === undefined) return `${JSON.stringify({ type, object: view(obj) })}\n`;
+    // Serialised once per event and view, shared by every watcher.
+    const key = `${def.group}|${type}`;
+    ev.lines ??= new Map();
+    let s = ev.lines.get(key);
+    if (s === undefined) {
+      s = `${JSON.stringify({ type, object: view(obj) })}\n`;
+      ev.lines.set(key, s);
+    }
+    return s;
+  };
+
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let bookmarks: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
+  const send = (s: string) => {
+    if (closed) return;
+    res.write(s);
+    if (res.writableLength > MAX_BUFFERED) finish();
+  };
+
+  /** What a watcher with selectors sees: objects entering or leaving its set become ADDED/DELETED. */
+  const deliver = (ev: StoreEvent) => {
+    const now = matches(ev.object);
+    const before = ev.type === 'ADDED' ? false : matches(ev.prev);
+    let type: EventType | undefined;
+    if (ev.type === 'DELETED') type = before ? 'DELETED' : undefined;
+    else if (now && before) type = 'MODIFIED';
+    else if (now) type = 'ADDED';
+    else if (before) type = 'DELETED';
+    if (type === undefined) return;
+    send(line(type, ev.object, type === ev.type ? ev : undefined));
+  };
+
+  res.writeHead(200, {
+    'Content-Type': 'application/json',
+    'Transfer-Encoding': 'chunked',
+    'Cache-Control': 'no-cache',
+  });
+  res.flushHeaders();
+
+  let backlog: StoreEvent[] = [];
+  if (w.fromRv === undefined || w.fromRv === 0 || w.sendInitialEvents) {
+    for (const o of store.list(def.storage, nsKey || undefined)) if (matches(o)) send(line('ADDED', o));
+    if (w.sendInitialEvents && w.allowBookmarks) sendBookmark(true);
+  } else {
+    const events = store.cache.since(w.fromRv);
+    if (events === undefined) {
+      // Resuming from history the cache no longer has: an ERROR event with 410, then close.
+      const err = expired(`too old resource version: ${w.fromRv} (${store.cache.floorRv + 1})`);
+      res.end(`${JSON.stringify({ type: 'ERROR', object: err.toStatus() })}\n`);
+      return;
+    }
+    backlog = events.filter((e) => e.resource === def.storage);
+  }
+  for (const ev of backlog) deliver(ev);
+
+  unsubscribe = store.subscribe(def.storage, deliver);
+  function sendBookmark(initialEnd = false) {
+    const md: KObject = { resourceVersion: String(store.resourceVersion) };
+    if (initialEnd) md.annotations = { 'k8s.io/initial-events-end': 'true' };
+    send(
+      `${JSON.stringify({ type: 'BOOKMARK', object: { kind: def.kind, apiVersion: def.group ? `${def.group}/${def.version}` : def.version, metadata: md } })}\n`,
+    );
+  }
+  if (closed) {
+    unsubscribe();
+    return;
+  }
+  if (w.allowBookmarks) bookmarks = setInterval(() => sendBookmark(), w.bookmarkIntervalMs);
+  timer = setTimeout(() => {
+    if (w.allowBookmarks) sendBookmark();
+    finish();
+  }, w.timeoutMs);
+
+  function finish() {
+    if (closed) return;
+    closed = true;
+    unsubscribe?.();
+    clearTimeout(timer);
+    if (bookmarks) clearInterval(bookmarks);
+    res.end();
+  }
+  req.on('close', finish);
+  res.on('close', finish);
+}

@@ -1,0 +1,26 @@
+import { configmaps } from './configmaps.js';
+import { events, eventsV1 } from './events.js';
+import { leases } from './leases.js';
+import { namespaces } from './namespaces.js';
+import { nodes } from './nodes.js';
+import { pods } from './pods.js';
+import type { ResourceDef } from './resource.js';
+import { secrets } from './secrets.js';
+import { serviceaccounts } from './serviceaccounts.js';
+
+/** Every served resource, in discovery order. */
+export const RESOURCES: ResourceDef[] = [
+  configmaps,
+  events,
+  namespaces,
+  nodes,
+  pods,
+  secrets,
+  serviceaccounts,
+  leases,
+  eventsV1,
+];
+
+export function findResource(group: string, version: string, resource: string): ResourceDef | undefined {
+  return RESOURCES.find((r) => r.group === group && r.version === version && r.resource === resource);
+}

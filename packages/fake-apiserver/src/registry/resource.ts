@@ -1,0 +1,58 @@
+import type { FieldErrors } from '../http/status.js';
+import type { FieldSet } from '../selectors/field.js';
+import type { Store } from '../storage/store.js';
+import type { Clock, KObject } from '../types.js';
+
+export interface StrategyContext {
+  store: Store;
+  clock: Clock;
+}
+
+export interface TableColumn {
+  name: string;
+  type: 'string' | 'integer' | 'date' | 'number' | 'boolean';
+  format?: string;
+  description: string;
+  priority?: number;
+  cell: (obj: KObject, now: number) => string | number;
+}
+
+/** Everything the generic REST layer needs to serve one resource. */
+export interface ResourceDef {
+  group: string;
+  version: string;
+  /** Plural, lower case: the URL segment. */
+  resource: string;
+  singular: string;
+  kind: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  categories?: string[];
+  /** OpenAPI definition name of the kind. */
+  typeName: string;
+  /** Store table; two API views of one storage (events) share it. */
+  storage: string;
+  verbs: string[];
+  /** Subresources besides status that take a POST/GET (binding, eviction, log). */
+  subresources: string[];
+  /** status is its own subresource: writes to the main resource keep it, and vice versa. */
+  hasStatus: boolean;
+  fields: FieldSet;
+  allowCreateOnUpdate?: boolean;
+  columns?: TableColumn[];
+  /** Sets server-owned fields and defaults on create. */
+  prepareForCreate?(obj: KObject, ctx: StrategyContext): void;
+  /** Adjusts an update before validation (old is the stored object). */
+  prepareForUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): void;
+  validate?(obj: KObject, errs: FieldErrors, old: KObject | undefined): void;
+  /** Grace period for deletion, when the resource supports graceful deletion (pods). */
+  gracePeriod?(obj: KObject, requested: number | undefined): number;
+  /** Converts from the stored form to this view and back (events.k8s.io over core events). */
+  toView?(stored: KObject): KObject;
+  fromView?(obj: KObject): KObject;
+}
+
+export const apiVersionOf = (d: Pick<ResourceDef, 'group' | 'version'>) =>
+  d.group === '' ? d.version : `${d.group}/${d.version}`;
+
+export const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];

@@ -1,0 +1,337 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ApiError,
+  alreadyExists,
+  badRequest,
+  FieldErrors,
+  forbidden,
+  notFound,
+  type ResourceRef,
+  staleConflict,
+} from '../http/status.js';
+import { applyJsonPatch } from '../patch/json-patch.js';
+import { applyMergePatch } from '../patch/merge.js';
+import { applyStrategicMergePatch } from '../patch/strategic.js';
+import { pruneUnknownFields } from '../schema/walk.js';
+import type { Store } from '../storage/store.js';
+import { type Clock, type KObject, rfc3339 } from '../types.js';
+import { apiVersionOf, type ResourceDef, type StrategyContext } from './resource.js';
+
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+export interface WriteOptions {
+  dryRun?: boolean;
+  fieldValidation?: FieldValidation;
+  /** Collects warnings to send back (unknown fields under Warn). */
+  warnings?: string[];
+}
+
+export interface DeleteOptions {
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: string;
+  dryRun?: boolean;
+}
+
+export type PatchType = 'json' | 'merge' | 'strategic';
+
+const ref = (d: ResourceDef): ResourceRef => ({ group: d.group, resource: d.resource });
+const clone = <T>(o: T): T => structuredClone(o);
+const GENERATE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+
+function randomSuffix(): string {
+  let s = '';
+  for (let i = 0; i < 5; i++) s += GENERATE_ALPHABET[Math.floor(Math.random() * GENERATE_ALPHABET.length)];
+  return s;
+}
+
+/** Everything but metadata and status: a change here bumps metadata.generation. */
+function specOf(o: KObject): string {
+  const { metadata: _m, status: _s, ...rest } = o;
+  return JSON.stringify(rest);
+}
+
+function withoutRv(o: KObject): string {
+  return JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined } });
+}
+
+/**
+ * The generic registry: create / update / patch / delete with the apiserver's semantics
+ * (defaults, validation, optimistic concurrency, status split, graceful deletion, finalizers).
+ * Both the HTTP layer and the built-in controllers write through it.
+ */
+export class RestStorage {
+  readonly ctx: StrategyContext;
+
+  constructor(
+    readonly store: Store,
+    readonly clock: Clock,
+  ) {
+    this.ctx = { store, clock };
+  }
+
+  /** Stored form -> the form of the API view (only events.k8s.io differs). */
+  view(def: ResourceDef, stored: KObject): KObject {
+    return def.toView ? def.toView(stored) : stored;
+  }
+
+  get(def: ResourceDef, ns: string, name: string): KObject {
+    const o = this.store.get(def.storage, def.namespaced ? ns : '', name);
+    if (o === undefined) throw notFound(ref(def), name);
+    return this.view(def, o);
+  }
+
+  /** Type checks, unknown-field handling per fieldValidation, apiVersion/kind checks. */
+  decode(def: ResourceDef, body: KObject, opts: WriteOptions): KObject {
+    const expected = apiVersionOf(def);
+    if (body.apiVersion !== undefined && body.apiVersion !== expected) {
+      throw badRequest(
+        `the API version in the data (${body.apiVersion}) does not match the expected API version (${expected})`,
+      );
+    }
+    if (body.kind !== undefined && body.kind !== def.kind) {
+      throw badRequest(
+        `${body.kind} in version "${def.version}" cannot be handled as a ${def.kind}: the kind in the data does not match`,
+      );
+    }
+    const obj = clone(body);
+    obj.apiVersion = expected;
+    obj.kind = def.kind;
+    obj.metadata ??= {};
+    const problems = pruneUnknownFields(obj, def.typeName);
+    if (problems.typeErrors.length > 0) {
+      throw badRequest(
+        `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: json: cannot unmarshal ${problems.typeErrors.join('; ')}`,
+      );
+    }
+    const fv = opts.fieldValidation ?? 'Warn';
+    if (problems.unknown.length > 0 && fv === 'Strict') {
+      throw badRequest(
+        `${def.kind} in version "${def.version}" cannot be handled as a ${def.kind}: strict decoding error: ${problems.unknown.map((u) => `unknown field "${u}"`).join(', ')}`,
+      );
+    }
+    if (fv === 'Warn') for (const u of problems.unknown) opts.warnings?.push(`unknown field "${u}"`);
+    return def.fromView ? def.fromView(obj) : obj;
+  }
+
+  private checkNamespace(def: ResourceDef, ns: string, name: string) {
+    if (!def.namespaced) return;
+    const nsObj = this.store.get('namespaces', '', ns);
+    if (nsObj === undefined) throw notFound({ group: '', resource: 'namespaces' }, ns);
+    if (nsObj.metadata.deletionTimestamp) {
+      throw forbidden(
+        ref(def),
+        name,
+        `unable to create new content in namespace ${ns} because it is being terminated`,
+      );
+    }
+  }
+
+  private validate(def: ResourceDef, obj: KObject, old: KObject | undefined) {
+    const errs = new FieldErrors();
+    def.validate?.(obj, errs, old);
+    errs.throwIfAny(def.kind, obj.metadata.name ?? '', def.group);
+  }
+
+  create(def: ResourceDef, ns: string, body: KObject, opts: WriteOptions = {}): KObject {
+    const obj = this.decode(def, body, opts);
+    const md = obj.metadata;
+    if (def.namespaced) {
+      if (md.namespace && ns && md.namespace !== ns) {
+        throw badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
+      }
+      md.namespace = ns || md.namespace;
+    } else delete md.namespace;
+    if (!md.name && md.generateName) md.name = `${md.generateName}${randomSuffix()}`;
+    md.uid = randomUUID();
+    md.creationTimestamp = rfc3339(this.clock.now());
+    md.generation = 1;
+    delete md.resourceVersion;
+    delete md.deletionTimestamp;
+    delete md.deletionGracePeriodSeconds;
+    delete md.selfLink;
+    if (md.finalizers?.length === 0) delete md.finalizers;
+    def.prepareForCreate?.(obj, this.ctx);
+    this.validate(def, obj, undefined);
+    this.checkNamespace(def, md.namespace ?? '', md.name);
+    if (this.store.get(def.storage, md.namespace ?? '', md.name) !== undefined)
+      throw alreadyExists(ref(def), md.name);
+    if (opts.dryRun) return this.view(def, obj);
+    return this.view(def, this.store.write(def.storage, 'ADDED', obj));
+  }
+
+  /** PUT of the main resource or of its status subresource. */
+  update(
+    def: ResourceDef,
+    ns: string,
+    name: string,
+    body: KObject,
+    opts: WriteOptions & { status?: boolean } = {},
+  ): KObject {
+    const obj = this.decode(def, body, opts);
+    if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
+      throw badRequest(
+        `the name of the object (${obj.metadata.name}) does not match the name on the URL (${name})`,
+      );
+    }
+    obj.metadata.name = name;
+    const key = def.namespaced ? ns : '';
+    if (def.namespaced) {
+      if (obj.metadata.namespace && obj.metadata.namespace !== ns) {
+        throw badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
+      }
+      obj.metadata.namespace = ns;
+    }
+    const old = this.store.get(def.storage, key, name);
+    if (old === undefined) {
+      if (def.allowCreateOnUpdate && !opts.status) {
+        delete obj.metadata.resourceVersion;
+        return this.create(def, ns, obj, { ...opts, fieldValidation: 'Ignore' });
+      }
+      throw notFound(ref(def), name);
+    }
+    return this.updateFrom(def, old, obj, opts);
+  }
+
+  /** Applies an already decoded object over the stored `old`. */
+  private updateFrom(
+    def: ResourceDef,
+    old: KObject,
+    obj: KObject,
+    opts: WriteOptions & { status?: boolean },
+  ): KObject {
+    const rv = obj.metadata.resourceVersion;
+    if (rv !== undefined && rv !== '' && rv !== old.metadata.resourceVersion)
+      throw staleConflict(ref(def), old.metadata.name);
+    let next: KObject;
+    if (opts.status) {
+      // A status write changes status (and labels/annotations); everything else stays.
+      next = clone(old);
+      next.status = obj.status;
+      next.metadata.labels = obj.metadata.labels;
+      next.metadata.annotations = obj.metadata.annotations;
+      if (next.metadata.labels === undefined) delete next.metadata.labels;
+      if (next.metadata.annotations === undefined) delete next.metadata.annotations;
+    } else {
+      next = obj;
+      if (def.hasStatus) {
+        if (old.status === undefined) delete next.status;
+        else next.status = clone(old.status);
+      }
+    }
+    const md = next.metadata;
+    for (const k of [
+      'uid',
+      'creationTimestamp',
+      'deletionTimestamp',
+      'deletionGracePeriodSeconds',
+      'generation',
+    ] as const) {
+      if (old.metadata[k] === undefined) delete md[k];
+      else (md as KObject)[k] = old.metadata[k];
+    }
+    if (md.finalizers?.length === 0) delete md.finalizers;
+    if (old.metadata.deletionTimestamp) {
+      const added = (md.finalizers ?? []).filter((f: string) => !(old.metadata.finalizers ?? []).includes(f));
+      if (added.length > 0) {
+        throw new ApiError(
+          422,
+          'Invalid',
+          `${def.kind} "${md.name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`,
+        );
+      }
+    }
+    def.prepareForUpdate?.(next, old, this.ctx);
+    if (specOf(next) !== specOf(old)) md.generation = (old.metadata.generation ?? 0) + 1;
+    this.validate(def, next, old);
+    md.resourceVersion = old.metadata.resourceVersion;
+    if (opts.dryRun) return this.view(def, next);
+    // Removing the last finalizer of an object whose deletion is due completes the deletion.
+    const finalized = !(md.finalizers?.length > 0) && !(md.deletionGracePeriodSeconds > 0);
+    if (md.deletionTimestamp && finalized && def.resource !== 'namespaces') {
+      return this.view(def, this.store.delete(def.storage, md.namespace ?? '', md.name) ?? next);
+    }
+    // A no-op write is not a write: same resourceVersion, no event (as the apiserver does).
+    if (withoutRv(next) === withoutRv(old)) return this.view(def, old);
+    return this.view(def, this.store.write(def.storage, 'MODIFIED', next));
+  }
+
+  patch(
+    def: ResourceDef,
+    ns: string,
+    name: string,
+    type: PatchType,
+    patch: unknown,
+    opts: WriteOptions & { status?: boolean } = {},
+  ): KObject {
+    const stored = this.store.get(def.storage, def.namespaced ? ns : '', name);
+    if (stored === undefined) throw notFound(ref(def), name);
+    const current = clone(this.view(def, stored));
+    let patched: unknown;
+    if (type === 'json') patched = applyJsonPatch(current, patch);
+    else if (type === 'merge') patched = applyMergePatch(current, patch);
+    else patched = applyStrategicMergePatch(current, patch, def.typeName);
+    if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) {
+      throw badRequest('the patch produced something that is not an object');
+    }
+    const obj = this.decode(def, patched as KObject, opts);
+    const md = obj.metadata;
+    if (md.name !== name) throw badRequest(`metadata.name: Invalid value: "${md.name}": field is immutable`);
+    // Only a resourceVersion the patch itself carries is a precondition.
+    if (md.resourceVersion === stored.metadata.resourceVersion) delete md.resourceVersion;
+    return this.updateFrom(def, stored, obj, opts);
+  }
+
+  delete(def: ResourceDef, ns: string, name: string, opts: DeleteOptions = {}): KObject {
+    const key = def.namespaced ? ns : '';
+    const old = this.store.get(def.storage, key, name);
+    if (old === undefined) throw notFound(ref(def), name);
+    const pre = opts.preconditions;
+    if (pre?.uid && pre.uid !== old.metadata.uid) {
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`,
+        {
+          name,
+          kind: def.resource,
+        },
+      );
+    }
+    if (pre?.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion) {
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`,
+        {
+          name,
+          kind: def.resource,
+        },
+      );
+    }
+    const grace = def.gracePeriod ? def.gracePeriod(old, opts.gracePeriodSeconds) : 0;
+    const hasFinalizers = (old.metadata.finalizers ?? []).length > 0;
+    // Namespaces always pass through Terminating so their content can be removed first.
+    const graceful = grace > 0 || hasFinalizers || def.resource === 'namespaces';
+    const removeNow = () =>
+      opts.dryRun ? this.view(def, old) : this.view(def, this.store.delete(def.storage, key, name)!);
+    if (!graceful) return removeNow();
+    const next = clone(old);
+    const md = next.metadata;
+    if (md.deletionTimestamp !== undefined) {
+      // Already being deleted: only a shorter grace period changes anything (the kubelet's final
+      // grace-0 delete of a pod removes it).
+      if (grace >= (md.deletionGracePeriodSeconds ?? 0)) return this.view(def, old);
+      if (grace === 0 && !hasFinalizers) return removeNow();
+    } else md.generation = (md.generation ?? 0) + 1;
+    md.deletionTimestamp = rfc3339(this.clock.now() + grace * 1000);
+    md.deletionGracePeriodSeconds = grace;
+    if (def.resource === 'namespaces') next.status = { ...(next.status ?? {}), phase: 'Terminating' };
+    if (opts.dryRun) return this.view(def, next);
+    return this.view(def, this.store.write(def.storage, 'MODIFIED', next));
+  }
+}

@@ -1,0 +1,34 @@
+import { badRequest } from '../http/status.js';
+import type { KObject } from '../types.js';
+
+export type FieldSelector = (obj: KObject) => boolean;
+
+/** A resource's selectable fields: label -> value extracted from the object. */
+export type FieldSet = Record<string, (obj: KObject) => string | undefined>;
+
+export const metadataFields: FieldSet = {
+  'metadata.name': (o) => o.metadata?.name,
+  'metadata.namespace': (o) => o.metadata?.namespace ?? '',
+};
+
+/** Parses `?fieldSelector=` (=, ==, != joined by commas) against the fields a resource supports. */
+export function parseFieldSelector(
+  s: string | undefined | null,
+  fields: FieldSet,
+): FieldSelector | undefined {
+  if (s === undefined || s === null || s.trim() === '') return undefined;
+  const terms = s
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '')
+    .map((t) => {
+      const m = /^([^=!]+?)\s*(==|=|!=)\s*(.*)$/.exec(t);
+      if (!m) throw badRequest(`invalid selector: '${s}'; can't understand '${t}'`);
+      const get = fields[m[1]!];
+      if (get === undefined) {
+        throw badRequest(`field label not supported: ${m[1]}`);
+      }
+      return { get, neg: m[2] === '!=', value: m[3]!.replace(/\\(.)/g, '$1') };
+    });
+  return (obj) => terms.every((t) => ((t.get(obj) ?? '') === t.value) !== t.neg);
+}

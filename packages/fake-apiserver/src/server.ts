@@ -1,0 +1,160 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { stringify as toYaml } from 'yaml';
+import { generateTls, type TlsMaterial } from './auth/tls.js';
+import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
+import { NamespaceController } from './controllers/namespace.js';
+import { NodeLifecycleController } from './controllers/node-lifecycle.js';
+import { Scheduler } from './controllers/scheduler.js';
+import { ApiHandler } from './http/api.js';
+import { DEFAULT_MAX_BODY } from './http/body.js';
+import { createRouter } from './http/router.js';
+import { Logs } from './registry/logs.js';
+import { namespaces } from './registry/namespaces.js';
+import { RestStorage } from './registry/rest.js';
+import { Store } from './storage/store.js';
+import { type Clock, systemClock } from './types.js';
+
+export interface ApiServerOptions {
+  /** 0 picks a free port. */
+  port?: number;
+  /** Listen address; loopback by default. */
+  host?: string;
+  /** Makes storage durable (WAL + snapshot) in this directory. */
+  dataDir?: string;
+  /** Bearer tokens: a token file path (kube-apiserver CSV format) or a map. Without tokens the server is open. */
+  tokens?: string | Map<string, UserInfo> | Record<string, string>;
+  /** Serve HTTPS with a generated CA (true), given material, or plain HTTP (false, default). */
+  tls?: boolean | TlsMaterial;
+  /** Extra SANs for the generated serving certificate. */
+  tlsHosts?: string[];
+  /** Allow requests without a token when tokens are configured. */
+  anonymous?: boolean;
+  /** Node lease grace period before the lifecycle controller marks a node Unknown (40 s). */
+  leaseGraceSeconds?: number;
+  /** How often the lifecycle controller checks (5 s). */
+  nodeMonitorPeriodSeconds?: number;
+  /** Run the built-in scheduler (default true). */
+  scheduler?: boolean;
+  /** Run the node lifecycle controller (default true). */
+  nodeLifecycle?: boolean;
+  clock?: Clock;
+  watchCacheSize?: number;
+  maxBodyBytes?: number;
+  bookmarkIntervalSeconds?: number;
+}
+
+export interface ApiServer {
+  /** e.g. https://127.0.0.1:41234 */
+  readonly url: string;
+  readonly port: number;
+  /** The CA that signed the serving certificate, when serving TLS. */
+  readonly caPem: string | undefined;
+  readonly store: Store;
+  readonly rest: RestStorage;
+  readonly scheduler: Scheduler | undefined;
+  readonly nodeLifecycle: NodeLifecycleController | undefined;
+  /** A kubeconfig (YAML) for this server; `token` picks the credentials (first token by default). */
+  kubeconfig(opts?: { token?: string; server?: string }): string;
+  close(): Promise<void>;
+}
+
+function tokenMap(t: ApiServerOptions['tokens']): Map<string, UserInfo> | undefined {
+  if (t === undefined) return undefined;
+  if (typeof t === 'string') return readTokenFile(t);
+  if (t instanceof Map) return t;
+  return new Map(Object.entries(t).map(([token, user]) => [token, { name: user, uid: user, groups: [] }]));
+}
+
+const DEFAULT_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+
+/** Starts the fake apiserver. */
+export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
+  const clock = opts.clock ?? systemClock;
+  const store = new Store({ dataDir: opts.dataDir, watchCacheSize: opts.watchCacheSize });
+  const rest = new RestStorage(store, clock);
+  for (const ns of DEFAULT_NAMESPACES) {
+    if (store.get('namespaces', '', ns) === undefined)
+      rest.create(namespaces, '', { metadata: { name: ns } });
+  }
+  const tokens = tokenMap(opts.tokens);
+  const tls = opts.tls === true ? await generateTls(opts.tlsHosts) : opts.tls || undefined;
+  const api = new ApiHandler(rest, new Logs(store), {
+    maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY,
+    bookmarkIntervalMs: (opts.bookmarkIntervalSeconds ?? 60) * 1000,
+    maxWatchSeconds: 3600,
+  });
+  let url = '';
+  const router = createRouter({
+    auth: tokenAuthenticator(tokens, opts.anonymous ?? false),
+    api,
+    serverAddress: () => new URL(url).host,
+  });
+  const handler = (req: Parameters<typeof router>[0], res: Parameters<typeof router>[1]) =>
+    void router(req, res);
+  const server: Server = tls
+    ? createHttpsServer({ cert: tls.certPem, key: tls.keyPem }, handler)
+    : createHttpServer(handler);
+  server.keepAliveTimeout = 65_000;
+  server.requestTimeout = 0;
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  url = `${tls ? 'https' : 'http'}://${urlHost}:${port}`;
+
+  const nsController = new NamespaceController(rest);
+  nsController.start();
+  const scheduler = opts.scheduler === false ? undefined : new Scheduler(rest);
+  scheduler?.start();
+  const nodeLifecycle =
+    opts.nodeLifecycle === false
+      ? undefined
+      : new NodeLifecycleController(rest, {
+          gracePeriodMs: (opts.leaseGraceSeconds ?? 40) * 1000,
+          monitorPeriodMs: (opts.nodeMonitorPeriodSeconds ?? 5) * 1000,
+        });
+  nodeLifecycle?.start();
+
+  return {
+    url,
+    port,
+    caPem: tls?.caPem,
+    store,
+    rest,
+    scheduler,
+    nodeLifecycle,
+    kubeconfig(k = {}) {
+      const token = k.token ?? (tokens ? [...tokens.keys()][0] : undefined);
+      const cluster: Record<string, string> = { server: k.server ?? url };
+      if (tls) cluster['certificate-authority-data'] = Buffer.from(tls.caPem).toString('base64');
+      return toYaml({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'fake-apiserver', cluster }],
+        users: [{ name: 'fake-apiserver', user: token ? { token } : {} }],
+        contexts: [
+          {
+            name: 'fake-apiserver',
+            context: { cluster: 'fake-apiserver', user: 'fake-apiserver', namespace: 'default' },
+          },
+        ],
+        'current-context': 'fake-apiserver',
+        preferences: {},
+      });
+    },
+    async close() {
+      scheduler?.stop();
+      nodeLifecycle?.stop();
+      nsController.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await store.sync();
+      store.close();
+    },
+  };
+}

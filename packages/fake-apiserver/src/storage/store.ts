@@ -1,0 +1,213 @@
+import type { KObject } from '../types.js';
+import { type Snapshot, WriteAheadLog } from './wal.js';
+import { type EventType, type StoreEvent, WatchCache } from './watch-cache.js';
+
+export interface StoreOptions {
+  /** Events kept for watches that resume from a resourceVersion. */
+  watchCacheSize?: number;
+  /** Makes the store durable: a write is acknowledged only after it is fsynced. */
+  dataDir?: string;
+  /** Log size that triggers a snapshot. */
+  snapshotBytes?: number;
+}
+
+export type StoreListener = (ev: StoreEvent) => void;
+
+type Table = Map<string, Map<string, KObject>>;
+
+/**
+ * The resource store: one table per resource ("pods", "leases.coordination.k8s.io"), keyed by
+ * namespace then name, a global monotonic resourceVersion, a watch cache, and an optional
+ * write-ahead log. Stored objects are never mutated; writers replace them.
+ */
+export class Store {
+  private rvCounter = 0;
+  private readonly tables = new Map<string, Table>();
+  /** pods by spec.nodeName (the kubelet's and the scheduler's hot query). */
+  private readonly podsByNode = new Map<string, Map<string, KObject>>();
+  private readonly listeners = new Map<string, Set<StoreListener>>();
+  readonly cache: WatchCache;
+  private readonly wal: WriteAheadLog | undefined;
+  private pending: StoreEvent[] = [];
+  private syncScheduled = false;
+  private readonly snapshotBytes: number;
+
+  constructor(opts: StoreOptions = {}) {
+    this.snapshotBytes = opts.snapshotBytes ?? 64 * 1024 * 1024;
+    if (opts.dataDir !== undefined) {
+      const { wal, snapshot, records } = WriteAheadLog.open(opts.dataDir);
+      this.wal = wal;
+      if (snapshot !== undefined) {
+        this.rvCounter = snapshot.rv;
+        for (const [resource, objs] of Object.entries(snapshot.objects)) {
+          for (const o of objs) this.put(resource, o.metadata.namespace ?? '', o.metadata.name, o);
+        }
+      }
+      for (const rec of records) {
+        this.rvCounter = rec.rv;
+        if (rec.op === 'put') this.put(rec.r, rec.ns, rec.name, rec.o!);
+        else this.remove(rec.r, rec.ns, rec.name);
+      }
+    }
+    // History before a restart is gone: resuming from an older resourceVersion gets 410.
+    this.cache = new WatchCache(opts.watchCacheSize ?? 50_000, this.rvCounter);
+  }
+
+  get resourceVersion(): number {
+    return this.rvCounter;
+  }
+
+  get(resource: string, ns: string, name: string): KObject | undefined {
+    return this.tables.get(resource)?.get(ns)?.get(name);
+  }
+
+  /** Objects of a resource (optionally one namespace), sorted by namespace/name like etcd keys. */
+  list(resource: string, ns?: string): KObject[] {
+    const table = this.tables.get(resource);
+    if (table === undefined) return [];
+    const out: KObject[] = [];
+    if (ns !== undefined && ns !== '') {
+      const m = table.get(ns);
+      if (m !== undefined) for (const name of [...m.keys()].sort()) out.push(m.get(name)!);
+      return out;
+    }
+    for (const n of [...table.keys()].sort()) {
+      const m = table.get(n)!;
+      for (const name of [...m.keys()].sort()) out.push(m.get(name)!);
+    }
+    return out;
+  }
+
+  podsOnNode(nodeName: string): KObject[] {
+    return [...(this.podsByNode.get(nodeName)?.values() ?? [])];
+  }
+
+  count(resource: string): number {
+    let n = 0;
+    for (const m of this.tables.get(resource)?.values() ?? []) n += m.size;
+    return n;
+  }
+
+  /**
+   * Stores `obj` (whose metadata must be complete except resourceVersion) and emits the event.
+   * Returns the stored object.
+   */
+  write(resource: string, type: Exclude<EventType, 'DELETED'>, obj: KObject): KObject {
+    const rv = ++this.rvCounter;
+    obj.metadata.resourceVersion = String(rv);
+    const ns = obj.metadata.namespace ?? '';
+    const prev = this.put(resource, ns, obj.metadata.name, obj);
+    this.wal?.append({ rv, op: 'put', r: resource, ns, name: obj.metadata.name, o: obj });
+    this.emit({ type, resource, rv, object: obj, prev, at: Date.now() });
+    return obj;
+  }
+
+  /** Removes an object; the DELETED event carries it with a fresh resourceVersion, like etcd. */
+  delete(resource: string, ns: string, name: string): KObject | undefined {
+    const prev = this.remove(resource, ns, name);
+    if (prev === undefined) return undefined;
+    const rv = ++this.rvCounter;
+    const obj = { ...prev, metadata: { ...prev.metadata, resourceVersion: String(rv) } };
+    this.wal?.append({ rv, op: 'del', r: resource, ns, name });
+    this.emit({ type: 'DELETED', resource, rv, object: obj, prev, at: Date.now() });
+    return obj;
+  }
+
+  /** Resolves when every write so far is durable (immediately in memory mode). */
+  async sync(): Promise<void> {
+    if (this.wal === undefined) return;
+    const events = this.pending;
+    this.pending = [];
+    // Watchers see a change only once it is durable, as etcd-backed watches do.
+    await this.wal.commit();
+    for (const ev of events) this.dispatch(ev);
+    if (this.wal.size > this.snapshotBytes) this.snapshot();
+  }
+
+  /** Subscribes to committed events of one resource. */
+  subscribe(resource: string, fn: StoreListener): () => void {
+    let set = this.listeners.get(resource);
+    if (set === undefined) {
+      set = new Set();
+      this.listeners.set(resource, set);
+    }
+    set.add(fn);
+    return () => set.delete(fn);
+  }
+
+  snapshot(): void {
+    if (this.wal === undefined) return;
+    const objects: Snapshot['objects'] = {};
+    for (const resource of this.tables.keys()) objects[resource] = this.list(resource);
+    this.wal.snapshot({ rv: this.rvCounter, objects });
+  }
+
+  close(): void {
+    if (this.wal === undefined) return;
+    for (const ev of this.pending) this.cache.push(ev);
+    this.pending = [];
+    this.snapshot();
+    this.wal.close();
+  }
+
+  private emit(ev: StoreEvent): void {
+    if (this.wal === undefined) {
+      this.dispatch(ev);
+      return;
+    }
+    this.pending.push(ev);
+    if (!this.syncScheduled) {
+      // Controllers write without awaiting; commit their writes too.
+      this.syncScheduled = true;
+      setImmediate(() => {
+        this.syncScheduled = false;
+        void this.sync();
+      });
+    }
+  }
+
+  private dispatch(ev: StoreEvent): void {
+    this.cache.push(ev);
+    for (const fn of this.listeners.get(ev.resource) ?? []) fn(ev);
+  }
+
+  private put(resource: string, ns: string, name: string, obj: KObject): KObject | undefined {
+    let table = this.tables.get(resource);
+    if (table === undefined) {
+      table = new Map();
+      this.tables.set(resource, table);
+    }
+    let m = table.get(ns);
+    if (m === undefined) {
+      m = new Map();
+      table.set(ns, m);
+    }
+    const prev = m.get(name);
+    m.set(name, obj);
+    if (resource === 'pods') {
+      const key = `${ns}/${name}`;
+      const before = prev?.spec?.nodeName;
+      const after = obj.spec?.nodeName;
+      if (before && before !== after) this.podsByNode.get(before)?.delete(key);
+      if (after) {
+        let idx = this.podsByNode.get(after);
+        if (idx === undefined) {
+          idx = new Map();
+          this.podsByNode.set(after, idx);
+        }
+        idx.set(key, obj);
+      }
+    }
+    return prev;
+  }
+
+  private remove(resource: string, ns: string, name: string): KObject | undefined {
+    const m = this.tables.get(resource)?.get(ns);
+    const prev = m?.get(name);
+    if (prev === undefined) return undefined;
+    m!.delete(name);
+    if (resource === 'pods' && prev.spec?.nodeName)
+      this.podsByNode.get(prev.spec.nodeName)?.delete(`${ns}/${name}`);
+    return prev;
+  }
+}

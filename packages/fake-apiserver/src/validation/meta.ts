@@ -1,0 +1,80 @@
+import type { FieldErrors } from '../http/status.js';
+import type { KObject } from '../types.js';
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+export function isDnsLabel(s: string): boolean {
+  return s.length <= 63 && DNS1123_LABEL.test(s);
+}
+
+export function isDnsSubdomain(s: string): boolean {
+  return s.length <= 253 && DNS1123_SUBDOMAIN.test(s);
+}
+
+export function checkDnsLabel(errs: FieldErrors, field: string, v: string) {
+  if (!isDnsLabel(v)) {
+    errs.invalid(
+      field,
+      v,
+      "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    );
+  }
+}
+
+export function checkDnsSubdomain(errs: FieldErrors, field: string, v: string) {
+  if (!isDnsSubdomain(v)) {
+    errs.invalid(
+      field,
+      v,
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+    );
+  }
+}
+
+/** A label or annotation key: an optional DNS subdomain prefix and a qualified name. */
+export function checkQualifiedKey(errs: FieldErrors, field: string, key: string) {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : '';
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if ((slash >= 0 && !isDnsSubdomain(prefix)) || name.length > 63 || !QUALIFIED_NAME.test(name)) {
+    errs.invalid(
+      field,
+      key,
+      "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+    );
+  }
+}
+
+/** Validates metadata common to every object; `nameCheck` is the resource's name rule. */
+export function validateObjectMeta(
+  obj: KObject,
+  errs: FieldErrors,
+  namespaced: boolean,
+  nameCheck: (errs: FieldErrors, field: string, v: string) => void = checkDnsSubdomain,
+) {
+  const md = obj.metadata ?? {};
+  if (!md.name) errs.required('metadata.name', 'name or generateName is required');
+  else nameCheck(errs, 'metadata.name', md.name);
+  if (namespaced && !md.namespace) errs.required('metadata.namespace');
+  if (!namespaced && md.namespace) errs.forbidden('metadata.namespace', 'not allowed on this type');
+  for (const [k, v] of Object.entries(md.labels ?? {})) {
+    checkQualifiedKey(errs, 'metadata.labels', k);
+    if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
+      errs.invalid(
+        'metadata.labels',
+        v,
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+      );
+    }
+  }
+  for (const k of Object.keys(md.annotations ?? {})) checkQualifiedKey(errs, 'metadata.annotations', k);
+}
+
+/** Fields that no update may change. */
+export function validateMetaUpdate(obj: KObject, old: KObject, errs: FieldErrors) {
+  if (old.metadata.uid !== obj.metadata.uid)
+    errs.invalid('metadata.uid', obj.metadata.uid, 'field is immutable');
+}

@@ -1,0 +1,32 @@
+import type { FieldErrors } from '../http/status.js';
+import { parseQuantity } from '../quantity.js';
+import type { KObject } from '../types.js';
+import { checkQualifiedKey } from './meta.js';
+
+const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+const CONDITION_STATUS = ['True', 'False', 'Unknown'];
+
+export function validateNode(node: KObject, errs: FieldErrors, old: KObject | undefined) {
+  (node.spec?.taints ?? []).forEach((t: KObject, i: number) => {
+    const f = `spec.taints[${i}]`;
+    if (!t.key) errs.required(`${f}.key`);
+    else checkQualifiedKey(errs, `${f}.key`, t.key);
+    if (!EFFECTS.includes(t.effect)) errs.notSupported(`${f}.effect`, t.effect, EFFECTS);
+  });
+  for (const kind of ['capacity', 'allocatable'] as const) {
+    for (const [r, q] of Object.entries(node.status?.[kind] ?? {})) {
+      if (parseQuantity(q) === undefined) errs.invalid(`status.${kind}[${r}]`, q, 'must be a valid quantity');
+    }
+  }
+  (node.status?.conditions ?? []).forEach((c: KObject, i: number) => {
+    if (!c.type) errs.required(`status.conditions[${i}].type`);
+    if (!CONDITION_STATUS.includes(c.status))
+      errs.notSupported(`status.conditions[${i}].status`, c.status, CONDITION_STATUS);
+  });
+  if (old?.spec?.podCIDR && node.spec?.podCIDR !== old.spec.podCIDR) {
+    errs.forbidden('spec.podCIDR', 'node updates may not change podCIDR except from "" to valid');
+  }
+  if (old?.spec?.providerID && node.spec?.providerID !== old.spec.providerID) {
+    errs.forbidden('spec.providerID', 'node updates may not change providerID except from "" to valid');
+  }
+}

@@ -1,0 +1,173 @@
+import type { FieldErrors } from '../http/status.js';
+import { parseQuantity } from '../quantity.js';
+import type { KObject } from '../types.js';
+import { checkDnsLabel, checkQualifiedKey } from './meta.js';
+
+const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'];
+const DNS_POLICIES = ['ClusterFirstWithHostNet', 'ClusterFirst', 'Default', 'None'];
+const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'];
+const PROTOCOLS = ['TCP', 'UDP', 'SCTP'];
+const TOLERATION_OPS = ['Exists', 'Equal'];
+const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
+
+function validateProbe(p: KObject | undefined, field: string, errs: FieldErrors) {
+  if (p === undefined || p === null) return;
+  const handlers = ['exec', 'httpGet', 'tcpSocket', 'grpc'].filter(
+    (h) => p[h] !== undefined && p[h] !== null,
+  );
+  if (handlers.length === 0) errs.required(field, 'must specify a handler type');
+  if (handlers.length > 1)
+    errs.forbidden(`${field}.${handlers[1]}`, 'may not specify more than 1 handler type');
+  for (const k of [
+    'initialDelaySeconds',
+    'timeoutSeconds',
+    'periodSeconds',
+    'successThreshold',
+    'failureThreshold',
+  ]) {
+    if (typeof p[k] === 'number' && p[k] < 0)
+      errs.invalid(`${field}.${k}`, p[k], 'must be greater than or equal to 0');
+  }
+}
+
+function validateContainers(
+  list: KObject[],
+  field: string,
+  volumes: Set<string>,
+  errs: FieldErrors,
+  seen: Set<string>,
+) {
+  list.forEach((c, i) => {
+    const f = `${field}[${i}]`;
+    if (!c.name) errs.required(`${f}.name`);
+    else {
+      checkDnsLabel(errs, `${f}.name`, c.name);
+      if (seen.has(c.name)) errs.duplicate(`${f}.name`, c.name);
+      seen.add(c.name);
+    }
+    if (!c.image) errs.required(`${f}.image`);
+    if (c.imagePullPolicy !== undefined && !PULL_POLICIES.includes(c.imagePullPolicy)) {
+      errs.notSupported(`${f}.imagePullPolicy`, c.imagePullPolicy, PULL_POLICIES);
+    }
+    (c.ports ?? []).forEach((p: KObject, j: number) => {
+      const pf = `${f}.ports[${j}]`;
+      if (!(Number.isInteger(p.containerPort) && p.containerPort > 0 && p.containerPort < 65536)) {
+        errs.invalid(`${pf}.containerPort`, p.containerPort, 'must be between 1 and 65535, inclusive');
+      }
+      if (p.protocol !== undefined && !PROTOCOLS.includes(p.protocol))
+        errs.notSupported(`${pf}.protocol`, p.protocol, PROTOCOLS);
+    });
+    const env = new Set<string>();
+    (c.env ?? []).forEach((e: KObject, j: number) => {
+      if (!e.name) errs.required(`${f}.env[${j}].name`);
+      env.add(e.name);
+    });
+    for (const kind of ['requests', 'limits'] as const) {
+      for (const [r, q] of Object.entries(c.resources?.[kind] ?? {})) {
+        const v = parseQuantity(q);
+        if (v === undefined) errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be a valid quantity');
+        else if (v < 0) errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be greater than or equal to 0');
+      }
+    }
+    for (const [r, q] of Object.entries(c.resources?.requests ?? {})) {
+      const lim = c.resources?.limits?.[r];
+      if (lim !== undefined && (parseQuantity(q) ?? 0) > (parseQuantity(lim) ?? Number.POSITIVE_INFINITY)) {
+        errs.invalid(`${f}.resources.requests`, q, `must be less than or equal to ${r} limit of ${lim}`);
+      }
+    }
+    (c.volumeMounts ?? []).forEach((m: KObject, j: number) => {
+      const mf = `${f}.volumeMounts[${j}]`;
+      if (!m.name) errs.required(`${mf}.name`);
+      else if (!volumes.has(m.name)) errs.notFound(`${mf}.name`, m.name);
+      if (!m.mountPath) errs.required(`${mf}.mountPath`);
+    });
+    validateProbe(c.livenessProbe, `${f}.livenessProbe`, errs);
+    validateProbe(c.readinessProbe, `${f}.readinessProbe`, errs);
+    validateProbe(c.startupProbe, `${f}.startupProbe`, errs);
+    for (const probe of ['livenessProbe', 'startupProbe']) {
+      const threshold = c[probe]?.successThreshold;
+      if (threshold !== undefined && threshold !== 1)
+        errs.invalid(`${f}.${probe}.successThreshold`, threshold, 'must be 1');
+    }
+  });
+}
+
+/** Pod validation close to Kubernetes' ValidatePodCreate. */
+export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
+  if (spec === undefined || spec === null) {
+    errs.required('spec');
+    return;
+  }
+  const volumes = new Set<string>();
+  (spec.volumes ?? []).forEach((v: KObject, i: number) => {
+    if (!v.name) errs.required(`spec.volumes[${i}].name`);
+    else {
+      checkDnsLabel(errs, `spec.volumes[${i}].name`, v.name);
+      if (volumes.has(v.name)) errs.duplicate(`spec.volumes[${i}].name`, v.name);
+      volumes.add(v.name);
+    }
+  });
+  if (!Array.isArray(spec.containers) || spec.containers.length === 0) errs.required('spec.containers');
+  const names = new Set<string>();
+  validateContainers(spec.containers ?? [], 'spec.containers', volumes, errs, names);
+  validateContainers(spec.initContainers ?? [], 'spec.initContainers', volumes, errs, names);
+  if (!RESTART_POLICIES.includes(spec.restartPolicy))
+    errs.notSupported('spec.restartPolicy', spec.restartPolicy, RESTART_POLICIES);
+  if (!DNS_POLICIES.includes(spec.dnsPolicy))
+    errs.notSupported('spec.dnsPolicy', spec.dnsPolicy, DNS_POLICIES);
+  if (typeof spec.terminationGracePeriodSeconds === 'number' && spec.terminationGracePeriodSeconds < 0) {
+    errs.invalid('spec.terminationGracePeriodSeconds', spec.terminationGracePeriodSeconds, 'must be >= 0');
+  }
+  if (typeof spec.activeDeadlineSeconds === 'number' && spec.activeDeadlineSeconds <= 0) {
+    errs.invalid(
+      'spec.activeDeadlineSeconds',
+      spec.activeDeadlineSeconds,
+      'must be between 1 and 2147483647, inclusive',
+    );
+  }
+  for (const k of Object.keys(spec.nodeSelector ?? {})) checkQualifiedKey(errs, 'spec.nodeSelector', k);
+  (spec.tolerations ?? []).forEach((t: KObject, i: number) => {
+    const f = `spec.tolerations[${i}]`;
+    if (t.operator !== undefined && !TOLERATION_OPS.includes(t.operator))
+      errs.notSupported(`${f}.operator`, t.operator, TOLERATION_OPS);
+    if (t.operator === 'Exists' && t.value)
+      errs.invalid(`${f}.operator`, t.value, "value must be empty when `operator` is 'Exists'");
+    if (t.effect && !EFFECTS.includes(t.effect)) errs.notSupported(`${f}.effect`, t.effect, EFFECTS);
+    if (t.tolerationSeconds !== undefined && t.effect !== 'NoExecute') {
+      errs.invalid(`${f}.effect`, t.effect, "effect must be 'NoExecute' when `tolerationSeconds` is set");
+    }
+  });
+}
+
+/** Only these pod spec fields may change after creation. */
+export function validatePodSpecUpdate(spec: KObject, old: KObject, errs: FieldErrors) {
+  const mutable = (s: KObject) => {
+    const c = structuredClone(s);
+    for (const list of ['containers', 'initContainers']) for (const x of c[list] ?? []) delete x.image;
+    delete c.activeDeadlineSeconds;
+    delete c.tolerations;
+    delete c.terminationGracePeriodSeconds;
+    delete c.schedulingGates;
+    return JSON.stringify(c);
+  };
+  if (mutable(spec) !== mutable(old)) {
+    errs.forbidden(
+      'spec',
+      'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+    );
+  }
+  if (old.nodeName && spec.nodeName !== old.nodeName)
+    errs.invalid('spec.nodeName', spec.nodeName, 'field is immutable');
+}
+
+export function validatePodStatus(status: KObject | undefined, errs: FieldErrors) {
+  if (status?.phase !== undefined && !PHASES.includes(status.phase))
+    errs.notSupported('status.phase', status.phase, PHASES);
+  (status?.conditions ?? []).forEach((c: KObject, i: number) => {
+    if (!c.type) errs.required(`status.conditions[${i}].type`);
+    if (!['True', 'False', 'Unknown'].includes(c.status)) {
+      errs.notSupported(`status.conditions[${i}].status`, c.status, ['True', 'False', 'Unknown']);
+    }
+  });
+}
