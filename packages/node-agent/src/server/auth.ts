@@ -1,0 +1,185 @@
+// Authentication and authorization of kubelet API requests, as the kubelet does them: a bearer
+// token is checked by a TokenReview, the request is mapped to a nodes/<subresource> attribute
+// and checked by a SubjectAccessReview. Anonymous requests are refused unless enabled.
+import type { IncomingMessage } from 'node:http';
+import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { toApiError } from '../api/node_api.js';
+
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+export const ANONYMOUS: UserInfo = { username: 'system:anonymous', groups: ['system:unauthenticated'] };
+
+export interface Authenticator {
+  /** The user behind a bearer token, or undefined when the token is not valid. */
+  authenticateToken(token: string): Promise<UserInfo | undefined>;
+}
+
+export interface RequestAttributes {
+  user: UserInfo;
+  verb: string;
+  resource: 'nodes';
+  subresource: string;
+  name: string;
+  path: string;
+}
+
+export interface Authorizer {
+  /** Undefined when allowed, else the reason for refusing. */
+  authorize(attrs: RequestAttributes): Promise<{ allowed: boolean; reason?: string }>;
+}
+
+export const alwaysAllow: Authorizer = { authorize: async () => ({ allowed: true }) };
+
+/** A fixed token table; for harnesses whose API server has no TokenReview. */
+export class StaticTokenAuthenticator implements Authenticator {
+  constructor(private readonly tokens: Record<string, UserInfo>) {}
+
+  async authenticateToken(token: string) {
+    return this.tokens[token];
+  }
+}
+
+/** Caches a verdict for a TTL, as the kubelet's webhook authenticator and authorizer do. */
+class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; expires: number }>();
+
+  constructor(private readonly now: () => number) {}
+
+  get(key: string): V | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (e.expires <= this.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return e.value;
+  }
+
+  set(key: string, value: V, ttlMs: number): void {
+    if (ttlMs > 0) this.entries.set(key, { value, expires: this.now() + ttlMs });
+  }
+}
+
+export class TokenReviewAuthenticator implements Authenticator {
+  private readonly api: AuthenticationV1Api;
+  private readonly cache: TtlCache<UserInfo | null>;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly ttlMs: number,
+    now: () => number = Date.now,
+  ) {
+    this.api = kc.makeApiClient(AuthenticationV1Api);
+    this.cache = new TtlCache(now);
+  }
+
+  async authenticateToken(token: string): Promise<UserInfo | undefined> {
+    const hit = this.cache.get(token);
+    if (hit !== undefined) return hit ?? undefined;
+    let review: Awaited<ReturnType<AuthenticationV1Api['createTokenReview']>>;
+    try {
+      review = await this.api.createTokenReview({
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
+      });
+    } catch (e) {
+      throw toApiError(e);
+    }
+    const u = review.status?.authenticated ? review.status.user : undefined;
+    const user = u?.username
+      ? { username: u.username, uid: u.uid, groups: u.groups ?? [], extra: u.extra }
+      : undefined;
+    this.cache.set(token, user ?? null, this.ttlMs);
+    return user;
+  }
+}
+
+export class SubjectAccessReviewAuthorizer implements Authorizer {
+  private readonly api: AuthorizationV1Api;
+  private readonly cache: TtlCache<{ allowed: boolean; reason?: string }>;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly ttl: { authorizedMs: number; unauthorizedMs: number },
+    now: () => number = Date.now,
+  ) {
+    this.api = kc.makeApiClient(AuthorizationV1Api);
+    this.cache = new TtlCache(now);
+  }
+
+  async authorize(a: RequestAttributes) {
+    const key = JSON.stringify([a.user.username, a.user.groups, a.verb, a.subresource, a.name]);
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    let review: Awaited<ReturnType<AuthorizationV1Api['createSubjectAccessReview']>>;
+    try {
+      review = await this.api.createSubjectAccessReview({
+        body: {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SubjectAccessReview',
+          spec: {
+            user: a.user.username,
+            uid: a.user.uid,
+            groups: a.user.groups,
+            extra: a.user.extra,
+            resourceAttributes: {
+              verb: a.verb,
+              resource: a.resource,
+              subresource: a.subresource,
+              name: a.name,
+              version: 'v1',
+            },
+          },
+        },
+      });
+    } catch (e) {
+      throw toApiError(e);
+    }
+    const verdict = { allowed: review.status?.allowed === true, reason: review.status?.reason };
+    this.cache.set(key, verdict, verdict.allowed ? this.ttl.authorizedMs : this.ttl.unauthorizedMs);
+    return verdict;
+  }
+}
+
+const VERBS: Record<string, string> = {
+  GET: 'get',
+  HEAD: 'get',
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'patch',
+  DELETE: 'delete',
+};
+
+/** Maps a kubelet API path to the nodes subresource the kubelet authorizes it as. */
+export function subresourceFor(path: string): string {
+  const under = (p: string) => path === p || path.startsWith(`${p}/`);
+  if (under('/stats')) return 'stats';
+  if (under('/metrics')) return 'metrics';
+  if (under('/logs')) return 'log';
+  if (under('/configz')) return 'configz';
+  if (under('/healthz')) return 'healthz';
+  if (under('/pods')) return 'pods';
+  return 'proxy';
+}
+
+export function requestAttributes(req: IncomingMessage, user: UserInfo, nodeName: string): RequestAttributes {
+  const path = new URL(req.url ?? '/', 'http://x').pathname;
+  return {
+    user,
+    verb: VERBS[req.method ?? 'GET'] ?? (req.method ?? 'get').toLowerCase(),
+    resource: 'nodes',
+    subresource: subresourceFor(path),
+    name: nodeName,
+    path,
+  };
+}
+
+export function bearerToken(req: IncomingMessage): string | undefined {
+  const h = req.headers.authorization;
+  const m = h ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
+  return m?.[1];
+}

@@ -1,0 +1,167 @@
+// The kubelet API server (port 10250, TLS). Every request is authenticated (bearer token via the
+// configured Authenticator, anonymous only when enabled) and authorized as nodes/<subresource>
+// before it reaches a handler. Pod endpoints are served by providers the pod layer plugs in.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { V1Pod } from '@kubernetes/client-node';
+import { type Logger, silentLogger } from '../util/log.js';
+import {
+  ANONYMOUS,
+  type Authenticator,
+  type Authorizer,
+  bearerToken,
+  requestAttributes,
+  type UserInfo,
+} from './auth.js';
+import type { ServingCert } from './certs.js';
+import type { HealthChecker } from './healthz.js';
+import type { KubeletMetrics } from './metrics.js';
+
+/** Pods bound to this node, as the pod manager knows them (GET /pods). */
+export interface PodsProvider {
+  getPods(): V1Pod[];
+}
+
+/** Pods as found in the runtime, API objects rebuilt from CRI (GET /runningpods/). */
+export interface RunningPodsProvider {
+  getRunningPods(): Promise<V1Pod[]>;
+}
+
+/** The stats/summary API (GET /stats/summary): node and pod CPU, memory, filesystem. */
+export interface StatsProvider {
+  summary(): Promise<unknown>;
+}
+
+export interface KubeletServerOptions {
+  nodeName: string;
+  tls: ServingCert;
+  /** Undefined: no token can authenticate (webhook authentication disabled). */
+  authenticator?: Authenticator;
+  anonymousEnabled: boolean;
+  authorizer: Authorizer;
+  health: HealthChecker;
+  metrics: KubeletMetrics;
+  /** The effective KubeletConfiguration for /configz. */
+  configz: () => unknown;
+  pods?: PodsProvider;
+  runningPods?: RunningPodsProvider;
+  stats?: StatsProvider;
+  log?: Logger;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
+
+export class KubeletServer {
+  private server: Server | undefined;
+  private readonly routes = new Map<string, Handler>();
+
+  constructor(private readonly opts: KubeletServerOptions) {
+    const { metrics } = opts;
+    this.routes.set('/configz', (_req, res) => json(res, 200, { kubeletconfig: opts.configz() }));
+    this.routes.set('/metrics', async (_req, res) =>
+      text(res, 200, await metrics.registry.metrics(), metrics.registry.contentType),
+    );
+    this.routes.set('/metrics/probes', async (_req, res) =>
+      text(res, 200, await metrics.probesRegistry.metrics(), metrics.probesRegistry.contentType),
+    );
+    const { pods, runningPods, stats } = opts;
+    if (pods) this.routes.set('/pods', (_req, res) => json(res, 200, podList(pods.getPods())));
+    if (runningPods)
+      this.routes.set('/runningpods', async (_req, res) =>
+        json(res, 200, podList(await runningPods.getRunningPods())),
+      );
+    if (stats) this.routes.set('/stats/summary', async (_req, res) => json(res, 200, await stats.summary()));
+  }
+
+  async start(host: string, port: number): Promise<{ host: string; port: number }> {
+    const server = createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key }, (req, res) => {
+      void this.serve(req, res);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    this.server = server;
+    const addr = server.address() as AddressInfo;
+    return { host: addr.address, port: addr.port };
+  }
+
+  async stop(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (!s) return;
+    const closed = new Promise<void>((r) => s.close(() => r()));
+    s.closeAllConnections();
+    await closed;
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const path = new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '') || '/';
+    const log = this.opts.log ?? silentLogger;
+    try {
+      const user = await this.authenticate(req);
+      if (!user) return text(res, 401, 'Unauthorized');
+      const attrs = requestAttributes(req, user, this.opts.nodeName);
+      const verdict = await this.opts.authorizer.authorize(attrs);
+      if (!verdict.allowed) {
+        return text(
+          res,
+          403,
+          `Forbidden (user=${user.username}, verb=${attrs.verb}, resource=nodes, subresource=${attrs.subresource})`,
+        );
+      }
+      if (path === '/healthz' || path.startsWith('/healthz/')) {
+        this.opts.health.handle(req, res);
+        return;
+      }
+      const handler = this.routes.get(path);
+      if (!handler) return text(res, 404, '404 page not found\n');
+      if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'Method Not Allowed\n');
+      await handler(req, res);
+    } catch (e) {
+      log.error('Kubelet API request failed', { path, err: e });
+      if (!res.headersSent) text(res, 500, `Internal Server Error: ${(e as Error).message}\n`);
+    } finally {
+      const labels = {
+        method: req.method ?? 'GET',
+        path: path.split('/')[1] ?? '',
+        server_type: 'readwrite',
+        long_running: 'false',
+      };
+      this.opts.metrics.httpRequests.inc(labels);
+      this.opts.metrics.httpRequestsDuration.observe(labels, (performance.now() - started) / 1000);
+    }
+  }
+
+  private async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
+    const token = bearerToken(req);
+    // A presented token that fails never falls back to anonymous.
+    if (!token) return this.opts.anonymousEnabled ? ANONYMOUS : undefined;
+    try {
+      return await this.opts.authenticator?.authenticateToken(token);
+    } catch (e) {
+      (this.opts.log ?? silentLogger).error('Unable to authenticate the request', { err: e });
+      return undefined;
+    }
+  }
+}
+
+function podList(items: V1Pod[]) {
+  return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items };
+}
+
+function json(res: ServerResponse, code: number, body: unknown): void {
+  res.writeHead(code, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+}
+
+function text(
+  res: ServerResponse,
+  code: number,
+  body: string,
+  contentType = 'text/plain; charset=utf-8',
+): void {
+  res.writeHead(code, { 'Content-Type': contentType }).end(body);
+}
