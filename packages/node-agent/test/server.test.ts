@@ -169,7 +169,7 @@ describe('kubelet server (TLS, authn, authz)', () => {
           // Anonymous users may read /healthz only.
           return a.user.username === 'system:anonymous'
             ? { allowed: a.path === '/healthz' }
-            : alwaysAllow.authorize();
+            : alwaysAllow.authorize(a);
         },
       },
       health,
