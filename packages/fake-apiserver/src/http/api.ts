@@ -122,8 +122,25 @@ export class ApiHandler {
       throw methodNotAllowed(method, def.kind);
     }
     switch (method) {
-      case 'GET':
-        return sendJson(res, 200, this.rest.get(def, r.namespace, r.name));
+      case 'GET': {
+        const obj = this.rest.get(def, r.namespace, r.name);
+        const accept = req.headers.accept;
+        if (!wantsTable(accept)) return sendJson(res, 200, obj);
+        return sendJson(
+          res,
+          200,
+          toTable(
+            def,
+            [obj],
+            { resourceVersion: obj.metadata.resourceVersion },
+            {
+              apiVersion: tableApiVersion(accept!),
+              includeObject: r.query.get('includeObject') ?? 'Metadata',
+              now: this.rest.clock.now(),
+            },
+          ),
+        );
+      }
       case 'PUT': {
         const o = writeOpts();
         const body = asObject(
