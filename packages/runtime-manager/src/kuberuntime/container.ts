@@ -15,7 +15,7 @@ import {
 import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
 import type { ContainerID, ContainerState, ContainerStatus, PodStatus } from '../types.js';
 import { findContainerStatusByName } from './compute_pod_actions.js';
-import { type ManagerContext, nsToMs, recordEvent } from './context.js';
+import { type ManagerContext, nsToMs, recordEvent, toAgentPath, toRuntimePath } from './context.js';
 import {
   ErrCreateContainer,
   ErrCreateContainerConfig,
@@ -75,7 +75,7 @@ export async function toContainerStatus(
     imageId: s.imageId || undefined,
     hash: ann.hash,
     restartCount: ann.restartCount,
-    logPath: s.logPath || undefined,
+    logPath: s.logPath ? toAgentPath(ctx, s.logPath) : undefined,
   };
   if (s.startedAt > 0n) out.startedAt = new Date(nsToMs(s.startedAt));
   if (s.finishedAt > 0n) out.finishedAt = new Date(nsToMs(s.finishedAt));
@@ -87,8 +87,11 @@ export async function toContainerStatus(
       path: ann.terminationMessagePath,
       policy: ann.terminationMessagePolicy,
       exitCode: s.exitCode,
-      mounts: s.mounts,
-      logPath: s.logPath,
+      mounts: s.mounts.map((m) => ({
+        containerPath: m.containerPath,
+        hostPath: toAgentPath(ctx, m.hostPath),
+      })),
+      logPath: out.logPath,
     });
     if (tm) message = message ? `${message}: ${tm}` : tm;
   }
@@ -153,7 +156,7 @@ export async function generateContainerConfig(
     envs: opts.envs.map((e) => ({ key: e.name, value: Buffer.from(e.value, 'utf8') })),
     mounts: mounts.map((m) => ({
       containerPath: m.containerPath,
-      hostPath: m.hostPath,
+      hostPath: toRuntimePath(ctx, m.hostPath),
       readonly: m.readonly,
       selinuxRelabel: false,
       propagation: MountPropagation.PROPAGATION_PRIVATE,
@@ -379,7 +382,7 @@ export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): 
 export async function removeContainer(ctx: ManagerContext, id: string): Promise<void> {
   try {
     const st = await ctx.cri.containerStatus({ containerId: id });
-    if (st.status?.logPath) await rm(st.status.logPath, { force: true });
+    if (st.status?.logPath) await rm(toAgentPath(ctx, st.status.logPath), { force: true });
     await ctx.cri.removeContainer({ containerId: id });
   } catch (err) {
     if (!isNotFound(err)) throw err;

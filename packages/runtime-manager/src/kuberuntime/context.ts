@@ -22,6 +22,33 @@ export interface ManagerContext {
   probes: ProbeResults;
   /** StopContainer deadline on top of the grace period, in ms. */
   stopTimeoutSlackMs: number;
+  /** Set when the runtime sees the agent's directories under another path. */
+  pathMapping: PathMapping | undefined;
+}
+
+/**
+ * The agent's files (pod logs, termination message files, emptyDirs) live under `agentRoot`;
+ * the runtime sees the same directory as `runtimeRoot`, e.g. a node container's bind mount.
+ * Only paths under the roots are translated; hostPath volumes pass through unchanged.
+ */
+export interface PathMapping {
+  agentRoot: string;
+  runtimeRoot: string;
+}
+
+function swapPrefix(p: string, from: string, to: string): string {
+  if (p === from) return to;
+  return p.startsWith(from.endsWith('/') ? from : `${from}/`) ? to + p.slice(from.length) : p;
+}
+
+/** A path the agent wrote, as the runtime must be told it. */
+export function toRuntimePath(ctx: ManagerContext, p: string): string {
+  return ctx.pathMapping ? swapPrefix(p, ctx.pathMapping.agentRoot, ctx.pathMapping.runtimeRoot) : p;
+}
+
+/** A path the runtime reported, as the agent can open it. */
+export function toAgentPath(ctx: ManagerContext, p: string): string {
+  return ctx.pathMapping ? swapPrefix(p, ctx.pathMapping.runtimeRoot, ctx.pathMapping.agentRoot) : p;
 }
 
 export function recordEvent(

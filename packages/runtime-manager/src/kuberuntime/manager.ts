@@ -44,7 +44,7 @@ import {
   toContainerState,
   toContainerStatus,
 } from './container.js';
-import { type ManagerContext, nsToMs, recordEvent } from './context.js';
+import { type ManagerContext, nsToMs, type PathMapping, recordEvent } from './context.js';
 import {
   ErrConfigPodSandbox,
   ErrCrashLoopBackOff,
@@ -89,6 +89,8 @@ export interface RuntimeManagerOptions {
   podSandboxImage?: string;
   /** Extra deadline for StopContainer/ExecSync beyond the grace period. Default 10s. */
   stopTimeoutSlackMs?: number;
+  /** When the runtime sees podLogsRootDir/podsDir under another root (agent outside the node). */
+  pathMapping?: PathMapping;
 }
 
 const keepAll: PodStateProvider = {
@@ -156,6 +158,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       images,
       probes: opts.probeResults ?? noProbes,
       stopTimeoutSlackMs: opts.stopTimeoutSlackMs ?? 10_000,
+      pathMapping: opts.pathMapping,
     };
     return new KubeGenericRuntimeManager(
       ctx,

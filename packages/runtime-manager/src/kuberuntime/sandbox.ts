@@ -12,7 +12,7 @@ import {
 } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { SandboxStatus } from '../types.js';
-import { type ManagerContext, nsToMs } from './context.js';
+import { type ManagerContext, nsToMs, toRuntimePath } from './context.js';
 import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
 
 /** /var/log/pods/<namespace>_<name>_<uid> */
@@ -67,7 +67,7 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
   return {
     metadata: { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', uid, attempt },
     hostname: pod.spec?.hostNetwork ? '' : podHostname(pod),
-    logDirectory: podLogDirOf(ctx.podLogsRootDir, pod),
+    logDirectory: toRuntimePath(ctx, podLogDirOf(ctx.podLogsRootDir, pod)),
     dnsConfig: dns,
     portMappings,
     labels: newPodLabels(pod),
@@ -104,7 +104,7 @@ export async function createPodSandbox(
   attempt: number,
 ): Promise<{ id: string; config: PodSandboxConfig }> {
   const config = generatePodSandboxConfig(ctx, pod, attempt);
-  await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
+  await mkdir(podLogDirOf(ctx.podLogsRootDir, pod), { recursive: true, mode: 0o755 });
   const res = await ctx.cri.runPodSandbox({ config, runtimeHandler: '' });
   return { id: res.podSandboxId, config };
 }

@@ -320,3 +320,23 @@ describe('hooks, grace periods and termination messages', () => {
     expect(await readFile(st.logPath!, 'utf8')).toContain('fatal');
   });
 });
+
+describe('path mapping for an agent outside the runtime host', () => {
+  it('tells the runtime its own paths for agent files and maps reported paths back', async () => {
+    const m = await h.newManager({ pathMapping: { agentRoot: h.dir, runtimeRoot: '/run/kh' } });
+    h.manager = m;
+    const pod = makePod('mapped', [ctr('app', { volumeMounts: [{ name: 'host', mountPath: '/host' }] })], {
+      volumes: [{ name: 'host', hostPath: { path: '/srv/data' } }],
+    });
+    expect(failures(await h.sync(pod))).toEqual([]);
+    const [run] = h.requests<RunPodSandboxRequest>('RunPodSandbox');
+    expect(run!.config!.logDirectory).toBe(`/run/kh/logs/default_mapped_${pod.metadata!.uid}`);
+    const mounts = h.requests<CreateContainerRequest>('CreateContainer')[0]!.config!.mounts;
+    expect(mounts.find((x) => x.containerPath === '/host')!.hostPath).toBe('/srv/data');
+    expect(mounts.find((x) => x.containerPath === '/dev/termination-log')!.hostPath).toMatch(
+      /^\/run\/kh\/pods\//,
+    );
+    const st = (await h.status(pod)).containerStatuses[0]!;
+    expect(st.logPath).toBe(join(h.logsDir, `default_mapped_${pod.metadata!.uid}`, 'app', '0.log'));
+  });
+});
