@@ -1,14 +1,11 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { pkgDir, runBuf } from './helpers.js';
 
 // Regenerates the CRI code into a temp dir and compares it with the committed src/gen,
 // so an edited api.proto or buf.gen.yaml without `npm run generate` fails CI.
-const pkgDir = path.resolve(import.meta.dirname, '..');
-const binDir = path.resolve(pkgDir, '../../node_modules/.bin');
 
 async function listFiles(dir: string, prefix = ''): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
@@ -25,9 +22,7 @@ describe('generated CRI code', () => {
   it('src/gen matches a fresh `buf generate` of proto/', async () => {
     const outBase = await mkdtemp(path.join(tmpdir(), 'kh-cri-gen-'));
     try {
-      // The ts-proto plugin is a node script: put this Node (22) first on PATH for its shebang.
-      const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${binDir}:${process.env.PATH}` };
-      await promisify(execFile)(path.join(binDir, 'buf'), ['generate', '-o', outBase], { cwd: pkgDir, env });
+      await runBuf(['generate', '-o', outBase]);
       const committedDir = path.join(pkgDir, 'src/gen');
       const freshDir = path.join(outBase, 'src/gen');
       const committed = await listFiles(committedDir);

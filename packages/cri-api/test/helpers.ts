@@ -1,6 +1,18 @@
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+
+export const pkgDir = path.resolve(import.meta.dirname, '..');
+const binDir = path.resolve(pkgDir, '../../node_modules/.bin');
+
+/** Runs the repo's buf in the package dir (offline: only the local ts-proto plugin is used). */
+export async function runBuf(args: string[]): Promise<void> {
+  // The ts-proto plugin is a node script: put this Node (22) first on PATH for its shebang.
+  const env = { ...process.env, PATH: `${path.dirname(process.execPath)}:${binDir}:${process.env.PATH}` };
+  await promisify(execFile)(path.join(binDir, 'buf'), args, { cwd: pkgDir, env });
+}
 
 /** A fresh temp dir for sockets (short path: unix socket paths are limited to ~107 bytes). */
 export async function tempDir(): Promise<{
