@@ -382,6 +382,44 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     await expect(cri.pullImage({ image: { image: '' } })).rejects.toBeInstanceOf(InvalidArgumentError);
   });
 
+  it('reports pinned images', async () => {
+    const id = fake.addImage('kubelet-harness/pause:1', 700_000, { pinned: true });
+    expect((await cri.imageStatus({ image: { image: id } })).image).toMatchObject({
+      pinned: true,
+      size: 700_000n,
+    });
+    expect((await cri.imageStatus({ image: { image: BUSYBOX } })).image?.pinned).toBe(false);
+  });
+
+  it('applies resource, log and runtime config updates with containerd preconditions', async () => {
+    const podId = (await cri.runPodSandbox({ config: podConfig('p'), runtimeHandler: 'runc' })).podSandboxId;
+    expect(fake.sandboxes()[0]?.runtimeHandler).toBe('runc');
+    const id = await startContainer(podId, 'app');
+    await cri.updateContainerResources({
+      containerId: id,
+      linux: { memoryLimitInBytes: 128n * 1024n * 1024n },
+    });
+    const st = (await cri.containerStatus({ containerId: id })).status;
+    expect(st?.resources?.linux?.memoryLimitInBytes).toBe(134_217_728n);
+    await cri.reopenContainerLog({ containerId: id });
+    const { containerId: created } = await cri.createContainer({
+      podSandboxId: podId,
+      config: containerConfig('later'),
+    });
+    await expect(cri.reopenContainerLog({ containerId: created })).rejects.toBeInstanceOf(
+      FailedPreconditionError,
+    );
+    fake.exitContainer(id, 0);
+    await expect(
+      cri.updateContainerResources({ containerId: id, linux: { cpuShares: 2n } }),
+    ).rejects.toBeInstanceOf(FailedPreconditionError);
+    await cri.updatePodSandboxResources({ podSandboxId: podId });
+    await expect(cri.updatePodSandboxResources({ podSandboxId: 'nope' })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+    await cri.updateRuntimeConfig({ runtimeConfig: { networkConfig: { podCidr: '10.88.0.0/16' } } });
+  });
+
   it('fails pulls as scripted', async () => {
     fake.script.registryImage('flaky:1', 10);
     fake.script.pullFailure('flaky:1', { error: new UnavailableError('registry unreachable'), times: 1 });

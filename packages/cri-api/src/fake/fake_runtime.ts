@@ -109,9 +109,12 @@ export class FakeRuntime {
     return this;
   }
 
-  /** Puts an image in the local store (as if pulled); returns its image id ("sha256:..."). */
-  addImage(ref: string, sizeBytes: number | bigint): string {
-    return this.#state.addImage(ref, BigInt(sizeBytes)).id;
+  /**
+   * Puts an image in the local store (as if pulled); returns its image id ("sha256:..."). A pinned
+   * image is one the kubelet's image GC must never remove (like the sandbox image).
+   */
+  addImage(ref: string, sizeBytes: number | bigint, options: { pinned?: boolean } = {}): string {
+    return this.#state.addImage(ref, BigInt(sizeBytes), options.pinned).id;
   }
 
   /** Scripts ImageFsInfo; fields left out are derived from the image store. */

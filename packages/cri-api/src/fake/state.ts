@@ -144,11 +144,12 @@ export class FakeState {
 
   // ---- images
 
-  addImage(ref: string, size: bigint): ImageRecord {
+  addImage(ref: string, size: bigint, pinned = false): ImageRecord {
     const norm = normalizeImageRef(ref);
     const existing = this.image(norm);
     if (existing) {
       existing.size = size;
+      existing.pinned = pinned;
       return existing;
     }
     const id = sha256(`image:${norm}`);
@@ -158,7 +159,7 @@ export class FakeState {
       repoTags: norm.includes('@') ? [] : [norm],
       repoDigests,
       size,
-      pinned: false,
+      pinned,
     };
     this.images.set(id, img);
     return img;
