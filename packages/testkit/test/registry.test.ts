@@ -88,7 +88,7 @@ describe('registry with basic auth', () => {
     expect(registry.authConfig).toEqual({
       username: 'kh',
       password: 'pa55word',
-      serverAddress: 'registry:5000',
+      serverAddress: 'http://registry:5000',
     });
   });
 

@@ -8,7 +8,6 @@ import type { StartedTestContainer } from 'testcontainers';
 import { docker } from '../docker.js';
 import { ensureImages } from '../images/ensure.js';
 import { type Progress, silent, timed } from '../progress.js';
-import { removeCgroupTree } from './cgroups.js';
 import { type CriVersion, criVersion } from './cri-probe.js';
 import { loadImages, normalizeImageRef } from './images-in-node.js';
 import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
@@ -357,7 +356,10 @@ export class StartedNodeContainer {
     this.cgroup = cgroupParentFrom(await this.execOk(['cat', '/proc/self/cgroup']));
   }
 
-  /** Removes the container, its anonymous volumes, the shared host directory and leftover pod cgroups. */
+  /**
+   * Removes the container, its anonymous volumes and the shared host directory. (The engine
+   * removes the node's cgroup with the pod cgroups nested in it.)
+   */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
@@ -367,6 +369,5 @@ export class StartedNodeContainer {
       await removeContainer(this.id);
     }
     await rm(this.sharedDirOnHost, { recursive: true, force: true });
-    if (this.cgroup) await removeCgroupTree(this.cgroup.replace(/\/kubepods$/, ''));
   }
 }

@@ -114,9 +114,12 @@ export class StartedRegistryContainer {
     return this.container.getId();
   }
 
-  /** CRI AuthConfig for PullImage, or undefined without auth. */
+  /**
+   * CRI AuthConfig for PullImage, or undefined without auth. The server address carries its
+   * scheme: containerd 1.6 silently drops credentials whose address is a bare "registry:5000".
+   */
   get authConfig(): { username: string; password: string; serverAddress: string } | undefined {
-    return this.credentials && { ...this.credentials, serverAddress: this.networkAddress };
+    return this.credentials && { ...this.credentials, serverAddress: `http://${this.networkAddress}` };
   }
 
   /**

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmod, copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { docker, followProgress } from '../docker.js';
@@ -21,7 +21,9 @@ export async function buildImage(
   progress: Progress,
 ): Promise<void> {
   await requireTool('tar', 'tar');
-  const root = await mkdtemp(join(tmpdir(), `kh-image-${recipe.name}-`));
+  const prefix = `kh-image-${recipe.name}-${hash}-`;
+  await removeStaleBuildDirs(prefix);
+  const root = await mkdtemp(join(tmpdir(), prefix));
   try {
     if (recipe.kind === 'busybox')
       await timed(progress, `${recipe.name}: assemble busybox rootfs`, () => busyboxRootfs(recipe, root));
@@ -30,6 +32,23 @@ export async function buildImage(
   } finally {
     await rm(root, { recursive: true, force: true });
   }
+}
+
+/**
+ * Removes build directories an interrupted build of the same recipe version left behind (a
+ * killed process never reaches its finally), unmounting what debootstrap had mounted in them.
+ * Only called under that recipe version's build lock, so no live build owns them.
+ */
+export async function removeStaleBuildDirs(prefix: string): Promise<void> {
+  const stale = (await readdir(tmpdir())).filter((n) => n.startsWith(prefix)).map((n) => join(tmpdir(), n));
+  if (stale.length === 0) return;
+  const mounts = (await readFile('/proc/self/mounts', 'utf8').catch(() => ''))
+    .split('\n')
+    .map((line) => line.split(' ')[1] ?? '')
+    .filter((point) => stale.some((dir) => point.startsWith(`${dir}/`)))
+    .sort((a, b) => b.length - a.length);
+  for (const point of mounts) await run('umount', ['-l', point]).catch(() => {});
+  for (const dir of stale) await rm(dir, { recursive: true, force: true });
 }
 
 async function busyboxRootfs(recipe: BusyboxRecipe, root: string): Promise<void> {

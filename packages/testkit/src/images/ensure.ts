@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { docker, isNotFound } from '../docker.js';
 import { withFileLock } from '../lock.js';
 import { formatSeconds, type Progress, silent } from '../progress.js';
-import { buildImage, RECIPE_HASH_LABEL, RECIPE_LABEL } from './build.js';
+import { buildImage, RECIPE_LABEL } from './build.js';
 import { imageRef, recipeHash, resolveInputs } from './hash.js';
 import { IMAGE_NAMES, type ImageName, RECIPES } from './recipes.js';
 
@@ -65,7 +65,7 @@ export async function ensureImages<const N extends ImageName>(
         progress(`${name}: building ${ref}`);
         await buildImage(recipe, inputs, ref, hash, progress);
         progress(`${name}: built ${ref} in ${formatSeconds(performance.now() - started)}`);
-        await removeOutdated(name, hash, progress);
+        await removeOutdated(name, ref, progress);
       },
       (pid) => progress(`${name}: waiting for process ${pid}, which is building ${ref}`),
     );
@@ -73,11 +73,15 @@ export async function ensureImages<const N extends ImageName>(
   return refs;
 }
 
-/** Removes images of earlier versions of a recipe; one still used by a container stays. */
-async function removeOutdated(name: ImageName, hash: string, progress: Progress): Promise<void> {
+/**
+ * Removes the other images of a recipe: earlier versions, and the one a forced rebuild
+ * replaced. An image still used by a container stays.
+ */
+async function removeOutdated(name: ImageName, current: string, progress: Progress): Promise<void> {
+  const currentId = (await docker().getImage(current).inspect()).Id;
   const images = await docker().listImages({ filters: { label: [`${RECIPE_LABEL}=${name}`] } });
   for (const image of images) {
-    if (image.Labels?.[RECIPE_HASH_LABEL] === hash) continue;
+    if (image.Id === currentId) continue;
     try {
       await docker().getImage(image.Id).remove();
       progress(`${name}: removed outdated image ${image.RepoTags?.join(', ') || image.Id}`);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, test } from 'vitest';
+import { removeStaleBuildDirs } from '../src/images/build.js';
 import { withFileLock } from '../src/lock.js';
 import { MissingToolError, requireTool } from '../src/process.js';
 
@@ -52,4 +53,14 @@ test('requireTool names the Debian package and the setup script', async () => {
   expect(err).toBeInstanceOf(MissingToolError);
   expect((err as Error).message).toMatch(/kh-no-such-tool.*Debian package kh-package.*setup-host\.sh/);
   expect(await requireTool('tar', 'tar')).toMatch(/\/tar$/);
+});
+
+test('removeStaleBuildDirs removes only the leftover directories of one recipe version', async () => {
+  const stale = await mkdtemp(join(tmpdir(), 'kh-image-unit-000000000000-'));
+  const other = await mkdtemp(join(tmpdir(), 'kh-image-unit-111111111111-'));
+  await writeFile(join(stale, 'file'), 'x');
+  await removeStaleBuildDirs('kh-image-unit-000000000000-');
+  expect(existsSync(stale)).toBe(false);
+  expect(existsSync(other)).toBe(true);
+  await rm(other, { recursive: true });
 });
