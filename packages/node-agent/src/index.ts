@@ -1,1 +1,77 @@
-export {};
+// Public surface of @kh/node-agent.
+
+export {
+  ApiError,
+  isConflict,
+  isNotFound,
+  KubeNodeApi,
+  loadKubeConfig,
+  type NodeApi,
+  toApiError,
+} from './api/node_api.js';
+export { newKubeletCommand, run, runKubelet } from './cli.js';
+export { ConfigError, type FieldError, formatFieldError } from './config/field_errors.js';
+export { type AgentOptions, FLAGS, parseFlags } from './config/flags.js';
+export {
+  decodeKubeletConfiguration,
+  type LoadedConfig,
+  loadKubeletConfiguration,
+  mergeKubeletConfiguration,
+} from './config/load.js';
+export {
+  type EvictionThreshold,
+  type ResolvedKubeletConfig,
+  type ResourceList,
+  resolveKubeletConfiguration,
+} from './config/resolve.js';
+export { EVICTION_SIGNALS } from './config/schema.js';
+export { defaultKubeletConfiguration, type KubeletConfiguration, type Taint } from './config/types.js';
+export { validateKubeletConfiguration } from './config/validation.js';
+export { type EventType, KubeletEventRecorder } from './events/recorder.js';
+export { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
+export { NODE_LEASE_NAMESPACE, NodeLeaseController } from './nodelease/controller.js';
+export { findCondition, NodeConditionType } from './nodestatus/conditions.js';
+export { goArch, type MachineInfo, readMachineInfo } from './nodestatus/machine_info.js';
+export { initialNode, type NodeIdentity, nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
+export { NodeRegistrar } from './nodestatus/registration.js';
+export {
+  defaultNodeStatusSetters,
+  type NodeStatusSetter,
+  type NodeStatusSnapshot,
+  setNodeStatus,
+} from './nodestatus/setters.js';
+export { NodeStatusUpdater } from './nodestatus/status_updater.js';
+export type {
+  PodOperation,
+  PodSource,
+  PodUpdate,
+  PodWorkers,
+  PressureSource,
+  StatusManager,
+  SyncHandler,
+} from './pods/types.js';
+export { noPressure } from './pods/types.js';
+export { CriNodeRuntime, type NodeRuntime } from './runtime/node_runtime.js';
+export { type HealthCheck, RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
+export {
+  type Authenticator,
+  type Authorizer,
+  alwaysAllow,
+  StaticTokenAuthenticator,
+  SubjectAccessReviewAuthorizer,
+  TokenReviewAuthenticator,
+  type UserInfo,
+} from './server/auth.js';
+export { generateSelfSignedCert, loadOrCreateServingCert } from './server/certs.js';
+export { HealthChecker, HealthzServer } from './server/healthz.js';
+export { KubeletMetrics, runtimeOperationType } from './server/metrics.js';
+export {
+  KubeletServer,
+  type PodsProvider,
+  type RunningPodsProvider,
+  type StatsProvider,
+} from './server/server.js';
+export { FakeClock, realClock, type TimerClock } from './util/clock.js';
+export { formatDuration, parseDuration } from './util/duration.js';
+export { type Logger, silentLogger, stderrLogger } from './util/log.js';
+export { parseQuantityOrPercent, Quantity } from './util/quantity.js';

@@ -18,6 +18,8 @@ export class NodeRegistrar {
       api: NodeApi;
       identity: NodeIdentity;
       clock: TimerClock;
+      /** --register-node: false means the Node is created by someone else and only adopted. */
+      create?: boolean;
       recorder?: KubeletEventRecorder;
       log?: Logger;
       /** Status to create the Node with, so it is complete from its first version. */
@@ -38,6 +40,7 @@ export class NodeRegistrar {
   async tryRegister(): Promise<boolean> {
     const { api, identity } = this.opts;
     const log = this.opts.log ?? silentLogger;
+    if (this.opts.create === false) return this.adoptExisting(false);
     const node = initialNode(identity);
     await this.opts.initialStatus?.(node);
     try {
@@ -56,11 +59,18 @@ export class NodeRegistrar {
         return false;
       }
     }
-    // It exists: a restart, or another agent with the same name. Adopt it.
+    // It exists: a restart, or another agent with the same name.
+    return this.adoptExisting(true);
+  }
+
+  /** Takes over an existing Node; `reconcile` rewrites the kubelet-owned labels (only when registering). */
+  private async adoptExisting(reconcile: boolean): Promise<boolean> {
+    const { api, identity } = this.opts;
+    const log = this.opts.log ?? silentLogger;
     try {
       const existing = await api.getNode(identity.nodeName);
-      if (!existing) return false; // deleted in between; the next attempt creates it
-      const patch = reconcileExistingNode(existing, identity);
+      if (!existing) return false; // not there (yet); the next attempt tries again
+      const patch = reconcile ? reconcileExistingNode(existing, identity) : undefined;
       if (patch) await api.patchNode(identity.nodeName, patch);
       log.info('Node was previously registered', { node: identity.nodeName });
       this.registered = true;
