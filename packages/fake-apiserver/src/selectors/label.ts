@@ -26,6 +26,15 @@ function splitTerms(s: string): string[] {
   return out.map((t) => t.trim()).filter((t) => t !== '');
 }
 
+const VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+function checkValue(value: string, raw: string): string {
+  if (value.length > 63 || !VALUE.test(value)) {
+    throw badRequest(`unable to parse requirement: invalid label value: "${value}" in "${raw}"`);
+  }
+  return value;
+}
+
 function checkKey(key: string, raw: string): string {
   if (!KEY.test(key)) throw badRequest(`unable to parse requirement: invalid label key "${key}" in "${raw}"`);
   return key;
@@ -37,7 +46,8 @@ function parseTerm(term: string): Requirement {
     const values = m[3]!
       .split(',')
       .map((v) => v.trim())
-      .filter((v) => v !== '');
+      .filter((v) => v !== '')
+      .map((v) => checkValue(v, term));
     return { key: checkKey(m[1]!, term), op: m[2] as 'in' | 'notin', values };
   }
   m = /^!\s*(\S+)$/.exec(term);
@@ -54,7 +64,7 @@ function parseTerm(term: string): Requirement {
         );
       return { key, op: m[2] === '<' ? 'lt' : 'gt', value: n };
     }
-    return { key, op: m[2] === '!=' ? 'notin' : 'in', values: [value] };
+    return { key, op: m[2] === '!=' ? 'notin' : 'in', values: [checkValue(value, term)] };
   }
   if (/^\S+$/.test(term)) return { key: checkKey(term, term), op: 'exists' };
   throw badRequest(`unable to parse requirement: found '${term}', expected: identifier`);
