@@ -23,3 +23,14 @@ export function followProgress(stream: NodeJS.ReadableStream): Promise<void> {
 export function isNotFound(err: unknown): boolean {
   return (err as { statusCode?: number } | null)?.statusCode === 404;
 }
+
+/** Turns "connect ENOENT /var/run/docker.sock" into what to do about it. */
+export function explainEngineError(err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code !== 'ENOENT' && code !== 'ECONNREFUSED' && code !== 'EACCES') return err;
+  const where = process.env.DOCKER_HOST || '/var/run/docker.sock';
+  return new Error(
+    `Cannot reach the Docker engine at ${where} (${(err as Error).message}). ` +
+      'Start it with `sudo npm run setup` (scripts/setup-host.sh), or run as a user allowed to use it.',
+  );
+}

@@ -4,8 +4,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, expect, test, vi } from 'vitest';
 import { removeStaleBuildDirs } from '../src/images/build.js';
+import { ensureImages } from '../src/images/ensure.js';
 import { withFileLock } from '../src/lock.js';
 import { MissingToolError, requireTool } from '../src/process.js';
 
@@ -63,4 +64,15 @@ test('removeStaleBuildDirs removes only the leftover directories of one recipe v
   expect(existsSync(stale)).toBe(false);
   expect(existsSync(other)).toBe(true);
   await rm(other, { recursive: true });
+});
+
+test('ensureImages explains an unreachable Docker engine', async () => {
+  vi.stubEnv('DOCKER_HOST', `unix://${join(dir, 'no-engine.sock')}`);
+  try {
+    await expect(ensureImages(['pause'])).rejects.toThrow(
+      /Cannot reach the Docker engine at .*setup-host\.sh/,
+    );
+  } finally {
+    vi.unstubAllEnvs();
+  }
 });

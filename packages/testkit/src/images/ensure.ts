@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { docker, isNotFound } from '../docker.js';
+import { docker, explainEngineError, isNotFound } from '../docker.js';
 import { withFileLock } from '../lock.js';
 import { formatSeconds, type Progress, silent } from '../progress.js';
 import { buildImage, RECIPE_LABEL } from './build.js';
@@ -27,7 +27,7 @@ async function imageExists(ref: string): Promise<boolean> {
     return true;
   } catch (err) {
     if (isNotFound(err)) return false;
-    throw err;
+    throw explainEngineError(err);
   }
 }
 
