@@ -140,8 +140,6 @@ export class NodeContainer {
   async start(): Promise<StartedNodeContainer> {
     const name = this.name ?? uniqueName(`node-${this.runtime}`);
     const sockets = SOCKETS[this.runtime];
-    const hostDir = await mkdtemp(join(tmpdir(), 'kh-node-'));
-    await chmod(hostDir, 0o755);
     const runtimeSocketInNode = `${NODE_SHARED_DIR}/${sockets.runtime}`;
     const pauseImage =
       this.pauseImage ?? (this.runtime === 'containerd' ? (await ensureImages(['pause'])).pause : undefined);
@@ -178,11 +176,6 @@ export class NodeContainer {
       .withDroppedCapabilities('SYS_RESOURCE')
       .withSecurityOpt('seccomp=unconfined', 'apparmor=unconfined')
       .withTmpFs({ '/run': 'rw,mode=755' })
-      .withBindMounts([
-        { source: '/sys/fs/cgroup', target: '/sys/fs/cgroup', mode: 'rw' },
-        { source: hostDir, target: NODE_SHARED_DIR, mode: 'rw' },
-        ...this.binds,
-      ])
       .withCopyContentToContainer(files)
       .withRawHostConfig({
         // The API form of `--security-opt systempaths=unconfined`.
@@ -197,6 +190,13 @@ export class NodeContainer {
       .withRawCreateOptions({ Volumes: { '/var/lib/containerd': {}, '/var/lib/docker': {} } });
     if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(...this.aliases);
 
+    const hostDir = await mkdtemp(join(tmpdir(), 'kh-node-'));
+    await chmod(hostDir, 0o755);
+    container.withBindMounts([
+      { source: '/sys/fs/cgroup', target: '/sys/fs/cgroup', mode: 'rw' },
+      { source: hostDir, target: NODE_SHARED_DIR, mode: 'rw' },
+      ...this.binds,
+    ]);
     const started = performance.now();
     let tc: StartedTestContainer;
     try {
