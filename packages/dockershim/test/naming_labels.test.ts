@@ -46,11 +46,12 @@ describe('labels', () => {
   it('stores annotations under a prefix and adds missing standard labels', () => {
     expect(docker['annotation.kubernetes.io/config.seen']).toBe('now');
     expect(docker['io.kubernetes.pod.uid']).toBe('u-1');
-    expect(docker[LabelKeys.added]).toBe('io.kubernetes.pod.uid');
+    expect(JSON.parse(docker[LabelKeys.labelKeys] ?? '')).toEqual(['app', 'io.kubernetes.pod.name']);
   });
 
   it('gives back exactly the labels and annotations the client set', () => {
-    expect(splitDockerLabels(docker)).toEqual({
+    // Docker adds the image's own LABELs to the container's labels: they are not CRI labels.
+    expect(splitDockerLabels({ ...docker, 'org.opencontainers.image.title': 'busybox' })).toEqual({
       labels: { app: 'web', 'io.kubernetes.pod.name': 'web' },
       annotations: { 'kubernetes.io/config.seen': 'now' },
     });

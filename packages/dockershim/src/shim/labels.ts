@@ -21,8 +21,11 @@ export const LabelKeys = {
   logDirectory: 'io.kubernetes.cri.log-directory',
   /** On sandboxes: RunPodSandboxRequest.runtime_handler. */
   runtimeHandler: 'io.kubernetes.cri.runtime-handler',
-  /** Comma list of standard io.kubernetes.* labels the shim added itself (hidden from CRI reads). */
-  added: 'io.kubernetes.cri.added-labels',
+  /**
+   * JSON list of the label keys the CRI client set. Docker mixes the image's own LABELs and the shim's
+   * labels into one map; this says which of them are CRI labels.
+   */
+  labelKeys: 'io.kubernetes.cri.label-keys',
 } as const;
 
 export const ContainerType = { sandbox: 'podsandbox', container: 'container' } as const;
@@ -60,15 +63,11 @@ export function makeDockerLabels(input: DockerLabelInput): Record<string, string
     out[k] = v;
   }
   for (const [k, v] of Object.entries(input.annotations)) out[ANNOTATION_PREFIX + k] = v;
-  const added: string[] = [];
   for (const [k, v] of Object.entries(input.standard)) {
-    if (!(k in input.labels)) {
-      out[k] = v;
-      added.push(k);
-    }
+    if (!(k in input.labels)) out[k] = v;
   }
   for (const [k, v] of Object.entries(input.internal)) out[k] = v;
-  if (added.length > 0) out[LabelKeys.added] = added.join(',');
+  out[LabelKeys.labelKeys] = JSON.stringify(Object.keys(input.labels));
   return out;
 }
 
@@ -80,11 +79,10 @@ export function splitDockerLabels(dockerLabels: Record<string, string> | undefin
   const labels: Record<string, string> = {};
   const annotations: Record<string, string> = {};
   const all = dockerLabels ?? {};
-  const added = new Set((all[LabelKeys.added] ?? '').split(',').filter(Boolean));
+  const keys = new Set<string>(JSON.parse(all[LabelKeys.labelKeys] ?? '[]') as string[]);
   for (const [k, v] of Object.entries(all)) {
-    if (INTERNAL_KEYS.has(k) || added.has(k)) continue;
     if (k.startsWith(ANNOTATION_PREFIX)) annotations[k.slice(ANNOTATION_PREFIX.length)] = v;
-    else labels[k] = v;
+    else if (keys.has(k)) labels[k] = v;
   }
   return { labels, annotations };
 }

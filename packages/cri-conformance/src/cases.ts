@@ -1,0 +1,27 @@
+import type { ConformanceCase } from './framework.js';
+import { container } from './groups/container.js';
+import { events } from './groups/events.js';
+import { exec } from './groups/exec.js';
+import { idempotence } from './groups/idempotence.js';
+import { image } from './groups/image.js';
+import { logs } from './groups/logs.js';
+import { networking } from './groups/networking.js';
+import { runtimeInfo } from './groups/runtime_info.js';
+import { sandbox } from './groups/sandbox.js';
+import { securityContext } from './groups/security_context.js';
+import { stats } from './groups/stats.js';
+
+/** Every case, in report order. */
+export const ALL_CASES: readonly ConformanceCase[] = [
+  ...runtimeInfo,
+  ...sandbox,
+  ...container,
+  ...exec,
+  ...logs,
+  ...stats,
+  ...image,
+  ...idempotence,
+  ...networking,
+  ...securityContext,
+  ...events,
+];

@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// cri-conformance: run the critest-style suite against any CRI endpoint.
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { ConformanceOptions } from './framework.js';
+import { formatSummary, toJUnitXml } from './report.js';
+import { runConformance } from './runner.js';
+
+const USAGE = `Usage: cri-conformance --endpoint <unix:///path.sock> [options]
+
+Runs sandbox, container, exec, logs, stats, image, idempotence, networking, security context,
+runtime info and events cases against a CRI v1 runtime. Exit code 1 if any case failed.
+
+Options:
+  --endpoint <ep>            CRI endpoint (unix:///path, /path, tcp://host:port)       [required]
+  --image-prefix <prefix>    test images are <prefix>busybox:latest and <prefix>httpd:latest
+  --busybox-image <ref>      image with a shell and busybox applets (overrides the prefix)
+  --httpd-image <ref>        image serving HTTP on port 80 (overrides the prefix)
+  --registry <host:port>     registry the runtime pulls from (image cases skip without it)
+  --registry-image <repo:tag> image already pushed there (default kh/busybox:conformance)
+  --registry-auth <user:pw>  basic-auth credentials of that registry
+  --log-dir <dir>            pod log directory root as the runtime sees it (default: a temp dir)
+  --log-dir-local <dir>      the same directory as this process sees it (default: --log-dir)
+  --host-port-address <ip>   where this process reaches pod host ports ('' skips; default 127.0.0.1)
+  --host-port-ip <ip>        host_ip of host-port mappings (default '')
+  --focus <regex>            only cases whose "group name" matches
+  --junit <file>             write JUnit XML
+  --json <file>              write the JSON result
+  --timeout <seconds>        per CRI call deadline (default 120)
+  -h, --help`;
+
+async function writeOut(path: string, content: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, content);
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      endpoint: { type: 'string' },
+      'image-prefix': { type: 'string', default: '' },
+      'busybox-image': { type: 'string' },
+      'httpd-image': { type: 'string' },
+      registry: { type: 'string' },
+      'registry-image': { type: 'string', default: 'kh/busybox:conformance' },
+      'registry-auth': { type: 'string' },
+      'log-dir': { type: 'string' },
+      'log-dir-local': { type: 'string' },
+      'host-port-address': { type: 'string', default: '127.0.0.1' },
+      'host-port-ip': { type: 'string', default: '' },
+      focus: { type: 'string' },
+      junit: { type: 'string' },
+      json: { type: 'string' },
+      timeout: { type: 'string', default: '120' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (!values.endpoint) {
+    process.stderr.write(`cri-conformance: --endpoint is required\n\n${USAGE}\n`);
+    return 2;
+  }
+  let auth: { username: string; password: string } | undefined;
+  if (values['registry-auth']) {
+    const colon = values['registry-auth'].indexOf(':');
+    if (colon <= 0) throw new Error('--registry-auth must be user:password');
+    auth = {
+      username: values['registry-auth'].slice(0, colon),
+      password: values['registry-auth'].slice(colon + 1),
+    };
+  }
+  const logDir = values['log-dir'] ?? (await mkdtemp(join(tmpdir(), 'cri-conformance-logs-')));
+  const prefix = values['image-prefix'];
+  const options: ConformanceOptions = {
+    endpoint: values.endpoint,
+    images: {
+      busybox: values['busybox-image'] ?? `${prefix}busybox:latest`,
+      httpd: values['httpd-image'] ?? `${prefix}httpd:latest`,
+    },
+    registry: values.registry
+      ? { address: values.registry, image: values['registry-image'], ...(auth ? { auth } : {}) }
+      : undefined,
+    logDir: { runtime: logDir, local: values['log-dir-local'] ?? logDir },
+    hostPortAddress: values['host-port-address'],
+    hostPortIp: values['host-port-ip'],
+    focus: values.focus ? new RegExp(values.focus) : undefined,
+    runId: `conformance-${randomBytes(4).toString('hex')}`,
+    callTimeoutMs: Number(values.timeout) * 1000,
+  };
+  const result = await runConformance(options, { progress: (line) => process.stderr.write(`${line}\n`) });
+  process.stdout.write(`\n${formatSummary(result)}\n`);
+  if (values.json) await writeOut(values.json, `${JSON.stringify(result, null, 2)}\n`);
+  if (values.junit) await writeOut(values.junit, toJUnitXml(result));
+  return result.totals.failed > 0 ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`cri-conformance: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,40 @@
+import { ContainerState } from '@kh/cri-api';
+import { defineGroup } from '../framework.js';
+
+export const idempotence = defineGroup('idempotence', {
+  'StopPodSandbox of an unknown or stopped sandbox succeeds': async (ctx) => {
+    await ctx.client.stopPodSandbox({ podSandboxId: `missing${ctx.uid}` });
+    const pod = await ctx.runPod();
+    await ctx.client.stopPodSandbox({ podSandboxId: pod.id });
+    await ctx.client.stopPodSandbox({ podSandboxId: pod.id });
+  },
+
+  'RemovePodSandbox of an unknown or removed sandbox succeeds': async (ctx) => {
+    await ctx.client.removePodSandbox({ podSandboxId: `missing${ctx.uid}` });
+    const pod = await ctx.runPod();
+    await ctx.client.stopPodSandbox({ podSandboxId: pod.id });
+    await ctx.client.removePodSandbox({ podSandboxId: pod.id });
+    await ctx.client.removePodSandbox({ podSandboxId: pod.id });
+  },
+
+  'StopContainer of an unknown or stopped container succeeds': async (ctx) => {
+    await ctx.client.stopContainer({ containerId: `missing${ctx.uid}`, timeout: 1n });
+    const pod = await ctx.runPod();
+    const id = await ctx.startedContainer(pod, 'stop-twice');
+    await ctx.client.stopContainer({ containerId: id, timeout: 1n });
+    await ctx.waitForState(id, ContainerState.CONTAINER_EXITED);
+    await ctx.client.stopContainer({ containerId: id, timeout: 1n });
+  },
+
+  'RemoveContainer of an unknown or removed container succeeds': async (ctx) => {
+    await ctx.client.removeContainer({ containerId: `missing${ctx.uid}` });
+    const pod = await ctx.runPod();
+    const id = await ctx.createContainer(pod, 'remove-twice');
+    await ctx.client.removeContainer({ containerId: id });
+    await ctx.client.removeContainer({ containerId: id });
+  },
+
+  'RemoveImage of an absent image succeeds': async (ctx) => {
+    await ctx.client.removeImage({ image: { image: `kh-conformance/absent-${ctx.uid}:none` } });
+  },
+});

@@ -1,0 +1,84 @@
+import { readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ContainerState } from '@kh/cri-api';
+import { expectEqual, expectFailure, expectTrue } from '../assert.js';
+import { type CaseContext, defineGroup, waitFor } from '../framework.js';
+
+// CRI log line: <RFC3339Nano timestamp> <stdout|stderr> <P|F> <message>
+const LINE =
+  /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) (stdout|stderr) ([PF]) (.*)$/;
+
+async function readLog(path: string): Promise<{ stream: string; tag: string; message: string }[]> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const m = LINE.exec(line);
+      if (!m) throw new Error(`not a CRI log line: ${JSON.stringify(line)}`);
+      return { stream: m[2] ?? '', tag: m[3] ?? '', message: m[4] ?? '' };
+    });
+}
+
+async function podWithLogs(ctx: CaseContext) {
+  const dirName = `${ctx.uid}-${Math.random().toString(36).slice(2, 8)}`;
+  const pod = await ctx.runPod({ logDirectory: join(ctx.options.logDir.runtime, dirName) });
+  return { pod, local: join(ctx.options.logDir.local, dirName) };
+}
+
+export const logs = defineGroup('logs', {
+  'container output lands in log_directory/log_path in the CRI format': async (ctx) => {
+    const { pod, local } = await podWithLogs(ctx);
+    const id = await ctx.startedContainer(pod, 'logger', {
+      command: ['sh', '-c', 'echo to-stdout; echo to-stderr >&2'],
+      logPath: 'logger/0.log',
+    });
+    await ctx.waitForState(id, ContainerState.CONTAINER_EXITED);
+    const lines = await waitFor(async () => {
+      const l = await readLog(join(local, 'logger/0.log'));
+      return l.length >= 2 ? l : undefined;
+    }, 'two log lines');
+    expectEqual(
+      lines.map((l) => [l.stream, l.tag, l.message]).sort(),
+      [
+        ['stderr', 'F', 'to-stderr'],
+        ['stdout', 'F', 'to-stdout'],
+      ],
+      'log lines',
+    );
+    const { status } = await ctx.client.containerStatus({ containerId: id });
+    expectTrue(status?.logPath.endsWith('logger/0.log'), `log_path in status is ${status?.logPath}`);
+  },
+
+  'ReopenContainerLog starts a new file after rotation': async (ctx) => {
+    const { pod, local } = await podWithLogs(ctx);
+    const id = await ctx.startedContainer(pod, 'rotating', {
+      command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo line $i; sleep 0.2; done'],
+      logPath: 'rotating/0.log',
+    });
+    const path = join(local, 'rotating/0.log');
+    await waitFor(async () => ((await readLog(path)).length > 0 ? true : undefined), 'first log lines');
+    await rename(path, `${path}.1`);
+    await ctx.client.reopenContainerLog({ containerId: id });
+    await waitFor(
+      async () => ((await readLog(path)).length > 0 ? true : undefined),
+      'lines in the reopened file',
+    );
+    const rotated = (await readLog(`${path}.1`)).length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    expectEqual((await readLog(`${path}.1`)).length, rotated, 'lines still written to the rotated file');
+  },
+
+  'ReopenContainerLog fails for a stopped container': async (ctx) => {
+    const { pod } = await podWithLogs(ctx);
+    const id = await ctx.startedContainer(pod, 'stopped-log', {
+      command: ['true'],
+      logPath: 'stopped-log/0.log',
+    });
+    await ctx.waitForState(id, ContainerState.CONTAINER_EXITED);
+    await expectFailure(
+      ctx.client.reopenContainerLog({ containerId: id }),
+      'reopen log of an exited container',
+    );
+  },
+});

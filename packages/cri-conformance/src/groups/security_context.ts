@@ -1,0 +1,103 @@
+import { NamespaceMode } from '@kh/cri-api';
+import { expectEqual, expectFailure, expectTrue } from '../assert.js';
+import { defineGroup, Skip } from '../framework.js';
+
+const CAP_NET_ADMIN = 12n;
+
+function capEff(status: string): bigint {
+  const m = /CapEff:\s*([0-9a-f]+)/.exec(status);
+  if (!m?.[1]) throw new Error(`no CapEff in /proc/self/status: ${status}`);
+  return BigInt(`0x${m[1]}`);
+}
+
+export const securityContext = defineGroup('security context', {
+  'RunAsUser and RunAsGroup set the process ids': async (ctx) => {
+    const pod = await ctx.runPod();
+    const id = await ctx.startedContainer(pod, 'ids', {
+      linux: { securityContext: { runAsUser: { value: 1001n }, runAsGroup: { value: 2002n } } },
+    });
+    expectEqual((await ctx.exec(id, ['sh', '-c', 'id -u; id -g'])).stdout, '1001\n2002\n', 'uid and gid');
+  },
+
+  'RunAsGroup without RunAsUser is rejected': async (ctx) => {
+    const pod = await ctx.runPod();
+    await expectFailure(
+      ctx.createContainer(pod, 'group-only', {
+        linux: { securityContext: { runAsGroup: { value: 2002n } } },
+      }),
+      'CreateContainer with only run_as_group',
+    );
+  },
+
+  'ReadonlyRootfs true forbids writes to /, false allows them': async (ctx) => {
+    const pod = await ctx.runPod();
+    const ro = await ctx.startedContainer(pod, 'ro', {
+      linux: { securityContext: { readonlyRootfs: true } },
+    });
+    const rw = await ctx.startedContainer(pod, 'rw', {
+      linux: { securityContext: { readonlyRootfs: false } },
+    });
+    expectTrue(
+      (await ctx.exec(ro, ['sh', '-c', 'touch /kh 2>/dev/null'])).exitCode !== 0,
+      'wrote to a read-only rootfs',
+    );
+    expectEqual((await ctx.exec(rw, ['touch', '/kh'])).exitCode, 0, 'touch on a writable rootfs');
+  },
+
+  'capabilities can be added and dropped': async (ctx) => {
+    const pod = await ctx.runPod();
+    const added = await ctx.startedContainer(pod, 'add', {
+      linux: { securityContext: { capabilities: { addCapabilities: ['NET_ADMIN'] } } },
+    });
+    const dropped = await ctx.startedContainer(pod, 'drop', {
+      linux: { securityContext: { capabilities: { dropCapabilities: ['ALL'] } } },
+    });
+    const addedCaps = capEff((await ctx.exec(added, ['cat', '/proc/self/status'])).stdout);
+    expectTrue((addedCaps >> CAP_NET_ADMIN) & 1n, `NET_ADMIN missing from CapEff ${addedCaps.toString(16)}`);
+    expectEqual(
+      capEff((await ctx.exec(dropped, ['cat', '/proc/self/status'])).stdout),
+      0n,
+      'CapEff after dropping ALL',
+    );
+  },
+
+  'Privileged gets every capability': async (ctx) => {
+    let id: string;
+    try {
+      const pod = await ctx.runPod({ linux: { securityContext: { privileged: true } } });
+      id = await ctx.startedContainer(pod, 'privileged', {
+        linux: { securityContext: { privileged: true } },
+      });
+    } catch (err) {
+      const message = (err as Error).message;
+      if (/unable to apply caps/i.test(message)) {
+        throw new Skip(
+          `this host cannot grant all capabilities, so no runtime can run privileged here: ${message}`,
+        );
+      }
+      throw err;
+    }
+    const caps = capEff((await ctx.exec(id, ['cat', '/proc/self/status'])).stdout);
+    expectTrue(
+      (caps >> CAP_NET_ADMIN) & 1n && caps > 0xffffffn,
+      `privileged CapEff is only ${caps.toString(16)}`,
+    );
+  },
+
+  'PID namespace: pod-shared or per container': async (ctx) => {
+    const pod = await ctx.runPod();
+    const shared = await ctx.startedContainer(pod, 'pid-pod', {
+      linux: { securityContext: { namespaceOptions: { pid: NamespaceMode.POD } } },
+    });
+    const own = await ctx.startedContainer(pod, 'pid-container', {
+      linux: { securityContext: { namespaceOptions: { pid: NamespaceMode.CONTAINER } } },
+    });
+    const pid1 = async (id: string) =>
+      (await ctx.exec(id, ['sh', '-c', "tr '\\0' ' ' < /proc/1/cmdline"])).stdout.trim();
+    expectEqual(await pid1(own), 'sleep 3600', 'PID 1 of a container with its own PID namespace');
+    expectTrue(
+      (await pid1(shared)) !== 'sleep 3600',
+      'PID 1 of a pod-shared PID namespace is the container itself',
+    );
+  },
+});
