@@ -1,3 +1,4 @@
+import type { V1NodeStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeletEventRecorder } from '../src/events/recorder.js';
 import { NODE_LEASE_NAMESPACE, NodeLeaseController } from '../src/nodelease/controller.js';
@@ -5,7 +6,7 @@ import { findCondition } from '../src/nodestatus/conditions.js';
 import type { NodeIdentity } from '../src/nodestatus/node.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
 import type { NodeStatusSnapshot } from '../src/nodestatus/setters.js';
-import { NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
+import { comparableStatus, NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
 import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { testSnapshot } from './helpers/snapshot.js';
@@ -322,5 +323,21 @@ describe('node lease', () => {
     await clock.advance(7_000);
     expect(await pending).toBe(true);
     expect(lease(api)?.spec?.renewTime?.getTime()).toBe(clock.now());
+  });
+});
+
+describe('comparableStatus', () => {
+  it('ignores key order and heartbeats but not other changes', () => {
+    const a = {
+      nodeInfo: { machineID: 'm', bootID: 'b' },
+      conditions: [{ type: 'Ready', status: 'True', lastHeartbeatTime: new Date(1) }],
+    };
+    const b = {
+      nodeInfo: { bootID: 'b', machineID: 'm' },
+      conditions: [{ status: 'True', type: 'Ready', lastHeartbeatTime: new Date(2) }],
+    };
+    expect(comparableStatus(a as V1NodeStatus)).toBe(comparableStatus(b as V1NodeStatus));
+    const c = { ...b, nodeInfo: { bootID: 'other', machineID: 'm' } };
+    expect(comparableStatus(c as V1NodeStatus)).not.toBe(comparableStatus(a as V1NodeStatus));
   });
 });

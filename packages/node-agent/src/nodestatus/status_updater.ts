@@ -139,9 +139,24 @@ export class NodeStatusUpdater {
   }
 }
 
-/** Status as JSON without heartbeat times, which change on every computation. */
+/**
+ * Status as canonical JSON (sorted keys: objects read back from the API server come with a
+ * different key order than freshly built ones) without heartbeat times, which change on every
+ * computation.
+ */
 export function comparableStatus(status: V1NodeStatus | undefined): string {
   if (!status) return '';
   const conditions = (status.conditions ?? []).map(({ lastHeartbeatTime: _hb, ...c }) => c);
-  return JSON.stringify({ ...status, conditions });
+  return canonicalJson({ ...status, conditions });
+}
+
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, (v as Record<string, unknown>)[k]]),
+    );
+  });
 }

@@ -1,0 +1,269 @@
+// Registration, status, lease and events against the real fake apiserver over HTTP, through
+// @kubernetes/client-node, and checked with kubectl.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
+import { resolveKubeletConfiguration } from '../src/config/resolve.js';
+import { defaultKubeletConfiguration } from '../src/config/types.js';
+import { KubeletEventRecorder } from '../src/events/recorder.js';
+import { Kubelet } from '../src/kubelet.js';
+import { NODE_LEASE_NAMESPACE, NodeLeaseController } from '../src/nodelease/controller.js';
+import { findCondition } from '../src/nodestatus/conditions.js';
+import type { NodeIdentity } from '../src/nodestatus/node.js';
+import { NodeRegistrar } from '../src/nodestatus/registration.js';
+import { NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
+import { FakeClock } from '../src/util/clock.js';
+import { testSnapshot } from './helpers/snapshot.js';
+
+const KUBECTL = '/usr/lib/google-cloud-sdk/bin/kubectl.1.33';
+const run = promisify(execFile);
+
+let server: ApiServer;
+let api: KubeNodeApi;
+let kubeconfigPath: string;
+const dir = mkdtempSync(join(tmpdir(), 'kh-agent-api-'));
+
+beforeAll(async () => {
+  server = await createApiServer({
+    port: 0,
+    tls: true,
+    tokens: { 'admin-token': 'admin' },
+    scheduler: false,
+    nodeLifecycle: false,
+  });
+  kubeconfigPath = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfigPath, server.kubeconfig());
+  api = new KubeNodeApi(loadKubeConfig(kubeconfigPath));
+});
+afterAll(() => server?.close());
+
+function identity(nodeName: string): NodeIdentity {
+  return {
+    nodeName,
+    hostname: nodeName,
+    os: 'linux',
+    arch: 'amd64',
+    nodeLabels: { tier: 'web' },
+    taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }],
+  };
+}
+
+function components(nodeName: string, snap = () => testSnapshot({ hostname: nodeName })) {
+  const clock = new FakeClock(Date.now());
+  const recorder = new KubeletEventRecorder(api, { host: nodeName, clock });
+  let updater: NodeStatusUpdater | undefined;
+  const registrar = new NodeRegistrar({
+    api,
+    identity: identity(nodeName),
+    clock,
+    recorder,
+    initialStatus: (n) => updater!.initialStatus(n),
+  });
+  updater = new NodeStatusUpdater({
+    api,
+    nodeName,
+    clock,
+    registrar,
+    recorder,
+    snapshot: async () => snap(),
+    updateFrequencyMs: 10_000,
+    reportFrequencyMs: 300_000,
+  });
+  const lease = new NodeLeaseController({
+    api,
+    nodeName,
+    clock,
+    leaseDurationSeconds: 40,
+    renewIntervalMs: 10_000,
+  });
+  return { clock, recorder, registrar, updater, lease };
+}
+
+describe('against the fake apiserver', () => {
+  it('registers the Node and kubectl shows it Ready with its labels, taints and runtime', async () => {
+    const { registrar, updater } = components('api-node-1');
+    expect(await registrar.tryRegister()).toBe(true);
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    const node = await api.getNode('api-node-1');
+    expect(node?.metadata?.labels).toMatchObject({
+      'kubernetes.io/hostname': 'api-node-1',
+      'kubernetes.io/os': 'linux',
+      tier: 'web',
+    });
+    expect(node?.spec?.taints).toEqual([{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]);
+    expect(node?.status?.allocatable?.pods).toBe('110');
+    expect(findCondition(node!, 'Ready')?.status).toBe('True');
+    const { stdout } = await run(KUBECTL, [
+      '--kubeconfig',
+      kubeconfigPath,
+      'get',
+      'node',
+      'api-node-1',
+      '--no-headers',
+      '-o',
+      'wide',
+    ]);
+    expect(stdout).toMatch(/^api-node-1\s+Ready\s+/);
+    expect(stdout).toContain('v1.33.0-kh');
+    expect(stdout).toContain('containerd://1.6.20');
+  });
+
+  it('patches status on change with the right transition time, and keeps foreign conditions', async () => {
+    let runtimeErrors: string[] = [];
+    const { clock, registrar, updater } = components('api-node-2', () =>
+      testSnapshot({ hostname: 'api-node-2', runtimeErrors }),
+    );
+    await registrar.tryRegister();
+    await updater.syncNodeStatus();
+    // Another component's condition (e.g. a CNI setting NetworkUnavailable).
+    const current = await api.getNode('api-node-2');
+    await api.patchNodeStatus('api-node-2', {
+      conditions: [
+        ...(current?.status?.conditions ?? []),
+        { type: 'NetworkUnavailable', status: 'False', reason: 'RouteCreated', message: 'ok' },
+      ],
+    });
+    await clock.advance(10_000);
+    expect(await updater.syncNodeStatus()).toBe('unchanged');
+    runtimeErrors = ['container runtime is down'];
+    await clock.advance(10_000);
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    const node = await api.getNode('api-node-2');
+    const ready = findCondition(node!, 'Ready');
+    expect(ready).toMatchObject({
+      status: 'False',
+      reason: 'KubeletNotReady',
+      message: 'container runtime is down',
+    });
+    // A real apiserver keeps whole seconds; the fake keeps milliseconds.
+    const transition = new Date(ready!.lastTransitionTime!).getTime();
+    expect(transition).toBeGreaterThanOrEqual(Math.floor(clock.now() / 1000) * 1000);
+    expect(transition).toBeLessThanOrEqual(clock.now());
+    expect(findCondition(node!, 'NetworkUnavailable')?.reason).toBe('RouteCreated');
+  });
+
+  it('re-registers a deleted Node', async () => {
+    const { registrar, updater } = components('api-node-3');
+    await registrar.tryRegister();
+    await updater.syncNodeStatus();
+    await run(KUBECTL, ['--kubeconfig', kubeconfigPath, 'delete', 'node', 'api-node-3']);
+    expect(await updater.syncNodeStatus()).toBe('unregistered');
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    expect(findCondition((await api.getNode('api-node-3'))!, 'Ready')?.status).toBe('True');
+  });
+
+  it('creates and renews the Lease in kube-node-lease owned by the Node', async () => {
+    const { clock, registrar, lease } = components('api-node-4');
+    await registrar.tryRegister();
+    expect(await lease.sync()).toBe(true);
+    const first = await api.getLease(NODE_LEASE_NAMESPACE, 'api-node-4');
+    const node = await api.getNode('api-node-4');
+    expect(first?.spec).toMatchObject({ holderIdentity: 'api-node-4', leaseDurationSeconds: 40 });
+    expect(first?.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({
+        apiVersion: 'v1',
+        kind: 'Node',
+        name: 'api-node-4',
+        uid: node?.metadata?.uid,
+      }),
+    ]);
+    await clock.advance(10_000);
+    expect(await lease.sync()).toBe(true);
+    const second = await api.getLease(NODE_LEASE_NAMESPACE, 'api-node-4');
+    expect(new Date(second!.spec!.renewTime!).getTime() - new Date(first!.spec!.renewTime!).getTime()).toBe(
+      10_000,
+    );
+    const { stdout } = await run(KUBECTL, [
+      '--kubeconfig',
+      kubeconfigPath,
+      '-n',
+      'kube-node-lease',
+      'get',
+      'lease',
+      'api-node-4',
+      '-o',
+      'jsonpath={.spec.holderIdentity}',
+    ]);
+    expect(stdout).toBe('api-node-4');
+  });
+
+  it('posts node events kubectl can list', async () => {
+    const { registrar, recorder } = components('api-node-5');
+    await registrar.tryRegister();
+    recorder.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
+    await recorder.flush();
+    const { stdout } = await run(KUBECTL, [
+      '--kubeconfig',
+      kubeconfigPath,
+      'get',
+      'events',
+      '--field-selector',
+      'involvedObject.name=api-node-5',
+      '-o',
+      'jsonpath={range .items[*]}{.reason}{" "}{.source.component}{"\\n"}{end}',
+    ]);
+    expect(stdout.split('\n').filter(Boolean).sort()).toEqual(
+      [
+        'NodeHasNoDiskPressure kubelet',
+        'NodeHasSufficientMemory kubelet',
+        'NodeHasSufficientPID kubelet',
+        'RegisteredNode kubelet',
+        'Starting kubelet',
+      ].sort(),
+    );
+  });
+
+  it('a running Kubelet keeps the Node Ready on real time', async () => {
+    const config = {
+      ...defaultKubeletConfiguration(),
+      address: '127.0.0.1',
+      port: 0,
+      healthzPort: 0,
+      nodeStatusUpdateFrequency: '1s',
+    };
+    const runtime = {
+      type: () => 'containerd',
+      version: async () => '1.6.20',
+      status: async () => ({
+        conditions: [
+          { type: 'RuntimeReady', status: true, reason: '', message: '' },
+          { type: 'NetworkReady', status: true, reason: '', message: '' },
+        ],
+      }),
+      listImages: async () => [],
+    };
+    const kubelet = new Kubelet({
+      config,
+      resolved: resolveKubeletConfiguration(config),
+      identity: identity('api-node-6'),
+      nodeIP: '127.0.0.1',
+      machineInfo: testSnapshot().machine,
+      certDir: join(dir, 'pki'),
+      runtime,
+      api,
+    });
+    const abort = new AbortController();
+    const running = kubelet.run(abort.signal);
+    try {
+      const { stdout } = await run(KUBECTL, [
+        '--kubeconfig',
+        kubeconfigPath,
+        'wait',
+        '--for=condition=Ready',
+        'node/api-node-6',
+        '--timeout=20s',
+      ]);
+      expect(stdout).toContain('condition met');
+      const lease = await api.getLease(NODE_LEASE_NAMESPACE, 'api-node-6');
+      expect(lease?.spec?.holderIdentity).toBe('api-node-6');
+    } finally {
+      abort.abort();
+      await running;
+    }
+  }, 30_000);
+});
