@@ -54,11 +54,15 @@ export async function runConformance(
 ): Promise<SuiteResult> {
   const progress = run.progress ?? (() => undefined);
   const started = Date.now();
-  const client = await CriClient.connect(options.endpoint, { timeoutMs: options.callTimeoutMs });
+  const unreachable = (err: unknown) => {
+    throw new Error(`cannot talk CRI to ${options.endpoint}: ${describeError(err)}`);
+  };
+  const client = await CriClient.connect(options.endpoint, {
+    timeoutMs: options.callTimeoutMs,
+    connectTimeoutMs: 5_000,
+  }).catch(unreachable);
   try {
-    const v = await client.version({ version: '0.1.0' }).catch((err: unknown) => {
-      throw new Error(`cannot talk CRI to ${options.endpoint}: ${describeError(err)}`);
-    });
+    const v = await client.version({ version: '0.1.0' }).catch(unreachable);
     progress(`cri-conformance: ${v.runtimeName} ${v.runtimeVersion} at ${options.endpoint}`);
     await ensureImages(client, options);
     const selected = (run.cases ?? ALL_CASES).filter(

@@ -1,0 +1,188 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { DockerShim } from '@kh/dockershim';
+import { ensureImages, RegistryContainer, type StartedRegistryContainer } from '@kh/testkit';
+import Dockerode from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_CASES, type ConformanceOptions, runConformance, type SuiteResult } from '../src/index.js';
+
+// The suite against the dockershim on the host dockerd, pulling from real registries (docker-registry)
+// with and without basic auth.
+
+const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
+const runId = `conformance-${randomBytes(4).toString('hex')}`;
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Cases this machine cannot run at all, whatever the runtime: they must be skipped with this reason. */
+const ENVIRONMENT_SKIPS: Record<string, RegExp> = {
+  'Privileged gets every capability': /cannot grant all capabilities/,
+};
+
+let dir: string;
+let shim: DockerShim;
+let registry: StartedRegistryContainer;
+let authRegistry: StartedRegistryContainer;
+let refs: { pause: string; busybox: string; httpd: string; node: string };
+let full: SuiteResult;
+let noAuth: SuiteResult;
+
+function baseOptions(): ConformanceOptions {
+  return {
+    endpoint: shim.endpoint,
+    images: { busybox: refs.busybox, httpd: refs.httpd },
+    logDir: { runtime: join(dir, 'logs'), local: join(dir, 'logs') },
+    hostPortAddress: '127.0.0.1',
+    hostPortIp: '127.0.0.1',
+    runId,
+    callTimeoutMs: 60_000,
+  };
+}
+
+/** An image of its own (so pulling and removing it disturbs no shared image), pushed to a registry. */
+async function pushUniqueImage(target: StartedRegistryContainer): Promise<void> {
+  const scratch = await docker.createContainer({
+    Image: refs.busybox,
+    Labels: { 'kh.run': runId, 'kh.owner': 'test' },
+  });
+  const repo = `kh-conformance/pullme-${runId}`;
+  try {
+    await scratch.commit({ repo, tag: 'v1', changes: [`LABEL kh.run=${runId}`] });
+    await target.push(`${repo}:v1`, 'kh/busybox:conformance');
+  } finally {
+    await scratch.remove({ force: true });
+    await docker
+      .getImage(`${repo}:v1`)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
+}
+
+beforeAll(async () => {
+  refs = await ensureImages(['pause', 'busybox', 'httpd', 'node'], { progress });
+  dir = await mkdtemp(join(tmpdir(), 'kh-conformance-'));
+  shim = await DockerShim.start({
+    socketPath: join(dir, 'dockershim.sock'),
+    podInfraContainerImage: refs.pause,
+    restrictOomScoreAdj: true,
+    log: progress,
+  });
+  registry = await new RegistryContainer(refs.node).start();
+  authRegistry = await new RegistryContainer(refs.node).withBasicAuth('kh', `pw-${runId}`).start();
+  await pushUniqueImage(registry);
+  await pushUniqueImage(authRegistry);
+  full = await runConformance(
+    {
+      ...baseOptions(),
+      registry: {
+        address: authRegistry.hostAddress,
+        image: 'kh/busybox:conformance',
+        auth: { username: 'kh', password: `pw-${runId}` },
+      },
+    },
+    { progress },
+  );
+  noAuth = await runConformance(
+    {
+      ...baseOptions(),
+      registry: { address: registry.hostAddress, image: 'kh/busybox:conformance' },
+      focus: /^image /,
+    },
+    { progress },
+  );
+}, 600_000);
+
+afterAll(async () => {
+  await shim?.close();
+  await registry?.stop();
+  await authRegistry?.stop();
+  const leftovers = await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
+  await Promise.all(
+    leftovers.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
+  for (const img of await docker.listImages({ filters: { label: [`kh.run=${runId}`] } })) {
+    await docker
+      .getImage(img.Id)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('conformance of the dockershim on host Docker (registry with basic auth)', () => {
+  it.each(ALL_CASES.map((c) => [`${c.group} › ${c.name}`, c.name] as const))('%s', (_, name) => {
+    const r = full.cases.find((c) => c.name === name);
+    const allowedSkip = ENVIRONMENT_SKIPS[name];
+    if (allowedSkip && r?.status === 'skipped') expect(r.message).toMatch(allowedSkip);
+    else expect(r, r?.message).toMatchObject({ status: 'passed' });
+  });
+
+  it('left no containers behind', async () => {
+    const left = await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
+    expect(left.map((c) => c.Names[0])).toEqual([]);
+  });
+});
+
+describe('image pulls from a registry without auth', () => {
+  it('pass, and the credentials case is skipped with its reason', () => {
+    const statuses = Object.fromEntries(noAuth.cases.map((c) => [c.name, c.status]));
+    expect(statuses).toMatchObject({
+      'PullImage by tag, then status, list and remove': 'passed',
+      'PullImage by digest, then remove by digest': 'passed',
+      'PullImage of a missing tag is NOT_FOUND': 'passed',
+      'PullImage needs the registry credentials when the registry asks for them': 'skipped',
+    });
+    expect(noAuth.totals.failed).toBe(0);
+  });
+});
+
+describe('CLI', () => {
+  it('writes the summary, JSON and JUnit, and exits 0 when nothing failed', async () => {
+    const json = join(dir, 'out/result.json');
+    const junit = join(dir, 'out/junit.xml');
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      CLI,
+      '--endpoint',
+      shim.endpoint,
+      '--busybox-image',
+      refs.busybox,
+      '--httpd-image',
+      refs.httpd,
+      '--focus',
+      '^runtime info',
+      '--json',
+      json,
+      '--junit',
+      junit,
+    ]);
+    expect(stdout).toContain('2 passed, 0 failed, 0 skipped');
+    const result = JSON.parse(await readFile(json, 'utf8')) as SuiteResult;
+    expect(result.runtime.name).toBe('docker');
+    expect(result.cases.map((c) => c.status)).toEqual(['passed', 'passed']);
+    expect(await readFile(junit, 'utf8')).toContain(
+      '<testsuite name="runtime info" tests="2" failures="0" skipped="0"',
+    );
+  });
+
+  it('exits 2 with a clear message when the endpoint is wrong', async () => {
+    const run = promisify(execFile)(process.execPath, [
+      CLI,
+      '--endpoint',
+      `unix://${join(dir, 'nothing.sock')}`,
+    ]);
+    await expect(run).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('cannot talk CRI to unix://'),
+    });
+  });
+});
