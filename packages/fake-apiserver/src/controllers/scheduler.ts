@@ -13,8 +13,13 @@ export interface SchedulerOptions {
 
 const TERMINAL = new Set(['Succeeded', 'Failed']);
 
+const requestsCache = new WeakMap<KObject, Map<string, number>>();
+
 /** Requests of a pod: the sum over containers, at least the largest init container, plus overhead. */
 export function podRequests(pod: KObject): Map<string, number> {
+  // Stored objects are immutable, so each one is parsed once.
+  const cached = requestsCache.get(pod);
+  if (cached !== undefined) return cached;
   const total = new Map<string, number>();
   const add = (m: Map<string, number>, rl: KObject | undefined) => {
     for (const [r, q] of Object.entries(rl ?? {})) m.set(r, (m.get(r) ?? 0) + (parseQuantity(q) ?? 0));
@@ -26,6 +31,7 @@ export function podRequests(pod: KObject): Map<string, number> {
     }
   }
   add(total, pod.spec?.overhead);
+  requestsCache.set(pod, total);
   return total;
 }
 
@@ -151,7 +157,7 @@ export class Scheduler {
     const [ns, name] = key.split('/') as [string, string];
     const pod = this.rest.store.get('pods', ns, name);
     if (pod === undefined || !this.wants(pod)) return undefined;
-    const nodes = this.rest.store.list('nodes');
+    const nodes = [...this.rest.store.values('nodes')];
     if (nodes.length === 0) {
       this.markUnschedulable(pod, key, 'no nodes available to schedule pods');
       return undefined;
@@ -165,13 +171,14 @@ export class Scheduler {
     let feasible = 0;
     for (let i = 0; i < nodes.length && feasible < enough; i++) {
       const node = nodes[(this.nextStart + i) % nodes.length]!;
-      const why = this.unfit(pod, node, requests);
+      const used = this.used(node.metadata.name);
+      const why = this.unfit(pod, node, requests, used);
       if (why !== undefined) {
         note(why);
         continue;
       }
       feasible++;
-      const score = this.freeFraction(node, requests);
+      const score = this.freeFraction(node, requests, used.res);
       if (best === undefined || score > best.score) best = { node, score };
     }
     this.nextStart = (this.nextStart + 1) % nodes.length;
@@ -208,7 +215,12 @@ export class Scheduler {
     return { res, count };
   }
 
-  private unfit(pod: KObject, node: KObject, requests: Map<string, number>): string | undefined {
+  private unfit(
+    pod: KObject,
+    node: KObject,
+    requests: Map<string, number>,
+    used: { res: Map<string, number>; count: number },
+  ): string | undefined {
     const tolerations: KObject[] = pod.spec?.tolerations ?? [];
     if (
       node.spec?.unschedulable &&
@@ -231,7 +243,6 @@ export class Scheduler {
       }
     }
     const alloc: KObject = node.status?.allocatable ?? node.status?.capacity ?? {};
-    const used = this.used(node.metadata.name);
     const maxPods = parseQuantity(alloc.pods) ?? 110;
     if (used.count + 1 > maxPods) return 'Too many pods';
     for (const [r, v] of requests) {
@@ -243,9 +254,8 @@ export class Scheduler {
   }
 
   /** Least-allocated scoring over cpu and memory. */
-  private freeFraction(node: KObject, requests: Map<string, number>): number {
+  private freeFraction(node: KObject, requests: Map<string, number>, used: Map<string, number>): number {
     const alloc: KObject = node.status?.allocatable ?? {};
-    const used = this.used(node.metadata.name).res;
     let score = 0;
     for (const r of ['cpu', 'memory']) {
       const cap = parseQuantity(alloc[r]) ?? 0;

@@ -54,10 +54,23 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
   let timer: NodeJS.Timeout | undefined;
   let bookmarks: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
+  // Events of one tick go out in one write (one chunk, one syscall) per watcher.
+  let pending: string[] = [];
+  /** Writes what is pending; true when the client is too far behind. */
+  const flush = (): boolean => {
+    if (closed || pending.length === 0) return false;
+    res.write(pending.length === 1 ? pending[0]! : pending.join(''));
+    pending = [];
+    return res.writableLength > MAX_BUFFERED;
+  };
   const send = (s: string) => {
     if (closed) return;
-    res.write(s);
-    if (res.writableLength > MAX_BUFFERED) finish();
+    if (pending.length === 0) {
+      setImmediate(() => {
+        if (flush()) finish();
+      });
+    }
+    pending.push(s);
   };
 
   /** What a watcher with selectors sees: objects entering or leaving its set become ADDED/DELETED. */
@@ -116,6 +129,7 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
 
   function finish() {
     if (closed) return;
+    flush();
     closed = true;
     unsubscribe?.();
     clearTimeout(timer);

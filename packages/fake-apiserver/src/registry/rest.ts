@@ -82,7 +82,7 @@ export class RestStorage {
   }
 
   /** Type checks, unknown-field handling per fieldValidation, apiVersion/kind checks. */
-  decode(def: ResourceDef, body: KObject, opts: WriteOptions): KObject {
+  decode(def: ResourceDef, body: KObject, opts: WriteOptions, owned = false): KObject {
     const expected = apiVersionOf(def);
     if (body.apiVersion !== undefined && body.apiVersion !== expected) {
       throw badRequest(
@@ -94,7 +94,8 @@ export class RestStorage {
         `${body.kind} in version "${def.version}" cannot be handled as a ${def.kind}: the kind in the data does not match`,
       );
     }
-    const obj = clone(body);
+    // A patch result is already a private copy; a request body may be shared.
+    const obj = owned ? body : clone(body);
     obj.apiVersion = expected;
     obj.kind = def.kind;
     obj.metadata ??= {};
@@ -278,7 +279,7 @@ export class RestStorage {
     if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) {
       throw badRequest('the patch produced something that is not an object');
     }
-    const obj = this.decode(def, patched as KObject, opts);
+    const obj = this.decode(def, patched as KObject, opts, true);
     const md = obj.metadata;
     if (md.name !== name) throw badRequest(`metadata.name: Invalid value: "${md.name}": field is immutable`);
     // Only a resourceVersion the patch itself carries is a precondition.

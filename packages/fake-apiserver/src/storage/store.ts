@@ -78,6 +78,11 @@ export class Store {
     return out;
   }
 
+  /** Objects of a resource in no particular order: for controllers that scan everything often. */
+  *values(resource: string): Iterable<KObject> {
+    for (const m of this.tables.get(resource)?.values() ?? []) yield* m.values();
+  }
+
   podsOnNode(nodeName: string): KObject[] {
     return [...(this.podsByNode.get(nodeName)?.values() ?? [])];
   }

@@ -1,0 +1,91 @@
+import { Agent, request } from 'node:http';
+import type { KObject } from '../types.js';
+
+/** A minimal keep-alive JSON client for the load generator. */
+export class BenchClient {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+  constructor(private readonly base: string) {}
+
+  send(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<{ status: number; body: KObject }> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if (payload !== undefined) {
+      headers['Content-Type'] = contentType;
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
+    }
+    return new Promise((resolve, reject) => {
+      const req = request(new URL(path, this.base), { method, headers, agent: this.agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as KObject) : {} });
+        });
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      if (payload !== undefined) req.write(payload);
+      req.end();
+    });
+  }
+
+  /** Opens a watch; `onEvent` gets each parsed event. Returns a function that closes it. */
+  watch(path: string, onEvent: (ev: KObject) => void): () => void {
+    const req = request(
+      new URL(path, this.base),
+      { method: 'GET', headers: { Accept: 'application/json' } },
+      (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          buf += c;
+          let nl = buf.indexOf('\n');
+          while (nl >= 0) {
+            onEvent(JSON.parse(buf.slice(0, nl)) as KObject);
+            buf = buf.slice(nl + 1);
+            nl = buf.indexOf('\n');
+          }
+        });
+      },
+    );
+    req.on('error', () => {});
+    req.end();
+    return () => req.destroy();
+  }
+
+  close() {
+    this.agent.destroy();
+  }
+}
+
+/** Runs `tasks` with at most `limit` in flight. */
+export async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  });
+  await Promise.all(workers);
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export function summary(values: number[]) {
+  const s = [...values].sort((a, b) => a - b);
+  const round = (n: number) => Math.round(n * 100) / 100;
+  return {
+    count: s.length,
+    p50: round(percentile(s, 50)),
+    p99: round(percentile(s, 99)),
+    max: round(s[s.length - 1] ?? Number.NaN),
+  };
+}

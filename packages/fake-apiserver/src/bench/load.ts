@@ -1,0 +1,271 @@
+import type { KObject } from '../types.js';
+import { BenchClient, pool, summary } from './client.js';
+
+export interface LoadOptions {
+  url: string;
+  nodes: number;
+  pods: number;
+  watchers: number;
+  durationSeconds: number;
+  leaseRenewSeconds: number;
+  /** Fraction of nodes whose status changes per renew interval (the kubelet patches only on change). */
+  nodeChangeFraction: number;
+  /** Pod status updates per second during steady state (containers starting, probes flipping). */
+  podStatusPerSecond: number;
+  progress: (line: string) => void;
+  /** Samples the server's memory (RSS bytes). */
+  rss: () => number;
+}
+
+const SENT = 'bench.kh.io/sent';
+const micro = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+
+function node(name: string, now: number): KObject {
+  const ts = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, type: 'kwok' } },
+    status: {
+      capacity: { cpu: '32', memory: '128Gi', pods: '110' },
+      conditions: ['MemoryPressure', 'DiskPressure', 'PIDPressure']
+        .map((type) => ({
+          type,
+          status: 'False',
+          reason: `KubeletHasNo${type}`,
+          lastHeartbeatTime: ts,
+          lastTransitionTime: ts,
+        }))
+        .concat([
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'KubeletReady',
+            lastHeartbeatTime: ts,
+            lastTransitionTime: ts,
+          },
+        ]),
+      addresses: [
+        { type: 'InternalIP', address: '10.0.0.1' },
+        { type: 'Hostname', address: name },
+      ],
+      nodeInfo: {
+        kubeletVersion: 'v1.33.0',
+        containerRuntimeVersion: 'fake://1',
+        osImage: 'kwok',
+        kernelVersion: '6.1',
+        operatingSystem: 'linux',
+        architecture: 'amd64',
+        machineID: name,
+        systemUUID: name,
+        bootID: name,
+        kubeProxyVersion: '',
+      },
+    },
+  };
+}
+
+function pod(i: number): KObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `pod-${i}`, namespace: 'bench', labels: { app: `app-${i % 50}` } },
+    spec: {
+      containers: [
+        { name: 'c', image: 'registry:5000/app:1', resources: { requests: { cpu: '10m', memory: '16Mi' } } },
+      ],
+    },
+  };
+}
+
+/**
+ * kwok-style load: nodes registered with leases, pods scheduled onto them, then a steady state
+ * where every node renews its lease every `leaseRenewSeconds`, a fraction patches its status,
+ * some pods change status, and `watchers` watches receive it all.
+ */
+export async function runLoad(o: LoadOptions) {
+  const c = new BenchClient(o.url);
+  const setupLatency: number[] = [];
+  const timed = async (fn: () => Promise<{ status: number; body: KObject }>, into: number[]) => {
+    const t = performance.now();
+    const r = await fn();
+    into.push(performance.now() - t);
+    if (r.status >= 300)
+      throw new Error(`bench write failed: ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`);
+    return r;
+  };
+
+  o.progress(`setup: ${o.nodes} nodes with leases`);
+  await c.send('POST', '/api/v1/namespaces', { metadata: { name: 'bench' } });
+  const names = Array.from({ length: o.nodes }, (_, i) => `kwok-node-${i}`);
+  const leaseRv = new Map<string, string>();
+  await pool(names, 32, async (n) => {
+    await timed(() => c.send('POST', '/api/v1/nodes', node(n, Date.now())), setupLatency);
+    const l = await timed(
+      () =>
+        c.send('POST', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', {
+          metadata: { name: n },
+          spec: { holderIdentity: n, leaseDurationSeconds: 40, renewTime: micro(Date.now()) },
+        }),
+      setupLatency,
+    );
+    leaseRv.set(n, l.body.metadata.resourceVersion);
+  });
+  o.progress(`setup: ${o.pods} pods`);
+  const podIdx = Array.from({ length: o.pods }, (_, i) => i);
+  await pool(podIdx, 32, async (i) => {
+    await timed(() => c.send('POST', '/api/v1/namespaces/bench/pods', pod(i)), setupLatency);
+    if (i % 2000 === 1999) o.progress(`  ${i + 1} pods created`);
+  });
+  o.progress('setup: waiting for the scheduler to bind every pod');
+  for (;;) {
+    const unbound = await c.send(
+      'GET',
+      '/api/v1/namespaces/bench/pods?fieldSelector=spec.nodeName%3D&limit=1',
+    );
+    const left = (unbound.body.items?.length ?? 0) + (unbound.body.metadata?.remainingItemCount ?? 0);
+    if (left === 0) break;
+    o.progress(`  ${left} pods still unbound`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+
+  o.progress(`steady state: ${o.watchers} watchers, ${o.durationSeconds}s`);
+  const delays: number[] = [];
+  const closers: (() => void)[] = [];
+  const paths = [
+    '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases',
+    '/api/v1/nodes',
+    '/api/v1/namespaces/bench/pods',
+  ];
+  let measuring = false;
+  for (let w = 0; w < o.watchers; w++) {
+    const path = paths[w % paths.length]!;
+    const list = await c.send('GET', `${path}?limit=1`);
+    closers.push(
+      c.watch(
+        `${path}?watch=true&allowWatchBookmarks=true&resourceVersion=${list.body.metadata.resourceVersion}`,
+        (ev) => {
+          if (!measuring || ev.type === 'BOOKMARK') return;
+          const obj = ev.object;
+          const sent =
+            obj.kind === 'Lease'
+              ? Date.parse(obj.spec?.renewTime)
+              : Number(obj.metadata?.annotations?.[SENT]);
+          if (Number.isFinite(sent)) delays.push(Date.now() - sent);
+        },
+      ),
+    );
+  }
+  await new Promise((r) => setTimeout(r, 500));
+  measuring = true;
+
+  const writeLatency: number[] = [];
+  const byKind: Record<string, number[]> = { lease: [], nodeStatus: [], podStatus: [] };
+  const rssSamples: number[] = [];
+  let failures = 0;
+  const end = Date.now() + o.durationSeconds * 1000;
+  const tickMs = 100;
+  const ticksPerRenew = (o.leaseRenewSeconds * 1000) / tickMs;
+  let tick = 0;
+  let podCursor = 0;
+  const inflight = new Set<Promise<void>>();
+  const fire = (kind: string, fn: () => Promise<{ status: number; body: KObject }>) => {
+    const t = performance.now();
+    const p = fn()
+      .then((r) => {
+        const ms = performance.now() - t;
+        writeLatency.push(ms);
+        byKind[kind]!.push(ms);
+        if (r.status >= 300) failures++;
+      })
+      .catch(() => {
+        failures++;
+      })
+      .finally(() => inflight.delete(p));
+    inflight.add(p);
+  };
+  while (Date.now() < end) {
+    const slot = tick % ticksPerRenew;
+    for (let i = slot; i < names.length; i += ticksPerRenew) {
+      const n = names[i]!;
+      // The kubelet renews with an update carrying the resourceVersion it last saw.
+      fire('lease', async () => {
+        const r = await c.send('PUT', `/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/${n}`, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name: n, namespace: 'kube-node-lease', resourceVersion: leaseRv.get(n) },
+          spec: { holderIdentity: n, leaseDurationSeconds: 40, renewTime: micro(Date.now()) },
+        });
+        if (r.status === 200) leaseRv.set(n, r.body.metadata.resourceVersion);
+        return r;
+      });
+      if (Math.random() < o.nodeChangeFraction) {
+        const ts = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+        fire('nodeStatus', () =>
+          c.send(
+            'PATCH',
+            `/api/v1/nodes/${n}/status`,
+            {
+              metadata: { annotations: { [SENT]: String(Date.now()) } },
+              status: {
+                $setElementOrder: undefined,
+                conditions: [
+                  { type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: ts },
+                ],
+                allocatable: { memory: `${120 + Math.floor(Math.random() * 8)}Gi` },
+              },
+            },
+            'application/strategic-merge-patch+json',
+          ),
+        );
+      }
+    }
+    const podsThisTick = (o.podStatusPerSecond * tickMs) / 1000;
+    for (let k = 0; k < podsThisTick; k++) {
+      const i = podCursor++ % o.pods;
+      const ts = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+      fire('podStatus', () =>
+        c.send(
+          'PATCH',
+          `/api/v1/namespaces/bench/pods/pod-${i}/status`,
+          {
+            metadata: { annotations: { [SENT]: String(Date.now()) } },
+            status: {
+              phase: 'Running',
+              conditions: [
+                { type: 'Ready', status: podCursor % 2 === 0 ? 'True' : 'False', lastTransitionTime: ts },
+              ],
+              podIP: `10.1.${(i >> 8) & 255}.${i & 255}`,
+            },
+          },
+          'application/strategic-merge-patch+json',
+        ),
+      );
+    }
+    tick++;
+    if (tick % 50 === 0) {
+      rssSamples.push(o.rss());
+      const w = summary(writeLatency);
+      const d = summary(delays);
+      o.progress(
+        `  t=${Math.round((tick * tickMs) / 1000)}s writes=${w.count} p99=${w.p99}ms watch events=${d.count} p99=${d.p99}ms rss=${Math.round(o.rss() / 2 ** 20)}MiB`,
+      );
+    }
+    const next = tick * tickMs;
+    const wait = next - (Date.now() - (end - o.durationSeconds * 1000));
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  await Promise.all(inflight);
+  await new Promise((r) => setTimeout(r, 500));
+  measuring = false;
+  for (const close of closers) close();
+  c.close();
+  return {
+    setupWrites: summary(setupLatency),
+    writes: summary(writeLatency),
+    writesByKind: Object.fromEntries(Object.entries(byKind).map(([k, v]) => [k, summary(v)])),
+    writeFailures: failures,
+    watchDelivery: summary(delays),
+    rssSamples,
+  };
+}
