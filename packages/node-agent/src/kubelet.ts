@@ -4,6 +4,7 @@
 // plug into the loop through the seams in pods/types.ts.
 
 import { readFile } from 'node:fs/promises';
+import type { Pleg } from '@kh/runtime-manager';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { NodeApi } from './api/node_api.js';
 import type { ResolvedKubeletConfig } from './config/resolve.js';
@@ -68,6 +69,8 @@ export interface KubeletDeps {
   pressure?: PressureSource;
   podSources?: PodSource[];
   syncHandler?: SyncHandler;
+  /** The runtime manager's PLEG; its health gates Ready ("PLEG is not healthy: ..."). */
+  pleg?: Pick<Pleg, 'healthy'>;
   /** Overrides the authenticator/authorizer derived from the configuration. */
   authenticator?: Authenticator;
   authorizer?: Authorizer;
@@ -99,6 +102,8 @@ export class Kubelet {
     this.metrics = deps.metrics ?? new KubeletMetrics();
     this.kubeletPort = deps.config.port;
     this.runtimeState = new RuntimeState(this.clock);
+    const { pleg } = deps;
+    if (pleg) this.runtimeState.addHealthCheck('PLEG', () => pleg.healthy());
     const nodeName = deps.identity.nodeName;
     if (deps.api) {
       this.recorder = new KubeletEventRecorder(deps.api, {

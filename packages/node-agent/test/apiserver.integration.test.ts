@@ -1,10 +1,8 @@
 // Registration, status, lease and events against the real fake apiserver over HTTP, through
 // @kubernetes/client-node, and checked with kubectl.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
@@ -18,10 +16,8 @@ import type { NodeIdentity } from '../src/nodestatus/node.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
 import { NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
 import { FakeClock } from '../src/util/clock.js';
+import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 import { testSnapshot } from './helpers/snapshot.js';
-
-const KUBECTL = '/usr/lib/google-cloud-sdk/bin/kubectl.1.33';
-const run = promisify(execFile);
 
 let server: ApiServer;
 let api: KubeNodeApi;
@@ -98,16 +94,7 @@ describe('against the fake apiserver', () => {
     expect(node?.spec?.taints).toEqual([{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]);
     expect(node?.status?.allocatable?.pods).toBe('110');
     expect(findCondition(node!, 'Ready')?.status).toBe('True');
-    const { stdout } = await run(KUBECTL, [
-      '--kubeconfig',
-      kubeconfigPath,
-      'get',
-      'node',
-      'api-node-1',
-      '--no-headers',
-      '-o',
-      'wide',
-    ]);
+    const stdout = await kubectl(kubeconfigPath, 'get', 'node', 'api-node-1', '--no-headers', '-o', 'wide');
     expect(stdout).toMatch(/^api-node-1\s+Ready\s+/);
     expect(stdout).toContain('v1.33.0-kh');
     expect(stdout).toContain('containerd://1.6.20');
@@ -151,7 +138,7 @@ describe('against the fake apiserver', () => {
     const { registrar, updater } = components('api-node-3');
     await registrar.tryRegister();
     await updater.syncNodeStatus();
-    await run(KUBECTL, ['--kubeconfig', kubeconfigPath, 'delete', 'node', 'api-node-3']);
+    await kubectl(kubeconfigPath, 'delete', 'node', 'api-node-3');
     expect(await updater.syncNodeStatus()).toBe('unregistered');
     expect(await updater.syncNodeStatus()).toBe('patched');
     expect(findCondition((await api.getNode('api-node-3'))!, 'Ready')?.status).toBe('True');
@@ -178,8 +165,7 @@ describe('against the fake apiserver', () => {
     expect(new Date(second!.spec!.renewTime!).getTime() - new Date(first!.spec!.renewTime!).getTime()).toBe(
       10_000,
     );
-    const { stdout } = await run(KUBECTL, [
-      '--kubeconfig',
+    const stdout = await kubectl(
       kubeconfigPath,
       '-n',
       'kube-node-lease',
@@ -188,7 +174,7 @@ describe('against the fake apiserver', () => {
       'api-node-4',
       '-o',
       'jsonpath={.spec.holderIdentity}',
-    ]);
+    );
     expect(stdout).toBe('api-node-4');
   });
 
@@ -197,8 +183,7 @@ describe('against the fake apiserver', () => {
     await registrar.tryRegister();
     recorder.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
     await recorder.flush();
-    const { stdout } = await run(KUBECTL, [
-      '--kubeconfig',
+    const stdout = await kubectl(
       kubeconfigPath,
       'get',
       'events',
@@ -206,7 +191,7 @@ describe('against the fake apiserver', () => {
       'involvedObject.name=api-node-5',
       '-o',
       'jsonpath={range .items[*]}{.reason}{" "}{.source.component}{"\\n"}{end}',
-    ]);
+    );
     expect(stdout.split('\n').filter(Boolean).sort()).toEqual(
       [
         'NodeHasNoDiskPressure kubelet',
@@ -250,15 +235,7 @@ describe('against the fake apiserver', () => {
     const abort = new AbortController();
     const running = kubelet.run(abort.signal);
     try {
-      const { stdout } = await run(KUBECTL, [
-        '--kubeconfig',
-        kubeconfigPath,
-        'wait',
-        '--for=condition=Ready',
-        'node/api-node-6',
-        '--timeout=20s',
-      ]);
-      expect(stdout).toContain('condition met');
+      expect(await waitForNodeReady(kubeconfigPath, 'api-node-6')).toContain('condition met');
       const lease = await api.getLease(NODE_LEASE_NAMESPACE, 'api-node-6');
       expect(lease?.spec?.holderIdentity).toBe('api-node-6');
     } finally {

@@ -4,8 +4,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeRuntime } from '@kh/cri-api';
+import { createApiServer } from '@kh/fake-apiserver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newKubeletCommand } from '../src/cli.js';
+import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 
 function capture(signal?: AbortSignal) {
   const io = { out: '', err: '' };
@@ -130,4 +132,56 @@ describe('node-agent against the fake CRI runtime (standalone)', () => {
     expect(fake.calls).toContain('Version');
     expect(fake.calls).toContain('Status');
   }, 30_000);
+});
+
+describe('node-agent with --kubeconfig against the fake apiserver', () => {
+  it('registers a Ready node that kubectl sees, then stops on SIGTERM leaving it', async () => {
+    const fake = await FakeRuntime.start({ socketPath: join(dir, 'fake2.sock') });
+    const server = await createApiServer({
+      port: 0,
+      tls: true,
+      tokens: { t: 'admin' },
+      scheduler: false,
+      nodeLifecycle: false,
+    });
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, server.kubeconfig());
+    const abort = new AbortController();
+    const { io, cmd } = capture(abort.signal);
+    try {
+      const running = cmd.execute([
+        `--kubeconfig=${kubeconfig}`,
+        `--container-runtime-endpoint=${fake.endpoint}`,
+        `--root-dir=${dir}`,
+        '--hostname-override=cli-api-node',
+        '--node-ip=127.0.0.1',
+        '--node-labels=tier=web',
+        '--address=127.0.0.1',
+        `--port=${await freePort()}`,
+        '--healthz-port=0',
+      ]);
+      expect(await waitForNodeReady(kubeconfig, 'cli-api-node')).toContain('condition met');
+      const stdout = await kubectl(
+        kubeconfig,
+        'get',
+        'node',
+        'cli-api-node',
+        '-o',
+        'jsonpath={.metadata.labels.tier} {.status.nodeInfo.containerRuntimeVersion}',
+      );
+      const [tier, runtimeVersion] = stdout.split(' ');
+      expect(tier).toBe('web');
+      expect(runtimeVersion).toMatch(/^[\w-]+:\/\/.+/);
+      abort.abort();
+      expect(await running).toBe(0);
+      expect(io.err).toContain('Kubelet stopped');
+      expect((await kubectl(kubeconfig, 'get', 'node', 'cli-api-node', '-o', 'name')).trim()).toBe(
+        'node/cli-api-node',
+      );
+    } finally {
+      abort.abort();
+      await server.close();
+      await fake.stop();
+    }
+  }, 60_000);
 });

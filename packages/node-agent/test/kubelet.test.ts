@@ -74,7 +74,11 @@ afterEach(async () => {
 
 async function start(
   over: Partial<KubeletConfiguration> = {},
-  extra: { podSources?: PodSource[]; syncHandler?: SyncHandler } = {},
+  extra: {
+    podSources?: PodSource[];
+    syncHandler?: SyncHandler;
+    pleg?: { healthy(): { ok: boolean; message: string } };
+  } = {},
 ) {
   const config = {
     ...defaultKubeletConfiguration(),
@@ -150,6 +154,20 @@ describe('Kubelet.run', () => {
     ready = findCondition(api.nodes.get('node-a')!, 'Ready');
     expect(ready).toMatchObject({ status: 'True', reason: 'KubeletReady' });
     expect(ready?.lastTransitionTime?.getTime()).toBe(clock.now());
+  });
+
+  it('goes NotReady while PLEG is unhealthy', async () => {
+    let pleg = { ok: true, message: '' };
+    const { api, clock } = await start({}, { pleg: { healthy: () => pleg } });
+    pleg = { ok: false, message: 'pleg was last seen active 3m0s ago; threshold is 3m0s' };
+    await clock.advance(5_000);
+    expect(findCondition(api.nodes.get('node-a')!, 'Ready')).toMatchObject({
+      status: 'False',
+      message: 'PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s',
+    });
+    pleg = { ok: true, message: '' };
+    await clock.advance(5_000);
+    expect(findCondition(api.nodes.get('node-a')!, 'Ready')?.status).toBe('True');
   });
 
   it('fails healthz when the sync loop is stuck', async () => {
