@@ -3,6 +3,7 @@
 // newKubeletCommand (flags) -> run (config, dependencies) -> runKubelet (build, signals)
 // -> Kubelet.run -> syncLoop.
 import { realpathSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { KubeNodeApi, loadKubeConfig } from './api/node_api.js';
 import { ConfigError, formatFieldError } from './config/field_errors.js';
@@ -71,6 +72,8 @@ export async function run(
   signal: AbortSignal,
 ): Promise<void> {
   const { config, resolved } = loaded;
+  // The kubelet creates its root directory (state, certificates) on start.
+  await mkdir(options.rootDir, { recursive: true, mode: 0o750 });
   const metrics = new KubeletMetrics({ processMetrics: true });
   const kubeConfig = options.kubeconfig ? loadKubeConfig(options.kubeconfig) : undefined;
   if (!kubeConfig) log.info('No --kubeconfig: running standalone, without registration, status or lease');
