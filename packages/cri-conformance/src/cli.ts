@@ -26,6 +26,7 @@ Options:
   --log-dir-local <dir>      the same directory as this process sees it (default: --log-dir)
   --host-port-address <ip>   where this process reaches pod host ports ('' skips; default 127.0.0.1)
   --host-port-ip <ip>        host_ip of host-port mappings (default '')
+  --cgroup-parent <path>     cgroup_parent of every sandbox (default '': the runtime's default)
   --focus <regex>            only cases whose "group name" matches
   --junit <file>             write JUnit XML
   --json <file>              write the JSON result
@@ -51,6 +52,7 @@ async function main(): Promise<number> {
       'log-dir-local': { type: 'string' },
       'host-port-address': { type: 'string', default: '127.0.0.1' },
       'host-port-ip': { type: 'string', default: '' },
+      'cgroup-parent': { type: 'string', default: '' },
       focus: { type: 'string' },
       junit: { type: 'string' },
       json: { type: 'string' },
@@ -90,6 +92,7 @@ async function main(): Promise<number> {
     logDir: { runtime: logDir, local: values['log-dir-local'] ?? logDir },
     hostPortAddress: values['host-port-address'],
     hostPortIp: values['host-port-ip'],
+    cgroupParent: values['cgroup-parent'],
     focus: values.focus ? new RegExp(values.focus) : undefined,
     runId: `conformance-${randomBytes(4).toString('hex')}`,
     callTimeoutMs: Number(values.timeout) * 1000,

@@ -32,6 +32,11 @@ export interface ConformanceOptions {
   hostPortAddress: string;
   /** host_ip of host-port mappings ('' = all addresses of the node). */
   hostPortIp: string;
+  /**
+   * cgroup_parent of every sandbox ('' = the runtime's default). Kubelet always sets one, and some
+   * runtimes (containerd 1.6) cannot report pod stats without it.
+   */
+  cgroupParent: string;
   /** Only cases whose "group name" matches. */
   focus?: RegExp;
   /** Label put on every sandbox and container the suite creates: kh.run=<runId>. */
@@ -88,6 +93,7 @@ export class CaseContext {
       metadata: { name, namespace: 'cri-conformance', uid: `${this.uid}-${n}`, attempt: 0 },
       ...extra,
       labels: { ...this.labels, ...(extra.labels ?? {}) },
+      linux: { cgroupParent: this.options.cgroupParent, ...(extra.linux ?? {}) },
     };
   }
 

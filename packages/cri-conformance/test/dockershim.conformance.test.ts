@@ -10,6 +10,7 @@ import { ensureImages, RegistryContainer, type StartedRegistryContainer } from '
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_CASES, type ConformanceOptions, runConformance, type SuiteResult } from '../src/index.js';
+import { pushUniqueImage } from './unique_image.js';
 
 // The suite against the dockershim on the host dockerd, pulling from real registries (docker-registry)
 // with and without basic auth.
@@ -39,28 +40,10 @@ function baseOptions(): ConformanceOptions {
     logDir: { runtime: join(dir, 'logs'), local: join(dir, 'logs') },
     hostPortAddress: '127.0.0.1',
     hostPortIp: '127.0.0.1',
+    cgroupParent: '',
     runId,
     callTimeoutMs: 60_000,
   };
-}
-
-/** An image of its own (so pulling and removing it disturbs no shared image), pushed to a registry. */
-async function pushUniqueImage(target: StartedRegistryContainer): Promise<void> {
-  const scratch = await docker.createContainer({
-    Image: refs.busybox,
-    Labels: { 'kh.run': runId, 'kh.owner': 'test' },
-  });
-  const repo = `kh-conformance/pullme-${runId}`;
-  try {
-    await scratch.commit({ repo, tag: 'v1', changes: [`LABEL kh.run=${runId}`] });
-    await target.push(`${repo}:v1`, 'kh/busybox:conformance');
-  } finally {
-    await scratch.remove({ force: true });
-    await docker
-      .getImage(`${repo}:v1`)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
 }
 
 beforeAll(async () => {
@@ -74,8 +57,8 @@ beforeAll(async () => {
   });
   registry = await new RegistryContainer(refs.node).start();
   authRegistry = await new RegistryContainer(refs.node).withBasicAuth('kh', `pw-${runId}`).start();
-  await pushUniqueImage(registry);
-  await pushUniqueImage(authRegistry);
+  await pushUniqueImage(docker, refs.busybox, runId, registry, 'kh/busybox:conformance');
+  await pushUniqueImage(docker, refs.busybox, runId, authRegistry, 'kh/busybox:conformance');
   full = await runConformance(
     {
       ...baseOptions(),

@@ -53,6 +53,7 @@ function options(): ConformanceOptions {
     logDir: { runtime: dir, local: dir },
     hostPortAddress: '',
     hostPortIp: '',
+    cgroupParent: '',
     runId: 'unit',
     callTimeoutMs: 5_000,
   };

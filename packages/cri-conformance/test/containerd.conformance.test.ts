@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import {
+  ensureImages,
+  NodeContainer,
+  normalizeImageRef,
+  RegistryContainer,
+  type StartedNodeContainer,
+  type StartedRegistryContainer,
+  type StartedTestNetwork,
+  TestNetwork,
+} from '@kh/testkit';
+import Dockerode from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_CASES, runConformance, type SuiteResult } from '../src/index.js';
+import { pushUniqueImage } from './unique_image.js';
+
+// The same suite against containerd's built-in CRI, in a kind-style node container, pulling from a
+// registry with basic auth on the node's network (as registry:5000).
+
+const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
+const runId = `conformance-ctrd-${randomBytes(4).toString('hex')}`;
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Skips allowed on this machine, with the reason they must carry. */
+const ALLOWED_SKIPS: Record<string, RegExp> = {
+  // The host lacks CAP_SYS_RESOURCE, so nothing privileged can start here (PLATFORM.md).
+  'Privileged gets every capability': /cannot grant all capabilities/,
+  // containerd 1.6 has no GetContainerEvents (added in 1.7).
+  'GetContainerEvents streams created, started, stopped and deleted': /GetContainerEvents is not implemented/,
+};
+
+/**
+ * Real deviations of containerd 1.6.20 from the CRI, reported as failures by the suite: the test
+ * pins them, so a new failure or a fixed one both show up.
+ */
+const KNOWN_FAILURES: Record<string, RegExp> = {
+  // containerd < 1.7 answers NOT_FOUND instead of treating an unknown id as already stopped.
+  'StopPodSandbox of an unknown sandbox succeeds': /NOT_FOUND/,
+  'StopContainer of an unknown container succeeds': /NOT_FOUND/,
+};
+
+let network: StartedTestNetwork;
+let node: StartedNodeContainer;
+let registry: StartedRegistryContainer;
+let result: SuiteResult;
+
+beforeAll(async () => {
+  const refs = await ensureImages(['pause', 'busybox', 'httpd', 'node'], { progress });
+  network = await new TestNetwork().start();
+  registry = await new RegistryContainer(refs.node)
+    .withNetwork(network)
+    .withBasicAuth('kh', `pw-${runId}`)
+    .start();
+  node = await new NodeContainer(refs.node)
+    .withRuntime('containerd')
+    .withNetwork(network)
+    .withPauseImage(refs.pause)
+    .withImages(refs.busybox, refs.httpd)
+    .withProgress(progress)
+    .start();
+  await pushUniqueImage(docker, refs.busybox, runId, registry, 'kh/busybox:conformance');
+  const info = await docker.getContainer(node.id).inspect();
+  const nodeIp = info.NetworkSettings.Networks[network.name]?.IPAddress ?? '';
+  result = await runConformance(
+    {
+      endpoint: node.criEndpointOnHost,
+      images: { busybox: normalizeImageRef(refs.busybox), httpd: normalizeImageRef(refs.httpd) },
+      registry: {
+        address: registry.networkAddress,
+        image: 'kh/busybox:conformance',
+        auth: { username: 'kh', password: `pw-${runId}` },
+      },
+      logDir: { runtime: join(node.sharedDirInNode, 'logs'), local: join(node.sharedDirOnHost, 'logs') },
+      // Host ports live in the node's network namespace: reach them on the node's address.
+      hostPortAddress: nodeIp,
+      hostPortIp: '',
+      // Pods nest under the node container's cgroup, as kubelet's cgroupRoot would place them.
+      cgroupParent: node.cgroupParent,
+      runId,
+      callTimeoutMs: 60_000,
+    },
+    { progress },
+  );
+}, 900_000);
+
+afterAll(async () => {
+  await node?.stop();
+  await registry?.stop();
+  await network?.stop();
+});
+
+describe('conformance of containerd (built-in CRI) in a node container', () => {
+  it('is containerd', () => {
+    expect(result.runtime.name).toBe('containerd');
+  });
+
+  it.each(ALL_CASES.map((c) => [`${c.group} › ${c.name}`, c.name] as const))('%s', (_, name) => {
+    const r = result.cases.find((c) => c.name === name);
+    const allowedSkip = ALLOWED_SKIPS[name];
+    const knownFailure = KNOWN_FAILURES[name];
+    if (allowedSkip && r?.status === 'skipped') expect(r.message).toMatch(allowedSkip);
+    else if (knownFailure)
+      expect(r, r?.message).toMatchObject({ status: 'failed', message: expect.stringMatching(knownFailure) });
+    else expect(r, r?.message).toMatchObject({ status: 'passed' });
+  });
+});
