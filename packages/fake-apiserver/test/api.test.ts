@@ -598,6 +598,24 @@ describe('API semantics', () => {
         message: 'started',
         reportingComponent: 'kh/kubelet',
       });
+      // Events and leases may be created by PUT, through either events API.
+      const put = await api.put('/apis/events.k8s.io/v1/namespaces/default/events/e3', {
+        metadata: { name: 'e3' },
+        eventTime: '2026-01-01T00:00:00.000000Z',
+        reportingController: 'kh/kubelet',
+        reportingInstance: 'n1',
+        action: 'Killing',
+        reason: 'Killing',
+        regarding: { kind: 'Pod', name: 'other', namespace: 'default' },
+        type: 'Normal',
+      });
+      expect(put.status, put.text).toBe(201);
+      expect(put.body).toMatchObject({ apiVersion: 'events.k8s.io/v1', regarding: { name: 'other' } });
+      const lease = await api.put('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/put-node', {
+        metadata: { name: 'put-node' },
+        spec: { holderIdentity: 'put-node', leaseDurationSeconds: 40 },
+      });
+      expect(lease.status, lease.text).toBe(201);
       const filtered = await api.get(
         '/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dsub,reason%3DPulled',
       );

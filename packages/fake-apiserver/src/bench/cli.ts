@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from './load.js';
@@ -43,6 +43,8 @@ async function main() {
     child.on('exit', (code) => reject(new Error(`apiserver exited ${code}: ${err}`)));
   });
   log(`apiserver pid ${child.pid} at ${url}`);
+  // Other work on the machine skews tail latencies on 2 cores; the report records it.
+  const loadBefore = loadavg();
   try {
     const opts = {
       url,
@@ -59,7 +61,12 @@ async function main() {
     const report = {
       benchmark: 'fake-apiserver kwok-style load',
       date: new Date().toISOString(),
-      machine: { cpus: cpus().length, node: process.version },
+      machine: {
+        cpus: cpus().length,
+        node: process.version,
+        loadAverageBefore: loadBefore,
+        loadAverageAfter: loadavg(),
+      },
       config: opts,
       results: {
         ...result,

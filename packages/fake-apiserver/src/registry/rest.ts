@@ -135,7 +135,11 @@ export class RestStorage {
   }
 
   create(def: ResourceDef, ns: string, body: KObject, opts: WriteOptions = {}): KObject {
-    const obj = this.decode(def, body, opts);
+    return this.createDecoded(def, ns, this.decode(def, body, opts), opts);
+  }
+
+  /** Create from an object already decoded into the stored form. */
+  private createDecoded(def: ResourceDef, ns: string, obj: KObject, opts: WriteOptions): KObject {
     const md = obj.metadata;
     if (def.namespaced) {
       if (md.namespace && ns && md.namespace !== ns) {
@@ -191,7 +195,7 @@ export class RestStorage {
     if (old === undefined) {
       if (def.allowCreateOnUpdate && !opts.status) {
         delete obj.metadata.resourceVersion;
-        return this.create(def, ns, obj, { ...opts, fieldValidation: 'Ignore' });
+        return this.createDecoded(def, ns, obj, opts);
       }
       throw notFound(ref(def), name);
     }
