@@ -41,6 +41,14 @@ export {
   setNodeStatus,
 } from './nodestatus/setters.js';
 export { NodeStatusUpdater } from './nodestatus/status_updater.js';
+export {
+  ApiServerPodSource,
+  KubePodListWatch,
+  type PodListWatch,
+  ResourceExpiredError,
+  type WatchEventType,
+} from './podconfig/apiserver_source.js';
+export { PodSnapshotDiff, podsDifferSemantically } from './podconfig/pod_config.js';
 export type {
   PodOperation,
   PodSource,

@@ -5,6 +5,7 @@
 import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { ApiError, isNotFound, type NodeApi } from '../api/node_api.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
+import { canonicalJson } from '../util/canonical_json.js';
 import type { TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { NodeRegistrar } from './registration.js';
@@ -139,24 +140,9 @@ export class NodeStatusUpdater {
   }
 }
 
-/**
- * Status as canonical JSON (sorted keys: objects read back from the API server come with a
- * different key order than freshly built ones) without heartbeat times, which change on every
- * computation.
- */
+/** Status as canonical JSON without heartbeat times, which change on every computation. */
 export function comparableStatus(status: V1NodeStatus | undefined): string {
   if (!status) return '';
   const conditions = (status.conditions ?? []).map(({ lastHeartbeatTime: _hb, ...c }) => c);
   return canonicalJson({ ...status, conditions });
-}
-
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v) => {
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, (v as Record<string, unknown>)[k]]),
-    );
-  });
 }

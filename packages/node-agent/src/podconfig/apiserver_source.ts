@@ -1,0 +1,158 @@
+// The API server pod source: pods bound to this node (fieldSelector spec.nodeName=<node>),
+// listed once and then watched. A dropped watch resumes from the last resourceVersion seen
+// (bookmarks included); 410 Gone means that version is too old, so the source lists again and
+// the snapshot diff turns whatever changed meanwhile into REMOVE/ADD/UPDATE.
+import { CoreV1Api, type KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
+import { toApiError } from '../api/node_api.js';
+import type { PodSource, PodUpdate } from '../pods/types.js';
+import { sleep, type TimerClock } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+import { PodSnapshotDiff } from './pod_config.js';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+/** Raised by a watch when the server answers 410 Gone (the resourceVersion was compacted). */
+export class ResourceExpiredError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ResourceExpiredError';
+  }
+}
+
+export interface PodListWatch {
+  list(): Promise<{ pods: V1Pod[]; resourceVersion: string }>;
+  /**
+   * Streams events after `resourceVersion` until the stream ends (resolves) or fails (rejects;
+   * ResourceExpiredError for 410). `stop()` ends it from this side.
+   */
+  watch(
+    resourceVersion: string,
+    onEvent: (type: WatchEventType, pod: V1Pod) => void,
+  ): { done: Promise<void>; stop(): void };
+}
+
+/** list/watch of one node's pods over client-node. */
+export class KubePodListWatch implements PodListWatch {
+  private readonly core: CoreV1Api;
+  private readonly watcher: Watch;
+  private readonly fieldSelector: string;
+
+  constructor(kc: KubeConfig, nodeName: string) {
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.watcher = new Watch(kc);
+    this.fieldSelector = `spec.nodeName=${nodeName}`;
+  }
+
+  async list() {
+    try {
+      const list = await this.core.listPodForAllNamespaces({ fieldSelector: this.fieldSelector });
+      return { pods: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    } catch (e) {
+      throw toApiError(e);
+    }
+  }
+
+  watch(resourceVersion: string, onEvent: (type: WatchEventType, pod: V1Pod) => void) {
+    let controller: AbortController | undefined;
+    let stopped = false;
+    const done = new Promise<void>((resolve, reject) => {
+      this.watcher
+        .watch(
+          '/api/v1/pods',
+          { fieldSelector: this.fieldSelector, resourceVersion, allowWatchBookmarks: true },
+          (type, obj) => {
+            if (type === 'ERROR') {
+              const status = obj as { code?: number; message?: string };
+              const err =
+                status.code === 410
+                  ? new ResourceExpiredError(status.message ?? 'resource version too old')
+                  : new Error(status.message ?? 'watch error');
+              controller?.abort();
+              reject(err);
+              return;
+            }
+            // Watch events arrive as plain JSON; deserialising keeps them the same shape as listed pods.
+            onEvent(type as WatchEventType, ObjectSerializer.deserialize(obj, 'V1Pod', '') as V1Pod);
+          },
+          (err) => {
+            if (!err || stopped) resolve();
+            else reject(err.statusCode === 410 ? new ResourceExpiredError(String(err.message)) : err);
+          },
+        )
+        .then((c) => {
+          controller = c;
+          if (stopped) c.abort();
+        }, reject);
+    });
+    return {
+      done,
+      stop: () => {
+        stopped = true;
+        controller?.abort();
+      },
+    };
+  }
+}
+
+const RETRY_START_MS = 1_000;
+const RETRY_MAX_MS = 30_000;
+
+export class ApiServerPodSource implements PodSource {
+  private readonly diff = new PodSnapshotDiff('api');
+  private readonly pods = new Map<string, V1Pod>();
+  private listed = false;
+
+  constructor(private readonly opts: { lw: PodListWatch; clock: TimerClock; log?: Logger }) {}
+
+  ready(): boolean {
+    return this.listed;
+  }
+
+  async run(signal: AbortSignal, deliver: (update: PodUpdate) => void): Promise<void> {
+    const log = this.opts.log ?? silentLogger;
+    let resourceVersion: string | undefined;
+    let delay = RETRY_START_MS;
+    const publish = () => {
+      for (const u of this.diff.set([...this.pods.values()])) deliver(u);
+    };
+    while (!signal.aborted) {
+      try {
+        if (resourceVersion === undefined) {
+          const list = await this.opts.lw.list();
+          this.pods.clear();
+          for (const p of list.pods) if (p.metadata?.uid) this.pods.set(p.metadata.uid, p);
+          resourceVersion = list.resourceVersion;
+          this.listed = true;
+          publish();
+        }
+        const w = this.opts.lw.watch(resourceVersion, (type, pod) => {
+          if (pod.metadata?.resourceVersion) resourceVersion = pod.metadata.resourceVersion;
+          if (type === 'BOOKMARK') return;
+          const uid = pod.metadata?.uid;
+          if (!uid) return;
+          if (type === 'DELETED') this.pods.delete(uid);
+          else this.pods.set(uid, pod);
+          publish();
+        });
+        const onAbort = () => w.stop();
+        signal.addEventListener('abort', onAbort, { once: true });
+        try {
+          await w.done;
+          delay = RETRY_START_MS; // a clean end (server timeout): resume at once
+        } finally {
+          signal.removeEventListener('abort', onAbort);
+        }
+      } catch (e) {
+        if (e instanceof ResourceExpiredError) {
+          log.info('Pod watch expired; listing again', { err: e.message });
+          resourceVersion = undefined;
+          continue;
+        }
+        log.error('Pod list/watch failed; retrying', { in: delay, err: e });
+        await sleep(this.opts.clock, delay, signal).catch(() => {});
+        delay = Math.min(delay * 2, RETRY_MAX_MS);
+      }
+    }
+  }
+}
