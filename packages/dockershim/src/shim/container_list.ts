@@ -11,6 +11,7 @@ import {
   labelFilters,
   splitDockerLabels,
 } from './labels.js';
+import { findManaged } from './lookup.js';
 
 /** A container as `docker ps` shows it. */
 export function containerFromListItem(item: Dockerode.ContainerInfo): Container {
@@ -52,6 +53,25 @@ export function listPodContainerItems(
   sandboxId: string,
 ): Promise<Dockerode.ContainerInfo[]> {
   return listContainerItems(ctx, { [LabelKeys.sandboxId]: sandboxId });
+}
+
+/**
+ * A sandbox and its containers. The two lookups run in parallel (kubelet passes full ids); only a
+ * prefix id needs a second listing.
+ */
+export async function findSandboxWithContainers(
+  ctx: ShimContext,
+  id: string,
+): Promise<{ sandbox: Dockerode.ContainerInspectInfo; containers: Dockerode.ContainerInfo[] } | undefined> {
+  const [sandbox, containers] = await Promise.all([
+    findManaged(ctx, id, ContainerType.sandbox),
+    listPodContainerItems(ctx, id),
+  ]);
+  if (!sandbox) return undefined;
+  return {
+    sandbox,
+    containers: sandbox.Id === id ? containers : await listPodContainerItems(ctx, sandbox.Id),
+  };
 }
 
 /** ListContainers with every CRI filter: id and sandbox id by prefix, state, label selector. */

@@ -1,10 +1,8 @@
 import type { RemovePodSandboxRequest, RemovePodSandboxResponse } from '@kh/cri-api';
-import { listPodContainerItems } from './container_list.js';
+import { findSandboxWithContainers } from './container_list.js';
 import { removeDockerContainer } from './container_remove.js';
 import type { ShimContext } from './context.js';
 import { required } from './errors.js';
-import { ContainerType } from './labels.js';
-import { findManaged } from './lookup.js';
 
 /**
  * RemovePodSandbox: remove every container of the pod, then the pause container, running or not.
@@ -15,9 +13,9 @@ export async function removePodSandbox(
   req: RemovePodSandboxRequest,
 ): Promise<Partial<RemovePodSandboxResponse>> {
   required(req.podSandboxId, 'pod_sandbox_id');
-  const sandbox = await findManaged(ctx, req.podSandboxId, ContainerType.sandbox);
-  if (!sandbox) return {};
-  const containers = await listPodContainerItems(ctx, sandbox.Id);
+  const found = await findSandboxWithContainers(ctx, req.podSandboxId);
+  if (!found) return {};
+  const { sandbox, containers } = found;
   await Promise.all(containers.map((c) => removeDockerContainer(ctx, c.Id)));
   await removeDockerContainer(ctx, sandbox.Id);
   return {};

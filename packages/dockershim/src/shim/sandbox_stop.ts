@@ -1,9 +1,7 @@
 import type { StopPodSandboxRequest, StopPodSandboxResponse } from '@kh/cri-api';
-import { listPodContainerItems } from './container_list.js';
+import { findSandboxWithContainers } from './container_list.js';
 import type { ShimContext } from './context.js';
 import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
-import { ContainerType } from './labels.js';
-import { findManaged } from './lookup.js';
 
 /** Stops a container at once (SIGKILL after a zero grace period). Already stopped or gone is fine. */
 export async function stopNow(ctx: ShimContext, id: string): Promise<void> {
@@ -26,9 +24,9 @@ export async function stopPodSandbox(
   req: StopPodSandboxRequest,
 ): Promise<Partial<StopPodSandboxResponse>> {
   required(req.podSandboxId, 'pod_sandbox_id');
-  const sandbox = await findManaged(ctx, req.podSandboxId, ContainerType.sandbox);
-  if (!sandbox) return {};
-  const containers = await listPodContainerItems(ctx, sandbox.Id);
+  const found = await findSandboxWithContainers(ctx, req.podSandboxId);
+  if (!found) return {};
+  const { sandbox, containers } = found;
   await Promise.all(containers.filter((c) => c.State === 'running').map((c) => stopNow(ctx, c.Id)));
   await stopNow(ctx, sandbox.Id);
   return {};
