@@ -156,6 +156,66 @@ describe.each([
     }
   });
 
+  it('creates namespaces, configmaps, service accounts and image pull secrets (kubectl 1.33 sends protobuf)', async () => {
+    expect((await run('create', 'namespace', 'typed')).stdout.trim()).toBe('namespace/typed created');
+    expect((await run('-n', 'typed', 'create', 'configmap', 'cfg', '--from-literal=k=v')).stdout.trim()).toBe(
+      'configmap/cfg created',
+    );
+    expect((await run('-n', 'typed', 'create', 'serviceaccount', 'builder')).stdout.trim()).toBe(
+      'serviceaccount/builder created',
+    );
+    const secret = await run(
+      '-n',
+      'typed',
+      'create',
+      'secret',
+      'docker-registry',
+      'regcred',
+      '--docker-server=registry:5000',
+      '--docker-username=u',
+      '--docker-password=p',
+    );
+    expect(secret.stderr).toBe('');
+    expect(secret.stdout.trim()).toBe('secret/regcred created');
+    const stored = (await h.api.get('/api/v1/namespaces/typed/secrets/regcred')).body;
+    expect(stored.type).toBe('kubernetes.io/dockerconfigjson');
+    const auths = JSON.parse(Buffer.from(stored.data['.dockerconfigjson'], 'base64').toString('utf8')).auths;
+    expect(auths['registry:5000']).toMatchObject({ username: 'u', password: 'p' });
+    expect((await h.api.get('/api/v1/namespaces/typed/configmaps/cfg')).body.data).toEqual({ k: 'v' });
+  });
+
+  it('explains that pod logs need a kubelet endpoint', async () => {
+    const logs = await run('logs', 'web');
+    expect(logs.code).not.toBe(0);
+    expect(logs.stderr).toMatch(/node "node-a" advertises no kubelet endpoint/);
+  });
+
+  it('drains a node through the eviction API, and uncordons it', async () => {
+    await h.api.post('/api/v1/nodes', readyNode('node-drain', { labels: { pool: 'drain' } }));
+    await h.api.post('/api/v1/namespaces/default/pods', {
+      metadata: { name: 'evictee' },
+      spec: { nodeSelector: { pool: 'drain' }, containers: [{ name: 'c', image: 'busybox:1.36' }] },
+    });
+    await eventually(async () =>
+      expect((await h.api.get('/api/v1/namespaces/default/pods/evictee')).body.spec.nodeName).toBe(
+        'node-drain',
+      ),
+    );
+    const draining = run('drain', 'node-drain', '--force', '--timeout=20s');
+    await eventually(async () =>
+      expect(
+        (await h.api.get('/api/v1/namespaces/default/pods/evictee')).body.metadata.deletionTimestamp,
+      ).toBeDefined(),
+    );
+    await h.api.delete('/api/v1/namespaces/default/pods/evictee?gracePeriodSeconds=0');
+    const drained = await draining;
+    expect(drained.stdout).toMatch(/pod\/evictee evicted/);
+    expect(drained.stdout).toMatch(/node\/node-drain drained/);
+    expect((await h.api.get('/api/v1/nodes/node-drain')).body.spec.unschedulable).toBe(true);
+    expect((await run('uncordon', 'node-drain')).stdout.trim()).toBe('node/node-drain uncordoned');
+    expect((await h.api.get('/api/v1/nodes/node-drain')).body.spec.unschedulable).toBeUndefined();
+  });
+
   it('deletes: a bound pod terminates gracefully until the kubelet deletes it with grace 0', async () => {
     const deleting = run('delete', 'pod', 'web', '--timeout=20s');
     const marked = await eventually(async () => {

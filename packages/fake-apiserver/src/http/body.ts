@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import type { KObject } from '../types.js';
+import { decodeKubernetesProtobuf } from './protobuf.js';
 import { ApiError, badRequest, tooLarge, unsupportedMediaType } from './status.js';
 
 /** kube-apiserver's default limit for a request body (3 MiB). */
@@ -37,8 +38,13 @@ export function decodeObject(raw: Buffer, contentType: string): unknown {
       throw badRequest(`error converting YAML to JSON: ${(e as Error).message}`);
     }
   }
+  if (contentType === 'application/vnd.kubernetes.protobuf') return decodeKubernetesProtobuf(raw);
   if (contentType !== 'application/json' && !contentType.endsWith('+json')) {
-    throw unsupportedMediaType(contentType, ['application/json', 'application/yaml']);
+    throw unsupportedMediaType(contentType, [
+      'application/json',
+      'application/yaml',
+      'application/vnd.kubernetes.protobuf',
+    ]);
   }
   if (raw.length === 0) throw badRequest('the request body is empty');
   try {
