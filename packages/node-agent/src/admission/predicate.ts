@@ -1,0 +1,142 @@
+// Pod admission on the node, as the kubelet's predicate admit handler does it: the pod must be
+// for this node, match its selector and required affinity, not collide on host ports, and fit
+// in allocatable next to the pods already admitted. A rejected pod fails with the kubelet's
+// reason: OutOfpods, OutOfcpu, OutOfmemory, NodeName, NodeAffinity, NodePorts; and under
+// memory pressure a BestEffort pod is refused with Evicted.
+import type { V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod } from '@kubernetes/client-node';
+import type { PressureSource } from '../pods/types.js';
+import { Quantity } from '../util/quantity.js';
+import { podQOSClass, podRequests } from './resources.js';
+
+export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
+
+export interface AdmissionContext {
+  node: V1Node;
+  /** Pods already admitted and not terminated. */
+  activePods: V1Pod[];
+  pressure?: PressureSource;
+}
+
+const CHECKED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
+
+function predicateFailure(name: string, desc: string): AdmitResult {
+  return { admit: false, reason: name, message: `Predicate ${name} failed: ${desc}` };
+}
+
+export function admitPod(pod: V1Pod, ctx: AdmissionContext): AdmitResult {
+  const { node } = ctx;
+  const nodeName = node.metadata?.name ?? '';
+  if (pod.spec?.nodeName && pod.spec.nodeName !== nodeName) {
+    return predicateFailure('NodeName', "node(s) didn't match the requested node name");
+  }
+  if (!matchesNodeSelector(pod, node)) {
+    return predicateFailure('NodeAffinity', "node(s) didn't match Pod's node affinity/selector");
+  }
+  if (hostPortConflict(pod, ctx.activePods)) {
+    return predicateFailure('NodePorts', "node(s) didn't have free ports for the requested pod ports");
+  }
+  const fit = resourceFit(pod, ctx);
+  if (fit) return fit;
+  if (ctx.pressure?.isUnderMemoryPressure() && podQOSClass(pod) === 'BestEffort') {
+    return { admit: false, reason: 'Evicted', message: 'The node had condition: [MemoryPressure]. ' };
+  }
+  return { admit: true };
+}
+
+function resourceFit(pod: V1Pod, ctx: AdmissionContext): AdmitResult | undefined {
+  const allocatable = ctx.node.status?.allocatable ?? {};
+  const maxPods = allocatable.pods !== undefined ? Quantity.parse(allocatable.pods).value() : undefined;
+  if (maxPods !== undefined && BigInt(ctx.activePods.length + 1) > maxPods) {
+    return insufficient('pods', 1n, BigInt(ctx.activePods.length), maxPods);
+  }
+  const want = podRequests(pod);
+  const used: Record<string, bigint> = {};
+  for (const p of ctx.activePods)
+    for (const [k, v] of Object.entries(podRequests(p))) used[k] = (used[k] ?? 0n) + v;
+  for (const r of CHECKED_RESOURCES) {
+    const req = want[r] ?? 0n;
+    if (req === 0n || allocatable[r] === undefined) continue;
+    const cap = Quantity.parse(allocatable[r]).milliValue();
+    const inUse = used[r] ?? 0n;
+    if (req + inUse > cap) {
+      // Kubernetes prints cpu in millicores and everything else in whole units.
+      const unit = (v: bigint) => (r === 'cpu' ? v : v / 1000n);
+      return insufficient(r, unit(req), unit(inUse), unit(cap));
+    }
+  }
+  return undefined;
+}
+
+function insufficient(resource: string, requested: bigint, used: bigint, capacity: bigint): AdmitResult {
+  return {
+    admit: false,
+    reason: `OutOf${resource}`,
+    message: `Node didn't have enough resource: ${resource}, requested: ${requested}, used: ${used}, capacity: ${capacity}`,
+  };
+}
+
+function matchesNodeSelector(pod: V1Pod, node: V1Node): boolean {
+  const labels = node.metadata?.labels ?? {};
+  for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) if (labels[k] !== v) return false;
+  const required = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (!required) return true;
+  // Terms are ORed; the requirements within a term are ANDed.
+  return (required.nodeSelectorTerms ?? []).some((t) => termMatches(t, node));
+}
+
+function termMatches(term: V1NodeSelectorTerm, node: V1Node): boolean {
+  const exprs = term.matchExpressions ?? [];
+  const fields = term.matchFields ?? [];
+  if (exprs.length === 0 && fields.length === 0) return false; // an empty term matches nothing
+  const labels = node.metadata?.labels ?? {};
+  return (
+    exprs.every((r) => requirementMatches(r, labels[r.key])) &&
+    fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.metadata?.name : undefined))
+  );
+}
+
+function requirementMatches(r: V1NodeSelectorRequirement, value: string | undefined): boolean {
+  const values = r.values ?? [];
+  switch (r.operator) {
+    case 'In':
+      return value !== undefined && values.includes(value);
+    case 'NotIn':
+      return value === undefined || !values.includes(value);
+    case 'Exists':
+      return value !== undefined;
+    case 'DoesNotExist':
+      return value === undefined;
+    case 'Gt':
+    case 'Lt': {
+      if (value === undefined || !/^-?\d+$/.test(value) || !/^-?\d+$/.test(values[0] ?? '')) return false;
+      const [a, b] = [BigInt(value), BigInt(values[0] as string)];
+      return r.operator === 'Gt' ? a > b : a < b;
+    }
+    default:
+      return false;
+  }
+}
+
+function hostPorts(pod: V1Pod): string[] {
+  const out: string[] = [];
+  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
+    for (const p of c.ports ?? []) {
+      if (p.hostPort) out.push(`${p.hostIP || '0.0.0.0'}/${p.protocol ?? 'TCP'}/${p.hostPort}`);
+    }
+  }
+  return out;
+}
+
+function hostPortConflict(pod: V1Pod, active: V1Pod[]): boolean {
+  const wanted = hostPorts(pod);
+  if (wanted.length === 0) return false;
+  const taken = new Set(active.flatMap(hostPorts));
+  return wanted.some((w) => {
+    const [ip, proto, port] = w.split('/') as [string, string, string];
+    // 0.0.0.0 conflicts with every address on the same protocol and port.
+    return [...taken].some((t) => {
+      const [tip, tproto, tport] = t.split('/') as [string, string, string];
+      return proto === tproto && port === tport && (ip === tip || ip === '0.0.0.0' || tip === '0.0.0.0');
+    });
+  });
+}

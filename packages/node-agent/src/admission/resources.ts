@@ -1,0 +1,72 @@
+// Pod resource requests and QoS class, computed as Kubernetes does, for admission, eviction
+// ranking and the status manager's qosClass.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { Quantity } from '../util/quantity.js';
+
+export type ResourceTotals = Record<string, bigint>; // milli-units
+
+function containerRequests(c: V1Container): ResourceTotals {
+  const out: ResourceTotals = {};
+  // A limit without a request means request = limit, as API defaulting makes it.
+  const merged = { ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) };
+  for (const [name, value] of Object.entries(merged)) out[name] = Quantity.parse(String(value)).milliValue();
+  return out;
+}
+
+function add(into: ResourceTotals, r: ResourceTotals): void {
+  for (const [k, v] of Object.entries(r)) into[k] = (into[k] ?? 0n) + v;
+}
+
+function max(into: ResourceTotals, r: ResourceTotals): void {
+  for (const [k, v] of Object.entries(r)) if (v > (into[k] ?? 0n)) into[k] = v;
+}
+
+/**
+ * Effective requests: the larger of the app containers' sum (plus sidecars, the restartable
+ * init containers that keep running) and each init container's peak while it runs, plus the
+ * pod overhead.
+ */
+export function podRequests(pod: V1Pod): ResourceTotals {
+  const sum: ResourceTotals = {};
+  for (const c of pod.spec?.containers ?? []) add(sum, containerRequests(c));
+  const initPeak: ResourceTotals = {};
+  const sidecars: ResourceTotals = {};
+  for (const c of pod.spec?.initContainers ?? []) {
+    const r = containerRequests(c);
+    if (c.restartPolicy === 'Always') {
+      add(sidecars, r);
+      continue;
+    }
+    const during: ResourceTotals = { ...sidecars };
+    add(during, r);
+    max(initPeak, during);
+  }
+  add(sum, sidecars);
+  max(sum, initPeak);
+  for (const [k, v] of Object.entries(pod.spec?.overhead ?? {}))
+    add(sum, { [k]: Quantity.parse(String(v)).milliValue() });
+  return sum;
+}
+
+export type QOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
+
+const QOS_RESOURCES = ['cpu', 'memory'];
+
+/** Guaranteed when every container has cpu and memory limits equal to requests; BestEffort when none sets any. */
+export function podQOSClass(pod: V1Pod): QOSClass {
+  const all = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  let any = false;
+  let guaranteed = true;
+  for (const c of all) {
+    const req = c.resources?.requests ?? {};
+    const lim = c.resources?.limits ?? {};
+    for (const r of QOS_RESOURCES) {
+      const rq = req[r] !== undefined ? Quantity.parse(String(req[r])) : undefined;
+      const lm = lim[r] !== undefined ? Quantity.parse(String(lim[r])) : undefined;
+      if ((rq && !rq.isZero()) || (lm && !lm.isZero())) any = true;
+      if (!lm || (rq && rq.cmp(lm) !== 0)) guaranteed = false;
+    }
+  }
+  if (!any) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}
