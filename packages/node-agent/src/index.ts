@@ -1,5 +1,7 @@
 // Public surface of @kh/node-agent.
 
+export { type AdmissionContext, type AdmitResult, admitPod } from './admission/predicate.js';
+export { podQOSClass, podRequests, type QOSClass } from './admission/resources.js';
 export {
   ApiError,
   isConflict,
