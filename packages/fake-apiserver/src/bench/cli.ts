@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from './load.js';
@@ -21,6 +21,7 @@ async function main() {
       nodes: { type: 'string', default: '1000' },
       pods: { type: 'string', default: '10000' },
       watchers: { type: 'string', default: '100' },
+      durable: { type: 'boolean', default: false },
       out: {
         type: 'string',
         default: join(import.meta.dirname, '..', '..', '.reports', 'bench', 'apiserver.json'),
@@ -28,11 +29,12 @@ async function main() {
     },
   });
   const log = (line: string) => console.error(`[bench] ${line}`);
-  // The apiserver runs as its own process (as it would in a run), on loopback, in memory.
+  // The apiserver runs as its own process (as it would in a run), on loopback; in memory unless
+  // --durable, which measures the WAL path too (every write waits for its fsync).
   const cli = join(import.meta.dirname, '..', 'cli.js');
-  const child = spawn(process.execPath, [cli, '--port', '0', '--anonymous'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const dataDir = values.durable ? mkdtempSync(join(tmpdir(), 'kh-apiserver-bench-')) : undefined;
+  const args = [cli, '--port', '0', '--anonymous', ...(dataDir ? ['--data-dir', dataDir] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const url = await new Promise<string>((resolve, reject) => {
     let err = '';
     child.stderr.on('data', (c: Buffer) => {
@@ -48,6 +50,7 @@ async function main() {
   try {
     const opts = {
       url,
+      durable: values.durable,
       nodes: Number(values.nodes),
       pods: Number(values.pods),
       watchers: Number(values.watchers),
@@ -94,6 +97,8 @@ async function main() {
     log(`wrote ${values.out}`);
   } finally {
     child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -3,6 +3,7 @@ import { BenchClient, pool, summary } from './client.js';
 
 export interface LoadOptions {
   url: string;
+  durable: boolean;
   nodes: number;
   pods: number;
   watchers: number;

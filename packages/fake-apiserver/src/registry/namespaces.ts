@@ -14,7 +14,7 @@ export const namespaces: ResourceDef = {
   typeName: 'io.k8s.api.core.v1.Namespace',
   storage: 'namespaces',
   verbs: ALL_VERBS.filter((v) => v !== 'deletecollection'),
-  subresources: ['finalize'],
+  subresources: [],
   hasStatus: true,
   fields: { ...metadataFields, 'status.phase': (o) => o.status?.phase },
   columns: namespaceColumns,

@@ -16,7 +16,7 @@ export const nodes: ResourceDef = {
   typeName: 'io.k8s.api.core.v1.Node',
   storage: 'nodes',
   verbs: ALL_VERBS,
-  subresources: ['proxy'],
+  subresources: [],
   hasStatus: true,
   fields: { ...metadataFields, 'spec.unschedulable': (o) => String(o.spec?.unschedulable ?? false) },
   columns: nodeColumns,
