@@ -50,6 +50,12 @@ export {
   ResourceExpiredError,
   type WatchEventType,
 } from './podconfig/apiserver_source.js';
+export {
+  ConfigHashAnnotation,
+  ConfigSourceAnnotation,
+  FileStaticPodSource,
+  staticPodFromManifest,
+} from './podconfig/file_source.js';
 export { PodSnapshotDiff, podsDifferSemantically } from './podconfig/pod_config.js';
 export type {
   PodOperation,

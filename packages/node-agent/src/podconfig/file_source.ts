@@ -1,0 +1,108 @@
+// Static pods from staticPodPath: every manifest file in the directory is one Pod, re-read each
+// fileCheckFrequency. Like the kubelet, the agent names the pod "<name>-<node>", binds it to
+// this node, derives a stable UID from the node, file and content, and marks its source with
+// the kubernetes.io/config.* annotations. Mirror pods in the API are the pod layer's job.
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import type { PodSource, PodUpdate } from '../pods/types.js';
+import { sleep, type TimerClock } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+import { PodSnapshotDiff } from './pod_config.js';
+
+export const ConfigSourceAnnotation = 'kubernetes.io/config.source';
+export const ConfigHashAnnotation = 'kubernetes.io/config.hash';
+
+export class FileStaticPodSource implements PodSource {
+  private readonly diff = new PodSnapshotDiff('file');
+  private loaded = false;
+
+  constructor(
+    private readonly opts: {
+      path: string;
+      nodeName: string;
+      clock: TimerClock;
+      periodMs: number;
+      log?: Logger;
+    },
+  ) {}
+
+  ready(): boolean {
+    return this.loaded;
+  }
+
+  async run(signal: AbortSignal, deliver: (update: PodUpdate) => void): Promise<void> {
+    while (!signal.aborted) {
+      const pods = await this.readAll();
+      if (pods) {
+        this.loaded = true;
+        for (const u of this.diff.set(pods)) deliver(u);
+      }
+      await sleep(this.opts.clock, this.opts.periodMs, signal).catch(() => {});
+    }
+  }
+
+  /** All valid manifests, or undefined when the directory cannot be read (nothing is removed then). */
+  async readAll(): Promise<V1Pod[] | undefined> {
+    const log = this.opts.log ?? silentLogger;
+    let names: string[];
+    try {
+      names = (await readdir(this.opts.path, { withFileTypes: true }))
+        .filter((e) => e.isFile() && !e.name.startsWith('.'))
+        .map((e) => e.name)
+        .sort();
+    } catch (e) {
+      log.error('Unable to read static pod directory', { path: this.opts.path, err: e });
+      return undefined;
+    }
+    const pods: V1Pod[] = [];
+    for (const name of names) {
+      const file = join(this.opts.path, name);
+      try {
+        pods.push(staticPodFromManifest(await readFile(file, 'utf8'), file, this.opts.nodeName));
+      } catch (e) {
+        log.error('Skipping invalid static pod manifest', { file, err: e });
+      }
+    }
+    return pods;
+  }
+}
+
+/** Parses and defaults one manifest; throws with the reason when it is not a usable Pod. */
+export function staticPodFromManifest(text: string, file: string, nodeName: string): V1Pod {
+  const doc = parse(text) as V1Pod | null;
+  if (!doc || typeof doc !== 'object') throw new Error('not a Pod manifest');
+  if (doc.kind !== 'Pod' || doc.apiVersion !== 'v1')
+    throw new Error(`kind must be Pod and apiVersion v1, got ${doc.kind} ${doc.apiVersion}`);
+  if (!doc.metadata?.name) throw new Error('metadata.name is required');
+  const containers = doc.spec?.containers ?? [];
+  if (containers.length === 0) throw new Error('spec.containers must not be empty');
+  for (const [i, c] of containers.entries()) {
+    if (!c.name || !c.image) throw new Error(`spec.containers[${i}] needs a name and an image`);
+  }
+  const pod = structuredClone(doc);
+  const uid =
+    doc.metadata.uid ||
+    createHash('sha256').update(`host:${nodeName}\nfile:${file}\n${text}`).digest('hex').slice(0, 32);
+  pod.metadata = {
+    ...pod.metadata,
+    name: `${doc.metadata.name}-${nodeName.toLowerCase()}`,
+    namespace: doc.metadata.namespace || 'default',
+    uid,
+    annotations: {
+      ...pod.metadata?.annotations,
+      [ConfigHashAnnotation]: uid,
+      [ConfigSourceAnnotation]: 'file',
+    },
+  };
+  pod.spec = {
+    ...pod.spec,
+    containers,
+    nodeName,
+    // Static pods tolerate every NoExecute taint: nothing may evict them from their own node.
+    tolerations: [...(pod.spec?.tolerations ?? []), { operator: 'Exists', effect: 'NoExecute' }],
+  };
+  return pod;
+}

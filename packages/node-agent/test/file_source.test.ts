@@ -1,0 +1,131 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FileStaticPodSource, staticPodFromManifest } from '../src/podconfig/file_source.js';
+import type { PodUpdate } from '../src/pods/types.js';
+import { FakeClock } from '../src/util/clock.js';
+
+/** File reads run on real I/O, which FakeClock.advance does not wait for. */
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(check()).toBe(true);
+}
+
+const manifest = (name: string, image = 'busybox') => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: kube-system
+spec:
+  containers:
+  - name: main
+    image: ${image}
+`;
+
+describe('staticPodFromManifest', () => {
+  it('names, binds and annotates the pod like the kubelet, with a stable UID', () => {
+    const p = staticPodFromManifest(manifest('etcd'), '/etc/kubernetes/manifests/etcd.yaml', 'Node-A');
+    expect(p.metadata).toMatchObject({
+      name: 'etcd-node-a',
+      namespace: 'kube-system',
+      annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': p.metadata?.uid },
+    });
+    expect(p.metadata?.uid).toMatch(/^[0-9a-f]{32}$/);
+    expect(p.spec?.nodeName).toBe('Node-A');
+    expect(p.spec?.tolerations).toEqual([{ operator: 'Exists', effect: 'NoExecute' }]);
+    expect(
+      staticPodFromManifest(manifest('etcd'), '/etc/kubernetes/manifests/etcd.yaml', 'Node-A').metadata?.uid,
+    ).toBe(p.metadata?.uid);
+    expect(
+      staticPodFromManifest(manifest('etcd', 'etcd:2'), '/etc/kubernetes/manifests/etcd.yaml', 'Node-A')
+        .metadata?.uid,
+    ).not.toBe(p.metadata?.uid);
+  });
+
+  it.each([
+    ['kind: Service\napiVersion: v1\nmetadata: {name: x}\n', /kind must be Pod/],
+    ['apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: b}]}\n', /metadata.name/],
+    [
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: []}\n',
+      /containers must not be empty/,
+    ],
+    [
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a}]}\n',
+      /needs a name and an image/,
+    ],
+    ['', /not a Pod manifest/],
+  ])('rejects %j', (text, why) => {
+    expect(() => staticPodFromManifest(text, '/m/x.yaml', 'n')).toThrow(why);
+  });
+});
+
+describe('FileStaticPodSource', () => {
+  it('delivers ADD, UPDATE and REMOVE as files change, skipping invalid ones', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-static-'));
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    writeFileSync(
+      join(dir, 'b.json'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'b' },
+        spec: { containers: [{ name: 'c', image: 'x' }] },
+      }),
+    );
+    writeFileSync(join(dir, 'broken.yaml'), 'kind: [');
+    writeFileSync(join(dir, '.hidden.yaml'), manifest('hidden'));
+    const clock = new FakeClock();
+    const errors: string[] = [];
+    const source = new FileStaticPodSource({
+      path: dir,
+      nodeName: 'node-a',
+      clock,
+      periodMs: 20_000,
+      log: { info() {}, v() {}, error: (msg) => errors.push(msg) },
+    });
+    const got: string[] = [];
+    const abort = new AbortController();
+    const running = source.run(abort.signal, (u: PodUpdate) =>
+      got.push(`${u.op} ${u.pods.map((p) => p.metadata?.name).join(',')}`),
+    );
+    await until(() => got.length === 1);
+    expect(source.ready()).toBe(true);
+    expect(got).toEqual(['ADD a-node-a,b-node-a']);
+    expect(errors).toEqual(['Skipping invalid static pod manifest']);
+
+    // A changed manifest is a new UID (the content hash), so the kubelet sees a replacement.
+    writeFileSync(join(dir, 'a.yaml'), manifest('a', 'busybox:2'));
+    rmSync(join(dir, 'b.json'));
+    await clock.advance(19_999);
+    expect(got).toHaveLength(1);
+    await clock.advance(1);
+    await until(() => got.length === 3);
+    expect(got.slice(1)).toEqual(['REMOVE a-node-a,b-node-a', 'ADD a-node-a']);
+    const reads = errors.length;
+    await clock.advance(20_000);
+    await until(() => errors.length > reads); // the next pass ran (it logs the broken file again)
+    expect(got).toHaveLength(3);
+    abort.abort();
+    await running;
+  });
+
+  it('keeps its pods when the directory becomes unreadable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-static-'));
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    const clock = new FakeClock();
+    const errors: string[] = [];
+    const log = { info() {}, v() {}, error: (msg: string) => errors.push(msg) };
+    const source = new FileStaticPodSource({ path: dir, nodeName: 'n', clock, periodMs: 1_000, log });
+    const got: string[] = [];
+    const abort = new AbortController();
+    const running = source.run(abort.signal, (u) => got.push(u.op));
+    await until(() => got.length === 1);
+    rmSync(dir, { recursive: true });
+    await clock.advance(1_000);
+    await until(() => errors.includes('Unable to read static pod directory'));
+    expect(got).toEqual(['ADD']);
+    abort.abort();
+    await running;
+  });
+});
