@@ -35,6 +35,9 @@ export interface ResourceRequest {
   query: URLSearchParams;
 }
 
+/** Streaming subresources the real apiserver proxies to the kubelet; recognised, then refused clearly. */
+export const STREAMING = ['exec', 'attach', 'portforward'];
+
 const PATCH_TYPES: Record<string, PatchType> = {
   'application/json-patch+json': 'json',
   'application/merge-patch+json': 'merge',
@@ -387,6 +390,13 @@ export class ApiHandler {
     }
     if (def.resource === 'pods' && subresource === 'log' && method === 'GET') {
       return this.logs.serve(req, res, r.namespace, name, r.query);
+    }
+    if (def.resource === 'pods' && STREAMING.includes(subresource!)) {
+      throw new ApiError(
+        503,
+        'ServiceUnavailable',
+        `pods/${subresource} is not available: this apiserver does not proxy streaming connections to the kubelet`,
+      );
     }
     throw notFound({ group: def.group, resource: `${def.resource}/${subresource}` }, name);
   }

@@ -11,7 +11,7 @@ import {
 } from '../discovery/discovery.js';
 import { openApiV2, openApiV3, openApiV3Root } from '../discovery/openapi.js';
 import { findResource } from '../registry/index.js';
-import type { ApiHandler, ResourceRequest } from './api.js';
+import { type ApiHandler, type ResourceRequest, STREAMING } from './api.js';
 import { sendError, sendJson } from './body.js';
 import { resourceNotFound, unauthorized } from './status.js';
 
@@ -49,7 +49,9 @@ function parseResourcePath(
   const name = rest[1];
   if (def.namespaced && name !== undefined && namespace === '') return undefined;
   const sub = rest[2];
-  if (sub !== undefined && sub !== 'status' && !def.subresources.includes(sub)) return undefined;
+  const streaming = def.resource === 'pods' && sub !== undefined && STREAMING.includes(sub);
+  if (sub !== undefined && sub !== 'status' && !def.subresources.includes(sub) && !streaming)
+    return undefined;
   if (sub === 'status' && !def.hasStatus) return undefined;
   return { def, namespace, name, subresource: sub, watchPath, query };
 }
