@@ -18,7 +18,7 @@ export const eviction: Scenario = {
   timeoutMs: 300_000,
   async run(ctx) {
     const { check } = ctx;
-    const limit = ctx.backend.host.memoryLimitBytes;
+    const limit = ctx.backend.memoryLimitBytes;
     if (!limit) throw new Error('the node has no memory limit; eviction needs one');
     // The hog grows until only ~60Mi remain, under the 100Mi hard threshold and above the OOM line.
     const node = await ctx.core.readNode({ name: ctx.nodeName });

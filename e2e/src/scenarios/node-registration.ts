@@ -41,11 +41,11 @@ export const nodeRegistration: Scenario = {
       mem(alloc.memory) <= mem(cap.memory) - 100 * 2 ** 20,
       { capacity: cap.memory, allocatable: alloc.memory },
     );
-    if (ctx.backend.host.memoryLimitBytes) {
+    if (ctx.backend.memoryLimitBytes) {
       check.equal(
         'capacity.memory is the node container limit',
         mem(cap.memory),
-        ctx.backend.host.memoryLimitBytes,
+        ctx.backend.memoryLimitBytes,
       );
     }
 
@@ -78,10 +78,12 @@ export const nodeRegistration: Scenario = {
       images.slice(0, 3),
     );
 
+    // A lease created before the Node existed gets its owner at a later renewal (every 10s).
     const lease = await check.eventually(
-      'lease exists in kube-node-lease',
+      'lease exists in kube-node-lease with an owner',
       () => ctx.coordination.readNamespacedLease({ name: ctx.nodeName, namespace: 'kube-node-lease' }),
-      (l) => !!l.spec?.renewTime,
+      (l) => !!l.spec?.renewTime && (l.metadata?.ownerReferences?.length ?? 0) > 0,
+      { timeoutMs: 30_000 },
     );
     check.equal('lease holderIdentity', lease.spec?.holderIdentity, ctx.nodeName);
     check.equal('lease durationSeconds', lease.spec?.leaseDurationSeconds, 40);

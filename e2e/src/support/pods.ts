@@ -39,7 +39,15 @@ export async function readPod(ctx: ScenarioContext, name: string): Promise<V1Pod
   return ctx.core.readNamespacedPod({ name, namespace: ctx.namespace });
 }
 
-/** Waits until the pod satisfies `accept`, recording the assertion and the last pod status seen. */
+/** The agent sets status.startTime in its first status update for a pod. */
+export const PICKUP_TIMEOUT_MS = 30_000;
+const pickedUp = new WeakMap<ScenarioContext, Set<string>>();
+
+/**
+ * Waits until the pod satisfies `accept`, recording the assertion and the last pod status seen.
+ * First the agent must have picked the pod up (status.startTime) within PICKUP_TIMEOUT_MS: a node
+ * that does not run pods at all fails in seconds with that reason, not after every long wait.
+ */
 export async function waitForPod(
   ctx: ScenarioContext,
   name: string,
@@ -47,6 +55,17 @@ export async function waitForPod(
   accept: (pod: V1Pod) => boolean,
   timeoutMs = 90_000,
 ): Promise<V1Pod> {
+  const seen = pickedUp.get(ctx) ?? new Set<string>();
+  pickedUp.set(ctx, seen);
+  if (!seen.has(name)) {
+    await ctx.check.eventually(
+      `pod ${name} picked up by the node agent (status.startTime set)`,
+      () => readPod(ctx, name),
+      (p) => !!p.status?.startTime,
+      { timeoutMs: PICKUP_TIMEOUT_MS, expected: 'status.startTime set by the agent' },
+    );
+    seen.add(name);
+  }
   return ctx.check.eventually(`pod ${name} ${what}`, () => readPod(ctx, name), accept, {
     timeoutMs,
     expected: what,

@@ -1,41 +1,40 @@
 // The runtime-backend seam. A backend owns one node: it starts the runtime, says how to reach its
-// CRI endpoint, and tears everything down. Scenarios never look at which backend they run on, so
-// adding a runtime to the matrix is one module that implements this interface and one line in
-// registry.ts. See docs/adding-a-runtime-backend.md.
+// CRI endpoint, and tears everything down. The harness then runs our node agent on that node, so
+// scenarios never look at which backend they run on: adding a runtime to the matrix is one module
+// that implements RuntimeBackend and one line in registry.ts. See docs/adding-a-runtime-backend.md.
+import type { ImageRefs, StartedTestNetwork } from '@kh/testkit';
 
 /** Where the node agent runs and how the harness drives processes there. */
 export interface NodeHost {
-  /** Runs a command to completion on the node (inside the node container, or on the host). */
+  /** Runs a command to completion on the node (inside the node container). */
   exec(cmd: string[], opts?: { timeoutMs?: number }): Promise<{ exitCode: number; output: string }>;
   /** Starts a long-running process on the node; the handle stops it. */
   spawn(cmd: string[], opts: { name: string; env?: Record<string, string> }): Promise<NodeProcess>;
-  /** Paths on the node where the harness can place files (kubeconfig, KubeletConfiguration). */
+  /** Writes a file on the node (kubeconfig, KubeletConfiguration). */
   writeFile(path: string, content: string): Promise<void>;
-  /** The node's memory limit in bytes, when the backend enforces one. */
-  readonly memoryLimitBytes?: number;
-  /** cgroup parent under which pods must be placed so the node's limits apply to them. */
-  readonly cgroupParent?: string;
 }
 
 export interface NodeProcess {
   readonly name: string;
-  /** Resolves when the process exits. */
+  /** Resolves with the exit code when the process exits. */
   readonly exited: Promise<number | null>;
   /** The last lines the process wrote, for log excerpts in the report. */
   tail(lines: number): string[];
+  /** Signals the process and waits for it to exit (SIGKILL after a grace period). */
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
 export interface BackendContext {
+  /** Labels everything the backend creates (kh.run=<runId>), so leftovers can be found. */
   runId: string;
-  /** Docker network name every container of the run joins (absent for host-only backends). */
-  network?: string;
-  /** The apiserver URL as the node sees it (a network alias for containers, loopback for the host). */
-  nodeApiServerUrl(forHost: boolean): string;
-  /** Progress output ("starting containerd node ..."). */
+  /** The run's Docker network: the apiserver is `apiserver:6443` and the registry `registry:5000` on it. */
+  network: StartedTestNetwork;
+  /** Local image references (host engine), from @kh/testkit's ensureImages. */
+  images: ImageRefs;
+  /** Name the node gets (container name and hostname); the agent registers under it. */
+  nodeName: string;
+  /** Progress output ("starting containerd ..."). */
   progress(message: string): void;
-  /** Memory limit to give the node, when a scenario needs pressure to be real. */
-  memoryLimitBytes?: number;
 }
 
 export interface StartedBackend {
@@ -43,15 +42,19 @@ export interface StartedBackend {
   nodeCriEndpoint: string;
   /** CRI endpoint as the harness process on the host reaches it, for assertions that count containers. */
   hostCriEndpoint: string;
-  /** From CRI Version, e.g. containerd / 1.6.20. */
+  /** From CRI Version, e.g. containerd / 1.6.20~ds1. */
   runtimeName: string;
   runtimeVersion: string;
   /** Name the node registers under. */
   nodeName: string;
+  /** The node's address on the run's network (the agent's --node-ip). */
+  nodeIp: string;
   host: NodeHost;
-  /** True when the node runs inside a container the harness can reach by network alias. */
-  inContainer: boolean;
-  /** Stops the runtime inside the node (for the runtime-down scenario); startRuntime brings it back. */
+  /** The node container's memory limit in bytes, when it has one. */
+  memoryLimitBytes?: number;
+  /** Cgroup under which pods must be placed so the node's limits apply (the agent's cgroupRoot). */
+  cgroupParent?: string;
+  /** Makes the runtime unavailable to the agent (runtime-down scenario); startRuntime undoes it. */
   stopRuntime(): Promise<void>;
   startRuntime(): Promise<void>;
   /** Recent runtime log lines, for the report. */

@@ -34,11 +34,11 @@ export interface ScenarioContext {
     args: string[],
     opts?: { input?: string; version?: string },
   ): Promise<{ stdout: string; stderr: string; code: number }>;
-  /** The run's registries as nodes see them: an open one and one behind basic auth. */
-  registry: { host: string; authHost: string; username: string; password: string };
+  /** The run's registry as nodes see it (registry:5000, plain HTTP, no auth). */
+  registry: { host: string };
   /** Node agent control, for scenarios that stop and restart it. */
   agent: { stop(): Promise<void>; start(): Promise<void> };
-  /** Image references for workloads, as pods should name them (kh.local/busybox:dev, registry:5000/...). */
+  /** Workload images as pods name them: pushed to the run's registry (registry:5000/kh/<name>:<hash>). */
   images: Record<'busybox' | 'httpd' | 'memhog' | 'diskhog' | 'pause' | 'private', string>;
   /** Rewrites the agent's KubeletConfiguration (merged over the run's) and restarts the agent. */
   reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;

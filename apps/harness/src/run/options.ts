@@ -1,23 +1,42 @@
 import { parseArgs } from 'node:util';
+import type { Scenario } from '../framework/scenario.js';
 
 export interface RunOptions {
   runtimes: string[] | undefined; // undefined: every registered backend
   scenarios: string[] | undefined; // undefined: every scenario of the suite
   outDir: string;
+  /** Module that exports `scenarios: Scenario[]` (a package name or a path). */
   suite: string;
-  keep: boolean;
 }
 
-const list = (v: string | undefined): string[] | undefined =>
-  v
-    ? v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean)
-    : undefined;
+export const RUN_USAGE = `Usage: kubelet-harness run [options]
+
+Brings up the run's world (network, fake apiserver, registry), one node per runtime with our
+node agent, runs every scenario on every node and writes results.json and junit.xml.
+
+Options:
+  -r, --runtime <a,b>    runtimes (backends) to run, default all   (env KH_RUNTIME)
+  -s, --scenario <a,b>   scenarios to run, default all             (env KH_SCENARIO)
+  -o, --out <dir>        where results go, default .reports/e2e    (env KH_OUT)
+      --suite <module>   scenario suite module, default @kh/e2e
+  -h, --help
+
+Exit status: 0 every cell passed or was skipped, 1 a cell failed, 2 bad arguments,
+130 interrupted (clean-up still ran).`;
+
+const list = (v: string | undefined): string[] | undefined => {
+  const items = (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return items.length > 0 ? items : undefined;
+};
 
 /** `run` flags; KH_RUNTIME / KH_SCENARIO filter the matrix the same way (handy through turbo). */
-export function parseRunOptions(argv: string[], env: NodeJS.ProcessEnv = process.env): RunOptions {
+export function parseRunOptions(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): RunOptions & { help: boolean } {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -25,7 +44,7 @@ export function parseRunOptions(argv: string[], env: NodeJS.ProcessEnv = process
       scenario: { type: 'string', short: 's' },
       out: { type: 'string', short: 'o' },
       suite: { type: 'string' },
-      keep: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: false,
     strict: true,
@@ -35,6 +54,21 @@ export function parseRunOptions(argv: string[], env: NodeJS.ProcessEnv = process
     scenarios: list(values.scenario ?? env.KH_SCENARIO),
     outDir: values.out ?? env.KH_OUT ?? '.reports/e2e',
     suite: values.suite ?? '@kh/e2e',
-    keep: values.keep ?? false,
+    help: values.help ?? false,
   };
+}
+
+/** The named scenarios (all when `names` is undefined), in suite order; unknown names are an error. */
+export function selectScenarios(
+  suite: readonly Scenario[],
+  names: readonly string[] | undefined,
+): Scenario[] {
+  if (!names) return [...suite];
+  const unknown = names.filter((n) => !suite.some((s) => s.name === n));
+  if (unknown.length > 0) {
+    throw new Error(
+      `unknown scenario ${unknown.map((u) => `"${u}"`).join(', ')}; known: ${suite.map((s) => s.name).join(', ')}`,
+    );
+  }
+  return suite.filter((s) => names.includes(s.name));
 }

@@ -10,7 +10,7 @@ import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } f
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
 import type { Progress } from './progress.js';
 
-/** The shared world of a run: network, apiserver, registry. Built by world.ts. */
+/** The shared world of a run: network, apiserver, registry. Built by world/world.ts. */
 export interface World {
   runId: string;
   /** Creates the per-cell context pieces that need the apiserver and the node. */
@@ -33,14 +33,17 @@ export interface ReadyNode {
   agentLogs(lines: number): string[];
   stopAgent(): Promise<void>;
   startAgent(): Promise<void>;
+  reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
   stop(): Promise<void>;
 }
 
-export interface MatrixDeps {
+export interface MatrixDeps<W extends World = World> {
+  /** Labels everything the run creates; defaults to a fresh id. */
+  runId?: string;
   backends: RuntimeBackend[];
   scenarios: Scenario[];
-  startWorld(runId: string, progress: Progress): Promise<World>;
-  startNode(world: World, backend: RuntimeBackend, progress: Progress): Promise<ReadyNode>;
+  startWorld(runId: string, progress: Progress): Promise<W>;
+  startNode(world: W, backend: RuntimeBackend, progress: Progress): Promise<ReadyNode>;
   progress: Progress;
   /** Aborted on SIGINT: stops scheduling new cells; clean-up still runs. */
   signal?: AbortSignal;
@@ -48,17 +51,35 @@ export interface MatrixDeps {
 
 export const newRunId = (): string => `kh-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
 
-export async function runMatrix(deps: MatrixDeps): Promise<RunResults> {
+export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<RunResults> {
   const { backends, scenarios, progress } = deps;
-  const runId = newRunId();
+  const runId = deps.runId ?? newRunId();
   const startedAt = new Date();
   const cells: CellResult[] = [];
   const runtimes: RuntimeInfo[] = [];
-  let world: World | undefined;
+  let world: W | undefined;
   const nodes: ReadyNode[] = [];
   try {
-    world = await deps.startWorld(runId, progress);
+    try {
+      world = await deps.startWorld(runId, progress);
+    } catch (err) {
+      // No world, no cells: every one fails with the same reason, and the run still reports.
+      const reason = `run set-up failed: ${errorMessage(err)}`;
+      progress.fail(reason);
+      for (const b of backends) {
+        runtimes.push({ name: b.name, runtimeName: b.name, runtimeVersion: 'unknown' });
+        for (const sc of scenarios) cells.push(failedCell(b.name, sc.name, reason));
+      }
+    }
     const w = world;
+    if (!w) return finish();
+    if (deps.signal?.aborted) {
+      for (const b of backends) {
+        runtimes.push({ name: b.name, runtimeName: b.name, runtimeVersion: 'unknown' });
+        for (const sc of scenarios) cells.push(skippedCell(b.name, sc.name, 'run interrupted'));
+      }
+      return finish();
+    }
     // Nodes come up in parallel: runtime start-up dominates and is mostly waiting.
     const started = await Promise.allSettled(
       backends.map((b) => deps.startNode(w, b, progress.child(b.name))),
@@ -86,26 +107,30 @@ export async function runMatrix(deps: MatrixDeps): Promise<RunResults> {
     );
   } finally {
     progress.step('cleaning up');
-    await Promise.allSettled(nodes.map((n) => n.stop()));
+    for (const r of await Promise.allSettled(nodes.map((n) => n.stop())))
+      if (r.status === 'rejected') progress.warn(`clean-up: ${errorMessage(r.reason)}`);
     await world?.stop().catch((err) => progress.warn(`clean-up: ${errorMessage(err)}`));
   }
-  const finishedAt = new Date();
-  const order = (c: CellResult) =>
-    `${backends.findIndex((b) => b.name === c.runtime)}:${scenarios.findIndex((s) => s.name === c.scenario)}`.padStart(
-      8,
-    );
-  cells.sort((a, b) => order(a).localeCompare(order(b)));
-  return {
-    schemaVersion: RESULTS_SCHEMA_VERSION,
-    runId,
-    startedAt: startedAt.toISOString(),
-    finishedAt: finishedAt.toISOString(),
-    durationMs: finishedAt.getTime() - startedAt.getTime(),
-    host: { node: process.version, platform: `${os.platform()}-${os.arch()}`, cpus: os.cpus().length },
-    runtimes,
-    scenarios: scenarios.map((s) => s.name),
-    cells,
-  };
+  return finish();
+
+  function finish(): RunResults {
+    const finishedAt = new Date();
+    const rank = (c: CellResult) =>
+      backends.findIndex((b) => b.name === c.runtime) * 1_000 +
+      scenarios.findIndex((s) => s.name === c.scenario);
+    cells.sort((a, b) => rank(a) - rank(b));
+    return {
+      schemaVersion: RESULTS_SCHEMA_VERSION,
+      runId,
+      startedAt: startedAt.toISOString(),
+      finishedAt: finishedAt.toISOString(),
+      durationMs: finishedAt.getTime() - startedAt.getTime(),
+      host: { node: process.version, platform: `${os.platform()}-${os.arch()}`, cpus: os.cpus().length },
+      runtimes,
+      scenarios: scenarios.map((s) => s.name),
+      cells,
+    };
+  }
 }
 
 async function runNodeCells(
@@ -130,7 +155,7 @@ async function runNodeCells(
       continue;
     }
     progress.step(`${scenario.name} …`);
-    const cell = await runCell(world, node, scenario, progress);
+    const cell = await runCell(world, node, scenario, progress, signal);
     cells.push(cell);
     const secs = (cell.durationMs / 1000).toFixed(1);
     if (cell.outcome === 'passed')
@@ -144,6 +169,7 @@ async function runCell(
   node: ReadyNode,
   scenario: Scenario,
   progress: Progress,
+  signal: AbortSignal | undefined,
 ): Promise<CellResult> {
   const runtime = node.backend.name;
   const namespace = `${scenario.name}-${runtime}`
@@ -182,6 +208,12 @@ async function runCell(
       scenario.run(ctx),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`scenario timed out after ${timeoutMs} ms`)), timeoutMs);
+      }),
+      // Ctrl-C ends the cell at once; clean-up then removes what the scenario left running.
+      new Promise((_, reject) => {
+        const interrupted = () => reject(new Error('run interrupted'));
+        if (signal?.aborted) interrupted();
+        signal?.addEventListener('abort', interrupted, { once: true });
       }),
     ]);
   } catch (err) {

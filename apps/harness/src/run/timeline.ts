@@ -10,27 +10,40 @@ export type Route = (key: {
 }) => ((e: Omit<TimelineEntry, 't'>) => void) | undefined;
 
 export class ApiTimeline {
-  private readonly aborts: AbortController[] = [];
+  private readonly aborts = new Set<AbortController>();
   private readonly podState = new Map<string, string>();
   private readonly nodeState = new Map<string, string>();
+  private readonly seenEvents = new Set<string>();
+  private stopped = false;
 
   constructor(
     private readonly kc: KubeConfig,
     private readonly route: Route,
   ) {}
 
+  /**
+   * Opens one watch per resource. A watch the server ends (or that breaks) is opened again: a
+   * new watch replays current objects as ADDED, which the per-object state below deduplicates.
+   */
   async start(): Promise<void> {
     const watch = new Watch(this.kc);
-    const on = <T>(path: string, handle: (obj: T, type: string) => void) =>
+    const on = <T>(path: string, handle: (obj: T, type: string) => void): Promise<void> =>
       watch
         .watch(
           path,
           { allowWatchBookmarks: false },
           (type, obj) => handle(obj as T, type),
-          () => {},
+          () => {
+            if (!this.stopped) setTimeout(() => void on(path, handle), 500).unref();
+          },
         )
-        .then((ac) => this.aborts.push(ac))
-        .catch(() => {}); // the timeline is best-effort; scenarios assert through their own calls
+        .then((ac) => {
+          this.aborts.add(ac);
+        })
+        .catch(() => {
+          // The timeline is best-effort; scenarios assert through their own calls.
+          if (!this.stopped) setTimeout(() => void on(path, handle), 1_000).unref();
+        });
     await Promise.all([
       on<V1Pod>('/api/v1/pods', (p, type) => this.pod(p, type)),
       on<V1Node>('/api/v1/nodes', (n) => this.node(n)),
@@ -39,6 +52,7 @@ export class ApiTimeline {
   }
 
   stop(): void {
+    this.stopped = true;
     for (const a of this.aborts) a.abort();
   }
 
@@ -94,6 +108,9 @@ export class ApiTimeline {
   }
 
   private event(e: CoreV1Event): void {
+    const uid = e.metadata?.uid ?? `${e.metadata?.namespace}/${e.metadata?.name}`;
+    if (this.seenEvents.has(uid)) return;
+    this.seenEvents.add(uid);
     const node = e.involvedObject?.kind === 'Node' ? e.involvedObject.name : undefined;
     const sink = this.route({ namespace: node ? undefined : e.metadata?.namespace, node });
     sink?.({

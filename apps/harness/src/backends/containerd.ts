@@ -1,0 +1,55 @@
+// containerd with its built-in CRI plugin, as the main process of a kind-style node container.
+import { NodeContainer } from '@kh/testkit';
+import Docker from 'dockerode';
+import { ContainerHost } from '../node/container-host.js';
+import { projectMounts } from '../node/project.js';
+import { pidOf, waitForCri } from './cri.js';
+import type { RuntimeBackend } from './types.js';
+
+/** Node containers get a memory limit so that pods (nested under the node's cgroup) feel it. */
+export const NODE_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
+
+export const containerdBackend: RuntimeBackend = {
+  name: 'containerd',
+  description: 'containerd 1.6 (CRI plugin) in a kind-style node container',
+  capabilities: new Set(['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart']),
+  async start(ctx) {
+    const node = await new NodeContainer(ctx.images.node)
+      .withRuntime('containerd')
+      .withName(ctx.nodeName)
+      .withNetwork(ctx.network, ctx.nodeName)
+      .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
+      .withPauseImage(ctx.images.pause)
+      .withBindMounts(projectMounts())
+      .withProgress(ctx.progress)
+      .start();
+    try {
+      const host = new ContainerHost(new Docker(), node.id);
+      const version = await waitForCri(node.criEndpointOnHost, 30_000, () => node.logs(20));
+      // containerd is PID 1's only child: if it exited, the node container would end with it. So
+      // "stopped" means frozen (SIGSTOP): the socket stays, and every CRI call hangs to its deadline.
+      const signal = async (sig: 'STOP' | 'CONT') => {
+        const pid = await pidOf((c) => host.exec(c), 'containerd');
+        const r = await host.exec(['kill', `-${sig}`, String(pid)]);
+        if (r.exitCode !== 0) throw new Error(`kill -${sig} containerd failed: ${r.output}`);
+      };
+      return {
+        nodeCriEndpoint: node.criEndpointInNode,
+        hostCriEndpoint: node.criEndpointOnHost,
+        ...version,
+        nodeName: node.name,
+        nodeIp: node.ipAddress(ctx.network),
+        host,
+        memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,
+        cgroupParent: node.cgroupParent,
+        stopRuntime: () => signal('STOP'),
+        startRuntime: () => signal('CONT'),
+        runtimeLogs: async (lines) => (await node.logs(lines)).split('\n'),
+        stop: () => node.stop(),
+      };
+    } catch (err) {
+      await node.stop();
+      throw err;
+    }
+  },
+};

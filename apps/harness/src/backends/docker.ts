@@ -1,0 +1,76 @@
+// Docker Engine behind our dockershim: dockerd is the node container's main process and the
+// dockershim (from the host checkout, on the host's Node) serves CRI next to it.
+import { NodeContainer } from '@kh/testkit';
+import Docker from 'dockerode';
+import { ContainerHost } from '../node/container-host.js';
+import { inContainer, projectMounts } from '../node/project.js';
+import { NODE_MEMORY_LIMIT_BYTES } from './containerd.js';
+import { waitForCri } from './cri.js';
+import type { NodeProcess, RuntimeBackend } from './types.js';
+
+export const dockerBackend: RuntimeBackend = {
+  name: 'docker',
+  description: 'dockerd 20.10 behind our dockershim, in a kind-style node container',
+  capabilities: new Set(['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart']),
+  async start(ctx) {
+    const node = await new NodeContainer(ctx.images.node)
+      .withRuntime('docker')
+      .withName(ctx.nodeName)
+      .withNetwork(ctx.network, ctx.nodeName)
+      .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
+      .withImages(ctx.images.pause)
+      .withBindMounts(projectMounts())
+      .withProgress(ctx.progress)
+      .start();
+    const host = new ContainerHost(new Docker(), node.id);
+    let shim: NodeProcess | undefined;
+    const startShim = async () => {
+      ctx.progress('starting dockershim');
+      shim = await host.spawn(
+        inContainer('dockershim', [
+          `--listen=${node.criEndpointInNode}`,
+          `--docker-endpoint=${node.runtimeEndpointInNode}`,
+          `--pod-infra-container-image=${ctx.images.pause}`,
+          // The node lacks CAP_SYS_RESOURCE (PLATFORM.md): a negative oom_score_adj would fail.
+          '--restrict-oom-score-adj',
+        ]),
+        { name: 'dockershim' },
+      );
+      return waitForCri(node.criEndpointOnHost, 30_000, async () => shim?.tail(20).join('\n') ?? '');
+    };
+    const stopShim = async () => {
+      await shim?.stop('SIGTERM');
+      shim = undefined;
+    };
+    try {
+      const version = await startShim();
+      return {
+        nodeCriEndpoint: node.criEndpointInNode,
+        hostCriEndpoint: node.criEndpointOnHost,
+        ...version,
+        nodeName: node.name,
+        nodeIp: node.ipAddress(ctx.network),
+        host,
+        memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,
+        cgroupParent: node.cgroupParent,
+        // dockerd is the node's main process; the CRI runtime the agent sees is the dockershim.
+        stopRuntime: stopShim,
+        startRuntime: async () => {
+          await startShim();
+        },
+        runtimeLogs: async (lines) => [
+          ...(shim?.tail(lines) ?? []),
+          ...(await node.logs(lines)).split('\n').map((l) => `dockerd: ${l}`),
+        ],
+        stop: async () => {
+          await stopShim().catch(() => {});
+          await node.stop();
+        },
+      };
+    } catch (err) {
+      await stopShim().catch(() => {});
+      await node.stop();
+      throw err;
+    }
+  },
+};

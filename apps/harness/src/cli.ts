@@ -1,0 +1,146 @@
+#!/usr/bin/env node
+// kubelet-harness: `run` the runtime × scenario matrix, turn results into a `report`, `cleanup`
+// leftovers, `list` what can run.
+import { realpathSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { removeLeftovers } from '@kh/testkit';
+import { BACKENDS } from './backends/registry.js';
+import type { Scenario } from './framework/scenario.js';
+import { runReportCommand } from './report/cli.js';
+import { runHarness } from './run/harness.js';
+import { parseRunOptions, RUN_USAGE } from './run/options.js';
+import { consoleProgress } from './run/progress.js';
+import { RunLedger } from './world/ledger.js';
+
+export const USAGE = `Usage: kubelet-harness <command> [options]
+
+Commands:
+  run       bring up the runtimes, run the scenarios, write results.json and junit.xml
+  report    turn results.json into a self-contained HTML report (report --help)
+  cleanup   remove what interrupted runs left behind (--all: every kh-labelled object)
+  list      show the registered runtimes and the suite's scenarios
+`;
+
+export interface CliIO {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  /** Aborted on the first Ctrl-C; the CLI installs its own when absent. */
+  signal?: AbortSignal;
+}
+
+const defaultIO: CliIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
+
+/** Loads a scenario suite module: a package name (@kh/e2e) or a file path. */
+export async function loadSuite(spec: string): Promise<Scenario[]> {
+  const url = spec.startsWith('.') || isAbsolute(spec) ? pathToFileURL(resolve(spec)).href : spec;
+  const mod = (await import(url)) as { scenarios?: unknown };
+  if (!Array.isArray(mod.scenarios)) throw new Error(`${spec} does not export \`scenarios\``);
+  return mod.scenarios as Scenario[];
+}
+
+/** Resolves to the exit status; never calls process.exit (the bin does). */
+export async function main(argv: string[], io: CliIO = defaultIO): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'run':
+      return runCommand(rest, io);
+    case 'report':
+      return runReportCommand(rest, {
+        stdout: { write: io.out },
+        stderr: { write: io.err },
+        ...(io.signal ? { signal: io.signal } : {}),
+      });
+    case 'cleanup': {
+      const all = rest.includes('--all');
+      if (all) {
+        const r = await removeLeftovers({ progress: (l) => io.err(`${l}\n`) });
+        io.out(`removed ${r.containers} containers, ${r.networks} networks, ${r.volumes} volumes\n`);
+      } else {
+        const ids = await new RunLedger().removeAbandoned((id) => removeLeftovers({ runId: id }));
+        io.out(ids.length ? `removed leftovers of runs ${ids.join(', ')}\n` : 'no interrupted runs\n');
+      }
+      return 0;
+    }
+    case 'list': {
+      io.out('runtimes:\n');
+      for (const b of BACKENDS) io.out(`  ${b.name.padEnd(12)} ${b.description}\n`);
+      const suite = await loadSuite('@kh/e2e').catch(() => []);
+      io.out('scenarios:\n');
+      for (const s of suite) io.out(`  ${s.name.padEnd(18)} ${s.description}\n`);
+      return 0;
+    }
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      io.out(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      io.err(`unknown command "${command}"\n${USAGE}`);
+      return 2;
+  }
+}
+
+async function runCommand(argv: string[], io: CliIO): Promise<number> {
+  let opts: ReturnType<typeof parseRunOptions>;
+  let suite: Scenario[];
+  try {
+    opts = parseRunOptions(argv);
+    if (opts.help) {
+      io.out(`${RUN_USAGE}\n`);
+      return 0;
+    }
+    suite = await loadSuite(opts.suite);
+  } catch (err) {
+    io.err(`kubelet-harness run: ${(err as Error).message}\n\n${RUN_USAGE}\n`);
+    return 2;
+  }
+  const signal = io.signal ?? interruptSignal(io);
+  try {
+    const { results } = await runHarness(opts, suite, {
+      progress: consoleProgress((l) => io.err(`${l}\n`)),
+      signal,
+      print: io.out,
+    });
+    if (signal.aborted) return 130;
+    return results.cells.some((c) => c.outcome === 'failed') ? 1 : 0;
+  } catch (err) {
+    io.err(`kubelet-harness run: ${(err as Error).message}\n`);
+    return /^unknown (runtime|scenario)/.test((err as Error).message) ? 2 : 1;
+  }
+}
+
+/** First Ctrl-C: stop and clean up. Second: leave at once (the next run removes the leftovers). */
+function interruptSignal(io: CliIO): AbortSignal {
+  const abort = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (abort.signal.aborted) {
+      io.err(`${sig} again: exiting without clean-up; the next run removes the leftovers\n`);
+      process.exit(130);
+    }
+    io.err(`${sig}: stopping; cleaning up (press Ctrl-C again to exit at once)\n`);
+    abort.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return abort.signal;
+}
+
+function isMain(): boolean {
+  try {
+    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: Error) => {
+      process.stderr.write(`kubelet-harness: ${err.message}\n`);
+      process.exit(1);
+    },
+  );
+}

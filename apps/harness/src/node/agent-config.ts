@@ -1,0 +1,60 @@
+// The KubeletConfiguration the harness gives every node. Kubernetes' defaults stay, except where a
+// scenario would otherwise wait minutes for a timer whose length is not what it tests.
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export interface AgentConfigInput {
+  criEndpoint: string;
+  /** `<node container's cgroup>/kubepods`, so the node's memory limit bounds its pods. */
+  cgroupRoot?: string;
+  overrides?: Record<string, unknown>;
+}
+
+export function kubeletConfiguration({
+  criEndpoint,
+  cgroupRoot,
+  overrides = {},
+}: AgentConfigInput): Record<string, unknown> {
+  return {
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    kind: 'KubeletConfiguration',
+    address: '0.0.0.0',
+    port: 10250,
+    healthzBindAddress: '127.0.0.1',
+    healthzPort: 10248,
+    authentication: { anonymous: { enabled: false } },
+    containerRuntimeEndpoint: criEndpoint,
+    // 2m in Kubernetes. The runtime-down step freezes containerd (it is the node container's main
+    // process, so it cannot exit); every CRI call then hangs until this deadline, and a status
+    // update waiting 2 minutes would outlast the scenario. Pulls from the run's registry take ms.
+    runtimeRequestTimeout: '15s',
+    nodeStatusUpdateFrequency: '10s',
+    nodeStatusReportFrequency: '1m',
+    nodeLeaseDurationSeconds: 40,
+    syncFrequency: '1m',
+    maxPods: 110,
+    // memory.available keeps the kubelet default; disk thresholds are low so that a nearly full
+    // developer disk does not put every node under DiskPressure before a scenario starts.
+    evictionHard: {
+      'memory.available': '100Mi',
+      'nodefs.available': '2%',
+      'nodefs.inodesFree': '2%',
+      'imagefs.available': '2%',
+    },
+    // 5m in Kubernetes; the eviction scenario watches the condition clear, so keep it short.
+    evictionPressureTransitionPeriod: '20s',
+    imageGCHighThresholdPercent: 85,
+    imageGCLowThresholdPercent: 80,
+    imageMinimumGCAge: '2m',
+    serializeImagePulls: true,
+    registryPullQPS: 5,
+    registryBurst: 10,
+    clusterDomain: 'cluster.local',
+    ...(cgroupRoot ? { cgroupRoot } : {}),
+    ...overrides,
+  };
+}
+
+/** A kubeconfig file's text (JSON is YAML) for a node's agent. */
+export function kubeconfigText(kc: KubeConfig): string {
+  return `${kc.exportConfig()}\n`;
+}

@@ -1,0 +1,96 @@
+// Our node agent on one node: the harness writes its KubeletConfiguration and kubeconfig onto the
+// node, starts it through the node's host (docker exec for containers) and can stop, restart or
+// reconfigure it for scenarios that need the agent silent or differently tuned.
+import type { NodeHost, NodeProcess } from '../backends/types.js';
+import { kubeletConfiguration } from './agent-config.js';
+import { inContainer } from './project.js';
+
+export const AGENT_CONFIG_PATH = '/etc/kh/kubelet-config.json';
+export const AGENT_KUBECONFIG_PATH = '/etc/kh/kubeconfig';
+export const AGENT_ROOT_DIR = '/var/lib/kubelet';
+
+export interface AgentOptions {
+  nodeName: string;
+  criEndpoint: string;
+  /** The kubeconfig file's text, naming the apiserver as the node reaches it. */
+  kubeconfig: string;
+  nodeIp?: string;
+  cgroupRoot?: string;
+  /** argv prefix that runs a project command on this host (defaults to the in-container form). */
+  command?: (args: string[]) => string[];
+}
+
+export class NodeAgent {
+  private process: NodeProcess | undefined;
+  private overrides: Record<string, unknown> = {};
+  /** Lines of earlier agent processes (a restart must not lose what the report shows). */
+  private previous: string[] = [];
+
+  constructor(
+    private readonly host: NodeHost,
+    private readonly opts: AgentOptions,
+  ) {}
+
+  /** The argv the agent runs with (flags named as the kubelet's). */
+  argv(): string[] {
+    const args = [
+      `--kubeconfig=${AGENT_KUBECONFIG_PATH}`,
+      `--config=${AGENT_CONFIG_PATH}`,
+      `--hostname-override=${this.opts.nodeName}`,
+      `--root-dir=${AGENT_ROOT_DIR}`,
+      '--v=2',
+      ...(this.opts.nodeIp ? [`--node-ip=${this.opts.nodeIp}`] : []),
+    ];
+    return (this.opts.command ?? ((a) => inContainer('nodeAgent', a)))(args);
+  }
+
+  async start(): Promise<void> {
+    if (this.process) throw new Error(`agent on ${this.opts.nodeName} is already running`);
+    const config = kubeletConfiguration({
+      criEndpoint: this.opts.criEndpoint,
+      ...(this.opts.cgroupRoot ? { cgroupRoot: this.opts.cgroupRoot } : {}),
+      overrides: this.overrides,
+    });
+    // The agent reads disk stats of its root dir at start and expects it to exist. A node image
+    // has no machine id (it is per machine, not per image): give each node one, as kind does.
+    await this.host.exec([
+      'sh',
+      '-c',
+      `mkdir -p ${AGENT_ROOT_DIR} && { test -s /etc/machine-id || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id; }`,
+    ]);
+    await this.host.writeFile(AGENT_KUBECONFIG_PATH, this.opts.kubeconfig);
+    await this.host.writeFile(AGENT_CONFIG_PATH, `${JSON.stringify(config, null, 2)}\n`);
+    this.process = await this.host.spawn(this.argv(), { name: 'node-agent' });
+    const p = this.process;
+    void p.exited.then((code) => {
+      if (this.process !== p) return; // stopped on purpose: stop() keeps its lines
+      this.process = undefined;
+      this.previous.push(...p.tail(200), `-- node-agent exited unexpectedly (code ${code}) --`);
+    });
+  }
+
+  async stop(): Promise<void> {
+    const p = this.process;
+    if (!p) return;
+    this.process = undefined;
+    await p.stop('SIGTERM');
+    this.previous.push(...p.tail(200));
+    this.previous.splice(0, Math.max(0, this.previous.length - 400));
+  }
+
+  /** Restarts the agent with `overrides` merged over the harness's configuration ({} resets). */
+  async reconfigure(overrides: Record<string, unknown>): Promise<void> {
+    await this.stop();
+    this.overrides = overrides;
+    await this.start();
+  }
+
+  get running(): boolean {
+    return this.process !== undefined;
+  }
+
+  /** The last lines the agent wrote, across restarts. */
+  tail(lines: number): string[] {
+    return [...this.previous, ...(this.process?.tail(lines) ?? [])].slice(-lines);
+  }
+}

@@ -1,0 +1,96 @@
+// Brings one backend's node into the world: the backend starts the runtime, the harness starts our
+// agent on the node with its own KubeletConfiguration and kubeconfig, and the node counts as
+// ready once the API shows it Ready (the agent's own verdict, as a user would see it).
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
+import { NodeAgent } from '../node/agent.js';
+import type { HarnessWorld } from '../world/world.js';
+import { nodeNameFor } from '../world/world.js';
+import type { Progress } from './progress.js';
+import type { ReadyNode } from './runner.js';
+
+const NODE_READY_TIMEOUT_MS = 90_000;
+
+export async function startNode(
+  world: HarnessWorld,
+  backend: RuntimeBackend,
+  progress: Progress,
+): Promise<ReadyNode> {
+  const t0 = Date.now();
+  const nodeName = nodeNameFor(world.runId, backend.name);
+  progress.step(`starting node ${nodeName}`);
+  const started = await backend.start({
+    runId: world.runId,
+    network: world.networkHandle,
+    images: world.refs,
+    nodeName,
+    progress: (m) => progress.info(m),
+  });
+  progress.ok(`${started.runtimeName} ${started.runtimeVersion} answers CRI at ${started.hostCriEndpoint}`);
+  const agent = new NodeAgent(started.host, {
+    nodeName,
+    criEndpoint: started.nodeCriEndpoint,
+    kubeconfig: world.nodeKubeconfig(nodeName),
+    nodeIp: started.nodeIp,
+    ...(started.cgroupParent ? { cgroupRoot: started.cgroupParent } : {}),
+  });
+  try {
+    progress.step('starting node-agent');
+    await agent.start();
+    await waitNodeReady(world.core, nodeName, agent, NODE_READY_TIMEOUT_MS);
+  } catch (err) {
+    const tail = agent.tail(30).join('\n');
+    await agent.stop().catch(() => {});
+    await started.stop().catch(() => {});
+    throw new Error(`${(err as Error).message}${tail ? `\nnode-agent log:\n${tail}` : ''}`);
+  }
+  const startupMs = Date.now() - t0;
+  progress.ok(`node ${nodeName} Ready after ${(startupMs / 1000).toFixed(1)}s`);
+  return readyNode(backend, started, agent, startupMs);
+}
+
+function readyNode(
+  backend: RuntimeBackend,
+  started: StartedBackend,
+  agent: NodeAgent,
+  startupMs: number,
+): ReadyNode {
+  return {
+    backend,
+    started,
+    startupMs,
+    agentLogs: (n) => agent.tail(n),
+    stopAgent: () => agent.stop(),
+    startAgent: () => agent.start(),
+    reconfigureAgent: (o) => agent.reconfigure(o),
+    stop: async () => {
+      await agent.stop().catch(() => {});
+      await started.stop();
+    },
+  };
+}
+
+/** Polls the Node's Ready condition; fails early when the agent exits. */
+export async function waitNodeReady(
+  core: CoreV1Api,
+  nodeName: string,
+  agent: { running: boolean },
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'not registered';
+  for (;;) {
+    if (!agent.running) throw new Error(`node-agent on ${nodeName} exited before the node was Ready`);
+    try {
+      const node = await core.readNode({ name: nodeName });
+      const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+      if (ready?.status === 'True') return;
+      last = ready ? `Ready=${ready.status} (${ready.reason}: ${ready.message})` : 'no Ready condition';
+    } catch {
+      last = 'not registered';
+    }
+    if (Date.now() > deadline) throw new Error(`node ${nodeName} not Ready after ${timeoutMs} ms: ${last}`);
+    await sleep(500);
+  }
+}

@@ -1,0 +1,184 @@
+// One run, one private world: a labelled network, the fake apiserver and a real registry holding
+// the workload images. Nodes join it (run/node.ts); scenarios see it through their context.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ensureImages,
+  type ImageRefs,
+  RegistryContainer,
+  type StartedRegistryContainer,
+  type StartedTestNetwork,
+  TestNetwork,
+} from '@kh/testkit';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { ScenarioContext } from '../framework/scenario.js';
+import type { TimelineEntry } from '../results/model.js';
+import { HostCriView } from '../run/cri-view.js';
+import type { Progress } from '../run/progress.js';
+import type { ReadyNode, World } from '../run/runner.js';
+import { ApiTimeline } from '../run/timeline.js';
+import { ApiServerContainer, type StartedApiServer } from './apiserver.js';
+import { runKubectl } from './kubectl.js';
+
+type Sink = (e: Omit<TimelineEntry, 't'>) => void;
+
+/** Workload images pods use, as the nodes pull them from the run's registry. */
+export type WorkloadImages = ScenarioContext['images'];
+const WORKLOADS = ['pause', 'busybox', 'httpd', 'memhog', 'diskhog'] as const;
+
+export const nodeNameFor = (runId: string, backend: string): string => `kh-${runId}-${backend}`;
+
+export interface WorldOptions {
+  runId: string;
+  /** Backends that will join; each node gets its own API token. */
+  backends: readonly string[];
+  progress: Progress;
+}
+
+export class HarnessWorld implements World {
+  private readonly routes = new Map<string, Sink>();
+  private readonly criViews = new Map<string, HostCriView>();
+  private timeline?: ApiTimeline;
+  private tmp?: string;
+  private network?: StartedTestNetwork;
+  private apiserver?: StartedApiServer;
+  private registry?: StartedRegistryContainer;
+  private readonly tokens = new Map<string, string>();
+  refs!: ImageRefs;
+  images!: WorkloadImages;
+  kubeConfig!: KubeConfig;
+  core!: CoreV1Api;
+  private kubeconfigPath = '';
+
+  private constructor(readonly runId: string) {}
+
+  /** Builds the world; whatever was created before a failure is removed again. */
+  static async start(opts: WorldOptions): Promise<HarnessWorld> {
+    const world = new HarnessWorld(opts.runId);
+    try {
+      await world.build(opts);
+    } catch (err) {
+      await world.stop().catch(() => {});
+      throw err;
+    }
+    return world;
+  }
+
+  private async build({ runId, backends, progress }: WorldOptions): Promise<void> {
+    progress.step('images (content-hashed; built only when missing)');
+    this.refs = await ensureImages(['node', ...WORKLOADS], { progress: (l) => progress.info(l) });
+    this.tmp = await mkdtemp(join(tmpdir(), `kh-harness-${runId}-`));
+    progress.step(`network kh-${runId}`);
+    this.network = await new TestNetwork().withName(`kh-${runId}`).start();
+
+    const token = () => randomBytes(16).toString('hex');
+    const admin = token();
+    const users = [{ token: admin, name: 'kubelet-harness', groups: ['system:masters'] }];
+    for (const b of backends) {
+      const nodeName = nodeNameFor(runId, b);
+      this.tokens.set(nodeName, token());
+      users.push({
+        token: this.tokens.get(nodeName)!,
+        name: `system:node:${nodeName}`,
+        groups: ['system:nodes'],
+      });
+    }
+    progress.step('fake apiserver (token auth, TLS)');
+    const [apiserver, registry] = await Promise.all([
+      new ApiServerContainer(this.refs.node, `kh-${runId}-apiserver`)
+        .withNetwork(this.network)
+        .withUsers(users)
+        .start(),
+      new RegistryContainer(this.refs.node).withNetwork(this.network).start(),
+    ]);
+    this.apiserver = apiserver;
+    this.registry = registry;
+    progress.ok(`apiserver at ${apiserver.hostUrl} (nodes: ${apiserver.nodeUrl})`);
+
+    progress.step(`pushing ${WORKLOADS.length} workload images to ${registry.networkAddress}`);
+    const pushed = await Promise.all(
+      WORKLOADS.map(async (name) => {
+        const tag = this.refs[name].split(':')[1] ?? 'latest';
+        return [name, await registry.push(this.refs[name], `kh/${name}:${tag}`)] as const;
+      }),
+    );
+    const busyboxTag = this.refs.busybox.split(':')[1] ?? 'latest';
+    const privateRef = await registry.push(this.refs.busybox, `kh/private:${busyboxTag}`);
+    this.images = { ...Object.fromEntries(pushed), private: privateRef } as WorkloadImages;
+
+    this.kubeConfig = apiserver.kubeConfigFor(admin, 'host');
+    this.kubeconfigPath = join(this.tmp, 'kubeconfig');
+    await writeFile(this.kubeconfigPath, this.kubeConfig.exportConfig(), { mode: 0o600 });
+    this.core = this.kubeConfig.makeApiClient(CoreV1Api);
+    this.timeline = new ApiTimeline(
+      this.kubeConfig,
+      ({ namespace, node }) =>
+        (namespace ? this.routes.get(namespace) : undefined) ?? (node ? this.routes.get(node) : undefined),
+    );
+    await this.timeline.start();
+  }
+
+  get networkHandle(): StartedTestNetwork {
+    if (!this.network) throw new Error('the world has no network');
+    return this.network;
+  }
+
+  /** The kubeconfig text an agent on `nodeName` uses: https://apiserver:6443 with its own token. */
+  nodeKubeconfig(nodeName: string): string {
+    const token = this.tokens.get(nodeName);
+    if (!token || !this.apiserver) throw new Error(`no API token for node ${nodeName}`);
+    return `${this.apiserver.kubeConfigFor(token, 'node').exportConfig()}\n`;
+  }
+
+  routeTimeline(key: string, sink: Sink | undefined): void {
+    if (sink) this.routes.set(key, sink);
+    else this.routes.delete(key);
+  }
+
+  async createNamespace(name: string): Promise<void> {
+    await this.core.createNamespace({ body: { metadata: { name, labels: { 'kh.run': this.runId } } } });
+  }
+
+  async deleteNamespace(name: string): Promise<void> {
+    await this.core.deleteNamespace({ name });
+  }
+
+  async contextFor(node: ReadyNode, _namespace: string) {
+    const nodeName = node.started.nodeName;
+    let cri = this.criViews.get(nodeName);
+    if (!cri) {
+      cri = await HostCriView.connect(node.started.hostCriEndpoint, () => this.routes.get(nodeName));
+      this.criViews.set(nodeName, cri);
+    }
+    const registry = this.registry!;
+    return {
+      nodeName,
+      backend: node.started,
+      capabilities: node.backend.capabilities,
+      kubeConfig: this.kubeConfig,
+      core: this.core,
+      coordination: this.kubeConfig.makeApiClient(CoordinationV1Api),
+      cri,
+      kubectl: (args: string[], opts: { input?: string; version?: string } = {}) =>
+        runKubectl(this.kubeconfigPath, args, opts),
+      registry: { host: registry.networkAddress },
+      agent: { stop: () => node.stopAgent(), start: () => node.startAgent() },
+      images: this.images,
+      reconfigureAgent: (overrides: Record<string, unknown>) => node.reconfigureAgent(overrides),
+    };
+  }
+
+  /** Removes everything the world created, in dependency order; collects rather than stops at errors. */
+  async stop(): Promise<void> {
+    this.timeline?.stop();
+    for (const c of this.criViews.values()) c.close();
+    this.criViews.clear();
+    const results = await Promise.allSettled([this.apiserver?.stop(), this.registry?.stop()]);
+    results.push(...(await Promise.allSettled([this.network?.stop()])));
+    if (this.tmp) await rm(this.tmp, { recursive: true, force: true });
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed.length > 0) throw new Error(failed.map((f) => (f.reason as Error).message).join('; '));
+  }
+}

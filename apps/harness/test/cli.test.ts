@@ -1,0 +1,88 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSuite, main } from '../src/cli.js';
+
+let dir: string;
+let suitePath: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kh-cli-test-'));
+  suitePath = join(dir, 'suite.mjs');
+  await writeFile(
+    suitePath,
+    "export const scenarios = [{ name: 'one', description: 'd', run: async () => {} }];\n",
+  );
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function cli(argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await main(argv, {
+    out: (s) => {
+      out += s;
+    },
+    err: (s) => {
+      err += s;
+    },
+    signal: new AbortController().signal,
+  });
+  return { code, out, err };
+}
+
+describe('kubelet-harness CLI', () => {
+  it('prints usage; no command is a usage error', async () => {
+    expect(await cli(['--help'])).toMatchObject({ code: 0, out: expect.stringContaining('Commands:') });
+    expect((await cli([])).code).toBe(2);
+    const unknown = await cli(['frobnicate']);
+    expect(unknown).toMatchObject({ code: 2, err: expect.stringContaining('unknown command "frobnicate"') });
+  });
+
+  it('run --help explains the filters and exit codes', async () => {
+    const r = await cli(['run', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('KH_RUNTIME');
+    expect(r.out).toContain('130 interrupted');
+  });
+
+  it('run rejects bad flags, unknown runtimes and unknown scenarios with status 2', async () => {
+    expect(await cli(['run', '--bogus'])).toMatchObject({
+      code: 2,
+      err: expect.stringContaining("'--bogus'"),
+    });
+    const rt = await cli(['run', '--suite', suitePath, '--runtime', 'cri-o', '--out', dir]);
+    expect(rt).toMatchObject({ code: 2, err: expect.stringContaining('unknown runtime "cri-o"') });
+    const sc = await cli([
+      'run',
+      '--suite',
+      suitePath,
+      '--runtime',
+      'fake',
+      '--scenario',
+      'two',
+      '--out',
+      dir,
+    ]);
+    expect(sc).toMatchObject({ code: 2, err: expect.stringContaining('unknown scenario "two"; known: one') });
+  });
+
+  it('run fails clearly on a suite module without scenarios', async () => {
+    const bad = join(dir, 'bad.mjs');
+    await writeFile(bad, 'export const nothing = 1;\n');
+    const r = await cli(['run', '--suite', bad]);
+    expect(r).toMatchObject({ code: 2, err: expect.stringContaining('does not export `scenarios`') });
+  });
+
+  it('loads a suite from a path', async () => {
+    expect((await loadSuite(suitePath)).map((s) => s.name)).toEqual(['one']);
+  });
+
+  it('keeps `report` as a subcommand', async () => {
+    const r = await cli(['report', '--input', join(dir, 'missing.json'), '--out', join(dir, 'r.html')]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('missing.json');
+  });
+});

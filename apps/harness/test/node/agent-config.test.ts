@@ -1,0 +1,136 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadKubeletConfiguration } from '@kh/node-agent';
+import { describe, expect, it } from 'vitest';
+import type { NodeHost, NodeProcess } from '../../src/backends/types.js';
+import { AGENT_CONFIG_PATH, AGENT_KUBECONFIG_PATH, NodeAgent } from '../../src/node/agent.js';
+import { kubeletConfiguration } from '../../src/node/agent-config.js';
+
+describe('kubeletConfiguration', () => {
+  it('keeps the kubelet defaults the scenarios assert on', () => {
+    const c = kubeletConfiguration({ criEndpoint: 'unix:///run/kh/containerd.sock' });
+    expect(c).toMatchObject({
+      containerRuntimeEndpoint: 'unix:///run/kh/containerd.sock',
+      nodeStatusUpdateFrequency: '10s',
+      nodeLeaseDurationSeconds: 40,
+      imageGCHighThresholdPercent: 85,
+      imageGCLowThresholdPercent: 80,
+      maxPods: 110,
+      port: 10250,
+    });
+    expect((c.evictionHard as Record<string, string>)['memory.available']).toBe('100Mi');
+    expect(c).not.toHaveProperty('cgroupRoot');
+  });
+
+  it('sets the cgroup root and lets overrides win', () => {
+    const c = kubeletConfiguration({
+      criEndpoint: 'unix:///x.sock',
+      cgroupRoot: '/docker/abc/kubepods',
+      overrides: { imageGCHighThresholdPercent: 1, maxPods: 5 },
+    });
+    expect(c).toMatchObject({
+      cgroupRoot: '/docker/abc/kubepods',
+      imageGCHighThresholdPercent: 1,
+      maxPods: 5,
+    });
+  });
+
+  it('is a configuration the node agent loads without errors', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kh-agent-config-'));
+    try {
+      const file = join(dir, 'config.json');
+      const config = kubeletConfiguration({ criEndpoint: 'unix:///x.sock', cgroupRoot: '/kubepods' });
+      await writeFile(file, JSON.stringify(config));
+      const loaded = await loadKubeletConfiguration(file);
+      expect(loaded.config.runtimeRequestTimeout).toBe('15s');
+      expect(loaded.config.cgroupRoot).toBe('/kubepods');
+      expect(loaded.resolved.nodeStatusUpdateFrequencyMs).toBe(10_000);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A NodeHost that records what the agent wrote and started. */
+function recordingHost() {
+  const files = new Map<string, string>();
+  const spawned: string[][] = [];
+  const stops: string[] = [];
+  let exit: (code: number) => void = () => {};
+  const host: NodeHost = {
+    exec: async () => ({ exitCode: 0, output: '' }),
+    writeFile: async (p, c) => {
+      files.set(p, c);
+    },
+    spawn: async (cmd) => {
+      spawned.push(cmd);
+      const exited = new Promise<number | null>((r) => {
+        exit = r;
+      });
+      const p: NodeProcess = {
+        name: 'node-agent',
+        exited,
+        tail: () => [`line of agent ${spawned.length}`],
+        stop: async (sig) => {
+          stops.push(sig ?? 'SIGTERM');
+          exit(0);
+        },
+      };
+      return p;
+    },
+  };
+  return { host, files, spawned, stops, crash: (code: number) => exit(code) };
+}
+
+describe('NodeAgent', () => {
+  const opts = {
+    nodeName: 'n1',
+    criEndpoint: 'unix:///run/kh/fake.sock',
+    kubeconfig: 'apiVersion: v1\n',
+    nodeIp: '10.0.0.2',
+  };
+
+  it('writes its files and starts with the kubelet flags', async () => {
+    const h = recordingHost();
+    const agent = new NodeAgent(h.host, opts);
+    await agent.start();
+    expect(h.files.get(AGENT_KUBECONFIG_PATH)).toBe('apiVersion: v1\n');
+    expect(JSON.parse(h.files.get(AGENT_CONFIG_PATH)!).containerRuntimeEndpoint).toBe(
+      'unix:///run/kh/fake.sock',
+    );
+    expect(h.spawned[0]).toEqual(
+      expect.arrayContaining([
+        '--kubeconfig=/etc/kh/kubeconfig',
+        '--config=/etc/kh/kubelet-config.json',
+        '--hostname-override=n1',
+        '--node-ip=10.0.0.2',
+      ]),
+    );
+    expect(agent.running).toBe(true);
+    await expect(agent.start()).rejects.toThrow('already running');
+  });
+
+  it('reconfigure restarts with the overrides merged, and {} resets them', async () => {
+    const h = recordingHost();
+    const agent = new NodeAgent(h.host, opts);
+    await agent.start();
+    await agent.reconfigure({ imageGCHighThresholdPercent: 1 });
+    expect(h.stops).toEqual(['SIGTERM']);
+    expect(JSON.parse(h.files.get(AGENT_CONFIG_PATH)!).imageGCHighThresholdPercent).toBe(1);
+    await agent.reconfigure({});
+    expect(JSON.parse(h.files.get(AGENT_CONFIG_PATH)!).imageGCHighThresholdPercent).toBe(85);
+    expect(h.spawned).toHaveLength(3);
+    expect(agent.tail(10)).toEqual(['line of agent 1', 'line of agent 2', 'line of agent 3']);
+  });
+
+  it('notices an agent that exits by itself and keeps its last lines', async () => {
+    const h = recordingHost();
+    const agent = new NodeAgent(h.host, opts);
+    await agent.start();
+    h.crash(1);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(agent.running).toBe(false);
+    expect(agent.tail(5)).toEqual(['line of agent 1', '-- node-agent exited unexpectedly (code 1) --']);
+  });
+});

@@ -1,0 +1,79 @@
+// In-memory stand-ins for the world, nodes and backends, so the runner's bookkeeping (cells,
+// skips, failures, clean-up) is tested without Docker.
+import type { BackendCapability, RuntimeBackend, StartedBackend } from '../../src/backends/types.js';
+import type { Scenario, ScenarioContext } from '../../src/framework/scenario.js';
+import type { Progress } from '../../src/run/progress.js';
+import type { ReadyNode, World } from '../../src/run/runner.js';
+
+export interface Journal {
+  events: string[];
+}
+
+export function fakeBackend(name: string, caps: BackendCapability[] = []): RuntimeBackend {
+  return {
+    name,
+    description: `fake ${name}`,
+    capabilities: new Set(caps),
+    start: () => Promise.reject(new Error('not used: startNode is injected')),
+  };
+}
+
+export function fakeWorld(journal: Journal, opts: { stopFails?: boolean } = {}): World {
+  return {
+    runId: 'test',
+    async contextFor(node) {
+      return {
+        nodeName: `node-${node.backend.name}`,
+        backend: node.started,
+        capabilities: node.backend.capabilities,
+      } as unknown as Omit<ScenarioContext, 'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'>;
+    },
+    routeTimeline: () => {},
+    createNamespace: async (n) => {
+      journal.events.push(`create ns ${n}`);
+    },
+    deleteNamespace: async (n) => {
+      journal.events.push(`delete ns ${n}`);
+    },
+    stop: async () => {
+      journal.events.push('world stopped');
+      if (opts.stopFails) throw new Error('network busy');
+    },
+  };
+}
+
+export function fakeNode(backend: RuntimeBackend, journal: Journal): ReadyNode {
+  const started = {
+    runtimeName: `${backend.name}-rt`,
+    runtimeVersion: '1.0',
+    hostCriEndpoint: `unix:///tmp/${backend.name}.sock`,
+    nodeName: `node-${backend.name}`,
+    runtimeLogs: async () => ['runtime line'],
+  } as unknown as StartedBackend;
+  return {
+    backend,
+    started,
+    startupMs: 42,
+    agentLogs: () => ['agent line'],
+    stopAgent: async () => {},
+    startAgent: async () => {},
+    reconfigureAgent: async () => {},
+    stop: async () => {
+      journal.events.push(`node ${backend.name} stopped`);
+    },
+  };
+}
+
+export const silentProgress: Progress = {
+  step: () => {},
+  ok: () => {},
+  fail: () => {},
+  skip: () => {},
+  warn: () => {},
+  info: () => {},
+  child: () => silentProgress,
+};
+
+export function scenario(name: string, run: Scenario['run'], extra: Partial<Scenario> = {}): Scenario {
+  return { name, description: name, run, ...extra };
+}

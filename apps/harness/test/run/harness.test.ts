@@ -1,0 +1,104 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runHarness } from '../../src/run/harness.js';
+import { RunLedger } from '../../src/world/ledger.js';
+import { fakeBackend, fakeNode, fakeWorld, type Journal, scenario, silentProgress } from './fakes.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kh-harness-test-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const suite = [
+  scenario('ok', async (ctx) => ctx.check.ok('fine', true)),
+  scenario('bad', async (ctx) => ctx.check.ok('broken', false, 'actual', 'expected')),
+];
+
+function deps(journal: Journal, removeRun: (id: string) => Promise<unknown>) {
+  return {
+    backends: [fakeBackend('alpha'), fakeBackend('beta')],
+    runId: 'run-1',
+    ledger: new RunLedger(join(dir, 'ledger')),
+    removeRun,
+    startWorld: async () => fakeWorld(journal),
+    startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>) => fakeNode(b, journal),
+  };
+}
+
+describe('runHarness', () => {
+  it('writes results.json and junit.xml, prints the table and sweeps the run', async () => {
+    const swept: string[] = [];
+    const printed: string[] = [];
+    const journal: Journal = { events: [] };
+    const { results, files } = await runHarness(
+      { runtimes: ['beta'], scenarios: undefined, outDir: join(dir, 'out') },
+      suite,
+      { progress: silentProgress, print: (t) => printed.push(t) },
+      deps(journal, async (id) => swept.push(id)),
+    );
+    expect(results.cells.map((c) => `${c.runtime}/${c.scenario}:${c.outcome}`)).toEqual([
+      'beta/ok:passed',
+      'beta/bad:failed',
+    ]);
+    const json = JSON.parse(await readFile(files.json, 'utf8'));
+    expect(json.cells[1].assertions[0]).toMatchObject({
+      name: 'broken',
+      expected: 'expected',
+      actual: 'actual',
+    });
+    expect(typeof json.cells[0].durationMs).toBe('number');
+    expect(await readFile(files.junit, 'utf8')).toContain(
+      '<testcase classname="kubelet-harness.beta" name="bad"',
+    );
+    expect(printed.join('')).toMatch(/ok\s+PASS/);
+    expect(swept).toEqual(['run-1']);
+    expect(await readdir(join(dir, 'ledger'))).toEqual([]);
+  });
+
+  it('first removes leftovers of abandoned runs', async () => {
+    const ledgerDir = join(dir, 'ledger');
+    const { writeFile, mkdir } = await import('node:fs/promises');
+    await mkdir(ledgerDir, { recursive: true });
+    await writeFile(join(ledgerDir, 'old.json'), JSON.stringify({ runId: 'old', pid: 2 ** 22 + 7 }));
+    const swept: string[] = [];
+    await runHarness(
+      { runtimes: ['alpha'], scenarios: ['ok'], outDir: join(dir, 'out') },
+      suite,
+      { progress: silentProgress },
+      deps({ events: [] }, async (id) => swept.push(id)),
+    );
+    expect(swept).toEqual(['old', 'run-1']);
+  });
+
+  it('sweeps and keeps the ledger record when the final sweep fails', async () => {
+    const warnings: string[] = [];
+    await runHarness(
+      { runtimes: ['alpha'], scenarios: ['ok'], outDir: join(dir, 'out') },
+      suite,
+      { progress: { ...silentProgress, warn: (m) => warnings.push(m) } },
+      deps({ events: [] }, async () => {
+        throw new Error('engine down');
+      }),
+    );
+    expect(warnings[0]).toMatch(/final clean-up of run run-1 failed .*engine down/);
+    expect(await readdir(join(dir, 'ledger'))).toEqual(['run-1.json']);
+  });
+
+  it('rejects unknown names before creating anything', async () => {
+    const swept: string[] = [];
+    await expect(
+      runHarness(
+        { runtimes: ['cri-o'], scenarios: undefined, outDir: join(dir, 'out') },
+        suite,
+        { progress: silentProgress },
+        deps({ events: [] }, async (id) => swept.push(id)),
+      ),
+    ).rejects.toThrow('unknown runtime "cri-o"');
+    expect(swept).toEqual([]);
+  });
+});

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { BACKENDS, selectBackends } from '../../src/backends/registry.js';
+import { parseRunOptions, selectScenarios } from '../../src/run/options.js';
+import { fakeBackend, scenario } from './fakes.js';
+
+describe('parseRunOptions', () => {
+  it('reads comma lists, short flags and the output directory', () => {
+    expect(parseRunOptions(['--runtime', 'containerd, docker', '-s', 'probes,gc', '-o', 'out'], {})).toEqual({
+      runtimes: ['containerd', 'docker'],
+      scenarios: ['probes', 'gc'],
+      outDir: 'out',
+      suite: '@kh/e2e',
+      help: false,
+    });
+  });
+
+  it('falls back to KH_RUNTIME, KH_SCENARIO and KH_OUT; flags win over the environment', () => {
+    const env = { KH_RUNTIME: 'fake', KH_SCENARIO: 'node-registration', KH_OUT: '/tmp/x' };
+    expect(parseRunOptions([], env)).toMatchObject({
+      runtimes: ['fake'],
+      scenarios: ['node-registration'],
+      outDir: '/tmp/x',
+    });
+    expect(parseRunOptions(['-r', 'docker'], env).runtimes).toEqual(['docker']);
+  });
+
+  it('means "all" for missing or empty filters', () => {
+    expect(parseRunOptions([], { KH_RUNTIME: '' })).toMatchObject({
+      runtimes: undefined,
+      scenarios: undefined,
+    });
+    expect(parseRunOptions([], {}).outDir).toBe('.reports/e2e');
+  });
+
+  it('rejects unknown flags and positionals', () => {
+    expect(() => parseRunOptions(['--runtimes', 'x'], {})).toThrow(/Unknown option '--runtimes'/);
+    expect(() => parseRunOptions(['containerd'], {})).toThrow(/positional/);
+  });
+});
+
+describe('selection', () => {
+  const suite = [scenario('a', async () => {}), scenario('b', async () => {}), scenario('c', async () => {})];
+
+  it('keeps suite order whatever order the names come in', () => {
+    expect(selectScenarios(suite, ['c', 'a']).map((s) => s.name)).toEqual(['a', 'c']);
+    expect(selectScenarios(suite, undefined)).toHaveLength(3);
+  });
+
+  it('names unknown scenarios and runtimes with the known ones', () => {
+    expect(() => selectScenarios(suite, ['a', 'zz'])).toThrow('unknown scenario "zz"; known: a, b, c');
+    const registry = [fakeBackend('x'), fakeBackend('y')];
+    expect(() => selectBackends(['cri-o'], registry)).toThrow('unknown runtime "cri-o"; known: x, y');
+    expect(selectBackends(['y', 'x'], registry).map((b) => b.name)).toEqual(['x', 'y']);
+  });
+
+  it('registers containerd, docker and fake, with fake lacking real containers', () => {
+    expect(BACKENDS.map((b) => b.name)).toEqual(['containerd', 'docker', 'fake']);
+    const fake = BACKENDS.find((b) => b.name === 'fake')!;
+    expect(fake.capabilities.has('real-containers')).toBe(false);
+    expect(fake.capabilities.has('runtime-restart')).toBe(true);
+  });
+});

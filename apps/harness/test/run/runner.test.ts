@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import { runMatrix } from '../../src/run/runner.js';
+import { fakeBackend, fakeNode, fakeWorld, type Journal, scenario, silentProgress } from './fakes.js';
+
+const passes = scenario('passes', async (ctx) => {
+  ctx.check.equal('one is one', 1, 1);
+  ctx.note('did a thing');
+});
+const fails = scenario('fails', async (ctx) => {
+  ctx.check.equal('runtime name', 'containerd', 'docker');
+});
+const throws = scenario('throws', async () => {
+  throw new Error('apiserver went away');
+});
+const needsReal = scenario('needs-real', async () => {}, { needs: ['real-containers'] });
+
+function deps(journal: Journal, overrides: Partial<Parameters<typeof runMatrix>[0]> = {}) {
+  const backends = [fakeBackend('alpha', ['real-containers']), fakeBackend('beta')];
+  return {
+    runId: 'r1',
+    backends,
+    scenarios: [passes, fails, throws, needsReal],
+    startWorld: async () => fakeWorld(journal),
+    startNode: async (_w: unknown, b: (typeof backends)[number]) => fakeNode(b, journal),
+    progress: silentProgress,
+    ...overrides,
+  };
+}
+
+describe('runMatrix', () => {
+  it('records one cell per runtime × scenario, in registry and suite order', async () => {
+    const journal: Journal = { events: [] };
+    const r = await runMatrix(deps(journal));
+    expect(r.runId).toBe('r1');
+    expect(r.cells.map((c) => `${c.runtime}/${c.scenario}:${c.outcome}`)).toEqual([
+      'alpha/passes:passed',
+      'alpha/fails:failed',
+      'alpha/throws:failed',
+      'alpha/needs-real:passed',
+      'beta/passes:passed',
+      'beta/fails:failed',
+      'beta/throws:failed',
+      'beta/needs-real:skipped',
+    ]);
+    expect(r.runtimes.map((x) => [x.name, x.runtimeName, x.startupMs])).toEqual([
+      ['alpha', 'alpha-rt', 42],
+      ['beta', 'beta-rt', 42],
+    ]);
+    expect(r.scenarios).toEqual(['passes', 'fails', 'throws', 'needs-real']);
+    expect(r.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('keeps the failed assertion with expected and actual, and log excerpts, on a failed cell', async () => {
+    const r = await runMatrix(deps({ events: [] }));
+    const failed = r.cells.find((c) => c.runtime === 'alpha' && c.scenario === 'fails')!;
+    expect(failed.reason).toBe('runtime name: values differ');
+    expect(failed.assertions).toEqual([
+      {
+        name: 'runtime name',
+        outcome: 'failed',
+        expected: 'docker',
+        actual: 'containerd',
+        message: 'runtime name: values differ',
+      },
+    ]);
+    expect(failed.logs.map((l) => l.source)).toEqual(['agent', 'runtime']);
+    expect(failed.timeline.some((t) => t.summary === 'assertion failed: runtime name')).toBe(true);
+    const thrown = r.cells.find((c) => c.runtime === 'alpha' && c.scenario === 'throws')!;
+    expect(thrown.reason).toBe('apiserver went away');
+    const passed = r.cells.find((c) => c.runtime === 'alpha' && c.scenario === 'passes')!;
+    expect(passed.assertions).toEqual([{ name: 'one is one', outcome: 'passed' }]);
+    expect(passed.timeline.map((t) => t.summary)).toEqual(['did a thing']);
+    expect(passed.logs).toEqual([]);
+  });
+
+  it('skips a cell whose scenario needs a capability the backend lacks, saying which', async () => {
+    const r = await runMatrix(deps({ events: [] }));
+    const skipped = r.cells.find((c) => c.outcome === 'skipped')!;
+    expect(skipped.reason).toBe('backend beta lacks real-containers');
+  });
+
+  it('creates and deletes a namespace per cell, then stops nodes and the world', async () => {
+    const journal: Journal = { events: [] };
+    await runMatrix(deps(journal, { scenarios: [passes] }));
+    expect(journal.events).toEqual(
+      expect.arrayContaining([
+        'create ns passes-alpha',
+        'delete ns passes-alpha',
+        'node alpha stopped',
+        'node beta stopped',
+      ]),
+    );
+    expect(journal.events.at(-1)).toBe('world stopped');
+  });
+
+  it('fails every cell of a node that did not start, runs the others and still cleans up', async () => {
+    const journal: Journal = { events: [] };
+    const r = await runMatrix(
+      deps(journal, {
+        startNode: async (_w: unknown, b) => {
+          if (b.name === 'beta') throw new Error('dockerd exited');
+          return fakeNode(b, journal);
+        },
+      }),
+    );
+    const beta = r.cells.filter((c) => c.runtime === 'beta');
+    expect(beta.map((c) => c.outcome)).toEqual(['failed', 'failed', 'failed', 'failed']);
+    expect(beta[0]!.reason).toBe('node did not start: dockerd exited');
+    expect(r.runtimes.find((x) => x.name === 'beta')?.runtimeVersion).toBe('unknown');
+    expect(r.cells.filter((c) => c.runtime === 'alpha' && c.outcome === 'passed')).toHaveLength(2);
+    expect(journal.events).toContain('node alpha stopped');
+    expect(journal.events.at(-1)).toBe('world stopped');
+  });
+
+  it('reports every cell failed when the world cannot be built', async () => {
+    const r = await runMatrix(
+      deps(
+        { events: [] },
+        {
+          startWorld: async () => {
+            throw new Error('no Docker engine');
+          },
+        },
+      ),
+    );
+    expect(r.cells).toHaveLength(8);
+    expect(new Set(r.cells.map((c) => c.reason))).toEqual(new Set(['run set-up failed: no Docker engine']));
+  });
+
+  it('fails a cell that outlives its timeout', async () => {
+    const slow = scenario('slow', () => new Promise(() => {}), { timeoutMs: 50 });
+    const r = await runMatrix(deps({ events: [] }, { scenarios: [slow], backends: [fakeBackend('alpha')] }));
+    expect(r.cells[0]).toMatchObject({ outcome: 'failed', reason: 'scenario timed out after 50 ms' });
+  });
+
+  it('on interrupt ends the running cell, skips the rest and still cleans up', async () => {
+    const journal: Journal = { events: [] };
+    const abort = new AbortController();
+    const hangs = scenario('hangs', () => {
+      abort.abort();
+      return new Promise(() => {});
+    });
+    const r = await runMatrix(
+      deps(journal, { scenarios: [hangs, passes], backends: [fakeBackend('alpha')], signal: abort.signal }),
+    );
+    expect(r.cells.map((c) => [c.scenario, c.outcome, c.reason])).toEqual([
+      ['hangs', 'failed', 'run interrupted'],
+      ['passes', 'skipped', 'run interrupted'],
+    ]);
+    expect(journal.events).toEqual(expect.arrayContaining(['delete ns hangs-alpha', 'node alpha stopped']));
+    expect(journal.events.at(-1)).toBe('world stopped');
+  });
+
+  it('a failing world stop is reported as a warning, not lost and not fatal', async () => {
+    const warnings: string[] = [];
+    const r = await runMatrix(
+      deps(
+        { events: [] },
+        {
+          scenarios: [passes],
+          startWorld: async () => fakeWorld({ events: [] }, { stopFails: true }),
+          progress: { ...silentProgress, warn: (m: string) => warnings.push(m) },
+        },
+      ),
+    );
+    expect(r.cells.every((c) => c.outcome === 'passed')).toBe(true);
+    expect(warnings).toEqual(['clean-up: network busy']);
+  });
+});

@@ -1,0 +1,47 @@
+// The end-to-end matrix as vitest tests: the harness runs every selected cell once (beforeAll),
+// then each cell is one test that passes, fails with the cell's reason and failed assertions, or
+// is skipped with its reason. results.json and junit.xml land in KH_OUT (default .reports/e2e).
+import {
+  type CellResult,
+  consoleProgress,
+  parseRunOptions,
+  type RunResults,
+  runHarness,
+  selectBackends,
+  selectScenarios,
+} from '@kh/harness';
+import { beforeAll, describe, it } from 'vitest';
+import { scenarios } from '../src/index.js';
+
+const options = parseRunOptions([], process.env);
+const backends = selectBackends(options.runtimes);
+const selected = selectScenarios(scenarios, options.scenarios);
+let results: RunResults | undefined;
+
+beforeAll(async () => {
+  const run = await runHarness(options, scenarios, {
+    progress: consoleProgress(),
+    print: (t) => process.stdout.write(t),
+  });
+  results = run.results;
+});
+
+function describeFailure(cell: CellResult): string {
+  const failed = cell.assertions
+    .filter((a) => a.outcome === 'failed')
+    .map((a) => `  ${a.name}: expected ${JSON.stringify(a.expected)}, got ${JSON.stringify(a.actual)}`);
+  return [cell.reason ?? 'failed', ...failed].join('\n');
+}
+
+for (const backend of backends) {
+  describe(backend.name, () => {
+    for (const scenario of selected) {
+      it(scenario.name, (ctx) => {
+        const cell = results?.cells.find((c) => c.runtime === backend.name && c.scenario === scenario.name);
+        if (!cell) throw new Error('the harness produced no result for this cell');
+        if (cell.outcome === 'skipped') ctx.skip(cell.reason ?? 'skipped');
+        if (cell.outcome === 'failed') throw new Error(describeFailure(cell));
+      });
+    }
+  });
+}
