@@ -266,6 +266,32 @@ describe('containers', () => {
     }
   });
 
+  it('refuses to create a container in a sandbox that died behind its back', async () => {
+    const { podId, config } = await h.runPod();
+    await h.runContainer(podId, config, 'first');
+    // The pause container dies without the shim knowing: Docker's event must evict its cached state.
+    await docker.getContainer(podId).kill();
+    await waitFor(
+      async () => ((await docker.getContainer(podId).inspect()).State.Running ? undefined : true),
+      'pause death',
+    );
+    await waitFor(
+      async () =>
+        h.client
+          .createContainer({
+            podSandboxId: podId,
+            config: h.containerConfig('second'),
+            sandboxConfig: config,
+          })
+          .then(
+            () => undefined,
+            (err: unknown) => (err instanceof FailedPreconditionError ? true : undefined),
+          ),
+      'CreateContainer to see the dead sandbox',
+      5_000,
+    );
+  });
+
   it('answers INVALID_ARGUMENT and NOT_FOUND for bad requests', async () => {
     await expect(h.client.startContainer({ containerId: '' })).rejects.toBeInstanceOf(InvalidArgumentError);
     await expect(h.client.containerStatus({ containerId: 'nope' })).rejects.toBeInstanceOf(NotFoundError);

@@ -1,5 +1,6 @@
 import type Dockerode from 'dockerode';
 import type { LogManager } from './logs.js';
+import type { SandboxCache } from './sandbox_cache.js';
 import type { CpuSampler } from './stats.js';
 
 export interface DockerShimConfig {
@@ -29,6 +30,7 @@ export interface ShimContext {
   config: DockerShimConfig;
   logs: LogManager;
   cpu: CpuSampler;
+  sandboxes: SandboxCache;
   /** oom_score_adj of the shim process (the floor when restrictOomScoreAdj is set). */
   ownOomScoreAdj: number;
   /** Docker's data root (docker info DockerRootDir), read once. */

@@ -130,6 +130,8 @@ export class ContainerLogCopier {
         ...(resumeAfter ? { since: timestampToSince(resumeAfter) } : {}),
       } as Dockerode.ContainerLogsOptions & { follow: true })) as NodeJS.ReadableStream;
       this.stream = stream;
+      // stop() may have run while the logs request was in flight.
+      if (this.stopped) (stream as { destroy?: () => void }).destroy?.();
       const frames = new FrameDecoder();
       const lines = new LineDecoder();
       for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -229,10 +231,18 @@ export class LogManager {
     this.copiers.delete(id);
   }
 
-  async close(): Promise<void> {
+  /** Stops every copier; waits for them at most `timeoutMs` so a shutdown never hangs. */
+  async close(timeoutMs = 5_000): Promise<void> {
     const all = [...this.copiers.values()];
     for (const c of all) c.stop();
-    await Promise.allSettled(all.map((c) => c.done));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(all.map((c) => c.done)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
     this.copiers.clear();
   }
 }

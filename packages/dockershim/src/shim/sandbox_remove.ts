@@ -16,6 +16,7 @@ export async function removePodSandbox(
   const found = await findSandboxWithContainers(ctx, req.podSandboxId);
   if (!found) return {};
   const { sandbox, containers } = found;
+  ctx.sandboxes.evict(sandbox.Id);
   await Promise.all(containers.map((c) => removeDockerContainer(ctx, c.Id)));
   await removeDockerContainer(ctx, sandbox.Id);
   return {};

@@ -148,6 +148,8 @@ export async function runPodSandbox(
     await container.remove({ force: true }).catch(() => undefined);
     return docker(`start sandbox for pod ${JSON.stringify(md.name)}`, () => Promise.reject(err));
   }
+  // Its containers come next: keep what CreateContainer needs to know about the sandbox.
+  ctx.sandboxes.put(await docker('inspect sandbox', () => container.inspect()));
   return { podSandboxId: container.id };
 }
 

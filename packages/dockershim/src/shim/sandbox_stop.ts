@@ -27,6 +27,7 @@ export async function stopPodSandbox(
   const found = await findSandboxWithContainers(ctx, req.podSandboxId);
   if (!found) return {};
   const { sandbox, containers } = found;
+  ctx.sandboxes.evict(sandbox.Id);
   await Promise.all(containers.filter((c) => c.State === 'running').map((c) => stopNow(ctx, c.Id)));
   await stopNow(ctx, sandbox.Id);
   return {};

@@ -16,6 +16,7 @@ import { getContainerEvents } from './events.js';
 import { imageStatus, listImages, pullImage, removeImage } from './image.js';
 import { imageFsInfo } from './imagefs.js';
 import { LogManager, reopenContainerLog, resumeLogCopiers } from './logs.js';
+import { SandboxCache } from './sandbox_cache.js';
 import { removePodSandbox } from './sandbox_remove.js';
 import { runPodSandbox } from './sandbox_run.js';
 import { listPodSandbox, podSandboxStatus } from './sandbox_status.js';
@@ -119,6 +120,7 @@ export class DockerShim {
         log(`dockershim: log copier of container ${id} failed: ${String(err)}`),
       ),
       cpu: new CpuSampler(),
+      sandboxes: new SandboxCache(client),
       ownOomScoreAdj: await readOwnOomScoreAdj(),
       dockerRootDir: () => {
         rootDir ??= docker('docker info', () => client.info()).then(
@@ -130,6 +132,7 @@ export class DockerShim {
         return rootDir;
       },
     };
+    await ctx.sandboxes.start();
     // Containers that ran while no shim was up still need their output in the CRI files.
     await resumeLogCopiers(ctx).catch((err: unknown) =>
       log(`dockershim: could not resume log copiers: ${String(err)}`),
@@ -146,6 +149,7 @@ export class DockerShim {
 
   async close(): Promise<void> {
     await this.server.close({ graceMs: 2_000 });
+    this.context.sandboxes.close();
     await this.context.logs.close();
   }
 }
