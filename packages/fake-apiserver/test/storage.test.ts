@@ -1,9 +1,18 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Store } from '../src/storage/store.js';
 import { WatchCache } from '../src/storage/watch-cache.js';
+import { eventually } from './helpers.js';
 
 const cm = (name: string, v: string) => ({
   apiVersion: 'v1',
@@ -45,10 +54,12 @@ describe('Store', () => {
     }
     s1.delete('configmaps', 'ns', 'c5');
     await s1.sync();
-    expect(existsSync(join(dir, 'snapshot.json'))).toBe(true);
+    // Background snapshots ran: a snapshot file exists and the old log segment was folded in.
+    await eventually(() => expect(existsSync(join(dir, 'wal.prev.jsonl'))).toBe(false));
+    expect(existsSync(join(dir, 'snapshot.jsonl'))).toBe(true);
     expect(readFileSync(join(dir, 'wal.jsonl'), 'utf8').length).toBeGreaterThan(0);
     const rv = s1.resourceVersion;
-    // Simulated crash mid-append: half a record that was never acknowledged.
+    // Simulated crash mid-append: half a record that was never acknowledged. No close().
     appendFileSync(
       join(dir, 'wal.jsonl'),
       '{"rv":99999,"op":"put","r":"configmaps","ns":"ns","name":"torn","o":{"met',
@@ -58,6 +69,25 @@ describe('Store', () => {
     expect(s2.count('configmaps')).toBe(99);
     expect(s2.get('configmaps', 'ns', 'c99')?.data).toEqual({ v: '99' });
     expect(s2.get('configmaps', 'ns', 'torn')).toBeUndefined();
+  });
+
+  it('recovers from a crash in the middle of a snapshot (rotated segment still present)', async () => {
+    const dir = tmp();
+    const s1 = new Store({ dataDir: dir });
+    for (let i = 0; i < 10; i++) s1.write('configmaps', 'ADDED', cm(`c${i}`, String(i)));
+    await s1.sync();
+    // The state after rotation, before the new snapshot was renamed into place.
+    renameSync(join(dir, 'wal.jsonl'), join(dir, 'wal.prev.jsonl'));
+    writeFileSync(join(dir, 'wal.jsonl'), '');
+    const s2 = new Store({ dataDir: dir });
+    expect(s2.count('configmaps')).toBe(10);
+    s2.write('configmaps', 'ADDED', cm('after', 'x'));
+    await s2.sync();
+    // The interrupted snapshot was completed at startup.
+    expect(existsSync(join(dir, 'wal.prev.jsonl'))).toBe(false);
+    const s3 = new Store({ dataDir: dir });
+    expect(s3.count('configmaps')).toBe(11);
+    expect(s3.resourceVersion).toBe(s2.resourceVersion);
   });
 
   it('delivers watch events only after the write is durable', async () => {

@@ -21,7 +21,7 @@ export class NamespaceController {
       store.subscribe('namespaces', (ev) => {
         if (ev.type === 'DELETED') return;
         if (ev.object.metadata.deletionTimestamp) this.finalize(ev.object.metadata.name);
-        else if (ev.type === 'ADDED') this.ensureServiceAccount(ev.object);
+        else if (ev.type === 'ADDED') setImmediate(() => this.ensureServiceAccount(ev.object));
       }),
     );
     // A terminating namespace is re-checked whenever something inside it goes away.

@@ -35,19 +35,19 @@ export class Store {
   constructor(opts: StoreOptions = {}) {
     this.snapshotBytes = opts.snapshotBytes ?? 64 * 1024 * 1024;
     if (opts.dataDir !== undefined) {
-      const { wal, snapshot, records } = WriteAheadLog.open(opts.dataDir);
+      const { wal, snapshot, records, interrupted } = WriteAheadLog.open(opts.dataDir);
       this.wal = wal;
       if (snapshot !== undefined) {
         this.rvCounter = snapshot.rv;
-        for (const [resource, objs] of Object.entries(snapshot.objects)) {
-          for (const o of objs) this.put(resource, o.metadata.namespace ?? '', o.metadata.name, o);
-        }
+        for (const { resource, obj } of snapshot.objects)
+          this.put(resource, obj.metadata.namespace ?? '', obj.metadata.name, obj);
       }
       for (const rec of records) {
         this.rvCounter = rec.rv;
         if (rec.op === 'put') this.put(rec.r, rec.ns, rec.name, rec.o!);
         else this.remove(rec.r, rec.ns, rec.name);
       }
+      if (interrupted) wal.snapshotNow(this.capture());
     }
     // History before a restart is gone: resuming from an older resourceVersion gets 410.
     this.cache = new WatchCache(opts.watchCacheSize ?? 50_000, this.rvCounter);
@@ -126,7 +126,7 @@ export class Store {
     // Watchers see a change only once it is durable, as etcd-backed watches do.
     await this.wal.commit();
     for (const ev of events) this.dispatch(ev);
-    if (this.wal.size > this.snapshotBytes) this.snapshot();
+    if (this.wal.size > this.snapshotBytes) this.wal.snapshotInBackground(() => this.capture());
   }
 
   /** Subscribes to committed events of one resource. */
@@ -140,19 +140,24 @@ export class Store {
     return () => set.delete(fn);
   }
 
-  snapshot(): void {
-    if (this.wal === undefined) return;
-    const objects: Snapshot['objects'] = {};
-    for (const resource of this.tables.keys()) objects[resource] = this.list(resource);
-    this.wal.snapshot({ rv: this.rvCounter, objects });
+  /** The current state as object references (cheap: stored objects are immutable). */
+  private capture(): Snapshot {
+    const objects: Snapshot['objects'] = [];
+    for (const resource of this.tables.keys())
+      for (const obj of this.values(resource)) objects.push({ resource, obj });
+    return { rv: this.rvCounter, objects };
   }
 
   close(): void {
     if (this.wal === undefined) return;
     for (const ev of this.pending) this.cache.push(ev);
     this.pending = [];
-    this.snapshot();
-    this.wal.close();
+    // A background snapshot may still be writing; the log keeps everything either way.
+    if (this.wal.busy) this.wal.close();
+    else {
+      this.wal.snapshotNow(this.capture());
+      this.wal.close();
+    }
   }
 
   private emit(ev: StoreEvent): void {
@@ -173,7 +178,14 @@ export class Store {
 
   private dispatch(ev: StoreEvent): void {
     this.cache.push(ev);
-    for (const fn of this.listeners.get(ev.resource) ?? []) fn(ev);
+    for (const fn of this.listeners.get(ev.resource) ?? []) {
+      try {
+        fn(ev);
+      } catch (e) {
+        // A failing watcher or controller must not fail the write that is already committed.
+        console.error(`fake-apiserver: listener for ${ev.resource} failed: ${(e as Error).stack ?? e}`);
+      }
+    }
   }
 
   private put(resource: string, ns: string, name: string, obj: KObject): KObject | undefined {

@@ -7,9 +7,11 @@ import {
   openSync,
   readFileSync,
   renameSync,
+  rmSync,
   write,
   writeSync,
 } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KObject } from '../types.js';
@@ -26,14 +28,43 @@ export interface WalRecord {
   o?: KObject;
 }
 
+/** A point-in-time copy: objects are immutable, so holding references is enough. */
 export interface Snapshot {
   rv: number;
-  objects: Record<string, KObject[]>;
+  objects: { resource: string; obj: KObject }[];
+}
+
+const WAL = 'wal.jsonl';
+/** The log segment being folded into a snapshot. */
+const WAL_PREV = 'wal.prev.jsonl';
+const SNAPSHOT = 'snapshot.jsonl';
+
+function readLog(path: string, afterRv: number, into: WalRecord[]) {
+  if (!existsSync(path)) return;
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (line === '') continue;
+    let rec: WalRecord;
+    try {
+      rec = JSON.parse(line) as WalRecord;
+    } catch {
+      // A torn final line from a crash mid-write was never acknowledged: drop it.
+      break;
+    }
+    if (rec.rv > afterRv) into.push(rec);
+  }
+}
+
+function fsyncDir(dir: string) {
+  const fd = openSync(dir, 'r');
+  fsyncSync(fd);
+  closeSync(fd);
 }
 
 /**
- * Durable storage: an append-only log of JSON lines, fsynced in group commits, plus a snapshot
- * that is written to a temp file, fsynced and renamed over the old one before the log restarts.
+ * Durable storage: an append-only log of JSON lines, fsynced in group commits, plus a snapshot.
+ * A snapshot rotates the log first (wal.jsonl -> wal.prev.jsonl), is then written in the
+ * background to a temp file, fsynced and renamed, and only then is the old segment removed, so a
+ * crash at any point leaves snapshot + segments that replay to everything acknowledged.
  */
 export class WriteAheadLog {
   private fd: number;
@@ -41,34 +72,41 @@ export class WriteAheadLog {
   private waiters: (() => void)[] = [];
   private flushing = false;
   private bytes = 0;
+  private snapshotting = false;
 
   private constructor(private readonly dir: string) {
-    this.fd = openSync(join(dir, 'wal.jsonl'), 'a');
+    this.fd = openSync(join(dir, WAL), 'a');
   }
 
-  static open(dir: string): { wal: WriteAheadLog; snapshot: Snapshot | undefined; records: WalRecord[] } {
+  static open(dir: string): {
+    wal: WriteAheadLog;
+    snapshot: Snapshot | undefined;
+    records: WalRecord[];
+    /** A snapshot was interrupted: compact before taking new ones. */
+    interrupted: boolean;
+  } {
     mkdirSync(dir, { recursive: true });
-    const snapPath = join(dir, 'snapshot.json');
-    const snapshot = existsSync(snapPath)
-      ? (JSON.parse(readFileSync(snapPath, 'utf8')) as Snapshot)
-      : undefined;
-    const records: WalRecord[] = [];
-    const walPath = join(dir, 'wal.jsonl');
-    if (existsSync(walPath)) {
-      for (const line of readFileSync(walPath, 'utf8').split('\n')) {
-        if (line === '') continue;
-        try {
-          const rec = JSON.parse(line) as WalRecord;
-          if (snapshot === undefined || rec.rv > snapshot.rv) records.push(rec);
-        } catch {
-          // A torn final line from a crash mid-write was never acknowledged: drop it.
-          break;
-        }
-      }
+    let snapshot: Snapshot | undefined;
+    const snapPath = join(dir, SNAPSHOT);
+    if (existsSync(snapPath)) {
+      const lines = readFileSync(snapPath, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '');
+      const head = JSON.parse(lines[0]!) as { rv: number };
+      snapshot = {
+        rv: head.rv,
+        objects: lines.slice(1).map((l) => JSON.parse(l) as { resource: string; obj: KObject }),
+      };
     }
-    return { wal: new WriteAheadLog(dir), snapshot, records };
+    const records: WalRecord[] = [];
+    const after = snapshot?.rv ?? 0;
+    readLog(join(dir, WAL_PREV), after, records);
+    readLog(join(dir, WAL), after, records);
+    const wal = new WriteAheadLog(dir);
+    return { wal, snapshot, records, interrupted: existsSync(join(dir, WAL_PREV)) };
   }
 
+  /** Bytes logged since the last snapshot. */
   get size(): number {
     return this.bytes;
   }
@@ -103,27 +141,66 @@ export class WriteAheadLog {
     this.flushing = false;
   }
 
-  /** Writes a snapshot of the whole store and starts an empty log; skipped while a flush runs. */
-  snapshot(snap: Snapshot): boolean {
-    if (this.flushing) return false;
-    const tmp = join(this.dir, 'snapshot.json.tmp');
-    const fd = openSync(tmp, 'w');
-    writeSync(fd, JSON.stringify(snap));
-    fsyncSync(fd);
-    closeSync(fd);
-    renameSync(tmp, join(this.dir, 'snapshot.json'));
-    const dirFd = openSync(this.dir, 'r');
-    fsyncSync(dirFd);
-    closeSync(dirFd);
-    // Anything still pending is already inside the snapshot.
+  /**
+   * Starts a background snapshot of `take()` (called right after the log is rotated, so it
+   * covers everything in the old segment). Returns false when one is already running.
+   */
+  snapshotInBackground(take: () => Snapshot): boolean {
+    if (this.snapshotting || this.flushing || existsSync(join(this.dir, WAL_PREV))) return false;
+    this.snapshotting = true;
+    // Rotate while no flush is running: everything flushed so far is in the old segment.
     closeSync(this.fd);
-    this.fd = openSync(join(this.dir, 'wal.jsonl'), 'w');
-    fsyncSync(this.fd);
-    this.pending = [];
+    renameSync(join(this.dir, WAL), join(this.dir, WAL_PREV));
+    this.fd = openSync(join(this.dir, WAL), 'a');
+    fsyncDir(this.dir);
     this.bytes = 0;
+    const snap = take();
+    void this.writeSnapshot(snap)
+      .then(() => rm(join(this.dir, WAL_PREV), { force: true }))
+      .catch((e: Error) => console.error(`fake-apiserver: snapshot failed (the log is kept): ${e.message}`))
+      .finally(() => {
+        this.snapshotting = false;
+      });
     return true;
   }
 
+  private async writeSnapshot(snap: Snapshot): Promise<void> {
+    const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.write(`${JSON.stringify({ rv: snap.rv })}\n`);
+      // Serialised in slices so that request handling keeps going meanwhile.
+      for (let i = 0; i < snap.objects.length; i += 500) {
+        const chunk = snap.objects.slice(i, i + 500).map((o) => `${JSON.stringify(o)}\n`);
+        await fh.write(chunk.join(''));
+      }
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, join(this.dir, SNAPSHOT));
+    fsyncDir(this.dir);
+  }
+
+  /** Synchronous snapshot at shutdown: the whole state, then an empty log. */
+  snapshotNow(snap: Snapshot): void {
+    const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
+    const fd = openSync(tmp, 'w');
+    writeSync(fd, `${JSON.stringify({ rv: snap.rv })}\n`);
+    for (const o of snap.objects) writeSync(fd, `${JSON.stringify(o)}\n`);
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(tmp, join(this.dir, SNAPSHOT));
+    fsyncDir(this.dir);
+    closeSync(this.fd);
+    rmSync(join(this.dir, WAL_PREV), { force: true });
+    this.fd = openSync(join(this.dir, WAL), 'w');
+    fsyncSync(this.fd);
+    this.pending = [];
+    this.bytes = 0;
+  }
+
+  /** Flushes what is pending. The caller snapshots first when it wants a compact directory. */
   close(): void {
     if (this.pending.length > 0) {
       writeSync(this.fd, this.pending.join(''));
@@ -131,5 +208,9 @@ export class WriteAheadLog {
       this.pending = [];
     }
     closeSync(this.fd);
+  }
+
+  get busy(): boolean {
+    return this.snapshotting || this.flushing;
   }
 }
