@@ -11,6 +11,7 @@ export {
   type NodeApi,
   toApiError,
 } from './api/node_api.js';
+export type { PodApi } from './api/pod_api.js';
 export { newKubeletCommand, run, runKubelet } from './cli.js';
 export { ConfigError, type FieldError, formatFieldError } from './config/field_errors.js';
 export { type AgentOptions, FLAGS, parseFlags } from './config/flags.js';
@@ -87,7 +88,8 @@ export {
   type RunningPodsProvider,
   type StatsProvider,
 } from './server/server.js';
-export { FakeClock, realClock, type TimerClock } from './util/clock.js';
+export { KUBELET_POD_CONDITIONS, mergePodStatus, PodStatusManager } from './status/status_manager.js';
+export { FakeClock, realClock, type TimerClock, Waker } from './util/clock.js';
 export { formatDuration, parseDuration } from './util/duration.js';
 export { type Logger, silentLogger, stderrLogger } from './util/log.js';
 export { parseQuantityOrPercent, Quantity } from './util/quantity.js';

@@ -41,7 +41,7 @@ import {
   type RunningPodsProvider,
   type StatsProvider,
 } from './server/server.js';
-import { realClock, sleep, type TimerClock } from './util/clock.js';
+import { realClock, sleep, type TimerClock, Waker } from './util/clock.js';
 import { type Logger, silentLogger } from './util/log.js';
 
 export const KUBELET_VERSION = 'v1.33.0-kh';
@@ -91,7 +91,7 @@ export class Kubelet {
   private lastSyncLoopIteration: number | undefined;
   private kubeletPort: number;
   private readonly pending: PodUpdate[] = [];
-  private wakeSyncLoop: (() => void) | undefined;
+  private readonly syncLoopWaker = new Waker();
   /** Where the servers listen once run() started them (port 0 in tests picks a free port). */
   readonly listening: { healthz?: { host: string; port: number }; kubelet?: { host: string; port: number } } =
     {};
@@ -231,7 +231,7 @@ export class Kubelet {
   /** Pod config updates from the sources; the sync loop dispatches them in order. */
   enqueue(update: PodUpdate): void {
     this.pending.push(update);
-    this.wakeSyncLoop?.();
+    this.syncLoopWaker.kick();
   }
 
   /** The kubelet's main loop: pod updates, periodic syncs and housekeeping, paused while the runtime is unhealthy. */
@@ -255,7 +255,7 @@ export class Kubelet {
       } catch (e) {
         this.log.error('Sync loop iteration failed', { err: e });
       }
-      if (this.pending.length === 0) await this.waitForWork(signal);
+      await this.syncLoopWaker.wait(this.clock, SYNC_TICK_MS, signal);
     }
   }
 
@@ -285,20 +285,6 @@ export class Kubelet {
     if (due.length > 0) await handler.handlePodSyncs(due);
     const sourcesReady = (this.deps.podSources ?? []).every((s) => s.ready());
     if (housekeeping && sourcesReady) await handler.handlePodCleanups();
-  }
-
-  private waitForWork(signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        cancel();
-        signal.removeEventListener('abort', done);
-        this.wakeSyncLoop = undefined;
-        resolve();
-      };
-      const cancel = this.clock.setTimer(SYNC_TICK_MS, done);
-      signal.addEventListener('abort', done, { once: true });
-      this.wakeSyncLoop = done;
-    });
   }
 
   private async servingCert(): Promise<ServingCert> {

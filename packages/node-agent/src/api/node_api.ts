@@ -11,7 +11,9 @@ import {
   setHeaderOptions,
   type V1Lease,
   type V1Node,
+  type V1PodStatus,
 } from '@kubernetes/client-node';
+import type { PodApi } from './pod_api.js';
 
 export interface NodeApi {
   /** Undefined when the Node does not exist. */
@@ -89,10 +91,9 @@ export function loadKubeConfig(path: string): KubeConfig {
   return kc;
 }
 
-export class KubeNodeApi implements NodeApi {
+export class KubeNodeApi implements NodeApi, PodApi {
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
-  /** Strategic merge keeps other writers' conditions; servers without it get a merge patch. */
   private statusPatch: PatchStrategy = PatchStrategy.StrategicMergePatch;
 
   constructor(readonly kubeConfig: KubeConfig) {
@@ -114,18 +115,45 @@ export class KubeNodeApi implements NodeApi {
     );
   }
 
-  async patchNodeStatus(name: string, status: V1Node['status']) {
-    const send = (strategy: PatchStrategy) =>
-      call(() =>
-        this.core.patchNodeStatus({ name, body: { status } }, setHeaderOptions('Content-Type', strategy)),
-      );
+  patchNodeStatus(name: string, status: V1Node['status']) {
+    return this.statusPatchWithFallback((strategy) =>
+      this.core.patchNodeStatus({ name, body: { status } }, setHeaderOptions('Content-Type', strategy)),
+    );
+  }
+
+  getPod(namespace: string, name: string) {
+    return orUndefined(() => this.core.readNamespacedPod({ namespace, name }));
+  }
+
+  patchPodStatus(namespace: string, name: string, status: V1PodStatus) {
+    return this.statusPatchWithFallback((strategy) =>
+      this.core.patchNamespacedPodStatus(
+        { namespace, name, body: { status } },
+        setHeaderOptions('Content-Type', strategy),
+      ),
+    );
+  }
+
+  async deletePod(namespace: string, name: string, uid: string) {
+    await call(() =>
+      this.core.deleteNamespacedPod({
+        namespace,
+        name,
+        gracePeriodSeconds: 0,
+        body: { gracePeriodSeconds: 0, preconditions: { uid } },
+      }),
+    );
+  }
+
+  /** Strategic merge keeps other writers' conditions; servers without it get a merge patch. */
+  private async statusPatchWithFallback<T>(send: (strategy: PatchStrategy) => Promise<T>): Promise<T> {
     try {
-      return await send(this.statusPatch);
+      return await call(() => send(this.statusPatch));
     } catch (e) {
       if (!(e instanceof ApiError) || e.code !== 415 || this.statusPatch === PatchStrategy.MergePatch)
         throw e;
       this.statusPatch = PatchStrategy.MergePatch;
-      return send(this.statusPatch);
+      return call(() => send(this.statusPatch));
     }
   }
 

@@ -6,7 +6,7 @@ import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { ApiError, isNotFound, type NodeApi } from '../api/node_api.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
 import { canonicalJson } from '../util/canonical_json.js';
-import type { TimerClock } from '../util/clock.js';
+import { type TimerClock, Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { NodeRegistrar } from './registration.js';
 import { type NodeStatusSetter, type NodeStatusSnapshot, setNodeStatus } from './setters.js';
@@ -18,8 +18,7 @@ export type StatusSyncResult = 'patched' | 'unchanged' | 'unregistered' | 'faile
 
 export class NodeStatusUpdater {
   private lastReportAt: number | undefined;
-  private wake: (() => void) | undefined;
-  private kicked = false;
+  private readonly waker = new Waker();
   private syncing: Promise<StatusSyncResult> | undefined;
 
   constructor(
@@ -115,27 +114,13 @@ export class NodeStatusUpdater {
 
   /** Requests an immediate sync (runtime became ready, readiness flipped). */
   kick(): void {
-    this.kicked = true;
-    this.wake?.();
+    this.waker.kick();
   }
 
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      this.kicked = false;
       await this.syncNodeStatus();
-      if (this.kicked) continue;
-      await new Promise<void>((resolve) => {
-        const cancel = this.opts.clock.setTimer(this.opts.updateFrequencyMs, done);
-        const onAbort = () => done();
-        signal.addEventListener('abort', onAbort, { once: true });
-        this.wake = done;
-        function done() {
-          cancel();
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        }
-      });
-      this.wake = undefined;
+      await this.waker.wait(this.opts.clock, this.opts.updateFrequencyMs, signal);
     }
   }
 }

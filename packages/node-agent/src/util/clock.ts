@@ -84,3 +84,36 @@ export class FakeClock implements TimerClock {
 export async function flushMicrotasks(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise<void>((r) => setImmediate(r));
 }
+
+/**
+ * The wait of a periodic loop that can be woken early: wait() resolves after its period, on
+ * kick(), or on abort, and at once when kick() came while nobody was waiting.
+ */
+export class Waker {
+  private wakeUp: (() => void) | undefined;
+  private pending = false;
+
+  kick(): void {
+    this.pending = true;
+    this.wakeUp?.();
+  }
+
+  wait(clock: TimerClock, ms: number, signal: AbortSignal): Promise<void> {
+    if (this.pending || signal.aborted) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const done = () => {
+        cancel();
+        signal.removeEventListener('abort', done);
+        this.wakeUp = undefined;
+        this.pending = false;
+        resolve();
+      };
+      const cancel = clock.setTimer(ms, done);
+      signal.addEventListener('abort', done, { once: true });
+      this.wakeUp = done;
+    });
+  }
+}

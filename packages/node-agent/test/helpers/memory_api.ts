@@ -1,15 +1,20 @@
 // An in-memory NodeApi with API-server semantics the agent depends on: uids, resourceVersions,
 // 404/409, and an outage switch. Used until tests run against @kh/fake-apiserver.
 import { randomUUID } from 'node:crypto';
-import type { CoreV1Event, V1Lease, V1Node } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Lease, V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { ApiError, type NodeApi } from '../../src/api/node_api.js';
+import type { PodApi } from '../../src/api/pod_api.js';
 
-export class MemoryNodeApi implements NodeApi {
+export class MemoryNodeApi implements NodeApi, PodApi {
   readonly nodes = new Map<string, V1Node>();
   readonly leases = new Map<string, V1Lease>();
   readonly events: CoreV1Event[] = [];
   readonly calls: string[] = [];
   statusPatches: { name: string; status: V1Node['status'] }[] = [];
+  readonly pods = new Map<string, V1Pod>();
+  podStatusPatches: { name: string; status: V1PodStatus }[] = [];
+  /** The next N pod status patches fail with 409, as if another writer got there first. */
+  podConflicts = 0;
   down = false;
   private rv = 0;
 
@@ -97,6 +102,41 @@ export class MemoryNodeApi implements NodeApi {
   async createEvent(event: CoreV1Event) {
     this.enter('createEvent');
     this.events.push(structuredClone(event));
+  }
+
+  addPod(pod: V1Pod): V1Pod {
+    const stored = structuredClone(pod);
+    stored.metadata = { namespace: 'default', ...stored.metadata, uid: stored.metadata?.uid ?? randomUUID() };
+    this.pods.set(`${stored.metadata.namespace}/${stored.metadata.name}`, stored);
+    return structuredClone(stored);
+  }
+
+  async getPod(namespace: string, name: string) {
+    this.enter('getPod');
+    const p = this.pods.get(`${namespace}/${name}`);
+    return p ? structuredClone(p) : undefined;
+  }
+
+  async patchPodStatus(namespace: string, name: string, status: V1PodStatus) {
+    this.enter('patchPodStatus');
+    const p = this.pods.get(`${namespace}/${name}`);
+    if (!p) throw new ApiError(404, `pods "${name}" not found`, 'NotFound');
+    if (this.podConflicts > 0) {
+      this.podConflicts--;
+      throw new ApiError(409, 'the object has been modified', 'Conflict');
+    }
+    p.status = structuredClone(status);
+    this.podStatusPatches.push({ name, status: structuredClone(status) });
+    return this.stamp(p);
+  }
+
+  async deletePod(namespace: string, name: string, uid: string) {
+    this.enter('deletePod');
+    const p = this.pods.get(`${namespace}/${name}`);
+    if (!p) throw new ApiError(404, `pods "${name}" not found`, 'NotFound');
+    if (p.metadata?.uid !== uid)
+      throw new ApiError(409, 'Precondition failed: UID in precondition', 'Conflict');
+    this.pods.delete(`${namespace}/${name}`);
   }
 
   /** Simulates another writer bumping the lease (a conflict for the agent's next update). */

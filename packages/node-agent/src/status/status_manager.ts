@@ -1,0 +1,210 @@
+// The status manager: the pod workers report each pod's computed status here, and it reaches the
+// API server only when it differs from what was last written. Patches carry the complete
+// kubelet-owned status and keep conditions other writers own (readiness gates); a conflict is
+// retried at once on a fresh read, other failures on the next pass. Once a pod marked for
+// deletion has nothing left running, the manager deletes it with grace 0 (UID-guarded), which
+// finishes graceful deletion.
+import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import { isConflict } from '../api/node_api.js';
+import type { PodApi } from '../api/pod_api.js';
+import type { StatusManager } from '../pods/types.js';
+import { canonicalJson } from '../util/canonical_json.js';
+import { type TimerClock, Waker } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+
+/** Conditions the kubelet owns; any other condition type on the pod belongs to someone else. */
+export const KUBELET_POD_CONDITIONS = [
+  'PodScheduled',
+  'PodReadyToStartContainers',
+  'Initialized',
+  'ContainersReady',
+  'Ready',
+];
+
+export const STATUS_SYNC_PERIOD_MS = 10_000;
+const CONFLICT_RETRIES = 3;
+
+interface Entry {
+  namespace: string;
+  name: string;
+  status: V1PodStatus;
+  version: number;
+  syncedVersion: number;
+  /** The pod has a deletionTimestamp and is waiting for its containers to be gone. */
+  deletionPending: boolean;
+}
+
+export class PodStatusManager implements StatusManager {
+  private readonly entries = new Map<string, Entry>();
+  private readonly waker = new Waker();
+
+  constructor(
+    private readonly opts: {
+      api: PodApi;
+      clock: TimerClock;
+      syncPeriodMs?: number;
+      log?: Logger;
+      /** True when nothing of the pod runs any more; the default reads the container states. */
+      podResourcesReclaimed?: (pod: V1Pod, status: V1PodStatus) => boolean;
+    },
+  ) {}
+
+  getPodStatus(uid: string): V1PodStatus | undefined {
+    const e = this.entries.get(uid);
+    return e ? structuredClone(e.status) : undefined;
+  }
+
+  setPodStatus(pod: V1Pod, status: V1PodStatus): void {
+    const uid = pod.metadata?.uid;
+    if (!uid) return;
+    const now = new Date(this.opts.clock.now());
+    const existing = this.entries.get(uid);
+    const previous = existing?.status ?? pod.status;
+    const next = structuredClone(status);
+    // Transition times move only when a condition's status flips.
+    next.conditions = (next.conditions ?? []).map((c) => {
+      const before = previous?.conditions?.find((p) => p.type === c.type);
+      const keep = before && before.status === c.status && before.lastTransitionTime;
+      return { ...c, lastTransitionTime: keep ? before.lastTransitionTime : (c.lastTransitionTime ?? now) };
+    });
+    if (previous?.startTime) next.startTime = previous.startTime;
+    // A pod never leaves a terminal phase.
+    if ((previous?.phase === 'Succeeded' || previous?.phase === 'Failed') && next.phase !== previous.phase) {
+      (this.opts.log ?? silentLogger).error('Refusing to move a pod out of a terminal phase', {
+        pod: pod.metadata?.name,
+        from: previous.phase,
+        to: next.phase,
+      });
+      next.phase = previous.phase;
+    }
+    if (existing && canonicalJson(existing.status) === canonicalJson(next)) return;
+    this.entries.set(uid, {
+      namespace: pod.metadata?.namespace ?? 'default',
+      name: pod.metadata?.name ?? '',
+      status: next,
+      version: (existing?.version ?? 0) + 1,
+      syncedVersion: existing?.syncedVersion ?? 0,
+      deletionPending: existing?.deletionPending ?? false,
+    });
+    this.kick();
+  }
+
+  /** A readiness probe result: the container's ready flag, then ContainersReady and Ready. */
+  setContainerReadiness(podUid: string, containerId: string, ready: boolean): void {
+    const e = this.entries.get(podUid);
+    const cs = e?.status.containerStatuses?.find((c) => c.containerID === containerId);
+    if (!e || !cs || cs.ready === ready) return;
+    const status = structuredClone(e.status);
+    for (const c of status.containerStatuses ?? []) if (c.containerID === containerId) c.ready = ready;
+    const unready = (status.containerStatuses ?? []).filter((c) => !c.ready).map((c) => c.name);
+    const readyCond = (type: string): V1PodCondition =>
+      unready.length === 0
+        ? { type, status: 'True' }
+        : {
+            type,
+            status: 'False',
+            reason: 'ContainersNotReady',
+            message: `containers with unready status: [${unready.join(' ')}]`,
+          };
+    status.conditions = [
+      ...(status.conditions ?? []).filter((c) => c.type !== 'ContainersReady' && c.type !== 'Ready'),
+      readyCond('ContainersReady'),
+      readyCond('Ready'),
+    ];
+    this.setPodStatus({ metadata: { uid: podUid, namespace: e.namespace, name: e.name } }, status);
+  }
+
+  /** Marks every container that is not terminated yet as terminated, for a pod being torn down. */
+  terminatePod(pod: V1Pod): void {
+    const uid = pod.metadata?.uid;
+    const e = uid ? this.entries.get(uid) : undefined;
+    const status = structuredClone(e?.status ?? pod.status ?? {});
+    for (const list of [status.initContainerStatuses, status.containerStatuses]) {
+      for (const c of list ?? []) {
+        if (c.state?.terminated) continue;
+        c.state = {
+          terminated: {
+            exitCode: 137,
+            reason: 'ContainerStatusUnknown',
+            message: 'The container could not be located when the pod was terminated',
+          },
+        };
+        c.ready = false;
+      }
+    }
+    this.setPodStatus(pod, status);
+  }
+
+  /** Syncs every entry that changed since its last write or waits for its final deletion. */
+  async syncBatch(): Promise<void> {
+    for (const [uid, e] of [...this.entries]) {
+      if (e.version === e.syncedVersion && !e.deletionPending) continue;
+      try {
+        await this.syncPod(uid, e);
+      } catch (err) {
+        (this.opts.log ?? silentLogger).error('Failed to update pod status; will retry', {
+          pod: e.name,
+          err,
+        });
+      }
+    }
+  }
+
+  private async syncPod(uid: string, e: Entry): Promise<void> {
+    const { api } = this.opts;
+    for (let attempt = 1; ; attempt++) {
+      const pod = await api.getPod(e.namespace, e.name);
+      if (!pod || pod.metadata?.uid !== uid) {
+        // Gone, or replaced by a new pod with the same name: nothing of ours to write.
+        this.entries.delete(uid);
+        return;
+      }
+      const version = e.version;
+      const merged = mergePodStatus(pod.status, e.status);
+      if (canonicalJson(merged) !== canonicalJson(pod.status)) {
+        try {
+          await api.patchPodStatus(e.namespace, e.name, merged);
+        } catch (err) {
+          if (isConflict(err) && attempt < CONFLICT_RETRIES) continue;
+          throw err;
+        }
+      }
+      e.syncedVersion = version;
+      e.deletionPending = Boolean(pod.metadata?.deletionTimestamp);
+      if (e.deletionPending && this.reclaimed(pod, e.status)) {
+        await api.deletePod(e.namespace, e.name, uid);
+        this.entries.delete(uid);
+      }
+      return;
+    }
+  }
+
+  private reclaimed(pod: V1Pod, status: V1PodStatus): boolean {
+    if (this.opts.podResourcesReclaimed) return this.opts.podResourcesReclaimed(pod, status);
+    const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
+    return all.every((c) => !c.state?.running);
+  }
+
+  /** Requests a sync pass now instead of at the next period. */
+  kick(): void {
+    this.waker.kick();
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const period = this.opts.syncPeriodMs ?? STATUS_SYNC_PERIOD_MS;
+    while (!signal.aborted) {
+      await this.syncBatch();
+      await this.waker.wait(this.opts.clock, period, signal);
+    }
+  }
+}
+
+/** The status to write: ours, plus conditions other writers own on the stored pod. */
+export function mergePodStatus(stored: V1PodStatus | undefined, ours: V1PodStatus): V1PodStatus {
+  const foreign = (stored?.conditions ?? []).filter((c) => !KUBELET_POD_CONDITIONS.includes(c.type));
+  const mine = (ours.conditions ?? []).filter((c) => KUBELET_POD_CONDITIONS.includes(c.type));
+  // PodScheduled is the scheduler's until the kubelet reports it.
+  const scheduled = stored?.conditions?.find((c) => c.type === 'PodScheduled');
+  const keepScheduled = scheduled && !mine.some((c) => c.type === 'PodScheduled') ? [scheduled] : [];
+  return { ...ours, conditions: [...keepScheduled, ...mine, ...foreign] };
+}
