@@ -8,13 +8,6 @@ export function definition(name: string): Definition {
   return d;
 }
 
-/** The definition a schema points at, if it is a named struct. */
-export function structOf(s: Schema | undefined): Definition | undefined {
-  if (s?.kind !== 'ref') return undefined;
-  const d = definition(s.name);
-  return d.scalar === undefined ? d : undefined;
-}
-
 export interface DecodeProblems {
   unknown: string[];
   /** A value of the wrong JSON type: the typed decoder in the apiserver rejects these. */

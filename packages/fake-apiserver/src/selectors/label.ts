@@ -95,26 +95,3 @@ function matches(r: Requirement, labels: Record<string, string>): boolean {
       return has && Number(v) < r.value;
   }
 }
-
-/** Evaluates a metav1.LabelSelector (matchLabels + matchExpressions), as used in specs. */
-export function matchLabelSelectorObject(
-  sel: {
-    matchLabels?: Record<string, string>;
-    matchExpressions?: { key: string; operator: string; values?: string[] }[];
-  },
-  labels: Record<string, string> | undefined,
-): boolean {
-  const l = labels ?? {};
-  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (l[k] !== v) return false;
-  for (const e of sel.matchExpressions ?? []) {
-    const has = Object.hasOwn(l, e.key);
-    const vals = e.values ?? [];
-    if (e.operator === 'In' && !(has && vals.includes(l[e.key]!))) return false;
-    if (e.operator === 'NotIn' && has && vals.includes(l[e.key]!)) return false;
-    if (e.operator === 'Exists' && !has) return false;
-    if (e.operator === 'DoesNotExist' && has) return false;
-    if (e.operator === 'Gt' && !(has && Number(l[e.key]) > Number(vals[0]))) return false;
-    if (e.operator === 'Lt' && !(has && Number(l[e.key]) < Number(vals[0]))) return false;
-  }
-  return true;
-}

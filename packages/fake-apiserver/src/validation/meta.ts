@@ -6,11 +6,11 @@ const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
-export function isDnsLabel(s: string): boolean {
+function isDnsLabel(s: string): boolean {
   return s.length <= 63 && DNS1123_LABEL.test(s);
 }
 
-export function isDnsSubdomain(s: string): boolean {
+function isDnsSubdomain(s: string): boolean {
   return s.length <= 253 && DNS1123_SUBDOMAIN.test(s);
 }
 
@@ -71,10 +71,4 @@ export function validateObjectMeta(
     }
   }
   for (const k of Object.keys(md.annotations ?? {})) checkQualifiedKey(errs, 'metadata.annotations', k);
-}
-
-/** Fields that no update may change. */
-export function validateMetaUpdate(obj: KObject, old: KObject, errs: FieldErrors) {
-  if (old.metadata.uid !== obj.metadata.uid)
-    errs.invalid('metadata.uid', obj.metadata.uid, 'field is immutable');
 }
