@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ApiServer, createApiServer } from '../src/index.js';
+import { type ApiServer, createApiServer, FakeApiServer } from '../src/index.js';
 import { ApiClient } from './helpers.js';
 
 describe('authentication and TLS', () => {
@@ -59,5 +59,24 @@ describe('authentication and TLS', () => {
     await expect(new ApiClient(s.url, { token: 't' }).get('/version')).rejects.toThrow(
       /self[- ]signed|unable to verify|certificate/i,
     );
+  });
+});
+
+describe('FakeApiServer builder', () => {
+  it('starts a TLS server with tokens and stops it', async () => {
+    const s = await new FakeApiServer()
+      .withTls('apiserver')
+      .withToken('b-token', 'builder', ['system:masters'])
+      .withoutScheduler()
+      .start();
+    try {
+      expect(s.kubeconfig()).toContain('token: b-token');
+      const api = new ApiClient(s.url, { token: 'b-token', ca: s.caPem });
+      expect((await api.get('/api/v1/namespaces/default')).status).toBe(200);
+      expect(s.scheduler).toBeUndefined();
+    } finally {
+      await s.close();
+    }
+    await expect(new ApiClient(s.url, { ca: s.caPem }).get('/healthz')).rejects.toThrow();
   });
 });
