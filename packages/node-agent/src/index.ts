@@ -88,6 +88,12 @@ export {
   type RunningPodsProvider,
   type StatsProvider,
 } from './server/server.js';
+export {
+  type GenerateStatusInput,
+  generateAPIPodStatus,
+  type ProbeResults,
+  podPhase,
+} from './status/generate.js';
 export { KUBELET_POD_CONDITIONS, mergePodStatus, PodStatusManager } from './status/status_manager.js';
 export { FakeClock, realClock, type TimerClock, Waker } from './util/clock.js';
 export { formatDuration, parseDuration } from './util/duration.js';

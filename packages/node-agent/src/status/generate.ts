@@ -1,0 +1,219 @@
+// The API status of a pod, computed from what the runtime reports, the last sync's errors and
+// the probe results, with the kubelet's phase rules, condition reasons and container states.
+// Pod workers call this after each sync and hand the result to the status manager.
+
+import type { ContainerStatus, PodStatus, PodSyncResult } from '@kh/runtime-manager';
+import type {
+  V1Container,
+  V1ContainerState,
+  V1ContainerStatus,
+  V1Pod,
+  V1PodCondition,
+  V1PodStatus,
+} from '@kubernetes/client-node';
+import { podQOSClass } from '../admission/resources.js';
+
+/** Readiness and startup from the prober manager (issue 7); undefined means "no result yet". */
+export interface ProbeResults {
+  ready(podUid: string, containerId: string): boolean | undefined;
+  started(podUid: string, containerId: string): boolean | undefined;
+}
+
+export interface GenerateStatusInput {
+  pod: V1Pod;
+  runtime: PodStatus;
+  /** The status the manager holds, or the API pod's: keeps lastState, startTime, waiting reasons. */
+  oldStatus?: V1PodStatus;
+  /** The last sync's outcome: ErrImagePull, CrashLoopBackOff... become waiting reasons. */
+  syncResult?: PodSyncResult;
+  /** The pod worker decided the pod is done (terminated or being deleted). */
+  podIsTerminal?: boolean;
+  nodeIP: string;
+  now: Date;
+  probes?: ProbeResults;
+}
+
+export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
+  const { pod, runtime, now } = input;
+  const uid = pod.metadata?.uid ?? '';
+  const initSpecs = pod.spec?.initContainers ?? [];
+  const specs = pod.spec?.containers ?? [];
+  const initStatuses = initSpecs.map((c) =>
+    containerStatus(c, input, input.oldStatus?.initContainerStatuses, true),
+  );
+  const statuses = specs.map((c) => containerStatus(c, input, input.oldStatus?.containerStatuses, false));
+
+  const phase = podPhase(pod, initStatuses, statuses, input.podIsTerminal ?? false);
+  const sandbox = runtime.sandboxStatuses[0];
+  // Only a ready sandbox has a network worth reporting.
+  const ips =
+    runtime.ips.length > 0
+      ? runtime.ips
+      : sandbox?.state === 'ready' && sandbox.ip
+        ? [sandbox.ip, ...sandbox.additionalIps]
+        : [];
+  const hostNetwork = pod.spec?.hostNetwork === true;
+  const podIPs = hostNetwork ? [input.nodeIP] : ips;
+
+  const incompleteInits = initSpecs
+    .filter((c, i) => c.restartPolicy !== 'Always' && initStatuses[i]?.state?.terminated?.exitCode !== 0)
+    .map((c) => c.name);
+  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  const completed = phase === 'Succeeded';
+  const conditions: V1PodCondition[] = [
+    {
+      type: 'PodReadyToStartContainers',
+      status: sandbox?.state === 'ready' && (hostNetwork || ips.length > 0) ? 'True' : 'False',
+    },
+    incompleteInits.length === 0 || completed
+      ? {
+          type: 'Initialized',
+          status: 'True',
+          ...(completed && initSpecs.length > 0 ? { reason: 'PodCompleted' } : {}),
+        }
+      : {
+          type: 'Initialized',
+          status: 'False',
+          reason: 'ContainersNotInitialized',
+          message: `containers with incomplete status: [${incompleteInits.join(' ')}]`,
+        },
+    readiness('ContainersReady', unready, completed),
+    readiness('Ready', unready, completed),
+    { type: 'PodScheduled', status: 'True' },
+  ];
+
+  return {
+    phase,
+    conditions,
+    hostIP: input.nodeIP,
+    hostIPs: [{ ip: input.nodeIP }],
+    ...(podIPs.length > 0 ? { podIP: podIPs[0], podIPs: podIPs.map((ip) => ({ ip })) } : {}),
+    startTime: input.oldStatus?.startTime ?? now,
+    qosClass: podQOSClass(pod),
+    ...(initSpecs.length > 0 ? { initContainerStatuses: initStatuses } : {}),
+    containerStatuses: statuses,
+  };
+
+  function readiness(type: string, notReady: string[], done: boolean): V1PodCondition {
+    if (done) return { type, status: 'False', reason: 'PodCompleted' };
+    if (notReady.length === 0) return { type, status: 'True' };
+    return {
+      type,
+      status: 'False',
+      reason: 'ContainersNotReady',
+      message: `containers with unready status: [${notReady.join(' ')}]`,
+    };
+  }
+
+  function containerStatus(
+    spec: V1Container,
+    ctx: GenerateStatusInput,
+    old: V1ContainerStatus[] | undefined,
+    isInit: boolean,
+  ): V1ContainerStatus {
+    // The runtime lists instances newest first; the newest is the current one, the next the last state.
+    const instances = ctx.runtime.containerStatuses.filter((c) => c.name === spec.name);
+    const [current, previous] = instances;
+    const prior = old?.find((o) => o.name === spec.name);
+    const step = ctx.syncResult?.steps.find(
+      (s) =>
+        s.target === spec.name && (s.action === 'StartContainer' || s.action === 'InitContainer') && s.reason,
+    );
+    const id = current ? `${current.id.type}://${current.id.id}` : undefined;
+    const running = current?.state === 'running';
+    const ready = !isInit || spec.restartPolicy === 'Always' ? running && probeReady(spec, id) : false;
+    const started = running && (spec.startupProbe ? ctx.probes?.started(uid, id ?? '') === true : true);
+    let state: V1ContainerState = current ? toState(current) : { waiting: { reason: 'ContainerCreating' } };
+    // A failed or backed-off start shows as waiting with its reason, the exit as the last state.
+    if (step && !running)
+      state = { waiting: { reason: step.reason, ...(step.message ? { message: step.message } : {}) } };
+    const lastState =
+      current && step && current.state === 'exited'
+        ? toState(current)
+        : previous
+          ? toState(previous)
+          : prior?.lastState;
+    return {
+      name: spec.name,
+      image: spec.image ?? '',
+      imageID: current?.imageId ?? current?.imageRef ?? '',
+      ...(id ? { containerID: id } : {}),
+      ready,
+      started,
+      restartCount: current?.restartCount ?? prior?.restartCount ?? 0,
+      state,
+      lastState: lastState ?? {},
+    };
+  }
+
+  function probeReady(spec: V1Container, id: string | undefined): boolean {
+    if (!spec.readinessProbe) return true;
+    return input.probes?.ready(uid, id ?? '') === true;
+  }
+}
+
+function toState(c: ContainerStatus): V1ContainerState {
+  const id = `${c.id.type}://${c.id.id}`;
+  switch (c.state) {
+    case 'running':
+      return { running: { startedAt: c.startedAt ?? c.createdAt } };
+    case 'exited':
+    case 'unknown':
+      return {
+        terminated: {
+          exitCode: c.exitCode ?? (c.state === 'unknown' ? 137 : 0),
+          reason:
+            c.reason ||
+            (c.state === 'unknown' ? 'ContainerStatusUnknown' : c.exitCode === 0 ? 'Completed' : 'Error'),
+          ...(c.message ? { message: c.message } : {}),
+          ...(c.startedAt ? { startedAt: c.startedAt } : {}),
+          ...(c.finishedAt ? { finishedAt: c.finishedAt } : {}),
+          containerID: id,
+        },
+      };
+    default:
+      return { waiting: { reason: 'ContainerCreating' } };
+  }
+}
+
+/** The kubelet's phase rules over init and app container states. */
+export function podPhase(
+  pod: V1Pod,
+  initStatuses: V1ContainerStatus[],
+  statuses: V1ContainerStatus[],
+  podIsTerminal: boolean,
+): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
+  const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
+  const inits = pod.spec?.initContainers ?? [];
+  for (const [i, spec] of inits.entries()) {
+    if (spec.restartPolicy === 'Always') continue; // sidecars do not gate initialisation
+    const t = initStatuses[i]?.state?.terminated;
+    if (t && t.exitCode !== 0 && restartPolicy === 'Never') return 'Failed';
+    if (!t || t.exitCode !== 0) return podIsTerminal ? 'Failed' : 'Pending';
+  }
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  for (const s of statuses) {
+    if (s.state?.running) running++;
+    else if (s.state?.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s.lastState?.terminated) {
+      // Waiting to restart after an exit (CrashLoopBackOff): counts as stopped.
+      stopped++;
+      if (s.lastState.terminated.exitCode === 0) succeeded++;
+    } else waiting++;
+  }
+  if (waiting > 0) return 'Pending';
+  if (running > 0) return 'Running';
+  if (stopped > 0) {
+    if (stopped === succeeded && restartPolicy !== 'Always') return 'Succeeded';
+    if (podIsTerminal) return stopped === succeeded ? 'Succeeded' : 'Failed';
+    if (restartPolicy === 'Always') return 'Running';
+    if (restartPolicy === 'OnFailure') return 'Running';
+    return 'Failed';
+  }
+  return podIsTerminal ? 'Failed' : 'Pending';
+}

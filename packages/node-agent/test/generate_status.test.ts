@@ -1,0 +1,250 @@
+import type { ContainerStatus, PodStatus } from '@kh/runtime-manager';
+import type { V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { generateAPIPodStatus, podPhase } from '../src/status/generate.js';
+
+const now = new Date(10_000);
+
+function pod(over: Partial<V1Pod['spec']> = {}): V1Pod {
+  return {
+    metadata: { name: 'web', namespace: 'default', uid: 'u1' },
+    spec: {
+      containers: [
+        { name: 'a', image: 'busybox' },
+        { name: 'b', image: 'httpd' },
+      ],
+      ...over,
+    },
+  };
+}
+
+function container(
+  name: string,
+  state: ContainerStatus['state'],
+  over: Partial<ContainerStatus> = {},
+): ContainerStatus {
+  return {
+    id: { type: 'containerd', id: `${name}-id` },
+    name,
+    state,
+    createdAt: new Date(1000),
+    ...(state !== 'created' ? { startedAt: new Date(2000) } : {}),
+    image: name === 'a' ? 'busybox' : 'httpd',
+    imageRef: 'sha256:ref',
+    imageId: 'docker.io/library/busybox@sha256:abc',
+    hash: 'h',
+    restartCount: 0,
+    ...over,
+  };
+}
+
+function runtime(containers: ContainerStatus[], sandboxReady = true): PodStatus {
+  return {
+    uid: 'u1',
+    name: 'web',
+    namespace: 'default',
+    ips: [],
+    sandboxStatuses: [
+      {
+        id: 's1',
+        state: sandboxReady ? 'ready' : 'notready',
+        attempt: 0,
+        createdAt: new Date(500),
+        ip: '10.1.0.5',
+        additionalIps: [],
+        hostNetwork: false,
+      },
+    ],
+    containerStatuses: containers,
+    timestamp: now,
+  };
+}
+
+const cond = (s: ReturnType<typeof generateAPIPodStatus>, type: string) =>
+  s.conditions?.find((c) => c.type === type);
+
+describe('generateAPIPodStatus', () => {
+  it('reports a running, ready pod with IPs, QoS and container IDs', () => {
+    const s = generateAPIPodStatus({
+      pod: pod(),
+      runtime: runtime([container('a', 'running'), container('b', 'running')]),
+      nodeIP: '172.18.0.2',
+      now,
+    });
+    expect(s).toMatchObject({
+      phase: 'Running',
+      podIP: '10.1.0.5',
+      podIPs: [{ ip: '10.1.0.5' }],
+      hostIP: '172.18.0.2',
+      startTime: now,
+      qosClass: 'BestEffort',
+    });
+    expect(s.containerStatuses?.[0]).toEqual({
+      name: 'a',
+      image: 'busybox',
+      imageID: 'docker.io/library/busybox@sha256:abc',
+      containerID: 'containerd://a-id',
+      ready: true,
+      started: true,
+      restartCount: 0,
+      state: { running: { startedAt: new Date(2000) } },
+      lastState: {},
+    });
+    for (const t of [
+      'PodReadyToStartContainers',
+      'Initialized',
+      'ContainersReady',
+      'Ready',
+      'PodScheduled',
+    ]) {
+      expect(cond(s, t)?.status).toBe('True');
+    }
+  });
+
+  it('is Pending with ContainerCreating before containers exist', () => {
+    const s = generateAPIPodStatus({ pod: pod(), runtime: runtime([], false), nodeIP: 'n', now });
+    expect(s.phase).toBe('Pending');
+    expect(s.containerStatuses?.map((c) => c.state)).toEqual([
+      { waiting: { reason: 'ContainerCreating' } },
+      { waiting: { reason: 'ContainerCreating' } },
+    ]);
+    expect(cond(s, 'PodReadyToStartContainers')?.status).toBe('False');
+    expect(cond(s, 'Ready')).toEqual({
+      type: 'Ready',
+      status: 'False',
+      reason: 'ContainersNotReady',
+      message: 'containers with unready status: [a b]',
+    });
+    expect(s.podIP).toBeUndefined();
+  });
+
+  it('shows pull failures and crash loops as waiting reasons with the last termination', () => {
+    const s = generateAPIPodStatus({
+      pod: pod(),
+      runtime: runtime([
+        container('a', 'exited', {
+          exitCode: 1,
+          reason: 'Error',
+          finishedAt: new Date(3000),
+          restartCount: 2,
+        }),
+      ]),
+      syncResult: {
+        steps: [
+          {
+            action: 'StartContainer',
+            target: 'a',
+            reason: 'CrashLoopBackOff',
+            message: 'back-off 20s restarting failed container=a pod=web_default(u1)',
+          },
+          {
+            action: 'StartContainer',
+            target: 'b',
+            reason: 'ErrImagePull',
+            message: 'failed to pull image "httpd"',
+          },
+        ],
+      },
+      nodeIP: 'n',
+      now,
+    });
+    const [a, b] = s.containerStatuses ?? [];
+    expect(a?.state).toEqual({
+      waiting: {
+        reason: 'CrashLoopBackOff',
+        message: 'back-off 20s restarting failed container=a pod=web_default(u1)',
+      },
+    });
+    expect(a?.lastState?.terminated).toMatchObject({
+      exitCode: 1,
+      reason: 'Error',
+      finishedAt: new Date(3000),
+      containerID: 'containerd://a-id',
+    });
+    expect(a?.restartCount).toBe(2);
+    expect(b?.state).toEqual({
+      waiting: { reason: 'ErrImagePull', message: 'failed to pull image "httpd"' },
+    });
+    expect(s.phase).toBe('Pending'); // b never started
+  });
+
+  it('gates Initialized on init containers and keeps startTime', () => {
+    const p = pod({ initContainers: [{ name: 'init', image: 'busybox' }] });
+    const s = generateAPIPodStatus({
+      pod: p,
+      runtime: runtime([container('init', 'running')]),
+      oldStatus: { startTime: new Date(1) },
+      nodeIP: 'n',
+      now,
+    });
+    expect(s.phase).toBe('Pending');
+    expect(s.startTime).toEqual(new Date(1));
+    expect(cond(s, 'Initialized')).toEqual({
+      type: 'Initialized',
+      status: 'False',
+      reason: 'ContainersNotInitialized',
+      message: 'containers with incomplete status: [init]',
+    });
+    expect(s.initContainerStatuses?.[0]?.ready).toBe(false);
+  });
+
+  it('waits for the readiness prober before a probed container is ready', () => {
+    const p = pod({
+      containers: [{ name: 'a', image: 'busybox', readinessProbe: { exec: { command: ['true'] } } }],
+    });
+    const rt = runtime([container('a', 'running')]);
+    let result: boolean | undefined;
+    const probes = { ready: () => result, started: () => undefined };
+    expect(
+      generateAPIPodStatus({ pod: p, runtime: rt, nodeIP: 'n', now, probes }).containerStatuses?.[0]?.ready,
+    ).toBe(false);
+    result = true;
+    const s = generateAPIPodStatus({ pod: p, runtime: rt, nodeIP: 'n', now, probes });
+    expect(s.containerStatuses?.[0]?.ready).toBe(true);
+    expect(cond(s, 'Ready')?.status).toBe('True');
+  });
+
+  it('uses the node IP for hostNetwork pods', () => {
+    const s = generateAPIPodStatus({
+      pod: pod({ hostNetwork: true }),
+      runtime: runtime([]),
+      nodeIP: '172.18.0.2',
+      now,
+    });
+    expect(s.podIPs).toEqual([{ ip: '172.18.0.2' }]);
+  });
+});
+
+describe('podPhase', () => {
+  const term = (exitCode: number) => ({
+    name: 'x',
+    image: '',
+    imageID: '',
+    ready: false,
+    restartCount: 0,
+    state: { terminated: { exitCode } },
+  });
+  const run = { name: 'x', image: '', imageID: '', ready: true, restartCount: 0, state: { running: {} } };
+  it.each([
+    ['Always', [term(0), term(0)], 'Running'],
+    ['OnFailure', [term(0), term(0)], 'Succeeded'],
+    ['OnFailure', [term(0), term(1)], 'Running'],
+    ['Never', [term(0), term(1)], 'Failed'],
+    ['Never', [term(0), run], 'Running'],
+  ] as const)('restartPolicy %s with %j is %s', (restartPolicy, statuses, phase) => {
+    expect(podPhase(pod({ restartPolicy }), [], [...statuses], false)).toBe(phase);
+  });
+
+  it('is Succeeded or Failed for a terminal pod with everything stopped', () => {
+    expect(podPhase(pod(), [], [term(0), term(0)], true)).toBe('Succeeded');
+    expect(podPhase(pod(), [], [term(0), term(137)], true)).toBe('Failed');
+  });
+
+  it('fails a Never pod whose init container failed', () => {
+    const p = pod({ restartPolicy: 'Never', initContainers: [{ name: 'i', image: 'x' }] });
+    expect(podPhase(p, [term(1)], [], false)).toBe('Failed');
+    expect(podPhase({ ...p, spec: { ...p.spec!, restartPolicy: 'Always' } }, [term(1)], [], false)).toBe(
+      'Pending',
+    );
+  });
+});
