@@ -77,6 +77,22 @@ describe.each([
     expect(again.stdout.trim()).toBe('pod/web unchanged');
   });
 
+  it('validates server-side: unknown fields fail apply (Strict) and warn with --validate=warn', async () => {
+    const file = join(h.dir, 'bad.yaml');
+    writeFileSync(
+      file,
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers:\n  - {name: c, image: busybox, bogus: 1}\n',
+    );
+    const strict = await run('apply', '-f', file);
+    expect(strict.code).not.toBe(0);
+    expect(strict.stderr).toMatch(/strict decoding error: unknown field "spec.containers\[0\].bogus"/);
+    const warn = await run('apply', '--validate=warn', '-f', file);
+    expect(warn.stderr).toMatch(/Warning: unknown field "spec.containers\[0\].bogus"/);
+    expect(warn.stdout.trim()).toBe('pod/bad created');
+    // It may already be bound to node-a, where only a kubelet would finish a graceful delete.
+    expect((await h.api.delete('/api/v1/namespaces/default/pods/bad?gracePeriodSeconds=0')).status).toBe(200);
+  });
+
   it('shows the scheduled pod in get -o wide and describe', async () => {
     await eventually(async () => {
       const got = await run('get', 'pods', '-o', 'wide');
