@@ -115,6 +115,11 @@ describe('API semantics', () => {
       expect(res.body.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
       expect(res.body.metadata.creationTimestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
       expect(res.body.metadata.generation).toBe(1);
+      // Kinds without a generation-tracking strategy carry none.
+      const cm = await api.post('/api/v1/namespaces/default/configmaps', {
+        metadata: { name: 'nogen', generation: 7 },
+      });
+      expect(cm.body.metadata.generation).toBeUndefined();
       expect(res.body.status).toEqual({ phase: 'Pending', qosClass: 'BestEffort' });
     });
 
@@ -447,6 +452,7 @@ describe('API semantics', () => {
       await api.post(PODS, pod('bound', { nodeName: 'n1', terminationGracePeriodSeconds: 10 }));
       const marked = (await api.delete(`${PODS}/bound`)).body;
       expect(marked.metadata.deletionGracePeriodSeconds).toBe(10);
+      expect(marked.metadata.generation).toBe(2);
       expect(marked.metadata.deletionTimestamp).toBeDefined();
       expect((await api.get(`${PODS}/bound`)).status).toBe(200);
       // A longer grace period does not postpone the deletion; grace 0 (the kubelet) finishes it.

@@ -19,6 +19,7 @@ export const pods: ResourceDef = {
   verbs: ALL_VERBS,
   subresources: ['binding', 'eviction', 'log'],
   hasStatus: true,
+  tracksGeneration: true,
   fields: {
     ...metadataFields,
     'spec.nodeName': (o) => o.spec?.nodeName ?? '',

@@ -39,6 +39,8 @@ export interface ResourceDef {
   hasStatus: boolean;
   fields: FieldSet;
   allowCreateOnUpdate?: boolean;
+  /** metadata.generation is set on create and bumped on spec changes and graceful deletion. */
+  tracksGeneration?: boolean;
   columns?: TableColumn[];
   /** Sets server-owned fields and defaults on create. */
   prepareForCreate?(obj: KObject, ctx: StrategyContext): void;

@@ -152,7 +152,9 @@ export class RestStorage {
     if (!md.name && md.generateName) md.name = `${md.generateName}${randomSuffix()}`;
     md.uid = randomUUID();
     md.creationTimestamp = rfc3339(this.clock.now());
-    md.generation = 1;
+    // Only kinds whose strategy tracks it carry a generation (pods since 1.33), as upstream.
+    if (def.tracksGeneration) md.generation = 1;
+    else delete md.generation;
     delete md.resourceVersion;
     delete md.deletionTimestamp;
     delete md.deletionGracePeriodSeconds;
@@ -251,7 +253,8 @@ export class RestStorage {
       }
     }
     def.prepareForUpdate?.(next, old, this.ctx);
-    if (specOf(next) !== specOf(old)) md.generation = (old.metadata.generation ?? 0) + 1;
+    if (def.tracksGeneration && specOf(next) !== specOf(old))
+      md.generation = (old.metadata.generation ?? 0) + 1;
     this.validate(def, next, old);
     md.resourceVersion = old.metadata.resourceVersion;
     if (opts.dryRun) return this.view(def, next);
@@ -332,7 +335,7 @@ export class RestStorage {
       // grace-0 delete of a pod removes it).
       if (grace >= (md.deletionGracePeriodSeconds ?? 0)) return this.view(def, old);
       if (grace === 0 && !hasFinalizers) return removeNow();
-    } else md.generation = (md.generation ?? 0) + 1;
+    } else if (md.generation !== undefined) md.generation += 1;
     md.deletionTimestamp = rfc3339(this.clock.now() + grace * 1000);
     md.deletionGracePeriodSeconds = grace;
     if (def.resource === 'namespaces') next.status = { ...(next.status ?? {}), phase: 'Terminating' };
