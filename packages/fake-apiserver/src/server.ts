@@ -119,6 +119,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
           monitorPeriodMs: (opts.nodeMonitorPeriodSeconds ?? 5) * 1000,
         });
   nodeLifecycle?.start();
+  let closing: Promise<void> | undefined;
 
   return {
     url,
@@ -148,13 +149,20 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
       });
     },
     async close() {
-      scheduler?.stop();
-      nodeLifecycle?.stop();
-      nsController.stop();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await store.sync();
-      store.close();
+      // Idempotent: a second SIGTERM or a test's double cleanup must not touch closed files.
+      if (closing !== undefined) return closing;
+      closing = shutdown();
+      return closing;
     },
   };
+
+  async function shutdown(): Promise<void> {
+    scheduler?.stop();
+    nodeLifecycle?.stop();
+    nsController.stop();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await store.sync();
+    store.close();
+  }
 }

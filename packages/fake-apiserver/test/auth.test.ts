@@ -63,7 +63,7 @@ describe('authentication and TLS', () => {
 });
 
 describe('FakeApiServer builder', () => {
-  it('starts a TLS server with tokens and stops it', async () => {
+  it('starts a TLS server with tokens and stops it (twice is fine)', async () => {
     const s = await new FakeApiServer()
       .withTls('apiserver')
       .withToken('b-token', 'builder', ['system:masters'])
@@ -77,6 +77,7 @@ describe('FakeApiServer builder', () => {
     } finally {
       await s.close();
     }
+    await s.close();
     await expect(new ApiClient(s.url, { ca: s.caPem }).get('/healthz')).rejects.toThrow();
   });
 });
