@@ -22,7 +22,7 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 /** Cases this machine cannot run at all, whatever the runtime: they must be skipped with this reason. */
 const ENVIRONMENT_SKIPS: Record<string, RegExp> = {
-  'Privileged gets every capability': /cannot grant all capabilities/,
+  'Privileged gets every capability': /cannot grant every capability on this host/,
 };
 
 let dir: string;

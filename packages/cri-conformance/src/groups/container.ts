@@ -53,6 +53,19 @@ export const container = defineGroup('container lifecycle', {
     expectEqual([badStatus.exitCode, badStatus.reason], [3, 'Error'], 'exit 3');
   },
 
+  'a container over its memory limit is OOMKilled': async (ctx) => {
+    const pod = await ctx.runPod();
+    const id = await ctx.startedContainer(pod, 'oom', {
+      // `tail` buffers a "line" of /dev/zero that never ends, so its memory grows until the limit.
+      command: ['sh', '-c', 'tail /dev/zero'],
+      linux: {
+        resources: { memoryLimitInBytes: 32n * 1024n * 1024n, memorySwapLimitInBytes: 32n * 1024n * 1024n },
+      },
+    });
+    const s = await ctx.waitForState(id, ContainerState.CONTAINER_EXITED, 60_000);
+    expectEqual([s.exitCode, s.reason], [137, 'OOMKilled'], 'exit code and reason');
+  },
+
   'RemoveContainer removes a created container': async (ctx) => {
     const pod = await ctx.runPod();
     const id = await ctx.createContainer(pod, 'rm-created');

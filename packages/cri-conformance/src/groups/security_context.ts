@@ -19,6 +19,15 @@ export const securityContext = defineGroup('security context', {
     expectEqual((await ctx.exec(id, ['sh', '-c', 'id -u; id -g'])).stdout, '1001\n2002\n', 'uid and gid');
   },
 
+  'SupplementalGroups are added to the process': async (ctx) => {
+    const pod = await ctx.runPod();
+    const id = await ctx.startedContainer(pod, 'groups', {
+      linux: { securityContext: { runAsUser: { value: 1001n }, supplementalGroups: [3003n, 4004n] } },
+    });
+    const groups = (await ctx.exec(id, ['id', '-G'])).stdout.trim().split(/\s+/);
+    expectTrue(groups.includes('3003') && groups.includes('4004'), `id -G is ${groups.join(' ')}`);
+  },
+
   'RunAsGroup without RunAsUser is rejected': async (ctx) => {
     const pod = await ctx.runPod();
     await expectFailure(
@@ -72,7 +81,7 @@ export const securityContext = defineGroup('security context', {
       const message = (err as Error).message;
       if (/unable to apply caps/i.test(message)) {
         throw new Skip(
-          `this host cannot grant all capabilities, so no runtime can run privileged here: ${message}`,
+          `the runtime cannot grant every capability on this host (its capability bounding set is smaller): ${message}`,
         );
       }
       throw err;
@@ -81,6 +90,35 @@ export const securityContext = defineGroup('security context', {
     expectTrue(
       (caps >> CAP_NET_ADMIN) & 1n && caps > 0xffffffn,
       `privileged CapEff is only ${caps.toString(16)}`,
+    );
+  },
+
+  'HostNetwork: a host-network pod sees the node interfaces, a pod-network pod only its own': async (ctx) => {
+    const interfaces = async (id: string) =>
+      (await ctx.exec(id, ['cat', '/proc/net/dev'])).stdout
+        .split('\n')
+        .slice(2)
+        .map((l) => l.split(':')[0]?.trim())
+        .filter((n): n is string => !!n)
+        .sort();
+    const hostPod = await ctx.runPod({
+      linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
+    });
+    const podPod = await ctx.runPod();
+    const onHost = await interfaces(
+      await ctx.startedContainer(hostPod, 'hostnet', {
+        linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
+      }),
+    );
+    const inPod = await interfaces(await ctx.startedContainer(podPod, 'podnet'));
+    expectEqual(inPod, ['eth0', 'lo'], 'interfaces of a pod-network pod');
+    // The node has its pod bridge and the pods' veth ends besides lo and its uplink.
+    expectTrue(onHost.length > 2, `a host-network pod sees only ${onHost.join(', ')}`);
+    const { status } = await ctx.client.podSandboxStatus({ podSandboxId: hostPod.id });
+    expectEqual(
+      status?.linux?.namespaces?.options?.network,
+      NamespaceMode.NODE,
+      'namespace options in status',
     );
   },
 
