@@ -168,7 +168,7 @@ export async function generateContainerConfig(
       mountOptions: [],
     })),
     devices: [],
-    labels: newContainerLabels(container, pod),
+    labels: { ...ctx.extraLabels, ...newContainerLabels(container, pod) },
     annotations: newContainerAnnotations(container, pod, restartCount),
     logPath: join(container.name, `${restartCount}.log`),
     stdin: container.stdin === true,

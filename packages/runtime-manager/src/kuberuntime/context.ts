@@ -24,6 +24,8 @@ export interface ManagerContext {
   stopTimeoutSlackMs: number;
   /** Set when the runtime sees the agent's directories under another path. */
   pathMapping: PathMapping | undefined;
+  /** Labels stamped on every sandbox and container besides the kubelet's (e.g. kh.run for leftover cleanup). */
+  extraLabels: Record<string, string>;
 }
 
 /**

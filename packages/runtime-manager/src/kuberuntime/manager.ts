@@ -91,6 +91,8 @@ export interface RuntimeManagerOptions {
   stopTimeoutSlackMs?: number;
   /** When the runtime sees podLogsRootDir/podsDir under another root (agent outside the node). */
   pathMapping?: PathMapping;
+  /** Labels added to every sandbox and container (never overriding io.kubernetes.* ones). */
+  extraLabels?: Record<string, string>;
 }
 
 const keepAll: PodStateProvider = {
@@ -159,6 +161,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       probes: opts.probeResults ?? noProbes,
       stopTimeoutSlackMs: opts.stopTimeoutSlackMs ?? 10_000,
       pathMapping: opts.pathMapping,
+      extraLabels: opts.extraLabels ?? {},
     };
     return new KubeGenericRuntimeManager(
       ctx,

@@ -70,7 +70,7 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
     logDirectory: toRuntimePath(ctx, podLogDirOf(ctx.podLogsRootDir, pod)),
     dnsConfig: dns,
     portMappings,
-    labels: newPodLabels(pod),
+    labels: { ...ctx.extraLabels, ...newPodLabels(pod) },
     annotations: newPodAnnotations(pod),
     linux: {
       cgroupParent: ctx.helper.podCgroupParent(pod),
