@@ -39,6 +39,9 @@ export async function readPod(ctx: ScenarioContext, name: string): Promise<V1Pod
   return ctx.core.readNamespacedPod({ name, namespace: ctx.namespace });
 }
 
+/** What a failed wait records of the pod: its status, which is what the agent writes. */
+export const podSummary = (pod: V1Pod) => pod.status ?? {};
+
 /** The agent sets status.startTime in its first status update for a pod. */
 export const PICKUP_TIMEOUT_MS = 30_000;
 const pickedUp = new WeakMap<ScenarioContext, Set<string>>();
@@ -62,13 +65,14 @@ export async function waitForPod(
       `pod ${name} picked up by the node agent (status.startTime set)`,
       () => readPod(ctx, name),
       (p) => !!p.status?.startTime,
-      { timeoutMs: PICKUP_TIMEOUT_MS, expected: 'status.startTime set by the agent' },
+      { timeoutMs: PICKUP_TIMEOUT_MS, expected: 'status.startTime set by the agent', describe: podSummary },
     );
     seen.add(name);
   }
   return ctx.check.eventually(`pod ${name} ${what}`, () => readPod(ctx, name), accept, {
     timeoutMs,
     expected: what,
+    describe: podSummary,
   });
 }
 

@@ -54,7 +54,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
         name,
         outcome: 'failed',
         expected: opts.expected,
-        actual: last,
+        actual: last !== undefined && opts.describe ? opts.describe(last as never) : last,
         message: `${name}: not satisfied within ${timeoutMs} ms${why}`,
       });
       throw new Error('unreachable');

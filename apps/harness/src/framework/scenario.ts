@@ -58,7 +58,13 @@ export interface Checks {
     name: string,
     probe: () => Promise<T>,
     accept: (value: T) => boolean,
-    opts?: { timeoutMs?: number; intervalMs?: number; expected?: unknown },
+    opts?: {
+      timeoutMs?: number;
+      intervalMs?: number;
+      expected?: unknown;
+      /** What of the last value to record on failure (default: all of it). */
+      describe?: (value: T) => unknown;
+    },
   ): Promise<T>;
   results(): AssertionResult[];
 }

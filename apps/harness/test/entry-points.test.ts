@@ -1,0 +1,75 @@
+// The repository's entry points around the harness: docker-compose.yml must be a valid compose
+// file whose mounts exist, and the nightly workflow must be a well-formed GitHub Actions workflow
+// whose matrix is the registered backends.
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { BACKENDS } from '../src/backends/registry.js';
+import { projectRoot } from '../src/node/project.js';
+
+const root = projectRoot();
+const run = promisify(execFile);
+const hasCompose = existsSync('/usr/bin/docker-compose') || existsSync('/usr/local/bin/docker-compose');
+
+describe('docker-compose.yml', () => {
+  // docker-compose v1 (Debian's docker-compose package); without it this is reported as skipped.
+  it.skipIf(!hasCompose)('is accepted by `docker-compose config` with the four services', async () => {
+    const env = { ...process.env, KH_NODE_IMAGE: 'kubelet-harness/node:test' };
+    const opts = { cwd: root, env };
+    const services = (
+      await run('docker-compose', ['-f', 'docker-compose.yml', 'config', '--services'], opts)
+    ).stdout
+      .trim()
+      .split('\n')
+      .sort();
+    expect(services).toEqual(['apiserver', 'node-containerd', 'node-docker', 'registry']);
+    const resolved = parse(
+      (await run('docker-compose', ['-f', 'docker-compose.yml', 'config'], opts)).stdout,
+    );
+    expect(resolved.services.apiserver.image).toBe('kubelet-harness/node:test');
+    expect(resolved.services['node-containerd'].cap_drop).toEqual(['SYS_RESOURCE']);
+    // Every file or directory of the checkout that the stack mounts exists.
+    for (const [name, svc] of Object.entries<{ volumes?: string[] }>(resolved.services)) {
+      for (const v of svc.volumes ?? []) {
+        const source = v.split(':')[0]!;
+        if (source.startsWith(root)) expect(existsSync(source), `${name}: ${source}`).toBe(true);
+      }
+    }
+  });
+
+  it('publishes ports on loopback only', () => {
+    const text = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+    const ports = [...text.matchAll(/ports: \[(.*)\]/g)].map((m) => m[1]);
+    expect(ports.length).toBeGreaterThan(0);
+    for (const p of ports) expect(p).toMatch(/^'127\.0\.0\.1:/);
+  });
+});
+
+describe('.github/workflows/nightly.yml', () => {
+  const wf = parse(readFileSync(join(root, '.github/workflows/nightly.yml'), 'utf8'));
+
+  it('is a scheduled workflow whose jobs have runners and steps', () => {
+    expect(Object.keys(wf.on)).toEqual(expect.arrayContaining(['schedule', 'workflow_dispatch']));
+    expect(wf.on.schedule[0].cron).toMatch(/^(\S+\s){4}\S+$/);
+    for (const job of Object.values<Record<string, unknown>>(wf.jobs)) {
+      expect(job['runs-on']).toBeDefined();
+      const steps = job.steps as Record<string, unknown>[];
+      for (const s of steps) {
+        expect(Boolean(s.uses) !== Boolean(s.run), JSON.stringify(s)).toBe(true);
+        if (s.uses) expect(s.uses).toMatch(/^[\w-]+\/[\w-]+@v\d+$/);
+      }
+    }
+  });
+
+  it('runs one job per registered backend and uploads the results and report', () => {
+    const job = wf.jobs.e2e;
+    expect(job.strategy.matrix.runtime).toEqual(BACKENDS.map((b) => b.name));
+    const upload = job.steps.find((s: { uses?: string }) => s.uses?.startsWith('actions/upload-artifact'));
+    expect(upload.with.path).toContain('results.json');
+    expect(upload.with.path).toContain('report.html');
+    expect(job.steps.some((s: { run?: string }) => s.run?.includes('scripts/e2e.sh'))).toBe(true);
+  });
+});

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { createChecks } from '../../src/framework/checks.js';
+import { AssertionFailure } from '../../src/framework/scenario.js';
+
+describe('createChecks', () => {
+  it('records passes and throws an AssertionFailure with expected and actual on a failure', () => {
+    const seen: string[] = [];
+    const c = createChecks((a) => seen.push(`${a.name}:${a.outcome}`));
+    c.equal('same', { a: 1 }, { a: 1 });
+    c.ok('true', true);
+    expect(() => c.equal('differs', 'x', 'y')).toThrow(AssertionFailure);
+    expect(c.results()).toEqual([
+      { name: 'same', outcome: 'passed' },
+      { name: 'true', outcome: 'passed' },
+      { name: 'differs', outcome: 'failed', expected: 'y', actual: 'x', message: 'differs: values differ' },
+    ]);
+    expect(seen).toEqual(['same:passed', 'true:passed', 'differs:failed']);
+  });
+
+  it('eventually returns the first accepted value', async () => {
+    let n = 0;
+    const c = createChecks();
+    const v = await c.eventually(
+      'counts',
+      async () => ++n,
+      (x) => x >= 3,
+      { intervalMs: 1 },
+    );
+    expect(v).toBe(3);
+    expect(c.results()).toEqual([{ name: 'counts', outcome: 'passed' }]);
+  });
+
+  it('eventually fails with the last value (described) and the last error', async () => {
+    const c = createChecks();
+    let calls = 0;
+    const failure = await c
+      .eventually(
+        'pod runs',
+        async () => {
+          calls++;
+          if (calls % 2 === 0) throw new Error('connection reset');
+          return { status: { phase: 'Pending' }, spec: { big: true } };
+        },
+        () => false,
+        { timeoutMs: 30, intervalMs: 5, expected: 'Running', describe: (p) => p.status },
+      )
+      .catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(AssertionFailure);
+    const a = c.results()[0]!;
+    expect(a).toMatchObject({ name: 'pod runs', outcome: 'failed', expected: 'Running' });
+    expect(a.actual).toEqual({ phase: 'Pending' });
+    expect(a.message).toMatch(/^pod runs: not satisfied within 30 ms/);
+  });
+});
