@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import {
   CanceledError,
   DeadlineExceededError,
@@ -66,7 +67,7 @@ export async function execSync(
   const outcome = await Promise.race([finished, timedOut, canceled]).finally(() => clearTimeout(timer));
   if (outcome.kind !== 'done') {
     stream.destroy();
-    await killExecProcess(exec);
+    await killExecProcess(exec, info.Id);
     if (outcome.kind === 'timeout') {
       throw new DeadlineExceededError(
         `command ${JSON.stringify(req.cmd)} timed out after ${timeoutSeconds}s`,
@@ -78,15 +79,22 @@ export async function execSync(
   return { stdout: Buffer.concat(output.stdout), stderr: Buffer.concat(output.stderr), exitCode };
 }
 
-/** The Engine has no "kill exec" call: signal the exec's host pid (the shim runs next to dockerd). */
-async function killExecProcess(exec: {
-  inspect(): Promise<{ Pid: number; Running: boolean }>;
-}): Promise<void> {
+/**
+ * The Engine has no "kill exec": signal the exec's pid directly. That pid is in dockerd's pid
+ * namespace; it is only ours if the process sits in the container's cgroup (whose path holds the
+ * container id), so anything else is left alone rather than risk killing an unrelated process.
+ */
+async function killExecProcess(
+  exec: { inspect(): Promise<{ Pid: number; Running: boolean }> },
+  containerId: string,
+): Promise<void> {
   try {
     const { Pid, Running } = await exec.inspect();
-    if (Running && Pid > 0) process.kill(Pid, 'SIGKILL');
+    if (!Running || Pid <= 0) return;
+    const cgroups = await readFile(`/proc/${Pid}/cgroup`, 'utf8');
+    if (cgroups.includes(containerId)) process.kill(Pid, 'SIGKILL');
   } catch {
-    // Best effort: the process may be gone, or live in another pid namespace than ours.
+    // Best effort: the process may be gone already.
   }
 }
 
