@@ -89,6 +89,39 @@ describe('API semantics', () => {
       expect(patchOp.parameters.map((p: { name: string }) => p.name)).toContain('fieldValidation');
     });
 
+    it('negotiates Table and PartialObjectMetadata representations', async () => {
+      const table = await api.get('/api/v1/namespaces', {
+        Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json',
+      });
+      expect(table.body).toMatchObject({ kind: 'Table', apiVersion: 'meta.k8s.io/v1' });
+      expect(table.body.columnDefinitions.map((c: { name: string }) => c.name)).toEqual([
+        'Name',
+        'Status',
+        'Age',
+      ]);
+      expect(table.body.rows[0].object.kind).toBe('PartialObjectMetadata');
+      const meta = await api.get('/api/v1/namespaces', {
+        Accept:
+          'application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1',
+      });
+      expect(meta.body.kind).toBe('PartialObjectMetadataList');
+      expect(meta.body.items[0]).toEqual({
+        kind: 'PartialObjectMetadata',
+        apiVersion: 'meta.k8s.io/v1',
+        metadata: expect.objectContaining({ name: 'default' }),
+      });
+      const one = await api.get('/api/v1/namespaces/default', {
+        Accept: 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1',
+      });
+      expect(one.body.kind).toBe('PartialObjectMetadata');
+      expect(one.body.spec).toBeUndefined();
+      const proto = await api.get('/api/v1/namespaces/default', {
+        Accept: 'application/vnd.kubernetes.protobuf',
+      });
+      expect(proto.headers['content-type']).toBe('application/json');
+      expect(proto.body.kind).toBe('Namespace');
+    });
+
     it('answers health probes without credentials', async () => {
       const anon = new ApiClient(h.server.url, { ca: h.server.caPem });
       for (const p of ['/healthz', '/readyz', '/livez']) expect((await anon.get(p)).text).toBe('ok');

@@ -14,8 +14,8 @@ import { parseFieldSelector } from '../selectors/field.js';
 import { parseLabelSelector } from '../selectors/label.js';
 import type { KObject } from '../types.js';
 import { addWarnings, asObject, decodeObject, mediaType, readBody, sendJson } from './body.js';
+import { negotiate, renderList, renderOne } from './representation.js';
 import { ApiError, badRequest, expired, methodNotAllowed, notFound, unsupportedMediaType } from './status.js';
-import { tableApiVersion, toTable, wantsTable } from './table.js';
 import { serveWatch } from './watch.js';
 
 export interface ApiHandlerOptions {
@@ -127,21 +127,10 @@ export class ApiHandler {
     switch (method) {
       case 'GET': {
         const obj = this.rest.get(def, r.namespace, r.name);
-        const accept = req.headers.accept;
-        if (!wantsTable(accept)) return sendJson(res, 200, obj);
         return sendJson(
           res,
           200,
-          toTable(
-            def,
-            [obj],
-            { resourceVersion: obj.metadata.resourceVersion },
-            {
-              apiVersion: tableApiVersion(accept!),
-              includeObject: r.query.get('includeObject') ?? 'Metadata',
-              now: this.rest.clock.now(),
-            },
-          ),
+          renderOne(def, obj, negotiate(req.headers.accept, r.query, this.rest.clock.now())),
         );
       }
       case 'PUT': {
@@ -253,24 +242,11 @@ export class ApiHandler {
       if (!label && !field) listMeta.remainingItemCount = remaining;
     }
     const viewed = def.toView ? items.map((o) => def.toView!(o)) : items;
-    const accept = req.headers.accept;
-    if (wantsTable(accept)) {
-      return sendJson(
-        res,
-        200,
-        toTable(def, viewed, listMeta, {
-          apiVersion: tableApiVersion(accept!),
-          includeObject: q.get('includeObject') ?? 'Metadata',
-          now: this.rest.clock.now(),
-        }),
-      );
-    }
-    sendJson(res, 200, {
-      kind: `${def.kind}List`,
-      apiVersion: apiVersionOf(def),
-      metadata: listMeta,
-      items: viewed,
-    });
+    sendJson(
+      res,
+      200,
+      renderList(def, viewed, listMeta, negotiate(req.headers.accept, q, this.rest.clock.now())),
+    );
   }
 
   private watch(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
@@ -286,9 +262,7 @@ export class ApiHandler {
     const timeout = intParam(q, 'timeoutSeconds');
     const maxSeconds = this.opts.maxWatchSeconds;
     const seconds = timeout !== undefined && timeout > 0 ? timeout : maxSeconds * (0.5 + Math.random() * 0.5);
-    const accept = req.headers.accept;
-    const table = wantsTable(accept);
-    const includeObject = q.get('includeObject') ?? 'Metadata';
+    const rep = negotiate(req.headers.accept, q, this.rest.clock.now());
     serveWatch(this.rest.store, req, res, {
       def,
       namespace: def.namespaced ? r.namespace : '',
@@ -299,19 +273,11 @@ export class ApiHandler {
       allowBookmarks: q.get('allowWatchBookmarks') === 'true',
       timeoutMs: seconds * 1000,
       bookmarkIntervalMs: this.opts.bookmarkIntervalMs,
-      render: table
-        ? (o) =>
-            toTable(
-              def,
-              [o],
-              { resourceVersion: o.metadata.resourceVersion },
-              {
-                apiVersion: tableApiVersion(accept!),
-                includeObject,
-                now: this.rest.clock.now(),
-              },
-            )
-        : undefined,
+      // Plain objects are serialised once per event for all watchers; other forms per watcher.
+      render:
+        rep.as === 'object'
+          ? undefined
+          : (o) => renderOne(def, o, rep.as === 'table' ? { ...rep, now: this.rest.clock.now() } : rep),
     });
   }
 

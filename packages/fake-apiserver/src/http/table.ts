@@ -2,17 +2,6 @@ import { ageColumn, nameColumn } from '../registry/printers.js';
 import type { ResourceDef, TableColumn } from '../registry/resource.js';
 import type { KObject } from '../types.js';
 
-/** True when the client asked for server-side printing (kubectl get). */
-export function wantsTable(accept: string | undefined): boolean {
-  return accept !== undefined && /as=Table/.test(accept);
-}
-
-export function tableApiVersion(accept: string): string {
-  // The first Table entry wins; kubectl lists meta.k8s.io/v1 first.
-  const m = /as=Table;v=(v1beta1|v1);g=meta\.k8s\.io|as=Table;g=meta\.k8s\.io;v=(v1beta1|v1)/.exec(accept);
-  return `meta.k8s.io/${m?.[1] ?? m?.[2] ?? 'v1'}`;
-}
-
 const DEFAULT_COLUMNS: TableColumn[] = [nameColumn, ageColumn];
 
 function rowObject(obj: KObject, include: string): KObject | undefined {
