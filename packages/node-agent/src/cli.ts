@@ -4,16 +4,24 @@
 // -> Kubelet.run -> syncLoop.
 import { realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CriClient } from '@kh/cri-api';
+import { GenericPLEG, KubeGenericRuntimeManager, newCrashLoopBackoff } from '@kh/runtime-manager';
 import { KubeNodeApi, loadKubeConfig } from './api/node_api.js';
 import { ConfigError, formatFieldError } from './config/field_errors.js';
 import { type AgentOptions, flagsHelp, parseFlags } from './config/flags.js';
 import { type LoadedConfig, loadKubeletConfiguration } from './config/load.js';
+import { KubeletEventRecorder } from './events/recorder.js';
 import { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
 import { goArch, readMachineInfo } from './nodestatus/machine_info.js';
 import { nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
-import { CriNodeRuntime } from './runtime/node_runtime.js';
+import { ApiServerPodSource, KubePodListWatch } from './podconfig/apiserver_source.js';
+import { FileStaticPodSource } from './podconfig/file_source.js';
+import { newPodLayer } from './pods/pod_layer.js';
+import type { PodSource } from './pods/types.js';
 import { KubeletMetrics } from './server/metrics.js';
+import { realClock } from './util/clock.js';
 import { type Logger, stderrLogger } from './util/log.js';
 
 export interface CommandIO {
@@ -64,7 +72,10 @@ export function newKubeletCommand(io: CommandIO = defaultIO) {
   };
 }
 
-/** Builds the dependencies (API client, CRI connection, machine facts) and runs the kubelet. */
+/**
+ * Builds the dependencies (API client, runtime manager over CRI, PLEG, pod layer, sources,
+ * machine facts) and runs the kubelet.
+ */
 export async function run(
   options: AgentOptions,
   loaded: LoadedConfig,
@@ -72,21 +83,82 @@ export async function run(
   signal: AbortSignal,
 ): Promise<void> {
   const { config, resolved } = loaded;
-  // The kubelet creates its root directory (state, certificates) on start.
+  // The kubelet creates its root directory (state, certificates, pod volumes) on start.
   await mkdir(options.rootDir, { recursive: true, mode: 0o750 });
+  if (config.imageServiceEndpoint && config.imageServiceEndpoint !== config.containerRuntimeEndpoint) {
+    throw new Error('a separate --image-service-endpoint is not supported yet; use the runtime endpoint');
+  }
   const metrics = new KubeletMetrics({ processMetrics: true });
   const kubeConfig = options.kubeconfig ? loadKubeConfig(options.kubeconfig) : undefined;
-  if (!kubeConfig) log.info('No --kubeconfig: running standalone, without registration, status or lease');
-  const runtime = await CriNodeRuntime.connect({
-    endpoint: config.containerRuntimeEndpoint,
-    imageEndpoint: config.imageServiceEndpoint || config.containerRuntimeEndpoint,
+  if (!kubeConfig)
+    log.info('No --kubeconfig: running standalone, without registration, status, lease or API pods');
+  const cri = await CriClient.connect(config.containerRuntimeEndpoint, {
     timeoutMs: resolved.runtimeRequestTimeoutMs,
+    // Waiting for the socket longer than a request may take would only delay the start-up error.
+    connectTimeoutMs: Math.min(10_000, resolved.runtimeRequestTimeoutMs),
     onCall: (e) => metrics.recordCriCall(e),
   }).catch((e: Error) => {
     throw new Error(`validate CRI endpoint ${config.containerRuntimeEndpoint}: ${e.message}`);
   });
   try {
     const hostname = nodeNameFor(options.hostnameOverride);
+    const nodeIP = resolveNodeIP(options.nodeIp);
+    const api = kubeConfig ? new KubeNodeApi(kubeConfig) : undefined;
+    const recorder = api
+      ? new KubeletEventRecorder(api, { host: hostname, clock: realClock, log })
+      : undefined;
+    const runtime = await KubeGenericRuntimeManager.create({
+      cri,
+      clock: realClock,
+      ...(recorder ? { recorder } : {}),
+      podsDir: join(options.rootDir, 'pods'),
+      podLogsRootDir: config.podLogsDir,
+      cgroupParent: config.cgroupRoot,
+      images: {
+        serializeImagePulls: config.serializeImagePulls,
+        ...(config.maxParallelImagePulls !== null
+          ? { maxParallelImagePulls: config.maxParallelImagePulls }
+          : {}),
+        registryPullQPS: config.registryPullQPS,
+        registryBurst: config.registryBurst,
+      },
+    }).catch((e: Error) => {
+      throw new Error(`validate CRI endpoint ${config.containerRuntimeEndpoint}: ${e.message}`);
+    });
+    const pleg = new GenericPLEG(runtime, {
+      clock: realClock,
+      onError: (err) => log.error('PLEG relist failed', { err }),
+    });
+    let kubelet: Kubelet | undefined;
+    const pods = api
+      ? newPodLayer({
+          api,
+          runtime,
+          backoff: newCrashLoopBackoff(realClock),
+          clock: realClock,
+          nodeIP,
+          node: () => (kubelet as Kubelet).currentNode(),
+          resyncIntervalMs: resolved.syncFrequencyMs,
+          ...(recorder ? { recorder } : {}),
+          log,
+        })
+      : undefined;
+    const podSources: PodSource[] = [];
+    if (kubeConfig)
+      podSources.push(
+        new ApiServerPodSource({ lw: new KubePodListWatch(kubeConfig, hostname), clock: realClock, log }),
+      );
+    if (config.staticPodPath && pods) {
+      podSources.push(
+        new FileStaticPodSource({
+          path: config.staticPodPath,
+          nodeName: hostname,
+          clock: realClock,
+          periodMs: resolved.fileCheckFrequencyMs,
+          log,
+        }),
+      );
+    }
     const deps: KubeletDeps = {
       config,
       resolved,
@@ -98,23 +170,33 @@ export async function run(
         nodeLabels: options.nodeLabels,
         taints: config.registerWithTaints,
       },
-      nodeIP: resolveNodeIP(options.nodeIp),
+      nodeIP,
       machineInfo: await readMachineInfo({ rootDir: options.rootDir }),
       certDir: options.certDir,
       runtime,
-      ...(kubeConfig ? { api: new KubeNodeApi(kubeConfig), kubeConfig } : {}),
+      ...(api && kubeConfig ? { api, kubeConfig } : {}),
+      ...(recorder ? { recorder } : {}),
       metrics,
       log,
+      pleg,
+      ...(pods
+        ? {
+            syncHandler: pods.lifecycle,
+            podSources,
+            managers: [pods.statusManager],
+            servers: { pods: { getPods: () => pods.lifecycle.getPods() } },
+          }
+        : {}),
     };
-    await runKubelet(deps, signal);
+    kubelet = new Kubelet(deps);
+    await runKubelet(kubelet, signal);
   } finally {
-    runtime.close();
+    cri.close();
   }
 }
 
-/** Creates the Kubelet and runs it until the signal aborts. Pods keep running after a stop. */
-export async function runKubelet(deps: KubeletDeps, signal: AbortSignal): Promise<void> {
-  const kubelet = new Kubelet(deps);
+/** Runs the Kubelet until the signal aborts. Pods keep running after a stop; a restart adopts them. */
+export async function runKubelet(kubelet: Kubelet, signal: AbortSignal): Promise<void> {
   await kubelet.run(signal);
 }
 

@@ -58,6 +58,9 @@ export {
   staticPodFromManifest,
 } from './podconfig/file_source.js';
 export { PodSnapshotDiff, podsDifferSemantically } from './podconfig/pod_config.js';
+export { newPodLayer, type PodLayer } from './pods/pod_layer.js';
+export { PodLifecycle, type PodLifecycleDeps } from './pods/pod_lifecycle.js';
+export { POD_SYNC_RETRY_MS, type PodSyncer, PodWorkerPool } from './pods/pod_workers.js';
 export type {
   PodOperation,
   PodSource,
@@ -68,7 +71,7 @@ export type {
   SyncHandler,
 } from './pods/types.js';
 export { noPressure } from './pods/types.js';
-export { CriNodeRuntime, type NodeRuntime } from './runtime/node_runtime.js';
+export type { NodeRuntime } from './runtime/node_runtime.js';
 export { type HealthCheck, RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
 export {
   type Authenticator,

@@ -4,17 +4,17 @@
 // plug into the loop through the seams in pods/types.ts.
 
 import { readFile } from 'node:fs/promises';
-import type { Pleg } from '@kh/runtime-manager';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { Pleg, PodLifecycleEvent } from '@kh/runtime-manager';
+import type { KubeConfig, V1Node } from '@kubernetes/client-node';
 import type { NodeApi } from './api/node_api.js';
 import type { ResolvedKubeletConfig } from './config/resolve.js';
 import type { KubeletConfiguration } from './config/types.js';
 import { KubeletEventRecorder } from './events/recorder.js';
 import { NodeLeaseController } from './nodelease/controller.js';
 import type { MachineInfo } from './nodestatus/machine_info.js';
-import type { NodeIdentity } from './nodestatus/node.js';
+import { initialNode, type NodeIdentity } from './nodestatus/node.js';
 import { NodeRegistrar } from './nodestatus/registration.js';
-import type { NodeStatusSnapshot } from './nodestatus/setters.js';
+import { type NodeStatusSnapshot, setNodeStatus } from './nodestatus/setters.js';
 import { NodeStatusUpdater } from './nodestatus/status_updater.js';
 import {
   noPressure,
@@ -66,11 +66,15 @@ export interface KubeletDeps {
   clock?: TimerClock;
   log?: Logger;
   metrics?: KubeletMetrics;
+  /** Shared with the runtime manager for pod events; built from `api` when absent. */
+  recorder?: KubeletEventRecorder;
   pressure?: PressureSource;
   podSources?: PodSource[];
   syncHandler?: SyncHandler;
-  /** The runtime manager's PLEG; its health gates Ready ("PLEG is not healthy: ..."). */
-  pleg?: Pick<Pleg, 'healthy'>;
+  /** The runtime manager's PLEG: its events reach the SyncHandler, its health gates Ready. */
+  pleg?: Pick<Pleg, 'healthy' | 'start' | 'stop' | 'watch'>;
+  /** Loops the pod layer owns (the status manager) that run and stop with the Kubelet. */
+  managers?: { run(signal: AbortSignal): Promise<void> }[];
   /** Overrides the authenticator/authorizer derived from the configuration. */
   authenticator?: Authenticator;
   authorizer?: Authorizer;
@@ -91,6 +95,8 @@ export class Kubelet {
   private lastSyncLoopIteration: number | undefined;
   private kubeletPort: number;
   private readonly pending: PodUpdate[] = [];
+  private readonly plegEvents: PodLifecycleEvent[] = [];
+  private lastSnapshot: NodeStatusSnapshot | undefined;
   private readonly syncLoopWaker = new Waker();
   /** Where the servers listen once run() started them (port 0 in tests picks a free port). */
   readonly listening: { healthz?: { host: string; port: number }; kubelet?: { host: string; port: number } } =
@@ -168,7 +174,7 @@ export class Kubelet {
       deps.runtime.version().catch(() => undefined),
       deps.runtime.listImages().catch(() => undefined),
     ]);
-    return {
+    this.lastSnapshot = {
       hostname: deps.identity.hostname,
       nodeIP: deps.nodeIP,
       machine: deps.machineInfo,
@@ -189,6 +195,14 @@ export class Kubelet {
         pid: pressure.isUnderPIDPressure(),
       },
     };
+    return this.lastSnapshot;
+  }
+
+  /** This node as admission sees it: labels and allocatable from the latest snapshot. */
+  currentNode(): V1Node {
+    const node = initialNode(this.deps.identity);
+    if (this.lastSnapshot) setNodeStatus(node, this.lastSnapshot, new Date(this.clock.now()), () => {});
+    return node;
   }
 
   /** Starts every loop and server; resolves after `signal` aborts and everything stopped. */
@@ -196,6 +210,7 @@ export class Kubelet {
     const { deps } = this;
     this.recorder?.nodeEvent('Normal', 'Starting', 'Starting kubelet.');
     await this.runtimeHealth.check();
+    await this.snapshot();
     const healthz = deps.config.healthzPort > 0 ? new HealthzServer(this.health) : undefined;
     const server = new KubeletServer({
       nodeName: deps.identity.nodeName,
@@ -220,6 +235,23 @@ export class Kubelet {
       }
       if (this.leaseController) loops.push(this.leaseController.run(signal));
       for (const source of deps.podSources ?? []) loops.push(source.run(signal, (u) => this.enqueue(u)));
+      for (const m of deps.managers ?? []) loops.push(m.run(signal));
+      const { pleg } = deps;
+      if (pleg) {
+        const unwatch = pleg.watch((e) => {
+          this.plegEvents.push(e);
+          this.syncLoopWaker.kick();
+        });
+        pleg.start();
+        loops.push(
+          new Promise<void>((resolve) =>
+            signal.addEventListener('abort', () => resolve(), { once: true }),
+          ).then(async () => {
+            unwatch();
+            await pleg.stop();
+          }),
+        );
+      }
       await Promise.all(loops);
     } finally {
       await Promise.all([healthz?.stop(), server.stop()]);
@@ -263,6 +295,7 @@ export class Kubelet {
   async syncLoopIteration(housekeeping: boolean): Promise<void> {
     const handler = this.deps.syncHandler;
     const updates = this.pending.splice(0);
+    const plegEvents = this.plegEvents.splice(0);
     if (!handler) return;
     for (const u of updates) {
       switch (u.op) {
@@ -281,6 +314,7 @@ export class Kubelet {
           break;
       }
     }
+    for (const e of plegEvents) await handler.handlePlegEvent(e);
     const due = handler.podsToSync(this.clock.now());
     if (due.length > 0) await handler.handlePodSyncs(due);
     const sourcesReady = (this.deps.podSources ?? []).every((s) => s.ready());

@@ -3,7 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Image, PodLifecycleEvent, RuntimeStatus } from '@kh/runtime-manager';
+import type { Image, Pleg, PodLifecycleEvent, RuntimeStatus } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { resolveKubeletConfiguration } from '../src/config/resolve.js';
@@ -77,7 +77,7 @@ async function start(
   extra: {
     podSources?: PodSource[];
     syncHandler?: SyncHandler;
-    pleg?: { healthy(): { ok: boolean; message: string } };
+    pleg?: Pick<Pleg, 'healthy' | 'start' | 'stop' | 'watch'>;
   } = {},
 ) {
   const config = {
@@ -158,7 +158,10 @@ describe('Kubelet.run', () => {
 
   it('goes NotReady while PLEG is unhealthy', async () => {
     let pleg = { ok: true, message: '' };
-    const { api, clock } = await start({}, { pleg: { healthy: () => pleg } });
+    const { api, clock } = await start(
+      {},
+      { pleg: { healthy: () => pleg, start() {}, stop: async () => {}, watch: () => () => {} } },
+    );
     pleg = { ok: false, message: 'pleg was last seen active 3m0s ago; threshold is 3m0s' };
     await clock.advance(5_000);
     expect(findCondition(api.nodes.get('node-a')!, 'Ready')).toMatchObject({

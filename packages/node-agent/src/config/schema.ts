@@ -108,6 +108,7 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   maxParallelImagePulls: { kind: 'nullableInt', min: 1 },
   registryPullQPS: { kind: 'number', min: 0 },
   registryBurst: { kind: 'int', min: 0 },
+  podLogsDir: { kind: 'string', check: (v) => (v.startsWith('/') ? undefined : 'must be an absolute path') },
   containerLogMaxSize: { kind: 'string', check: nonNegativeQuantity },
   containerLogMaxFiles: { kind: 'int', min: 2 },
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.

@@ -77,6 +77,7 @@ export interface KubeletConfiguration {
   registryPullQPS: number;
   registryBurst: number;
   // logs
+  podLogsDir: string;
   containerLogMaxSize: string;
   containerLogMaxFiles: number;
 }
@@ -138,6 +139,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     maxParallelImagePulls: null,
     registryPullQPS: 5,
     registryBurst: 10,
+    podLogsDir: '/var/log/pods',
     containerLogMaxSize: '10Mi',
     containerLogMaxFiles: 5,
   };

@@ -1,0 +1,202 @@
+// The kubelet's pod handling between the sync loop and the runtime: it keeps the desired pods,
+// admits new ones, hands work to the pod workers, runs each sync through the runtime manager,
+// and reports the resulting API status to the status manager. It is the SyncHandler that
+// Kubelet.syncLoop dispatches to, and the PodSyncer the workers call.
+
+import {
+  type Backoff,
+  type PodLifecycleEvent,
+  type Runtime,
+  runningPodFromStatus,
+} from '@kh/runtime-manager';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { admitPod } from '../admission/predicate.js';
+import type { KubeletEventRecorder } from '../events/recorder.js';
+import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
+import type { PodStatusManager } from '../status/status_manager.js';
+import type { Clock } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+import type { PodSyncer, PodWorkerPool } from './pod_workers.js';
+import type { PressureSource, SyncHandler } from './types.js';
+
+type PodRuntime = Pick<Runtime, 'getPodStatus' | 'syncPod' | 'killPod' | 'getPods'>;
+
+export interface PodLifecycleDeps {
+  runtime: PodRuntime;
+  statusManager: PodStatusManager;
+  /** Set right after construction: the workers call back into this object. */
+  workers?: PodWorkerPool;
+  backoff: Backoff;
+  clock: Clock;
+  nodeIP: string;
+  /** The node as admission sees it (allocatable, labels). */
+  node: () => V1Node;
+  resyncIntervalMs: number;
+  pressure?: PressureSource;
+  probes?: ProbeResults;
+  recorder?: KubeletEventRecorder;
+  log?: Logger;
+}
+
+const isTerminalPhase = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+
+export class PodLifecycle implements SyncHandler, PodSyncer {
+  /** Desired pods by UID, as the sources last described them. */
+  private readonly pods = new Map<string, V1Pod>();
+  private readonly nextSync = new Map<string, number>();
+  private readonly rejected = new Set<string>();
+
+  constructor(private readonly deps: PodLifecycleDeps) {}
+
+  private get workers(): PodWorkerPool {
+    if (!this.deps.workers) throw new Error('PodLifecycle used before its workers were set');
+    return this.deps.workers;
+  }
+
+  getPods(): V1Pod[] {
+    return [...this.pods.values()];
+  }
+
+  /** Admitted pods that still count against the node: not terminal, not being torn down. */
+  private activePods(): V1Pod[] {
+    return this.getPods().filter((p) => {
+      const uid = p.metadata?.uid ?? '';
+      const s = this.deps.statusManager.getPodStatus(uid);
+      const terminal = s ? s.phase === 'Succeeded' || s.phase === 'Failed' : isTerminalPhase(p);
+      return !terminal && !this.workers.isPodTerminationRequested(uid);
+    });
+  }
+
+  async handlePodAdditions(pods: V1Pod[]): Promise<void> {
+    const ordered = [...pods].sort(
+      (a, b) =>
+        new Date(a.metadata?.creationTimestamp ?? 0).getTime() -
+        new Date(b.metadata?.creationTimestamp ?? 0).getTime(),
+    );
+    for (const pod of ordered) {
+      const uid = pod.metadata?.uid ?? '';
+      const active = this.activePods();
+      this.pods.set(uid, pod);
+      if (isTerminalPhase(pod)) continue;
+      if (!pod.metadata?.deletionTimestamp) {
+        const verdict = admitPod(pod, {
+          node: this.deps.node(),
+          activePods: active,
+          ...(this.deps.pressure ? { pressure: this.deps.pressure } : {}),
+        });
+        if (!verdict.admit) {
+          this.rejectPod(pod, verdict.reason, verdict.message);
+          continue;
+        }
+      }
+      this.workers.updatePod({ pod, op: 'create' });
+      this.nextSync.set(uid, this.deps.clock.now() + this.deps.resyncIntervalMs);
+    }
+  }
+
+  private rejectPod(pod: V1Pod, reason: string, message: string): void {
+    this.rejected.add(pod.metadata?.uid ?? '');
+    this.deps.recorder?.event(pod, 'Warning', reason, message);
+    this.deps.statusManager.setPodStatus(pod, { ...(pod.status ?? {}), phase: 'Failed', reason, message });
+  }
+
+  async handlePodUpdates(pods: V1Pod[]): Promise<void> {
+    for (const pod of pods) {
+      const uid = pod.metadata?.uid ?? '';
+      const known = this.pods.has(uid);
+      this.pods.set(uid, pod);
+      // A rejected pod never got a worker; updates do not resurrect it.
+      if (!known || this.rejected.has(uid)) continue;
+      this.workers.updatePod({ pod, op: 'update' });
+    }
+  }
+
+  async handlePodRemoves(pods: V1Pod[]): Promise<void> {
+    for (const pod of pods) {
+      const uid = pod.metadata?.uid ?? '';
+      this.pods.delete(uid);
+      this.nextSync.delete(uid);
+      if (!this.rejected.delete(uid)) this.workers.updatePod({ pod, op: 'kill' });
+    }
+  }
+
+  async handlePodReconcile(pods: V1Pod[]): Promise<void> {
+    for (const pod of pods) if (pod.metadata?.uid) this.pods.set(pod.metadata.uid, pod);
+  }
+
+  async handlePodSyncs(pods: V1Pod[]): Promise<void> {
+    const next = this.deps.clock.now() + this.deps.resyncIntervalMs;
+    for (const pod of pods) {
+      this.nextSync.set(pod.metadata?.uid ?? '', next);
+      this.workers.updatePod({ pod, op: 'sync' });
+    }
+  }
+
+  podsToSync(now: number): V1Pod[] {
+    return [...this.nextSync].filter(([, at]) => at <= now).flatMap(([uid]) => this.pods.get(uid) ?? []);
+  }
+
+  async handlePlegEvent(event: PodLifecycleEvent): Promise<void> {
+    const pod = this.pods.get(event.podUid);
+    if (pod && this.nextSync.has(event.podUid)) this.workers.updatePod({ pod, op: 'sync' });
+  }
+
+  /** Housekeeping: kill what runs for pods nobody wants, forget finished workers. */
+  async handlePodCleanups(): Promise<void> {
+    const log = this.deps.log ?? silentLogger;
+    const running = await this.deps.runtime.getPods(false);
+    for (const rp of running) {
+      if (this.pods.has(rp.uid)) continue;
+      log.info('Killing orphaned pod', { pod: `${rp.namespace}/${rp.name}`, uid: rp.uid });
+      await this.deps.runtime
+        .killPod(undefined, rp)
+        .catch((err) => log.error('Failed to kill orphaned pod', { uid: rp.uid, err }));
+    }
+    this.workers.syncKnownPods(this.getPods());
+  }
+
+  async syncPod(pod: V1Pod): Promise<void> {
+    const { runtime, statusManager } = this.deps;
+    const uid = pod.metadata?.uid ?? '';
+    const before = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
+    this.report(pod, before);
+    const current = statusManager.getPodStatus(uid);
+    if (current?.phase === 'Succeeded' || current?.phase === 'Failed') return; // ran to completion
+    const result = await runtime.syncPod(pod, before, [], this.deps.backoff);
+    const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
+    this.report(pod, after, result);
+    const failed =
+      result.syncError ?? result.steps.find((s) => s.error && s.reason !== 'CrashLoopBackOff')?.error;
+    if (failed) throw failed;
+  }
+
+  async syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void> {
+    const { runtime, statusManager } = this.deps;
+    const uid = pod.metadata?.uid ?? '';
+    const status = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
+    await runtime.killPod(pod, runningPodFromStatus(status), gracePeriodSeconds);
+    const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
+    this.report(pod, after, undefined, true);
+    statusManager.terminatePod(pod);
+  }
+
+  private report(
+    pod: V1Pod,
+    runtimeStatus: Awaited<ReturnType<PodRuntime['getPodStatus']>>,
+    syncResult?: Parameters<typeof generateAPIPodStatus>[0]['syncResult'],
+    terminal = false,
+  ): void {
+    const uid = pod.metadata?.uid ?? '';
+    const status = generateAPIPodStatus({
+      pod,
+      runtime: runtimeStatus,
+      oldStatus: this.deps.statusManager.getPodStatus(uid) ?? pod.status,
+      ...(syncResult ? { syncResult } : {}),
+      podIsTerminal: terminal,
+      nodeIP: this.deps.nodeIP,
+      now: new Date(this.deps.clock.now()),
+      ...(this.deps.probes ? { probes: this.deps.probes } : {}),
+    });
+    this.deps.statusManager.setPodStatus(pod, status);
+  }
+}

@@ -1,0 +1,123 @@
+// Pod workers: one serial lane per pod, lanes run in parallel. Updates that arrive while a pod
+// is being synced are coalesced into one more pass with the newest pod object. A pod whose
+// termination was requested is killed once and never started again; a failed sync is retried
+// after a backoff.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { TimerClock } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+import type { PodWorkers } from './types.js';
+
+export interface PodSyncer {
+  /** Brings the pod toward its spec; throws when the pass failed and must be retried. */
+  syncPod(pod: V1Pod): Promise<void>;
+  /** Stops every container and the sandbox, then reports the final status. */
+  syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void>;
+}
+
+/** The kubelet retries a failed pod sync after about this long. */
+export const POD_SYNC_RETRY_MS = 10_000;
+
+interface Lane {
+  pod: V1Pod;
+  pending: boolean;
+  busy: boolean;
+  terminationRequested: boolean;
+  terminated: boolean;
+  gracePeriodSeconds?: number;
+  cancelRetry?: () => void;
+  idle: Promise<void>;
+}
+
+export class PodWorkerPool implements PodWorkers {
+  private readonly lanes = new Map<string, Lane>();
+
+  constructor(
+    private readonly opts: { syncer: PodSyncer; clock: TimerClock; log?: Logger; retryMs?: number },
+  ) {}
+
+  updatePod(update: {
+    pod: V1Pod;
+    op: 'create' | 'update' | 'sync' | 'kill';
+    gracePeriodSeconds?: number;
+  }): void {
+    const uid = update.pod.metadata?.uid;
+    if (!uid) return;
+    let lane = this.lanes.get(uid);
+    if (!lane) {
+      lane = {
+        pod: update.pod,
+        pending: false,
+        busy: false,
+        terminationRequested: false,
+        terminated: false,
+        idle: Promise.resolve(),
+      };
+      this.lanes.set(uid, lane);
+    }
+    lane.pod = update.pod;
+    const deleting = Boolean(update.pod.metadata?.deletionTimestamp);
+    if (update.op === 'kill' || deleting) {
+      lane.terminationRequested = true;
+      const grace = update.gracePeriodSeconds ?? update.pod.metadata?.deletionGracePeriodSeconds;
+      // A shorter grace period can only shorten a kill in progress, never lengthen it.
+      if (grace !== undefined && (lane.gracePeriodSeconds === undefined || grace < lane.gracePeriodSeconds)) {
+        lane.gracePeriodSeconds = grace;
+      }
+    }
+    if (lane.terminated) return;
+    lane.pending = true;
+    lane.cancelRetry?.();
+    if (!lane.busy) lane.idle = this.drain(uid, lane);
+  }
+
+  isPodTerminationRequested(uid: string): boolean {
+    return this.lanes.get(uid)?.terminationRequested ?? false;
+  }
+
+  isPodTerminated(uid: string): boolean {
+    return this.lanes.get(uid)?.terminated ?? false;
+  }
+
+  /** Forgets lanes of pods that are no longer desired and finished terminating. */
+  syncKnownPods(desired: V1Pod[]): void {
+    const keep = new Set(desired.map((p) => p.metadata?.uid));
+    for (const [uid, lane] of this.lanes)
+      if (!keep.has(uid) && lane.terminated && !lane.busy) this.lanes.delete(uid);
+  }
+
+  /** Resolves when every lane is idle (tests, shutdown). */
+  async settle(): Promise<void> {
+    await Promise.all([...this.lanes.values()].map((l) => l.idle));
+  }
+
+  private async drain(uid: string, lane: Lane): Promise<void> {
+    const log = this.opts.log ?? silentLogger;
+    lane.busy = true;
+    try {
+      while (lane.pending && !lane.terminated) {
+        lane.pending = false;
+        const pod = lane.pod;
+        try {
+          if (lane.terminationRequested) {
+            await this.opts.syncer.syncTerminatingPod(pod, lane.gracePeriodSeconds);
+            lane.terminated = true;
+          } else {
+            await this.opts.syncer.syncPod(pod);
+          }
+        } catch (err) {
+          log.error('Error syncing pod, skipping', { pod: pod.metadata?.name, uid, err });
+          if (!lane.pending) this.scheduleRetry(uid, lane);
+        }
+      }
+    } finally {
+      lane.busy = false;
+    }
+  }
+
+  private scheduleRetry(uid: string, lane: Lane): void {
+    lane.cancelRetry = this.opts.clock.setTimer(this.opts.retryMs ?? POD_SYNC_RETRY_MS, () => {
+      lane.cancelRetry = undefined;
+      if (this.lanes.get(uid) === lane) this.updatePod({ pod: lane.pod, op: 'sync' });
+    });
+  }
+}

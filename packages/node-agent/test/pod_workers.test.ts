@@ -1,0 +1,98 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { type PodSyncer, PodWorkerPool } from '../src/pods/pod_workers.js';
+import { FakeClock, flushMicrotasks } from '../src/util/clock.js';
+
+const pod = (name: string, version = '1', over: Partial<V1Pod['metadata']> = {}): V1Pod => ({
+  metadata: { name, uid: name, resourceVersion: version, ...over },
+});
+
+/** A syncer whose passes finish only when the test releases them. */
+class GatedSyncer implements PodSyncer {
+  log: string[] = [];
+  private gates: (() => void)[] = [];
+  failNext = false;
+
+  private gate(entry: string): Promise<void> {
+    this.log.push(entry);
+    return new Promise((resolve, reject) => {
+      this.gates.push(() => {
+        if (this.failNext) {
+          this.failNext = false;
+          reject(new Error('sync failed'));
+        } else resolve();
+      });
+    });
+  }
+
+  syncPod(p: V1Pod) {
+    return this.gate(`sync ${p.metadata?.name}@${p.metadata?.resourceVersion}`);
+  }
+
+  syncTerminatingPod(p: V1Pod, grace?: number) {
+    return this.gate(`kill ${p.metadata?.name} grace=${grace}`);
+  }
+
+  async releaseAll() {
+    while (this.gates.length > 0) {
+      for (const g of this.gates.splice(0)) g();
+      await flushMicrotasks();
+    }
+  }
+}
+
+describe('PodWorkerPool', () => {
+  it('serialises work per pod, runs pods in parallel, and coalesces updates', async () => {
+    const syncer = new GatedSyncer();
+    const pool = new PodWorkerPool({ syncer, clock: new FakeClock() });
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    pool.updatePod({ pod: pod('b'), op: 'create' });
+    await flushMicrotasks();
+    expect(syncer.log).toEqual(['sync a@1', 'sync b@1']); // both started: parallel across pods
+    pool.updatePod({ pod: pod('a', '2'), op: 'update' });
+    pool.updatePod({ pod: pod('a', '3'), op: 'update' });
+    await flushMicrotasks();
+    expect(syncer.log).toHaveLength(2); // a is busy: nothing new starts for it
+    await syncer.releaseAll();
+    await pool.settle();
+    expect(syncer.log).toEqual(['sync a@1', 'sync b@1', 'sync a@3']); // one more pass, newest pod
+  });
+
+  it('kills once with the shortest grace period and never syncs a killed pod again', async () => {
+    const syncer = new GatedSyncer();
+    const pool = new PodWorkerPool({ syncer, clock: new FakeClock() });
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await flushMicrotasks();
+    pool.updatePod({
+      pod: pod('a', '2', { deletionTimestamp: new Date(1), deletionGracePeriodSeconds: 30 }),
+      op: 'update',
+    });
+    pool.updatePod({ pod: pod('a', '3'), op: 'kill', gracePeriodSeconds: 5 });
+    pool.updatePod({ pod: pod('a', '4'), op: 'kill', gracePeriodSeconds: 60 });
+    expect(pool.isPodTerminationRequested('a')).toBe(true);
+    await syncer.releaseAll();
+    await pool.settle();
+    pool.updatePod({ pod: pod('a', '5'), op: 'sync' });
+    await syncer.releaseAll();
+    expect(syncer.log).toEqual(['sync a@1', 'kill a grace=5']);
+    expect(pool.isPodTerminated('a')).toBe(true);
+    pool.syncKnownPods([]);
+    expect(pool.isPodTerminationRequested('a')).toBe(false); // forgotten
+  });
+
+  it('retries a failed sync after the backoff', async () => {
+    const syncer = new GatedSyncer();
+    const clock = new FakeClock();
+    const pool = new PodWorkerPool({ syncer, clock, retryMs: 10_000 });
+    syncer.failNext = true;
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await syncer.releaseAll();
+    await pool.settle();
+    expect(syncer.log).toEqual(['sync a@1']);
+    await clock.advance(9_999);
+    expect(syncer.log).toHaveLength(1);
+    await clock.advance(1);
+    expect(syncer.log).toEqual(['sync a@1', 'sync a@1']);
+    await syncer.releaseAll();
+  });
+});

@@ -1,0 +1,170 @@
+// The whole pod path in one process: the node-agent command against the fake apiserver and the
+// in-memory CRI runtime. A pod created with kubectl reaches Running with a full status, a pod
+// that does not fit is rejected with OutOfcpu, and kubectl delete completes once the agent has
+// stopped the pod.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ContainerState, FakeRuntime, PodSandboxState } from '@kh/cri-api';
+import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
+import { newKubeletCommand } from '../src/cli.js';
+import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'kh-pods-e2e-'));
+let fake: FakeRuntime;
+let server: ApiServer;
+let kubeconfig: string;
+let api: KubeNodeApi;
+const abort = new AbortController();
+let running: Promise<number>;
+const stderr: string[] = [];
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${stderr.join('').slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function apply(pod: object): Promise<string> {
+  const file = join(dir, `${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify(pod));
+  return kubectl(kubeconfig, 'apply', '-f', file);
+}
+
+beforeAll(async () => {
+  fake = await FakeRuntime.start({ socketPath: join(dir, 'cri.sock') });
+  fake.addImage('docker.io/library/busybox:latest', 1_000_000);
+  server = await createApiServer({
+    port: 0,
+    tls: true,
+    tokens: { t: 'admin' },
+    scheduler: false,
+    nodeLifecycle: false,
+  });
+  kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, server.kubeconfig());
+  api = new KubeNodeApi(loadKubeConfig(kubeconfig));
+  running = newKubeletCommand({ out: () => {}, err: (s) => stderr.push(s), signal: abort.signal }).execute([
+    `--kubeconfig=${kubeconfig}`,
+    `--container-runtime-endpoint=${fake.endpoint}`,
+    `--root-dir=${join(dir, 'root')}`,
+    `--config=${writeConfig()}`,
+    '--hostname-override=pod-node',
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    `--port=${await freePort()}`,
+    '--healthz-port=0',
+  ]);
+  expect(await waitForNodeReady(kubeconfig, 'pod-node')).toContain('condition met');
+}, 60_000);
+
+function writeConfig(): string {
+  const file = join(dir, 'config.yaml');
+  writeFileSync(
+    file,
+    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: ${join(dir, 'logs')}\n`,
+  );
+  return file;
+}
+
+afterAll(async () => {
+  abort.abort();
+  expect(await running).toBe(0);
+  await server?.close();
+  await fake?.stop();
+});
+
+it('runs a pod created with kubectl and reports its status', async () => {
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default' },
+    spec: {
+      nodeName: 'pod-node',
+      containers: [{ name: 'main', image: 'busybox', command: ['sleep', '3600'] }],
+    },
+  });
+  const pod = await until('web Running', async () => {
+    const p = await api.getPod('default', 'web');
+    return p?.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready ? p : undefined;
+  });
+  const status = (pod as V1Pod).status!;
+  expect(status.podIP).toBeTruthy();
+  expect(status.hostIP).toBe('127.0.0.1');
+  expect(status.qosClass).toBe('BestEffort');
+  expect(status.startTime).toBeDefined();
+  expect(status.containerStatuses?.[0]).toMatchObject({
+    name: 'main',
+    ready: true,
+    started: true,
+    restartCount: 0,
+  });
+  expect(status.containerStatuses?.[0]?.containerID).toMatch(/^[\w-]+:\/\/\w+/);
+  expect(status.containerStatuses?.[0]?.state?.running?.startedAt).toBeDefined();
+  for (const type of [
+    'PodReadyToStartContainers',
+    'Initialized',
+    'ContainersReady',
+    'Ready',
+    'PodScheduled',
+  ]) {
+    expect(status.conditions?.find((c) => c.type === type)?.status).toBe('True');
+  }
+  expect(fake.containers().filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toHaveLength(1);
+  const events = await until('Created and Started events', async () => {
+    const out = await kubectl(
+      kubeconfig,
+      'get',
+      'events',
+      '--field-selector',
+      'involvedObject.name=web',
+      '-o',
+      'jsonpath={.items[*].reason}',
+    );
+    return out.includes('Started') ? out.split(' ') : undefined;
+  });
+  expect(events).toEqual(expect.arrayContaining(['Created', 'Started']));
+}, 30_000);
+
+it('rejects a pod that does not fit with OutOfcpu', async () => {
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'huge', namespace: 'default' },
+    spec: {
+      nodeName: 'pod-node',
+      containers: [{ name: 'main', image: 'busybox', resources: { requests: { cpu: '1000' } } }],
+    },
+  });
+  const pod = await until('huge Failed', async () => {
+    const p = await api.getPod('default', 'huge');
+    return p?.status?.phase === 'Failed' ? p : undefined;
+  });
+  expect(pod.status?.reason).toBe('OutOfcpu');
+  expect(pod.status?.message).toMatch(
+    /^Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: \d+$/,
+  );
+}, 30_000);
+
+it('completes kubectl delete after stopping the pod', async () => {
+  await kubectl(kubeconfig, 'delete', 'pod', 'web', '--timeout=20s');
+  expect(await api.getPod('default', 'web')).toBeUndefined();
+  expect(fake.containers().filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toHaveLength(0);
+  expect(fake.sandboxes().filter((s) => s.state === PodSandboxState.SANDBOX_READY)).toHaveLength(0);
+}, 30_000);
