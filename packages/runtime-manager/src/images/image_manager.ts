@@ -111,9 +111,7 @@ export class ImageManager<SandboxConfig = unknown> {
     this.#event(pod, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = performance.now();
     try {
-      const { value: ref, waitedMs } = await this.#puller.run(() =>
-        this.#pullWithSecrets(image, pullSecrets, sandboxConfig),
-      );
+      const { ref, waitedMs } = await this.pull(image, pullSecrets, sandboxConfig);
       const total = performance.now() - started;
       this.#backoff.reset(key);
       this.#event(
@@ -129,6 +127,21 @@ export class ImageManager<SandboxConfig = unknown> {
       this.#event(pod, 'Warning', 'Failed', msg);
       throw new SyncStepError(ErrImagePull, msg, { cause: err });
     }
+  }
+
+  /**
+   * Pulls now, whatever the policy, within the registry rate limit and the puller's concurrency,
+   * trying matching pull secrets in turn. Returns the image ref and the time spent queued.
+   */
+  async pull(
+    image: string,
+    pullSecrets: V1Secret[],
+    sandboxConfig?: SandboxConfig,
+  ): Promise<{ ref: string; waitedMs: number }> {
+    const { value, waitedMs } = await this.#puller.run(() =>
+      this.#pullWithSecrets(image, pullSecrets, sandboxConfig),
+    );
+    return { ref: value, waitedMs };
   }
 
   /** Tries each matching credential in turn, or no credential when none match. */

@@ -2,6 +2,8 @@
 // keeps no state of its own beyond caches: everything it knows about a pod it reads back from
 // the runtime's sandboxes and containers and their labels, so a new instance adopts running
 // pods as they are.
+
+import { statfs } from 'node:fs/promises';
 import {
   type ContainerEventResponse,
   type CriClient,
@@ -12,6 +14,7 @@ import {
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { ImageGCManager } from '../images/image_gc.js';
 import { ImageManager, type ImageManagerOptions } from '../images/image_manager.js';
+import { applyDefaultImageTag } from '../images/image_ref.js';
 import type {
   Backoff,
   Clock,
@@ -51,6 +54,7 @@ import {
   ErrCreatePodSandbox,
   ErrKillContainer,
   ErrKillPodSandbox,
+  ErrRunContainer,
   formatDuration,
   SyncStepError,
 } from './errors.js';
@@ -93,6 +97,16 @@ export interface RuntimeManagerOptions {
   pathMapping?: PathMapping;
   /** Labels added to every sandbox and container (never overriding io.kubernetes.* ones). */
   extraLabels?: Record<string, string>;
+  /**
+   * Capacity of the image filesystem (CRI ImageFsInfo has only usage). Default: statfs of the
+   * reported mountpoint, which needs the agent on the runtime's host.
+   */
+  imageFsCapacity?: (mountpoint: string) => Promise<number>;
+}
+
+async function statfsCapacity(mountpoint: string): Promise<number> {
+  const s = await statfs(mountpoint);
+  return s.blocks * s.bsize;
 }
 
 const keepAll: PodStateProvider = {
@@ -111,6 +125,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   readonly #pods: PodStateProvider;
   readonly #version: { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string };
   readonly imageGC: ImageGCManager;
+  readonly #imageFsCapacity: (mountpoint: string) => Promise<number>;
 
   private constructor(
     ctx: ManagerContext,
@@ -118,8 +133,10 @@ export class KubeGenericRuntimeManager implements Runtime {
     version: { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string },
     imageGCPolicy: ImageGCPolicy | undefined,
     sandboxImage: string | undefined,
+    imageFsCapacity: ((mountpoint: string) => Promise<number>) | undefined,
   ) {
     this.#ctx = ctx;
+    this.#imageFsCapacity = imageFsCapacity ?? statfsCapacity;
     this.#pods = pods;
     this.#version = version;
     this.imageGC = new ImageGCManager(
@@ -173,6 +190,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       },
       opts.imageGCPolicy,
       opts.podSandboxImage,
+      opts.imageFsCapacity,
     );
   }
 
@@ -416,7 +434,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         });
         return true;
       } catch (err) {
-        fail(step, err instanceof SyncStepError ? err.reason : 'StartError', err);
+        fail(step, err instanceof SyncStepError ? err.reason : ErrRunContainer, err);
         return false;
       }
     };
@@ -575,11 +593,7 @@ export class KubeGenericRuntimeManager implements Runtime {
 
   /** Pulls regardless of policy (the image service's PullImage), trying matching pull secrets. */
   async pullImage(image: string, pullSecrets: V1Secret[]): Promise<string> {
-    return this.#ctx.images.ensureImageExists(
-      { metadata: { uid: '', name: '', namespace: '' } },
-      { name: 'pull', image, imagePullPolicy: 'Always' },
-      pullSecrets,
-    );
+    return (await this.#ctx.images.pull(applyDefaultImageTag(image), pullSecrets)).ref;
   }
 
   async getImageRef(image: string): Promise<string | undefined> {
@@ -618,15 +632,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     const fs = (await this.#ctx.cri.imageFsInfo({})).imageFilesystems[0];
     if (!fs) throw new Error('runtime reported no image filesystem');
     const usedBytes = Number(fs.usedBytes?.value ?? 0n);
-    return { usedBytes, capacityBytes: await this.imageFsCapacity(fs.fsId?.mountpoint ?? '') };
+    return { usedBytes, capacityBytes: await this.#imageFsCapacity(fs.fsId?.mountpoint ?? '') };
   }
-
-  /** Capacity of the image filesystem; override for runtimes whose mountpoint is not on this host. */
-  imageFsCapacity: (mountpoint: string) => Promise<number> = async (mountpoint) => {
-    const { statfs } = await import('node:fs/promises');
-    const s = await statfs(mountpoint);
-    return s.blocks * s.bsize;
-  };
 
   /** The context, for the PLEG and tests in this package. */
   get context(): ManagerContext {

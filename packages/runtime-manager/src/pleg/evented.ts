@@ -3,6 +3,7 @@
 // mode(). The relisting PLEG also runs once at start so the cache is complete from the outset.
 import type { ContainerEventResponse, CriClient } from '@kh/cri-api';
 import { ContainerEventType } from '@kh/cri-api';
+import { PodUidLabel } from '../kuberuntime/labels.js';
 import type { Pleg, PodLifecycleEvent, PodStatus } from '../types.js';
 import { LifecycleEmitter } from './cache.js';
 import type { GenericPLEG } from './generic.js';
@@ -75,7 +76,7 @@ export class EventedPLEG implements Pleg {
   }
 
   async #handle(ev: ContainerEventResponse): Promise<void> {
-    const uid = ev.podSandboxStatus?.metadata?.uid ?? ev.podSandboxStatus?.labels['io.kubernetes.pod.uid'];
+    const uid = ev.podSandboxStatus?.metadata?.uid ?? ev.podSandboxStatus?.labels[PodUidLabel];
     if (!uid) return;
     try {
       const status = await this.#opts.podStatusFromEvent(ev);

@@ -5,9 +5,11 @@ import { ctr, Harness, makePod } from './harness.js';
 let h: Harness;
 const MB = 1_000_000;
 beforeEach(async () => {
-  h = await Harness.start({ podSandboxImage: 'kubelet-harness/pause:1' });
   // The fake's image filesystem is not a real mount: capacity comes from its script.
-  h.manager.imageFsCapacity = async () => Number(h.fake.imageFs.capacityBytes ?? 0);
+  h = await Harness.start({
+    podSandboxImage: 'kubelet-harness/pause:1',
+    imageFsCapacity: async () => Number(h.fake.imageFs.capacityBytes ?? 0),
+  });
 });
 afterEach(async () => {
   await h.stop();

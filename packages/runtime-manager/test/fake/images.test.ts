@@ -107,4 +107,17 @@ describe('image pull policies and reasons', () => {
     expect(r.steps.find((s) => s.target === 'app2')!.message).toMatch(/pull QPS exceeded/);
     expect(pulls()).toEqual(['registry:5000/a:1']);
   });
+
+  it('pullImage pulls at once with the default tag, and the image list/ref/remove calls see it', async () => {
+    h = await Harness.start();
+    h.fake.script.registryImage('registry:5000/tool:latest', 1234);
+    const ref = await h.manager.pullImage('registry:5000/tool', []);
+    expect(pulls()).toEqual(['registry:5000/tool:latest']);
+    expect(await h.manager.getImageRef('registry:5000/tool:latest')).toBe(ref);
+    expect((await h.manager.listImages()).find((i) => i.id === ref)?.size).toBe(1234);
+    expect((await h.manager.imageStats()).totalStorageBytes).toBeGreaterThanOrEqual(1234);
+    await h.manager.removeImage(ref);
+    expect(await h.manager.getImageRef('registry:5000/tool:latest')).toBeUndefined();
+    await expect(h.manager.pullImage('registry:5000/absent:1', [])).rejects.toThrow(/not found|NOT_FOUND/i);
+  });
 });
