@@ -242,8 +242,9 @@ export function computePodActions(
   }
 
   if (keepCount === 0 && changes.containersToStart.length === 0) {
-    // Nothing left to run: the pod is done, sidecars included.
+    // Nothing left to run: the pod is done. Sidecars must not keep it alive, so none restarts.
     changes.killPod = true;
+    changes.initContainersToStart = [];
   }
   return changes;
 }

@@ -350,7 +350,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     if (actions.killPod) {
       const steps = await this.#killPodWithSyncResult(pod, runningPodFromStatus(podStatus), undefined);
       result.steps.push(...steps);
-      if (steps.some((s) => s.error)) return result;
+      // A pod that is done (killed without a new sandbox) gets nothing started.
+      if (steps.some((s) => s.error) || !actions.createSandbox) return result;
       if (actions.createSandbox)
         await this.#removeContainersNamed(
           podStatus,
@@ -386,12 +387,13 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
 
     let sandboxId = actions.sandboxId;
+    let sandboxConfig = generatePodSandboxConfig(ctx, pod, actions.attempt);
     let podIPs = podStatus.ips;
     if (actions.createSandbox) {
       const step: SyncStepResult = { action: 'CreatePodSandbox', target: pod.metadata?.name ?? '' };
       result.steps.push(step);
       try {
-        sandboxId = (await createPodSandbox(ctx, pod, actions.attempt)).id;
+        ({ id: sandboxId, config: sandboxConfig } = await createPodSandbox(ctx, pod, actions.attempt));
       } catch (err) {
         fail(step, ErrCreatePodSandbox, err, 'Failed to create pod sandbox: ');
         recordEvent(ctx, pod, 'Warning', 'FailedCreatePodSandBox', step.message ?? '');
@@ -410,7 +412,6 @@ export class KubeGenericRuntimeManager implements Runtime {
         return result;
       }
     }
-    const sandboxConfig = generatePodSandboxConfig(ctx, pod, actions.attempt);
 
     const start = async (action: SyncAction, container: V1Container): Promise<boolean> => {
       const step: SyncStepResult = { action, target: container.name };

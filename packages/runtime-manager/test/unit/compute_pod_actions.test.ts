@@ -145,6 +145,12 @@ describe('computePodActions: init containers', () => {
       status([sandbox()], [cs(app, 'exited', { exitCode: 0 }), cs(sc, 'running')]),
     );
     expect(done.killPod).toBe(true);
+    // Nor does a dead sidecar get restarted in a finished pod.
+    const deadSidecar = computePodActions(
+      never,
+      status([sandbox()], [cs(app, 'exited', { exitCode: 0 }), cs(sc, 'exited', { exitCode: 1 })]),
+    );
+    expect(deadSidecar).toMatchObject({ killPod: true, initContainersToStart: [] });
   });
 
   it('waits for a sidecar startup probe before the next init container', () => {
