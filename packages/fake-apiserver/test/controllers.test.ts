@@ -112,6 +112,10 @@ describe('node lifecycle controller', () => {
       reason: 'KubeletHasSufficientMemory',
     });
     await api.post('/api/v1/nodes', node);
+    await api.post('/api/v1/namespaces/default/pods', pod('resident', { nodeName: 'n1' }));
+    await api.patch('/api/v1/namespaces/default/pods/resident/status', 'strategic', {
+      status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+    });
     const renew = async () => {
       const lease = await api.get('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1');
       const spec = {
@@ -164,6 +168,10 @@ describe('node lifecycle controller', () => {
       ]);
     });
 
+    const resident = await podOn(api, 'resident');
+    expect(resident.status.conditions.find((c: KObject) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+    });
     // The kubelet comes back: Ready again, taints removed.
     const fresh = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
     await api.patch('/api/v1/nodes/n1/status', 'strategic', {

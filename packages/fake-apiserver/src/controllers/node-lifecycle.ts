@@ -1,4 +1,5 @@
 import { nodes as nodesDef } from '../registry/nodes.js';
+import { pods as podsDef } from '../registry/pods.js';
 import type { RestStorage } from '../registry/rest.js';
 import { type KObject, rfc3339 } from '../types.js';
 import { recordEvent } from './events.js';
@@ -25,7 +26,7 @@ interface Health {
 /**
  * The part of the node lifecycle controller a node agent meets: when neither the node's Lease
  * nor its Ready heartbeat changed within the grace period, its conditions become Unknown
- * ("Kubelet stopped posting node status.") and it gets the unreachable taints; a Ready=False
+ * ("Kubelet stopped posting node status."), its pods stop being Ready, and it gets the unreachable taints; a Ready=False
  * node gets the not-ready taints; both go away when the node is Ready again.
  */
 export class NodeLifecycleController {
@@ -144,6 +145,30 @@ export class NodeLifecycleController {
       );
     } catch {
       // Deleted meanwhile.
+      return;
+    }
+    this.markPodsNotReady(node.metadata.name, ts);
+  }
+
+  /** Pods on a node nobody hears from are not Ready any more (the controller's MarkPodsNotReady). */
+  private markPodsNotReady(nodeName: string, ts: string) {
+    for (const pod of this.rest.store.podsOnNode(nodeName)) {
+      const conditions: KObject[] = pod.status?.conditions ?? [];
+      const ready = conditions.find((c) => c.type === 'Ready');
+      if (ready === undefined || ready.status === 'False') continue;
+      try {
+        this.rest.patch(
+          podsDef,
+          pod.metadata.namespace,
+          pod.metadata.name,
+          'strategic',
+          { status: { conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: ts }] } },
+          { status: true },
+        );
+        recordEvent(this.rest, pod, 'Warning', 'NodeNotReady', 'Node is not ready', 'node-controller');
+      } catch {
+        // Deleted meanwhile.
+      }
     }
   }
 
