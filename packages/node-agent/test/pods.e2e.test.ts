@@ -19,9 +19,19 @@ let fake: FakeRuntime;
 let server: ApiServer;
 let kubeconfig: string;
 let api: KubeNodeApi;
-const abort = new AbortController();
-let running: Promise<number>;
+let agent: { abort: AbortController; running: Promise<number> };
 const stderr: string[] = [];
+let agentArgs: string[];
+
+function startAgent() {
+  const abort = new AbortController();
+  const running = newKubeletCommand({
+    out: () => {},
+    err: (s) => stderr.push(s),
+    signal: abort.signal,
+  }).execute(agentArgs);
+  return { abort, running };
+}
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -60,7 +70,7 @@ beforeAll(async () => {
   kubeconfig = join(dir, 'kubeconfig');
   writeFileSync(kubeconfig, server.kubeconfig());
   api = new KubeNodeApi(loadKubeConfig(kubeconfig));
-  running = newKubeletCommand({ out: () => {}, err: (s) => stderr.push(s), signal: abort.signal }).execute([
+  agentArgs = [
     `--kubeconfig=${kubeconfig}`,
     `--container-runtime-endpoint=${fake.endpoint}`,
     `--root-dir=${join(dir, 'root')}`,
@@ -70,7 +80,8 @@ beforeAll(async () => {
     '--address=127.0.0.1',
     `--port=${await freePort()}`,
     '--healthz-port=0',
-  ]);
+  ];
+  agent = startAgent();
   expect(await waitForNodeReady(kubeconfig, 'pod-node')).toContain('condition met');
 }, 60_000);
 
@@ -84,8 +95,8 @@ function writeConfig(): string {
 }
 
 afterAll(async () => {
-  abort.abort();
-  expect(await running).toBe(0);
+  agent.abort.abort();
+  expect(await agent.running).toBe(0);
   await server?.close();
   await fake?.stop();
 });
@@ -168,3 +179,35 @@ it('completes kubectl delete after stopping the pod', async () => {
   expect(fake.containers().filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toHaveLength(0);
   expect(fake.sandboxes().filter((s) => s.state === PodSandboxState.SANDBOX_READY)).toHaveLength(0);
 }, 30_000);
+
+it('leaves pods running on SIGTERM and adopts them on restart', async () => {
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'keep', namespace: 'default' },
+    spec: { nodeName: 'pod-node', containers: [{ name: 'main', image: 'busybox' }] },
+  });
+  const before = await until('keep Running', async () => {
+    const p = await api.getPod('default', 'keep');
+    return p?.status?.containerStatuses?.[0]?.ready ? p : undefined;
+  });
+  agent.abort.abort();
+  expect(await agent.running).toBe(0);
+  const runningContainers = () =>
+    fake.containers().filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
+  expect(runningContainers()).toHaveLength(1);
+
+  agent = startAgent();
+  // The restarted agent re-reports the same container instead of starting a new one.
+  await until('the restarted agent to sync keep', async () =>
+    stderr.join('').split('Started kubelet').length > 2 ? true : undefined,
+  );
+  await new Promise((r) => setTimeout(r, 1_500));
+  const after = await api.getPod('default', 'keep');
+  expect(after?.status?.phase).toBe('Running');
+  expect(after?.status?.containerStatuses?.[0]?.containerID).toBe(
+    before.status?.containerStatuses?.[0]?.containerID,
+  );
+  expect(after?.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+  expect(runningContainers()).toHaveLength(1);
+}, 40_000);

@@ -1,0 +1,111 @@
+import { newCrashLoopBackoff, type PodStatus, type RunningPod } from '@kh/runtime-manager';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { newPodLayer } from '../src/pods/pod_layer.js';
+import { FakeClock } from '../src/util/clock.js';
+import { MemoryNodeApi } from './helpers/memory_api.js';
+
+const node: V1Node = {
+  metadata: { name: 'node-a', labels: {} },
+  status: { allocatable: { cpu: '2', memory: '4Gi', pods: '110' } },
+};
+
+/** Records what the lifecycle asks of the runtime; pods "run" once synced. */
+class RecordingRuntime {
+  calls: string[] = [];
+  running: RunningPod[] = [];
+  status(uid: string, name: string, namespace: string): PodStatus {
+    return {
+      uid,
+      name,
+      namespace,
+      ips: [],
+      sandboxStatuses: [],
+      containerStatuses: [],
+      timestamp: new Date(0),
+    };
+  }
+  getPodStatus = async (uid: string, name: string, namespace: string) => this.status(uid, name, namespace);
+  syncPod = async (pod: V1Pod) => {
+    this.calls.push(`sync ${pod.metadata?.name}`);
+    return { steps: [] };
+  };
+  killPod = async (pod: V1Pod | undefined, rp: RunningPod) => {
+    this.calls.push(`kill ${pod?.metadata?.name ?? `orphan:${rp.name}`}`);
+  };
+  getPods = async () => this.running;
+}
+
+function setup() {
+  const api = new MemoryNodeApi();
+  const clock = new FakeClock();
+  const runtime = new RecordingRuntime();
+  const layer = newPodLayer({
+    api,
+    runtime,
+    backoff: newCrashLoopBackoff(clock),
+    clock,
+    nodeIP: '10.0.0.5',
+    node: () => node,
+    resyncIntervalMs: 60_000,
+  });
+  return { api, clock, runtime, ...layer };
+}
+
+const pod = (name: string, cpu?: string): V1Pod => ({
+  metadata: { name, namespace: 'default', uid: name },
+  spec: {
+    nodeName: 'node-a',
+    containers: [{ name: 'c', image: 'x', ...(cpu ? { resources: { requests: { cpu } } } : {}) }],
+  },
+});
+
+describe('PodLifecycle', () => {
+  it('admits and syncs new pods, kills removed ones, and resyncs every syncFrequency', async () => {
+    const { clock, runtime, lifecycle, workers } = setup();
+    await lifecycle.handlePodAdditions([pod('a'), pod('b')]);
+    await workers.settle();
+    expect(runtime.calls).toEqual(['sync a', 'sync b']);
+    expect(lifecycle.podsToSync(clock.now())).toEqual([]);
+    expect(lifecycle.podsToSync(clock.now() + 60_000).map((p) => p.metadata?.name)).toEqual(['a', 'b']);
+    await lifecycle.handlePodRemoves([pod('b')]);
+    await workers.settle();
+    expect(runtime.calls).toEqual(['sync a', 'sync b', 'kill b']);
+    expect(lifecycle.getPods().map((p) => p.metadata?.name)).toEqual(['a']);
+  });
+
+  it('fails a pod that does not fit, and updates do not start it', async () => {
+    const { api, runtime, lifecycle, workers, statusManager } = setup();
+    api.addPod(pod('big', '3'));
+    await lifecycle.handlePodAdditions([pod('big', '3')]);
+    await lifecycle.handlePodUpdates([pod('big', '3')]);
+    await workers.settle();
+    expect(runtime.calls).toEqual([]);
+    expect(statusManager.getPodStatus('big')).toMatchObject({ phase: 'Failed', reason: 'OutOfcpu' });
+    await statusManager.syncBatch();
+    expect(api.pods.get('default/big')?.status?.reason).toBe('OutOfcpu');
+  });
+
+  it('kills orphans (running pods nobody wants) during housekeeping', async () => {
+    const { runtime, lifecycle, workers } = setup();
+    await lifecycle.handlePodAdditions([pod('a')]);
+    await workers.settle();
+    runtime.running = [
+      { uid: 'a', name: 'a', namespace: 'default', sandboxes: [], containers: [] },
+      { uid: 'ghost', name: 'ghost', namespace: 'default', sandboxes: [], containers: [] },
+    ];
+    await lifecycle.handlePodCleanups();
+    expect(runtime.calls).toEqual(['sync a', 'kill orphan:ghost']);
+  });
+
+  it('reports the generated status to the status manager', async () => {
+    const { lifecycle, workers, statusManager } = setup();
+    await lifecycle.handlePodAdditions([pod('a')]);
+    await workers.settle();
+    expect(statusManager.getPodStatus('a')).toMatchObject({
+      phase: 'Pending',
+      hostIP: '10.0.0.5',
+      containerStatuses: [{ name: 'c', state: { waiting: { reason: 'ContainerCreating' } } }],
+    });
+  });
+});
