@@ -225,6 +225,9 @@ async function runCell(
     world.routeTimeline(namespace, undefined);
     world.routeTimeline(node.started.nodeName, undefined);
   }
+  const podStartupMs = timeline.flatMap((e) =>
+    typeof e.detail?.startupMs === 'number' ? [e.detail.startupMs] : [],
+  );
   const excerpts: LogExcerpt[] = [{ source: 'agent', lines: node.agentLogs(80) }];
   const runtimeLines = await node.started.runtimeLogs(60).catch(() => []);
   if (runtimeLines.length) excerpts.push({ source: 'runtime', lines: runtimeLines });
@@ -239,6 +242,7 @@ async function runCell(
     assertions: checks.results(),
     timeline,
     logs: outcome === 'failed' ? excerpts : [],
+    ...(podStartupMs.length > 0 ? { podStartupMs } : {}),
   };
 }
 

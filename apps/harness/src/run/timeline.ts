@@ -9,7 +9,34 @@ export type Route = (key: {
   node?: string;
 }) => ((e: Omit<TimelineEntry, 't'>) => void) | undefined;
 
+/**
+ * Pod start-up latency as a user sees it: from the moment the API first shows the pod to the first
+ * time every container is running (watch observation times, ms; creationTimestamp only has
+ * seconds). Reported once per pod.
+ */
+export class PodStartupTracker {
+  private readonly firstSeen = new Map<string, number>();
+  private readonly done = new Set<string>();
+
+  observe(pod: V1Pod, now: number): number | undefined {
+    const key = pod.metadata?.uid ?? `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    if (this.done.has(key)) return undefined;
+    const created = pod.metadata?.creationTimestamp
+      ? new Date(pod.metadata.creationTimestamp).getTime()
+      : now;
+    if (!this.firstSeen.has(key)) this.firstSeen.set(key, Math.min(now, created + 999));
+    const containers = pod.spec?.containers?.length ?? 0;
+    const statuses = pod.status?.containerStatuses ?? [];
+    const allRunning =
+      containers > 0 && statuses.length === containers && statuses.every((c) => c.state?.running);
+    if (!allRunning) return undefined;
+    this.done.add(key);
+    return now - this.firstSeen.get(key)!;
+  }
+}
+
 export class ApiTimeline {
+  private readonly startups = new PodStartupTracker();
   private readonly aborts = new Set<AbortController>();
   private readonly podState = new Map<string, string>();
   private readonly nodeState = new Map<string, string>();
@@ -64,6 +91,13 @@ export class ApiTimeline {
       sink({ kind: 'pod-phase', summary: `${key} deleted` });
       return;
     }
+    const startupMs = this.startups.observe(p, Date.now());
+    if (startupMs !== undefined)
+      sink({
+        kind: 'pod-phase',
+        summary: `${key} all containers running after ${startupMs} ms`,
+        detail: { pod: key, startupMs },
+      });
     const phase = p.status?.phase ?? 'Pending';
     const states = [...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])].map(
       (c) => {

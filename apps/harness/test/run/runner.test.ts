@@ -151,6 +151,21 @@ describe('runMatrix', () => {
     expect(journal.events.at(-1)).toBe('world stopped');
   });
 
+  it('collects pod start-up latencies the timeline reported for the cell', async () => {
+    const journal: Journal = { events: [] };
+    const world = fakeWorld(journal);
+    world.routeTimeline = (key, sink) => {
+      if (key === 'passes-alpha' && sink) {
+        sink({ kind: 'pod-phase', summary: 'p1 running', detail: { startupMs: 812 } });
+        sink({ kind: 'pod-phase', summary: 'p2 running', detail: { startupMs: 1_204 } });
+      }
+    };
+    const r = await runMatrix(
+      deps(journal, { scenarios: [passes], backends: [fakeBackend('alpha')], startWorld: async () => world }),
+    );
+    expect(r.cells[0]!.podStartupMs).toEqual([812, 1_204]);
+  });
+
   it('a failing world stop is reported as a warning, not lost and not fatal', async () => {
     const warnings: string[] = [];
     const r = await runMatrix(
