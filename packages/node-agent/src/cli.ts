@@ -7,7 +7,12 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CriClient } from '@kh/cri-api';
-import { GenericPLEG, KubeGenericRuntimeManager, newCrashLoopBackoff } from '@kh/runtime-manager';
+import {
+  GenericPLEG,
+  KubeGenericRuntimeManager,
+  newCrashLoopBackoff,
+  type RuntimeManagerOptions,
+} from '@kh/runtime-manager';
 import { KubeNodeApi, loadKubeConfig } from './api/node_api.js';
 import { ConfigError, formatFieldError } from './config/field_errors.js';
 import { type AgentOptions, flagsHelp, parseFlags } from './config/flags.js';
@@ -81,6 +86,8 @@ export async function run(
   loaded: LoadedConfig,
   log: Logger,
   signal: AbortSignal,
+  /** For an agent outside its node (tests): path mapping, sandbox image, shared dirs. */
+  extra: { runtimeManager?: Partial<RuntimeManagerOptions> } = {},
 ): Promise<void> {
   const { config, resolved } = loaded;
   // The kubelet creates its root directory (state, certificates, pod volumes) on start.
@@ -122,6 +129,7 @@ export async function run(
         registryPullQPS: config.registryPullQPS,
         registryBurst: config.registryBurst,
       },
+      ...extra.runtimeManager,
     }).catch((e: Error) => {
       throw new Error(`validate CRI endpoint ${config.containerRuntimeEndpoint}: ${e.message}`);
     });

@@ -1,0 +1,141 @@
+// The agent against real containerd: a testkit node container runs containerd; the agent runs
+// on the host against the node's CRI socket, with pod logs and termination messages in the
+// node's shared directory (a path mapping), and pods under the node's cgroup. A pod applied with
+// kubectl reaches Running with a containerd:// container ID and a CNI pod IP, and kubectl delete
+// completes once the agent has stopped it.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ContainerState, CriClient } from '@kh/cri-api';
+import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
+import { ensureImages, NodeContainer, type StartedNodeContainer } from '@kh/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
+import { run } from '../src/cli.js';
+import { parseFlags } from '../src/config/flags.js';
+import { loadKubeletConfiguration } from '../src/config/load.js';
+import { stderrLogger } from '../src/util/log.js';
+import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'kh-containerd-'));
+let node: StartedNodeContainer | undefined;
+let server: ApiServer | undefined;
+let kubeconfig: string;
+let api: KubeNodeApi;
+let busybox: string;
+const abort = new AbortController();
+let agent: Promise<void> | undefined;
+const logs: string[] = [];
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+beforeAll(async () => {
+  const refs = await ensureImages(['pause', 'busybox', 'node'], { progress: (l) => console.log(l) });
+  busybox = `docker.io/${refs.busybox}`;
+  node = await new NodeContainer(refs.node)
+    .withRuntime('containerd')
+    .withPauseImage(refs.pause)
+    .withImages(refs.busybox)
+    .start();
+  server = await createApiServer({
+    port: 0,
+    tls: true,
+    tokens: { t: 'admin' },
+    scheduler: false,
+    nodeLifecycle: false,
+  });
+  kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, server.kubeconfig());
+  api = new KubeNodeApi(loadKubeConfig(kubeconfig));
+  const flags = parseFlags([
+    `--kubeconfig=${kubeconfig}`,
+    `--container-runtime-endpoint=${node.criEndpointOnHost}`,
+    `--root-dir=${join(dir, 'root')}`,
+    `--cgroup-root=${node.cgroupParent}`,
+    '--hostname-override=containerd-node',
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    `--port=${await freePort()}`,
+    '--healthz-port=0',
+  ]);
+  expect(flags.errors).toEqual([]);
+  const loaded = await loadKubeletConfiguration(undefined, {
+    ...flags.configOverrides,
+    podLogsDir: join(node.sharedDirOnHost, 'logs'),
+  });
+  agent = run(
+    flags.options,
+    loaded,
+    stderrLogger(0, (s) => logs.push(s)),
+    abort.signal,
+    {
+      runtimeManager: {
+        podsDir: join(node.sharedDirOnHost, 'pods'),
+        pathMapping: { agentRoot: node.sharedDirOnHost, runtimeRoot: node.sharedDirInNode },
+        podSandboxImage: refs.pause,
+      },
+    },
+  );
+  expect(await waitForNodeReady(kubeconfig, 'containerd-node')).toContain('condition met');
+}, 300_000);
+
+afterAll(async () => {
+  abort.abort();
+  await agent?.catch(() => {});
+  await server?.close();
+  await node?.stop();
+}, 120_000);
+
+it('reports containerd in nodeInfo', async () => {
+  const n = await api.getNode('containerd-node');
+  expect(n?.status?.nodeInfo?.containerRuntimeVersion).toMatch(/^containerd:\/\/1\.6\./);
+});
+
+it('runs a kubectl-created pod on containerd and deletes it gracefully', async () => {
+  const file = join(dir, 'pod.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'default' },
+      spec: {
+        nodeName: 'containerd-node',
+        terminationGracePeriodSeconds: 5,
+        containers: [
+          { name: 'main', image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] },
+        ],
+      },
+    }),
+  );
+  await kubectl(kubeconfig, 'apply', '-f', file);
+  let pod = await api.getPod('default', 'web');
+  for (let i = 0; i < 300 && !pod?.status?.containerStatuses?.[0]?.ready; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    pod = await api.getPod('default', 'web');
+  }
+  if (!pod?.status?.containerStatuses?.[0]?.ready)
+    throw new Error(`pod not ready: ${JSON.stringify(pod?.status)}\n${logs.join('').slice(-3000)}`);
+  expect(pod.status.phase).toBe('Running');
+  expect(pod.status.podIP).toMatch(/^10\.88\./);
+  expect(pod.status.containerStatuses?.[0]?.containerID).toMatch(/^containerd:\/\/[0-9a-f]{64}$/);
+  expect(pod.status.containerStatuses?.[0]?.imageID).toBeTruthy();
+  expect(pod.status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+
+  await kubectl(kubeconfig, 'delete', 'pod', 'web', '--timeout=60s');
+  expect(await api.getPod('default', 'web')).toBeUndefined();
+  const cri = await CriClient.connect(node!.criEndpointOnHost);
+  try {
+    const { containers } = await cri.listContainers({});
+    expect(containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toEqual([]);
+  } finally {
+    cri.close();
+  }
+}, 120_000);
