@@ -1,6 +1,7 @@
 import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  CgroupDriver,
   ContainerEventType,
   ContainerState,
   FailedPreconditionError,
@@ -39,6 +40,12 @@ describe('runtime info', () => {
       runtimeVersion: engine.Version,
       runtimeApiVersion: 'v1',
     });
+  });
+
+  it('reports the engine cgroup driver', async () => {
+    const driver = ((await docker.info()) as { CgroupDriver: string }).CgroupDriver;
+    const { linux } = await h.client.runtimeConfig({});
+    expect(linux?.cgroupDriver).toBe(driver === 'systemd' ? CgroupDriver.SYSTEMD : CgroupDriver.CGROUPFS);
   });
 
   it('is ready while dockerd answers', async () => {
@@ -231,6 +238,21 @@ describe('containers', () => {
     expect(await ps(own)).not.toContain('2147483647');
   });
 
+  it('updates CPU and memory limits of a running container', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'resize', {
+      linux: { resources: { memoryLimitInBytes: 32n << 20n, cpuShares: 512n } },
+    });
+    await h.client.updateContainerResources({
+      containerId: id,
+      linux: { memoryLimitInBytes: 64n << 20n, cpuShares: 256n, cpuQuota: 20_000n, cpuPeriod: 100_000n },
+    });
+    const hc = (await docker.getContainer(id).inspect()).HostConfig;
+    expect([hc.Memory, hc.MemorySwap, hc.CpuShares, hc.CpuQuota]).toEqual([64 << 20, 64 << 20, 256, 20_000]);
+    const res = (await h.client.containerStatus({ containerId: id })).status?.resources?.linux;
+    expect(res).toMatchObject({ memoryLimitInBytes: 64n << 20n, cpuShares: 256n, cpuQuota: 20_000n });
+  });
+
   it('lists containers with every filter and removes them in every state', async () => {
     const { podId, config } = await h.runPod();
     const createdId = await h.runContainer(podId, config, 'c1', { labels: { role: 'a' } }, false);
@@ -338,6 +360,14 @@ describe('exec', () => {
       const ps = await h.client.execSync({ containerId: id, cmd: ['ps'], timeout: 10n });
       return Buffer.from(ps.stdout).toString().includes('sleep 30') ? undefined : true;
     }, 'timed-out exec to be killed');
+  });
+
+  it('reports a missing executable as exit code 126 with the runtime message', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'noexec');
+    const r = await h.client.execSync({ containerId: id, cmd: ['/nonexistent'], timeout: 10n });
+    expect(r.exitCode).toBe(126);
+    expect(Buffer.from(r.stdout).toString()).toContain('/nonexistent');
   });
 
   it('answers UNIMPLEMENTED with a clear message for streaming calls', async () => {

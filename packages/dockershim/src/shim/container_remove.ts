@@ -1,6 +1,6 @@
 import type { RemoveContainerRequest, RemoveContainerResponse } from '@kh/cri-api';
 import type { ShimContext } from './context.js';
-import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
 import { ContainerType } from './labels.js';
 import { findManaged } from './lookup.js';
 
@@ -12,7 +12,7 @@ export async function removeDockerContainer(ctx: ShimContext, id: string): Promi
   } catch (err) {
     // 409 "removal already in progress": someone else is removing it.
     if (isDockerNotFound(err) || dockerStatusCode(err) === 409) return;
-    await docker(`remove container ${JSON.stringify(id)}`, () => Promise.reject(err));
+    throw toCriError(err, `remove container ${JSON.stringify(id)}`);
   }
   ctx.cpu.forget(id);
 }

@@ -1,6 +1,6 @@
 import type { StopContainerRequest, StopContainerResponse } from '@kh/cri-api';
 import type { ShimContext } from './context.js';
-import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
 import { ContainerType } from './labels.js';
 import { findManaged } from './lookup.js';
 
@@ -20,7 +20,7 @@ export async function stopContainer(
     await ctx.docker.getContainer(info.Id).stop({ t });
   } catch (err) {
     if (dockerStatusCode(err) === 304 || isDockerNotFound(err)) return {};
-    await docker(`stop container ${JSON.stringify(req.containerId)}`, () => Promise.reject(err));
+    throw toCriError(err, `stop container ${JSON.stringify(req.containerId)}`);
   }
   return {};
 }

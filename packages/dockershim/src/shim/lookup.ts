@@ -1,7 +1,7 @@
 import { NotFoundError } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
-import { docker, isDockerNotFound, required } from './errors.js';
+import { isDockerNotFound, required, toCriError } from './errors.js';
 import { type ContainerType, LabelKeys } from './labels.js';
 
 const NOUN: Record<ContainerType, string> = { podsandbox: 'pod sandbox', container: 'container' };
@@ -20,7 +20,7 @@ export async function findManaged(
     info = await ctx.docker.getContainer(id).inspect();
   } catch (err) {
     if (isDockerNotFound(err)) return undefined;
-    return docker(`inspect ${NOUN[kind]} ${JSON.stringify(id)}`, () => Promise.reject(err));
+    throw toCriError(err, `inspect ${NOUN[kind]} ${JSON.stringify(id)}`);
   }
   return info.Config.Labels?.[LabelKeys.containerType] === kind ? info : undefined;
 }

@@ -10,7 +10,7 @@ import {
 import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
 import { nowNanos } from './convert.js';
-import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { docker, dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
 import { ensureImage } from './image.js';
 import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from './labels.js';
 import { makeSandboxName } from './naming.js';
@@ -146,7 +146,7 @@ export async function runPodSandbox(
   } catch (err) {
     // A sandbox that cannot start is useless and would block the name: remove it, report the cause.
     await container.remove({ force: true }).catch(() => undefined);
-    return docker(`start sandbox for pod ${JSON.stringify(md.name)}`, () => Promise.reject(err));
+    throw toCriError(err, `start sandbox for pod ${JSON.stringify(md.name)}`);
   }
   // Its containers come next: keep what CreateContainer needs to know about the sandbox.
   ctx.sandboxes.put(await docker('inspect sandbox', () => container.inspect()));
@@ -165,12 +165,12 @@ export async function createReplacingDead(
   try {
     return await ctx.docker.createContainer(options);
   } catch (err) {
-    if (dockerStatusCode(err) !== 409 || !options.name) return docker(action, () => Promise.reject(err));
+    if (dockerStatusCode(err) !== 409 || !options.name) throw toCriError(err, action);
     const existing = ctx.docker.getContainer(options.name);
     const info = await existing
       .inspect()
       .catch((e: unknown) => (isDockerNotFound(e) ? undefined : Promise.reject(e)));
-    if (info?.State.Running) return docker(action, () => Promise.reject(err));
+    if (info?.State.Running) throw toCriError(err, action);
     await existing.remove({ force: true }).catch(() => undefined);
     return docker(action, () => ctx.docker.createContainer(options));
   }

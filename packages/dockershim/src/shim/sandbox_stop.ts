@@ -1,7 +1,7 @@
 import type { StopPodSandboxRequest, StopPodSandboxResponse } from '@kh/cri-api';
 import { findSandboxWithContainers } from './container_list.js';
 import type { ShimContext } from './context.js';
-import { docker, dockerStatusCode, isDockerNotFound, required } from './errors.js';
+import { dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
 
 /** Stops a container at once (SIGKILL after a zero grace period). Already stopped or gone is fine. */
 export async function stopNow(ctx: ShimContext, id: string): Promise<void> {
@@ -10,7 +10,7 @@ export async function stopNow(ctx: ShimContext, id: string): Promise<void> {
   } catch (err) {
     const code = dockerStatusCode(err);
     if (code === 304 || isDockerNotFound(err)) return;
-    await docker(`stop container ${JSON.stringify(id)}`, () => Promise.reject(err));
+    throw toCriError(err, `stop container ${JSON.stringify(id)}`);
   }
 }
 
