@@ -8,6 +8,7 @@ import {
   type ContainerEventResponse,
   type CriClient,
   ContainerState as CriContainerState,
+  isNotFound,
   type PodSandboxConfig,
   PodSandboxState,
 } from '@kh/cri-api';
@@ -229,10 +230,9 @@ export class KubeGenericRuntimeManager implements Runtime {
     const sandboxStatuses = (
       await Promise.all(
         sandboxes.items.map((s) =>
-          this.#ctx.cri.podSandboxStatus({ podSandboxId: s.id }).then(
-            (r) => (r.status ? toSandboxStatus(r.status) : undefined),
-            () => undefined, // removed between list and status
-          ),
+          this.#ctx.cri
+            .podSandboxStatus({ podSandboxId: s.id })
+            .then((r) => (r.status ? toSandboxStatus(r.status) : undefined), goneBetweenListAndStatus),
         ),
       )
     )
@@ -241,10 +241,12 @@ export class KubeGenericRuntimeManager implements Runtime {
     const containerStatuses = (
       await Promise.all(
         containers.containers.map((c) =>
-          this.#ctx.cri.containerStatus({ containerId: c.id }).then(
-            (r) => (r.status ? toContainerStatus(this.#ctx, r.status) : undefined),
-            () => undefined,
-          ),
+          this.#ctx.cri
+            .containerStatus({ containerId: c.id })
+            .then(
+              (r) => (r.status ? toContainerStatus(this.#ctx, r.status) : undefined),
+              goneBetweenListAndStatus,
+            ),
         ),
       )
     )
@@ -650,6 +652,16 @@ export class KillPodError extends Error {
     super(message);
     this.name = 'KillPodError';
   }
+}
+
+/**
+ * Removed after it was listed: leave it out. Any other failure must fail the whole status,
+ * or a sync would take the missing sandbox or container for one that never existed and
+ * create a duplicate.
+ */
+function goneBetweenListAndStatus(err: unknown): undefined {
+  if (isNotFound(err)) return undefined;
+  throw err;
 }
 
 // Creation times can tie (coarse runtime clocks, fakes); the attempt number then decides.

@@ -84,6 +84,17 @@ describe('syncPod over the fake runtime', () => {
     expect(h.events.some((e) => e.reason === 'SandboxChanged')).toBe(true);
   });
 
+  it('fails getPodStatus on a transient status error instead of hiding a container', async () => {
+    const { UnavailableError } = await import('@kh/cri-api');
+    const pod = makePod('flaky', [ctr('app')]);
+    await h.sync(pod);
+    h.fake.failNext('ContainerStatus', new UnavailableError('runtime busy'));
+    await expect(h.status(pod)).rejects.toThrow(/runtime busy/);
+    h.fake.failNext('PodSandboxStatus', new UnavailableError('runtime busy'));
+    await expect(h.status(pod)).rejects.toThrow(/runtime busy/);
+    expect((await h.status(pod)).containerStatuses).toHaveLength(1);
+  });
+
   it('fails the sandbox step with CreatePodSandboxError and a clear message', async () => {
     const { UnavailableError } = await import('@kh/cri-api');
     h.fake.failNext('RunPodSandbox', new UnavailableError('network plugin not ready'));
