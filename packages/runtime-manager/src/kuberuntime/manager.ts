@@ -60,6 +60,7 @@ import {
   SyncStepError,
 } from './errors.js';
 import { type ContainerGCReport, garbageCollectContainers } from './gc.js';
+import { hashContainer } from './hash.js';
 import {
   ContainerNameLabel,
   getContainerInfoFromAnnotations,
@@ -462,7 +463,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   ): string | undefined {
     const s = podStatus.containerStatuses.find((c) => c.name === container.name);
     if (!s || s.state !== 'exited' || !s.finishedAt) return undefined;
-    const key = containerBackoffKey(pod, container, s.hash);
+    const key = containerBackoffKey(pod, container, hashContainer(container));
     const finished = s.finishedAt.getTime();
     if (backoff.isInBackOffSince(key, finished)) {
       recordEvent(

@@ -187,6 +187,17 @@ describe('restart policies and CrashLoopBackOff', () => {
     },
   );
 
+  it('a changed spec starts without the backoff of the crashing old spec', async () => {
+    h.fake.addImage('kubelet-harness/busybox:fixed', 1000);
+    h.fake.script.containerExit('app', { afterMs: 0, exitCode: 1 });
+    const pod = makePod('fix', [ctr('app')]);
+    await h.sync(pod);
+    await h.sync(pod);
+    expect(failures(await h.sync(pod))).toEqual(['StartContainer app: CrashLoopBackOff']);
+    pod.spec!.containers[0]!.image = 'kubelet-harness/busybox:fixed';
+    expect(failures(await h.sync(pod))).toEqual([]);
+  });
+
   it('restarts a running container when its spec hash changes', async () => {
     h.fake.addImage('kubelet-harness/busybox:2', 1000);
     const pod = makePod('upd', [ctr('app')]);
