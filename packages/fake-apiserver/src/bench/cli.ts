@@ -14,6 +14,12 @@ function memory(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS'), peak: kb('VmHWM') };
 }
 
+/** utime + stime of a process, from /proc (clock ticks of 1/100 s on Linux). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
@@ -59,7 +65,12 @@ async function main() {
       nodeChangeFraction: 0.1,
       podStatusPerSecond: 20,
     };
-    const result = await runLoad({ ...opts, progress: log, rss: () => memory(child.pid!).rss });
+    const result = await runLoad({
+      ...opts,
+      progress: log,
+      rss: () => memory(child.pid!).rss,
+      cpuSeconds: () => cpuSeconds(child.pid!),
+    });
     const mem = memory(child.pid!);
     const report = {
       benchmark: 'fake-apiserver kwok-style load',
@@ -93,7 +104,9 @@ async function main() {
     log(
       `watch delivery p50=${result.watchDelivery.p50}ms p99=${result.watchDelivery.p99}ms (n=${result.watchDelivery.count})`,
     );
-    log(`rss ${report.results.rssMiB} MiB (peak ${report.results.peakRssMiB} MiB)`);
+    log(
+      `rss ${report.results.rssMiB} MiB (peak ${report.results.peakRssMiB} MiB), server cpu ${result.serverCpuPercentOfOneCore}% of a core`,
+    );
     log(`wrote ${values.out}`);
   } finally {
     child.kill('SIGTERM');

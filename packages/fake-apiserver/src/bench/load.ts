@@ -16,6 +16,8 @@ export interface LoadOptions {
   progress: (line: string) => void;
   /** Samples the server's memory (RSS bytes). */
   rss: () => number;
+  /** The server's CPU time so far (seconds). */
+  cpuSeconds: () => number;
 }
 
 const SENT = 'bench.kh.io/sent';
@@ -163,6 +165,8 @@ export async function runLoad(o: LoadOptions) {
   const writeLatency: number[] = [];
   const byKind: Record<string, number[]> = { lease: [], nodeStatus: [], podStatus: [] };
   const rssSamples: number[] = [];
+  const cpuAtStart = o.cpuSeconds();
+  const steadyStart = Date.now();
   let failures = 0;
   const end = Date.now() + o.durationSeconds * 1000;
   // Fine-grained ticks spread the nodes' renewals over the interval, as independent kubelets would.
@@ -260,6 +264,9 @@ export async function runLoad(o: LoadOptions) {
   }
   await Promise.all(inflight);
   await new Promise((r) => setTimeout(r, 500));
+  // Busy share of one core during the steady state: the server's own cost, whatever else runs.
+  const serverCpuPercent =
+    Math.round(((o.cpuSeconds() - cpuAtStart) / ((Date.now() - steadyStart) / 1000)) * 1000) / 10;
   measuring = false;
   for (const close of closers) close();
   c.close();
@@ -269,6 +276,7 @@ export async function runLoad(o: LoadOptions) {
     writesByKind: Object.fromEntries(Object.entries(byKind).map(([k, v]) => [k, summary(v)])),
     writeFailures: failures,
     watchDelivery: summary(delays),
+    serverCpuPercentOfOneCore: serverCpuPercent,
     rssSamples,
   };
 }
