@@ -355,12 +355,12 @@ export class KubeGenericRuntimeManager implements Runtime {
       result.steps.push(...steps);
       // A pod that is done (killed without a new sandbox) gets nothing started.
       if (steps.some((s) => s.error) || !actions.createSandbox) return result;
-      if (actions.createSandbox)
-        await this.#removeContainersNamed(
-          podStatus,
-          (pod.spec?.initContainers ?? []).map((c) => c.name),
-          0,
-        );
+      // A new sandbox reruns init containers from the first: their old instances go.
+      await this.#removeContainersNamed(
+        podStatus,
+        (pod.spec?.initContainers ?? []).map((c) => c.name),
+        0,
+      );
     } else {
       for (const k of actions.containersToKill.values()) {
         const step: SyncStepResult = { action: 'KillContainer', target: k.name };
@@ -390,9 +390,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
 
     let sandboxId = actions.sandboxId;
-    let sandboxConfig = generatePodSandboxConfig(ctx, pod, actions.attempt);
+    let sandboxConfig: PodSandboxConfig;
     let podIPs = podStatus.ips;
-    if (actions.createSandbox) {
+    if (!actions.createSandbox) {
+      sandboxConfig = generatePodSandboxConfig(ctx, pod, actions.attempt);
+    } else {
       const step: SyncStepResult = { action: 'CreatePodSandbox', target: pod.metadata?.name ?? '' };
       result.steps.push(step);
       try {
