@@ -215,6 +215,30 @@ describe('API semantics', () => {
       expect(same.body.metadata.resourceVersion).toBe(first.body.metadata.resourceVersion);
     });
 
+    it('compares objects regardless of key order (a sorted-keys PUT of an unchanged pod is a no-op)', async () => {
+      const p = (await api.post(PODS, pod('sorted'))).body;
+      const sortKeys = (v: unknown): unknown =>
+        Array.isArray(v)
+          ? v.map(sortKeys)
+          : v !== null && typeof v === 'object'
+            ? Object.fromEntries(
+                Object.keys(v)
+                  .sort()
+                  .map((k) => [k, sortKeys((v as Record<string, unknown>)[k])]),
+              )
+            : v;
+      const same = await api.put(`${PODS}/sorted`, sortKeys(p));
+      expect(same.status, same.text).toBe(200);
+      expect(same.body.metadata.resourceVersion).toBe(p.metadata.resourceVersion);
+      expect(same.body.metadata.generation).toBe(1);
+      const relabelled = await api.put(
+        `${PODS}/sorted`,
+        sortKeys({ ...p, metadata: { ...p.metadata, labels: { a: 'b' } } }),
+      );
+      expect(relabelled.status, relabelled.text).toBe(200);
+      expect(relabelled.body.metadata.generation).toBe(1);
+    });
+
     it('keeps status and spec apart', async () => {
       const p = (await api.post(PODS, pod('split'))).body;
       const viaMain = await api.put(`${PODS}/split`, { ...p, status: { phase: 'Running' } });

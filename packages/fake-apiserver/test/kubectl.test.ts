@@ -141,6 +141,20 @@ describe.each([
     expect(bad.stderr).toMatch(/Unable to remove nonexistent key/);
   });
 
+  it('replaces a pod with kubectl replace (the full object, keys in kubectl order)', async () => {
+    const got = await run('get', 'pod', 'web', '-o', 'json');
+    const live = JSON.parse(got.stdout);
+    live.metadata.labels.replaced = 'yes';
+    const file = join(h.dir, 'replace.json');
+    writeFileSync(file, JSON.stringify(live));
+    const replaced = await run('replace', '-f', file);
+    expect(replaced.stderr).toBe('');
+    expect(replaced.stdout.trim()).toBe('pod/web replaced');
+    expect((await h.api.get('/api/v1/namespaces/default/pods/web')).body.metadata.labels.replaced).toBe(
+      'yes',
+    );
+  });
+
   it('waits for condition=Ready that the test sets through the status subresource', async () => {
     const waiting = run('wait', '--for=condition=Ready', 'pod/web', '--timeout=20s');
     await sleep(500);

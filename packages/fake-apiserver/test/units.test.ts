@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseTokenFile } from '../src/auth/tokens.js';
 import { defaultPullPolicy } from '../src/defaults/pod.js';
+import { deepEqual } from '../src/equal.js';
 import { ApiError } from '../src/http/status.js';
 import { applyJsonPatch } from '../src/patch/json-patch.js';
 import { applyMergePatch } from '../src/patch/merge.js';
@@ -144,6 +145,13 @@ describe('selectors', () => {
 });
 
 describe('small helpers', () => {
+  it('compares JSON structurally, ignoring key order and undefined', () => {
+    expect(deepEqual({ a: 1, b: [1, { c: 2, d: 3 }] }, { b: [1, { d: 3, c: 2 }], a: 1 })).toBe(true);
+    expect(deepEqual({ a: 1, x: undefined }, { a: 1 })).toBe(true);
+    expect(deepEqual({ a: [1, 2] }, { a: [2, 1] })).toBe(false);
+    expect(deepEqual({ a: 1 }, { a: '1' })).toBe(false);
+    expect(deepEqual([], {})).toBe(false);
+  });
   it('parses quantities', () => {
     expect(parseQuantity('100m')).toBeCloseTo(0.1);
     expect(parseQuantity('128Mi')).toBe(128 * 2 ** 20);

@@ -1,3 +1,4 @@
+import { deepEqual } from '../equal.js';
 import { metadataFields } from '../selectors/field.js';
 import { validateObjectMeta } from '../validation/meta.js';
 import { configMapColumns } from './printers.js';
@@ -30,10 +31,7 @@ export const configmaps: ResourceDef = {
           "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
         );
     }
-    if (
-      old?.immutable &&
-      JSON.stringify([cm.data, cm.binaryData]) !== JSON.stringify([old.data, old.binaryData])
-    ) {
+    if (old?.immutable && !deepEqual([cm.data, cm.binaryData], [old.data, old.binaryData])) {
       errs.forbidden('data', 'field is immutable when `immutable` is set');
     }
   },

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { deepEqual } from '../equal.js';
 import {
   ApiError,
   alreadyExists,
@@ -46,13 +47,13 @@ function randomSuffix(): string {
 }
 
 /** Everything but metadata and status: a change here bumps metadata.generation. */
-function specOf(o: KObject): string {
+function specOf(o: KObject): KObject {
   const { metadata: _m, status: _s, ...rest } = o;
-  return JSON.stringify(rest);
+  return rest;
 }
 
-function withoutRv(o: KObject): string {
-  return JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined } });
+function withoutRv(o: KObject): KObject {
+  return { ...o, metadata: { ...o.metadata, resourceVersion: undefined } };
 }
 
 /**
@@ -253,7 +254,7 @@ export class RestStorage {
       }
     }
     def.prepareForUpdate?.(next, old, this.ctx);
-    if (def.tracksGeneration && specOf(next) !== specOf(old))
+    if (def.tracksGeneration && !deepEqual(specOf(next), specOf(old)))
       md.generation = (old.metadata.generation ?? 0) + 1;
     this.validate(def, next, old);
     md.resourceVersion = old.metadata.resourceVersion;
@@ -264,7 +265,7 @@ export class RestStorage {
       return this.view(def, this.store.delete(def.storage, md.namespace ?? '', md.name) ?? next);
     }
     // A no-op write is not a write: same resourceVersion, no event (as the apiserver does).
-    if (withoutRv(next) === withoutRv(old)) return this.view(def, old);
+    if (deepEqual(withoutRv(next), withoutRv(old))) return this.view(def, old);
     return this.view(def, this.store.write(def.storage, 'MODIFIED', next));
   }
 

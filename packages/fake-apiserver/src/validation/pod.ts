@@ -1,3 +1,4 @@
+import { deepEqual } from '../equal.js';
 import type { FieldErrors } from '../http/status.js';
 import { parseQuantity } from '../quantity.js';
 import type { KObject } from '../types.js';
@@ -149,9 +150,9 @@ export function validatePodSpecUpdate(spec: KObject, old: KObject, errs: FieldEr
     delete c.tolerations;
     delete c.terminationGracePeriodSeconds;
     delete c.schedulingGates;
-    return JSON.stringify(c);
+    return c;
   };
-  if (mutable(spec) !== mutable(old)) {
+  if (!deepEqual(mutable(spec), mutable(old))) {
     errs.forbidden(
       'spec',
       'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
