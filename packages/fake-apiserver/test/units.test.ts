@@ -116,6 +116,7 @@ describe('merge and json patch', () => {
       { op: 'move', from: '/d', path: '/e' },
       { op: 'remove', path: '/a/0' },
       { op: 'test', path: '/e/c', value: 2 },
+      { op: 'test', path: '/e', value: { c: 2 } },
     ]);
     expect(out).toEqual({ a: [2, 3], b: { c: 2 }, e: { c: 2 } });
     expect(doc).toEqual({ a: [1, 2], b: { c: 1 } });

@@ -1,3 +1,4 @@
+import { deepEqual } from '../equal.js';
 import { ApiError } from '../http/status.js';
 import type { KObject } from '../types.js';
 
@@ -112,7 +113,7 @@ export function applyJsonPatch(doc: unknown, ops: unknown): unknown {
         out = add(out, raw.path, clone(get(out, raw.from ?? '')));
         break;
       case 'test':
-        if (JSON.stringify(get(out, raw.path)) !== JSON.stringify(raw.value)) {
+        if (!deepEqual(get(out, raw.path), raw.value)) {
           throw invalid(
             `the server rejected our request due to an error in our request: testing value ${raw.path} failed: test failed`,
           );
