@@ -104,7 +104,8 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     server.listen(opts.port ?? 0, host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  // A wildcard listen address is reached over loopback.
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   url = `${tls ? 'https' : 'http'}://${urlHost}:${port}`;
 
   const nsController = new NamespaceController(rest);
