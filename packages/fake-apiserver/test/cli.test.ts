@@ -1,0 +1,71 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { KUBECTL, kubectl } from './helpers.js';
+
+const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
+
+describe('fake-apiserver CLI', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kh-apiserver-cli-'));
+  let child: ChildProcess | undefined;
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints a kubeconfig with its generated CA and token that kubectl uses as is', async () => {
+    const tokens = join(dir, 'tokens.csv');
+    writeFileSync(tokens, 'cli-token,admin,uid-1,"system:masters"\n');
+    child = spawn(
+      process.execPath,
+      [CLI, '--port', '0', '--tls', '--tls-host', 'apiserver', '--token-file', tokens, '--print-kubeconfig'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    await new Promise<void>((resolve, reject) => {
+      child!.stderr!.on('data', (c: Buffer) => {
+        stderr += c.toString();
+        if (/listening on https:\/\/127\.0\.0\.1:\d+/.test(stderr)) resolve();
+      });
+      child!.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+    });
+    const kc = parse(stdout);
+    expect(kc.users[0].user.token).toBe('cli-token');
+    expect(Buffer.from(kc.clusters[0].cluster['certificate-authority-data'], 'base64').toString()).toMatch(
+      /BEGIN CERTIFICATE/,
+    );
+    const path = join(dir, 'kubeconfig');
+    writeFileSync(path, stdout);
+    const got = await kubectl(KUBECTL.newest, path, ['get', 'namespace', 'kube-node-lease', '-o', 'name']);
+    expect(got.stderr).toBe('');
+    expect(got.stdout.trim()).toBe('namespace/kube-node-lease');
+    // SIGTERM shuts it down cleanly.
+    const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('refuses a bad flag value with a clear message', async () => {
+    const bad = spawn(process.execPath, [CLI, '--port', 'abc'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    bad.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+    });
+    const code = await new Promise<number | null>((r) => bad.once('exit', (c) => r(c)));
+    expect(code).toBe(1);
+    expect(err).toMatch(/--port: not a port: abc/);
+  });
+});
