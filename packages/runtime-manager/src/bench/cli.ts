@@ -189,7 +189,11 @@ async function main(): Promise<void> {
     const create = await syncAll(manager, timeline, pods, 'create');
     const steady = await syncAll(manager, timeline, pods, 'steady');
     console.log('  tearing down');
-    for (const p of await manager.getPods(true)) await manager.killPod(undefined, p, 0);
+    // In parallel batches: each stop may take the 2s minimum grace period.
+    const running = await manager.getPods(true);
+    for (let i = 0; i < running.length; i += 20) {
+      await Promise.all(running.slice(i, i + 20).map((p) => manager.killPod(undefined, p, 0)));
+    }
     await manager
       .garbageCollect({ minAgeMs: 0, maxPerPodContainer: 0, maxContainers: 0 }, true, true)
       .catch(() => undefined);

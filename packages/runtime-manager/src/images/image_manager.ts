@@ -60,10 +60,6 @@ export class ImageManager<SandboxConfig = unknown> {
     this.#recorder = opts.recorder;
   }
 
-  get pullerKind(): 'serial' | 'parallel' {
-    return this.#puller.kind;
-  }
-
   #event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): void {
     this.#recorder?.event(pod, type, reason, message);
   }
