@@ -460,12 +460,16 @@ describe('API semantics', () => {
           ],
         },
       });
+      // What the kubelet's status manager sends: the changed condition plus the full order.
       const st = await api.patch(`${PODS}/smp/status`, 'strategic', {
-        status: { $setElementOrder: undefined, conditions: [{ type: 'Ready', status: 'True' }] },
+        status: {
+          '$setElementOrder/conditions': [{ type: 'Initialized' }, { type: 'Ready' }],
+          conditions: [{ type: 'Ready', status: 'True' }],
+        },
       });
       expect(st.body.status.conditions).toEqual([
-        { type: 'Ready', status: 'True', lastTransitionTime: t },
         { type: 'Initialized', status: 'True', lastTransitionTime: t },
+        { type: 'Ready', status: 'True', lastTransitionTime: t },
       ]);
     });
 

@@ -215,7 +215,10 @@ export async function runLoad(o: LoadOptions) {
             {
               metadata: { annotations: { [SENT]: String(Date.now()) } },
               status: {
-                $setElementOrder: undefined,
+                // The kubelet's node status patch: changed entries plus the list order.
+                '$setElementOrder/conditions': ['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready'].map(
+                  (type) => ({ type }),
+                ),
                 conditions: [
                   { type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: ts },
                 ],
