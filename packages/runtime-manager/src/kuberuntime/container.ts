@@ -221,12 +221,13 @@ export interface StartContainerArgs {
 /** Image -> CreateContainer -> StartContainer -> postStart. Throws SyncStepError with the kubelet reason. */
 export async function startContainer(ctx: ManagerContext, a: StartContainerArgs): Promise<string> {
   const { pod, container } = a;
-  const imageRef = await ctx.images.ensureImageExists(pod, container, a.pullSecrets, a.sandboxConfig);
-
   const previous = findContainerStatusByName(a.podStatus, container.name);
-  const restartCount = previous
-    ? previous.restartCount + 1
-    : await restartCountFromLogDir(join(podLogDirOf(ctx.podLogsRootDir, pod), container.name));
+  // The log directory scan (it never rejects) overlaps the image check instead of following it.
+  const restartCountP = previous
+    ? Promise.resolve(previous.restartCount + 1)
+    : restartCountFromLogDir(join(podLogDirOf(ctx.podLogsRootDir, pod), container.name));
+  const imageRef = await ctx.images.ensureImageExists(pod, container, a.pullSecrets, a.sandboxConfig);
+  const restartCount = await restartCountP;
 
   let config: ContainerConfig;
   try {
