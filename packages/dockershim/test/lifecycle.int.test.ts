@@ -479,7 +479,19 @@ describe('events', () => {
         });
       }
     })().catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 300));
+    // The subscription is live once a probe container's event comes through (another pod, so the
+    // snapshot below counts only this pod's container).
+    const probePod = await h.runPod();
+    for (let n = 0; ; n++) {
+      const probe = await h.runContainer(probePod.podId, probePod.config, `probe${n}`, {}, false);
+      const seenProbe = await waitFor(
+        async () => (seen.some((e) => e.id === probe) ? true : undefined),
+        'probe',
+        1_000,
+      ).catch(() => false);
+      if (seenProbe) break;
+      if (n > 20) throw new Error('the event stream never delivered an event');
+    }
     const id = await h.runContainer(podId, config, 'ev');
     await h.client.stopContainer({ containerId: id, timeout: 0n });
     await h.client.removeContainer({ containerId: id });

@@ -1,6 +1,6 @@
 import { ContainerEventType, isUnimplemented } from '@kh/cri-api';
 import { expectEqual } from '../assert.js';
-import { defineGroup, Skip, waitFor } from '../framework.js';
+import { AssertionError, defineGroup, Skip, waitFor } from '../framework.js';
 
 export const events = defineGroup('events', {
   'GetContainerEvents streams created, started, stopped and deleted': async (ctx) => {
@@ -16,10 +16,26 @@ export const events = defineGroup('events', {
       if (!abort.signal.aborted) streamError = err;
     });
     try {
-      // Let the subscription reach the runtime before acting.
-      await new Promise((r) => setTimeout(r, 500));
-      if (isUnimplemented(streamError))
-        throw new Skip(`GetContainerEvents is not implemented: ${(streamError as Error).message}`);
+      // The subscription is live once a probe container's event comes through (in another pod).
+      const probePod = await ctx.runPod();
+      for (let n = 0; ; n++) {
+        const probe = await ctx.createContainer(probePod, `probe${n}`);
+        const arrived = await waitFor(
+          async () => {
+            if (isUnimplemented(streamError)) {
+              throw new Skip(`GetContainerEvents is not implemented: ${(streamError as Error).message}`);
+            }
+            return seen.some((e) => e.id === probe) ? true : undefined;
+          },
+          'an event of a probe container',
+          1_000,
+        ).catch((err: unknown) => {
+          if (err instanceof Skip) throw err;
+          return false;
+        });
+        if (arrived) break;
+        if (n >= 20) throw new AssertionError('no event arrived for 20 probe containers');
+      }
       const id = await ctx.startedContainer(pod, 'evented');
       await ctx.client.stopContainer({ containerId: id, timeout: 0n });
       await ctx.client.removeContainer({ containerId: id });

