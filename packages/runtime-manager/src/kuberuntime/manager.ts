@@ -528,28 +528,33 @@ export class KubeGenericRuntimeManager implements Runtime {
       return podIP;
     };
     const specs = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])];
-    const steps = await Promise.all(
-      runningPod.containers
-        .filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown')
-        .map(async (c) => {
-          const step: SyncStepResult = { action: 'KillContainer', target: c.name };
-          try {
-            await killContainer(ctx, {
-              pod,
-              container: specs.find((s) => s.name === c.name),
-              id: c.id.id,
-              name: c.name,
-              reason: '',
-              message: '',
-              gracePeriodOverrideSeconds,
-              podIP: lazyPodIP,
-            });
-          } catch (err) {
-            fail(step, ErrKillContainer, err);
-          }
-          return step;
-        }),
+    const sidecars = new Set(
+      (pod?.spec?.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name),
     );
+    const kill = async (c: RunningPod['containers'][number]): Promise<SyncStepResult> => {
+      const step: SyncStepResult = { action: 'KillContainer', target: c.name };
+      try {
+        await killContainer(ctx, {
+          pod,
+          container: specs.find((s) => s.name === c.name),
+          id: c.id.id,
+          name: c.name,
+          reason: '',
+          message: '',
+          gracePeriodOverrideSeconds,
+          podIP: lazyPodIP,
+        });
+      } catch (err) {
+        fail(step, ErrKillContainer, err);
+      }
+      return step;
+    };
+    const live = runningPod.containers.filter(
+      (c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown',
+    );
+    // Sidecars serve the other containers until those have stopped, so they go last.
+    const steps = await Promise.all(live.filter((c) => !sidecars.has(c.name)).map(kill));
+    steps.push(...(await Promise.all(live.filter((c) => sidecars.has(c.name)).map(kill))));
     for (const s of runningPod.sandboxes) {
       const step: SyncStepResult = { action: 'KillPodSandbox', target: s.id };
       steps.push(step);

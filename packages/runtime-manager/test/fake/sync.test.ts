@@ -268,6 +268,19 @@ describe('init containers', () => {
     expect((await h.status(never)).containerStatuses.map((c) => c.name)).toEqual(['init1']);
   });
 
+  it('stops sidecars only after the app containers', async () => {
+    const pod = makePod('sidecar-stop', [ctr('app')], {
+      initContainers: [ctr('proxy', { restartPolicy: 'Always' })],
+    });
+    await h.sync(pod);
+    await h.sync(pod);
+    const st = await h.status(pod);
+    const idOf = (n: string) => st.containerStatuses.find((c) => c.name === n)!.id.id;
+    await h.manager.killPod(pod, (await h.manager.getPods(false)).find((p) => p.uid === pod.metadata!.uid)!);
+    const stops = h.requests<StopContainerRequest>('StopContainer').map((r) => r.containerId);
+    expect(stops).toEqual([idOf('app'), idOf('proxy')]);
+  });
+
   it('keeps a sidecar (restartable init container) running next to the app', async () => {
     const pod = makePod('sidecar', [ctr('app')], {
       initContainers: [ctr('proxy', { restartPolicy: 'Always' }), ctr('setup')],
