@@ -38,7 +38,7 @@ describe('API semantics', () => {
         ]),
       );
       const groups = (await api.get('/apis')).body.groups.map((g: { name: string }) => g.name);
-      expect(groups).toEqual(['coordination.k8s.io', 'events.k8s.io']);
+      expect(groups).toEqual(['coordination.k8s.io', 'events.k8s.io', 'authentication.k8s.io']);
       expect((await api.get('/apis/coordination.k8s.io/v1')).body.resources[0]).toMatchObject({
         name: 'leases',
         namespaced: true,
@@ -332,6 +332,23 @@ describe('API semantics', () => {
       const ignore = await api.post(`${PODS}?fieldValidation=Ignore`, body('ignore'));
       expect(ignore.status).toBe(201);
       expect(ignore.headers.warning).toBeUndefined();
+    });
+
+    it('answers 405 for verbs a resource does not have', async () => {
+      const list = await api.get('/apis/authentication.k8s.io/v1/selfsubjectreviews');
+      expect(list.status).toBe(405);
+      expect(list.body).toMatchObject({ kind: 'Status', reason: 'MethodNotAllowed' });
+      expect((await api.delete('/api/v1/namespaces')).status).toBe(405);
+      const review = await api.post('/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'SelfSubjectReview',
+      });
+      expect(review.status).toBe(201);
+      expect(review.body.status.userInfo).toEqual({
+        username: 'admin',
+        uid: 'admin',
+        groups: ['system:authenticated'],
+      });
     });
 
     it('supports dryRun', async () => {

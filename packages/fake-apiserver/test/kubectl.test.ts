@@ -53,6 +53,13 @@ describe.each([
     expect(nodes.stdout).toMatch(/^node-a\s+Ready\s+<none>\s+\S+\s+v1\.33\.0\s+10\.0\.0\.1/m);
   });
 
+  it('tells who the token belongs to (auth whoami)', async () => {
+    const who = await run('auth', 'whoami');
+    expect(who.stderr).toBe('');
+    expect(who.stdout).toMatch(/^Username\s+admin$/m);
+    expect(who.stdout).toMatch(/^Groups\s+\[system:authenticated\]$/m);
+  });
+
   it('applies a pod manifest, then applies a change as a computed patch', async () => {
     const file = join(h.dir, 'pod.yaml');
     writeFileSync(file, manifest('app: web', 'busybox:1.36'));

@@ -97,19 +97,25 @@ function paths(defs: ResourceDef[], flavor: Flavor): KObject {
       'application/merge-patch+json',
       'application/strategic-merge-patch+json',
     ];
-    out[base] = {
-      get: op('list', 'list', { responses: response(`${d.typeName}List`) }),
-      post: write('post', 'create'),
-      delete: op('deletecollection', 'deleteCollection', {
+    const has = (v: string) => d.verbs.includes(v);
+    const collection: KObject = {};
+    if (has('list')) collection.get = op('list', 'list', { responses: response(`${d.typeName}List`) });
+    if (has('create')) collection.post = write('post', 'create');
+    if (has('deletecollection')) {
+      collection.delete = op('deletecollection', 'deleteCollection', {
         responses: response('io.k8s.apimachinery.pkg.apis.meta.v1.Status'),
-      }),
-    };
-    out[`${base}/{name}`] = {
-      get: op('get', 'read', { responses: response(d.typeName) }),
-      put: write('put', 'replace'),
-      patch: write('patch', 'patch', patchTypes),
-      delete: op('delete', 'delete', { responses: response('io.k8s.apimachinery.pkg.apis.meta.v1.Status') }),
-    };
+      });
+    }
+    out[base] = collection;
+    const item: KObject = {};
+    if (has('get')) item.get = op('get', 'read', { responses: response(d.typeName) });
+    if (has('update')) item.put = write('put', 'replace');
+    if (has('patch')) item.patch = write('patch', 'patch', patchTypes);
+    if (has('delete'))
+      item.delete = op('delete', 'delete', {
+        responses: response('io.k8s.apimachinery.pkg.apis.meta.v1.Status'),
+      });
+    if (Object.keys(item).length > 0) out[`${base}/{name}`] = item;
     if (d.hasStatus) {
       out[`${base}/{name}/status`] = {
         get: op('get', 'readStatus', { responses: response(d.typeName) }),

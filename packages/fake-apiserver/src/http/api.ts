@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { UserInfo } from '../auth/tokens.js';
 import { bindPod } from '../registry/binding.js';
 import type { Logs } from '../registry/logs.js';
 import type { ResourceDef } from '../registry/resource.js';
@@ -33,6 +34,32 @@ export interface ResourceRequest {
   /** Legacy /watch/ path prefix. */
   watchPath: boolean;
   query: URLSearchParams;
+  /** The authenticated caller (set by the router). */
+  user?: UserInfo;
+}
+
+/** The verb a request is, for the resource's verb list (405 otherwise). */
+function verbOf(method: string, r: ResourceRequest): string {
+  const collection = r.name === undefined;
+  switch (method) {
+    case 'GET':
+      if (
+        r.watchPath ||
+        (r.query.get('watch') && r.query.get('watch') !== 'false' && r.query.get('watch') !== '0')
+      )
+        return 'watch';
+      return collection ? 'list' : 'get';
+    case 'POST':
+      return 'create';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return collection ? 'deletecollection' : 'delete';
+    default:
+      return method.toLowerCase();
+  }
 }
 
 /** Streaming subresources the real apiserver proxies to the kubelet; recognised, then refused clearly. */
@@ -94,6 +121,21 @@ export class ApiHandler {
     const method = req.method ?? 'GET';
     const { def, subresource } = r;
     if (subresource !== undefined) return this.handleSubresource(req, res, r);
+    const verb = verbOf(method, r);
+    if (!def.verbs.includes(verb)) throw methodNotAllowed(verb, def.kind);
+    if (def.review) {
+      // Reviews are answered from the request and the caller, never stored.
+      const body = asObject(
+        decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
+        def.kind,
+      );
+      const obj = this.rest.decode(def, body, { fieldValidation: fieldValidation(r.query) });
+      return sendJson(
+        res,
+        201,
+        def.review(obj, r.user ?? { name: 'system:anonymous', uid: '', groups: ['system:unauthenticated'] }),
+      );
+    }
     if (
       r.watchPath ||
       (method === 'GET' &&
@@ -283,7 +325,6 @@ export class ApiHandler {
 
   private async deleteCollection(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
     const { def, query: q } = r;
-    if (!def.verbs.includes('deletecollection')) throw methodNotAllowed('deletecollection', def.kind);
     const opts = await this.deleteOptions(req, q);
     const label = parseLabelSelector(q.get('labelSelector'));
     const field = parseFieldSelector(q.get('fieldSelector'), def.fields);

@@ -4,7 +4,7 @@ import { ApiError, badRequest } from './status.js';
 /**
  * Decodes the Kubernetes protobuf encoding (magic "k8s\0" + runtime.Unknown) of the few kinds
  * that kubectl's typed clients send as protobuf (`kubectl create namespace|secret|configmap|
- * serviceaccount`, `kubectl drain`'s evictions, typed deletes), into the JSON form the rest of the
+ * serviceaccount`, `kubectl drain`'s evictions, `kubectl auth whoami`, typed deletes), into the JSON form the rest of the
  * server works on. Field numbers follow the upstream generated.proto files.
  */
 type Kind =
@@ -82,6 +82,7 @@ const MESSAGES: Record<string, Message> = {
     4: ['automountServiceAccountToken', 'bool'],
   },
   Eviction: { 1: ['metadata', { msg: 'ObjectMeta' }], 2: ['deleteOptions', { msg: 'DeleteOptions' }] },
+  SelfSubjectReview: { 1: ['metadata', { msg: 'ObjectMeta' }] },
   TypeMeta: { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] },
   Time: { 1: ['seconds', 'int'], 2: ['nanos', 'int'] },
   Unknown: { 1: ['typeMeta', { msg: 'TypeMeta' }], 2: ['raw', 'bytes'], 3: ['contentEncoding', 'string'] },

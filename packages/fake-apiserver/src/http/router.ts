@@ -126,6 +126,7 @@ export function createRouter(opts: RouterOptions) {
         }
         const r = parseResourcePath(group, version, rest, url.searchParams);
         if (r === undefined) throw resourceNotFound();
+        r.user = auth.user;
         return await opts.api.handle(req, res, r);
       }
       throw resourceNotFound();

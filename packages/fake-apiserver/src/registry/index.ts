@@ -6,6 +6,7 @@ import { nodes } from './nodes.js';
 import { pods } from './pods.js';
 import type { ResourceDef } from './resource.js';
 import { secrets } from './secrets.js';
+import { selfsubjectreviews, selfsubjectreviewsV1beta1 } from './selfsubjectreviews.js';
 import { serviceaccounts } from './serviceaccounts.js';
 
 /** Every served resource, in discovery order. */
@@ -19,6 +20,8 @@ export const RESOURCES: ResourceDef[] = [
   serviceaccounts,
   leases,
   eventsV1,
+  selfsubjectreviews,
+  selfsubjectreviewsV1beta1,
 ];
 
 export function findResource(group: string, version: string, resource: string): ResourceDef | undefined {

@@ -1,3 +1,4 @@
+import type { UserInfo } from '../auth/tokens.js';
 import type { FieldErrors } from '../http/status.js';
 import type { FieldSet } from '../selectors/field.js';
 import type { Store } from '../storage/store.js';
@@ -49,6 +50,8 @@ export interface ResourceDef {
   validate?(obj: KObject, errs: FieldErrors, old: KObject | undefined): void;
   /** Grace period for deletion, when the resource supports graceful deletion (pods). */
   gracePeriod?(obj: KObject, requested: number | undefined): number;
+  /** A create-only review that is answered, never stored (SelfSubjectReview). */
+  review?(obj: KObject, user: UserInfo): KObject;
   /** Converts from the stored form to this view and back (events.k8s.io over core events). */
   toView?(stored: KObject): KObject;
   fromView?(obj: KObject): KObject;

@@ -658,3 +658,34 @@ def('io.k8s.api.coordination.v1.LeaseSpec', {
 topLevel('coordination.k8s.io', 'v1', 'Lease', 'io.k8s.api.coordination.v1.Lease', {
   spec: ref('io.k8s.api.coordination.v1.LeaseSpec'),
 });
+
+// --- authentication.k8s.io ------------------------------------------------------------------------
+def('io.k8s.api.authentication.v1.UserInfo', {
+  username: str,
+  uid: str,
+  groups: arr(str),
+  extra: map(arr(str)),
+});
+def('io.k8s.api.authentication.v1.SelfSubjectReviewStatus', {
+  userInfo: ref('io.k8s.api.authentication.v1.UserInfo'),
+});
+def(
+  'io.k8s.api.authentication.v1.SelfSubjectReview',
+  {
+    apiVersion: str,
+    kind: str,
+    metadata: objectMeta,
+    status: ref('io.k8s.api.authentication.v1.SelfSubjectReviewStatus'),
+  },
+  { gvk: { group: 'authentication.k8s.io', version: 'v1', kind: 'SelfSubjectReview' } },
+);
+def(
+  'io.k8s.api.authentication.v1beta1.SelfSubjectReview',
+  {
+    apiVersion: str,
+    kind: str,
+    metadata: objectMeta,
+    status: ref('io.k8s.api.authentication.v1.SelfSubjectReviewStatus'),
+  },
+  { gvk: { group: 'authentication.k8s.io', version: 'v1beta1', kind: 'SelfSubjectReview' } },
+);
