@@ -603,6 +603,9 @@ describe('API semantics', () => {
       expect(del.status.phase).toBe('Terminating');
       const refused = await api.post('/api/v1/namespaces/doomed/configmaps', { metadata: { name: 'late' } });
       expect(refused.status).toBe(403);
+      // Content removal starts a moment later: a client deleting the namespace's objects itself,
+      // as `kubectl delete -f` does, still finds them.
+      expect((await api.delete('/api/v1/namespaces/doomed/configmaps/c')).status).toBe(200);
       await eventually(async () =>
         expect(
           (await api.get('/api/v1/namespaces/doomed/pods/p')).body.metadata?.deletionTimestamp,

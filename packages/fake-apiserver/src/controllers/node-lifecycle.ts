@@ -34,6 +34,7 @@ export class NodeLifecycleController {
   private readonly period: number;
   private readonly health = new Map<string, Health>();
   private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
   private readonly unsubscribe: (() => void)[] = [];
 
   constructor(
@@ -77,6 +78,7 @@ export class NodeLifecycleController {
   }
 
   stop(): void {
+    this.stopped = true;
     for (const u of this.unsubscribe) u();
     if (this.timer) clearInterval(this.timer);
   }
@@ -196,6 +198,7 @@ export class NodeLifecycleController {
       ...desired.map((d) => (d.effect === 'NoExecute' ? { ...d, timeAdded: ts } : d)),
     ];
     setImmediate(() => {
+      if (this.stopped) return;
       try {
         this.rest.patch(nodesDef, '', node.metadata.name, 'merge', {
           spec: { taints: next.length > 0 ? next : null },

@@ -91,6 +91,7 @@ export class Scheduler {
   private readonly queue = new Set<string>();
   private readonly unschedulable = new Set<string>();
   private scheduled = false;
+  private stopped = false;
   private nextStart = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly unsubscribe: (() => void)[] = [];
@@ -122,6 +123,7 @@ export class Scheduler {
   }
 
   stop(): void {
+    this.stopped = true;
     for (const u of this.unsubscribe) u();
     if (this.timer) clearInterval(this.timer);
   }
@@ -148,6 +150,7 @@ export class Scheduler {
       this.scheduled = false;
       const keys = [...this.queue];
       this.queue.clear();
+      if (this.stopped) return;
       for (const k of keys) this.scheduleOne(k);
     });
   }
