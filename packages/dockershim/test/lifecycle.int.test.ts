@@ -193,13 +193,14 @@ describe('containers', () => {
     expect(await final(oom)).toMatchObject({ exitCode: 137, reason: 'OOMKilled' });
   });
 
-  it('applies command, env, workdir, mounts, user, read-only rootfs and capabilities', async () => {
+  it('applies command, env, workdir, mounts, resources, user, read-only rootfs and capabilities', async () => {
     const { podId, config } = await h.runPod();
     const id = await h.runContainer(podId, config, 'cfg', {
       envs: [{ key: 'GREETING', value: Buffer.from('hi there') }],
       workingDir: '/tmp',
       mounts: [{ hostPath: h.dir, containerPath: '/host', readonly: true }],
       linux: {
+        resources: { oomScoreAdj: 500n, cpuShares: 256n, cpuQuota: 50_000n, cpuPeriod: 100_000n },
         securityContext: {
           runAsUser: { value: 1234n },
           runAsGroup: { value: 5678n },
@@ -218,6 +219,9 @@ describe('containers', () => {
     expect((await run('touch /x 2>/dev/null')).code).not.toBe(0);
     expect((await run('touch /host/x 2>/dev/null')).code).not.toBe(0);
     expect(await run('grep CapEff /proc/self/status')).toEqual({ out: 'CapEff:\t0000000000000000', code: 0 });
+    expect(await run('cat /proc/self/oom_score_adj')).toEqual({ out: '500', code: 0 });
+    const hc = (await docker.getContainer(id).inspect()).HostConfig;
+    expect([hc.CpuShares, hc.CpuQuota, hc.CpuPeriod]).toEqual([256, 50_000, 100_000]);
     const status = (await h.client.containerStatus({ containerId: id })).status;
     expect(status?.mounts).toEqual([
       expect.objectContaining({ hostPath: h.dir, containerPath: '/host', readonly: true }),
