@@ -176,6 +176,18 @@ describe('containers', () => {
     );
   });
 
+  it('reports a container that cannot start as exited with ContainerCannotRun', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'broken', { command: ['/nonexistent'] }, false);
+    await expect(h.client.startContainer({ containerId: id })).rejects.toThrow(
+      /start container.*nonexistent/,
+    );
+    const s = (await h.client.containerStatus({ containerId: id })).status;
+    expect(s).toMatchObject({ state: ContainerState.CONTAINER_EXITED, reason: 'ContainerCannotRun' });
+    expect(s?.exitCode).not.toBe(0);
+    expect(s?.message).toContain('nonexistent');
+  });
+
   it('reports Completed and OOMKilled', async () => {
     const { podId, config } = await h.runPod();
     const ok = await h.runContainer(podId, config, 'ok', { command: ['true'] });
