@@ -23,6 +23,7 @@ export const KUBELET_POD_CONDITIONS = [
 
 export const STATUS_SYNC_PERIOD_MS = 10_000;
 const CONFLICT_RETRIES = 3;
+const SYNC_CONCURRENCY = 8;
 
 interface Entry {
   namespace: string;
@@ -135,19 +136,27 @@ export class PodStatusManager implements StatusManager {
     this.setPodStatus(pod, status);
   }
 
-  /** Syncs every entry that changed since its last write or waits for its final deletion. */
+  /**
+   * Syncs every entry that changed since its last write or waits for its final deletion, a few
+   * pods at a time: each write is a read and a patch, and a burst of new pods should not queue
+   * behind one another.
+   */
   async syncBatch(): Promise<void> {
-    for (const [uid, e] of [...this.entries]) {
-      if (e.version === e.syncedVersion && !e.deletionPending) continue;
-      try {
-        await this.syncPod(uid, e);
-      } catch (err) {
-        (this.opts.log ?? silentLogger).error('Failed to update pod status; will retry', {
-          pod: e.name,
-          err,
-        });
+    const due = [...this.entries].filter(([, e]) => e.version !== e.syncedVersion || e.deletionPending);
+    const worker = async () => {
+      for (let next = due.shift(); next; next = due.shift()) {
+        const [uid, e] = next;
+        try {
+          await this.syncPod(uid, e);
+        } catch (err) {
+          (this.opts.log ?? silentLogger).error('Failed to update pod status; will retry', {
+            pod: e.name,
+            err,
+          });
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: SYNC_CONCURRENCY }, worker));
   }
 
   private async syncPod(uid: string, e: Entry): Promise<void> {
