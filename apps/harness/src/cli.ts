@@ -12,6 +12,7 @@ import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
 import { consoleProgress } from './run/progress.js';
 import { RunLedger } from './world/ledger.js';
+import { removeRunLeftovers } from './world/leftovers.js';
 
 export const USAGE = `Usage: kubelet-harness <command> [options]
 
@@ -57,7 +58,7 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
         const r = await removeLeftovers({ progress: (l) => io.err(`${l}\n`) });
         io.out(`removed ${r.containers} containers, ${r.networks} networks, ${r.volumes} volumes\n`);
       } else {
-        const ids = await new RunLedger().removeAbandoned((id) => removeLeftovers({ runId: id }));
+        const ids = await new RunLedger().removeAbandoned((id) => removeRunLeftovers(id));
         io.out(ids.length ? `removed leftovers of runs ${ids.join(', ')}\n` : 'no interrupted runs\n');
       }
       return 0;

@@ -1,6 +1,6 @@
 // One harness run end to end: remove what crashed runs left, run the matrix in a fresh world,
 // sweep everything labelled with this run, write results.json and junit.xml, print the table.
-import { runId as processRunId, removeLeftovers } from '@kh/testkit';
+import { runId as processRunId } from '@kh/testkit';
 import { selectBackends } from '../backends/registry.js';
 import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
@@ -8,6 +8,7 @@ import type { RunResults } from '../results/model.js';
 import { countOutcomes, formatMatrix } from '../results/table.js';
 import { writeResults } from '../results/writer.js';
 import { RunLedger } from '../world/ledger.js';
+import { removeRunLeftovers } from '../world/leftovers.js';
 import { HarnessWorld } from '../world/world.js';
 import { startNode } from './node.js';
 import { type RunOptions, selectScenarios } from './options.js';
@@ -47,7 +48,7 @@ export async function runHarness(
   const scenarios = selectScenarios(suite, opts.scenarios);
   const runId = deps.runId ?? processRunId;
   const ledger = deps.ledger ?? new RunLedger();
-  const removeRun = deps.removeRun ?? ((id: string) => removeLeftovers({ runId: id }));
+  const removeRun = deps.removeRun ?? removeRunLeftovers;
   const { progress } = io;
 
   const stale = await ledger.removeAbandoned(removeRun);

@@ -1,6 +1,7 @@
 // The CLI as a user runs it: Ctrl-C during a scenario ends the run with 130 after removing
 // everything; a kill -9 leaves containers that the ledger sweep of the next run removes.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/node/project.js';
 import { RunLedger } from '../../src/world/ledger.js';
+import { isRunTempDir, removeRunLeftovers } from '../../src/world/leftovers.js';
 
 const docker = new Docker();
 const cli = join(projectRoot(), 'apps/harness/dist/cli.js');
@@ -22,6 +24,11 @@ afterAll(async () => {
   for (const runId of runIds) await removeLeftovers({ runId });
   await rm(dir, { recursive: true, force: true });
 }, 60_000);
+
+const mountedTempDirs = async (runId: string) =>
+  (await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } }))
+    .flatMap((c) => c.Mounts.map((m) => m.Source))
+    .filter((s) => isRunTempDir(s));
 
 const containersOf = async (runId: string) =>
   (await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } })).length;
@@ -73,10 +80,11 @@ describe('kubelet-harness run interrupted', () => {
     run.child.kill('SIGKILL');
     await run.exited;
     expect(await containersOf(runId)).toBe(3);
-    const swept = await new RunLedger(join(dir, 'ledger')).removeAbandoned((id) =>
-      removeLeftovers({ runId: id }),
-    );
+    const tempDirs = await mountedTempDirs(runId);
+    expect(tempDirs.length).toBeGreaterThanOrEqual(2); // the apiserver's and the fake node's /run/kh
+    const swept = await new RunLedger(join(dir, 'ledger')).removeAbandoned(removeRunLeftovers);
     expect(swept).toEqual([runId]);
     expect(await containersOf(runId)).toBe(0);
+    for (const d of tempDirs) expect(existsSync(d), d).toBe(false);
   }, 120_000);
 });

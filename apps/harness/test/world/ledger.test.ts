@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RunLedger } from '../../src/world/ledger.js';
+import { isRunTempDir } from '../../src/world/leftovers.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -54,5 +55,15 @@ describe('RunLedger', () => {
 
   it('is empty when its directory does not exist yet', async () => {
     expect(await new RunLedger(join(dir, 'missing')).abandoned()).toEqual([]);
+  });
+});
+
+describe('isRunTempDir', () => {
+  it('accepts only kh-* directories directly in the temp dir', () => {
+    expect(isRunTempDir('/tmp/kh-node-abc', '/tmp')).toBe(true);
+    expect(isRunTempDir('/tmp/kh-node-abc/sub', '/tmp')).toBe(false);
+    expect(isRunTempDir('/work/main', '/tmp')).toBe(false);
+    expect(isRunTempDir('/sys/fs/cgroup', '/tmp')).toBe(false);
+    expect(isRunTempDir('/tmp/other', '/tmp')).toBe(false);
   });
 });
