@@ -109,3 +109,35 @@ describe('PodLifecycle', () => {
     });
   });
 });
+
+describe('PodLifecycle with a completed pod', () => {
+  it('tears a pod down once it ran to completion and never starts it again', async () => {
+    const { runtime, lifecycle, workers, statusManager } = setup();
+    runtime.getPodStatus = async (uid, name, namespace) => ({
+      ...runtime.status(uid, name, namespace),
+      containerStatuses: [
+        {
+          id: { type: 'containerd', id: 'c1' },
+          name: 'c',
+          state: 'exited',
+          exitCode: 0,
+          createdAt: new Date(0),
+          startedAt: new Date(1),
+          finishedAt: new Date(2),
+          image: 'x',
+          imageRef: 'x',
+          hash: 'h',
+          restartCount: 0,
+        },
+      ],
+    });
+    const done: V1Pod = { ...pod('job'), spec: { ...pod('job').spec!, restartPolicy: 'Never' } };
+    await lifecycle.handlePodAdditions([done]);
+    await workers.settle();
+    expect(statusManager.getPodStatus('job')?.phase).toBe('Succeeded');
+    expect(runtime.calls).toEqual(['kill job']); // no runtime sync: it must not restart
+    await lifecycle.handlePodSyncs([done]);
+    await workers.settle();
+    expect(runtime.calls).toEqual(['kill job']); // no runtime sync: it must not restart
+  });
+});

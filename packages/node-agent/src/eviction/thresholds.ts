@@ -2,8 +2,9 @@
 // configuration, resolved against each signal's capacity, and the rules that decide whether one
 // is met. Parsing of the text forms lives in config/ (schema + resolve); this file adds the
 // checks that need the whole eviction section and turns it into one EvictionConfig.
-import type { EvictionThreshold, ResolvedKubeletConfig } from '../config/resolve.js';
+
 import { ConfigError, FieldErrorList } from '../config/field_errors.js';
+import type { EvictionThreshold, ResolvedKubeletConfig } from '../config/resolve.js';
 import type { KubeletConfiguration } from '../config/types.js';
 import type { QuantityOrPercent } from '../util/quantity.js';
 import type { EvictionSignal, Observations } from './types.js';
@@ -32,7 +33,10 @@ export const DEFAULT_MONITORING_INTERVAL_MS = 10_000;
  */
 export function evictionConfigFrom(
   cfg: KubeletConfiguration,
-  resolved: Pick<ResolvedKubeletConfig, 'evictionHard' | 'evictionSoft' | 'evictionPressureTransitionPeriodMs'>,
+  resolved: Pick<
+    ResolvedKubeletConfig,
+    'evictionHard' | 'evictionSoft' | 'evictionPressureTransitionPeriodMs'
+  >,
   monitoringIntervalMs = DEFAULT_MONITORING_INTERVAL_MS,
 ): EvictionConfig {
   const errs = new FieldErrorList();

@@ -161,7 +161,11 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
     const before = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
     this.report(pod, before);
     const current = statusManager.getPodStatus(uid);
-    if (current?.phase === 'Succeeded' || current?.phase === 'Failed') return; // ran to completion
+    if (current?.phase === 'Succeeded' || current?.phase === 'Failed') {
+      // Ran to completion: tear down what is left (the sandbox) and never start it again.
+      this.workers.updatePod({ pod, op: 'kill' });
+      return;
+    }
     const result = await runtime.syncPod(pod, before, [], this.deps.backoff);
     const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
     this.report(pod, after, result);

@@ -1,0 +1,265 @@
+// The eviction manager (the kubelet's eviction.managerImpl). Every monitoring interval it reads
+// the signals, decides which thresholds are met (soft ones only after their grace period),
+// keeps the pressure conditions up for the transition period so they do not flap, reclaims at
+// node level first for disk, and otherwise evicts at most one pod, ranked for the starved
+// resource. It is also the agent's PressureSource for admission and node status.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { AdmitResult } from '../admission/predicate.js';
+import type { Taint } from '../config/types.js';
+import type { PressureSource } from '../pods/types.js';
+import type { KubeletMetrics } from '../server/metrics.js';
+import type { TimerClock } from '../util/clock.js';
+import { Waker } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+import { admitUnderPressure, pressureTaints } from './admission.js';
+import { localStorageViolation } from './local_storage.js';
+import { evictionMessage, evictionStatus } from './messages.js';
+import { isCriticalPod, type RankedResource, rankPods } from './rank.js';
+import {
+  type EvictionConfig,
+  mergeThresholds,
+  type Threshold,
+  thresholdAmount,
+  thresholdKey,
+  thresholdsMet,
+} from './thresholds.js';
+import {
+  type AnnotatedEventRecorder,
+  EVICTION_REASON,
+  type NodeReclaimer,
+  type Observations,
+  type PodKiller,
+  type PodStatsSource,
+  type PodUsage,
+  type PressureCondition,
+  SIGNAL_CONDITION,
+  SIGNAL_PRIORITY,
+  SIGNAL_RESOURCE,
+  type SignalSource,
+} from './types.js';
+
+/** The kubelet (1.31+) kills hard-evicted pods with a one-second grace period. */
+export const IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1;
+
+export interface EvictionManagerDeps {
+  config: EvictionConfig;
+  signals: SignalSource;
+  podStats: PodStatsSource;
+  /** Admitted pods that are not terminating. */
+  activePods: () => V1Pod[];
+  killer: PodKiller;
+  recorder: AnnotatedEventRecorder;
+  /** Image GC and dead-container removal; without it disk pressure goes straight to eviction. */
+  reclaimer?: NodeReclaimer;
+  metrics?: Pick<KubeletMetrics, 'evictions'>;
+  clock: TimerClock;
+  log?: Logger;
+  /** LocalStorageCapacityIsolation; on by default as in the kubelet. */
+  localStorageIsolation?: boolean;
+}
+
+export interface SynchronizeResult {
+  observations: Observations;
+  /** Thresholds acted on this round (soft ones past their grace period). */
+  thresholds: Threshold[];
+  conditions: PressureCondition[];
+  evicted?: V1Pod;
+  /** Set when disk pressure was relieved by node-level reclaim alone. */
+  reclaimedAtNodeLevel?: boolean;
+}
+
+const RANKED: Record<string, RankedResource | undefined> = {
+  memory: 'memory',
+  'ephemeral-storage': 'ephemeral-storage',
+  inodes: 'ephemeral-storage',
+  pids: 'pids',
+};
+
+export class EvictionManager implements PressureSource {
+  private conditions: PressureCondition[] = [];
+  private thresholdsFirstObservedAt = new Map<string, number>();
+  private conditionsLastObservedAt = new Map<PressureCondition, number>();
+  private lastThresholdsMet: Threshold[] = [];
+  private readonly log: Logger;
+
+  constructor(private readonly deps: EvictionManagerDeps) {
+    this.log = deps.log ?? silentLogger;
+  }
+
+  isUnderMemoryPressure(): boolean {
+    return this.conditions.includes('MemoryPressure');
+  }
+
+  isUnderDiskPressure(): boolean {
+    return this.conditions.includes('DiskPressure');
+  }
+
+  isUnderPIDPressure(): boolean {
+    return this.conditions.includes('PIDPressure');
+  }
+
+  nodeConditions(): PressureCondition[] {
+    return [...this.conditions];
+  }
+
+  taints(): Taint[] {
+    return pressureTaints(this.conditions);
+  }
+
+  admit(pod: V1Pod): AdmitResult {
+    return admitUnderPressure(pod, this.conditions);
+  }
+
+  /** Synchronizes every monitoring interval until the signal aborts; errors are logged, never fatal. */
+  async run(signal: AbortSignal): Promise<void> {
+    const waker = new Waker();
+    while (!signal.aborted) {
+      try {
+        await this.synchronize();
+      } catch (err) {
+        this.log.error('Eviction manager: failed to synchronize', { err });
+      }
+      await waker.wait(this.deps.clock, this.deps.config.monitoringIntervalMs, signal);
+    }
+  }
+
+  /** One pass of the control loop; returns what it saw and did. */
+  async synchronize(): Promise<SynchronizeResult> {
+    const { config, clock } = this.deps;
+    const now = clock.now();
+    const observations = await this.deps.signals.observe();
+
+    let met = thresholdsMet(config.thresholds, observations, false);
+    // Thresholds met last round stay met until the signal clears value + minimum reclaim.
+    if (this.lastThresholdsMet.length > 0) {
+      met = mergeThresholds(met, thresholdsMet(this.lastThresholdsMet, observations, true));
+    }
+
+    const firstObserved = new Map<string, number>();
+    for (const t of met) {
+      const k = thresholdKey(t);
+      firstObserved.set(k, this.thresholdsFirstObservedAt.get(k) ?? now);
+    }
+
+    const lastObserved = new Map(this.conditionsLastObservedAt);
+    for (const t of met) lastObserved.set(SIGNAL_CONDITION[t.signal], now);
+    const conditions = [...lastObserved]
+      .filter(([, at]) => now - at < config.pressureTransitionPeriodMs || at === now)
+      .map(([c]) => c);
+    for (const [c, at] of lastObserved) if (!conditions.includes(c) && at !== now) lastObserved.delete(c);
+
+    const actionable = met.filter(
+      (t) => now - (firstObserved.get(thresholdKey(t)) ?? now) >= t.gracePeriodMs,
+    );
+
+    this.conditions = (['MemoryPressure', 'DiskPressure', 'PIDPressure'] as const).filter((c) =>
+      conditions.includes(c),
+    );
+    this.thresholdsFirstObservedAt = firstObserved;
+    this.conditionsLastObservedAt = lastObserved;
+    this.lastThresholdsMet = actionable;
+
+    const result: SynchronizeResult = { observations, thresholds: actionable, conditions: this.conditions };
+    const active = this.deps.activePods();
+
+    let stats: Map<string, PodUsage> | undefined;
+    const podStats = async () => {
+      stats ??= new Map((await this.deps.podStats.podStats()).map((s) => [s.uid, s]));
+      return stats;
+    };
+
+    if (this.deps.localStorageIsolation ?? true) {
+      const evicted = await this.localStorageEviction(active, await podStats());
+      if (evicted) return { ...result, evicted };
+    }
+    if (actionable.length === 0) return result;
+
+    const toReclaim = [...actionable]
+      .filter((t) => RANKED[SIGNAL_RESOURCE[t.signal]] !== undefined)
+      .sort((a, b) => SIGNAL_PRIORITY.indexOf(a.signal) - SIGNAL_PRIORITY.indexOf(b.signal))[0];
+    if (!toReclaim) return result;
+    const resource = SIGNAL_RESOURCE[toReclaim.signal];
+    this.log.info('Eviction manager: attempting to reclaim', { resourceName: resource });
+
+    if (await this.reclaimNodeLevel(toReclaim)) return { ...result, reclaimedAtNodeLevel: true };
+
+    const ranked = rankPods(active, RANKED[resource] as RankedResource, await podStats());
+    const obs = observations[toReclaim.signal];
+    for (const pod of ranked) {
+      if (isCriticalPod(pod)) continue;
+      const { message, annotations } = evictionMessage(
+        resource,
+        pod,
+        (await podStats()).get(pod.metadata?.uid ?? ''),
+        thresholdAmount(toReclaim.value, obs?.capacity ?? 0),
+        obs?.available ?? 0,
+      );
+      const grace = toReclaim.hard ? IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS : this.softGracePeriod(pod);
+      if (await this.evict(pod, grace, message, annotations)) {
+        this.deps.metrics?.evictions.inc({ eviction_signal: toReclaim.signal });
+        return { ...result, evicted: pod };
+      }
+    }
+    this.log.info('Eviction manager: unable to evict any pods from the node');
+    return result;
+  }
+
+  /** Soft evictions honour the pod's grace period, capped by evictionMaxPodGracePeriod when set. */
+  private softGracePeriod(pod: V1Pod): number {
+    const podGrace = pod.spec?.terminationGracePeriodSeconds ?? 30;
+    const max = this.deps.config.maxPodGracePeriodSeconds;
+    return max > 0 ? Math.min(podGrace, max) : podGrace;
+  }
+
+  private async localStorageEviction(
+    pods: V1Pod[],
+    stats: Map<string, PodUsage>,
+  ): Promise<V1Pod | undefined> {
+    for (const pod of pods) {
+      const usage = stats.get(pod.metadata?.uid ?? '');
+      if (!usage || isCriticalPod(pod)) continue;
+      const message = localStorageViolation(pod, usage);
+      if (message && (await this.evict(pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, message, {})))
+        return pod;
+    }
+    return undefined;
+  }
+
+  /** Disk pressure first removes dead containers and unused images; true when that was enough. */
+  private async reclaimNodeLevel(t: Threshold): Promise<boolean> {
+    const reclaimer = this.deps.reclaimer;
+    if (!reclaimer || SIGNAL_CONDITION[t.signal] !== 'DiskPressure') return false;
+    try {
+      await reclaimer.deleteAllUnusedContainers();
+      await reclaimer.deleteUnusedImages();
+    } catch (err) {
+      this.log.error('Eviction manager: node-level reclaim failed', { err });
+    }
+    const after = await this.deps.signals.observe();
+    const stillMet = thresholdsMet([t], after, true);
+    if (stillMet.length === 0) {
+      this.log.info('Eviction manager: able to reduce resource pressure without evicting pods', {
+        resourceName: SIGNAL_RESOURCE[t.signal],
+      });
+      return true;
+    }
+    return false;
+  }
+
+  private async evict(
+    pod: V1Pod,
+    gracePeriodSeconds: number,
+    message: string,
+    annotations: Record<string, string>,
+  ): Promise<boolean> {
+    this.deps.recorder.annotatedEvent(pod, annotations, 'Warning', EVICTION_REASON, message);
+    try {
+      await this.deps.killer.evictPod(pod, gracePeriodSeconds, evictionStatus(message));
+      this.log.info('Eviction manager: pod is evicted successfully', { pod: pod.metadata?.name });
+      return true;
+    } catch (err) {
+      this.log.error('Eviction manager: pod failed to evict', { pod: pod.metadata?.name, err });
+      return false;
+    }
+  }
+}

@@ -1,0 +1,87 @@
+// Which pod goes first. Like the kubelet: for memory and disk, pods using more than they
+// requested go before pods within their requests, then lower priority first, then the larger
+// use above request; for pids, lower priority first, then more processes. A pod without stats
+// goes first: nothing shows it is innocent.
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { ConfigSourceAnnotation } from '../podconfig/file_source.js';
+import { Quantity } from '../util/quantity.js';
+import type { PodUsage } from './types.js';
+
+export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+const ConfigMirrorAnnotation = 'kubernetes.io/config.mirror';
+
+/** Static, mirror and system-critical pods are never evicted for node pressure. */
+export function isCriticalPod(pod: V1Pod): boolean {
+  const ann = pod.metadata?.annotations ?? {};
+  const source = ann[ConfigSourceAnnotation];
+  if (source !== undefined && source !== 'api') return true;
+  if (ann[ConfigMirrorAnnotation] !== undefined) return true;
+  return (pod.spec?.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY;
+}
+
+export type RankedResource = 'memory' | 'ephemeral-storage' | 'pids';
+
+export function containerRequest(c: V1Container, resource: string): number {
+  const v = c.resources?.requests?.[resource] ?? c.resources?.limits?.[resource];
+  return v === undefined ? 0 : Number(Quantity.parse(String(v)).value());
+}
+
+function podRequest(pod: V1Pod, resource: string): number {
+  return (pod.spec?.containers ?? []).reduce((sum, c) => sum + containerRequest(c, resource), 0);
+}
+
+/** Memory working set of all containers. */
+export function podMemoryUsage(u: PodUsage): number {
+  return u.containers.reduce((s, c) => s + (c.memoryWorkingSetBytes ?? 0), 0);
+}
+
+/** Containers' writable layers and logs plus the pod's disk-backed emptyDir volumes. */
+export function podEphemeralUsage(pod: V1Pod, u: PodUsage): number {
+  const memoryBacked = new Set(
+    (pod.spec?.volumes ?? []).filter((v) => v.emptyDir?.medium === 'Memory').map((v) => v.name),
+  );
+  const volumes = u.volumes.filter((v) => !memoryBacked.has(v.name)).reduce((s, v) => s + v.usedBytes, 0);
+  return volumes + u.containers.reduce((s, c) => s + (c.ephemeralStorageBytes ?? 0), 0);
+}
+
+type Cmp = (a: V1Pod, b: V1Pod) => number;
+
+function orderedBy(...cmps: Cmp[]): Cmp {
+  return (a, b) => {
+    for (const c of cmps) {
+      const r = c(a, b);
+      if (r !== 0) return r;
+    }
+    return 0;
+  };
+}
+
+const byPriority: Cmp = (a, b) => (a.spec?.priority ?? 0) - (b.spec?.priority ?? 0);
+
+export function rankPods(
+  pods: readonly V1Pod[],
+  resource: RankedResource,
+  stats: ReadonlyMap<string, PodUsage>,
+): V1Pod[] {
+  const statsOf = (p: V1Pod) => stats.get(p.metadata?.uid ?? '');
+  const missingFirst: Cmp = (a, b) => Number(statsOf(b) === undefined) - Number(statsOf(a) === undefined);
+  let cmp: Cmp;
+  if (resource === 'pids') {
+    const procs = (p: V1Pod) => statsOf(p)?.processCount ?? 0;
+    cmp = orderedBy(missingFirst, byPriority, (a, b) => procs(b) - procs(a));
+  } else {
+    const usage = (p: V1Pod) => {
+      const u = statsOf(p);
+      if (!u) return 0;
+      return resource === 'memory' ? podMemoryUsage(u) : podEphemeralUsage(p, u);
+    };
+    const above = (p: V1Pod) => usage(p) - podRequest(p, resource);
+    cmp = orderedBy(
+      missingFirst,
+      (a, b) => Number(above(b) > 0) - Number(above(a) > 0),
+      byPriority,
+      (a, b) => above(b) - above(a),
+    );
+  }
+  return [...pods].sort(cmp);
+}

@@ -1,0 +1,428 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { resolveKubeletConfiguration } from '../../src/config/resolve.js';
+import { defaultKubeletConfiguration, type KubeletConfiguration } from '../../src/config/types.js';
+import { EvictionManager, type EvictionManagerDeps } from '../../src/eviction/manager.js';
+import { evictionConfigFrom } from '../../src/eviction/thresholds.js';
+import { KubeletMetrics } from '../../src/server/metrics.js';
+import { FakeClock } from '../../src/util/clock.js';
+import {
+  Gi,
+  Mi,
+  memoryObs,
+  pod,
+  RecordingEvents,
+  RecordingKiller,
+  ScriptedSignals,
+  ScriptedStats,
+} from './helpers.js';
+
+const guaranteed = (mem: string) => ({
+  name: 'app',
+  image: 'busybox',
+  resources: { requests: { cpu: '100m', memory: mem }, limits: { cpu: '100m', memory: mem } },
+});
+
+function setup(patch: Partial<KubeletConfiguration> = {}, extra: Partial<EvictionManagerDeps> = {}) {
+  const cfg = { ...defaultKubeletConfiguration(), ...patch };
+  const clock = new FakeClock();
+  const signals = new ScriptedSignals(memoryObs(4 * Gi));
+  const stats = new ScriptedStats();
+  const killer = new RecordingKiller();
+  const events = new RecordingEvents();
+  const metrics = new KubeletMetrics();
+  let pods: V1Pod[] = [];
+  const manager = new EvictionManager({
+    config: evictionConfigFrom(cfg, resolveKubeletConfiguration(cfg)),
+    signals,
+    podStats: stats,
+    activePods: () => pods.filter((p) => !killer.evicted.some((e) => e.pod === p)),
+    killer,
+    recorder: events,
+    metrics,
+    clock,
+    ...extra,
+  });
+  return {
+    clock,
+    signals,
+    stats,
+    killer,
+    events,
+    metrics,
+    manager,
+    setPods: (p: V1Pod[]) => {
+      pods = p;
+    },
+  };
+}
+
+describe('EvictionManager under memory pressure', () => {
+  let t: ReturnType<typeof setup>;
+  beforeEach(() => {
+    t = setup();
+    t.setPods([
+      pod('hog', { containers: [{ name: 'hog', image: 'memhog' }] }),
+      pod('innocent', { containers: [guaranteed('1Gi')] }),
+      pod('low', { priority: -10, containers: [{ name: 'app', image: 'busybox' }] }),
+    ]);
+    t.stats.current = [
+      { uid: 'uid-hog', containers: [{ name: 'hog', memoryWorkingSetBytes: 500 * Mi }], volumes: [] },
+      { uid: 'uid-innocent', containers: [{ name: 'app', memoryWorkingSetBytes: 900 * Mi }], volumes: [] },
+      { uid: 'uid-low', containers: [{ name: 'app', memoryWorkingSetBytes: 10 * Mi }], volumes: [] },
+    ];
+  });
+
+  it('reports no pressure while the signal is above the threshold', async () => {
+    const r = await t.manager.synchronize();
+    expect(r.conditions).toEqual([]);
+    expect(t.manager.isUnderMemoryPressure()).toBe(false);
+    expect(t.killer.evicted).toEqual([]);
+  });
+
+  it('sets MemoryPressure and evicts one pod per interval: over-request pods by priority, never the innocent', async () => {
+    t.signals.current = memoryObs(80 * Mi);
+    const first = await t.manager.synchronize();
+    expect(first.conditions).toEqual(['MemoryPressure']);
+    expect(t.manager.isUnderMemoryPressure()).toBe(true);
+    expect(t.manager.taints()).toEqual([{ key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' }]);
+    expect(t.killer.evicted.map((e) => e.pod.metadata?.name)).toEqual(['low']);
+
+    await t.clock.advance(10_000);
+    await t.manager.synchronize();
+    expect(t.killer.evicted.map((e) => e.pod.metadata?.name)).toEqual(['low', 'hog']);
+    // The Guaranteed pod within its request is never chosen while an offender exists; once it is
+    // the last pod, it goes too, as in the kubelet.
+    const hog = t.killer.evicted[1];
+    expect(hog?.grace).toBe(1);
+    expect(hog?.status).toEqual({
+      phase: 'Failed',
+      reason: 'Evicted',
+      message:
+        'The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. Container hog was using 500Mi, request is 0, has larger consumption of memory. ',
+      conditions: [
+        {
+          type: 'DisruptionTarget',
+          status: 'True',
+          reason: 'TerminationByKubelet',
+          message: hog?.status.message,
+        },
+      ],
+    });
+    expect(t.events.events[1]).toEqual({
+      pod: 'hog',
+      type: 'Warning',
+      reason: 'Evicted',
+      message: hog?.status.message,
+      annotations: {
+        offending_containers: 'hog',
+        offending_containers_usage: '500Mi',
+        starved_resource: 'memory',
+      },
+    });
+    const metric = await t.metrics.registry.getSingleMetricAsString('kubelet_evictions');
+    expect(metric).toContain('kubelet_evictions{eviction_signal="memory.available"} 2');
+  });
+
+  it('ranks by usage above request when priorities are equal', async () => {
+    t.setPods([
+      pod('small', { containers: [{ name: 'app', image: 'x' }] }),
+      pod('big', { containers: [{ name: 'app', image: 'x' }] }),
+    ]);
+    t.stats.current = [
+      { uid: 'uid-small', containers: [{ name: 'app', memoryWorkingSetBytes: 100 * Mi }], volumes: [] },
+      { uid: 'uid-big', containers: [{ name: 'app', memoryWorkingSetBytes: 300 * Mi }], volumes: [] },
+    ];
+    t.signals.current = memoryObs(10 * Mi);
+    await t.manager.synchronize();
+    expect(t.killer.evicted.map((e) => e.pod.metadata?.name)).toEqual(['big']);
+  });
+
+  it('keeps the condition for the transition period after the signal recovers, then clears it', async () => {
+    t.signals.current = memoryObs(80 * Mi);
+    await t.manager.synchronize();
+    t.signals.current = memoryObs(4 * Gi);
+    await t.clock.advance(10_000);
+    let r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['MemoryPressure']);
+    expect(r.evicted).toBeUndefined();
+    await t.clock.advance(5 * 60_000 - 10_000 - 1);
+    r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['MemoryPressure']);
+    await t.clock.advance(1);
+    r = await t.manager.synchronize();
+    expect(r.conditions).toEqual([]);
+    expect(t.manager.isUnderMemoryPressure()).toBe(false);
+  });
+
+  it('admits BestEffort pods again only once the condition has cleared', async () => {
+    t.signals.current = memoryObs(80 * Mi);
+    await t.manager.synchronize();
+    expect(t.manager.admit(pod('new'))).toEqual({
+      admit: false,
+      reason: 'Evicted',
+      message: 'The node had condition: [MemoryPressure]. ',
+    });
+    expect(t.manager.admit(pod('burstable', { containers: [guaranteed('64Mi')] }))).toEqual({ admit: true });
+    t.signals.current = memoryObs(4 * Gi);
+    await t.clock.advance(300_000);
+    await t.manager.synchronize();
+    expect(t.manager.admit(pod('new'))).toEqual({ admit: true });
+  });
+
+  it('skips critical pods and tries the next when a kill fails', async () => {
+    t.setPods([
+      pod('static', { annotations: { 'kubernetes.io/config.source': 'file' } }),
+      pod('system', { priority: 2_000_000_000 }),
+      pod('stuck', { priority: -5 }),
+      pod('victim'),
+    ]);
+    t.stats.current = ['static', 'system', 'stuck', 'victim'].map((n) => ({
+      uid: `uid-${n}`,
+      containers: [{ name: 'app', memoryWorkingSetBytes: 200 * Mi }],
+      volumes: [],
+    }));
+    t.killer.failFor.add('stuck');
+    t.signals.current = memoryObs(50 * Mi);
+    const r = await t.manager.synchronize();
+    expect(r.evicted?.metadata?.name).toBe('victim');
+    expect(t.killer.evicted.map((e) => e.pod.metadata?.name)).toEqual(['victim']);
+  });
+
+  it('keeps a met threshold until minimum reclaim is recovered', async () => {
+    const m = setup({ evictionMinimumReclaim: { 'memory.available': '200Mi' } });
+    m.signals.current = memoryObs(80 * Mi);
+    await m.manager.synchronize();
+    m.signals.current = memoryObs(250 * Mi);
+    await m.clock.advance(10_000);
+    expect((await m.manager.synchronize()).thresholds.map((x) => x.signal)).toEqual(['memory.available']);
+    m.signals.current = memoryObs(301 * Mi);
+    await m.clock.advance(10_000);
+    expect((await m.manager.synchronize()).thresholds).toEqual([]);
+  });
+});
+
+describe('soft thresholds', () => {
+  it('report pressure at once but evict only after the grace period, with the capped pod grace period', async () => {
+    const t = setup({
+      evictionSoft: { 'memory.available': '1Gi' },
+      evictionSoftGracePeriod: { 'memory.available': '1m' },
+      evictionMaxPodGracePeriod: 20,
+    });
+    t.setPods([pod('a', { terminationGracePeriodSeconds: 60 })]);
+    t.stats.current = [
+      { uid: 'uid-a', containers: [{ name: 'app', memoryWorkingSetBytes: Gi }], volumes: [] },
+    ];
+    t.signals.current = memoryObs(900 * Mi);
+    let r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['MemoryPressure']);
+    expect(r.thresholds).toEqual([]);
+    await t.clock.advance(59_999);
+    r = await t.manager.synchronize();
+    expect(t.killer.evicted).toEqual([]);
+    await t.clock.advance(1);
+    r = await t.manager.synchronize();
+    expect(r.evicted?.metadata?.name).toBe('a');
+    expect(t.killer.evicted[0]?.grace).toBe(20);
+    expect(t.killer.evicted[0]?.status.message).toMatch(
+      /^The node was low on resource: memory\. Threshold quantity: 1Gi, available: 900Mi\. /,
+    );
+  });
+
+  it('restart their grace period when the signal recovers in between', async () => {
+    const t = setup({
+      evictionSoft: { 'memory.available': '1Gi' },
+      evictionSoftGracePeriod: { 'memory.available': '1m' },
+    });
+    t.setPods([pod('a', { terminationGracePeriodSeconds: 7 })]);
+    t.signals.current = memoryObs(900 * Mi);
+    await t.manager.synchronize();
+    await t.clock.advance(30_000);
+    t.signals.current = memoryObs(2 * Gi);
+    await t.manager.synchronize();
+    t.signals.current = memoryObs(900 * Mi);
+    await t.clock.advance(30_000);
+    await t.manager.synchronize();
+    await t.clock.advance(59_000);
+    await t.manager.synchronize();
+    expect(t.killer.evicted).toEqual([]);
+    await t.clock.advance(1_000);
+    await t.manager.synchronize();
+    expect(t.killer.evicted[0]?.grace).toBe(7);
+  });
+});
+
+describe('disk and pid pressure', () => {
+  const diskObs = (availableGi: number) => ({
+    ...memoryObs(4 * Gi),
+    'nodefs.available': { available: availableGi * Gi, capacity: 100 * Gi },
+  });
+
+  it('reclaims at node level first and evicts nothing when that suffices', async () => {
+    const calls: string[] = [];
+    const t = setup(
+      {},
+      {
+        reclaimer: {
+          deleteAllUnusedContainers: async () => {
+            calls.push('containers');
+          },
+          deleteUnusedImages: async () => {
+            calls.push('images');
+            t.signals.current = diskObs(30);
+          },
+        },
+      },
+    );
+    t.setPods([pod('a')]);
+    t.signals.current = diskObs(5);
+    const r = await t.manager.synchronize();
+    expect(calls).toEqual(['containers', 'images']);
+    expect(r.reclaimedAtNodeLevel).toBe(true);
+    expect(r.conditions).toEqual(['DiskPressure']);
+    expect(t.killer.evicted).toEqual([]);
+    expect(t.manager.taints()).toEqual([{ key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' }]);
+  });
+
+  it('evicts the biggest ephemeral storage user when reclaim is not enough', async () => {
+    const t = setup(
+      {},
+      { reclaimer: { deleteAllUnusedContainers: async () => {}, deleteUnusedImages: async () => {} } },
+    );
+    t.setPods([
+      pod('logs', { volumes: [{ name: 'cache', emptyDir: {} }] }),
+      pod('diskhog'),
+      pod('tmpfs', { volumes: [{ name: 'ram', emptyDir: { medium: 'Memory' } }] }),
+    ]);
+    t.stats.current = [
+      {
+        uid: 'uid-logs',
+        containers: [{ name: 'app', ephemeralStorageBytes: Gi }],
+        volumes: [{ name: 'cache', usedBytes: Gi }],
+      },
+      { uid: 'uid-diskhog', containers: [{ name: 'app', ephemeralStorageBytes: 3 * Gi }], volumes: [] },
+      // Memory-backed volumes do not count against the disk.
+      { uid: 'uid-tmpfs', containers: [], volumes: [{ name: 'ram', usedBytes: 10 * Gi }] },
+    ];
+    t.signals.current = diskObs(5);
+    const r = await t.manager.synchronize();
+    expect(r.evicted?.metadata?.name).toBe('diskhog');
+    expect(t.killer.evicted[0]?.status.message).toBe(
+      'The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 5Gi. Container app was using 3Gi, request is 0, has larger consumption of ephemeral-storage. ',
+    );
+    expect(t.manager.admit(pod('new', { containers: [guaranteed('1Gi')] }))).toEqual({
+      admit: false,
+      reason: 'Evicted',
+      message: 'The node had condition: [DiskPressure]. ',
+    });
+    expect(
+      t.manager.admit(pod('static', { annotations: { 'kubernetes.io/config.source': 'file' } })),
+    ).toEqual({
+      admit: true,
+    });
+  });
+
+  it('ranks pid pressure by priority, then process count', async () => {
+    const t = setup({ evictionHard: { 'pid.available': '1000' } });
+    t.setPods([pod('many', { priority: 10 }), pod('few-low'), pod('more-low')]);
+    t.stats.current = [
+      { uid: 'uid-many', containers: [], volumes: [], processCount: 5000 },
+      { uid: 'uid-few-low', containers: [], volumes: [], processCount: 5 },
+      { uid: 'uid-more-low', containers: [], volumes: [], processCount: 50 },
+    ];
+    t.signals.current = { 'pid.available': { available: 500, capacity: 32768 } };
+    const r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['PIDPressure']);
+    expect(t.manager.isUnderPIDPressure()).toBe(true);
+    expect(r.evicted?.metadata?.name).toBe('more-low');
+    expect(t.killer.evicted[0]?.status.message).toBe(
+      'The node was low on resource: pids. Threshold quantity: 1k, available: 500. ',
+    );
+  });
+});
+
+describe('local storage isolation', () => {
+  it.each([
+    [
+      'an emptyDir over its sizeLimit',
+      pod('p', { volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '100Mi' } }] }),
+      { containers: [], volumes: [{ name: 'scratch', usedBytes: 101 * Mi }] },
+      'Usage of EmptyDir volume "scratch" exceeds the limit "100Mi". ',
+    ],
+    [
+      'a memory-backed emptyDir over its sizeLimit',
+      pod('p', { volumes: [{ name: 'ram', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } }] }),
+      { containers: [], volumes: [{ name: 'ram', usedBytes: 65 * Mi }] },
+      'Usage of EmptyDir volume "ram" exceeds the limit "64Mi". ',
+    ],
+    [
+      'a container over its ephemeral-storage limit',
+      pod('p', {
+        containers: [
+          { name: 'a', image: 'x', resources: { limits: { 'ephemeral-storage': '1Gi' } } },
+          { name: 'b', image: 'x' },
+        ],
+      }),
+      { containers: [{ name: 'a', ephemeralStorageBytes: Gi + 1 }], volumes: [] },
+      'Container a exceeded its local ephemeral storage limit "1Gi". ',
+    ],
+    [
+      'a pod over the sum of its containers’ limits',
+      pod('p', {
+        containers: [{ name: 'a', image: 'x', resources: { limits: { 'ephemeral-storage': '1Gi' } } }],
+        volumes: [{ name: 'v', emptyDir: {} }],
+      }),
+      {
+        containers: [{ name: 'a', ephemeralStorageBytes: 512 * Mi }],
+        volumes: [{ name: 'v', usedBytes: 600 * Mi }],
+      },
+      'Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. ',
+    ],
+  ])('evicts %s without node pressure', async (_name, p, usage, message) => {
+    const t = setup();
+    t.setPods([p, pod('fine')]);
+    t.stats.current = [
+      { uid: 'uid-p', ...usage },
+      { uid: 'uid-fine', containers: [], volumes: [] },
+    ];
+    const r = await t.manager.synchronize();
+    expect(r.conditions).toEqual([]);
+    expect(r.evicted?.metadata?.name).toBe('p');
+    expect(t.killer.evicted[0]?.status.message).toBe(message);
+    expect(t.events.events[0]).toMatchObject({ pod: 'p', reason: 'Evicted', message });
+  });
+
+  it('leaves pods within their limits alone', async () => {
+    const t = setup();
+    t.setPods([pod('p', { volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '100Mi' } }] })]);
+    t.stats.current = [{ uid: 'uid-p', containers: [], volumes: [{ name: 'scratch', usedBytes: 100 * Mi }] }];
+    expect((await t.manager.synchronize()).evicted).toBeUndefined();
+  });
+});
+
+describe('run loop', () => {
+  it('synchronizes every monitoring interval until aborted, surviving signal errors', async () => {
+    const t = setup();
+    let fail = true;
+    const observe = t.signals.observe.bind(t.signals);
+    t.signals.observe = async () => {
+      if (fail) {
+        fail = false;
+        t.signals.calls++;
+        throw new Error('cgroup read failed');
+      }
+      return observe();
+    };
+    const ac = new AbortController();
+    const done = t.manager.run(ac.signal);
+    await t.clock.advance(0);
+    expect(t.signals.calls).toBe(1);
+    await t.clock.advance(10_000);
+    expect(t.signals.calls).toBe(2);
+    t.signals.current = memoryObs(10 * Mi);
+    await t.clock.advance(10_000);
+    expect(t.manager.isUnderMemoryPressure()).toBe(true);
+    ac.abort();
+    await done;
+  });
+});

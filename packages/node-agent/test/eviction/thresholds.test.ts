@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/config/field_errors.js';
+import { resolveKubeletConfiguration } from '../../src/config/resolve.js';
+import { defaultKubeletConfiguration, type KubeletConfiguration } from '../../src/config/types.js';
+import { evictionConfigFrom, thresholdAmount, thresholdsMet } from '../../src/eviction/thresholds.js';
+import { Quantity } from '../../src/util/quantity.js';
+import { Gi, Mi, memoryObs } from './helpers.js';
+
+function configOf(patch: Partial<KubeletConfiguration>) {
+  const cfg = { ...defaultKubeletConfiguration(), ...patch };
+  return evictionConfigFrom(cfg, resolveKubeletConfiguration(cfg));
+}
+
+describe('evictionConfigFrom', () => {
+  it('carries the kubelet defaults as hard thresholds', () => {
+    const c = configOf({});
+    expect(c.thresholds.map((t) => [t.signal, t.hard, t.gracePeriodMs])).toEqual([
+      ['memory.available', true, 0],
+      ['nodefs.available', true, 0],
+      ['nodefs.inodesFree', true, 0],
+      ['imagefs.available', true, 0],
+    ]);
+    expect(c.thresholds[0]?.value).toEqual({ quantity: Quantity.parse('100Mi') });
+    expect(c.thresholds[1]?.value).toEqual({ percentage: 0.1 });
+    expect(c.thresholds[2]?.value).toEqual({ percentage: 0.05 });
+    expect(c.thresholds[3]?.value).toEqual({ percentage: 0.15 });
+    expect(c.pressureTransitionPeriodMs).toBe(300_000);
+    expect(c.monitoringIntervalMs).toBe(10_000);
+    expect(c.maxPodGracePeriodSeconds).toBe(0);
+  });
+
+  it('adds soft thresholds with their grace periods, minimum reclaim and the max pod grace period', () => {
+    const c = configOf({
+      evictionSoft: { 'memory.available': '1Gi' },
+      evictionSoftGracePeriod: { 'memory.available': '1m30s' },
+      evictionMinimumReclaim: { 'memory.available': '500Mi' },
+      evictionMaxPodGracePeriod: 20,
+    });
+    const soft = c.thresholds.find((t) => !t.hard);
+    expect(soft).toMatchObject({ signal: 'memory.available', gracePeriodMs: 90_000 });
+    expect(soft?.minReclaim).toEqual({ quantity: Quantity.parse('500Mi') });
+    expect(c.thresholds.find((t) => t.hard && t.signal === 'memory.available')?.minReclaim).toEqual({
+      quantity: Quantity.parse('500Mi'),
+    });
+    expect(c.maxPodGracePeriodSeconds).toBe(20);
+  });
+
+  it('lists every problem as field errors', () => {
+    try {
+      configOf({
+        evictionHard: { 'memory.available': '0' },
+        evictionMinimumReclaim: { 'pid.available': '100' },
+      });
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as ConfigError).message).toContain(
+        'evictionMinimumReclaim[pid.available]: Invalid value: "100": has no matching evictionHard or evictionSoft threshold',
+      );
+      expect((e as ConfigError).message).toContain(
+        'evictionHard[memory.available]: Invalid value: "0": must be positive',
+      );
+      expect((e as ConfigError).errors).toHaveLength(2);
+    }
+  });
+});
+
+describe('thresholds', () => {
+  it('resolves percentages against capacity, truncating', () => {
+    expect(thresholdAmount({ percentage: 0.1 }, 1001), 'percent').toBe(100);
+    expect(thresholdAmount({ quantity: Quantity.parse('100Mi') }, 0)).toBe(100 * Mi);
+  });
+
+  it('is met only strictly below the value, and with minimum reclaim until value + reclaim', () => {
+    const [mem] = configOf({ evictionMinimumReclaim: { 'memory.available': '50Mi' } }).thresholds;
+    if (!mem) throw new Error('no threshold');
+    expect(thresholdsMet([mem], memoryObs(100 * Mi), false)).toEqual([]);
+    expect(thresholdsMet([mem], memoryObs(100 * Mi - 1), false)).toEqual([mem]);
+    expect(thresholdsMet([mem], memoryObs(120 * Mi), true)).toEqual([mem]);
+    expect(thresholdsMet([mem], memoryObs(150 * Mi), true)).toEqual([]);
+  });
+
+  it('ignores signals that were not observed', () => {
+    const c = configOf({});
+    const met = thresholdsMet(
+      c.thresholds,
+      { 'nodefs.available': { available: 5 * Gi, capacity: 100 * Gi } },
+      false,
+    );
+    expect(met.map((t) => t.signal)).toEqual(['nodefs.available']);
+  });
+});
