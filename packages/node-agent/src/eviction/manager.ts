@@ -141,19 +141,19 @@ export class EvictionManager implements PressureSource {
       firstObserved.set(k, this.thresholdsFirstObservedAt.get(k) ?? now);
     }
 
+    // A condition holds until it has not been observed for the whole transition period.
     const lastObserved = new Map(this.conditionsLastObservedAt);
     for (const t of met) lastObserved.set(SIGNAL_CONDITION[t.signal], now);
-    const conditions = [...lastObserved]
-      .filter(([, at]) => now - at < config.pressureTransitionPeriodMs || at === now)
-      .map(([c]) => c);
-    for (const [c, at] of lastObserved) if (!conditions.includes(c) && at !== now) lastObserved.delete(c);
+    for (const [c, at] of lastObserved) {
+      if (at !== now && now - at >= config.pressureTransitionPeriodMs) lastObserved.delete(c);
+    }
 
     const actionable = met.filter(
       (t) => now - (firstObserved.get(thresholdKey(t)) ?? now) >= t.gracePeriodMs,
     );
 
     this.conditions = (['MemoryPressure', 'DiskPressure', 'PIDPressure'] as const).filter((c) =>
-      conditions.includes(c),
+      lastObserved.has(c),
     );
     this.thresholdsFirstObservedAt = firstObserved;
     this.conditionsLastObservedAt = lastObserved;

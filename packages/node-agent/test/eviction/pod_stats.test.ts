@@ -60,7 +60,9 @@ describe('CriPodStatsSource', () => {
     const [p] = stats;
     expect(p?.uid).toBe('u1');
     expect(p?.processCount).toBe(7);
-    expect(p?.containers).toEqual([{ name: 'app', memoryWorkingSetBytes: 64 << 20, ephemeralStorageBytes: 4096 + logs }]);
+    expect(p?.containers).toEqual([
+      { name: 'app', memoryWorkingSetBytes: 64 << 20, ephemeralStorageBytes: 4096 + logs },
+    ]);
     expect(p?.volumes).toHaveLength(1);
     expect(p?.volumes[0]?.name).toBe('scratch');
     expect(p?.volumes[0]?.usedBytes).toBeGreaterThanOrEqual(64 * 1024);

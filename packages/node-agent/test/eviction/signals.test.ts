@@ -1,4 +1,4 @@
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
@@ -55,7 +55,11 @@ describe('NodeSignalSource', () => {
   it('uses MemTotal as capacity when the v2 cgroup is unlimited', async () => {
     const s = new NodeSignalSource({
       procRoot: fakeProc('v2max', { MemTotal: 2 * 1024 * 1024 }),
-      memoryCgroupDir: cgroup('v2max', { 'memory.current': `${Gi}`, 'memory.max': 'max\n', 'memory.stat': '' }),
+      memoryCgroupDir: cgroup('v2max', {
+        'memory.current': `${Gi}`,
+        'memory.max': 'max\n',
+        'memory.stat': '',
+      }),
       rootDir: '/',
       statfs,
     });
@@ -78,7 +82,11 @@ describe('NodeSignalSource', () => {
 
   it('falls back to /proc/meminfo at the root of a cgroup v2 hierarchy', async () => {
     const s = new NodeSignalSource({
-      procRoot: fakeProc('root', { MemTotal: 8 * 1024 * 1024, MemFree: 1024 * 1024, 'Inactive(file)': 3 * 1024 * 1024 }),
+      procRoot: fakeProc('root', {
+        MemTotal: 8 * 1024 * 1024,
+        MemFree: 1024 * 1024,
+        'Inactive(file)': 3 * 1024 * 1024,
+      }),
       memoryCgroupDir: '',
       rootDir: '/',
       statfs,
@@ -111,7 +119,12 @@ describe('criImageFs', () => {
 
   it('gives imagefs.available from ImageFsInfo usage against the configured capacity', async () => {
     fake.setImageFs({ usedBytes: 90 * Gi, inodesUsed: 10 });
-    const s = new NodeSignalSource({ memoryCgroupDir: '', rootDir: '/', statfs, imageFs: criImageFs(cri, { capacityBytes: 100 * Gi }) });
+    const s = new NodeSignalSource({
+      memoryCgroupDir: '',
+      rootDir: '/',
+      statfs,
+      imageFs: criImageFs(cri, { capacityBytes: 100 * Gi }),
+    });
     const obs = await s.observe();
     expect(obs['imagefs.available']).toEqual({ available: 10 * Gi, capacity: 100 * Gi });
   });
@@ -126,6 +139,11 @@ describe('criImageFs', () => {
       },
     })();
     expect(seen).toHaveLength(1);
-    expect(usage).toEqual({ usedBytes: 1000, capacityBytes: 4096 * 1000, inodesUsed: 10, inodesCapacity: 500 });
+    expect(usage).toEqual({
+      usedBytes: 1000,
+      capacityBytes: 4096 * 1000,
+      inodesUsed: 10,
+      inodesCapacity: 500,
+    });
   });
 });
