@@ -26,6 +26,7 @@ import { FileStaticPodSource } from './podconfig/file_source.js';
 import { newPodLayer } from './pods/pod_layer.js';
 import type { PodSource } from './pods/types.js';
 import { KubeletMetrics } from './server/metrics.js';
+import { runningPodsProvider } from './server/running_pods.js';
 import { realClock } from './util/clock.js';
 import { type Logger, stderrLogger } from './util/log.js';
 
@@ -192,7 +193,10 @@ export async function run(
             syncHandler: pods.lifecycle,
             podSources,
             managers: [pods.statusManager],
-            servers: { pods: { getPods: () => pods.lifecycle.getPods() } },
+            servers: {
+              pods: { getPods: () => pods.lifecycle.getPods() },
+              runningPods: runningPodsProvider(runtime),
+            },
           }
         : {}),
     };

@@ -85,6 +85,7 @@ export {
 export { generateSelfSignedCert, loadOrCreateServingCert } from './server/certs.js';
 export { HealthChecker, HealthzServer } from './server/healthz.js';
 export { KubeletMetrics, runtimeOperationType } from './server/metrics.js';
+export { runningPodsProvider, runningPodsToAPI } from './server/running_pods.js';
 export {
   KubeletServer,
   type PodsProvider,

@@ -13,6 +13,7 @@ import {
 import { generateSelfSignedCert, loadOrCreateServingCert, type ServingCert } from '../src/server/certs.js';
 import { HealthChecker, HealthzServer, syncLoopCheck } from '../src/server/healthz.js';
 import { KubeletMetrics, runtimeOperationType } from '../src/server/metrics.js';
+import { runningPodsProvider } from '../src/server/running_pods.js';
 import { KubeletServer } from '../src/server/server.js';
 
 interface Reply {
@@ -176,6 +177,27 @@ describe('kubelet server (TLS, authn, authz)', () => {
       metrics,
       configz: () => ({ maxPods: 110 }),
       pods: { getPods: () => [{ metadata: { name: 'web', namespace: 'default' } }] },
+      runningPods: runningPodsProvider({
+        getPods: async () => [
+          {
+            uid: 'u1',
+            name: 'orphan',
+            namespace: 'ns',
+            sandboxes: [{ id: 's1', state: 'ready' as const }],
+            containers: [
+              {
+                id: { type: 'containerd', id: 'c1' },
+                name: 'main',
+                state: 'running' as const,
+                hash: 'h',
+                image: 'busybox',
+                imageRef: 'sha256:b',
+                createdAt: new Date(0),
+              },
+            ],
+          },
+        ],
+      }),
     };
     server = new KubeletServer(opts);
     port = (await server.start('127.0.0.1', 0)).port;
@@ -222,9 +244,22 @@ describe('kubelet server (TLS, authn, authz)', () => {
     );
   });
 
-  it('answers 404 for endpoints whose provider is not plugged in', async () => {
+  it('serves /runningpods/ from the runtime, and 404 for endpoints whose provider is not plugged in', async () => {
+    const running = JSON.parse(
+      (await get(port, '/runningpods/', { token: 'good-token', ca: tls.cert })).body,
+    );
+    expect(running).toEqual({
+      kind: 'PodList',
+      apiVersion: 'v1',
+      metadata: {},
+      items: [
+        {
+          metadata: { name: 'orphan', namespace: 'ns', uid: 'u1' },
+          spec: { containers: [{ name: 'main', image: 'busybox' }] },
+        },
+      ],
+    });
     expect((await get(port, '/stats/summary', { token: 'good-token', ca: tls.cert })).status).toBe(404);
-    expect((await get(port, '/runningpods/', { token: 'good-token', ca: tls.cert })).status).toBe(404);
   });
 
   it('maps paths to the kubelet subresources', () => {
