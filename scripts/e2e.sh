@@ -11,5 +11,5 @@ status=0
 npx turbo run test:e2e --continue --concurrency=1 -- "$@" || status=$?
 
 step "summary"
-node scripts/test-summary.mjs test:e2e vitest-e2e.json || status=1
+node scripts/test-summary.mjs test:e2e=vitest-e2e.json || status=1
 exit "$status"

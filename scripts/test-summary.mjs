@@ -1,14 +1,18 @@
 #!/usr/bin/env node
-// Prints one line per workspace from the vitest JSON reports that each package's test script writes,
+// Prints one line per workspace from the vitest JSON reports that each package's test scripts write,
 // then the closing `N passed, N failed` line CI reads.
-// Usage: test-summary.mjs <npm script> <report file name>, e.g. `test vitest.json`.
+// Usage: test-summary.mjs <npm script>=<report file name> ..., e.g. `test=vitest.json test:e2e=vitest-e2e.json`.
 // A workspace that has the script but wrote no report (a crash, a build error) counts as one failure,
 // so a broken package never looks green by omission. Callers delete old reports before the run.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const [script = 'test', reportName = 'vitest.json'] = process.argv.slice(2);
+const pairs = process.argv.slice(2).map((arg) => arg.split('='));
+if (pairs.length === 0 || pairs.some((p) => p.length !== 2)) {
+  console.error('usage: test-summary.mjs <npm script>=<report file name> ...');
+  process.exit(2);
+}
 const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'));
 
 const workspaces = readJson(join(root, 'package.json')).workspaces.flatMap((pattern) => {
@@ -20,29 +24,30 @@ const workspaces = readJson(join(root, 'package.json')).workspaces.flatMap((patt
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-for (const dir of workspaces.sort()) {
-  const pkgFile = join(root, dir, 'package.json');
-  if (!existsSync(pkgFile)) continue;
-  const pkg = readJson(pkgFile);
-  if (!pkg.scripts?.[script]) continue;
-  const report = join(root, dir, '.reports', reportName);
-  if (!existsSync(report)) {
-    failed += 1;
-    console.log(`  ${pkg.name}: no ${reportName} (the ${script} task failed before reporting)`);
-    continue;
+for (const [script, reportName] of pairs)
+  for (const dir of workspaces.sort()) {
+    const pkgFile = join(root, dir, 'package.json');
+    if (!existsSync(pkgFile)) continue;
+    const pkg = readJson(pkgFile);
+    if (!pkg.scripts?.[script]) continue;
+    const report = join(root, dir, '.reports', reportName);
+    if (!existsSync(report)) {
+      failed += 1;
+      console.log(`  ${pkg.name}: no ${reportName} (the ${script} task failed before reporting)`);
+      continue;
+    }
+    const r = readJson(report);
+    // A suite that failed to load (import error) has no tests but is a failure.
+    const brokenSuites = (r.testResults ?? []).filter(
+      (s) => s.status === 'failed' && (s.assertionResults ?? []).length === 0,
+    ).length;
+    const p = r.numPassedTests ?? 0;
+    const f = (r.numFailedTests ?? 0) + brokenSuites;
+    const s = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+    passed += p;
+    failed += f;
+    skipped += s;
+    console.log(`  ${pkg.name} ${script}: ${p} passed, ${f} failed, ${s} skipped`);
   }
-  const r = readJson(report);
-  // A suite that failed to load (import error) has no tests but is a failure.
-  const brokenSuites = (r.testResults ?? []).filter(
-    (s) => s.status === 'failed' && (s.assertionResults ?? []).length === 0,
-  ).length;
-  const p = r.numPassedTests ?? 0;
-  const f = (r.numFailedTests ?? 0) + brokenSuites;
-  const s = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
-  passed += p;
-  failed += f;
-  skipped += s;
-  console.log(`  ${pkg.name}: ${p} passed, ${f} failed, ${s} skipped`);
-}
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exitCode = failed > 0 ? 1 : 0;

@@ -19,5 +19,5 @@ status=0
 npx turbo run test --continue --concurrency=2 || status=$?
 
 step "summary"
-node scripts/test-summary.mjs test vitest.json || status=1
+node scripts/test-summary.mjs test=vitest.json || status=1
 exit "$status"
