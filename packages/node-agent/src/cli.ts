@@ -27,6 +27,7 @@ import { newPodLayer } from './pods/pod_layer.js';
 import type { PodSource } from './pods/types.js';
 import { KubeletMetrics } from './server/metrics.js';
 import { runningPodsProvider } from './server/running_pods.js';
+import { SummaryProvider } from './stats/summary.js';
 import { realClock } from './util/clock.js';
 import { type Logger, stderrLogger } from './util/log.js';
 
@@ -196,6 +197,12 @@ export async function run(
             servers: {
               pods: { getPods: () => pods.lifecycle.getPods() },
               runningPods: runningPodsProvider(runtime),
+              stats: new SummaryProvider({
+                cri,
+                nodeName: hostname,
+                rootDir: options.rootDir,
+                clock: realClock,
+              }),
             },
           }
         : {}),

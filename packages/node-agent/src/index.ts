@@ -92,6 +92,7 @@ export {
   type RunningPodsProvider,
   type StatsProvider,
 } from './server/server.js';
+export { type PodSummary, type Summary, SummaryProvider } from './stats/summary.js';
 export {
   type GenerateStatusInput,
   generateAPIPodStatus,

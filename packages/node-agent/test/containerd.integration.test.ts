@@ -3,7 +3,8 @@
 // node's shared directory (a path mapping), and pods under the node's cgroup. A pod applied with
 // kubectl reaches Running with a containerd:// container ID and a CNI pod IP, and kubectl delete
 // completes once the agent has stopped it.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,9 +25,27 @@ let server: ApiServer | undefined;
 let kubeconfig: string;
 let api: KubeNodeApi;
 let busybox: string;
+let kubeletPort: number;
+let certFile: string;
 const abort = new AbortController();
 let agent: Promise<void> | undefined;
 const logs: string[] = [];
+
+function httpsGet(port: number, path: string, ca: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path, ca }, (res) => {
+      let body = '';
+      res.on('data', (c) => {
+        body += c;
+      });
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(body) : reject(new Error(`${res.statusCode} ${body}`)),
+      );
+    })
+      .on('error', reject)
+      .end();
+  });
+}
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -64,8 +83,12 @@ beforeAll(async () => {
     '--address=127.0.0.1',
     `--port=${await freePort()}`,
     '--healthz-port=0',
+    '--anonymous-auth',
+    '--authorization-mode=AlwaysAllow',
   ]);
   expect(flags.errors).toEqual([]);
+  kubeletPort = Number(flags.configOverrides.port);
+  certFile = join(flags.options.certDir, 'kubelet.crt');
   const loaded = await loadKubeletConfiguration(undefined, {
     ...flags.configOverrides,
     podLogsDir: join(node.sharedDirOnHost, 'logs'),
@@ -128,6 +151,15 @@ it('runs a kubectl-created pod on containerd and deletes it gracefully', async (
   expect(pod.status.containerStatuses?.[0]?.containerID).toMatch(/^containerd:\/\/[0-9a-f]{64}$/);
   expect(pod.status.containerStatuses?.[0]?.imageID).toBeTruthy();
   expect(pod.status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+
+  // /stats/summary over TLS (anonymous allowed in this test), with containerd's numbers.
+  const summary = JSON.parse(await httpsGet(kubeletPort, '/stats/summary', readFileSync(certFile, 'utf8')));
+  expect(summary.node.nodeName).toBe('containerd-node');
+  expect(summary.node.memory.workingSetBytes).toBeGreaterThan(0);
+  expect(summary.node.fs.capacityBytes).toBeGreaterThan(0);
+  const web = summary.pods.find((p: { podRef: { name: string } }) => p.podRef.name === 'web');
+  expect(web?.containers?.[0]?.name).toBe('main');
+  expect(web?.memory?.workingSetBytes).toBeGreaterThan(0);
 
   await kubectl(kubeconfig, 'delete', 'pod', 'web', '--timeout=60s');
   expect(await api.getPod('default', 'web')).toBeUndefined();

@@ -1,0 +1,238 @@
+// The prober manager: starts a worker for every probe of every container of an admitted pod,
+// stops liveness and startup checks when the pod starts terminating (readiness then reads
+// false), and turns probe outcomes into the kubelet's events (Unhealthy, ProbeWarning), the
+// prober_probe_total counter, and kill requests carrying the probe's grace period override.
+import type { EventRecorder, Runtime } from '@kh/runtime-manager';
+import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { KubeletMetrics } from '../server/metrics.js';
+import type { TimerClock } from '../util/clock.js';
+import { type Logger, silentLogger } from '../util/log.js';
+import { execProbe, grpcProbe, httpProbe, type ProbeOutcome, tcpProbe } from './handlers.js';
+import { PROBE_FIELD, type ProbeType, probeSpec, resolvePort, validateProbe } from './probe_spec.js';
+import { ProbeResultsStore } from './results.js';
+import { type ProbeRequest, type ProbeRunner, ProbeWorker } from './worker.js';
+
+export interface KillRequest {
+  pod: V1Pod;
+  containerName: string;
+  containerId: string;
+  probeType: 'liveness' | 'startup';
+  /** The probe's terminationGracePeriodSeconds, else the pod's, else 30. */
+  gracePeriodSeconds: number;
+}
+
+export interface ProberManagerDeps {
+  /** ExecSync for exec probes; the runtime type names the container id scheme. */
+  runtime: Pick<Runtime, 'runInContainer' | 'type'>;
+  recorder: EventRecorder;
+  /** The status manager's cached pod status: container ids, states and the pod IP. */
+  podStatus: (uid: string) => V1PodStatus | undefined;
+  clock: TimerClock;
+  metrics?: Pick<KubeletMetrics, 'proberProbeTotal' | 'proberProbeDuration'>;
+  log?: Logger;
+  /** Replaces the real handlers (tests of the worker rules). */
+  runner?: ProbeRunner;
+}
+
+const TYPES: readonly ProbeType[] = ['startup', 'liveness', 'readiness'];
+const METRIC_TYPE: Record<ProbeType, string> = {
+  liveness: 'Liveness',
+  readiness: 'Readiness',
+  startup: 'Startup',
+};
+
+/** The real probe actions against the pod (network probes from the node's namespace). */
+export function defaultProbeRunner(runtime: Pick<Runtime, 'runInContainer' | 'type'>): ProbeRunner {
+  return async ({ spec, container, containerId, podIP }: ProbeRequest): Promise<ProbeOutcome> => {
+    const h = spec.handler;
+    switch (h.kind) {
+      case 'exec':
+        return execProbe(runtime, { type: runtime.type(), id: containerId }, h.command, spec.timeoutMs);
+      case 'httpGet':
+        return httpProbe(
+          {
+            scheme: h.scheme,
+            host: h.host ?? podIP,
+            port: resolvePort(h.port, container),
+            path: h.path,
+            headers: h.headers,
+          },
+          spec.timeoutMs,
+        );
+      case 'tcpSocket':
+        return tcpProbe(h.host ?? podIP, resolvePort(h.port, container), spec.timeoutMs);
+      case 'grpc':
+        return grpcProbe(podIP, h.port, h.service, spec.timeoutMs);
+    }
+  };
+}
+
+export class ProberManager {
+  readonly results = new ProbeResultsStore();
+  private readonly workers = new Map<string, ProbeWorker>();
+  private readonly killListeners = new Set<(k: KillRequest) => void>();
+  private readonly runner: ProbeRunner;
+  private readonly log: Logger;
+
+  constructor(private readonly deps: ProberManagerDeps) {
+    this.runner = deps.runner ?? defaultProbeRunner(deps.runtime);
+    this.log = deps.log ?? silentLogger;
+  }
+
+  /** Listens for containers a liveness or startup failure condemned; returns the unsubscribe. */
+  onKillRequest(listener: (k: KillRequest) => void): () => void {
+    this.killListeners.add(listener);
+    return () => this.killListeners.delete(listener);
+  }
+
+  private key(uid: string, container: string, type: ProbeType): string {
+    return `${uid}/${container}/${type}`;
+  }
+
+  private probedContainers(pod: V1Pod): V1Container[] {
+    // Sidecars (restartable init containers) are probed like app containers.
+    return [
+      ...(pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always'),
+      ...(pod.spec?.containers ?? []),
+    ];
+  }
+
+  /**
+   * Starts the workers a pod needs, or refreshes their pod (deletionTimestamp) when it is known.
+   * An invalid probe is logged and not run.
+   */
+  addPod(pod: V1Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    for (const c of this.probedContainers(pod)) {
+      for (const type of TYPES) {
+        const probe = c[PROBE_FIELD[type]];
+        if (!probe) continue;
+        const key = this.key(uid, c.name, type);
+        const existing = this.workers.get(key);
+        if (existing) {
+          existing.pod = pod;
+          continue;
+        }
+        const errors = validateProbe(probe, type, `spec.containers[${c.name}].${PROBE_FIELD[type]}`);
+        if (errors.length > 0) {
+          this.log.error('Invalid probe, not running it', {
+            pod: pod.metadata?.name,
+            container: c.name,
+            errors,
+          });
+          continue;
+        }
+        const w = new ProbeWorker(pod, c, probeSpec(probe, type), {
+          clock: this.deps.clock,
+          results: this.results,
+          podStatus: this.deps.podStatus,
+          runProbe: (req) => this.timedProbe(req),
+          observed: (worker, outcome) => this.observed(worker, outcome),
+          failed: (worker, id) => this.failed(worker, id),
+        });
+        this.workers.set(key, w);
+        w.start();
+      }
+    }
+  }
+
+  /** The pod is terminating: liveness and startup stop, readiness reports not ready. */
+  stopLivenessAndStartup(pod: V1Pod): void {
+    const uid = pod.metadata?.uid ?? '';
+    for (const [key, w] of this.workers) {
+      if (!key.startsWith(`${uid}/`)) continue;
+      w.pod = pod;
+      if (w.type !== 'readiness') {
+        w.stop();
+        this.workers.delete(key);
+      }
+    }
+  }
+
+  removePod(uid: string): void {
+    for (const [key, w] of this.workers) {
+      if (key.startsWith(`${uid}/`)) {
+        w.stop();
+        this.workers.delete(key);
+      }
+    }
+  }
+
+  /** Housekeeping: drops workers of pods no longer wanted. */
+  cleanupPods(desired: ReadonlySet<string>): void {
+    for (const key of this.workers.keys()) {
+      const uid = key.split('/')[0] ?? '';
+      if (!desired.has(uid)) this.removePod(uid);
+    }
+  }
+
+  workerCount(): number {
+    return this.workers.size;
+  }
+
+  /** Waits for probes in flight (tests, shutdown). */
+  async idle(): Promise<void> {
+    await Promise.all([...this.workers.values()].map((w) => w.idle()));
+  }
+
+  stop(): void {
+    for (const w of this.workers.values()) w.stop();
+    this.workers.clear();
+  }
+
+  /** Runs a probe; like the kubelet, only successful probes feed the duration histogram. */
+  private async timedProbe(req: ProbeRequest): Promise<ProbeOutcome> {
+    const t0 = performance.now();
+    const outcome = await this.runner(req);
+    if (outcome.result !== 'failure') {
+      this.deps.metrics?.proberProbeDuration.observe(
+        {
+          probe_type: METRIC_TYPE[req.spec.type],
+          container: req.container.name,
+          pod: req.pod.metadata?.name ?? '',
+          namespace: req.pod.metadata?.namespace ?? '',
+        },
+        (performance.now() - t0) / 1000,
+      );
+    }
+    return outcome;
+  }
+
+  private labels(w: ProbeWorker) {
+    return {
+      probe_type: METRIC_TYPE[w.type],
+      container: w.container.name,
+      pod: w.pod.metadata?.name ?? '',
+      namespace: w.pod.metadata?.namespace ?? '',
+    };
+  }
+
+  private observed(w: ProbeWorker, outcome: ProbeOutcome | Error): void {
+    const name = METRIC_TYPE[w.type];
+    const labels = { ...this.labels(w), pod_uid: w.pod.metadata?.uid ?? '' };
+    if (outcome instanceof Error) {
+      this.deps.metrics?.proberProbeTotal.inc({ ...labels, result: 'unknown' });
+      this.deps.recorder.event(w.pod, 'Warning', 'Unhealthy', `${name} probe errored: ${outcome.message}`);
+      return;
+    }
+    const ok = outcome.result !== 'failure';
+    this.deps.metrics?.proberProbeTotal.inc({ ...labels, result: ok ? 'successful' : 'failed' });
+    if (outcome.result === 'warning')
+      this.deps.recorder.event(w.pod, 'Warning', 'ProbeWarning', `${name} probe warning: ${outcome.output}`);
+    if (!ok)
+      this.deps.recorder.event(w.pod, 'Warning', 'Unhealthy', `${name} probe failed: ${outcome.output}`);
+  }
+
+  private failed(w: ProbeWorker, containerId: string): void {
+    const probe = w.spec;
+    const request: KillRequest = {
+      pod: w.pod,
+      containerName: w.container.name,
+      containerId,
+      probeType: w.type === 'startup' ? 'startup' : 'liveness',
+      gracePeriodSeconds:
+        probe.terminationGracePeriodSeconds ?? w.pod.spec?.terminationGracePeriodSeconds ?? 30,
+    };
+    for (const l of this.killListeners) l(request);
+  }
+}

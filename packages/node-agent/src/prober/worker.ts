@@ -1,0 +1,158 @@
+// One worker per (pod, container, probe type), the kubelet's probe worker: it probes every
+// period once the container has run for initialDelaySeconds, applies the success and failure
+// thresholds, and publishes a result only when a threshold is crossed. A failed liveness or
+// startup probe holds the worker until the container is replaced, so one failure causes one kill.
+import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { TimerClock } from '../util/clock.js';
+import type { ProbeOutcome } from './handlers.js';
+import type { ProbeSpec, ProbeType } from './probe_spec.js';
+import { bareContainerId, type ProbeResultsStore, type Result } from './results.js';
+
+export interface ProbeRequest {
+  pod: V1Pod;
+  container: V1Container;
+  containerId: string;
+  /** The pod's IP, the default target of network probes. */
+  podIP: string;
+  spec: ProbeSpec;
+}
+
+/** Runs one probe; throwing means it could not run and the attempt is discarded. */
+export type ProbeRunner = (req: ProbeRequest) => Promise<ProbeOutcome>;
+
+export interface WorkerHooks {
+  clock: TimerClock;
+  results: ProbeResultsStore;
+  podStatus: (uid: string) => V1PodStatus | undefined;
+  runProbe: ProbeRunner;
+  /** Called after each probe that ran; the manager turns it into events and metrics. */
+  observed: (w: ProbeWorker, outcome: ProbeOutcome | Error) => void;
+  /** A liveness or startup failure crossed its threshold: the container must be killed. */
+  failed: (w: ProbeWorker, containerId: string) => void;
+}
+
+const INITIAL: Record<ProbeType, Result> = { liveness: 'success', readiness: 'failure', startup: 'unknown' };
+
+export class ProbeWorker {
+  private containerId = '';
+  private lastResult: Result | undefined;
+  private resultRun = 0;
+  private onHold = false;
+  private stopped = false;
+  private cancelTimer: (() => void) | undefined;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(
+    public pod: V1Pod,
+    readonly container: V1Container,
+    readonly spec: ProbeSpec,
+    private readonly hooks: WorkerHooks,
+  ) {}
+
+  get type(): ProbeType {
+    return this.spec.type;
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Stops probing and forgets this worker's result. */
+  stop(): void {
+    this.stopped = true;
+    this.cancelTimer?.();
+    if (this.containerId) this.hooks.results.cache(this.type).remove(this.containerId);
+  }
+
+  /** Resolves when the probe in flight (if any) is done. */
+  idle(): Promise<void> {
+    return this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.cancelTimer = this.hooks.clock.setTimer(ms, () => {
+      this.running = this.tick();
+    });
+  }
+
+  private async tick(): Promise<void> {
+    let keepGoing = true;
+    try {
+      keepGoing = await this.doProbe();
+    } finally {
+      if (keepGoing) this.schedule(this.spec.periodMs);
+      else this.stop();
+    }
+  }
+
+  private containerStatus(status: V1PodStatus): V1ContainerStatus | undefined {
+    return [...(status.containerStatuses ?? []), ...(status.initContainerStatuses ?? [])].find(
+      (c) => c.name === this.container.name,
+    );
+  }
+
+  /** One probe period; false ends the worker. */
+  async doProbe(): Promise<boolean> {
+    const cache = this.hooks.results.cache(this.type);
+    const uid = this.pod.metadata?.uid ?? '';
+    const status = this.hooks.podStatus(uid);
+    if (!status) return true; // not synced yet
+    if (status.phase === 'Failed' || status.phase === 'Succeeded') return false;
+    const c = this.containerStatus(status);
+    if (!c?.containerID) return true;
+    const id = bareContainerId(c.containerID);
+    if (id !== this.containerId) {
+      // A new instance of the container: start over from the type's initial result.
+      if (this.containerId) cache.remove(this.containerId);
+      this.containerId = id;
+      this.onHold = false;
+      this.resultRun = 0;
+      this.lastResult = undefined;
+      cache.set(id, INITIAL[this.type], this.pod);
+    }
+    if (this.onHold) return true;
+    if (!c.state?.running) {
+      cache.set(id, 'failure', this.pod);
+      return !c.state?.terminated || this.pod.spec?.restartPolicy !== 'Never';
+    }
+    if (this.pod.metadata?.deletionTimestamp) {
+      // A terminating pod is not ready and is no longer checked for liveness.
+      if (this.type === 'readiness') cache.set(id, 'failure', this.pod);
+      if (this.type === 'startup') cache.set(id, 'unknown', this.pod);
+      return this.type === 'readiness';
+    }
+    const startedAt = c.state.running.startedAt ? new Date(c.state.running.startedAt).getTime() : 0;
+    if (this.hooks.clock.now() - startedAt < this.spec.initialDelayMs) return true;
+    const started = !this.container.startupProbe || this.hooks.results.startup.get(id) === 'success';
+    if (this.type === 'startup' ? started : !started) return true;
+
+    let outcome: ProbeOutcome;
+    try {
+      outcome = await this.hooks.runProbe({
+        pod: this.pod,
+        container: this.container,
+        containerId: id,
+        podIP: status.podIP ?? '',
+        spec: this.spec,
+      });
+    } catch (err) {
+      this.hooks.observed(this, err as Error);
+      return true;
+    }
+    if (this.stopped) return false;
+    this.hooks.observed(this, outcome);
+    const result: Result = outcome.result === 'failure' ? 'failure' : 'success';
+    this.resultRun = this.lastResult === result ? this.resultRun + 1 : 1;
+    this.lastResult = result;
+    if (result === 'failure' && this.resultRun < this.spec.failureThreshold) return true;
+    if (result === 'success' && this.resultRun < this.spec.successThreshold) return true;
+    cache.set(id, result, this.pod);
+    if (result === 'failure' && this.type !== 'readiness') {
+      this.onHold = true;
+      this.resultRun = 0;
+      this.hooks.failed(this, id);
+    }
+    return true;
+  }
+}

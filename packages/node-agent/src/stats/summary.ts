@@ -1,0 +1,201 @@
+// /stats/summary (stats/v1alpha1): node CPU and memory from /proc, the node filesystem by
+// statfs of the root dir, the image filesystem from CRI ImageFsInfo, and per-pod and
+// per-container CPU, memory and writable-layer usage from CRI ListContainerStats. CPU rates
+// (usageNanoCores) come from the previous sample, as the kubelet computes them.
+import { readFile, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type CriClient, PodSandboxState } from '@kh/cri-api';
+import type { StatsProvider } from '../server/server.js';
+import type { Clock } from '../util/clock.js';
+
+type Cri = Pick<CriClient, 'listContainerStats' | 'listContainers' | 'listPodSandbox' | 'imageFsInfo'>;
+
+export interface CpuStats {
+  time: string;
+  usageCoreNanoSeconds: number;
+  usageNanoCores?: number;
+}
+
+export interface MemoryStats {
+  time: string;
+  workingSetBytes: number;
+  availableBytes?: number;
+  usageBytes?: number;
+}
+
+export interface FsStats {
+  time: string;
+  usedBytes: number;
+  availableBytes?: number;
+  capacityBytes?: number;
+  inodes?: number;
+  inodesFree?: number;
+  inodesUsed?: number;
+}
+
+export interface ContainerSummary {
+  name: string;
+  startTime?: string;
+  cpu: CpuStats;
+  memory: MemoryStats;
+  rootfs: FsStats;
+}
+
+export interface PodSummary {
+  podRef: { name: string; namespace: string; uid: string };
+  startTime?: string;
+  containers: ContainerSummary[];
+  cpu: CpuStats;
+  memory: MemoryStats;
+  'ephemeral-storage': FsStats;
+}
+
+export interface Summary {
+  node: {
+    nodeName: string;
+    cpu: CpuStats;
+    memory: MemoryStats;
+    fs: FsStats;
+    runtime: { imageFs: FsStats };
+  };
+  pods: PodSummary[];
+}
+
+// /proc/stat counts in USER_HZ, 100 per second on Linux.
+const NS_PER_TICK = 10_000_000;
+
+export class SummaryProvider implements StatsProvider {
+  private readonly lastCpu = new Map<string, { at: number; ns: number }>();
+
+  constructor(
+    private readonly opts: { cri: Cri; nodeName: string; rootDir: string; clock: Clock; hostRoot?: string },
+  ) {}
+
+  async summary(): Promise<Summary> {
+    const now = this.opts.clock.now();
+    const time = new Date(now).toISOString();
+    const [cpuNs, memory, fs, imageFs, pods] = await Promise.all([
+      this.nodeCpuNs(),
+      this.nodeMemory(time),
+      this.nodeFs(time),
+      this.imageFs(time),
+      this.pods(now, time),
+    ]);
+    return {
+      node: {
+        nodeName: this.opts.nodeName,
+        cpu: this.cpu('node', cpuNs, now, time),
+        memory,
+        fs,
+        runtime: { imageFs },
+      },
+      pods,
+    };
+  }
+
+  private read(path: string): Promise<string> {
+    return readFile(join(this.opts.hostRoot ?? '/', path), 'utf8');
+  }
+
+  /** Total non-idle CPU time of the node. */
+  private async nodeCpuNs(): Promise<number> {
+    const line = (await this.read('/proc/stat')).split('\n').find((l) => l.startsWith('cpu ')) ?? '';
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    return (user + nice + system + irq + softirq + steal) * NS_PER_TICK;
+  }
+
+  /** Working set = usage minus inactive file pages: what eviction treats as not reclaimable. */
+  private async nodeMemory(time: string): Promise<MemoryStats> {
+    const info = await this.read('/proc/meminfo');
+    const kb = (key: string) =>
+      Number(new RegExp(`^${key.replace(/[()]/g, '\\$&')}:\\s+(\\d+)`, 'm').exec(info)?.[1] ?? 0) * 1024;
+    const usage = kb('MemTotal') - kb('MemFree');
+    return {
+      time,
+      availableBytes: kb('MemAvailable'),
+      usageBytes: usage,
+      workingSetBytes: Math.max(0, usage - kb('Inactive(file)')),
+    };
+  }
+
+  private async nodeFs(time: string): Promise<FsStats> {
+    const s = await statfs(this.opts.rootDir);
+    return {
+      time,
+      capacityBytes: s.blocks * s.bsize,
+      availableBytes: s.bavail * s.bsize,
+      usedBytes: (s.blocks - s.bfree) * s.bsize,
+      inodes: s.files,
+      inodesFree: s.ffree,
+      inodesUsed: s.files - s.ffree,
+    };
+  }
+
+  private async imageFs(time: string): Promise<FsStats> {
+    const fs = (await this.opts.cri.imageFsInfo({})).imageFilesystems[0];
+    return {
+      time,
+      usedBytes: Number(fs?.usedBytes?.value ?? 0n),
+      inodesUsed: Number(fs?.inodesUsed?.value ?? 0n),
+    };
+  }
+
+  private cpu(key: string, ns: number, at: number, time: string): CpuStats {
+    const prev = this.lastCpu.get(key);
+    this.lastCpu.set(key, { at, ns });
+    const out: CpuStats = { time, usageCoreNanoSeconds: ns };
+    if (prev && at > prev.at && ns >= prev.ns)
+      out.usageNanoCores = Math.round(((ns - prev.ns) / (at - prev.at)) * 1000); // ns of CPU per s
+    return out;
+  }
+
+  private async pods(now: number, time: string): Promise<PodSummary[]> {
+    const [{ items: sandboxes }, { containers }, { stats }] = await Promise.all([
+      this.opts.cri.listPodSandbox({}),
+      this.opts.cri.listContainers({}),
+      this.opts.cri.listContainerStats({}),
+    ]);
+    const containerById = new Map(containers.map((c) => [c.id, c]));
+    const byPod = new Map<string, PodSummary>();
+    for (const sb of sandboxes) {
+      const m = sb.metadata;
+      if (!m || sb.state !== PodSandboxState.SANDBOX_READY) continue;
+      byPod.set(sb.id, {
+        podRef: { name: m.name, namespace: m.namespace, uid: m.uid },
+        startTime: new Date(Number(sb.createdAt / 1_000_000n)).toISOString(),
+        containers: [],
+        cpu: { time, usageCoreNanoSeconds: 0 },
+        memory: { time, workingSetBytes: 0 },
+        'ephemeral-storage': { time, usedBytes: 0 },
+      });
+    }
+    for (const s of stats) {
+      const id = s.attributes?.id ?? '';
+      const pod = byPod.get(containerById.get(id)?.podSandboxId ?? '');
+      if (!pod) continue;
+      const cpuNs = Number(s.cpu?.usageCoreNanoSeconds?.value ?? 0n);
+      const c: ContainerSummary = {
+        name: s.attributes?.metadata?.name ?? '',
+        startTime: new Date(Number((containerById.get(id)?.createdAt ?? 0n) / 1_000_000n)).toISOString(),
+        cpu: this.cpu(`container/${id}`, cpuNs, now, time),
+        memory: { time, workingSetBytes: Number(s.memory?.workingSetBytes?.value ?? 0n) },
+        rootfs: { time, usedBytes: Number(s.writableLayer?.usedBytes?.value ?? 0n) },
+      };
+      pod.containers.push(c);
+      pod.cpu.usageCoreNanoSeconds += c.cpu.usageCoreNanoSeconds;
+      if (c.cpu.usageNanoCores !== undefined)
+        pod.cpu.usageNanoCores = (pod.cpu.usageNanoCores ?? 0) + c.cpu.usageNanoCores;
+      pod.memory.workingSetBytes += c.memory.workingSetBytes;
+      pod['ephemeral-storage'].usedBytes += c.rootfs.usedBytes;
+    }
+    // Forget rate samples of containers that are gone.
+    const seen = new Set(stats.map((s) => `container/${s.attributes?.id ?? ''}`));
+    for (const key of this.lastCpu.keys())
+      if (key.startsWith('container/') && !seen.has(key)) this.lastCpu.delete(key);
+    return [...byPod.values()];
+  }
+}
