@@ -163,7 +163,8 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     nsController.stop();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    await store.sync();
+    // A failed log has already refused the writes it could not keep; close regardless.
+    await store.sync().catch(() => {});
     store.close();
   }
 }

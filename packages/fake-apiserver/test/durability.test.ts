@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -59,6 +59,23 @@ describe('durable storage (--data-dir)', () => {
         () => false,
       );
       expect(old[0]).toMatchObject({ type: 'ERROR', object: { code: 410, reason: 'Expired' } });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answers 500 instead of acknowledging when the log cannot be written (disk full), and keeps serving reads', async () => {
+    const data = join(dir, 'full');
+    mkdirSync(data);
+    symlinkSync('/dev/full', join(data, 'wal.jsonl'));
+    const server = await createApiServer({ dataDir: data, scheduler: false, nodeLifecycle: false });
+    try {
+      const api = new ApiClient(server.url);
+      const res = await api.post('/api/v1/namespaces/default/configmaps', { metadata: { name: 'c' } });
+      expect(res.status).toBe(500);
+      expect(res.body).toMatchObject({ kind: 'Status', reason: 'InternalError' });
+      expect(res.body.message).toMatch(/write-ahead log failed/);
+      expect((await api.get('/api/v1/namespaces')).status).toBe(200);
     } finally {
       await server.close();
     }

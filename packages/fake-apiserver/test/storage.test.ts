@@ -5,6 +5,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -88,6 +89,16 @@ describe('Store', () => {
     const s3 = new Store({ dataDir: dir });
     expect(s3.count('configmaps')).toBe(11);
     expect(s3.resourceVersion).toBe(s2.resourceVersion);
+  });
+
+  it('fails stop when the log cannot be written: the write is not acknowledged, later ones are refused', async () => {
+    const dir = tmp();
+    // Every write to /dev/full fails with ENOSPC, like a full disk.
+    symlinkSync('/dev/full', join(dir, 'wal.jsonl'));
+    const s = new Store({ dataDir: dir });
+    s.write('configmaps', 'ADDED', cm('lost', '1'));
+    await expect(s.sync()).rejects.toThrow(/write-ahead log failed.*ENOSPC/);
+    expect(() => s.write('configmaps', 'ADDED', cm('next', '1'))).toThrow(/write-ahead log failed/);
   });
 
   it('delivers watch events only after the write is durable', async () => {

@@ -98,6 +98,7 @@ export class Store {
    * Returns the stored object.
    */
   write(resource: string, type: Exclude<EventType, 'DELETED'>, obj: KObject): KObject {
+    this.checkWritable();
     const rv = ++this.rvCounter;
     obj.metadata.resourceVersion = String(rv);
     const ns = obj.metadata.namespace ?? '';
@@ -109,6 +110,7 @@ export class Store {
 
   /** Removes an object; the DELETED event carries it with a fresh resourceVersion, like etcd. */
   delete(resource: string, ns: string, name: string): KObject | undefined {
+    this.checkWritable();
     const prev = this.remove(resource, ns, name);
     if (prev === undefined) return undefined;
     const rv = ++this.rvCounter;
@@ -116,6 +118,10 @@ export class Store {
     this.wal?.append({ rv, op: 'del', r: resource, ns, name });
     this.emit({ type: 'DELETED', resource, rv, object: obj, prev, at: Date.now() });
     return obj;
+  }
+
+  private checkWritable() {
+    if (this.wal?.failure !== undefined) throw this.wal.failure;
   }
 
   /** Resolves when every write so far is durable (immediately in memory mode). */
@@ -152,8 +158,9 @@ export class Store {
     if (this.wal === undefined) return;
     for (const ev of this.pending) this.cache.push(ev);
     this.pending = [];
-    // A background snapshot may still be writing; the log keeps everything either way.
-    if (this.wal.busy) this.wal.close();
+    // A background snapshot may still be writing (the log keeps everything either way), or the
+    // log has failed (nothing more can be written).
+    if (this.wal.busy || this.wal.failure !== undefined) this.wal.close();
     else {
       this.wal.snapshotNow(this.capture());
       this.wal.close();
@@ -171,7 +178,8 @@ export class Store {
       this.syncScheduled = true;
       setImmediate(() => {
         this.syncScheduled = false;
-        void this.sync();
+        // A failure is reported to the requests awaiting it and refuses later writes.
+        this.sync().catch(() => {});
       });
     }
   }

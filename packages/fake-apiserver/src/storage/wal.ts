@@ -8,6 +8,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   write,
   writeSync,
 } from 'node:fs';
@@ -40,7 +41,8 @@ const WAL_PREV = 'wal.prev.jsonl';
 const SNAPSHOT = 'snapshot.jsonl';
 
 function readLog(path: string, afterRv: number, into: WalRecord[]) {
-  if (!existsSync(path)) return;
+  // Only a regular file holds records (a device such as /dev/full would read forever).
+  if (!existsSync(path) || !statSync(path).isFile()) return;
   for (const line of readFileSync(path, 'utf8').split('\n')) {
     if (line === '') continue;
     let rec: WalRecord;
@@ -69,7 +71,9 @@ function fsyncDir(dir: string) {
 export class WriteAheadLog {
   private fd: number;
   private pending: string[] = [];
-  private waiters: (() => void)[] = [];
+  private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
+  /** Set once a write or fsync failed: from then on nothing is acknowledged (fail-stop). */
+  failure: Error | undefined;
   private flushing = false;
   private bytes = 0;
   private snapshotting = false;
@@ -119,8 +123,12 @@ export class WriteAheadLog {
 
   /** Resolves once everything appended so far is on disk. */
   commit(): Promise<void> {
-    return new Promise((resolve) => {
-      this.waiters.push(resolve);
+    return new Promise((resolve, reject) => {
+      if (this.failure !== undefined) {
+        reject(this.failure);
+        return;
+      }
+      this.waiters.push({ resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -132,11 +140,20 @@ export class WriteAheadLog {
       const waiters = this.waiters;
       this.pending = [];
       this.waiters = [];
-      if (lines.length > 0) {
-        await writeAsync(this.fd, lines.join(''));
-        await fdatasyncAsync(this.fd);
+      try {
+        if (lines.length > 0) {
+          await writeAsync(this.fd, lines.join(''));
+          await fdatasyncAsync(this.fd);
+        }
+      } catch (e) {
+        this.failure = new Error(
+          `write-ahead log failed, writes are refused from now on: ${(e as Error).message}`,
+        );
+        for (const w of [...waiters, ...this.waiters]) w.reject(this.failure);
+        this.waiters = [];
+        break;
       }
-      for (const w of waiters) w();
+      for (const w of waiters) w.resolve();
     }
     this.flushing = false;
   }
@@ -202,7 +219,7 @@ export class WriteAheadLog {
 
   /** Flushes what is pending. The caller snapshots first when it wants a compact directory. */
   close(): void {
-    if (this.pending.length > 0) {
+    if (this.pending.length > 0 && this.failure === undefined) {
       writeSync(this.fd, this.pending.join(''));
       fsyncSync(this.fd);
       this.pending = [];
