@@ -419,6 +419,31 @@ describe('API semantics', () => {
       expect((await api.get('/api/v1/namespaces/sel/pods?continue=garbage')).status).toBe(400);
     });
 
+    it('pages across namespaces in list order (namespace "a" before "a-b")', async () => {
+      for (const ns of ['pg', 'pg-b']) {
+        await api.post('/api/v1/namespaces', { metadata: { name: ns } });
+        for (const n of ['x', 'y'])
+          await api.post(`/api/v1/namespaces/${ns}/configmaps`, {
+            metadata: { name: n, labels: { page: 't' } },
+          });
+      }
+      const seen: string[] = [];
+      let cont = '';
+      do {
+        const page = (
+          await api.get(`/api/v1/configmaps?labelSelector=page%3Dt&limit=1${cont ? `&continue=${cont}` : ''}`)
+        ).body;
+        seen.push(
+          ...page.items.map(
+            (c: { metadata: { namespace: string; name: string } }) =>
+              `${c.metadata.namespace}/${c.metadata.name}`,
+          ),
+        );
+        cont = page.metadata.continue ?? '';
+      } while (cont);
+      expect(seen).toEqual(['pg/x', 'pg/y', 'pg-b/x', 'pg-b/y']);
+    });
+
     it('serves list resourceVersion semantics', async () => {
       const current = Number((await api.get('/api/v1/namespaces/sel/pods')).body.metadata.resourceVersion);
       expect(

@@ -73,7 +73,8 @@ const PATCH_TYPES: Record<string, PatchType> = {
 
 interface ContinueToken {
   rv: number;
-  start: string;
+  /** The last [namespace, name] returned. */
+  start: [string, string];
 }
 
 const encodeContinue = (t: ContinueToken) => Buffer.from(JSON.stringify(t)).toString('base64url');
@@ -81,7 +82,7 @@ const encodeContinue = (t: ContinueToken) => Buffer.from(JSON.stringify(t)).toSt
 function decodeContinue(s: string): ContinueToken {
   try {
     const t = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
-    if (typeof t.rv === 'number' && typeof t.start === 'string') return t;
+    if (typeof t.rv === 'number' && Array.isArray(t.start) && t.start.length === 2) return t;
   } catch {
     // fall through to the error below
   }
@@ -90,7 +91,11 @@ function decodeContinue(s: string): ContinueToken {
   );
 }
 
-const keyOf = (o: KObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const keyOf = (o: KObject): [string, string] => [o.metadata.namespace ?? '', o.metadata.name];
+
+/** Orders like the store lists: by namespace, then name (a joined string would not: '-' < '/'). */
+const after = (k: [string, string], start: [string, string]) =>
+  k[0] > start[0] || (k[0] === start[0] && k[1] > start[1]);
 
 function intParam(q: URLSearchParams, name: string): number | undefined {
   const v = q.get(name);
@@ -272,7 +277,7 @@ export class ApiHandler {
     let items = store.list(def.storage, def.namespaced && r.namespace ? r.namespace : undefined);
     if (label || field)
       items = items.filter((o) => (!label || label(o.metadata.labels)) && (!field || field(o)));
-    if (token) items = items.filter((o) => keyOf(o) > token.start);
+    if (token) items = items.filter((o) => after(keyOf(o), token.start));
     const listMeta: KObject = { resourceVersion: String(token?.rv ?? current) };
     if (limit !== undefined && limit > 0 && items.length > limit) {
       const remaining = items.length - limit;
