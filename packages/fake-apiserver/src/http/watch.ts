@@ -73,8 +73,15 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
     pending.push(s);
   };
 
+  /**
+   * Events at or below this resourceVersion are already reflected in what the client has (its
+   * list, or the initial ADDED events, which may include a write still being committed).
+   */
+  let seenUpTo = w.fromRv ?? 0;
+
   /** What a watcher with selectors sees: objects entering or leaving its set become ADDED/DELETED. */
   const deliver = (ev: StoreEvent) => {
+    if (ev.rv <= seenUpTo) return;
     const now = matches(ev.object);
     const before = ev.type === 'ADDED' ? false : matches(ev.prev);
     let type: EventType | undefined;
@@ -95,6 +102,7 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
 
   let backlog: StoreEvent[] = [];
   if (w.fromRv === undefined || w.fromRv === 0 || w.sendInitialEvents) {
+    seenUpTo = store.resourceVersion;
     for (const o of store.list(def.storage, nsKey || undefined)) if (matches(o)) send(line('ADDED', o));
     if (w.sendInitialEvents && w.allowBookmarks) sendBookmark(true);
   } else {
