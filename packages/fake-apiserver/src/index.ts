@@ -2,6 +2,7 @@ export { generateTls, type TlsMaterial } from './auth/tls.js';
 export type { UserInfo } from './auth/tokens.js';
 export { parseTokenFile } from './auth/tokens.js';
 export { FakeApiServer } from './builder.js';
+export { EventTtlController } from './controllers/event-ttl.js';
 export { NodeLifecycleController } from './controllers/node-lifecycle.js';
 export { Scheduler } from './controllers/scheduler.js';
 export { ApiError } from './http/status.js';

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { stringify as toYaml } from 'yaml';
 import { generateTls, type TlsMaterial } from './auth/tls.js';
 import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
+import { EventTtlController } from './controllers/event-ttl.js';
 import { NamespaceController } from './controllers/namespace.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle.js';
 import { Scheduler } from './controllers/scheduler.js';
@@ -39,6 +40,8 @@ export interface ApiServerOptions {
   scheduler?: boolean;
   /** Run the node lifecycle controller (default true). */
   nodeLifecycle?: boolean;
+  /** How long events are kept (kube-apiserver's --event-ttl, 1 h). */
+  eventTtlSeconds?: number;
   clock?: Clock;
   watchCacheSize?: number;
   maxBodyBytes?: number;
@@ -55,6 +58,7 @@ export interface ApiServer {
   readonly rest: RestStorage;
   readonly scheduler: Scheduler | undefined;
   readonly nodeLifecycle: NodeLifecycleController | undefined;
+  readonly eventTtl: EventTtlController;
   /** A kubeconfig (YAML) for this server; `token` picks the credentials (first token by default). */
   kubeconfig(opts?: { token?: string; server?: string }): string;
   close(): Promise<void>;
@@ -120,6 +124,8 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
           monitorPeriodMs: (opts.nodeMonitorPeriodSeconds ?? 5) * 1000,
         });
   nodeLifecycle?.start();
+  const eventTtl = new EventTtlController(rest, { ttlMs: (opts.eventTtlSeconds ?? 3600) * 1000 });
+  eventTtl.start();
   let closing: Promise<void> | undefined;
 
   return {
@@ -130,6 +136,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     rest,
     scheduler,
     nodeLifecycle,
+    eventTtl,
     kubeconfig(k = {}) {
       const token = k.token ?? (tokens ? [...tokens.keys()][0] : undefined);
       const cluster: Record<string, string> = { server: k.server ?? url };
@@ -161,6 +168,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     scheduler?.stop();
     nodeLifecycle?.stop();
     nsController.stop();
+    eventTtl.stop();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     // A failed log has already refused the writes it could not keep; close regardless.

@@ -194,3 +194,26 @@ describe('node lifecycle controller', () => {
     expect((await ready()).status).toBe('True');
   });
 });
+
+describe('event TTL', () => {
+  it('expires events an hour after their last update', async () => {
+    let now = Date.parse('2026-01-01T00:00:00Z');
+    const api = await start({ clock: { now: () => now }, scheduler: false, nodeLifecycle: false });
+    const ts = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+    const event = (name: string, last: number) => ({
+      metadata: { name },
+      involvedObject: { kind: 'Pod', name: 'p', namespace: 'default' },
+      reason: 'Test',
+      type: 'Normal',
+      lastTimestamp: ts(last),
+    });
+    await api.post('/api/v1/namespaces/default/events', event('old', now));
+    await api.post('/api/v1/namespaces/default/events', event('fresh', now + 30 * 60_000));
+    now += 61 * 60_000;
+    server!.eventTtl.sweep();
+    const names = (await api.get('/api/v1/namespaces/default/events')).body.items.map(
+      (e: KObject) => e.metadata.name,
+    );
+    expect(names).toEqual(['fresh']);
+  });
+});
