@@ -12,10 +12,18 @@ const USAGE = `Usage: fake-apiserver [options]
   --tls                      serve HTTPS with a generated CA (put into the kubeconfig)
   --tls-host <name>          extra SAN for the serving certificate (repeatable)
   --lease-grace-seconds <n>  node lease grace period before conditions go Unknown (default 40)
+  --event-ttl-seconds <n>    how long events are kept (default 3600)
   --print-kubeconfig         print a kubeconfig for this server on stdout
   --kubeconfig-out <file>    also write the kubeconfig to a file
   --kubeconfig-server <url>  server URL to put in the kubeconfig (e.g. https://apiserver:6443)
   -h, --help`;
+
+function seconds(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${flag}: not a positive number of seconds: ${v}`);
+  return n;
+}
 
 async function main() {
   const { values } = parseArgs({
@@ -28,6 +36,7 @@ async function main() {
       tls: { type: 'boolean', default: false },
       'tls-host': { type: 'string', multiple: true },
       'lease-grace-seconds': { type: 'string' },
+      'event-ttl-seconds': { type: 'string' },
       'print-kubeconfig': { type: 'boolean', default: false },
       'kubeconfig-out': { type: 'string' },
       'kubeconfig-server': { type: 'string' },
@@ -49,7 +58,8 @@ async function main() {
     anonymous: values.anonymous,
     tls: values.tls,
     tlsHosts: values['tls-host'],
-    leaseGraceSeconds: values['lease-grace-seconds'] ? Number(values['lease-grace-seconds']) : undefined,
+    leaseGraceSeconds: seconds(values['lease-grace-seconds'], '--lease-grace-seconds'),
+    eventTtlSeconds: seconds(values['event-ttl-seconds'], '--event-ttl-seconds'),
   });
   const kubeconfig = server.kubeconfig({ server: values['kubeconfig-server'] });
   if (values['kubeconfig-out']) writeFileSync(values['kubeconfig-out'], kubeconfig, { mode: 0o600 });

@@ -67,5 +67,14 @@ describe('fake-apiserver CLI', () => {
     const code = await new Promise<number | null>((r) => bad.once('exit', (c) => r(c)));
     expect(code).toBe(1);
     expect(err).toMatch(/--port: not a port: abc/);
+    const bad2 = spawn(process.execPath, [CLI, '--port', '0', '--lease-grace-seconds', 'soon'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err2 = '';
+    bad2.stderr!.on('data', (c: Buffer) => {
+      err2 += c.toString();
+    });
+    expect(await new Promise<number | null>((r) => bad2.once('exit', (c) => r(c)))).toBe(1);
+    expect(err2).toMatch(/--lease-grace-seconds: not a positive number of seconds: soon/);
   });
 });
