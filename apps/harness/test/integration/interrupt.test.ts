@@ -27,8 +27,7 @@ afterAll(async () => {
 
 const mountedTempDirs = async (runId: string) =>
   (await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } }))
-    .flatMap((c) => c.Mounts.map((m) => m.Source))
-    .filter((s) => isRunTempDir(s));
+    .flatMap((c) => c.Mounts.filter((m) => isRunTempDir(m)).map((m) => m.Source));
 
 const containersOf = async (runId: string) =>
   (await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } })).length;
@@ -86,5 +85,7 @@ describe('kubelet-harness run interrupted', () => {
     expect(swept).toEqual([runId]);
     expect(await containersOf(runId)).toBe(0);
     for (const d of tempDirs) expect(existsSync(d), d).toBe(false);
+    // The checkout is mounted into every container of the run; clean-up must never take it along.
+    expect(existsSync(join(projectRoot(), 'package.json'))).toBe(true);
   }, 120_000);
 });

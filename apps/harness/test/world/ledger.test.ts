@@ -59,11 +59,18 @@ describe('RunLedger', () => {
 });
 
 describe('isRunTempDir', () => {
-  it('accepts only kh-* directories directly in the temp dir', () => {
-    expect(isRunTempDir('/tmp/kh-node-abc', '/tmp')).toBe(true);
-    expect(isRunTempDir('/tmp/kh-node-abc/sub', '/tmp')).toBe(false);
-    expect(isRunTempDir('/work/main', '/tmp')).toBe(false);
-    expect(isRunTempDir('/sys/fs/cgroup', '/tmp')).toBe(false);
-    expect(isRunTempDir('/tmp/other', '/tmp')).toBe(false);
+  const rw = (Source: string) => ({ Source, RW: true });
+  it('accepts only writable kh-* directories directly in the temp dir', () => {
+    expect(isRunTempDir(rw('/tmp/kh-node-abc'), '/tmp', '/work/main')).toBe(true);
+    expect(isRunTempDir(rw('/tmp/kh-node-abc/sub'), '/tmp', '/work/main')).toBe(false);
+    expect(isRunTempDir(rw('/work/main'), '/tmp', '/work/main')).toBe(false);
+    expect(isRunTempDir(rw('/sys/fs/cgroup'), '/tmp', '/work/main')).toBe(false);
+    expect(isRunTempDir(rw('/tmp/other'), '/tmp', '/work/main')).toBe(false);
+    expect(isRunTempDir({ Source: '/tmp/kh-node-abc', RW: false }, '/tmp', '/work/main')).toBe(false);
+  });
+
+  it('never selects the checkout, even when it is a writable /tmp/kh-* clone', () => {
+    expect(isRunTempDir(rw('/tmp/kh-ci'), '/tmp', '/tmp/kh-ci')).toBe(false);
+    expect(isRunTempDir(rw('/tmp/kh-work'), '/tmp', '/tmp/kh-work/kubelet-harness')).toBe(false);
   });
 });
