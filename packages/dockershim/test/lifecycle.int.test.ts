@@ -530,6 +530,15 @@ describe('events', () => {
       if (n > 20) throw new Error('the event stream never delivered an event');
     }
     const id = await h.runContainer(podId, config, 'ev');
+    // The shim takes the pod snapshot when it handles Docker's event; stopping before that would
+    // let a loaded machine snapshot a pod whose container is already gone.
+    await waitFor(
+      async () =>
+        seen.some((e) => e.id === id && e.type === ContainerEventType.CONTAINER_STARTED_EVENT)
+          ? true
+          : undefined,
+      'started event',
+    );
     await h.client.stopContainer({ containerId: id, timeout: 0n });
     await h.client.removeContainer({ containerId: id });
     await waitFor(
