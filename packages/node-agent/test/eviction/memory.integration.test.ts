@@ -33,7 +33,9 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
   const evicted: { pod: V1Pod; status: EvictionStatus }[] = [];
 
   beforeAll(async () => {
-    const refs = await ensureImages(['pause', 'busybox', 'memhog', 'node'], { progress: (l) => console.log(l) });
+    const refs = await ensureImages(['pause', 'busybox', 'memhog', 'node'], {
+      progress: (l) => console.log(l),
+    });
     node = await new NodeContainer(refs.node)
       .withRuntime('containerd')
       .withMemoryLimit(NODE_MEMORY)
@@ -92,9 +94,9 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
     expect(r.steps.filter((x) => x.error)).toEqual([]);
   };
   const isRunning = async (p: V1Pod) =>
-    (await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default')).containerStatuses.some(
-      (c) => c.state === 'running',
-    );
+    (
+      await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default')
+    ).containerStatuses.some((c) => c.state === 'running');
 
   it('evicts the lower-priority hog, spares the rest, and recovers', async () => {
     if (!node) throw new Error('no node');
@@ -108,7 +110,9 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
     // Pressure once the hogs together hold more than 1.5 hogs' worth.
     const thresholdBytes = (baseline?.available ?? 0) - 1.5 * HOG_MB * Mi;
     const threshold = `${Math.floor(thresholdBytes / Mi)}Mi`;
-    console.log(`baseline available ${Math.round((baseline?.available ?? 0) / Mi)}Mi, threshold ${threshold}`);
+    console.log(
+      `baseline available ${Math.round((baseline?.available ?? 0) / Mi)}Mi, threshold ${threshold}`,
+    );
     const config: EvictionConfig = {
       thresholds: [
         {
@@ -156,7 +160,10 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
     expect(evicted[0]?.status.message).toMatch(
       /^The node was low on resource: memory\. Threshold quantity: \d+Mi, available: \S+\. Container hog was using \S+, request is 0, has larger consumption of memory\. $/,
     );
-    expect(events.events[0]?.annotations).toMatchObject({ offending_containers: 'hog', starved_resource: 'memory' });
+    expect(events.events[0]?.annotations).toMatchObject({
+      offending_containers: 'hog',
+      starved_resource: 'memory',
+    });
     expect(await isRunning(pods[0] as V1Pod)).toBe(false);
 
     // Memory comes back; the condition holds for the transition period, then clears.
