@@ -98,15 +98,18 @@ export class ProberManager {
   }
 
   /**
-   * Starts the workers a pod needs, or refreshes their pod (deletionTimestamp) when it is known.
-   * An invalid probe is logged and not run.
+   * Starts the workers a pod needs, or refreshes their pod when it is known. A pod with a
+   * deletionTimestamp keeps only readiness (which then reads false). An invalid probe is logged
+   * and not run.
    */
   addPod(pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
+    const terminating = pod.metadata?.deletionTimestamp !== undefined;
+    if (terminating) this.stopLivenessAndStartup(pod);
     for (const c of this.probedContainers(pod)) {
       for (const type of TYPES) {
         const probe = c[PROBE_FIELD[type]];
-        if (!probe) continue;
+        if (!probe || (terminating && type !== 'readiness')) continue;
         const key = this.key(uid, c.name, type);
         const existing = this.workers.get(key);
         if (existing) {
@@ -129,6 +132,7 @@ export class ProberManager {
           runProbe: (req) => this.timedProbe(req),
           observed: (worker, outcome) => this.observed(worker, outcome),
           failed: (worker, id) => this.failed(worker, id),
+          ended: () => this.workers.delete(key),
         });
         this.workers.set(key, w);
         w.start();

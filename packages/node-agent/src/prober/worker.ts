@@ -29,6 +29,8 @@ export interface WorkerHooks {
   observed: (w: ProbeWorker, outcome: ProbeOutcome | Error) => void;
   /** A liveness or startup failure crossed its threshold: the container must be killed. */
   failed: (w: ProbeWorker, containerId: string) => void;
+  /** The worker ended by itself (the pod finished, or it is terminating and this is not readiness). */
+  ended: (w: ProbeWorker) => void;
 }
 
 const INITIAL: Record<ProbeType, Result> = { liveness: 'success', readiness: 'failure', startup: 'unknown' };
@@ -82,7 +84,10 @@ export class ProbeWorker {
       keepGoing = await this.doProbe();
     } finally {
       if (keepGoing) this.schedule(this.spec.periodMs);
-      else this.stop();
+      else if (!this.stopped) {
+        this.stop();
+        this.hooks.ended(this);
+      }
     }
   }
 

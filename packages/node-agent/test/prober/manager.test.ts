@@ -136,6 +136,9 @@ describe('readiness', () => {
     const terminating = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(START) } };
     t.m.stopLivenessAndStartup(terminating);
     expect(t.m.workerCount()).toBe(1);
+    // A pod update carrying the deletion also reaches the workers.
+    t.m.addPod(terminating);
+    expect(t.m.workerCount()).toBe(1);
     t.calls.length = 0;
     await t.tick(10_000);
     expect(t.calls).toEqual([]);
@@ -253,6 +256,24 @@ describe('startup', () => {
 });
 
 describe('lifecycle', () => {
+  it('stops liveness when a pod update shows the deletion, leaving readiness false', async () => {
+    const t = setup();
+    const pod = makePod({
+      livenessProbe: { exec: { command: ['true'] } },
+      readinessProbe: { exec: { command: ['true'] } },
+    });
+    t.statuses.set('uid-web', running('c1'));
+    t.m.addPod(pod);
+    await t.tick(0);
+    t.m.addPod({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(START) } });
+    t.calls.length = 0;
+    await t.tick(10_000);
+    expect(t.calls).toEqual([]);
+    expect(t.m.workerCount()).toBe(1);
+    expect(t.m.results.readiness.get('c1')).toBe('failure');
+    expect(t.m.results.liveness.get('c1')).toBeUndefined();
+  });
+
   it('warns on a probe warning but counts it successful', async () => {
     const t = setup();
     t.statuses.set('uid-web', running('c1'));
@@ -287,6 +308,7 @@ describe('lifecycle', () => {
     await t.tick(10_000);
     expect(t.m.results.readiness.get('c1')).toBeUndefined();
     expect(t.clock.pendingTimers()).toBe(0);
+    expect(t.m.workerCount()).toBe(0);
   });
 
   it('does not run invalid probes and forgets pods on cleanup', async () => {
