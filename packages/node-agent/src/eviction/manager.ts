@@ -56,6 +56,11 @@ export interface EvictionManagerDeps {
   log?: Logger;
   /** LocalStorageCapacityIsolation; on by default as in the kubelet. */
   localStorageIsolation?: boolean;
+  /**
+   * The image filesystem is its own device. Then nodefs pressure cannot be relieved by image or
+   * container GC, which only reclaim for imagefs signals; on a shared device both do.
+   */
+  dedicatedImageFs?: boolean;
 }
 
 export interface SynchronizeResult {
@@ -229,6 +234,7 @@ export class EvictionManager implements PressureSource {
   private async reclaimNodeLevel(t: Threshold): Promise<boolean> {
     const reclaimer = this.deps.reclaimer;
     if (!reclaimer || SIGNAL_CONDITION[t.signal] !== 'DiskPressure') return false;
+    if (this.deps.dedicatedImageFs && !t.signal.startsWith('imagefs.')) return false;
     try {
       await reclaimer.deleteAllUnusedContainers();
       await reclaimer.deleteUnusedImages();

@@ -284,6 +284,27 @@ describe('disk and pid pressure', () => {
     expect(t.manager.taints()).toEqual([{ key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule' }]);
   });
 
+  it('reclaims only for imagefs signals when the image filesystem is its own device', async () => {
+    const calls: string[] = [];
+    const reclaimer = {
+      deleteAllUnusedContainers: async () => {
+        calls.push('containers');
+      },
+      deleteUnusedImages: async () => {
+        calls.push('images');
+      },
+    };
+    const t = setup({}, { reclaimer, dedicatedImageFs: true });
+    t.setPods([pod('a')]);
+    t.signals.current = diskObs(5);
+    expect((await t.manager.synchronize()).evicted?.metadata?.name).toBe('a');
+    expect(calls).toEqual([]);
+    const u = setup({}, { reclaimer, dedicatedImageFs: true });
+    u.signals.current = { ...memoryObs(4 * Gi), 'imagefs.available': { available: Gi, capacity: 100 * Gi } };
+    await u.manager.synchronize();
+    expect(calls).toEqual(['containers', 'images']);
+  });
+
   it('evicts the biggest ephemeral storage user when reclaim is not enough', async () => {
     const t = setup(
       {},
