@@ -5,18 +5,19 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/prepare.sh
 
+# A lint or type error fails the run but does not stop it: the tests still report.
+status=0
 step "lint (Biome)"
-npx biome ci .
+npx biome ci . || { status=1; echo "    lint FAILED"; }
 
 step "typecheck"
-npx turbo run typecheck --output-logs=errors-only
+npx turbo run typecheck --output-logs=errors-only || { status=1; echo "    typecheck FAILED"; }
 
 step "tests"
 rm -f packages/*/.reports/vitest.json apps/*/.reports/vitest.json e2e/.reports/vitest.json
 # --continue: one failing package must not hide the others' results. Two at a time: the integration
 # suites drive real runtimes, and more parallelism only makes them time out on two cores.
-status=0
-npx turbo run test --continue --concurrency=2 || status=$?
+npx turbo run test --continue --concurrency=2 || status=1
 
 step "summary"
 node scripts/test-summary.mjs test=vitest.json || status=1

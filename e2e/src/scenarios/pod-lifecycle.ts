@@ -195,11 +195,12 @@ export const podLifecycle: Scenario = {
           (x) => waitingReason(x, 'c') === 'ImagePullBackOff',
           60_000,
         );
-        const reasons = (await eventsFor(ctx, 'bad-image')).map((e) => e.reason);
-        check.ok(
+        // Events are recorded asynchronously, as the kubelet's are, so they may trail the status.
+        await check.eventually(
           'Failed and BackOff events for the pull',
-          reasons.includes('Failed') && reasons.includes('BackOff'),
-          reasons,
+          async () => (await eventsFor(ctx, 'bad-image')).map((e) => e.reason),
+          (reasons) => reasons.includes('Failed') && reasons.includes('BackOff'),
+          { timeoutMs: 30_000 },
         );
       })(),
       waitForPod(

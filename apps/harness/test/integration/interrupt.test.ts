@@ -26,8 +26,9 @@ afterAll(async () => {
 }, 60_000);
 
 const mountedTempDirs = async (runId: string) =>
-  (await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } }))
-    .flatMap((c) => c.Mounts.filter((m) => isRunTempDir(m)).map((m) => m.Source));
+  (await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } })).flatMap((c) =>
+    c.Mounts.filter((m) => isRunTempDir(m)).map((m) => m.Source),
+  );
 
 const containersOf = async (runId: string) =>
   (await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } })).length;
