@@ -108,6 +108,13 @@ async function main(): Promise<void> {
   const kc = loadKubeConfig(kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
   let agent: ChildProcess | undefined;
+  // An error thrown outside this promise chain (a stream emitting one) must not leak the node
+  // container or the agent either.
+  process.once('uncaughtException', (err) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
+    if (agent && agent.exitCode === null) agent.kill('SIGTERM');
+    void Promise.allSettled([server.close(), node.stop()]).then(() => process.exit(1));
+  });
   try {
     log(`bare CRI: ${PODS} pods at once`);
     const bare = await bareCri(node.criEndpointOnHost, busybox, PODS, node.cgroupParent);
