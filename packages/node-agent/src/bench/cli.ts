@@ -255,7 +255,11 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e) => {
-  process.stderr.write(`bench failed: ${(e as Error).stack ?? e}\n`);
-  process.exit(1);
-});
+// Exit explicitly: keep-alive sockets of the Docker and API clients would hold the process open.
+main().then(
+  () => process.exit(0),
+  (e) => {
+    process.stderr.write(`bench failed: ${(e as Error).stack ?? e}\n`);
+    process.exit(1);
+  },
+);
