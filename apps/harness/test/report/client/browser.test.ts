@@ -1,18 +1,18 @@
 // Opens the generated report in a real Chromium (Debian's, driven by playwright-core) and uses it
 // the way a person would: mouse, keyboard, filters, shared links. Every test also fails on a console
 // error, an uncaught exception, a JavaScript dialog (injected markup) or any request off the page.
-import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type Axe from 'axe-core';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../../src/report/cli.js';
 import { BASELINE_PATH, cell, loadFixture, run, SAMPLE_PATH } from '../fixtures.js';
+import { launchChromium, trackProblems, waitForMatrix } from './chromium.js';
 
-const CHROMIUM = process.env.KH_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = fileURLToPath(new URL('../../../.reports/screenshots/', import.meta.url));
 const quiet = { write: () => true };
 
@@ -31,24 +31,7 @@ beforeAll(async () => {
   });
   expect(code).toBe(0);
   reportUrl = pathToFileURL(out).href;
-  // No browser download here: the tests need the system's Chromium, and say so when it is missing.
-  await access(CHROMIUM).catch(() => {
-    throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install chromium, or set KH_CHROMIUM`);
-  });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // Playwright gives each launch a fresh temporary profile (the --user-data-dir).
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
@@ -67,25 +50,10 @@ afterEach(async () => {
 async function open(url: string, { bypassCSP = false } = {}): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, bypassCSP });
   const page = await context.newPage();
-  const problems: string[] = [];
-  const origin = url.startsWith('file:') ? url.split('#')[0]! : new URL(url).origin;
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`uncaught: ${e.message}`));
-  page.on('dialog', (d) => {
-    problems.push(`javascript dialog: ${d.message()}`);
-    void d.dismiss();
-  });
-  page.on('request', (r) => {
-    if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) problems.push(`request: ${r.url()}`);
-  });
+  const problems = trackProblems(page, url);
   current = { page, problems };
   await page.goto(url);
-  await page
-    .locator('#matrix-status')
-    .filter({ hasText: /cells|match/ })
-    .waitFor();
+  await waitForMatrix(page);
   return page;
 }
 
