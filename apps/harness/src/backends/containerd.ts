@@ -1,28 +1,15 @@
 // containerd with its built-in CRI plugin, as the main process of a kind-style node container.
-import { NodeContainer } from '@kh/testkit';
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
-import { projectMounts } from '../node/project.js';
-import { pidOf, waitForCri } from './cri.js';
+import { kindNode, NODE_MEMORY_LIMIT_BYTES, pidOf, waitForCri } from './cri.js';
 import type { RuntimeBackend } from './types.js';
-
-/** Node containers get a memory limit so that pods (nested under the node's cgroup) feel it. */
-export const NODE_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
 
 export const containerdBackend: RuntimeBackend = {
   name: 'containerd',
   description: 'containerd 1.6 (CRI plugin) in a kind-style node container',
   capabilities: new Set(['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart']),
   async start(ctx) {
-    const node = await new NodeContainer(ctx.images.node)
-      .withRuntime('containerd')
-      .withName(ctx.nodeName)
-      .withNetwork(ctx.network, ctx.nodeName)
-      .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
-      .withPauseImage(ctx.images.pause)
-      .withBindMounts(projectMounts())
-      .withProgress(ctx.progress)
-      .start();
+    const node = await kindNode(ctx, 'containerd').withPauseImage(ctx.images.pause).start();
     try {
       const host = new ContainerHost(new Docker(), node.id);
       const version = await waitForCri(node.criEndpointOnHost, 30_000, () => node.logs(20));

@@ -1,6 +1,23 @@
-// Helpers every backend needs around its CRI endpoint.
+// Helpers every backend needs: its kind-style node container and its CRI endpoint.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CriClient } from '@kh/cri-api';
+import { NodeContainer, type NodeRuntime } from '@kh/testkit';
+import { projectMounts } from '../node/project.js';
+import type { BackendContext } from './types.js';
+
+/** Node containers get a memory limit so that pods (nested under the node's cgroup) feel it. */
+export const NODE_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
+
+/** A node on the run's network under the node's name, with the checkout mounted; not started. */
+export function kindNode(ctx: BackendContext, runtime: NodeRuntime): NodeContainer {
+  return new NodeContainer(ctx.images.node)
+    .withRuntime(runtime)
+    .withName(ctx.nodeName)
+    .withNetwork(ctx.network, ctx.nodeName)
+    .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
+    .withBindMounts(projectMounts())
+    .withProgress(ctx.progress);
+}
 
 /** Waits until the endpoint answers CRI Version; returns the runtime's name and version. */
 export async function waitForCri(

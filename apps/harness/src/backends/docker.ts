@@ -1,11 +1,9 @@
 // Docker Engine behind our dockershim: dockerd is the node container's main process and the
 // dockershim (from the host checkout, on the host's Node) serves CRI next to it.
-import { NodeContainer } from '@kh/testkit';
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
-import { inContainer, projectMounts } from '../node/project.js';
-import { NODE_MEMORY_LIMIT_BYTES } from './containerd.js';
-import { waitForCri } from './cri.js';
+import { inContainer } from '../node/project.js';
+import { kindNode, NODE_MEMORY_LIMIT_BYTES, waitForCri } from './cri.js';
 import type { NodeProcess, RuntimeBackend } from './types.js';
 
 export const dockerBackend: RuntimeBackend = {
@@ -13,15 +11,7 @@ export const dockerBackend: RuntimeBackend = {
   description: 'dockerd 20.10 behind our dockershim, in a kind-style node container',
   capabilities: new Set(['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart']),
   async start(ctx) {
-    const node = await new NodeContainer(ctx.images.node)
-      .withRuntime('docker')
-      .withName(ctx.nodeName)
-      .withNetwork(ctx.network, ctx.nodeName)
-      .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
-      .withImages(ctx.images.pause)
-      .withBindMounts(projectMounts())
-      .withProgress(ctx.progress)
-      .start();
+    const node = await kindNode(ctx, 'docker').withImages(ctx.images.pause).start();
     const host = new ContainerHost(new Docker(), node.id);
     let shim: NodeProcess | undefined;
     const startShim = async () => {

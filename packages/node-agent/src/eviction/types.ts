@@ -1,7 +1,7 @@
 // The eviction manager's vocabulary: signals and what they starve, node conditions, the stats it
 // ranks pods by, and the seams to the rest of the agent (who kills, who reclaims, who records).
 import type { V1Pod } from '@kubernetes/client-node';
-import type { EVICTION_SIGNALS } from '../config/schema.js';
+import { EVICTION_SIGNALS } from '../config/schema.js';
 
 export type EvictionSignal = (typeof EVICTION_SIGNALS)[number];
 
@@ -102,18 +102,9 @@ export const SIGNAL_CONDITION: Record<EvictionSignal, PressureCondition> = {
   'pid.available': 'PIDPressure',
 };
 
-/** Memory is reclaimed first: it is the resource whose exhaustion hurts the node soonest. */
-export const SIGNAL_PRIORITY: readonly EvictionSignal[] = [
-  'memory.available',
-  'allocatableMemory.available',
-  'nodefs.available',
-  'nodefs.inodesFree',
-  'imagefs.available',
-  'imagefs.inodesFree',
-  'containerfs.available',
-  'containerfs.inodesFree',
-  'pid.available',
-];
+/** Memory is reclaimed first: it is the resource whose exhaustion hurts the node soonest. The
+ * signal list is already in that order, memory, then disk, then PIDs. */
+export const SIGNAL_PRIORITY: readonly EvictionSignal[] = EVICTION_SIGNALS;
 
 export const EVICTION_REASON = 'Evicted';
 /** Event annotation keys, the kubelet's. */

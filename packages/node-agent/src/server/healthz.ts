@@ -1,7 +1,7 @@
 // Named health checks served the way Kubernetes' healthz does: "ok" when all pass, and a 500
 // listing each check ("[-]syncloop failed: reason withheld") when one fails.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './listen.js';
 
 export type HealthzCheck = () => string | undefined; // an error message, or undefined when healthy
 
@@ -84,21 +84,14 @@ export class HealthzServer {
       if (!this.checker.handle(req, res))
         res.writeHead(404, { 'Content-Type': 'text/plain' }).end('404 page not found\n');
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
+    const address = await listen(server, host, port);
     this.server = server;
-    const addr = server.address() as AddressInfo;
-    return { host: addr.address, port: addr.port };
+    return address;
   }
 
   async stop(): Promise<void> {
     const s = this.server;
     this.server = undefined;
-    if (!s) return;
-    const closed = new Promise<void>((r) => s.close(() => r()));
-    s.closeAllConnections();
-    await closed;
+    await closeServer(s);
   }
 }

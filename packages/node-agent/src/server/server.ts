@@ -4,7 +4,6 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
 import {
@@ -17,6 +16,7 @@ import {
 } from './auth.js';
 import type { ServingCert } from './certs.js';
 import type { HealthChecker } from './healthz.js';
+import { closeServer, listen } from './listen.js';
 import type { KubeletMetrics } from './metrics.js';
 
 /** Pods bound to this node, as the pod manager knows them (GET /pods). */
@@ -79,22 +79,15 @@ export class KubeletServer {
     const server = createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key }, (req, res) => {
       void this.serve(req, res);
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
+    const address = await listen(server, host, port);
     this.server = server;
-    const addr = server.address() as AddressInfo;
-    return { host: addr.address, port: addr.port };
+    return address;
   }
 
   async stop(): Promise<void> {
     const s = this.server;
     this.server = undefined;
-    if (!s) return;
-    const closed = new Promise<void>((r) => s.close(() => r()));
-    s.closeAllConnections();
-    await closed;
+    await closeServer(s);
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
