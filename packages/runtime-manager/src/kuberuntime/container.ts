@@ -313,6 +313,21 @@ export function gracePeriodSeconds(
   );
 }
 
+/**
+ * A liveness or startup kill uses the probe's own terminationGracePeriodSeconds, unless the pod is
+ * being deleted: then the deletion's grace period rules, as for every other kill.
+ */
+function probeGracePeriodSeconds(pod: V1Pod, container: V1Container, reason: string): number | undefined {
+  if (pod.metadata?.deletionGracePeriodSeconds != null) return undefined;
+  const probe =
+    reason === 'LivenessProbe'
+      ? container.livenessProbe
+      : reason === 'StartupProbe'
+        ? container.startupProbe
+        : undefined;
+  return probe?.terminationGracePeriodSeconds ?? undefined;
+}
+
 export interface KillContainerArgs {
   /** Undefined for containers of pods the agent no longer knows: specs come from annotations. */
   pod: V1Pod | undefined;
@@ -332,7 +347,7 @@ export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): 
   let ports = a.container?.ports ?? [];
   let grace: number;
   if (a.pod && a.container) {
-    grace = gracePeriodSeconds(a.pod);
+    grace = probeGracePeriodSeconds(a.pod, a.container, a.reason) ?? gracePeriodSeconds(a.pod);
   } else {
     // Restore what the kill needs from the container's own annotations.
     let annotations: Record<string, string> = {};

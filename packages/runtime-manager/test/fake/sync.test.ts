@@ -330,6 +330,44 @@ describe('hooks, grace periods and termination messages', () => {
     expect(h.fake.sandboxes().every((s) => s.state === 1)).toBe(true);
   });
 
+  it("kills a container that failed its liveness or startup probe with the probe's grace period", async () => {
+    const failed = new Set<string>();
+    h.manager = await h.newManager({
+      probeResults: {
+        liveness: (id) => (failed.has(`liveness/${id}`) ? 'failure' : undefined),
+        startup: (id) => (failed.has(`startup/${id}`) ? 'failure' : undefined),
+      },
+    });
+    const probe = { exec: { command: ['true'] } };
+    const pod = makePod(
+      'probegrace',
+      [
+        ctr('live', { livenessProbe: { ...probe, terminationGracePeriodSeconds: 7 } }),
+        ctr('start', { startupProbe: { ...probe, terminationGracePeriodSeconds: 9 } }),
+        ctr('plain', { livenessProbe: probe }),
+      ],
+      { terminationGracePeriodSeconds: 45 },
+    );
+    await h.sync(pod);
+    const ids = Object.fromEntries((await h.status(pod)).containerStatuses.map((c) => [c.name, c.id.id]));
+    failed.add(`liveness/${ids.live}`).add(`startup/${ids.start}`).add(`liveness/${ids.plain}`);
+    await h.sync(pod);
+    const stops = h.requests<StopContainerRequest>('StopContainer');
+    const timeoutOf = (name: string) => Number(stops.find((s) => s.containerId === ids[name])?.timeout);
+    expect([timeoutOf('live'), timeoutOf('start'), timeoutOf('plain')]).toEqual([7, 9, 45]);
+
+    // A pod being deleted is killed with the deletion's grace period, whatever the probe says.
+    const deleting = makePod('probegrace-deleting', [
+      ctr('live', { livenessProbe: { ...probe, terminationGracePeriodSeconds: 7 } }),
+    ]);
+    await h.sync(deleting);
+    const id = (await h.status(deleting)).containerStatuses[0]!.id.id;
+    failed.add(`liveness/${id}`);
+    await h.sync({ ...deleting, metadata: { ...deleting.metadata, deletionGracePeriodSeconds: 3 } });
+    const stop = h.requests<StopContainerRequest>('StopContainer').find((s) => s.containerId === id);
+    expect(Number(stop?.timeout)).toBe(3);
+  });
+
   it('reads the termination message from the file mounted at terminationMessagePath', async () => {
     h.fake.script.containerExit('app', { afterMs: 5, exitCode: 1 });
     const pod = makePod('tm', [ctr('app')], { restartPolicy: 'Never' });
