@@ -73,6 +73,11 @@ import { createPodSandbox, generatePodSandboxConfig, sandboxState, toSandboxStat
 
 export interface RuntimeManagerOptions {
   cri: CriClient;
+  /**
+   * The image service, when it listens on another endpoint than the runtime service
+   * (--image-service-endpoint). Default: `cri` serves both.
+   */
+  imageCri?: CriClient;
   clock?: Clock;
   recorder?: EventRecorder;
   /** Default /var/log/pods. */
@@ -128,6 +133,8 @@ export class KubeGenericRuntimeManager implements Runtime {
   readonly #version: { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string };
   readonly imageGC: ImageGCManager;
   readonly #imageFsCapacity: (mountpoint: string) => Promise<number>;
+  /** ImageService calls go here; the same client as the runtime unless configured apart. */
+  readonly #imageCri: CriClient;
 
   private constructor(
     ctx: ManagerContext,
@@ -136,8 +143,10 @@ export class KubeGenericRuntimeManager implements Runtime {
     imageGCPolicy: ImageGCPolicy | undefined,
     sandboxImage: string | undefined,
     imageFsCapacity: ((mountpoint: string) => Promise<number>) | undefined,
+    imageCri: CriClient,
   ) {
     this.#ctx = ctx;
+    this.#imageCri = imageCri;
     this.#imageFsCapacity = imageFsCapacity ?? statfsCapacity;
     this.#pods = pods;
     this.#version = version;
@@ -158,12 +167,13 @@ export class KubeGenericRuntimeManager implements Runtime {
     const v = await opts.cri.version({ version: 'v1' });
     const podsDir = opts.podsDir ?? '/var/lib/kubelet/pods';
     const clock = opts.clock ?? systemClock;
+    const imageCri = opts.imageCri ?? opts.cri;
     const images = new ImageManager<PodSandboxConfig>(
       {
         getImageRef: async (image) =>
-          (await opts.cri.imageStatus({ image: { image } })).image?.id || undefined,
+          (await imageCri.imageStatus({ image: { image } })).image?.id || undefined,
         pullImage: async (image, auth, sandboxConfig) =>
-          (await opts.cri.pullImage({ image: { image }, auth, sandboxConfig })).imageRef,
+          (await imageCri.pullImage({ image: { image }, auth, sandboxConfig })).imageRef,
       },
       { ...opts.images, clock, recorder: opts.recorder },
     );
@@ -193,6 +203,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       opts.imageGCPolicy,
       opts.podSandboxImage,
       opts.imageFsCapacity,
+      imageCri,
     );
   }
 
@@ -608,11 +619,11 @@ export class KubeGenericRuntimeManager implements Runtime {
   }
 
   async getImageRef(image: string): Promise<string | undefined> {
-    return (await this.#ctx.cri.imageStatus({ image: { image } })).image?.id || undefined;
+    return (await this.#imageCri.imageStatus({ image: { image } })).image?.id || undefined;
   }
 
   async listImages(): Promise<Image[]> {
-    return (await this.#ctx.cri.listImages({})).images.map((i) => ({
+    return (await this.#imageCri.listImages({})).images.map((i) => ({
       id: i.id,
       repoTags: i.repoTags,
       repoDigests: i.repoDigests,
@@ -622,7 +633,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   }
 
   async removeImage(image: string): Promise<void> {
-    await this.#ctx.cri.removeImage({ image: { image } });
+    await this.#imageCri.removeImage({ image: { image } });
   }
 
   async imageStats(): Promise<ImageStats> {
@@ -640,7 +651,7 @@ export class KubeGenericRuntimeManager implements Runtime {
 
   /** Image filesystem usage from CRI ImageFsInfo; capacity from statfs of the reported mountpoint. */
   async #imageFsUsage(): Promise<{ usedBytes: number; capacityBytes: number }> {
-    const fs = (await this.#ctx.cri.imageFsInfo({})).imageFilesystems[0];
+    const fs = (await this.#imageCri.imageFsInfo({})).imageFilesystems[0];
     if (!fs) throw new Error('runtime reported no image filesystem');
     const usedBytes = Number(fs.usedBytes?.value ?? 0n);
     return { usedBytes, capacityBytes: await this.#imageFsCapacity(fs.fsId?.mountpoint ?? '') };
