@@ -68,7 +68,15 @@ export class SummaryProvider implements StatsProvider {
   private readonly lastCpu = new Map<string, { at: number; ns: number }>();
 
   constructor(
-    private readonly opts: { cri: Cri; nodeName: string; rootDir: string; clock: Clock; hostRoot?: string },
+    private readonly opts: {
+      cri: Cri;
+      /** The image service's client when it has its own endpoint (ImageFsInfo). Default: `cri`. */
+      imageCri?: Pick<CriClient, 'imageFsInfo'>;
+      nodeName: string;
+      rootDir: string;
+      clock: Clock;
+      hostRoot?: string;
+    },
   ) {}
 
   async summary(): Promise<Summary> {
@@ -136,7 +144,7 @@ export class SummaryProvider implements StatsProvider {
   }
 
   private async imageFs(time: string): Promise<FsStats> {
-    const fs = (await this.opts.cri.imageFsInfo({})).imageFilesystems[0];
+    const fs = (await (this.opts.imageCri ?? this.opts.cri).imageFsInfo({})).imageFilesystems[0];
     return {
       time,
       usedBytes: Number(fs?.usedBytes?.value ?? 0n),
