@@ -17,6 +17,8 @@ export interface AgentOptions {
   rootDir: string;
   /** Where the self-signed serving certificate is written when tlsCertFile is unset. */
   certDir: string;
+  /** Harness extension: file that receives one JSON line per CRI call (empty: off). */
+  criCallLog: string;
   v: number;
   help: boolean;
   version: boolean;
@@ -84,6 +86,12 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'string',
     option: 'certDir',
     help: 'Directory for the self-signed serving certificate (default <root-dir>/pki).',
+  },
+  {
+    name: 'cri-call-log',
+    kind: 'string',
+    option: 'criCallLog',
+    help: 'Harness extension, not a kubelet flag: append one JSON line per CRI call (start time, method, latency, gRPC code) to this file; rotated to <file>.1 at 32 MiB.',
   },
   { name: 'v', kind: 'int', option: 'v', help: 'Log verbosity.' },
   { name: 'help', kind: 'bool', option: 'help', help: 'Show this help.' },
@@ -236,6 +244,7 @@ export function defaultAgentOptions(): AgentOptions {
     nodeLabels: {},
     rootDir: '/var/lib/kubelet',
     certDir: '',
+    criCallLog: '',
     v: 0,
     help: false,
     version: false,
