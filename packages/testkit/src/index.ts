@@ -6,7 +6,9 @@ export { StartedTestNetwork, TestNetwork } from './containers/network.js';
 export {
   NODE_SHARED_DIR,
   POD_SUBNET,
+  PRIVATE_REGISTRY_HOST,
   REGISTRY_HOST,
+  REGISTRY_HOSTS,
 } from './containers/node-config.js';
 export {
   type BindMount,

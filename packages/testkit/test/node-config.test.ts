@@ -1,8 +1,19 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
-import { describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import { htpasswdLine } from '../src/containers/htpasswd.js';
 import { normalizeImageRef } from '../src/containers/images-in-node.js';
-import { cgroupParentFrom, containerdConfig, registryHostsToml } from '../src/containers/node-config.js';
+import {
+  cgroupParentFrom,
+  containerdConfig,
+  dockerdCommand,
+  nodeInitScript,
+  registryHostsToml,
+  runtimeCtlScript,
+} from '../src/containers/node-config.js';
 
 describe('cgroupParentFrom', () => {
   test('cgroup v1: the memory controller path plus /kubepods', () => {
@@ -51,6 +62,12 @@ describe('runtime configuration', () => {
     expect(toml).toContain('bin_dir = "/usr/lib/cni"');
   });
 
+  test('dockerd trusts both test registries for plain http', () => {
+    const cmd = dockerdCommand('/run/kh/docker.sock').join(' ');
+    expect(cmd).toContain('--insecure-registry registry:5000');
+    expect(cmd).toContain('--insecure-registry private-registry:5000');
+  });
+
   test('the registry host is reached over plain http', () => {
     expect(registryHostsToml('registry:5000')).toMatch(
       /server = "http:\/\/registry:5000"[\s\S]*\[host\."http:\/\/registry:5000"\]/,
@@ -71,5 +88,93 @@ describe('htpasswdLine', () => {
   test('rejects user names htpasswd cannot hold', () => {
     expect(() => htpasswdLine('a:b', 'x')).toThrow(/Invalid registry user name/);
     expect(() => htpasswdLine('', 'x')).toThrow(/Invalid registry user name/);
+  });
+});
+
+// The two scripts run here on the host with a plain `sleep` as the "runtime", in a private state dir.
+describe('kh-node-init and kh-runtime', () => {
+  let dir = '';
+  const script = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    chmodSync(path, 0o755);
+    return path;
+  };
+  const pidOf = () => Number(readFileSync(join(dir, 'kh-runtime.pid'), 'utf8'));
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const waitFor = async (what: string, cond: () => boolean) => {
+    for (let i = 0; i < 100; i++) {
+      if (cond()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  };
+  const start = () => {
+    dir = mkdtempSync(join(tmpdir(), 'kh-init-test-'));
+    const init = script('init', nodeInitScript(dir));
+    const ctl = script('ctl', runtimeCtlScript(dir));
+    const child = spawn(init, ['sleep', '600'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => {
+      stderr += b.toString();
+    });
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const runCtl = (arg: string) => spawnSync(ctl, [arg], { encoding: 'utf8' });
+    return { child, exited, runCtl, stderr: () => stderr };
+  };
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('stop keeps the node alive, start runs the runtime again, TERM ends both', async () => {
+    const { child, exited, runCtl, stderr } = start();
+    try {
+      await waitFor('the runtime pid', () => {
+        try {
+          return pidOf() > 0;
+        } catch {
+          return false;
+        }
+      });
+      const first = pidOf();
+      expect(runCtl('status').stdout).toBe('running\n');
+      expect(runCtl('stop').status).toBe(0);
+      expect(alive(first)).toBe(false);
+      expect(runCtl('status').status).toBe(3);
+      expect(child.exitCode).toBeNull();
+      expect(runCtl('start').status).toBe(0);
+      const second = pidOf();
+      expect(second).not.toBe(first);
+      expect(alive(second)).toBe(true);
+      await waitFor('the supervisor to log the stop', () => stderr().includes('sleep stopped'));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      await waitFor('the runtime to end with the node', () => !alive(second));
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  test('a runtime exit nobody asked for ends the node with its code', async () => {
+    const { child, exited, stderr } = start();
+    try {
+      await waitFor('the runtime pid', () => {
+        try {
+          return pidOf() > 0;
+        } catch {
+          return false;
+        }
+      });
+      process.kill(pidOf(), 'SIGKILL');
+      expect(await exited).toBe(137);
+      expect(stderr()).toMatch(/sleep exited with code 137 without kh-runtime stop/);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

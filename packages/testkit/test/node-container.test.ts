@@ -97,6 +97,21 @@ describe('containerd node', () => {
     );
   });
 
+  test('stopRuntime stops containerd but not the node or its running containers; startRuntime brings it back', async () => {
+    const pause = normalizeImageRef(refs.pause);
+    await node.execOk(['ctr', '-n', 'k8s.io', 'run', '-d', pause, 'survivor']);
+    await node.stopRuntime();
+    await expect(node.criVersion()).rejects.toThrow();
+    expect((await node.exec(['pgrep', '-x', 'containerd'])).exitCode).toBe(1);
+    expect((await docker().getContainer(node.id).inspect()).State.Running).toBe(true);
+    const status = await node.exec(['kh-runtime', 'status']);
+    expect([status.exitCode, status.stdout]).toEqual([3, 'stopped\n']);
+    await node.startRuntime();
+    expect((await node.criVersion()).runtimeName).toBe('containerd');
+    expect(await node.execOk(['ctr', '-n', 'k8s.io', 'tasks', 'ls'])).toMatch(/survivor\s+\d+\s+RUNNING/);
+    await node.execOk(['ctr', '-n', 'k8s.io', 'tasks', 'kill', '-s', 'KILL', 'survivor']);
+  });
+
   test('is reachable on the test network by its alias', async () => {
     const other = await new NodeContainer(refs.node).withRuntime('docker').withNetwork(network).start();
     nodes.push(other);
@@ -127,6 +142,13 @@ describe('docker node', () => {
     expect(node.criEndpointOnHost).toBe(`unix://${join(node.sharedDirOnHost, 'dockershim.sock')}`);
     const out = await node.execOk(['docker', 'run', '--rm', refs.busybox, 'echo', 'nested']);
     expect(out).toBe('nested\n');
+
+    // dockerd really stops (its socket goes away) while the node lives on, then comes back.
+    await node.stopRuntime();
+    expect((await node.exec(['docker', 'version'])).exitCode).not.toBe(0);
+    expect((await docker().getContainer(node.id).inspect()).State.Running).toBe(true);
+    await node.startRuntime();
+    expect(await node.execOk(['docker', 'version', '--format', '{{.Server.Version}}'])).toMatch(/^20\./);
   });
 });
 

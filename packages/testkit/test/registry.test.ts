@@ -40,7 +40,8 @@ function ctrPull(ref: string, creds?: { username: string; password: string }) {
   ]);
 }
 
-// One registry at a time: each takes the alias "registry" on the network.
+// The open registry takes the alias "registry", the one with auth "private-registry" (both trusted
+// for plain http by nodes), as in a harness run.
 describe('registry without auth', () => {
   let registry: StartedRegistryContainer;
   beforeAll(async () => {
@@ -70,11 +71,12 @@ describe('registry without auth', () => {
   });
 });
 
-describe('registry with basic auth', () => {
+describe('registry with basic auth, as private-registry', () => {
   let registry: StartedRegistryContainer;
   beforeAll(async () => {
     registry = await new RegistryContainer(refs.node)
       .withNetwork(network)
+      .withNetworkAlias('private-registry')
       .withBasicAuth('kh', 'pa55word')
       .start();
     registries.push(registry);
@@ -88,12 +90,13 @@ describe('registry with basic auth', () => {
     expect(registry.authConfig).toEqual({
       username: 'kh',
       password: 'pa55word',
-      serverAddress: 'http://registry:5000',
+      serverAddress: 'http://private-registry:5000',
     });
   });
 
   test('push uses the credentials; containerd pulls only with them', async () => {
     const ref = await registry.push(refs.busybox, 'kh/busybox:private');
+    expect(ref).toBe('private-registry:5000/kh/busybox:private');
     const anonymous = await ctrPull(ref);
     expect(anonymous.exitCode).not.toBe(0);
     expect(anonymous.stderr).toMatch(/401|unauthorized/i);

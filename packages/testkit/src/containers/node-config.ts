@@ -7,6 +7,13 @@
 export const NODE_SHARED_DIR = '/run/kh';
 /** The in-network name of a RegistryContainer; runtimes reach it over plain HTTP. */
 export const REGISTRY_HOST = 'registry:5000';
+/**
+ * A second registry name nodes trust for plain HTTP, for a registry that requires credentials
+ * (RegistryContainer.withNetworkAlias): pulls from it need a pull secret, the open one's do not.
+ */
+export const PRIVATE_REGISTRY_HOST = 'private-registry:5000';
+/** Every registry a node pulls from over plain HTTP. */
+export const REGISTRY_HOSTS = [REGISTRY_HOST, PRIVATE_REGISTRY_HOST] as const;
 /** Pods get addresses from here, inside their node's own network namespace. */
 export const POD_SUBNET = '10.88.0.0/16';
 /** dockerd's own bridge, away from 172.17/16 which the host engine already uses. */
@@ -86,8 +93,7 @@ export function dockerdCommand(socketPath: string): string[] {
     'dockerd',
     '--host',
     `unix://${socketPath}`,
-    '--insecure-registry',
-    REGISTRY_HOST,
+    ...REGISTRY_HOSTS.flatMap((host) => ['--insecure-registry', host]),
     '--bip',
     DOCKER_BRIDGE_IP,
     '--exec-opt',
@@ -108,4 +114,85 @@ export function cgroupParentFrom(procSelfCgroup: string): string {
   const path = line?.slice(2).join(':');
   if (!path) throw new Error(`Cannot find the node's cgroup in /proc/self/cgroup:\n${procSelfCgroup}`);
   return `${path === '/' ? '' : path}/kubepods`;
+}
+
+/** The node's main process (under tini): runs the runtime and survives it being stopped on purpose. */
+export const NODE_INIT_PATH = '/usr/local/sbin/kh-node-init';
+/** `kh-runtime stop|start|status` inside a node: `systemctl stop containerd` for a kind-style node. */
+export const RUNTIME_CTL_PATH = '/usr/local/sbin/kh-runtime';
+/** Where the two scripts keep the runtime's pid and the "stopped on purpose" flag. */
+const RUNTIME_STATE_DIR = '/run';
+
+/**
+ * Runs the command given as arguments (the runtime) and waits for it. While the stop flag exists
+ * the runtime stays down and the node lives on; an exit nobody asked for ends the node with the
+ * runtime's code, so a crash is never hidden behind a restart.
+ */
+export function nodeInitScript(stateDir = RUNTIME_STATE_DIR): string {
+  return `#!/bin/sh
+flag=${stateDir}/kh-runtime.stopped
+pidfile=${stateDir}/kh-runtime.pid
+pid=
+shutdown() {
+  [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid"
+  exit 0
+}
+trap shutdown TERM INT
+while :; do
+  if [ -e "$flag" ]; then
+    sleep 0.2 &
+    wait $!
+    continue
+  fi
+  "$@" &
+  pid=$!
+  echo "$pid" > "$pidfile"
+  wait "$pid"
+  code=$?
+  pid=
+  rm -f "$pidfile"
+  if [ ! -e "$flag" ]; then
+    echo "kh-node-init: $1 exited with code $code without kh-runtime stop; the node ends" >&2
+    exit "$code"
+  fi
+  echo "kh-node-init: $1 stopped (exit $code); waiting for kh-runtime start" >&2
+done
+`;
+}
+
+/** Stops (SIGTERM, SIGKILL after 30 s) or starts the runtime that kh-node-init supervises. */
+export function runtimeCtlScript(stateDir = RUNTIME_STATE_DIR): string {
+  return `#!/bin/sh
+flag=${stateDir}/kh-runtime.stopped
+pidfile=${stateDir}/kh-runtime.pid
+case "$1" in
+stop)
+  touch "$flag"
+  pid=$(cat "$pidfile" 2>/dev/null) || exit 0
+  kill -TERM "$pid" 2>/dev/null || exit 0
+  i=0
+  while kill -0 "$pid" 2>/dev/null; do
+    i=$((i + 1))
+    if [ "$i" -eq 300 ]; then echo "kh-runtime: $pid ignored SIGTERM for 30s; killing it" >&2; kill -KILL "$pid"; fi
+    sleep 0.1
+  done
+  ;;
+start)
+  rm -f "$flag"
+  i=0
+  until [ -s "$pidfile" ]; do
+    i=$((i + 1))
+    if [ "$i" -eq 100 ]; then echo "kh-runtime: the runtime did not start within 10s" >&2; exit 1; fi
+    sleep 0.1
+  done
+  ;;
+status)
+  if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then echo running; else echo stopped; exit 3; fi
+  ;;
+*)
+  echo "usage: kh-runtime stop|start|status" >&2
+  exit 2
+  ;;
+esac
+`;
 }

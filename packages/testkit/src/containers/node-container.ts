@@ -19,9 +19,13 @@ import {
   cniConflist,
   containerdConfig,
   dockerdCommand,
+  NODE_INIT_PATH,
   NODE_SHARED_DIR,
-  REGISTRY_HOST,
+  nodeInitScript,
+  REGISTRY_HOSTS,
+  RUNTIME_CTL_PATH,
   registryHostsToml,
+  runtimeCtlScript,
 } from './node-config.js';
 
 export type NodeRuntime = 'containerd' | 'docker';
@@ -53,8 +57,9 @@ export function defaultHostNodeBinary(): string {
 
 /**
  * A kind-style node: the node image run with the capability recipe from PLATFORM.md, a
- * container runtime as its main process, and the runtime's sockets in a directory shared
- * with the host.
+ * container runtime supervised by the node's main process (so that it can be stopped and started
+ * again while the node lives on, see stopRuntime), and the runtime's sockets in a directory
+ * shared with the host.
  */
 export class NodeContainer {
   private runtime: NodeRuntime = 'containerd';
@@ -144,7 +149,10 @@ export class NodeContainer {
     const pauseImage =
       this.pauseImage ?? (this.runtime === 'containerd' ? (await ensureImages(['pause'])).pause : undefined);
 
-    const files: Array<{ content: string; target: string }> = [];
+    const files: Array<{ content: string; target: string; mode?: number }> = [
+      { content: nodeInitScript(), target: NODE_INIT_PATH, mode: 0o755 },
+      { content: runtimeCtlScript(), target: RUNTIME_CTL_PATH, mode: 0o755 },
+    ];
     const env: Record<string, string> = { ...this.env };
     let command: string[];
     if (this.runtime === 'containerd') {
@@ -157,7 +165,10 @@ export class NodeContainer {
           target: CONTAINERD_CONFIG_PATH,
         },
         { content: cniConflist(), target: '/etc/cni/net.d/10-kh-pods.conflist' },
-        { content: registryHostsToml(), target: `/etc/containerd/certs.d/${REGISTRY_HOST}/hosts.toml` },
+        ...REGISTRY_HOSTS.map((host) => ({
+          content: registryHostsToml(host),
+          target: `/etc/containerd/certs.d/${host}/hosts.toml`,
+        })),
       );
       env.CONTAINERD_ADDRESS = runtimeSocketInNode; // so `ctr` inside talks to this containerd
       command = ['containerd', '--config', CONTAINERD_CONFIG_PATH];
@@ -170,7 +181,7 @@ export class NodeContainer {
       .withName(name)
       .withHostname(name)
       .withLabels({ ...khLabels('node', { 'kh.runtime': this.runtime }), ...this.labels })
-      .withCommand(command)
+      .withCommand([NODE_INIT_PATH, ...command])
       .withEnvironment(env)
       .withAddedCapabilities('ALL')
       .withDroppedCapabilities('SYS_RESOURCE')
@@ -307,7 +318,21 @@ export class StartedNodeContainer {
     return r.stdout;
   }
 
-  /** The runtime's output (it is the node's main process). */
+  /**
+   * Stops the runtime inside the node (SIGTERM, like `systemctl stop`); the node container, its
+   * other processes and, for containerd, the running containers' shims live on.
+   */
+  async stopRuntime(): Promise<void> {
+    await this.execOk([RUNTIME_CTL_PATH, 'stop']);
+  }
+
+  /** Starts the runtime again and waits until it answers. */
+  async startRuntime(timeoutMs = 60_000): Promise<void> {
+    await this.execOk([RUNTIME_CTL_PATH, 'start']);
+    await this.waitReady(timeoutMs);
+  }
+
+  /** The runtime's output (the supervisor passes it through as the node's own). */
   logs(lines = 200): Promise<string> {
     return containerLogTail(this.id, lines);
   }

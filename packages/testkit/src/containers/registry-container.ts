@@ -35,10 +35,11 @@ ${withAuth ? `auth:\n  htpasswd:\n    realm: kh-registry\n    path: ${HTPASSWD_P
 
 /**
  * A real OCI registry (Debian's docker-registry, bind-mounted from the host into the node image)
- * on a test network as `registry:5000`, with its port mapped to 127.0.0.1 for pushes from the host.
+ * on a test network as `registry:5000` (or another alias), with its port mapped to 127.0.0.1 for pushes from the host.
  */
 export class RegistryContainer {
   private network?: StartedTestNetwork;
+  private alias = REGISTRY_ALIAS;
   private credentials?: RegistryCredentials;
   private readyTimeoutMs = 30_000;
 
@@ -46,6 +47,15 @@ export class RegistryContainer {
 
   withNetwork(network: StartedTestNetwork): this {
     this.network = network;
+    return this;
+  }
+
+  /**
+   * The registry's name on the network (default "registry"). Nodes trust the names in
+   * REGISTRY_HOSTS for plain HTTP, e.g. "private-registry" for a second registry with auth.
+   */
+  withNetworkAlias(alias: string): this {
+    this.alias = alias;
     return this;
   }
 
@@ -81,9 +91,9 @@ export class RegistryContainer {
       .withRawHostConfig({
         PortBindings: { [`${REGISTRY_PORT}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '0' }] },
       });
-    if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(REGISTRY_ALIAS);
+    if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(this.alias);
     const tc = await startOrRemove(container, name);
-    const registry = new StartedRegistryContainer(tc, this.credentials);
+    const registry = new StartedRegistryContainer(tc, `${this.alias}:${REGISTRY_PORT}`, this.credentials);
     try {
       const info = await docker().getContainer(tc.getId()).inspect();
       const port = info.NetworkSettings.Ports[`${REGISTRY_PORT}/tcp`]?.[0]?.HostPort;
@@ -101,12 +111,12 @@ export class RegistryContainer {
 export class StartedRegistryContainer {
   /** `127.0.0.1:<port>`: where the host pushes. */
   hostAddress = '';
-  /** Where runtimes on the test network pull from. */
-  readonly networkAddress = REGISTRY_HOST;
   private stopped = false;
 
   constructor(
     private readonly container: StartedTestContainer,
+    /** Where runtimes on the test network pull from: `registry:5000` unless renamed. */
+    readonly networkAddress: string,
     readonly credentials: RegistryCredentials | undefined,
   ) {}
 
