@@ -49,6 +49,16 @@ describe('CriCallLog', () => {
     ]);
   });
 
+  it('writes ASCII only, so byte offsets equal character offsets', () => {
+    const path = join(dir, 'calls.jsonl');
+    const log = CriCallLog.open(path);
+    log.record(call('PullImage', 3, new NotFoundError('image "caf\u00e9:\u2603" not found\n')));
+    log.close();
+    const text = readFileSync(path, 'utf8');
+    expect(text).toMatch(/^[\x20-\x7e]*\n$/);
+    expect(lines(path)[0]?.error).toBe('image "caf\u00e9:\u2603" not found\n');
+  });
+
   it('buffers lines and writes them after the flush interval, not per call', () => {
     vi.useFakeTimers();
     const path = join(dir, 'calls.jsonl');

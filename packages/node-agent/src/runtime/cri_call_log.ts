@@ -78,9 +78,11 @@ export class CriCallLog {
       code: e.error ? e.error.codeName : 'OK',
     };
     if (e.error) rec.error = e.error.details;
-    const line = `${JSON.stringify(rec)}\n`;
+    // ASCII only (JSON \u escapes): one byte per character, so a reader can count offsets in
+    // characters and a line cut between two reads never splits a character.
+    const line = `${JSON.stringify(rec).replace(NON_ASCII, escapeChar)}\n`;
     this.buffer.push(line);
-    this.bufferedBytes += Buffer.byteLength(line);
+    this.bufferedBytes += line.length;
     if (this.bufferedBytes >= this.maxBufferBytes) this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => this.flush(), this.flushIntervalMs);
@@ -122,6 +124,9 @@ export class CriCallLog {
     this.size = 0;
   }
 }
+
+const NON_ASCII = /[^\x20-\x7e]/g;
+const escapeChar = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 function warn(err: Error): void {
   process.stderr.write(`W cri call log: ${err.message}; calls are dropped while writes fail\n`);
