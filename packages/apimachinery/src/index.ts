@@ -1,0 +1,1 @@
+export { Quantity, QuantityError, type QuantityFormat } from './resource/quantity.js';
