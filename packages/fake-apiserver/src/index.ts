@@ -9,7 +9,6 @@ export { ApiError } from './http/status.js';
 export { applyJsonPatch } from './patch/json-patch.js';
 export { applyMergePatch } from './patch/merge.js';
 export { applyStrategicMergePatch } from './patch/strategic.js';
-export { parseQuantity } from './quantity.js';
 export { RESOURCES } from './registry/index.js';
 export { parseFieldSelector } from './selectors/field.js';
 export { parseLabelSelector } from './selectors/label.js';

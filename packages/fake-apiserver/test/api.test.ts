@@ -283,6 +283,49 @@ describe('API semantics', () => {
       expect(changed.body.message).toMatch(/pod updates may not change fields other than/);
     });
 
+    it('validates resource quantities in pods and node status', async () => {
+      const container = (resources: object) => ({
+        containers: [{ name: 'c', image: 'busybox:1.36', resources }],
+      });
+      const causes = (res: Awaited<ReturnType<typeof api.post>>) =>
+        res.body.details.causes.map((c: { field: string; message: string }) => `${c.field}: ${c.message}`);
+      const bad = await api.post(
+        PODS,
+        pod('bad-quantities', container({ requests: { cpu: '12Q', memory: '-1Mi' }, limits: { cpu: 1 } })),
+      );
+      expect(bad.status).toBe(422);
+      expect(causes(bad)).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(
+            /^spec\.containers\[0\]\.resources\.requests\[cpu\]: .*must be a valid quantity/,
+          ),
+          expect.stringMatching(
+            /^spec\.containers\[0\]\.resources\.requests\[memory\]: .*must be greater than or equal to 0/,
+          ),
+        ]),
+      );
+      const overLimit = await api.post(
+        PODS,
+        pod('over-limit', container({ requests: { cpu: '1001m' }, limits: { cpu: '1' } })),
+      );
+      expect(overLimit.status).toBe(422);
+      expect(causes(overLimit).join('\n')).toMatch(/must be less than or equal to cpu limit of 1/);
+      // Exact arithmetic: 1000m equals 1, and JSON numbers are quantities too.
+      const equal = await api.post(
+        PODS,
+        pod(
+          'at-limit',
+          container({ requests: { cpu: '1000m', memory: 1024 }, limits: { cpu: 1, memory: '1Ki' } }),
+        ),
+      );
+      expect(equal.status, equal.text).toBe(201);
+      const node = readyNode('bad-capacity');
+      node.status.capacity.memory = '8GB';
+      const badNode = await api.post('/api/v1/nodes', node);
+      expect(badNode.status).toBe(422);
+      expect(causes(badNode).join('\n')).toMatch(/status\.capacity\[memory\]: .*must be a valid quantity/);
+    });
+
     it('answers 400 for malformed bodies, 404 for unknown resources, 413 and 415', async () => {
       const malformed = await api.post(PODS, '{"metadata": ', { 'Content-Type': 'application/json' });
       expect(malformed.status).toBe(400);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parseTokenFile } from '../src/auth/tokens.js';
+import { podRequests } from '../src/controllers/scheduler.js';
 import { defaultPullPolicy } from '../src/defaults/pod.js';
 import { deepEqual } from '../src/equal.js';
 import { ApiError } from '../src/http/status.js';
 import { applyJsonPatch } from '../src/patch/json-patch.js';
 import { applyMergePatch } from '../src/patch/merge.js';
 import { applyStrategicMergePatch } from '../src/patch/strategic.js';
-import { parseQuantity } from '../src/quantity.js';
 import { humanDuration, podStatusReason } from '../src/registry/printers.js';
 import { parseFieldSelector } from '../src/selectors/field.js';
 import { parseLabelSelector } from '../src/selectors/label.js';
@@ -153,13 +153,21 @@ describe('small helpers', () => {
     expect(deepEqual({ a: 1 }, { a: '1' })).toBe(false);
     expect(deepEqual([], {})).toBe(false);
   });
-  it('parses quantities', () => {
-    expect(parseQuantity('100m')).toBeCloseTo(0.1);
-    expect(parseQuantity('128Mi')).toBe(128 * 2 ** 20);
-    expect(parseQuantity('1e3')).toBe(1000);
-    expect(parseQuantity('2')).toBe(2);
-    expect(parseQuantity(4)).toBe(4);
-    expect(parseQuantity('12Q')).toBeUndefined();
+  it('sums pod requests from quantities: containers, the largest init container, overhead', () => {
+    const requests = podRequests({
+      spec: {
+        containers: [
+          { resources: { requests: { cpu: '100m', memory: '128Mi', 'example.com/dongle': 2 } } },
+          { resources: { requests: { cpu: '0.2', memory: '1e3', broken: '12Q' } } },
+        ],
+        initContainers: [{ resources: { requests: { cpu: '1', memory: '1Ki' } } }],
+        overhead: { cpu: ' 50m ' },
+      },
+    });
+    expect(requests.get('cpu')).toBeCloseTo(1.05);
+    expect(requests.get('memory')).toBe(128 * 2 ** 20 + 1000);
+    expect(requests.get('example.com/dongle')).toBe(2);
+    expect(requests.get('broken')).toBe(0);
   });
   it('defaults imagePullPolicy by tag', () => {
     expect(defaultPullPolicy('busybox')).toBe('Always');

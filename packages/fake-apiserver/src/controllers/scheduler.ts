@@ -1,4 +1,4 @@
-import { parseQuantity } from '../quantity.js';
+import { Quantity } from '@kh/apimachinery';
 import { bindPod } from '../registry/binding.js';
 import { pods as podsDef } from '../registry/pods.js';
 import type { RestStorage } from '../registry/rest.js';
@@ -15,6 +15,9 @@ const TERMINAL = new Set(['Succeeded', 'Failed']);
 
 const requestsCache = new WeakMap<KObject, Map<string, number>>();
 
+/** A resource amount as a float for fit checks and scores; undefined when absent or malformed. */
+const amount = (q: unknown): number | undefined => Quantity.tryFromJSON(q)?.asApproximateFloat64();
+
 /** Requests of a pod: the sum over containers, at least the largest init container, plus overhead. */
 export function podRequests(pod: KObject): Map<string, number> {
   // Stored objects are immutable, so each one is parsed once.
@@ -22,12 +25,12 @@ export function podRequests(pod: KObject): Map<string, number> {
   if (cached !== undefined) return cached;
   const total = new Map<string, number>();
   const add = (m: Map<string, number>, rl: KObject | undefined) => {
-    for (const [r, q] of Object.entries(rl ?? {})) m.set(r, (m.get(r) ?? 0) + (parseQuantity(q) ?? 0));
+    for (const [r, q] of Object.entries(rl ?? {})) m.set(r, (m.get(r) ?? 0) + (amount(q) ?? 0));
   };
   for (const c of pod.spec?.containers ?? []) add(total, c.resources?.requests);
   for (const c of pod.spec?.initContainers ?? []) {
     for (const [r, q] of Object.entries((c.resources?.requests ?? {}) as KObject)) {
-      total.set(r, Math.max(total.get(r) ?? 0, parseQuantity(q) ?? 0));
+      total.set(r, Math.max(total.get(r) ?? 0, amount(q) ?? 0));
     }
   }
   add(total, pod.spec?.overhead);
@@ -246,11 +249,11 @@ export class Scheduler {
       }
     }
     const alloc: KObject = node.status?.allocatable ?? node.status?.capacity ?? {};
-    const maxPods = parseQuantity(alloc.pods) ?? 110;
+    const maxPods = amount(alloc.pods) ?? 110;
     if (used.count + 1 > maxPods) return 'Too many pods';
     for (const [r, v] of requests) {
       if (v === 0) continue;
-      const cap = parseQuantity(alloc[r]) ?? 0;
+      const cap = amount(alloc[r]) ?? 0;
       if ((used.res.get(r) ?? 0) + v > cap) return `Insufficient ${r}`;
     }
     return undefined;
@@ -261,7 +264,7 @@ export class Scheduler {
     const alloc: KObject = node.status?.allocatable ?? {};
     let score = 0;
     for (const r of ['cpu', 'memory']) {
-      const cap = parseQuantity(alloc[r]) ?? 0;
+      const cap = amount(alloc[r]) ?? 0;
       if (cap > 0) score += (cap - (used.get(r) ?? 0) - (requests.get(r) ?? 0)) / cap;
     }
     return score;

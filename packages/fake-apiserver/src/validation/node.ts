@@ -1,5 +1,5 @@
+import { Quantity } from '@kh/apimachinery';
 import type { FieldErrors } from '../http/status.js';
-import { parseQuantity } from '../quantity.js';
 import type { KObject } from '../types.js';
 import { checkQualifiedKey } from './meta.js';
 
@@ -15,7 +15,8 @@ export function validateNode(node: KObject, errs: FieldErrors, old: KObject | un
   });
   for (const kind of ['capacity', 'allocatable'] as const) {
     for (const [r, q] of Object.entries(node.status?.[kind] ?? {})) {
-      if (parseQuantity(q) === undefined) errs.invalid(`status.${kind}[${r}]`, q, 'must be a valid quantity');
+      if (Quantity.tryFromJSON(q) === undefined)
+        errs.invalid(`status.${kind}[${r}]`, q, 'must be a valid quantity');
     }
   }
   (node.status?.conditions ?? []).forEach((c: KObject, i: number) => {

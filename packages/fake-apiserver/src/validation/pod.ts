@@ -1,6 +1,6 @@
+import { Quantity } from '@kh/apimachinery';
 import { deepEqual } from '../equal.js';
 import type { FieldErrors } from '../http/status.js';
-import { parseQuantity } from '../quantity.js';
 import type { KObject } from '../types.js';
 import { checkDnsLabel, checkQualifiedKey } from './meta.js';
 
@@ -66,14 +66,17 @@ function validateContainers(
     });
     for (const kind of ['requests', 'limits'] as const) {
       for (const [r, q] of Object.entries(c.resources?.[kind] ?? {})) {
-        const v = parseQuantity(q);
+        const v = Quantity.tryFromJSON(q);
         if (v === undefined) errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be a valid quantity');
-        else if (v < 0) errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be greater than or equal to 0');
+        else if (v.sign() < 0)
+          errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be greater than or equal to 0');
       }
     }
     for (const [r, q] of Object.entries(c.resources?.requests ?? {})) {
       const lim = c.resources?.limits?.[r];
-      if (lim !== undefined && (parseQuantity(q) ?? 0) > (parseQuantity(lim) ?? Number.POSITIVE_INFINITY)) {
+      const request = Quantity.tryFromJSON(q);
+      const limit = Quantity.tryFromJSON(lim);
+      if (request !== undefined && limit !== undefined && request.cmp(limit) > 0) {
         errs.invalid(`${f}.resources.requests`, q, `must be less than or equal to ${r} limit of ${lim}`);
       }
     }
