@@ -3,6 +3,7 @@
 // reconfigure it for scenarios that need the agent silent or differently tuned.
 import type { NodeHost, NodeProcess } from '../backends/types.js';
 import { kubeletConfiguration } from './agent-config.js';
+import { AGENT_CRI_CALL_LOG } from './cri-call-log.js';
 import { inContainer } from './project.js';
 
 export const AGENT_CONFIG_PATH = '/etc/kh/kubelet-config.json';
@@ -39,6 +40,8 @@ export class NodeAgent {
       `--hostname-override=${this.opts.nodeName}`,
       `--root-dir=${AGENT_ROOT_DIR}`,
       '--v=2',
+      // Not a kubelet flag: our agent's log of its own CRI calls, merged into the report.
+      `--cri-call-log=${AGENT_CRI_CALL_LOG}`,
       ...(this.opts.nodeIp ? [`--node-ip=${this.opts.nodeIp}`] : []),
     ];
     return (this.opts.command ?? ((a) => inContainer('nodeAgent', a)))(args);

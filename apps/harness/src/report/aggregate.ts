@@ -1,4 +1,4 @@
-import type { CellResult, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
+import type { CellResult, CriCallSource, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
 import { cellId, compareRuns, DEFAULT_THRESHOLDS } from './compare.js';
 import type {
   BaselineSummary,
@@ -53,35 +53,53 @@ export function podStartupByRuntime(results: RunResults, runtimes: readonly Runt
   return out;
 }
 
-/** CRI call latency per method and runtime, from the cells' cri-call timeline entries. */
+/**
+ * CRI call latency per method, runtime and caller (our agent or the harness). A runtime's
+ * `criCalls` counts every call of the run; results without it (older files) fall back to the
+ * cri-call entries of its cells' timelines.
+ */
 export function criLatencyByMethod(
   results: RunResults,
   runtimes: readonly RuntimeInfo[],
 ): CriMethodLatency[] {
-  const samples = new Map<string, { runtime: string; method: string; ms: number[]; errors: number }>();
-  for (const cell of results.cells) {
-    for (const entry of cell.timeline) {
-      if (entry.kind !== 'cri-call' || !entry.method || entry.durationMs === undefined) continue;
-      const key = `${cell.runtime}\u0000${entry.method}`;
-      let s = samples.get(key);
-      if (!s) {
-        s = { runtime: cell.runtime, method: entry.method, ms: [], errors: 0 };
-        samples.set(key, s);
+  const out: CriMethodLatency[] = [];
+  for (const rt of runtimes) {
+    if (rt.criCalls) {
+      for (const { source, method, count, errors, min, p50, p90, p99, max } of rt.criCalls)
+        out.push({ runtime: rt.name, source, method, errors, count, min, p50, p90, p99, max });
+      continue;
+    }
+    const samples = new Map<
+      string,
+      { source: CriCallSource; method: string; ms: number[]; errors: number }
+    >();
+    for (const cell of results.cells) {
+      if (cell.runtime !== rt.name) continue;
+      for (const entry of cell.timeline) {
+        if (entry.kind !== 'cri-call' || !entry.method || entry.durationMs === undefined) continue;
+        const source = entry.source ?? 'harness';
+        const key = `${source}\u0000${entry.method}`;
+        let s = samples.get(key);
+        if (!s) {
+          s = { source, method: entry.method, ms: [], errors: 0 };
+          samples.set(key, s);
+        }
+        s.ms.push(entry.durationMs);
+        if (entry.code && entry.code !== 'OK') s.errors++;
       }
-      s.ms.push(entry.durationMs);
-      if (entry.code && entry.code !== 'OK') s.errors++;
+    }
+    for (const s of samples.values()) {
+      const summary = summarize(s.ms);
+      if (summary)
+        out.push({ runtime: rt.name, source: s.source, method: s.method, errors: s.errors, ...summary });
     }
   }
   const runtimeOrder = new Map(runtimes.map((r, i) => [r.name, i]));
-  const out: CriMethodLatency[] = [];
-  for (const s of samples.values()) {
-    const summary = summarize(s.ms);
-    if (summary) out.push({ runtime: s.runtime, method: s.method, errors: s.errors, ...summary });
-  }
   return out.sort(
     (a, b) =>
       a.method.localeCompare(b.method) ||
-      (runtimeOrder.get(a.runtime) ?? 0) - (runtimeOrder.get(b.runtime) ?? 0),
+      (runtimeOrder.get(a.runtime) ?? 0) - (runtimeOrder.get(b.runtime) ?? 0) ||
+      a.source.localeCompare(b.source),
   );
 }
 

@@ -7,6 +7,7 @@ export class ResultsFileError extends Error {
 }
 
 const OUTCOMES = new Set(['passed', 'failed', 'skipped']);
+const CRI_CALL_SOURCES = new Set(['agent', 'harness']);
 const TIMELINE_KINDS = new Set([
   'pod-phase',
   'container-state',
@@ -53,9 +54,20 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
   for (const key of ['runId', 'startedAt', 'finishedAt']) str(top, key, '$');
   num(top, 'durationMs', '$');
   object(top.host, '$.host');
+  const criCalls = (o: Json, path: string) => {
+    if (o.criCalls === undefined) return;
+    for (const [j, c] of array(o, 'criCalls', path).entries()) {
+      const at = `${path}.criCalls[${j}]`;
+      const stats = object(c, at);
+      if (!CRI_CALL_SOURCES.has(stats.source as string)) fail(`${at}.source`, 'must be agent or harness');
+      str(stats, 'method', at);
+      for (const key of ['count', 'errors', 'min', 'p50', 'p90', 'p99', 'max']) num(stats, key, at);
+    }
+  };
   for (const [i, r] of array(top, 'runtimes', '$').entries()) {
     const runtime = object(r, `$.runtimes[${i}]`);
     for (const key of ['name', 'runtimeName', 'runtimeVersion']) str(runtime, key, `$.runtimes[${i}]`);
+    criCalls(runtime, `$.runtimes[${i}]`);
   }
   for (const [i, sc] of array(top, 'scenarios', '$').entries()) {
     if (typeof sc !== 'string') fail(`$.scenarios[${i}]`, 'must be a string');
@@ -85,11 +97,14 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
       if (!TIMELINE_KINDS.has(entry.kind as string)) {
         fail(`${at}.kind`, `is not a timeline kind: ${JSON.stringify(entry.kind)}`);
       }
+      if (entry.source !== undefined && !CRI_CALL_SOURCES.has(entry.source as string))
+        fail(`${at}.source`, 'must be agent or harness');
     }
     for (const [j, l] of array(cell, 'logs', path).entries()) {
       if (!Array.isArray(object(l, `${path}.logs[${j}]`).lines))
         fail(`${path}.logs[${j}].lines`, 'must be an array');
     }
+    criCalls(cell, path);
     const startup = cell.podStartupMs;
     if (startup !== undefined && !(Array.isArray(startup) && startup.every(Number.isFinite))) {
       fail(`${path}.podStartupMs`, 'must be an array of numbers');

@@ -2,7 +2,14 @@
 // in the page as JSON. The browser script only renders it, so every number it shows is computed
 // here, in Node, where it is unit-tested.
 
-import type { BenchmarkResult, CellResult, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
+import type {
+  BenchmarkResult,
+  CellResult,
+  CriCallSource,
+  Outcome,
+  RunResults,
+  RuntimeInfo,
+} from '../results/model.js';
 
 export interface OutcomeCounts {
   total: number;
@@ -27,6 +34,8 @@ export interface RuntimeLatency extends LatencySummary {
 
 export interface CriMethodLatency extends LatencySummary {
   runtime: string;
+  /** Who made the calls: our agent on the node, or the harness checking the runtime. */
+  source: CriCallSource;
   method: string;
   /** Calls that returned a gRPC code other than OK. */
   errors: number;

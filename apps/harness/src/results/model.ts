@@ -27,12 +27,33 @@ export interface TimelineEntry {
   t: number;
   kind: TimelineKind;
   summary: string;
+  /** For cri-call: who made the call, our agent on the node or the harness (absent: harness). */
+  source?: CriCallSource;
   /** For cri-call: the RPC name, its latency and its gRPC status code name. */
   method?: string;
   durationMs?: number;
   code?: string;
   /** Anything else worth showing on drill-down (object name, old and new values). */
   detail?: Record<string, unknown>;
+}
+
+export type CriCallSource = 'agent' | 'harness';
+
+/**
+ * Every CRI call of one method by one source, summarised (latencies in ms, nearest-rank
+ * percentiles). The timeline keeps only a bounded selection of the agent's calls; these count all.
+ */
+export interface CriCallStats {
+  source: CriCallSource;
+  method: string;
+  count: number;
+  /** Calls that ended with a gRPC code other than OK. */
+  errors: number;
+  min: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
 }
 
 export interface LogExcerpt {
@@ -54,6 +75,8 @@ export interface CellResult {
   logs: LogExcerpt[];
   /** Pod start-up latencies observed in this cell (creationTimestamp to all containers started). */
   podStartupMs?: number[];
+  /** Every CRI call made during the cell, by the agent and by the harness, per method. */
+  criCalls?: CriCallStats[];
 }
 
 export interface RuntimeInfo {
@@ -62,6 +85,8 @@ export interface RuntimeInfo {
   runtimeVersion: string;
   criEndpoint?: string;
   startupMs?: number;
+  /** Every CRI call to this runtime during the run (agent from its start, harness), per method. */
+  criCalls?: CriCallStats[];
 }
 
 export interface BenchmarkResult {

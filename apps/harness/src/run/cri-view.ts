@@ -26,6 +26,7 @@ export class HostCriView implements CriView {
       onCall: (e) =>
         sink()?.({
           kind: 'cri-call',
+          source: 'harness',
           summary: `${e.method}${e.error ? ` failed: ${e.error.message}` : ''}`,
           method: e.method,
           durationMs: e.durationMs,

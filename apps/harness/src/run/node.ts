@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
 import { NodeAgent } from '../node/agent.js';
+import { CriCallLogReader } from '../node/cri-call-log.js';
 import type { HarnessWorld } from '../world/world.js';
 import { nodeNameFor } from '../world/world.js';
 import type { Progress } from './progress.js';
@@ -56,6 +57,7 @@ function readyNode(
   agent: NodeAgent,
   startupMs: number,
 ): ReadyNode {
+  const criCallLog = new CriCallLogReader(started.host);
   return {
     backend,
     started,
@@ -64,6 +66,7 @@ function readyNode(
     stopAgent: () => agent.stop(),
     startAgent: () => agent.start(),
     reconfigureAgent: (o) => agent.reconfigure(o),
+    agentCriCalls: () => criCallLog.readNew(),
     stop: async () => {
       await agent.stop().catch(() => {});
       await started.stop();

@@ -6,8 +6,10 @@ import os from 'node:os';
 import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
 import { createChecks } from '../framework/checks.js';
 import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
+import type { AgentCriCall } from '../node/cri-call-log.js';
 import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
+import { agentCallEntry, CriCallTally, selectAgentCalls } from './cri-calls.js';
 import type { Progress } from './progress.js';
 
 /** The shared world of a run: network, apiserver, registry. Built by world/world.ts. */
@@ -34,6 +36,8 @@ export interface ReadyNode {
   stopAgent(): Promise<void>;
   startAgent(): Promise<void>;
   reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
+  /** The CRI calls the agent logged on the node since the last call (`--cri-call-log`). */
+  agentCriCalls(): Promise<AgentCriCall[]>;
   stop(): Promise<void>;
 }
 
@@ -59,6 +63,8 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
   const runtimes: RuntimeInfo[] = [];
   let world: W | undefined;
   const nodes: ReadyNode[] = [];
+  /** Every CRI call per runtime over the run, for the report's latency chart. */
+  const tallies = new Map<string, CriCallTally>();
   try {
     try {
       world = await deps.startWorld(runId, progress);
@@ -103,7 +109,11 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       for (const sc of scenarios) cells.push(failedCell(backend.name, sc.name, reason));
     }
     await Promise.all(
-      nodes.map((n) => runNodeCells(w, n, scenarios, progress.child(n.backend.name), cells, deps.signal)),
+      nodes.map((n) => {
+        const tally = new CriCallTally();
+        tallies.set(n.backend.name, tally);
+        return runNodeCells(w, n, scenarios, progress.child(n.backend.name), cells, tally, deps.signal);
+      }),
     );
   } finally {
     progress.step('cleaning up');
@@ -126,7 +136,10 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       finishedAt: finishedAt.toISOString(),
       durationMs: finishedAt.getTime() - startedAt.getTime(),
       host: { node: process.version, platform: `${os.platform()}-${os.arch()}`, cpus: os.cpus().length },
-      runtimes,
+      runtimes: runtimes.map((r) => {
+        const tally = tallies.get(r.name);
+        return tally?.size ? { ...r, criCalls: tally.stats() } : r;
+      }),
       scenarios: scenarios.map((s) => s.name),
       cells,
     };
@@ -139,6 +152,7 @@ async function runNodeCells(
   scenarios: Scenario[],
   progress: Progress,
   cells: CellResult[],
+  tally: CriCallTally,
   signal: AbortSignal | undefined,
 ): Promise<void> {
   const runtime = node.backend.name;
@@ -155,7 +169,7 @@ async function runNodeCells(
       continue;
     }
     progress.step(`${scenario.name} …`);
-    const cell = await runCell(world, node, scenario, progress, signal);
+    const cell = await runCell(world, node, scenario, progress, tally, signal);
     cells.push(cell);
     const secs = (cell.durationMs / 1000).toFixed(1);
     if (cell.outcome === 'passed')
@@ -169,6 +183,7 @@ async function runCell(
   node: ReadyNode,
   scenario: Scenario,
   progress: Progress,
+  tally: CriCallTally,
   signal: AbortSignal | undefined,
 ): Promise<CellResult> {
   const runtime = node.backend.name;
@@ -225,6 +240,15 @@ async function runCell(
     world.routeTimeline(namespace, undefined);
     world.routeTimeline(node.started.nodeName, undefined);
   }
+  // Collecting results (agent calls, logs) is not part of the scenario's duration.
+  const durationMs = Date.now() - start;
+  const criCalls = await mergeAgentCriCalls(
+    node,
+    start,
+    timeline,
+    outcome === 'failed' ? durationMs : undefined,
+    tally,
+  );
   const podStartupMs = timeline.flatMap((e) =>
     typeof e.detail?.startupMs === 'number' ? [e.detail.startupMs] : [],
   );
@@ -238,12 +262,59 @@ async function runCell(
     outcome,
     ...(reason ? { reason } : {}),
     startedAt: new Date(start).toISOString(),
-    durationMs: Date.now() - start,
+    durationMs,
     assertions: checks.results(),
     timeline,
     logs: outcome === 'failed' ? excerpts : [],
     ...(podStartupMs.length > 0 ? { podStartupMs } : {}),
+    ...(criCalls.length > 0 ? { criCalls } : {}),
   };
+}
+
+/**
+ * Reads the agent's CRI calls since the last cell, puts a bounded selection of those made during
+ * this cell into its timeline (near failures first), and counts every call, the harness's own
+ * too, in the cell's and the runtime's statistics. Returns the cell's statistics.
+ */
+async function mergeAgentCriCalls(
+  node: ReadyNode,
+  start: number,
+  timeline: TimelineEntry[],
+  /** When the cell failed: its end, in ms since it started. */
+  failedAt: number | undefined,
+  tally: CriCallTally,
+): Promise<CellResult['criCalls'] & {}> {
+  const cellTally = new CriCallTally();
+  for (const e of timeline) {
+    if (e.kind !== 'cri-call' || !e.method || e.durationMs === undefined || e.source === 'agent') continue;
+    const call = { method: e.method, durationMs: e.durationMs, ...(e.code ? { code: e.code } : {}) };
+    cellTally.add('harness', call);
+    tally.add('harness', call);
+  }
+  let calls: AgentCriCall[] = [];
+  try {
+    calls = await node.agentCriCalls();
+  } catch (err) {
+    timeline.push({
+      t: Date.now() - start,
+      kind: 'note',
+      summary: `agent CRI calls not read: ${errorMessage(err)}`,
+    });
+  }
+  // Calls before the cell (agent start-up, the previous cell's clean-up) count for the runtime only.
+  const inCell = calls.filter((c) => c.at >= start);
+  for (const c of calls) tally.add('agent', c);
+  for (const c of inCell) cellTally.add('agent', c);
+  const failuresAt = timeline
+    .filter((e) => e.kind === 'note' && e.summary.startsWith('assertion failed'))
+    .map((e) => e.t);
+  if (failedAt !== undefined) failuresAt.push(failedAt);
+  const kept = selectAgentCalls(inCell, start, failuresAt).map((c) => agentCallEntry(c, start));
+  if (kept.length > 0) {
+    timeline.push(...kept);
+    timeline.sort((a, b) => a.t - b.t);
+  }
+  return cellTally.stats();
 }
 
 const skippedCell = (runtime: string, scenario: string, reason: string): CellResult => ({

@@ -68,10 +68,46 @@ describe('latency aggregation', () => {
       cell('docker', 'a', { timeline: [cri(0, 'RunPodSandbox', 180)] }),
     ]);
     const rows = criLatencyByMethod(results, matrixAxes(results).runtimes);
-    expect(rows.map((r) => [r.method, r.runtime, r.count, r.errors, r.p50, r.max])).toEqual([
-      ['RunPodSandbox', 'containerd', 2, 0, 96, 120],
-      ['RunPodSandbox', 'docker', 1, 0, 180, 180],
-      ['StopContainer', 'containerd', 1, 1, 30_000, 30_000],
+    expect(rows.map((r) => [r.method, r.runtime, r.source, r.count, r.errors, r.p50, r.max])).toEqual([
+      ['RunPodSandbox', 'containerd', 'harness', 2, 0, 96, 120],
+      ['RunPodSandbox', 'docker', 'harness', 1, 0, 180, 180],
+      ['StopContainer', 'containerd', 'harness', 1, 1, 30_000, 30_000],
+    ]);
+  });
+
+  it("takes a runtime's every-call statistics over its sampled timeline, by caller", () => {
+    const stats = { count: 1_000, errors: 3, min: 1, p50: 2, p90: 5, p99: 40, max: 90 };
+    const results = run(
+      [
+        cell('containerd', 'a', {
+          // A sample of the same calls: must not be counted a second time.
+          timeline: [{ ...cri(0, 'ListContainers', 2), source: 'agent' }, cri(5, 'Version', 1)],
+        }),
+        cell('fake', 'a', {
+          timeline: [{ ...cri(0, 'RunPodSandbox', 3), source: 'agent' }, cri(5, 'Version', 1)],
+        }),
+      ],
+      {
+        runtimes: [
+          {
+            name: 'containerd',
+            runtimeName: 'containerd',
+            runtimeVersion: '1.6',
+            criCalls: [
+              { source: 'agent', method: 'ListContainers', ...stats },
+              { source: 'harness', method: 'Version', ...stats, count: 4, errors: 0 },
+            ],
+          },
+          { name: 'fake', runtimeName: 'fake', runtimeVersion: '0.1' },
+        ],
+      },
+    );
+    const rows = criLatencyByMethod(results, matrixAxes(results).runtimes);
+    expect(rows.map((r) => [r.method, r.runtime, r.source, r.count, r.errors, r.p99])).toEqual([
+      ['ListContainers', 'containerd', 'agent', 1_000, 3, 40],
+      ['RunPodSandbox', 'fake', 'agent', 1, 0, 3],
+      ['Version', 'containerd', 'harness', 4, 0, 40],
+      ['Version', 'fake', 'harness', 1, 0, 1],
     ]);
   });
 });
@@ -118,6 +154,16 @@ describe('buildReportModel on the recorded run', () => {
     const methods = new Set(model.criLatency.map((r) => r.method));
     expect(methods).toContain('RunPodSandbox');
     expect(methods).toContain('ExecSync');
+    // The agent's calls, from the runtimes' every-call statistics.
+    const agent = model.criLatency.filter((r) => r.source === 'agent' && r.runtime === 'containerd');
+    expect(agent.map((r) => r.method)).toEqual(expect.arrayContaining(['CreateContainer', 'ListContainers']));
+    const inTimelines = model.cells
+      .filter((c) => c.runtime === 'containerd')
+      .flatMap((c) => c.timeline)
+      .filter((e) => e.method === 'ListContainers').length;
+    expect(agent.find((r) => r.method === 'ListContainers')!.count).toBe(154);
+    expect(154).toBeGreaterThan(inTimelines);
+    expect(model.criLatency.some((r) => r.source === 'harness' && r.method === 'Version')).toBe(true);
     expect(model.criLatency.find((r) => r.method === 'StopContainer' && r.runtime === 'docker')?.errors).toBe(
       1,
     );

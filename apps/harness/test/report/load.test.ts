@@ -30,6 +30,36 @@ describe('validateResults', () => {
       /cells\[0\]\.timeline\[0\]\.kind is not a timeline kind: "x"/,
     ],
     [
+      'a CRI call from an unknown caller',
+      (r) => ({
+        ...r,
+        cells: [
+          cell('a', 'b', { timeline: [{ t: 1, kind: 'cri-call', summary: '', source: 'kubelet' as never }] }),
+        ],
+      }),
+      /cells\[0\]\.timeline\[0\]\.source must be agent or harness/,
+    ],
+    [
+      'CRI call statistics without a count',
+      (r) => ({
+        ...r,
+        runtimes: [
+          {
+            name: 'a',
+            runtimeName: 'a',
+            runtimeVersion: '1',
+            criCalls: [{ source: 'agent', method: 'Version' }],
+          },
+        ],
+      }),
+      /runtimes\[0\]\.criCalls\[0\]\.count must be a number/,
+    ],
+    [
+      "a cell's CRI call statistics with a bad source",
+      (r) => ({ ...r, cells: [{ ...cell('a', 'b'), criCalls: [{ source: 'x' }] }] }),
+      /cells\[0\]\.criCalls\[0\]\.source must be agent or harness/,
+    ],
+    [
       'podStartupMs with a string',
       (r) => ({ ...r, cells: [{ ...cell('a', 'b'), podStartupMs: [1, '2'] }] }),
       /podStartupMs must be an array of numbers/,

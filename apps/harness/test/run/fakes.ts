@@ -58,6 +58,7 @@ export function fakeNode(backend: RuntimeBackend, journal: Journal): ReadyNode {
     stopAgent: async () => {},
     startAgent: async () => {},
     reconfigureAgent: async () => {},
+    agentCriCalls: async () => [],
     stop: async () => {
       journal.events.push(`node ${backend.name} stopped`);
     },

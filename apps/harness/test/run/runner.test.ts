@@ -181,4 +181,73 @@ describe('runMatrix', () => {
     expect(r.cells.every((c) => c.outcome === 'passed')).toBe(true);
     expect(warnings).toEqual(['clean-up: network busy']);
   });
+
+  it("merges the agent's CRI calls into each cell's timeline and statistics, and the runtime's", async () => {
+    const journal: Journal = { events: [] };
+    const before = Date.now() - 60_000;
+    // The agent's log as the node would show it after each cell: start-up calls come first.
+    const reads = [
+      (t: number) => [
+        { at: before, method: 'Version', durationMs: 1, code: 'OK' },
+        { at: t, method: 'RunPodSandbox', durationMs: 96, code: 'OK' },
+        { at: t + 1, method: 'ContainerStatus', durationMs: 2, code: 'NOT_FOUND', error: 'gone' },
+      ],
+      (t: number) => [{ at: t, method: 'CreateContainer', durationMs: 11, code: 'OK' }],
+    ];
+    const r = await runMatrix(
+      deps(journal, {
+        backends: [fakeBackend('alpha')],
+        scenarios: [passes, fails],
+        startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>) => ({
+          ...fakeNode(b, journal),
+          agentCriCalls: async () => {
+            const read = reads.shift();
+            if (!read) throw new Error('exec failed');
+            return read(Date.now());
+          },
+        }),
+      }),
+    );
+    const [first, second] = r.cells;
+    const agentEntries = first!.timeline.filter((e) => e.kind === 'cri-call' && e.source === 'agent');
+    expect(agentEntries.map((e) => [e.method, e.code])).toEqual([
+      ['RunPodSandbox', 'OK'],
+      ['ContainerStatus', 'NOT_FOUND'],
+    ]);
+    expect(first!.criCalls?.map((c) => `${c.source}/${c.method}:${c.count}`)).toEqual([
+      'agent/ContainerStatus:1',
+      'agent/RunPodSandbox:1',
+    ]);
+    expect(second!.criCalls?.map((c) => `${c.source}/${c.method}:${c.count}`)).toEqual([
+      'agent/CreateContainer:1',
+    ]);
+    // The start-up Version call is the runtime's, not the cell's.
+    expect(r.runtimes[0]!.criCalls?.map((c) => `${c.method}:${c.count}:${c.errors}:${c.p50}`)).toEqual([
+      'ContainerStatus:1:1:2',
+      'CreateContainer:1:0:11',
+      'RunPodSandbox:1:0:96',
+      'Version:1:0:1',
+    ]);
+  });
+
+  it('notes an unreadable agent CRI call log in the cell instead of failing it', async () => {
+    const journal: Journal = { events: [] };
+    const r = await runMatrix(
+      deps(journal, {
+        backends: [fakeBackend('alpha')],
+        scenarios: [passes],
+        startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>) => ({
+          ...fakeNode(b, journal),
+          agentCriCalls: async () => {
+            throw new Error('container is gone');
+          },
+        }),
+      }),
+    );
+    expect(r.cells[0]!.outcome).toBe('passed');
+    expect(r.cells[0]!.timeline.map((e) => e.summary)).toContain(
+      'agent CRI calls not read: container is gone',
+    );
+    expect(r.runtimes[0]!.criCalls).toBeUndefined();
+  });
 });
