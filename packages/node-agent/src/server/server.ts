@@ -15,6 +15,7 @@ import {
   type UserInfo,
 } from './auth.js';
 import type { ServingCert } from './certs.js';
+import type { ContainerLogs } from './container_logs.js';
 import type { HealthChecker } from './healthz.js';
 import { closeServer, listen } from './listen.js';
 import type { KubeletMetrics } from './metrics.js';
@@ -48,6 +49,8 @@ export interface KubeletServerOptions {
   pods?: PodsProvider;
   runningPods?: RunningPodsProvider;
   stats?: StatsProvider;
+  /** GET /containerLogs/{namespace}/{pod}/{container}. */
+  logs?: Pick<ContainerLogs, 'handle'>;
   log?: Logger;
 }
 
@@ -66,13 +69,14 @@ export class KubeletServer {
     this.routes.set('/metrics/probes', async (_req, res) =>
       text(res, 200, await metrics.probesRegistry.metrics(), metrics.probesRegistry.contentType),
     );
-    const { pods, runningPods, stats } = opts;
+    const { pods, runningPods, stats, logs } = opts;
     if (pods) this.routes.set('/pods', (_req, res) => json(res, 200, podList(pods.getPods())));
     if (runningPods)
       this.routes.set('/runningpods', async (_req, res) =>
         json(res, 200, podList(await runningPods.getRunningPods())),
       );
     if (stats) this.routes.set('/stats/summary', async (_req, res) => json(res, 200, await stats.summary()));
+    if (logs) this.routes.set('/containerLogs/*', (req, res) => logs.handle(req, res));
   }
 
   async start(host: string, port: number): Promise<{ host: string; port: number }> {
@@ -110,7 +114,7 @@ export class KubeletServer {
         this.opts.health.handle(req, res);
         return;
       }
-      const handler = this.routes.get(path);
+      const handler = this.routes.get(path) ?? this.routes.get(`/${path.split('/')[1]}/*`);
       if (!handler) return text(res, 404, '404 page not found\n');
       if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'Method Not Allowed\n');
       await handler(req, res);

@@ -1,0 +1,298 @@
+// GET /containerLogs/{namespace}/{pod}/{container}: the kubelet's log endpoint, which `kubectl
+// logs` reaches through the API server's pods/log proxy. It reads the CRI log file the runtime
+// writes for the container ("<RFC3339Nano> <stream> <P|F> <text>" per line) and applies the
+// PodLogOptions the API server passes on: tailLines, limitBytes, timestamps, previous,
+// sinceSeconds / sinceTime and follow.
+import { open, readFile, stat } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ContainerStatus, Runtime } from '@kh/runtime-manager';
+import type { V1Pod } from '@kubernetes/client-node';
+import { type Clock, realClock } from '../util/clock.js';
+
+export interface LogOptions {
+  tailLines?: number;
+  limitBytes?: number;
+  timestamps: boolean;
+  previous: boolean;
+  /** Only records at or after this time (epoch ms), from sinceSeconds or sinceTime. */
+  sinceMs?: number;
+  follow: boolean;
+}
+
+/** A request the endpoint refuses, answered as a Kubernetes Status with this code. */
+export class LogRequestError extends Error {
+  constructor(
+    readonly code: 400 | 404,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function nonNegativeInt(q: URLSearchParams, name: string, min: number): number | undefined {
+  const raw = q.get(name);
+  if (raw === null) return undefined;
+  const n = Number(raw);
+  if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(n))
+    throw new LogRequestError(400, `${name}: Invalid value: "${raw}": must be an integer`);
+  if (n < min)
+    throw new LogRequestError(
+      400,
+      `${name}: Invalid value: ${n}: must be ${min === 0 ? 'greater than or equal to 0' : 'greater than 0'}`,
+    );
+  return n;
+}
+
+/** A boolean parameter; a bare `?follow` counts as true. */
+function bool(q: URLSearchParams, name: string): boolean {
+  const raw = q.get(name);
+  if (raw === null || raw === 'false' || raw === '0') return false;
+  if (raw === '' || raw === 'true' || raw === '1') return true;
+  throw new LogRequestError(400, `${name}: Invalid value: "${raw}": must be true or false`);
+}
+
+/** PodLogOptions from the query string, validated as the API server validates them. */
+export function parseLogOptions(q: URLSearchParams, nowMs: number): LogOptions {
+  const tailLines = nonNegativeInt(q, 'tailLines', 0);
+  const limitBytes = nonNegativeInt(q, 'limitBytes', 1);
+  const sinceSeconds = nonNegativeInt(q, 'sinceSeconds', 1);
+  const sinceTime = q.get('sinceTime');
+  if (sinceSeconds !== undefined && sinceTime !== null)
+    throw new LogRequestError(400, 'at most one of sinceTime or sinceSeconds may be specified');
+  let sinceMs: number | undefined;
+  if (sinceSeconds !== undefined) sinceMs = nowMs - sinceSeconds * 1000;
+  if (sinceTime !== null) {
+    sinceMs = Date.parse(sinceTime);
+    if (Number.isNaN(sinceMs))
+      throw new LogRequestError(400, `sinceTime: Invalid value: "${sinceTime}": must be an RFC3339 time`);
+  }
+  return {
+    ...(tailLines !== undefined ? { tailLines } : {}),
+    ...(limitBytes !== undefined ? { limitBytes } : {}),
+    ...(sinceMs !== undefined ? { sinceMs } : {}),
+    timestamps: bool(q, 'timestamps'),
+    previous: bool(q, 'previous'),
+    follow: bool(q, 'follow'),
+  };
+}
+
+export interface LogRecord {
+  /** The timestamp as the runtime wrote it (RFC3339Nano). */
+  time: string;
+  ms: number;
+  stream: 'stdout' | 'stderr';
+  /** A partial record (P) continues in the next one; a full one (F) ends a line. */
+  partial: boolean;
+  text: string;
+}
+
+/** One CRI log line; undefined for a line in another format (skipped, like the kubelet does). */
+export function parseLogLine(line: string): LogRecord | undefined {
+  const m = /^(\S+) (stdout|stderr) ([PF])(?: (.*))?$/s.exec(line);
+  if (!m) return undefined;
+  const ms = Date.parse(m[1] ?? '');
+  if (Number.isNaN(ms)) return undefined;
+  return {
+    time: m[1] ?? '',
+    ms,
+    stream: m[2] as 'stdout' | 'stderr',
+    partial: m[3] === 'P',
+    text: m[4] ?? '',
+  };
+}
+
+/** What the client sees of a record: the text, a newline after a full line, the timestamp if asked. */
+export function formatRecord(r: LogRecord, timestamps: boolean): string {
+  return `${timestamps ? `${r.time} ` : ''}${r.text}${r.partial ? '' : '\n'}`;
+}
+
+/** Records of a log file's text, after sinceMs and within the last tailLines. */
+export function selectRecords(text: string, opts: Pick<LogOptions, 'sinceMs' | 'tailLines'>): LogRecord[] {
+  let records = text
+    .split('\n')
+    .map(parseLogLine)
+    .filter((r): r is LogRecord => r !== undefined);
+  if (opts.sinceMs !== undefined) {
+    const since = opts.sinceMs;
+    records = records.filter((r) => r.ms >= since);
+  }
+  if (opts.tailLines !== undefined) records = opts.tailLines === 0 ? [] : records.slice(-opts.tailLines);
+  return records;
+}
+
+export interface ContainerLogsDeps {
+  /** The pods this kubelet runs (the pod manager's view), to find namespace/name. */
+  getPods(): V1Pod[];
+  runtime: Pick<Runtime, 'getPodStatus'>;
+  clock?: Clock;
+  /** How often a follow checks the file for new lines. Default 250 ms. */
+  followPollMs?: number;
+}
+
+export class ContainerLogs {
+  constructor(private readonly deps: ContainerLogsDeps) {}
+
+  /** Serves GET /containerLogs/{namespace}/{pod}/{container}. */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const parts = url.pathname.split('/').filter((p) => p !== '');
+      if (parts.length !== 4)
+        throw new LogRequestError(400, 'path must be /containerLogs/{namespace}/{pod}/{container}');
+      const [namespace, podName, container] = parts.slice(1).map(decodeURIComponent) as [
+        string,
+        string,
+        string,
+      ];
+      const clock = this.deps.clock ?? realClock;
+      const opts = parseLogOptions(url.searchParams, clock.now());
+      const { path, isRunning } = await this.locate(namespace, podName, container, opts.previous);
+      await this.stream(req, res, path, opts, isRunning);
+    } catch (e) {
+      if (!(e instanceof LogRequestError)) throw e;
+      writeStatus(res, e.code, e.message);
+    }
+  }
+
+  /** The log file of the container instance asked for, as the runtime reports it. */
+  private async locate(
+    namespace: string,
+    podName: string,
+    container: string,
+    previous: boolean,
+  ): Promise<{ path: string; isRunning: () => Promise<boolean> }> {
+    const pod = this.deps
+      .getPods()
+      .find((p) => p.metadata?.namespace === namespace && p.metadata?.name === podName);
+    if (!pod) throw new LogRequestError(404, `pod "${podName}" in namespace "${namespace}" not found`);
+    const spec = pod.spec;
+    const known = [...(spec?.containers ?? []), ...(spec?.initContainers ?? [])].some(
+      (c) => c.name === container,
+    );
+    if (!known) throw new LogRequestError(404, `container "${container}" not found in pod "${podName}"`);
+    const uid = pod.metadata?.uid ?? '';
+    const instances = async (): Promise<ContainerStatus[]> =>
+      (await this.deps.runtime.getPodStatus(uid, podName, namespace)).containerStatuses.filter(
+        (c) => c.name === container,
+      );
+    // Newest first, as the runtime manager lists them.
+    const found = (await instances())[previous ? 1 : 0];
+    if (!found?.logPath) {
+      throw new LogRequestError(
+        400,
+        previous
+          ? `previous terminated container "${container}" in pod "${podName}" not found`
+          : `container "${container}" in pod "${podName}" is waiting to start: ContainerCreating`,
+      );
+    }
+    return {
+      path: found.logPath,
+      isRunning: async () =>
+        !previous && (await instances()).some((c) => c.id.id === found.id.id && c.state === 'running'),
+    };
+  }
+
+  private async stream(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    opts: LogOptions,
+    isRunning: () => Promise<boolean>,
+  ): Promise<void> {
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (e) {
+      // Created but not yet written: an empty log.
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      text = '';
+    }
+    let budget = opts.limitBytes ?? Number.POSITIVE_INFINITY;
+    res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+    /** Writes within limitBytes; false once the limit is reached. */
+    const write = (records: LogRecord[]): boolean => {
+      for (const r of records) {
+        const chunk = Buffer.from(formatRecord(r, opts.timestamps), 'utf8');
+        if (chunk.length >= budget) {
+          res.write(chunk.subarray(0, budget));
+          budget = 0;
+          return false;
+        }
+        res.write(chunk);
+        budget -= chunk.length;
+      }
+      return true;
+    };
+    const more = write(selectRecords(text, opts));
+    if (more && opts.follow && (await isRunning()))
+      await this.follow(req, path, Buffer.byteLength(text), opts, write, isRunning);
+    res.end();
+  }
+
+  /** Streams lines appended after `offset` until the client goes, the limit is hit or the container stops. */
+  private async follow(
+    req: IncomingMessage,
+    path: string,
+    offset: number,
+    opts: LogOptions,
+    write: (records: LogRecord[]) => boolean,
+    isRunning: () => Promise<boolean>,
+  ): Promise<void> {
+    let closed = false;
+    req.once('close', () => {
+      closed = true;
+    });
+    let pos = offset;
+    let rest = '';
+    const pollMs = this.deps.followPollMs ?? 250;
+    const readNew = async (): Promise<boolean> => {
+      const size = await stat(path).then(
+        (s) => s.size,
+        () => pos,
+      );
+      if (size < pos) pos = 0; // truncated or replaced by rotation: start at its beginning
+      if (size === pos) return true;
+      const fh = await open(path, 'r');
+      try {
+        const buf = Buffer.alloc(size - pos);
+        const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+        pos += bytesRead;
+        const lines = (rest + buf.subarray(0, bytesRead).toString('utf8')).split('\n');
+        rest = lines.pop() ?? '';
+        const records = lines.map(parseLogLine).filter((r): r is LogRecord => r !== undefined);
+        const since = opts.sinceMs;
+        return write(since === undefined ? records : records.filter((r) => r.ms >= since));
+      } finally {
+        await fh.close();
+      }
+    };
+    let lastRunningCheck = Date.now();
+    while (!closed) {
+      await new Promise((r) => setTimeout(r, pollMs));
+      if (closed || !(await readNew())) return;
+      if (Date.now() - lastRunningCheck >= 1_000) {
+        lastRunningCheck = Date.now();
+        if (!(await isRunning())) {
+          // The container is gone: whatever it wrote last, then the end.
+          await readNew();
+          return;
+        }
+      }
+    }
+  }
+}
+
+/** A Kubernetes Status, as the kubelet answers refused log requests. */
+function writeStatus(res: ServerResponse, code: 400 | 404, message: string): void {
+  res.writeHead(code, { 'Content-Type': 'application/json' }).end(
+    JSON.stringify({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason: code === 404 ? 'NotFound' : 'BadRequest',
+      code,
+    }),
+  );
+}
