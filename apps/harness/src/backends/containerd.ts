@@ -1,7 +1,8 @@
-// containerd with its built-in CRI plugin, as the main process of a kind-style node container.
+// containerd with its built-in CRI plugin in a kind-style node container, supervised by the
+// node's init so that it can be stopped and started again like a systemd unit on a real node.
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
-import { kindNode, NODE_MEMORY_LIMIT_BYTES, pidOf, waitForCri } from './cri.js';
+import { kindNode, NODE_MEMORY_LIMIT_BYTES, waitForCri } from './cri.js';
 import type { RuntimeBackend } from './types.js';
 
 export const containerdBackend: RuntimeBackend = {
@@ -13,13 +14,6 @@ export const containerdBackend: RuntimeBackend = {
     try {
       const host = new ContainerHost(new Docker(), node.id);
       const version = await waitForCri(node.criEndpointOnHost, 30_000, () => node.logs(20));
-      // containerd is PID 1's only child: if it exited, the node container would end with it. So
-      // "stopped" means frozen (SIGSTOP): the socket stays, and every CRI call hangs to its deadline.
-      const signal = async (sig: 'STOP' | 'CONT') => {
-        const pid = await pidOf((c) => host.exec(c), 'containerd');
-        const r = await host.exec(['kill', `-${sig}`, String(pid)]);
-        if (r.exitCode !== 0) throw new Error(`kill -${sig} containerd failed: ${r.output}`);
-      };
       return {
         nodeCriEndpoint: node.criEndpointInNode,
         hostCriEndpoint: node.criEndpointOnHost,
@@ -29,8 +23,9 @@ export const containerdBackend: RuntimeBackend = {
         host,
         memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,
         cgroupParent: node.cgroupParent,
-        stopRuntime: () => signal('STOP'),
-        startRuntime: () => signal('CONT'),
+        // containerd really exits (its socket goes away); the shims keep the pods' containers alive.
+        stopRuntime: () => node.stopRuntime(),
+        startRuntime: () => node.startRuntime(),
         runtimeLogs: async (lines) => (await node.logs(lines)).split('\n'),
         stop: () => node.stop(),
       };

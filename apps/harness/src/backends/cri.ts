@@ -47,18 +47,3 @@ export async function waitForCri(
     await sleep(200);
   }
 }
-
-/** The pid of the one process named `name` in a node (`pgrep -x`), or an error naming what was found. */
-export async function pidOf(
-  exec: (cmd: string[]) => Promise<{ exitCode: number; output: string }>,
-  name: string,
-): Promise<number> {
-  const r = await exec(['pgrep', '-x', name]);
-  const pids = r.output
-    .split('\n')
-    .map((l) => Number(l.trim()))
-    .filter((n) => n > 0);
-  if (pids.length !== 1)
-    throw new Error(`expected one ${name} process in the node, found ${pids.length}: ${r.output}`);
-  return pids[0]!;
-}

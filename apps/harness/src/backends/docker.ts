@@ -1,5 +1,6 @@
-// Docker Engine behind our dockershim: dockerd is the node container's main process and the
-// dockershim (from the host checkout, on the host's Node) serves CRI next to it.
+// Docker Engine behind our dockershim: dockerd runs under the node's init (so it can be stopped
+// and started again) and the dockershim (from the host checkout, on the host's Node) serves CRI
+// next to it.
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
 import { inContainer } from '../node/project.js';
@@ -43,10 +44,12 @@ export const dockerBackend: RuntimeBackend = {
         host,
         memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,
         cgroupParent: node.cgroupParent,
-        // dockerd is the node's main process; the CRI runtime the agent sees is the dockershim.
-        stopRuntime: stopShim,
+        // dockerd stops for real, as `systemctl stop docker` would, and the dockershim stays up:
+        // the agent must see the engine's absence through the shim (RuntimeReady=false).
+        stopRuntime: () => node.stopRuntime(),
         startRuntime: async () => {
-          await startShim();
+          await node.startRuntime();
+          await waitForCri(node.criEndpointOnHost, 30_000, async () => shim?.tail(20).join('\n') ?? '');
         },
         runtimeLogs: async (lines) => [
           ...(shim?.tail(lines) ?? []),

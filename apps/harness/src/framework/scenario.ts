@@ -34,11 +34,17 @@ export interface ScenarioContext {
     args: string[],
     opts?: { input?: string; version?: string },
   ): Promise<{ stdout: string; stderr: string; code: number }>;
-  /** The run's registry as nodes see it (registry:5000, plain HTTP, no auth). */
-  registry: { host: string };
+  /**
+   * The run's registries as nodes see them: the open one (registry:5000, plain HTTP, no auth) and
+   * one that refuses anonymous pulls (private-registry:5000, basic auth with these credentials).
+   */
+  registry: { host: string; private: { host: string; username: string; password: string } };
   /** Node agent control, for scenarios that stop and restart it. */
   agent: { stop(): Promise<void>; start(): Promise<void> };
-  /** Workload images as pods name them: pushed to the run's registry (registry:5000/kh/<name>:<hash>). */
+  /**
+   * Workload images as pods name them: pushed to the run's registry (registry:5000/kh/<name>:<hash>);
+   * `private` is busybox in the private registry (private-registry:5000/kh/private:<hash>).
+   */
   images: Record<'busybox' | 'httpd' | 'memhog' | 'diskhog' | 'pause' | 'private', string>;
   /** Rewrites the agent's KubeletConfiguration (merged over the run's) and restarts the agent. */
   reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;

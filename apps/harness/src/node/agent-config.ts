@@ -23,10 +23,6 @@ export function kubeletConfiguration({
     healthzPort: 10248,
     authentication: { anonymous: { enabled: false } },
     containerRuntimeEndpoint: criEndpoint,
-    // 2m in Kubernetes. The runtime-down step freezes containerd (it is the node container's main
-    // process, so it cannot exit); every CRI call then hangs until this deadline, and a status
-    // update waiting 2 minutes would outlast the scenario. Pulls from the run's registry take ms.
-    runtimeRequestTimeout: '15s',
     nodeStatusUpdateFrequency: '10s',
     nodeStatusReportFrequency: '1m',
     nodeLeaseDurationSeconds: 40,

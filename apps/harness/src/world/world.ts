@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import {
   ensureImages,
   type ImageRefs,
+  PRIVATE_REGISTRY_HOST,
   RegistryContainer,
   type StartedRegistryContainer,
   type StartedTestNetwork,
@@ -45,6 +46,7 @@ export class HarnessWorld implements World {
   private network?: StartedTestNetwork;
   private apiserver?: StartedApiServer;
   private registry?: StartedRegistryContainer;
+  private privateRegistry?: StartedRegistryContainer;
   private readonly tokens = new Map<string, string>();
   refs!: ImageRefs;
   images!: WorkloadImages;
@@ -85,16 +87,37 @@ export class HarnessWorld implements World {
         groups: ['system:nodes'],
       });
     }
-    progress.step('fake apiserver (token auth, TLS)');
-    const [apiserver, registry] = await Promise.all([
+    progress.step('fake apiserver (token auth, TLS) and registries');
+    // A second registry with basic auth rather than auth on the one registry: the workload images
+    // stay pullable without secrets (as most images are), and pull secrets are tested against a
+    // registry that refuses anonymous pulls. Each started container is kept before awaiting the
+    // others, so that stop() removes it if another one fails.
+    const started = await Promise.allSettled([
       new ApiServerContainer(this.refs.node, `kh-${runId}-apiserver`)
         .withNetwork(this.network)
         .withUsers(users)
-        .start(),
-      new RegistryContainer(this.refs.node).withNetwork(this.network).start(),
+        .start()
+        .then((a) => {
+          this.apiserver = a;
+        }),
+      new RegistryContainer(this.refs.node)
+        .withNetwork(this.network)
+        .start()
+        .then((r) => {
+          this.registry = r;
+        }),
+      new RegistryContainer(this.refs.node)
+        .withNetwork(this.network)
+        .withNetworkAlias(PRIVATE_REGISTRY_HOST.split(':')[0]!)
+        .withBasicAuth('kh-pull')
+        .start()
+        .then((r) => {
+          this.privateRegistry = r;
+        }),
     ]);
-    this.apiserver = apiserver;
-    this.registry = registry;
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [apiserver, registry, privateRegistry] = [this.apiserver!, this.registry!, this.privateRegistry!];
     progress.ok(`apiserver at ${apiserver.hostUrl} (nodes: ${apiserver.nodeUrl})`);
 
     progress.step(`pushing ${WORKLOADS.length} workload images to ${registry.networkAddress}`);
@@ -105,7 +128,7 @@ export class HarnessWorld implements World {
       }),
     );
     const busyboxTag = this.refs.busybox.split(':')[1] ?? 'latest';
-    const privateRef = await registry.push(this.refs.busybox, `kh/private:${busyboxTag}`);
+    const privateRef = await privateRegistry.push(this.refs.busybox, `kh/private:${busyboxTag}`);
     this.images = { ...Object.fromEntries(pushed), private: privateRef } as WorkloadImages;
 
     this.kubeConfig = apiserver.kubeConfigFor(admin, 'host');
@@ -163,7 +186,10 @@ export class HarnessWorld implements World {
       cri,
       kubectl: (args: string[], opts: { input?: string; version?: string } = {}) =>
         runKubectl(this.kubeconfigPath, args, opts),
-      registry: { host: registry.networkAddress },
+      registry: {
+        host: registry.networkAddress,
+        private: { host: this.privateRegistry!.networkAddress, ...this.privateRegistry!.credentials! },
+      },
       agent: { stop: () => node.stopAgent(), start: () => node.startAgent() },
       images: this.images,
       reconfigureAgent: (overrides: Record<string, unknown>) => node.reconfigureAgent(overrides),
@@ -175,7 +201,11 @@ export class HarnessWorld implements World {
     this.timeline?.stop();
     for (const c of this.criViews.values()) c.close();
     this.criViews.clear();
-    const results = await Promise.allSettled([this.apiserver?.stop(), this.registry?.stop()]);
+    const results = await Promise.allSettled([
+      this.apiserver?.stop(),
+      this.registry?.stop(),
+      this.privateRegistry?.stop(),
+    ]);
     results.push(...(await Promise.allSettled([this.network?.stop()])));
     if (this.tmp) await rm(this.tmp, { recursive: true, force: true });
     const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -30,6 +30,7 @@ describe('HarnessWorld with the fake backend', () => {
     const world = await HarnessWorld.start({ runId: id, backends: ['fake'], progress: silentProgress });
     try {
       expect(world.images.busybox).toMatch(/^registry:5000\/kh\/busybox:/);
+      expect(world.images.private).toMatch(/^private-registry:5000\/kh\/private:/);
       const node = await startNode(world, fakeBackend, silentProgress);
       try {
         const n = await world.core.readNode({ name: node.started.nodeName });
@@ -59,7 +60,7 @@ describe('HarnessWorld with the fake backend', () => {
     };
     try {
       await expect(startNode(world, broken, silentProgress)).rejects.toThrow(/node-agent log:/);
-      expect((await labelled()).containers).toBe(2); // apiserver and registry only
+      expect((await labelled()).containers).toBe(3); // apiserver and the two registries only
     } finally {
       await world.stop();
     }

@@ -43,7 +43,7 @@ describe('kubeletConfiguration', () => {
       const config = kubeletConfiguration({ criEndpoint: 'unix:///x.sock', cgroupRoot: '/kubepods' });
       await writeFile(file, JSON.stringify(config));
       const loaded = await loadKubeletConfiguration(file);
-      expect(loaded.config.runtimeRequestTimeout).toBe('15s');
+      expect(loaded.config.evictionPressureTransitionPeriod).toBe('20s');
       expect(loaded.config.cgroupRoot).toBe('/kubepods');
       expect(loaded.resolved.nodeStatusUpdateFrequencyMs).toBe(10_000);
     } finally {
