@@ -1,5 +1,6 @@
 // The scenario suite the harness runs on every backend, in this order.
 import type { Scenario } from '@kh/harness';
+import { diskEviction } from './scenarios/disk-eviction.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
@@ -7,4 +8,12 @@ import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 
-export const scenarios: Scenario[] = [nodeRegistration, podLifecycle, probes, statusReporting, gc, eviction];
+export const scenarios: Scenario[] = [
+  nodeRegistration,
+  podLifecycle,
+  probes,
+  statusReporting,
+  gc,
+  eviction,
+  diskEviction,
+];

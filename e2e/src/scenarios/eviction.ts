@@ -1,9 +1,9 @@
-import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { Scenario } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
+import { nodeCondition, nodeMemoryWorkingSetBytes } from '../support/node.js';
 import { createPod, eventsFor, podFor, sh, waitForPod } from '../support/pods.js';
 
-const nodeCondition = async (ctx: ScenarioContext, type: string) =>
-  (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
+const Mi = 2 ** 20;
 
 /**
  * Modelled on eviction_test: real memory pressure inside a memory-limited node container. The
@@ -20,10 +20,6 @@ export const eviction: Scenario = {
     const { check } = ctx;
     const limit = ctx.backend.memoryLimitBytes;
     if (!limit) throw new Error('the node has no memory limit; eviction needs one');
-    // The hog grows until only ~60Mi remain, under the 100Mi hard threshold and above the OOM line.
-    const node = await ctx.core.readNode({ name: ctx.nodeName });
-    ctx.note('node memory', { capacity: node.status?.capacity?.memory, limitBytes: limit });
-    const targetMiB = Math.floor(limit / 2 ** 20) - 60 - 40; // 40Mi for the runtime, agent and pause
     await createPod(
       ctx,
       podFor(ctx, 'innocent', {
@@ -36,6 +32,13 @@ export const eviction: Scenario = {
       }),
     );
     await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+    // The hog grows in 32Mi steps until 60..92Mi remain: under the 100Mi hard threshold, above the
+    // OOM line. What the runtime, the agent and the other pods already use is measured, not guessed.
+    const step = 32;
+    const workingSet = await nodeMemoryWorkingSetBytes(ctx);
+    const targetMiB = Math.floor((Math.floor((limit - workingSet) / Mi) - 60) / step) * step;
+    ctx.note('node memory', { limitBytes: limit, workingSetBytes: workingSet, hogTargetMiB: targetMiB });
+    if (targetMiB < 64) throw new Error(`the node has only ${targetMiB + 60}Mi free; too little for the hog`);
     await createPod(
       ctx,
       podFor(ctx, 'hog', {
@@ -47,8 +50,8 @@ export const eviction: Scenario = {
             image: ctx.images.memhog,
             imagePullPolicy: 'IfNotPresent',
             env: [
-              { name: 'MEGABYTES', value: String(targetMiB) },
-              { name: 'STEP_MB', value: '8' },
+              { name: 'MEMHOG_MB', value: String(targetMiB) },
+              { name: 'MEMHOG_STEP_MB', value: String(step) },
             ],
           },
         ],

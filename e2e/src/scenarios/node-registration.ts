@@ -1,5 +1,5 @@
+import { Quantity } from '@kh/apimachinery';
 import type { Scenario } from '@kh/harness';
-import { parseQuantity } from '../support/quantity.js';
 
 /** The Node and its Lease look as a kubelet makes them, and kubectl shows the node Ready. */
 export const nodeRegistration: Scenario = {
@@ -34,7 +34,7 @@ export const nodeRegistration: Scenario = {
       check.ok(`allocatable.${r} set`, !!alloc[r], alloc[r], 'a quantity');
     }
     check.equal('capacity.pods is maxPods', cap.pods, '110');
-    const mem = (q: string | undefined) => parseQuantity(q ?? '0');
+    const mem = (q: string | undefined) => Number(Quantity.fromJSON(q ?? '0').value());
     // evictionHard memory.available<100Mi comes off allocatable, as on a real kubelet.
     check.ok(
       'allocatable.memory <= capacity.memory - 100Mi',

@@ -21,24 +21,22 @@ export const podLifecycle: Scenario = {
     const { check } = ctx;
     const shared = { volumes: [{ name: 'data', emptyDir: {} }] };
     const mount = { volumeMounts: [{ name: 'data', mountPath: '/data' }] };
-    // The run's registry is open (testkit configures runtimes for one plain-HTTP registry alias), so
-    // this checks that a pod with a dockerconfigjson pull secret pulls and runs; that a registry
-    // rejects pulls without it needs a second, authenticated registry alias.
+    // The private registry refuses anonymous pulls. The secret is made the way a user makes one,
+    // so its key is the bare "host:port" that `--docker-server` takes.
     const secretName = 'regcred';
-    await ctx.core.createNamespacedSecret({
-      namespace: ctx.namespace,
-      body: {
-        metadata: { name: secretName },
-        type: 'kubernetes.io/dockerconfigjson',
-        data: {
-          '.dockerconfigjson': Buffer.from(
-            JSON.stringify({
-              auths: { [ctx.registry.host]: { username: 'kh', password: 'kh' } },
-            }),
-          ).toString('base64'),
-        },
-      },
-    });
+    const priv = ctx.registry.private;
+    const secret = await ctx.kubectl([
+      'create',
+      'secret',
+      'docker-registry',
+      secretName,
+      '-n',
+      ctx.namespace,
+      `--docker-server=${priv.host}`,
+      `--docker-username=${priv.username}`,
+      `--docker-password=${priv.password}`,
+    ]);
+    check.equal('kubectl create secret docker-registry', secret.code, 0);
 
     await Promise.all([
       createPod(
@@ -95,6 +93,14 @@ export const podLifecycle: Scenario = {
         ctx,
         podFor(ctx, 'private-pull', {
           imagePullSecrets: [{ name: secretName }],
+          containers: [
+            { name: 'c', image: ctx.images.private, imagePullPolicy: 'Always', command: ['sleep', '600'] },
+          ],
+        }),
+      ),
+      createPod(
+        ctx,
+        podFor(ctx, 'private-no-secret', {
           containers: [
             { name: 'c', image: ctx.images.private, imagePullPolicy: 'Always', command: ['sleep', '600'] },
           ],
@@ -209,6 +215,22 @@ export const podLifecycle: Scenario = {
         'Running after pulling with a pull secret',
         (x) => x.status?.phase === 'Running',
       ),
+      (async () => {
+        const p = await waitForPod(
+          ctx,
+          'private-no-secret',
+          'cannot pull from the private registry without a secret',
+          (x) => waitingReason(x, 'c') === 'ErrImagePull' || waitingReason(x, 'c') === 'ImagePullBackOff',
+        );
+        check.equal('pod without the secret is not running', p.status?.phase, 'Pending');
+        // The waiting message turns into "Back-off pulling image" later; the Failed event keeps the cause.
+        await check.eventually(
+          'a Failed pull event says the registry wants credentials',
+          async () => (await eventsFor(ctx, 'private-no-secret')).filter((e) => e.reason === 'Failed'),
+          (failed) => failed.some((e) => /401|unauthorized|authentication required/i.test(e.message)),
+          { timeoutMs: 30_000, expected: 'a Failed event naming 401 / unauthorized' },
+        );
+      })(),
       (async () => {
         await waitForPod(ctx, 'graceful', 'is Running', (x) => x.status?.phase === 'Running');
         const t0 = Date.now();

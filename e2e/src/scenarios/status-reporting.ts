@@ -64,10 +64,13 @@ export const statusReporting: Scenario = {
           { timeoutMs: 60_000, expected: { status: 'False', reason: 'KubeletNotReady' } },
         );
         check.equal('NotReady reason', down?.reason, 'KubeletNotReady');
+        // The kubelet's two runtime-down messages: Status fails (containerd gone) for longer than
+        // the sync threshold, or it answers RuntimeReady=false (the dockershim without dockerd).
         check.ok(
           'NotReady message says the runtime is down',
-          /container runtime is down|runtime/i.test(down?.message ?? ''),
+          /container runtime is down|container runtime not ready/.test(down?.message ?? ''),
           down?.message,
+          'container runtime is down | container runtime not ready: ...',
         );
       } finally {
         ctx.note('starting the runtime again');

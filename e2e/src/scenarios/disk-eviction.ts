@@ -1,0 +1,144 @@
+import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { V1Pod } from '@kubernetes/client-node';
+import { nodeCondition, nodeFsAvailableBytes } from '../support/node.js';
+import { createPod, eventsFor, podFor, readPod, sh, waitForPod } from '../support/pods.js';
+
+const Mi = 2 ** 20;
+/** The agent's --root-dir on every node: nodefs is the filesystem holding it. */
+const AGENT_ROOT_DIR = '/var/lib/kubelet';
+/** The hog crosses the threshold after writing this much... */
+const MARGIN_MIB = 300;
+/** ...and writes this much in all, so that reclaiming one small image cannot end the pressure. */
+const HOG_MIB = 1000;
+
+interface Sample {
+  hog: V1Pod;
+  spareImagePresent: boolean;
+}
+
+/**
+ * Modelled on eviction_test's local storage cases: a nodefs.available threshold set just under
+ * the space free when the scenario starts (as the node e2e suite does), so that a disk hog writing
+ * into its writable layer is real disk pressure on any machine. The agent must first reclaim at
+ * node level (an unused image goes), then evict the hog, not the innocent pod; DiskPressure
+ * appears and clears once the hog's layer is gone.
+ */
+export const diskEviction: Scenario = {
+  name: 'disk-eviction',
+  description:
+    'disk pressure reclaims unused images first, then evicts the disk hog, not the innocent pod; DiskPressure appears and clears; Evicted reason and event',
+  needs: ['real-containers', 'registry-pull'],
+  timeoutMs: 360_000,
+  async run(ctx) {
+    const { check } = ctx;
+    await createPod(
+      ctx,
+      podFor(ctx, 'innocent', { priority: 1000, containers: [sh(ctx, 'c', 'sleep 600')] }),
+    );
+    await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+    // An image no pod uses: what node-level reclaim may delete.
+    const spare = ctx.images.httpd;
+    await ctx.cri.pullImage(spare);
+    check.ok(
+      'spare image present before the pressure',
+      (await ctx.cri.imageStatus(spare)) !== undefined,
+      spare,
+    );
+
+    const free = await nodeFsAvailableBytes(ctx, AGENT_ROOT_DIR);
+    const thresholdMiB = Math.floor(free / Mi) - MARGIN_MIB;
+    ctx.note('nodefs threshold from the free space', { freeMiB: Math.floor(free / Mi), thresholdMiB });
+    await ctx.reconfigureAgent({
+      evictionHard: {
+        'memory.available': '100Mi',
+        'nodefs.available': `${thresholdMiB}Mi`,
+        'nodefs.inodesFree': '2%',
+        'imagefs.available': '2%',
+      },
+      // Node-level reclaim deletes only images older than this; the agent just restarted.
+      imageMinimumGCAge: '0s',
+    });
+    try {
+      await createPod(
+        ctx,
+        podFor(ctx, 'hog', {
+          priority: 0,
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'hog',
+              image: ctx.images.diskhog,
+              imagePullPolicy: 'IfNotPresent',
+              env: [
+                { name: 'DISKHOG_MB', value: String(HOG_MIB) },
+                { name: 'DISKHOG_STEP_MB', value: '50' },
+              ],
+            },
+          ],
+        }),
+      );
+      const pressure = await check.eventually(
+        'DiskPressure=True appears',
+        () => nodeCondition(ctx, 'DiskPressure'),
+        (c) => c?.status === 'True',
+        {
+          timeoutMs: 90_000,
+          intervalMs: 1_000,
+          expected: { status: 'True', reason: 'KubeletHasDiskPressure' },
+        },
+      );
+      check.equal('DiskPressure reason', pressure?.reason, 'KubeletHasDiskPressure');
+
+      // The hog is read before the image: once the hog shows evicted, a reclaim that came first
+      // has already removed the spare image.
+      const evicted = await check.eventually(
+        'hog evicted',
+        async (): Promise<Sample> => {
+          const hog = await readPod(ctx, 'hog');
+          return { hog, spareImagePresent: (await ctx.cri.imageStatus(spare)) !== undefined };
+        },
+        (s) => s.hog.status?.phase === 'Failed',
+        {
+          timeoutMs: 90_000,
+          intervalMs: 1_000,
+          describe: (s) => ({ ...s.hog.status, spareImagePresent: s.spareImagePresent }),
+        },
+      );
+      check.equal('unused image reclaimed before the eviction', evicted.spareImagePresent, false);
+      check.equal('evicted pod reason', evicted.hog.status?.reason, 'Evicted');
+      check.ok(
+        'eviction message names ephemeral-storage',
+        /ephemeral-storage/.test(evicted.hog.status?.message ?? ''),
+        evicted.hog.status?.message,
+      );
+      await check.eventually(
+        'Evicted event',
+        () => eventsFor(ctx, 'hog'),
+        (events) => events.some((e) => e.reason === 'Evicted' && /ephemeral-storage/.test(e.message)),
+        { timeoutMs: 30_000 },
+      );
+      const innocent = await readPod(ctx, 'innocent');
+      check.equal('innocent pod survives', innocent.status?.phase, 'Running');
+      await keptImages(ctx);
+
+      await check.eventually(
+        'DiskPressure clears once the hog is gone',
+        () => nodeCondition(ctx, 'DiskPressure'),
+        (c) => c?.status === 'False',
+        { timeoutMs: 90_000, intervalMs: 2_000 },
+      );
+    } finally {
+      // The hog's layer must not keep the node under pressure for the scenarios after this one.
+      await ctx.core
+        .deleteNamespacedPod({ name: 'hog', namespace: ctx.namespace, gracePeriodSeconds: 0 })
+        .catch(() => {});
+      await ctx.reconfigureAgent({});
+    }
+  },
+};
+
+async function keptImages(ctx: ScenarioContext): Promise<void> {
+  for (const image of [ctx.images.busybox, ctx.images.pause]) {
+    ctx.check.ok(`image in use kept: ${image}`, (await ctx.cri.imageStatus(image)) !== undefined, image);
+  }
+}

@@ -1,0 +1,39 @@
+import type { ScenarioContext } from '@kh/harness';
+
+export const nodeCondition = async (ctx: ScenarioContext, type: string) =>
+  (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
+
+async function execOk(ctx: ScenarioContext, cmd: string[]): Promise<string> {
+  const r = await ctx.backend.host.exec(cmd);
+  if (r.exitCode !== 0) throw new Error(`${cmd.join(' ')} failed on ${ctx.nodeName}: ${r.output}`);
+  return r.output;
+}
+
+/** Bytes free for unprivileged writers on the filesystem holding `path` in the node (statfs f_bavail). */
+export async function nodeFsAvailableBytes(ctx: ScenarioContext, path: string): Promise<number> {
+  const out = await execOk(ctx, ['df', '-B1', '--output=avail', path]);
+  const bytes = Number(out.trim().split('\n').pop());
+  if (!Number.isFinite(bytes)) throw new Error(`df printed no size for ${path}: ${out}`);
+  return bytes;
+}
+
+/**
+ * The node's memory working set (usage minus inactive file pages) as the kubelet computes
+ * memory.available, read from the node container's own cgroup: the pods' cgroup root minus
+ * "/kubepods". cgroup v1 and v2.
+ */
+export async function nodeMemoryWorkingSetBytes(ctx: ScenarioContext): Promise<number> {
+  const parent = ctx.backend.cgroupParent;
+  if (!parent) throw new Error(`node ${ctx.nodeName} has no cgroup root`);
+  const cgroup = parent.replace(/\/kubepods$/, '');
+  const v1 = `/sys/fs/cgroup/memory${cgroup}`;
+  const v2 = `/sys/fs/cgroup${cgroup}`;
+  const script = `if [ -f ${v1}/memory.usage_in_bytes ]; then cat ${v1}/memory.usage_in_bytes; grep '^total_inactive_file ' ${v1}/memory.stat; else cat ${v2}/memory.current; grep '^inactive_file ' ${v2}/memory.stat; fi`;
+  const [usage, inactive] = (await execOk(ctx, ['sh', '-c', script]))
+    .trim()
+    .split('\n')
+    .map((l) => Number(l.split(' ').pop()));
+  if (usage === undefined || inactive === undefined || !Number.isFinite(usage - inactive))
+    throw new Error(`cannot read the memory use of cgroup ${cgroup}`);
+  return Math.max(0, usage - inactive);
+}
