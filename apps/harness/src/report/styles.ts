@@ -137,6 +137,9 @@ table.assertions { table-layout: fixed; }
 .kind--event { background: var(--warn-bg); color: var(--warn-fg); }
 .kind--pod-phase, .kind--container-state { background: var(--pass-bg); color: var(--pass-fg); }
 .latency { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.timeline .caller { display: inline-block; min-width: 4.2em; margin-right: 6px; color: var(--muted); font-size: 0.78rem; }
+.cri-stats td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.cri-stats tr.warn td, .cri-stats tr.warn th { background: var(--warn-bg); }
 svg.spark { vertical-align: -1px; } svg.spark rect { fill: var(--info-fg); }
 .log pre { background: #1f2328; color: #e6edf3; padding: 10px 12px; border-radius: 6px; overflow: auto; max-height: 320px; margin: 0; font-size: 0.8rem; line-height: 1.45; }
 .log .line { display: block; white-space: pre; }

@@ -815,10 +815,11 @@ class ReportPage {
       container.replaceChildren(h('p', { class: 'empty' }, 'No CRI calls were recorded.'));
       return;
     }
+    // The caller is in every label: colour (the runtime's, lighter for the harness) only repeats it.
     const bars: BarRow[] = rows.map((r) => ({
       group: r.method,
-      label: r.runtime,
-      colour: this.colourOf.get(r.runtime) ?? '#666',
+      label: `${r.runtime} · ${r.source}`,
+      colour: shade(this.colourOf.get(r.runtime) ?? '#666666', r.source === 'harness' ? 0 : 2),
       value: r.p50,
       tick: r.p90,
       whisker: r.p99,
@@ -833,22 +834,28 @@ class ReportPage {
         return h('li', {}, sw, rt);
       }),
       h('li', { class: 'legend-note' }, 'bar: p50 · tick: p90 · whisker end: p99'),
+      h(
+        'li',
+        { class: 'legend-note' },
+        'agent: our node agent’s calls to its runtime · harness: the harness’s own checks',
+      ),
     );
     container.replaceChildren(
       legend,
       barChart(
         'CRI call latency by method and runtime',
-        `${rows.length} method and runtime pairs; bars show p50, whiskers p99`,
+        `${rows.length} method, runtime and caller rows; bars show p50, whiskers p99`,
         bars,
         'latency (log scale)',
         'log',
       ),
       dataTable(
         'CRI call latency',
-        ['Method', 'Runtime', 'Calls', 'Errors', 'p50', 'p90', 'p99', 'max'],
+        ['Method', 'Runtime', 'Caller', 'Calls', 'Errors', 'p50', 'p90', 'p99', 'max'],
         rows.map((r) => [
           r.method,
           r.runtime,
+          r.source,
           r.count,
           r.errors,
           formatMs(r.p50),
@@ -937,6 +944,7 @@ class ReportPage {
       cell.comparison ? h('p', { class: 'compare' }, `Baseline: ${comparisonText(cell)}.`) : null,
       this.assertionsSection(cell),
       this.timelineSection(cell),
+      this.criCallsSection(cell),
       cell.podStartupMs?.length
         ? h(
             'section',
@@ -1105,6 +1113,7 @@ class ReportPage {
       h(
         'td',
         {},
+        e.kind === 'cri-call' ? h('span', { class: 'caller' }, e.source ?? 'harness') : null,
         e.method ? h('code', {}, e.method) : null,
         e.method ? ' ' : null,
         e.summary,
@@ -1112,6 +1121,61 @@ class ReportPage {
         detail ? h('div', { class: 'detail' }, detail) : null,
       ),
       h('td', {}, latency),
+    );
+  }
+
+  /** Every CRI call of the cell per method; the timeline above shows only a selection of them. */
+  private criCallsSection(cell: ReportCell): HTMLElement | null {
+    const stats = cell.criCalls ?? [];
+    if (stats.length === 0) return null;
+    const total = stats.filter((c) => c.source === 'agent').reduce((n, c) => n + c.count, 0);
+    const shown = cell.timeline.filter((e) => e.kind === 'cri-call' && e.source === 'agent').length;
+    return h(
+      'section',
+      { 'aria-labelledby': 'dd-cri' },
+      h('h3', { id: 'dd-cri' }, 'CRI calls'),
+      h(
+        'p',
+        { class: 'cri-sample' },
+        shown < total
+          ? `The timeline shows ${shown} of the agent’s ${total} calls: failed ones, those within 5 s of a failure, every call that changes state, the slowest reads and an even sample of the rest. This table counts them all.`
+          : `The timeline shows all ${total} of the agent’s calls.`,
+      ),
+      h(
+        'div',
+        { class: 'scroll' },
+        h(
+          'table',
+          { class: 'compact cri-stats' },
+          h('caption', { class: 'visually-hidden' }, 'CRI calls in this cell by caller and method'),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              ...['Caller', 'Method', 'Calls', 'Errors', 'p50', 'p90', 'p99', 'max'].map((c) =>
+                h('th', { scope: 'col' }, c),
+              ),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            ...stats.map((c) =>
+              h(
+                'tr',
+                { class: c.errors > 0 ? 'warn' : '' },
+                h('td', {}, c.source),
+                h('th', { scope: 'row' }, h('code', {}, c.method)),
+                h('td', { class: 'num' }, String(c.count)),
+                h('td', { class: 'num' }, String(c.errors)),
+                ...[c.p50, c.p90, c.p99, c.max].map((v) => h('td', { class: 'num' }, formatMs(v))),
+              ),
+            ),
+          ),
+        ),
+      ),
     );
   }
 

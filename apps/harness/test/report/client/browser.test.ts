@@ -119,7 +119,25 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
       'docker',
       'fake',
     ]);
-    expect(await page.locator('#chart-cri .group-label').allTextContents()).toContain('RunPodSandbox');
+    // The agent's own calls to its runtime, counted in full from the runtime's statistics, next to
+    // the harness's checks; the caller is in the text, not only in the colour.
+    const criGroups = await page.locator('#chart-cri .group-label').allTextContents();
+    expect(criGroups).toEqual(
+      expect.arrayContaining(['RunPodSandbox', 'CreateContainer', 'ListContainers', 'Version']),
+    );
+    const criLabels = await page.locator('#chart-cri svg text.value').allTextContents();
+    expect(criLabels.some((t) => t.startsWith('containerd · agent p50'))).toBe(true);
+    expect(criLabels.some((t) => t.startsWith('containerd · harness p50'))).toBe(true);
+    const criTable = page.locator('#chart-cri table tbody tr');
+    const rowsText = await criTable.evaluateAll((trs) =>
+      trs.map((tr) =>
+        [...tr.querySelectorAll('td')]
+          .slice(0, 4)
+          .map((td) => td.textContent)
+          .join('|'),
+      ),
+    );
+    expect(rowsText).toContain('ListContainers|containerd|agent|154');
     expect(await page.locator('#benchmarks tbody tr').count()).toBe(4);
     await page.screenshot({ path: join(SCREENSHOTS, 'report-overview.png'), fullPage: true });
   });
@@ -178,7 +196,16 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     expect(await criRows.count()).toBe(recorded.timeline.filter((e) => e.kind === 'cri-call').length);
     const stop = criRows.filter({ hasText: 'DEADLINE_EXCEEDED' });
     expect(await stop.locator('td').nth(2).textContent()).toMatch(
-      /^StopContainer probes-docker\/liveness-http/,
+      /^agentStopContainer probes-docker\/liveness-http/,
+    );
+    // Every call of the cell per caller and method, and how the timeline sampled them.
+    const stats = page.locator('#cell-body table.cri-stats tbody tr');
+    expect(await stats.count()).toBe(recorded.criCalls!.length);
+    expect(await stats.filter({ hasText: 'StopContainer' }).locator('td').nth(2).textContent()).toBe(
+      String(recorded.criCalls!.find((c) => c.method === 'StopContainer')!.errors),
+    );
+    expect(await page.locator('#cell-body .cri-sample').textContent()).toMatch(
+      /^The timeline shows \d+ of the agent’s \d+ calls/,
     );
     expect(await stop.locator('.latency').textContent()).toMatch(/\d(\.\d)? s$/);
     for (const kind of ['pod-phase', 'container-state', 'event', 'note']) {
