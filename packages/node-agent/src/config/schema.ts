@@ -40,7 +40,7 @@ const ip = (v: string) => (isIP(v) ? undefined : 'must be a valid IP address');
 const port = { kind: 'int', min: 0, max: 65535 } as const;
 function nonNegativeQuantity(v: string): string | undefined {
   try {
-    return Quantity.parse(v).milli < 0n ? 'must not be negative' : undefined;
+    return Quantity.parse(v).sign() < 0 ? 'must not be negative' : undefined;
   } catch (e) {
     return (e as Error).message;
   }
@@ -318,8 +318,8 @@ function checkMapValue(
   try {
     if (kind === 'threshold') {
       const t = parseQuantityOrPercent(v);
-      if ('quantity' in t && t.quantity.milli < 0n) errs.invalid(field, v, 'must not be negative');
-    } else if (Quantity.parse(v).milli < 0n) {
+      if ('quantity' in t && t.quantity.sign() < 0) errs.invalid(field, v, 'must not be negative');
+    } else if (Quantity.parse(v).sign() < 0) {
       errs.invalid(field, v, 'must not be negative');
     }
   } catch (e) {

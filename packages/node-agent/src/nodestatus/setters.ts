@@ -57,7 +57,7 @@ export const machineInfo: NodeStatusSetter = (node, s) => {
   for (const [name, cap] of Object.entries(capacity)) {
     const reserved = reservation[name];
     let value = reserved ? cap.sub(reserved) : cap;
-    if (value.milli < 0n) value = Quantity.fromMilli(0n, cap.format);
+    if (value.sign() < 0) value = Quantity.fromMilli(0n, cap.format);
     allocatable[name] = value;
   }
   node.status.capacity = toStrings(capacity);
