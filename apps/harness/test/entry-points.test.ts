@@ -72,4 +72,20 @@ describe('.github/workflows/nightly.yml', () => {
     expect(upload.with.path).toContain('report.html');
     expect(job.steps.some((s: { run?: string }) => s.run?.includes('scripts/e2e.sh'))).toBe(true);
   });
+
+  it("opens the run's report in Chromium and keeps the screenshot as an artifact", () => {
+    const job = wf.jobs.e2e;
+    const steps = job.steps as { run?: string; if?: string; uses?: string; with?: { path: string } }[];
+    const real = steps.find((s) => s.run?.includes('npm run test:report-real -w @kh/harness'));
+    expect(real?.run).toContain('KH_REAL_RESULTS="$KH_OUT/results.json"');
+    expect(real?.if).toBe('always()');
+    const pkg = JSON.parse(readFileSync(join(root, 'apps/harness/package.json'), 'utf8'));
+    expect(pkg.scripts['test:report-real']).toContain('test/report/client/real-run.test.ts');
+    const upload = steps.find((s) => s.uses?.startsWith('actions/upload-artifact'));
+    expect(upload?.with?.path).toContain('apps/harness/.reports/screenshots/');
+    // The screenshot's directory is where the Chromium tests write it.
+    expect(readFileSync(join(root, 'apps/harness/test/report/client/real-run.test.ts'), 'utf8')).toContain(
+      "'../../../.reports/screenshots/'",
+    );
+  });
 });

@@ -1,7 +1,8 @@
 // The report of a real run. CI points KH_REAL_RESULTS at the results.json the e2e matrix has just
 // written (`npm run test:report-real`); without it there is nothing real to open and this is
-// skipped. The page must show every recorded cell with the run's own outcome and counts, and open
-// each cell with its whole timeline, in Chromium, without a console error or an outside request.
+// skipped. The page must show every recorded cell with the run's own outcome and counts, open each
+// cell with its whole timeline, and chart the CRI calls our agent made to each runtime (read from
+// its --cri-call-log on the node), in Chromium, without a console error or an outside request.
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,10 +57,37 @@ describe.runIf(REAL)('the report of a real e2e run in Chromium', { timeout: 180_
         .poll(() => page.locator('#cell-title').textContent())
         .toBe(`${c.scenario} on ${c.runtime}`);
       expect(await page.locator('table.timeline tbody tr').count()).toBe(c.timeline.length);
+      if (c.outcome !== 'skipped') {
+        // Every cell that ran has the agent's calls: its PLEG relists the runtime every second.
+        const agentRows = page.locator('table.timeline tbody tr[data-kind="cri-call"]', {
+          has: page.locator('.caller', { hasText: /^agent$/ }),
+        });
+        expect(await agentRows.count(), `${c.runtime}/${c.scenario}`).toBeGreaterThan(0);
+        expect(await page.locator('#cell-body table.cri-stats tbody tr').count()).toBe(
+          c.criCalls?.length ?? 0,
+        );
+      }
       await page.keyboard.press('Escape');
       await expect
         .poll(() => page.locator('#cell-dialog').evaluate((d: HTMLDialogElement) => d.open))
         .toBe(false);
+    }
+    // The CRI latency chart's data table: method | runtime | caller | calls ...
+    const criRows = await page
+      .locator('#chart-cri table tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+      );
+    const charted = (runtime: string) =>
+      new Set(criRows.filter((r) => r[1] === runtime && r[2] === 'agent').map((r) => r[0]));
+    for (const rt of results.runtimes) {
+      const ran = results.cells.filter((c) => c.runtime === rt.name && c.outcome !== 'skipped');
+      if (ran.length === 0) continue;
+      const expected = ['ListPodSandbox', 'ListContainers'];
+      // Pods started on this runtime: the agent created them through CRI.
+      if (ran.some((c) => c.podStartupMs?.length))
+        expected.push('RunPodSandbox', 'CreateContainer', 'StartContainer');
+      expect([...charted(rt.name)], rt.name).toEqual(expect.arrayContaining(expected));
     }
     await page.screenshot({ path: join(SCREENSHOTS, 'report-real-run.png'), fullPage: true });
     expect(problems).toEqual([]);
