@@ -3,10 +3,13 @@
 // kubelet-owned status and keep conditions other writers own (readiness gates); a conflict is
 // retried at once on a fresh read, other failures on the next pass. Once a pod marked for
 // deletion has nothing left running, the manager deletes it with grace 0 (UID-guarded), which
-// finishes graceful deletion.
+// finishes graceful deletion. A static pod's status goes to its mirror pod (same name, another
+// UID, config.mirror = the static pod's UID), which is never deleted here: mirror/ owns it.
 import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { isConflict } from '../api/node_api.js';
 import type { PodApi } from '../api/pod_api.js';
+import { ConfigMirrorAnnotation } from '../mirror/mirror_client.js';
+import { ConfigSourceAnnotation } from '../podconfig/file_source.js';
 import type { StatusManager } from '../pods/types.js';
 import { canonicalJson } from '../util/canonical_json.js';
 import { type TimerClock, Waker } from '../util/clock.js';
@@ -33,6 +36,8 @@ interface Entry {
   syncedVersion: number;
   /** The pod has a deletionTimestamp and is waiting for its containers to be gone. */
   deletionPending: boolean;
+  /** A static pod: written to its mirror pod once that exists. */
+  static: boolean;
 }
 
 export class PodStatusManager implements StatusManager {
@@ -86,6 +91,7 @@ export class PodStatusManager implements StatusManager {
       version: (existing?.version ?? 0) + 1,
       syncedVersion: existing?.syncedVersion ?? 0,
       deletionPending: existing?.deletionPending ?? false,
+      static: existing?.static || pod.metadata?.annotations?.[ConfigSourceAnnotation] === 'file',
     });
     this.kick();
   }
@@ -142,7 +148,10 @@ export class PodStatusManager implements StatusManager {
    * behind one another.
    */
   async syncBatch(): Promise<void> {
-    const due = [...this.entries].filter(([, e]) => e.version !== e.syncedVersion || e.deletionPending);
+    // Static pods are checked every pass: their mirror pod may have been recreated without status.
+    const due = [...this.entries].filter(
+      ([, e]) => e.version !== e.syncedVersion || e.deletionPending || e.static,
+    );
     const worker = async () => {
       for (let next = due.shift(); next; next = due.shift()) {
         const [uid, e] = next;
@@ -163,7 +172,12 @@ export class PodStatusManager implements StatusManager {
     const { api } = this.opts;
     for (let attempt = 1; ; attempt++) {
       const pod = await api.getPod(e.namespace, e.name);
-      if (!pod || pod.metadata?.uid !== uid) {
+      const ours = e.static
+        ? pod?.metadata?.annotations?.[ConfigMirrorAnnotation] === uid
+        : pod?.metadata?.uid === uid;
+      // A static pod's mirror may not exist yet (or be outdated): keep the status until it does.
+      if (e.static && !ours) return;
+      if (!pod || !ours) {
         // Gone, or replaced by a new pod with the same name: nothing of ours to write.
         this.entries.delete(uid);
         return;
@@ -179,7 +193,7 @@ export class PodStatusManager implements StatusManager {
         }
       }
       e.syncedVersion = version;
-      e.deletionPending = Boolean(pod.metadata?.deletionTimestamp);
+      e.deletionPending = !e.static && Boolean(pod.metadata?.deletionTimestamp);
       if (e.deletionPending && this.reclaimed(pod, e.status)) {
         await api.deletePod(e.namespace, e.name, uid);
         this.entries.delete(uid);
