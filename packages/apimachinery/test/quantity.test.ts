@@ -94,7 +94,13 @@ describe('Quantity.parse', () => {
   it('names the input and the bad suffix', () => {
     expect(() => Quantity.parse('10MB')).toThrow(/^invalid quantity "10MB": .*suffix "MB"/);
     expect(() => Quantity.parse('')).toThrow(/invalid quantity "": empty string/);
-    expect(() => Quantity.parse('x')).toThrow(expect.objectContaining({ name: 'QuantityError', input: 'x' }));
+    expect(() => Quantity.parse('x')).toThrow(
+      expect.objectContaining({
+        name: 'QuantityError',
+        input: 'x',
+        reason: 'expected a number such as 1, 1.5 or .5, then a suffix',
+      }),
+    );
   });
 
   it('rejects non-strings with a clear error', () => {

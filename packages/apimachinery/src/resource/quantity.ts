@@ -5,12 +5,15 @@
 /** How a quantity prints: binary suffixes (Ki..Ei), decimal suffixes (n..E) or an exponent (e3). */
 export type QuantityFormat = 'BinarySI' | 'DecimalSI' | 'DecimalExponent';
 
-/** A quantity text or wire value that cannot be read; `input` is what was given. */
+/**
+ * A quantity text or wire value that cannot be read. The message names the input; `reason` is the
+ * message without it, for callers (field errors) that already show the value.
+ */
 export class QuantityError extends Error {
   override name = 'QuantityError';
   constructor(
     readonly input: unknown,
-    reason: string,
+    readonly reason: string,
   ) {
     super(`invalid quantity ${describe(input)}: ${reason}`);
   }
