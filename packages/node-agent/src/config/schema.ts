@@ -2,9 +2,13 @@
 // and whether the agent applies it or only accepts it (fields a real node's config.yaml carries
 // but that have no meaning here). Decoding, unknown-field reporting and validation all walk it.
 import { isIP } from 'node:net';
+import { QuantityError } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
 import { parseQuantityOrPercent, Quantity } from '../util/quantity.js';
 import type { FieldErrorList } from './field_errors.js';
+
+/** A field error already shows the value, so a quantity error contributes only its reason. */
+const reasonOf = (e: unknown): string => (e instanceof QuantityError ? e.reason : (e as Error).message);
 
 export type FieldSpec =
   | { kind: 'string'; check?: (v: string) => string | undefined }
@@ -42,7 +46,7 @@ function nonNegativeQuantity(v: string): string | undefined {
   try {
     return Quantity.parse(v).sign() < 0 ? 'must not be negative' : undefined;
   } catch (e) {
-    return (e as Error).message;
+    return reasonOf(e);
   }
 }
 
@@ -323,7 +327,7 @@ function checkMapValue(
       errs.invalid(field, v, 'must not be negative');
     }
   } catch (e) {
-    errs.invalid(field, v, (e as Error).message);
+    errs.invalid(field, v, reasonOf(e));
   }
 }
 
