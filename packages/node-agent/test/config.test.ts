@@ -133,7 +133,9 @@ authentication: { anonymous: { enabled: false, extra: 1 } }
         'nodeStatusUpdateFrequency: Invalid value: 10: must be a duration string such as "1m30s"',
         'syncFrequency: Invalid value: "1d": invalid duration "1d"',
         'imageGCLowThresholdPercent: Invalid value: 60: must be less than imageGCHighThresholdPercent (50)',
-        expect.stringMatching(/^evictionHard\[memory\.available\]: Invalid value: "100MB": unable to parse quantity's suffix "MB"/),
+        expect.stringMatching(
+          /^evictionHard\[memory\.available\]: Invalid value: "100MB": unable to parse quantity's suffix "MB"/,
+        ),
         expect.stringMatching(
           /^evictionHard\[disk\.available\]: Unsupported value: "disk\.available": supported values: .*"memory\.available"/,
         ),
