@@ -10,6 +10,7 @@ import type { AgentCriCall } from '../node/cri-call-log.js';
 import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
 import { agentCallEntry, CriCallTally, selectAgentCalls } from './cri-calls.js';
+import { excerptAround } from './log-excerpt.js';
 import type { Progress } from './progress.js';
 
 /** The shared world of a run: network, apiserver, registry. Built by world/world.ts. */
@@ -52,6 +53,9 @@ export interface MatrixDeps<W extends World = World> {
   /** Aborted on SIGINT: stops scheduling new cells; clean-up still runs. */
   signal?: AbortSignal;
 }
+
+/** Log lines searched for those around a failure (the agent keeps its last 2000). */
+const LOG_LINES_SEARCHED = 2_000;
 
 export const newRunId = (): string => `kh-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
 
@@ -242,18 +246,24 @@ async function runCell(
   }
   // Collecting results (agent calls, logs) is not part of the scenario's duration.
   const durationMs = Date.now() - start;
-  const criCalls = await mergeAgentCriCalls(
-    node,
-    start,
-    timeline,
-    outcome === 'failed' ? durationMs : undefined,
-    tally,
-  );
+  // When things went wrong, in ms since the cell started: failed assertions, and a failed cell's end.
+  const failuresAt = timeline
+    .filter((e) => e.kind === 'note' && e.summary.startsWith('assertion failed'))
+    .map((e) => e.t);
+  if (outcome === 'failed') failuresAt.push(durationMs);
+  const criCalls = await mergeAgentCriCalls(node, start, timeline, failuresAt, tally);
   const podStartupMs = timeline.flatMap((e) =>
     typeof e.detail?.startupMs === 'number' ? [e.detail.startupMs] : [],
   );
-  const excerpts: LogExcerpt[] = [{ source: 'agent', lines: node.agentLogs(80) }];
-  const runtimeLines = await node.started.runtimeLogs(60).catch(() => []);
+  const failureTimes = failuresAt.map((t) => start + t);
+  const excerpts: LogExcerpt[] = [
+    { source: 'agent', lines: excerptAround(node.agentLogs(LOG_LINES_SEARCHED), failureTimes, 80) },
+  ];
+  const runtimeLines = excerptAround(
+    await node.started.runtimeLogs(LOG_LINES_SEARCHED).catch(() => []),
+    failureTimes,
+    60,
+  );
   if (runtimeLines.length) excerpts.push({ source: 'runtime', lines: runtimeLines });
   if (logs.length) excerpts.push({ source: 'harness', lines: logs });
   return {
@@ -280,8 +290,7 @@ async function mergeAgentCriCalls(
   node: ReadyNode,
   start: number,
   timeline: TimelineEntry[],
-  /** When the cell failed: its end, in ms since it started. */
-  failedAt: number | undefined,
+  failuresAt: number[],
   tally: CriCallTally,
 ): Promise<CellResult['criCalls'] & {}> {
   const cellTally = new CriCallTally();
@@ -305,10 +314,6 @@ async function mergeAgentCriCalls(
   const inCell = calls.filter((c) => c.at >= start);
   for (const c of calls) tally.add('agent', c);
   for (const c of inCell) cellTally.add('agent', c);
-  const failuresAt = timeline
-    .filter((e) => e.kind === 'note' && e.summary.startsWith('assertion failed'))
-    .map((e) => e.t);
-  if (failedAt !== undefined) failuresAt.push(failedAt);
   const kept = selectAgentCalls(inCell, start, failuresAt).map((c) => agentCallEntry(c, start));
   if (kept.length > 0) {
     timeline.push(...kept);
