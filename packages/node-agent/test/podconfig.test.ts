@@ -41,6 +41,24 @@ describe('PodSnapshotDiff', () => {
     expect(d.set(next)).toEqual([]);
   });
 
+  it('applies one changed pod with the same operations a full snapshot would give', () => {
+    const d = new PodSnapshotDiff('api');
+    d.set([pod('a'), pod('b'), pod('c')]);
+    expect(ops(d.apply(pod('d')))).toEqual(['ADD d']);
+    expect(ops(d.apply(pod('a', {}, 'busybox:2')))).toEqual(['UPDATE a']);
+    expect(ops(d.apply(pod('b', { deletionTimestamp: new Date(1000) })))).toEqual(['DELETE b']);
+    expect(ops(d.apply(pod('c', {}, 'busybox', 'Running')))).toEqual(['RECONCILE c']);
+    expect(d.apply(pod('c', {}, 'busybox', 'Running'))).toEqual([]);
+    expect(ops(d.apply(pod('d'), true))).toEqual(['REMOVE d']);
+    expect(d.apply(pod('d'), true)).toEqual([]); // already gone
+    expect(d.apply({ metadata: { name: 'no-uid' } })).toEqual([]);
+    // The applied pods are the snapshot a later set() diffs against.
+    expect(d.current().map((p) => p.metadata?.name)).toEqual(['a', 'b', 'c']);
+    expect(
+      d.set([pod('a', {}, 'busybox:2'), pod('b', { deletionTimestamp: new Date(1000) }), pod('c')]),
+    ).toEqual([{ op: 'RECONCILE', pods: [pod('c')], source: 'api' }]);
+  });
+
   it('compares what the kubelet acts on, not key order or status', () => {
     const a = pod('a', { labels: { x: '1', y: '2' } });
     const b = pod('a', { labels: { y: '2', x: '1' } }, 'busybox', 'Running');

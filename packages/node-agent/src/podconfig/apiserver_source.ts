@@ -100,7 +100,6 @@ const RETRY_MAX_MS = 30_000;
 
 export class ApiServerPodSource implements PodSource {
   private readonly diff = new PodSnapshotDiff('api');
-  private readonly pods = new Map<string, V1Pod>();
   private listed = false;
 
   constructor(private readonly opts: { lw: PodListWatch; clock: TimerClock; log?: Logger }) {}
@@ -113,27 +112,18 @@ export class ApiServerPodSource implements PodSource {
     const log = this.opts.log ?? silentLogger;
     let resourceVersion: string | undefined;
     let delay = RETRY_START_MS;
-    const publish = () => {
-      for (const u of this.diff.set([...this.pods.values()])) deliver(u);
-    };
     while (!signal.aborted) {
       try {
         if (resourceVersion === undefined) {
           const list = await this.opts.lw.list();
-          this.pods.clear();
-          for (const p of list.pods) if (p.metadata?.uid) this.pods.set(p.metadata.uid, p);
           resourceVersion = list.resourceVersion;
           this.listed = true;
-          publish();
+          for (const u of this.diff.set(list.pods)) deliver(u);
         }
         const w = this.opts.lw.watch(resourceVersion, (type, pod) => {
           if (pod.metadata?.resourceVersion) resourceVersion = pod.metadata.resourceVersion;
           if (type === 'BOOKMARK') return;
-          const uid = pod.metadata?.uid;
-          if (!uid) return;
-          if (type === 'DELETED') this.pods.delete(uid);
-          else this.pods.set(uid, pod);
-          publish();
+          for (const u of this.diff.apply(pod, type === 'DELETED')) deliver(u);
         });
         const onAbort = () => w.stop();
         signal.addEventListener('abort', onAbort, { once: true });
