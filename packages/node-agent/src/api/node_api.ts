@@ -6,7 +6,7 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   type CoreV1Event,
-  KubeConfig,
+  type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
   type V1Lease,
@@ -85,11 +85,7 @@ async function orUndefined<T>(fn: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-export function loadKubeConfig(path: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(path);
-  return kc;
-}
+export { loadKubeConfig } from './kubeconfig.js';
 
 export class KubeNodeApi implements NodeApi, PodApi {
   private readonly core: CoreV1Api;
@@ -123,6 +119,10 @@ export class KubeNodeApi implements NodeApi, PodApi {
 
   getPod(namespace: string, name: string) {
     return orUndefined(() => this.core.readNamespacedPod({ namespace, name }));
+  }
+
+  getSecret(namespace: string, name: string) {
+    return orUndefined(() => this.core.readNamespacedSecret({ namespace, name }));
   }
 
   patchPodStatus(namespace: string, name: string, status: V1PodStatus) {
