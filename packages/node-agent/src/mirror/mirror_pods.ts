@@ -16,6 +16,8 @@ import { isMirrorPod, isMirrorPodOf, type MirrorPodApi, mirrorPodFor } from './m
 
 /** A safety net besides the watch: mirrors are checked at least this often. */
 export const MIRROR_RESYNC_MS = 10_000;
+/** Retry delay while the sources have not listed yet or the Node is not registered yet. */
+export const MIRROR_RETRY_MS = 500;
 
 const fullName = (p: V1Pod) => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
 
@@ -33,6 +35,8 @@ export class MirrorPodManager {
       nodeName: string;
       clock: TimerClock;
       resyncMs?: number;
+      /** Called after a mirror pod was created, e.g. to post the static pod's status to it now. */
+      onMirrorCreated?: (mirror: V1Pod) => void;
       log?: Logger;
     },
   ) {}
@@ -81,10 +85,14 @@ export class MirrorPodManager {
     return m && isMirrorPodOf(m, staticPod) ? m : undefined;
   }
 
-  /** Brings the API's mirror pods in line with the static pods; errors wait for the next pass. */
-  async reconcile(): Promise<void> {
+  /**
+   * Brings the API's mirror pods in line with the static pods; errors wait for the next pass.
+   * Resolves to false when it could not start yet (sources not listed, no Node): retry soon.
+   */
+  async reconcile(): Promise<boolean> {
     // Before every source has listed, a missing mirror or static pod may only be unknown yet.
-    if (!this.sources.every((s) => s.ready())) return;
+    if (!this.sources.every((s) => s.ready())) return false;
+    let done = true;
     const log = this.opts.log ?? silentLogger;
     for (const [name, mirror] of [...this.mirrors]) {
       if (this.staticPods.has(name)) continue;
@@ -99,11 +107,12 @@ export class MirrorPodManager {
           log.info('Deleting outdated or deleted mirror pod', { pod: name });
           await this.delete(mirror);
         }
-        await this.create(staticPod);
+        if (!(await this.create(staticPod))) done = false;
       } catch (err) {
         log.error('Failed to reconcile mirror pod', { pod: name, err });
       }
     }
+    return done;
   }
 
   private async delete(mirror: V1Pod): Promise<void> {
@@ -118,23 +127,29 @@ export class MirrorPodManager {
     if (this.mirrors.get(fullName(mirror)) === mirror) this.mirrors.delete(fullName(mirror));
   }
 
-  private async create(staticPod: V1Pod): Promise<void> {
+  /** False when there is no Node to own the mirror yet. */
+  private async create(staticPod: V1Pod): Promise<boolean> {
     const node = await this.opts.api.getNode(this.opts.nodeName);
     // Like the kubelet: no owner to point at yet, or the Node is going away.
-    if (!node || node.metadata?.deletionTimestamp) return;
+    if (!node || node.metadata?.deletionTimestamp) return false;
     const created = await this.opts.api.createPod(mirrorPodFor(staticPod, node)).catch((e) => {
       // Someone else's pod holds the name (or our create raced the watch): seen on the next pass.
       if ((e as { code?: number }).code === 409) return undefined;
       throw e;
     });
-    if (created) this.mirrors.set(fullName(created), created);
+    if (created) {
+      this.mirrors.set(fullName(created), created);
+      this.opts.onMirrorCreated?.(created);
+    }
+    return true;
   }
 
   /** Reconciles on every change of static or mirror pods, and every resyncMs. */
   async run(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      await this.reconcile();
-      await this.waker.wait(this.opts.clock, this.opts.resyncMs ?? MIRROR_RESYNC_MS, signal);
+      const done = await this.reconcile();
+      const wait = done ? (this.opts.resyncMs ?? MIRROR_RESYNC_MS) : MIRROR_RETRY_MS;
+      await this.waker.wait(this.opts.clock, wait, signal);
     }
   }
 }

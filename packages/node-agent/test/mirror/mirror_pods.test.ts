@@ -5,7 +5,7 @@ import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/node_api.js';
 import { ConfigMirrorAnnotation, type MirrorPodApi } from '../../src/mirror/mirror_client.js';
-import { MirrorPodManager } from '../../src/mirror/mirror_pods.js';
+import { MIRROR_RETRY_MS, MirrorPodManager } from '../../src/mirror/mirror_pods.js';
 import { staticPodFromManifest } from '../../src/podconfig/file_source.js';
 import type { PodSource, PodUpdate } from '../../src/pods/types.js';
 import { FakeClock } from '../../src/util/clock.js';
@@ -69,7 +69,13 @@ const staticPod = (image = 'etcd:3.5') =>
 
 function setup() {
   const api = new MemoryMirrorApi();
-  const mgr = new MirrorPodManager({ api, nodeName: 'node-a', clock: new FakeClock() });
+  const created: string[] = [];
+  const mgr = new MirrorPodManager({
+    api,
+    nodeName: 'node-a',
+    clock: new FakeClock(),
+    onMirrorCreated: (m) => created.push(m.metadata?.uid ?? ''),
+  });
   const file = new ManualSource();
   const apiSource = new ManualSource();
   const delivered: PodUpdate[] = [];
@@ -81,12 +87,12 @@ function setup() {
   const fromFile = (op: PodUpdate['op'], pods: V1Pod[]) => file.deliver?.({ op, pods, source: 'file' });
   const fromApi = (op: PodUpdate['op'], pods: V1Pod[]) => apiSource.deliver?.({ op, pods, source: 'api' });
   const mirror = () => api.pods.get('kube-system/etcd-node-a');
-  return { api, mgr, file, apiSource, delivered, fromFile, fromApi, mirror };
+  return { api, mgr, file, apiSource, delivered, fromFile, fromApi, mirror, created };
 }
 
 describe('MirrorPodManager', () => {
   it('creates a mirror pod: the static pod with the config.mirror hash, owned by the Node', async () => {
-    const { api, mgr, fromFile, mirror } = setup();
+    const { api, mgr, fromFile, mirror, created } = setup();
     const sp = staticPod();
     fromFile('ADD', [sp]);
     await mgr.reconcile();
@@ -111,24 +117,47 @@ describe('MirrorPodManager', () => {
     // In sync: another pass writes nothing.
     await mgr.reconcile();
     expect(api.calls).toEqual(['create kube-system/etcd-node-a']);
+    expect(created).toEqual([m?.metadata?.uid]);
   });
 
   it('waits for every source to list, and for a Node that is not being deleted', async () => {
     const { api, mgr, file, fromFile, mirror } = setup();
     file.listed = false;
     fromFile('ADD', [staticPod()]);
-    await mgr.reconcile();
+    expect(await mgr.reconcile()).toBe(false);
     expect(api.calls).toEqual([]);
     file.listed = true;
     api.node = undefined;
-    await mgr.reconcile();
+    expect(await mgr.reconcile()).toBe(false);
     expect(mirror()).toBeUndefined();
     api.node = { metadata: { name: 'node-a', uid: 'n', deletionTimestamp: new Date() } };
-    await mgr.reconcile();
+    expect(await mgr.reconcile()).toBe(false);
     expect(mirror()).toBeUndefined();
     api.node = { metadata: { name: 'node-a', uid: 'n' } };
-    await mgr.reconcile();
+    expect(await mgr.reconcile()).toBe(true);
     expect(mirror()?.metadata?.ownerReferences?.[0]?.uid).toBe('n');
+  });
+
+  it('retries soon while it cannot start, without waiting for the resync period', async () => {
+    const clock = new FakeClock();
+    const api = new MemoryMirrorApi();
+    api.node = undefined;
+    const mgr = new MirrorPodManager({ api, nodeName: 'node-a', clock, resyncMs: 60_000 });
+    const file = new ManualSource();
+    const abort = new AbortController();
+    void mgr.wrap(file).run(abort.signal, () => {});
+    const running = mgr.run(abort.signal);
+    file.deliver?.({ op: 'ADD', pods: [staticPod()], source: 'file' });
+    await clock.advance(MIRROR_RETRY_MS); // not listed yet
+    expect(api.calls).toEqual([]);
+    file.listed = true;
+    await clock.advance(MIRROR_RETRY_MS); // listed, but the Node is not registered yet
+    expect(api.calls).toEqual([]);
+    api.node = { metadata: { name: 'node-a', uid: 'n' } };
+    await clock.advance(MIRROR_RETRY_MS);
+    expect(api.calls).toEqual(['create kube-system/etcd-node-a']);
+    abort.abort();
+    await running;
   });
 
   it('keeps mirror pods from the API away from the sync loop, passing the rest on', async () => {
