@@ -5,6 +5,9 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { ensureImages, removeLeftovers, runId } from '@kh/testkit';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { BACKENDS } from '../src/backends/registry.js';
@@ -40,12 +43,77 @@ describe('docker-compose.yml', () => {
     }
   });
 
-  it('publishes ports on loopback only', () => {
+  it('publishes ports on loopback only, by default and as tests override them', () => {
     const text = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
     const ports = [...text.matchAll(/ports: \[(.*)\]/g)].map((m) => m[1]);
     expect(ports.length).toBeGreaterThan(0);
-    for (const p of ports) expect(p).toMatch(/^'127\.0\.0\.1:/);
+    for (const p of ports) expect(p).toMatch(/^'\$\{KH_[A-Z]+_PUBLISH:-127\.0\.0\.1:\d+\}:\d+'$/);
   });
+
+  // The stack for real: both nodes register Ready with the stack's apiserver, and `down -v`
+  // leaves nothing behind. Labels and free loopback ports come from the environment.
+  it.skipIf(!hasCompose)(
+    'comes up with both nodes Ready and goes down leaving nothing',
+    async () => {
+      const stackRun = `${runId}c`;
+      const { node } = await ensureImages(['node']);
+      const env = {
+        ...process.env,
+        KH_NODE_IMAGE: node,
+        KH_RUN_ID: stackRun,
+        KH_COMPOSE_OWNER: 'test',
+        KH_APISERVER_PUBLISH: '127.0.0.1:',
+        KH_REGISTRY_PUBLISH: '127.0.0.1:',
+      };
+      const compose = (...args: string[]) =>
+        run('docker-compose', ['-f', 'docker-compose.yml', '-p', `kh-${stackRun}`, ...args], {
+          cwd: root,
+          env,
+        });
+      const docker = new Docker();
+      const label = [`kh.run=${stackRun}`];
+      try {
+        await compose('up', '-d');
+        const port = (await compose('port', 'apiserver', '6443')).stdout.trim();
+        expect(port).toMatch(/^127\.0\.0\.1:\d+$/);
+        // The apiserver writes the agents' kubeconfig once it serves; read it as the README says.
+        let kubeconfig = '';
+        for (let i = 0; i < 150 && !kubeconfig; i++) {
+          kubeconfig = await compose('exec', '-T', 'apiserver', 'cat', '/kh/kubeconfig').then(
+            (r) => r.stdout,
+            () => '',
+          );
+          if (!kubeconfig) await new Promise((r) => setTimeout(r, 200));
+        }
+        const kc = new KubeConfig();
+        kc.loadFromString(kubeconfig.replace('https://apiserver:6443', `https://${port}`));
+        const core = kc.makeApiClient(CoreV1Api);
+        const ready = async () =>
+          (await core.listNode()).items
+            .filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+            .map((n) => n.metadata?.name)
+            .sort();
+        let nodes: (string | undefined)[] = [];
+        for (let i = 0; i < 90 && nodes.length < 2; i++) {
+          nodes = await ready().catch(() => []);
+          if (nodes.length < 2) await new Promise((r) => setTimeout(r, 1_000));
+        }
+        expect(nodes).toEqual(['node-containerd', 'node-docker']);
+        const containers = await docker.listContainers({ filters: { label } });
+        expect(containers.every((c) => c.Labels['kh.owner'] === 'test')).toBe(true);
+      } finally {
+        await compose('down', '-v', '-t', '5').catch(() => {});
+        await removeLeftovers({ runId: stackRun });
+      }
+      const left = await Promise.all([
+        docker.listContainers({ all: true, filters: { label } }),
+        docker.listNetworks({ filters: { label } }),
+        docker.listVolumes({ filters: { label } }).then((v) => v.Volumes ?? []),
+      ]);
+      expect(left.map((l) => l.length)).toEqual([0, 0, 0]);
+    },
+    240_000,
+  );
 });
 
 describe('.github/workflows/nightly.yml', () => {
