@@ -63,6 +63,7 @@ export const statusReporting: Scenario = {
           (c) => c?.status === 'False',
           { timeoutMs: 60_000, expected: { status: 'False', reason: 'KubeletNotReady' } },
         );
+        ctx.note('Ready while the runtime is down', { reason: down?.reason, message: down?.message });
         check.equal('NotReady reason', down?.reason, 'KubeletNotReady');
         // The kubelet's two runtime-down messages: Status fails (containerd gone) for longer than
         // the sync threshold, or it answers RuntimeReady=false (the dockershim without dockerd).
