@@ -1,42 +1,28 @@
 // Registration, status, lease and events against the real fake apiserver over HTTP, through
 // @kubernetes/client-node, and checked with kubectl.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
-import { resolveKubeletConfiguration } from '../src/config/resolve.js';
-import { defaultKubeletConfiguration } from '../src/config/types.js';
+import type { KubeNodeApi } from '../src/api/node_api.js';
 import { KubeletEventRecorder } from '../src/events/recorder.js';
-import { Kubelet } from '../src/kubelet.js';
 import { NODE_LEASE_NAMESPACE, NodeLeaseController } from '../src/nodelease/controller.js';
 import { findCondition } from '../src/nodestatus/conditions.js';
 import type { NodeIdentity } from '../src/nodestatus/node.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
 import { NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
 import { FakeClock } from '../src/util/clock.js';
+import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
+import { newTestKubelet, runKubelet } from './helpers/kubelet.js';
 import { testSnapshot } from './helpers/snapshot.js';
 
-let server: ApiServer;
+let apiserver: TestApiServer;
 let api: KubeNodeApi;
 let kubeconfigPath: string;
-const dir = mkdtempSync(join(tmpdir(), 'kh-agent-api-'));
 
 beforeAll(async () => {
-  server = await createApiServer({
-    port: 0,
-    tls: true,
-    tokens: { 'admin-token': 'admin' },
-    scheduler: false,
-    nodeLifecycle: false,
-  });
-  kubeconfigPath = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfigPath, server.kubeconfig());
-  api = new KubeNodeApi(loadKubeConfig(kubeconfigPath));
+  apiserver = await startTestApiServer();
+  ({ api, kubeconfig: kubeconfigPath } = apiserver);
 });
-afterAll(() => server?.close());
+afterAll(() => apiserver?.stop());
 
 function identity(nodeName: string): NodeIdentity {
   return {
@@ -204,43 +190,18 @@ describe('against the fake apiserver', () => {
   });
 
   it('a running Kubelet keeps the Node Ready on real time', async () => {
-    const config = {
-      ...defaultKubeletConfiguration(),
-      address: '127.0.0.1',
-      port: 0,
-      healthzPort: 0,
-      nodeStatusUpdateFrequency: '1s',
-    };
-    const runtime = {
-      type: () => 'containerd',
-      version: async () => '1.6.20',
-      status: async () => ({
-        conditions: [
-          { type: 'RuntimeReady', status: true, reason: '', message: '' },
-          { type: 'NetworkReady', status: true, reason: '', message: '' },
-        ],
-      }),
-      listImages: async () => [],
-    };
-    const kubelet = new Kubelet({
-      config,
-      resolved: resolveKubeletConfiguration(config),
-      identity: identity('api-node-6'),
-      nodeIP: '127.0.0.1',
-      machineInfo: testSnapshot().machine,
-      certDir: join(dir, 'pki'),
-      runtime,
-      api,
-    });
-    const abort = new AbortController();
-    const running = kubelet.run(abort.signal);
+    const { kubelet } = newTestKubelet(
+      'api-node-6',
+      { nodeStatusUpdateFrequency: '1s' },
+      { api, identity: identity('api-node-6') },
+    );
+    const agent = runKubelet(kubelet);
     try {
       expect(await waitForNodeReady(kubeconfigPath, 'api-node-6')).toContain('condition met');
       const lease = await api.getLease(NODE_LEASE_NAMESPACE, 'api-node-6');
       expect(lease?.spec?.holderIdentity).toBe('api-node-6');
     } finally {
-      abort.abort();
-      await running;
+      await agent.stop();
     }
   }, 30_000);
 });

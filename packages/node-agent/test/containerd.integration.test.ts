@@ -5,23 +5,23 @@
 // completes once the agent has stopped it.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContainerState, CriClient } from '@kh/cri-api';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { ensureImages, NodeContainer, type StartedNodeContainer } from '@kh/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
+import type { KubeNodeApi } from '../src/api/node_api.js';
 import { run } from '../src/cli.js';
 import { parseFlags } from '../src/config/flags.js';
 import { loadKubeletConfiguration } from '../src/config/load.js';
 import { stderrLogger } from '../src/util/log.js';
+import { loopbackFlags } from './helpers/agent.js';
+import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-containerd-'));
 let node: StartedNodeContainer | undefined;
-let server: ApiServer | undefined;
+let apiserver: TestApiServer | undefined;
 let kubeconfig: string;
 let api: KubeNodeApi;
 let busybox: string;
@@ -47,14 +47,6 @@ function httpsGet(port: number, path: string, ca: string): Promise<string> {
   });
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 beforeAll(async () => {
   const refs = await ensureImages(['pause', 'busybox', 'node'], { progress: (l) => console.log(l) });
   busybox = `docker.io/${refs.busybox}`;
@@ -63,26 +55,14 @@ beforeAll(async () => {
     .withPauseImage(refs.pause)
     .withImages(refs.busybox)
     .start();
-  server = await createApiServer({
-    port: 0,
-    tls: true,
-    tokens: { t: 'admin' },
-    scheduler: false,
-    nodeLifecycle: false,
-  });
-  kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfig, server.kubeconfig());
-  api = new KubeNodeApi(loadKubeConfig(kubeconfig));
+  apiserver = await startTestApiServer();
+  ({ kubeconfig, api } = apiserver);
   const flags = parseFlags([
     `--kubeconfig=${kubeconfig}`,
     `--container-runtime-endpoint=${node.criEndpointOnHost}`,
     `--root-dir=${join(dir, 'root')}`,
     `--cgroup-root=${node.cgroupParent}`,
-    '--hostname-override=containerd-node',
-    '--node-ip=127.0.0.1',
-    '--address=127.0.0.1',
-    `--port=${await freePort()}`,
-    '--healthz-port=0',
+    ...(await loopbackFlags('containerd-node')),
     '--anonymous-auth',
     '--authorization-mode=AlwaysAllow',
   ]);
@@ -112,7 +92,7 @@ beforeAll(async () => {
 afterAll(async () => {
   abort.abort();
   await agent?.catch(() => {});
-  await server?.close();
+  await apiserver?.stop();
   await node?.stop();
 }, 120_000);
 

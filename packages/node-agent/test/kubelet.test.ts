@@ -1,71 +1,15 @@
-import { mkdtempSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Image, Pleg, PodLifecycleEvent, RuntimeStatus } from '@kh/runtime-manager';
+import type { Pleg, PodLifecycleEvent } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveKubeletConfiguration } from '../src/config/resolve.js';
-import { defaultKubeletConfiguration, type KubeletConfiguration } from '../src/config/types.js';
-import { Kubelet } from '../src/kubelet.js';
+import type { KubeletConfiguration } from '../src/config/types.js';
 import { NODE_LEASE_NAMESPACE } from '../src/nodelease/controller.js';
 import { findCondition } from '../src/nodestatus/conditions.js';
 import type { PodSource, PodUpdate, SyncHandler } from '../src/pods/types.js';
-import type { NodeRuntime } from '../src/runtime/node_runtime.js';
 import { StaticTokenAuthenticator } from '../src/server/auth.js';
 import { FakeClock } from '../src/util/clock.js';
+import { newTestKubelet, runKubelet, StubNodeRuntime } from './helpers/kubelet.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
-import { testSnapshot } from './helpers/snapshot.js';
-
-class InMemoryRuntime implements NodeRuntime {
-  down = false;
-  images: Image[] = [
-    { id: 'sha256:p', repoTags: ['kubelet-harness/pause:1'], repoDigests: [], size: 700_000, pinned: true },
-  ];
-  type() {
-    return 'containerd';
-  }
-  async version() {
-    if (this.down) throw new Error('Version: connection refused');
-    return '1.6.20';
-  }
-  async status(): Promise<RuntimeStatus> {
-    if (this.down) throw new Error('Status: connection refused');
-    return {
-      conditions: [
-        { type: 'RuntimeReady', status: true, reason: '', message: '' },
-        { type: 'NetworkReady', status: true, reason: '', message: '' },
-      ],
-    };
-  }
-  async listImages() {
-    if (this.down) throw new Error('ListImages: connection refused');
-    return this.images;
-  }
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    httpRequest({ host: '127.0.0.1', port, path }, (res) => {
-      let body = '';
-      res.on('data', (c) => {
-        body += c;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
+import { freePort, httpGet } from './helpers/net.js';
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -80,42 +24,23 @@ async function start(
     pleg?: Pick<Pleg, 'healthy' | 'start' | 'stop' | 'watch'>;
   } = {},
 ) {
-  const config = {
-    ...defaultKubeletConfiguration(),
-    address: '127.0.0.1',
-    port: 0,
-    healthzPort: await freePort(),
-    ...over,
-  };
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
-  const runtime = new InMemoryRuntime();
-  const kubelet = new Kubelet({
-    config,
-    resolved: resolveKubeletConfiguration(config),
-    identity: {
-      nodeName: 'node-a',
-      hostname: 'node-a',
-      os: 'linux',
-      arch: 'amd64',
-      nodeLabels: {},
-      taints: [],
+  const runtime = new StubNodeRuntime([
+    { id: 'sha256:p', repoTags: ['kubelet-harness/pause:1'], repoDigests: [], size: 700_000, pinned: true },
+  ]);
+  const { kubelet, config } = newTestKubelet(
+    'node-a',
+    { healthzPort: await freePort(), ...over },
+    {
+      runtime,
+      api,
+      clock,
+      authenticator: new StaticTokenAuthenticator({ t: { username: 'admin', groups: [] } }),
+      ...extra,
     },
-    nodeIP: '127.0.0.1',
-    machineInfo: testSnapshot().machine,
-    certDir: join(mkdtempSync(join(tmpdir(), 'kh-kubelet-')), 'pki'),
-    runtime,
-    api,
-    clock,
-    authenticator: new StaticTokenAuthenticator({ t: { username: 'admin', groups: [] } }),
-    ...extra,
-  });
-  const abort = new AbortController();
-  const running = kubelet.run(abort.signal);
-  stops.push(async () => {
-    abort.abort();
-    await running;
-  });
+  );
+  stops.push(runKubelet(kubelet).stop);
   // Let start-up (cert generation, server listen) finish on real I/O before driving the fake clock.
   for (let i = 0; i < 200 && !kubelet.listening.kubelet; i++) await new Promise((r) => setTimeout(r, 5));
   await clock.advance(0);

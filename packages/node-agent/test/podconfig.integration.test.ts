@@ -1,9 +1,5 @@
 // The API pod source against the fake apiserver: list and watch with spec.nodeName, graceful
 // deletion, and 410 Gone for a compacted resourceVersion.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../src/api/node_api.js';
@@ -14,25 +10,18 @@ import {
 } from '../src/podconfig/apiserver_source.js';
 import type { PodUpdate } from '../src/pods/types.js';
 import { realClock } from '../src/util/clock.js';
+import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 
-let server: ApiServer;
+let apiserver: TestApiServer;
 let kubeconfig: string;
 let core: CoreV1Api;
 
 beforeAll(async () => {
-  server = await createApiServer({
-    port: 0,
-    tls: true,
-    tokens: { t: 'admin' },
-    scheduler: false,
-    nodeLifecycle: false,
-    watchCacheSize: 5,
-  });
-  kubeconfig = join(mkdtempSync(join(tmpdir(), 'kh-pods-')), 'kubeconfig');
-  writeFileSync(kubeconfig, server.kubeconfig());
+  apiserver = await startTestApiServer({ watchCacheSize: 5 });
+  kubeconfig = apiserver.kubeconfig;
   core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
 });
-afterAll(() => server?.close());
+afterAll(() => apiserver?.stop());
 
 const podOn = (name: string, nodeName: string): V1Pod => ({
   metadata: { name, namespace: 'default' },

@@ -3,32 +3,23 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
+import type { KubeNodeApi } from '../src/api/node_api.js';
 import { PodStatusManager } from '../src/status/status_manager.js';
 import { realClock } from '../src/util/clock.js';
+import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl } from './helpers/kubectl.js';
 
-let server: ApiServer;
-let dir: string;
+const dir = mkdtempSync(join(tmpdir(), 'kh-status-'));
+let apiserver: TestApiServer;
 let kubeconfig: string;
 let api: KubeNodeApi;
 
 beforeAll(async () => {
-  server = await createApiServer({
-    port: 0,
-    tls: true,
-    tokens: { t: 'admin' },
-    scheduler: false,
-    nodeLifecycle: false,
-  });
-  dir = mkdtempSync(join(tmpdir(), 'kh-status-'));
-  kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfig, server.kubeconfig());
-  api = new KubeNodeApi(loadKubeConfig(kubeconfig));
+  apiserver = await startTestApiServer();
+  ({ kubeconfig, api } = apiserver);
 });
-afterAll(() => server?.close());
+afterAll(() => apiserver?.stop());
 
 it('writes pod status kubectl reads, and completes a graceful deletion', async () => {
   writeFileSync(

@@ -1,0 +1,52 @@
+import { newKubeletCommand } from '../../src/cli.js';
+import { freePort } from './net.js';
+
+/** The node-agent command with its stdout and stderr captured. */
+export function agentCommand(signal?: AbortSignal) {
+  const io = { out: '', err: '' };
+  const cmd = newKubeletCommand({
+    out: (s) => {
+      io.out += s;
+    },
+    err: (s) => {
+      io.err += s;
+    },
+    ...(signal ? { signal } : {}),
+  });
+  return { io, cmd };
+}
+
+export interface RunningAgent {
+  /** What the command has printed so far. */
+  readonly io: { out: string; err: string };
+  /** Its exit code, once it ends. */
+  readonly exited: Promise<number>;
+  /** SIGTERM (the command's abort signal); resolves to the exit code. */
+  stop(): Promise<number>;
+}
+
+/** Runs the node-agent command in this process, as `node-agent <args>` would. */
+export function startAgent(args: string[]): RunningAgent {
+  const abort = new AbortController();
+  const { io, cmd } = agentCommand(abort.signal);
+  const exited = cmd.execute(args);
+  return {
+    io,
+    exited,
+    stop: () => {
+      abort.abort();
+      return exited;
+    },
+  };
+}
+
+/** The flags that put an in-process agent on loopback: its node name, addresses and ports. */
+export async function loopbackFlags(nodeName: string, healthzPort = 0): Promise<string[]> {
+  return [
+    `--hostname-override=${nodeName}`,
+    '--node-ip=127.0.0.1',
+    '--address=127.0.0.1',
+    `--port=${await freePort()}`,
+    `--healthz-port=${healthzPort}`,
+  ];
+}
