@@ -6,7 +6,6 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CriClient, FakeRuntime, ManualClock } from '@kh/cri-api';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { KubeGenericRuntimeManager, newCrashLoopBackoff, type PodStatus } from '@kh/runtime-manager';
 import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +16,7 @@ import { HealthChecker } from '../src/server/healthz.js';
 import { KubeletMetrics } from '../src/server/metrics.js';
 import { KubeletServer } from '../src/server/server.js';
 import { FakeClock } from '../src/util/clock.js';
+import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-logs-'));
@@ -334,13 +334,12 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
 });
 
 describe('kubectl logs through the fake apiserver', () => {
-  let apiserver: ApiServer;
+  let apiserver: TestApiServer;
   let kubeconfig: string;
 
   beforeAll(async () => {
-    apiserver = await createApiServer({ port: 0, tls: true, tokens: { t: 'admin' }, scheduler: false });
-    kubeconfig = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfig, apiserver.kubeconfig());
+    apiserver = await startTestApiServer();
+    kubeconfig = apiserver.kubeconfig;
     const kc = new KubeConfig();
     kc.loadFromFile(kubeconfig);
     const core = kc.makeApiClient(CoreV1Api);
@@ -362,7 +361,7 @@ describe('kubectl logs through the fake apiserver', () => {
       body: { metadata: pod.metadata, spec: pod.spec } as V1Pod,
     });
   });
-  afterAll(() => apiserver?.close());
+  afterAll(() => apiserver?.stop());
 
   it('shows the container log, its tail and the previous instance', async () => {
     // The apiserver's kubelet client presents no token.

@@ -1,25 +1,21 @@
 // Correlated events against the real fake apiserver: repeats are PATCHes that kubectl sees as one
 // Event with a count.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../src/api/node_api.js';
 import { KubeletEventRecorder } from '../../src/events/recorder.js';
 import { CorrelatingEventSink, KubeEventSink } from '../../src/events/sink.js';
 import { FakeClock } from '../../src/util/clock.js';
+import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
 import { kubectl } from '../helpers/kubectl.js';
 
-let server: ApiServer;
+let apiserver: TestApiServer;
 let kubeconfigPath: string;
 
 beforeAll(async () => {
-  server = await createApiServer({ port: 0, tls: true, tokens: { t: 'admin' }, scheduler: false });
-  kubeconfigPath = join(mkdtempSync(join(tmpdir(), 'kh-events-')), 'kubeconfig');
-  writeFileSync(kubeconfigPath, server.kubeconfig());
+  apiserver = await startTestApiServer();
+  kubeconfigPath = apiserver.kubeconfig;
 });
-afterAll(() => server?.close());
+afterAll(() => apiserver?.stop());
 
 describe('correlated events on an API server', () => {
   it('posts one BackOff Event with count 3 and the latest lastTimestamp', async () => {

@@ -3,7 +3,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeNodeApi, loadKubeConfig } from '../../src/api/node_api.js';
@@ -14,24 +13,24 @@ import { FileStaticPodSource } from '../../src/podconfig/file_source.js';
 import type { PodUpdate } from '../../src/pods/types.js';
 import { PodStatusManager } from '../../src/status/status_manager.js';
 import { realClock } from '../../src/util/clock.js';
+import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
 import { kubectl } from '../helpers/kubectl.js';
 
 const NODE = 'mirror-node';
 const dir = mkdtempSync(join(tmpdir(), 'kh-mirror-'));
 const manifests = join(dir, 'manifests');
-let server: ApiServer;
+let apiserver: TestApiServer;
 let kubeconfig: string;
 let core: CoreV1Api;
 
 beforeAll(async () => {
-  server = await createApiServer({ port: 0, tls: true, tokens: { t: 'admin' }, scheduler: false });
-  kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfig, server.kubeconfig());
+  apiserver = await startTestApiServer();
+  kubeconfig = apiserver.kubeconfig;
   core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
   await core.createNode({ body: { metadata: { name: NODE } } });
   mkdirSync(manifests);
 });
-afterAll(() => server?.close());
+afterAll(() => apiserver?.stop());
 
 const manifest = (image: string) =>
   `apiVersion: v1\nkind: Pod\nmetadata:\n  name: kube-proxy\n  namespace: kube-system\nspec:\n  containers:\n    - name: proxy\n      image: ${image}\n`;
