@@ -41,6 +41,7 @@ class Lru<V> {
   }
 }
 
+/** Events that may combine: same source, object, type and reason (client-go's aggregate key). */
 function aggregateKey(e: CoreV1Event): string {
   const o = e.involvedObject;
   return JSON.stringify([
@@ -49,11 +50,12 @@ function aggregateKey(e: CoreV1Event): string {
     o.kind ?? '',
     o.namespace ?? '',
     o.name ?? '',
-    o.fieldPath ?? '',
     o.uid ?? '',
     o.apiVersion ?? '',
     e.type ?? '',
     e.reason ?? '',
+    e.reportingComponent ?? '',
+    e.reportingInstance ?? '',
   ]);
 }
 
@@ -83,7 +85,8 @@ export class EventCorrelator {
     this.similar.set(aggKey, record);
 
     let event = input;
-    let dedupeKey = JSON.stringify([aggKey, input.message ?? '']);
+    // Identical events: the aggregate key plus the field path and the message.
+    let dedupeKey = JSON.stringify([aggKey, input.involvedObject.fieldPath ?? '', input.message ?? '']);
     if (record.messages.size >= this.maxSimilar) {
       // Keep the set from growing: one slot stays free for the next distinct message.
       const first = record.messages.values().next().value;

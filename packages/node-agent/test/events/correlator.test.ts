@@ -123,6 +123,31 @@ describe('event correlation', () => {
     expect(new Set(sink.calls.map((c) => c.split(' ')[1])).size).toBe(1);
   });
 
+  it('keeps events about different containers (fieldPath) apart, but counts them as similar', () => {
+    const c = new EventCorrelator(new FakeClock(), { maxSimilarEvents: 2 });
+    const ev = (fieldPath: string): CoreV1Event => ({
+      metadata: { name: `web.${fieldPath}`, namespace: 'default' },
+      involvedObject: { kind: 'Pod', name: 'web', namespace: 'default', fieldPath },
+      reason: 'Started',
+      message: 'Started container',
+      source: { component: 'kubelet', host: 'n' },
+    });
+    expect(c.correlate(ev('spec.containers{a}'))).toMatchObject({
+      update: false,
+      event: { message: 'Started container' },
+    });
+    expect(c.correlate(ev('spec.containers{a}')).update).toBe(true);
+    // The same message about another container is not a repeat.
+    expect(c.correlate(ev('spec.containers{b}')).update).toBe(false);
+    // But it is similar: with a limit of 2, a second distinct message combines.
+    const other = ev('spec.containers{c}');
+    other.message = 'Started container c';
+    expect(c.correlate(other)).toMatchObject({
+      update: false,
+      event: { message: `${CombinedPrefix}Started container c` },
+    });
+  });
+
   it('forgets the least recently used events beyond the cache size', () => {
     const clock = new FakeClock();
     const c = new EventCorrelator(clock, { cacheSize: 2 });
