@@ -7,8 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ContainerState, CriClient } from '@kh/cri-api';
-import { ensureImages, NodeContainer, type StartedNodeContainer } from '@kh/testkit';
+import { ContainerState } from '@kh/cri-api';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KubeNodeApi } from '../src/api/node_api.js';
 import { run } from '../src/cli.js';
@@ -17,10 +16,11 @@ import { loadKubeletConfiguration } from '../src/config/load.js';
 import { stderrLogger } from '../src/util/log.js';
 import { loopbackFlags } from './helpers/agent.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
+import { type ContainerdTestNode, startContainerdNode } from './helpers/containerd.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-containerd-'));
-let node: StartedNodeContainer | undefined;
+let containerd: ContainerdTestNode<'busybox'> | undefined;
 let apiserver: TestApiServer | undefined;
 let kubeconfig: string;
 let api: KubeNodeApi;
@@ -48,13 +48,9 @@ function httpsGet(port: number, path: string, ca: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  const refs = await ensureImages(['pause', 'busybox', 'node'], { progress: (l) => console.log(l) });
+  containerd = await startContainerdNode(['busybox']);
+  const { node, refs } = containerd;
   busybox = `docker.io/${refs.busybox}`;
-  node = await new NodeContainer(refs.node)
-    .withRuntime('containerd')
-    .withPauseImage(refs.pause)
-    .withImages(refs.busybox)
-    .start();
   apiserver = await startTestApiServer();
   ({ kubeconfig, api } = apiserver);
   const flags = parseFlags([
@@ -80,7 +76,7 @@ beforeAll(async () => {
     abort.signal,
     {
       runtimeManager: {
-        podsDir: join(node.sharedDirOnHost, 'pods'),
+        podsDir: containerd.podsDir,
         pathMapping: { agentRoot: node.sharedDirOnHost, runtimeRoot: node.sharedDirInNode },
         podSandboxImage: refs.pause,
       },
@@ -93,7 +89,7 @@ afterAll(async () => {
   abort.abort();
   await agent?.catch(() => {});
   await apiserver?.stop();
-  await node?.stop();
+  await containerd?.stop();
 }, 120_000);
 
 it('reports containerd in nodeInfo', async () => {
@@ -143,11 +139,6 @@ it('runs a kubectl-created pod on containerd and deletes it gracefully', async (
 
   await kubectl(kubeconfig, 'delete', 'pod', 'web', '--timeout=60s');
   expect(await api.getPod('default', 'web')).toBeUndefined();
-  const cri = await CriClient.connect(node!.criEndpointOnHost);
-  try {
-    const { containers } = await cri.listContainers({});
-    expect(containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toEqual([]);
-  } finally {
-    cri.close();
-  }
+  const { containers } = await containerd!.cri.listContainers({});
+  expect(containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toEqual([]);
 }, 120_000);

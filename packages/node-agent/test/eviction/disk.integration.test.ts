@@ -6,9 +6,13 @@
 // emptyDir sizeLimit with no node pressure at all.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CriClient } from '@kh/cri-api';
-import { KubeGenericRuntimeManager, newCrashLoopBackoff, runningPodFromStatus } from '@kh/runtime-manager';
-import { ensureImages, NodeContainer, type StartedNodeContainer } from '@kh/testkit';
+import type { CriClient } from '@kh/cri-api';
+import {
+  type KubeGenericRuntimeManager,
+  newCrashLoopBackoff,
+  runningPodFromStatus,
+} from '@kh/runtime-manager';
+import type { StartedNodeContainer } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EvictionManager } from '../../src/eviction/manager.js';
@@ -20,9 +24,11 @@ import { DEFAULT_CONTAINER_GC_POLICY } from '../../src/gc/garbage_collector.js';
 import { runtimeReclaimer } from '../../src/gc/reclaimer.js';
 import { realClock } from '../../src/util/clock.js';
 import { parseQuantityOrPercent } from '../../src/util/quantity.js';
+import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
 import { Mi, pod, RecordingEvents } from './helpers.js';
 
 describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real containerd', () => {
+  let containerd: ContainerdTestNode<'busybox' | 'diskhog'> | undefined;
   let node: StartedNodeContainer | undefined;
   let cri: CriClient;
   let runtime: KubeGenericRuntimeManager;
@@ -30,27 +36,13 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
   let podsDir: string;
 
   beforeAll(async () => {
-    refs = await ensureImages(['pause', 'busybox', 'diskhog', 'node'], { progress: (l) => console.log(l) });
-    node = await new NodeContainer(refs.node)
-      .withRuntime('containerd')
-      .withPauseImage(refs.pause)
-      .withImages(refs.busybox, refs.diskhog)
-      .start();
-    podsDir = join(node.sharedDirOnHost, 'pods');
-    cri = await CriClient.connect(node.criEndpointOnHost);
-    runtime = await KubeGenericRuntimeManager.create({
-      cri,
-      podLogsRootDir: join(node.sharedDirOnHost, 'logs'),
-      podsDir,
-      pathMapping: { agentRoot: node.sharedDirOnHost, runtimeRoot: node.sharedDirInNode },
-      podSandboxImage: refs.pause,
-      cgroupParent: node.cgroupParent,
-    });
+    containerd = await startContainerdNode(['busybox', 'diskhog']);
+    ({ node, cri, refs, podsDir } = containerd);
+    runtime = await containerd.runtimeManager();
   }, 600_000);
 
   afterAll(async () => {
-    cri?.close();
-    await node?.stop();
+    await containerd?.stop();
   }, 120_000);
 
   const diskhog = (name: string, mb: number, sizeLimit?: string): V1Pod =>

@@ -7,9 +7,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { CriClient } from '@kh/cri-api';
-import { KubeGenericRuntimeManager, newCrashLoopBackoff, runningPodFromStatus } from '@kh/runtime-manager';
-import { ensureImages, NodeContainer, type StartedNodeContainer } from '@kh/testkit';
+import type { CriClient } from '@kh/cri-api';
+import {
+  type KubeGenericRuntimeManager,
+  newCrashLoopBackoff,
+  runningPodFromStatus,
+} from '@kh/runtime-manager';
+import type { StartedNodeContainer } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EvictionManager } from '../../src/eviction/manager.js';
@@ -19,6 +23,7 @@ import { type EvictionConfig, thresholdsMet } from '../../src/eviction/threshold
 import type { EvictionStatus } from '../../src/eviction/types.js';
 import { realClock } from '../../src/util/clock.js';
 import { parseQuantityOrPercent } from '../../src/util/quantity.js';
+import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
 import { Mi, pod, RecordingEvents } from './helpers.js';
 
 const NODE_MEMORY = 768 * Mi;
@@ -26,6 +31,7 @@ const HOG_MB = 200;
 
 describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on real containerd', () => {
   const dir = mkdtempSync(join(tmpdir(), 'kh-evict-mem-'));
+  let containerd: ContainerdTestNode<'busybox' | 'memhog'> | undefined;
   let node: StartedNodeContainer | undefined;
   let cri: CriClient;
   let runtime: KubeGenericRuntimeManager;
@@ -33,24 +39,10 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
   const evicted: { pod: V1Pod; status: EvictionStatus }[] = [];
 
   beforeAll(async () => {
-    const refs = await ensureImages(['pause', 'busybox', 'memhog', 'node'], {
-      progress: (l) => console.log(l),
-    });
-    node = await new NodeContainer(refs.node)
-      .withRuntime('containerd')
-      .withMemoryLimit(NODE_MEMORY)
-      .withPauseImage(refs.pause)
-      .withImages(refs.busybox, refs.memhog)
-      .start();
-    cri = await CriClient.connect(node.criEndpointOnHost);
-    runtime = await KubeGenericRuntimeManager.create({
-      cri,
-      podLogsRootDir: join(node.sharedDirOnHost, 'logs'),
-      podsDir: join(node.sharedDirOnHost, 'pods'),
-      pathMapping: { agentRoot: node.sharedDirOnHost, runtimeRoot: node.sharedDirInNode },
-      podSandboxImage: refs.pause,
-      cgroupParent: node.cgroupParent,
-    });
+    containerd = await startContainerdNode(['busybox', 'memhog'], { memoryLimitBytes: NODE_MEMORY });
+    ({ node, cri } = containerd);
+    const { refs } = containerd;
+    runtime = await containerd.runtimeManager();
     const hog = (name: string, priority: number) =>
       pod(name, {
         priority,
@@ -83,8 +75,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
   }, 600_000);
 
   afterAll(async () => {
-    cri?.close();
-    await node?.stop();
+    await containerd?.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
@@ -131,7 +122,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
     const manager = new EvictionManager({
       config,
       signals,
-      podStats: new CriPodStatsSource(cri, { podsDir: join(node.sharedDirOnHost, 'pods') }),
+      podStats: new CriPodStatsSource(cri, { podsDir: containerd?.podsDir ?? '' }),
       activePods: () => pods.filter((p) => !evicted.some((e) => e.pod === p)),
       killer: {
         evictPod: async (p, grace, status) => {

@@ -1,19 +1,18 @@
 // The prober with the runtime manager on real containerd, the way the pod workers will wire
 // them: exec probes through CRI ExecSync, liveness results fed to syncPod (which kills and
 // restarts the container with a Killing event), readiness fed to the API status.
-import { join } from 'node:path';
-import { CriClient } from '@kh/cri-api';
-import { KubeGenericRuntimeManager, newCrashLoopBackoff } from '@kh/runtime-manager';
-import { ensureImages, NodeContainer, type StartedNodeContainer } from '@kh/testkit';
+import type { CriClient } from '@kh/cri-api';
+import { type KubeGenericRuntimeManager, newCrashLoopBackoff } from '@kh/runtime-manager';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProberManager } from '../../src/prober/manager.js';
 import { KubeletMetrics } from '../../src/server/metrics.js';
 import { generateAPIPodStatus } from '../../src/status/generate.js';
 import { realClock } from '../../src/util/clock.js';
+import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
 
 describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('probes on real containerd', () => {
-  let node: StartedNodeContainer | undefined;
+  let node: ContainerdTestNode<'busybox'> | undefined;
   let cri: CriClient;
   let runtime: KubeGenericRuntimeManager;
   let prober: ProberManager | undefined;
@@ -23,14 +22,9 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('probes on real contain
   const statuses = new Map<string, V1PodStatus>();
 
   beforeAll(async () => {
-    const refs = await ensureImages(['pause', 'busybox', 'node'], { progress: (l) => console.log(l) });
-    busybox = `docker.io/${refs.busybox}`;
-    node = await new NodeContainer(refs.node)
-      .withRuntime('containerd')
-      .withPauseImage(refs.pause)
-      .withImages(refs.busybox)
-      .start();
-    cri = await CriClient.connect(node.criEndpointOnHost);
+    node = await startContainerdNode(['busybox']);
+    cri = node.cri;
+    busybox = `docker.io/${node.refs.busybox}`;
     const recorder = {
       event: (_pod: V1Pod, type: string, reason: string, message: string) => {
         events.push(`${type} ${reason} ${message}`);
@@ -46,21 +40,11 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('probes on real contain
       clock: realClock,
       metrics,
     });
-    runtime = await KubeGenericRuntimeManager.create({
-      cri,
-      recorder,
-      podLogsRootDir: join(node.sharedDirOnHost, 'logs'),
-      podsDir: join(node.sharedDirOnHost, 'pods'),
-      pathMapping: { agentRoot: node.sharedDirOnHost, runtimeRoot: node.sharedDirInNode },
-      podSandboxImage: refs.pause,
-      cgroupParent: node.cgroupParent,
-      probeResults: prober.results.forRuntime,
-    });
+    runtime = await node.runtimeManager({ recorder, probeResults: prober.results.forRuntime });
   }, 600_000);
 
   afterAll(async () => {
     prober?.stop();
-    cri?.close();
     await node?.stop();
   }, 120_000);
 
