@@ -18,13 +18,16 @@ import { ConfigError, formatFieldError } from './config/field_errors.js';
 import { type AgentOptions, flagsHelp, parseFlags } from './config/flags.js';
 import { type LoadedConfig, loadKubeletConfiguration } from './config/load.js';
 import { KubeletEventRecorder } from './events/recorder.js';
+import { evictionConfigFrom } from './eviction/thresholds.js';
 import { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
+import { type NodeManagers, newNodeManagers } from './node_managers.js';
 import { goArch, readMachineInfo } from './nodestatus/machine_info.js';
 import { nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
 import { ApiServerPodSource, KubePodListWatch } from './podconfig/apiserver_source.js';
 import { FileStaticPodSource } from './podconfig/file_source.js';
-import { newPodLayer } from './pods/pod_layer.js';
+import { newPodLayer, type PodLayer } from './pods/pod_layer.js';
 import type { PodSource } from './pods/types.js';
+import { ProbeResultsStore } from './prober/results.js';
 import { KubeletMetrics } from './server/metrics.js';
 import { runningPodsProvider } from './server/running_pods.js';
 import { SummaryProvider } from './stats/summary.js';
@@ -60,6 +63,8 @@ export function newKubeletCommand(io: CommandIO = defaultIO) {
       let loaded: LoadedConfig;
       try {
         loaded = await loadKubeletConfiguration(flags.options.config || undefined, flags.configOverrides);
+        // Problems only the eviction manager can see fail the start-up like any other config error.
+        evictionConfigFrom(loaded.config, loaded.resolved);
       } catch (e) {
         if (e instanceof ConfigError) {
           io.err(`${e.message}\n`);
@@ -80,8 +85,8 @@ export function newKubeletCommand(io: CommandIO = defaultIO) {
 }
 
 /**
- * Builds the dependencies (API client, runtime manager over CRI, PLEG, pod layer, sources,
- * machine facts) and runs the kubelet.
+ * Builds the dependencies (API client, runtime manager over CRI, PLEG, pod layer with probes,
+ * eviction manager, garbage collection, sources, machine facts) and runs the kubelet.
  */
 export async function run(
   options: AgentOptions,
@@ -116,10 +121,25 @@ export async function run(
     const recorder = api
       ? new KubeletEventRecorder(api, { host: hostname, clock: realClock, log })
       : undefined;
+    // The runtime manager and the pod layer need each other: it reads probe results and which
+    // pods are gone, the pod layer drives it. Both seams are resolved once the layer exists.
+    const probeResults = new ProbeResultsStore();
+    let pods: PodLayer | undefined;
+    let managers: NodeManagers | undefined;
     const runtime = await KubeGenericRuntimeManager.create({
       cri,
       clock: realClock,
       ...(recorder ? { recorder } : {}),
+      probeResults: probeResults.forRuntime,
+      podStateProvider: {
+        shouldPodContentBeRemoved: (uid) => pods?.lifecycle.shouldPodContentBeRemoved(uid) ?? false,
+        shouldPodRuntimeBeRemoved: (uid) => pods?.lifecycle.shouldPodRuntimeBeRemoved(uid) ?? false,
+      },
+      imageGCPolicy: {
+        highThresholdPercent: config.imageGCHighThresholdPercent,
+        lowThresholdPercent: config.imageGCLowThresholdPercent,
+        minAgeMs: resolved.imageMinimumGCAgeMs,
+      },
       podsDir: join(options.rootDir, 'pods'),
       podLogsRootDir: config.podLogsDir,
       cgroupParent: config.cgroupRoot,
@@ -140,7 +160,7 @@ export async function run(
       onError: (err) => log.error('PLEG relist failed', { err }),
     });
     let kubelet: Kubelet | undefined;
-    const pods = api
+    pods = api
       ? newPodLayer({
           api,
           runtime,
@@ -149,6 +169,12 @@ export async function run(
           nodeIP,
           node: () => (kubelet as Kubelet).currentNode(),
           resyncIntervalMs: resolved.syncFrequencyMs,
+          pressure: {
+            isUnderMemoryPressure: () => managers?.eviction.isUnderMemoryPressure() ?? false,
+            isUnderDiskPressure: () => managers?.eviction.isUnderDiskPressure() ?? false,
+            isUnderPIDPressure: () => managers?.eviction.isUnderPIDPressure() ?? false,
+          },
+          probing: { runtime, results: probeResults, metrics },
           ...(recorder ? { recorder } : {}),
           log,
         })
@@ -169,6 +195,24 @@ export async function run(
         }),
       );
     }
+    const allSourcesReady = () => podSources.every((s) => s.ready());
+    managers =
+      pods && recorder
+        ? await newNodeManagers({
+            eviction: evictionConfigFrom(config, resolved),
+            cri,
+            runtime,
+            pods,
+            recorder,
+            metrics,
+            rootDir: options.rootDir,
+            podsDir: join(options.rootDir, 'pods'),
+            podLogsDir: config.podLogsDir,
+            allSourcesReady,
+            clock: realClock,
+            log,
+          })
+        : undefined;
     const deps: KubeletDeps = {
       config,
       resolved,
@@ -193,7 +237,8 @@ export async function run(
         ? {
             syncHandler: pods.lifecycle,
             podSources,
-            managers: [pods.statusManager],
+            managers: [pods.statusManager, ...(managers ? [managers.eviction, managers.gc] : [])],
+            ...(managers ? { pressure: managers.eviction } : {}),
             servers: {
               pods: { getPods: () => pods.lifecycle.getPods() },
               runningPods: runningPodsProvider(runtime),

@@ -31,7 +31,12 @@ export { EVICTION_SIGNALS } from './config/schema.js';
 export { defaultKubeletConfiguration, type KubeletConfiguration, type Taint } from './config/types.js';
 export { validateKubeletConfiguration } from './config/validation.js';
 export { type EventType, KubeletEventRecorder } from './events/recorder.js';
+export { EvictionManager, type EvictionManagerDeps } from './eviction/manager.js';
+export { evictionConfigFrom } from './eviction/thresholds.js';
+export type { PodKiller, SignalObservation, SignalSource } from './eviction/types.js';
+export { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
 export { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
+export { type NodeManagers, type NodeManagersInput, newNodeManagers } from './node_managers.js';
 export { NODE_LEASE_NAMESPACE, NodeLeaseController } from './nodelease/controller.js';
 export { findCondition, NodeConditionType } from './nodestatus/conditions.js';
 export { goArch, type MachineInfo, readMachineInfo } from './nodestatus/machine_info.js';
@@ -59,8 +64,9 @@ export {
 } from './podconfig/file_source.js';
 export { PodSnapshotDiff, podsDifferSemantically } from './podconfig/pod_config.js';
 export { newPodLayer, type PodLayer } from './pods/pod_layer.js';
-export { PodLifecycle, type PodLifecycleDeps } from './pods/pod_lifecycle.js';
+export { PodLifecycle, type PodLifecycleDeps, type PodProber } from './pods/pod_lifecycle.js';
 export { POD_SYNC_RETRY_MS, type PodSyncer, PodWorkerPool } from './pods/pod_workers.js';
+export { podPullSecrets } from './pods/pull_secrets.js';
 export type {
   PodOperation,
   PodSource,
@@ -71,6 +77,8 @@ export type {
   SyncHandler,
 } from './pods/types.js';
 export { noPressure } from './pods/types.js';
+export { ProberManager, type ProberManagerDeps } from './prober/manager.js';
+export { ProbeResultsStore } from './prober/results.js';
 export type { NodeRuntime } from './runtime/node_runtime.js';
 export { type HealthCheck, RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
 export {

@@ -142,4 +142,13 @@ describe('admitPod', () => {
       admit: true,
     });
   });
+
+  it('refuses every non-critical pod under disk pressure', () => {
+    const pressure = { ...noPressure, isUnderDiskPressure: () => true };
+    expect(admitPod(pod('bu', [req({ cpu: '100m' })]), { node, activePods: [], pressure })).toEqual({
+      admit: false,
+      reason: 'Evicted',
+      message: 'The node had condition: [DiskPressure]. ',
+    });
+  });
 });

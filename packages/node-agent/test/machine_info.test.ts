@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { goArch, readMachineInfo } from '../src/nodestatus/machine_info.js';
+import { goArch, memoryCgroupDir, readMachineInfo } from '../src/nodestatus/machine_info.js';
 
 function fakeHost(files: Record<string, string>): string {
   const root = mkdtempSync(join(tmpdir(), 'kh-host-'));
@@ -100,5 +100,28 @@ describe('readMachineInfo', () => {
   it('maps Node architectures to GOARCH', () => {
     expect(goArch('x64')).toBe('amd64');
     expect(goArch('arm64')).toBe('arm64');
+  });
+});
+
+describe('memoryCgroupDir', () => {
+  const reader = (files: Record<string, string>) => async (p: string) => files[p]?.trim();
+
+  it("finds the process's own memory cgroup, v1 and v2", async () => {
+    const v1 = reader({
+      '/proc/self/cgroup': '12:cpu,cpuacct:/docker/abc\n9:memory:/docker/abc\n',
+      '/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes': '2147483648',
+    });
+    expect(await memoryCgroupDir(v1)).toEqual({ dir: '/sys/fs/cgroup/memory/docker/abc', version: 1 });
+    const v2 = reader({ '/proc/self/cgroup': '0::/kh\n', '/sys/fs/cgroup/kh/memory.max': 'max' });
+    expect(await memoryCgroupDir(v2)).toEqual({ dir: '/sys/fs/cgroup/kh', version: 2 });
+  });
+
+  it('falls back to the root of the hierarchy in a private cgroup namespace, and gives up without one', async () => {
+    const privateNs = reader({
+      '/proc/self/cgroup': '9:memory:/docker/abc\n',
+      '/sys/fs/cgroup/memory/memory.limit_in_bytes': '1073741824',
+    });
+    expect(await memoryCgroupDir(privateNs)).toEqual({ dir: '/sys/fs/cgroup/memory', version: 1 });
+    expect(await memoryCgroupDir(reader({ '/proc/self/cgroup': '9:memory:/x\n' }))).toBeUndefined();
   });
 });

@@ -1,5 +1,5 @@
 import { newCrashLoopBackoff, type PodStatus, type RunningPod } from '@kh/runtime-manager';
-import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { newPodLayer } from '../src/pods/pod_layer.js';
 import { FakeClock } from '../src/util/clock.js';
@@ -26,8 +26,10 @@ class RecordingRuntime {
     };
   }
   getPodStatus = async (uid: string, name: string, namespace: string) => this.status(uid, name, namespace);
-  syncPod = async (pod: V1Pod) => {
+  secretsSeen: string[][] = [];
+  syncPod = async (pod: V1Pod, _status: PodStatus, secrets: V1Secret[]) => {
     this.calls.push(`sync ${pod.metadata?.name}`);
+    this.secretsSeen.push(secrets.map((s) => s.metadata?.name ?? ''));
     return { steps: [] };
   };
   killPod = async (pod: V1Pod | undefined, rp: RunningPod) => {
@@ -72,6 +74,16 @@ describe('PodLifecycle', () => {
     await workers.settle();
     expect(runtime.calls).toEqual(['sync a', 'sync b', 'kill b']);
     expect(lifecycle.getPods().map((p) => p.metadata?.name)).toEqual(['a']);
+  });
+
+  it("passes the pod's image pull secrets to every sync", async () => {
+    const { api, runtime, lifecycle, workers } = setup();
+    api.secrets.set('default/regcred', { metadata: { name: 'regcred', namespace: 'default' } });
+    const p = pod('private');
+    p.spec!.imagePullSecrets = [{ name: 'regcred' }];
+    await lifecycle.handlePodAdditions([p]);
+    await workers.settle();
+    expect(runtime.secretsSeen).toEqual([['regcred']]);
   });
 
   it('fails a pod that does not fit, and updates do not start it', async () => {

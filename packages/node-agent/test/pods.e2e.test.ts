@@ -180,6 +180,58 @@ it('completes kubectl delete after stopping the pod', async () => {
   expect(fake.sandboxes().filter((s) => s.state === PodSandboxState.SANDBOX_READY)).toHaveLength(0);
 }, 30_000);
 
+it('restarts a container whose liveness probe fails, and follows readiness into the Ready condition', async () => {
+  // The first liveness check fails once: one kill, one restart. Readiness passes until told otherwise.
+  fake.script.execResult('check-live', { exitCode: 1, stdout: 'not alive' }, { times: 1 });
+  const probe = (cmd: string) => ({ exec: { command: [cmd] }, periodSeconds: 1, failureThreshold: 1 });
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'probed', namespace: 'default' },
+    spec: {
+      nodeName: 'pod-node',
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox',
+          command: ['sleep', '3600'],
+          livenessProbe: { ...probe('check-live'), terminationGracePeriodSeconds: 2 },
+          readinessProbe: probe('check-ready'),
+        },
+      ],
+    },
+  });
+  const ready = await until('probed restarted once and Ready', async () => {
+    const p = await api.getPod('default', 'probed');
+    const c = p?.status?.containerStatuses?.[0];
+    return c && c.restartCount === 1 && c.ready && c.state?.running ? p : undefined;
+  });
+  expect(ready.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+  const events = await kubectl(
+    kubeconfig,
+    'get',
+    'events',
+    '--field-selector',
+    'involvedObject.name=probed',
+    '-o',
+    'jsonpath={range .items[*]}{.reason}: {.message}{"\\n"}{end}',
+  );
+  expect(events).toContain('Unhealthy: Liveness probe failed: not alive');
+  expect(events).toContain('Killing: Container app failed liveness probe, will be restarted');
+
+  fake.script.execResult('check-ready', { exitCode: 1, stdout: 'busy' });
+  const unready = await until('probed not Ready', async () => {
+    const p = await api.getPod('default', 'probed');
+    return p?.status?.containerStatuses?.[0]?.ready === false ? p : undefined;
+  });
+  expect(unready.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+    status: 'False',
+    reason: 'ContainersNotReady',
+  });
+  expect(unready.status?.containerStatuses?.[0]?.restartCount).toBe(1);
+  await kubectl(kubeconfig, 'delete', 'pod', 'probed', '--timeout=20s');
+}, 40_000);
+
 it('leaves pods running on SIGTERM and adopts them on restart', async () => {
   await apply({
     apiVersion: 'v1',

@@ -86,6 +86,13 @@ describe('PodStatusManager', () => {
     expect(mergePodStatus(undefined, { phase: 'Pending' }).conditions).toEqual([]);
   });
 
+  it('writes DisruptionTarget when it has one, and keeps another writer’s otherwise', () => {
+    const theirs = { type: 'DisruptionTarget', status: 'True', reason: 'PreemptionByScheduler' };
+    const mine = { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' };
+    expect(mergePodStatus({ conditions: [theirs] }, { conditions: [] }).conditions).toEqual([theirs]);
+    expect(mergePodStatus({ conditions: [theirs] }, { conditions: [mine] }).conditions).toEqual([mine]);
+  });
+
   it('retries conflicts on a fresh read, and other failures on the next pass', async () => {
     const { api, sm, pod } = setup();
     api.podConflicts = 2;
@@ -119,7 +126,8 @@ describe('PodStatusManager', () => {
       reason: 'ContainersNotReady',
       message: 'containers with unready status: [b]',
     });
-    sm.setContainerReadiness(uid, 'containerd://b', true);
+    // The prober reports bare runtime ids.
+    sm.setContainerReadiness(uid, 'b', true);
     s = sm.getPodStatus(uid);
     expect(s?.conditions?.find((c) => c.type === 'ContainersReady')?.status).toBe('True');
     expect(s?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');

@@ -1,12 +1,14 @@
 // Pod admission on the node, as the kubelet's predicate admit handler does it: the pod must be
 // for this node, match its selector and required affinity, not collide on host ports, and fit
 // in allocatable next to the pods already admitted. A rejected pod fails with the kubelet's
-// reason: OutOfpods, OutOfcpu, OutOfmemory, NodeName, NodeAffinity, NodePorts; and under
-// memory pressure a BestEffort pod is refused with Evicted.
+// reason: OutOfpods, OutOfcpu, OutOfmemory, NodeName, NodeAffinity, NodePorts; and under node
+// pressure the eviction manager's rule applies (Evicted).
 import type { V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod } from '@kubernetes/client-node';
+import { admitUnderPressure } from '../eviction/admission.js';
+import type { PressureCondition } from '../eviction/types.js';
 import type { PressureSource } from '../pods/types.js';
 import { Quantity } from '../util/quantity.js';
-import { podQOSClass, podRequests } from './resources.js';
+import { podRequests } from './resources.js';
 
 export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
 
@@ -37,10 +39,15 @@ export function admitPod(pod: V1Pod, ctx: AdmissionContext): AdmitResult {
   }
   const fit = resourceFit(pod, ctx);
   if (fit) return fit;
-  if (ctx.pressure?.isUnderMemoryPressure() && podQOSClass(pod) === 'BestEffort') {
-    return { admit: false, reason: 'Evicted', message: 'The node had condition: [MemoryPressure]. ' };
-  }
-  return { admit: true };
+  return ctx.pressure ? admitUnderPressure(pod, pressureConditions(ctx.pressure)) : { admit: true };
+}
+
+function pressureConditions(p: PressureSource): PressureCondition[] {
+  const conditions: PressureCondition[] = [];
+  if (p.isUnderMemoryPressure()) conditions.push('MemoryPressure');
+  if (p.isUnderDiskPressure()) conditions.push('DiskPressure');
+  if (p.isUnderPIDPressure()) conditions.push('PIDPressure');
+  return conditions;
 }
 
 function resourceFit(pod: V1Pod, ctx: AdmissionContext): AdmitResult | undefined {

@@ -1,5 +1,5 @@
 // The slice of the pod API the status manager needs. KubeNodeApi implements it next to NodeApi.
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
 
 export interface PodApi {
   /** Undefined when the pod does not exist. */
@@ -8,4 +8,6 @@ export interface PodApi {
   patchPodStatus(namespace: string, name: string, status: V1PodStatus): Promise<V1Pod>;
   /** Final deletion (grace 0) guarded by a UID precondition, so a recreated pod is never deleted. */
   deletePod(namespace: string, name: string, uid: string): Promise<void>;
+  /** A pod's image pull secret; undefined when it does not exist. */
+  getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
 }

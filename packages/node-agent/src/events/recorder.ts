@@ -34,22 +34,27 @@ export class KubeletEventRecorder implements PodEventRecorder {
 
   /** The runtime manager's EventRecorder: Pulling, Pulled, Created, Started, Killing, BackOff... */
   event(pod: V1Pod, type: EventType, reason: string, message: string): void {
-    this.eventf(
-      {
-        kind: 'Pod',
-        apiVersion: 'v1',
-        name: pod.metadata?.name,
-        namespace: pod.metadata?.namespace,
-        uid: pod.metadata?.uid,
-        resourceVersion: pod.metadata?.resourceVersion,
-      },
-      type,
-      reason,
-      message,
-    );
+    this.eventf(podRef(pod), type, reason, message);
   }
 
-  eventf(ref: V1ObjectReference, type: EventType, reason: string, message: string): void {
+  /** The eviction manager's Evicted event, annotated with the starved resource and offending containers. */
+  annotatedEvent(
+    pod: V1Pod,
+    annotations: Record<string, string>,
+    type: EventType,
+    reason: string,
+    message: string,
+  ): void {
+    this.eventf(podRef(pod), type, reason, message, annotations);
+  }
+
+  eventf(
+    ref: V1ObjectReference,
+    type: EventType,
+    reason: string,
+    message: string,
+    annotations: Record<string, string> = {},
+  ): void {
     const log = this.opts.log ?? silentLogger;
     if (this.pending >= MAX_PENDING) {
       log.error('Dropping event, too many pending', { reason, object: ref.name });
@@ -62,7 +67,11 @@ export class KubeletEventRecorder implements PodEventRecorder {
     const event: CoreV1Event = {
       apiVersion: 'v1',
       kind: 'Event',
-      metadata: { name: `${ref.name}.${nanos.toString(16)}`, namespace: ref.namespace || 'default' },
+      metadata: {
+        name: `${ref.name}.${nanos.toString(16)}`,
+        namespace: ref.namespace || 'default',
+        ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+      },
       involvedObject: ref,
       reason,
       message,
@@ -90,4 +99,15 @@ export class KubeletEventRecorder implements PodEventRecorder {
   flush(): Promise<void> {
     return this.chain;
   }
+}
+
+function podRef(pod: V1Pod): V1ObjectReference {
+  return {
+    kind: 'Pod',
+    apiVersion: 'v1',
+    name: pod.metadata?.name,
+    namespace: pod.metadata?.namespace,
+    uid: pod.metadata?.uid,
+    resourceVersion: pod.metadata?.resourceVersion,
+  };
 }

@@ -9,6 +9,7 @@
 import { existsSync, statfsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { type Logger, silentLogger } from '../util/log.js';
 import type { Observations, SignalSource } from './types.js';
 
 export interface FsStats {
@@ -38,6 +39,8 @@ export interface NodeSignalSourceOptions {
   /** The image filesystem's usage, for example from criImageFs(); omitted: no imagefs signals. */
   imageFs?: () => Promise<ImageFsUsage | undefined>;
   statfs?: (path: string) => FsStats;
+  /** Told when a signal cannot be read; the others are still observed. */
+  log?: Logger;
 }
 
 const UNLIMITED = 2 ** 62;
@@ -75,7 +78,13 @@ export class NodeSignalSource implements SignalSource {
     const fs = this.statfs(this.opts.rootDir);
     obs['nodefs.available'] = { available: fs.bavail * fs.bsize, capacity: fs.blocks * fs.bsize };
     obs['nodefs.inodesFree'] = { available: fs.ffree, capacity: fs.files };
-    const image = await this.opts.imageFs?.();
+    // A runtime that cannot report its image filesystem must not blind the memory and nodefs signals.
+    const image = await this.opts.imageFs?.().catch((err: Error) => {
+      (this.opts.log ?? silentLogger).error('Eviction manager: cannot read the image filesystem', {
+        err: err.message,
+      });
+      return undefined;
+    });
     if (image) {
       obs['imagefs.available'] = {
         available: Math.max(0, image.capacityBytes - image.usedBytes),

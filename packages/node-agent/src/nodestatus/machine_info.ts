@@ -82,28 +82,46 @@ export async function readMachineInfo(opts: MachineInfoOptions): Promise<Machine
   };
 }
 
-/** The memory limit of the cgroup this process runs in (v1 or v2), when one is set. */
-async function cgroupMemoryLimit(
-  read: (p: string) => Promise<string | undefined>,
-): Promise<bigint | undefined> {
+/**
+ * The memory cgroup this process runs in (v1 or v2), as seen under /sys/fs/cgroup: in a node
+ * container it bounds the pods too, so eviction reads the node's memory from it. Falls back to
+ * the hierarchy's root when the process's own path is not visible (a private cgroup namespace).
+ */
+export async function memoryCgroupDir(
+  read: (p: string) => Promise<string | undefined> = readOrUndefined,
+): Promise<{ dir: string; version: 1 | 2 } | undefined> {
   const self = (await read('/proc/self/cgroup')) ?? '';
   const v1 = /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(.*)$/m.exec(self)?.[1];
   const v2 = /^0::(.*)$/m.exec(self)?.[1];
-  const candidates: string[] = [];
-  if (v1 !== undefined) {
-    candidates.push(
-      join('/sys/fs/cgroup/memory', v1, 'memory.limit_in_bytes'),
-      '/sys/fs/cgroup/memory/memory.limit_in_bytes',
-    );
-  } else if (v2 !== undefined) {
-    candidates.push(join('/sys/fs/cgroup', v2, 'memory.max'), '/sys/fs/cgroup/memory.max');
-  }
-  for (const p of candidates) {
-    const text = await read(p);
-    if (text === undefined) continue;
-    if (text === 'max' || !/^\d+$/.test(text)) return undefined;
-    const n = BigInt(text);
-    return n >= NO_LIMIT_V1 ? undefined : n;
+  const [root, own, file, version] =
+    v1 !== undefined
+      ? ['/sys/fs/cgroup/memory', v1, 'memory.limit_in_bytes', 1 as const]
+      : v2 !== undefined
+        ? ['/sys/fs/cgroup', v2, 'memory.max', 2 as const]
+        : [];
+  if (!root || own === undefined || !file || !version) return undefined;
+  for (const dir of [join(root, own), root]) {
+    if ((await read(join(dir, file))) !== undefined) return { dir, version };
   }
   return undefined;
+}
+
+async function readOrUndefined(p: string): Promise<string | undefined> {
+  try {
+    return (await readFile(p, 'utf8')).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The memory limit of the cgroup this process runs in, when one is set. */
+async function cgroupMemoryLimit(
+  read: (p: string) => Promise<string | undefined>,
+): Promise<bigint | undefined> {
+  const cg = await memoryCgroupDir(read);
+  if (!cg) return undefined;
+  const text = await read(join(cg.dir, cg.version === 1 ? 'memory.limit_in_bytes' : 'memory.max'));
+  if (text === undefined || text === 'max' || !/^\d+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  return n >= NO_LIMIT_V1 ? undefined : n;
 }

@@ -1,23 +1,28 @@
-// Assembles the pod layer around a runtime manager: status manager, pod workers and the
-// lifecycle handler, which need each other.
+// Assembles the pod layer around a runtime manager: status manager, prober manager, pod workers
+// and the lifecycle handler, which need each other.
 
-import type { Backoff } from '@kh/runtime-manager';
+import type { Backoff, EventRecorder, Runtime } from '@kh/runtime-manager';
 import type { V1Node } from '@kubernetes/client-node';
 import type { PodApi } from '../api/pod_api.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
-import type { ProbeResults } from '../status/generate.js';
+import { ProberManager, type ProberManagerDeps } from '../prober/manager.js';
+import type { ProbeResultsStore } from '../prober/results.js';
 import { PodStatusManager } from '../status/status_manager.js';
 import type { TimerClock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { PodLifecycle, type PodLifecycleDeps } from './pod_lifecycle.js';
 import { PodWorkerPool } from './pod_workers.js';
+import { podPullSecrets } from './pull_secrets.js';
 import type { PressureSource } from './types.js';
 
 export interface PodLayer {
   lifecycle: PodLifecycle;
   workers: PodWorkerPool;
   statusManager: PodStatusManager;
+  prober?: ProberManager;
 }
+
+const noEvents: EventRecorder = { event: () => {} };
 
 export function newPodLayer(opts: {
   api: PodApi;
@@ -28,16 +33,40 @@ export function newPodLayer(opts: {
   node: () => V1Node;
   resyncIntervalMs: number;
   pressure?: PressureSource;
-  probes?: ProbeResults;
+  /**
+   * Runs the pods' probes. `results` is the store the runtime manager was given as its
+   * probeResults, so liveness and startup failures reach its kill decisions.
+   */
+  probing?: {
+    runtime: Pick<Runtime, 'runInContainer' | 'type'>;
+    results: ProbeResultsStore;
+    metrics?: ProberManagerDeps['metrics'];
+    runner?: ProberManagerDeps['runner'];
+  };
   recorder?: KubeletEventRecorder;
   log?: Logger;
 }): PodLayer {
+  const { probing, ...rest } = opts;
   const statusManager = new PodStatusManager({
     api: opts.api,
     clock: opts.clock,
     ...(opts.log ? { log: opts.log } : {}),
   });
-  const deps: PodLifecycleDeps = { ...opts, statusManager };
+  const prober = probing
+    ? new ProberManager({
+        ...probing,
+        recorder: opts.recorder ?? noEvents,
+        podStatus: (uid) => statusManager.getPodStatus(uid),
+        clock: opts.clock,
+        ...(opts.log ? { log: opts.log } : {}),
+      })
+    : undefined;
+  const deps: PodLifecycleDeps = {
+    ...rest,
+    statusManager,
+    pullSecrets: (pod) => podPullSecrets(opts.api, pod, opts.log),
+    ...(prober ? { prober, probes: prober.results.forStatus } : {}),
+  };
   const lifecycle = new PodLifecycle(deps);
   const workers = new PodWorkerPool({
     syncer: lifecycle,
@@ -45,5 +74,13 @@ export function newPodLayer(opts: {
     ...(opts.log ? { log: opts.log } : {}),
   });
   deps.workers = workers;
-  return { lifecycle, workers, statusManager };
+  // Readiness goes straight into the cached status; liveness failures and startup changes need a
+  // sync, where the runtime manager kills or releases the container.
+  prober?.results.onUpdate((u) => {
+    const uid = u.pod.metadata?.uid ?? '';
+    if (u.type === 'readiness')
+      statusManager.setContainerReadiness(uid, u.containerId, u.result === 'success');
+    else if (u.type === 'startup' || u.result === 'failure') lifecycle.handleProbeSync(uid);
+  });
+  return { lifecycle, workers, statusManager, ...(prober ? { prober } : {}) };
 }

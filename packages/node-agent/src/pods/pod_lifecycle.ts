@@ -1,17 +1,20 @@
 // The kubelet's pod handling between the sync loop and the runtime: it keeps the desired pods,
-// admits new ones, hands work to the pod workers, runs each sync through the runtime manager,
-// and reports the resulting API status to the status manager. It is the SyncHandler that
-// Kubelet.syncLoop dispatches to, and the PodSyncer the workers call.
+// admits new ones, starts and stops their probes, hands work to the pod workers, runs each sync
+// through the runtime manager, and reports the resulting API status to the status manager. It is
+// the SyncHandler that Kubelet.syncLoop dispatches to, the PodSyncer the workers call, the
+// eviction manager's PodKiller and container GC's PodStateProvider.
 
 import {
   type Backoff,
   type PodLifecycleEvent,
+  type PodStateProvider,
   type Runtime,
   runningPodFromStatus,
 } from '@kh/runtime-manager';
-import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
 import { admitPod } from '../admission/predicate.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
+import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { PodStatusManager } from '../status/status_manager.js';
 import type { Clock } from '../util/clock.js';
@@ -20,6 +23,14 @@ import type { PodSyncer, PodWorkerPool } from './pod_workers.js';
 import type { PressureSource, SyncHandler } from './types.js';
 
 type PodRuntime = Pick<Runtime, 'getPodStatus' | 'syncPod' | 'killPod' | 'getPods'>;
+
+/** What the pod layer needs of the prober manager. */
+export interface PodProber {
+  addPod(pod: V1Pod): void;
+  stopLivenessAndStartup(pod: V1Pod): void;
+  removePod(uid: string): void;
+  cleanupPods(desired: ReadonlySet<string>): void;
+}
 
 export interface PodLifecycleDeps {
   runtime: PodRuntime;
@@ -34,17 +45,22 @@ export interface PodLifecycleDeps {
   resyncIntervalMs: number;
   pressure?: PressureSource;
   probes?: ProbeResults;
+  prober?: PodProber;
+  /** The pod's image pull secrets, read for every sync. */
+  pullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
   recorder?: KubeletEventRecorder;
   log?: Logger;
 }
 
 const isTerminalPhase = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 
-export class PodLifecycle implements SyncHandler, PodSyncer {
+export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodStateProvider {
   /** Desired pods by UID, as the sources last described them. */
   private readonly pods = new Map<string, V1Pod>();
   private readonly nextSync = new Map<string, number>();
   private readonly rejected = new Set<string>();
+  /** Pods the eviction manager killed, with the status they end with. */
+  private readonly evicted = new Map<string, EvictionStatus>();
 
   constructor(private readonly deps: PodLifecycleDeps) {}
 
@@ -58,7 +74,7 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
   }
 
   /** Admitted pods that still count against the node: not terminal, not being torn down. */
-  private activePods(): V1Pod[] {
+  activePods(): V1Pod[] {
     return this.getPods().filter((p) => {
       const uid = p.metadata?.uid ?? '';
       const s = this.deps.statusManager.getPodStatus(uid);
@@ -89,6 +105,7 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
           continue;
         }
       }
+      this.deps.prober?.addPod(pod);
       this.workers.updatePod({ pod, op: 'create' });
       this.nextSync.set(uid, this.deps.clock.now() + this.deps.resyncIntervalMs);
     }
@@ -107,6 +124,8 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
       this.pods.set(uid, pod);
       // A rejected pod never got a worker; updates do not resurrect it.
       if (!known || this.rejected.has(uid)) continue;
+      // A pod being deleted keeps only its readiness probe, which then reads not ready.
+      this.deps.prober?.addPod(pod);
       this.workers.updatePod({ pod, op: 'update' });
     }
   }
@@ -116,6 +135,8 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
       const uid = pod.metadata?.uid ?? '';
       this.pods.delete(uid);
       this.nextSync.delete(uid);
+      this.evicted.delete(uid);
+      this.deps.prober?.removePod(uid);
       if (!this.rejected.delete(uid)) this.workers.updatePod({ pod, op: 'kill' });
     }
   }
@@ -137,8 +158,13 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
   }
 
   async handlePlegEvent(event: PodLifecycleEvent): Promise<void> {
-    const pod = this.pods.get(event.podUid);
-    if (pod && this.nextSync.has(event.podUid)) this.workers.updatePod({ pod, op: 'sync' });
+    this.handleProbeSync(event.podUid);
+  }
+
+  /** Syncs an admitted pod now: a runtime event, or a probe result the runtime manager acts on. */
+  handleProbeSync(uid: string): void {
+    const pod = this.pods.get(uid);
+    if (pod && this.nextSync.has(uid)) this.workers.updatePod({ pod, op: 'sync' });
   }
 
   /** Housekeeping: kill what runs for pods nobody wants, forget finished workers. */
@@ -153,6 +179,30 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
         .catch((err) => log.error('Failed to kill orphaned pod', { uid: rp.uid, err }));
     }
     this.workers.syncKnownPods(this.getPods());
+    this.deps.prober?.cleanupPods(
+      new Set(
+        this.getPods().flatMap((p) =>
+          this.workers.isPodTerminated(p.metadata?.uid ?? '') ? [] : [p.metadata?.uid ?? ''],
+        ),
+      ),
+    );
+  }
+
+  /** PodKiller: the eviction manager's kill, which leaves the pod Failed with reason Evicted. */
+  async evictPod(pod: V1Pod, gracePeriodSeconds: number, status: EvictionStatus): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    this.evicted.set(uid, status);
+    await this.workers.killPodNow(this.pods.get(uid) ?? pod, gracePeriodSeconds);
+  }
+
+  /** PodStateProvider: a pod the sources no longer list is gone, with everything it left. */
+  shouldPodContentBeRemoved(uid: string): boolean {
+    return !this.pods.has(uid);
+  }
+
+  /** PodStateProvider: a terminated pod's containers and sandboxes may go, its API object stays. */
+  shouldPodRuntimeBeRemoved(uid: string): boolean {
+    return !this.pods.has(uid) || this.workers.isPodTerminated(uid);
   }
 
   async syncPod(pod: V1Pod): Promise<void> {
@@ -166,7 +216,8 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
       this.workers.updatePod({ pod, op: 'kill' });
       return;
     }
-    const result = await runtime.syncPod(pod, before, [], this.deps.backoff);
+    const secrets = (await this.deps.pullSecrets?.(pod)) ?? [];
+    const result = await runtime.syncPod(pod, before, secrets, this.deps.backoff);
     const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
     this.report(pod, after, result);
     const failed =
@@ -177,8 +228,11 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
   async syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void> {
     const { runtime, statusManager } = this.deps;
     const uid = pod.metadata?.uid ?? '';
+    this.deps.prober?.stopLivenessAndStartup(pod);
     const status = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
     await runtime.killPod(pod, runningPodFromStatus(status), gracePeriodSeconds);
+    // Stopped containers have nothing left to probe.
+    this.deps.prober?.removePod(uid);
     const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
     this.report(pod, after, undefined, true);
     statusManager.terminatePod(pod);
@@ -201,6 +255,20 @@ export class PodLifecycle implements SyncHandler, PodSyncer {
       now: new Date(this.deps.clock.now()),
       ...(this.deps.probes ? { probes: this.deps.probes } : {}),
     });
-    this.deps.statusManager.setPodStatus(pod, status);
+    const eviction = this.evicted.get(uid);
+    this.deps.statusManager.setPodStatus(pod, eviction ? withEviction(status, eviction) : status);
   }
+}
+
+/** The generated status with the eviction's phase, reason, message and DisruptionTarget condition. */
+function withEviction(status: V1PodStatus, eviction: EvictionStatus): V1PodStatus {
+  const { phase, reason, message, conditions } = eviction;
+  const replaced = new Set(conditions.map((c) => c.type));
+  return {
+    ...status,
+    phase,
+    reason,
+    message,
+    conditions: [...(status.conditions ?? []).filter((c) => !replaced.has(c.type)), ...conditions],
+  };
 }

@@ -26,6 +26,8 @@ interface Lane {
   gracePeriodSeconds?: number;
   cancelRetry?: () => void;
   idle: Promise<void>;
+  /** Callers of killPodNow waiting for the pod to be stopped. */
+  onTerminated: (() => void)[];
 }
 
 export class PodWorkerPool implements PodWorkers {
@@ -51,6 +53,7 @@ export class PodWorkerPool implements PodWorkers {
         terminationRequested: false,
         terminated: false,
         idle: Promise.resolve(),
+        onTerminated: [],
       };
       this.lanes.set(uid, lane);
     }
@@ -68,6 +71,21 @@ export class PodWorkerPool implements PodWorkers {
     lane.pending = true;
     lane.cancelRetry?.();
     if (!lane.busy) lane.idle = this.drain(uid, lane);
+  }
+
+  /**
+   * Kills the pod with the given grace period and resolves once its containers and sandbox are
+   * stopped (the kubelet's killPodNow, used by the eviction manager).
+   */
+  killPodNow(pod: V1Pod, gracePeriodSeconds: number): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const done = new Promise<void>((resolve) => {
+      this.updatePod({ pod, op: 'kill', gracePeriodSeconds });
+      const lane = this.lanes.get(uid);
+      if (!lane || lane.terminated) resolve();
+      else lane.onTerminated.push(resolve);
+    });
+    return done;
   }
 
   isPodTerminationRequested(uid: string): boolean {
@@ -101,6 +119,7 @@ export class PodWorkerPool implements PodWorkers {
           if (lane.terminationRequested) {
             await this.opts.syncer.syncTerminatingPod(pod, lane.gracePeriodSeconds);
             lane.terminated = true;
+            for (const notify of lane.onTerminated.splice(0)) notify();
           } else {
             await this.opts.syncer.syncPod(pod);
           }

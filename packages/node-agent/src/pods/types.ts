@@ -1,7 +1,6 @@
-// Seams for the pod layer (the next session): pod sources feed the sync loop, the sync loop
-// dispatches to a SyncHandler, which hands work to per-pod workers, whose results go to the
-// status manager. The Kubelet here already runs the loop and calls the handler; without one it
-// only keeps node status, lease and servers alive.
+// Seams of the pod layer: pod sources feed the sync loop, the sync loop dispatches to a
+// SyncHandler, which hands work to per-pod workers, whose results go to the status manager.
+// Without a SyncHandler the Kubelet only keeps node status, lease and servers alive.
 
 import type { PodLifecycleEvent } from '@kh/runtime-manager';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
@@ -47,6 +46,8 @@ export interface PodWorkers {
     op: 'create' | 'update' | 'sync' | 'kill';
     gracePeriodSeconds?: number;
   }): void;
+  /** Kills the pod now and resolves once it is stopped. */
+  killPodNow(pod: V1Pod, gracePeriodSeconds: number): Promise<void>;
   isPodTerminationRequested(uid: string): boolean;
   /** Forgets workers for pods that are gone and fully terminated. */
   syncKnownPods(desired: V1Pod[]): void;
@@ -61,7 +62,7 @@ export interface StatusManager {
   run(signal: AbortSignal): Promise<void>;
 }
 
-/** The eviction manager's view for node conditions and admission (issue 7). */
+/** The eviction manager's view for node conditions and admission. */
 export interface PressureSource {
   isUnderMemoryPressure(): boolean;
   isUnderDiskPressure(): boolean;

@@ -1,7 +1,9 @@
 // The prober manager: starts a worker for every probe of every container of an admitted pod,
 // stops liveness and startup checks when the pod starts terminating (readiness then reads
 // false), and turns probe outcomes into the kubelet's events (Unhealthy, ProbeWarning), the
-// prober_probe_total counter, and kill requests carrying the probe's grace period override.
+// prober_probe_total counter, and results. The runtime manager reads liveness and startup
+// failures from those results when it syncs the pod and kills the container with the probe's
+// grace period.
 import type { EventRecorder, Runtime } from '@kh/runtime-manager';
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { KubeletMetrics } from '../server/metrics.js';
@@ -11,15 +13,6 @@ import { execProbe, grpcProbe, httpProbe, type ProbeOutcome, tcpProbe } from './
 import { PROBE_FIELD, type ProbeType, probeSpec, resolvePort, validateProbe } from './probe_spec.js';
 import { ProbeResultsStore } from './results.js';
 import { type ProbeRequest, type ProbeRunner, ProbeWorker } from './worker.js';
-
-export interface KillRequest {
-  pod: V1Pod;
-  containerName: string;
-  containerId: string;
-  probeType: 'liveness' | 'startup';
-  /** The probe's terminationGracePeriodSeconds, else the pod's, else 30. */
-  gracePeriodSeconds: number;
-}
 
 export interface ProberManagerDeps {
   /** ExecSync for exec probes; the runtime type names the container id scheme. */
@@ -32,6 +25,8 @@ export interface ProberManagerDeps {
   log?: Logger;
   /** Replaces the real handlers (tests of the worker rules). */
   runner?: ProbeRunner;
+  /** Where results go; shared with the runtime manager, which is built before the prober. */
+  results?: ProbeResultsStore;
 }
 
 const TYPES: readonly ProbeType[] = ['startup', 'liveness', 'readiness'];
@@ -68,21 +63,15 @@ export function defaultProbeRunner(runtime: Pick<Runtime, 'runInContainer' | 'ty
 }
 
 export class ProberManager {
-  readonly results = new ProbeResultsStore();
+  readonly results: ProbeResultsStore;
   private readonly workers = new Map<string, ProbeWorker>();
-  private readonly killListeners = new Set<(k: KillRequest) => void>();
   private readonly runner: ProbeRunner;
   private readonly log: Logger;
 
   constructor(private readonly deps: ProberManagerDeps) {
+    this.results = deps.results ?? new ProbeResultsStore();
     this.runner = deps.runner ?? defaultProbeRunner(deps.runtime);
     this.log = deps.log ?? silentLogger;
-  }
-
-  /** Listens for containers a liveness or startup failure condemned; returns the unsubscribe. */
-  onKillRequest(listener: (k: KillRequest) => void): () => void {
-    this.killListeners.add(listener);
-    return () => this.killListeners.delete(listener);
   }
 
   private key(uid: string, container: string, type: ProbeType): string {
@@ -131,7 +120,6 @@ export class ProberManager {
           podStatus: this.deps.podStatus,
           runProbe: (req) => this.timedProbe(req),
           observed: (worker, outcome) => this.observed(worker, outcome),
-          failed: (worker, id) => this.failed(worker, id),
           ended: () => this.workers.delete(key),
         });
         this.workers.set(key, w);
@@ -225,18 +213,5 @@ export class ProberManager {
       this.deps.recorder.event(w.pod, 'Warning', 'ProbeWarning', `${name} probe warning: ${outcome.output}`);
     if (!ok)
       this.deps.recorder.event(w.pod, 'Warning', 'Unhealthy', `${name} probe failed: ${outcome.output}`);
-  }
-
-  private failed(w: ProbeWorker, containerId: string): void {
-    const probe = w.spec;
-    const request: KillRequest = {
-      pod: w.pod,
-      containerName: w.container.name,
-      containerId,
-      probeType: w.type === 'startup' ? 'startup' : 'liveness',
-      gracePeriodSeconds:
-        probe.terminationGracePeriodSeconds ?? w.pod.spec?.terminationGracePeriodSeconds ?? 30,
-    };
-    for (const l of this.killListeners) l(request);
   }
 }

@@ -27,8 +27,6 @@ export interface WorkerHooks {
   runProbe: ProbeRunner;
   /** Called after each probe that ran; the manager turns it into events and metrics. */
   observed: (w: ProbeWorker, outcome: ProbeOutcome | Error) => void;
-  /** A liveness or startup failure crossed its threshold: the container must be killed. */
-  failed: (w: ProbeWorker, containerId: string) => void;
   /** The worker ended by itself (the pod finished, or it is terminating and this is not readiness). */
   ended: (w: ProbeWorker) => void;
 }
@@ -156,7 +154,6 @@ export class ProbeWorker {
     if (result === 'failure' && this.type !== 'readiness') {
       this.onHold = true;
       this.resultRun = 0;
-      this.hooks.failed(this, id);
     }
     return true;
   }

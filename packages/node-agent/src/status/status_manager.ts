@@ -5,12 +5,13 @@
 // deletion has nothing left running, the manager deletes it with grace 0 (UID-guarded), which
 // finishes graceful deletion. A static pod's status goes to its mirror pod (same name, another
 // UID, config.mirror = the static pod's UID), which is never deleted here: mirror/ owns it.
-import type { V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { isConflict } from '../api/node_api.js';
 import type { PodApi } from '../api/pod_api.js';
 import { ConfigMirrorAnnotation } from '../mirror/mirror_client.js';
 import { ConfigSourceAnnotation } from '../podconfig/file_source.js';
 import type { StatusManager } from '../pods/types.js';
+import { bareContainerId } from '../prober/results.js';
 import { canonicalJson } from '../util/canonical_json.js';
 import { type TimerClock, Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
@@ -96,13 +97,18 @@ export class PodStatusManager implements StatusManager {
     this.kick();
   }
 
-  /** A readiness probe result: the container's ready flag, then ContainersReady and Ready. */
+  /**
+   * A readiness probe result: the container's ready flag, then ContainersReady and Ready. The id
+   * may come with its runtime scheme (`containerd://abc`, the API form) or without (the prober's).
+   */
   setContainerReadiness(podUid: string, containerId: string, ready: boolean): void {
     const e = this.entries.get(podUid);
-    const cs = e?.status.containerStatuses?.find((c) => c.containerID === containerId);
+    const id = bareContainerId(containerId);
+    const matches = (c: V1ContainerStatus) => bareContainerId(c.containerID ?? '') === id;
+    const cs = e?.status.containerStatuses?.find(matches);
     if (!e || !cs || cs.ready === ready) return;
     const status = structuredClone(e.status);
-    for (const c of status.containerStatuses ?? []) if (c.containerID === containerId) c.ready = ready;
+    for (const c of status.containerStatuses ?? []) if (matches(c)) c.ready = ready;
     const unready = (status.containerStatuses ?? []).filter((c) => !c.ready).map((c) => c.name);
     const readyCond = (type: string): V1PodCondition =>
       unready.length === 0
@@ -222,10 +228,20 @@ export class PodStatusManager implements StatusManager {
   }
 }
 
+/**
+ * Conditions the kubelet writes when it has something to say but other writers may set too: the
+ * eviction manager's DisruptionTarget, which the taint manager and preemption also use.
+ */
+export const SHARED_POD_CONDITIONS = ['DisruptionTarget'];
+
 /** The status to write: ours, plus conditions other writers own on the stored pod. */
 export function mergePodStatus(stored: V1PodStatus | undefined, ours: V1PodStatus): V1PodStatus {
-  const foreign = (stored?.conditions ?? []).filter((c) => !KUBELET_POD_CONDITIONS.includes(c.type));
-  const mine = (ours.conditions ?? []).filter((c) => KUBELET_POD_CONDITIONS.includes(c.type));
+  const mine = (ours.conditions ?? []).filter(
+    (c) => KUBELET_POD_CONDITIONS.includes(c.type) || SHARED_POD_CONDITIONS.includes(c.type),
+  );
+  const foreign = (stored?.conditions ?? []).filter(
+    (c) => !KUBELET_POD_CONDITIONS.includes(c.type) && !mine.some((m) => m.type === c.type),
+  );
   // PodScheduled is the scheduler's until the kubelet reports it.
   const scheduled = stored?.conditions?.find((c) => c.type === 'PodScheduled');
   const keepScheduled = scheduled && !mine.some((c) => c.type === 'PodScheduled') ? [scheduled] : [];

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { criImageFs, type FsStats, NodeSignalSource } from '../../src/eviction/signals.js';
+import { silentLogger } from '../../src/util/log.js';
 import { Gi, Mi } from './helpers.js';
 
 const root = mkdtempSync(join(tmpdir(), 'kh-signals-'));
@@ -127,6 +128,25 @@ describe('criImageFs', () => {
     });
     const obs = await s.observe();
     expect(obs['imagefs.available']).toEqual({ available: 10 * Gi, capacity: 100 * Gi });
+  });
+
+  it('still observes memory and nodefs when the image filesystem cannot be read', async () => {
+    const errors: string[] = [];
+    const s = new NodeSignalSource({
+      memoryCgroupDir: '',
+      rootDir: '/',
+      statfs,
+      imageFs: criImageFs(cri, {
+        statfs: () => {
+          throw new Error("ENOENT: no such file or directory, statfs '/var/lib/x'");
+        },
+      }),
+      log: { ...silentLogger, error: (msg) => errors.push(msg) },
+    });
+    const obs = await s.observe();
+    expect(obs['imagefs.available']).toBeUndefined();
+    expect(obs['nodefs.available']).toBeDefined();
+    expect(errors).toEqual(['Eviction manager: cannot read the image filesystem']);
   });
 
   it('statfs-es the reported mountpoint when no capacity is configured', async () => {

@@ -1,7 +1,7 @@
 // An in-memory NodeApi with API-server semantics the agent depends on: uids, resourceVersions,
 // 404/409, and an outage switch. Used until tests run against @kh/fake-apiserver.
 import { randomUUID } from 'node:crypto';
-import type { CoreV1Event, V1Lease, V1Node, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Lease, V1Node, V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
 import { ApiError, type NodeApi } from '../../src/api/node_api.js';
 import type { PodApi } from '../../src/api/pod_api.js';
 
@@ -109,6 +109,14 @@ export class MemoryNodeApi implements NodeApi, PodApi {
     stored.metadata = { namespace: 'default', ...stored.metadata, uid: stored.metadata?.uid ?? randomUUID() };
     this.pods.set(`${stored.metadata.namespace}/${stored.metadata.name}`, stored);
     return structuredClone(stored);
+  }
+
+  readonly secrets = new Map<string, V1Secret>();
+
+  async getSecret(namespace: string, name: string) {
+    this.enter('getSecret');
+    const s = this.secrets.get(`${namespace}/${name}`);
+    return s ? structuredClone(s) : undefined;
   }
 
   async getPod(namespace: string, name: string) {

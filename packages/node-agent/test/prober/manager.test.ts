@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ProbeOutcome } from '../../src/prober/handlers.js';
-import { type KillRequest, ProberManager } from '../../src/prober/manager.js';
+import { ProberManager } from '../../src/prober/manager.js';
 import type { ResultUpdate } from '../../src/prober/results.js';
 import type { ProbeRequest } from '../../src/prober/worker.js';
 import { KubeletMetrics } from '../../src/server/metrics.js';
@@ -63,14 +63,12 @@ function setup() {
   });
   const updates: ResultUpdate[] = [];
   m.results.onUpdate((u) => updates.push(u));
-  const kills: KillRequest[] = [];
-  m.onKillRequest((k) => kills.push(k));
   const tick = async (ms: number) => {
     await clock.advance(ms);
     await m.idle();
   };
   active.push(m);
-  return { clock, statuses, script, calls, events, metrics, m, updates, kills, tick };
+  return { clock, statuses, script, calls, events, metrics, m, updates, tick };
 }
 
 // Every manager a test builds is stopped afterwards, so no worker outlives its test.
@@ -105,7 +103,7 @@ describe('readiness', () => {
     ]);
     expect(t.events.filter((e) => e.reason === 'Unhealthy')).toHaveLength(3);
     expect(t.events[0]).toEqual({ reason: 'Unhealthy', message: 'Readiness probe failed: nope' });
-    expect(t.kills).toEqual([]);
+    expect(t.updates.filter((u) => u.type !== 'readiness')).toEqual([]);
   });
 
   it('waits initialDelaySeconds from the container start', async () => {
@@ -147,7 +145,7 @@ describe('readiness', () => {
 });
 
 describe('liveness', () => {
-  it('requests one kill after failureThreshold failures with the probe grace period, then waits for a new container', async () => {
+  it('publishes one failure after failureThreshold failures, then waits for a new container', async () => {
     const t = setup();
     const pod = makePod(
       { livenessProbe: { httpGet: { port: 80 }, periodSeconds: 1, terminationGracePeriodSeconds: 3 } },
@@ -160,8 +158,9 @@ describe('liveness', () => {
     t.script.liveness = { result: 'failure', output: 'HTTP probe failed with statuscode: 500' };
     for (let i = 0; i < 5; i++) await t.tick(1000);
     expect(t.m.results.forRuntime.liveness('c1')).toBe('failure');
-    expect(t.kills).toEqual([
-      { pod, containerName: 'app', containerId: 'c1', probeType: 'liveness', gracePeriodSeconds: 3 },
+    expect(t.updates.filter((u) => u.type === 'liveness').map((u) => [u.containerId, u.result])).toEqual([
+      ['c1', 'success'],
+      ['c1', 'failure'],
     ]);
     // Held: no probing of the condemned container.
     expect(t.calls).toHaveLength(4);
@@ -177,25 +176,6 @@ describe('liveness', () => {
     expect(t.calls).toHaveLength(5);
   });
 
-  it('falls back to the pod grace period, then 30', async () => {
-    const t = setup();
-    t.statuses.set('uid-web', running('c1'));
-    t.script.liveness = { result: 'failure', output: 'x' };
-    t.m.addPod(
-      makePod(
-        { livenessProbe: { exec: { command: ['x'] }, failureThreshold: 1 } },
-        { terminationGracePeriodSeconds: 12 },
-      ),
-    );
-    await t.tick(0);
-    expect(t.kills[0]?.gracePeriodSeconds).toBe(12);
-    t.m.removePod('uid-web');
-    t.m.addPod(makePod({ livenessProbe: { exec: { command: ['x'] }, failureThreshold: 1 } }));
-    t.statuses.set('uid-web', running('c9'));
-    await t.tick(0);
-    expect(t.kills[1]?.gracePeriodSeconds).toBe(30);
-  });
-
   it('discards a probe that could not run, and counts it as unknown', async () => {
     const t = setup();
     t.statuses.set('uid-web', running('c1'));
@@ -204,7 +184,7 @@ describe('liveness', () => {
     await t.tick(0);
     await t.tick(10_000);
     expect(t.m.results.liveness.get('c1')).toBe('success');
-    expect(t.kills).toEqual([]);
+    expect(t.updates.filter((u) => u.result === 'failure')).toEqual([]);
     expect(t.events[0]).toEqual({
       reason: 'Unhealthy',
       message: 'Liveness probe errored: rpc error: container not found',
@@ -251,7 +231,7 @@ describe('startup', () => {
     await t.tick(0);
     await t.tick(1000);
     expect(t.m.results.forRuntime.startup('c1')).toBe('failure');
-    expect(t.kills.map((k) => k.probeType)).toEqual(['startup']);
+    expect(t.updates.filter((u) => u.result === 'failure').map((u) => u.type)).toEqual(['startup']);
   });
 });
 

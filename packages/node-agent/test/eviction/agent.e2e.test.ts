@@ -1,0 +1,159 @@
+// The eviction manager wired into the agent: the node-agent command against the fake apiserver
+// and the in-memory CRI runtime, with an evictionHard memory threshold no node can meet, so the
+// node is under memory pressure from the first pass. Node status, admission and eviction must all
+// follow from that one decision.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeRuntime } from '@kh/cri-api';
+import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
+import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { KubeNodeApi, loadKubeConfig } from '../../src/api/node_api.js';
+import { newKubeletCommand } from '../../src/cli.js';
+import { freePort } from '../helpers/net.js';
+
+const NODE = 'pressure-node';
+const dir = mkdtempSync(join(tmpdir(), 'kh-eviction-e2e-'));
+let fake: FakeRuntime;
+let server: ApiServer;
+let api: KubeNodeApi;
+let core: CoreV1Api;
+let agent: { abort: AbortController; running: Promise<number> };
+const stderr: string[] = [];
+
+async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await get();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${stderr.join('').slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+// Requests cpu only: allocatable memory is zero under this threshold, and BestEffort pods are refused.
+const pod = (name: string, priority: number, burstable = false): V1Pod => ({
+  metadata: { name, namespace: 'default' },
+  spec: {
+    nodeName: NODE,
+    priority,
+    containers: [
+      {
+        name: 'main',
+        image: 'busybox',
+        command: ['sleep', '3600'],
+        ...(burstable ? { resources: { requests: { cpu: '10m' } } } : {}),
+      },
+    ],
+  },
+});
+
+const phaseOf = async (name: string) => (await api.getPod('default', name))?.status?.phase;
+
+beforeAll(async () => {
+  fake = await FakeRuntime.start({ socketPath: join(dir, 'cri.sock') });
+  fake.addImage('docker.io/library/busybox:latest', 1_000_000);
+  // Working sets for ranking: both exceed their (zero) memory requests, so priority decides.
+  fake.script.containerStats((c) => c.labels['io.kubernetes.pod.name'] === 'hog', {
+    memoryWorkingSetBytes: 200 * 2 ** 20,
+  });
+  fake.script.containerStats((c) => c.labels['io.kubernetes.pod.name'] === 'innocent', {
+    memoryWorkingSetBytes: 2 ** 20,
+  });
+  server = await createApiServer({ port: 0, tls: true, tokens: { t: 'admin' }, scheduler: false });
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, server.kubeconfig());
+  api = new KubeNodeApi(loadKubeConfig(kubeconfig));
+  core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    [
+      'apiVersion: kubelet.config.k8s.io/v1beta1',
+      'kind: KubeletConfiguration',
+      `podLogsDir: ${join(dir, 'logs')}`,
+      'evictionHard:',
+      '  memory.available: 1Pi',
+    ].join('\n'),
+  );
+  const abort = new AbortController();
+  agent = {
+    abort,
+    running: newKubeletCommand({ out: () => {}, err: (s) => stderr.push(s), signal: abort.signal }).execute([
+      `--kubeconfig=${kubeconfig}`,
+      `--container-runtime-endpoint=${fake.endpoint}`,
+      `--root-dir=${join(dir, 'root')}`,
+      `--config=${config}`,
+      `--hostname-override=${NODE}`,
+      '--node-ip=127.0.0.1',
+      '--address=127.0.0.1',
+      `--port=${await freePort()}`,
+      '--healthz-port=0',
+    ]),
+  };
+}, 30_000);
+
+afterAll(async () => {
+  agent?.abort.abort();
+  expect(await agent?.running).toBe(0);
+  await server?.close();
+  await fake?.stop();
+});
+
+it('reports MemoryPressure on the Node with the kubelet reason', async () => {
+  const condition = await until('MemoryPressure=True', async () => {
+    const node = await api.getNode(NODE);
+    const c = node?.status?.conditions?.find((x) => x.type === 'MemoryPressure');
+    return c?.status === 'True' ? c : undefined;
+  });
+  expect(condition).toMatchObject({ reason: 'KubeletHasInsufficientMemory' });
+}, 40_000);
+
+it('refuses a BestEffort pod at admission under memory pressure', async () => {
+  await core.createNamespacedPod({ namespace: 'default', body: pod('besteffort', 0) });
+  const rejected = await until('besteffort Failed', async () => {
+    const p = await api.getPod('default', 'besteffort');
+    return p?.status?.phase === 'Failed' ? p : undefined;
+  });
+  expect(rejected.status).toMatchObject({
+    reason: 'Evicted',
+    message: 'The node had condition: [MemoryPressure]. ',
+  });
+  expect(fake.containers().filter((c) => c.labels['io.kubernetes.pod.name'] === 'besteffort')).toEqual([]);
+}, 40_000);
+
+it('evicts the lower-priority pod first, one pod per monitoring interval', async () => {
+  await core.createNamespacedPod({ namespace: 'default', body: pod('innocent', 1000, true) });
+  await core.createNamespacedPod({ namespace: 'default', body: pod('hog', 0, true) });
+  const evicted = await until(
+    'hog evicted',
+    async () => {
+      const p = await api.getPod('default', 'hog');
+      return p?.status?.phase === 'Failed' ? p : undefined;
+    },
+    60_000,
+  );
+  // One pod per monitoring interval: the innocent pod is still there when the hog is gone.
+  expect(await phaseOf('innocent')).toBe('Running');
+  expect(evicted.status?.reason).toBe('Evicted');
+  expect(evicted.status?.message).toMatch(/^The node was low on resource: memory\./);
+  expect(evicted.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).toMatchObject({
+    status: 'True',
+    reason: 'TerminationByKubelet',
+  });
+  expect(
+    fake.containers().filter((c) => c.labels['io.kubernetes.pod.name'] === 'hog' && c.state === 1),
+  ).toEqual([]);
+  const events = await until('the Evicted event', async () => {
+    const list = await core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: 'involvedObject.name=hog',
+    });
+    const e = list.items.find((x) => x.reason === 'Evicted');
+    return e ? e : undefined;
+  });
+  expect(events.message).toMatch(/memory/);
+  expect(events.metadata?.annotations?.starved_resource).toBe('memory');
+  expect(events.metadata?.annotations?.offending_containers).toBe('main');
+}, 90_000);
