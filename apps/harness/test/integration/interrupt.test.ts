@@ -59,7 +59,7 @@ describe('kubelet-harness run interrupted', () => {
     const run = startRun(out, /status-reporting …/);
     const runId = await run.reached;
     runIds.push(runId);
-    expect(await containersOf(runId)).toBe(3); // apiserver, registry, fake node
+    expect(await containersOf(runId)).toBe(4); // apiserver, two registries, fake node
     run.child.kill('SIGINT');
     expect(await run.exited).toBe(130);
     expect(run.stderr()).toContain('SIGINT: stopping; cleaning up');
@@ -79,7 +79,7 @@ describe('kubelet-harness run interrupted', () => {
     runIds.push(runId);
     run.child.kill('SIGKILL');
     await run.exited;
-    expect(await containersOf(runId)).toBe(3);
+    expect(await containersOf(runId)).toBe(4);
     const tempDirs = await mountedTempDirs(runId);
     expect(tempDirs.length).toBeGreaterThanOrEqual(2); // the apiserver's and the fake node's /run/kh
     const swept = await new RunLedger(join(dir, 'ledger')).removeAbandoned(removeRunLeftovers);
