@@ -27,7 +27,10 @@ describe('excerptAround', () => {
   });
 
   it('reads containerd-style time fields and stays within its budget, keeping the latest lines of the window', () => {
-    const containerd = Array.from({ length: 600 }, (_, i) => `time="${at(i / 10)}" level=info msg="m${i}"`);
+    const containerd = Array.from(
+      { length: 600 },
+      (_, i) => `time="${at(i / 10).replace('Z', '123456Z')}" level=info msg="m${i}"`,
+    );
     const out = excerptAround(containerd, [T0 + 30_000], 40, 10);
     expect(out.filter((l) => l !== '…')).toHaveLength(40);
     // The 30 lines from the window are the ones right up to 5 s after the failure.
