@@ -6,7 +6,7 @@ import { realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CriClient } from '@kh/cri-api';
+import { CriClient, type CriClientOptions } from '@kh/cri-api';
 import {
   GenericPLEG,
   KubeGenericRuntimeManager,
@@ -18,8 +18,11 @@ import { ConfigError, formatFieldError } from './config/field_errors.js';
 import { type AgentOptions, flagsHelp, parseFlags } from './config/flags.js';
 import { type LoadedConfig, loadKubeletConfiguration } from './config/load.js';
 import { KubeletEventRecorder } from './events/recorder.js';
+import { CorrelatingEventSink, KubeEventSink } from './events/sink.js';
 import { evictionConfigFrom } from './eviction/thresholds.js';
 import { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
+import { KubeMirrorPodApi } from './mirror/mirror_client.js';
+import { MirrorPodManager } from './mirror/mirror_pods.js';
 import { type NodeManagers, newNodeManagers } from './node_managers.js';
 import { goArch, readMachineInfo } from './nodestatus/machine_info.js';
 import { nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
@@ -28,6 +31,9 @@ import { FileStaticPodSource } from './podconfig/file_source.js';
 import { newPodLayer, type PodLayer } from './pods/pod_layer.js';
 import type { PodSource } from './pods/types.js';
 import { ProbeResultsStore } from './prober/results.js';
+import { criCallObserver } from './runtime/cri_call_log.js';
+import { connectImageService } from './runtime/image_service.js';
+import { ContainerLogs } from './server/container_logs.js';
 import { KubeletMetrics } from './server/metrics.js';
 import { runningPodsProvider } from './server/running_pods.js';
 import { SummaryProvider } from './stats/summary.js';
@@ -99,27 +105,34 @@ export async function run(
   const { config, resolved } = loaded;
   // The kubelet creates its root directory (state, certificates, pod volumes) on start.
   await mkdir(options.rootDir, { recursive: true, mode: 0o750 });
-  if (config.imageServiceEndpoint && config.imageServiceEndpoint !== config.containerRuntimeEndpoint) {
-    throw new Error('a separate --image-service-endpoint is not supported yet; use the runtime endpoint');
-  }
   const metrics = new KubeletMetrics({ processMetrics: true });
   const kubeConfig = options.kubeconfig ? loadKubeConfig(options.kubeconfig) : undefined;
   if (!kubeConfig)
     log.info('No --kubeconfig: running standalone, without registration, status, lease or API pods');
-  const cri = await CriClient.connect(config.containerRuntimeEndpoint, {
+  const criOptions: CriClientOptions = {
     timeoutMs: resolved.runtimeRequestTimeoutMs,
     // Waiting for the socket longer than a request may take would only delay the start-up error.
     connectTimeoutMs: Math.min(10_000, resolved.runtimeRequestTimeoutMs),
-    onCall: (e) => metrics.recordCriCall(e),
-  }).catch((e: Error) => {
+    onCall: criCallObserver(metrics, options.criCallLog),
+  };
+  const cri = await CriClient.connect(config.containerRuntimeEndpoint, criOptions).catch((e: Error) => {
     throw new Error(`validate CRI endpoint ${config.containerRuntimeEndpoint}: ${e.message}`);
+  });
+  const imageCri = await connectImageService(config, criOptions).catch((e) => {
+    cri.close();
+    throw e;
   });
   try {
     const hostname = nodeNameFor(options.hostnameOverride);
     const nodeIP = resolveNodeIP(options.nodeIp);
     const api = kubeConfig ? new KubeNodeApi(kubeConfig) : undefined;
-    const recorder = api
-      ? new KubeletEventRecorder(api, { host: hostname, clock: realClock, log })
+    // Repeated events become count/lastTimestamp patches of one Event (client-go's correlator).
+    const recorder = kubeConfig
+      ? new KubeletEventRecorder(new CorrelatingEventSink(new KubeEventSink(kubeConfig), realClock), {
+          host: hostname,
+          clock: realClock,
+          log,
+        })
       : undefined;
     // The runtime manager and the pod layer need each other: it reads probe results and which
     // pods are gone, the pod layer drives it. Both seams are resolved once the layer exists.
@@ -128,6 +141,7 @@ export async function run(
     let managers: NodeManagers | undefined;
     const runtime = await KubeGenericRuntimeManager.create({
       cri,
+      ...(imageCri ? { imageCri } : {}),
       clock: realClock,
       ...(recorder ? { recorder } : {}),
       probeResults: probeResults.forRuntime,
@@ -180,6 +194,17 @@ export async function run(
         })
       : undefined;
     const podSources: PodSource[] = [];
+    // Static pods get mirror pods in the API; the sync loop never sees the mirrors themselves.
+    const mirrors = kubeConfig
+      ? new MirrorPodManager({
+          api: new KubeMirrorPodApi(kubeConfig),
+          nodeName: hostname,
+          clock: realClock,
+          // Post the static pod's status to a new mirror now rather than at the next status pass.
+          onMirrorCreated: () => pods?.statusManager.kick(),
+          log,
+        })
+      : undefined;
     if (kubeConfig)
       podSources.push(
         new ApiServerPodSource({ lw: new KubePodListWatch(kubeConfig, hostname), clock: realClock, log }),
@@ -200,7 +225,13 @@ export async function run(
       pods && recorder
         ? await newNodeManagers({
             eviction: evictionConfigFrom(config, resolved),
-            cri,
+            // ImageFsInfo belongs to the image service: ask its own endpoint when it has one.
+            cri: imageCri
+              ? {
+                  imageFsInfo: (req) => imageCri.imageFsInfo(req),
+                  listContainerStats: (req) => cri.listContainerStats(req),
+                }
+              : cri,
             runtime,
             pods,
             recorder,
@@ -236,14 +267,20 @@ export async function run(
       ...(pods
         ? {
             syncHandler: pods.lifecycle,
-            podSources,
-            managers: [pods.statusManager, ...(managers ? [managers.eviction, managers.gc] : [])],
+            podSources: mirrors ? podSources.map((s) => mirrors.wrap(s)) : podSources,
+            managers: [
+              pods.statusManager,
+              ...(mirrors ? [mirrors] : []),
+              ...(managers ? [managers.eviction, managers.gc] : []),
+            ],
             ...(managers ? { pressure: managers.eviction } : {}),
             servers: {
               pods: { getPods: () => pods.lifecycle.getPods() },
               runningPods: runningPodsProvider(runtime),
+              logs: new ContainerLogs({ getPods: () => pods.lifecycle.getPods(), runtime }),
               stats: new SummaryProvider({
                 cri,
+                ...(imageCri ? { imageCri } : {}),
                 nodeName: hostname,
                 rootDir: options.rootDir,
                 clock: realClock,
@@ -256,6 +293,7 @@ export async function run(
     await runKubelet(kubelet, signal);
   } finally {
     cri.close();
+    imageCri?.close();
   }
 }
 

@@ -30,12 +30,28 @@ export {
 export { EVICTION_SIGNALS } from './config/schema.js';
 export { defaultKubeletConfiguration, type KubeletConfiguration, type Taint } from './config/types.js';
 export { validateKubeletConfiguration } from './config/validation.js';
+export {
+  CombinedPrefix,
+  type CorrelationResult,
+  EventCorrelator,
+} from './events/correlator.js';
 export { type EventType, KubeletEventRecorder } from './events/recorder.js';
+export { CorrelatingEventSink, type EventPatch, type EventSink, KubeEventSink } from './events/sink.js';
 export { EvictionManager, type EvictionManagerDeps } from './eviction/manager.js';
 export { evictionConfigFrom } from './eviction/thresholds.js';
 export type { PodKiller, SignalObservation, SignalSource } from './eviction/types.js';
 export { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
 export { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
+export {
+  ConfigMirrorAnnotation,
+  isMirrorPod,
+  isMirrorPodOf,
+  KubeMirrorPodApi,
+  type MirrorPodApi,
+  mirrorPodFor,
+  staticPodHash,
+} from './mirror/mirror_client.js';
+export { MirrorPodManager } from './mirror/mirror_pods.js';
 export { type NodeManagers, type NodeManagersInput, newNodeManagers } from './node_managers.js';
 export { NODE_LEASE_NAMESPACE, NodeLeaseController } from './nodelease/controller.js';
 export { findCondition, NodeConditionType } from './nodestatus/conditions.js';
@@ -79,6 +95,7 @@ export type {
 export { noPressure } from './pods/types.js';
 export { ProberManager, type ProberManagerDeps } from './prober/manager.js';
 export { ProbeResultsStore } from './prober/results.js';
+export { connectImageService } from './runtime/image_service.js';
 export type { NodeRuntime } from './runtime/node_runtime.js';
 export { type HealthCheck, RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
 export {
@@ -91,6 +108,13 @@ export {
   type UserInfo,
 } from './server/auth.js';
 export { generateSelfSignedCert, loadOrCreateServingCert } from './server/certs.js';
+export {
+  ContainerLogs,
+  type ContainerLogsDeps,
+  type LogOptions,
+  LogRequestError,
+  parseLogOptions,
+} from './server/container_logs.js';
 export { HealthChecker, HealthzServer } from './server/healthz.js';
 export { KubeletMetrics, runtimeOperationType } from './server/metrics.js';
 export { runningPodsProvider, runningPodsToAPI } from './server/running_pods.js';

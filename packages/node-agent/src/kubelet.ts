@@ -35,12 +35,7 @@ import {
 import { loadOrCreateServingCert, type ServingCert } from './server/certs.js';
 import { HealthChecker, HealthzServer, syncLoopCheck } from './server/healthz.js';
 import { KubeletMetrics } from './server/metrics.js';
-import {
-  KubeletServer,
-  type PodsProvider,
-  type RunningPodsProvider,
-  type StatsProvider,
-} from './server/server.js';
+import { KubeletServer, type KubeletServerOptions } from './server/server.js';
 import { realClock, sleep, type TimerClock, Waker } from './util/clock.js';
 import { type Logger, silentLogger } from './util/log.js';
 
@@ -78,7 +73,7 @@ export interface KubeletDeps {
   /** Overrides the authenticator/authorizer derived from the configuration. */
   authenticator?: Authenticator;
   authorizer?: Authorizer;
-  servers?: { pods?: PodsProvider; runningPods?: RunningPodsProvider; stats?: StatsProvider };
+  servers?: Pick<KubeletServerOptions, 'pods' | 'runningPods' | 'stats' | 'logs'>;
 }
 
 export class Kubelet {
@@ -112,11 +107,13 @@ export class Kubelet {
     if (pleg) this.runtimeState.addHealthCheck('PLEG', () => pleg.healthy());
     const nodeName = deps.identity.nodeName;
     if (deps.api) {
-      this.recorder = new KubeletEventRecorder(deps.api, {
-        host: nodeName,
-        clock: this.clock,
-        log: this.log,
-      });
+      this.recorder =
+        deps.recorder ??
+        new KubeletEventRecorder(deps.api, {
+          host: nodeName,
+          clock: this.clock,
+          log: this.log,
+        });
       const registrar = new NodeRegistrar({
         api: deps.api,
         identity: deps.identity,

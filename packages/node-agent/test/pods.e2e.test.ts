@@ -3,50 +3,30 @@
 // that does not fit is rejected with OutOfcpu, and kubectl delete completes once the agent has
 // stopped the pod.
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ContainerState, FakeRuntime, PodSandboxState } from '@kh/cri-api';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KubeNodeApi, loadKubeConfig } from '../src/api/node_api.js';
-import { newKubeletCommand } from '../src/cli.js';
+import type { KubeNodeApi } from '../src/api/node_api.js';
+import { loopbackFlags, type RunningAgent, startAgent } from './helpers/agent.js';
+import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-pods-e2e-'));
 let fake: FakeRuntime;
-let server: ApiServer;
+let apiserver: TestApiServer;
 let kubeconfig: string;
 let api: KubeNodeApi;
-let agent: { abort: AbortController; running: Promise<number> };
-const stderr: string[] = [];
+let agent: RunningAgent;
 let agentArgs: string[];
-
-function startAgent() {
-  const abort = new AbortController();
-  const running = newKubeletCommand({
-    out: () => {},
-    err: (s) => stderr.push(s),
-    signal: abort.signal,
-  }).execute(agentArgs);
-  return { abort, running };
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await get();
     if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${stderr.join('').slice(-3000)}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${agent.io.err.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -60,28 +40,16 @@ function apply(pod: object): Promise<string> {
 beforeAll(async () => {
   fake = await FakeRuntime.start({ socketPath: join(dir, 'cri.sock') });
   fake.addImage('docker.io/library/busybox:latest', 1_000_000);
-  server = await createApiServer({
-    port: 0,
-    tls: true,
-    tokens: { t: 'admin' },
-    scheduler: false,
-    nodeLifecycle: false,
-  });
-  kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfig, server.kubeconfig());
-  api = new KubeNodeApi(loadKubeConfig(kubeconfig));
+  apiserver = await startTestApiServer();
+  ({ kubeconfig, api } = apiserver);
   agentArgs = [
     `--kubeconfig=${kubeconfig}`,
     `--container-runtime-endpoint=${fake.endpoint}`,
     `--root-dir=${join(dir, 'root')}`,
     `--config=${writeConfig()}`,
-    '--hostname-override=pod-node',
-    '--node-ip=127.0.0.1',
-    '--address=127.0.0.1',
-    `--port=${await freePort()}`,
-    '--healthz-port=0',
+    ...(await loopbackFlags('pod-node')),
   ];
-  agent = startAgent();
+  agent = startAgent(agentArgs);
   expect(await waitForNodeReady(kubeconfig, 'pod-node')).toContain('condition met');
 }, 60_000);
 
@@ -95,9 +63,8 @@ function writeConfig(): string {
 }
 
 afterAll(async () => {
-  agent.abort.abort();
-  expect(await agent.running).toBe(0);
-  await server?.close();
+  expect(await agent.stop()).toBe(0);
+  await apiserver?.stop();
   await fake?.stop();
 });
 
@@ -243,16 +210,15 @@ it('leaves pods running on SIGTERM and adopts them on restart', async () => {
     const p = await api.getPod('default', 'keep');
     return p?.status?.containerStatuses?.[0]?.ready ? p : undefined;
   });
-  agent.abort.abort();
-  expect(await agent.running).toBe(0);
+  expect(await agent.stop()).toBe(0);
   const runningContainers = () =>
     fake.containers().filter((c) => c.state === ContainerState.CONTAINER_RUNNING);
   expect(runningContainers()).toHaveLength(1);
 
-  agent = startAgent();
+  agent = startAgent(agentArgs);
   // The restarted agent re-reports the same container instead of starting a new one.
   await until('the restarted agent to sync keep', async () =>
-    stderr.join('').split('Started kubelet').length > 2 ? true : undefined,
+    agent.io.err.includes('Started kubelet') ? true : undefined,
   );
   await new Promise((r) => setTimeout(r, 1_500));
   const after = await api.getPod('default', 'keep');

@@ -6,28 +6,27 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeRuntime } from '@kh/cri-api';
-import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { KubeNodeApi, loadKubeConfig } from '../../src/api/node_api.js';
-import { newKubeletCommand } from '../../src/cli.js';
-import { freePort } from '../helpers/net.js';
+import type { KubeNodeApi } from '../../src/api/node_api.js';
+import { loadKubeConfig } from '../../src/api/node_api.js';
+import { loopbackFlags, type RunningAgent, startAgent } from '../helpers/agent.js';
+import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
 
 const NODE = 'pressure-node';
 const dir = mkdtempSync(join(tmpdir(), 'kh-eviction-e2e-'));
 let fake: FakeRuntime;
-let server: ApiServer;
+let apiserver: TestApiServer;
 let api: KubeNodeApi;
 let core: CoreV1Api;
-let agent: { abort: AbortController; running: Promise<number> };
-const stderr: string[] = [];
+let agent: RunningAgent;
 
 async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await get();
     if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${stderr.join('').slice(-3000)}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${agent.io.err.slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -61,10 +60,9 @@ beforeAll(async () => {
   fake.script.containerStats((c) => c.labels['io.kubernetes.pod.name'] === 'innocent', {
     memoryWorkingSetBytes: 2 ** 20,
   });
-  server = await createApiServer({ port: 0, tls: true, tokens: { t: 'admin' }, scheduler: false });
-  const kubeconfig = join(dir, 'kubeconfig');
-  writeFileSync(kubeconfig, server.kubeconfig());
-  api = new KubeNodeApi(loadKubeConfig(kubeconfig));
+  apiserver = await startTestApiServer();
+  const { kubeconfig } = apiserver;
+  api = apiserver.api;
   core = loadKubeConfig(kubeconfig).makeApiClient(CoreV1Api);
   const config = join(dir, 'config.yaml');
   writeFileSync(
@@ -77,27 +75,18 @@ beforeAll(async () => {
       '  memory.available: 1Pi',
     ].join('\n'),
   );
-  const abort = new AbortController();
-  agent = {
-    abort,
-    running: newKubeletCommand({ out: () => {}, err: (s) => stderr.push(s), signal: abort.signal }).execute([
-      `--kubeconfig=${kubeconfig}`,
-      `--container-runtime-endpoint=${fake.endpoint}`,
-      `--root-dir=${join(dir, 'root')}`,
-      `--config=${config}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--address=127.0.0.1',
-      `--port=${await freePort()}`,
-      '--healthz-port=0',
-    ]),
-  };
+  agent = startAgent([
+    `--kubeconfig=${kubeconfig}`,
+    `--container-runtime-endpoint=${fake.endpoint}`,
+    `--root-dir=${join(dir, 'root')}`,
+    `--config=${config}`,
+    ...(await loopbackFlags(NODE)),
+  ]);
 }, 30_000);
 
 afterAll(async () => {
-  agent?.abort.abort();
-  expect(await agent?.running).toBe(0);
-  await server?.close();
+  expect(await agent?.stop()).toBe(0);
+  await apiserver?.stop();
   await fake?.stop();
 });
 
