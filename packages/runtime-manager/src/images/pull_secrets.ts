@@ -93,7 +93,10 @@ export function buildKeyring(secrets: V1Secret[]): Keyring {
       }
       for (const [key, entry] of Object.entries(auths ?? {})) {
         const { host, path } = splitKey(key);
-        keyring.entries.push({ host, path, auth: toAuth(host, entry) });
+        // containerd 1.6 compares the URL host of serverAddress with the registry's and silently
+        // drops credentials whose address has no scheme ("registry:5000"): always send a URL.
+        const serverAddress = /^[a-z]+:\/\//i.test(key.trim()) ? key.trim() : `https://${host}`;
+        keyring.entries.push({ host, path, auth: toAuth(serverAddress, entry) });
       }
     } catch (err) {
       keyring.problems.push(`secret ${name}: ${(err as Error).message}`);

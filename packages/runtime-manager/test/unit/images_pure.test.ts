@@ -59,7 +59,7 @@ describe('pull secrets', () => {
         username: 'alice',
         password: 's3cr:et',
         auth: Buffer.from('alice:s3cr:et').toString('base64'),
-        serverAddress: 'registry:5000',
+        serverAddress: 'https://registry:5000',
         identityToken: '',
         registryToken: '',
       },
