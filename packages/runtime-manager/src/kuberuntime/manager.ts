@@ -68,6 +68,7 @@ import {
   PodNamespaceLabel,
   PodUidLabel,
 } from './labels.js';
+import { PodStatusCache } from './pod_status_cache.js';
 import { DefaultRuntimeHelper, type RuntimeHelper } from './runtime_helper.js';
 import { createPodSandbox, generatePodSandboxConfig, sandboxState, toSandboxStatus } from './sandbox.js';
 
@@ -109,6 +110,12 @@ export interface RuntimeManagerOptions {
    * reported mountpoint, which needs the agent on the runtime's host.
    */
   imageFsCapacity?: (mountpoint: string) => Promise<number>;
+  /**
+   * How long a pod status read may serve later reads of the same pod, as long as the manager did
+   * not change the pod and the runtime's latest full listing agrees with it (see
+   * pod_status_cache.ts). 0 (the default) reads the runtime every time.
+   */
+  podStatusCacheTtlMs?: number;
 }
 
 async function statfsCapacity(mountpoint: string): Promise<number> {
@@ -135,6 +142,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   readonly #imageFsCapacity: (mountpoint: string) => Promise<number>;
   /** ImageService calls go here; the same client as the runtime unless configured apart. */
   readonly #imageCri: CriClient;
+  readonly #statusCache: PodStatusCache | undefined;
 
   private constructor(
     ctx: ManagerContext,
@@ -144,8 +152,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     sandboxImage: string | undefined,
     imageFsCapacity: ((mountpoint: string) => Promise<number>) | undefined,
     imageCri: CriClient,
+    statusCacheTtlMs: number,
   ) {
     this.#ctx = ctx;
+    this.#statusCache =
+      statusCacheTtlMs > 0 ? new PodStatusCache(statusCacheTtlMs, () => ctx.clock.now()) : undefined;
     this.#imageCri = imageCri;
     this.#imageFsCapacity = imageFsCapacity ?? statfsCapacity;
     this.#pods = pods;
@@ -204,6 +215,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       opts.podSandboxImage,
       opts.imageFsCapacity,
       imageCri,
+      opts.podStatusCacheTtlMs ?? 0,
     );
   }
 
@@ -234,6 +246,11 @@ export class KubeGenericRuntimeManager implements Runtime {
   // ---- pod status -------------------------------------------------------------------------
 
   async getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
+    const read = () => this.#readPodStatus(uid, name, namespace);
+    return this.#statusCache ? this.#statusCache.getOrRead(uid, read) : read();
+  }
+
+  async #readPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
     const selector = { [PodUidLabel]: uid };
     const [sandboxes, containers] = await Promise.all([
       this.#ctx.cri.listPodSandbox({ filter: { labelSelector: selector } }),
@@ -337,12 +354,35 @@ export class KubeGenericRuntimeManager implements Runtime {
         createdAt: new Date(nsToMs(c.createdAt)),
       });
     }
-    return [...pods.values()];
+    const listed = [...pods.values()];
+    if (all) this.#statusCache?.reconcile(listed);
+    return listed;
   }
 
   // ---- sync ----------------------------------------------------------------------------------
 
   async syncPod(
+    pod: V1Pod,
+    podStatus: PodStatus,
+    pullSecrets: V1Secret[],
+    backoff: Backoff,
+  ): Promise<PodSyncResult> {
+    return this.#changingPod(pod.metadata?.uid ?? '', () =>
+      this.#syncPod(pod, podStatus, pullSecrets, backoff),
+    );
+  }
+
+  /** Runs a change to a pod; status reads that overlap it or precede it are not served again. */
+  async #changingPod<T>(uid: string, change: () => Promise<T>): Promise<T> {
+    this.#statusCache?.invalidate(uid);
+    try {
+      return await change();
+    } finally {
+      this.#statusCache?.invalidate(uid);
+    }
+  }
+
+  async #syncPod(
     pod: V1Pod,
     podStatus: PodStatus,
     pullSecrets: V1Secret[],
@@ -511,7 +551,9 @@ export class KubeGenericRuntimeManager implements Runtime {
     runningPod: RunningPod,
     gracePeriodOverrideSeconds?: number,
   ): Promise<void> {
-    const steps = await this.#killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds);
+    const steps = await this.#changingPod(runningPod.uid, () =>
+      this.#killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds),
+    );
     const failed = steps.filter((s) => s.error);
     if (failed.length) {
       throw new KillPodError(
@@ -600,7 +642,13 @@ export class KubeGenericRuntimeManager implements Runtime {
     allSourcesReady: boolean,
     evictNonDeletedPods: boolean,
   ): Promise<ContainerGCReport> {
-    return garbageCollectContainers(this.#ctx, this.#pods, policy, allSourcesReady, evictNonDeletedPods);
+    return garbageCollectContainers(
+      this.#ctx,
+      this.#pods,
+      policy,
+      allSourcesReady,
+      evictNonDeletedPods,
+    ).finally(() => this.#statusCache?.invalidateAll());
   }
 
   // ---- exec & images -----------------------------------------------------------------------
