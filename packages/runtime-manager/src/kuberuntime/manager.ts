@@ -367,18 +367,25 @@ export class KubeGenericRuntimeManager implements Runtime {
     pullSecrets: V1Secret[],
     backoff: Backoff,
   ): Promise<PodSyncResult> {
-    return this.#changingPod(pod.metadata?.uid ?? '', () =>
-      this.#syncPod(pod, podStatus, pullSecrets, backoff),
+    return this.#changingPod(
+      pod.metadata?.uid ?? '',
+      () => this.#syncPod(pod, podStatus, pullSecrets, backoff),
+      (result) => result.steps.length > 0,
     );
   }
 
-  /** Runs a change to a pod; status reads that overlap it or precede it are not served again. */
-  async #changingPod<T>(uid: string, change: () => Promise<T>): Promise<T> {
-    this.#statusCache?.invalidate(uid);
+  /**
+   * Runs a change to a pod. A status read that overlapped it is not served again, nor is any
+   * earlier one; `changed` tells a pass that turned out to change nothing (a sync with no steps).
+   */
+  async #changingPod<T>(uid: string, change: () => Promise<T>, changed: (result: T) => boolean = () => true) {
+    let unchanged = false;
     try {
-      return await change();
+      const result = await change();
+      unchanged = !changed(result);
+      return result;
     } finally {
-      this.#statusCache?.invalidate(uid);
+      if (!unchanged) this.#statusCache?.invalidate(uid);
     }
   }
 
@@ -540,7 +547,10 @@ export class KubeGenericRuntimeManager implements Runtime {
       const n = (seen.get(s.name) ?? 0) + 1;
       seen.set(s.name, n);
       // Best effort: a leftover dead init container only costs disk until container GC.
-      if (n > keep) await removeContainer(this.#ctx, s.id.id).catch(() => undefined);
+      if (n > keep) {
+        await removeContainer(this.#ctx, s.id.id).catch(() => undefined);
+        this.#statusCache?.invalidate(podStatus.uid); // a change no sync step records
+      }
     }
   }
 

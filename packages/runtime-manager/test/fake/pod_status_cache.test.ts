@@ -64,6 +64,15 @@ describe('pod status cache', () => {
     expect(await stateOf(pod)).toEqual(['exited']);
   });
 
+  it('keeps a status across a sync that had nothing to do', async () => {
+    await start(60_000);
+    const pod = makePod('web', [ctr('app')]);
+    await h.sync(pod);
+    const r = await h.sync(pod); // everything already runs
+    expect(r.steps).toEqual([]);
+    expect(await statusReads(() => h.status(pod))).toBe(0);
+  });
+
   it('drops a status as soon as a full listing shows the runtime changed it on its own', async () => {
     await start(60_000);
     h.fake.script.containerExit('app', { afterMs: 1_000, exitCode: 3 });
