@@ -3,7 +3,7 @@ import { parseDuration } from '../util/duration.js';
 import { parseQuantityOrPercent, Quantity, type QuantityOrPercent } from '../util/quantity.js';
 import type { KubeletConfiguration } from './types.js';
 
-/** One eviction threshold, `signal < value`, as the eviction manager (issue 7) consumes it. */
+/** One eviction threshold, `signal < value`, as the eviction manager consumes it. */
 export interface EvictionThreshold {
   signal: string;
   operator: 'LessThan';

@@ -80,7 +80,10 @@ export class GarbageCollector {
     this.metrics = deps.metrics ? new GCMetrics(deps.metrics) : undefined;
   }
 
-  /** Runs both loops until the signal aborts. The first passes run after one period, as in the kubelet. */
+  /**
+   * Runs both loops until the signal aborts. The first passes run at once, then every period, as
+   * the kubelet's wait.Until loops do (so a restarted agent applies new thresholds right away).
+   */
   async run(signal: AbortSignal): Promise<void> {
     const loops = [
       this.loop(signal, this.deps.containerGCPeriodMs ?? CONTAINER_GC_PERIOD_MS, () =>
@@ -96,10 +99,9 @@ export class GarbageCollector {
 
   private async loop(signal: AbortSignal, periodMs: number, pass: () => Promise<unknown>): Promise<void> {
     const waker = new Waker();
-    for (;;) {
-      await waker.wait(this.deps.clock, periodMs, signal);
-      if (signal.aborted) return;
+    while (!signal.aborted) {
       await pass();
+      await waker.wait(this.deps.clock, periodMs, signal);
     }
   }
 

@@ -28,7 +28,7 @@ export interface NodeStatusSnapshot {
   /** From the runtime state: "container runtime is down", "PLEG is not healthy: ...". */
   runtimeErrors: string[];
   networkErrors: string[];
-  /** From the eviction manager (issue 7); all false until it exists. */
+  /** From the eviction manager (its pressure conditions). */
   pressure: { memory: boolean; disk: boolean; pid: boolean };
 }
 

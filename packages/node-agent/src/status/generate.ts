@@ -13,7 +13,7 @@ import type {
 } from '@kubernetes/client-node';
 import { podQOSClass } from '../admission/resources.js';
 
-/** Readiness and startup from the prober manager (issue 7); undefined means "no result yet". */
+/** Readiness and startup from the prober manager; undefined means "no result yet". */
 export interface ProbeResults {
   ready(podUid: string, containerId: string): boolean | undefined;
   started(podUid: string, containerId: string): boolean | undefined;

@@ -61,31 +61,33 @@ function scripted() {
 }
 
 describe('GarbageCollector', () => {
-  it('runs container GC every minute and image GC every five minutes until stopped', async () => {
+  it('runs container GC at once and every minute, image GC at once and every five minutes, until stopped', async () => {
     const t = scripted();
     const ac = new AbortController();
     const done = t.gc.run(ac.signal);
-    await t.clock.advance(59_999);
-    expect(t.gcCalls).toEqual([]);
-    await t.clock.advance(1);
+    await t.clock.advance(0);
     expect(t.gcCalls).toEqual([
       [{ minAgeMs: 60_000, maxPerPodContainer: 2, maxContainers: 100 }, false, false],
     ]);
+    expect(t.imageCalls()).toBe(1);
+    await t.clock.advance(59_999);
+    expect(t.gcCalls).toHaveLength(1);
     t.ready();
-    await t.clock.advance(60_000);
+    await t.clock.advance(1);
+    expect(t.gcCalls).toHaveLength(2);
     expect(t.gcCalls[1]?.[1]).toBe(true);
     await t.clock.advance(3 * 60_000);
     expect(t.gcCalls).toHaveLength(5);
     expect(t.imageCalls()).toBe(1);
-    await t.clock.advance(5 * 60_000);
+    await t.clock.advance(60_000);
     expect(t.imageCalls()).toBe(2);
     ac.abort();
     await done;
     await t.clock.advance(10 * 60_000);
-    expect(t.gcCalls).toHaveLength(10);
+    expect(t.gcCalls).toHaveLength(6);
     expect(t.clock.pendingTimers()).toBe(0);
     const runs = await t.metrics.registry.getSingleMetricAsString('kh_garbage_collection_runs_total');
-    expect(runs).toContain('kh_garbage_collection_runs_total{kind="container",result="success"} 10');
+    expect(runs).toContain('kh_garbage_collection_runs_total{kind="container",result="success"} 6');
     expect(runs).toContain('kh_garbage_collection_runs_total{kind="image",result="success"} 2');
   });
 
