@@ -86,6 +86,18 @@ describe('PodStatusManager', () => {
     expect(mergePodStatus(undefined, { phase: 'Pending' }).conditions).toEqual([]);
   });
 
+  it('forgets the statuses of pods no source lists any more', async () => {
+    const { api, sm, pod } = setup();
+    sm.setPodStatus(pod, running(true));
+    sm.removeOrphanedStatuses(new Set([pod.metadata!.uid!]));
+    expect(sm.getPodStatus(pod.metadata!.uid!)).toBeDefined();
+    sm.removeOrphanedStatuses(new Set());
+    expect(sm.getPodStatus(pod.metadata!.uid!)).toBeUndefined();
+    api.calls.length = 0;
+    await sm.syncBatch();
+    expect(api.calls).toEqual([]);
+  });
+
   it('writes DisruptionTarget when it has one, and keeps another writer’s otherwise', () => {
     const theirs = { type: 'DisruptionTarget', status: 'True', reason: 'PreemptionByScheduler' };
     const mine = { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet' };

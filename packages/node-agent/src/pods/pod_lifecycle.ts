@@ -179,6 +179,7 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
         .catch((err) => log.error('Failed to kill orphaned pod', { uid: rp.uid, err }));
     }
     this.workers.syncKnownPods(this.getPods());
+    this.deps.statusManager.removeOrphanedStatuses(new Set(this.pods.keys()));
     this.deps.prober?.cleanupPods(
       new Set(
         this.getPods().flatMap((p) =>

@@ -59,6 +59,8 @@ export interface StatusManager {
   getPodStatus(uid: string): V1PodStatus | undefined;
   setContainerReadiness(podUid: string, containerId: string, ready: boolean): void;
   terminatePod(pod: V1Pod): void;
+  /** Housekeeping: forgets the statuses of pods no source lists any more. */
+  removeOrphanedStatuses(desired: ReadonlySet<string>): void;
   run(signal: AbortSignal): Promise<void>;
 }
 

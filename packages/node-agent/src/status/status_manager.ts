@@ -127,6 +127,15 @@ export class PodStatusManager implements StatusManager {
     this.setPodStatus({ metadata: { uid: podUid, namespace: e.namespace, name: e.name } }, status);
   }
 
+  /**
+   * Forgets pods that no source lists any more: their API object is gone (or, for a static pod,
+   * its mirror goes with it), so there is nothing left to write. Without this a removed static
+   * pod would be looked up every pass for as long as the agent runs.
+   */
+  removeOrphanedStatuses(desired: ReadonlySet<string>): void {
+    for (const uid of this.entries.keys()) if (!desired.has(uid)) this.entries.delete(uid);
+  }
+
   /** Marks every container that is not terminated yet as terminated, for a pod being torn down. */
   terminatePod(pod: V1Pod): void {
     const uid = pod.metadata?.uid;
