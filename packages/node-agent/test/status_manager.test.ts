@@ -1,5 +1,5 @@
 import type { V1PodStatus } from '@kubernetes/client-node';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { mergePodStatus, PodStatusManager } from '../src/status/status_manager.js';
 import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
@@ -55,6 +55,36 @@ describe('PodStatusManager', () => {
     sm.setPodStatus(pod, running(false));
     await sm.syncBatch();
     expect(api.podStatusPatches).toHaveLength(2);
+  });
+
+  it('writes a status set during a pass in that pass, and one that changed while being written again', async () => {
+    const { api, sm, pod } = setup();
+    const db = api.addPod({
+      metadata: { name: 'db', namespace: 'default' },
+      spec: { nodeName: 'node-a', containers: [{ name: 'a', image: 'x' }] },
+      status: { phase: 'Pending' },
+    });
+    // The read of web hangs until released, as on a slow API server.
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const getPod = api.getPod.bind(api);
+    api.getPod = async (namespace, name) => {
+      if (name === 'web') await gate;
+      return getPod(namespace, name);
+    };
+    sm.setPodStatus(pod, running(false));
+    const pass = sm.syncBatch();
+    sm.setPodStatus(db, running(true));
+    sm.setPodStatus(pod, running(true));
+    await vi.waitFor(() => expect(api.podStatusPatches.map((p) => p.name)).toEqual(['db']));
+    release();
+    await pass;
+    expect(api.podStatusPatches.map((p) => p.name)).toEqual(['db', 'web', 'web']);
+    expect(api.pods.get('default/web')?.status?.conditions).toContainEqual(
+      expect.objectContaining({ type: 'Ready', status: 'True' }),
+    );
   });
 
   it('keeps condition transition times and startTime across updates', async () => {

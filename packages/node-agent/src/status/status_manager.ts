@@ -44,6 +44,8 @@ interface Entry {
 export class PodStatusManager implements StatusManager {
   private readonly entries = new Map<string, Entry>();
   private readonly waker = new Waker();
+  /** While a sync pass runs: starts workers for newly due entries, up to the pass's concurrency. */
+  private fillPass: (() => void) | undefined;
 
   constructor(
     private readonly opts: {
@@ -160,16 +162,31 @@ export class PodStatusManager implements StatusManager {
   /**
    * Syncs every entry that changed since its last write or waits for its final deletion, a few
    * pods at a time: each write is a read and a patch, and a burst of new pods should not queue
-   * behind one another.
+   * behind one another. A worker takes the next due entry whenever it finishes one, so a status
+   * set while others are being written goes out in the same pass rather than after all of them,
+   * and an entry whose status changed again while it was being written is written again.
    */
   async syncBatch(): Promise<void> {
-    // Static pods are checked every pass: their mirror pod may have been recreated without status.
-    const due = [...this.entries].filter(
-      ([, e]) => e.version !== e.syncedVersion || e.deletionPending || e.static,
-    );
-    const worker = async () => {
-      for (let next = due.shift(); next; next = due.shift()) {
-        const [uid, e] = next;
+    /** The version of each entry this pass took up (an entry is taken once per version). */
+    const taken = new Map<string, number>();
+    const inFlight = new Set<string>();
+    const take = (): [string, Entry] | undefined => {
+      for (const [uid, e] of this.entries) {
+        if (inFlight.has(uid) || taken.get(uid) === e.version) continue;
+        // Static pods are checked every pass: their mirror pod may have been recreated without status.
+        if (e.version !== e.syncedVersion || e.deletionPending || e.static) {
+          taken.set(uid, e.version);
+          inFlight.add(uid);
+          return [uid, e];
+        }
+      }
+      return undefined;
+    };
+    const workers: Promise<void>[] = [];
+    let settled = 0;
+    const work = async (first: [string, Entry]) => {
+      for (let n: [string, Entry] | undefined = first; n; n = take()) {
+        const [uid, e] = n;
         try {
           await this.syncPod(uid, e);
         } catch (err) {
@@ -177,10 +194,26 @@ export class PodStatusManager implements StatusManager {
             pod: e.name,
             err,
           });
+        } finally {
+          inFlight.delete(uid);
         }
       }
     };
-    await Promise.all(Array.from({ length: SYNC_CONCURRENCY }, worker));
+    // Also called when a status is set during the pass: idle capacity takes it up at once.
+    const fill = () => {
+      while (workers.length - settled < SYNC_CONCURRENCY) {
+        const n = take();
+        if (!n) return;
+        workers.push(work(n).finally(() => settled++));
+      }
+    };
+    this.fillPass = fill;
+    try {
+      fill();
+      for (let i = 0; i < workers.length; i++) await workers[i];
+    } finally {
+      this.fillPass = undefined;
+    }
   }
 
   private async syncPod(uid: string, e: Entry): Promise<void> {
@@ -226,6 +259,7 @@ export class PodStatusManager implements StatusManager {
   /** Requests a sync pass now instead of at the next period. */
   kick(): void {
     this.waker.kick();
+    this.fillPass?.();
   }
 
   async run(signal: AbortSignal): Promise<void> {
