@@ -1,5 +1,9 @@
 // The agent as its own process for the benchmark (so its RSS is its own): flags plus the
-// runtime-manager options an agent outside its node needs, as JSON in argv[2].
+// runtime-manager options an agent outside its node needs, as JSON in argv[2]. Over the IPC
+// channel the bench asks for what only the process can see: its memory breakdown and the API
+// requests it sent (from undici's diagnostics channel), by method and resource.
+import { subscribe } from 'node:diagnostics_channel';
+import { getHeapSpaceStatistics } from 'node:v8';
 import type { RuntimeManagerOptions } from '@kh/runtime-manager';
 import { run } from '../cli.js';
 import { parseFlags } from '../config/flags.js';
@@ -18,6 +22,27 @@ if (flags.errors.length > 0) throw new Error(`bad flags: ${JSON.stringify(flags.
 const loaded = await loadKubeletConfiguration(undefined, { ...flags.configOverrides, ...spec.config });
 const abort = new AbortController();
 process.once('SIGTERM', () => abort.abort());
+
+const apiRequests: Record<string, number> = {};
+subscribe('undici:request:create', (m) => {
+  const { method, path } = (m as { request: { method: string; path: string } }).request;
+  // GET /api/v1/namespaces/default/pods/web-1/status -> GET pods/status
+  const parts = (path.split('?')[0] ?? '').split('/').filter(Boolean);
+  const ns = parts.indexOf('namespaces');
+  const rest = ns >= 0 && parts.length > ns + 2 ? parts.slice(ns + 2) : parts.slice(-2);
+  const key = `${method} ${[rest[0], rest[2]].filter(Boolean).join('/')}`;
+  apiRequests[key] = (apiRequests[key] ?? 0) + 1;
+});
+
+process.on('message', (msg) => {
+  if (msg === 'api-requests') process.send?.({ ...apiRequests });
+  if (msg !== 'memory') return;
+  const spaces = Object.fromEntries(
+    getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_used_size / 1024)]),
+  );
+  process.send?.({ memoryUsage: process.memoryUsage(), heapSpacesUsedKiB: spaces });
+});
 await run(flags.options, loaded, stderrLogger(flags.options.v), abort.signal, {
   runtimeManager: spec.runtimeManager,
 });
+process.disconnect?.(); // the IPC channel would keep the event loop alive

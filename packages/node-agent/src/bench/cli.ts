@@ -1,12 +1,15 @@
 // Pod start-up latency as Kubernetes' SLO measures it, on real containerd: N pods created at
 // once, each timed from its creation to all its containers started as observed through a watch;
 // the same pods started with bare CRI calls give the runtime's own share. Then the agent's RSS
-// with maxPods (110) pods running. Results go to .reports/bench.json.
-//   npm run bench -w @kh/node-agent [-- --pods 30 --rss-pods 110]
+// with maxPods (110) pods running, once it settled. Results go to .reports/bench/.
+//   npm run bench -w @kh/node-agent [-- --pods 30 --rss-pods 110 --settle-seconds 30 --label after
+//                                       --agent-node-options "--cpu-prof --cpu-prof-dir=/tmp/prof"
+//                                       --agent-runtime-options '{"podStatusCacheTtlMs":2000}']
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CriClient } from '@kh/cri-api';
@@ -17,12 +20,19 @@ import { loadKubeConfig } from '../api/node_api.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
-const arg = (name: string, dflt: number) => {
+const stringArg = (name: string, dflt: string) => {
   const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
+  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
 };
+const arg = (name: string, dflt: number) => Number(stringArg(name, String(dflt)));
 const PODS = arg('pods', 30);
 const RSS_PODS = arg('rss-pods', 110);
+// RSS right after a burst still holds the burst's garbage; what a node pays for is the steady state.
+const SETTLE_S = arg('settle-seconds', 30);
+const LABEL = stringArg('label', 'run');
+const AGENT_NODE_OPTIONS = stringArg('agent-node-options', '').split(' ').filter(Boolean);
+// Runtime manager options to try on the agent (JSON), over the ones the command sets.
+const AGENT_RUNTIME_OPTIONS = JSON.parse(stringArg('agent-runtime-options', '{}')) as Record<string, unknown>;
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 
 function percentile(values: number[], p: number): number {
@@ -38,9 +48,61 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function rssBytes(pid: number): number {
-  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+/** VmRSS (now) or VmHWM (peak) of a process, in bytes. */
+function procStatusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const kb = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
   return Number(kb) * 1024;
+}
+
+const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+const load = () => loadavg().map((l) => Math.round(l * 100) / 100);
+
+/** CPU time (user + system) a process used so far, in ms. */
+function cpuMs(pid: number): number {
+  // Fields 14 and 15 of /proc/<pid>/stat, after the parenthesised command name.
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+}
+
+/** Asks the agent over IPC: 'memory' (V8 heap, external, per heap space) or 'api-requests'. */
+function askAgent<T>(agent: ChildProcess, what: 'memory' | 'api-requests'): Promise<T | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), 5_000);
+    agent.once('message', (m) => {
+      clearTimeout(timer);
+      resolve(m as T);
+    });
+    agent.send(what);
+  });
+}
+
+/** kubelet_runtime_operations_total by operation, from the agent's /metrics. */
+async function criOperations(port: number): Promise<Record<string, number>> {
+  const text = await new Promise<string>((resolve, reject) => {
+    // The agent's self-signed serving certificate, on loopback.
+    httpsGet(`https://127.0.0.1:${port}/metrics`, { rejectUnauthorized: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        body += d;
+      });
+      res.on('end', () => resolve(body));
+    }).on('error', reject);
+  });
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^kubelet_runtime_operations_total\{operation_type="([^"]+)"\} (\d+)/gm))
+    out[m[1] ?? ''] = Number(m[2]);
+  return out;
+}
+
+/** after - before, per key, leaving out zeros. */
+function delta(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([k, v]) => [k, v - (before[k] ?? 0)] as const)
+      .filter(([, v]) => v !== 0)
+      .sort(([a], [b]) => a.localeCompare(b)),
+  );
 }
 
 /** Bare CRI: sandbox + container + start per pod, all pods at once. */
@@ -115,10 +177,12 @@ async function main(): Promise<void> {
     if (agent && agent.exitCode === null) agent.kill('SIGTERM');
     void Promise.allSettled([server.close(), node.stop()]).then(() => process.exit(1));
   });
+  const loadAt: Record<string, number[]> = { start: load() };
   try {
     log(`bare CRI: ${PODS} pods at once`);
     const bare = await bareCri(node.criEndpointOnHost, busybox, PODS, node.cgroupParent);
 
+    const kubeletPort = await freePort();
     const spec = {
       flags: [
         `--kubeconfig=${kubeconfig}`,
@@ -128,20 +192,31 @@ async function main(): Promise<void> {
         '--hostname-override=bench-node',
         '--node-ip=127.0.0.1',
         '--address=127.0.0.1',
-        `--port=${await freePort()}`,
+        `--port=${kubeletPort}`,
         '--healthz-port=0',
         '--serialize-image-pulls=false',
       ],
-      config: { podLogsDir: join(node.sharedDirOnHost, 'logs') },
+      config: {
+        podLogsDir: join(node.sharedDirOnHost, 'logs'),
+        // The fake apiserver has no TokenReview: the bench reads /metrics anonymously, on loopback.
+        authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
+        authorization: { mode: 'AlwaysAllow' as const },
+      },
       runtimeManager: {
         podsDir: join(node.sharedDirOnHost, 'pods'),
         pathMapping: { agentRoot: node.sharedDirOnHost, runtimeRoot: node.sharedDirInNode },
         podSandboxImage: refs.pause,
+        ...AGENT_RUNTIME_OPTIONS,
       },
     };
-    agent = spawn(process.execPath, [join(here, 'agent_process.js'), JSON.stringify(spec)], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    loadAt.bareCriDone = load();
+    agent = spawn(
+      process.execPath,
+      [...AGENT_NODE_OPTIONS, join(here, 'agent_process.js'), JSON.stringify(spec)],
+      {
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      },
+    );
     const agentLog: string[] = [];
     agent.stderr?.on('data', (d) => agentLog.push(String(d)));
     log(`agent pid ${agent.pid}; waiting for the node to be Ready`);
@@ -204,8 +279,35 @@ async function main(): Promise<void> {
       return [...createdAt].map(([name, t]) => (startedAt.get(name) ?? Number.NaN) - t);
     };
 
+    const pid = agent.pid as number;
+    // The agent's CPU time per stage: unlike latency, it does not depend on what else runs.
+    const cpuAt = [cpuMs(pid)];
+    const cpuSince = () => {
+      cpuAt.push(cpuMs(pid));
+      return Math.round((cpuAt.at(-1) ?? 0) - (cpuAt.at(-2) ?? 0));
+    };
+    const agentCpuMs: Record<string, number | string> = {
+      note: 'agent user+system CPU time per stage (ms)',
+      startup: cpuAt[0] ?? 0,
+    };
+    // What the agent asked of the runtime and of the API server in each stage.
+    const calls: Record<string, { cri: Record<string, number>; api: Record<string, number> }> = {};
+    const agentProcess = agent;
+    const snapshotCalls = async () => ({
+      cri: await criOperations(kubeletPort),
+      api: (await askAgent<Record<string, number>>(agentProcess, 'api-requests')) ?? {},
+    });
+    let callsBefore = await snapshotCalls();
+    const countCalls = async (stage: string) => {
+      const now = await snapshotCalls();
+      calls[stage] = { cri: delta(now.cri, callsBefore.cri), api: delta(now.api, callsBefore.api) };
+      callsBefore = now;
+    };
+
     log(`agent: ${PODS} pods at once`);
     const latencies = await runPods('start-', PODS);
+    agentCpuMs.startPods = cpuSince();
+    await countCalls('startPods');
     log('deleting them');
     await Promise.all(
       latencies.map((_, i) => core.deleteNamespacedPod({ namespace: 'default', name: `start-${i}` })),
@@ -216,14 +318,33 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 200));
     }
 
+    agentCpuMs.deletePods = cpuSince();
+    loadAt.agentPodsDone = load();
+
     log(`RSS: ${RSS_PODS} pods`);
     if (RSS_PODS > 0) await runPods('rss-', RSS_PODS);
-    await new Promise((r) => setTimeout(r, 5_000)); // a few status and lease periods with all pods up
-    const rss = rssBytes(agent.pid as number);
+    agentCpuMs.startRssPods = cpuSince();
+    await countCalls('startRssPods');
+    const rssAllStarted = procStatusBytes(pid, 'VmRSS');
+    // Several status, lease and PLEG periods with every pod up.
+    const samples: number[] = [];
+    for (let s = 0; s < SETTLE_S; s++) {
+      await new Promise((r) => setTimeout(r, 1_000));
+      samples.push(mib(procStatusBytes(pid, 'VmRSS')));
+    }
+    agentCpuMs.settledPerSecond = Math.round(cpuSince() / SETTLE_S);
+    const rss = procStatusBytes(pid, 'VmRSS');
+    await countCalls(`settle${SETTLE_S}s`);
+    const memory = await askAgent(agent, 'memory');
+    loadAt.end = load();
 
     const result = {
+      label: LABEL,
       at: new Date().toISOString(),
       runtime: (await node.criVersion()).runtimeVersion,
+      agentNodeOptions: AGENT_NODE_OPTIONS,
+      agentRuntimeOptions: AGENT_RUNTIME_OPTIONS,
+      loadAverage: { note: '1/5/15 min load average at each stage (2 cores)', ...loadAt },
       pods: PODS,
       podStartup: {
         note: 'client create request to all containers started, observed via watch (ms)',
@@ -237,14 +358,31 @@ async function main(): Promise<void> {
         p99Ms: percentile(bare, 99),
       },
       agentOverheadP99Ms: percentile(latencies, 99) - percentile(bare, 99),
-      rss: { pods: RSS_PODS, bytes: rss, mib: Math.round(rss / 1024 / 1024) },
+      agentCpuMs,
+      agentCalls: {
+        note: 'CRI operations (agent /metrics) and API requests the agent sent, per stage',
+        ...calls,
+      },
+      rss: {
+        note: `agent VmRSS ${SETTLE_S} s after all pods started (sampled each second); peak is VmHWM`,
+        pods: RSS_PODS,
+        bytes: rss,
+        mib: mib(rss),
+        allStartedMib: mib(rssAllStarted),
+        peakMib: mib(procStatusBytes(pid, 'VmHWM')),
+        samplesMib: samples,
+        agent: memory,
+      },
       targets: { p99Ms: 5000, overheadP99Ms: 300, rssMib: 150 },
     };
-    const out = join(here, '..', '..', '.reports', 'bench.json');
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    log(`written to ${out}`);
+    const dirOut = join(here, '..', '..', '.reports', 'bench');
+    mkdirSync(dirOut, { recursive: true });
+    const json = `${JSON.stringify(result, null, 2)}\n`;
+    const out = join(dirOut, `${LABEL}-${result.at.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(out, json);
+    writeFileSync(join(dirOut, 'latest.json'), json);
+    process.stdout.write(json);
+    log(`written to ${out} and latest.json`);
   } finally {
     if (agent && agent.exitCode === null) {
       agent.kill('SIGTERM');
