@@ -87,6 +87,22 @@ describe('PodStatusManager', () => {
     );
   });
 
+  it('hands out the stored status without copying it, frozen so no reader can change it', () => {
+    const { sm, pod } = setup();
+    const mine = running(true);
+    sm.setPodStatus(pod, mine);
+    const got = sm.getPodStatus(pod.metadata?.uid ?? '');
+    expect(got).toBe(sm.getPodStatus(pod.metadata?.uid ?? ''));
+    expect(Object.isFrozen(got)).toBe(true);
+    expect(Object.isFrozen(got?.containerStatuses?.[0]?.state)).toBe(true);
+    expect(() => {
+      (got as { phase?: string }).phase = 'Failed';
+    }).toThrow(TypeError);
+    // The caller's own object stays its own.
+    mine.phase = 'Pending';
+    expect(sm.getPodStatus(pod.metadata?.uid ?? '')?.phase).toBe('Running');
+  });
+
   it('keeps condition transition times and startTime across updates', async () => {
     const { api, clock, sm, pod } = setup();
     sm.setPodStatus(pod, running(false));

@@ -32,7 +32,10 @@ const SYNC_CONCURRENCY = 8;
 interface Entry {
   namespace: string;
   name: string;
+  /** Frozen: getPodStatus hands it out as is. */
   status: V1PodStatus;
+  /** canonicalJson(status), to tell a new status from the stored one. */
+  json: string;
   version: number;
   syncedVersion: number;
   /** The pod has a deletionTimestamp and is waiting for its containers to be gone. */
@@ -58,9 +61,13 @@ export class PodStatusManager implements StatusManager {
     },
   ) {}
 
+  /**
+   * The pod's latest status, frozen: handed out as stored rather than copied, because admission
+   * asks for every active pod's status for each pod it admits (with 110 pods, copying was most of
+   * the agent's CPU while they started). Copy it to change it.
+   */
   getPodStatus(uid: string): V1PodStatus | undefined {
-    const e = this.entries.get(uid);
-    return e ? structuredClone(e.status) : undefined;
+    return this.entries.get(uid)?.status;
   }
 
   setPodStatus(pod: V1Pod, status: V1PodStatus): void {
@@ -86,11 +93,13 @@ export class PodStatusManager implements StatusManager {
       });
       next.phase = previous.phase;
     }
-    if (existing && canonicalJson(existing.status) === canonicalJson(next)) return;
+    const json = canonicalJson(next);
+    if (existing && existing.json === json) return;
     this.entries.set(uid, {
       namespace: pod.metadata?.namespace ?? 'default',
       name: pod.metadata?.name ?? '',
-      status: next,
+      status: deepFreeze(next),
+      json,
       version: (existing?.version ?? 0) + 1,
       syncedVersion: existing?.syncedVersion ?? 0,
       deletionPending: existing?.deletionPending ?? false,
@@ -289,4 +298,12 @@ export function mergePodStatus(stored: V1PodStatus | undefined, ours: V1PodStatu
   const scheduled = stored?.conditions?.find((c) => c.type === 'PodScheduled');
   const keepScheduled = scheduled && !mine.some((c) => c.type === 'PodScheduled') ? [scheduled] : [];
   return { ...ours, conditions: [...keepScheduled, ...mine, ...foreign] };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }
