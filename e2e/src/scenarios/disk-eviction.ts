@@ -138,7 +138,7 @@ export const diskEviction: Scenario = {
 };
 
 async function keptImages(ctx: ScenarioContext): Promise<void> {
-  for (const image of [ctx.images.busybox, ctx.images.pause]) {
+  for (const image of [ctx.images.busybox, ctx.backend.sandboxImage]) {
     ctx.check.ok(`image in use kept: ${image}`, (await ctx.cri.imageStatus(image)) !== undefined, image);
   }
 }

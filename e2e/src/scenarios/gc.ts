@@ -105,11 +105,9 @@ export const gc: Scenario = {
         },
       );
       check.ok('image in use is kept', (await ctx.cri.imageStatus(inUse)) !== undefined, inUse);
-      check.ok(
-        'pause image is kept',
-        (await ctx.cri.imageStatus(ctx.images.pause)) !== undefined,
-        ctx.images.pause,
-      );
+      // The runtime's own sandbox image (loaded at node start-up, not pulled from the registry).
+      const pause = ctx.backend.sandboxImage;
+      check.ok('pause image is kept', (await ctx.cri.imageStatus(pause)) !== undefined, pause);
     } finally {
       await ctx.reconfigureAgent({});
     }

@@ -227,8 +227,14 @@ export const podLifecycle: Scenario = {
         await check.eventually(
           'a Failed pull event says the registry wants credentials',
           async () => (await eventsFor(ctx, 'private-no-secret')).filter((e) => e.reason === 'Failed'),
-          (failed) => failed.some((e) => /401|unauthorized|authentication required|no basic auth credentials/i.test(e.message)),
-          { timeoutMs: 30_000, expected: 'a Failed event naming 401 / unauthorized / no basic auth credentials' },
+          (failed) =>
+            failed.some((e) =>
+              /401|unauthorized|authentication required|no basic auth credentials/i.test(e.message),
+            ),
+          {
+            timeoutMs: 30_000,
+            expected: 'a Failed event naming 401 / unauthorized / no basic auth credentials',
+          },
         );
       })(),
       (async () => {

@@ -38,7 +38,8 @@ export const probes: Scenario = {
             name: 'web',
             image: ctx.images.httpd,
             imagePullPolicy: 'IfNotPresent',
-            ports: [{ name: 'http', containerPort: 8080 }],
+            // The httpd image serves /www on port 80 (testkit's recipe).
+            ports: [{ name: 'http', containerPort: 80 }],
             [probeKind]: { httpGet: { path, port: 'http' }, periodSeconds: 2, failureThreshold: 1 },
           },
         ],
@@ -66,7 +67,7 @@ export const probes: Scenario = {
               name: 'web',
               image: ctx.images.httpd,
               imagePullPolicy: 'IfNotPresent',
-              readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 2 },
+              readinessProbe: { tcpSocket: { port: 80 }, periodSeconds: 2 },
             },
           ],
         }),
@@ -127,13 +128,22 @@ export const probes: Scenario = {
           ['Unhealthy', 'Killing'],
         );
       })(),
-      waitForPod(
-        ctx,
-        'liveness-http',
-        'restarts after httpGet liveness gets 404',
-        (p) => restarted(p, 'web'),
-        90_000,
-      ),
+      (async () => {
+        await waitForPod(
+          ctx,
+          'liveness-http',
+          'restarts after httpGet liveness gets 404',
+          (p) => restarted(p, 'web'),
+          90_000,
+        );
+        // A 404, not a refused connection: the probe reached the server and judged its answer.
+        await check.eventually(
+          'Unhealthy event names the 404',
+          () => eventsFor(ctx, 'liveness-http'),
+          (events) => events.some((e) => e.reason === 'Unhealthy' && /404/.test(e.message)),
+          { timeoutMs: 30_000, expected: 'Liveness probe failed: HTTP probe failed with statuscode: 404' },
+        );
+      })(),
       waitForPod(
         ctx,
         'readiness-http',

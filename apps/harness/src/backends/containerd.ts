@@ -19,6 +19,7 @@ export const containerdBackend: RuntimeBackend = {
         hostCriEndpoint: node.criEndpointOnHost,
         ...version,
         nodeName: node.name,
+        sandboxImage: ctx.images.pause,
         nodeIp: node.ipAddress(ctx.network),
         host,
         memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,

@@ -45,6 +45,7 @@ export const fakeBackend: RuntimeBackend = {
         hostCriEndpoint: hostEndpoint,
         ...version,
         nodeName: ctx.nodeName,
+        sandboxImage: ctx.images.pause,
         nodeIp: container.ipAddress,
         host,
         stopRuntime,

@@ -54,6 +54,8 @@ export interface StartedBackend {
   memoryLimitBytes?: number;
   /** Cgroup under which pods must be placed so the node's limits apply (the agent's cgroupRoot). */
   cgroupParent?: string;
+  /** The pod sandbox (pause) image as the runtime names it; image GC must never remove it. */
+  sandboxImage: string;
   /** Makes the runtime unavailable to the agent (runtime-down scenario); startRuntime undoes it. */
   stopRuntime(): Promise<void>;
   startRuntime(): Promise<void>;
