@@ -52,6 +52,9 @@ export const eviction: Scenario = {
             env: [
               { name: 'MEMHOG_MB', value: String(targetMiB) },
               { name: 'MEMHOG_STEP_MB', value: String(step) },
+              // No pause between steps: on a loaded 2-core machine 1s pauses made the growth
+              // outlast the wait; the size, not the speed, keeps the node above the OOM line.
+              { name: 'MEMHOG_INTERVAL_S', value: '0' },
             ],
           },
         ],
