@@ -78,7 +78,9 @@ describe('PodStatusManager', () => {
     const pass = sm.syncBatch();
     sm.setPodStatus(db, running(true));
     sm.setPodStatus(pod, running(true));
-    await vi.waitFor(() => expect(api.podStatusPatches.map((p) => p.name)).toEqual(['db']));
+    await vi.waitFor(() => expect(api.podStatusPatches.map((p) => p.name)).toEqual(['db']), {
+      timeout: 10_000,
+    });
     release();
     await pass;
     expect(api.podStatusPatches.map((p) => p.name)).toEqual(['db', 'web', 'web']);
