@@ -2,7 +2,7 @@
 // node's init so that it can be stopped and started again like a systemd unit on a real node.
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
-import { kindNode, NODE_MEMORY_LIMIT_BYTES, waitForCri } from './cri.js';
+import { kindNode, NODE_MEMORY_LIMIT_BYTES, restoreSandboxImage, waitForCri } from './cri.js';
 import type { RuntimeBackend } from './types.js';
 
 export const containerdBackend: RuntimeBackend = {
@@ -20,6 +20,7 @@ export const containerdBackend: RuntimeBackend = {
         ...version,
         nodeName: node.name,
         sandboxImage: ctx.images.pause,
+        restoreSandboxImage: () => restoreSandboxImage(node, ctx.images.pause),
         nodeIp: node.ipAddress(ctx.network),
         host,
         memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,

@@ -1,7 +1,7 @@
 // Helpers every backend needs: its kind-style node container and its CRI endpoint.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CriClient } from '@kh/cri-api';
-import { NodeContainer, type NodeRuntime } from '@kh/testkit';
+import { NodeContainer, type NodeRuntime, normalizeImageRef, type StartedNodeContainer } from '@kh/testkit';
 import { projectMounts } from '../node/project.js';
 import type { BackendContext } from './types.js';
 
@@ -46,4 +46,22 @@ export async function waitForCri(
     }
     await sleep(200);
   }
+}
+
+/**
+ * Loads the node's sandbox image again when something removed it (image GC or eviction's image
+ * reclaim on an agent that does not know it): the node's runtime cannot pull it, so every later
+ * pod on the node would fail. Returns whether it had to. The removal itself is what the scenario
+ * that caused it reports; this only keeps the next cells independent of it.
+ */
+export async function restoreSandboxImage(node: StartedNodeContainer, ref: string): Promise<boolean> {
+  const present =
+    node.runtime === 'containerd'
+      ? (
+          await node.execOk(['ctr', '-n', 'k8s.io', 'images', 'ls', '-q', `name==${normalizeImageRef(ref)}`])
+        ).trim() !== ''
+      : (await node.exec(['docker', 'image', 'inspect', '--format', '{{.Id}}', ref])).exitCode === 0;
+  if (present) return false;
+  await node.loadImages([ref]);
+  return true;
 }

@@ -4,7 +4,7 @@
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
 import { inContainer } from '../node/project.js';
-import { kindNode, NODE_MEMORY_LIMIT_BYTES, waitForCri } from './cri.js';
+import { kindNode, NODE_MEMORY_LIMIT_BYTES, restoreSandboxImage, waitForCri } from './cri.js';
 import type { NodeProcess, RuntimeBackend } from './types.js';
 
 export const dockerBackend: RuntimeBackend = {
@@ -41,6 +41,7 @@ export const dockerBackend: RuntimeBackend = {
         ...version,
         nodeName: node.name,
         sandboxImage: ctx.images.pause,
+        restoreSandboxImage: () => restoreSandboxImage(node, ctx.images.pause),
         nodeIp: node.ipAddress(ctx.network),
         host,
         memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,

@@ -56,6 +56,11 @@ export interface StartedBackend {
   cgroupParent?: string;
   /** The pod sandbox (pause) image as the runtime names it; image GC must never remove it. */
   sandboxImage: string;
+  /**
+   * Puts the sandbox image back if it was removed, so that one scenario's removal does not fail
+   * every later cell on the node; true when it had to. Absent: the runtime needs no help.
+   */
+  restoreSandboxImage?(): Promise<boolean>;
   /** Makes the runtime unavailable to the agent (runtime-down scenario); startRuntime undoes it. */
   stopRuntime(): Promise<void>;
   startRuntime(): Promise<void>;

@@ -241,6 +241,12 @@ async function runCell(
   } finally {
     clearTimeout(timer);
     await world.deleteNamespace(namespace).catch(() => {});
+    // One cell's removal of the sandbox image must not fail every later cell on the node.
+    if (await node.started.restoreSandboxImage?.().catch(() => false))
+      sink({
+        kind: 'note',
+        summary: 'sandbox image was removed during the cell; re-loaded for the next cells',
+      });
     world.routeTimeline(namespace, undefined);
     world.routeTimeline(node.started.nodeName, undefined);
   }

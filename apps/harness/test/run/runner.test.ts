@@ -12,6 +12,7 @@ const fails = scenario('fails', async (ctx) => {
 const throws = scenario('throws', async () => {
   throw new Error('apiserver went away');
 });
+const passes2 = scenario('passes-too', async () => {});
 const needsReal = scenario('needs-real', async () => {}, { needs: ['real-containers'] });
 
 function deps(journal: Journal, overrides: Partial<Parameters<typeof runMatrix>[0]> = {}) {
@@ -48,6 +49,29 @@ describe('runMatrix', () => {
     ]);
     expect(r.scenarios).toEqual(['passes', 'fails', 'throws', 'needs-real']);
     expect(r.durationMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it('re-loads a sandbox image a cell removed, noting it in that cell only', async () => {
+    const restores: boolean[] = [true, false];
+    const r = await runMatrix(
+      deps(
+        { events: [] },
+        {
+          scenarios: [passes, passes2],
+          backends: [fakeBackend('alpha')],
+          startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>) => {
+            const node = fakeNode(b, { events: [] });
+            Object.assign(node.started, { restoreSandboxImage: async () => restores.shift() ?? false });
+            return node;
+          },
+        },
+      ),
+    );
+    const notes = r.cells.map(
+      (c) => c.timeline.filter((e) => /sandbox image was removed/.test(e.summary)).length,
+    );
+    expect(notes).toEqual([1, 0]);
+    expect(restores).toEqual([]);
   });
 
   it('keeps the failed assertion with expected and actual, and log excerpts, on a failed cell', async () => {
