@@ -33,6 +33,7 @@ import type { PodSource } from './pods/types.js';
 import { ProbeResultsStore } from './prober/results.js';
 import { criCallObserver } from './runtime/cri_call_log.js';
 import { connectImageService } from './runtime/image_service.js';
+import { runtimeSandboxImage } from './runtime/sandbox_image.js';
 import { ContainerLogs } from './server/container_logs.js';
 import { KubeletMetrics } from './server/metrics.js';
 import { runningPodsProvider } from './server/running_pods.js';
@@ -137,6 +138,7 @@ export async function run(
     // The runtime manager and the pod layer need each other: it reads probe results and which
     // pods are gone, the pod layer drives it. Both seams are resolved once the layer exists.
     const probeResults = new ProbeResultsStore();
+    const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
     let pods: PodLayer | undefined;
     let managers: NodeManagers | undefined;
     const runtime = await KubeGenericRuntimeManager.create({
@@ -149,6 +151,7 @@ export async function run(
         shouldPodContentBeRemoved: (uid) => pods?.lifecycle.shouldPodContentBeRemoved(uid) ?? false,
         shouldPodRuntimeBeRemoved: (uid) => pods?.lifecycle.shouldPodRuntimeBeRemoved(uid) ?? false,
       },
+      ...(sandboxImage ? { podSandboxImage: sandboxImage } : {}),
       imageGCPolicy: {
         highThresholdPercent: config.imageGCHighThresholdPercent,
         lowThresholdPercent: config.imageGCLowThresholdPercent,
@@ -240,6 +243,7 @@ export async function run(
             podsDir: join(options.rootDir, 'pods'),
             podLogsDir: config.podLogsDir,
             allSourcesReady,
+            ...(sandboxImage ? { sandboxImage } : {}),
             clock: realClock,
             log,
           })

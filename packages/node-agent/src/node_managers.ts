@@ -32,6 +32,8 @@ export interface NodeManagersInput {
   podLogsDir: string;
   /** True once every pod source delivered its first list: only then may GC treat a pod as gone. */
   allSourcesReady: () => boolean;
+  /** Never removed by the disk-pressure reclaim. */
+  sandboxImage?: string;
   clock: TimerClock;
   log: Logger;
   /** Replaces the node's real signals (tests). */
@@ -62,7 +64,12 @@ export async function newNodeManagers(i: NodeManagersInput): Promise<NodeManager
     activePods: () => i.pods.lifecycle.activePods(),
     killer: i.pods.lifecycle,
     recorder: i.recorder,
-    reclaimer: runtimeReclaimer({ runtime: i.runtime, containerPolicy, allSourcesReady: i.allSourcesReady }),
+    reclaimer: runtimeReclaimer({
+      runtime: i.runtime,
+      containerPolicy,
+      allSourcesReady: i.allSourcesReady,
+      ...(i.sandboxImage ? { sandboxImage: i.sandboxImage } : {}),
+    }),
     metrics: i.metrics,
     clock: i.clock,
     log: i.log,

@@ -13,7 +13,8 @@ import type { KubeNodeApi } from '../src/api/node_api.js';
 import { run } from '../src/cli.js';
 import { parseFlags } from '../src/config/flags.js';
 import { loadKubeletConfiguration } from '../src/config/load.js';
-import { stderrLogger } from '../src/util/log.js';
+import { runtimeSandboxImage } from '../src/runtime/sandbox_image.js';
+import { silentLogger, stderrLogger } from '../src/util/log.js';
 import { loopbackFlags } from './helpers/agent.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { type ContainerdTestNode, startContainerdNode } from './helpers/containerd.js';
@@ -95,6 +96,11 @@ afterAll(async () => {
 it('reports containerd in nodeInfo', async () => {
   const n = await api.getNode('containerd-node');
   expect(n?.status?.nodeInfo?.containerRuntimeVersion).toMatch(/^containerd:\/\/1\.6\./);
+});
+
+it("finds containerd's sandbox image in its verbose CRI Status, for image GC to keep", async () => {
+  const image = await runtimeSandboxImage(containerd!.cri, silentLogger);
+  expect(image).toBe(`docker.io/${containerd!.refs.pause}`);
 });
 
 it('runs a kubectl-created pod on containerd and deletes it gracefully', async () => {

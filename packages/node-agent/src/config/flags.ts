@@ -19,6 +19,8 @@ export interface AgentOptions {
   certDir: string;
   /** Harness extension: file that receives one JSON line per CRI call (empty: off). */
   criCallLog: string;
+  /** The sandbox image image GC keeps (empty: ask the runtime). */
+  podInfraContainerImage: string;
   v: number;
   help: boolean;
   version: boolean;
@@ -92,6 +94,12 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'string',
     option: 'criCallLog',
     help: 'Harness extension, not a kubelet flag: append one JSON line per CRI call (start time, method, latency, gRPC code) to this file; rotated to <file>.1 at 32 MiB.',
+  },
+  {
+    name: 'pod-infra-container-image',
+    kind: 'string',
+    option: 'podInfraContainerImage',
+    help: 'The sandbox (pause) image, which image garbage collection never removes (default: the one the runtime reports in its verbose CRI Status).',
   },
   { name: 'v', kind: 'int', option: 'v', help: 'Log verbosity.' },
   { name: 'help', kind: 'bool', option: 'help', help: 'Show this help.' },
@@ -245,6 +253,7 @@ export function defaultAgentOptions(): AgentOptions {
     rootDir: '/var/lib/kubelet',
     certDir: '',
     criCallLog: '',
+    podInfraContainerImage: '',
     v: 0,
     help: false,
     version: false,
