@@ -90,7 +90,11 @@ describe('image pull policies and reasons', () => {
     const pod = makePod('private', [ctr('app', { image: 'registry:5000/private:1' })]);
     await h.sync(pod, [secret]);
     const [req] = h.requests<PullImageRequest>('PullImage');
-    expect(req!.auth).toMatchObject({ username: 'bob', password: 'hunter2', serverAddress: 'https://registry:5000' });
+    expect(req!.auth).toMatchObject({
+      username: 'bob',
+      password: 'hunter2',
+      serverAddress: 'https://registry:5000',
+    });
     expect(req!.sandboxConfig?.metadata?.name).toBe('private');
   });
 

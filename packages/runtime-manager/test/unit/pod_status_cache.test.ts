@@ -33,8 +33,14 @@ const listed = (uid: string, state: 'running' | 'exited' = 'running'): RunningPo
 describe('PodStatusCache', () => {
   it('does not keep a read that overlapped an invalidation, even if the pod was forgotten meanwhile', async () => {
     const cache = new PodStatusCache(10_000, () => 0);
-    let finish!: (s: PodStatus) => void;
-    const reading = cache.getOrRead('a', () => new Promise((r) => (finish = r)));
+    let finish: (s: PodStatus) => void = () => {};
+    const reading = cache.getOrRead(
+      'a',
+      () =>
+        new Promise<PodStatus>((resolve) => {
+          finish = resolve;
+        }),
+    );
     cache.reconcile([]); // 'a' not listed: forgotten
     cache.invalidate('a');
     finish(status('a'));
