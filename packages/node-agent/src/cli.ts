@@ -2,12 +2,15 @@
 // node-agent: our kubelet's command. The flow mirrors the kubelet's:
 // newKubeletCommand (flags) -> run (config, dependencies) -> runKubelet (build, signals)
 // -> Kubelet.run -> syncLoop.
+// First: V8's heap settings must be in place before the big modules load.
+import './v8_flags.js';
 import { realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CriClient, type CriClientOptions } from '@kh/cri-api';
 import {
+  DefaultRelistPeriodMs,
   GenericPLEG,
   KubeGenericRuntimeManager,
   newCrashLoopBackoff,
@@ -147,6 +150,8 @@ export async function run(
       clock: realClock,
       ...(recorder ? { recorder } : {}),
       probeResults: probeResults.forRuntime,
+      // Like the kubelet's PLEG cache: the PLEG's relist keeps it honest.
+      podStatusCacheTtlMs: 2 * DefaultRelistPeriodMs,
       podStateProvider: {
         shouldPodContentBeRemoved: (uid) => pods?.lifecycle.shouldPodContentBeRemoved(uid) ?? false,
         shouldPodRuntimeBeRemoved: (uid) => pods?.lifecycle.shouldPodRuntimeBeRemoved(uid) ?? false,
