@@ -99,6 +99,8 @@ export const eviction: Scenario = {
         intervalMs: 2_000,
       },
     );
+    const survivor = await ctx.core.readNamespacedPod({ name: 'innocent', namespace: ctx.namespace });
+    check.equal('innocent pod still running after the pressure', survivor.status?.phase, 'Running');
     await createPod(ctx, podFor(ctx, 'after', { containers: [sh(ctx, 'c', 'sleep 600')] }));
     await allChecks([
       waitForPod(ctx, 'after', 'is admitted and Running afterwards', (p) => p.status?.phase === 'Running'),
