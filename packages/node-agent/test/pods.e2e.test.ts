@@ -21,16 +21,6 @@ let api: KubeNodeApi;
 let agent: RunningAgent;
 let agentArgs: string[];
 
-async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${agent.io.err.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 function apply(pod: object): Promise<string> {
   const file = join(dir, `${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify(pod));
@@ -78,7 +68,7 @@ it('runs a pod created with kubectl and reports its status', async () => {
       containers: [{ name: 'main', image: 'busybox', command: ['sleep', '3600'] }],
     },
   });
-  const pod = await until('web Running', async () => {
+  const pod = await agent.until('web Running', async () => {
     const p = await api.getPod('default', 'web');
     return p?.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready ? p : undefined;
   });
@@ -105,7 +95,7 @@ it('runs a pod created with kubectl and reports its status', async () => {
     expect(status.conditions?.find((c) => c.type === type)?.status).toBe('True');
   }
   expect(fake.containers().filter((c) => c.state === ContainerState.CONTAINER_RUNNING)).toHaveLength(1);
-  const events = await until('Created and Started events', async () => {
+  const events = await agent.until('Created and Started events', async () => {
     const out = await kubectl(
       kubeconfig,
       'get',
@@ -130,7 +120,7 @@ it('rejects a pod that does not fit with OutOfcpu', async () => {
       containers: [{ name: 'main', image: 'busybox', resources: { requests: { cpu: '1000' } } }],
     },
   });
-  const pod = await until('huge Failed', async () => {
+  const pod = await agent.until('huge Failed', async () => {
     const p = await api.getPod('default', 'huge');
     return p?.status?.phase === 'Failed' ? p : undefined;
   });
@@ -168,7 +158,7 @@ it('restarts a container whose liveness probe fails, and follows readiness into 
       ],
     },
   });
-  const ready = await until('probed restarted once and Ready', async () => {
+  const ready = await agent.until('probed restarted once and Ready', async () => {
     const p = await api.getPod('default', 'probed');
     const c = p?.status?.containerStatuses?.[0];
     return c && c.restartCount === 1 && c.ready && c.state?.running ? p : undefined;
@@ -187,7 +177,7 @@ it('restarts a container whose liveness probe fails, and follows readiness into 
   expect(events).toContain('Killing: Container app failed liveness probe, will be restarted');
 
   fake.script.execResult('check-ready', { exitCode: 1, stdout: 'busy' });
-  const unready = await until('probed not Ready', async () => {
+  const unready = await agent.until('probed not Ready', async () => {
     const p = await api.getPod('default', 'probed');
     return p?.status?.containerStatuses?.[0]?.ready === false ? p : undefined;
   });
@@ -206,7 +196,7 @@ it('leaves pods running on SIGTERM and adopts them on restart', async () => {
     metadata: { name: 'keep', namespace: 'default' },
     spec: { nodeName: 'pod-node', containers: [{ name: 'main', image: 'busybox' }] },
   });
-  const before = await until('keep Running', async () => {
+  const before = await agent.until('keep Running', async () => {
     const p = await api.getPod('default', 'keep');
     return p?.status?.containerStatuses?.[0]?.ready ? p : undefined;
   });
@@ -217,7 +207,7 @@ it('leaves pods running on SIGTERM and adopts them on restart', async () => {
 
   agent = startAgent(agentArgs);
   // The restarted agent re-reports the same container instead of starting a new one.
-  await until('the restarted agent to sync keep', async () =>
+  await agent.until('the restarted agent to sync keep', async () =>
     agent.io.err.includes('Started kubelet') ? true : undefined,
   );
   await new Promise((r) => setTimeout(r, 1_500));

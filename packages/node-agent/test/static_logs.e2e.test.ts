@@ -23,16 +23,6 @@ let kubeconfig: string;
 let api: KubeNodeApi;
 let agent: RunningAgent;
 
-async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${agent.io.err.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 beforeAll(async () => {
   runtime = await FakeRuntime.start({ socketPath: join(dir, 'runtime.sock') });
   images = await FakeRuntime.start({ socketPath: join(dir, 'images.sock') });
@@ -80,7 +70,7 @@ afterAll(async () => {
 });
 
 it('mirrors the static pod with its status, serves its log to kubectl, and asks the image service for images', async () => {
-  const mirror = await until('the mirror pod Running', async () => {
+  const mirror = await agent.until('the mirror pod Running', async () => {
     const p = await api.getPod('default', `web-${NODE}`);
     return p?.status?.phase === 'Running' ? p : undefined;
   });

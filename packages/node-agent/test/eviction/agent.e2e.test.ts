@@ -21,16 +21,6 @@ let api: KubeNodeApi;
 let core: CoreV1Api;
 let agent: RunningAgent;
 
-async function until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await get();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${agent.io.err.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 // Requests cpu only: allocatable memory is zero under this threshold, and BestEffort pods are refused.
 const pod = (name: string, priority: number, burstable = false): V1Pod => ({
   metadata: { name, namespace: 'default' },
@@ -91,17 +81,21 @@ afterAll(async () => {
 });
 
 it('reports MemoryPressure on the Node with the kubelet reason', async () => {
-  const condition = await until('MemoryPressure=True', async () => {
-    const node = await api.getNode(NODE);
-    const c = node?.status?.conditions?.find((x) => x.type === 'MemoryPressure');
-    return c?.status === 'True' ? c : undefined;
-  });
+  const condition = await agent.until(
+    'MemoryPressure=True',
+    async () => {
+      const node = await api.getNode(NODE);
+      const c = node?.status?.conditions?.find((x) => x.type === 'MemoryPressure');
+      return c?.status === 'True' ? c : undefined;
+    },
+    30_000,
+  );
   expect(condition).toMatchObject({ reason: 'KubeletHasInsufficientMemory' });
 }, 40_000);
 
 it('refuses a BestEffort pod at admission under memory pressure', async () => {
   await core.createNamespacedPod({ namespace: 'default', body: pod('besteffort', 0) });
-  const rejected = await until('besteffort Failed', async () => {
+  const rejected = await agent.until('besteffort Failed', async () => {
     const p = await api.getPod('default', 'besteffort');
     return p?.status?.phase === 'Failed' ? p : undefined;
   });
@@ -115,7 +109,7 @@ it('refuses a BestEffort pod at admission under memory pressure', async () => {
 it('evicts the lower-priority pod first, one pod per monitoring interval', async () => {
   await core.createNamespacedPod({ namespace: 'default', body: pod('innocent', 1000, true) });
   await core.createNamespacedPod({ namespace: 'default', body: pod('hog', 0, true) });
-  const evicted = await until(
+  const evicted = await agent.until(
     'hog evicted',
     async () => {
       const p = await api.getPod('default', 'hog');
@@ -134,7 +128,7 @@ it('evicts the lower-priority pod first, one pod per monitoring interval', async
   expect(
     fake.containers().filter((c) => c.labels['io.kubernetes.pod.name'] === 'hog' && c.state === 1),
   ).toEqual([]);
-  const events = await until('the Evicted event', async () => {
+  const events = await agent.until('the Evicted event', async () => {
     const list = await core.listNamespacedEvent({
       namespace: 'default',
       fieldSelector: 'involvedObject.name=hog',

@@ -23,6 +23,11 @@ export interface RunningAgent {
   readonly exited: Promise<number>;
   /** SIGTERM (the command's abort signal); resolves to the exit code. */
   stop(): Promise<number>;
+  /**
+   * Polls `get` until it gives a value (a failed read counts as none); on timeout the error
+   * carries the agent's recent log, which is where the reason usually is.
+   */
+  until<T>(what: string, get: () => Promise<T | undefined>, timeoutMs?: number): Promise<T>;
 }
 
 /** Runs the node-agent command in this process, as `node-agent <args>` would. */
@@ -36,6 +41,15 @@ export function startAgent(args: string[]): RunningAgent {
     stop: () => {
       abort.abort();
       return exited;
+    },
+    async until(what, get, timeoutMs = 20_000) {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        const v = await get().catch(() => undefined);
+        if (v !== undefined) return v;
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${io.err.slice(-3000)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     },
   };
 }
