@@ -18,6 +18,7 @@ import { KubeletServer } from '../src/server/server.js';
 import { FakeClock } from '../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl } from './helpers/kubectl.js';
+import { httpGet } from './helpers/net.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-logs-'));
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
@@ -119,26 +120,7 @@ afterAll(async () => {
 });
 
 function get(path: string, token: string | null = 'good-token'): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        ca: tls.cert,
-        headers: token ? { Authorization: `Bearer ${token}` } : {},
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (c) => {
-          body += c;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    )
-      .on('error', reject)
-      .end();
-  });
+  return httpGet(port, path, { ca: tls.cert, ...(token ? { token } : {}) });
 }
 
 const logs = (container: string, query = '') => get(`/containerLogs/default/web/${container}${query}`);
@@ -256,26 +238,7 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
     });
     const p2 = (await s2.start('127.0.0.1', 0)).port;
     try {
-      const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        request(
-          {
-            host: '127.0.0.1',
-            port: p2,
-            path: '/containerLogs/default/web/app',
-            ca: tls.cert,
-            headers: { Authorization: 'Bearer reader-token' },
-          },
-          (res) => {
-            let body = '';
-            res.on('data', (c) => {
-              body += c;
-            });
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-          },
-        )
-          .on('error', reject)
-          .end();
-      });
+      const r = await httpGet(p2, '/containerLogs/default/web/app', { ca: tls.cert, token: 'reader-token' });
       expect(r).toEqual({
         status: 403,
         body: 'Forbidden (user=reader, verb=get, resource=nodes, subresource=proxy)',
