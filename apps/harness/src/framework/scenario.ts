@@ -10,6 +10,11 @@ export interface Scenario {
   description: string;
   /** Backend capabilities the scenario needs; missing ones skip the cell with a reason. */
   needs?: BackendCapability[];
+  /**
+   * Host resources the cell holds alone, such as 'host-disk' (every node's filesystem is the
+   * host's): cells of scenarios naming the same resource on other runtimes wait their turn.
+   */
+  exclusive?: readonly string[];
   /** Upper bound for the whole cell; the runner fails the cell when it is exceeded. */
   timeoutMs?: number;
   run(ctx: ScenarioContext): Promise<void>;

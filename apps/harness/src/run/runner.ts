@@ -10,6 +10,7 @@ import type { AgentCriCall } from '../node/cri-call-log.js';
 import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
 import { agentCallEntry, CriCallTally, selectAgentCalls } from './cri-calls.js';
+import { ExclusiveResources } from './exclusive.js';
 import { excerptAround } from './log-excerpt.js';
 import type { Progress } from './progress.js';
 
@@ -112,11 +113,21 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       runtimes.push({ name: backend.name, runtimeName: backend.name, runtimeVersion: 'unknown' });
       for (const sc of scenarios) cells.push(failedCell(backend.name, sc.name, reason));
     }
+    const exclusive = new ExclusiveResources();
     await Promise.all(
       nodes.map((n) => {
         const tally = new CriCallTally();
         tallies.set(n.backend.name, tally);
-        return runNodeCells(w, n, scenarios, progress.child(n.backend.name), cells, tally, deps.signal);
+        return runNodeCells(
+          w,
+          n,
+          scenarios,
+          progress.child(n.backend.name),
+          cells,
+          tally,
+          exclusive,
+          deps.signal,
+        );
       }),
     );
   } finally {
@@ -157,6 +168,7 @@ async function runNodeCells(
   progress: Progress,
   cells: CellResult[],
   tally: CriCallTally,
+  exclusive: ExclusiveResources,
   signal: AbortSignal | undefined,
 ): Promise<void> {
   const runtime = node.backend.name;
@@ -172,8 +184,15 @@ async function runNodeCells(
       cells.push(skippedCell(runtime, scenario.name, reason));
       continue;
     }
-    progress.step(`${scenario.name} …`);
-    const cell = await runCell(world, node, scenario, progress, tally, signal);
+    const cell = await exclusive.hold(
+      scenario.exclusive ?? [],
+      () => {
+        progress.step(`${scenario.name} …`);
+        return runCell(world, node, scenario, progress, tally, signal);
+      },
+      (busy) =>
+        progress.info(`${scenario.name} waits for ${busy.join(', ')} (held by another runtime's cell)`),
+    );
     cells.push(cell);
     const secs = (cell.durationMs / 1000).toFixed(1);
     if (cell.outcome === 'passed')

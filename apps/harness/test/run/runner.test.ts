@@ -151,6 +151,33 @@ describe('runMatrix', () => {
     expect(new Set(r.cells.map((c) => c.reason))).toEqual(new Set(['run set-up failed: no Docker engine']));
   });
 
+  it('runs cells holding the same host resource one at a time across runtimes, others side by side', async () => {
+    const spans: { name: string; runtime: string; from: number; to: number }[] = [];
+    const timed = (name: string, exclusive?: string[]) =>
+      scenario(
+        name,
+        async (ctx) => {
+          const from = performance.now();
+          await new Promise((r) => setTimeout(r, 30));
+          spans.push({ name, runtime: ctx.runtime, from, to: performance.now() });
+        },
+        exclusive ? { exclusive } : {},
+      );
+    const r = await runMatrix(
+      deps({ events: [] }, { scenarios: [timed('disk', ['host-disk']), timed('free')] }),
+    );
+    expect(r.cells.every((c) => c.outcome === 'passed')).toBe(true);
+    const [a, b] = spans.filter((s) => s.name === 'disk');
+    expect(a && b && (a.to <= b.from || b.to <= a.from)).toBe(true);
+    const overlaps = (x: (typeof spans)[number], y: (typeof spans)[number]) => x.from < y.to && y.from < x.to;
+    const free = spans.filter((s) => s.name === 'free');
+    // Without the resource the two runtimes' cells may overlap, and here they can: nothing holds them.
+    expect(free).toHaveLength(2);
+    expect(spans.filter((s) => s.name === 'disk' && free.some((f) => overlaps(s, f))).length).toBeGreaterThan(
+      0,
+    );
+  });
+
   it('fails a cell that outlives its timeout', async () => {
     const slow = scenario('slow', () => new Promise(() => {}), { timeoutMs: 50 });
     const r = await runMatrix(deps({ events: [] }, { scenarios: [slow], backends: [fakeBackend('alpha')] }));
