@@ -1,6 +1,6 @@
 import type { Scenario } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
-import { nodeCondition, nodeMemoryWorkingSetBytes } from '../support/node.js';
+import { nodeMemoryWorkingSetBytes, pressureCondition } from '../support/node.js';
 import { createPod, eventsFor, podFor, sh, waitForPod } from '../support/pods.js';
 
 const Mi = 2 ** 20;
@@ -61,17 +61,12 @@ export const eviction: Scenario = {
       }),
     );
 
-    const pressure = await check.eventually(
-      'MemoryPressure=True appears',
-      () => nodeCondition(ctx, 'MemoryPressure'),
-      (c) => c?.status === 'True',
-      {
-        timeoutMs: 120_000,
-        intervalMs: 1_000,
-        expected: { status: 'True', reason: 'KubeletHasInsufficientMemory' },
-      },
+    await pressureCondition(
+      ctx,
+      'MemoryPressure',
+      { status: 'True', reason: 'KubeletHasInsufficientMemory' },
+      120_000,
     );
-    check.equal('MemoryPressure reason', pressure?.reason, 'KubeletHasInsufficientMemory');
 
     const evicted = await waitForPod(ctx, 'hog', 'is evicted', (p) => p.status?.phase === 'Failed', 120_000);
     check.equal('evicted pod reason', evicted.status?.reason, 'Evicted');
@@ -90,14 +85,11 @@ export const eviction: Scenario = {
     check.equal('innocent pod survives', innocent.status?.phase, 'Running');
 
     // The harness configures evictionPressureTransitionPeriod: 20s so this takes seconds, not 5 minutes.
-    await check.eventually(
-      'MemoryPressure clears after the transition period',
-      () => nodeCondition(ctx, 'MemoryPressure'),
-      (c) => c?.status === 'False',
-      {
-        timeoutMs: 120_000,
-        intervalMs: 2_000,
-      },
+    await pressureCondition(
+      ctx,
+      'MemoryPressure',
+      { status: 'False', name: 'MemoryPressure clears after the transition period' },
+      120_000,
     );
     const survivor = await ctx.core.readNamespacedPod({ name: 'innocent', namespace: ctx.namespace });
     check.equal('innocent pod still running after the pressure', survivor.status?.phase, 'Running');

@@ -3,6 +3,26 @@ import type { ScenarioContext } from '@kh/harness';
 export const nodeCondition = async (ctx: ScenarioContext, type: string) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
 
+/**
+ * A pressure condition appears (with the kubelet's reason, checked as its own assertion) or
+ * clears, as the eviction scenarios watch for it.
+ */
+export async function pressureCondition(
+  ctx: ScenarioContext,
+  type: 'MemoryPressure' | 'DiskPressure',
+  want: { status: 'True'; reason: string } | { status: 'False'; name: string },
+  timeoutMs: number,
+) {
+  const condition = await ctx.check.eventually(
+    want.status === 'True' ? `${type}=True appears` : want.name,
+    () => nodeCondition(ctx, type),
+    (c) => c?.status === want.status,
+    { timeoutMs, intervalMs: want.status === 'True' ? 1_000 : 2_000, expected: want },
+  );
+  if (want.status === 'True') ctx.check.equal(`${type} reason`, condition?.reason, want.reason);
+  return condition;
+}
+
 async function execOk(ctx: ScenarioContext, cmd: string[]): Promise<string> {
   const r = await ctx.backend.host.exec(cmd);
   if (r.exitCode !== 0) throw new Error(`${cmd.join(' ')} failed on ${ctx.nodeName}: ${r.output}`);
