@@ -1,7 +1,18 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import type Dockerode from 'dockerode';
+import { describe, expect, it, vi } from 'vitest';
 import { CappedOutput, FrameDecoder, jsonLines, LineDecoder, StreamType } from '../src/shim/docker_stream.js';
 import { eventTimeNanos } from '../src/shim/events.js';
-import { formatCriLogLine, parseCriLogLine, splitTimestamp, timestampToSince } from '../src/shim/logs.js';
+import {
+  ContainerLogCopier,
+  formatCriLogLine,
+  parseCriLogLine,
+  splitTimestamp,
+  timestampToSince,
+} from '../src/shim/logs.js';
 
 function frame(type: number, text: string): Buffer {
   const payload = Buffer.from(text);
@@ -90,5 +101,26 @@ describe('docker stream decoding', () => {
     // Event times exceed 2^53: they are read from the raw text, exactly.
     expect(eventTimeNanos(String(seen[2]?.[1]), 0)).toBe(1795389300551690878n);
     expect(eventTimeNanos('{"time":12}', 12)).toBe(12_000_000_000n);
+  });
+});
+
+describe('ContainerLogCopier', () => {
+  it('writes nothing once stopped, even when its Docker stream does not end', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-logcopier-'));
+    const path = join(dir, 'c', '0.log');
+    // A follow stream that ignores destroy(), as a stream outliving a shim's shutdown would.
+    const stream = new PassThrough();
+    stream.destroy = () => stream;
+    const container = { logs: async () => stream } as unknown as Dockerode.Container;
+    const copier = new ContainerLogCopier(container, path, false, () => {});
+    const ts = (s: number) => `2026-11-22T23:15:0${s}.000000000Z`;
+    stream.write(frame(StreamType.Stdout, `${ts(1)} before\n`));
+    await vi.waitFor(() => expect(readFileSync(path, 'utf8')).toContain('before'));
+    copier.stop();
+    stream.write(frame(StreamType.Stdout, `${ts(2)} after\n`));
+    stream.end();
+    await copier.done;
+    expect(readFileSync(path, 'utf8')).toBe(`${ts(1)} stdout F before\n`);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

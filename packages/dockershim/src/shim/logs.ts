@@ -190,6 +190,9 @@ export class ContainerLogCopier {
         if (timestamp <= since.timestamp) continue;
         skipping = false;
       }
+      // A stopped copier never writes, even if its stream outlives stop(): after a shim restart
+      // the new shim's copier owns the file, and two writers would duplicate every line.
+      if (this.stopped) return;
       this.last = { timestamp, key };
       await this.locked(async () => {
         await this.file?.write(formatCriLogLine(timestamp, stream, message));
