@@ -7,7 +7,7 @@
 //                                       --agent-node-options "--cpu-prof --cpu-prof-dir=/tmp/prof"
 //                                       --agent-runtime-options '{"podStatusCacheTtlMs":2000}']
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -423,6 +423,7 @@ async function main(): Promise<void> {
     }
     await server.close();
     await node.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

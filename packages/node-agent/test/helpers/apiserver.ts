@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ApiServer, type ApiServerOptions, createApiServer } from '@kh/fake-apiserver';
@@ -27,7 +27,16 @@ export async function startTestApiServer(options: ApiServerOptions = {}): Promis
     nodeLifecycle: false,
     ...options,
   });
-  const kubeconfig = join(mkdtempSync(join(tmpdir(), 'kh-apiserver-')), 'kubeconfig');
+  const dir = mkdtempSync(join(tmpdir(), 'kh-apiserver-'));
+  const kubeconfig = join(dir, 'kubeconfig');
   writeFileSync(kubeconfig, server.kubeconfig());
-  return { server, kubeconfig, api: new KubeNodeApi(loadKubeConfig(kubeconfig)), stop: () => server.close() };
+  return {
+    server,
+    kubeconfig,
+    api: new KubeNodeApi(loadKubeConfig(kubeconfig)),
+    stop: async () => {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
