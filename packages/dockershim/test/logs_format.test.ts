@@ -114,13 +114,16 @@ describe('ContainerLogCopier', () => {
     const container = { logs: async () => stream } as unknown as Dockerode.Container;
     const copier = new ContainerLogCopier(container, path, false, () => {});
     const ts = (s: number) => `2026-11-22T23:15:0${s}.000000000Z`;
-    stream.write(frame(StreamType.Stdout, `${ts(1)} before\n`));
-    await vi.waitFor(() => expect(readFileSync(path, 'utf8')).toContain('before'));
-    copier.stop();
-    stream.write(frame(StreamType.Stdout, `${ts(2)} after\n`));
-    stream.end();
-    await copier.done;
-    expect(readFileSync(path, 'utf8')).toBe(`${ts(1)} stdout F before\n`);
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      stream.write(frame(StreamType.Stdout, `${ts(1)} before\n`));
+      await vi.waitFor(() => expect(readFileSync(path, 'utf8')).toContain('before'));
+      copier.stop();
+      stream.write(frame(StreamType.Stdout, `${ts(2)} after\n`));
+      stream.end();
+      await copier.done;
+      expect(readFileSync(path, 'utf8')).toBe(`${ts(1)} stdout F before\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

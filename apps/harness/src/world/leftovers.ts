@@ -1,12 +1,13 @@
 // Everything a run leaves when its process dies without clean-up: the containers, networks and
-// volumes labelled with its id, and the host temp directories those containers had mounted
-// (sockets, pid files, kubeconfigs). Only writable kh-* directories directly in the temp dir are
+// volumes labelled with its id, the host temp directories those containers had mounted (sockets,
+// pid files, kubeconfigs), and the world's own kh-harness-<run id>-* directory, which nothing
+// mounts. Only writable kh-* directories directly in the temp dir are
 // removed. The checkout is mounted too, read-only, and may itself be a /tmp/kh-* clone: it and
 // every read-only mount (the Node binary, /sys/fs/cgroup is rw but not in the temp dir) are never
 // candidates, so clean-up cannot delete the project it runs from.
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { RUN_LABEL, removeLeftovers } from '@kh/testkit';
 import Docker from 'dockerode';
 import { projectRoot } from '../node/project.js';
@@ -33,4 +34,8 @@ export async function removeRunLeftovers(runId: string, docker = new Docker()): 
   );
   await removeLeftovers({ runId });
   for (const d of dirs) await rm(d, { recursive: true, force: true });
+  // The world's directory (see world.ts) holds the run's kubeconfig on the host side only.
+  for (const name of await readdir(tmpdir()))
+    if (name.startsWith(`kh-harness-${runId}-`))
+      await rm(join(tmpdir(), name), { recursive: true, force: true });
 }

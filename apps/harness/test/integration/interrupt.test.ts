@@ -86,6 +86,7 @@ describe('kubelet-harness run interrupted', () => {
     expect(swept).toEqual([runId]);
     expect(await containersOf(runId)).toBe(0);
     for (const d of tempDirs) expect(existsSync(d), d).toBe(false);
+    expect((await readdir(tmpdir())).filter((n) => n.startsWith(`kh-harness-${runId}-`))).toEqual([]);
     // The checkout is mounted into every container of the run; clean-up must never take it along.
     expect(existsSync(join(projectRoot(), 'package.json'))).toBe(true);
   }, 120_000);

@@ -1,7 +1,7 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   parseCriLog,
   readTerminationMessage,
@@ -38,6 +38,7 @@ describe('readTerminationMessage', async () => {
   await writeFile(logFile, [line('stderr', 'F', 'panic: boom'), ''].join('\n'));
   const mounts = [{ containerPath: '/dev/termination-log', hostPath: msgFile }];
   const base = { path: '/dev/termination-log', mounts, logPath: logFile };
+  afterAll(() => rm(dir, { recursive: true, force: true }));
 
   it('reads the file behind the terminationMessagePath mount, capped at 4 KiB', async () => {
     await writeFile(msgFile, 'y'.repeat(5000));
