@@ -7,11 +7,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CriClient } from '@kh/cri-api';
-import {
-  type KubeGenericRuntimeManager,
-  newCrashLoopBackoff,
-  runningPodFromStatus,
-} from '@kh/runtime-manager';
+import { type KubeGenericRuntimeManager, runningPodFromStatus } from '@kh/runtime-manager';
 import type { StartedNodeContainer } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +21,7 @@ import { runtimeReclaimer } from '../../src/gc/reclaimer.js';
 import { realClock } from '../../src/util/clock.js';
 import { parseQuantityOrPercent } from '../../src/util/quantity.js';
 import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
-import { Mi, pod, RecordingEvents } from './helpers.js';
+import { Mi, pod, podIsRunning, RecordingEvents, syncPodOnce } from './helpers.js';
 
 describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real containerd', () => {
   let containerd: ContainerdTestNode<'busybox' | 'diskhog'> | undefined;
@@ -75,16 +71,6 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
         },
       ],
     });
-
-  const sync = async (p: V1Pod) => {
-    const s = await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default');
-    const r = await runtime.syncPod(p, s, [], newCrashLoopBackoff());
-    expect(r.steps.filter((x) => x.error)).toEqual([]);
-  };
-  const isRunning = async (p: V1Pod) =>
-    (
-      await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default')
-    ).containerStatuses.some((c) => c.state === 'running');
 
   function killer(evicted: { pod: V1Pod; status: EvictionStatus }[]): PodKiller {
     return {
@@ -161,7 +147,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
       recorder: events,
       clock: realClock,
     });
-    for (const p of pods) await sync(p);
+    for (const p of pods) await syncPodOnce(runtime, p);
     const seen = new Set<string>();
     await untilEvicted(manager, evicted, seen);
     expect(seen.has('DiskPressure')).toBe(true);
@@ -175,7 +161,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
       admit: false,
       message: 'The node had condition: [DiskPressure]. ',
     });
-    expect(await isRunning(hog)).toBe(false);
+    expect(await podIsRunning(runtime, hog)).toBe(false);
 
     const deadline = Date.now() + 60_000;
     let r = await manager.synchronize();
@@ -185,7 +171,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
     }
     expect(r.conditions).toEqual([]);
     expect(evicted).toHaveLength(1);
-    expect(await isRunning(ok)).toBe(true);
+    expect(await podIsRunning(runtime, ok)).toBe(true);
     expect(manager.admit(pod('after'))).toEqual({ admit: true });
     // The images the pods use survived node-level reclaim.
     const tags = (await cri.listImages({})).images.flatMap((i) => i.repoTags).join(' ');
@@ -212,11 +198,11 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
       recorder: new RecordingEvents(),
       clock: realClock,
     });
-    await sync(hog);
+    await syncPodOnce(runtime, hog);
     const seen = new Set<string>();
     await untilEvicted(manager, evicted, seen);
     expect(seen.size).toBe(0);
     expect(evicted[0]?.status.message).toBe('Usage of EmptyDir volume "scratch" exceeds the limit "64Mi". ');
-    expect(await isRunning(hog)).toBe(false);
+    expect(await podIsRunning(runtime, hog)).toBe(false);
   }, 180_000);
 });

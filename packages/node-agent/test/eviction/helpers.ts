@@ -1,4 +1,6 @@
+import { newCrashLoopBackoff, type Runtime } from '@kh/runtime-manager';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { expect } from 'vitest';
 import type { EvictionStatus, Observations, PodUsage } from '../../src/eviction/types.js';
 
 export const Mi = 1024 * 1024;
@@ -78,4 +80,20 @@ export function memoryObs(availableBytes: number, capacity = 8 * Gi): Observatio
     'nodefs.inodesFree': { available: 900_000, capacity: 1_000_000 },
     'pid.available': { available: 4_000_000, capacity: 4_194_304 },
   };
+}
+
+/** One pod worker pass through the runtime manager; a step that fails fails the test. */
+export async function syncPodOnce(
+  runtime: Pick<Runtime, 'getPodStatus' | 'syncPod'>,
+  p: V1Pod,
+): Promise<void> {
+  const s = await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default');
+  const r = await runtime.syncPod(p, s, [], newCrashLoopBackoff());
+  expect(r.steps.filter((x) => x.error)).toEqual([]);
+}
+
+/** Whether any of the pod's containers runs, as the runtime reports it. */
+export async function podIsRunning(runtime: Pick<Runtime, 'getPodStatus'>, p: V1Pod): Promise<boolean> {
+  const s = await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default');
+  return s.containerStatuses.some((c) => c.state === 'running');
 }

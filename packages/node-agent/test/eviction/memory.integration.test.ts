@@ -8,11 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { CriClient } from '@kh/cri-api';
-import {
-  type KubeGenericRuntimeManager,
-  newCrashLoopBackoff,
-  runningPodFromStatus,
-} from '@kh/runtime-manager';
+import { type KubeGenericRuntimeManager, runningPodFromStatus } from '@kh/runtime-manager';
 import type { StartedNodeContainer } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +20,7 @@ import type { EvictionStatus } from '../../src/eviction/types.js';
 import { realClock } from '../../src/util/clock.js';
 import { parseQuantityOrPercent } from '../../src/util/quantity.js';
 import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
-import { Mi, pod, RecordingEvents } from './helpers.js';
+import { Mi, pod, podIsRunning, RecordingEvents, syncPodOnce } from './helpers.js';
 
 const NODE_MEMORY = 768 * Mi;
 const HOG_MB = 200;
@@ -79,16 +75,6 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
     rmSync(dir, { recursive: true, force: true });
   }, 120_000);
 
-  const sync = async (p: V1Pod) => {
-    const s = await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default');
-    const r = await runtime.syncPod(p, s, [], newCrashLoopBackoff());
-    expect(r.steps.filter((x) => x.error)).toEqual([]);
-  };
-  const isRunning = async (p: V1Pod) =>
-    (
-      await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default')
-    ).containerStatuses.some((c) => c.state === 'running');
-
   it('evicts the lower-priority hog, spares the rest, and recovers', async () => {
     if (!node) throw new Error('no node');
     // The node's own memory cgroup (cgroup v1 on this host): the pods' parent.
@@ -135,7 +121,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
       clock: realClock,
     });
 
-    for (const p of pods) await sync(p);
+    for (const p of pods) await syncPodOnce(runtime, p);
     const seen = new Set<string>();
     const deadline = Date.now() + 120_000;
     while (evicted.length === 0 && Date.now() < deadline) {
@@ -155,7 +141,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
       offending_containers: 'hog',
       starved_resource: 'memory',
     });
-    expect(await isRunning(pods[0] as V1Pod)).toBe(false);
+    expect(await podIsRunning(runtime, pods[0] as V1Pod)).toBe(false);
 
     // Memory comes back; the condition holds for the transition period, then clears.
     const cleared = Date.now() + 60_000;
@@ -167,8 +153,8 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
     expect(thresholdsMet(config.thresholds, last.observations, false)).toEqual([]);
     expect(last.conditions).toEqual([]);
     expect(evicted).toHaveLength(1);
-    expect(await isRunning(pods[1] as V1Pod)).toBe(true);
-    expect(await isRunning(pods[2] as V1Pod)).toBe(true);
+    expect(await podIsRunning(runtime, pods[1] as V1Pod)).toBe(true);
+    expect(await podIsRunning(runtime, pods[2] as V1Pod)).toBe(true);
     expect(manager.admit(pod('besteffort-after'))).toEqual({ admit: true });
   }, 240_000);
 });
