@@ -1,13 +1,8 @@
-#!/usr/bin/env node
 // node-agent: our kubelet's command. The flow mirrors the kubelet's:
 // newKubeletCommand (flags) -> run (config, dependencies) -> runKubelet (build, signals)
-// -> Kubelet.run -> syncLoop.
-// First: V8's heap settings must be in place before the big modules load.
-import './v8_flags.js';
-import { realpathSync } from 'node:fs';
+// -> Kubelet.run -> syncLoop. The executable entry point is main.ts.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CriClient, type CriClientOptions } from '@kh/cri-api';
 import {
   DefaultRelistPeriodMs,
@@ -316,18 +311,4 @@ function processSignal(): AbortSignal {
   for (const sig of ['SIGTERM', 'SIGINT'] as const)
     process.once(sig, () => abort.abort(new Error(`received ${sig}`)));
   return abort.signal;
-}
-
-function isMain(): boolean {
-  try {
-    return realpathSync(process.argv[1] ?? '') === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
-
-if (isMain()) {
-  newKubeletCommand()
-    .execute(process.argv.slice(2))
-    .then((code) => process.exit(code));
 }

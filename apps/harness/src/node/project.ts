@@ -22,7 +22,7 @@ export function projectRoot(from = dirname(fileURLToPath(import.meta.url))): str
 
 /** The project's commands as paths relative to the checkout (their built dist/ entry points). */
 export const COMMANDS = {
-  nodeAgent: 'packages/node-agent/dist/cli.js',
+  nodeAgent: 'packages/node-agent/dist/bundle/node-agent.mjs',
   dockershim: 'packages/dockershim/dist/cli.js',
   fakeCri: 'packages/cri-api/dist/fake/cli.js',
   fakeApiserver: 'packages/fake-apiserver/dist/cli.js',

@@ -219,7 +219,7 @@ async function main(): Promise<void> {
     };
     agent = spawn(
       process.execPath,
-      [...AGENT_NODE_OPTIONS, join(here, 'agent_process.js'), JSON.stringify(spec)],
+      [...AGENT_NODE_OPTIONS, join(here, '..', 'bundle', 'bench-agent.mjs'), JSON.stringify(spec)],
       {
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       },

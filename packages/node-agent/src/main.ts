@@ -1,0 +1,10 @@
+#!/usr/bin/env node
+// The node-agent executable. The build bundles this entry into dist/bundle/node-agent.mjs, the
+// file that ships (see scripts/bundle.mjs).
+// First: V8's heap settings must be in place before the big modules run.
+import './v8_flags.js';
+import { newKubeletCommand } from './cli.js';
+
+newKubeletCommand()
+  .execute(process.argv.slice(2))
+  .then((code) => process.exit(code));
