@@ -35,6 +35,10 @@ subscribe('undici:request:create', (m) => {
   const key = `${method} ${[rest[0], rest[2]].filter(Boolean).join('/')}`;
   apiRequests[key] = (apiRequests[key] ?? 0) + 1;
 });
+// New connections to the API server: each is a TLS handshake on both ends.
+subscribe('undici:client:connected', () => {
+  apiRequests.connections = (apiRequests.connections ?? 0) + 1;
+});
 
 process.on('message', (msg) => {
   if (msg === 'api-requests') process.send?.({ ...apiRequests });

@@ -72,6 +72,44 @@ function cpuMs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
 }
 
+/** Busy CPU time of the whole machine so far (all cores, /proc/stat), in ms. */
+function machineBusyMs(): number {
+  const [, ...ticks] = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/);
+  // user nice system idle iowait irq softirq steal: everything but idle and iowait is work.
+  const [user, nice, system, , , irq, softirq, steal] = ticks.map(Number);
+  return (
+    (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 1000) / 100
+  );
+}
+
+/**
+ * Who used the CPU while a burst of pods started: the agent, this process (the fake apiserver,
+ * the watch and the bare CRI client), and the rest of the machine, which during the benchmark is
+ * the runtime: containerd, its shims, runc and the CNI plugins. On two cores that are busy for the
+ * whole burst, start-up is bounded by total CPU work, so this shows what the agent's overhead is
+ * made of.
+ */
+function cpuWindow(agentPid: number | undefined) {
+  const at = () => ({
+    wall: performance.now(),
+    machine: machineBusyMs(),
+    agent: agentPid ? cpuMs(agentPid) : 0,
+    bench: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+  });
+  const start = at();
+  return () => {
+    const end = at();
+    const d = (k: keyof typeof start) => Math.round(end[k] - start[k]);
+    return {
+      wallMs: d('wall'),
+      machineMs: d('machine'),
+      agentMs: d('agent'),
+      benchProcessMs: d('bench'),
+      runtimeAndRestMs: d('machine') - d('agent') - d('bench'),
+    };
+  };
+}
+
 /** Asks the agent over IPC: 'memory' (V8 heap, external, per heap space) or 'api-requests'. */
 function askAgent<T>(agent: ChildProcess, what: 'memory' | 'api-requests'): Promise<T | undefined> {
   return new Promise((resolve) => {
@@ -114,9 +152,15 @@ function delta(after: Record<string, number>, before: Record<string, number>): R
 }
 
 /** Bare CRI: sandbox + container + start per pod, all pods at once. */
-async function bareCri(endpoint: string, image: string, n: number, cgroupParent: string): Promise<number[]> {
+async function bareCri(
+  endpoint: string,
+  image: string,
+  n: number,
+  cgroupParent: string,
+): Promise<{ times: number[]; cpu: ReturnType<ReturnType<typeof cpuWindow>> }> {
   const cri = await CriClient.connect(endpoint, { timeoutMs: 120_000 });
   try {
+    const window = cpuWindow(undefined);
     const times = await Promise.all(
       Array.from({ length: n }, async (_, i) => {
         const start = performance.now();
@@ -140,12 +184,13 @@ async function bareCri(endpoint: string, image: string, n: number, cgroupParent:
         return performance.now() - start;
       }),
     );
+    const cpu = window();
     const { items } = await cri.listPodSandbox({ filter: {} });
     for (const sb of items.filter((s) => s.metadata?.namespace === 'bench-bare')) {
       await cri.stopPodSandbox({ podSandboxId: sb.id });
       await cri.removePodSandbox({ podSandboxId: sb.id });
     }
-    return times;
+    return { times, cpu };
   } finally {
     cri.close();
   }
@@ -253,6 +298,7 @@ async function main(): Promise<void> {
           .then((ctl) => all.finally(() => ctl.abort()), reject);
       });
       await new Promise((r) => setTimeout(r, 200)); // let the watch subscribe
+      const window = cpuWindow(agent?.pid);
       await Promise.all(
         Array.from({ length: n }, async (_, i) => {
           const name = `${prefix}${i}`;
@@ -283,7 +329,8 @@ async function main(): Promise<void> {
           setTimeout(() => reject(new Error(`only ${startedAt.size}/${n} pods started`)), 600_000),
         ),
       ]);
-      return [...createdAt].map(([name, t]) => (startedAt.get(name) ?? Number.NaN) - t);
+      const cpu = window();
+      return { latencies: [...createdAt].map(([name, t]) => (startedAt.get(name) ?? Number.NaN) - t), cpu };
     };
 
     const pid = agent.pid as number;
@@ -314,23 +361,27 @@ async function main(): Promise<void> {
     // Bare CRI and the agent take turns, each pair seconds apart, so both halves of a pair see
     // the same load on this shared machine. The agent is stopped (SIGSTOP) while bare CRI runs:
     // it neither competes for the CPU nor sees those pods, which are gone before it resumes.
-    const rounds: { bare: number[]; agent: number[] }[] = [];
+    type CpuWindow = ReturnType<ReturnType<typeof cpuWindow>>;
+    const rounds: { bare: number[]; agent: number[]; bareCpu: CpuWindow; agentCpu: CpuWindow }[] = [];
     for (let r = 1; r <= ROUNDS; r++) {
       log(`round ${r}/${ROUNDS}: bare CRI, ${PODS} pods at once`);
       agentProcess.kill('SIGSTOP');
-      const bare = await bareCri(node.criEndpointOnHost, busybox, PODS, node.cgroupParent).finally(() =>
-        agentProcess.kill('SIGCONT'),
-      );
+      const { times: bare, cpu: bareCpu } = await bareCri(
+        node.criEndpointOnHost,
+        busybox,
+        PODS,
+        node.cgroupParent,
+      ).finally(() => agentProcess.kill('SIGCONT'));
       loadAt[`bareCri${r}`] = load();
       cpuSince();
       await countCalls(`bareCri${r}`);
       log(`round ${r}/${ROUNDS}: agent, ${PODS} pods at once`);
       const prefix = `start-${r}-`;
-      const latencies = await runPods(prefix, PODS);
+      const { latencies, cpu } = await runPods(prefix, PODS);
       agentCpuMs[`startPods${r}`] = cpuSince();
       await countCalls(`startPods${r}`);
       loadAt[`agentPods${r}`] = load();
-      rounds.push({ bare, agent: latencies });
+      rounds.push({ bare, agent: latencies, bareCpu, agentCpu: cpu });
       await Promise.all(
         latencies.map((_, i) => core.deleteNamespacedPod({ namespace: 'default', name: `${prefix}${i}` })),
       );
@@ -390,6 +441,10 @@ async function main(): Promise<void> {
         bareP99Ms: percentile(r.bare, 99),
         overheadP99Ms: percentile(r.agent, 99) - percentile(r.bare, 99),
       })),
+      cpuWhileStarting: {
+        note: 'CPU ms used from the first request to the last pod started, per round: the whole machine (2 cores), the agent, this process (fake apiserver, watch, bare CRI client), and the rest (the runtime)',
+        rounds: rounds.map((r) => ({ bare: r.bareCpu, agent: r.agentCpu })),
+      },
       agentCpuMs,
       agentCalls: {
         note: 'CRI operations (agent /metrics) and API requests the agent sent, per stage',
