@@ -8,6 +8,7 @@ import { type ApiServer, createApiServer } from '@kh/fake-apiserver';
 import { CoreV1Api, HttpMethod, KubeConfig, RequestContext, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadKubeConfig } from '../src/api/kubeconfig.js';
+import { KubeNodeApi } from '../src/api/node_api.js';
 
 let server: ApiServer;
 let kubeconfig: string;
@@ -48,6 +49,34 @@ it('is needed: client-node alone opens a connection per call', async () => {
   plain.loadFromFile(kubeconfig);
   // If this starts failing, client-node pools by itself and PooledKubeConfig can go.
   expect(await connectionsDuring(tenReads(plain))).toBe(10);
+});
+
+// The agent deletes pods with DeleteOptions in the DELETE's body (grace 0, UID precondition);
+// undici closes a connection after a body its method does not expect unless told otherwise.
+const createGetDelete = (kc: KubeConfig, prefix: string) => async () => {
+  const core = kc.makeApiClient(CoreV1Api);
+  const api = new KubeNodeApi(kc);
+  for (let i = 0; i < 5; i++) {
+    const pod = await core.createNamespacedPod({
+      namespace: 'default',
+      body: { metadata: { name: `${prefix}-${i}` }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+    });
+    await api.deletePod('default', `${prefix}-${i}`, pod.metadata?.uid ?? '');
+    await core.readNamespace({ name: 'default' });
+  }
+};
+
+it('keeps the connection after a DELETE with DeleteOptions in its body', async () => {
+  const kc = loadKubeConfig(kubeconfig);
+  expect(await connectionsDuring(createGetDelete(kc, 'keep'))).toBeLessThanOrEqual(2);
+  const { items } = await kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: 'default' });
+  expect(items.filter((p) => p.metadata?.name?.startsWith('keep-'))).toEqual([]);
+});
+
+it('is needed: undici alone reconnects after every such DELETE', async () => {
+  const plain = new KubeConfig();
+  plain.loadFromFile(kubeconfig);
+  expect(await connectionsDuring(createGetDelete(plain, 'plain'))).toBeGreaterThanOrEqual(5);
 });
 
 it('gives watches and calls the same pool, and a new one when the TLS settings change', async () => {

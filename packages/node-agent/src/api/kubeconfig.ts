@@ -6,6 +6,12 @@
 // events, lease and node status make hundreds of calls a minute: the agent held ~650 TLS sockets
 // and secure contexts and spent a good share of its CPU in handshakes. Here every request gets
 // the same dispatcher as long as the TLS settings stay the same, so connections are reused.
+//
+// undici also closes a connection after any request that carries a body its method does not
+// expect (its defence against servers that leave such a body unread). The kubelet deletes a pod
+// with a DELETE whose body holds the DeleteOptions (grace period 0, UID precondition), which API
+// servers read; so every pod deletion cost a new TLS connection on both ends. DELETEs keep the
+// connection.
 import { createHash } from 'node:crypto';
 import type { AgentOptions } from 'node:https';
 import { type Cluster, KubeConfig, type RequestContext } from '@kubernetes/client-node';
@@ -34,12 +40,20 @@ export class PooledKubeConfig extends KubeConfig {
       if (this.#pooled?.key === key) return this.#pooled.dispatcher;
       // New TLS material (a rotated client certificate): new requests use it, the old pool drains.
       void this.#pooled?.dispatcher.close().catch(() => {});
-      const dispatcher = create.call(this, cluster, agentOptions);
+      const dispatcher = create.call(this, cluster, agentOptions)?.compose(keepAliveAfterDelete);
       this.#pooled = dispatcher ? { key, dispatcher } : undefined;
       return dispatcher;
     };
   }
 }
+
+const keepAliveAfterDelete =
+  (dispatch: Dispatcher['dispatch']): Dispatcher['dispatch'] =>
+  (opts, handler) =>
+    dispatch(
+      opts.method === 'DELETE' && opts.reset === undefined ? { ...opts, reset: false } : opts,
+      handler,
+    );
 
 export function loadKubeConfig(path: string): KubeConfig {
   const kc = new PooledKubeConfig();
