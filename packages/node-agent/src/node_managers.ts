@@ -63,6 +63,7 @@ export async function newNodeManagers(i: NodeManagersInput): Promise<NodeManager
     podStats: new CriPodStatsSource(i.cri, { podsDir: i.podsDir, podLogsDir: i.podLogsDir }),
     activePods: () => i.pods.lifecycle.activePods(),
     killer: i.pods.lifecycle,
+    podCleanedUp: (pod) => i.pods.lifecycle.podResourcesAreReclaimed(pod),
     recorder: i.recorder,
     reclaimer: runtimeReclaimer({
       runtime: i.runtime,

@@ -1,4 +1,10 @@
-import { newCrashLoopBackoff, type PodStatus, type RunningPod } from '@kh/runtime-manager';
+import {
+  type ContainerID,
+  type ContainerStatus,
+  newCrashLoopBackoff,
+  type PodStatus,
+  type RunningPod,
+} from '@kh/runtime-manager';
 import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { newPodLayer } from '../src/pods/pod_layer.js';
@@ -36,6 +42,9 @@ class RecordingRuntime {
     this.calls.push(`kill ${pod?.metadata?.name ?? `orphan:${rp.name}`}`);
   };
   getPods = async () => this.running;
+  deleteContainer = async (id: ContainerID) => {
+    this.calls.push(`delete ${id.id}`);
+  };
 }
 
 function setup() {
@@ -151,5 +160,71 @@ describe('PodLifecycle with a completed pod', () => {
     await lifecycle.handlePodSyncs([done]);
     await workers.settle();
     expect(runtime.calls).toEqual(['kill job']); // no runtime sync: it must not restart
+  });
+});
+
+describe('PodLifecycle after a container dies (the pod container deletor)', () => {
+  const instance = (id: string, name: string, createdAt: number, state: ContainerStatus['state']) =>
+    ({
+      id: { type: 'fake', id },
+      name,
+      state,
+      createdAt: new Date(createdAt),
+      image: 'x',
+      imageRef: 'x',
+      hash: '0',
+      restartCount: 0,
+    }) as ContainerStatus;
+
+  function withContainers(containers: ContainerStatus[]) {
+    const t = setup();
+    t.runtime.getPodStatus = async (uid, name, namespace) => ({
+      ...t.runtime.status(uid, name, namespace),
+      containerStatuses: containers,
+    });
+    return t;
+  }
+
+  it('removes older exited instances of the dead container and keeps the newest', async () => {
+    const t = withContainers([
+      instance('c3', 'c', 3, 'running'),
+      instance('c2', 'c', 2, 'exited'),
+      instance('c1', 'c', 1, 'exited'),
+      instance('s1', 'sidecar', 1, 'exited'),
+    ]);
+    await t.lifecycle.handlePodAdditions([pod('a')]);
+    await t.workers.settle();
+    await t.lifecycle.handlePlegEvent({ podUid: 'a', type: 'ContainerDied', data: 'c2' });
+    await t.lifecycle.containerDeletor.idle();
+    expect(t.runtime.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete c1']);
+  });
+
+  it("removes every exited container of an evicted pod, and counts it reclaimed once they're gone", async () => {
+    const containers = [instance('c2', 'c', 2, 'exited'), instance('c1', 'c', 1, 'exited')];
+    const t = withContainers(containers);
+    const a = pod('a');
+    await t.lifecycle.handlePodAdditions([a]);
+    await t.workers.settle();
+    await t.lifecycle.evictPod(a, 1, {
+      phase: 'Failed',
+      reason: 'Evicted',
+      message: 'low on disk',
+      conditions: [],
+    });
+    expect(t.lifecycle.shouldPodContentBeRemoved('a')).toBe(true);
+    expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(false);
+    await t.lifecycle.handlePlegEvent({ podUid: 'a', type: 'ContainerDied', data: 'c2' });
+    await t.lifecycle.containerDeletor.idle();
+    expect(t.runtime.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete c2', 'delete c1']);
+    containers.length = 0;
+    expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(true);
+  });
+
+  it('keeps a running pod unreclaimed', async () => {
+    const t = withContainers([instance('c1', 'c', 1, 'running')]);
+    const a = pod('a');
+    await t.lifecycle.handlePodAdditions([a]);
+    await t.workers.settle();
+    expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(false);
   });
 });

@@ -192,6 +192,8 @@ export interface Runtime {
   killPod(pod: V1Pod | undefined, runningPod: RunningPod, gracePeriodOverrideSeconds?: number): Promise<void>;
   getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus>;
   getPods(all: boolean): Promise<RunningPod[]>;
+  /** Removes an exited container and its log file; one already gone is not an error. */
+  deleteContainer(id: ContainerID): Promise<void>;
   garbageCollect(
     policy: ContainerGCPolicy,
     allSourcesReady: boolean,

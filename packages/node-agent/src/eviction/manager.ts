@@ -40,6 +40,9 @@ import {
 
 /** The kubelet (1.31+) kills hard-evicted pods with a one-second grace period. */
 export const IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1;
+/** How long, and how often, the manager waits for an evicted pod's clean-up (the kubelet's). */
+export const POD_CLEANUP_TIMEOUT_MS = 30_000;
+export const POD_CLEANUP_POLL_MS = 1_000;
 
 export interface EvictionManagerDeps {
   config: EvictionConfig;
@@ -54,6 +57,13 @@ export interface EvictionManagerDeps {
   metrics?: Pick<KubeletMetrics, 'evictions'>;
   clock: TimerClock;
   log?: Logger;
+  /**
+   * Whether an evicted pod's resources are reclaimed (the kubelet's podResourcesAreReclaimed).
+   * After an eviction the manager waits for it, up to POD_CLEANUP_TIMEOUT_MS, before it looks at
+   * the signals again: a look while the pod's memory or writable layers are still held would see
+   * the same pressure and evict a second pod for it.
+   */
+  podCleanedUp?: (pod: V1Pod) => Promise<boolean>;
   /** LocalStorageCapacityIsolation; on by default as in the kubelet. */
   localStorageIsolation?: boolean;
   /**
@@ -119,13 +129,36 @@ export class EvictionManager implements PressureSource {
   async run(signal: AbortSignal): Promise<void> {
     const waker = new Waker();
     while (!signal.aborted) {
+      let evicted: V1Pod | undefined;
       try {
-        await this.synchronize();
+        evicted = (await this.synchronize()).evicted;
       } catch (err) {
         this.log.error('Eviction manager: failed to synchronize', { err });
       }
-      await waker.wait(this.deps.clock, this.deps.config.monitoringIntervalMs, signal);
+      // As the kubelet does: after an eviction, look again as soon as the pod is cleaned up.
+      if (evicted && this.deps.podCleanedUp) await this.waitForPodCleanup(evicted, signal);
+      else await waker.wait(this.deps.clock, this.deps.config.monitoringIntervalMs, signal);
     }
+  }
+
+  /** Polls podCleanedUp until it holds, the timeout passes or the signal aborts. */
+  async waitForPodCleanup(pod: V1Pod, signal: AbortSignal): Promise<boolean> {
+    const cleanedUp = this.deps.podCleanedUp;
+    if (!cleanedUp) return true;
+    const name = pod.metadata?.name;
+    const deadline = this.deps.clock.now() + POD_CLEANUP_TIMEOUT_MS;
+    const waker = new Waker();
+    while (!signal.aborted) {
+      if (await cleanedUp(pod).catch(() => false)) {
+        this.log.info('Eviction manager: pod successfully cleaned up', { pod: name });
+        return true;
+      }
+      if (this.deps.clock.now() >= deadline) break;
+      await waker.wait(this.deps.clock, POD_CLEANUP_POLL_MS, signal);
+    }
+    if (!signal.aborted)
+      this.log.info('Eviction manager: timed out waiting for pod to be cleaned up', { pod: name });
+    return false;
   }
 
   /** One pass of the control loop; returns what it saw and did. */

@@ -19,10 +19,11 @@ import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { PodStatusManager } from '../status/status_manager.js';
 import type { Clock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
+import { PodContainerDeletor } from './pod_container_deletor.js';
 import type { PodSyncer, PodWorkerPool } from './pod_workers.js';
 import type { PressureSource, SyncHandler } from './types.js';
 
-type PodRuntime = Pick<Runtime, 'getPodStatus' | 'syncPod' | 'killPod' | 'getPods'>;
+type PodRuntime = Pick<Runtime, 'getPodStatus' | 'syncPod' | 'killPod' | 'getPods' | 'deleteContainer'>;
 
 /** What the pod layer needs of the prober manager. */
 export interface PodProber {
@@ -62,7 +63,11 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
   /** Pods the eviction manager killed, with the status they end with. */
   private readonly evicted = new Map<string, EvictionStatus>();
 
-  constructor(private readonly deps: PodLifecycleDeps) {}
+  readonly containerDeletor: PodContainerDeletor;
+
+  constructor(private readonly deps: PodLifecycleDeps) {
+    this.containerDeletor = new PodContainerDeletor(deps.runtime, deps.log);
+  }
 
   private get workers(): PodWorkerPool {
     if (!this.deps.workers) throw new Error('PodLifecycle used before its workers were set');
@@ -159,6 +164,15 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
 
   async handlePlegEvent(event: PodLifecycleEvent): Promise<void> {
     this.handleProbeSync(event.podUid);
+    if (event.type === 'ContainerDied') {
+      const uid = event.podUid;
+      const pod = this.pods.get(uid);
+      this.containerDeletor.cleanUpContainersInPod(
+        () => this.deps.runtime.getPodStatus(uid, pod?.metadata?.name ?? '', pod?.metadata?.namespace ?? ''),
+        event.data,
+        this.shouldPodContentBeRemoved(uid),
+      );
+    }
   }
 
   /** Syncs an admitted pod now: a runtime event, or a probe result the runtime manager acts on. */
@@ -196,9 +210,29 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
     await this.workers.killPodNow(this.pods.get(uid) ?? pod, gracePeriodSeconds);
   }
 
-  /** PodStateProvider: a pod the sources no longer list is gone, with everything it left. */
+  /**
+   * PodStateProvider: a pod the sources no longer list is gone, with everything it left; so is
+   * the content of an evicted pod (its API object stays, Failed).
+   */
   shouldPodContentBeRemoved(uid: string): boolean {
-    return !this.pods.has(uid);
+    return !this.pods.has(uid) || this.evicted.has(uid);
+  }
+
+  /**
+   * What the eviction manager waits for after an eviction (the kubelet's
+   * podResourcesAreReclaimed): the pod is terminated, nothing of it runs, and when its content
+   * should go, none of its containers is left to hold memory or disk.
+   */
+  async podResourcesAreReclaimed(pod: V1Pod): Promise<boolean> {
+    const uid = pod.metadata?.uid ?? '';
+    if (!this.workers.isPodTerminated(uid)) return false;
+    const status = await this.deps.runtime.getPodStatus(
+      uid,
+      pod.metadata?.name ?? '',
+      pod.metadata?.namespace ?? '',
+    );
+    if (status.containerStatuses.some((c) => c.state === 'running')) return false;
+    return !this.shouldPodContentBeRemoved(uid) || status.containerStatuses.length === 0;
   }
 
   /** PodStateProvider: a terminated pod's containers and sandboxes may go, its API object stays. */

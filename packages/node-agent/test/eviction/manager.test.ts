@@ -447,3 +447,68 @@ describe('run loop', () => {
     await done;
   });
 });
+
+describe('run loop after an eviction', () => {
+  // Pressure stays until the evicted pod's resources are gone; looking before that would evict
+  // a second pod for the same pressure.
+  it('waits for the evicted pod to be cleaned up, then looks again at once', async () => {
+    let cleanedUp = false;
+    const cleanupChecks: string[] = [];
+    const t = setup(
+      {},
+      {
+        podCleanedUp: async (p) => {
+          cleanupChecks.push(p.metadata?.name ?? '');
+          return cleanedUp;
+        },
+      },
+    );
+    t.setPods([
+      pod('hog', { containers: [{ name: 'hog', image: 'memhog' }] }),
+      pod('innocent', { containers: [{ name: 'app', image: 'busybox' }] }),
+    ]);
+    t.stats.current = [
+      { uid: 'uid-hog', containers: [{ name: 'hog', memoryWorkingSetBytes: 900 * Mi }], volumes: [] },
+      { uid: 'uid-innocent', containers: [{ name: 'app', memoryWorkingSetBytes: 10 * Mi }], volumes: [] },
+    ];
+    t.signals.current = memoryObs(10 * Mi);
+    const ac = new AbortController();
+    const done = t.manager.run(ac.signal);
+    await t.clock.advance(0);
+    expect(t.killer.evicted.map((e) => e.pod.metadata?.name)).toEqual(['hog']);
+    // Still under pressure, but no second eviction while the hog is not cleaned up: one check
+    // a second, no synchronize.
+    const observed = t.signals.calls;
+    await t.clock.advance(5_000);
+    expect(cleanupChecks.length).toBeGreaterThanOrEqual(5);
+    expect(t.signals.calls).toBe(observed);
+    expect(t.killer.evicted).toHaveLength(1);
+    // Cleaned up, and the memory came back: the next look is right away, and evicts nobody.
+    cleanedUp = true;
+    t.signals.current = memoryObs(4 * Gi);
+    await t.clock.advance(1_000);
+    expect(t.signals.calls).toBe(observed + 1);
+    expect(t.killer.evicted).toHaveLength(1);
+    ac.abort();
+    await done;
+  });
+
+  it('gives up waiting after 30 s and synchronizes again', async () => {
+    const t = setup({}, { podCleanedUp: async () => false });
+    t.setPods([pod('hog', { containers: [{ name: 'hog', image: 'memhog' }] })]);
+    t.stats.current = [
+      { uid: 'uid-hog', containers: [{ name: 'hog', memoryWorkingSetBytes: 900 * Mi }], volumes: [] },
+    ];
+    t.signals.current = memoryObs(10 * Mi);
+    const ac = new AbortController();
+    const done = t.manager.run(ac.signal);
+    await t.clock.advance(0);
+    const observed = t.signals.calls;
+    await t.clock.advance(29_000);
+    expect(t.signals.calls).toBe(observed);
+    await t.clock.advance(1_000);
+    expect(t.signals.calls).toBe(observed + 1);
+    ac.abort();
+    await done;
+  });
+});

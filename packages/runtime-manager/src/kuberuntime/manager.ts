@@ -316,6 +316,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     };
   }
 
+  async deleteContainer(id: ContainerID): Promise<void> {
+    const uid = await removeContainer(this.#ctx, id.id);
+    if (uid) this.#statusCache?.invalidate(uid);
+  }
+
   async getPods(all: boolean): Promise<RunningPod[]> {
     const [sandboxes, containers] = await Promise.all([
       this.#ctx.cri.listPodSandbox(
