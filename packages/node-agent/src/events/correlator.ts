@@ -5,7 +5,10 @@
 //   event whose message starts "(combined from similar events): ";
 // - deduplication: an event identical to one already written (same source, object, type, reason
 //   and message) becomes an update of that Event: count + 1 and a new lastTimestamp, under the
-//   first one's name.
+//   first one's name;
+// - spam filtering: per source and object (and type and reason), a token bucket of 25 events
+//   refilled at one per 5 minutes. An event past it is not written, but still counted, so the
+//   next one written carries the full count.
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Clock } from '../util/clock.js';
 
@@ -14,12 +17,17 @@ export const DefaultMaxSimilarEvents = 10;
 export const DefaultAggregateIntervalMs = 600_000;
 export const DefaultCacheSize = 4096;
 export const CombinedPrefix = '(combined from similar events): ';
+/** client-go's spam filter: a burst of 25 events per object, then one every 5 minutes. */
+export const DefaultSpamBurst = 25;
+export const DefaultSpamQps = 1 / 300;
 
 export interface CorrelationResult {
   /** The event to write: the input, the combined event, or the earlier event with a higher count. */
   event: CoreV1Event;
   /** True when an Event of this name was written before: patch count, lastTimestamp and message. */
   update: boolean;
+  /** True when the spam filter drops it: nothing is written. */
+  skip: boolean;
 }
 
 /** A Map kept in recency order, dropping the least recently used key past `max`. */
@@ -59,20 +67,60 @@ function aggregateKey(e: CoreV1Event): string {
   ]);
 }
 
+/** client-go's spam key: source, object, type and reason; the message does not count. */
+function spamKey(e: CoreV1Event): string {
+  const o = e.involvedObject;
+  return JSON.stringify([
+    e.source?.component ?? '',
+    e.source?.host ?? '',
+    o.kind ?? '',
+    o.namespace ?? '',
+    o.name ?? '',
+    o.uid ?? '',
+    o.apiVersion ?? '',
+    e.type ?? '',
+    e.reason ?? '',
+  ]);
+}
+
 export class EventCorrelator {
   private readonly similar: Lru<{ messages: Set<string>; lastMs: number }>;
   private readonly seen: Lru<{ name: string; count: number; firstTimestamp: Date }>;
+  private readonly spam: Lru<{ tokens: number; atMs: number }>;
   private readonly maxSimilar: number;
   private readonly intervalMs: number;
+  private readonly spamBurst: number;
+  private readonly spamQps: number;
 
   constructor(
     private readonly clock: Clock,
-    opts: { maxSimilarEvents?: number; aggregateIntervalMs?: number; cacheSize?: number } = {},
+    opts: {
+      maxSimilarEvents?: number;
+      aggregateIntervalMs?: number;
+      cacheSize?: number;
+      spamBurst?: number;
+      spamQps?: number;
+    } = {},
   ) {
     this.maxSimilar = opts.maxSimilarEvents ?? DefaultMaxSimilarEvents;
     this.intervalMs = opts.aggregateIntervalMs ?? DefaultAggregateIntervalMs;
+    this.spamBurst = opts.spamBurst ?? DefaultSpamBurst;
+    this.spamQps = opts.spamQps ?? DefaultSpamQps;
     this.similar = new Lru(opts.cacheSize ?? DefaultCacheSize);
     this.seen = new Lru(opts.cacheSize ?? DefaultCacheSize);
+    this.spam = new Lru(opts.cacheSize ?? DefaultCacheSize);
+  }
+
+  /** The spam filter's token bucket for this event's object: false when it is empty. */
+  private acceptSpam(event: CoreV1Event, now: number): boolean {
+    const key = spamKey(event);
+    const bucket = this.spam.get(key) ?? { tokens: this.spamBurst, atMs: now };
+    bucket.tokens = Math.min(this.spamBurst, bucket.tokens + ((now - bucket.atMs) / 1000) * this.spamQps);
+    bucket.atMs = now;
+    const accept = bucket.tokens >= 1;
+    if (accept) bucket.tokens -= 1;
+    this.spam.set(key, bucket);
+    return accept;
   }
 
   correlate(input: CoreV1Event): CorrelationResult {
@@ -103,7 +151,7 @@ export class EventCorrelator {
         count: 1,
         firstTimestamp: event.firstTimestamp ?? new Date(now),
       });
-      return { event, update: false };
+      return { event, update: false, skip: !this.acceptSpam(event, now) };
     }
     prior.count++;
     return {
@@ -115,6 +163,7 @@ export class EventCorrelator {
         lastTimestamp: new Date(now),
       },
       update: true,
+      skip: !this.acceptSpam(event, now),
     };
   }
 }

@@ -68,7 +68,8 @@ export class CorrelatingEventSink {
   }
 
   async createEvent(input: CoreV1Event): Promise<void> {
-    const { event, update } = this.correlator.correlate(input);
+    const { event, update, skip } = this.correlator.correlate(input);
+    if (skip) return;
     if (update) {
       try {
         await this.sink.patchEvent(event.metadata.namespace ?? 'default', event.metadata.name ?? '', {

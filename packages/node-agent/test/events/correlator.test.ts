@@ -165,4 +165,30 @@ describe('event correlation', () => {
     expect(c.correlate(ev('b')).update).toBe(false);
     expect(c.correlate(ev('a')).update).toBe(false); // evicted by b's return
   });
+
+  it('drops events about one object past a burst of 25, then lets one through every 5 minutes with the full count', async () => {
+    const { clock, sink, recorder, pod } = setup();
+    for (let i = 0; i < 30; i++) {
+      recorder.event(pod('web'), 'Warning', 'BackOff', 'Back-off restarting failed container app');
+      await clock.advance(1_000);
+    }
+    // Another object, and another reason on the same object, have their own buckets.
+    recorder.event(pod('db'), 'Warning', 'BackOff', 'Back-off restarting failed container app');
+    recorder.event(pod('web'), 'Normal', 'Pulled', 'Container image "app" already present on machine');
+    await recorder.flush();
+    expect(sink.calls.filter((c) => c.includes('web.'))).toHaveLength(26); // 1 create, 24 patches, Pulled
+    expect(sink.list().find((e) => e.reason === 'BackOff' && e.involvedObject.name === 'web')?.count).toBe(
+      25,
+    );
+    expect(sink.list().filter((e) => e.involvedObject.name === 'db')).toHaveLength(1);
+
+    await clock.advance(300_000);
+    recorder.event(pod('web'), 'Warning', 'BackOff', 'Back-off restarting failed container app');
+    recorder.event(pod('web'), 'Warning', 'BackOff', 'Back-off restarting failed container app');
+    await recorder.flush();
+    // One token came back: the 31st is written, carrying the dropped ones in its count; the 32nd is not.
+    expect(sink.list().find((e) => e.reason === 'BackOff' && e.involvedObject.name === 'web')?.count).toBe(
+      31,
+    );
+  });
 });
