@@ -49,10 +49,10 @@ class Lru<V> {
   }
 }
 
-/** Events that may combine: same source, object, type and reason (client-go's aggregate key). */
-function aggregateKey(e: CoreV1Event): string {
+/** Source, object, type and reason: client-go's spam key, and the start of its aggregate key. */
+function sourceObjectReason(e: CoreV1Event): string[] {
   const o = e.involvedObject;
-  return JSON.stringify([
+  return [
     e.source?.component ?? '',
     e.source?.host ?? '',
     o.kind ?? '',
@@ -62,25 +62,17 @@ function aggregateKey(e: CoreV1Event): string {
     o.apiVersion ?? '',
     e.type ?? '',
     e.reason ?? '',
-    e.reportingComponent ?? '',
-    e.reportingInstance ?? '',
-  ]);
+  ];
 }
 
-/** client-go's spam key: source, object, type and reason; the message does not count. */
+/** Events that may combine: same source, object, type, reason and reporter (the aggregate key). */
+function aggregateKey(e: CoreV1Event): string {
+  return JSON.stringify([...sourceObjectReason(e), e.reportingComponent ?? '', e.reportingInstance ?? '']);
+}
+
+/** The spam filter's key: the message and the reporter do not count. */
 function spamKey(e: CoreV1Event): string {
-  const o = e.involvedObject;
-  return JSON.stringify([
-    e.source?.component ?? '',
-    e.source?.host ?? '',
-    o.kind ?? '',
-    o.namespace ?? '',
-    o.name ?? '',
-    o.uid ?? '',
-    o.apiVersion ?? '',
-    e.type ?? '',
-    e.reason ?? '',
-  ]);
+  return JSON.stringify(sourceObjectReason(e));
 }
 
 export class EventCorrelator {
