@@ -72,6 +72,12 @@ describe('image behaviour', () => {
 
   test('pause exits 0 on SIGTERM instead of waiting to be killed', async () => {
     const c = await run(refs.pause);
+    // The shell sets its trap before it starts the sleep; a SIGTERM that came earlier would meet
+    // PID 1 without a handler, which ignores it (a CI run under load caught that window).
+    await until(
+      () => c.exec(['ps', '-o', 'args']),
+      (r) => r.stdout.includes('sleep 2147483647'),
+    );
     await docker().getContainer(c.getId()).stop({ t: 20 });
     const info = await docker().getContainer(c.getId()).inspect();
     expect(info.State.ExitCode).toBe(0);
