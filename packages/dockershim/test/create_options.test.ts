@@ -129,6 +129,7 @@ const cparams = {
   sandboxMetadata: { name: 'web', namespace: 'ns', uid: 'u1', attempt: 1 },
   cgroupParent: '/kubepods/pod-u1',
   logPath: '/var/log/pods/ns_web_u1/app/2.log',
+  shimInstance: 'unix:///run/dockershim.sock',
   createdAt: 7n,
   oomScoreAdjFloor: undefined,
   seccompProfileJson: undefined,
@@ -175,11 +176,12 @@ describe('containerCreateOptions', () => {
     });
   });
 
-  it('records sandbox, log path and requested image in labels', () => {
+  it('records sandbox, log path, creating shim and requested image in labels', () => {
     expect(o.Labels).toMatchObject({
       tier: 'x',
       [LabelKeys.sandboxId]: 'sb1',
       [LabelKeys.logPath]: '/var/log/pods/ns_web_u1/app/2.log',
+      [LabelKeys.shimInstance]: 'unix:///run/dockershim.sock',
       [LabelKeys.image]: 'busybox:1',
       'io.kubernetes.container.name': 'app',
     });

@@ -12,7 +12,7 @@ import {
   Protocol,
 } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LabelKeys, parseCriLogLine } from '../src/index.js';
+import { DockerShim, LabelKeys, parseCriLogLine } from '../src/index.js';
 import { docker, ShimHarness, waitFor } from './harness.js';
 
 const h = new ShimHarness();
@@ -582,5 +582,29 @@ describe('restart', () => {
     );
     expect((await logLines(path)).map((l) => l?.message)).toEqual(['before', 'after']);
     expect((await docker.getContainer(id).inspect()).Config.Labels?.[LabelKeys.sandboxId]).toBe(podId);
+  });
+
+  // CI ran the runtime-manager's tests, with their own shim on the same engine, next to these:
+  // that shim resumed this one's log copier, and the renamed log kept growing after a reopen.
+  it("leaves another shim's containers to it: a second shim on the engine does not copy their logs", async () => {
+    const { podId, config } = await h.runPod();
+    await h.runContainer(podId, config, 'mine', {
+      command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo line$i; sleep 0.1; done'],
+    });
+    const path = join(config.logDirectory as string, 'mine/0.log');
+    await waitFor(async () => ((await logLines(path)).length > 2 ? true : undefined), 'first lines');
+    const other = await DockerShim.start({
+      socketPath: join(h.dir, 'other.sock'),
+      podInfraContainerImage: h.images.pause,
+      log: () => undefined,
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      const lines = (await logLines(path)).map((l) => l?.message);
+      // One writer: every line once, in order.
+      expect(lines).toEqual(lines.map((_, i) => `line${i + 1}`));
+    } finally {
+      await other.close();
+    }
   });
 });

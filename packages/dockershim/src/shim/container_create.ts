@@ -32,6 +32,8 @@ export interface ContainerCreateParams {
   cgroupParent: string;
   /** Absolute CRI log path, or '' when the client asked for no log file. */
   logPath: string;
+  /** The creating shim's endpoint (see LabelKeys.shimInstance). */
+  shimInstance: string;
   createdAt: bigint;
   /** Lowest oom_score_adj allowed (restrict_oom_score_adj), if any. */
   oomScoreAdjFloor: number | undefined;
@@ -95,6 +97,7 @@ export function containerCreateOptions(
       [LabelKeys.createdAt]: String(params.createdAt),
       [LabelKeys.image]: image,
       [LabelKeys.logPath]: params.logPath,
+      [LabelKeys.shimInstance]: params.shimInstance,
     },
   });
 
@@ -178,6 +181,7 @@ export async function createContainer(
     sandboxMetadata: sandboxMetadataFrom(sandboxLabels, sandbox.Name),
     cgroupParent: sandbox.HostConfig.CgroupParent ?? '',
     logPath: config.logPath && logDirectory ? join(logDirectory, config.logPath) : '',
+    shimInstance: ctx.instance,
     createdAt: nowNanos(),
     oomScoreAdjFloor: ctx.config.restrictOomScoreAdj ? ctx.ownOomScoreAdj : undefined,
     seccompProfileJson,

@@ -28,6 +28,8 @@ export const DEFAULT_CONFIG: DockerShimConfig = {
 export interface ShimContext {
   docker: Dockerode;
   config: DockerShimConfig;
+  /** This shim's endpoint as configured; it labels the containers the shim creates. */
+  instance: string;
   logs: LogManager;
   cpu: CpuSampler;
   sandboxes: SandboxCache;

@@ -11,6 +11,12 @@ export const LabelKeys = {
   sandboxId: 'io.kubernetes.sandbox.id',
   /** On application containers: the absolute CRI log path the shim writes. */
   logPath: 'io.kubernetes.container.logpath',
+  /**
+   * On application containers: the endpoint of the shim that created them. A (re)started shim
+   * resumes copying logs only for its own containers, so two shims on one engine (tests, a second
+   * harness) never both write one log file.
+   */
+  shimInstance: 'io.kubernetes.cri.shim-instance',
   /** JSON of the CRI metadata (name, uid, namespace, attempt), exact even when names contain '_'. */
   metadata: 'io.kubernetes.cri.metadata',
   /** The image reference the client asked for, reported back in ImageSpec. */

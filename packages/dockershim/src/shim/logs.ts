@@ -305,7 +305,13 @@ export async function reopenContainerLog(
 /** After a shim restart: resume copying for every container that still runs. */
 export async function resumeLogCopiers(ctx: ShimContext): Promise<number> {
   const items = await ctx.docker.listContainers({
-    filters: { label: [`${LabelKeys.containerType}=${ContainerType.container}`], status: ['running'] },
+    filters: {
+      label: [
+        `${LabelKeys.containerType}=${ContainerType.container}`,
+        `${LabelKeys.shimInstance}=${ctx.instance}`,
+      ],
+      status: ['running'],
+    },
   });
   let resumed = 0;
   for (const item of items) {

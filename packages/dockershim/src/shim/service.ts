@@ -108,8 +108,10 @@ export class DockerShim {
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     const client = options.docker ?? connectDocker(options.dockerEndpoint);
     let rootDir: Promise<string> | undefined;
+    const address = options.address ?? 'tcp://127.0.0.1:0';
     const ctx: ShimContext = {
       docker: client,
+      instance: options.socketPath ? `unix://${options.socketPath}` : address,
       config: {
         podInfraContainerImage: options.podInfraContainerImage ?? DEFAULT_CONFIG.podInfraContainerImage,
         network: options.network ?? DEFAULT_CONFIG.network,
@@ -140,9 +142,7 @@ export class DockerShim {
     const handlers = dockerShimHandlers(ctx);
     const server = await serveCri(
       { name: 'dockershim', ...handlers },
-      options.socketPath
-        ? { socketPath: options.socketPath }
-        : { address: options.address ?? 'tcp://127.0.0.1:0' },
+      options.socketPath ? { socketPath: options.socketPath } : { address },
     );
     return new DockerShim(server, ctx);
   }
