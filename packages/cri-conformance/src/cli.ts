@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // cri-conformance: run the critest-style suite against any CRI endpoint.
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,7 +22,8 @@ Options:
   --registry <host:port>     registry the runtime pulls from (image cases skip without it)
   --registry-image <repo:tag> image already pushed there (default kh/busybox:conformance)
   --registry-auth <user:pw>  basic-auth credentials of that registry
-  --log-dir <dir>            pod log directory root as the runtime sees it (default: a temp dir)
+  --log-dir <dir>            pod log directory root as the runtime sees it (default: a temp dir,
+                             removed after the run unless a case failed)
   --log-dir-local <dir>      the same directory as this process sees it (default: --log-dir)
   --host-port-address <ip>   where this process reaches pod host ports ('' skips; default 127.0.0.1)
   --host-port-ip <ip>        host_ip of host-port mappings (default '')
@@ -78,30 +79,41 @@ async function main(): Promise<number> {
       password: values['registry-auth'].slice(colon + 1),
     };
   }
-  const logDir = values['log-dir'] ?? (await mkdtemp(join(tmpdir(), 'cri-conformance-logs-')));
-  const prefix = values['image-prefix'];
-  const options: ConformanceOptions = {
-    endpoint: values.endpoint,
-    images: {
-      busybox: values['busybox-image'] ?? `${prefix}busybox:latest`,
-      httpd: values['httpd-image'] ?? `${prefix}httpd:latest`,
-    },
-    registry: values.registry
-      ? { address: values.registry, image: values['registry-image'], ...(auth ? { auth } : {}) }
-      : undefined,
-    logDir: { runtime: logDir, local: values['log-dir-local'] ?? logDir },
-    hostPortAddress: values['host-port-address'],
-    hostPortIp: values['host-port-ip'],
-    cgroupParent: values['cgroup-parent'],
-    focus: values.focus ? new RegExp(values.focus) : undefined,
-    runId: `conformance-${randomBytes(4).toString('hex')}`,
-    callTimeoutMs: Number(values.timeout) * 1000,
-  };
-  const result = await runConformance(options, { progress: (line) => process.stderr.write(`${line}\n`) });
-  process.stdout.write(`\n${formatSummary(result)}\n`);
-  if (values.json) await writeOut(values.json, `${JSON.stringify(result, null, 2)}\n`);
-  if (values.junit) await writeOut(values.junit, toJUnitXml(result));
-  return result.totals.failed > 0 ? 1 : 0;
+  // Without --log-dir the logs go to a directory of our own, removed after a clean run and kept
+  // (and named) when a case failed, for reading the containers' output.
+  const ownLogDir = values['log-dir'] ? undefined : await mkdtemp(join(tmpdir(), 'cri-conformance-logs-'));
+  const logDir = values['log-dir'] ?? (ownLogDir as string);
+  let keepLogs = false;
+  try {
+    const prefix = values['image-prefix'];
+    const options: ConformanceOptions = {
+      endpoint: values.endpoint,
+      images: {
+        busybox: values['busybox-image'] ?? `${prefix}busybox:latest`,
+        httpd: values['httpd-image'] ?? `${prefix}httpd:latest`,
+      },
+      registry: values.registry
+        ? { address: values.registry, image: values['registry-image'], ...(auth ? { auth } : {}) }
+        : undefined,
+      logDir: { runtime: logDir, local: values['log-dir-local'] ?? logDir },
+      hostPortAddress: values['host-port-address'],
+      hostPortIp: values['host-port-ip'],
+      cgroupParent: values['cgroup-parent'],
+      focus: values.focus ? new RegExp(values.focus) : undefined,
+      runId: `conformance-${randomBytes(4).toString('hex')}`,
+      callTimeoutMs: Number(values.timeout) * 1000,
+    };
+    const result = await runConformance(options, { progress: (line) => process.stderr.write(`${line}\n`) });
+    process.stdout.write(`\n${formatSummary(result)}\n`);
+    if (values.json) await writeOut(values.json, `${JSON.stringify(result, null, 2)}\n`);
+    if (values.junit) await writeOut(values.junit, toJUnitXml(result));
+    if (result.totals.failed === 0) return 0;
+    keepLogs = ownLogDir !== undefined;
+    if (keepLogs) process.stderr.write(`cri-conformance: the containers' logs are kept in ${ownLogDir}\n`);
+    return 1;
+  } finally {
+    if (ownLogDir && !keepLogs) await rm(ownLogDir, { recursive: true, force: true });
+  }
 }
 
 main().then(

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -130,25 +130,35 @@ describe('image pulls from a registry without auth', () => {
 });
 
 describe('CLI', () => {
-  it('writes the summary, JSON and JUnit, and exits 0 when nothing failed', async () => {
+  // Without --log-dir the CLI makes its own log directory under TMPDIR: it must not outlive a run
+  // that needs no reading.
+  const cliTmp = () => mkdtemp(join(dir, 'cli-tmp-'));
+
+  it('writes the summary, JSON and JUnit, exits 0 when nothing failed, and leaves no log dir', async () => {
     const json = join(dir, 'out/result.json');
     const junit = join(dir, 'out/junit.xml');
-    const { stdout } = await promisify(execFile)(process.execPath, [
-      CLI,
-      '--endpoint',
-      shim.endpoint,
-      '--busybox-image',
-      refs.busybox,
-      '--httpd-image',
-      refs.httpd,
-      '--focus',
-      '^runtime info',
-      '--json',
-      json,
-      '--junit',
-      junit,
-    ]);
+    const tmp = await cliTmp();
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        CLI,
+        '--endpoint',
+        shim.endpoint,
+        '--busybox-image',
+        refs.busybox,
+        '--httpd-image',
+        refs.httpd,
+        '--focus',
+        '^runtime info',
+        '--json',
+        json,
+        '--junit',
+        junit,
+      ],
+      { env: { ...process.env, TMPDIR: tmp } },
+    );
     expect(stdout).toContain('2 passed, 0 failed, 0 skipped');
+    expect(await readdir(tmp)).toEqual([]);
     const result = JSON.parse(await readFile(json, 'utf8')) as SuiteResult;
     expect(result.runtime.name).toBe('docker');
     expect(result.cases.map((c) => c.status)).toEqual(['passed', 'passed']);
@@ -157,15 +167,17 @@ describe('CLI', () => {
     );
   });
 
-  it('exits 2 with a clear message when the endpoint is wrong', async () => {
-    const run = promisify(execFile)(process.execPath, [
-      CLI,
-      '--endpoint',
-      `unix://${join(dir, 'nothing.sock')}`,
-    ]);
+  it('exits 2 with a clear message when the endpoint is wrong, and leaves no log dir', async () => {
+    const tmp = await cliTmp();
+    const run = promisify(execFile)(
+      process.execPath,
+      [CLI, '--endpoint', `unix://${join(dir, 'nothing.sock')}`],
+      { env: { ...process.env, TMPDIR: tmp } },
+    );
     await expect(run).rejects.toMatchObject({
       code: 2,
       stderr: expect.stringContaining('cannot talk CRI to unix://'),
     });
+    expect(await readdir(tmp)).toEqual([]);
   });
 });
