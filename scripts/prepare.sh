@@ -27,3 +27,7 @@ npx turbo run build --output-logs=errors-only
 
 step "local images"
 npm run --silent images
+
+step "upstream CRI clients (crictl, critest): the outside judges of our CRI servers"
+KH_CRI_TOOLS_DIR=$(bash scripts/cri-tools.sh)
+export KH_CRI_TOOLS_DIR
