@@ -1,6 +1,9 @@
 import {
   ContainerConfig,
+  type DeepPartial,
   InvalidArgumentError,
+  type LinuxContainerSecurityContext,
+  type LinuxSandboxSecurityContext,
   MountPropagation,
   NamespaceMode,
   PodSandboxConfig,
@@ -8,10 +11,20 @@ import {
   SecurityProfile_ProfileType,
   Signal,
 } from '@kh/cri-api';
+import type Dockerode from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { containerCreateOptions, dockerUser } from '../src/shim/container_create.js';
+import {
+  type ContainerCreateParams,
+  containerCreateOptions,
+  dockerUser,
+} from '../src/shim/container_create.js';
 import { LabelKeys } from '../src/shim/labels.js';
-import { sandboxCreateOptions } from '../src/shim/sandbox_run.js';
+import { type SandboxCreateParams, sandboxCreateOptions } from '../src/shim/sandbox_run.js';
+
+function hostConfig(o: Dockerode.ContainerCreateOptions): Dockerode.HostConfig {
+  if (!o.HostConfig) throw new Error('no HostConfig');
+  return o.HostConfig;
+}
 
 const sandboxConfig = PodSandboxConfig.fromPartial({
   metadata: { name: 'web', namespace: 'ns', uid: 'u1', attempt: 1 },
@@ -26,7 +39,14 @@ const sandboxConfig = PodSandboxConfig.fromPartial({
   annotations: { note: 'x' },
   linux: { cgroupParent: '/kubepods/pod-u1', sysctls: { 'net.ipv4.ip_unprivileged_port_start': '0' } },
 });
-const params = { image: 'pause:1', network: 'bridge', runtimeHandler: '', createdAt: 42n };
+const params: SandboxCreateParams = {
+  image: 'pause:1',
+  network: 'bridge',
+  runtimeHandler: '',
+  createdAt: 42n,
+  seccompJson: undefined,
+  missingCapabilities: ['SYS_RESOURCE'],
+};
 
 describe('sandboxCreateOptions', () => {
   const o = sandboxCreateOptions(sandboxConfig, params);
@@ -86,6 +106,45 @@ describe('sandboxCreateOptions', () => {
   });
 });
 
+describe('sandboxCreateOptions security', () => {
+  const sandboxWith = (securityContext: DeepPartial<LinuxSandboxSecurityContext>, p = params) =>
+    hostConfig(
+      sandboxCreateOptions(PodSandboxConfig.fromPartial({ ...sandboxConfig, linux: { securityContext } }), p),
+    );
+
+  it('runs the pause container unconfined unless a profile is asked for, like containerd', () => {
+    expect(sandboxWith({}).SecurityOpt).toEqual(['seccomp=unconfined']);
+    expect(sandboxWith({ seccompProfilePath: 'runtime/default' }).SecurityOpt).toEqual([]);
+    expect(
+      sandboxWith(
+        { seccomp: { profileType: SecurityProfile_ProfileType.Localhost, localhostRef: '/p.json' } },
+        { ...params, seccompJson: '{"defaultAction":"SCMP_ACT_ALLOW"}' },
+      ).SecurityOpt,
+    ).toEqual(['seccomp={"defaultAction":"SCMP_ACT_ALLOW"}']);
+  });
+
+  it('refuses a seccomp profile path without localhost/, naming the field', () => {
+    expect(() => sandboxWith({ seccompProfilePath: '/p.json' })).toThrow(
+      /config\.linux\.security_context\.seccomp_profile_path "\/p\.json"/,
+    );
+  });
+
+  it('emulates a privileged sandbox within the bounding set, without host devices', () => {
+    expect(sandboxWith({ privileged: true })).toMatchObject({
+      Privileged: false,
+      CapAdd: ['ALL'],
+      CapDrop: ['SYS_RESOURCE'],
+      SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined'],
+      MaskedPaths: [],
+      ReadonlyPaths: [],
+    });
+    expect(sandboxWith({ privileged: true }).Devices).toBeUndefined();
+    expect(sandboxWith({ privileged: true }, { ...params, missingCapabilities: [] })).toMatchObject({
+      Privileged: true,
+    });
+  });
+});
+
 const containerConfig = ContainerConfig.fromPartial({
   metadata: { name: 'app', attempt: 2 },
   image: { image: 'busybox:1' },
@@ -124,7 +183,7 @@ const containerConfig = ContainerConfig.fromPartial({
     },
   },
 });
-const cparams = {
+const cparams: ContainerCreateParams = {
   sandboxId: 'sb1',
   sandboxMetadata: { name: 'web', namespace: 'ns', uid: 'u1', attempt: 1 },
   cgroupParent: '/kubepods/pod-u1',
@@ -132,7 +191,9 @@ const cparams = {
   shimInstance: 'unix:///run/dockershim.sock',
   createdAt: 7n,
   oomScoreAdjFloor: undefined,
-  seccompProfileJson: undefined,
+  seccompJson: undefined,
+  missingCapabilities: ['SYS_RESOURCE'],
+  hostDevices: ['/dev/kvm', '/dev/loop0'],
 };
 
 describe('containerCreateOptions', () => {
@@ -202,5 +263,111 @@ describe('containerCreateOptions', () => {
     expect(() =>
       containerCreateOptions(ContainerConfig.fromPartial({ metadata: { name: 'x' } }), cparams),
     ).toThrow(/config.image.image is required/);
+  });
+});
+
+describe('containerCreateOptions security', () => {
+  const containerWith = (securityContext: DeepPartial<LinuxContainerSecurityContext>, p = cparams) =>
+    hostConfig(
+      containerCreateOptions(
+        ContainerConfig.fromPartial({
+          ...containerConfig,
+          devices: [{ hostPath: '/dev/fuse', containerPath: '/dev/fuse', permissions: 'rw' }],
+          linux: { securityContext },
+        }),
+        p,
+      ),
+    );
+
+  it('maps the deprecated seccomp_profile_path as containerd does; the SecurityProfile field wins', () => {
+    expect(containerWith({}).SecurityOpt).toEqual(['seccomp=unconfined']);
+    expect(containerWith({ seccompProfilePath: 'unconfined' }).SecurityOpt).toEqual(['seccomp=unconfined']);
+    expect(containerWith({ seccompProfilePath: 'docker/default' }).SecurityOpt).toEqual([]);
+    expect(
+      containerWith(
+        { seccompProfilePath: 'localhost//p.json' },
+        { ...cparams, seccompJson: '{"defaultAction":"SCMP_ACT_ALLOW"}' },
+      ).SecurityOpt,
+    ).toEqual(['seccomp={"defaultAction":"SCMP_ACT_ALLOW"}']);
+    expect(
+      containerWith({
+        seccompProfilePath: 'unconfined',
+        seccomp: { profileType: SecurityProfile_ProfileType.RuntimeDefault },
+      }).SecurityOpt,
+    ).toEqual([]);
+  });
+
+  it('maps AppArmor profiles from either field', () => {
+    expect(containerWith({ apparmorProfile: 'unconfined' }).SecurityOpt).toEqual([
+      'seccomp=unconfined',
+      'apparmor=unconfined',
+    ]);
+    expect(
+      containerWith({
+        apparmor: { profileType: SecurityProfile_ProfileType.Localhost, localhostRef: 'k8s-x' },
+      }).SecurityOpt,
+    ).toContain('apparmor=k8s-x');
+    expect(containerWith({ apparmorProfile: 'localhost/k8s-y' }).SecurityOpt).toContain('apparmor=k8s-y');
+  });
+
+  it('refuses malformed profiles with INVALID_ARGUMENT naming the field', () => {
+    expect(() => containerWith({ seccompProfilePath: '/p.json' })).toThrow(InvalidArgumentError);
+    expect(() => containerWith({ seccompProfilePath: 'localhost/' })).toThrow(/seccomp_profile_path/);
+    expect(() =>
+      containerWith({ seccomp: { profileType: SecurityProfile_ProfileType.Localhost, localhostRef: '' } }),
+    ).toThrow(/config\.linux\.security_context\.seccomp\.localhost_ref is required/);
+    expect(() =>
+      containerWith({ seccomp: { profileType: SecurityProfile_ProfileType.Unconfined, localhostRef: '/p' } }),
+    ).toThrow(/seccomp\.localhost_ref may only be set/);
+    expect(() => containerWith({ apparmorProfile: 'bogus' })).toThrow(/apparmor_profile "bogus"/);
+  });
+
+  it('emulates privileged where the host lacks capabilities: all it has, every device, nothing masked', () => {
+    const hc = containerWith({
+      privileged: true,
+      seccompProfilePath: 'localhost//blocks.json',
+      capabilities: { dropCapabilities: ['NET_RAW'] },
+      maskedPaths: ['/proc/kcore'],
+      noNewPrivs: true,
+    });
+    expect(hc).toMatchObject({
+      Privileged: false,
+      CapAdd: ['ALL'],
+      CapDrop: ['SYS_RESOURCE'],
+      SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined', 'no-new-privileges'],
+      MaskedPaths: [],
+      ReadonlyPaths: [],
+      DeviceCgroupRules: ['a *:* rwm'],
+    });
+    expect(hc?.Devices).toEqual([
+      { PathOnHost: '/dev/kvm', PathInContainer: '/dev/kvm', CgroupPermissions: 'rwm' },
+      { PathOnHost: '/dev/loop0', PathInContainer: '/dev/loop0', CgroupPermissions: 'rwm' },
+      { PathOnHost: '/dev/fuse', PathInContainer: '/dev/fuse', CgroupPermissions: 'rw' },
+    ]);
+  });
+
+  it("uses Docker's Privileged flag where the host can grant every capability", () => {
+    const hc = containerWith({ privileged: true }, { ...cparams, missingCapabilities: [] });
+    expect(hc).toMatchObject({
+      Privileged: true,
+      SecurityOpt: ['seccomp=unconfined', 'apparmor=unconfined'],
+    });
+    expect(hc?.CapAdd).toBeUndefined();
+    expect(hc?.Devices).toEqual([
+      { PathOnHost: '/dev/fuse', PathInContainer: '/dev/fuse', CgroupPermissions: 'rw' },
+    ]);
+  });
+
+  it('adds ALL capabilities but those the host cannot grant', () => {
+    expect(
+      containerWith({ capabilities: { addCapabilities: ['ALL'], dropCapabilities: ['CHOWN'] } }),
+    ).toMatchObject({
+      CapAdd: ['ALL'],
+      CapDrop: ['CHOWN', 'SYS_RESOURCE'],
+    });
+    expect(containerWith({ capabilities: { addCapabilities: ['NET_ADMIN'] } })).toMatchObject({
+      CapAdd: ['NET_ADMIN'],
+      CapDrop: undefined,
+    });
   });
 });

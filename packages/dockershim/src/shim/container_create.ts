@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type ContainerConfig,
@@ -8,12 +7,12 @@ import {
   InvalidArgumentError,
   NamespaceMode,
   type PodSandboxMetadata,
-  SecurityProfile_ProfileType,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
 import { containerPidMode, nowNanos, signalName, toDockerBind } from './convert.js';
 import { docker, required } from './errors.js';
+import { hostDevices, hostMissingCapabilities } from './host_privileges.js';
 import {
   ContainerType,
   KubernetesLabels,
@@ -22,8 +21,15 @@ import {
   sandboxMetadataFrom,
 } from './labels.js';
 import { getManaged } from './lookup.js';
+import { checkMountPropagation } from './mount_propagation.js';
 import { makeContainerName } from './naming.js';
-import { securityOpts } from './sandbox_run.js';
+import {
+  emulatesPrivileged,
+  loadSeccompProfile,
+  requestedProfile,
+  requestedSeccomp,
+  securityHostConfig,
+} from './security.js';
 
 export interface ContainerCreateParams {
   sandboxId: string;
@@ -37,8 +43,12 @@ export interface ContainerCreateParams {
   createdAt: bigint;
   /** Lowest oom_score_adj allowed (restrict_oom_score_adj), if any. */
   oomScoreAdjFloor: number | undefined;
-  /** Content of a Localhost seccomp profile, which Docker takes inline. */
-  seccompProfileJson: string | undefined;
+  /** Content of a Localhost seccomp profile, which Docker takes inline (loadSeccompProfile). */
+  seccompJson: string | undefined;
+  /** Capabilities the host cannot grant (hostMissingCapabilities). */
+  missingCapabilities: string[];
+  /** The host's devices, given to a container whose privilege is emulated (hostDevices). */
+  hostDevices: string[];
 }
 
 /** "uid[:gid]" or "name[:gid]" for Docker's Config.User, from the CRI security context. */
@@ -75,11 +85,35 @@ export function containerCreateOptions(
   if (oomScoreAdj !== undefined && params.oomScoreAdjFloor !== undefined) {
     oomScoreAdj = Math.max(oomScoreAdj, params.oomScoreAdjFloor);
   }
-  const security = securityOpts(sc?.seccomp, sc?.apparmor);
-  if (sc?.seccomp?.profileType === SecurityProfile_ProfileType.Localhost && params.seccompProfileJson) {
-    security.push(`seccomp=${params.seccompProfileJson}`);
+  const privileged = sc?.privileged ?? false;
+  const security = securityHostConfig({
+    privileged,
+    seccomp: requestedSeccomp(sc),
+    seccompJson: params.seccompJson,
+    apparmor: requestedProfile('apparmor', sc?.apparmor, sc?.apparmorProfile ?? ''),
+    noNewPrivs: sc?.noNewPrivs ?? false,
+    capabilities: sc?.capabilities,
+    maskedPaths: sc?.maskedPaths ?? [],
+    readonlyPaths: sc?.readonlyPaths ?? [],
+    missingCapabilities: params.missingCapabilities,
+  });
+  // An emulated privileged container gets every host device; the config's own devices come on top.
+  const devices = new Map<
+    string,
+    { PathOnHost: string; PathInContainer: string; CgroupPermissions: string }
+  >();
+  if (emulatesPrivileged({ privileged, missingCapabilities: params.missingCapabilities })) {
+    for (const path of params.hostDevices) {
+      devices.set(path, { PathOnHost: path, PathInContainer: path, CgroupPermissions: 'rwm' });
+    }
   }
-  if (sc?.noNewPrivs) security.push('no-new-privileges');
+  for (const d of config.devices) {
+    devices.set(d.containerPath, {
+      PathOnHost: d.hostPath,
+      PathInContainer: d.containerPath,
+      CgroupPermissions: d.permissions || 'rwm',
+    });
+  }
 
   const labels = makeDockerLabels({
     labels: config.labels,
@@ -120,11 +154,7 @@ export function containerCreateOptions(
       PidMode: containerPidMode(ns?.pid, params.sandboxId, ns?.targetId ?? ''),
       CgroupParent: params.cgroupParent || undefined,
       Binds: config.mounts.map(toDockerBind),
-      Devices: config.devices.map((d) => ({
-        PathOnHost: d.hostPath,
-        PathInContainer: d.containerPath,
-        CgroupPermissions: d.permissions || 'rwm',
-      })),
+      Devices: [...devices.values()],
       CpuShares: res?.cpuShares ? Number(res.cpuShares) : undefined,
       CpuQuota: res?.cpuQuota ? Number(res.cpuQuota) : undefined,
       CpuPeriod: res?.cpuPeriod ? Number(res.cpuPeriod) : undefined,
@@ -134,14 +164,9 @@ export function containerCreateOptions(
       // Kubernetes runs without swap unless told otherwise: swap limit = memory limit means no swap.
       MemorySwap: swap > 0 ? swap : memory > 0 ? memory : undefined,
       OomScoreAdj: oomScoreAdj,
-      Privileged: sc?.privileged ?? false,
       ReadonlyRootfs: sc?.readonlyRootfs ?? false,
-      CapAdd: sc?.capabilities?.addCapabilities.length ? sc.capabilities.addCapabilities : undefined,
-      CapDrop: sc?.capabilities?.dropCapabilities.length ? sc.capabilities.dropCapabilities : undefined,
       GroupAdd: sc?.supplementalGroups.length ? sc.supplementalGroups.map(String) : undefined,
-      SecurityOpt: security,
-      MaskedPaths: sc?.maskedPaths.length ? sc.maskedPaths : undefined,
-      ReadonlyPaths: sc?.readonlyPaths.length ? sc.readonlyPaths : undefined,
+      ...security,
       RestartPolicy: { Name: 'no' },
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
     },
@@ -169,13 +194,10 @@ export async function createContainer(
   const sandboxLabels = sandbox.Config.Labels ?? {};
   const logDirectory = sandboxLabels[LabelKeys.logDirectory] ?? '';
   const sc = config.linux?.securityContext;
-  let seccompProfileJson: string | undefined;
-  if (sc?.seccomp?.profileType === SecurityProfile_ProfileType.Localhost) {
-    const ref = sc.seccomp.localhostRef;
-    seccompProfileJson = await readFile(ref, 'utf8').catch(() => {
-      throw new InvalidArgumentError(`seccomp profile ${JSON.stringify(ref)} cannot be read`);
-    });
-  }
+  const privileged = sc?.privileged ?? false;
+  const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), privileged);
+  const missingCapabilities = await hostMissingCapabilities();
+  await checkMountPropagation(config.mounts);
   const options = containerCreateOptions(config, {
     sandboxId: sandbox.Id,
     sandboxMetadata: sandboxMetadataFrom(sandboxLabels, sandbox.Name),
@@ -184,7 +206,9 @@ export async function createContainer(
     shimInstance: ctx.instance,
     createdAt: nowNanos(),
     oomScoreAdjFloor: ctx.config.restrictOomScoreAdj ? ctx.ownOomScoreAdj : undefined,
-    seccompProfileJson,
+    seccompJson,
+    missingCapabilities,
+    hostDevices: emulatesPrivileged({ privileged, missingCapabilities }) ? await hostDevices() : [],
   });
   const container = await docker(`create container ${JSON.stringify(md.name)}`, () =>
     ctx.docker.createContainer(options),

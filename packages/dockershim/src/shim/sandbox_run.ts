@@ -4,30 +4,16 @@ import {
   Protocol,
   type RunPodSandboxRequest,
   type RunPodSandboxResponse,
-  type SecurityProfile,
-  SecurityProfile_ProfileType,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
 import { nowNanos } from './convert.js';
 import { docker, dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
+import { hostMissingCapabilities } from './host_privileges.js';
 import { ensureImage } from './image.js';
 import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from './labels.js';
 import { makeSandboxName } from './naming.js';
-
-/** Seccomp / AppArmor profiles as Docker security options. */
-export function securityOpts(
-  seccomp: SecurityProfile | undefined,
-  apparmor: SecurityProfile | undefined,
-): string[] {
-  const opts: string[] = [];
-  if (seccomp?.profileType === SecurityProfile_ProfileType.Unconfined) opts.push('seccomp=unconfined');
-  if (apparmor?.profileType === SecurityProfile_ProfileType.Unconfined) opts.push('apparmor=unconfined');
-  if (apparmor?.profileType === SecurityProfile_ProfileType.Localhost && apparmor.localhostRef) {
-    opts.push(`apparmor=${apparmor.localhostRef}`);
-  }
-  return opts;
-}
+import { loadSeccompProfile, requestedProfile, requestedSeccomp, securityHostConfig } from './security.js';
 
 const PROTOCOL_NAME: Record<number, string> = {
   [Protocol.TCP]: 'tcp',
@@ -58,6 +44,10 @@ export interface SandboxCreateParams {
   network: string;
   runtimeHandler: string;
   createdAt: bigint;
+  /** Content of a Localhost seccomp profile (loadSeccompProfile). */
+  seccompJson: string | undefined;
+  /** Capabilities the host cannot grant (hostMissingCapabilities). */
+  missingCapabilities: string[];
 }
 
 /** The Docker create request for a sandbox's pause container. Pure: unit-tested without a daemon. */
@@ -106,9 +96,19 @@ export function sandboxCreateOptions(
       // Network and IPC sysctls must be set where the namespaces are created: here.
       Sysctls:
         config.linux && Object.keys(config.linux.sysctls).length > 0 ? config.linux.sysctls : undefined,
-      Privileged: sc?.privileged ?? false,
       ReadonlyRootfs: sc?.readonlyRootfs ?? false,
-      SecurityOpt: securityOpts(sc?.seccomp, sc?.apparmor),
+      // A privileged sandbox is privileged as containerd makes it: no host devices for the pause process.
+      ...securityHostConfig({
+        privileged: sc?.privileged ?? false,
+        seccomp: requestedSeccomp(sc),
+        seccompJson: params.seccompJson,
+        apparmor: requestedProfile('apparmor', sc?.apparmor, ''),
+        noNewPrivs: false,
+        capabilities: undefined,
+        maskedPaths: [],
+        readonlyPaths: [],
+        missingCapabilities: params.missingCapabilities,
+      }),
       Runtime:
         params.runtimeHandler && params.runtimeHandler !== 'docker' ? params.runtimeHandler : undefined,
       RestartPolicy: { Name: 'no' },
@@ -128,6 +128,8 @@ export async function runPodSandbox(
   required(md.namespace, 'config.metadata.namespace');
   required(md.uid, 'config.metadata.uid');
 
+  const sc = config.linux?.securityContext;
+  const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), sc?.privileged ?? false);
   const image = ctx.config.podInfraContainerImage;
   await ensureImage(ctx, image);
   const options = sandboxCreateOptions(config, {
@@ -135,6 +137,8 @@ export async function runPodSandbox(
     network: ctx.config.network,
     runtimeHandler: req.runtimeHandler,
     createdAt: nowNanos(),
+    seccompJson,
+    missingCapabilities: await hostMissingCapabilities(),
   });
   const container = await createReplacingDead(
     ctx,
