@@ -3,6 +3,7 @@ import { FailedPreconditionError, InternalError } from '@kh/cri-api';
 import type { ShimContext } from './context.js';
 import { dockerMessage, dockerStatusCode, toCriError } from './errors.js';
 import { ContainerType, LabelKeys } from './labels.js';
+import { createLogFile } from './logs.js';
 import { getManaged } from './lookup.js';
 
 /** StartContainer: start a created container and begin copying its output to the CRI log file. */
@@ -17,6 +18,13 @@ export async function startContainer(
     );
   }
   const container = ctx.docker.getContainer(info.Id);
+  const logPath = info.Config.Labels?.[LabelKeys.logPath];
+  // A client may read the log as soon as StartContainer returns, before the copier wrote anything.
+  if (logPath) {
+    await createLogFile(logPath).catch((err: Error) => {
+      throw new InternalError(`cannot create the log file ${JSON.stringify(logPath)}: ${err.message}`);
+    });
+  }
   try {
     await container.start();
   } catch (err) {
@@ -28,7 +36,6 @@ export async function startContainer(
     }
     throw toCriError(err, `start container ${JSON.stringify(req.containerId)}`);
   }
-  const logPath = info.Config.Labels?.[LabelKeys.logPath];
   if (logPath) ctx.logs.follow(container, logPath, info.Config.Tty);
   return {};
 }

@@ -1,5 +1,5 @@
-import { type FileHandle, mkdir, open } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { access, type FileHandle, mkdir, open, readdir } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import {
   FailedPreconditionError,
   type ReopenContainerLogRequest,
@@ -87,6 +87,33 @@ async function lastEntryIn(path: string): Promise<CriLogEntry | undefined> {
   return undefined;
 }
 
+/**
+ * Where copying resumes: after the last entry of the CRI file, or, when kubelet has just rotated it
+ * (renamed to `<file>.<timestamp>`, the newest left uncompressed) and the new file is still empty,
+ * after the last entry of the newest rotated file, so its lines are not copied a second time.
+ */
+export async function resumePoint(path: string): Promise<CriLogEntry | undefined> {
+  const current = await lastEntryIn(path);
+  if (current) return current;
+  const prefix = `${basename(path)}.`;
+  const rotated = (await readdir(dirname(path)).catch(() => []))
+    .filter((name) => name.startsWith(prefix) && !name.endsWith('.gz') && !name.endsWith('.tmp'))
+    .sort();
+  const newest = rotated[rotated.length - 1];
+  return newest ? lastEntryIn(join(dirname(path), newest)) : undefined;
+}
+
+/** Opens the CRI log file for appending, creating it and its directory when missing. */
+async function openLogFile(path: string): Promise<FileHandle> {
+  await mkdir(dirname(path), { recursive: true });
+  return open(path, 'a', 0o640);
+}
+
+/** Creates the (empty) CRI log file, so it exists as soon as its container starts, however briefly it runs. */
+export async function createLogFile(path: string): Promise<void> {
+  await (await openLogFile(path)).close();
+}
+
 /** Splits a raw `docker logs` byte stream into entries: frames, or lines for a TTY container. */
 async function* dockerLogEntries(
   chunks: AsyncIterable<Buffer> | Iterable<Buffer>,
@@ -135,17 +162,12 @@ export class ContainerLogCopier {
     return next;
   }
 
-  private async openFile(): Promise<FileHandle> {
-    await mkdir(dirname(this.path), { recursive: true });
-    return open(this.path, 'a', 0o640);
-  }
-
   private async run(): Promise<void> {
     // After a shim restart the file may already hold entries: resume after the last one.
-    const previous = await lastEntryIn(this.path);
+    const previous = await resumePoint(this.path);
     if (previous)
       this.last = { timestamp: previous.timestamp, key: `${previous.timestamp} ${previous.stream}` };
-    this.file = await this.openFile();
+    this.file = await openLogFile(this.path);
     try {
       await this.copy(true);
       // Docker's follow mode sometimes ends before it delivers the last entries of a container that
@@ -206,7 +228,7 @@ export class ContainerLogCopier {
       if (!this.file)
         throw new FailedPreconditionError(`log of container is not being written (container not running)`);
       await this.file.close();
-      this.file = await this.openFile();
+      this.file = await openLogFile(this.path);
     });
   }
 
@@ -284,7 +306,7 @@ export class LogManager {
 
 /**
  * ReopenContainerLog: kubelet renamed the log file away (rotation) and asks for a fresh one at the
- * same path. Only a running container has a log being written.
+ * same path. Only a running container has a log being written, and only its own shim writes it.
  */
 export async function reopenContainerLog(
   ctx: ShimContext,
@@ -294,29 +316,46 @@ export async function reopenContainerLog(
   if (!info.State.Running) {
     throw new FailedPreconditionError(`container ${JSON.stringify(req.containerId)} is not running`);
   }
-  const path = info.Config.Labels?.[LabelKeys.logPath];
+  const labels = info.Config.Labels ?? {};
+  const path = labels[LabelKeys.logPath];
   if (!path)
     throw new FailedPreconditionError(`container ${JSON.stringify(req.containerId)} has no log path`);
+  const owner = labels[LabelKeys.shimInstance];
+  if (owner !== ctx.instance) {
+    throw new FailedPreconditionError(
+      `the log of container ${JSON.stringify(req.containerId)} is written by the shim at ${owner ?? '(unknown)'}, not this one`,
+    );
+  }
   ctx.logs.follow(ctx.docker.getContainer(info.Id), path, info.Config.Tty);
   await ctx.logs.reopen(info.Id);
   return {};
 }
 
-/** After a shim restart: resume copying for every container that still runs. */
+/**
+ * After a shim (re)start: resume copying for the containers this shim created. Running ones are
+ * followed again; one that exited while no shim was copying gets its remaining output, provided its
+ * log file is still there (a file kubelet removed is not brought back).
+ */
 export async function resumeLogCopiers(ctx: ShimContext): Promise<number> {
   const items = await ctx.docker.listContainers({
+    all: true,
     filters: {
       label: [
         `${LabelKeys.containerType}=${ContainerType.container}`,
         `${LabelKeys.shimInstance}=${ctx.instance}`,
       ],
-      status: ['running'],
+      status: ['running', 'exited'],
     },
   });
   let resumed = 0;
   for (const item of items) {
     const path = item.Labels?.[LabelKeys.logPath];
     if (!path) continue;
+    const fileKept = await access(path).then(
+      () => true,
+      () => false,
+    );
+    if (item.State !== 'running' && !fileKept) continue;
     const info = await ctx.docker.getContainer(item.Id).inspect();
     ctx.logs.follow(ctx.docker.getContainer(item.Id), path, info.Config.Tty);
     resumed++;
