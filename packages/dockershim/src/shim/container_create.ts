@@ -197,7 +197,6 @@ export async function createContainer(
   const privileged = sc?.privileged ?? false;
   const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), privileged);
   const missingCapabilities = await hostMissingCapabilities();
-  await checkMountPropagation(config.mounts);
   const options = containerCreateOptions(config, {
     sandboxId: sandbox.Id,
     sandboxMetadata: sandboxMetadataFrom(sandboxLabels, sandbox.Name),
@@ -210,6 +209,8 @@ export async function createContainer(
     missingCapabilities,
     hostDevices: emulatesPrivileged({ privileged, missingCapabilities }) ? await hostDevices() : [],
   });
+  // After the options, which validate every mount, so a bad one is reported as such.
+  await checkMountPropagation(config.mounts);
   const container = await docker(`create container ${JSON.stringify(md.name)}`, () =>
     ctx.docker.createContainer(options),
   );
