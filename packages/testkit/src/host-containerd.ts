@@ -1,0 +1,446 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type CriVersion, criVersion } from './containers/cri-probe.js';
+import { normalizeImageRef } from './containers/images-in-node.js';
+import { runId } from './containers/labels.js';
+import { criTools } from './cri-tools.js';
+import { docker, isNotFound } from './docker.js';
+import { ensureImages } from './images/ensure.js';
+import { requireTool, run } from './process.js';
+import { type Progress, silent, timed } from './progress.js';
+
+/** Pod subnets are /24s picked from here: away from Docker's 172.16/12 and 192.168/16 pools. */
+const SUBNET_POOL = { first: 10, second: [240, 255] as const };
+/** containerd 1.6 puts every shim's socket here, whatever its --state (runtime/v2/shim). */
+const SHIM_SOCKET_DIR = '/run/containerd/s';
+const NAMESPACE = 'k8s.io';
+
+/** Subnets taken by HostContainerds of this process that have not made their bridge yet. */
+const claimedSubnets = new Set<string>();
+
+export interface HostContainerdNetwork {
+  bridge: string;
+  /** e.g. 10.247.13.0/24; the bridge holds .1. */
+  subnet: string;
+  gateway: string;
+}
+
+/**
+ * containerd 1.6 with its CRI plugin as a private process on the host: its own root, state,
+ * socket, runc root and CNI network under one temp dir, so that it runs next to the host's dockerd
+ * and next to other runs without sharing anything but the kernel. The side-by-side reference for
+ * the dockershim: both run on the same host, with the same images.
+ */
+export class HostContainerd {
+  private images: string[] = [];
+  private pauseImage?: string;
+  private readyTimeoutMs = 30_000;
+  private progress: Progress = silent;
+
+  /** Host engine images to import into the CRI namespace (`docker save` | `ctr images import`). */
+  withImages(refs: readonly string[]): this {
+    this.images.push(...refs);
+    return this;
+  }
+
+  /** sandbox_image (default: the local pause recipe, built if missing); imported like withImages. */
+  withPauseImage(ref: string): this {
+    this.pauseImage = ref;
+    return this;
+  }
+
+  withReadyTimeout(ms: number): this {
+    this.readyTimeoutMs = ms;
+    return this;
+  }
+
+  withProgress(progress: Progress): this {
+    this.progress = progress;
+    return this;
+  }
+
+  async start(): Promise<StartedHostContainerd> {
+    const containerdBin = await requireTool('containerd', 'containerd');
+    await requireTool('containerd-shim-runc-v2', 'containerd');
+    await requireTool('runc', 'runc');
+    await requireTool('ip', 'iproute2');
+    const ctr = await requireTool('ctr', 'containerd');
+    if (!existsSync('/usr/lib/cni/bridge'))
+      throw new Error('/usr/lib/cni/bridge is missing (Debian package containernetworking-plugins)');
+    const { crictl } = await criTools();
+    const pauseImage = this.pauseImage ?? (await ensureImages(['pause'])).pause;
+
+    const dir = await mkdtemp(join(tmpdir(), `kh-containerd-${runId}-`));
+    const started = new StartedHostContainerd(dir, crictl, ctr, normalizeImageRef(pauseImage), this.progress);
+    try {
+      started.network = await claimNetwork();
+      await writeConfig(dir, started.network, started.pauseImage);
+      const { bridge, subnet } = started.network;
+      await timed(this.progress, `host containerd ${dir} (bridge ${bridge}, subnet ${subnet}): start`, () =>
+        started.launch(containerdBin, this.readyTimeoutMs),
+      );
+      const refs = [pauseImage, ...this.images];
+      await timed(this.progress, `host containerd: import ${refs.length} image(s)`, () =>
+        started.importImages(refs),
+      );
+    } catch (err) {
+      await started.stop().catch((cleanupErr: unknown) => {
+        this.progress(`host containerd: cleanup after a failed start: ${(cleanupErr as Error).message}`);
+      });
+      throw err;
+    }
+    return started;
+  }
+}
+
+export class StartedHostContainerd {
+  network: HostContainerdNetwork = { bridge: '', subnet: '', gateway: '' };
+  version?: CriVersion;
+  /** Normalised names of the imported images, in the order given (pause first). */
+  images: string[] = [];
+  private process?: ChildProcess;
+  private exited?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    /** The temp dir holding config, root, state, runc root, CNI config and IPAM state, and the log. */
+    readonly dir: string,
+    private readonly crictl: string,
+    private readonly ctr: string,
+    /** sandbox_image, normalised (docker.io/...). */
+    readonly pauseImage: string,
+    private readonly progress: Progress,
+  ) {}
+
+  get socketPath(): string {
+    return join(this.dir, 'containerd.sock');
+  }
+
+  /** The CRI endpoint, for CriClient.connect, crictl and critest. */
+  get endpoint(): string {
+    return `unix://${this.socketPath}`;
+  }
+
+  get logPath(): string {
+    return join(this.dir, 'containerd.log');
+  }
+
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
+  /** @internal: starts containerd and waits until its CRI answers. */
+  async launch(binary: string, readyTimeoutMs: number): Promise<void> {
+    const log = openSync(this.logPath, 'a');
+    try {
+      this.process = spawn(binary, ['--config', join(this.dir, 'config.toml')], {
+        stdio: ['ignore', log, log],
+      });
+    } finally {
+      closeSync(log);
+    }
+    const child = this.process;
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    const deadline = Date.now() + readyTimeoutMs;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(
+          `containerd exited (${child.exitCode ?? child.signalCode}):\n${await this.logTail()}`,
+        );
+      try {
+        this.version = await criVersion(this.socketPath, 1_000);
+        return;
+      } catch (err) {
+        if (Date.now() > deadline)
+          throw new Error(
+            `containerd's CRI did not answer within ${readyTimeoutMs} ms (${(err as Error).message}):\n${await this.logTail()}`,
+          );
+      }
+      await sleep(100);
+    }
+  }
+
+  /** @internal: `docker save` from the host engine straight into `ctr images import -`. */
+  async importImages(refs: readonly string[]): Promise<void> {
+    for (const ref of refs) {
+      await docker()
+        .getImage(ref)
+        .inspect()
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+          throw new Error(
+            `Image ${ref} is not in the host engine; build it with ensureImages() or \`npm run images\``,
+          );
+        });
+    }
+    const save = docker() as unknown as {
+      getImages(opts: { names: string[] }): Promise<NodeJS.ReadableStream>;
+    };
+    const importer = spawn(
+      this.ctr,
+      ['--address', this.socketPath, '-n', NAMESPACE, 'images', 'import', '-'],
+      {
+        stdio: ['pipe', 'ignore', 'pipe'],
+      },
+    );
+    let stderr = '';
+    importer.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const done = new Promise<number | null>((resolve, reject) => {
+      importer.once('error', reject);
+      importer.once('close', resolve);
+    });
+    await pipeline(await save.getImages({ names: [...new Set(refs)] }), importer.stdin);
+    const code = await done;
+    if (code !== 0) throw new Error(`ctr images import failed (exit ${code}): ${stderr.trim()}`);
+    this.images = refs.map(normalizeImageRef);
+  }
+
+  /**
+   * Removes every pod through CRI (so CNI releases addresses and iptables rules), stops containerd,
+   * kills what is left of its shims and containers, unmounts what is left under its dir, removes
+   * the bridge and the dir. Safe to call twice; what failed is reported after everything was tried.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    const errors: string[] = [];
+    const attempt = async (what: string, fn: () => Promise<unknown>) => {
+      try {
+        await fn();
+      } catch (err) {
+        errors.push(`${what}: ${(err as Error).message}`);
+      }
+    };
+    if (this.process && this.process.exitCode === null && this.process.signalCode === null) {
+      await attempt('remove pods through CRI', () =>
+        run(this.crictl, [
+          '--runtime-endpoint',
+          this.endpoint,
+          '--image-endpoint',
+          this.endpoint,
+          '--timeout',
+          '60s',
+          'rmp',
+          '--all',
+          '--force',
+        ]),
+      );
+      await attempt('stop containerd', () => this.terminate());
+    }
+    // Anything CRI could not remove: containers by our runc root, then shims by our socket.
+    await attempt('kill leftover containers', () => this.killContainers());
+    await attempt('kill leftover shims', () => this.killShims());
+    await attempt('unmount', () => this.unmountAll());
+    if (this.network.bridge)
+      await attempt('remove bridge', async () => {
+        if (existsSync(`/sys/class/net/${this.network.bridge}`))
+          await run('ip', ['link', 'delete', this.network.bridge]);
+      });
+    claimedSubnets.delete(this.network.subnet);
+    await attempt('remove dir', () => rm(this.dir, { recursive: true, force: true }));
+    this.progress(`host containerd ${this.dir}: stopped`);
+    if (errors.length > 0) throw new Error(`HostContainerd.stop: ${errors.join('; ')}`);
+  }
+
+  private async terminate(): Promise<void> {
+    const child = this.process;
+    if (!child || !this.exited) return;
+    child.kill('SIGTERM');
+    const exited = await Promise.race([this.exited.then(() => true), sleep(10_000).then(() => false)]);
+    if (!exited) {
+      child.kill('SIGKILL');
+      await this.exited;
+    }
+  }
+
+  private async killContainers(): Promise<void> {
+    const root = join(this.dir, 'runc');
+    if (!existsSync(root)) return;
+    const ids = (await readdir(root)).filter((id) => existsSync(join(root, id, 'state.json')));
+    for (const id of ids) {
+      await run('runc', ['--root', root, 'kill', '--all', id, 'KILL']).catch(() => undefined);
+      await run('runc', ['--root', root, 'delete', '--force', id]);
+    }
+  }
+
+  private async killShims(): Promise<void> {
+    const shims = await shimsOf(this.socketPath);
+    for (const { pid } of shims) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    // A killed shim leaves its socket behind: sha256 of "<containerd address>/<namespace>/<id>".
+    for (const { id } of shims) {
+      const hash = createHash('sha256')
+        .update(join(this.socketPath, NAMESPACE, id))
+        .digest('hex');
+      await rm(join(SHIM_SOCKET_DIR, hash), { force: true });
+    }
+  }
+
+  private async unmountAll(): Promise<void> {
+    const mounts = (await readFile('/proc/self/mountinfo', 'utf8'))
+      .split('\n')
+      .map((line) => line.split(' ')[4])
+      .filter((m): m is string => m !== undefined)
+      .map((m) =>
+        m.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(Number.parseInt(oct, 8))),
+      )
+      .filter((m) => m.startsWith(`${this.dir}/`))
+      .sort((a, b) => b.length - a.length);
+    for (const m of mounts) await run('umount', ['--lazy', m]);
+  }
+
+  private async logTail(lines = 20): Promise<string> {
+    const text = await readFile(this.logPath, 'utf8').catch(() => '');
+    return text.trim().split('\n').slice(-lines).join('\n');
+  }
+}
+
+/** The shims serving this containerd: the runc v2 shim names its containerd's address on its command line. */
+async function shimsOf(socketPath: string): Promise<Array<{ pid: number; id: string }>> {
+  const found: Array<{ pid: number; id: string }> = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (!args[0]?.endsWith('containerd-shim-runc-v2')) continue;
+    const arg = (name: string) => args[args.indexOf(name) + 1];
+    if (arg('-address') === socketPath && arg('-namespace') === NAMESPACE)
+      found.push({ pid: Number(entry), id: arg('-id') ?? '' });
+  }
+  return found;
+}
+
+/**
+ * Picks a bridge name and a /24 that no route on the host uses, and makes the bridge with the
+ * gateway address at once: its route then tells any other run (which checks the same way) that
+ * the subnet is taken. The CNI bridge plugin adopts an existing bridge.
+ */
+async function claimNetwork(): Promise<HostContainerdNetwork> {
+  for (let tries = 0; tries < 20; tries++) {
+    const subnet = `${SUBNET_POOL.first}.${randomInt(SUBNET_POOL.second[0], SUBNET_POOL.second[1] + 1)}.${randomInt(0, 256)}.0/24`;
+    const bridge = `khc${randomBytes(4).toString('hex')}`;
+    if (claimedSubnets.has(subnet) || (await routedPrefixes()).some((p) => overlaps(p, subnet))) continue;
+    if (existsSync(`/sys/class/net/${bridge}`)) continue;
+    claimedSubnets.add(subnet);
+    const gateway = subnet.replace(/\.0\/24$/, '.1');
+    await run('ip', ['link', 'add', 'name', bridge, 'type', 'bridge']);
+    await run('ip', ['addr', 'add', `${gateway}/24`, 'dev', bridge]);
+    // Lost a race with another run between the check and the add: give it back and pick again.
+    if ((await routedPrefixes(bridge)).some((p) => overlaps(p, subnet))) {
+      await run('ip', ['link', 'delete', bridge]);
+      claimedSubnets.delete(subnet);
+      continue;
+    }
+    return { bridge, subnet, gateway };
+  }
+  throw new Error('no free /24 for a host containerd pod network after 20 tries');
+}
+
+/** IPv4 prefixes routed on the host (from /proc/net/route), except those of `exceptDev`. */
+async function routedPrefixes(exceptDev?: string): Promise<string[]> {
+  const rows = (await readFile('/proc/net/route', 'utf8')).trim().split('\n').slice(1);
+  const ip = (hex: string) => {
+    const n = Number.parseInt(hex, 16);
+    return [n & 255, (n >>> 8) & 255, (n >>> 16) & 255, n >>> 24].join('.');
+  };
+  return rows
+    .map((r) => r.split('\t'))
+    .filter((f) => f[0] !== exceptDev && f[1] !== '00000000')
+    .map((f) => {
+      const mask = Number.parseInt(f[7] ?? '0', 16);
+      const bits = mask.toString(2).split('1').length - 1;
+      return `${ip(f[1] ?? '0')}/${bits}`;
+    });
+}
+
+function overlaps(a: string, b: string): boolean {
+  const parse = (cidr: string) => {
+    const [addr = '', bits = '32'] = cidr.split('/');
+    const n = addr.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
+    return { n, bits: Number(bits) };
+  };
+  const x = parse(a);
+  const y = parse(b);
+  const bits = Math.min(x.bits, y.bits);
+  const block = 2 ** (32 - bits);
+  return Math.floor(x.n / block) === Math.floor(y.n / block);
+}
+
+async function writeConfig(dir: string, network: HostContainerdNetwork, pauseImage: string): Promise<void> {
+  const cniDir = join(dir, 'cni');
+  await mkdir(cniDir, { recursive: true });
+  const cri = 'plugins."io.containerd.grpc.v1.cri"';
+  const q = JSON.stringify;
+  const toml = `version = 2
+root = ${q(join(dir, 'root'))}
+state = ${q(join(dir, 'state'))}
+
+[grpc]
+  address = ${q(join(dir, 'containerd.sock'))}
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = ${q(join(dir, 'opt'))}
+
+[${cri}]
+  sandbox_image = ${q(pauseImage)}
+  # This host lacks CAP_SYS_RESOURCE: a negative oom_score_adj would fail RunPodSandbox.
+  restrict_oom_score_adj = true
+  # Network namespaces under our state dir instead of the host's shared /var/run/netns.
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+[${cri}.containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+
+[${cri}.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[${cri}.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+  # runc's state under our dir, not the shared /run/containerd/runc/k8s.io: stop() finds our containers there.
+  Root = ${q(join(dir, 'runc'))}
+
+[${cri}.cni]
+  bin_dir = "/usr/lib/cni"
+  conf_dir = ${q(cniDir)}
+  max_conf_num = 1
+`;
+  // No loopback entry: containerd brings lo up itself with /usr/lib/cni/loopback (a chained
+  // loopback plugin would configure eth0). firewall: Docker sets the FORWARD policy to DROP and br_netfilter is loaded, so pod-to-pod
+  // traffic over the bridge needs the ACCEPT rules this plugin adds (and removes on DEL).
+  const conflist = {
+    cniVersion: '0.4.0',
+    name: `kh-host-${network.bridge}`,
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: network.bridge,
+        isGateway: true,
+        ipMasq: false,
+        hairpinMode: true,
+        ipam: {
+          type: 'host-local',
+          ranges: [[{ subnet: network.subnet, gateway: network.gateway }]],
+          routes: [{ dst: '0.0.0.0/0' }],
+          dataDir: join(dir, 'ipam'),
+        },
+      },
+      { type: 'portmap', capabilities: { portMappings: true } },
+      { type: 'firewall' },
+    ],
+  };
+  await writeFile(join(dir, 'config.toml'), toml);
+  await writeFile(join(cniDir, '10-kh-host.conflist'), `${JSON.stringify(conflist, null, 2)}\n`);
+}
