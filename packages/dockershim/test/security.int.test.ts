@@ -1,9 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
   type ContainerConfig,
+  CriClient,
   type DeepPartial,
   FailedPreconditionError,
   InvalidArgumentError,
@@ -12,7 +14,7 @@ import {
 } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { hostDevices } from '../src/shim/host_privileges.js';
-import { docker, ShimHarness } from './harness.js';
+import { docker, ShimHarness, waitFor } from './harness.js';
 
 // Security context, privilege and mount propagation against the host dockerd, checked from inside
 // the containers (/proc/self/status, syscalls that must fail or succeed), as critest checks them.
@@ -213,6 +215,54 @@ describe('privileged', () => {
       );
     expect(await nnp('nnp', true)).toBe('1');
     expect(await nnp('free', false)).toBe('0');
+  });
+});
+
+describe('on a node container that Docker 20.10 started with ALL capabilities', () => {
+  it('still runs privileged pods: the capabilities Docker cannot name are not asked for', async () => {
+    // Such a node's bounding set lacks what Docker 20.10 cannot name (PERFMON, BPF, CHECKPOINT_RESTORE)
+    // besides what it dropped: a shim there must not drop them by name either, Docker would refuse.
+    const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+    const socket = join(h.dir, 'node.sock');
+    const child = spawn(
+      'setpriv',
+      [
+        '--bounding-set',
+        '-perfmon,-bpf,-checkpoint_restore',
+        process.execPath,
+        cli,
+        '--listen',
+        `unix://${socket}`,
+      ].concat(['--pod-infra-container-image', h.images.pause, '--restrict-oom-score-adj']),
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (d) => {
+      output += d;
+    });
+    child.stderr.on('data', (d) => {
+      output += d;
+    });
+    onTestFinished(() => {
+      child.kill('SIGTERM');
+    });
+    await waitFor(
+      async () => (output.includes('serving CRI') ? true : undefined),
+      'the shim with a smaller bounding set',
+    );
+    const client = await CriClient.connect(`unix://${socket}`);
+    onTestFinished(() => client.close());
+    const shimBounding = capMask(await readFile(`/proc/${child.pid}/status`, 'utf8'));
+    const podConfig = h.podConfig({ linux: { securityContext: { privileged: true } } });
+    const { podSandboxId } = await client.runPodSandbox({ config: podConfig });
+    const { containerId } = await client.createContainer({
+      podSandboxId,
+      config: h.containerConfig('node-priv', { linux: { securityContext: { privileged: true } } }),
+      sandboxConfig: podConfig,
+    });
+    await client.startContainer({ containerId });
+    const r = await client.execSync({ containerId, cmd: ['cat', '/proc/self/status'], timeout: 10n });
+    expectHostCapabilities(capMask(Buffer.from(r.stdout).toString()), shimBounding);
   });
 });
 

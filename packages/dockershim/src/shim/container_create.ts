@@ -12,7 +12,7 @@ import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
 import { containerPidMode, nowNanos, signalName, toDockerBind } from './convert.js';
 import { docker, required } from './errors.js';
-import { hostDevices, hostMissingCapabilities } from './host_privileges.js';
+import { hostDevices, withCapabilitiesToDrop } from './host_privileges.js';
 import {
   ContainerType,
   KubernetesLabels,
@@ -45,7 +45,7 @@ export interface ContainerCreateParams {
   oomScoreAdjFloor: number | undefined;
   /** Content of a Localhost seccomp profile, which Docker takes inline (loadSeccompProfile). */
   seccompJson: string | undefined;
-  /** Capabilities the host cannot grant (hostMissingCapabilities). */
+  /** Capabilities the host cannot grant that Docker can name (withCapabilitiesToDrop). */
   missingCapabilities: string[];
   /** The host's devices, given to a container whose privilege is emulated (hostDevices). */
   hostDevices: string[];
@@ -196,23 +196,22 @@ export async function createContainer(
   const sc = config.linux?.securityContext;
   const privileged = sc?.privileged ?? false;
   const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), privileged);
-  const missingCapabilities = await hostMissingCapabilities();
-  const options = containerCreateOptions(config, {
-    sandboxId: sandbox.Id,
-    sandboxMetadata: sandboxMetadataFrom(sandboxLabels, sandbox.Name),
-    cgroupParent: sandbox.HostConfig.CgroupParent ?? '',
-    logPath: config.logPath && logDirectory ? join(logDirectory, config.logPath) : '',
-    shimInstance: ctx.instance,
-    createdAt: nowNanos(),
-    oomScoreAdjFloor: ctx.config.restrictOomScoreAdj ? ctx.ownOomScoreAdj : undefined,
-    seccompJson,
-    missingCapabilities,
-    hostDevices: emulatesPrivileged({ privileged, missingCapabilities }) ? await hostDevices() : [],
+  const container = await withCapabilitiesToDrop(async (missingCapabilities) => {
+    const options = containerCreateOptions(config, {
+      sandboxId: sandbox.Id,
+      sandboxMetadata: sandboxMetadataFrom(sandboxLabels, sandbox.Name),
+      cgroupParent: sandbox.HostConfig.CgroupParent ?? '',
+      logPath: config.logPath && logDirectory ? join(logDirectory, config.logPath) : '',
+      shimInstance: ctx.instance,
+      createdAt: nowNanos(),
+      oomScoreAdjFloor: ctx.config.restrictOomScoreAdj ? ctx.ownOomScoreAdj : undefined,
+      seccompJson,
+      missingCapabilities,
+      hostDevices: emulatesPrivileged({ privileged, missingCapabilities }) ? await hostDevices() : [],
+    });
+    // After the options, which validate every mount, so a bad one is reported as such.
+    await checkMountPropagation(config.mounts);
+    return docker(`create container ${JSON.stringify(md.name)}`, () => ctx.docker.createContainer(options));
   });
-  // After the options, which validate every mount, so a bad one is reported as such.
-  await checkMountPropagation(config.mounts);
-  const container = await docker(`create container ${JSON.stringify(md.name)}`, () =>
-    ctx.docker.createContainer(options),
-  );
   return { containerId: container.id };
 }

@@ -69,7 +69,7 @@ export function missingCapabilities(capBndHex: string, lastCap: number): string[
 let cachedMissing: Promise<string[]> | undefined;
 
 /** The capabilities this host cannot grant, read once: the shim runs beside dockerd with its bounding set. */
-export function hostMissingCapabilities(): Promise<string[]> {
+function hostMissingCapabilities(): Promise<string[]> {
   cachedMissing ??= (async () => {
     const status = await readFile('/proc/self/status', 'utf8');
     const capBnd = /^CapBnd:\s*([0-9a-f]+)$/m.exec(status)?.[1];
@@ -78,6 +78,33 @@ export function hostMissingCapabilities(): Promise<string[]> {
     return missingCapabilities(capBnd, lastCap);
   })();
   return cachedMissing;
+}
+
+// Capabilities the Engine rejected by name: Docker 20.10 cannot name PERFMON, BPF and CHECKPOINT_RESTORE,
+// so its ALL never includes them and there is nothing to drop. A node container that Docker 20.10
+// started with ALL lacks exactly those, plus whatever it dropped.
+const unknownToDocker = new Set<string>();
+
+/** The capabilities to drop from Docker's ALL: those the host lacks, but for the ones Docker cannot name. */
+async function capabilitiesToDrop(): Promise<string[]> {
+  return (await hostMissingCapabilities()).filter((c) => !unknownToDocker.has(c));
+}
+
+/**
+ * Runs `create` with the capabilities to drop; when the Engine answers that it does not know one of
+ * them (`unknown capability: "CAP_BPF"`), learns it and runs `create` again without it.
+ */
+export async function withCapabilitiesToDrop<T>(create: (drop: string[]) => Promise<T>): Promise<T> {
+  for (;;) {
+    const drop = await capabilitiesToDrop();
+    try {
+      return await create(drop);
+    } catch (err) {
+      const name = /unknown capability: "?(?:CAP_)?(\w+)"?/.exec(String((err as Error)?.message))?.[1];
+      if (!name || !drop.includes(name)) throw err;
+      unknownToDocker.add(name);
+    }
+  }
 }
 
 // Directories under /dev that hold no device a privileged container should get as a node of its

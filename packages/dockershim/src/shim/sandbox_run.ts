@@ -9,7 +9,7 @@ import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
 import { nowNanos } from './convert.js';
 import { docker, dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
-import { hostMissingCapabilities } from './host_privileges.js';
+import { withCapabilitiesToDrop } from './host_privileges.js';
 import { ensureImage } from './image.js';
 import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from './labels.js';
 import { makeSandboxName } from './naming.js';
@@ -46,7 +46,7 @@ export interface SandboxCreateParams {
   createdAt: bigint;
   /** Content of a Localhost seccomp profile (loadSeccompProfile). */
   seccompJson: string | undefined;
-  /** Capabilities the host cannot grant (hostMissingCapabilities). */
+  /** Capabilities the host cannot grant that Docker can name (withCapabilitiesToDrop). */
   missingCapabilities: string[];
 }
 
@@ -132,18 +132,19 @@ export async function runPodSandbox(
   const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), sc?.privileged ?? false);
   const image = ctx.config.podInfraContainerImage;
   await ensureImage(ctx, image);
-  const options = sandboxCreateOptions(config, {
-    image,
-    network: ctx.config.network,
-    runtimeHandler: req.runtimeHandler,
-    createdAt: nowNanos(),
-    seccompJson,
-    missingCapabilities: await hostMissingCapabilities(),
-  });
-  const container = await createReplacingDead(
-    ctx,
-    options,
-    `create sandbox for pod ${JSON.stringify(md.name)}`,
+  const container = await withCapabilitiesToDrop((missingCapabilities) =>
+    createReplacingDead(
+      ctx,
+      sandboxCreateOptions(config, {
+        image,
+        network: ctx.config.network,
+        runtimeHandler: req.runtimeHandler,
+        createdAt: nowNanos(),
+        seccompJson,
+        missingCapabilities,
+      }),
+      `create sandbox for pod ${JSON.stringify(md.name)}`,
+    ),
   );
   try {
     await container.start();

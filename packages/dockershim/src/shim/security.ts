@@ -128,7 +128,7 @@ export interface SecurityRequest {
   capabilities: Capability | undefined;
   maskedPaths: string[];
   readonlyPaths: string[];
-  /** Capabilities the host cannot grant (hostMissingCapabilities). */
+  /** Capabilities the host cannot grant that Docker can name (withCapabilitiesToDrop). */
   missingCapabilities: string[];
 }
 
