@@ -1,4 +1,6 @@
+import net from 'node:net';
 import {
+  type ConnectionInjector,
   Metadata,
   Server,
   ServerCredentials,
@@ -23,6 +25,7 @@ import {
   runtimeMethods,
   type StreamKey,
 } from '../methods.js';
+import { RewritingConnection } from './rewriting_connection.js';
 import { prepareSocketPath, removeSocket, restrictSocket } from './socket.js';
 
 export interface CriCallContext {
@@ -57,6 +60,11 @@ export interface ServeCriOptions {
   /** Alternative to socketPath: "unix:///path", "/path" or "tcp://host:port" (port 0 picks one). */
   address?: string;
   onCall?: (event: CriCallEvent) => void;
+  /**
+   * A client connection failed: it broke HTTP/2 in a way the server answered with a GOAWAY
+   * (naming the reason) and closed, or accepting a connection failed.
+   */
+  onConnectionError?: (err: Error) => void;
 }
 
 export interface CriServer {
@@ -84,12 +92,15 @@ function toServiceError(err: { code: status; details: string }) {
 class CriServerImpl implements CriServer {
   readonly #grpc = new Server();
   readonly #active = new Set<AbortController>();
+  readonly #connections = new Set<net.Socket>();
+  #listener: net.Server | undefined;
   #socketPath: string | undefined;
   endpoint = '';
 
   constructor(
     private readonly backend: CriBackend,
     private readonly onCall: ((e: CriCallEvent) => void) | undefined,
+    private readonly onConnectionError: ((err: Error) => void) | undefined,
   ) {
     this.#grpc.addService(
       this.#definition(runtimeMethods),
@@ -211,27 +222,62 @@ class CriServerImpl implements CriServer {
     };
   }
 
+  /**
+   * We own the listening socket and hand grpc-js each connection through a RewritingConnection:
+   * Go clients send a unix socket path as `:authority`, which Node's HTTP/2 layer would reject.
+   */
   async listen(options: ServeCriOptions): Promise<void> {
     const address = options.socketPath ?? options.address;
     if (!address) throw new Error('serveCri needs socketPath or address');
     const ep = parseEndpoint(address, { allowPortZero: true });
     if (ep.kind === 'unix') await prepareSocketPath(ep.path);
-    const port = await new Promise<number>((resolve, reject) =>
-      this.#grpc.bindAsync(ep.target, ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(new Error(`cannot listen on ${ep.uri}: ${err.message}`, { cause: err })) : resolve(p),
-      ),
-    );
+    const injector = this.#grpc.createConnectionInjector(ServerCredentials.createInsecure());
+    // noDelay: HTTP/2 writes small frames and waits for answers; Nagle would hold them for an ACK.
+    const listener = net.createServer({ noDelay: true }, (socket) => this.#accept(injector, socket));
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', (err) =>
+        reject(new Error(`cannot listen on ${ep.uri}: ${err.message}`, { cause: err })),
+      );
+      // tcp://[::1]:port: net wants the address without brackets.
+      const target =
+        ep.kind === 'unix' ? { path: ep.path } : { host: ep.host.replace(/^\[|\]$/g, ''), port: ep.port };
+      listener.listen(target, resolve);
+    }).catch((err) => {
+      injector.destroy();
+      throw err;
+    });
+    // Accept failures (EMFILE) are reported, never thrown at the process.
+    listener.on('error', (err) => this.#connectionError(err));
+    this.#listener = listener;
     if (ep.kind === 'unix') {
       this.#socketPath = ep.path;
       await restrictSocket(ep.path);
       this.endpoint = ep.uri;
     } else {
-      this.endpoint = `tcp://${ep.host}:${port}`;
+      this.endpoint = `tcp://${ep.host}:${(listener.address() as net.AddressInfo).port}`;
+    }
+  }
+
+  #accept(injector: ConnectionInjector, socket: net.Socket): void {
+    this.#connections.add(socket);
+    socket.once('close', () => this.#connections.delete(socket));
+    injector.injectConnection(new RewritingConnection(socket, (err) => this.#connectionError(err)));
+  }
+
+  #connectionError(err: Error): void {
+    try {
+      this.onConnectionError?.(err);
+    } catch {
+      // Observers never change what the server does.
     }
   }
 
   async close(options: { graceMs?: number } = {}): Promise<void> {
     for (const ac of this.#active) ac.abort(new Error('server closing'));
+    const listener = this.#listener;
+    const listenerClosed = new Promise<void>((resolve) =>
+      listener ? listener.close(() => resolve()) : resolve(),
+    );
     const graceMs = options.graceMs ?? 2_000;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
@@ -243,6 +289,10 @@ class CriServerImpl implements CriServer {
         resolve();
       });
     });
+    // What the HTTP/2 sessions did not close: connections that never spoke HTTP/2, or that
+    // still read a GOAWAY.
+    for (const socket of this.#connections) socket.destroy();
+    await listenerClosed;
     if (this.#socketPath) await removeSocket(this.#socketPath);
   }
 }
@@ -253,7 +303,7 @@ class CriServerImpl implements CriServer {
  * handler answer UNIMPLEMENTED naming the backend and the method.
  */
 export async function serveCri(backend: CriBackend, options: ServeCriOptions): Promise<CriServer> {
-  const server = new CriServerImpl(backend, options.onCall);
+  const server = new CriServerImpl(backend, options.onCall, options.onConnectionError);
   await server.listen(options);
   return server;
 }
