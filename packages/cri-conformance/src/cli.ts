@@ -1,18 +1,24 @@
 #!/usr/bin/env node
 // cri-conformance: run the critest-style suite against any CRI endpoint.
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { compareSides, formatComparison } from './compare.js';
+import { critestMain } from './critest/cli.js';
 import type { ConformanceOptions } from './framework.js';
+import { writeOut } from './output.js';
 import { formatSummary, toJUnitXml } from './report.js';
-import { runConformance } from './runner.js';
+import { runConformance, type SuiteResult, suiteSide } from './runner.js';
 
-const USAGE = `Usage: cri-conformance --endpoint <unix:///path.sock> [options]
+const USAGE = `Usage: cri-conformance --endpoint <unix:///path.sock> [--endpoint <B>] [options]
+       cri-conformance critest --endpoint <A> [--endpoint <B>] ...   (upstream critest; see critest --help)
 
 Runs sandbox, container, exec, logs, stats, image, idempotence, networking, security context,
-runtime info and events cases against a CRI v1 runtime. Exit code 1 if any case failed.
+seccomp, mount propagation, streaming, runtime info and events cases against a CRI v1 runtime.
+Exit code 1 if any case failed. Given two endpoints, runs the suite on each in turn and prints a
+table of the cases where they differ; A is the reference: exit code 1 when B fails a case A passes.
 
 Options:
   --endpoint <ep>            CRI endpoint (unix:///path, /path, tcp://host:port)       [required]
@@ -29,20 +35,17 @@ Options:
   --host-port-ip <ip>        host_ip of host-port mappings (default '')
   --cgroup-parent <path>     cgroup_parent of every sandbox (default '': the runtime's default)
   --focus <regex>            only cases whose "group name" matches
-  --junit <file>             write JUnit XML
-  --json <file>              write the JSON result
+  --junit <file>             write JUnit XML (one endpoint only)
+  --json <file>              write the JSON result (two endpoints: both results and the comparison)
   --timeout <seconds>        per CRI call deadline (default 120)
   -h, --help`;
 
-async function writeOut(path: string, content: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, content);
-}
-
-async function main(): Promise<number> {
+async function main(args: string[]): Promise<number> {
+  if (args[0] === 'critest') return critestMain(args.slice(1));
   const { values } = parseArgs({
+    args,
     options: {
-      endpoint: { type: 'string' },
+      endpoint: { type: 'string', multiple: true },
       'image-prefix': { type: 'string', default: '' },
       'busybox-image': { type: 'string' },
       'httpd-image': { type: 'string' },
@@ -66,8 +69,13 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  if (!values.endpoint) {
+  const endpoints = values.endpoint ?? [];
+  if (endpoints.length === 0) {
     process.stderr.write(`cri-conformance: --endpoint is required\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (endpoints.length > 1 && values.junit) {
+    process.stderr.write('cri-conformance: --junit takes one endpoint; --json writes both results\n');
     return 2;
   }
   let auth: { username: string; password: string } | undefined;
@@ -86,8 +94,7 @@ async function main(): Promise<number> {
   let keepLogs = false;
   try {
     const prefix = values['image-prefix'];
-    const options: ConformanceOptions = {
-      endpoint: values.endpoint,
+    const options: Omit<ConformanceOptions, 'endpoint'> = {
       images: {
         busybox: values['busybox-image'] ?? `${prefix}busybox:latest`,
         httpd: values['httpd-image'] ?? `${prefix}httpd:latest`,
@@ -103,11 +110,21 @@ async function main(): Promise<number> {
       runId: `conformance-${randomBytes(4).toString('hex')}`,
       callTimeoutMs: Number(values.timeout) * 1000,
     };
-    const result = await runConformance(options, { progress: (line) => process.stderr.write(`${line}\n`) });
-    process.stdout.write(`\n${formatSummary(result)}\n`);
-    if (values.json) await writeOut(values.json, `${JSON.stringify(result, null, 2)}\n`);
+    const progress = (line: string) => process.stderr.write(`${line}\n`);
+    const results: SuiteResult[] = [];
+    for (const endpoint of endpoints)
+      results.push(await runConformance({ ...options, endpoint }, { progress }));
+    for (const result of results) process.stdout.write(`\n${formatSummary(result)}\n`);
+    const [result] = results as [SuiteResult];
+    let failed = result.totals.failed > 0;
+    if (results.length > 1) {
+      const comparison = compareSides(results.map(suiteSide));
+      process.stdout.write(`\n${formatComparison(comparison)}\n`);
+      if (values.json) await writeOut(values.json, `${JSON.stringify({ results, comparison }, null, 2)}\n`);
+      failed = comparison.regressions > 0;
+    } else if (values.json) await writeOut(values.json, `${JSON.stringify(result, null, 2)}\n`);
     if (values.junit) await writeOut(values.junit, toJUnitXml(result));
-    if (result.totals.failed === 0) return 0;
+    if (!failed) return 0;
     keepLogs = ownLogDir !== undefined;
     if (keepLogs) process.stderr.write(`cri-conformance: the containers' logs are kept in ${ownLogDir}\n`);
     return 1;
@@ -116,7 +133,7 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
+main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stderr.write(`cri-conformance: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -1,5 +1,10 @@
 // Public surface of @kh/cri-conformance.
 export { ALL_CASES } from './cases.js';
+export { type Comparison, type ComparisonRow, compareSides, formatComparison, type Side } from './compare.js';
+export { critestSides } from './critest/cli.js';
+export { parseGinkgoReport, type SpecResult } from './critest/report.js';
+export { type CritestOptions, type CritestResult, findCritest, runCritest } from './critest/run.js';
+export { CRITEST_SKIPS, type CritestSkip } from './critest/skips.js';
 export {
   AssertionError,
   CaseContext,
@@ -15,4 +20,5 @@ export {
   type RunOptions,
   runConformance,
   type SuiteResult,
+  suiteSide,
 } from './runner.js';

@@ -1,0 +1,188 @@
+import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { access, constants, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { CriClient } from '@kh/cri-api';
+import { describeError } from '../framework.js';
+import type { CaseStatus } from '../runner.js';
+import { parseGinkgoReport, type SpecResult } from './report.js';
+import { CRITEST_SKIPS, type CritestSkip, literalPattern } from './skips.js';
+
+/** Where the project's set-up (scripts/cri-tools.sh) puts critest, unless KH_CRI_TOOLS_DIR says otherwise. */
+const CRI_TOOLS_CACHE = '/var/cache/kubelet-harness/cri-tools-1.26.0';
+
+export interface CritestOptions {
+  endpoint: string;
+  /** critest binary (default: findCritest()). */
+  critest?: string;
+  /** defaultTestContainerImage (a busybox) and webServerTestImage (serves HTTP on :80). */
+  images: { busybox: string; httpd: string };
+  /** Extra --ginkgo.focus / --ginkgo.skip regexes (Go syntax), the same for every endpoint. */
+  focus?: readonly string[];
+  skip?: readonly string[];
+  /** The skip list with reasons (default CRITEST_SKIPS). */
+  skips?: readonly CritestSkip[];
+  timeoutMs?: number;
+  progress?: (line: string) => void;
+}
+
+export interface CritestResult {
+  endpoint: string;
+  runtime: { name: string; version: string };
+  critestVersion: string;
+  startedAt: string;
+  durationMs: number;
+  totals: Record<CaseStatus, number>;
+  specs: SpecResult[];
+}
+
+/** critest on PATH, else in the project's tool cache. */
+export async function findCritest(): Promise<string> {
+  const dirs = [
+    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean),
+    process.env.KH_CRI_TOOLS_DIR || CRI_TOOLS_CACHE,
+  ];
+  for (const dir of dirs) {
+    const path = join(dir, 'critest');
+    try {
+      await access(path, constants.X_OK);
+      return path;
+    } catch {}
+  }
+  throw new Error(
+    `critest is neither on PATH nor in ${CRI_TOOLS_CACHE}: build it with \`bash scripts/cri-tools.sh\` or pass --critest`,
+  );
+}
+
+/** critest's --test-images-file: JSON strings are YAML scalars. */
+export function imagesFile(images: CritestOptions['images']): string {
+  return `defaultTestContainerImage: ${JSON.stringify(images.busybox)}\nwebServerTestImage: ${JSON.stringify(images.httpd)}\n`;
+}
+
+export function critestArgs(options: CritestOptions, files: { images: string; report: string }): string[] {
+  const skips = options.skips ?? CRITEST_SKIPS;
+  return [
+    `--runtime-endpoint=${options.endpoint}`,
+    `--image-endpoint=${options.endpoint}`,
+    `--test-images-file=${files.images}`,
+    `--ginkgo.json-report=${files.report}`,
+    '--ginkgo.no-color',
+    ...(options.focus ?? []).map((f) => `--ginkgo.focus=${f}`),
+    ...[...skips.map((s) => literalPattern(s.spec)), ...(options.skip ?? [])].map(
+      (s) => `--ginkgo.skip=${s}`,
+    ),
+  ];
+}
+
+async function runtimeOf(endpoint: string): Promise<{ name: string; version: string }> {
+  try {
+    const client = await CriClient.connect(endpoint, { timeoutMs: 10_000, connectTimeoutMs: 5_000 });
+    try {
+      const v = await client.version({ version: '0.1.0' });
+      return { name: v.runtimeName, version: v.runtimeVersion };
+    } finally {
+      client.close();
+    }
+  } catch (err) {
+    throw new Error(`cannot talk CRI to ${endpoint}: ${describeError(err)}`);
+  }
+}
+
+/**
+ * Runs upstream critest against one endpoint and reads its JSON report. critest's temp files (pod
+ * log dirs, mount propagation and seccomp host paths) go to a private TMPDIR, removed afterwards
+ * with anything a failed spec left mounted there.
+ */
+export async function runCritest(opts: CritestOptions): Promise<CritestResult> {
+  const progress = opts.progress ?? (() => undefined);
+  const critest = opts.critest ?? (await findCritest());
+  const runtime = await runtimeOf(opts.endpoint);
+  const dir = await mkdtemp(join(tmpdir(), 'cri-conformance-critest-'));
+  const started = Date.now();
+  try {
+    const files = { images: join(dir, 'images.yaml'), report: join(dir, 'report.json') };
+    await writeFile(files.images, imagesFile(opts.images));
+    await mkdir(join(dir, 'tmp'));
+    const args = critestArgs(opts, files);
+    progress(`critest: ${runtime.name} ${runtime.version} at ${opts.endpoint}`);
+    const { code, output } = await spawnLogged(critest, args, {
+      env: { ...process.env, TMPDIR: join(dir, 'tmp') },
+      logPath: join(dir, 'critest.log'),
+      timeoutMs: opts.timeoutMs ?? 20 * 60_000,
+    });
+    const report = await readFile(files.report, 'utf8').catch(() => undefined);
+    if (report === undefined)
+      throw new Error(
+        `critest wrote no report (exit ${code}):\n${output.trim().split('\n').slice(-20).join('\n')}`,
+      );
+    const specs = parseGinkgoReport(report, opts.skips ?? CRITEST_SKIPS);
+    const totals: Record<CaseStatus, number> = { passed: 0, failed: 0, skipped: 0 };
+    for (const s of specs) totals[s.status]++;
+    const durationMs = Date.now() - started;
+    progress(
+      `critest on ${runtime.name}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped in ${(durationMs / 1000).toFixed(1)} s`,
+    );
+    return {
+      endpoint: opts.endpoint,
+      runtime,
+      critestVersion: /critest version: (\S+)/.exec(output)?.[1] ?? 'unknown',
+      startedAt: new Date(started).toISOString(),
+      durationMs,
+      totals,
+      specs,
+    };
+  } finally {
+    await unmountUnder(dir);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs a program with its output going to a log file (critest's is long); returns the code and the output. */
+function spawnLogged(
+  program: string,
+  args: string[],
+  o: { env: NodeJS.ProcessEnv; logPath: string; timeoutMs: number },
+): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { env: o.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const log = createWriteStream(o.logPath);
+    let output = '';
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString();
+      log.write(chunk);
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`critest did not finish within ${o.timeoutMs / 1000} s`));
+    }, o.timeoutMs);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      log.end(() => resolve({ code, output }));
+    });
+  });
+}
+
+/** Lazily unmounts whatever a failed mount propagation spec left under `dir`, deepest first. */
+async function unmountUnder(dir: string): Promise<void> {
+  const mounts = (await readFile('/proc/self/mountinfo', 'utf8'))
+    .split('\n')
+    .map((line) =>
+      line
+        .split(' ')[4]
+        ?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8))),
+    )
+    .filter((m): m is string => m?.startsWith(`${dir}/`) === true)
+    .sort((a, b) => b.length - a.length);
+  for (const m of mounts) {
+    await new Promise<void>((resolve) =>
+      spawn('umount', ['--lazy', m], { stdio: 'ignore' }).once('close', () => resolve()),
+    );
+  }
+}
