@@ -4,12 +4,10 @@ import { fileURLToPath } from 'node:url';
 import type { ReportModel } from './model.js';
 import { REPORT_CSS } from './styles.js';
 
-// The browser script is compiled by tsconfig.client.build.json into dist/client/. This module lives
+// The browser script is bundled by scripts/bundle-client.mjs into dist/client/. This module lives
 // two levels below the package root both as src/report/*.ts and as dist/report/*.js, so one relative
-// path finds the compiled script in either case.
-export const CLIENT_SCRIPT_PATH = fileURLToPath(
-  new URL('../../dist/client/report/client/app.js', import.meta.url),
-);
+// path finds the bundle in either case.
+export const CLIENT_SCRIPT_PATH = fileURLToPath(new URL('../../dist/client/report-page.js', import.meta.url));
 
 export async function loadClientScript(path = CLIENT_SCRIPT_PATH): Promise<string> {
   try {

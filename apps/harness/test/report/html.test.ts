@@ -45,8 +45,8 @@ describe('renderReportHtml', () => {
     expect(html).not.toMatch(/\s(src|href)="(?!data:)/);
   });
 
-  it('inlines the compiled browser script without its source map comment', () => {
-    expect(script).toContain('class ReportPage');
+  it('inlines the bundled browser script without a source map comment', () => {
+    expect(script).toContain('new ReportPage(');
     expect(script).not.toContain('sourceMappingURL');
   });
 

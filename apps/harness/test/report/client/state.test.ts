@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decodeHash,
-  encodeHash,
-  formatMs,
-  logTicks,
-  niceTicks,
-  normalizeState,
-  visibleAxes,
-} from '../../../src/report/client/app.js';
+import { logTicks, niceTicks } from '../../../src/report/client/charts.js';
+import { formatMs } from '../../../src/report/client/format.js';
+import { decodeHash, encodeHash, normalizeState, visibleAxes } from '../../../src/report/client/state.js';
 import type { ReportModel } from '../../../src/report/model.js';
 
 const model: Pick<ReportModel, 'runtimes' | 'scenarios' | 'cells'> = {
