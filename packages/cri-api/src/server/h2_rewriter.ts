@@ -106,21 +106,20 @@ class FrameCursor {
   readonly #header = Buffer.alloc(FRAME_HEADER);
   #headerBytes = 0;
   #payloadLeft = 0;
-  #type = 0;
-  #flags = 0;
   /** Payload pieces of the current frame, when `want` asked for it. */
   #collect: Buffer[] | undefined;
+
+  /** `onFrame` gets the payload of each complete frame that `want` asked for. */
+  constructor(
+    private readonly want: (type: number, flags: number) => boolean,
+    private readonly onFrame: (payload: Buffer) => void,
+  ) {}
 
   get atBoundary(): boolean {
     return this.#headerBytes === 0 && this.#payloadLeft === 0;
   }
 
-  /** Calls `onFrame` with each complete frame whose payload `want` asks for. */
-  feed(
-    chunk: Buffer,
-    want: (type: number, flags: number) => boolean,
-    onFrame: (type: number, flags: number, payload: Buffer) => void,
-  ) {
+  feed(chunk: Buffer): void {
     let pos = 0;
     while (pos < chunk.length) {
       if (this.#payloadLeft > 0) {
@@ -128,7 +127,7 @@ class FrameCursor {
         if (this.#collect) this.#collect.push(chunk.subarray(pos, pos + n));
         this.#payloadLeft -= n;
         pos += n;
-        if (this.#payloadLeft === 0) this.#complete(onFrame);
+        if (this.#payloadLeft === 0) this.#complete();
         continue;
       }
       const n = Math.min(FRAME_HEADER - this.#headerBytes, chunk.length - pos);
@@ -138,24 +137,40 @@ class FrameCursor {
       if (this.#headerBytes < FRAME_HEADER) break;
       this.#headerBytes = 0;
       this.#payloadLeft = this.#header.readUIntBE(0, 3);
-      this.#type = this.#header[3]!;
-      this.#flags = this.#header[4]!;
-      this.#collect = want(this.#type, this.#flags) ? [] : undefined;
-      if (this.#payloadLeft === 0) this.#complete(onFrame);
+      this.#collect = this.want(this.#header[3]!, this.#header[4]!) ? [] : undefined;
+      if (this.#payloadLeft === 0) this.#complete();
     }
   }
 
-  #complete(onFrame: (type: number, flags: number, payload: Buffer) => void) {
-    if (this.#collect) onFrame(this.#type, this.#flags, Buffer.concat(this.#collect));
+  #complete(): void {
+    if (this.#collect) this.onFrame(Buffer.concat(this.#collect));
     this.#collect = undefined;
   }
 }
 
 export class ClientHeaderRewriter {
   readonly #decoder = new HpackDecoder();
-  readonly #server = new FrameCursor();
-  /** Bytes of an incomplete preface, frame header or header-block frame from the last chunk. */
-  #pending: Buffer | undefined;
+  /** The server's SETTINGS bound the frames and table sizes we may use. */
+  readonly #server = new FrameCursor(
+    (type, flags) => type === SETTINGS && (flags & ACK) === 0,
+    (payload) => {
+      for (let i = 0; i + 6 <= payload.length; i += 6) {
+        const id = payload.readUInt16BE(i);
+        const value = payload.readUInt32BE(i + 2);
+        // Out-of-range values are the server's bug, never a reason for tiny or huge frames.
+        if (id === SETTINGS_MAX_FRAME_SIZE && value >= DEFAULT_MAX_FRAME_SIZE && value < 1 << 24) {
+          this.#maxFrameSize = value;
+        } else if (id === SETTINGS_HEADER_TABLE_SIZE) this.#decoder.raiseLimit(value);
+      }
+    },
+  );
+  /**
+   * Chunks holding an incomplete preface, frame header or header-block frame, joined once
+   * `#need` bytes are there (not on every chunk: a frame trickling in byte by byte stays linear).
+   */
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #need = 0;
   #prefaceChecked = false;
   /** Not an HTTP/2 client: everything goes through untouched and the server answers it. */
   #raw = false;
@@ -175,22 +190,9 @@ export class ClientHeaderRewriter {
     return this.#server.atBoundary;
   }
 
-  /** Observes what the server sends: its SETTINGS bound the frames and table sizes we may use. */
+  /** Observes what the server sends (it passes on unchanged). */
   fromServer(chunk: Buffer): void {
-    this.#server.feed(
-      chunk,
-      (type, flags) => type === SETTINGS && (flags & ACK) === 0,
-      (_type, _flags, payload) => {
-        for (let i = 0; i + 6 <= payload.length; i += 6) {
-          const id = payload.readUInt16BE(i);
-          const value = payload.readUInt32BE(i + 2);
-          // Out-of-range values are the server's bug, never a reason for tiny or huge frames.
-          if (id === SETTINGS_MAX_FRAME_SIZE && value >= DEFAULT_MAX_FRAME_SIZE && value < 1 << 24) {
-            this.#maxFrameSize = value;
-          } else if (id === SETTINGS_HEADER_TABLE_SIZE) this.#decoder.raiseLimit(value);
-        }
-      },
-    );
+    this.#server.feed(chunk);
   }
 
   /**
@@ -210,9 +212,13 @@ export class ClientHeaderRewriter {
   #rewrite(chunk: Buffer): Buffer[] {
     if (this.#raw) return [chunk];
     let buf = chunk;
-    if (this.#pending) {
-      buf = Buffer.concat([this.#pending, chunk]);
-      this.#pending = undefined;
+    if (this.#pendingBytes > 0) {
+      this.#pending.push(chunk);
+      this.#pendingBytes += chunk.length;
+      if (this.#pendingBytes < this.#need) return [];
+      buf = Buffer.concat(this.#pending);
+      this.#pending = [];
+      this.#pendingBytes = 0;
     }
     const out: Buffer[] = [];
     let pos = 0;
@@ -229,13 +235,14 @@ export class ClientHeaderRewriter {
         return [buf];
       }
       if (n < PREFACE.length) {
-        this.#pending = buf;
+        this.#hold(buf, PREFACE.length);
         return [];
       }
       this.#prefaceChecked = true;
       pos = PREFACE.length;
     }
 
+    let need = 0;
     while (pos < buf.length) {
       if (this.#passLeft > 0) {
         const n = Math.min(this.#passLeft, buf.length - pos);
@@ -243,7 +250,8 @@ export class ClientHeaderRewriter {
         pos += n;
         continue;
       }
-      if (buf.length - pos < FRAME_HEADER) break;
+      need = FRAME_HEADER;
+      if (buf.length - pos < need) break;
       const length = buf.readUIntBE(pos, 3);
       const type = buf[pos + 3]!;
       const flags = buf[pos + 4]!;
@@ -267,7 +275,8 @@ export class ClientHeaderRewriter {
           `frame of ${length} bytes exceeds SETTINGS_MAX_FRAME_SIZE ${this.#maxFrameSize}`,
         );
       }
-      if (buf.length - pos < FRAME_HEADER + length) break;
+      need = FRAME_HEADER + length;
+      if (buf.length - pos < need) break;
       flushRun(pos);
       const payload = buf.subarray(pos + FRAME_HEADER, pos + FRAME_HEADER + length);
       pos += FRAME_HEADER + length;
@@ -279,8 +288,14 @@ export class ClientHeaderRewriter {
       if (rewritten) out.push(rewritten);
     }
     flushRun(pos);
-    if (pos < buf.length) this.#pending = buf.subarray(pos);
+    if (pos < buf.length) this.#hold(buf.subarray(pos), need);
     return out;
+  }
+
+  #hold(bytes: Buffer, need: number): void {
+    this.#pending = [bytes];
+    this.#pendingBytes = bytes.length;
+    this.#need = need;
   }
 
   #headers(flags: number, streamId: number, payload: Buffer): Buffer | undefined {
