@@ -1,8 +1,8 @@
 // Helpers every backend needs: its kind-style node container and its CRI endpoint.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { CriClient } from '@kh/cri-api';
 import { NodeContainer, type NodeRuntime, normalizeImageRef, type StartedNodeContainer } from '@kh/testkit';
 import { projectMounts } from '../node/project.js';
+import { done, notYet, until } from '../until.js';
 import type { BackendContext } from './types.js';
 
 /** Node containers get a memory limit so that pods (nested under the node's cgroup) feel it. */
@@ -19,32 +19,34 @@ export function kindNode(ctx: BackendContext, runtime: NodeRuntime): NodeContain
     .withProgress(ctx.progress);
 }
 
-/** Waits until the endpoint answers CRI Version; returns the runtime's name and version. */
+/**
+ * Waits until the endpoint answers CRI Version; returns the runtime's name and version. On a
+ * timeout the error ends with `logs()` (the runtime's last lines).
+ */
 export async function waitForCri(
   endpoint: string,
   timeoutMs: number,
-  describe: () => Promise<string> = async () => '',
+  logs: () => Promise<string> = async () => '',
 ): Promise<{ runtimeName: string; runtimeVersion: string }> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  for (;;) {
-    let client: CriClient | undefined;
-    try {
-      client = await CriClient.connect(endpoint, { timeoutMs: 5_000, connectTimeoutMs: 2_000 });
-      const v = await client.version({});
-      return { runtimeName: v.runtimeName, runtimeVersion: v.runtimeVersion };
-    } catch (err) {
-      last = (err as Error).message;
-    } finally {
-      client?.close();
-    }
-    if (Date.now() > deadline) {
-      const more = await describe().catch(() => '');
-      throw new Error(
-        `CRI at ${endpoint} did not answer within ${timeoutMs} ms (${last})${more ? `:\n${more}` : ''}`,
-      );
-    }
-    await sleep(200);
+  try {
+    return await until(
+      async () => {
+        let client: CriClient | undefined;
+        try {
+          client = await CriClient.connect(endpoint, { timeoutMs: 5_000, connectTimeoutMs: 2_000 });
+          const v = await client.version({});
+          return done({ runtimeName: v.runtimeName, runtimeVersion: v.runtimeVersion });
+        } catch (err) {
+          return notYet((err as Error).message);
+        } finally {
+          client?.close();
+        }
+      },
+      { timeoutMs, intervalMs: 200, describe: `CRI Version at ${endpoint}` },
+    );
+  } catch (err) {
+    const more = await logs().catch(() => '');
+    throw more ? new Error(`${(err as Error).message}:\n${more}`, { cause: err }) : err;
   }
 }
 

@@ -1,8 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { AssertionResult } from '../results/model.js';
+import { done, notYet, UntilTimeoutError, until } from '../until.js';
 import { AssertionFailure, type Checks } from './scenario.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Assertions that record every outcome, so the report can show what was expected and what was seen. */
 export function createChecks(onRecord: (a: AssertionResult) => void = () => {}): Checks {
@@ -30,24 +29,30 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
     },
     async eventually(name, probe, accept, opts = {}) {
       const timeoutMs = opts.timeoutMs ?? 60_000;
-      const intervalMs = opts.intervalMs ?? 500;
-      const deadline = Date.now() + timeoutMs;
+      // The last value the probe returned, and its error if the last look failed: the failure
+      // records the value as `actual` even when a later look only got an error.
       let last: unknown;
       let lastError: unknown;
-      for (;;) {
-        try {
-          const value = await probe();
-          last = value;
-          lastError = undefined;
-          if (accept(value)) {
-            record({ name, outcome: 'passed' });
-            return value;
-          }
-        } catch (err) {
-          lastError = err;
-        }
-        if (Date.now() >= deadline) break;
-        await sleep(intervalMs);
+      try {
+        const value = await until(
+          async () => {
+            let value: Awaited<ReturnType<typeof probe>>;
+            try {
+              value = await probe();
+            } catch (err) {
+              lastError = err;
+              return notYet(`error: ${(err as Error).message}`);
+            }
+            last = value;
+            lastError = undefined;
+            return accept(value) ? done(value) : notYet('a value not accepted');
+          },
+          { timeoutMs, intervalMs: opts.intervalMs ?? 500, describe: name },
+        );
+        record({ name, outcome: 'passed' });
+        return value;
+      } catch (err) {
+        if (!(err instanceof UntilTimeoutError)) throw err;
       }
       const why = lastError instanceof Error ? `; last error: ${lastError.message}` : '';
       record({

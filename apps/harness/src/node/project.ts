@@ -12,12 +12,12 @@ export const PROJECT_IN_CONTAINER = '/opt/kh';
 /** The repository root: the directory holding the workspace package.json above this file. */
 export function projectRoot(from = dirname(fileURLToPath(import.meta.url))): string {
   let dir = resolve(from);
-  for (;;) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'packages'))) return dir;
+  while (!(existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'packages')))) {
     const up = dirname(dir);
     if (up === dir) throw new Error(`cannot find the kubelet-harness checkout above ${from}`);
     dir = up;
   }
+  return dir;
 }
 
 /** The project's commands as paths relative to the checkout (their built dist/ entry points). */

@@ -1,11 +1,11 @@
 // Brings one backend's node into the world: the backend starts the runtime, the harness starts our
 // agent on the node with its own KubeletConfiguration and kubeconfig, and the node counts as
 // ready once the API shows it Ready (the agent's own verdict, as a user would see it).
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
 import { NodeAgent } from '../node/agent.js';
 import { CriCallLogReader } from '../node/cri-call-log.js';
+import { done, notYet, until } from '../until.js';
 import type { HarnessWorld } from '../world/world.js';
 import { nodeNameFor } from '../world/world.js';
 import type { Progress } from './progress.js';
@@ -81,19 +81,20 @@ export async function waitNodeReady(
   agent: { running: boolean },
   timeoutMs: number,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = 'not registered';
-  for (;;) {
-    if (!agent.running) throw new Error(`node-agent on ${nodeName} exited before the node was Ready`);
-    try {
-      const node = await core.readNode({ name: nodeName });
-      const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
-      if (ready?.status === 'True') return;
-      last = ready ? `Ready=${ready.status} (${ready.reason}: ${ready.message})` : 'no Ready condition';
-    } catch {
-      last = 'not registered';
-    }
-    if (Date.now() > deadline) throw new Error(`node ${nodeName} not Ready after ${timeoutMs} ms: ${last}`);
-    await sleep(500);
-  }
+  await until(
+    async () => {
+      if (!agent.running) throw new Error(`node-agent on ${nodeName} exited before the node was Ready`);
+      try {
+        const node = await core.readNode({ name: nodeName });
+        const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+        if (ready?.status === 'True') return done(undefined);
+        return notYet(
+          ready ? `Ready=${ready.status} (${ready.reason}: ${ready.message})` : 'no Ready condition',
+        );
+      } catch {
+        return notYet('not registered');
+      }
+    },
+    { timeoutMs, intervalMs: 500, describe: `node ${nodeName} Ready` },
+  );
 }
