@@ -5,9 +5,13 @@ import { exec } from './groups/exec.js';
 import { idempotence } from './groups/idempotence.js';
 import { image } from './groups/image.js';
 import { logs } from './groups/logs.js';
+import { mountPropagation } from './groups/mount_propagation.js';
 import { networking } from './groups/networking.js';
+import { noNewPrivs } from './groups/no_new_privs.js';
+import { privileged } from './groups/privileged.js';
 import { runtimeInfo } from './groups/runtime_info.js';
 import { sandbox } from './groups/sandbox.js';
+import { seccomp } from './groups/seccomp.js';
 import { securityContext } from './groups/security_context.js';
 import { stats } from './groups/stats.js';
 
@@ -23,5 +27,9 @@ export const ALL_CASES: readonly ConformanceCase[] = [
   ...idempotence,
   ...networking,
   ...securityContext,
+  ...privileged,
+  ...noNewPrivs,
+  ...seccomp,
+  ...mountPropagation,
   ...events,
 ];

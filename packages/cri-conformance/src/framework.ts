@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import {
   type ContainerConfig,
   ContainerState,
@@ -70,6 +72,7 @@ export async function requireSupported<T>(what: string, call: () => Promise<T>):
 /** Per-case helpers: objects it creates are tracked and removed when the case ends, pass or fail. */
 export class CaseContext {
   private readonly pods: string[] = [];
+  private readonly cleanups: Array<() => Promise<void>> = [];
   private counter = 0;
   readonly uid = randomBytes(4).toString('hex');
 
@@ -163,12 +166,34 @@ export class CaseContext {
     );
   }
 
-  /** Stops and removes every sandbox this case created (which removes their containers). */
+  /** Runs `fn` when the case ends, after its sandboxes are gone (last registered, first run). */
+  onCleanup(fn: () => Promise<void>): void {
+    this.cleanups.push(fn);
+  }
+
+  /**
+   * A fresh directory that both this process and the runtime see (under the log directory, which
+   * the options map between the two), removed when the case ends: for host paths the runtime mounts
+   * or reads, such as seccomp profiles.
+   */
+  async hostDir(name: string): Promise<{ runtime: string; local: string }> {
+    const dir = `${this.uid}-${name}-${randomBytes(3).toString('hex')}`;
+    const paths = {
+      runtime: join(this.options.logDir.runtime, dir),
+      local: join(this.options.logDir.local, dir),
+    };
+    await mkdir(paths.local, { recursive: true });
+    this.onCleanup(() => rm(paths.local, { recursive: true, force: true }));
+    return paths;
+  }
+
+  /** Stops and removes every sandbox this case created (which removes their containers), then runs onCleanup's. */
   async cleanup(): Promise<void> {
     for (const id of this.pods.reverse()) {
       await this.client.stopPodSandbox({ podSandboxId: id }).catch(() => undefined);
       await this.client.removePodSandbox({ podSandboxId: id }).catch(() => undefined);
     }
+    for (const fn of this.cleanups.reverse()) await fn().catch(() => undefined);
   }
 }
 

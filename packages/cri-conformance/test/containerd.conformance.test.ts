@@ -12,7 +12,8 @@ import {
 } from '@kh/testkit';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_CASES, runConformance, type SuiteResult } from '../src/index.js';
+import { runConformance, type SuiteResult } from '../src/index.js';
+import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS } from './expectations.js';
 import { pushUniqueImage } from './unique_image.js';
 
 // The same suite against containerd's built-in CRI, in a kind-style node container, pulling from a
@@ -24,6 +25,7 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 /** Skips allowed on this machine, with the reason they must carry. */
 const ALLOWED_SKIPS: Record<string, RegExp> = {
+  ...NODE_CONTAINER_SKIPS,
   // containerd 1.6 has no GetContainerEvents (added in 1.7).
   'GetContainerEvents streams created, started, stopped and deleted': /GetContainerEvents is not implemented/,
 };
@@ -93,13 +95,7 @@ describe('conformance of containerd (built-in CRI) in a node container', () => {
     expect(result.runtime.name).toBe('containerd');
   });
 
-  it.each(ALL_CASES.map((c) => [`${c.group} › ${c.name}`, c.name] as const))('%s', (_, name) => {
-    const r = result.cases.find((c) => c.name === name);
-    const allowedSkip = ALLOWED_SKIPS[name];
-    const knownFailure = KNOWN_FAILURES[name];
-    if (allowedSkip && r?.status === 'skipped') expect(r.message).toMatch(allowedSkip);
-    else if (knownFailure)
-      expect(r, r?.message).toMatchObject({ status: 'failed', message: expect.stringMatching(knownFailure) });
-    else expect(r, r?.message).toMatchObject({ status: 'passed' });
+  it.each(EVERY_CASE)('%s', (_, name) => {
+    expectCase(result, name, { skips: ALLOWED_SKIPS, failures: KNOWN_FAILURES });
   });
 });

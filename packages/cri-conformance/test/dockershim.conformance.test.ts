@@ -9,7 +9,8 @@ import { DockerShim } from '@kh/dockershim';
 import { ensureImages, RegistryContainer, type StartedRegistryContainer } from '@kh/testkit';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_CASES, type ConformanceOptions, runConformance, type SuiteResult } from '../src/index.js';
+import { type ConformanceOptions, runConformance, type SuiteResult } from '../src/index.js';
+import { DOCKER_20_10_ON_HOST_FAILURES, EVERY_CASE, expectCase } from './expectations.js';
 import { pushUniqueImage } from './unique_image.js';
 
 // The suite against the dockershim on the host dockerd, pulling from real registries (docker-registry)
@@ -19,11 +20,6 @@ const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
 const runId = `conformance-${randomBytes(4).toString('hex')}`;
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const progress = (line: string) => process.stderr.write(`${line}\n`);
-
-/** Cases this machine cannot run at all, whatever the runtime: they must be skipped with this reason. */
-const ENVIRONMENT_SKIPS: Record<string, RegExp> = {
-  'Privileged gets every capability': /cannot grant every capability on this host/,
-};
 
 let dir: string;
 let shim: DockerShim;
@@ -103,11 +99,8 @@ afterAll(async () => {
 });
 
 describe('conformance of the dockershim on host Docker (registry with basic auth)', () => {
-  it.each(ALL_CASES.map((c) => [`${c.group} › ${c.name}`, c.name] as const))('%s', (_, name) => {
-    const r = full.cases.find((c) => c.name === name);
-    const allowedSkip = ENVIRONMENT_SKIPS[name];
-    if (allowedSkip && r?.status === 'skipped') expect(r.message).toMatch(allowedSkip);
-    else expect(r, r?.message).toMatchObject({ status: 'passed' });
+  it.each(EVERY_CASE)('%s', (_, name) => {
+    expectCase(full, name, { failures: DOCKER_20_10_ON_HOST_FAILURES });
   });
 
   it('left no containers behind', async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { CriClient } from '@kh/cri-api';
 import { describeError } from '../framework.js';
+import { unmountAll } from '../mounts.js';
 import type { CaseStatus } from '../runner.js';
 import { parseGinkgoReport, type SpecResult } from './report.js';
 import { CRITEST_SKIPS, type CritestSkip, literalPattern } from './skips.js';
@@ -133,7 +134,7 @@ export async function runCritest(opts: CritestOptions): Promise<CritestResult> {
       specs,
     };
   } finally {
-    await unmountUnder(dir);
+    await unmountAll(dir);
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -167,22 +168,4 @@ function spawnLogged(
       log.end(() => resolve({ code, output }));
     });
   });
-}
-
-/** Lazily unmounts whatever a failed mount propagation spec left under `dir`, deepest first. */
-async function unmountUnder(dir: string): Promise<void> {
-  const mounts = (await readFile('/proc/self/mountinfo', 'utf8'))
-    .split('\n')
-    .map((line) =>
-      line
-        .split(' ')[4]
-        ?.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8))),
-    )
-    .filter((m): m is string => m?.startsWith(`${dir}/`) === true)
-    .sort((a, b) => b.length - a.length);
-  for (const m of mounts) {
-    await new Promise<void>((resolve) =>
-      spawn('umount', ['--lazy', m], { stdio: 'ignore' }).once('close', () => resolve()),
-    );
-  }
 }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ContainerState } from '@kh/cri-api';
@@ -48,6 +49,35 @@ export const logs = defineGroup('logs', {
     );
     const { status } = await ctx.client.containerStatus({ containerId: id });
     expectTrue(status?.logPath.endsWith('logger/0.log'), `log_path in status is ${status?.logPath}`);
+  },
+
+  'the log file exists when StartContainer returns': async (ctx) => {
+    const { pod, local } = await podWithLogs(ctx);
+    await ctx.startedContainer(pod, 'quiet', { command: ['sleep', '3600'], logPath: 'quiet/0.log' });
+    expectTrue(existsSync(join(local, 'quiet/0.log')), 'no log file right after StartContainer');
+  },
+
+  "a short-lived container's log is complete once ContainerStatus says EXITED": async (ctx) => {
+    const { pod, local } = await podWithLogs(ctx);
+    const id = await ctx.startedContainer(pod, 'short', {
+      command: ['sh', '-c', 'i=1; while [ $i -le 200 ]; do echo "line $i"; i=$((i+1)); done; printf last'],
+      logPath: 'short/0.log',
+    });
+    await ctx.waitForState(id, ContainerState.CONTAINER_EXITED);
+    // Read once, without waiting: kubectl logs of a completed pod reads the file at this point.
+    const lines = await readLog(join(local, 'short/0.log'));
+    // A P(artial) line continues in the next one; how a last line without newline is tagged varies.
+    const got = lines
+      .map((l) => (l.tag === 'P' ? l.message : `${l.message}\n`))
+      .join('')
+      .replace(/\n$/, '')
+      .split('\n');
+    const want = [...Array.from({ length: 200 }, (_, i) => `line ${i + 1}`), 'last'];
+    const first = want.findIndex((line, i) => got[i] !== line);
+    expectTrue(
+      first < 0 && got.length === want.length,
+      `the log of the exited container holds ${got.length} of ${want.length} lines; line ${first + 1} is ${JSON.stringify(got[first])}`,
+    );
   },
 
   'ReopenContainerLog starts a new file after rotation': async (ctx) => {

@@ -1,14 +1,10 @@
 import { NamespaceMode } from '@kh/cri-api';
 import { expectEqual, expectFailure, expectTrue } from '../assert.js';
-import { defineGroup, Skip } from '../framework.js';
+import { defineGroup } from '../framework.js';
+import { capabilitySet } from '../proc_status.js';
 
 const CAP_NET_ADMIN = 12n;
-
-function capEff(status: string): bigint {
-  const m = /CapEff:\s*([0-9a-f]+)/.exec(status);
-  if (!m?.[1]) throw new Error(`no CapEff in /proc/self/status: ${status}`);
-  return BigInt(`0x${m[1]}`);
-}
+const capEff = (status: string) => capabilitySet(status, 'CapEff');
 
 export const securityContext = defineGroup('security context', {
   'RunAsUser and RunAsGroup set the process ids': async (ctx) => {
@@ -67,29 +63,6 @@ export const securityContext = defineGroup('security context', {
       capEff((await ctx.exec(dropped, ['cat', '/proc/self/status'])).stdout),
       0n,
       'CapEff after dropping ALL',
-    );
-  },
-
-  'Privileged gets every capability': async (ctx) => {
-    let id: string;
-    try {
-      const pod = await ctx.runPod({ linux: { securityContext: { privileged: true } } });
-      id = await ctx.startedContainer(pod, 'privileged', {
-        linux: { securityContext: { privileged: true } },
-      });
-    } catch (err) {
-      const message = (err as Error).message;
-      if (/unable to apply caps/i.test(message)) {
-        throw new Skip(
-          `the runtime cannot grant every capability on this host (its capability bounding set is smaller): ${message}`,
-        );
-      }
-      throw err;
-    }
-    const caps = capEff((await ctx.exec(id, ['cat', '/proc/self/status'])).stdout);
-    expectTrue(
-      (caps >> CAP_NET_ADMIN) & 1n && caps > 0xffffffn,
-      `privileged CapEff is only ${caps.toString(16)}`,
     );
   },
 
