@@ -1,6 +1,7 @@
 // The in-memory fake runtime (fake-cri from @kh/cri-api) in a plain container from the node image:
 // no real containers, so it is the fast lane for the node-level scenarios. The container gives the
 // node its own hostname, address and kubelet port, like the real backends.
+import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
 import { inContainer, projectMounts } from '../node/project.js';
 import { SupportContainer } from '../node/support-container.js';
@@ -16,10 +17,10 @@ export const fakeBackend: RuntimeBackend = {
   async start(ctx) {
     ctx.progress('starting fake node container');
     const container = await new SupportContainer(ctx.images.node, ctx.nodeName, 'node')
-      .withNetwork(ctx.network, ctx.nodeName)
+      .withRunNetwork(ctx.network, ctx.nodeName)
       .withBindMounts(projectMounts())
       .start();
-    const host = new ContainerHost(container.docker, container.id);
+    const host = new ContainerHost(new Docker(), container.getId());
     const hostEndpoint = `unix://${container.sharedDirOnHost}/${SOCKET}`;
     let runtime: NodeProcess | undefined;
     const startRuntime = async () => {
@@ -46,7 +47,7 @@ export const fakeBackend: RuntimeBackend = {
         ...version,
         nodeName: ctx.nodeName,
         sandboxImage: ctx.images.pause,
-        nodeIp: container.ipAddress,
+        nodeIp: container.getIpAddress(ctx.network.name),
         host,
         stopRuntime,
         startRuntime: async () => {

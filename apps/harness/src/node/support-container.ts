@@ -4,140 +4,132 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BindMount, khLabels, type StartedTestNetwork } from '@kh/testkit';
-import Docker from 'dockerode';
+import type { Readable } from 'node:stream';
+import { khLabels, type StartedTestNetwork } from '@kh/testkit';
+import {
+  AbstractStartedContainer,
+  GenericContainer,
+  getContainerRuntimeClient,
+  PullPolicy,
+  type StartedTestContainer,
+  type StopOptions,
+  type StoppedTestContainer,
+} from 'testcontainers';
+import { LineTail } from './lines.js';
 
-export class SupportContainer {
-  private network?: StartedTestNetwork;
-  private aliases: string[] = [];
-  private binds: BindMount[] = [];
-  private ports: number[] = [];
-  private command: string[] = ['sleep', 'infinity'];
-  private env: Record<string, string> = {};
-  private files: { name: string; content: string }[] = [];
+/** Where the host directory shared with the harness (sockets, tokens, kubeconfig) is mounted. */
+const SHARED_DIR = '/run/kh';
+
+/** Output lines a failed start quotes. */
+const FAILED_START_LINES = 30;
+
+const isNotFound = (err: unknown) => (err as { statusCode?: number } | null)?.statusCode === 404;
+
+export class SupportContainer extends GenericContainer {
+  private readonly sharedFiles: { name: string; content: string }[] = [];
 
   constructor(
-    private readonly image: string,
-    private readonly name: string,
+    image: string,
+    private readonly containerName: string,
     private readonly role: string,
-  ) {}
+  ) {
+    super(image);
+    this.withName(containerName)
+      .withHostname(containerName)
+      .withLabels(khLabels(role))
+      .withCommand(['sleep', 'infinity'])
+      // Local images only, and no Ryuk reaper (its image cannot be pulled here): stop() and the
+      // run's label sweep remove everything instead.
+      .withPullPolicy(PullPolicy.neverPull())
+      .withAutoCleanup(false);
+    // The image's entrypoint (tini) is PID 1, whatever the daemon's default for --init.
+    this.hostConfig.Init = false;
+  }
 
-  withNetwork(network: StartedTestNetwork, ...aliases: string[]): this {
-    this.network = network;
-    this.aliases = aliases;
+  /**
+   * Joins the run's network, and only it, under these names. (testcontainers' network aliases would
+   * also attach the container to Docker's default bridge.)
+   */
+  withRunNetwork(network: StartedTestNetwork, ...aliases: string[]): this {
+    this.withNetworkMode(network.name);
+    this.createOpts.NetworkingConfig = { EndpointsConfig: { [network.name]: { Aliases: aliases } } };
     return this;
   }
 
-  withBindMounts(mounts: BindMount[]): this {
-    this.binds.push(...mounts);
-    return this;
-  }
-
-  /** Publishes a container port on 127.0.0.1 only (a random host port). */
+  /** Publishes a container port on 127.0.0.1 only (a random host port): see getMappedPort. */
   withLoopbackPort(port: number): this {
-    this.ports.push(port);
-    return this;
-  }
-
-  withCommand(command: string[]): this {
-    this.command = command;
-    return this;
-  }
-
-  withEnvironment(env: Record<string, string>): this {
-    this.env = { ...this.env, ...env };
+    this.withExposedPorts(port);
+    this.hostConfig.PortBindings = {
+      ...this.hostConfig.PortBindings,
+      [`${port}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '0' }],
+    };
     return this;
   }
 
   /** A file placed in /run/kh before the container starts (mode 0600: tokens live here). */
   withSharedFile(name: string, content: string): this {
-    this.files.push({ name, content });
+    this.sharedFiles.push({ name, content });
     return this;
   }
 
   /**
-   * Creates and starts the container with a fresh host directory mounted at /run/kh (sockets and
-   * files shared with the harness). A failed start removes what it created.
+   * Creates and starts the container with a fresh host directory mounted at /run/kh, and waits for
+   * its wait strategy. A failed start removes what it created and quotes the container's last lines.
    */
-  async start(docker = new Docker()): Promise<StartedSupportContainer> {
+  override async start(): Promise<StartedSupportContainer> {
     const sharedDir = await mkdtemp(join(tmpdir(), `kh-${this.role}-`));
-    for (const f of this.files) await writeFile(join(sharedDir, f.name), f.content, { mode: 0o600 });
-    const binds = [{ source: sharedDir, target: '/run/kh', mode: 'rw' }, ...this.binds].map(
-      (b) => `${b.source}:${b.target}:${b.mode ?? 'rw'}`,
-    );
-    const exposed = Object.fromEntries(this.ports.map((p) => [`${p}/tcp`, {}]));
-    const bindings = Object.fromEntries(
-      this.ports.map((p) => [`${p}/tcp`, [{ HostIp: '127.0.0.1', HostPort: '0' }]]),
-    );
-    let container: Docker.Container | undefined;
+    for (const f of this.sharedFiles) await writeFile(join(sharedDir, f.name), f.content, { mode: 0o600 });
+    this.hostConfig.Binds = [...(this.hostConfig.Binds ?? []), `${sharedDir}:${SHARED_DIR}:rw`];
+    const output = new LineTail(FAILED_START_LINES);
+    let follow: Readable | undefined;
+    this.withLogConsumer((stream) => {
+      follow = stream;
+      stream.on('data', (chunk: string) => output.push(chunk));
+    });
     try {
-      container = await docker.createContainer({
-        name: this.name,
-        Hostname: this.name,
-        Image: this.image,
-        Cmd: this.command,
-        Env: Object.entries(this.env).map(([k, v]) => `${k}=${v}`),
-        Labels: khLabels(this.role),
-        ExposedPorts: exposed,
-        HostConfig: {
-          Binds: binds,
-          PortBindings: bindings,
-          Init: false,
-          ...(this.network ? { NetworkMode: this.network.name } : {}),
-        },
-        ...(this.network
-          ? { NetworkingConfig: { EndpointsConfig: { [this.network.name]: { Aliases: this.aliases } } } }
-          : {}),
-      });
-      await container.start();
-      const info = await container.inspect();
-      const hostPorts = new Map<number, number>();
-      for (const p of this.ports) {
-        const hostPort = info.NetworkSettings.Ports[`${p}/tcp`]?.[0]?.HostPort;
-        if (!hostPort) throw new Error(`${this.name}: port ${p} was not published`);
-        hostPorts.set(p, Number(hostPort));
-      }
-      const ip = this.network ? info.NetworkSettings.Networks[this.network.name]?.IPAddress : undefined;
-      return new StartedSupportContainer(docker, container.id, this.name, sharedDir, hostPorts, ip ?? '');
+      return new StartedSupportContainer(await super.start(), sharedDir);
     } catch (err) {
-      await container?.remove({ force: true, v: true }).catch(() => {});
+      // testcontainers removes a container that failed its wait strategy, not one that failed to start.
+      await removeContainer(this.containerName).catch(() => {});
       await rm(sharedDir, { recursive: true, force: true });
-      throw err;
+      const lines = output.tail(FAILED_START_LINES).join('\n');
+      const message = `${this.containerName} did not start: ${(err as Error).message}`;
+      throw new Error(lines ? `${message}\n${lines}` : message, { cause: err });
+    } finally {
+      follow?.destroy();
     }
   }
 }
 
-export class StartedSupportContainer {
-  private stopped = false;
-
+export class StartedSupportContainer extends AbstractStartedContainer {
   constructor(
-    readonly docker: Docker,
-    readonly id: string,
-    readonly name: string,
+    started: StartedTestContainer,
     /** Host directory mounted at /run/kh inside. */
     readonly sharedDirOnHost: string,
-    private readonly hostPorts: Map<number, number>,
-    /** Address on the run's network. */
-    readonly ipAddress: string,
-  ) {}
-
-  /** 127.0.0.1 port the container port was published on. */
-  hostPort(port: number): number {
-    const p = this.hostPorts.get(port);
-    if (p === undefined) throw new Error(`${this.name}: port ${port} is not published`);
-    return p;
+  ) {
+    super(started);
   }
 
   /** Removes the container with its anonymous volumes and the shared directory; safe to call twice. */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    await this.docker
-      .getContainer(this.id)
-      .remove({ force: true, v: true })
-      .catch((err: { statusCode?: number }) => {
-        if (err.statusCode !== 404) throw err;
-      });
-    await rm(this.sharedDirOnHost, { recursive: true, force: true });
+  override async stop(options: Partial<StopOptions> = {}): Promise<StoppedTestContainer> {
+    try {
+      return await super.stop({ timeout: 0, removeVolumes: true, ...options, remove: true });
+    } catch (err) {
+      // Already removed (by hand, or by a sweep): what stop() is for has happened.
+      if (isNotFound(err)) return this;
+      throw err;
+    } finally {
+      await rm(this.sharedDirOnHost, { recursive: true, force: true });
+    }
   }
+}
+
+async function removeContainer(name: string): Promise<void> {
+  const client = await getContainerRuntimeClient();
+  await client.container.dockerode
+    .getContainer(name)
+    .remove({ force: true, v: true })
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+    });
 }

@@ -3,9 +3,9 @@
 // (one per node and one for the harness), TLS with the CA the server generates.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { StartedTestNetwork } from '@kh/testkit';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
+import { Wait } from 'testcontainers';
 import { inContainer, projectMounts } from '../node/project.js';
 import { type StartedSupportContainer, SupportContainer } from '../node/support-container.js';
 
@@ -40,10 +40,13 @@ export function retargetKubeconfig(kubeconfig: string, server: string, token: st
   return out;
 }
 
+/** The server prints this once it listens, after writing its kubeconfig. */
+const READY_LINE = 'fake-apiserver listening on';
+const READY_TIMEOUT_MS = 60_000;
+
 export class ApiServerContainer {
   private network?: StartedTestNetwork;
   private users: ApiUser[] = [];
-  private readyTimeoutMs = 60_000;
 
   constructor(
     private readonly image: string,
@@ -63,7 +66,7 @@ export class ApiServerContainer {
   async start(): Promise<StartedApiServer> {
     if (!this.network) throw new Error('ApiServerContainer needs a network (withNetwork)');
     const container = await new SupportContainer(this.image, this.name, 'apiserver')
-      .withNetwork(this.network, APISERVER_ALIAS)
+      .withRunNetwork(this.network, APISERVER_ALIAS)
       .withBindMounts(projectMounts())
       .withLoopbackPort(APISERVER_PORT)
       .withSharedFile('tokens.csv', tokenFile(this.users))
@@ -78,26 +81,28 @@ export class ApiServerContainer {
           `--kubeconfig-server=https://${APISERVER_ALIAS}:${APISERVER_PORT}`,
         ]),
       )
+      .withWaitStrategy(Wait.forLogMessage(READY_LINE))
+      .withStartupTimeout(READY_TIMEOUT_MS)
       .start();
-    const api = new StartedApiServer(container);
     try {
-      await api.waitReady(this.readyTimeoutMs, this.users[0]?.token ?? '');
+      const kubeconfig = await readFile(join(container.sharedDirOnHost, 'kubeconfig'), 'utf8');
+      return new StartedApiServer(container, kubeconfig);
     } catch (err) {
-      await api.stop();
+      await container.stop();
       throw err;
     }
-    return api;
   }
 }
 
 export class StartedApiServer {
-  /** The kubeconfig the server wrote, naming https://apiserver:6443 and its CA. */
-  kubeconfig = '';
-
-  constructor(readonly container: StartedSupportContainer) {}
+  constructor(
+    readonly container: StartedSupportContainer,
+    /** The kubeconfig the server wrote, naming https://apiserver:6443 and its CA. */
+    readonly kubeconfig: string,
+  ) {}
 
   get hostUrl(): string {
-    return `https://127.0.0.1:${this.container.hostPort(APISERVER_PORT)}`;
+    return `https://127.0.0.1:${this.container.getMappedPort(APISERVER_PORT)}`;
   }
 
   readonly nodeUrl = `https://${APISERVER_ALIAS}:${APISERVER_PORT}`;
@@ -107,46 +112,7 @@ export class StartedApiServer {
     return retargetKubeconfig(this.kubeconfig, where === 'host' ? this.hostUrl : this.nodeUrl, token);
   }
 
-  async waitReady(timeoutMs: number, token: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let last = '';
-    for (;;) {
-      try {
-        this.kubeconfig ||= await readFile(join(this.container.sharedDirOnHost, 'kubeconfig'), 'utf8');
-        await this.kubeConfigFor(token, 'host').makeApiClient(CoreV1Api).listNamespace();
-        return;
-      } catch (err) {
-        last = (err as Error).message;
-      }
-      const state = await this.container.docker.getContainer(this.container.id).inspect();
-      if (!state.State.Running || Date.now() > deadline) {
-        const logs = (await this.logs(30)).join('\n');
-        throw new Error(`fake apiserver did not become ready (${last}):\n${logs}`);
-      }
-      await sleep(200);
-    }
+  async stop(): Promise<void> {
+    await this.container.stop();
   }
-
-  async logs(lines: number): Promise<string[]> {
-    const buf = (await this.container.docker
-      .getContainer(this.container.id)
-      .logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown as Buffer;
-    return demuxLines(buf);
-  }
-
-  stop(): Promise<void> {
-    return this.container.stop();
-  }
-}
-
-/** Docker's non-TTY log stream: 8-byte frame headers before each chunk. */
-export function demuxLines(buf: Buffer): string[] {
-  let out = '';
-  let pos = 0;
-  while (pos + 8 <= buf.length) {
-    const size = buf.readUInt32BE(pos + 4);
-    out += buf.toString('utf8', pos + 8, pos + 8 + size);
-    pos += 8 + size;
-  }
-  return out.split('\n').filter((l) => l.length > 0);
 }

@@ -1,6 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { demuxLines, retargetKubeconfig, tokenFile } from '../../src/world/apiserver.js';
+import { retargetKubeconfig, tokenFile } from '../../src/world/apiserver.js';
 
 describe('apiserver helpers', () => {
   it('writes kube-apiserver static token lines with quoted groups', () => {
@@ -25,15 +25,5 @@ describe('apiserver helpers', () => {
     const kc = retargetKubeconfig(src.exportConfig(), 'https://127.0.0.1:1234', 'new');
     expect(kc.getCurrentCluster()).toMatchObject({ server: 'https://127.0.0.1:1234', caData: 'Q0E=' });
     expect(kc.getCurrentUser()?.token).toBe('new');
-  });
-
-  it('splits Docker log frames into lines', () => {
-    const frame = (text: string) => {
-      const head = Buffer.alloc(8);
-      head[0] = 2;
-      head.writeUInt32BE(Buffer.byteLength(text), 4);
-      return Buffer.concat([head, Buffer.from(text)]);
-    };
-    expect(demuxLines(Buffer.concat([frame('one\ntw'), frame('o\n')]))).toEqual(['one', 'two']);
   });
 });
