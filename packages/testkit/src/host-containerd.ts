@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -76,7 +76,7 @@ export class HostContainerd {
     const { crictl } = await criTools();
     const pauseImage = this.pauseImage ?? (await ensureImages(['pause'])).pause;
 
-    const dir = await mkdtemp(join(tmpdir(), `kh-containerd-${runId}-`));
+    const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${runId}-`));
     const started = new StartedHostContainerd(dir, crictl, ctr, normalizeImageRef(pauseImage), this.progress);
     try {
       started.network = await claimNetwork();
@@ -104,8 +104,8 @@ export class StartedHostContainerd {
   version?: CriVersion;
   /** Normalised names of the imported images, in the order given (pause first). */
   images: string[] = [];
-  private process?: ChildProcess;
-  private exited?: Promise<void>;
+  /** containerd's pid: spawned by start(), or found again by removeHostContainerdLeftovers. */
+  pid?: number;
   private stopped = false;
 
   constructor(
@@ -131,28 +131,23 @@ export class StartedHostContainerd {
     return join(this.dir, 'containerd.log');
   }
 
-  get pid(): number | undefined {
-    return this.process?.pid;
-  }
-
   /** @internal: starts containerd and waits until its CRI answers. */
   async launch(binary: string, readyTimeoutMs: number): Promise<void> {
+    // Who owns this dir, for removeHostContainerdLeftovers after a killed test process.
+    const owner: Owner = { pid: process.pid, network: this.network };
+    await writeFile(join(this.dir, OWNER_FILE), JSON.stringify(owner));
     const log = openSync(this.logPath, 'a');
     try {
-      this.process = spawn(binary, ['--config', join(this.dir, 'config.toml')], {
+      this.pid = spawn(binary, ['--config', join(this.dir, 'config.toml')], {
         stdio: ['ignore', log, log],
-      });
+      }).pid;
     } finally {
       closeSync(log);
     }
-    const child = this.process;
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     const deadline = Date.now() + readyTimeoutMs;
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(
-          `containerd exited (${child.exitCode ?? child.signalCode}):\n${await this.logTail()}`,
-        );
+      if (!this.pid || !(await alive(this.pid)))
+        throw new Error(`containerd exited:\n${await this.logTail()}`);
       try {
         this.version = await criVersion(this.socketPath, 1_000);
         return;
@@ -219,7 +214,7 @@ export class StartedHostContainerd {
         errors.push(`${what}: ${(err as Error).message}`);
       }
     };
-    if (this.process && this.process.exitCode === null && this.process.signalCode === null) {
+    if (this.pid && (await alive(this.pid))) {
       await attempt('remove pods through CRI', () =>
         run(this.crictl, [
           '--runtime-endpoint',
@@ -251,14 +246,21 @@ export class StartedHostContainerd {
   }
 
   private async terminate(): Promise<void> {
-    const child = this.process;
-    if (!child || !this.exited) return;
-    child.kill('SIGTERM');
-    const exited = await Promise.race([this.exited.then(() => true), sleep(10_000).then(() => false)]);
-    if (!exited) {
-      child.kill('SIGKILL');
-      await this.exited;
+    const pid = this.pid;
+    if (!pid) return;
+    for (const [signal, waitMs] of [
+      ['SIGTERM', 10_000],
+      ['SIGKILL', 5_000],
+    ] as const) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        return;
+      }
+      for (const deadline = Date.now() + waitMs; Date.now() < deadline; await sleep(50))
+        if (!(await alive(pid))) return;
     }
+    throw new Error(`containerd (pid ${pid}) survived SIGKILL`);
   }
 
   private async killContainers(): Promise<void> {
@@ -304,6 +306,55 @@ export class StartedHostContainerd {
     const text = await readFile(this.logPath, 'utf8').catch(() => '');
     return text.trim().split('\n').slice(-lines).join('\n');
   }
+}
+
+const OWNER_FILE = 'owner.json';
+const DIR_PREFIX = 'kh-containerd-';
+
+interface Owner {
+  pid: number;
+  network: HostContainerdNetwork;
+}
+
+/** Whether a process runs (a zombie counts as gone: it only waits for its parent to reap it). */
+async function alive(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+}
+
+/**
+ * Stops the HostContainerds whose owning process died without stop() (a killed test run): their
+ * containerd, pods, shims, mounts, bridge and dir, as stop() would. Returns how many it removed.
+ */
+export async function removeHostContainerdLeftovers(options: { progress?: Progress } = {}): Promise<number> {
+  let removed = 0;
+  for (const entry of (await readdir(tmpdir())).filter((e) => e.startsWith(DIR_PREFIX))) {
+    const dir = join(tmpdir(), entry);
+    const owner = await readFile(join(dir, OWNER_FILE), 'utf8')
+      .then((text) => JSON.parse(text) as Owner)
+      .catch(() => undefined);
+    if (!owner || (await alive(owner.pid))) continue;
+    const { crictl } = await criTools();
+    const ctr = await requireTool('ctr', 'containerd');
+    const orphan = new StartedHostContainerd(dir, crictl, ctr, '', options.progress ?? silent);
+    orphan.network = owner.network;
+    orphan.pid = await containerdOf(dir);
+    await orphan.stop();
+    removed++;
+  }
+  return removed;
+}
+
+/** The containerd started with this dir's config, if it still runs. */
+async function containerdOf(dir: string): Promise<number | undefined> {
+  const config = join(dir, 'config.toml');
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const args = (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    if (args[0]?.endsWith('containerd') && args[args.indexOf('--config') + 1] === config)
+      return Number(entry);
+  }
+  return undefined;
 }
 
 /** The shims serving this containerd: the runc v2 shim names its containerd's address on its command line. */

@@ -25,7 +25,12 @@ export {
   StartedRegistryContainer,
 } from './containers/registry-container.js';
 export { type CriTools, criTools, DEFAULT_CRI_TOOLS_DIR } from './cri-tools.js';
-export { HostContainerd, type HostContainerdNetwork, StartedHostContainerd } from './host-containerd.js';
+export {
+  HostContainerd,
+  type HostContainerdNetwork,
+  removeHostContainerdLeftovers,
+  StartedHostContainerd,
+} from './host-containerd.js';
 export { debianMirror } from './images/apt-sources.js';
 export { type EnsureImagesOptions, ensureImages, type ImageRefs, imageRefFor } from './images/ensure.js';
 export { IMAGE_NAMES, type ImageName, isImageName, RECIPES } from './images/recipes.js';

@@ -1,8 +1,14 @@
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { criTools } from '../src/cri-tools.js';
-import { HostContainerd, type StartedHostContainerd } from '../src/host-containerd.js';
+import {
+  HostContainerd,
+  removeHostContainerdLeftovers,
+  type StartedHostContainerd,
+} from '../src/host-containerd.js';
 import { ensureImages, type ImageRefs } from '../src/images/ensure.js';
 import { run } from '../src/process.js';
 
@@ -83,14 +89,21 @@ describe('HostContainerd', () => {
 
     const hostPort = 20_000 + Math.floor(Math.random() * 10_000);
     const webPod = await pod('web', [{ container_port: 80, host_port: hostPort, host_ip: '127.0.0.1' }]);
-    const web = (await crictl('run', '--no-pull', await container('web', ctrd.images[2] ?? ''), webPod)).trim();
+    const web = (
+      await crictl('run', '--no-pull', await container('web', ctrd.images[2] ?? ''), webPod)
+    ).trim();
     const webPodId = JSON.parse(await crictl('inspect', web)).info.sandboxID as string;
     const webIp = JSON.parse(await crictl('inspectp', webPodId)).status.network.ip as string;
     expect(webIp.startsWith(ctrd.network.subnet.replace(/0\/24$/, ''))).toBe(true);
 
     const clientPod = await pod('client');
     const client = (
-      await crictl('run', '--no-pull', await container('client', ctrd.images[1] ?? '', ['sleep', '600']), clientPod)
+      await crictl(
+        'run',
+        '--no-pull',
+        await container('client', ctrd.images[1] ?? '', ['sleep', '600']),
+        clientPod,
+      )
     ).trim();
     const out = await crictl('exec', client, 'wget', '-q', '-O', '-', `http://${webIp}/healthz`);
     expect(out).toBe('ok\n');
@@ -128,6 +141,29 @@ describe('HostContainerd', () => {
     expect(m, lines.join('\n')).not.toBeNull();
     const [, dir = '', bridge = ''] = m ?? [];
     expect(await traces(dir, `${dir}/containerd.sock`)).toEqual({ mounts: [], procs: [] });
+    expect(existsSync(dir)).toBe(false);
+    expect(existsSync(`/sys/class/net/${bridge}`)).toBe(false);
+  });
+
+  test('removeHostContainerdLeftovers stops one whose owning process died, pods and all', async () => {
+    const orphan = await new HostContainerd().start();
+    const { dir, socketPath } = orphan;
+    const bridge = orphan.network.bridge;
+    const podJson = join(dir, 'pod.json');
+    await writeFile(
+      podJson,
+      JSON.stringify({ metadata: { name: 'orphan', namespace: 'kh-test', uid: 'orphan-uid' }, linux: {} }),
+    );
+    await run(crictlBin, ['--runtime-endpoint', orphan.endpoint, 'runp', podJson]);
+    // As if the test process that started it had been killed: its owner is a pid that has exited.
+    const dead = await new Promise<number>((resolve) => {
+      const child = spawn('true');
+      child.once('exit', () => resolve(child.pid ?? 0));
+    });
+    const owner = JSON.parse(await readFile(join(dir, 'owner.json'), 'utf8'));
+    await writeFile(join(dir, 'owner.json'), JSON.stringify({ ...owner, pid: dead }));
+    expect(await removeHostContainerdLeftovers()).toBeGreaterThanOrEqual(1);
+    expect(await traces(dir, socketPath)).toEqual({ mounts: [], procs: [] });
     expect(existsSync(dir)).toBe(false);
     expect(existsSync(`/sys/class/net/${bridge}`)).toBe(false);
   });
