@@ -104,7 +104,7 @@ export function encodeData(streamId: number, data: Buffer, fin: boolean): Buffer
 
 function u32s(...values: number[]): Buffer {
   const b = Buffer.alloc(values.length * 4);
-  values.forEach((v, i) => b.writeUInt32BE(v >>> 0, i * 4));
+  for (const [i, v] of values.entries()) b.writeUInt32BE(v >>> 0, i * 4);
   return b;
 }
 
