@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import {
   CanceledError,
   DeadlineExceededError,
@@ -80,25 +80,66 @@ export async function execSync(
 }
 
 /**
- * The Engine has no "kill exec": signal the exec's pid directly. That pid is in dockerd's pid
+ * The Engine has no "kill exec": signal the exec's pid directly, with every process it started (a
+ * shell's children would otherwise live on under the container's init). That pid is in dockerd's pid
  * namespace; it is only ours if the process sits in the container's cgroup (whose path holds the
  * container id), so anything else is left alone rather than risk killing an unrelated process.
  */
-async function killExecProcess(
+export async function killExecProcess(
   exec: { inspect(): Promise<{ Pid: number; Running: boolean }> },
   containerId: string,
 ): Promise<void> {
   try {
     const { Pid, Running } = await exec.inspect();
-    if (!Running || Pid <= 0) return;
-    const cgroups = await readFile(`/proc/${Pid}/cgroup`, 'utf8');
-    if (cgroups.includes(containerId)) process.kill(Pid, 'SIGKILL');
+    if (Running && Pid > 0) await killProcessTree(Pid, containerId);
   } catch {
     // Best effort: the process may be gone already.
   }
 }
 
-async function waitExitCode(exec: {
+/**
+ * Stops the tree first, so nothing forks or gets reparented away between reading it and killing it,
+ * and reads children again until no new process turns up; then SIGKILLs all of it.
+ */
+async function killProcessTree(root: number, containerId: string): Promise<void> {
+  const stopped: number[] = [];
+  const seen = new Set<number>();
+  let frontier = [root];
+  while (frontier.length > 0) {
+    const next: number[] = [];
+    for (const pid of frontier) {
+      if (seen.has(pid)) continue;
+      seen.add(pid);
+      const cgroups = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+      if (!cgroups.includes(containerId)) continue;
+      try {
+        process.kill(pid, 'SIGSTOP');
+      } catch {
+        continue;
+      }
+      stopped.push(pid);
+    }
+    for (const pid of stopped) next.push(...(await childPids(pid)).filter((c) => !seen.has(c)));
+    frontier = next;
+  }
+  for (const pid of stopped) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+async function childPids(pid: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  const lists = await Promise.all(
+    tasks.map((t) => readFile(`/proc/${pid}/task/${t}/children`, 'utf8').catch(() => '')),
+  );
+  return lists.flatMap((l) => l.split(' ').filter(Boolean).map(Number));
+}
+
+export async function waitExitCode(exec: {
   inspect(): Promise<{ ExitCode: number | null; Running: boolean }>;
 }): Promise<number> {
   // The output stream can close a moment before the Engine records the exit code.
