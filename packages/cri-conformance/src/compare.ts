@@ -1,10 +1,22 @@
-import type { CaseStatus } from './runner.js';
+import type { CaseStatus, SuiteResult } from './runner.js';
 
 /** One backend's results, as the side-by-side table needs them (our suite's cases or critest's specs). */
 export interface Side {
   /** e.g. "containerd 1.6.20 (unix:///...)". */
   label: string;
   results: ReadonlyArray<{ id: string; status: CaseStatus; message?: string | undefined }>;
+}
+
+/** A suite result as one side of the table: cases named "group › case". */
+export function suiteSide(result: SuiteResult): Side {
+  return {
+    label: `${result.runtime.name} ${result.runtime.version} (${result.endpoint})`,
+    results: result.cases.map((c) => ({
+      id: `${c.group} › ${c.name}`,
+      status: c.status,
+      message: c.message,
+    })),
+  };
 }
 
 export interface ComparisonRow {

@@ -1,6 +1,13 @@
 // Public surface of @kh/cri-conformance.
 export { ALL_CASES } from './cases.js';
-export { type Comparison, type ComparisonRow, compareSides, formatComparison, type Side } from './compare.js';
+export {
+  type Comparison,
+  type ComparisonRow,
+  compareSides,
+  formatComparison,
+  type Side,
+  suiteSide,
+} from './compare.js';
 export { critestSides } from './critest/cli.js';
 export { parseGinkgoReport, type SpecResult } from './critest/report.js';
 export { type CritestOptions, type CritestResult, findCritest, runCritest } from './critest/run.js';
@@ -20,5 +27,4 @@ export {
   type RunOptions,
   runConformance,
   type SuiteResult,
-  suiteSide,
 } from './runner.js';

@@ -1,6 +1,5 @@
 import { CriClient } from '@kh/cri-api';
 import { ALL_CASES } from './cases.js';
-import type { Side } from './compare.js';
 import {
   CaseContext,
   type ConformanceCase,
@@ -104,16 +103,4 @@ export async function runConformance(
   } finally {
     client.close();
   }
-}
-
-/** A suite result as one side of the side-by-side table: cases named "group › case". */
-export function suiteSide(result: SuiteResult): Side {
-  return {
-    label: `${result.runtime.name} ${result.runtime.version} (${result.endpoint})`,
-    results: result.cases.map((c) => ({
-      id: `${c.group} › ${c.name}`,
-      status: c.status,
-      message: c.message,
-    })),
-  };
 }
