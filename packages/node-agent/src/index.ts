@@ -1,7 +1,7 @@
 // Public surface of @kh/node-agent.
 
 export { type AdmissionContext, type AdmitResult, admitPod } from './admission/predicate.js';
-export { podQOSClass, podRequests, type QOSClass } from './admission/resources.js';
+export { podRequests } from './admission/resources.js';
 export {
   ApiError,
   isConflict,
@@ -42,8 +42,8 @@ export { evictionConfigFrom } from './eviction/thresholds.js';
 export type { PodKiller, SignalObservation, SignalSource } from './eviction/types.js';
 export { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
 export { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
+export { KubeletMetrics, runtimeOperationType } from './metrics/metrics.js';
 export {
-  ConfigMirrorAnnotation,
   isMirrorPod,
   isMirrorPodOf,
   KubeMirrorPodApi,
@@ -72,27 +72,13 @@ export {
   ResourceExpiredError,
   type WatchEventType,
 } from './podconfig/apiserver_source.js';
-export {
-  ConfigHashAnnotation,
-  ConfigSourceAnnotation,
-  FileStaticPodSource,
-  staticPodFromManifest,
-} from './podconfig/file_source.js';
+export { FileStaticPodSource, staticPodFromManifest } from './podconfig/file_source.js';
 export { PodSnapshotDiff, podsDifferSemantically } from './podconfig/pod_config.js';
 export { newPodLayer, type PodLayer } from './pods/pod_layer.js';
 export { PodLifecycle, type PodLifecycleDeps, type PodProber } from './pods/pod_lifecycle.js';
 export { POD_SYNC_RETRY_MS, type PodSyncer, PodWorkerPool } from './pods/pod_workers.js';
 export { podPullSecrets } from './pods/pull_secrets.js';
-export type {
-  PodOperation,
-  PodSource,
-  PodUpdate,
-  PodWorkers,
-  PressureSource,
-  StatusManager,
-  SyncHandler,
-} from './pods/types.js';
-export { noPressure } from './pods/types.js';
+export type { PodWorkers, SyncHandler } from './pods/types.js';
 export { ProberManager, type ProberManagerDeps } from './prober/manager.js';
 export { ProbeResultsStore } from './prober/results.js';
 export { connectImageService } from './runtime/image_service.js';
@@ -116,7 +102,6 @@ export {
   parseLogOptions,
 } from './server/container_logs.js';
 export { HealthChecker, HealthzServer } from './server/healthz.js';
-export { KubeletMetrics, runtimeOperationType } from './server/metrics.js';
 export { runningPodsProvider, runningPodsToAPI } from './server/running_pods.js';
 export {
   KubeletServer,
@@ -132,6 +117,18 @@ export {
   podPhase,
 } from './status/generate.js';
 export { KUBELET_POD_CONDITIONS, mergePodStatus, PodStatusManager } from './status/status_manager.js';
+export type { StatusManager } from './status/types.js';
+export { bareContainerId } from './types/container_id.js';
+export {
+  ConfigHashAnnotation,
+  ConfigMirrorAnnotation,
+  ConfigSourceAnnotation,
+  type PodOperation,
+  type PodSource,
+  type PodUpdate,
+} from './types/pod_update.js';
+export { noPressure, type PressureSource } from './types/pressure.js';
+export { podQOSClass, type QOSClass } from './types/qos.js';
 export { FakeClock, realClock, type TimerClock, Waker } from './util/clock.js';
 export { formatDuration, parseDuration } from './util/duration.js';
 export { type Logger, silentLogger, stderrLogger } from './util/log.js';

@@ -10,19 +10,14 @@ import type { NodeApi } from './api/node_api.js';
 import type { ResolvedKubeletConfig } from './config/resolve.js';
 import type { KubeletConfiguration } from './config/types.js';
 import { KubeletEventRecorder } from './events/recorder.js';
+import { KubeletMetrics } from './metrics/metrics.js';
 import { NodeLeaseController } from './nodelease/controller.js';
 import type { MachineInfo } from './nodestatus/machine_info.js';
 import { initialNode, type NodeIdentity } from './nodestatus/node.js';
 import { NodeRegistrar } from './nodestatus/registration.js';
 import { type NodeStatusSnapshot, setNodeStatus } from './nodestatus/setters.js';
 import { NodeStatusUpdater } from './nodestatus/status_updater.js';
-import {
-  noPressure,
-  type PodSource,
-  type PodUpdate,
-  type PressureSource,
-  type SyncHandler,
-} from './pods/types.js';
+import type { SyncHandler } from './pods/types.js';
 import type { NodeRuntime } from './runtime/node_runtime.js';
 import { RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
 import {
@@ -34,8 +29,9 @@ import {
 } from './server/auth.js';
 import { loadOrCreateServingCert, type ServingCert } from './server/certs.js';
 import { HealthChecker, HealthzServer, syncLoopCheck } from './server/healthz.js';
-import { KubeletMetrics } from './server/metrics.js';
 import { KubeletServer, type KubeletServerOptions } from './server/server.js';
+import type { PodSource, PodUpdate } from './types/pod_update.js';
+import { noPressure, type PressureSource } from './types/pressure.js';
 import { realClock, sleep, type TimerClock, Waker } from './util/clock.js';
 import { type Logger, silentLogger } from './util/log.js';
 

@@ -11,9 +11,9 @@ import type { EvictionConfig } from './eviction/thresholds.js';
 import type { SignalSource } from './eviction/types.js';
 import { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
 import { runtimeReclaimer } from './gc/reclaimer.js';
+import type { KubeletMetrics } from './metrics/metrics.js';
 import { memoryCgroupDir } from './nodestatus/machine_info.js';
 import type { PodLayer } from './pods/pod_layer.js';
-import type { KubeletMetrics } from './server/metrics.js';
 import type { TimerClock } from './util/clock.js';
 import type { Logger } from './util/log.js';
 

@@ -1,8 +1,9 @@
 import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { admitPod } from '../src/admission/predicate.js';
-import { podQOSClass, podRequests } from '../src/admission/resources.js';
-import { noPressure } from '../src/pods/types.js';
+import { podRequests } from '../src/admission/resources.js';
+import { noPressure } from '../src/types/pressure.js';
+import { podQOSClass } from '../src/types/qos.js';
 
 const node: V1Node = {
   metadata: { name: 'node-a', labels: { 'kubernetes.io/hostname': 'node-a', disk: 'ssd', generation: '5' } },

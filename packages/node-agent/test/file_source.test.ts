@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileStaticPodSource, staticPodFromManifest } from '../src/podconfig/file_source.js';
-import type { PodUpdate } from '../src/pods/types.js';
+import type { PodUpdate } from '../src/types/pod_update.js';
 import { FakeClock } from '../src/util/clock.js';
 
 /** File reads run on real I/O, which FakeClock.advance does not wait for. */

@@ -8,7 +8,7 @@ import {
   KubePodListWatch,
   ResourceExpiredError,
 } from '../src/podconfig/apiserver_source.js';
-import type { PodUpdate } from '../src/pods/types.js';
+import type { PodUpdate } from '../src/types/pod_update.js';
 import { realClock } from '../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 

@@ -7,7 +7,7 @@ import {
   type WatchEventType,
 } from '../src/podconfig/apiserver_source.js';
 import { PodSnapshotDiff, podsDifferSemantically } from '../src/podconfig/pod_config.js';
-import type { PodUpdate } from '../src/pods/types.js';
+import type { PodUpdate } from '../src/types/pod_update.js';
 import { FakeClock } from '../src/util/clock.js';
 
 function pod(

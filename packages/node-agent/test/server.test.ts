@@ -4,6 +4,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeletMetrics, runtimeOperationType } from '../src/metrics/metrics.js';
 import {
   alwaysAllow,
   type RequestAttributes,
@@ -12,7 +13,6 @@ import {
 } from '../src/server/auth.js';
 import { generateSelfSignedCert, loadOrCreateServingCert, type ServingCert } from '../src/server/certs.js';
 import { HealthChecker, HealthzServer, syncLoopCheck } from '../src/server/healthz.js';
-import { KubeletMetrics, runtimeOperationType } from '../src/server/metrics.js';
 import { runningPodsProvider } from '../src/server/running_pods.js';
 import { KubeletServer } from '../src/server/server.js';
 

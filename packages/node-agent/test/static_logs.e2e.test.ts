@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { FakeRuntime } from '@kh/cri-api';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KubeNodeApi } from '../src/api/node_api.js';
-import { ConfigMirrorAnnotation } from '../src/mirror/mirror_client.js';
+import { ConfigMirrorAnnotation } from '../src/types/pod_update.js';
 import { loopbackFlags, type RunningAgent, startAgent } from './helpers/agent.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';

@@ -6,7 +6,7 @@
 import type { V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod } from '@kubernetes/client-node';
 import { admitUnderPressure } from '../eviction/admission.js';
 import type { PressureCondition } from '../eviction/types.js';
-import type { PressureSource } from '../pods/types.js';
+import type { PressureSource } from '../types/pressure.js';
 import { Quantity } from '../util/quantity.js';
 import { podRequests } from './resources.js';
 

@@ -3,8 +3,8 @@
 // any other pressure turns away everything but critical pods.
 import type { V1Pod, V1Toleration } from '@kubernetes/client-node';
 import type { AdmitResult } from '../admission/predicate.js';
-import { podQOSClass } from '../admission/resources.js';
 import type { Taint } from '../config/types.js';
+import { podQOSClass } from '../types/qos.js';
 import { isCriticalPod } from './rank.js';
 import { EVICTION_REASON, type PressureCondition } from './types.js';
 

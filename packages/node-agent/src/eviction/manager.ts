@@ -6,8 +6,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitResult } from '../admission/predicate.js';
 import type { Taint } from '../config/types.js';
-import type { PressureSource } from '../pods/types.js';
-import type { KubeletMetrics } from '../server/metrics.js';
+import type { KubeletMetrics } from '../metrics/metrics.js';
+import type { PressureSource } from '../types/pressure.js';
 import type { TimerClock } from '../util/clock.js';
 import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';

@@ -3,12 +3,11 @@
 // use above request; for pids, lower priority first, then more processes. A pod without stats
 // goes first: nothing shows it is innocent.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { ConfigSourceAnnotation } from '../podconfig/file_source.js';
+import { ConfigMirrorAnnotation, ConfigSourceAnnotation } from '../types/pod_update.js';
 import { Quantity } from '../util/quantity.js';
 import type { PodUsage } from './types.js';
 
 export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
-const ConfigMirrorAnnotation = 'kubernetes.io/config.mirror';
 
 /** Static, mirror and system-critical pods are never evicted for node pressure. */
 export function isCriticalPod(pod: V1Pod): boolean {

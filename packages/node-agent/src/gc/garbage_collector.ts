@@ -6,7 +6,7 @@
 import type { ContainerGCPolicy, ImageGCResult, Runtime } from '@kh/runtime-manager';
 import { ImageGCShortfallError } from '@kh/runtime-manager';
 import { Counter, Histogram } from 'prom-client';
-import type { KubeletMetrics } from '../server/metrics.js';
+import type { KubeletMetrics } from '../metrics/metrics.js';
 import type { TimerClock } from '../util/clock.js';
 import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';

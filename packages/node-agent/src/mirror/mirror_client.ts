@@ -3,9 +3,7 @@
 // hash, and is owned by the Node, so the API shows what the node runs from its manifests.
 import { CoreV1Api, type KubeConfig, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { isNotFound, toApiError } from '../api/node_api.js';
-import { ConfigHashAnnotation } from '../podconfig/file_source.js';
-
-export const ConfigMirrorAnnotation = 'kubernetes.io/config.mirror';
+import { ConfigHashAnnotation, ConfigMirrorAnnotation } from '../types/pod_update.js';
 
 /** What the mirror client needs from the API server. Failures are ApiErrors. */
 export interface MirrorPodApi {

@@ -5,7 +5,7 @@
 import { CoreV1Api, type KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { toApiError } from '../api/node_api.js';
-import type { PodSource, PodUpdate } from '../pods/types.js';
+import type { PodSource, PodUpdate } from '../types/pod_update.js';
 import { sleep, type TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodSnapshotDiff } from './pod_config.js';

@@ -7,13 +7,15 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import type { PodSource, PodUpdate } from '../pods/types.js';
+import {
+  ConfigHashAnnotation,
+  ConfigSourceAnnotation,
+  type PodSource,
+  type PodUpdate,
+} from '../types/pod_update.js';
 import { sleep, type TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodSnapshotDiff } from './pod_config.js';
-
-export const ConfigSourceAnnotation = 'kubernetes.io/config.source';
-export const ConfigHashAnnotation = 'kubernetes.io/config.hash';
 
 export class FileStaticPodSource implements PodSource {
   private readonly diff = new PodSnapshotDiff('file');

@@ -3,7 +3,7 @@
 // spec/labels/annotations is an UPDATE (or a DELETE when deletionTimestamp appeared: graceful
 // deletion), and a status-only change is a RECONCILE.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { PodUpdate } from '../pods/types.js';
+import type { PodUpdate } from '../types/pod_update.js';
 import { canonicalJson } from '../util/canonical_json.js';
 
 interface Known {

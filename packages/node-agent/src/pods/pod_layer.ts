@@ -8,12 +8,12 @@ import type { KubeletEventRecorder } from '../events/recorder.js';
 import { ProberManager, type ProberManagerDeps } from '../prober/manager.js';
 import type { ProbeResultsStore } from '../prober/results.js';
 import { PodStatusManager } from '../status/status_manager.js';
+import type { PressureSource } from '../types/pressure.js';
 import type { TimerClock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { PodLifecycle, type PodLifecycleDeps } from './pod_lifecycle.js';
 import { PodWorkerPool } from './pod_workers.js';
 import { podPullSecrets } from './pull_secrets.js';
-import type { PressureSource } from './types.js';
 
 export interface PodLayer {
   lifecycle: PodLifecycle;

@@ -17,11 +17,12 @@ import type { KubeletEventRecorder } from '../events/recorder.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { PodStatusManager } from '../status/status_manager.js';
+import type { PressureSource } from '../types/pressure.js';
 import type { Clock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
 import type { PodSyncer, PodWorkerPool } from './pod_workers.js';
-import type { PressureSource, SyncHandler } from './types.js';
+import type { SyncHandler } from './types.js';
 
 type PodRuntime = Pick<Runtime, 'getPodStatus' | 'syncPod' | 'killPod' | 'getPods' | 'deleteContainer'>;
 

@@ -3,25 +3,7 @@
 // Without a SyncHandler the Kubelet only keeps node status, lease and servers alive.
 
 import type { PodLifecycleEvent } from '@kh/runtime-manager';
-import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
-
-/** The kubelet's pod config operations. */
-export type PodOperation = 'ADD' | 'UPDATE' | 'REMOVE' | 'RECONCILE' | 'DELETE';
-
-export interface PodUpdate {
-  op: PodOperation;
-  pods: V1Pod[];
-  /** 'api' (watch on spec.nodeName) or 'file' (staticPodPath). */
-  source: 'api' | 'file';
-}
-
-/** A source of pod updates: the API watch, the static pod directory. */
-export interface PodSource {
-  /** Starts delivering updates until the signal aborts. */
-  run(signal: AbortSignal, deliver: (update: PodUpdate) => void): Promise<void>;
-  /** True once the first full list was delivered (housekeeping waits for all sources). */
-  ready(): boolean;
-}
+import type { V1Pod } from '@kubernetes/client-node';
 
 /** What the sync loop calls, as the kubelet's SyncHandler. */
 export interface SyncHandler {
@@ -52,27 +34,3 @@ export interface PodWorkers {
   /** Forgets workers for pods that are gone and fully terminated. */
   syncKnownPods(desired: V1Pod[]): void;
 }
-
-/** Caches pod statuses and patches the API only on change (the kubelet's status manager). */
-export interface StatusManager {
-  setPodStatus(pod: V1Pod, status: V1PodStatus): void;
-  getPodStatus(uid: string): V1PodStatus | undefined;
-  setContainerReadiness(podUid: string, containerId: string, ready: boolean): void;
-  terminatePod(pod: V1Pod): void;
-  /** Housekeeping: forgets the statuses of pods no source lists any more. */
-  removeOrphanedStatuses(desired: ReadonlySet<string>): void;
-  run(signal: AbortSignal): Promise<void>;
-}
-
-/** The eviction manager's view for node conditions and admission. */
-export interface PressureSource {
-  isUnderMemoryPressure(): boolean;
-  isUnderDiskPressure(): boolean;
-  isUnderPIDPressure(): boolean;
-}
-
-export const noPressure: PressureSource = {
-  isUnderMemoryPressure: () => false,
-  isUnderDiskPressure: () => false,
-  isUnderPIDPressure: () => false,
-};

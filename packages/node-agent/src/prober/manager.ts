@@ -6,7 +6,7 @@
 // grace period.
 import type { EventRecorder, Runtime } from '@kh/runtime-manager';
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
-import type { KubeletMetrics } from '../server/metrics.js';
+import type { KubeletMetrics } from '../metrics/metrics.js';
 import type { TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { execProbe, grpcProbe, httpProbe, type ProbeOutcome, tcpProbe } from './handlers.js';

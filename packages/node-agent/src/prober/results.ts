@@ -4,6 +4,7 @@
 import type { ProbeResult, ProbeResults as RuntimeProbeResults } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ProbeResults as StatusProbeResults } from '../status/generate.js';
+import { bareContainerId } from '../types/container_id.js';
 import type { ProbeType } from './probe_spec.js';
 
 export type Result = 'success' | 'failure' | 'unknown';
@@ -14,12 +15,6 @@ export interface ResultUpdate {
   containerId: string;
   result: Result;
   pod: V1Pod;
-}
-
-/** Accepts `containerd://abc` (the API form) or `abc` (the runtime's). */
-export function bareContainerId(id: string): string {
-  const i = id.indexOf('://');
-  return i < 0 ? id : id.slice(i + 3);
 }
 
 export class ResultsCache {

@@ -3,10 +3,11 @@
 // thresholds, and publishes a result only when a threshold is crossed. A failed liveness or
 // startup probe holds the worker until the container is replaced, so one failure causes one kill.
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { bareContainerId } from '../types/container_id.js';
 import type { TimerClock } from '../util/clock.js';
 import type { ProbeOutcome } from './handlers.js';
 import type { ProbeSpec, ProbeType } from './probe_spec.js';
-import { bareContainerId, type ProbeResultsStore, type Result } from './results.js';
+import type { ProbeResultsStore, Result } from './results.js';
 
 export interface ProbeRequest {
   pod: V1Pod;

@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeletMetrics } from '../metrics/metrics.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import {
   ANONYMOUS,
@@ -18,7 +19,6 @@ import type { ServingCert } from './certs.js';
 import type { ContainerLogs } from './container_logs.js';
 import type { HealthChecker } from './healthz.js';
 import { closeServer, listen } from './listen.js';
-import type { KubeletMetrics } from './metrics.js';
 
 /** Pods bound to this node, as the pod manager knows them (GET /pods). */
 export interface PodsProvider {

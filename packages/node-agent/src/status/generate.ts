@@ -11,7 +11,7 @@ import type {
   V1PodCondition,
   V1PodStatus,
 } from '@kubernetes/client-node';
-import { podQOSClass } from '../admission/resources.js';
+import { podQOSClass } from '../types/qos.js';
 
 /** Readiness and startup from the prober manager; undefined means "no result yet". */
 export interface ProbeResults {

@@ -8,13 +8,12 @@
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { isConflict } from '../api/node_api.js';
 import type { PodApi } from '../api/pod_api.js';
-import { ConfigMirrorAnnotation } from '../mirror/mirror_client.js';
-import { ConfigSourceAnnotation } from '../podconfig/file_source.js';
-import type { StatusManager } from '../pods/types.js';
-import { bareContainerId } from '../prober/results.js';
+import { bareContainerId } from '../types/container_id.js';
+import { ConfigMirrorAnnotation, ConfigSourceAnnotation } from '../types/pod_update.js';
 import { canonicalJson } from '../util/canonical_json.js';
 import { type TimerClock, Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
+import type { StatusManager } from './types.js';
 
 /** Conditions the kubelet owns; any other condition type on the pod belongs to someone else. */
 export const KUBELET_POD_CONDITIONS = [

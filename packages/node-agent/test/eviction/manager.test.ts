@@ -4,7 +4,7 @@ import { resolveKubeletConfiguration } from '../../src/config/resolve.js';
 import { defaultKubeletConfiguration, type KubeletConfiguration } from '../../src/config/types.js';
 import { EvictionManager, type EvictionManagerDeps } from '../../src/eviction/manager.js';
 import { evictionConfigFrom } from '../../src/eviction/thresholds.js';
-import { KubeletMetrics } from '../../src/server/metrics.js';
+import { KubeletMetrics } from '../../src/metrics/metrics.js';
 import { FakeClock } from '../../src/util/clock.js';
 import {
   Gi,

@@ -11,7 +11,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from '../../src/gc/garbage_collector.js';
 import { runtimeReclaimer } from '../../src/gc/reclaimer.js';
-import { KubeletMetrics } from '../../src/server/metrics.js';
+import { KubeletMetrics } from '../../src/metrics/metrics.js';
 import { FakeClock } from '../../src/util/clock.js';
 
 function scripted() {

@@ -4,10 +4,10 @@ import { randomUUID } from 'node:crypto';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/node_api.js';
-import { ConfigMirrorAnnotation, type MirrorPodApi } from '../../src/mirror/mirror_client.js';
+import type { MirrorPodApi } from '../../src/mirror/mirror_client.js';
 import { MIRROR_RETRY_MS, MirrorPodManager } from '../../src/mirror/mirror_pods.js';
 import { staticPodFromManifest } from '../../src/podconfig/file_source.js';
-import type { PodSource, PodUpdate } from '../../src/pods/types.js';
+import { ConfigMirrorAnnotation, type PodSource, type PodUpdate } from '../../src/types/pod_update.js';
 import { FakeClock } from '../../src/util/clock.js';
 
 class MemoryMirrorApi implements MirrorPodApi {

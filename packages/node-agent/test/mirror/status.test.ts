@@ -2,9 +2,9 @@
 // config.mirror annotation; never deleted by the status manager.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { ConfigMirrorAnnotation } from '../../src/mirror/mirror_client.js';
 import { staticPodFromManifest } from '../../src/podconfig/file_source.js';
 import { PodStatusManager } from '../../src/status/status_manager.js';
+import { ConfigMirrorAnnotation } from '../../src/types/pod_update.js';
 import { FakeClock } from '../../src/util/clock.js';
 import { MemoryNodeApi } from '../helpers/memory_api.js';
 

@@ -2,11 +2,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { KubeletMetrics } from '../../src/metrics/metrics.js';
 import type { ProbeOutcome } from '../../src/prober/handlers.js';
 import { ProberManager } from '../../src/prober/manager.js';
 import type { ResultUpdate } from '../../src/prober/results.js';
 import type { ProbeRequest } from '../../src/prober/worker.js';
-import { KubeletMetrics } from '../../src/server/metrics.js';
 import { FakeClock } from '../../src/util/clock.js';
 
 const START = Date.UTC(2026, 0, 1);
