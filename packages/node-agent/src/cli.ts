@@ -11,6 +11,8 @@ import {
   newCrashLoopBackoff,
   type RuntimeManagerOptions,
 } from '@kh/runtime-manager';
+import { AdmitHandlers } from './admission/handler.js';
+import { PredicateAdmitHandler } from './admission/predicate.js';
 import { KubeNodeApi, loadKubeConfig } from './api/node_api.js';
 import { ConfigError, formatFieldError } from './config/field_errors.js';
 import { type AgentOptions, flagsHelp, parseFlags } from './config/flags.js';
@@ -22,7 +24,7 @@ import { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
 import { KubeletMetrics } from './metrics/metrics.js';
 import { KubeMirrorPodApi } from './mirror/mirror_client.js';
 import { MirrorPodManager } from './mirror/mirror_pods.js';
-import { type NodeManagers, newNodeManagers } from './node_managers.js';
+import { newNodeManagers } from './node_managers.js';
 import { goArch, readMachineInfo } from './nodestatus/machine_info.js';
 import { nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
 import { ApiServerPodSource, KubePodListWatch } from './podconfig/apiserver_source.js';
@@ -138,7 +140,6 @@ export async function run(
     const probeResults = new ProbeResultsStore();
     const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
     let pods: PodLayer | undefined;
-    let managers: NodeManagers | undefined;
     const runtime = await KubeGenericRuntimeManager.create({
       cri,
       ...(imageCri ? { imageCri } : {}),
@@ -176,7 +177,7 @@ export async function run(
       clock: realClock,
       onError: (err) => log.error('PLEG relist failed', { err }),
     });
-    let kubelet: Kubelet | undefined;
+    const admitHandlers = new AdmitHandlers();
     pods = api
       ? newPodLayer({
           api,
@@ -184,13 +185,8 @@ export async function run(
           backoff: newCrashLoopBackoff(realClock),
           clock: realClock,
           nodeIP,
-          node: () => (kubelet as Kubelet).currentNode(),
+          admit: admitHandlers,
           resyncIntervalMs: resolved.syncFrequencyMs,
-          pressure: {
-            isUnderMemoryPressure: () => managers?.eviction.isUnderMemoryPressure() ?? false,
-            isUnderDiskPressure: () => managers?.eviction.isUnderDiskPressure() ?? false,
-            isUnderPIDPressure: () => managers?.eviction.isUnderPIDPressure() ?? false,
-          },
           probing: { runtime, results: probeResults, metrics },
           ...(recorder ? { recorder } : {}),
           log,
@@ -224,7 +220,7 @@ export async function run(
       );
     }
     const allSourcesReady = () => podSources.every((s) => s.ready());
-    managers =
+    const managers =
       pods && recorder
         ? await newNodeManagers({
             eviction: evictionConfigFrom(config, resolved),
@@ -293,7 +289,10 @@ export async function run(
           }
         : {}),
     };
-    kubelet = new Kubelet(deps);
+    const kubelet = new Kubelet(deps);
+    // Fit on this node first, then node pressure; the first rejection wins.
+    admitHandlers.add(new PredicateAdmitHandler(() => kubelet.currentNode()));
+    if (managers) admitHandlers.add(managers.eviction);
     await runKubelet(kubelet, signal);
   } finally {
     cri.close();

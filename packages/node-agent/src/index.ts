@@ -1,6 +1,12 @@
 // Public surface of @kh/node-agent.
 
-export { type AdmissionContext, type AdmitResult, admitPod } from './admission/predicate.js';
+export {
+  type AdmitHandler,
+  AdmitHandlers,
+  type AdmitResult,
+  type PodAdmitAttributes,
+} from './admission/handler.js';
+export { PredicateAdmitHandler } from './admission/predicate.js';
 export { podRequests } from './admission/resources.js';
 export {
   ApiError,

@@ -1,8 +1,10 @@
 import type { V1Container, V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { admitPod } from '../src/admission/predicate.js';
+import { AdmitHandlers } from '../src/admission/handler.js';
+import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import { podRequests } from '../src/admission/resources.js';
-import { noPressure } from '../src/types/pressure.js';
+import { admitUnderPressure } from '../src/eviction/admission.js';
+import type { PressureCondition } from '../src/eviction/types.js';
 import { podQOSClass } from '../src/types/qos.js';
 
 const node: V1Node = {
@@ -27,6 +29,9 @@ function pod(
 const req = (requests: Record<string, string>, limits?: Record<string, string>): Partial<V1Container> => ({
   resources: { requests, ...(limits ? { limits } : {}) },
 });
+
+const predicates = new PredicateAdmitHandler(() => node);
+const admitPod = (p: V1Pod, otherPods: V1Pod[] = []) => predicates.admit({ pod: p, otherPods });
 
 describe('pod requests and QoS', () => {
   it('sums containers, takes init peaks, adds sidecars and overhead', () => {
@@ -62,14 +67,14 @@ describe('pod requests and QoS', () => {
   });
 });
 
-describe('admitPod', () => {
+describe('the predicate admit handler', () => {
   it('admits a pod that fits', () => {
-    expect(admitPod(pod('a', [req({ cpu: '500m' })]), { node, activePods: [] })).toEqual({ admit: true });
+    expect(admitPod(pod('a', [req({ cpu: '500m' })]))).toEqual({ admit: true });
   });
 
   it('rejects beyond maxPods with OutOfpods', () => {
     const active = [pod('x'), pod('y'), pod('z')];
-    expect(admitPod(pod('a'), { node, activePods: active })).toEqual({
+    expect(admitPod(pod('a'), active)).toEqual({
       admit: false,
       reason: 'OutOfpods',
       message: "Node didn't have enough resource: pods, requested: 1, used: 3, capacity: 3",
@@ -78,12 +83,12 @@ describe('admitPod', () => {
 
   it('rejects requests beyond allocatable with OutOfcpu and OutOfmemory', () => {
     const active = [pod('x', [req({ cpu: '1', memory: '14000Mi' })])];
-    expect(admitPod(pod('a', [req({ cpu: '800m' })]), { node, activePods: active })).toEqual({
+    expect(admitPod(pod('a', [req({ cpu: '800m' })]), active)).toEqual({
       admit: false,
       reason: 'OutOfcpu',
       message: "Node didn't have enough resource: cpu, requested: 800, used: 1000, capacity: 1700",
     });
-    expect(admitPod(pod('b', [req({ memory: '1Gi' })]), { node, activePods: active })).toEqual({
+    expect(admitPod(pod('b', [req({ memory: '1Gi' })]), active)).toEqual({
       admit: false,
       reason: 'OutOfmemory',
       message: `Node didn't have enough resource: memory, requested: ${1 << 30}, used: ${14000 * 1024 * 1024}, capacity: ${14748 * 1024 * 1024}`,
@@ -91,17 +96,15 @@ describe('admitPod', () => {
   });
 
   it('rejects a pod for another node, or one whose selector or affinity does not match', () => {
-    expect(admitPod(pod('a', [{}], { nodeName: 'node-b' }), { node, activePods: [] })).toMatchObject({
+    expect(admitPod(pod('a', [{}], { nodeName: 'node-b' }))).toMatchObject({
       reason: 'NodeName',
       message: "Predicate NodeName failed: node(s) didn't match the requested node name",
     });
-    expect(
-      admitPod(pod('a', [{}], { nodeSelector: { disk: 'hdd' } }), { node, activePods: [] }),
-    ).toMatchObject({
+    expect(admitPod(pod('a', [{}], { nodeSelector: { disk: 'hdd' } }))).toMatchObject({
       reason: 'NodeAffinity',
       message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
     });
-    expect(admitPod(pod('a', [{}], { nodeSelector: { disk: 'ssd' } }), { node, activePods: [] })).toEqual({
+    expect(admitPod(pod('a', [{}], { nodeSelector: { disk: 'ssd' } }))).toEqual({
       admit: true,
     });
     const affinity = (operator: string, values?: string[], key = 'generation') => ({
@@ -111,8 +114,7 @@ describe('admitPod', () => {
         },
       },
     });
-    const admits = (a: ReturnType<typeof affinity>) =>
-      admitPod(pod('a', [{}], { affinity: a }), { node, activePods: [] }).admit;
+    const admits = (a: ReturnType<typeof affinity>) => admitPod(pod('a', [{}], { affinity: a })).admit;
     expect(admits(affinity('In', ['5', '6']))).toBe(true);
     expect(admits(affinity('NotIn', ['5']))).toBe(false);
     expect(admits(affinity('Gt', ['4']))).toBe(true);
@@ -124,32 +126,43 @@ describe('admitPod', () => {
   it('rejects a host port already taken', () => {
     const withPort = (name: string, hostIP?: string) =>
       pod(name, [{ ports: [{ containerPort: 80, hostPort: 8080, ...(hostIP ? { hostIP } : {}) }] }]);
-    expect(admitPod(withPort('b'), { node, activePods: [withPort('a')] })).toMatchObject({
+    expect(admitPod(withPort('b'), [withPort('a')])).toMatchObject({
       reason: 'NodePorts',
     });
-    expect(admitPod(withPort('b', '10.0.0.1'), { node, activePods: [withPort('a', '10.0.0.2')] })).toEqual({
+    expect(admitPod(withPort('b', '10.0.0.1'), [withPort('a', '10.0.0.2')])).toEqual({
       admit: true,
     });
   });
 
-  it('refuses BestEffort pods under memory pressure only', () => {
-    const pressure = { ...noPressure, isUnderMemoryPressure: () => true };
-    expect(admitPod(pod('be'), { node, activePods: [], pressure })).toEqual({
+  it('runs after the predicates: under memory pressure it refuses BestEffort pods only', () => {
+    const chain = underPressure(['MemoryPressure']);
+    expect(chain.admit({ pod: pod('be'), otherPods: [] })).toEqual({
       admit: false,
       reason: 'Evicted',
       message: 'The node had condition: [MemoryPressure]. ',
     });
-    expect(admitPod(pod('bu', [req({ cpu: '100m' })]), { node, activePods: [], pressure })).toEqual({
-      admit: true,
+    expect(chain.admit({ pod: pod('bu', [req({ cpu: '100m' })]), otherPods: [] })).toEqual({ admit: true });
+    // The first rejection wins: a pod that does not fit is refused for that, not for pressure.
+    expect(chain.admit({ pod: pod('be', [{}], { nodeName: 'node-b' }), otherPods: [] })).toMatchObject({
+      reason: 'NodeName',
     });
   });
 
   it('refuses every non-critical pod under disk pressure', () => {
-    const pressure = { ...noPressure, isUnderDiskPressure: () => true };
-    expect(admitPod(pod('bu', [req({ cpu: '100m' })]), { node, activePods: [], pressure })).toEqual({
+    expect(
+      underPressure(['DiskPressure']).admit({ pod: pod('bu', [req({ cpu: '100m' })]), otherPods: [] }),
+    ).toEqual({
       admit: false,
       reason: 'Evicted',
       message: 'The node had condition: [DiskPressure]. ',
     });
   });
 });
+
+/** The agent's chain: the predicates, then the eviction manager's rule for these conditions. */
+function underPressure(conditions: PressureCondition[]): AdmitHandlers {
+  const chain = new AdmitHandlers();
+  chain.add(predicates);
+  chain.add({ admit: ({ pod }) => admitUnderPressure(pod, conditions) });
+  return chain;
+}

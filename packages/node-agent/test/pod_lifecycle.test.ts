@@ -7,6 +7,7 @@ import {
 } from '@kh/runtime-manager';
 import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import { newPodLayer } from '../src/pods/pod_layer.js';
 import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
@@ -57,7 +58,7 @@ function setup() {
     backoff: newCrashLoopBackoff(clock),
     clock,
     nodeIP: '10.0.0.5',
-    node: () => node,
+    admit: new PredicateAdmitHandler(() => node),
     resyncIntervalMs: 60_000,
   });
   return { api, clock, runtime, ...layer };

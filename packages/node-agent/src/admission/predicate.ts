@@ -1,23 +1,11 @@
-// Pod admission on the node, as the kubelet's predicate admit handler does it: the pod must be
-// for this node, match its selector and required affinity, not collide on host ports, and fit
-// in allocatable next to the pods already admitted. A rejected pod fails with the kubelet's
-// reason: OutOfpods, OutOfcpu, OutOfmemory, NodeName, NodeAffinity, NodePorts; and under node
-// pressure the eviction manager's rule applies (Evicted).
+// The kubelet's predicate admit handler: the pod must be for this node, match its selector and
+// required affinity, not collide on host ports, and fit in allocatable next to the pods already
+// admitted. A rejected pod fails with the kubelet's reason: OutOfpods, OutOfcpu, OutOfmemory,
+// NodeName, NodeAffinity, NodePorts.
 import type { V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod } from '@kubernetes/client-node';
-import { admitUnderPressure } from '../eviction/admission.js';
-import type { PressureCondition } from '../eviction/types.js';
-import type { PressureSource } from '../types/pressure.js';
 import { Quantity } from '../util/quantity.js';
+import type { AdmitHandler, AdmitResult, PodAdmitAttributes } from './handler.js';
 import { podRequests } from './resources.js';
-
-export type AdmitResult = { admit: true } | { admit: false; reason: string; message: string };
-
-export interface AdmissionContext {
-  node: V1Node;
-  /** Pods already admitted and not terminated. */
-  activePods: V1Pod[];
-  pressure?: PressureSource;
-}
 
 const CHECKED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
 
@@ -25,40 +13,35 @@ function predicateFailure(name: string, desc: string): AdmitResult {
   return { admit: false, reason: name, message: `Predicate ${name} failed: ${desc}` };
 }
 
-export function admitPod(pod: V1Pod, ctx: AdmissionContext): AdmitResult {
-  const { node } = ctx;
-  const nodeName = node.metadata?.name ?? '';
-  if (pod.spec?.nodeName && pod.spec.nodeName !== nodeName) {
-    return predicateFailure('NodeName', "node(s) didn't match the requested node name");
+export class PredicateAdmitHandler implements AdmitHandler {
+  /** `node`: this node as admission sees it (labels, allocatable), read for every pod. */
+  constructor(private readonly node: () => V1Node) {}
+
+  admit({ pod, otherPods }: PodAdmitAttributes): AdmitResult {
+    const node = this.node();
+    const nodeName = node.metadata?.name ?? '';
+    if (pod.spec?.nodeName && pod.spec.nodeName !== nodeName) {
+      return predicateFailure('NodeName', "node(s) didn't match the requested node name");
+    }
+    if (!matchesNodeSelector(pod, node)) {
+      return predicateFailure('NodeAffinity', "node(s) didn't match Pod's node affinity/selector");
+    }
+    if (hostPortConflict(pod, otherPods)) {
+      return predicateFailure('NodePorts', "node(s) didn't have free ports for the requested pod ports");
+    }
+    return resourceFit(pod, node, otherPods) ?? { admit: true };
   }
-  if (!matchesNodeSelector(pod, node)) {
-    return predicateFailure('NodeAffinity', "node(s) didn't match Pod's node affinity/selector");
-  }
-  if (hostPortConflict(pod, ctx.activePods)) {
-    return predicateFailure('NodePorts', "node(s) didn't have free ports for the requested pod ports");
-  }
-  const fit = resourceFit(pod, ctx);
-  if (fit) return fit;
-  return ctx.pressure ? admitUnderPressure(pod, pressureConditions(ctx.pressure)) : { admit: true };
 }
 
-function pressureConditions(p: PressureSource): PressureCondition[] {
-  const conditions: PressureCondition[] = [];
-  if (p.isUnderMemoryPressure()) conditions.push('MemoryPressure');
-  if (p.isUnderDiskPressure()) conditions.push('DiskPressure');
-  if (p.isUnderPIDPressure()) conditions.push('PIDPressure');
-  return conditions;
-}
-
-function resourceFit(pod: V1Pod, ctx: AdmissionContext): AdmitResult | undefined {
-  const allocatable = ctx.node.status?.allocatable ?? {};
+function resourceFit(pod: V1Pod, node: V1Node, otherPods: V1Pod[]): AdmitResult | undefined {
+  const allocatable = node.status?.allocatable ?? {};
   const maxPods = allocatable.pods !== undefined ? Quantity.parse(allocatable.pods).value() : undefined;
-  if (maxPods !== undefined && BigInt(ctx.activePods.length + 1) > maxPods) {
-    return insufficient('pods', 1n, BigInt(ctx.activePods.length), maxPods);
+  if (maxPods !== undefined && BigInt(otherPods.length + 1) > maxPods) {
+    return insufficient('pods', 1n, BigInt(otherPods.length), maxPods);
   }
   const want = podRequests(pod);
   const used: Record<string, bigint> = {};
-  for (const p of ctx.activePods)
+  for (const p of otherPods)
     for (const [k, v] of Object.entries(podRequests(p))) used[k] = (used[k] ?? 0n) + v;
   for (const r of CHECKED_RESOURCES) {
     const req = want[r] ?? 0n;

@@ -2,7 +2,7 @@
 // pressure alone turns away BestEffort pods (unless they tolerate the memory-pressure taint);
 // any other pressure turns away everything but critical pods.
 import type { V1Pod, V1Toleration } from '@kubernetes/client-node';
-import type { AdmitResult } from '../admission/predicate.js';
+import type { AdmitResult } from '../admission/handler.js';
 import type { Taint } from '../config/types.js';
 import { podQOSClass } from '../types/qos.js';
 import { isCriticalPod } from './rank.js';

@@ -2,9 +2,10 @@
 // the signals, decides which thresholds are met (soft ones only after their grace period),
 // keeps the pressure conditions up for the transition period so they do not flap, reclaims at
 // node level first for disk, and otherwise evicts at most one pod, ranked for the starved
-// resource. It is also the agent's PressureSource for admission and node status.
+// resource. It is also the agent's PressureSource for node status, and the admit handler that
+// turns pods away under pressure.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { AdmitResult } from '../admission/predicate.js';
+import type { AdmitHandler, AdmitResult, PodAdmitAttributes } from '../admission/handler.js';
 import type { Taint } from '../config/types.js';
 import type { KubeletMetrics } from '../metrics/metrics.js';
 import type { PressureSource } from '../types/pressure.js';
@@ -90,7 +91,7 @@ const RANKED: Record<string, RankedResource | undefined> = {
   pids: 'pids',
 };
 
-export class EvictionManager implements PressureSource {
+export class EvictionManager implements PressureSource, AdmitHandler {
   private conditions: PressureCondition[] = [];
   private thresholdsFirstObservedAt = new Map<string, number>();
   private conditionsLastObservedAt = new Map<PressureCondition, number>();
@@ -121,7 +122,7 @@ export class EvictionManager implements PressureSource {
     return pressureTaints(this.conditions);
   }
 
-  admit(pod: V1Pod): AdmitResult {
+  admit({ pod }: PodAdmitAttributes): AdmitResult {
     return admitUnderPressure(pod, this.conditions);
   }
 

@@ -2,13 +2,11 @@
 // and the lifecycle handler, which need each other.
 
 import type { Backoff, EventRecorder, Runtime } from '@kh/runtime-manager';
-import type { V1Node } from '@kubernetes/client-node';
 import type { PodApi } from '../api/pod_api.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
 import { ProberManager, type ProberManagerDeps } from '../prober/manager.js';
 import type { ProbeResultsStore } from '../prober/results.js';
 import { PodStatusManager } from '../status/status_manager.js';
-import type { PressureSource } from '../types/pressure.js';
 import type { TimerClock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { PodLifecycle, type PodLifecycleDeps } from './pod_lifecycle.js';
@@ -30,9 +28,8 @@ export function newPodLayer(opts: {
   backoff: Backoff;
   clock: TimerClock;
   nodeIP: string;
-  node: () => V1Node;
+  admit: PodLifecycleDeps['admit'];
   resyncIntervalMs: number;
-  pressure?: PressureSource;
   /**
    * Runs the pods' probes. `results` is the store the runtime manager was given as its
    * probeResults, so liveness and startup failures reach its kill decisions.

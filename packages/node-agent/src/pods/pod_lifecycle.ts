@@ -11,13 +11,12 @@ import {
   type Runtime,
   runningPodFromStatus,
 } from '@kh/runtime-manager';
-import type { V1Node, V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
-import { admitPod } from '../admission/predicate.js';
+import type { V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
+import type { AdmitHandler } from '../admission/handler.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { PodStatusManager } from '../status/status_manager.js';
-import type { PressureSource } from '../types/pressure.js';
 import type { Clock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
@@ -42,10 +41,9 @@ export interface PodLifecycleDeps {
   backoff: Backoff;
   clock: Clock;
   nodeIP: string;
-  /** The node as admission sees it (allocatable, labels). */
-  node: () => V1Node;
+  /** Decides whether a new pod may run here (the registered admit handlers). */
+  admit: AdmitHandler;
   resyncIntervalMs: number;
-  pressure?: PressureSource;
   probes?: ProbeResults;
   prober?: PodProber;
   /** The pod's image pull secrets, read for every sync. */
@@ -101,11 +99,7 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
       this.pods.set(uid, pod);
       if (isTerminalPhase(pod)) continue;
       if (!pod.metadata?.deletionTimestamp) {
-        const verdict = admitPod(pod, {
-          node: this.deps.node(),
-          activePods: active,
-          ...(this.deps.pressure ? { pressure: this.deps.pressure } : {}),
-        });
+        const verdict = this.deps.admit.admit({ pod, otherPods: active });
         if (!verdict.admit) {
           this.rejectPod(pod, verdict.reason, verdict.message);
           continue;

@@ -157,7 +157,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
     expect(evicted[0]?.status.message).toMatch(
       /^The node was low on resource: ephemeral-storage\. Threshold quantity: \d+Mi, available: \S+\. Container hog was using \S+, request is 0, has larger consumption of ephemeral-storage\. $/,
     );
-    expect(manager.admit(pod('during'))).toMatchObject({
+    expect(manager.admit({ pod: pod('during'), otherPods: [] })).toMatchObject({
       admit: false,
       message: 'The node had condition: [DiskPressure]. ',
     });
@@ -172,7 +172,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
     expect(r.conditions).toEqual([]);
     expect(evicted).toHaveLength(1);
     expect(await podIsRunning(runtime, ok)).toBe(true);
-    expect(manager.admit(pod('after'))).toEqual({ admit: true });
+    expect(manager.admit({ pod: pod('after'), otherPods: [] })).toEqual({ admit: true });
     // The images the pods use survived node-level reclaim.
     const tags = (await cri.listImages({})).images.flatMap((i) => i.repoTags).join(' ');
     expect(tags).toContain(refs.busybox);

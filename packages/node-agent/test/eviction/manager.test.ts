@@ -158,16 +158,18 @@ describe('EvictionManager under memory pressure', () => {
   it('admits BestEffort pods again only once the condition has cleared', async () => {
     t.signals.current = memoryObs(80 * Mi);
     await t.manager.synchronize();
-    expect(t.manager.admit(pod('new'))).toEqual({
+    expect(t.manager.admit({ pod: pod('new'), otherPods: [] })).toEqual({
       admit: false,
       reason: 'Evicted',
       message: 'The node had condition: [MemoryPressure]. ',
     });
-    expect(t.manager.admit(pod('burstable', { containers: [guaranteed('64Mi')] }))).toEqual({ admit: true });
+    expect(
+      t.manager.admit({ pod: pod('burstable', { containers: [guaranteed('64Mi')] }), otherPods: [] }),
+    ).toEqual({ admit: true });
     t.signals.current = memoryObs(4 * Gi);
     await t.clock.advance(300_000);
     await t.manager.synchronize();
-    expect(t.manager.admit(pod('new'))).toEqual({ admit: true });
+    expect(t.manager.admit({ pod: pod('new'), otherPods: [] })).toEqual({ admit: true });
   });
 
   it('skips critical pods and tries the next when a kill fails', async () => {
@@ -331,13 +333,16 @@ describe('disk and pid pressure', () => {
     expect(t.killer.evicted[0]?.status.message).toBe(
       'The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 5Gi. Container app was using 3Gi, request is 0, has larger consumption of ephemeral-storage. ',
     );
-    expect(t.manager.admit(pod('new', { containers: [guaranteed('1Gi')] }))).toEqual({
+    expect(t.manager.admit({ pod: pod('new', { containers: [guaranteed('1Gi')] }), otherPods: [] })).toEqual({
       admit: false,
       reason: 'Evicted',
       message: 'The node had condition: [DiskPressure]. ',
     });
     expect(
-      t.manager.admit(pod('static', { annotations: { 'kubernetes.io/config.source': 'file' } })),
+      t.manager.admit({
+        pod: pod('static', { annotations: { 'kubernetes.io/config.source': 'file' } }),
+        otherPods: [],
+      }),
     ).toEqual({
       admit: true,
     });

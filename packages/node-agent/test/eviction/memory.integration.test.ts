@@ -155,6 +155,6 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
     expect(evicted).toHaveLength(1);
     expect(await podIsRunning(runtime, pods[1] as V1Pod)).toBe(true);
     expect(await podIsRunning(runtime, pods[2] as V1Pod)).toBe(true);
-    expect(manager.admit(pod('besteffort-after'))).toEqual({ admit: true });
+    expect(manager.admit({ pod: pod('besteffort-after'), otherPods: [] })).toEqual({ admit: true });
   }, 240_000);
 });
