@@ -213,11 +213,16 @@ export class SpdySession {
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
-    socket.on('error', (err) => this.finish(err));
-    socket.on('close', () => this.finish());
+    // The read loop ends the session when the socket's data runs out, so frames that arrived
+    // before the close are still handled. A close only stops it waiting for slow readers.
+    socket.on('error', (err) => this.options.onError?.(err));
+    socket.on('close', () => this.stopWaitingForReaders());
     this.touch();
     if (options.head?.length) this.parser.push(options.head);
-    this.readLoop(socket).catch((err: unknown) => this.fail(err));
+    this.readLoop(socket).then(
+      () => this.finish(),
+      (err: unknown) => (this.socket.destroyed ? this.finish(err as Error) : this.fail(err)),
+    );
   }
 
   /** Opens a stream (client side of a stream) and waits for the peer's SYN_REPLY. */
@@ -272,8 +277,7 @@ export class SpdySession {
    * the socket is destroyed if the peer has not closed its side within a few seconds.
    */
   async end(status: number = GoAwayStatus.OK): Promise<void> {
-    this.draining = true;
-    for (const s of this.streams.values()) s.releaseReader();
+    this.stopWaitingForReaders();
     if (!this.goneAway) {
       this.goneAway = true;
       await this.send({ type: 'GOAWAY', lastGoodStreamId: this.lastPeerStreamId, status });
@@ -288,6 +292,11 @@ export class SpdySession {
   destroy(reason?: Error): void {
     this.finish(reason);
     this.socket.destroy();
+  }
+
+  private stopWaitingForReaders(): void {
+    this.draining = true;
+    for (const s of this.streams.values()) s.releaseReader();
   }
 
   /**
