@@ -30,6 +30,7 @@ import { nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
 import { ApiServerPodSource, KubePodListWatch } from './podconfig/apiserver_source.js';
 import { FileStaticPodSource } from './podconfig/file_source.js';
 import { newPodLayer, type PodLayer } from './pods/pod_layer.js';
+import { PodManager } from './pods/pod_manager.js';
 import { ProbeResultsStore } from './prober/results.js';
 import { criCallObserver } from './runtime/cri_call_log.js';
 import { connectImageService } from './runtime/image_service.js';
@@ -138,6 +139,7 @@ export async function run(
     // The runtime manager and the pod layer need each other: it reads probe results and which
     // pods are gone, the pod layer drives it. Both seams are resolved once the layer exists.
     const probeResults = new ProbeResultsStore();
+    const podManager = new PodManager();
     const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
     let pods: PodLayer | undefined;
     const runtime = await KubeGenericRuntimeManager.create({
@@ -148,10 +150,7 @@ export async function run(
       probeResults: probeResults.forRuntime,
       // Like the kubelet's PLEG cache: the PLEG's relist keeps it honest.
       podStatusCacheTtlMs: 2 * DefaultRelistPeriodMs,
-      podStateProvider: {
-        shouldPodContentBeRemoved: (uid) => pods?.lifecycle.shouldPodContentBeRemoved(uid) ?? false,
-        shouldPodRuntimeBeRemoved: (uid) => pods?.lifecycle.shouldPodRuntimeBeRemoved(uid) ?? false,
-      },
+      podStateProvider: podManager,
       ...(sandboxImage ? { podSandboxImage: sandboxImage } : {}),
       imageGCPolicy: {
         highThresholdPercent: config.imageGCHighThresholdPercent,
@@ -181,6 +180,7 @@ export async function run(
     pods = api
       ? newPodLayer({
           api,
+          pods: podManager,
           runtime,
           backoff: newCrashLoopBackoff(realClock),
           clock: realClock,
@@ -275,9 +275,9 @@ export async function run(
             ],
             ...(managers ? { pressure: managers.eviction } : {}),
             servers: {
-              pods: { getPods: () => pods.lifecycle.getPods() },
+              pods: podManager,
               runningPods: runningPodsProvider(runtime),
-              logs: new ContainerLogs({ getPods: () => pods.lifecycle.getPods(), runtime }),
+              logs: new ContainerLogs({ getPods: () => podManager.getPods(), runtime }),
               stats: new SummaryProvider({
                 cri,
                 ...(imageCri ? { imageCri } : {}),

@@ -81,10 +81,12 @@ export {
 export { FileStaticPodSource, staticPodFromManifest } from './podconfig/file_source.js';
 export { PodSnapshotDiff, podsDifferSemantically } from './podconfig/pod_config.js';
 export { newPodLayer, type PodLayer } from './pods/pod_layer.js';
-export { PodLifecycle, type PodLifecycleDeps, type PodProber } from './pods/pod_lifecycle.js';
-export { POD_SYNC_RETRY_MS, type PodSyncer, PodWorkerPool } from './pods/pod_workers.js';
+export { PodLifecycle, type PodLifecycleDeps } from './pods/pod_lifecycle.js';
+export { PodManager } from './pods/pod_manager.js';
+export { PodSync, type PodSyncDeps } from './pods/pod_sync.js';
+export { POD_SYNC_RETRY_MS, PodWorkerPool } from './pods/pod_workers.js';
 export { podPullSecrets } from './pods/pull_secrets.js';
-export type { PodWorkers, SyncHandler } from './pods/types.js';
+export type { PodProber, PodSyncer, PodWorkers, SyncHandler } from './pods/types.js';
 export { ProberManager, type ProberManagerDeps } from './prober/manager.js';
 export { ProbeResultsStore } from './prober/results.js';
 export { connectImageService } from './runtime/image_service.js';

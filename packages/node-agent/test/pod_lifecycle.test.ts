@@ -9,6 +9,7 @@ import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import { newPodLayer } from '../src/pods/pod_layer.js';
+import { PodManager } from '../src/pods/pod_manager.js';
 import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 
@@ -52,8 +53,10 @@ function setup() {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
   const runtime = new RecordingRuntime();
+  const pods = new PodManager();
   const layer = newPodLayer({
     api,
+    pods,
     runtime,
     backoff: newCrashLoopBackoff(clock),
     clock,
@@ -61,7 +64,7 @@ function setup() {
     admit: new PredicateAdmitHandler(() => node),
     resyncIntervalMs: 60_000,
   });
-  return { api, clock, runtime, ...layer };
+  return { api, clock, runtime, pods, ...layer };
 }
 
 const pod = (name: string, cpu?: string): V1Pod => ({
@@ -74,7 +77,7 @@ const pod = (name: string, cpu?: string): V1Pod => ({
 
 describe('PodLifecycle', () => {
   it('admits and syncs new pods, kills removed ones, and resyncs every syncFrequency', async () => {
-    const { clock, runtime, lifecycle, workers } = setup();
+    const { clock, runtime, lifecycle, workers, pods } = setup();
     await lifecycle.handlePodAdditions([pod('a'), pod('b')]);
     await workers.settle();
     expect(runtime.calls).toEqual(['sync a', 'sync b']);
@@ -83,7 +86,7 @@ describe('PodLifecycle', () => {
     await lifecycle.handlePodRemoves([pod('b')]);
     await workers.settle();
     expect(runtime.calls).toEqual(['sync a', 'sync b', 'kill b']);
-    expect(lifecycle.getPods().map((p) => p.metadata?.name)).toEqual(['a']);
+    expect(pods.getPods().map((p) => p.metadata?.name)).toEqual(['a']);
   });
 
   it("passes the pod's image pull secrets to every sync", async () => {
@@ -212,7 +215,7 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
       message: 'low on disk',
       conditions: [],
     });
-    expect(t.lifecycle.shouldPodContentBeRemoved('a')).toBe(true);
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
     expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(false);
     await t.lifecycle.handlePlegEvent({ podUid: 'a', type: 'ContainerDied', data: 'c2' });
     await t.lifecycle.containerDeletor.idle();

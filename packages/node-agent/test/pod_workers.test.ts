@@ -1,6 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { type PodSyncer, PodWorkerPool } from '../src/pods/pod_workers.js';
+import { PodManager } from '../src/pods/pod_manager.js';
+import { PodWorkerPool } from '../src/pods/pod_workers.js';
+import type { PodSyncer } from '../src/pods/types.js';
 import { FakeClock, flushMicrotasks } from '../src/util/clock.js';
 
 const pod = (name: string, version = '1', over: Partial<V1Pod['metadata']> = {}): V1Pod => ({
@@ -25,8 +27,9 @@ class GatedSyncer implements PodSyncer {
     });
   }
 
-  syncPod(p: V1Pod) {
-    return this.gate(`sync ${p.metadata?.name}@${p.metadata?.resourceVersion}`);
+  async syncPod(p: V1Pod) {
+    await this.gate(`sync ${p.metadata?.name}@${p.metadata?.resourceVersion}`);
+    return false;
   }
 
   syncTerminatingPod(p: V1Pod, grace?: number) {
@@ -44,7 +47,7 @@ class GatedSyncer implements PodSyncer {
 describe('PodWorkerPool', () => {
   it('serialises work per pod, runs pods in parallel, and coalesces updates', async () => {
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({ syncer, clock: new FakeClock() });
+    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock: new FakeClock() });
     pool.updatePod({ pod: pod('a'), op: 'create' });
     pool.updatePod({ pod: pod('b'), op: 'create' });
     await flushMicrotasks();
@@ -60,7 +63,7 @@ describe('PodWorkerPool', () => {
 
   it('kills once with the shortest grace period and never syncs a killed pod again', async () => {
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({ syncer, clock: new FakeClock() });
+    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock: new FakeClock() });
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await flushMicrotasks();
     pool.updatePod({
@@ -83,7 +86,7 @@ describe('PodWorkerPool', () => {
   it('retries a failed sync after the backoff', async () => {
     const syncer = new GatedSyncer();
     const clock = new FakeClock();
-    const pool = new PodWorkerPool({ syncer, clock, retryMs: 10_000 });
+    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock, retryMs: 10_000 });
     syncer.failNext = true;
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await syncer.releaseAll();

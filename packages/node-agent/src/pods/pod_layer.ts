@@ -10,6 +10,8 @@ import { PodStatusManager } from '../status/status_manager.js';
 import type { TimerClock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { PodLifecycle, type PodLifecycleDeps } from './pod_lifecycle.js';
+import type { PodManager } from './pod_manager.js';
+import { PodSync, type PodSyncDeps } from './pod_sync.js';
 import { PodWorkerPool } from './pod_workers.js';
 import { podPullSecrets } from './pull_secrets.js';
 
@@ -24,7 +26,8 @@ const noEvents: EventRecorder = { event: () => {} };
 
 export function newPodLayer(opts: {
   api: PodApi;
-  runtime: PodLifecycleDeps['runtime'];
+  pods: PodManager;
+  runtime: PodLifecycleDeps['runtime'] & PodSyncDeps['runtime'];
   backoff: Backoff;
   clock: TimerClock;
   nodeIP: string;
@@ -43,12 +46,12 @@ export function newPodLayer(opts: {
   recorder?: KubeletEventRecorder;
   log?: Logger;
 }): PodLayer {
-  const { probing, ...rest } = opts;
   const statusManager = new PodStatusManager({
     api: opts.api,
     clock: opts.clock,
     ...(opts.log ? { log: opts.log } : {}),
   });
+  const { probing } = opts;
   const prober = probing
     ? new ProberManager({
         ...probing,
@@ -58,19 +61,34 @@ export function newPodLayer(opts: {
         ...(opts.log ? { log: opts.log } : {}),
       })
     : undefined;
-  const deps: PodLifecycleDeps = {
-    ...rest,
+  const sync = new PodSync({
+    runtime: opts.runtime,
     statusManager,
+    pods: opts.pods,
+    backoff: opts.backoff,
+    clock: opts.clock,
+    nodeIP: opts.nodeIP,
     pullSecrets: (pod) => podPullSecrets(opts.api, pod, opts.log),
     ...(prober ? { prober, probes: prober.results.forStatus } : {}),
-  };
-  const lifecycle = new PodLifecycle(deps);
+  });
   const workers = new PodWorkerPool({
-    syncer: lifecycle,
+    syncer: sync,
+    terminated: opts.pods,
     clock: opts.clock,
     ...(opts.log ? { log: opts.log } : {}),
   });
-  deps.workers = workers;
+  const lifecycle = new PodLifecycle({
+    pods: opts.pods,
+    workers,
+    statusManager,
+    admit: opts.admit,
+    runtime: opts.runtime,
+    clock: opts.clock,
+    resyncIntervalMs: opts.resyncIntervalMs,
+    ...(prober ? { prober } : {}),
+    ...(opts.recorder ? { recorder: opts.recorder } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  });
   // Readiness goes straight into the cached status; liveness failures and startup changes need a
   // sync, where the runtime manager kills or releases the container.
   prober?.results.onUpdate((u) => {

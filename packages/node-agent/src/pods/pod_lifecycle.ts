@@ -1,66 +1,40 @@
-// The kubelet's pod handling between the sync loop and the runtime: it keeps the desired pods,
-// admits new ones, starts and stops their probes, hands work to the pod workers, runs each sync
-// through the runtime manager, and reports the resulting API status to the status manager. It is
-// the SyncHandler that Kubelet.syncLoop dispatches to, the PodSyncer the workers call, the
-// eviction manager's PodKiller and container GC's PodStateProvider.
+// The kubelet's pod handling between the sync loop and the workers: it records the desired pods
+// in the pod manager, admits new ones, starts and stops their probes, hands work to the pod
+// workers and kills removed pods; housekeeping kills orphans. It is the SyncHandler that
+// Kubelet.syncLoop dispatches to and the eviction manager's PodKiller. One pod's pass through
+// the runtime is PodSync's (pod_sync.ts), which the workers call.
 
-import {
-  type Backoff,
-  type PodLifecycleEvent,
-  type PodStateProvider,
-  type Runtime,
-  runningPodFromStatus,
-} from '@kh/runtime-manager';
-import type { V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
+import type { EventRecorder, PodLifecycleEvent, Runtime } from '@kh/runtime-manager';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
-import type { KubeletEventRecorder } from '../events/recorder.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
-import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
-import type { PodStatusManager } from '../status/status_manager.js';
+import type { StatusManager } from '../status/types.js';
 import type { Clock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
-import type { PodSyncer, PodWorkerPool } from './pod_workers.js';
-import type { SyncHandler } from './types.js';
-
-type PodRuntime = Pick<Runtime, 'getPodStatus' | 'syncPod' | 'killPod' | 'getPods' | 'deleteContainer'>;
-
-/** What the pod layer needs of the prober manager. */
-export interface PodProber {
-  addPod(pod: V1Pod): void;
-  stopLivenessAndStartup(pod: V1Pod): void;
-  removePod(uid: string): void;
-  cleanupPods(desired: ReadonlySet<string>): void;
-}
+import type { PodManager } from './pod_manager.js';
+import type { PodProber, PodWorkers, SyncHandler } from './types.js';
 
 export interface PodLifecycleDeps {
-  runtime: PodRuntime;
-  statusManager: PodStatusManager;
-  /** Set right after construction: the workers call back into this object. */
-  workers?: PodWorkerPool;
-  backoff: Backoff;
-  clock: Clock;
-  nodeIP: string;
+  pods: PodManager;
+  workers: PodWorkers;
+  statusManager: StatusManager;
   /** Decides whether a new pod may run here (the registered admit handlers). */
   admit: AdmitHandler;
+  /** For housekeeping (orphans), dead containers and the clean-up check after an eviction. */
+  runtime: Pick<Runtime, 'getPodStatus' | 'killPod' | 'getPods' | 'deleteContainer'>;
+  clock: Clock;
   resyncIntervalMs: number;
-  probes?: ProbeResults;
   prober?: PodProber;
-  /** The pod's image pull secrets, read for every sync. */
-  pullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
-  recorder?: KubeletEventRecorder;
+  recorder?: EventRecorder;
   log?: Logger;
 }
 
 const isTerminalPhase = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 
-export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodStateProvider {
-  /** Desired pods by UID, as the sources last described them. */
-  private readonly pods = new Map<string, V1Pod>();
+export class PodLifecycle implements SyncHandler, PodKiller {
   private readonly nextSync = new Map<string, number>();
   private readonly rejected = new Set<string>();
-  /** Pods the eviction manager killed, with the status they end with. */
-  private readonly evicted = new Map<string, EvictionStatus>();
 
   readonly containerDeletor: PodContainerDeletor;
 
@@ -68,22 +42,13 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
     this.containerDeletor = new PodContainerDeletor(deps.runtime, deps.log);
   }
 
-  private get workers(): PodWorkerPool {
-    if (!this.deps.workers) throw new Error('PodLifecycle used before its workers were set');
-    return this.deps.workers;
-  }
-
-  getPods(): V1Pod[] {
-    return [...this.pods.values()];
-  }
-
   /** Admitted pods that still count against the node: not terminal, not being torn down. */
   activePods(): V1Pod[] {
-    return this.getPods().filter((p) => {
+    return this.deps.pods.getPods().filter((p) => {
       const uid = p.metadata?.uid ?? '';
       const s = this.deps.statusManager.getPodStatus(uid);
       const terminal = s ? s.phase === 'Succeeded' || s.phase === 'Failed' : isTerminalPhase(p);
-      return !terminal && !this.workers.isPodTerminationRequested(uid);
+      return !terminal && !this.deps.workers.isPodTerminationRequested(uid);
     });
   }
 
@@ -96,7 +61,7 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
     for (const pod of ordered) {
       const uid = pod.metadata?.uid ?? '';
       const active = this.activePods();
-      this.pods.set(uid, pod);
+      this.deps.pods.setPod(pod);
       if (isTerminalPhase(pod)) continue;
       if (!pod.metadata?.deletionTimestamp) {
         const verdict = this.deps.admit.admit({ pod, otherPods: active });
@@ -106,7 +71,7 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
         }
       }
       this.deps.prober?.addPod(pod);
-      this.workers.updatePod({ pod, op: 'create' });
+      this.deps.workers.updatePod({ pod, op: 'create' });
       this.nextSync.set(uid, this.deps.clock.now() + this.deps.resyncIntervalMs);
     }
   }
@@ -120,80 +85,82 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
   async handlePodUpdates(pods: V1Pod[]): Promise<void> {
     for (const pod of pods) {
       const uid = pod.metadata?.uid ?? '';
-      const known = this.pods.has(uid);
-      this.pods.set(uid, pod);
+      const known = this.deps.pods.has(uid);
+      this.deps.pods.setPod(pod);
       // A rejected pod never got a worker; updates do not resurrect it.
       if (!known || this.rejected.has(uid)) continue;
       // A pod being deleted keeps only its readiness probe, which then reads not ready.
       this.deps.prober?.addPod(pod);
-      this.workers.updatePod({ pod, op: 'update' });
+      this.deps.workers.updatePod({ pod, op: 'update' });
     }
   }
 
   async handlePodRemoves(pods: V1Pod[]): Promise<void> {
     for (const pod of pods) {
       const uid = pod.metadata?.uid ?? '';
-      this.pods.delete(uid);
+      this.deps.pods.removePod(uid);
       this.nextSync.delete(uid);
-      this.evicted.delete(uid);
       this.deps.prober?.removePod(uid);
-      if (!this.rejected.delete(uid)) this.workers.updatePod({ pod, op: 'kill' });
+      if (!this.rejected.delete(uid)) this.deps.workers.updatePod({ pod, op: 'kill' });
     }
   }
 
   async handlePodReconcile(pods: V1Pod[]): Promise<void> {
-    for (const pod of pods) if (pod.metadata?.uid) this.pods.set(pod.metadata.uid, pod);
+    for (const pod of pods) if (pod.metadata?.uid) this.deps.pods.setPod(pod);
   }
 
   async handlePodSyncs(pods: V1Pod[]): Promise<void> {
     const next = this.deps.clock.now() + this.deps.resyncIntervalMs;
     for (const pod of pods) {
       this.nextSync.set(pod.metadata?.uid ?? '', next);
-      this.workers.updatePod({ pod, op: 'sync' });
+      this.deps.workers.updatePod({ pod, op: 'sync' });
     }
   }
 
   podsToSync(now: number): V1Pod[] {
-    return [...this.nextSync].filter(([, at]) => at <= now).flatMap(([uid]) => this.pods.get(uid) ?? []);
+    return [...this.nextSync]
+      .filter(([, at]) => at <= now)
+      .flatMap(([uid]) => this.deps.pods.getPod(uid) ?? []);
   }
 
   async handlePlegEvent(event: PodLifecycleEvent): Promise<void> {
     this.handleProbeSync(event.podUid);
     if (event.type === 'ContainerDied') {
       const uid = event.podUid;
-      const pod = this.pods.get(uid);
+      const pod = this.deps.pods.getPod(uid);
       this.containerDeletor.cleanUpContainersInPod(
         () => this.deps.runtime.getPodStatus(uid, pod?.metadata?.name ?? '', pod?.metadata?.namespace ?? ''),
         event.data,
-        this.shouldPodContentBeRemoved(uid),
+        this.deps.pods.shouldPodContentBeRemoved(uid),
       );
     }
   }
 
   /** Syncs an admitted pod now: a runtime event, or a probe result the runtime manager acts on. */
   handleProbeSync(uid: string): void {
-    const pod = this.pods.get(uid);
-    if (pod && this.nextSync.has(uid)) this.workers.updatePod({ pod, op: 'sync' });
+    const pod = this.deps.pods.getPod(uid);
+    if (pod && this.nextSync.has(uid)) this.deps.workers.updatePod({ pod, op: 'sync' });
   }
 
   /** Housekeeping: kill what runs for pods nobody wants, forget finished workers. */
   async handlePodCleanups(): Promise<void> {
+    const { pods, workers } = this.deps;
     const log = this.deps.log ?? silentLogger;
     const running = await this.deps.runtime.getPods(false);
     for (const rp of running) {
-      if (this.pods.has(rp.uid)) continue;
+      if (pods.has(rp.uid)) continue;
       log.info('Killing orphaned pod', { pod: `${rp.namespace}/${rp.name}`, uid: rp.uid });
       await this.deps.runtime
         .killPod(undefined, rp)
         .catch((err) => log.error('Failed to kill orphaned pod', { uid: rp.uid, err }));
     }
-    this.workers.syncKnownPods(this.getPods());
-    this.deps.statusManager.removeOrphanedStatuses(new Set(this.pods.keys()));
+    workers.syncKnownPods(pods.getPods());
+    this.deps.statusManager.removeOrphanedStatuses(pods.uids());
     this.deps.prober?.cleanupPods(
       new Set(
-        this.getPods().flatMap((p) =>
-          this.workers.isPodTerminated(p.metadata?.uid ?? '') ? [] : [p.metadata?.uid ?? ''],
-        ),
+        pods
+          .getPods()
+          .flatMap((p) => (workers.isPodTerminated(p.metadata?.uid ?? '') ? [] : [p.metadata?.uid ?? ''])),
       ),
     );
   }
@@ -201,16 +168,8 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
   /** PodKiller: the eviction manager's kill, which leaves the pod Failed with reason Evicted. */
   async evictPod(pod: V1Pod, gracePeriodSeconds: number, status: EvictionStatus): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
-    this.evicted.set(uid, status);
-    await this.workers.killPodNow(this.pods.get(uid) ?? pod, gracePeriodSeconds);
-  }
-
-  /**
-   * PodStateProvider: a pod the sources no longer list is gone, with everything it left; so is
-   * the content of an evicted pod (its API object stays, Failed).
-   */
-  shouldPodContentBeRemoved(uid: string): boolean {
-    return !this.pods.has(uid) || this.evicted.has(uid);
+    this.deps.pods.markEvicted(uid, status);
+    await this.deps.workers.killPodNow(this.deps.pods.getPod(uid) ?? pod, gracePeriodSeconds);
   }
 
   /**
@@ -220,85 +179,13 @@ export class PodLifecycle implements SyncHandler, PodSyncer, PodKiller, PodState
    */
   async podResourcesAreReclaimed(pod: V1Pod): Promise<boolean> {
     const uid = pod.metadata?.uid ?? '';
-    if (!this.workers.isPodTerminated(uid)) return false;
+    if (!this.deps.workers.isPodTerminated(uid)) return false;
     const status = await this.deps.runtime.getPodStatus(
       uid,
       pod.metadata?.name ?? '',
       pod.metadata?.namespace ?? '',
     );
     if (status.containerStatuses.some((c) => c.state === 'running')) return false;
-    return !this.shouldPodContentBeRemoved(uid) || status.containerStatuses.length === 0;
+    return !this.deps.pods.shouldPodContentBeRemoved(uid) || status.containerStatuses.length === 0;
   }
-
-  /** PodStateProvider: a terminated pod's containers and sandboxes may go, its API object stays. */
-  shouldPodRuntimeBeRemoved(uid: string): boolean {
-    return !this.pods.has(uid) || this.workers.isPodTerminated(uid);
-  }
-
-  async syncPod(pod: V1Pod): Promise<void> {
-    const { runtime, statusManager } = this.deps;
-    const uid = pod.metadata?.uid ?? '';
-    const before = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    this.report(pod, before);
-    const current = statusManager.getPodStatus(uid);
-    if (current?.phase === 'Succeeded' || current?.phase === 'Failed') {
-      // Ran to completion: tear down what is left (the sandbox) and never start it again.
-      this.workers.updatePod({ pod, op: 'kill' });
-      return;
-    }
-    const secrets = (await this.deps.pullSecrets?.(pod)) ?? [];
-    const result = await runtime.syncPod(pod, before, secrets, this.deps.backoff);
-    const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    this.report(pod, after, result);
-    const failed =
-      result.syncError ?? result.steps.find((s) => s.error && s.reason !== 'CrashLoopBackOff')?.error;
-    if (failed) throw failed;
-  }
-
-  async syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void> {
-    const { runtime, statusManager } = this.deps;
-    const uid = pod.metadata?.uid ?? '';
-    this.deps.prober?.stopLivenessAndStartup(pod);
-    const status = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    await runtime.killPod(pod, runningPodFromStatus(status), gracePeriodSeconds);
-    // Stopped containers have nothing left to probe.
-    this.deps.prober?.removePod(uid);
-    const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    this.report(pod, after, undefined, true);
-    statusManager.terminatePod(pod);
-  }
-
-  private report(
-    pod: V1Pod,
-    runtimeStatus: Awaited<ReturnType<PodRuntime['getPodStatus']>>,
-    syncResult?: Parameters<typeof generateAPIPodStatus>[0]['syncResult'],
-    terminal = false,
-  ): void {
-    const uid = pod.metadata?.uid ?? '';
-    const status = generateAPIPodStatus({
-      pod,
-      runtime: runtimeStatus,
-      oldStatus: this.deps.statusManager.getPodStatus(uid) ?? pod.status,
-      ...(syncResult ? { syncResult } : {}),
-      podIsTerminal: terminal,
-      nodeIP: this.deps.nodeIP,
-      now: new Date(this.deps.clock.now()),
-      ...(this.deps.probes ? { probes: this.deps.probes } : {}),
-    });
-    const eviction = this.evicted.get(uid);
-    this.deps.statusManager.setPodStatus(pod, eviction ? withEviction(status, eviction) : status);
-  }
-}
-
-/** The generated status with the eviction's phase, reason, message and DisruptionTarget condition. */
-function withEviction(status: V1PodStatus, eviction: EvictionStatus): V1PodStatus {
-  const { phase, reason, message, conditions } = eviction;
-  const replaced = new Set(conditions.map((c) => c.type));
-  return {
-    ...status,
-    phase,
-    reason,
-    message,
-    conditions: [...(status.conditions ?? []).filter((c) => !replaced.has(c.type)), ...conditions],
-  };
 }

@@ -1,18 +1,13 @@
 // Pod workers: one serial lane per pod, lanes run in parallel. Updates that arrive while a pod
 // is being synced are coalesced into one more pass with the newest pod object. A pod whose
-// termination was requested is killed once and never started again; a failed sync is retried
-// after a backoff.
+// termination was requested, or that reached a terminal phase, is killed once and never started
+// again; a failed sync is retried after a backoff. Which pods finished terminating is recorded in
+// the pod manager, where the runtime manager's garbage collection reads it.
 import type { V1Pod } from '@kubernetes/client-node';
 import type { TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
-import type { PodWorkers } from './types.js';
-
-export interface PodSyncer {
-  /** Brings the pod toward its spec; throws when the pass failed and must be retried. */
-  syncPod(pod: V1Pod): Promise<void>;
-  /** Stops every container and the sandbox, then reports the final status. */
-  syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void>;
-}
+import type { PodManager } from './pod_manager.js';
+import type { PodSyncer, PodWorkers } from './types.js';
 
 /** The kubelet retries a failed pod sync after about this long. */
 export const POD_SYNC_RETRY_MS = 10_000;
@@ -22,7 +17,6 @@ interface Lane {
   pending: boolean;
   busy: boolean;
   terminationRequested: boolean;
-  terminated: boolean;
   gracePeriodSeconds?: number;
   cancelRetry?: () => void;
   idle: Promise<void>;
@@ -34,7 +28,13 @@ export class PodWorkerPool implements PodWorkers {
   private readonly lanes = new Map<string, Lane>();
 
   constructor(
-    private readonly opts: { syncer: PodSyncer; clock: TimerClock; log?: Logger; retryMs?: number },
+    private readonly opts: {
+      syncer: PodSyncer;
+      terminated: Pick<PodManager, 'isTerminated' | 'markTerminated' | 'forgetTerminated'>;
+      clock: TimerClock;
+      log?: Logger;
+      retryMs?: number;
+    },
   ) {}
 
   updatePod(update: {
@@ -51,7 +51,6 @@ export class PodWorkerPool implements PodWorkers {
         pending: false,
         busy: false,
         terminationRequested: false,
-        terminated: false,
         idle: Promise.resolve(),
         onTerminated: [],
       };
@@ -67,7 +66,7 @@ export class PodWorkerPool implements PodWorkers {
         lane.gracePeriodSeconds = grace;
       }
     }
-    if (lane.terminated) return;
+    if (this.isPodTerminated(uid)) return;
     lane.pending = true;
     lane.cancelRetry?.();
     if (!lane.busy) lane.idle = this.drain(uid, lane);
@@ -82,7 +81,7 @@ export class PodWorkerPool implements PodWorkers {
     const done = new Promise<void>((resolve) => {
       this.updatePod({ pod, op: 'kill', gracePeriodSeconds });
       const lane = this.lanes.get(uid);
-      if (!lane || lane.terminated) resolve();
+      if (!lane || this.isPodTerminated(uid)) resolve();
       else lane.onTerminated.push(resolve);
     });
     return done;
@@ -93,14 +92,17 @@ export class PodWorkerPool implements PodWorkers {
   }
 
   isPodTerminated(uid: string): boolean {
-    return this.lanes.get(uid)?.terminated ?? false;
+    return this.opts.terminated.isTerminated(uid);
   }
 
   /** Forgets lanes of pods that are no longer desired and finished terminating. */
   syncKnownPods(desired: V1Pod[]): void {
     const keep = new Set(desired.map((p) => p.metadata?.uid));
     for (const [uid, lane] of this.lanes)
-      if (!keep.has(uid) && lane.terminated && !lane.busy) this.lanes.delete(uid);
+      if (!keep.has(uid) && this.isPodTerminated(uid) && !lane.busy) {
+        this.lanes.delete(uid);
+        this.opts.terminated.forgetTerminated(uid);
+      }
   }
 
   /** Resolves when every lane is idle (tests, shutdown). */
@@ -112,16 +114,16 @@ export class PodWorkerPool implements PodWorkers {
     const log = this.opts.log ?? silentLogger;
     lane.busy = true;
     try {
-      while (lane.pending && !lane.terminated) {
+      while (lane.pending && !this.isPodTerminated(uid)) {
         lane.pending = false;
         const pod = lane.pod;
         try {
           if (lane.terminationRequested) {
             await this.opts.syncer.syncTerminatingPod(pod, lane.gracePeriodSeconds);
-            lane.terminated = true;
+            this.opts.terminated.markTerminated(uid);
             for (const notify of lane.onTerminated.splice(0)) notify();
-          } else {
-            await this.opts.syncer.syncPod(pod);
+          } else if (await this.opts.syncer.syncPod(pod)) {
+            this.updatePod({ pod, op: 'kill' });
           }
         } catch (err) {
           log.error('Error syncing pod, skipping', { pod: pod.metadata?.name, uid, err });

@@ -1,6 +1,7 @@
-// Seams of the pod layer: pod sources feed the sync loop, the sync loop dispatches to a
-// SyncHandler, which hands work to per-pod workers, whose results go to the status manager.
-// Without a SyncHandler the Kubelet only keeps node status, lease and servers alive.
+// Seams of the pod layer. The sync loop dispatches to a SyncHandler (PodLifecycle), which hands
+// work to the per-pod PodWorkers, which run each pass through a PodSyncer (PodSync); the prober
+// follows the pods through PodProber. Each is taken through its interface, so tests can stand in
+// for any of them. Without a SyncHandler the Kubelet only keeps node status, lease and servers.
 
 import type { PodLifecycleEvent } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -31,6 +32,27 @@ export interface PodWorkers {
   /** Kills the pod now and resolves once it is stopped. */
   killPodNow(pod: V1Pod, gracePeriodSeconds: number): Promise<void>;
   isPodTerminationRequested(uid: string): boolean;
+  /** The pod's containers and sandbox are stopped, and it will not start again. */
+  isPodTerminated(uid: string): boolean;
   /** Forgets workers for pods that are gone and fully terminated. */
   syncKnownPods(desired: V1Pod[]): void;
+}
+
+/** One pass of one pod, called by its worker (the kubelet's SyncPod and SyncTerminatingPod). */
+export interface PodSyncer {
+  /**
+   * Brings the pod toward its spec; throws when the pass failed and must be retried. Resolves
+   * to true when the pod reached a terminal phase: its worker then terminates it.
+   */
+  syncPod(pod: V1Pod): Promise<boolean>;
+  /** Stops every container and the sandbox, then reports the final status. */
+  syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void>;
+}
+
+/** What the pod layer needs of the prober manager. */
+export interface PodProber {
+  addPod(pod: V1Pod): void;
+  stopLivenessAndStartup(pod: V1Pod): void;
+  removePod(uid: string): void;
+  cleanupPods(desired: ReadonlySet<string>): void;
 }
