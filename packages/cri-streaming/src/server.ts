@@ -113,7 +113,7 @@ export class StreamingServer {
   getExec(request: DeepPartial<ExecRequest>): ExecResponse {
     const req = ExecRequest.fromPartial(request);
     if (!req.containerId) throw new InvalidArgumentError('missing required container_id');
-    if (req.cmd.length === 0) throw new InvalidArgumentError('missing required cmd');
+    if (req.cmd.length === 0 || req.cmd[0] === '') throw new InvalidArgumentError('missing required cmd');
     validateStreams(req);
     return { url: this.url('exec', { kind: 'exec', req }) };
   }

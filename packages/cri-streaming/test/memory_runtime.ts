@@ -32,8 +32,12 @@ export class MemoryRuntime implements StreamingRuntime {
     const [name, ...args] = cmd;
     switch (name) {
       case 'echo': {
-        // Copies stdin to stdout, then exits 0.
-        for await (const chunk of io.stdin ?? []) await write(io.stdout, chunk);
+        // Copies stdin to stdout until it ends or, on a terminal, until ^D (a line discipline's EOF).
+        for await (const chunk of io.stdin ?? []) {
+          const eof = io.tty ? (chunk as Buffer).indexOf(4) : -1;
+          await write(io.stdout, eof < 0 ? chunk : (chunk as Buffer).subarray(0, eof));
+          if (eof >= 0) break;
+        }
         return { exitCode: 0 };
       }
       case 'print': {
