@@ -308,6 +308,34 @@ describe('clients that vanish', () => {
   });
 });
 
+describe('timeouts', () => {
+  it('closes a SPDY connection whose client does not open its streams in time', async () => {
+    const strict = await StreamingServer.start({ runtime, streamCreationTimeoutMs: 200 });
+    const calls = runtime.calls.length;
+    const { url } = strict.getExec({ containerId: CONTAINER, cmd: ['print'], stdout: true });
+    const { session } = await dialSpdy(url, ['v4.channel.k8s.io']);
+    await session.openStream({ streamtype: ['error'] }); // stdout never comes
+    await session.closed;
+    expect(runtime.calls.length).toBe(calls);
+    await strict.close();
+  });
+
+  it.each(['spdy', 'websocket'] as const)(
+    'ends an idle %s session and aborts its runtime call',
+    async (transport) => {
+      const idle = await StreamingServer.start({ runtime, streamIdleTimeoutMs: 200 });
+      const before = runtime.calls.length;
+      const { url } = idle.getExec({ containerId: CONTAINER, cmd: ['wait'], stdout: true });
+      const run = streamRemoteCommand(url, { transport, stdout: new PassThrough() }).catch((e) => e);
+      await until(() => runtime.calls.length > before, 'the exec to start');
+      const call = runtime.calls.at(-1)!;
+      await until(() => call.aborted === true, 'the idle timeout');
+      await run;
+      await idle.close();
+    },
+  );
+});
+
 describe('mounted on another HTTP server', () => {
   it('serves its URLs under the given base and leaves other paths alone', async () => {
     const http = createServer((_req, res) => res.end('theirs'));
