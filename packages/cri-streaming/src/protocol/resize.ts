@@ -11,7 +11,7 @@ const MAX_OBJECT_BYTES = 4096;
  * or Height (any letter case, as Go's decoder accepts) is not a 16-bit unsigned integer are skipped.
  */
 export async function* decodeResizeEvents(
-  source: AsyncIterable<Buffer | string>,
+  source: AsyncIterable<Buffer | string> | Iterable<Buffer | string>,
 ): AsyncGenerator<TerminalSize> {
   let text = '';
   let depth = 0;
