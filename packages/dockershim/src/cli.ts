@@ -5,7 +5,7 @@ import { connectDocker, DEFAULT_DOCKER_ENDPOINT } from './docker_endpoint.js';
 import { enterRuntimeCgroup } from './runtime_cgroups.js';
 import { DEFAULT_CONFIG } from './shim/context.js';
 import { dockerMessage } from './shim/errors.js';
-import { DockerShim } from './shim/service.js';
+import { DEFAULT_STREAMING_ADDRESS, DockerShim } from './shim/service.js';
 
 const USAGE = `Usage: dockershim --listen <unix:///path/to.sock> [options]
 
@@ -20,6 +20,10 @@ Options:
   --network <name>                       Docker network of pods without host network (default ${DEFAULT_CONFIG.network})
   --restrict-oom-score-adj               never set oom_score_adj below the shim's own
                                          (for hosts without CAP_SYS_RESOURCE)
+  --streaming-address <host:port>        address the streaming server (the URLs of CRI Exec, Attach,
+                                         PortForward) binds to; port 0 takes a free one
+                                         (default ${DEFAULT_STREAMING_ADDRESS}: loopback only, so only
+                                         clients on this host can use the URLs)
   -h, --help                             show this help
 
 Networking: pods get Docker's own networking (the default bridge, or --network). No CNI plugin is
@@ -34,6 +38,7 @@ async function main(): Promise<number> {
       'runtime-cgroups': { type: 'string' },
       network: { type: 'string', default: DEFAULT_CONFIG.network },
       'restrict-oom-score-adj': { type: 'boolean', default: false },
+      'streaming-address': { type: 'string', default: DEFAULT_STREAMING_ADDRESS },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -66,10 +71,11 @@ async function main(): Promise<number> {
     podInfraContainerImage: values['pod-infra-container-image'],
     network: values.network,
     restrictOomScoreAdj: values['restrict-oom-score-adj'],
+    streamingAddress: values['streaming-address'],
   });
   const version = await docker.version();
   process.stderr.write(
-    `dockershim: serving CRI on ${shim.endpoint} (docker ${version.Version} at ${endpoint})\n`,
+    `dockershim: serving CRI on ${shim.endpoint}, streaming on ${shim.streamingUrl} (docker ${version.Version} at ${endpoint})\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {

@@ -6,7 +6,6 @@ import {
   type ExecSyncResponse,
   FailedPreconditionError,
   InvalidArgumentError,
-  UnimplementedError,
 } from '@kh/cri-api';
 import type { ShimContext } from './context.js';
 import { CappedOutput, FrameDecoder } from './docker_stream.js';
@@ -149,19 +148,4 @@ export async function waitExitCode(exec: {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return -1;
-}
-
-const STREAMING_MESSAGE =
-  'is not implemented by the dockershim: it has no streaming server yet (use ExecSync for commands)';
-
-export function exec(): never {
-  throw new UnimplementedError(`streaming Exec ${STREAMING_MESSAGE}`);
-}
-
-export function attach(): never {
-  throw new UnimplementedError(`Attach ${STREAMING_MESSAGE}`);
-}
-
-export function portForward(): never {
-  throw new UnimplementedError(`PortForward ${STREAMING_MESSAGE}`);
 }

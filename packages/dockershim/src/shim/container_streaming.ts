@@ -8,11 +8,16 @@ import {
   type ExecRequest,
   type ExecResponse,
   FailedPreconditionError,
-  InvalidArgumentError,
   type PortForwardRequest,
   type PortForwardResponse,
 } from '@kh/cri-api';
-import type { ExecResult, StreamIO, StreamingRuntime, TerminalSize } from '@kh/cri-streaming';
+import type {
+  ExecResult,
+  StreamIO,
+  StreamingRuntime,
+  StreamingServer,
+  TerminalSize,
+} from '@kh/cri-streaming';
 import { killExecProcess, waitExitCode } from './container_exec.js';
 import type { ShimContext } from './context.js';
 import { FrameDecoder, StreamType } from './docker_stream.js';
@@ -23,19 +28,16 @@ import { getManaged } from './lookup.js';
 // CRI Exec, Attach and PortForward only hand out a URL of the streaming server; the session itself
 // runs later, when a client dials that URL, through DockerStreamingRuntime below.
 
-/** What the three calls need of the streaming server: a URL for each request. */
-export interface StreamingUrls {
-  getExec(req: ExecRequest): Promise<Partial<ExecResponse>>;
-  getAttach(req: AttachRequest): Promise<Partial<AttachResponse>>;
-  getPortForward(req: PortForwardRequest): Promise<Partial<PortForwardResponse>>;
-}
+/** What the three calls need of the streaming server: a single-use URL for each request. */
+export type StreamingUrls = Pick<StreamingServer, 'getExec' | 'getAttach' | 'getPortForward'>;
 
+// The streaming server validates the request itself (cmd, which streams, tty with stderr) when it
+// hands out the URL; the shim first checks the container or sandbox is there and running.
 export async function exec(
   ctx: ShimContext,
   streaming: StreamingUrls,
   req: ExecRequest,
-): Promise<Partial<ExecResponse>> {
-  if (req.cmd.length === 0) throw new InvalidArgumentError('cmd is required');
+): Promise<ExecResponse> {
   await runningContainer(ctx, req.containerId);
   return streaming.getExec(req);
 }
@@ -44,7 +46,7 @@ export async function attach(
   ctx: ShimContext,
   streaming: StreamingUrls,
   req: AttachRequest,
-): Promise<Partial<AttachResponse>> {
+): Promise<AttachResponse> {
   await runningContainer(ctx, req.containerId);
   return streaming.getAttach(req);
 }
@@ -53,11 +55,8 @@ export async function portForward(
   ctx: ShimContext,
   streaming: StreamingUrls,
   req: PortForwardRequest,
-): Promise<Partial<PortForwardResponse>> {
-  const info = await getManaged(ctx, req.podSandboxId, ContainerType.sandbox, 'pod_sandbox_id');
-  if (!info.State.Running) {
-    throw new FailedPreconditionError(`pod sandbox ${JSON.stringify(req.podSandboxId)} is not ready`);
-  }
+): Promise<PortForwardResponse> {
+  await readySandbox(ctx, req.podSandboxId);
   return streaming.getPortForward(req);
 }
 
@@ -65,6 +64,13 @@ async function runningContainer(ctx: ShimContext, id: string) {
   const info = await getManaged(ctx, id, ContainerType.container, 'container_id');
   if (!info.State.Running)
     throw new FailedPreconditionError(`container ${JSON.stringify(id)} is not running`);
+  return info;
+}
+
+async function readySandbox(ctx: ShimContext, id: string) {
+  const info = await getManaged(ctx, id, ContainerType.sandbox, 'pod_sandbox_id');
+  if (!info.State.Running)
+    throw new FailedPreconditionError(`pod sandbox ${JSON.stringify(id)} is not ready`);
   return info;
 }
 
@@ -127,8 +133,7 @@ export class DockerStreamingRuntime implements StreamingRuntime {
   }
 
   async portForward(podSandboxId: string, port: number, stream: Duplex, signal: AbortSignal): Promise<void> {
-    const info = await getManaged(this.ctx, podSandboxId, ContainerType.sandbox, 'pod_sandbox_id');
-    if (!info.State.Running) throw new Error(`pod sandbox ${JSON.stringify(podSandboxId)} is not ready`);
+    const info = await readySandbox(this.ctx, podSandboxId);
     const socket = await this.dialers.dial(info.Id, info.State.Pid, port, signal);
     await splice(stream, socket, signal);
   }

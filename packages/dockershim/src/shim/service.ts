@@ -1,14 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { type CriImageHandlers, type CriRuntimeHandlers, type CriServer, serveCri } from '@kh/cri-api';
+import { StreamingServer } from '@kh/cri-streaming';
 import type Dockerode from 'dockerode';
 import { connectDocker } from '../docker_endpoint.js';
 import { createContainer } from './container_create.js';
-import { attach, exec, execSync, portForward } from './container_exec.js';
+import { execSync } from './container_exec.js';
 import { listContainers } from './container_list.js';
 import { removeContainer } from './container_remove.js';
 import { startContainer } from './container_start.js';
 import { containerStatus } from './container_status.js';
 import { stopContainer } from './container_stop.js';
+import {
+  attach,
+  DockerStreamingRuntime,
+  exec,
+  portForward,
+  type StreamingUrls,
+} from './container_streaming.js';
 import { updateContainerResources } from './container_update.js';
 import { DEFAULT_CONFIG, type DockerShimConfig, type ShimContext } from './context.js';
 import { docker } from './errors.js';
@@ -37,6 +45,8 @@ export interface DockerShimOptions extends Partial<DockerShimConfig> {
   /** Where to listen: a unix socket path, or an address such as tcp://127.0.0.1:0. */
   socketPath?: string;
   address?: string;
+  /** host:port of the streaming server behind Exec/Attach/PortForward URLs. */
+  streamingAddress?: string;
   /** Diagnostics (a log copier failed, ...). Default: stderr. */
   log?: (line: string) => void;
 }
@@ -49,8 +59,13 @@ async function readOwnOomScoreAdj(): Promise<number> {
   }
 }
 
+export const DEFAULT_STREAMING_ADDRESS = '127.0.0.1:0';
+
 /** The RuntimeService and ImageService handlers of the shim, for serveCri. */
-export function dockerShimHandlers(ctx: ShimContext): {
+export function dockerShimHandlers(
+  ctx: ShimContext,
+  streaming: StreamingUrls,
+): {
   runtime: Partial<CriRuntimeHandlers>;
   image: Partial<CriImageHandlers>;
 } {
@@ -74,9 +89,9 @@ export function dockerShimHandlers(ctx: ShimContext): {
       updateContainerResources: (req) => updateContainerResources(ctx, req),
       reopenContainerLog: (req) => reopenContainerLog(ctx, req),
       execSync: (req, call) => execSync(ctx, req, call.signal),
-      exec,
-      attach,
-      portForward,
+      exec: (req) => exec(ctx, streaming, req),
+      attach: (req) => attach(ctx, streaming, req),
+      portForward: (req) => portForward(ctx, streaming, req),
       containerStats: (req) => containerStats(ctx, req),
       listContainerStats: (req) => listContainerStats(ctx, req),
       podSandboxStats: (req) => podSandboxStats(ctx, req),
@@ -97,11 +112,18 @@ export function dockerShimHandlers(ctx: ShimContext): {
 export class DockerShim {
   private constructor(
     private readonly server: CriServer,
+    private readonly streaming: StreamingServer,
+    private readonly runtime: DockerStreamingRuntime,
     readonly context: ShimContext,
   ) {}
 
   get endpoint(): string {
     return this.server.endpoint;
+  }
+
+  /** Base of the URLs Exec, Attach and PortForward return. */
+  get streamingUrl(): string {
+    return this.streaming.baseUrl;
   }
 
   static async start(options: DockerShimOptions): Promise<DockerShim> {
@@ -139,16 +161,29 @@ export class DockerShim {
     await resumeLogCopiers(ctx).catch((err: unknown) =>
       log(`dockershim: could not resume log copiers: ${String(err)}`),
     );
-    const handlers = dockerShimHandlers(ctx);
-    const server = await serveCri(
-      { name: 'dockershim', ...handlers },
-      options.socketPath ? { socketPath: options.socketPath } : { address },
-    );
-    return new DockerShim(server, ctx);
+    const runtime = new DockerStreamingRuntime(ctx);
+    const streaming = await StreamingServer.start({
+      runtime,
+      address: options.streamingAddress ?? DEFAULT_STREAMING_ADDRESS,
+      onError: (err) => log(`dockershim: streaming: ${err.message}`),
+    });
+    try {
+      const server = await serveCri(
+        { name: 'dockershim', ...dockerShimHandlers(ctx, streaming) },
+        options.socketPath ? { socketPath: options.socketPath } : { address },
+      );
+      return new DockerShim(server, streaming, runtime, ctx);
+    } catch (err) {
+      await streaming.close();
+      throw err;
+    }
   }
 
   async close(): Promise<void> {
     await this.server.close({ graceMs: 2_000 });
+    // Ends every session: execs are killed, attaches detached, forwarded connections closed.
+    await this.streaming.close();
+    this.runtime.close();
     this.context.sandboxes.close();
     await this.context.logs.close();
   }
