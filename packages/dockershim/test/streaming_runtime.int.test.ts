@@ -5,12 +5,12 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
-import { Duplex, PassThrough, Writable } from 'node:stream';
+import { Duplex, PassThrough } from 'node:stream';
 import { FailedPreconditionError, NamespaceMode, NotFoundError } from '@kh/cri-api';
-import type { TerminalSize } from '@kh/cri-streaming';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALER_NAME, DockerStreamingRuntime } from '../src/shim/container_streaming.js';
 import { docker, ShimHarness, waitFor } from './harness.js';
+import { awaitSize, processes, Sink, Sizes } from './streaming_helpers.js';
 
 const h = new ShimHarness();
 let runtime: DockerStreamingRuntime;
@@ -27,44 +27,6 @@ afterAll(async () => {
   runtime?.close();
   await h.cleanup();
 });
-
-class Sink extends Writable {
-  readonly chunks: Buffer[] = [];
-  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void) {
-    this.chunks.push(chunk);
-    done();
-  }
-  get text() {
-    return Buffer.concat(this.chunks).toString();
-  }
-}
-
-/** Sizes pushed by the test, as the streaming server yields the client's resize messages. */
-class Sizes implements AsyncIterable<TerminalSize> {
-  private waiting: ((r: IteratorResult<TerminalSize>) => void) | undefined;
-  private readonly queue: TerminalSize[] = [];
-  push(size: TerminalSize) {
-    if (this.waiting) this.waiting({ value: size, done: false });
-    else this.queue.push(size);
-    this.waiting = undefined;
-  }
-  [Symbol.asyncIterator](): AsyncIterator<TerminalSize> {
-    return {
-      next: () => {
-        const size = this.queue.shift();
-        if (size) return Promise.resolve({ value: size, done: false });
-        return new Promise((resolve) => {
-          this.waiting = resolve;
-        });
-      },
-    };
-  }
-}
-
-async function processes(containerId: string): Promise<string[]> {
-  const top = await docker.getContainer(containerId).top({ ps_args: '-o pid,args' });
-  return top.Processes.map((p: string[]) => p[1] as string);
-}
 
 describe('exec', () => {
   it('separates stdout and stderr and reports the exit code', async () => {
@@ -107,14 +69,11 @@ describe('exec', () => {
       new AbortController().signal,
     );
     // The shell reads the size when asked; the first resize races the start, so wait for it.
-    stdin.write(
-      'until [ "$(stty size)" = "40 100" ]; do sleep 0.05; done; echo first-$(stty size | tr " " x)\n',
-    );
+    stdin.write(awaitSize('first', 40, 100));
     await waitFor(async () => (stdout.text.includes('first-40x100') ? true : undefined), 'first size');
     resize.push({ width: 132, height: 50 });
-    stdin.write(
-      'until [ "$(stty size)" = "50 132" ]; do sleep 0.05; done; echo second-$(stty size | tr " " x); exit 4\n',
-    );
+    stdin.write(awaitSize('second', 50, 132));
+    stdin.write('exit 4\n');
     expect((await done).exitCode).toBe(4);
     expect(stdout.text).toContain('second-50x132');
   });
@@ -174,9 +133,7 @@ describe('attach', () => {
     const resize = new Sizes();
     resize.push({ width: 90, height: 30 });
     const done = runtime.attach(c, { stdin, stdout, tty: true, resize }, new AbortController().signal);
-    stdin.write(
-      'until [ "$(stty size)" = "30 90" ]; do sleep 0.05; done; echo attached-$(stty size | tr " " x)\n',
-    );
+    stdin.write(awaitSize('attached', 30, 90));
     await waitFor(async () => (stdout.text.includes('attached-30x90') ? true : undefined), 'attached output');
     stdin.write('exit\n');
     await done;
