@@ -47,7 +47,15 @@ export { EvictionManager, type EvictionManagerDeps } from './eviction/manager.js
 export { evictionConfigFrom } from './eviction/thresholds.js';
 export type { PodKiller, SignalObservation, SignalSource } from './eviction/types.js';
 export { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
-export { KUBELET_VERSION, Kubelet, type KubeletDeps } from './kubelet.js';
+export { KUBELET_VERSION, Kubelet, type KubeletParts } from './kubelet.js';
+export {
+  type KubeletDeps,
+  type MainKubeletDeps,
+  newKubelet,
+  newMainKubelet,
+  newPodLayer,
+  type PodLayer,
+} from './main_kubelet.js';
 export { KubeletMetrics, runtimeOperationType } from './metrics/metrics.js';
 export {
   isMirrorPod,
@@ -58,7 +66,6 @@ export {
   staticPodHash,
 } from './mirror/mirror_client.js';
 export { MirrorPodManager } from './mirror/mirror_pods.js';
-export { type NodeManagers, type NodeManagersInput, newNodeManagers } from './node_managers.js';
 export { NODE_LEASE_NAMESPACE, NodeLeaseController } from './nodelease/controller.js';
 export { findCondition, NodeConditionType } from './nodestatus/conditions.js';
 export { goArch, type MachineInfo, readMachineInfo } from './nodestatus/machine_info.js';
@@ -70,7 +77,8 @@ export {
   type NodeStatusSnapshot,
   setNodeStatus,
 } from './nodestatus/setters.js';
-export { NodeStatusUpdater } from './nodestatus/status_updater.js';
+export { NodeStatusSnapshotter } from './nodestatus/snapshot.js';
+export { fillInitialNodeStatus, NodeStatusUpdater } from './nodestatus/status_updater.js';
 export {
   ApiServerPodSource,
   KubePodListWatch,
@@ -80,7 +88,6 @@ export {
 } from './podconfig/apiserver_source.js';
 export { FileStaticPodSource, staticPodFromManifest } from './podconfig/file_source.js';
 export { PodSnapshotDiff, podsDifferSemantically } from './podconfig/pod_config.js';
-export { newPodLayer, type PodLayer } from './pods/pod_layer.js';
 export { PodLifecycle, type PodLifecycleDeps } from './pods/pod_lifecycle.js';
 export { PodManager } from './pods/pod_manager.js';
 export { PodSync, type PodSyncDeps } from './pods/pod_sync.js';

@@ -7,7 +7,7 @@ import { NODE_LEASE_NAMESPACE, NodeLeaseController } from '../src/nodelease/cont
 import { findCondition } from '../src/nodestatus/conditions.js';
 import type { NodeIdentity } from '../src/nodestatus/node.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
-import { NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
+import { fillInitialNodeStatus, NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
 import { FakeClock } from '../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
@@ -38,21 +38,21 @@ function identity(nodeName: string): NodeIdentity {
 function components(nodeName: string, snap = () => testSnapshot({ hostname: nodeName })) {
   const clock = new FakeClock(Date.now());
   const recorder = new KubeletEventRecorder(api, { host: nodeName, clock });
-  let updater: NodeStatusUpdater | undefined;
+  const snapshot = async () => snap();
   const registrar = new NodeRegistrar({
     api,
     identity: identity(nodeName),
     clock,
     recorder,
-    initialStatus: (n) => updater!.initialStatus(n),
+    initialStatus: (n) => fillInitialNodeStatus(n, { nodeName, clock, snapshot, recorder }),
   });
-  updater = new NodeStatusUpdater({
+  const updater = new NodeStatusUpdater({
     api,
     nodeName,
     clock,
     registrar,
     recorder,
-    snapshot: async () => snap(),
+    snapshot,
     updateFrequencyMs: 10_000,
     reportFrequencyMs: 300_000,
   });

@@ -154,13 +154,13 @@ describe('Kubelet.run', () => {
   });
 });
 
-describe('Kubelet.snapshot', () => {
+describe('the node status snapshot', () => {
   it('reports the runtime version and images, and omits them when the runtime is down', async () => {
     const { kubelet, runtime } = await start();
-    const up = await kubelet.snapshot();
+    const up = await kubelet.nodeStatus.snapshot();
     expect(up.runtime).toEqual({ type: 'containerd', version: '1.6.20' });
     runtime.down = true;
-    const down = await kubelet.snapshot();
+    const down = await kubelet.nodeStatus.snapshot();
     expect(down.runtime).toBeUndefined();
     expect(down.images).toBeUndefined();
   });

@@ -6,7 +6,11 @@ import { findCondition } from '../src/nodestatus/conditions.js';
 import type { NodeIdentity } from '../src/nodestatus/node.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
 import type { NodeStatusSnapshot } from '../src/nodestatus/setters.js';
-import { comparableStatus, NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
+import {
+  comparableStatus,
+  fillInitialNodeStatus,
+  NodeStatusUpdater,
+} from '../src/nodestatus/status_updater.js';
 import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { testSnapshot } from './helpers/snapshot.js';
@@ -29,21 +33,21 @@ function setup(snap: () => Partial<NodeStatusSnapshot> = () => ({})) {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
   const recorder = new KubeletEventRecorder(api, { host: 'node-a', clock });
-  let updater: NodeStatusUpdater | undefined;
+  const snapshot = async () => testSnapshot(snap());
   const registrar = new NodeRegistrar({
     api,
     identity,
     clock,
     recorder,
-    initialStatus: (n) => updater!.initialStatus(n),
+    initialStatus: (n) => fillInitialNodeStatus(n, { nodeName: 'node-a', clock, snapshot, recorder }),
   });
-  updater = new NodeStatusUpdater({
+  const updater = new NodeStatusUpdater({
     api,
     nodeName: 'node-a',
     clock,
     registrar,
     recorder,
-    snapshot: async () => testSnapshot(snap()),
+    snapshot,
     updateFrequencyMs: 10_000,
     reportFrequencyMs: 300_000,
   });

@@ -8,7 +8,7 @@ import {
 import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
-import { newPodLayer } from '../src/pods/pod_layer.js';
+import { newPodLayer } from '../src/main_kubelet.js';
 import { PodManager } from '../src/pods/pod_manager.js';
 import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';

@@ -9,49 +9,61 @@ import { canonicalJson } from '../util/canonical_json.js';
 import { type TimerClock, Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { NodeRegistrar } from './registration.js';
-import { type NodeStatusSetter, type NodeStatusSnapshot, setNodeStatus } from './setters.js';
+import {
+  type NodeEventFn,
+  type NodeStatusSetter,
+  type NodeStatusSnapshot,
+  setNodeStatus,
+} from './setters.js';
 
 /** The kubelet tries a status update this many times per sync. */
 export const NODE_STATUS_UPDATE_RETRY = 5;
 
 export type StatusSyncResult = 'patched' | 'unchanged' | 'unregistered' | 'failed';
 
+export interface NodeStatusUpdaterOptions {
+  api: NodeApi;
+  nodeName: string;
+  clock: TimerClock;
+  registrar: NodeRegistrar;
+  /** Gathers runtime version, images, runtime errors, pressure... */
+  snapshot: () => Promise<NodeStatusSnapshot>;
+  updateFrequencyMs: number;
+  reportFrequencyMs: number;
+  recorder?: KubeletEventRecorder;
+  setters?: readonly NodeStatusSetter[];
+  log?: Logger;
+}
+
+/** The event the kubelet posts for a condition that changed: "Node a status is now: NodeReady". */
+function statusEvent(recorder: KubeletEventRecorder | undefined, nodeName: string): NodeEventFn {
+  return (type, reason) => recorder?.nodeEvent(type, reason, `Node ${nodeName} status is now: ${reason}`);
+}
+
+/**
+ * Fills a Node being created with the current status, so it is complete from its first version,
+ * and records its first condition events as the kubelet does: the registrar's initialStatus.
+ */
+export async function fillInitialNodeStatus(
+  node: V1Node,
+  opts: Pick<NodeStatusUpdaterOptions, 'nodeName' | 'clock' | 'snapshot' | 'recorder' | 'setters'>,
+): Promise<void> {
+  const snapshot = await opts.snapshot();
+  setNodeStatus(
+    node,
+    snapshot,
+    new Date(opts.clock.now()),
+    statusEvent(opts.recorder, opts.nodeName),
+    opts.setters,
+  );
+}
+
 export class NodeStatusUpdater {
   private lastReportAt: number | undefined;
   private readonly waker = new Waker();
   private syncing: Promise<StatusSyncResult> | undefined;
 
-  constructor(
-    private readonly opts: {
-      api: NodeApi;
-      nodeName: string;
-      clock: TimerClock;
-      registrar: NodeRegistrar;
-      /** Gathers runtime version, images, runtime errors, pressure... */
-      snapshot: () => Promise<NodeStatusSnapshot>;
-      updateFrequencyMs: number;
-      reportFrequencyMs: number;
-      recorder?: KubeletEventRecorder;
-      setters?: readonly NodeStatusSetter[];
-      log?: Logger;
-    },
-  ) {}
-
-  /** Fills a Node being created with the current status (its first condition events included, as in the kubelet). */
-  async initialStatus(node: V1Node): Promise<void> {
-    const snapshot = await this.opts.snapshot();
-    setNodeStatus(
-      node,
-      snapshot,
-      new Date(this.opts.clock.now()),
-      (type, reason) => this.recordStatusEvent(type, reason),
-      this.opts.setters,
-    );
-  }
-
-  private recordStatusEvent(type: 'Normal' | 'Warning', reason: string): void {
-    this.opts.recorder?.nodeEvent(type, reason, `Node ${this.opts.nodeName} status is now: ${reason}`);
-  }
+  constructor(private readonly opts: NodeStatusUpdaterOptions) {}
 
   /** Registers when needed, then updates status; concurrent callers share one sync. */
   syncNodeStatus(): Promise<StatusSyncResult> {
@@ -108,7 +120,8 @@ export class NodeStatusUpdater {
     await api.patchNodeStatus(nodeName, node.status);
     this.lastReportAt = now;
     // Only transitions that reached the API server are announced.
-    for (const [type, reason] of events) this.recordStatusEvent(type, reason);
+    const record = statusEvent(this.opts.recorder, nodeName);
+    for (const [type, reason] of events) record(type, reason);
     return 'patched';
   }
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import type { Image, RuntimeStatus } from '@kh/runtime-manager';
 import { resolveKubeletConfiguration } from '../../src/config/resolve.js';
 import { defaultKubeletConfiguration, type KubeletConfiguration } from '../../src/config/types.js';
-import { Kubelet, type KubeletDeps } from '../../src/kubelet.js';
+import type { Kubelet } from '../../src/kubelet.js';
+import { type KubeletDeps, newKubelet } from '../../src/main_kubelet.js';
 import type { NodeRuntime } from '../../src/runtime/node_runtime.js';
 import { testSnapshot } from './snapshot.js';
 
@@ -45,7 +46,7 @@ export function newTestKubelet(
   deps: Partial<KubeletDeps> = {},
 ): { kubelet: Kubelet; config: KubeletConfiguration } {
   const full = { ...defaultKubeletConfiguration(), address: '127.0.0.1', port: 0, healthzPort: 0, ...config };
-  const kubelet = new Kubelet({
+  const kubelet = newKubelet({
     config: full,
     resolved: resolveKubeletConfiguration(full),
     identity: { nodeName, hostname: nodeName, os: 'linux', arch: 'amd64', nodeLabels: {}, taints: [] },
