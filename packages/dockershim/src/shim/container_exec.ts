@@ -66,7 +66,7 @@ export async function execSync(
   const outcome = await Promise.race([finished, timedOut, canceled]).finally(() => clearTimeout(timer));
   if (outcome.kind !== 'done') {
     stream.destroy();
-    await killExecProcess(exec, info.Id);
+    await killExecProcess(exec);
     if (outcome.kind === 'timeout') {
       throw new DeadlineExceededError(
         `command ${JSON.stringify(req.cmd)} timed out after ${timeoutSeconds}s`,
@@ -84,13 +84,12 @@ export async function execSync(
  * namespace; it is only ours if the process sits in the container's cgroup (whose path holds the
  * container id), so anything else is left alone rather than risk killing an unrelated process.
  */
-export async function killExecProcess(
-  exec: { inspect(): Promise<{ Pid: number; Running: boolean }> },
-  containerId: string,
-): Promise<void> {
+export async function killExecProcess(exec: {
+  inspect(): Promise<{ Pid: number; Running: boolean; ContainerID: string }>;
+}): Promise<void> {
   try {
-    const { Pid, Running } = await exec.inspect();
-    if (Running && Pid > 0) await killProcessTree(Pid, containerId);
+    const { Pid, Running, ContainerID } = await exec.inspect();
+    if (Running && Pid > 0) await killProcessTree(Pid, ContainerID);
   } catch {
     // Best effort: the process may be gone already.
   }

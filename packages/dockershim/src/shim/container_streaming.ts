@@ -81,10 +81,11 @@ export class DockerStreamingRuntime implements StreamingRuntime {
   constructor(private readonly ctx: ShimContext) {}
 
   async exec(containerId: string, cmd: string[], io: StreamIO, signal: AbortSignal): Promise<ExecResult> {
-    const info = await runningContainer(this.ctx, containerId);
+    // CRI Exec checked the container when it handed out the URL; should it have gone or stopped
+    // since, Docker's 404 / 409 answer maps to NOT_FOUND / FAILED_PRECONDITION.
     const what = `exec ${JSON.stringify(cmd)} in container ${JSON.stringify(containerId)}`;
     const execution = await docker(what, () =>
-      this.ctx.docker.getContainer(info.Id).exec({
+      this.ctx.docker.getContainer(containerId).exec({
         Cmd: cmd,
         AttachStdin: io.stdin !== undefined,
         AttachStdout: io.stdout !== undefined,
@@ -100,13 +101,13 @@ export class DockerStreamingRuntime implements StreamingRuntime {
     );
     if (!ended) {
       // The client went away: nobody can read the command's output or end it any more.
-      await killExecProcess(execution, info.Id);
+      await killExecProcess(execution);
       throw signal.reason ?? new Error('client disconnected');
     }
     let exitCode = await waitExitCode(execution);
     if (exitCode === -1) {
       // Output closed while the command runs on (it handed its stdout to a daemon, say): end it.
-      await killExecProcess(execution, info.Id);
+      await killExecProcess(execution);
       exitCode = await waitExitCode(execution);
     }
     return { exitCode };
