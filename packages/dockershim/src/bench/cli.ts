@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Benchmark: the pod lifecycle through the dockershim vs the same Docker calls made directly, and
-// containerd's built-in CRI (in a node container) on the same workload. Writes JSON to .reports/bench/.
+// containerd's built-in CRI (in a node container) on the same workload; then the exec round trip
+// (streaming Exec, ExecSync) against Docker's own exec. Writes JSON to .reports/bench/.
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,10 +11,12 @@ import { CriClient } from '@kh/cri-api';
 import { ensureImages, NodeContainer, normalizeImageRef } from '@kh/testkit';
 import { connectDocker } from '../docker_endpoint.js';
 import { DockerShim } from '../shim/service.js';
-import { type LatencySummary, summarize } from './stats.js';
+import { benchExec, EXEC_PATHS, type ExecPath, execRoundTrips } from './exec.js';
+import { type LatencySummary, percentile, summarize } from './stats.js';
 import { criDriver, directDockerDriver, OPERATIONS, type Operation, type PodDriver } from './workload.js';
 
 const TARGET_RATIO = 1.15;
+const EXEC_TARGET_RATIO = 1.2;
 
 type Samples = Record<Operation, number[]>;
 const emptySamples = (): Samples =>
@@ -54,15 +57,17 @@ async function main(): Promise<void> {
       pods: { type: 'string', default: '30' },
       warmup: { type: 'string', default: '3' },
       'skip-containerd': { type: 'boolean', default: false },
+      execs: { type: 'string', default: '200' },
       out: { type: 'string', default: '.reports/bench' },
     },
   });
   const pods = Number(values.pods);
   const warmup = Number(values.warmup);
+  const execs = Number(values.execs);
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const runId = `bench-${randomBytes(4).toString('hex')}`;
   const labels = { 'kh.run': runId, 'kh.owner': 'test' };
-  const refs = await ensureImages(['pause', 'node'], { progress: log });
+  const refs = await ensureImages(['pause', 'node', 'busybox'], { progress: log });
   const docker = connectDocker();
   const dir = await mkdtemp(join(tmpdir(), 'kh-bench-'));
   const shim = await DockerShim.start({
@@ -75,6 +80,7 @@ async function main(): Promise<void> {
   const client = await CriClient.connect(shim.endpoint);
   const samples: Record<string, Samples> = { dockershim: emptySamples(), 'docker-direct': emptySamples() };
   let containerdVersion: string | undefined;
+  let execSamples: Record<ExecPath, number[]> | undefined;
   try {
     const drivers = [
       criDriver('dockershim', client, refs.pause, labels),
@@ -86,6 +92,11 @@ async function main(): Promise<void> {
     for (let i = 0; i < pods; i++) {
       for (const d of drivers) await runPods(d, i, 1, samples[d.name]);
       if ((i + 1) % 10 === 0) log(`bench: ${i + 1}/${pods} pods`);
+    }
+    if (execs > 0) {
+      log(`bench: exec round trips, ${execs} rounds of ${EXEC_PATHS.join(', ')}, interleaved`);
+      const containerId = await execContainer(client, refs.busybox, labels);
+      execSamples = await benchExec(execRoundTrips(client, docker, containerId), execs, 10, log);
     }
     if (!values['skip-containerd']) {
       log('bench: starting a containerd node container');
@@ -138,6 +149,7 @@ async function main(): Promise<void> {
   const sumP50 = (r: Record<Operation, LatencySummary>) => OPERATIONS.reduce((s, op) => s + r[op].p50, 0);
   const lifecycleRatio = Math.round((sumP50(shimResults) / sumP50(directResults)) * 1000) / 1000;
   const engine = await docker.version();
+  const exec = execSamples && execReport(execSamples);
   const report = {
     benchmark: 'dockershim-pod-lifecycle',
     date: new Date().toISOString(),
@@ -150,6 +162,7 @@ async function main(): Promise<void> {
     lifecycleRatio,
     meetsTarget: Object.fromEntries(OPERATIONS.map((op) => [op, ratios[op] <= TARGET_RATIO])),
     results,
+    exec,
   };
   await mkdir(values.out, { recursive: true });
   const file = join(values.out, `dockershim-${report.date.replace(/[:.]/g, '-')}.json`);
@@ -161,9 +174,60 @@ async function main(): Promise<void> {
       `${op.padEnd(18)} shim/direct p50 = ${ratios[op].toFixed(3)}${ratios[op] <= TARGET_RATIO ? '' : '  (above 1.15)'}\n`,
     );
   }
-  process.stdout.write(
-    `whole lifecycle (sum of p50) shim/direct = ${lifecycleRatio.toFixed(3)}\nwritten ${file}\n`,
-  );
+  process.stdout.write(`whole lifecycle (sum of p50) shim/direct = ${lifecycleRatio.toFixed(3)}\n`);
+  if (exec) {
+    process.stdout.write('\nexec round trip of `true`      p50 / p99 ms\n');
+    for (const path of EXEC_PATHS) {
+      const s = exec.results[path];
+      process.stdout.write(`${path.padEnd(30)}${s.p50.toFixed(1)} / ${s.p99.toFixed(1)}\n`);
+    }
+    process.stdout.write(
+      `shim-exec / docker-exec p50 = ${exec.ratio.toFixed(3)} (target <= ${EXEC_TARGET_RATIO}: ${exec.meetsTarget ? 'met' : 'not met'})\n`,
+    );
+  }
+  process.stdout.write(`written ${file}\n`);
+}
+
+/** A pod with one sleeping busybox container to exec in, made through the shim. */
+async function execContainer(client: CriClient, image: string, labels: Record<string, string>) {
+  const sandboxConfig = {
+    metadata: {
+      name: 'bench-exec',
+      namespace: 'bench',
+      uid: `exec-${randomBytes(3).toString('hex')}`,
+      attempt: 0,
+    },
+    labels,
+  };
+  const { podSandboxId } = await client.runPodSandbox({ config: sandboxConfig });
+  const { containerId } = await client.createContainer({
+    podSandboxId,
+    config: { metadata: { name: 'exec', attempt: 0 }, image: { image }, command: ['sleep', '3600'], labels },
+    sandboxConfig,
+  });
+  await client.startContainer({ containerId });
+  return containerId;
+}
+
+function execReport(samples: Record<ExecPath, number[]>) {
+  const results = Object.fromEntries(
+    EXEC_PATHS.map((path) => {
+      const p99 = percentile(
+        [...samples[path]].sort((a, b) => a - b),
+        99,
+      );
+      return [path, { ...summarize(samples[path]), p99: Math.round(p99 * 100) / 100 }];
+    }),
+  ) as Record<ExecPath, LatencySummary & { p99: number }>;
+  const ratio = Math.round((results['shim-exec'].p50 / results['docker-exec'].p50) * 1000) / 1000;
+  return {
+    rounds: samples['shim-exec'].length,
+    target: { metric: 'exec round-trip p50: shim-exec / docker-exec', max: EXEC_TARGET_RATIO },
+    ratio,
+    meetsTarget: ratio <= EXEC_TARGET_RATIO,
+    execSyncRatio: Math.round((results['shim-execsync'].p50 / results['docker-exec'].p50) * 1000) / 1000,
+    results,
+  };
 }
 
 main().catch((err: unknown) => {
