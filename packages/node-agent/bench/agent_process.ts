@@ -1,16 +1,16 @@
 // The agent as its own process for the benchmark (so its RSS is its own): flags plus the
 // runtime-manager options an agent outside its node needs, as JSON in argv[2]. Over the IPC
 // channel the bench asks for what only the process can see: its memory breakdown and the API
-// requests it sent (from undici's diagnostics channel), by method and resource. The build bundles
-// it like the shipped command (dist/bundle/bench-agent.mjs), so the bench measures that code.
-import '../v8_flags.js';
+// requests it sent (from undici's diagnostics channel), by method and resource. `npm run bench`
+// bundles it like the shipped command (bench/dist/bench-agent.mjs), so the bench measures that code.
+import '../src/v8_flags.js';
 import { subscribe } from 'node:diagnostics_channel';
 import { getHeapSpaceStatistics } from 'node:v8';
 import type { RuntimeManagerOptions } from '@kh/runtime-manager';
-import { run } from '../cli.js';
-import { parseFlags } from '../config/flags.js';
-import { loadKubeletConfiguration, type PartialKubeletConfiguration } from '../config/load.js';
-import { stderrLogger } from '../util/log.js';
+import { run } from '../src/cli.js';
+import { parseFlags } from '../src/config/flags.js';
+import { loadKubeletConfiguration, type PartialKubeletConfiguration } from '../src/config/load.js';
+import { stderrLogger } from '../src/util/log.js';
 
 interface AgentSpec {
   flags: string[];

@@ -17,7 +17,7 @@ import { CriClient } from '@kh/cri-api';
 import { createApiServer } from '@kh/fake-apiserver';
 import { ensureImages, NodeContainer } from '@kh/testkit';
 import { CoreV1Api, type V1Pod, Watch } from '@kubernetes/client-node';
-import { loadKubeConfig } from '../api/node_api.js';
+import { loadKubeConfig } from '../src/api/node_api.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -289,7 +289,7 @@ async function main(): Promise<void> {
     };
     agent = spawn(
       process.execPath,
-      [...AGENT_NODE_OPTIONS, join(here, '..', 'bundle', 'bench-agent.mjs'), JSON.stringify(spec)],
+      [...AGENT_NODE_OPTIONS, join(here, 'bench-agent.mjs'), JSON.stringify(spec)],
       {
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       },

@@ -1,30 +1,22 @@
-// Bundles the agent into one ESM file per entry, after tsc has built dist/. Why: memory. V8 keeps
-// every module's source text for the life of the process (we measured about twice its size in
-// the large-object space), and the agent uses four of @kubernetes/client-node's API groups while
+// Bundles the agent into one ESM file, after tsc has built dist/. Why: memory. V8 keeps every
+// module's source text for the life of the process (we measured about twice its size in the
+// large-object space), and the agent uses four of @kubernetes/client-node's API groups while
 // importing the package, even just KubeConfig, loads all of its generated clients (about 14 MB
 // of source). esbuild's tree-shaking drops the unused groups, and whitespace minification halves
 // what remains; identifiers stay, so stack traces stay readable, and the linked source map gives
 // their original positions under node --enable-source-maps. Measured at import: RSS 116 MiB
 // unbundled, 99 MiB bundled, 91 MiB minified. The models stay: the serializer's type map
 // references every one.
-//   node scripts/bundle.mjs
+//   node scripts/bundle.mjs           the command as it ships: dist/bundle/node-agent.mjs
+//   node scripts/bundle.mjs --bench   the benchmark (bench/, not shipped), into bench/dist/
 import { build } from 'esbuild';
 
-const entries = {
-  // The command as it ships: the harness, docker-compose and the package's bin run this file.
-  'node-agent': 'dist/main.js',
-  // The benchmark's agent process: the same code plus an IPC probe for its memory and requests.
-  'bench-agent': 'dist/bench/agent_process.js',
-};
-
-await build({
-  entryPoints: entries,
-  outdir: 'dist/bundle',
-  outExtension: { '.js': '.mjs' },
+const agentOptions = {
   bundle: true,
   platform: 'node',
   format: 'esm',
   target: 'node22',
+  outExtension: { '.js': '.mjs' },
   minifyWhitespace: true,
   sourcemap: 'linked',
   // Bundled CommonJS dependencies (grpc-js, prom-client) call require() for Node's built-ins,
@@ -33,4 +25,30 @@ await build({
     js: "import { createRequire as __khCreateRequire } from 'node:module';\nconst require = __khCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
-});
+};
+
+if (process.argv.includes('--bench')) {
+  // The benchmark's agent process: the command's code, bundled the same way, plus an IPC probe
+  // for its memory and requests.
+  await build({
+    ...agentOptions,
+    entryPoints: { 'bench-agent': 'bench/agent_process.ts' },
+    outdir: 'bench/dist',
+  });
+  // The benchmark itself loads its test tooling (testkit, the fake apiserver) from node_modules.
+  await build({
+    entryPoints: { cli: 'bench/cli.ts' },
+    outdir: 'bench/dist',
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    target: 'node22',
+    sourcemap: 'linked',
+    logLevel: 'warning',
+  });
+} else {
+  // The harness, docker-compose and the package's bin run this file.
+  await build({ ...agentOptions, entryPoints: { 'node-agent': 'dist/main.js' }, outdir: 'dist/bundle' });
+}
