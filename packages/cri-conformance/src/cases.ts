@@ -14,6 +14,7 @@ import { sandbox } from './groups/sandbox.js';
 import { seccomp } from './groups/seccomp.js';
 import { securityContext } from './groups/security_context.js';
 import { stats } from './groups/stats.js';
+import { streaming } from './groups/streaming.js';
 
 /** Every case, in report order. */
 export const ALL_CASES: readonly ConformanceCase[] = [
@@ -21,6 +22,7 @@ export const ALL_CASES: readonly ConformanceCase[] = [
   ...sandbox,
   ...container,
   ...exec,
+  ...streaming,
   ...logs,
   ...stats,
   ...image,

@@ -34,6 +34,8 @@ Options:
   --host-port-address <ip>   where this process reaches pod host ports ('' skips; default 127.0.0.1)
   --host-port-ip <ip>        host_ip of host-port mappings (default '')
   --cgroup-parent <path>     cgroup_parent of every sandbox (default '': the runtime's default)
+  --streaming-unreachable <why>  the runtime's streaming server cannot be reached from here
+                             (e.g. it serves on a node container's loopback): streaming cases skip
   --focus <regex>            only cases whose "group name" matches
   --junit <file>             write JUnit XML (one endpoint only)
   --json <file>              write the JSON result (two endpoints: both results and the comparison)
@@ -57,6 +59,7 @@ async function main(args: string[]): Promise<number> {
       'host-port-address': { type: 'string', default: '127.0.0.1' },
       'host-port-ip': { type: 'string', default: '' },
       'cgroup-parent': { type: 'string', default: '' },
+      'streaming-unreachable': { type: 'string' },
       focus: { type: 'string' },
       junit: { type: 'string' },
       json: { type: 'string' },
@@ -106,6 +109,7 @@ async function main(args: string[]): Promise<number> {
       hostPortAddress: values['host-port-address'],
       hostPortIp: values['host-port-ip'],
       cgroupParent: values['cgroup-parent'],
+      streamingUnreachable: values['streaming-unreachable'],
       focus: values.focus ? new RegExp(values.focus) : undefined,
       runId: `conformance-${randomBytes(4).toString('hex')}`,
       callTimeoutMs: Number(values.timeout) * 1000,

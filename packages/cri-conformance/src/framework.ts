@@ -39,6 +39,12 @@ export interface ConformanceOptions {
    * runtimes (containerd 1.6) cannot report pod stats without it.
    */
   cgroupParent: string;
+  /**
+   * Why the runtime's streaming server (the URLs of Exec/Attach/PortForward) cannot be reached from
+   * this process, e.g. a runtime in a node container serving on the node's loopback: streaming
+   * cases skip with it. Unset: they run.
+   */
+  streamingUnreachable?: string;
   /** Only cases whose "group name" matches. */
   focus?: RegExp;
   /** Label put on every sandbox and container the suite creates: kh.run=<runId>. */

@@ -14,7 +14,7 @@ import {
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConformance, type SuiteResult } from '../src/index.js';
-import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS } from './expectations.js';
+import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS, NODE_STREAMING_UNREACHABLE } from './expectations.js';
 import { pushUniqueImage } from './unique_image.js';
 
 // The topology of an end-to-end run: dockerd in a kind-style node container, the dockershim running
@@ -79,6 +79,7 @@ beforeAll(async () => {
       cgroupParent: node.cgroupParent,
       runId,
       callTimeoutMs: 60_000,
+      streamingUnreachable: NODE_STREAMING_UNREACHABLE,
     },
     { progress },
   );
