@@ -4,13 +4,21 @@
  * sessions run crictl under `script`, which gives it the terminal it wants for -t.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { FailedPreconditionError, InvalidArgumentError, NamespaceMode, NotFoundError } from '@kh/cri-api';
+import { fileURLToPath } from 'node:url';
+import {
+  CriClient,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NamespaceMode,
+  NotFoundError,
+} from '@kh/cri-api';
 import { PortForwardClient, streamRemoteCommand } from '@kh/cri-streaming';
 import { criTools } from '@kh/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docker, ShimHarness, waitFor } from './harness.js';
-import { awaitSize, processes, Sink, Sizes } from './streaming_helpers.js';
+import { awaitSize, freePort, processes, Sink, Sizes } from './streaming_helpers.js';
 
 const h = new ShimHarness();
 let crictlBin: string;
@@ -201,7 +209,7 @@ describe('crictl port-forward', () => {
   });
 
   it('reaches a host-network pod that listens on 127.0.0.1 only', async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const port = await freePort();
     const hostPod = await h.runPod({
       linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
     });
@@ -346,6 +354,55 @@ describe('DockerShim.close()', () => {
       await expect(fetch(other.shim.streamingUrl)).rejects.toThrow();
     } finally {
       await other.cleanup();
+    }
+  });
+});
+
+describe('the CLI', () => {
+  it('serves the streaming URLs on --streaming-address', async () => {
+    const port = await freePort();
+    const socket = join(h.dir, 'cli.sock');
+    const cli = spawn(
+      process.execPath,
+      [
+        fileURLToPath(new URL('../dist/cli.js', import.meta.url)),
+        '--listen',
+        `unix://${socket}`,
+        '--pod-infra-container-image',
+        h.images.pause,
+        '--restrict-oom-score-adj',
+        '--streaming-address',
+        `127.0.0.1:${port}`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    cli.stderr.on('data', (b: Buffer) => {
+      stderr += b.toString();
+    });
+    const exited = new Promise((resolve) => cli.once('exit', resolve));
+    try {
+      await waitFor(async () => (stderr.includes('serving CRI') ? true : undefined), 'the CLI to serve');
+      expect(stderr).toContain(`streaming on http://127.0.0.1:${port}/`);
+      const client = await CriClient.connect(`unix://${socket}`);
+      try {
+        const { url } = await client.exec({ containerId: sleeper, cmd: ['true'], stdout: true });
+        expect(url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/exec/`));
+        const stdout = new Sink();
+        const { url: echo } = await client.exec({
+          containerId: sleeper,
+          cmd: ['echo', 'via-cli'],
+          stdout: true,
+        });
+        expect((await streamRemoteCommand(echo, { stdout })).exitCode).toBe(0);
+        expect(stdout.text).toBe('via-cli\n');
+      } finally {
+        client.close();
+      }
+      cli.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      cli.kill('SIGKILL');
     }
   });
 });

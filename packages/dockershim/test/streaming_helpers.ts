@@ -1,4 +1,5 @@
 // Shared by the streaming tests: collecting output, feeding terminal sizes, listing processes.
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import type { TerminalSize } from '@kh/cri-streaming';
 import { docker } from './harness.js';
@@ -46,4 +47,16 @@ export async function processes(containerId: string): Promise<string[]> {
 /** A shell line that waits until the terminal has the given size, then prints `<tag>-<rows>x<cols>`. */
 export function awaitSize(tag: string, rows: number, cols: number): string {
   return `until [ "$(stty size)" = "${rows} ${cols}" ]; do sleep 0.05; done; echo ${tag}-$(stty size | tr " " x)\n`;
+}
+
+/** A TCP port nobody listens on at the moment (on 127.0.0.1). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
 }

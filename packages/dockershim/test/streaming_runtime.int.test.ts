@@ -4,13 +4,12 @@
  * than through a client.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import net from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { FailedPreconditionError, NamespaceMode, NotFoundError } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALER_NAME, DockerStreamingRuntime } from '../src/shim/container_streaming.js';
 import { docker, ShimHarness, waitFor } from './harness.js';
-import { awaitSize, processes, Sink, Sizes } from './streaming_helpers.js';
+import { awaitSize, freePort, processes, Sink, Sizes } from './streaming_helpers.js';
 
 const h = new ShimHarness();
 let runtime: DockerStreamingRuntime;
@@ -270,15 +269,4 @@ async function dialers(): Promise<number[]> {
     children.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
   );
   return children.filter((_, i) => cmdlines[i]?.includes(DIALER_NAME));
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
 }
