@@ -149,7 +149,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     clock,
     onError: (err) => log.error('PLEG relist failed', { err }),
   });
-  const node = {
+  const nodeSide = {
     config,
     resolved,
     identity: {
@@ -170,7 +170,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     metrics,
   } satisfies KubeletDeps;
   // Standalone: no API server, so no pods, admission, eviction or mirrors either.
-  if (!kubeConfig || !recorder) return newKubelet(node);
+  if (!kubeConfig || !recorder) return newKubelet(nodeSide);
 
   const api = new KubeNodeApi(kubeConfig);
   const admitHandlers = new AdmitHandlers();
@@ -256,7 +256,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     log,
   });
   const kubelet = newKubelet({
-    ...node,
+    ...nodeSide,
     api,
     kubeConfig,
     recorder,

@@ -123,6 +123,7 @@ export class PodWorkerPool implements PodWorkers {
             this.opts.terminated.markTerminated(uid);
             for (const notify of lane.onTerminated.splice(0)) notify();
           } else if (await this.opts.syncer.syncPod(pod)) {
+            // Ran to completion: the next pass tears down what is left.
             this.updatePod({ pod, op: 'kill' });
           }
         } catch (err) {

@@ -1,4 +1,4 @@
-// What the rest of the agent needs of the status manager: the pod workers and the sync handler
+// What the rest of the agent needs of the status manager: a pod's sync and the sync handler
 // report statuses here, the prober reads them and flips readiness.
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 
