@@ -385,13 +385,6 @@ describe('exec', () => {
     expect(r.exitCode).toBe(126);
     expect(Buffer.from(r.stdout).toString()).toContain('/nonexistent');
   });
-
-  it('answers UNIMPLEMENTED with a clear message for streaming calls', async () => {
-    await expect(h.client.exec({ containerId: 'x', cmd: ['sh'] })).rejects.toThrow(/no streaming server/);
-    await expect(h.client.portForward({ podSandboxId: 'x' })).rejects.toMatchObject({
-      codeName: 'UNIMPLEMENTED',
-    });
-  });
 });
 
 describe('logs', () => {

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { removeLeftovers } from './containers/leftovers.js';
+import { removeHostContainerdLeftovers } from './host-containerd.js';
 import { ensureImages } from './images/ensure.js';
 import { IMAGE_NAMES, isImageName } from './images/recipes.js';
 import { formatSeconds } from './progress.js';
@@ -33,8 +34,10 @@ async function main(argv: string[]): Promise<number> {
     const runIndex = rest.indexOf('--run');
     const runId = runIndex >= 0 ? rest[runIndex + 1] : undefined;
     const removed = await removeLeftovers({ runId, progress: log });
+    // containerd outlives a killed test process: sweep the host containerds whose owner is gone too.
+    const containerds = await removeHostContainerdLeftovers({ progress: log });
     log(
-      `removed ${removed.containers} container(s), ${removed.networks} network(s), ${removed.volumes} volume(s)`,
+      `removed ${removed.containers} container(s), ${removed.networks} network(s), ${removed.volumes} volume(s), ${containerds} host containerd(s)`,
     );
     return 0;
   }
