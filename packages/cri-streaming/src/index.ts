@@ -25,18 +25,15 @@ export {
   REMOTE_COMMAND_WS_PROTOCOLS,
   upgradeKind,
 } from './protocol/negotiate.js';
-export {
-  type PortForwardHandler,
-  type PortForwardOptions,
-  servePortForward,
-} from './protocol/portforward.js';
+export { servePortForward } from './protocol/portforward.js';
+export type { PortForwardHandler, PortForwardOptions } from './protocol/portforward_session.js';
 export { portsFromQuery } from './protocol/portforward_ws.js';
-export {
-  type RemoteCommandHandler,
-  type RemoteCommandOptions,
-  type RemoteCommandStreams,
-  serveRemoteCommand,
-} from './protocol/remotecommand.js';
+export { serveRemoteCommand } from './protocol/remotecommand.js';
+export type {
+  RemoteCommandHandler,
+  RemoteCommandOptions,
+  RemoteCommandStreams,
+} from './protocol/remotecommand_session.js';
 export type { SessionOptions, UpgradeRequest } from './protocol/session_options.js';
 export {
   EXIT_CODE_CAUSE,
@@ -46,7 +43,7 @@ export {
 } from './protocol/status.js';
 export { DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TTL_MS, RequestCache } from './request_cache.js';
 // The runtime seam.
-export type { ExecResult, StreamIO, StreamingRuntime, TerminalSize } from './runtime.js';
+export type { ExecResult, StreamIO, StreamingRuntime, TerminalSize } from './runtime/streaming_runtime.js';
 // The CRI streaming server.
 export {
   DEFAULT_STREAM_CREATION_TIMEOUT_MS,

@@ -17,11 +17,11 @@ import {
 import { refuseUpgrade, replyStatus } from './protocol/http_reply.js';
 import { upgradeKind } from './protocol/negotiate.js';
 import { servePortForward } from './protocol/portforward.js';
-import { serveRemoteCommand, upgradeRequired } from './protocol/remotecommand.js';
+import { serveRemoteCommand } from './protocol/remotecommand.js';
 import type { SessionOptions, UpgradeRequest } from './protocol/session_options.js';
-import { failureStatus } from './protocol/status.js';
+import { failureStatus, upgradeRequired } from './protocol/status.js';
 import { DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TTL_MS, RequestCache } from './request_cache.js';
-import type { StreamingRuntime } from './runtime.js';
+import type { StreamingRuntime } from './runtime/streaming_runtime.js';
 
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 4 * 60 * 60 * 1000;
 export const DEFAULT_STREAM_CREATION_TIMEOUT_MS = 30_000;

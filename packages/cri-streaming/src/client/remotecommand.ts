@@ -11,7 +11,7 @@ import {
   STDOUT_CHANNEL,
 } from '../protocol/remotecommand_ws.js';
 import { EXIT_CODE_CAUSE, type KubeStatus, NON_ZERO_EXIT_CODE_REASON } from '../protocol/status.js';
-import type { TerminalSize } from '../runtime.js';
+import type { TerminalSize } from '../runtime/streaming_runtime.js';
 import { GoAwayStatus } from '../spdy/frames.js';
 import { collect } from '../util/streams.js';
 import { ChannelSocket } from '../websocket/channels.js';

@@ -5,7 +5,7 @@ import { headerValue, RstStatus } from '../spdy/frames.js';
 import { SpdySession, type SpdyStream } from '../spdy/session.js';
 import { endWritable } from '../util/streams.js';
 import { PORT_FORWARD_SPDY_PROTOCOLS, PROTOCOL_HEADER } from './negotiate.js';
-import { forwardOne, type PortForwardHandler, type PortForwardOptions } from './portforward.js';
+import { forwardOne, type PortForwardHandler, type PortForwardOptions } from './portforward_session.js';
 import { spdyHandshake } from './remotecommand_spdy.js';
 import { linkedAbort, type UpgradeRequest } from './session_options.js';
 

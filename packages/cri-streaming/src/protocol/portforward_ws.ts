@@ -5,7 +5,7 @@ import { ChannelSocket } from '../websocket/channels.js';
 import { acceptWebSocket } from '../websocket/upgrade.js';
 import { refuseUpgrade } from './http_reply.js';
 import { PORT_FORWARD_WS_PROTOCOLS } from './negotiate.js';
-import { forwardOne, type PortForwardHandler, type PortForwardOptions } from './portforward.js';
+import { forwardOne, type PortForwardHandler, type PortForwardOptions } from './portforward_session.js';
 import { chooseWebSocketProtocol } from './remotecommand_ws.js';
 import { linkedAbort, type UpgradeRequest } from './session_options.js';
 import { failureStatus } from './status.js';

@@ -1,50 +1,24 @@
 // Serving one exec or attach session (remotecommand) on an upgraded connection, over SPDY or a
 // WebSocket: the streams become a StreamIO, the runtime's outcome becomes the Status the client
 // reads from the error stream.
-import type { ExecResult, StreamIO } from '../runtime.js';
 import { refuseUpgrade } from './http_reply.js';
 import { upgradeKind } from './negotiate.js';
+import type {
+  CommandSession,
+  RemoteCommandHandler,
+  RemoteCommandOptions,
+  RemoteCommandStreams,
+} from './remotecommand_session.js';
 import { acceptSpdyRemoteCommand } from './remotecommand_spdy.js';
 import { acceptWebSocketRemoteCommand } from './remotecommand_ws.js';
-import type { SessionOptions, UpgradeRequest } from './session_options.js';
+import type { UpgradeRequest } from './session_options.js';
 import {
   failureStatus,
-  type KubeStatus,
   nonZeroExitStatus,
   statusForError,
   successStatus,
+  upgradeRequired,
 } from './status.js';
-
-/** Which streams the client asked for (the CRI ExecRequest/AttachRequest flags). */
-export interface RemoteCommandStreams {
-  stdin: boolean;
-  stdout: boolean;
-  stderr: boolean;
-  tty: boolean;
-}
-
-/** Runs the command (or attaches); resolves with the exit code for exec, nothing for attach. */
-export type RemoteCommandHandler = (io: StreamIO, signal: AbortSignal) => Promise<ExecResult | undefined>;
-
-export interface RemoteCommandOptions extends SessionOptions {
-  /** Prefix of the Status message when the handler fails, e.g. "error executing command in container". */
-  failurePrefix: string;
-}
-
-/** An accepted session, protocol-independent. */
-export interface CommandSession {
-  io: StreamIO;
-  /** Aborts when the client goes away or the session idles out. */
-  signal: AbortSignal;
-  /** Ends the output streams, sends `status` as the protocol version wants it, closes. */
-  finish(status: KubeStatus): Promise<void>;
-}
-
-/** The error stream's content for a negotiated protocol: JSON from v4 on, a bare message before. */
-export function encodeStatus(status: KubeStatus, protocol: string): Buffer {
-  if (/^v[45]\./.test(protocol)) return Buffer.from(JSON.stringify(status));
-  return Buffer.from(status.status === 'Success' ? '' : (status.message ?? 'unknown error'));
-}
 
 /** The Status for the handler's outcome. */
 async function outcome(
@@ -95,14 +69,4 @@ export async function serveRemoteCommand(
   }
   if (!session) return;
   await session.finish(await outcome(handler, session, options));
-}
-
-/** The Status for a request that is not an upgrade this server speaks. */
-export function upgradeRequired(): KubeStatus {
-  return failureStatus(
-    400,
-    'BadRequest',
-    'unable to upgrade: streaming requires "Connection: Upgrade" with "Upgrade: SPDY/3.1" ' +
-      '(and X-Stream-Protocol-Version) or "Upgrade: websocket" (and Sec-WebSocket-Protocol)',
-  );
 }

@@ -17,7 +17,7 @@ import {
   encodeStatus,
   type RemoteCommandOptions,
   type RemoteCommandStreams,
-} from './remotecommand.js';
+} from './remotecommand_session.js';
 import { decodeResizeEvents } from './resize.js';
 import type { UpgradeRequest } from './session_options.js';
 import { failureStatus } from './status.js';

@@ -1,6 +1,6 @@
 // Terminal resize events: the client writes a stream of JSON objects ({"Width":80,"Height":24},
 // as Go's json.Encoder does, each followed by a newline) on the resize stream or channel.
-import type { TerminalSize } from '../runtime.js';
+import type { TerminalSize } from '../runtime/streaming_runtime.js';
 
 /** An object longer than this is not a terminal size; decoding stops. */
 const MAX_OBJECT_BYTES = 4096;

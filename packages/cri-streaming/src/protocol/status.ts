@@ -68,3 +68,13 @@ export function statusForError(err: unknown, what: string): KubeStatus {
   }
   return failureStatus(500, 'InternalError', message);
 }
+
+/** The Status for a request that is not an upgrade this server speaks. */
+export function upgradeRequired(): KubeStatus {
+  return failureStatus(
+    400,
+    'BadRequest',
+    'unable to upgrade: streaming requires "Connection: Upgrade" with "Upgrade: SPDY/3.1" ' +
+      '(and X-Stream-Protocol-Version) or "Upgrade: websocket" (and Sec-WebSocket-Protocol)',
+  );
+}
