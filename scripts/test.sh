@@ -10,6 +10,10 @@ status=0
 step "lint (Biome)"
 npx biome ci . || { status=1; echo "    lint FAILED"; }
 
+step "import graph: no new circles between files or cycles between folders (scripts/import-graph.allow.json)"
+node scripts/import-graph.mjs || { status=1; echo "    import graph FAILED"; }
+node --test scripts/import-graph.test.mjs >/dev/null || { status=1; echo "    import graph tests FAILED (node --test scripts/import-graph.test.mjs)"; }
+
 step "typecheck"
 npx turbo run typecheck --output-logs=errors-only || { status=1; echo "    typecheck FAILED"; }
 
