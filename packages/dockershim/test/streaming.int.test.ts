@@ -4,6 +4,7 @@
  * sessions run crictl under `script`, which gives it the terminal it wants for -t.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -145,6 +146,47 @@ describe('crictl attach', () => {
     term.type('exit\n');
     expect(await term.exited).toBe(0);
     expect((await docker.getContainer(c).inspect()).State.Running).toBe(false);
+  });
+});
+
+describe('crictl lifecycle, with nothing made by our own client', () => {
+  it('version, runp, create, start, ps, inspect, stop, rm, stopp and rmp', async () => {
+    const version = await crictl(['version']);
+    expect(version.code, version.stderr).toBe(0);
+    expect(version.stdout).toMatch(/RuntimeName:\s+docker/);
+    const podConfig = join(h.dir, 'crictl-pod.json');
+    const ctrConfig = join(h.dir, 'crictl-ctr.json');
+    const pod = h.podConfig();
+    await writeFile(podConfig, JSON.stringify(pod));
+    await writeFile(
+      ctrConfig,
+      JSON.stringify(h.containerConfig('by-crictl', { command: ['sleep', '3600'] })),
+    );
+    const runp = await crictl(['runp', podConfig]);
+    expect(runp.code, runp.stderr).toBe(0);
+    const podId = runp.stdout.trim();
+    const create = await crictl(['create', podId, ctrConfig, podConfig]);
+    expect(create.code, create.stderr).toBe(0);
+    const ctrId = create.stdout.trim();
+    expect((await crictl(['start', ctrId])).code).toBe(0);
+    const ps = await crictl(['ps', '--pod', podId, '-q']);
+    expect(ps.stdout.trim()).toBe(ctrId);
+    const inspect = JSON.parse((await crictl(['inspect', ctrId])).stdout) as { status: { state: string } };
+    expect(inspect.status.state).toBe('CONTAINER_RUNNING');
+    for (const args of [
+      ['stop', ctrId],
+      ['rm', ctrId],
+      ['stopp', podId],
+      ['rmp', podId],
+    ]) {
+      const r = await crictl(args);
+      expect(r.code, `crictl ${args.join(' ')}: ${r.stderr}`).toBe(0);
+    }
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`io.kubernetes.pod.uid=${pod.metadata?.uid}`] },
+    });
+    expect(left).toEqual([]);
   });
 });
 
