@@ -24,6 +24,19 @@ export function isNotFound(err: unknown): boolean {
   return (err as { statusCode?: number } | null)?.statusCode === 404;
 }
 
+/** Fails with what to do when `ref` is not in the host engine: nothing is ever pulled here. */
+export async function requireHostImage(ref: string): Promise<void> {
+  await docker()
+    .getImage(ref)
+    .inspect()
+    .catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
+      throw new Error(
+        `Image ${ref} is not in the host engine; build it with ensureImages() or \`npm run images\``,
+      );
+    });
+}
+
 /** Turns "connect ENOENT /var/run/docker.sock" into what to do about it. */
 export function explainEngineError(err: unknown): unknown {
   const code = (err as NodeJS.ErrnoException | null)?.code;

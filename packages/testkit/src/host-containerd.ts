@@ -10,7 +10,7 @@ import { type CriVersion, criVersion } from './containers/cri-probe.js';
 import { normalizeImageRef } from './containers/images-in-node.js';
 import { runId } from './containers/labels.js';
 import { criTools } from './cri-tools.js';
-import { docker, isNotFound } from './docker.js';
+import { docker, requireHostImage } from './docker.js';
 import { ensureImages } from './images/ensure.js';
 import { requireTool, run } from './process.js';
 import { type Progress, silent, timed } from './progress.js';
@@ -164,15 +164,7 @@ export class StartedHostContainerd {
   /** @internal: `docker save` from the host engine straight into `ctr images import -`. */
   async importImages(refs: readonly string[]): Promise<void> {
     for (const ref of refs) {
-      await docker()
-        .getImage(ref)
-        .inspect()
-        .catch((err: unknown) => {
-          if (!isNotFound(err)) throw err;
-          throw new Error(
-            `Image ${ref} is not in the host engine; build it with ensureImages() or \`npm run images\``,
-          );
-        });
+      await requireHostImage(ref);
     }
     const save = docker() as unknown as {
       getImages(opts: { names: string[] }): Promise<NodeJS.ReadableStream>;

@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { docker, isNotFound } from '../docker.js';
+import { docker, requireHostImage } from '../docker.js';
 import type { StartedNodeContainer } from './node-container.js';
 
 /**
@@ -29,15 +29,7 @@ export function normalizeImageRef(ref: string): string {
 export async function loadImages(node: StartedNodeContainer, refs: readonly string[]): Promise<string[]> {
   if (refs.length === 0) return [];
   for (const ref of refs) {
-    await docker()
-      .getImage(ref)
-      .inspect()
-      .catch((err: unknown) => {
-        if (!isNotFound(err)) throw err;
-        throw new Error(
-          `Image ${ref} is not in the host engine; build it with ensureImages() or \`npm run images\``,
-        );
-      });
+    await requireHostImage(ref);
   }
   const file = `images-${randomBytes(4).toString('hex')}.tar`;
   const onHost = join(node.sharedDirOnHost, file);
