@@ -1,14 +1,9 @@
-// Port-forward over a WebSocket, the kubelet's channel protocol: per port n, channel 2n carries
-// data both ways and 2n+1 errors from the server; each starts with the port as two little-endian
-// bytes.
-import { ChannelSocket } from '../websocket/channels.js';
-import { acceptWebSocket } from '../websocket/upgrade.js';
 import { refuseUpgrade } from './http_reply.js';
 import { PORT_FORWARD_WS_PROTOCOLS } from './negotiate.js';
 import { forwardOne, type PortForwardHandler, type PortForwardOptions } from './portforward_session.js';
-import { chooseWebSocketProtocol } from './remotecommand_ws.js';
 import { linkedAbort, type UpgradeRequest } from './session_options.js';
 import { failureStatus } from './status.js';
+import { acceptServerChannels, chooseWebSocketProtocol } from './websocket_session.js';
 
 export async function serveWebSocketPortForward(
   upgrade: UpgradeRequest,
@@ -25,19 +20,9 @@ export async function serveWebSocketPortForward(
     return;
   }
   const { ports } = parsed;
-  const accepted = await acceptWebSocket(upgrade.req, upgrade.socket, upgrade.head, protocol);
+  const accepted = await acceptServerChannels(upgrade, protocol, false, options);
   if (!accepted) return;
-  const channels = new ChannelSocket(accepted.ws, {
-    base64: protocol.includes('base64'),
-    closeSignal: false,
-    role: 'server',
-    idleTimeoutMs: options.idleTimeoutMs,
-    onError: options.onError,
-  });
-  options.signal?.addEventListener('abort', () => channels.terminate(), {
-    once: true,
-    signal: channels.signal,
-  });
+  const { channels } = accepted;
   const data = ports.map((_, i) => channels.stream(2 * i));
   channels.start(accepted.early);
   await Promise.all(

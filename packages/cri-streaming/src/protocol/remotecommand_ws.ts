@@ -2,45 +2,18 @@
 // signal): channels 0 stdin, 1 stdout, 2 stderr, 3 error, 4 resize.
 
 import { endWritable } from '../util/streams.js';
-import { ChannelSocket } from '../websocket/channels.js';
-import { acceptWebSocket } from '../websocket/upgrade.js';
-import { refuseUpgrade } from './http_reply.js';
-import { headerList, negotiate, REMOTE_COMMAND_WS_PROTOCOLS } from './negotiate.js';
+import { REMOTE_COMMAND_WS_PROTOCOLS } from './negotiate.js';
 import type { CommandSession, RemoteCommandOptions, RemoteCommandStreams } from './remotecommand_session.js';
 import { encodeStatus } from './remotecommand_session.js';
 import { decodeResizeEvents } from './resize.js';
 import type { UpgradeRequest } from './session_options.js';
-import { failureStatus } from './status.js';
+import { acceptServerChannels, chooseWebSocketProtocol } from './websocket_session.js';
 
 export const STDIN_CHANNEL = 0;
 export const STDOUT_CHANNEL = 1;
 export const STDERR_CHANNEL = 2;
 export const ERROR_CHANNEL = 3;
 export const RESIZE_CHANNEL = 4;
-
-/**
- * Picks the subprotocol: the client's first one this side speaks; none offered means the original
- * binary channel protocol, as with the kubelet. Refuses with 403 when nothing matches.
- */
-export function chooseWebSocketProtocol(
-  upgrade: UpgradeRequest,
-  supported: readonly string[],
-): string | undefined {
-  const offered = headerList(upgrade.req.headers['sec-websocket-protocol']);
-  if (offered.length === 0) return '';
-  const protocol = negotiate(offered, supported);
-  if (protocol === undefined) {
-    refuseUpgrade(
-      upgrade.socket,
-      failureStatus(
-        403,
-        'Forbidden',
-        `unable to upgrade: requested WebSocket subprotocols [${offered.join(' ')}] are not supported; supported: [${supported.join(' ')}]`,
-      ),
-    );
-  }
-  return protocol;
-}
 
 export async function acceptWebSocketRemoteCommand(
   upgrade: UpgradeRequest,
@@ -49,19 +22,9 @@ export async function acceptWebSocketRemoteCommand(
 ): Promise<CommandSession | undefined> {
   const protocol = chooseWebSocketProtocol(upgrade, REMOTE_COMMAND_WS_PROTOCOLS);
   if (protocol === undefined) return undefined;
-  const accepted = await acceptWebSocket(upgrade.req, upgrade.socket, upgrade.head, protocol);
+  const accepted = await acceptServerChannels(upgrade, protocol, protocol === 'v5.channel.k8s.io', options);
   if (!accepted) return undefined;
-  const channels = new ChannelSocket(accepted.ws, {
-    base64: protocol.includes('base64'),
-    closeSignal: protocol === 'v5.channel.k8s.io',
-    role: 'server',
-    idleTimeoutMs: options.idleTimeoutMs,
-    onError: options.onError,
-  });
-  options.signal?.addEventListener('abort', () => channels.terminate(), {
-    once: true,
-    signal: channels.signal,
-  });
+  const { channels } = accepted;
 
   // The kubelet's "connection is ready" signal: an empty message on the first writable channel.
   await channels.send(
