@@ -9,6 +9,7 @@
 // Receiving is backpressured per stream: a DATA frame for a stream whose reader is full pauses
 // reading the connection until that reader drains, as spdystream's blocking frame workers do.
 import { Duplex, type Readable } from 'node:stream';
+import { IdleTimer } from '../util/idle_timer.js';
 import { SpdyCodec } from './codec.js';
 import {
   FrameParser,
@@ -199,7 +200,7 @@ export class SpdySession {
   private lastPeerStreamId = 0;
   private goneAway = false;
   private peerGoneAway = false;
-  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly idle: IdleTimer;
   private resolveClosed!: () => void;
 
   constructor(
@@ -210,6 +211,10 @@ export class SpdySession {
     this.nextStreamId = server ? 2 : 1;
     this.nextPingId = server ? 2 : 1;
     this.signal = this.abort.signal;
+    this.idle = new IdleTimer(options.idleTimeoutMs, (ms) => {
+      this.options.onError?.(new Error(`SPDY session idle for ${ms} ms`));
+      this.destroy(new Error('idle timeout'));
+    });
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
@@ -217,7 +222,7 @@ export class SpdySession {
     // before the close are still handled. A close only stops it waiting for slow readers.
     socket.on('error', (err) => this.options.onError?.(err));
     socket.on('close', () => this.stopWaitingForReaders());
-    this.touch();
+    this.idle.touch();
     if (options.head?.length) this.parser.push(options.head);
     this.readLoop(socket).then(
       () => this.finish(),
@@ -322,7 +327,7 @@ export class SpdySession {
       this.fail(err);
       return;
     }
-    this.touch();
+    this.idle.touch();
     if (!this.socket.write(bytes)) await drained(this.socket);
   }
 
@@ -336,7 +341,7 @@ export class SpdySession {
 
   private async processFrames(): Promise<void> {
     for (let raw = this.parser.next(); raw; raw = this.parser.next()) {
-      this.touch();
+      this.idle.touch();
       let frame: SpdyFrame | undefined;
       try {
         frame = await this.codec.decode(raw);
@@ -452,22 +457,9 @@ export class SpdySession {
     this.end(status).finally(() => this.destroy(error));
   }
 
-  private touch(): void {
-    const ms = this.options.idleTimeoutMs ?? 0;
-    if (ms <= 0 || this.signal.aborted) return;
-    if (this.idleTimer) this.idleTimer.refresh();
-    else {
-      this.idleTimer = setTimeout(() => {
-        this.options.onError?.(new Error(`SPDY session idle for ${ms} ms`));
-        this.destroy(new Error('idle timeout'));
-      }, ms);
-      this.idleTimer.unref();
-    }
-  }
-
   private finish(reason?: Error): void {
     if (this.signal.aborted) return;
-    clearTimeout(this.idleTimer);
+    this.idle.stop();
     this.draining = true;
     this.abort.abort(reason ?? new Error('SPDY session closed'));
     const why = reason ?? new Error('SPDY session closed');

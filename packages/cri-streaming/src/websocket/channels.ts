@@ -4,6 +4,7 @@
 // channel whose sender is done. Both sides use this class.
 import { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
+import { IdleTimer } from '../util/idle_timer.js';
 
 export const CLOSE_SIGNAL = 255;
 
@@ -79,23 +80,27 @@ export class ChannelSocket {
   private readonly channels = new Map<number, ChannelStream>();
   private readonly full = new Set<ChannelStream>();
   private readonly abort = new AbortController();
-  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly idle: IdleTimer;
 
   constructor(
     private readonly ws: WebSocket,
     private readonly options: ChannelSocketOptions,
   ) {
     this.signal = this.abort.signal;
+    this.idle = new IdleTimer(options.idleTimeoutMs, (ms) => {
+      this.options.onError?.(new Error(`WebSocket idle for ${ms} ms`));
+      this.ws.terminate();
+    });
     this.closed = new Promise((resolve) => {
       ws.once('close', () => {
-        clearTimeout(this.idleTimer);
+        this.idle.stop();
         this.abort.abort(new Error('WebSocket closed'));
         for (const c of this.channels.values()) c.endInput();
         resolve();
       });
     });
     ws.on('error', (err) => options.onError?.(err));
-    this.touch();
+    this.idle.touch();
   }
 
   /**
@@ -120,7 +125,7 @@ export class ChannelSocket {
   /** Sends `data` on `channel`; resolves once written, or at once if the socket is gone. */
   send(channel: number, data: Buffer): Promise<void> {
     if (this.ws.readyState !== WebSocket.OPEN) return Promise.resolve();
-    this.touch();
+    this.idle.touch();
     const message = this.options.base64
       ? String.fromCharCode(48 + channel) + data.toString('base64')
       : Buffer.concat([Buffer.of(channel), data]);
@@ -154,7 +159,7 @@ export class ChannelSocket {
   }
 
   private onMessage(data: Buffer, isBinary: boolean): void {
-    this.touch();
+    this.idle.touch();
     if (data.length === 0) return;
     if (this.options.closeSignal && isBinary && data[0] === CLOSE_SIGNAL) {
       if (data.length !== 2) {
@@ -179,19 +184,6 @@ export class ChannelSocket {
     if (!stream.push(payload) && !this.full.has(stream)) {
       this.full.add(stream);
       this.ws.pause();
-    }
-  }
-
-  private touch(): void {
-    const ms = this.options.idleTimeoutMs ?? 0;
-    if (ms <= 0 || this.signal.aborted) return;
-    if (this.idleTimer) this.idleTimer.refresh();
-    else {
-      this.idleTimer = setTimeout(() => {
-        this.options.onError?.(new Error(`WebSocket idle for ${ms} ms`));
-        this.ws.terminate();
-      }, ms);
-      this.idleTimer.unref();
     }
   }
 }
