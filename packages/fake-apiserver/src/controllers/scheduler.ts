@@ -1,4 +1,9 @@
-import { Quantity } from '@kh/apimachinery';
+import {
+  findMatchingUntoleratedTaint,
+  podMatchesNodeAffinity,
+  Quantity,
+  tolerationsTolerateTaint,
+} from '@kh/apimachinery';
 import { bindPod } from '../registry/binding.js';
 import { pods as podsDef } from '../registry/pods.js';
 import type { RestStorage } from '../registry/rest.js';
@@ -36,50 +41,6 @@ export function podRequests(pod: KObject): Map<string, number> {
   add(total, pod.spec?.overhead);
   requestsCache.set(pod, total);
   return total;
-}
-
-function tolerates(tolerations: KObject[], taint: KObject): boolean {
-  return tolerations.some((t) => {
-    if (t.effect && t.effect !== taint.effect) return false;
-    if (t.operator === 'Exists') return !t.key || t.key === taint.key;
-    return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
-  });
-}
-
-function matchesExpression(e: KObject, value: string | undefined): boolean {
-  const vals: string[] = e.values ?? [];
-  switch (e.operator) {
-    case 'In':
-      return value !== undefined && vals.includes(value);
-    case 'NotIn':
-      return value === undefined || !vals.includes(value);
-    case 'Exists':
-      return value !== undefined;
-    case 'DoesNotExist':
-      return value === undefined;
-    case 'Gt':
-      return value !== undefined && Number(value) > Number(vals[0]);
-    case 'Lt':
-      return value !== undefined && Number(value) < Number(vals[0]);
-    default:
-      return false;
-  }
-}
-
-function matchesNodeSelectorAndAffinity(pod: KObject, node: KObject): boolean {
-  const labels: Record<string, string> = node.metadata.labels ?? {};
-  for (const [k, v] of Object.entries((pod.spec?.nodeSelector ?? {}) as Record<string, string>))
-    if (labels[k] !== v) return false;
-  const terms: KObject[] | undefined =
-    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
-  if (terms === undefined || terms.length === 0) return true;
-  return terms.some(
-    (t) =>
-      (t.matchExpressions ?? []).every((e: KObject) => matchesExpression(e, labels[e.key])) &&
-      (t.matchFields ?? []).every((e: KObject) =>
-        matchesExpression(e, e.key === 'metadata.name' ? node.metadata.name : undefined),
-      ),
-  );
 }
 
 /**
@@ -230,7 +191,10 @@ export class Scheduler {
     const tolerations: KObject[] = pod.spec?.tolerations ?? [];
     if (
       node.spec?.unschedulable &&
-      !tolerates(tolerations, { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' })
+      !tolerationsTolerateTaint(tolerations, {
+        key: 'node.kubernetes.io/unschedulable',
+        effect: 'NoSchedule',
+      })
     ) {
       return 'node(s) were unschedulable';
     }
@@ -238,16 +202,16 @@ export class Scheduler {
     if (ready?.status !== 'True') {
       const key =
         ready?.status === 'False' ? 'node.kubernetes.io/not-ready' : 'node.kubernetes.io/unreachable';
-      if (!tolerates(tolerations, { key, effect: 'NoSchedule' }))
+      if (!tolerationsTolerateTaint(tolerations, { key, effect: 'NoSchedule' }))
         return `node(s) had untolerated taint {${key}: }`;
     }
-    if (!matchesNodeSelectorAndAffinity(pod, node))
-      return "node(s) didn't match Pod's node affinity/selector";
-    for (const t of node.spec?.taints ?? []) {
-      if ((t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tolerates(tolerations, t)) {
-        return `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
-      }
-    }
+    if (!podMatchesNodeAffinity(pod, node)) return "node(s) didn't match Pod's node affinity/selector";
+    const taint = findMatchingUntoleratedTaint(
+      node.spec?.taints,
+      tolerations,
+      (t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute',
+    );
+    if (taint) return `node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`;
     const alloc: KObject = node.status?.allocatable ?? node.status?.capacity ?? {};
     const maxPods = amount(alloc.pods) ?? 110;
     if (used.count + 1 > maxPods) return 'Too many pods';
