@@ -2,7 +2,8 @@
 // required affinity, not collide on host ports, and fit in allocatable next to the pods already
 // admitted. A rejected pod fails with the kubelet's reason: OutOfpods, OutOfcpu, OutOfmemory,
 // NodeName, NodeAffinity, NodePorts.
-import type { V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod } from '@kubernetes/client-node';
+import { podMatchesNodeAffinity } from '@kh/apimachinery';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { Quantity } from '../util/quantity.js';
 import type { AdmitHandler, AdmitResult, PodAdmitAttributes } from './handler.js';
 import { podRequests } from './resources.js';
@@ -23,7 +24,7 @@ export class PredicateAdmitHandler implements AdmitHandler {
     if (pod.spec?.nodeName && pod.spec.nodeName !== nodeName) {
       return predicateFailure('NodeName', "node(s) didn't match the requested node name");
     }
-    if (!matchesNodeSelector(pod, node)) {
+    if (!podMatchesNodeAffinity(pod, node)) {
       return predicateFailure('NodeAffinity', "node(s) didn't match Pod's node affinity/selector");
     }
     if (hostPortConflict(pod, otherPods)) {
@@ -63,48 +64,6 @@ function insufficient(resource: string, requested: bigint, used: bigint, capacit
     reason: `OutOf${resource}`,
     message: `Node didn't have enough resource: ${resource}, requested: ${requested}, used: ${used}, capacity: ${capacity}`,
   };
-}
-
-function matchesNodeSelector(pod: V1Pod, node: V1Node): boolean {
-  const labels = node.metadata?.labels ?? {};
-  for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) if (labels[k] !== v) return false;
-  const required = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
-  if (!required) return true;
-  // Terms are ORed; the requirements within a term are ANDed.
-  return (required.nodeSelectorTerms ?? []).some((t) => termMatches(t, node));
-}
-
-function termMatches(term: V1NodeSelectorTerm, node: V1Node): boolean {
-  const exprs = term.matchExpressions ?? [];
-  const fields = term.matchFields ?? [];
-  if (exprs.length === 0 && fields.length === 0) return false; // an empty term matches nothing
-  const labels = node.metadata?.labels ?? {};
-  return (
-    exprs.every((r) => requirementMatches(r, labels[r.key])) &&
-    fields.every((r) => requirementMatches(r, r.key === 'metadata.name' ? node.metadata?.name : undefined))
-  );
-}
-
-function requirementMatches(r: V1NodeSelectorRequirement, value: string | undefined): boolean {
-  const values = r.values ?? [];
-  switch (r.operator) {
-    case 'In':
-      return value !== undefined && values.includes(value);
-    case 'NotIn':
-      return value === undefined || !values.includes(value);
-    case 'Exists':
-      return value !== undefined;
-    case 'DoesNotExist':
-      return value === undefined;
-    case 'Gt':
-    case 'Lt': {
-      if (value === undefined || !/^-?\d+$/.test(value) || !/^-?\d+$/.test(values[0] ?? '')) return false;
-      const [a, b] = [BigInt(value), BigInt(values[0] as string)];
-      return r.operator === 'Gt' ? a > b : a < b;
-    }
-    default:
-      return false;
-  }
 }
 
 function hostPorts(pod: V1Pod): string[] {

@@ -1,7 +1,8 @@
 // What node pressure means for new pods, as the kubelet's eviction admit handler decides: memory
 // pressure alone turns away BestEffort pods (unless they tolerate the memory-pressure taint);
 // any other pressure turns away everything but critical pods.
-import type { V1Pod, V1Toleration } from '@kubernetes/client-node';
+import { tolerationsTolerateTaint } from '@kh/apimachinery';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitResult } from '../admission/handler.js';
 import type { Taint } from '../config/types.js';
 import { podQOSClass } from '../types/qos.js';
@@ -19,22 +20,12 @@ export function pressureTaints(conditions: readonly PressureCondition[]): Taint[
   return conditions.map((c) => ({ key: PRESSURE_TAINT_KEYS[c], effect: 'NoSchedule' }));
 }
 
-function tolerates(tolerations: readonly V1Toleration[], taint: Taint): boolean {
-  return tolerations.some(
-    (t) =>
-      (!t.effect || t.effect === taint.effect) &&
-      (t.operator === 'Exists'
-        ? !t.key || t.key === taint.key
-        : t.key === taint.key && (t.value ?? '') === (taint.value ?? '')),
-  );
-}
-
 export function admitUnderPressure(pod: V1Pod, conditions: readonly PressureCondition[]): AdmitResult {
   if (conditions.length === 0 || isCriticalPod(pod)) return { admit: true };
   if (conditions.length === 1 && conditions[0] === 'MemoryPressure') {
     if (podQOSClass(pod) !== 'BestEffort') return { admit: true };
     const taint = pressureTaints(['MemoryPressure'])[0] as Taint;
-    if (tolerates(pod.spec?.tolerations ?? [], taint)) return { admit: true };
+    if (tolerationsTolerateTaint(pod.spec?.tolerations, taint)) return { admit: true };
   }
   return {
     admit: false,
