@@ -19,10 +19,7 @@ export { ImageManager, type ImageManagerOptions, type ImageService } from './ima
 export {
   applyDefaultImageTag,
   defaultPullPolicy,
-  type ImageReference,
-  InvalidImageNameError,
   type PullPolicy,
-  parseImageReference,
   pullPolicyOf,
 } from './images/image_ref.js';
 export { buildKeyring, type Keyring, lookupAuth, type RegistryAuth } from './images/pull_secrets.js';

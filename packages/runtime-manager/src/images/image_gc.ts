@@ -2,9 +2,10 @@
 // the least recently used images until usage is back at the low threshold. Images in use by any
 // container (running or not), pinned images, the sandbox (pause) image, and images first seen
 // less than imageMinimumGCAge ago are never removed.
+
+import { parseImageReference } from '@kh/apimachinery';
 import type { Clock, Image, ImageGCPolicy, ImageGCResult } from '../types.js';
 import { systemClock } from '../types.js';
-import { parseImageReference } from './image_ref.js';
 
 export const DefaultImageGCPolicy: ImageGCPolicy = {
   highThresholdPercent: 85,

@@ -1,8 +1,9 @@
 // imagePullSecrets -> CRI AuthConfig. Secrets of type kubernetes.io/dockerconfigjson (and the
 // older kubernetes.io/dockercfg) form a keyring; an image gets every entry whose registry
 // matches its host and whose path is a prefix of its repository, most specific first.
+
+import { DockerHubDomain, parseImageReference } from '@kh/apimachinery';
 import type { V1Secret } from '@kubernetes/client-node';
-import { DockerHubDomain, parseImageReference } from './image_ref.js';
 
 /** Same fields as the CRI AuthConfig message. */
 export interface RegistryAuth {

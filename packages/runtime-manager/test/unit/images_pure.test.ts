@@ -1,13 +1,8 @@
+import { InvalidImageNameError, parseImageReference } from '@kh/apimachinery';
 import type { V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { bytesToFree, selectImagesToFree, usagePercent } from '../../src/images/image_gc.js';
-import {
-  applyDefaultImageTag,
-  defaultPullPolicy,
-  InvalidImageNameError,
-  parseImageReference,
-  pullPolicyOf,
-} from '../../src/images/image_ref.js';
+import { applyDefaultImageTag, defaultPullPolicy, pullPolicyOf } from '../../src/images/image_ref.js';
 import { buildKeyring, lookupAuth } from '../../src/images/pull_secrets.js';
 import { newImagePuller } from '../../src/images/puller.js';
 import { TokenBucket } from '../../src/images/rate_limit.js';
