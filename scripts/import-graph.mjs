@@ -5,6 +5,9 @@
 // name; a folder cycle means neither folder can be read, tested or moved without the other.
 // Known cycles are listed in import-graph.allow.json with their issue, so CI fails only on new
 // ones; a listed cycle that is gone is reported so the list can shrink.
+// The package entry src/index.ts, when it only re-exports, is the public barrel: its imports stay
+// in the file graph but not in the folder graph, since the barrel sits above every folder it
+// gathers rather than inside the root folder (an index.ts with code of its own counts as `.`).
 //   node scripts/import-graph.mjs [--verbose] [--root <dir>] [--allow <file>] [--print-allow <issue>]
 // --verbose also lists the folder pairs that import each other and the imports that point up
 // (into an ancestor folder); --print-allow prints an allow-list covering every cycle found now.
@@ -35,6 +38,17 @@ function allTypeSpecifiers(clause) {
     .map((s) => s.trim())
     .filter(Boolean);
   return names.length > 0 && names.every((s) => s.startsWith('type '));
+}
+
+/** Whether a module only re-exports (`export ... from`), with no code or imports of its own. */
+export function isBarrel(source) {
+  const statements = source
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '')
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return statements.length > 0 && statements.every((s) => /^export\b[^'"]*\bfrom\s*['"][^'"]+['"]$/.test(s));
 }
 
 /** Every `.ts` file under dir (not declarations), as paths relative to dir with `/`. */
@@ -135,6 +149,7 @@ export function analysePackage(srcDir) {
   let imports = 0;
   let typeOnly = 0;
   const upward = [];
+  const barrel = files.has('index.ts') && isBarrel(readFileSync(join(srcDir, 'index.ts'), 'utf8'));
   const link = (graph, from, to) => {
     if (!graph.has(from)) graph.set(from, new Set());
     graph.get(from).add(to);
@@ -148,7 +163,7 @@ export function analysePackage(srcDir) {
       if (imp.typeOnly) typeOnly++;
       link(fileEdges, file, target);
       const [from, to] = [folderOf(file), folderOf(target)];
-      if (from === to) continue;
+      if (from === to || (barrel && file === 'index.ts')) continue;
       link(folderEdges, from, to);
       // Up: into a folder that contains the importer's (`.` is src/ itself).
       if (to === '.' || from.startsWith(`${to}/`)) upward.push(`${file} -> ${target}`);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { analysePackage, check, parseImports } from './import-graph.mjs';
+import { analysePackage, check, isBarrel, parseImports } from './import-graph.mjs';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'import-graph.mjs');
 const dirs = [];
@@ -63,7 +63,8 @@ describe('parseImports', () => {
 describe('analysePackage', () => {
   it('finds file and folder cycles, folder pairs and upward imports', () => {
     const root = tree({
-      'p/src/index.ts': "export * from './a/one.js';\nexport * from './b';",
+      // Code of its own: this index.ts is a root file like any other, not a barrel.
+      'p/src/index.ts': "export * from './a/one.js';\nexport * from './b';\nexport const version = 1;",
       'p/src/shared.ts': 'export const s = 1;',
       'p/src/a/one.ts':
         "import { two } from './two.js';\nimport { b } from '../b/index.js';\nexport const one = 1;",
@@ -90,6 +91,43 @@ describe('analysePackage', () => {
           ['. -> a', '. -> b', 'a -> b', 'b -> .', 'b -> a'],
         ],
       ],
+    );
+  });
+});
+
+describe('the public barrel', () => {
+  it('tells a module that only re-exports from one with code or imports of its own', () => {
+    assert.equal(isBarrel("// entry\nexport * from './a.js';\nexport type { B } from './b/b.js';\n"), true);
+    assert.equal(
+      isBarrel(
+        "/** doc */\nexport {\n  one,\n  type Two,\n} from './one.js';\nexport * as ns from './ns.js';",
+      ),
+      true,
+    );
+    assert.equal(isBarrel("export * from './a.js';\nexport const v = 1;"), false);
+    assert.equal(isBarrel("import { a } from './a.js';\nexport { a };"), false);
+    assert.equal(isBarrel(''), false);
+  });
+
+  it('keeps a re-exporting src/index.ts out of the folder graph, not out of the file graph', () => {
+    const root = tree({
+      'p/src/index.ts': "export * from './a/one.js';\nexport { shared } from './shared.js';",
+      'p/src/shared.ts': 'export const shared = 1;',
+      'p/src/a/one.ts': "import { shared } from '../shared.js';\nexport const one = shared;",
+    });
+    const g = analysePackage(join(root, 'p/src'));
+    assert.equal(g.imports, 3);
+    assert.deepEqual(g.cycles.folders, []);
+    assert.deepEqual(g.folderPairs, []);
+    assert.deepEqual(g.upward, ['a/one.ts -> shared.ts']);
+    // The same file graph with the barrel importing back into a/ still closes a file circle.
+    const circular = tree({
+      'p/src/index.ts': "export * from './a/one.js';",
+      'p/src/a/one.ts': "export * from '../index.js';",
+    });
+    assert.deepEqual(
+      analysePackage(join(circular, 'p/src')).cycles.files.map((c) => c.members),
+      [['a/one.ts', 'index.ts']],
     );
   });
 });
