@@ -13,7 +13,6 @@ export { type CriEndpoint, EndpointError, parseEndpoint } from './client/endpoin
 export * from './errors.js';
 export { type Clock, ManualClock, systemClock } from './fake/clock.js';
 export { FakeRuntime, type FakeRuntimeOptions, type RecordedCall } from './fake/fake_runtime.js';
-export { normalizeImageRef } from './fake/image_ref.js';
 export type {
   ContainerExitScript,
   ContainerInfo,

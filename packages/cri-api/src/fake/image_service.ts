@@ -1,7 +1,7 @@
+import { normalizeImageRef } from '@kh/apimachinery';
 import { InvalidArgumentError, NotFoundError } from '../errors.js';
 import type { CriImageHandlers } from '../server/serve.js';
 import { toImage } from './convert.js';
-import { normalizeImageRef } from './image_ref.js';
 import type { FakeState } from './state.js';
 
 const IMAGE_FS_MOUNT = '/var/lib/fake-cri/images';

@@ -1,4 +1,4 @@
-import { normalizeImageRef } from './image_ref.js';
+import { normalizeImageRef } from '@kh/apimachinery';
 
 /** What scripted behaviour is matched against when a container starts or is exec'd into. */
 export interface ContainerInfo {

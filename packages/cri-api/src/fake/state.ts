@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { normalizeImageRef, splitImageReference } from '@kh/apimachinery';
 import {
   AlreadyExistsError,
   FailedPreconditionError,
@@ -16,7 +17,7 @@ import {
 import type { Clock } from './clock.js';
 import { containerEvent } from './convert.js';
 import { EventBus } from './events.js';
-import { normalizeImageRef, repositoryOf, sha256 } from './image_ref.js';
+import { sha256 } from './image_ref.js';
 import type { ContainerInfo, FakeScript } from './script.js';
 
 export interface SandboxRecord {
@@ -153,7 +154,9 @@ export class FakeState {
       return existing;
     }
     const id = sha256(`image:${norm}`);
-    const repoDigests = norm.includes('@') ? [norm] : [`${repositoryOf(norm)}@${sha256(`manifest:${norm}`)}`];
+    const repoDigests = norm.includes('@')
+      ? [norm]
+      : [`${splitImageReference(norm).repository}@${sha256(`manifest:${norm}`)}`];
     const img: ImageRecord = {
       id,
       repoTags: norm.includes('@') ? [] : [norm],
