@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, test } from 'vitest';
 import { htpasswdLine } from '../src/containers/htpasswd.js';
-import { normalizeImageRef } from '../src/containers/images-in-node.js';
 import {
   cgroupParentFrom,
   containerdConfig,
@@ -34,18 +33,6 @@ describe('cgroupParentFrom', () => {
 
   test('rejects text without a usable line', () => {
     expect(() => cgroupParentFrom('garbage')).toThrow(/Cannot find the node's cgroup/);
-  });
-});
-
-describe('normalizeImageRef', () => {
-  test.each([
-    ['kubelet-harness/pause:abc', 'docker.io/kubelet-harness/pause:abc'],
-    ['busybox', 'docker.io/library/busybox:latest'],
-    ['registry:5000/kh/busybox:1', 'registry:5000/kh/busybox:1'],
-    ['localhost/x', 'localhost/x:latest'],
-    ['quay.io/a/b@sha256:00', 'quay.io/a/b@sha256:00'],
-  ])('%s -> %s', (ref, normalized) => {
-    expect(normalizeImageRef(ref)).toBe(normalized);
   });
 });
 

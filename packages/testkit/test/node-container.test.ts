@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
+import { normalizeImageRef } from '@kh/apimachinery';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadImagesIntoContainerd, normalizeImageRef } from '../src/containers/images-in-node.js';
+import { loadImagesIntoContainerd } from '../src/containers/images-in-node.js';
 import { runId } from '../src/containers/labels.js';
 import { removeLeftovers } from '../src/containers/leftovers.js';
 import { type StartedTestNetwork, TestNetwork } from '../src/containers/network.js';

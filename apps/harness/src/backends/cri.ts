@@ -1,6 +1,8 @@
 // Helpers every backend needs: its kind-style node container and its CRI endpoint.
+
+import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
-import { NodeContainer, type NodeRuntime, normalizeImageRef, type StartedNodeContainer } from '@kh/testkit';
+import { NodeContainer, type NodeRuntime, type StartedNodeContainer } from '@kh/testkit';
 import { projectMounts } from '../node/project.js';
 import { done, notYet, until } from '../until.js';
 import type { BackendContext } from './types.js';

@@ -3,23 +3,9 @@ import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { normalizeImageRef } from '@kh/apimachinery';
 import { docker, requireHostImage } from '../docker.js';
 import type { StartedNodeContainer } from './node-container.js';
-
-/**
- * The fully qualified name a runtime gives an image reference, as containerd and the CRI
- * report it: `kubelet-harness/pause:x` -> `docker.io/kubelet-harness/pause:x`,
- * `busybox` -> `docker.io/library/busybox:latest`.
- */
-export function normalizeImageRef(ref: string): string {
-  const slash = ref.indexOf('/');
-  const first = slash < 0 ? '' : ref.slice(0, slash);
-  const hasDomain = first.includes('.') || first.includes(':') || first === 'localhost';
-  let named = hasDomain ? ref : `docker.io/${slash < 0 ? 'library/' : ''}${ref}`;
-  const lastPart = named.slice(named.lastIndexOf('/') + 1);
-  if (!lastPart.includes(':') && !named.includes('@')) named += ':latest';
-  return named;
-}
 
 /**
  * Copies images from the host engine into a node's runtime: `docker save` on the host into the

@@ -1,3 +1,4 @@
+import { demuxBuffer } from '@kh/apimachinery';
 import type { ContainerCreateOptions, HostConfig } from 'dockerode';
 import { GenericContainer, PullPolicy, type StartedTestContainer } from 'testcontainers';
 import { docker, isNotFound } from '../docker.js';
@@ -52,20 +53,11 @@ export async function containerLogTail(idOrName: string, lines = 30): Promise<st
     const buf = (await docker()
       .getContainer(idOrName)
       .logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown as Buffer;
-    return demux(buf).trim();
+    return demuxBuffer(buf)
+      .map((f) => f.payload.toString('utf8'))
+      .join('')
+      .trim();
   } catch (err) {
     return `(no logs: ${(err as Error).message})`;
   }
-}
-
-/** Strips the engine's 8-byte stream headers from a non-TTY log buffer. */
-function demux(buf: Buffer): string {
-  let out = '';
-  let pos = 0;
-  while (pos + 8 <= buf.length) {
-    const size = buf.readUInt32BE(pos + 4);
-    out += buf.toString('utf8', pos + 8, pos + 8 + size);
-    pos += 8 + size;
-  }
-  return out;
 }
