@@ -1,43 +1,12 @@
-// Docker multiplexes stdout and stderr of non-TTY containers into one byte stream of frames:
-// an 8-byte header (stream type, 3 zero bytes, big-endian payload length) then the payload.
-// Used for `docker logs` (log copier) and exec output.
+// Reading Docker's output streams: multiplexed frames (non-TTY containers: an 8-byte header
+// then the payload, decoded by @kh/apimachinery's FrameDecoder), raw lines (TTY containers), the
+// ExecSync output budget and newline-delimited JSON. Used for `docker logs` (log copier), exec
+// output, pull progress and events.
 
-export enum StreamType {
-  Stdin = 0,
-  Stdout = 1,
-  Stderr = 2,
-}
+import { StreamType } from '@kh/apimachinery';
 
-export interface Frame {
-  stream: StreamType;
-  payload: Buffer;
-}
-
-const HEADER = 8;
-
-/** Incremental frame decoder: push raw chunks, get back the complete frames seen so far. */
-export class FrameDecoder {
-  private buffer: Buffer = Buffer.alloc(0);
-
-  push(chunk: Buffer): Frame[] {
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    const frames: Frame[] = [];
-    while (this.buffer.length >= HEADER) {
-      const type = this.buffer.readUInt8(0);
-      if (type > StreamType.Stderr) throw new Error(`bad docker stream header (type ${type})`);
-      const length = this.buffer.readUInt32BE(4);
-      if (this.buffer.length < HEADER + length) break;
-      frames.push({ stream: type as StreamType, payload: this.buffer.subarray(HEADER, HEADER + length) });
-      this.buffer = this.buffer.subarray(HEADER + length);
-    }
-    return frames;
-  }
-
-  /** Bytes of an incomplete frame still waiting for more input. */
-  get pending(): number {
-    return this.buffer.length;
-  }
-}
+// The frame decoder is shared with the test kit; this module adds what only the shim needs.
+export { type Frame, FrameDecoder, StreamType } from '@kh/apimachinery';
 
 /** For TTY containers Docker sends raw bytes; log entries are then cut at newlines. */
 export class LineDecoder {
