@@ -7,7 +7,6 @@ import {
   imageUser,
   nowNanos,
   propagationFromDocker,
-  registryHost,
   sandboxNamespaceOptions,
   signalFromDocker,
   signalName,
@@ -136,13 +135,8 @@ describe('images', () => {
       tag: 'sha256:abc',
     });
     expect(splitImageRef('localhost:5000/a')).toEqual({ repository: 'localhost:5000/a', tag: 'latest' });
-  });
-
-  it('finds the registry host', () => {
-    expect(registryHost('registry:5000/a:1')).toBe('registry:5000');
-    expect(registryHost('library/busybox')).toBe('docker.io');
-    expect(registryHost('busybox')).toBe('docker.io');
-    expect(registryHost('localhost/a')).toBe('localhost');
+    // With both, the digest wins: the Engine pulls by digest and ignores the tag.
+    expect(splitImageRef('a:1@sha256:abc')).toEqual({ repository: 'a', tag: 'sha256:abc' });
   });
 
   it('reads the image user as uid or name', () => {

@@ -1,3 +1,4 @@
+import { DefaultImageTag, splitImageReference } from '@kh/apimachinery';
 import {
   ContainerState,
   type LinuxContainerResources,
@@ -185,18 +186,7 @@ export function imageUser(user: string | undefined): { uid: bigint | undefined; 
 
 /** Splits an image reference into the fromImage / tag pair the Engine's pull API takes. */
 export function splitImageRef(ref: string): { repository: string; tag: string } {
-  const at = ref.indexOf('@');
-  if (at >= 0) return { repository: ref.slice(0, at), tag: ref.slice(at + 1) };
-  const slash = ref.lastIndexOf('/');
-  const colon = ref.lastIndexOf(':');
-  if (colon > slash) return { repository: ref.slice(0, colon), tag: ref.slice(colon + 1) };
-  return { repository: ref, tag: 'latest' };
-}
-
-/** The registry host of a reference, as Docker resolves it ("docker.io" when there is none). */
-export function registryHost(ref: string): string {
-  const first = ref.split('/')[0] ?? '';
-  if (ref.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost'))
-    return first;
-  return 'docker.io';
+  const { repository, tag, digest } = splitImageReference(ref);
+  // A digest pins the content, so the Engine takes it in place of a tag.
+  return { repository, tag: digest ?? tag ?? DefaultImageTag };
 }

@@ -1,3 +1,4 @@
+import { registryHostOf } from '@kh/apimachinery';
 import {
   type AuthConfig,
   type Image,
@@ -15,7 +16,7 @@ import {
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
-import { imageUser, registryHost, splitImageRef } from './convert.js';
+import { imageUser, splitImageRef } from './convert.js';
 import { jsonLines } from './docker_stream.js';
 import { docker, isDockerNotFound, required, toCriError } from './errors.js';
 
@@ -31,7 +32,7 @@ export function toDockerAuth(auth: AuthConfig, ref: string): Record<string, stri
     username = colon >= 0 ? decoded.slice(0, colon) : decoded;
     password = colon >= 0 ? decoded.slice(colon + 1) : '';
   }
-  const out: Record<string, string> = { serveraddress: auth.serverAddress || registryHost(ref) };
+  const out: Record<string, string> = { serveraddress: auth.serverAddress || registryHostOf(ref) };
   if (username) out.username = username;
   if (password) out.password = password;
   if (auth.identityToken) out.identitytoken = auth.identityToken;
