@@ -1,6 +1,6 @@
 import type { UserInfo } from './auth/tokens.js';
+import type { Clock } from './meta/object.js';
 import { type ApiServer, type ApiServerOptions, createApiServer } from './server.js';
-import type { Clock } from './types.js';
 
 /**
  * Fluent construction of a fake apiserver, in the style of the testkit's container builders:

@@ -11,11 +11,11 @@ import { Scheduler } from './controllers/scheduler.js';
 import { ApiHandler } from './http/api.js';
 import { DEFAULT_MAX_BODY } from './http/body.js';
 import { createRouter } from './http/router.js';
+import { type Clock, systemClock } from './meta/object.js';
 import { Logs } from './registry/logs.js';
 import { namespaces } from './registry/namespaces.js';
 import { RestStorage } from './registry/rest.js';
 import { Store } from './storage/store.js';
-import { type Clock, systemClock } from './types.js';
 
 export interface ApiServerOptions {
   /** 0 picks a free port. */

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApiServer } from '../src/index.js';
 import { createApiServer } from '../src/index.js';
-import type { KObject } from '../src/types.js';
+import type { KObject } from '../src/meta/object.js';
 import { ApiClient, eventually, pod, readyNode } from './helpers.js';
 
 let server: ApiServer | undefined;

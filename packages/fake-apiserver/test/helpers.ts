@@ -5,7 +5,7 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ApiServer, type ApiServerOptions, createApiServer } from '../src/index.js';
-import type { KObject } from '../src/types.js';
+import type { KObject } from '../src/meta/object.js';
 
 export const KUBECTL = {
   oldest: '/usr/lib/google-cloud-sdk/bin/kubectl.1.27',

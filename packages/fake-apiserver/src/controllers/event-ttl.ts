@@ -1,5 +1,5 @@
+import type { KObject } from '../meta/object.js';
 import type { RestStorage } from '../registry/rest.js';
-import type { KObject } from '../types.js';
 
 export interface EventTtlOptions {
   /** kube-apiserver's --event-ttl: events live one hour by default. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { type KObject, rfc3339 } from '../meta/object.js';
 import { events } from '../registry/events.js';
 import type { RestStorage } from '../registry/rest.js';
-import { type KObject, rfc3339 } from '../types.js';
 
 /** Records a core/v1 Event about `obj`, the way controllers' event recorders do. */
 export function recordEvent(

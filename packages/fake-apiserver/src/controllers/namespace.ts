@@ -1,6 +1,6 @@
+import type { KObject } from '../meta/object.js';
 import { RESOURCES } from '../registry/index.js';
 import type { RestStorage } from '../registry/rest.js';
-import type { KObject } from '../types.js';
 
 /**
  * The namespace controller's job in miniature: a namespace being deleted has its content

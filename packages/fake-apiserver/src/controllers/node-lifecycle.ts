@@ -1,7 +1,7 @@
+import { type KObject, rfc3339 } from '../meta/object.js';
 import { nodes as nodesDef } from '../registry/nodes.js';
 import { pods as podsDef } from '../registry/pods.js';
 import type { RestStorage } from '../registry/rest.js';
-import { type KObject, rfc3339 } from '../types.js';
 import { recordEvent } from './events.js';
 
 export interface NodeLifecycleOptions {

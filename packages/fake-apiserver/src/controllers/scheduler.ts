@@ -4,10 +4,10 @@ import {
   Quantity,
   tolerationsTolerateTaint,
 } from '@kh/apimachinery';
+import { type KObject, rfc3339 } from '../meta/object.js';
 import { bindPod } from '../registry/binding.js';
 import { pods as podsDef } from '../registry/pods.js';
 import type { RestStorage } from '../registry/rest.js';
-import { type KObject, rfc3339 } from '../types.js';
 import { recordEvent } from './events.js';
 
 export interface SchedulerOptions {

@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 
 /** SetDefaults_NodeStatus: allocatable defaults to capacity. */
 export function defaultNode(node: KObject) {

@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 
 function defaultProbe(p: KObject | undefined) {
   if (p === undefined || p === null) return;

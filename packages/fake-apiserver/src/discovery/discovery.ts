@@ -1,6 +1,6 @@
+import type { KObject } from '../meta/object.js';
 import { RESOURCES } from '../registry/index.js';
 import type { ResourceDef } from '../registry/resource.js';
-import type { KObject } from '../types.js';
 
 export const KUBERNETES_VERSION = { major: '1', minor: '33', gitVersion: 'v1.33.0' };
 

@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 
 /**
  * Encodes the Swagger 2.0 document as the gnostic `openapi.v2.Document` protobuf, the only form

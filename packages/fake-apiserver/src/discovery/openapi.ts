@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
+import type { KObject } from '../meta/object.js';
 import { RESOURCES } from '../registry/index.js';
 import type { ResourceDef } from '../registry/resource.js';
 import type { Definition, Schema } from '../schema/dsl.js';
 import { definitions } from '../schema/types.js';
-import type { KObject } from '../types.js';
 import { KUBERNETES_VERSION } from './discovery.js';
 import { encodeOpenApiV2 } from './openapi-proto.js';
 

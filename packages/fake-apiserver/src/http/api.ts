@@ -1,5 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { UserInfo } from '../auth/tokens.js';
+import type { KObject } from '../meta/object.js';
+import {
+  ApiError,
+  badRequest,
+  expired,
+  methodNotAllowed,
+  notFound,
+  unsupportedMediaType,
+} from '../meta/status.js';
 import { bindPod } from '../registry/binding.js';
 import type { Logs } from '../registry/logs.js';
 import type { ResourceDef } from '../registry/resource.js';
@@ -13,10 +22,8 @@ import type {
 } from '../registry/rest.js';
 import { parseFieldSelector } from '../selectors/field.js';
 import { parseLabelSelector } from '../selectors/label.js';
-import type { KObject } from '../types.js';
 import { addWarnings, asObject, decodeObject, mediaType, readBody, sendJson } from './body.js';
 import { negotiate, renderList, renderOne } from './representation.js';
-import { ApiError, badRequest, expired, methodNotAllowed, notFound, unsupportedMediaType } from './status.js';
 import { serveWatch } from './watch.js';
 
 export interface ApiHandlerOptions {

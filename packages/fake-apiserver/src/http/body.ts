@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
+import { ApiError, badRequest, tooLarge, unsupportedMediaType } from '../meta/status.js';
 import { decodeKubernetesProtobuf } from './protobuf.js';
-import { ApiError, badRequest, tooLarge, unsupportedMediaType } from './status.js';
 
 /** kube-apiserver's default limit for a request body (3 MiB). */
 export const DEFAULT_MAX_BODY = 3 * 1024 * 1024;

@@ -1,5 +1,5 @@
-import type { KObject } from '../types.js';
-import { ApiError, badRequest } from './status.js';
+import type { KObject } from '../meta/object.js';
+import { ApiError, badRequest } from '../meta/status.js';
 
 /**
  * Decodes the Kubernetes protobuf encoding (magic "k8s\0" + runtime.Unknown) of the few kinds

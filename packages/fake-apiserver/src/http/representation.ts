@@ -1,5 +1,5 @@
+import type { KObject } from '../meta/object.js';
 import { apiVersionOf, type ResourceDef } from '../registry/resource.js';
-import type { KObject } from '../types.js';
 import { toTable } from './table.js';
 
 /** What the client asked to receive, from its Accept header (first match wins, as in the apiserver). */

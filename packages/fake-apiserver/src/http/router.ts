@@ -10,10 +10,10 @@ import {
   versionInfo,
 } from '../discovery/discovery.js';
 import { openApiV2, openApiV3, openApiV3Root } from '../discovery/openapi.js';
+import { resourceNotFound, unauthorized } from '../meta/status.js';
 import { findResource } from '../registry/index.js';
 import { type ApiHandler, type ResourceRequest, STREAMING } from './api.js';
 import { sendError, sendJson } from './body.js';
-import { resourceNotFound, unauthorized } from './status.js';
 
 const HEALTH = new Set(['healthz', 'readyz', 'livez']);
 

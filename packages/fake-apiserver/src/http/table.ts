@@ -1,6 +1,6 @@
+import type { KObject } from '../meta/object.js';
 import { ageColumn, nameColumn } from '../registry/printers.js';
 import type { ResourceDef, TableColumn } from '../registry/resource.js';
-import type { KObject } from '../types.js';
 
 const DEFAULT_COLUMNS: TableColumn[] = [nameColumn, ageColumn];
 

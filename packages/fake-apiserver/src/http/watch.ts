@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { KObject } from '../meta/object.js';
+import { expired } from '../meta/status.js';
 import type { ResourceDef } from '../registry/resource.js';
 import type { FieldSelector } from '../selectors/field.js';
 import type { LabelSelector } from '../selectors/label.js';
 import type { Store } from '../storage/store.js';
 import type { EventType, StoreEvent } from '../storage/watch-cache.js';
-import type { KObject } from '../types.js';
-import { expired } from './status.js';
 
 export interface WatchRequest {
   def: ResourceDef;

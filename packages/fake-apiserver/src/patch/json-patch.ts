@@ -1,6 +1,6 @@
-import { deepEqual } from '../equal.js';
-import { ApiError } from '../http/status.js';
-import type { KObject } from '../types.js';
+import { deepEqual } from '../meta/equal.js';
+import type { KObject } from '../meta/object.js';
+import { ApiError } from '../meta/status.js';
 
 interface Op {
   op: string;

@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 
 const isObject = (v: unknown): v is KObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 

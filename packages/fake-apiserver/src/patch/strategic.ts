@@ -1,7 +1,7 @@
-import { ApiError } from '../http/status.js';
+import type { KObject } from '../meta/object.js';
+import { ApiError } from '../meta/status.js';
 import type { Schema } from '../schema/dsl.js';
 import { definition } from '../schema/walk.js';
-import type { KObject } from '../types.js';
 
 const isObject = (v: unknown): v is KObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 

@@ -1,5 +1,5 @@
-import { ApiError, notFound } from '../http/status.js';
-import { type KObject, rfc3339 } from '../types.js';
+import { type KObject, rfc3339 } from '../meta/object.js';
+import { ApiError, notFound } from '../meta/status.js';
 import type { RestStorage } from './rest.js';
 
 /** pods/binding: assigns an unbound pod to a node, marking it PodScheduled. */

@@ -1,4 +1,4 @@
-import { deepEqual } from '../equal.js';
+import { deepEqual } from '../meta/equal.js';
 import { metadataFields } from '../selectors/field.js';
 import { validateObjectMeta } from '../validation/meta.js';
 import { configMapColumns } from './printers.js';

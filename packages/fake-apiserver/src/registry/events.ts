@@ -1,5 +1,5 @@
+import type { KObject } from '../meta/object.js';
 import { metadataFields } from '../selectors/field.js';
-import type { KObject } from '../types.js';
 import { validateObjectMeta } from '../validation/meta.js';
 import { eventColumns } from './printers.js';
 import { ALL_VERBS, type ResourceDef } from './resource.js';

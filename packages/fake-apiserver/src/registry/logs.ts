@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'node:https';
-import { ApiError, badRequest, notFound } from '../http/status.js';
+import type { KObject } from '../meta/object.js';
+import { ApiError, badRequest, notFound } from '../meta/status.js';
 import type { Store } from '../storage/store.js';
-import type { KObject } from '../types.js';
 
 const PASSED_PARAMS = [
   'follow',

@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 import type { TableColumn } from './resource.js';
 
 /** Age the way kubectl prints it (k8s.io/apimachinery duration.HumanDuration). */

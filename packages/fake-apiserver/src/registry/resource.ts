@@ -1,8 +1,8 @@
 import type { UserInfo } from '../auth/tokens.js';
-import type { FieldErrors } from '../http/status.js';
+import type { Clock, KObject } from '../meta/object.js';
+import type { FieldErrors } from '../meta/status.js';
 import type { FieldSet } from '../selectors/field.js';
 import type { Store } from '../storage/store.js';
-import type { Clock, KObject } from '../types.js';
 
 export interface StrategyContext {
   store: Store;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { deepEqual } from '../equal.js';
+import { deepEqual } from '../meta/equal.js';
+import { type Clock, type KObject, rfc3339 } from '../meta/object.js';
 import {
   ApiError,
   alreadyExists,
@@ -9,13 +10,12 @@ import {
   notFound,
   type ResourceRef,
   staleConflict,
-} from '../http/status.js';
+} from '../meta/status.js';
 import { applyJsonPatch } from '../patch/json-patch.js';
 import { applyMergePatch } from '../patch/merge.js';
 import { applyStrategicMergePatch } from '../patch/strategic.js';
 import { pruneUnknownFields } from '../schema/walk.js';
 import type { Store } from '../storage/store.js';
-import { type Clock, type KObject, rfc3339 } from '../types.js';
 import { apiVersionOf, type ResourceDef, type StrategyContext } from './resource.js';
 
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';

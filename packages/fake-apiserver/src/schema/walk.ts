@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 import type { Definition, Schema } from './dsl.js';
 import { definitions } from './types.js';
 

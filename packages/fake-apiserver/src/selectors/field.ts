@@ -1,5 +1,5 @@
-import { badRequest } from '../http/status.js';
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
+import { badRequest } from '../meta/status.js';
 
 export type FieldSelector = (obj: KObject) => boolean;
 

@@ -1,4 +1,4 @@
-import { badRequest } from '../http/status.js';
+import { badRequest } from '../meta/status.js';
 
 type Requirement =
   | { key: string; op: 'in' | 'notin'; values: string[] }

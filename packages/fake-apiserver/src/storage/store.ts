@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 import { type Snapshot, WriteAheadLog } from './wal.js';
 import { type EventType, type StoreEvent, WatchCache } from './watch-cache.js';
 

@@ -15,7 +15,7 @@ import {
 import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 
 const writeAsync = promisify(write);
 const fdatasyncAsync = promisify(fdatasync);

@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 

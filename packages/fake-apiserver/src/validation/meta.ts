@@ -1,5 +1,5 @@
-import type { FieldErrors } from '../http/status.js';
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
+import type { FieldErrors } from '../meta/status.js';
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;

@@ -1,6 +1,6 @@
 import { Quantity } from '@kh/apimachinery';
-import type { FieldErrors } from '../http/status.js';
-import type { KObject } from '../types.js';
+import type { KObject } from '../meta/object.js';
+import type { FieldErrors } from '../meta/status.js';
 import { checkQualifiedKey } from './meta.js';
 
 const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];

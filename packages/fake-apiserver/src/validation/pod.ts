@@ -1,7 +1,7 @@
 import { Quantity } from '@kh/apimachinery';
-import { deepEqual } from '../equal.js';
-import type { FieldErrors } from '../http/status.js';
-import type { KObject } from '../types.js';
+import { deepEqual } from '../meta/equal.js';
+import type { KObject } from '../meta/object.js';
+import type { FieldErrors } from '../meta/status.js';
 import { checkDnsLabel, checkQualifiedKey } from './meta.js';
 
 const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'];

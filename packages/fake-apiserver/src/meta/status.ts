@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from './object.js';
 
 export interface StatusCause {
   reason: string;

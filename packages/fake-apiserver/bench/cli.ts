@@ -37,7 +37,7 @@ async function main() {
   const log = (line: string) => console.error(`[bench] ${line}`);
   // The apiserver runs as its own process (as it would in a run), on loopback; in memory unless
   // --durable, which measures the WAL path too (every write waits for its fsync).
-  const cli = join(import.meta.dirname, '..', 'cli.js');
+  const cli = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
   const dataDir = values.durable ? mkdtempSync(join(tmpdir(), 'kh-apiserver-bench-')) : undefined;
   const args = [cli, '--port', '0', '--anonymous', ...(dataDir ? ['--data-dir', dataDir] : [])];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -1,4 +1,4 @@
-import type { KObject } from '../types.js';
+import type { KObject } from '@kh/fake-apiserver';
 import { BenchClient, pool, summary } from './client.js';
 
 export interface LoadOptions {

@@ -1,5 +1,5 @@
 import { Agent, request } from 'node:http';
-import type { KObject } from '../types.js';
+import type { KObject } from '@kh/fake-apiserver';
 
 /** A minimal keep-alive JSON client for the load generator. */
 export class BenchClient {
