@@ -2,10 +2,11 @@
 // newKubeletCommand (flags, config) -> run (clients) -> newMainKubelet (every manager,
 // main_kubelet.ts) -> runKubelet -> Kubelet.run -> syncLoop. The executable entry point is main.ts.
 import { mkdir } from 'node:fs/promises';
+import { formatFieldError } from '@kh/apimachinery';
 import { CriClient, type CriClientOptions } from '@kh/cri-api';
 import type { RuntimeManagerOptions } from '@kh/runtime-manager';
 import { loadKubeConfig } from './api/node_api.js';
-import { ConfigError, formatFieldError } from './config/field_errors.js';
+import { ConfigError } from './config/field_errors.js';
 import { type AgentOptions, flagsHelp, parseFlags } from './config/flags.js';
 import { type LoadedConfig, loadKubeletConfiguration } from './config/load.js';
 import { evictionConfigFrom } from './eviction/thresholds.js';

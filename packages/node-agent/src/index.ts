@@ -19,7 +19,7 @@ export {
 } from './api/node_api.js';
 export type { PodApi } from './api/pod_api.js';
 export { newKubeletCommand, run, runKubelet } from './cli.js';
-export { ConfigError, type FieldError, formatFieldError } from './config/field_errors.js';
+export { ConfigError } from './config/field_errors.js';
 export { type AgentOptions, FLAGS, parseFlags } from './config/flags.js';
 export {
   decodeKubeletConfiguration,

@@ -1,8 +1,9 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { formatFieldError } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, formatFieldError } from '../src/config/field_errors.js';
+import { ConfigError } from '../src/config/field_errors.js';
 import { parseFlags } from '../src/config/flags.js';
 import { decodeKubeletConfiguration, loadKubeletConfiguration } from '../src/config/load.js';
 import { defaultKubeletConfiguration } from '../src/config/types.js';

@@ -2,8 +2,8 @@
 // --bool, --bool=false). Flags either set agent options or override KubeletConfiguration fields;
 // the latter are applied over the --config file, as in the kubelet.
 import { isIP } from 'node:net';
+import { ErrorList, type FieldError } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
-import { type FieldError, FieldErrorList } from './field_errors.js';
 import type { PartialKubeletConfiguration } from './load.js';
 import { LABEL_VALUE, LABEL_VALUE_HELP, qualifiedNameProblem } from './schema.js';
 import type { KubeletConfiguration, Taint, TaintEffect } from './types.js';
@@ -269,7 +269,7 @@ export interface ParsedFlags {
 export function parseFlags(argv: readonly string[]): ParsedFlags {
   const options = defaultAgentOptions();
   const overrides: Record<string, unknown> = {};
-  const errs = new FieldErrorList();
+  const errs = new ErrorList();
   const byName = new Map(FLAGS.map((f) => [f.name, f]));
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -311,7 +311,7 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
   return { options, configOverrides: overrides as PartialKubeletConfiguration, errors: errs.errors };
 }
 
-function convert(spec: FlagSpec, raw: string, errs: FieldErrorList): unknown {
+function convert(spec: FlagSpec, raw: string, errs: ErrorList): unknown {
   const field = `--${spec.name}`;
   switch (spec.kind) {
     case 'string':
@@ -366,7 +366,7 @@ function parseMap(
   raw: string,
   sep: string,
   field: string,
-  errs: FieldErrorList,
+  errs: ErrorList,
 ): Record<string, string> | undefined {
   const out: Record<string, string> = {};
   for (const item of splitList(raw)) {
@@ -400,11 +400,7 @@ const ALLOWED_K8S_LABELS = new Set([
 ]);
 const ALLOWED_K8S_PREFIXES = ['kubelet.kubernetes.io', 'node.kubernetes.io'];
 
-function parseNodeLabels(
-  raw: string,
-  field: string,
-  errs: FieldErrorList,
-): Record<string, string> | undefined {
+function parseNodeLabels(raw: string, field: string, errs: ErrorList): Record<string, string> | undefined {
   const labels = parseMap(raw, '=', field, errs);
   if (!labels) return undefined;
   let ok = true;
@@ -438,7 +434,7 @@ function nodeLabelAllowed(key: string): boolean {
   return ALLOWED_K8S_PREFIXES.some((p) => ns === p || ns.endsWith(`.${p}`));
 }
 
-function parseTaints(raw: string, field: string, errs: FieldErrorList): Taint[] | undefined {
+function parseTaints(raw: string, field: string, errs: ErrorList): Taint[] | undefined {
   const taints: Taint[] = [];
   for (const item of splitList(raw)) {
     const m = /^([^=:]+)(?:=([^:]*))?:(.+)$/.exec(item);

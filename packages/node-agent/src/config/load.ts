@@ -1,7 +1,8 @@
 // Loading order, as the kubelet does it: defaults, then the --config file, then flags.
 import { readFile } from 'node:fs/promises';
+import { ErrorList, type FieldError } from '@kh/apimachinery';
 import { parseDocument } from 'yaml';
-import { ConfigError, type FieldError, FieldErrorList } from './field_errors.js';
+import { ConfigError } from './field_errors.js';
 import { type ResolvedKubeletConfig, resolveKubeletConfiguration } from './resolve.js';
 import { decodeObject, KUBELET_CONFIG_SCHEMA } from './schema.js';
 import { defaultKubeletConfiguration, type KubeletConfiguration } from './types.js';
@@ -20,7 +21,7 @@ export function decodeKubeletConfiguration(text: string): {
   config: PartialKubeletConfiguration;
   errors: FieldError[];
 } {
-  const errs = new FieldErrorList();
+  const errs = new ErrorList();
   const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
   if (doc.errors.length > 0) {
     for (const e of doc.errors) {
@@ -90,7 +91,7 @@ export async function loadKubeletConfiguration(
       text = await readFile(configFile, 'utf8');
     } catch (e) {
       throw new ConfigError(`config file ${configFile}`, [
-        { type: 'Invalid value', field: '--config', value: configFile, detail: (e as Error).message },
+        { type: 'FieldValueInvalid', field: '--config', value: configFile, detail: (e as Error).message },
       ]);
     }
     const decoded = decodeKubeletConfiguration(text);

@@ -2,10 +2,10 @@
 // and whether the agent applies it or only accepts it (fields a real node's config.yaml carries
 // but that have no meaning here). Decoding, unknown-field reporting and validation all walk it.
 import { isIP } from 'node:net';
+import type { ErrorList } from '@kh/apimachinery';
 import { QuantityError } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
 import { parseQuantityOrPercent, Quantity } from '../util/quantity.js';
-import type { FieldErrorList } from './field_errors.js';
 
 /** A field error already shows the value, so a quantity error contributes only its reason. */
 const reasonOf = (e: unknown): string => (e instanceof QuantityError ? e.reason : (e as Error).message);
@@ -154,7 +154,7 @@ export function decodeObject(
   raw: Record<string, unknown>,
   schema: Record<string, FieldSpec>,
   path: string,
-  errs: FieldErrorList,
+  errs: ErrorList,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(raw)) {
@@ -215,7 +215,7 @@ function expectedJsonType(spec: FieldSpec): string {
 }
 
 /** Checks one field's value against its spec (types, syntax, ranges). */
-export function checkField(value: unknown, spec: FieldSpec, field: string, errs: FieldErrorList) {
+export function checkField(value: unknown, spec: FieldSpec, field: string, errs: ErrorList) {
   switch (spec.kind) {
     case 'string':
       if (typeof value !== 'string') return errs.invalid(field, value, 'must be a string');
@@ -226,7 +226,7 @@ export function checkField(value: unknown, spec: FieldSpec, field: string, errs:
       return;
     case 'enum':
       if (typeof value !== 'string' || !spec.values.includes(value))
-        errs.unsupported(field, value, spec.values);
+        errs.notSupported(field, value, spec.values);
       return;
     case 'int':
     case 'nullableInt':
@@ -263,7 +263,7 @@ export function checkField(value: unknown, spec: FieldSpec, field: string, errs:
       for (const [k, v] of Object.entries(value)) {
         const f = `${field}[${k}]`;
         if (spec.keys.length > 0 && !spec.keys.includes(k)) {
-          errs.unsupported(f, k, spec.keys);
+          errs.notSupported(f, k, spec.keys);
           continue;
         }
         if (typeof v !== 'string') {
@@ -289,7 +289,7 @@ function checkRange(
   min: number | undefined,
   max: number | undefined,
   field: string,
-  errs: FieldErrorList,
+  errs: ErrorList,
 ) {
   if (min !== undefined && max !== undefined && (v < min || v > max)) {
     errs.invalid(field, v, `must be between ${min} and ${max}, inclusive`);
@@ -300,7 +300,7 @@ function checkRange(
   }
 }
 
-function checkDuration(value: unknown, positive: boolean, field: string, errs: FieldErrorList) {
+function checkDuration(value: unknown, positive: boolean, field: string, errs: ErrorList) {
   if (typeof value !== 'string')
     return errs.invalid(field, value, 'must be a duration string such as "1m30s"');
   try {
@@ -316,7 +316,7 @@ function checkMapValue(
   v: string,
   kind: 'quantity' | 'threshold' | 'duration',
   field: string,
-  errs: FieldErrorList,
+  errs: ErrorList,
 ) {
   if (kind === 'duration') return checkDuration(v, false, field, errs);
   try {
@@ -331,7 +331,7 @@ function checkMapValue(
   }
 }
 
-function checkTaint(t: unknown, field: string, errs: FieldErrorList) {
+function checkTaint(t: unknown, field: string, errs: ErrorList) {
   if (t === null || typeof t !== 'object' || Array.isArray(t))
     return errs.invalid(field, t, 'must be a taint object');
   const { key, value, effect, ...rest } = t as Record<string, unknown>;
@@ -346,7 +346,7 @@ function checkTaint(t: unknown, field: string, errs: FieldErrorList) {
   }
   if (typeof effect !== 'string' || !TAINT_EFFECTS.includes(effect)) {
     if (effect === undefined || effect === '') errs.required(`${field}.effect`);
-    else errs.unsupported(`${field}.effect`, effect, TAINT_EFFECTS);
+    else errs.notSupported(`${field}.effect`, effect, TAINT_EFFECTS);
   }
 }
 

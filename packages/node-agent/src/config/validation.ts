@@ -1,15 +1,16 @@
 // Whole-configuration validation: every field against the schema, then the rules that tie
 // fields together. Returns all problems; the caller decides to fail.
+
+import { ErrorList, type FieldError } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
-import { type FieldError, FieldErrorList } from './field_errors.js';
 import { checkField, KUBELET_CONFIG_SCHEMA } from './schema.js';
 import { KUBELET_CONFIG_API_VERSION, KUBELET_CONFIG_KIND, type KubeletConfiguration } from './types.js';
 
 export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldError[] {
-  const errs = new FieldErrorList();
+  const errs = new ErrorList();
   if (cfg.apiVersion !== KUBELET_CONFIG_API_VERSION)
-    errs.unsupported('apiVersion', cfg.apiVersion, [KUBELET_CONFIG_API_VERSION]);
-  if (cfg.kind !== KUBELET_CONFIG_KIND) errs.unsupported('kind', cfg.kind, [KUBELET_CONFIG_KIND]);
+    errs.notSupported('apiVersion', cfg.apiVersion, [KUBELET_CONFIG_API_VERSION]);
+  if (cfg.kind !== KUBELET_CONFIG_KIND) errs.notSupported('kind', cfg.kind, [KUBELET_CONFIG_KIND]);
   const doc = cfg as unknown as Record<string, unknown>;
   for (const [key, spec] of Object.entries(KUBELET_CONFIG_SCHEMA)) {
     if (key === 'apiVersion' || key === 'kind' || spec.kind === 'ignored') continue;

@@ -3,7 +3,8 @@
 // is met. Parsing of the text forms lives in config/ (schema + resolve); this file adds the
 // checks that need the whole eviction section and turns it into one EvictionConfig.
 
-import { ConfigError, FieldErrorList } from '../config/field_errors.js';
+import { ErrorList } from '@kh/apimachinery';
+import { ConfigError } from '../config/field_errors.js';
 import type { EvictionThreshold, ResolvedKubeletConfig } from '../config/resolve.js';
 import type { KubeletConfiguration } from '../config/types.js';
 import type { QuantityOrPercent } from '../util/quantity.js';
@@ -39,7 +40,7 @@ export function evictionConfigFrom(
   >,
   monitoringIntervalMs = DEFAULT_MONITORING_INTERVAL_MS,
 ): EvictionConfig {
-  const errs = new FieldErrorList();
+  const errs = new ErrorList();
   for (const signal of Object.keys(cfg.evictionMinimumReclaim)) {
     if (!(signal in cfg.evictionHard) && !(signal in cfg.evictionSoft)) {
       errs.invalid(

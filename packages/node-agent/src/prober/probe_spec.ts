@@ -1,7 +1,8 @@
 // A container probe with the API's defaults applied, and the API server's validation rules, so
 // a static pod or an unvalidated source cannot hand the prober a probe it would misread.
+
+import { ErrorList, type FieldError } from '@kh/apimachinery';
 import type { V1Container, V1Probe } from '@kubernetes/client-node';
-import { type FieldError, FieldErrorList } from '../config/field_errors.js';
 
 export type ProbeType = 'liveness' | 'readiness' | 'startup';
 
@@ -38,7 +39,7 @@ export const PROBE_FIELD: Record<ProbeType, 'livenessProbe' | 'readinessProbe' |
 
 /** Every problem with a probe, in the API server's field-error form. */
 export function validateProbe(probe: V1Probe, type: ProbeType, path: string): FieldError[] {
-  const errs = new FieldErrorList();
+  const errs = new ErrorList();
   const handlers = (['exec', 'httpGet', 'tcpSocket', 'grpc'] as const).filter((h) => probe[h] !== undefined);
   if (handlers.length === 0) errs.required(path, 'must specify a handler type');
   if (handlers.length > 1)
@@ -77,7 +78,7 @@ export function validateProbe(probe: V1Probe, type: ProbeType, path: string): Fi
       errs.invalid(field, port, 'must be a valid port number (1-65535) or name (IANA_SVC_NAME)');
   }
   if (probe.httpGet?.scheme !== undefined && !['HTTP', 'HTTPS'].includes(probe.httpGet.scheme))
-    errs.unsupported(`${path}.httpGet.scheme`, probe.httpGet.scheme, ['HTTP', 'HTTPS']);
+    errs.notSupported(`${path}.httpGet.scheme`, probe.httpGet.scheme, ['HTTP', 'HTTPS']);
   if (probe.grpc && (!Number.isInteger(probe.grpc.port) || probe.grpc.port < 1 || probe.grpc.port > 65535))
     errs.invalid(`${path}.grpc.port`, probe.grpc.port, 'must be between 1 and 65535, inclusive');
   return errs.errors;

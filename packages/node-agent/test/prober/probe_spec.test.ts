@@ -1,5 +1,5 @@
+import { formatFieldError } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
-import { formatFieldError } from '../../src/config/field_errors.js';
 import { probeSpec, resolvePort, validateProbe } from '../../src/prober/probe_spec.js';
 
 describe('probeSpec', () => {
