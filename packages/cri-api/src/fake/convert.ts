@@ -10,7 +10,7 @@ import {
   type PodSandbox,
   type PodSandboxStatus,
 } from '../gen/runtime/v1/api.js';
-import type { ContainerRecord, FakeState, ImageRecord, SandboxRecord } from './state.js';
+import type { ContainerRecord, ImageRecord, SandboxRecord } from './records.js';
 
 // Records -> CRI messages, in the shape containerd reports them.
 
@@ -57,8 +57,12 @@ export function toContainer(c: ContainerRecord): DeepPartial<Container> {
   };
 }
 
-export function toContainerStatus(state: FakeState, c: ContainerRecord): DeepPartial<ContainerStatus> {
-  const logDir = state.sandboxes.get(c.podSandboxId)?.config.logDirectory ?? '';
+/** `sandbox` is the container's own, whose log directory its relative log path is under. */
+export function toContainerStatus(
+  c: ContainerRecord,
+  sandbox: SandboxRecord | undefined,
+): DeepPartial<ContainerStatus> {
+  const logDir = sandbox?.config.logDirectory ?? '';
   return {
     id: c.id,
     metadata: c.config.metadata,
@@ -92,17 +96,17 @@ export function toImage(img: ImageRecord): DeepPartial<Image> {
 
 /** An event carries the sandbox status and all its containers' statuses, as containerd sends. */
 export function containerEvent(
-  state: FakeState,
   type: ContainerEventType,
   containerId: string,
-  sandboxId: string,
+  createdAt: bigint,
+  sandbox: SandboxRecord | undefined,
+  containers: ContainerRecord[],
 ): DeepPartial<ContainerEventResponse> {
-  const sb = state.sandboxes.get(sandboxId);
   return {
     containerId,
     containerEventType: type,
-    createdAt: state.clock.nowNs(),
-    podSandboxStatus: sb ? toPodSandboxStatus(sb) : undefined,
-    containersStatuses: state.containersOf(sandboxId).map((c) => toContainerStatus(state, c)),
+    createdAt,
+    podSandboxStatus: sandbox ? toPodSandboxStatus(sandbox) : undefined,
+    containersStatuses: containers.map((c) => toContainerStatus(c, sandbox)),
   };
 }

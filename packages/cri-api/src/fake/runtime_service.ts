@@ -9,7 +9,8 @@ import { type CgroupDriver, ContainerState } from '../gen/runtime/v1/api.js';
 import type { CriCallContext, CriRuntimeHandlers } from '../server/serve.js';
 import { toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';
 import { matchesId, matchesLabels } from './filters.js';
-import type { ContainerRecord, FakeState } from './state.js';
+import type { ContainerRecord } from './records.js';
+import type { FakeState } from './state.js';
 
 export const FAKE_RUNTIME_NAME = 'fake-cri';
 export const FAKE_RUNTIME_VERSION = '0.1.0';
@@ -130,7 +131,10 @@ export function runtimeService(
       );
       return { containers: items.map(toContainer) };
     },
-    containerStatus: (req) => ({ status: toContainerStatus(state, state.container(req.containerId)) }),
+    containerStatus: (req) => {
+      const c = state.container(req.containerId);
+      return { status: toContainerStatus(c, state.sandboxes.get(c.podSandboxId)) };
+    },
     updateContainerResources: (req) => {
       const c = state.container(req.containerId);
       if (c.state === ContainerState.CONTAINER_EXITED) {

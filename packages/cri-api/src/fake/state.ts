@@ -10,7 +10,6 @@ import {
   type ContainerConfig,
   ContainerEventType,
   ContainerState,
-  type LinuxContainerResources,
   type PodSandboxConfig,
   PodSandboxState,
 } from '../gen/runtime/v1/api.js';
@@ -18,43 +17,8 @@ import type { Clock } from './clock.js';
 import { containerEvent } from './convert.js';
 import { EventBus } from './events.js';
 import { sha256 } from './image_ref.js';
+import type { ContainerRecord, ImageRecord, SandboxRecord } from './records.js';
 import type { ContainerInfo, FakeScript } from './script.js';
-
-export interface SandboxRecord {
-  id: string;
-  config: PodSandboxConfig;
-  runtimeHandler: string;
-  state: PodSandboxState;
-  createdAt: bigint;
-  ip: string;
-}
-
-export interface ContainerRecord {
-  id: string;
-  podSandboxId: string;
-  config: ContainerConfig;
-  /** Normalised reference of the image it was created from. */
-  image: string;
-  imageId: string;
-  state: ContainerState;
-  createdAt: bigint;
-  startedAt: bigint;
-  finishedAt: bigint;
-  exitCode: number;
-  reason: string;
-  message: string;
-  resources: LinuxContainerResources | undefined;
-  /** Cancels a scripted exit that has not happened yet. */
-  cancelExit: (() => void) | undefined;
-}
-
-export interface ImageRecord {
-  id: string;
-  repoTags: string[];
-  repoDigests: string[];
-  size: bigint;
-  pinned: boolean;
-}
 
 export interface Condition {
   status: boolean;
@@ -98,7 +62,10 @@ export class FakeState {
   ) {}
 
   private emit(type: ContainerEventType, id: string, sandboxId: string): void {
-    this.events.publish(containerEvent(this, type, id, sandboxId));
+    const at = this.clock.nowNs();
+    this.events.publish(
+      containerEvent(type, id, at, this.sandboxes.get(sandboxId), this.containersOf(sandboxId)),
+    );
   }
 
   // ---- lookups
