@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // dockershim: serve CRI v1 on a unix socket, backed by Docker Engine.
 import { parseArgs } from 'node:util';
-import { connectDocker, DEFAULT_DOCKER_ENDPOINT } from './docker_endpoint.js';
 import { enterRuntimeCgroup } from './runtime_cgroups.js';
 import { DEFAULT_CONFIG } from './shim/context.js';
+import { connectDocker, DEFAULT_DOCKER_ENDPOINT } from './shim/docker_endpoint.js';
 import { dockerMessage } from './shim/errors.js';
 import { DEFAULT_STREAMING_ADDRESS, DockerShim } from './shim/service.js';
 

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
+import type { CpuSampler } from './cpu_sampler.js';
 import type { LogManager } from './logs.js';
 import type { SandboxCache } from './sandbox_cache.js';
-import type { CpuSampler } from './stats.js';
 
 export interface DockerShimConfig {
   /** Image of sandbox (pause) containers: --pod-infra-container-image. */

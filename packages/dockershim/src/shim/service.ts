@@ -2,10 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { type CriImageHandlers, type CriRuntimeHandlers, type CriServer, serveCri } from '@kh/cri-api';
 import { StreamingServer } from '@kh/cri-streaming';
 import type Dockerode from 'dockerode';
-import { connectDocker } from '../docker_endpoint.js';
 import { createContainer } from './container_create.js';
 import { execSync } from './container_exec.js';
 import { listContainers } from './container_list.js';
+import { reopenContainerLog, resumeLogCopiers } from './container_log.js';
 import { removeContainer } from './container_remove.js';
 import { startContainer } from './container_start.js';
 import { containerStatus } from './container_status.js';
@@ -19,23 +19,19 @@ import {
 } from './container_streaming.js';
 import { updateContainerResources } from './container_update.js';
 import { DEFAULT_CONFIG, type DockerShimConfig, type ShimContext } from './context.js';
+import { CpuSampler } from './cpu_sampler.js';
+import { connectDocker } from './docker_endpoint.js';
 import { docker } from './errors.js';
 import { getContainerEvents } from './events.js';
 import { imageStatus, listImages, pullImage, removeImage } from './image.js';
 import { imageFsInfo } from './imagefs.js';
-import { LogManager, reopenContainerLog, resumeLogCopiers } from './logs.js';
+import { LogManager } from './logs.js';
 import { SandboxCache } from './sandbox_cache.js';
 import { removePodSandbox } from './sandbox_remove.js';
 import { runPodSandbox } from './sandbox_run.js';
 import { listPodSandbox, podSandboxStatus } from './sandbox_status.js';
 import { stopPodSandbox } from './sandbox_stop.js';
-import {
-  CpuSampler,
-  containerStats,
-  listContainerStats,
-  listPodSandboxStats,
-  podSandboxStats,
-} from './stats.js';
+import { containerStats, listContainerStats, listPodSandboxStats, podSandboxStats } from './stats.js';
 import { runtimeConfig, status, version } from './status_version.js';
 
 export interface DockerShimOptions extends Partial<DockerShimConfig> {

@@ -17,6 +17,7 @@ import type Dockerode from 'dockerode';
 import { listContainerItems, listPodContainerItems } from './container_list.js';
 import type { ShimContext } from './context.js';
 import { dockerTimeToNanos, nowNanos } from './convert.js';
+import type { CpuSampler } from './cpu_sampler.js';
 import { docker, isDockerNotFound } from './errors.js';
 import {
   ContainerType,
@@ -35,25 +36,6 @@ export interface DockerStats {
   memory_stats?: { usage?: number; limit?: number; stats?: Record<string, number> };
   pids_stats?: { current?: number };
   networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number }>;
-}
-
-/**
- * usage_nano_cores is a rate: the shim remembers the previous cumulative CPU sample per container and
- * derives the rate from two samples, as cadvisor and containerd do. The first sample has no rate.
- */
-export class CpuSampler {
-  private readonly last = new Map<string, { at: bigint; usage: bigint }>();
-
-  nanoCores(id: string, at: bigint, usage: bigint): bigint | undefined {
-    const prev = this.last.get(id);
-    this.last.set(id, { at, usage });
-    if (!prev || at <= prev.at || usage < prev.usage) return undefined;
-    return ((usage - prev.usage) * 1_000_000_000n) / (at - prev.at);
-  }
-
-  forget(id: string): void {
-    this.last.delete(id);
-  }
 }
 
 const u64 = (v: number | bigint | undefined) => (v === undefined ? undefined : { value: BigInt(v) });
