@@ -2,8 +2,9 @@
 // the delay starts at `initialMs`, doubles on each failure up to `maxMs`, and an entry is
 // forgotten once the event that triggers it (a container's finish time) comes more than
 // 2 x maxMs after the last retry, so a container that ran for 10 minutes starts over at 10s.
+
+import { realClock } from '@kh/apimachinery';
 import type { Backoff, Clock } from './types.js';
-import { systemClock } from './types.js';
 
 interface Entry {
   delayMs: number;
@@ -28,7 +29,7 @@ export class ExponentialBackoff implements Backoff {
     }
     this.#initialMs = opts.initialMs;
     this.#maxMs = opts.maxMs;
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? realClock;
   }
 
   #expired(eventTimeMs: number, e: Entry): boolean {
@@ -77,7 +78,7 @@ export class ExponentialBackoff implements Backoff {
 }
 
 /** The kubelet's container restart backoff: 10s doubling to a 5 minute cap (MaxContainerBackOff). */
-export function newCrashLoopBackoff(clock: Clock = systemClock): ExponentialBackoff {
+export function newCrashLoopBackoff(clock: Clock = realClock): ExponentialBackoff {
   return new ExponentialBackoff({ initialMs: 10_000, maxMs: 300_000, clock });
 }
 

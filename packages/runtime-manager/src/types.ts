@@ -5,11 +5,7 @@
 import type { V1Pod, V1Secret } from '@kubernetes/client-node';
 
 /** Time source, injectable so backoff, GC ages and PLEG health are testable without sleeps. */
-export interface Clock {
-  now(): number; // epoch milliseconds
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
+export type { Clock } from '@kh/apimachinery';
 
 /** `containerd://<id>` or `docker://<id>`, as the API shows it in containerStatuses. */
 export interface ContainerID {

@@ -3,9 +3,8 @@
 // container (running or not), pinned images, the sandbox (pause) image, and images first seen
 // less than imageMinimumGCAge ago are never removed.
 
-import { parseImageReference } from '@kh/apimachinery';
+import { parseImageReference, realClock } from '@kh/apimachinery';
 import type { Clock, Image, ImageGCPolicy, ImageGCResult } from '../types.js';
-import { systemClock } from '../types.js';
 
 export const DefaultImageGCPolicy: ImageGCPolicy = {
   highThresholdPercent: 85,
@@ -98,7 +97,7 @@ export class ImageGCManager {
     opts: { clock?: Clock; sandboxImage?: string } = {},
   ) {
     validateImageGCPolicy(policy);
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? realClock;
     this.#sandboxImage = opts.sandboxImage ? normalizedName(opts.sandboxImage) : undefined;
   }
 

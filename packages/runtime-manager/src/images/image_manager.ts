@@ -1,6 +1,8 @@
 // Makes sure a container's image is present before it is created: applies the pull policy,
 // backs off failed pulls per (pod, image), rate-limits registry pulls, serialises or bounds
 // parallel pulls, and reports the kubelet's image reasons and events.
+
+import { realClock } from '@kh/apimachinery';
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { newImagePullBackoff } from '../backoff.js';
 import {
@@ -12,7 +14,6 @@ import {
   SyncStepError,
 } from '../kuberuntime/errors.js';
 import type { Backoff, Clock, EventRecorder } from '../types.js';
-import { systemClock } from '../types.js';
 import { applyDefaultImageTag, pullPolicyOf } from './image_ref.js';
 import { buildKeyring, lookupAuth, type RegistryAuth } from './pull_secrets.js';
 import { type ImagePuller, newImagePuller } from './puller.js';
@@ -49,7 +50,7 @@ export class ImageManager<SandboxConfig = unknown> {
     private readonly images: ImageService<SandboxConfig>,
     opts: ImageManagerOptions = {},
   ) {
-    const clock = opts.clock ?? systemClock;
+    const clock = opts.clock ?? realClock;
     this.#clock = clock;
     this.#puller = newImagePuller({
       serializeImagePulls: opts.serializeImagePulls ?? true,

@@ -1,8 +1,9 @@
 // Token bucket for registry pulls (registryPullQPS / registryBurst). Like the kubelet, a pull
 // over the limit is refused at once rather than queued: the pod then goes through the normal
 // ErrImagePull -> ImagePullBackOff path instead of blocking its worker.
+
+import { realClock } from '@kh/apimachinery';
 import type { Clock } from '../types.js';
-import { systemClock } from '../types.js';
 
 export class TokenBucket {
   #tokens: number;
@@ -12,7 +13,7 @@ export class TokenBucket {
   constructor(
     readonly qps: number,
     readonly burst: number,
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock = realClock,
   ) {
     if (qps > 0 && !(burst >= 1))
       throw new RangeError(`registryBurst must be >= 1 when registryPullQPS > 0, got ${burst}`);

@@ -4,6 +4,7 @@
 // pods as they are.
 
 import { statfs } from 'node:fs/promises';
+import { realClock } from '@kh/apimachinery';
 import {
   type ContainerEventResponse,
   type CriClient,
@@ -38,7 +39,6 @@ import type {
   SyncAction,
   SyncStepResult,
 } from '../types.js';
-import { systemClock } from '../types.js';
 import { computePodActions, isRestartableInitContainer } from './compute_pod_actions.js';
 import {
   containerId,
@@ -177,7 +177,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   static async create(opts: RuntimeManagerOptions): Promise<KubeGenericRuntimeManager> {
     const v = await opts.cri.version({ version: 'v1' });
     const podsDir = opts.podsDir ?? '/var/lib/kubelet/pods';
-    const clock = opts.clock ?? systemClock;
+    const clock = opts.clock ?? realClock;
     const imageCri = opts.imageCri ?? opts.cri;
     const images = new ImageManager<PodSandboxConfig>(
       {

@@ -1,6 +1,8 @@
 // Relisting PLEG: every relist period, list all pods and containers, diff each container's
 // state against the previous relist, emit lifecycle events, and refresh the cached status of
 // pods that changed. Health: a relist must have succeeded within the threshold (3m).
+
+import { realClock } from '@kh/apimachinery';
 import type {
   Clock,
   Pleg,
@@ -10,7 +12,6 @@ import type {
   RunningPod,
   Runtime,
 } from '../types.js';
-import { systemClock } from '../types.js';
 import { LifecycleEmitter, PodStatusCache } from './cache.js';
 
 export const DefaultRelistPeriodMs = 1000;
@@ -81,7 +82,7 @@ export class GenericPLEG implements Pleg {
 
   constructor(runtime: Pick<Runtime, 'getPods' | 'getPodStatus'>, opts: GenericPlegOptions = {}) {
     this.#runtime = runtime;
-    this.#clock = opts.clock ?? systemClock;
+    this.#clock = opts.clock ?? realClock;
     this.#periodMs = opts.relistPeriodMs ?? DefaultRelistPeriodMs;
     this.#thresholdMs = opts.relistThresholdMs ?? DefaultRelistThresholdMs;
     this.cache = opts.cache ?? new PodStatusCache();

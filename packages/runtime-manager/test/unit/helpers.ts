@@ -1,17 +1,7 @@
 // Builders for pods and runtime snapshots used by the pure-logic tests.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { hashContainer } from '../../src/kuberuntime/hash.js';
-import type { Clock, ContainerState, ContainerStatus, PodStatus, SandboxStatus } from '../../src/types.js';
-
-export class FakeClock implements Clock {
-  constructor(public t = 1_700_000_000_000) {}
-  now(): number {
-    return this.t;
-  }
-  advance(ms: number): void {
-    this.t += ms;
-  }
-}
+import type { ContainerState, ContainerStatus, PodStatus, SandboxStatus } from '../../src/types.js';
 
 export function pod(
   spec: {
