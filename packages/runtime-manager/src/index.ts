@@ -6,6 +6,7 @@ export {
   newCrashLoopBackoff,
   newImagePullBackoff,
 } from './backoff.js';
+export * from './errors.js';
 export {
   DefaultImageGCPolicy,
   type ImageGCDeps,
@@ -36,7 +37,6 @@ export {
   shouldContainerBeRestarted,
 } from './kuberuntime/compute_pod_actions.js';
 export { gracePeriodSeconds, MinimumGracePeriodSeconds } from './kuberuntime/container.js';
-export * from './kuberuntime/errors.js';
 export { type ContainerGCReport, validateContainerGCPolicy } from './kuberuntime/gc.js';
 export {
   type GCContainer,

@@ -12,7 +12,7 @@ import {
   ErrImagePullBackOff,
   ErrInvalidImageName,
   SyncStepError,
-} from '../kuberuntime/errors.js';
+} from '../errors.js';
 import type { Backoff, Clock, EventRecorder } from '../types.js';
 import { applyDefaultImageTag, pullPolicyOf } from './image_ref.js';
 import { buildKeyring, lookupAuth, type RegistryAuth } from './pull_secrets.js';

@@ -13,16 +13,16 @@ import {
   type PodSandboxConfig,
 } from '@kh/cri-api';
 import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
-import type { ContainerID, ContainerState, ContainerStatus, PodStatus } from '../types.js';
-import { findContainerStatusByName } from './compute_pod_actions.js';
-import { type ManagerContext, nsToMs, recordEvent, toAgentPath, toRuntimePath } from './context.js';
 import {
   ErrCreateContainer,
   ErrCreateContainerConfig,
   ErrPostStartHook,
   ErrRunContainer,
   SyncStepError,
-} from './errors.js';
+} from '../errors.js';
+import type { ContainerID, ContainerState, ContainerStatus, PodStatus } from '../types.js';
+import { findContainerStatusByName } from './compute_pod_actions.js';
+import { type ManagerContext, nsToMs, recordEvent, toAgentPath, toRuntimePath } from './context.js';
 import { runHandler } from './hooks.js';
 import {
   DefaultTerminationGracePeriodSeconds,

@@ -14,6 +14,16 @@ import {
   PodSandboxState,
 } from '@kh/cri-api';
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
+import {
+  ErrConfigPodSandbox,
+  ErrCrashLoopBackOff,
+  ErrCreatePodSandbox,
+  ErrKillContainer,
+  ErrKillPodSandbox,
+  ErrRunContainer,
+  formatDuration,
+  SyncStepError,
+} from '../errors.js';
 import { ImageGCManager } from '../images/image_gc.js';
 import { ImageManager, type ImageManagerOptions } from '../images/image_manager.js';
 import { applyDefaultImageTag } from '../images/image_ref.js';
@@ -49,16 +59,6 @@ import {
   toContainerStatus,
 } from './container.js';
 import { type ManagerContext, nsToMs, type PathMapping, recordEvent } from './context.js';
-import {
-  ErrConfigPodSandbox,
-  ErrCrashLoopBackOff,
-  ErrCreatePodSandbox,
-  ErrKillContainer,
-  ErrKillPodSandbox,
-  ErrRunContainer,
-  formatDuration,
-  SyncStepError,
-} from './errors.js';
 import { type ContainerGCReport, garbageCollectContainers } from './gc.js';
 import { hashContainer } from './hash.js';
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CriTimeline, percentile, unionLength } from '../../src/bench/overhead.js';
+import { CriTimeline, percentile, unionLength } from '../../bench/overhead.js';
 
 describe('benchmark arithmetic', () => {
   it('counts overlapping CRI calls once', () => {

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import { type CriCallEvent, CriClient } from '@kh/cri-api';
 import { ensureImages, NodeContainer, runId, type StartedNodeContainer } from '@kh/testkit';
-import { KubeGenericRuntimeManager, type RuntimeManagerOptions } from '../kuberuntime/manager.js';
+import { KubeGenericRuntimeManager, type RuntimeManagerOptions } from '../src/kuberuntime/manager.js';
 
 export interface ContainerdNode {
   node: StartedNodeContainer;

@@ -1,5 +1,5 @@
-// Reasons a sync step fails with. They surface as container waiting reasons and events, so
-// they keep the kubelet's spelling exactly.
+// Reasons a sync step fails with, raised by kuberuntime/ and images/ alike. They surface as
+// container waiting reasons and events, so they keep the kubelet's spelling exactly.
 export const ErrCrashLoopBackOff = 'CrashLoopBackOff';
 export const ErrCreatePodSandbox = 'CreatePodSandboxError';
 export const ErrConfigPodSandbox = 'ConfigPodSandboxError';
