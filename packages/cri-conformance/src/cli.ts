@@ -5,12 +5,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compareSides, formatComparison, suiteSide } from './compare.js';
 import { critestMain } from './critest/cli.js';
-import type { ConformanceOptions } from './framework.js';
-import { writeOut } from './output.js';
-import { formatSummary, toJUnitXml } from './report.js';
-import { runConformance, type SuiteResult } from './runner.js';
+import type { ConformanceOptions } from './framework/framework.js';
+import { writeOut } from './framework/output.js';
+import { compareSides, formatComparison, suiteSide } from './suite/compare.js';
+import { formatSummary, toJUnitXml } from './suite/report.js';
+import { runConformance, type SuiteResult } from './suite/runner.js';
 
 const USAGE = `Usage: cri-conformance --endpoint <unix:///path.sock> [--endpoint <B>] [options]
        cri-conformance critest --endpoint <A> [--endpoint <B>] ...   (upstream critest; see critest --help)

@@ -1,13 +1,5 @@
 // Public surface of @kh/cri-conformance.
-export { ALL_CASES } from './cases.js';
-export {
-  type Comparison,
-  type ComparisonRow,
-  compareSides,
-  formatComparison,
-  type Side,
-  suiteSide,
-} from './compare.js';
+
 export { critestSides } from './critest/cli.js';
 export { parseGinkgoReport, type SpecResult } from './critest/report.js';
 export { type CritestOptions, type CritestResult, findCritest, runCritest } from './critest/run.js';
@@ -19,12 +11,21 @@ export {
   type ConformanceOptions,
   defineGroup,
   Skip,
-} from './framework.js';
-export { formatSummary, toJUnitXml } from './report.js';
+} from './framework/framework.js';
+export { ALL_CASES } from './suite/cases.js';
+export {
+  type Comparison,
+  type ComparisonRow,
+  compareSides,
+  formatComparison,
+  type Side,
+  suiteSide,
+} from './suite/compare.js';
+export { formatSummary, toJUnitXml } from './suite/report.js';
 export {
   type CaseResult,
   type CaseStatus,
   type RunOptions,
   runConformance,
   type SuiteResult,
-} from './runner.js';
+} from './suite/runner.js';

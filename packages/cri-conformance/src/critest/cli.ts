@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { compareSides, formatComparison, type Side } from '../compare.js';
-import { writeOut } from '../output.js';
+import { writeOut } from '../framework/output.js';
+import { compareSides, formatComparison, type Side } from '../suite/compare.js';
 import { type CritestResult, runCritest } from './run.js';
 import { CRITEST_SKIPS } from './skips.js';
 

@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import type { CaseStatus } from '../runner.js';
+import type { CaseStatus } from '../suite/runner.js';
 import { type CritestSkip, skipReason } from './skips.js';
 
 /** One critest spec's outcome on one endpoint. */

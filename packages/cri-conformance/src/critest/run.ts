@@ -4,9 +4,9 @@ import { access, constants, mkdir, mkdtemp, readFile, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { CriClient } from '@kh/cri-api';
-import { describeError } from '../framework.js';
-import { unmountAll } from '../mounts.js';
-import type { CaseStatus } from '../runner.js';
+import { describeError } from '../framework/framework.js';
+import { unmountAll } from '../framework/mounts.js';
+import type { CaseStatus } from '../suite/runner.js';
 import { parseGinkgoReport, type SpecResult } from './report.js';
 import { CRITEST_SKIPS, type CritestSkip, literalPattern } from './skips.js';
 

@@ -1,6 +1,6 @@
 import { ContainerEventType, isUnimplemented } from '@kh/cri-api';
-import { expectEqual } from '../assert.js';
-import { AssertionError, defineGroup, Skip, waitFor } from '../framework.js';
+import { expectEqual } from '../framework/assert.js';
+import { AssertionError, defineGroup, Skip, waitFor } from '../framework/framework.js';
 
 export const events = defineGroup('events', {
   'GetContainerEvents streams created, started, stopped and deleted': async (ctx) => {

@@ -1,6 +1,6 @@
 import { ContainerState } from '@kh/cri-api';
-import { expectEqual, expectFailure, expectTrue } from '../assert.js';
-import { defineGroup } from '../framework.js';
+import { expectEqual, expectFailure, expectTrue } from '../framework/assert.js';
+import { defineGroup } from '../framework/framework.js';
 
 export const exec = defineGroup('exec', {
   'ExecSync returns stdout, stderr and exit code': async (ctx) => {

@@ -1,5 +1,5 @@
 import { ContainerState } from '@kh/cri-api';
-import { defineGroup } from '../framework.js';
+import { defineGroup } from '../framework/framework.js';
 
 // The CRI says these calls are idempotent: once the resource is gone or stopped, they must succeed.
 export const idempotence = defineGroup('idempotence', {

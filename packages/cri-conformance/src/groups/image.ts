@@ -1,5 +1,5 @@
-import { expectEqual, expectFailure, expectTrue } from '../assert.js';
-import { type CaseContext, defineGroup, Skip } from '../framework.js';
+import { expectEqual, expectFailure, expectTrue } from '../framework/assert.js';
+import { type CaseContext, defineGroup, Skip } from '../framework/framework.js';
 
 function registry(ctx: CaseContext) {
   const r = ctx.options.registry;

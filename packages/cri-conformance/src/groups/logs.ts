@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ContainerState } from '@kh/cri-api';
-import { expectEqual, expectFailure, expectTrue } from '../assert.js';
-import { type CaseContext, defineGroup, waitFor } from '../framework.js';
+import { expectEqual, expectFailure, expectTrue } from '../framework/assert.js';
+import { type CaseContext, defineGroup, waitFor } from '../framework/framework.js';
 
 // CRI log line: <RFC3339Nano timestamp> <stdout|stderr> <P|F> <message>
 const LINE =

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { MountPropagation } from '@kh/cri-api';
-import { expectEqual } from '../assert.js';
-import { type CaseContext, defineGroup, Skip } from '../framework.js';
-import { unmountAll } from '../mounts.js';
+import { expectEqual } from '../framework/assert.js';
+import { type CaseContext, defineGroup, Skip } from '../framework/framework.js';
+import { unmountAll } from '../framework/mounts.js';
 
 // Mount propagation of a host path: a "host side" container with a bidirectional mount of the same
 // directory makes mounts that reach the runtime's host, and the container under test, with the

@@ -1,6 +1,6 @@
 import { Protocol } from '@kh/cri-api';
-import { expectContains, expectEqual, expectTrue } from '../assert.js';
-import { defineGroup, Skip, waitFor } from '../framework.js';
+import { expectContains, expectEqual, expectTrue } from '../framework/assert.js';
+import { defineGroup, Skip, waitFor } from '../framework/framework.js';
 
 export const networking = defineGroup('networking', {
   'DNS config is written to resolv.conf': async (ctx) => {

@@ -1,7 +1,7 @@
 import { NamespaceMode } from '@kh/cri-api';
-import { expectEqual } from '../assert.js';
-import { defineGroup } from '../framework.js';
-import { statusField } from '../proc_status.js';
+import { expectEqual } from '../framework/assert.js';
+import { defineGroup } from '../framework/framework.js';
+import { statusField } from '../framework/proc_status.js';
 
 // NoNewPrivs is the kernel's no_new_privs flag (setuid binaries and file capabilities stop raising
 // privileges), on the container's process and on every process exec'd into it. The test image has no

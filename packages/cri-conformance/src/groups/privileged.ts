@@ -1,7 +1,7 @@
 import { NamespaceMode } from '@kh/cri-api';
-import { expectTrue } from '../assert.js';
-import { type CaseContext, defineGroup } from '../framework.js';
-import { capabilityDifference, capabilitySet } from '../proc_status.js';
+import { expectTrue } from '../framework/assert.js';
+import { type CaseContext, defineGroup } from '../framework/framework.js';
+import { capabilityDifference, capabilitySet } from '../framework/proc_status.js';
 
 // "Every capability" means every capability the runtime's host has: a host whose bounding set lacks
 // one (this project's machines lack CAP_SYS_RESOURCE) cannot hand it to a container, so the reference

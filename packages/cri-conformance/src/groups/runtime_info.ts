@@ -1,5 +1,5 @@
-import { expectEqual, expectTrue } from '../assert.js';
-import { defineGroup } from '../framework.js';
+import { expectEqual, expectTrue } from '../framework/assert.js';
+import { defineGroup } from '../framework/framework.js';
 
 export const runtimeInfo = defineGroup('runtime info', {
   'Version names the runtime and its versions': async ({ client }) => {

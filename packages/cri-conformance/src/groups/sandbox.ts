@@ -1,6 +1,6 @@
 import { PodSandboxState } from '@kh/cri-api';
-import { expectEqual, expectFailure, expectTrue } from '../assert.js';
-import { defineGroup } from '../framework.js';
+import { expectEqual, expectFailure, expectTrue } from '../framework/assert.js';
+import { defineGroup } from '../framework/framework.js';
 
 export const sandbox = defineGroup('sandbox lifecycle', {
   'RunPodSandbox makes a ready sandbox': async (ctx) => {

@@ -5,9 +5,9 @@ import {
   type LinuxContainerSecurityContext,
   SecurityProfile_ProfileType,
 } from '@kh/cri-api';
-import { expectContains, expectEqual, expectFailure, expectTrue } from '../assert.js';
-import { type CaseContext, defineGroup } from '../framework.js';
-import { statusField } from '../proc_status.js';
+import { expectContains, expectEqual, expectFailure, expectTrue } from '../framework/assert.js';
+import { type CaseContext, defineGroup } from '../framework/framework.js';
+import { statusField } from '../framework/proc_status.js';
 
 // Seccomp as kubelet asks for it: the `seccomp` SecurityProfile, or the older seccomp_profile_path
 // ("runtime/default", "unconfined", "localhost/<absolute path>"). /proc/self/status says whether a

@@ -1,7 +1,7 @@
 import { NamespaceMode } from '@kh/cri-api';
-import { expectEqual, expectFailure, expectTrue } from '../assert.js';
-import { defineGroup } from '../framework.js';
-import { capabilitySet } from '../proc_status.js';
+import { expectEqual, expectFailure, expectTrue } from '../framework/assert.js';
+import { defineGroup } from '../framework/framework.js';
+import { capabilitySet } from '../framework/proc_status.js';
 
 const CAP_NET_ADMIN = 12n;
 const capEff = (status: string) => capabilitySet(status, 'CapEff');

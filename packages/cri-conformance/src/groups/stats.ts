@@ -1,5 +1,5 @@
-import { expectEqual, expectTrue } from '../assert.js';
-import { defineGroup, requireSupported, waitFor } from '../framework.js';
+import { expectEqual, expectTrue } from '../framework/assert.js';
+import { defineGroup, requireSupported, waitFor } from '../framework/framework.js';
 
 export const stats = defineGroup('stats', {
   'ContainerStats reports CPU, memory and writable layer': async (ctx) => {

@@ -1,6 +1,6 @@
 import { PassThrough, Writable } from 'node:stream';
 import { PortForwardClient, streamRemoteCommand } from '@kh/cri-streaming';
-import { expectContains, expectEqual } from '../assert.js';
+import { expectContains, expectEqual } from '../framework/assert.js';
 import {
   AssertionError,
   type CaseContext,
@@ -8,7 +8,7 @@ import {
   requireSupported,
   Skip,
   waitFor,
-} from '../framework.js';
+} from '../framework/framework.js';
 
 // Exec, Attach and PortForward as kubectl reaches them: the CRI call answers a URL on the runtime's
 // streaming server, and @kh/cri-streaming's client (SPDY, what kubelet's proxy speaks) runs the

@@ -1,12 +1,12 @@
 import { CriClient } from '@kh/cri-api';
-import { ALL_CASES } from './cases.js';
 import {
   CaseContext,
   type ConformanceCase,
   type ConformanceOptions,
   describeError,
   Skip,
-} from './framework.js';
+} from '../framework/framework.js';
+import { ALL_CASES } from './cases.js';
 
 export type CaseStatus = 'passed' | 'failed' | 'skipped';
 
