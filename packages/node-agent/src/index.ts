@@ -144,7 +144,7 @@ export {
 } from './types/pod_update.js';
 export { noPressure, type PressureSource } from './types/pressure.js';
 export { podQOSClass, type QOSClass } from './types/qos.js';
-export { FakeClock, realClock, type TimerClock, Waker } from './util/clock.js';
+export { Waker } from './util/clock.js';
 export { formatDuration, parseDuration } from './util/duration.js';
 export { type Logger, silentLogger, stderrLogger } from './util/log.js';
 export { parseQuantityOrPercent, Quantity } from './util/quantity.js';

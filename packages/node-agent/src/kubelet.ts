@@ -4,6 +4,7 @@
 // housekeeping to the SyncHandler (pods/types.ts).
 
 import { readFile } from 'node:fs/promises';
+import { sleep, type TimerClock } from '@kh/apimachinery';
 import type { Pleg, PodLifecycleEvent } from '@kh/runtime-manager';
 import type { ResolvedKubeletConfig } from './config/resolve.js';
 import type { KubeletConfiguration } from './config/types.js';
@@ -21,7 +22,7 @@ import { loadOrCreateServingCert, type ServingCert } from './server/certs.js';
 import { HealthChecker, HealthzServer, syncLoopCheck } from './server/healthz.js';
 import { KubeletServer, type KubeletServerOptions } from './server/server.js';
 import type { PodSource, PodUpdate } from './types/pod_update.js';
-import { sleep, type TimerClock, Waker } from './util/clock.js';
+import { Waker } from './util/clock.js';
 import type { Logger } from './util/log.js';
 
 export const KUBELET_VERSION = 'v1.33.0-kh';

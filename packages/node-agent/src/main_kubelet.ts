@@ -6,6 +6,7 @@
 // runtime manager and the pod workers, and the admit handlers between the pod lifecycle and the
 // eviction manager.
 import { join } from 'node:path';
+import { realClock, type TimerClock } from '@kh/apimachinery';
 import type { CriClient } from '@kh/cri-api';
 import {
   type Backoff,
@@ -74,7 +75,6 @@ import { SummaryProvider } from './stats/summary.js';
 import { PodStatusManager } from './status/status_manager.js';
 import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
-import { realClock, type TimerClock } from './util/clock.js';
 import { type Logger, silentLogger } from './util/log.js';
 
 export interface MainKubeletDeps {

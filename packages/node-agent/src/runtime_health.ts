@@ -1,7 +1,8 @@
 // Runtime health as the kubelet tracks it: a periodic CRI Status check feeds a runtime state,
 // and the Ready condition reads the state's errors. Health checks (PLEG) plug in by name.
+
+import { sleep, type TimerClock } from '@kh/apimachinery';
 import type { RuntimeCondition, RuntimeStatus } from '@kh/runtime-manager';
-import { sleep, type TimerClock } from './util/clock.js';
 import { type Logger, silentLogger } from './util/log.js';
 
 /** The kubelet declares the runtime down when Status has not succeeded for this long. */

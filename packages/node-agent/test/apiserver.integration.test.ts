@@ -1,5 +1,7 @@
 // Registration, status, lease and events against the real fake apiserver over HTTP, through
 // @kubernetes/client-node, and checked with kubectl.
+
+import { FakeClock } from '@kh/apimachinery';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeNodeApi } from '../src/api/node_api.js';
 import { KubeletEventRecorder } from '../src/events/recorder.js';
@@ -8,7 +10,6 @@ import { findCondition } from '../src/nodestatus/conditions.js';
 import type { NodeIdentity } from '../src/nodestatus/node.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
 import { fillInitialNodeStatus, NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
-import { FakeClock } from '../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 import { newTestKubelet, runKubelet } from './helpers/kubelet.js';

@@ -5,6 +5,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime, ManualClock } from '@kh/cri-api';
 import { KubeGenericRuntimeManager, newCrashLoopBackoff, type PodStatus } from '@kh/runtime-manager';
 import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
@@ -15,7 +16,6 @@ import { generateSelfSignedCert, type ServingCert } from '../src/server/certs.js
 import { ContainerLogs, parseLogLine, parseLogOptions, selectRecords } from '../src/server/container_logs.js';
 import { HealthChecker } from '../src/server/healthz.js';
 import { KubeletServer } from '../src/server/server.js';
-import { FakeClock } from '../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl } from './helpers/kubectl.js';
 import { httpGet } from './helpers/net.js';

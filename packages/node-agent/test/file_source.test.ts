@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FakeClock } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
 import { FileStaticPodSource, staticPodFromManifest } from '../src/podconfig/file_source.js';
 import type { PodUpdate } from '../src/types/pod_update.js';
-import { FakeClock } from '../src/util/clock.js';
 
 /** File reads run on real I/O, which FakeClock.advance does not wait for. */
 async function until(check: () => boolean): Promise<void> {

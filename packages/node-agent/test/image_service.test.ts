@@ -1,11 +1,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime, serveCri } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectImageService } from '../src/runtime/image_service.js';
 import { SummaryProvider } from '../src/stats/summary.js';
-import { FakeClock } from '../src/util/clock.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-imgsvc-'));
 let runtime: FakeRuntime;

@@ -1,3 +1,4 @@
+import { FakeClock } from '@kh/apimachinery';
 import type { Pleg, PodLifecycleEvent } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -7,7 +8,6 @@ import { findCondition } from '../src/nodestatus/conditions.js';
 import type { SyncHandler } from '../src/pods/types.js';
 import { StaticTokenAuthenticator } from '../src/server/auth.js';
 import type { PodSource, PodUpdate } from '../src/types/pod_update.js';
-import { FakeClock } from '../src/util/clock.js';
 import { newTestKubelet, runKubelet, StubNodeRuntime } from './helpers/kubelet.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { freePort, httpGet } from './helpers/net.js';

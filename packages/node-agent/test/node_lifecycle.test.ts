@@ -1,3 +1,4 @@
+import { FakeClock } from '@kh/apimachinery';
 import type { V1NodeStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KubeletEventRecorder } from '../src/events/recorder.js';
@@ -11,7 +12,6 @@ import {
   fillInitialNodeStatus,
   NodeStatusUpdater,
 } from '../src/nodestatus/status_updater.js';
-import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { testSnapshot } from './helpers/snapshot.js';
 

@@ -1,3 +1,4 @@
+import { FakeClock } from '@kh/apimachinery';
 import {
   type ContainerID,
   type ContainerStatus,
@@ -10,7 +11,6 @@ import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import { newPodLayer } from '../src/main_kubelet.js';
 import { PodManager } from '../src/pods/pod_manager.js';
-import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 
 const node: V1Node = {

@@ -1,9 +1,9 @@
+import { FakeClock, flushMicrotasks } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PodManager } from '../src/pods/pod_manager.js';
 import { PodWorkerPool } from '../src/pods/pod_workers.js';
 import type { PodSyncer } from '../src/pods/types.js';
-import { FakeClock, flushMicrotasks } from '../src/util/clock.js';
 
 const pod = (name: string, version = '1', over: Partial<V1Pod['metadata']> = {}): V1Pod => ({
   metadata: { name, uid: name, resourceVersion: version, ...over },

@@ -1,5 +1,7 @@
 // The API pod source against the fake apiserver: list and watch with spec.nodeName, graceful
 // deletion, and 410 Gone for a compacted resourceVersion.
+
+import { realClock } from '@kh/apimachinery';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../src/api/node_api.js';
@@ -9,7 +11,6 @@ import {
   ResourceExpiredError,
 } from '../src/podconfig/apiserver_source.js';
 import type { PodUpdate } from '../src/types/pod_update.js';
-import { realClock } from '../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 
 let apiserver: TestApiServer;

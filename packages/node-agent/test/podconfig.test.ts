@@ -1,3 +1,4 @@
+import { FakeClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
@@ -8,7 +9,6 @@ import {
 } from '../src/podconfig/apiserver_source.js';
 import { PodSnapshotDiff, podsDifferSemantically } from '../src/podconfig/pod_config.js';
 import type { PodUpdate } from '../src/types/pod_update.js';
-import { FakeClock } from '../src/util/clock.js';
 
 function pod(
   name: string,

@@ -1,9 +1,9 @@
+import { FakeClock } from '@kh/apimachinery';
 import type { RuntimeStatus } from '@kh/runtime-manager';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../src/api/node_api.js';
 import { KubeletEventRecorder } from '../src/events/recorder.js';
 import { RuntimeHealthMonitor, RuntimeState } from '../src/runtime_health.js';
-import { FakeClock } from '../src/util/clock.js';
 
 const healthy: RuntimeStatus = {
   conditions: [

@@ -3,10 +3,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { realClock } from '@kh/apimachinery';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KubeNodeApi } from '../src/api/node_api.js';
 import { PodStatusManager } from '../src/status/status_manager.js';
-import { realClock } from '../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl } from './helpers/kubectl.js';
 

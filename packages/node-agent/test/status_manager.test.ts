@@ -1,7 +1,7 @@
+import { FakeClock } from '@kh/apimachinery';
 import type { V1PodStatus } from '@kubernetes/client-node';
 import { describe, expect, it, vi } from 'vitest';
 import { mergePodStatus, PodStatusManager } from '../src/status/status_manager.js';
-import { FakeClock } from '../src/util/clock.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 
 function setup() {

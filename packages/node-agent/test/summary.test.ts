@@ -1,10 +1,10 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SummaryProvider } from '../src/stats/summary.js';
-import { FakeClock } from '../src/util/clock.js';
 
 const host = mkdtempSync(join(tmpdir(), 'kh-stats-'));
 mkdirSync(join(host, 'proc'));

@@ -9,8 +9,9 @@
 // - spam filtering: per source and object (and type and reason), a token bucket of 25 events
 //   refilled at one per 5 minutes. An event past it is not written, but still counted, so the
 //   next one written carries the full count.
+
+import type { Clock } from '@kh/apimachinery';
 import type { CoreV1Event } from '@kubernetes/client-node';
-import type { Clock } from '../util/clock.js';
 
 /** client-go's defaults: 10 similar events per 10 minutes, 4096 remembered keys. */
 export const DefaultMaxSimilarEvents = 10;

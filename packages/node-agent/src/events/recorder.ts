@@ -2,10 +2,10 @@
 // asynchronous and best effort: a slow or down API server never blocks the caller, and a full
 // queue drops events rather than growing without bound.
 
+import type { Clock } from '@kh/apimachinery';
 import type { EventRecorder as PodEventRecorder } from '@kh/runtime-manager';
 import type { CoreV1Event, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import type { NodeApi } from '../api/node_api.js';
-import type { Clock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 
 export type EventType = 'Normal' | 'Warning';

@@ -1,6 +1,8 @@
 // Where the recorder's events go. CorrelatingEventSink puts the EventCorrelator in front of an
 // API that can create and patch Events, and is what KubeletEventRecorder writes to: repeats
 // become PATCHes of count, lastTimestamp and message on the existing Event.
+
+import type { Clock } from '@kh/apimachinery';
 import {
   CoreV1Api,
   type CoreV1Event,
@@ -9,7 +11,6 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { isNotFound, toApiError } from '../api/node_api.js';
-import type { Clock } from '../util/clock.js';
 import { EventCorrelator } from './correlator.js';
 
 export interface EventPatch {

@@ -4,12 +4,13 @@
 // node level first for disk, and otherwise evicts at most one pod, ranked for the starved
 // resource. It is also the agent's PressureSource for node status, and the admit handler that
 // turns pods away under pressure.
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler, AdmitResult, PodAdmitAttributes } from '../admission/handler.js';
 import type { Taint } from '../config/types.js';
 import type { KubeletMetrics } from '../metrics/metrics.js';
 import type { PressureSource } from '../types/pressure.js';
-import type { TimerClock } from '../util/clock.js';
 import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { admitUnderPressure, pressureTaints } from './admission.js';

@@ -3,11 +3,12 @@
 // container GC failure as ContainerGCFailed; image GC only from the second failure in a row as
 // ImageGCFailed (the first often means stats were not ready yet), and an image filesystem that
 // cannot be brought under the low threshold as FreeDiskSpaceFailed.
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { ContainerGCPolicy, ImageGCResult, Runtime } from '@kh/runtime-manager';
 import { ImageGCShortfallError } from '@kh/runtime-manager';
 import { Counter, Histogram } from 'prom-client';
 import type { KubeletMetrics } from '../metrics/metrics.js';
-import type { TimerClock } from '../util/clock.js';
 import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 

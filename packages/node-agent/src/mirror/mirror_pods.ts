@@ -8,9 +8,11 @@
 // - deleted when its static pod is gone.
 // Status for a static pod is written to its mirror pod by the status manager (same namespace
 // and name; it recognises the mirror by its config.mirror annotation).
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodSource, PodUpdate } from '../types/pod_update.js';
-import { type TimerClock, Waker } from '../util/clock.js';
+import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { isMirrorPod, isMirrorPodOf, type MirrorPodApi, mirrorPodFor } from './mirror_client.js';
 

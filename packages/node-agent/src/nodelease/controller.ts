@@ -1,9 +1,10 @@
 // The node lease in kube-node-lease: the cheap heartbeat the control plane watches between full
 // status reports. Renewed every renewInterval (a quarter of the lease duration); while the API
 // server is unreachable the controller backs off exponentially and keeps trying.
+
+import { sleep, type TimerClock } from '@kh/apimachinery';
 import { type V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { isConflict, type NodeApi } from '../api/node_api.js';
-import { sleep, type TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';

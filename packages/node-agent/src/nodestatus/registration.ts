@@ -1,9 +1,10 @@
 // Registration: create the Node, or adopt and reconcile an existing one, retrying with
 // exponential backoff while the API server is unreachable.
+
+import { sleep, type TimerClock } from '@kh/apimachinery';
 import type { V1Node } from '@kubernetes/client-node';
 import { ApiError, isConflict, type NodeApi } from '../api/node_api.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
-import { sleep, type TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { initialNode, type NodeIdentity, reconcileExistingNode } from './node.js';
 

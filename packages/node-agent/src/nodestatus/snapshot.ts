@@ -1,12 +1,13 @@
 // Everything the node status setters need, gathered from the runtime, the runtime state and the
 // eviction manager: the status updater and registration post it, and admission sees this node
 // as the latest snapshot makes it (labels, allocatable).
+
+import type { Clock } from '@kh/apimachinery';
 import type { V1Node } from '@kubernetes/client-node';
 import type { ResolvedKubeletConfig } from '../config/resolve.js';
 import type { KubeletConfiguration } from '../config/types.js';
 import type { NodeRuntime } from '../runtime/node_runtime.js';
 import type { PressureSource } from '../types/pressure.js';
-import type { Clock } from '../util/clock.js';
 import type { MachineInfo } from './machine_info.js';
 import { initialNode, type NodeIdentity } from './node.js';
 import { type NodeStatusSnapshot, setNodeStatus } from './setters.js';

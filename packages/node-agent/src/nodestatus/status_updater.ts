@@ -2,11 +2,13 @@
 // patches it only when something other than heartbeats changed, or when
 // nodeStatusReportFrequency has passed since the last report (the lease is the liveness signal
 // in between). kick() posts at once, for the fast first update and runtime health changes.
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { ApiError, isNotFound, type NodeApi } from '../api/node_api.js';
 import type { KubeletEventRecorder } from '../events/recorder.js';
 import { canonicalJson } from '../util/canonical_json.js';
-import { type TimerClock, Waker } from '../util/clock.js';
+import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { NodeRegistrar } from './registration.js';
 import {

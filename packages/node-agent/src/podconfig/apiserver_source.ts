@@ -2,11 +2,12 @@
 // listed once and then watched. A dropped watch resumes from the last resourceVersion seen
 // (bookmarks included); 410 Gone means that version is too old, so the source lists again and
 // the snapshot diff turns whatever changed meanwhile into REMOVE/ADD/UPDATE.
+
+import { sleep, type TimerClock } from '@kh/apimachinery';
 import { CoreV1Api, type KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { toApiError } from '../api/node_api.js';
 import type { PodSource, PodUpdate } from '../types/pod_update.js';
-import { sleep, type TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodSnapshotDiff } from './pod_config.js';
 

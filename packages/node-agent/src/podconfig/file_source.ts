@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sleep, type TimerClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import {
@@ -13,7 +14,6 @@ import {
   type PodSource,
   type PodUpdate,
 } from '../types/pod_update.js';
-import { sleep, type TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodSnapshotDiff } from './pod_config.js';
 

@@ -4,12 +4,12 @@
 // Kubelet.syncLoop dispatches to and the eviction manager's PodKiller. One pod's pass through
 // the runtime is PodSync's (pod_sync.ts), which the workers call.
 
+import type { Clock } from '@kh/apimachinery';
 import type { EventRecorder, PodLifecycleEvent, Runtime } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import type { StatusManager } from '../status/types.js';
-import type { Clock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
 import type { PodManager } from './pod_manager.js';

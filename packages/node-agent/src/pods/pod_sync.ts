@@ -5,12 +5,13 @@
 // with the result. A termination stops every container and the sandbox and reports the final
 // status. Each report is generateAPIPodStatus handed to the status manager, with an evicted
 // pod's Failed status on top.
+
+import type { Clock } from '@kh/apimachinery';
 import { type Backoff, type PodSyncResult, type Runtime, runningPodFromStatus } from '@kh/runtime-manager';
 import type { V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
 import type { EvictionStatus } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { StatusManager } from '../status/types.js';
-import type { Clock } from '../util/clock.js';
 import type { PodManager } from './pod_manager.js';
 import type { PodProber, PodSyncer } from './types.js';
 

@@ -3,8 +3,9 @@
 // termination was requested, or that reached a terminal phase, is killed once and never started
 // again; a failed sync is retried after a backoff. Which pods finished terminating is recorded in
 // the pod manager, where the runtime manager's garbage collection reads it.
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { PodManager } from './pod_manager.js';
 import type { PodSyncer, PodWorkers } from './types.js';

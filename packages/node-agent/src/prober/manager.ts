@@ -4,10 +4,11 @@
 // prober_probe_total counter, and results. The runtime manager reads liveness and startup
 // failures from those results when it syncs the pod and kills the container with the probe's
 // grace period.
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { EventRecorder, Runtime } from '@kh/runtime-manager';
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import type { KubeletMetrics } from '../metrics/metrics.js';
-import type { TimerClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { execProbe, grpcProbe, httpProbe, type ProbeOutcome, tcpProbe } from './handlers.js';
 import { PROBE_FIELD, type ProbeType, probeSpec, resolvePort, validateProbe } from './probe_spec.js';

@@ -2,9 +2,10 @@
 // period once the container has run for initialDelaySeconds, applies the success and failure
 // thresholds, and publishes a result only when a threshold is crossed. A failed liveness or
 // startup probe holds the worker until the container is replaced, so one failure causes one kill.
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { bareContainerId } from '../types/container_id.js';
-import type { TimerClock } from '../util/clock.js';
 import type { ProbeOutcome } from './handlers.js';
 import type { ProbeSpec, ProbeType } from './probe_spec.js';
 import type { ProbeResultsStore, Result } from './results.js';

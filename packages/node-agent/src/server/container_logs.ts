@@ -5,9 +5,9 @@
 // sinceSeconds / sinceTime and follow.
 import { open, readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Clock, realClock } from '@kh/apimachinery';
 import type { ContainerStatus, Runtime } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
-import { type Clock, realClock } from '../util/clock.js';
 
 export interface LogOptions {
   tailLines?: number;

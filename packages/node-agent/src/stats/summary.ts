@@ -4,9 +4,9 @@
 // (usageNanoCores) come from the previous sample, as the kubelet computes them.
 import { readFile, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Clock } from '@kh/apimachinery';
 import { type CriClient, PodSandboxState } from '@kh/cri-api';
 import type { StatsProvider } from '../server/server.js';
-import type { Clock } from '../util/clock.js';
 
 type Cri = Pick<CriClient, 'listContainerStats' | 'listContainers' | 'listPodSandbox' | 'imageFsInfo'>;
 

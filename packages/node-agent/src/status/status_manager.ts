@@ -5,13 +5,15 @@
 // deletion has nothing left running, the manager deletes it with grace 0 (UID-guarded), which
 // finishes graceful deletion. A static pod's status goes to its mirror pod (same name, another
 // UID, config.mirror = the static pod's UID), which is never deleted here: mirror/ owns it.
+
+import type { TimerClock } from '@kh/apimachinery';
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
 import { isConflict } from '../api/node_api.js';
 import type { PodApi } from '../api/pod_api.js';
 import { bareContainerId } from '../types/container_id.js';
 import { ConfigMirrorAnnotation, ConfigSourceAnnotation } from '../types/pod_update.js';
 import { canonicalJson } from '../util/canonical_json.js';
-import { type TimerClock, Waker } from '../util/clock.js';
+import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { StatusManager } from './types.js';
 

@@ -1,10 +1,11 @@
 // Correlated events against the real fake apiserver: repeats are PATCHes that kubectl sees as one
 // Event with a count.
+
+import { FakeClock } from '@kh/apimachinery';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../src/api/node_api.js';
 import { KubeletEventRecorder } from '../../src/events/recorder.js';
 import { CorrelatingEventSink, KubeEventSink } from '../../src/events/sink.js';
-import { FakeClock } from '../../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
 import { kubectl } from '../helpers/kubectl.js';
 

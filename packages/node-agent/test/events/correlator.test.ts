@@ -1,10 +1,10 @@
+import { FakeClock } from '@kh/apimachinery';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/node_api.js';
 import { CombinedPrefix, EventCorrelator } from '../../src/events/correlator.js';
 import { KubeletEventRecorder } from '../../src/events/recorder.js';
 import { CorrelatingEventSink, type EventPatch, type EventSink } from '../../src/events/sink.js';
-import { FakeClock } from '../../src/util/clock.js';
 
 /** Events as an API server would keep them, by namespace/name, with every call recorded. */
 class MemoryEventSink implements EventSink {

@@ -6,6 +6,7 @@
 // emptyDir sizeLimit with no node pressure at all.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { realClock } from '@kh/apimachinery';
 import type { CriClient } from '@kh/cri-api';
 import { type KubeGenericRuntimeManager, runningPodFromStatus } from '@kh/runtime-manager';
 import type { StartedNodeContainer } from '@kh/testkit';
@@ -18,7 +19,6 @@ import type { EvictionConfig } from '../../src/eviction/thresholds.js';
 import type { EvictionStatus, PodKiller } from '../../src/eviction/types.js';
 import { DEFAULT_CONTAINER_GC_POLICY } from '../../src/gc/garbage_collector.js';
 import { runtimeReclaimer } from '../../src/gc/reclaimer.js';
-import { realClock } from '../../src/util/clock.js';
 import { parseQuantityOrPercent } from '../../src/util/quantity.js';
 import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
 import { Mi, pod, podIsRunning, RecordingEvents, syncPodOnce } from './helpers.js';

@@ -1,3 +1,4 @@
+import { FakeClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { resolveKubeletConfiguration } from '../../src/config/resolve.js';
@@ -5,7 +6,6 @@ import { defaultKubeletConfiguration, type KubeletConfiguration } from '../../sr
 import { EvictionManager, type EvictionManagerDeps } from '../../src/eviction/manager.js';
 import { evictionConfigFrom } from '../../src/eviction/thresholds.js';
 import { KubeletMetrics } from '../../src/metrics/metrics.js';
-import { FakeClock } from '../../src/util/clock.js';
 import {
   Gi,
   Mi,

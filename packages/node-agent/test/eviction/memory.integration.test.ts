@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { realClock } from '@kh/apimachinery';
 import type { CriClient } from '@kh/cri-api';
 import { type KubeGenericRuntimeManager, runningPodFromStatus } from '@kh/runtime-manager';
 import type { StartedNodeContainer } from '@kh/testkit';
@@ -17,7 +18,6 @@ import { CriPodStatsSource } from '../../src/eviction/pod_stats.js';
 import { NodeSignalSource } from '../../src/eviction/signals.js';
 import { type EvictionConfig, thresholdsMet } from '../../src/eviction/thresholds.js';
 import type { EvictionStatus } from '../../src/eviction/types.js';
-import { realClock } from '../../src/util/clock.js';
 import { parseQuantityOrPercent } from '../../src/util/quantity.js';
 import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
 import { Mi, pod, podIsRunning, RecordingEvents, syncPodOnce } from './helpers.js';

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import {
   type ContainerGCPolicy,
@@ -12,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from '../../src/gc/garbage_collector.js';
 import { runtimeReclaimer } from '../../src/gc/reclaimer.js';
 import { KubeletMetrics } from '../../src/metrics/metrics.js';
-import { FakeClock } from '../../src/util/clock.js';
 
 function scripted() {
   const clock = new FakeClock();

@@ -3,6 +3,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { realClock } from '@kh/apimachinery';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeNodeApi, loadKubeConfig } from '../../src/api/node_api.js';
@@ -12,7 +13,6 @@ import { ApiServerPodSource, KubePodListWatch } from '../../src/podconfig/apiser
 import { FileStaticPodSource } from '../../src/podconfig/file_source.js';
 import { PodStatusManager } from '../../src/status/status_manager.js';
 import { ConfigMirrorAnnotation, type PodUpdate } from '../../src/types/pod_update.js';
-import { realClock } from '../../src/util/clock.js';
 import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
 import { kubectl } from '../helpers/kubectl.js';
 

@@ -1,6 +1,7 @@
 // Mirror pods on an in-memory API: creation, recreation on delete and on a stale hash, orphan
 // removal, and mirror pods kept away from the sync loop.
 import { randomUUID } from 'node:crypto';
+import { FakeClock } from '@kh/apimachinery';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/node_api.js';
@@ -8,7 +9,6 @@ import type { MirrorPodApi } from '../../src/mirror/mirror_client.js';
 import { MIRROR_RETRY_MS, MirrorPodManager } from '../../src/mirror/mirror_pods.js';
 import { staticPodFromManifest } from '../../src/podconfig/file_source.js';
 import { ConfigMirrorAnnotation, type PodSource, type PodUpdate } from '../../src/types/pod_update.js';
-import { FakeClock } from '../../src/util/clock.js';
 
 class MemoryMirrorApi implements MirrorPodApi {
   readonly pods = new Map<string, V1Pod>();

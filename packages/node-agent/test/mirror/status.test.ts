@@ -1,11 +1,12 @@
 // A static pod's status goes to its mirror pod: same name, another UID, recognised by the
 // config.mirror annotation; never deleted by the status manager.
+
+import { FakeClock } from '@kh/apimachinery';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { staticPodFromManifest } from '../../src/podconfig/file_source.js';
 import { PodStatusManager } from '../../src/status/status_manager.js';
 import { ConfigMirrorAnnotation } from '../../src/types/pod_update.js';
-import { FakeClock } from '../../src/util/clock.js';
 import { MemoryNodeApi } from '../helpers/memory_api.js';
 
 const staticPod = staticPodFromManifest(

@@ -1,6 +1,8 @@
 // The prober with the runtime manager on real containerd, the way the pod workers will wire
 // them: exec probes through CRI ExecSync, liveness results fed to syncPod (which kills and
 // restarts the container with a Killing event), readiness fed to the API status.
+
+import { realClock } from '@kh/apimachinery';
 import type { CriClient } from '@kh/cri-api';
 import { type KubeGenericRuntimeManager, newCrashLoopBackoff } from '@kh/runtime-manager';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
@@ -8,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeletMetrics } from '../../src/metrics/metrics.js';
 import { ProberManager } from '../../src/prober/manager.js';
 import { generateAPIPodStatus } from '../../src/status/generate.js';
-import { realClock } from '../../src/util/clock.js';
 import { type ContainerdTestNode, startContainerdNode } from '../helpers/containerd.js';
 
 describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('probes on real containerd', () => {

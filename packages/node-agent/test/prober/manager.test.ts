@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FakeClock } from '@kh/apimachinery';
 import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { KubeletMetrics } from '../../src/metrics/metrics.js';
@@ -7,7 +8,6 @@ import type { ProbeOutcome } from '../../src/prober/handlers.js';
 import { ProberManager } from '../../src/prober/manager.js';
 import type { ResultUpdate } from '../../src/prober/results.js';
 import type { ProbeRequest } from '../../src/prober/worker.js';
-import { FakeClock } from '../../src/util/clock.js';
 
 const START = Date.UTC(2026, 0, 1);
 
