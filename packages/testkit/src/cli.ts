@@ -3,7 +3,7 @@ import { removeLeftovers } from './containers/leftovers.js';
 import { removeHostContainerdLeftovers } from './host-containerd.js';
 import { ensureImages } from './images/ensure.js';
 import { IMAGE_NAMES, isImageName } from './images/recipes.js';
-import { formatSeconds } from './progress.js';
+import { formatSeconds } from './util/progress.js';
 
 const USAGE = `Usage:
   kh-testkit images [--force] [name...]   build the local images that are missing (default: all)

@@ -10,10 +10,10 @@ import { normalizeImageRef } from '@kh/apimachinery';
 import { type CriVersion, criVersion } from './containers/cri-probe.js';
 import { runId } from './containers/labels.js';
 import { criTools } from './cri-tools.js';
-import { docker, requireHostImage } from './docker.js';
 import { ensureImages } from './images/ensure.js';
-import { requireTool, run } from './process.js';
-import { type Progress, silent, timed } from './progress.js';
+import { docker, requireHostImage } from './util/docker.js';
+import { requireTool, run } from './util/process.js';
+import { type Progress, silent, timed } from './util/progress.js';
 
 /** Pod subnets are /24s picked from here: away from Docker's 172.16/12 and 192.168/16 pools. */
 const SUBNET_POOL = { first: 10, second: [240, 255] as const };

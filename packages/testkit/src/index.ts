@@ -5,6 +5,7 @@ export { type RemovedLeftovers, removeLeftovers } from './containers/leftovers.j
 export { StartedTestNetwork, TestNetwork } from './containers/network.js';
 export {
   NODE_SHARED_DIR,
+  type NodeRuntime,
   POD_SUBNET,
   PRIVATE_REGISTRY_HOST,
   REGISTRY_HOST,
@@ -16,7 +17,6 @@ export {
   NODE_BINARY_IN_NODE,
   NodeContainer,
   type NodeExecResult,
-  type NodeRuntime,
   StartedNodeContainer,
 } from './containers/node-container.js';
 export {
@@ -34,5 +34,5 @@ export {
 export { debianMirror } from './images/apt-sources.js';
 export { type EnsureImagesOptions, ensureImages, type ImageRefs, imageRefFor } from './images/ensure.js';
 export { IMAGE_NAMES, type ImageName, isImageName, RECIPES } from './images/recipes.js';
-export { MissingToolError } from './process.js';
-export type { Progress } from './progress.js';
+export { MissingToolError } from './util/process.js';
+export type { Progress } from './util/progress.js';

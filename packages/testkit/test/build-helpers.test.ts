@@ -7,8 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, test, vi } from 'vitest';
 import { removeStaleBuildDirs } from '../src/images/build.js';
 import { ensureImages } from '../src/images/ensure.js';
-import { withFileLock } from '../src/lock.js';
-import { MissingToolError, requireTool } from '../src/process.js';
+import { withFileLock } from '../src/util/lock.js';
+import { MissingToolError, requireTool } from '../src/util/process.js';
 
 const dir = await mkdtemp(join(tmpdir(), 'kh-lock-'));
 afterAll(() => rm(dir, { recursive: true, force: true }));

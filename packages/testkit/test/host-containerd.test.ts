@@ -10,7 +10,7 @@ import {
   type StartedHostContainerd,
 } from '../src/host-containerd.js';
 import { ensureImages, type ImageRefs } from '../src/images/ensure.js';
-import { run } from '../src/process.js';
+import { run } from '../src/util/process.js';
 
 // A private containerd on the host, driven through crictl (testkit cannot depend on @kh/cri-api).
 

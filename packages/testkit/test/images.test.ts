@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { KhContainer } from '../src/containers/kh-container.js';
 import { khLabels, runId } from '../src/containers/labels.js';
 import { removeLeftovers } from '../src/containers/leftovers.js';
-import { docker } from '../src/docker.js';
 import { ensureImages, type ImageRefs, imageRefFor } from '../src/images/ensure.js';
 import { IMAGE_NAMES } from '../src/images/recipes.js';
+import { docker } from '../src/util/docker.js';
 
 let refs: ImageRefs;
 const started: StartedTestContainer[] = [];

@@ -12,8 +12,8 @@ import {
   NodeContainer,
   type StartedNodeContainer,
 } from '../src/containers/node-container.js';
-import { docker, isNotFound } from '../src/docker.js';
 import { ensureImages, type ImageRefs } from '../src/images/ensure.js';
+import { docker, isNotFound } from '../src/util/docker.js';
 
 let refs: ImageRefs<'node' | 'pause' | 'busybox'>;
 let network: StartedTestNetwork;

@@ -4,15 +4,25 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { normalizeImageRef } from '@kh/apimachinery';
-import { docker, requireHostImage } from '../docker.js';
-import type { StartedNodeContainer } from './node-container.js';
+import { docker, requireHostImage } from '../util/docker.js';
+import type { NodeRuntime } from './node-config.js';
+
+/** What loading images needs of a node: a started node container is one. */
+export interface ImageLoadTarget {
+  readonly name: string;
+  readonly runtime: NodeRuntime;
+  /** The node's shared directory, seen from the host and from inside the node. */
+  readonly sharedDirOnHost: string;
+  readonly sharedDirInNode: string;
+  execOk(cmd: string[]): Promise<string>;
+}
 
 /**
  * Copies images from the host engine into a node's runtime: `docker save` on the host into the
  * node's shared directory, then `ctr -n k8s.io images import` (the CRI's namespace) or
  * `docker load` inside the node. Returns the normalised names.
  */
-export async function loadImages(node: StartedNodeContainer, refs: readonly string[]): Promise<string[]> {
+export async function loadImages(node: ImageLoadTarget, refs: readonly string[]): Promise<string[]> {
   if (refs.length === 0) return [];
   for (const ref of refs) {
     await requireHostImage(ref);
@@ -38,10 +48,7 @@ export async function loadImages(node: StartedNodeContainer, refs: readonly stri
 }
 
 /** Loads images into a containerd node's CRI namespace (the testkit contract's name for it). */
-export function loadImagesIntoContainerd(
-  node: StartedNodeContainer,
-  refs: readonly string[],
-): Promise<string[]> {
+export function loadImagesIntoContainerd(node: ImageLoadTarget, refs: readonly string[]): Promise<string[]> {
   if (node.runtime !== 'containerd') {
     throw new Error(`node ${node.name} runs ${node.runtime}; use node.loadImages(refs) to load into dockerd`);
   }

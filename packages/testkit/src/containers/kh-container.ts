@@ -1,7 +1,7 @@
 import { demuxBuffer } from '@kh/apimachinery';
 import type { ContainerCreateOptions, HostConfig } from 'dockerode';
 import { GenericContainer, PullPolicy, type StartedTestContainer } from 'testcontainers';
-import { docker, isNotFound } from '../docker.js';
+import { docker, isNotFound } from '../util/docker.js';
 
 /** HostConfig fields the engine accepts that @types/dockerode does not list. */
 export type RawHostConfig = HostConfig & { CgroupnsMode?: 'host' | 'private' };

@@ -1,5 +1,5 @@
-import { docker, isNotFound } from '../docker.js';
-import { type Progress, silent } from '../progress.js';
+import { docker, isNotFound } from '../util/docker.js';
+import { type Progress, silent } from '../util/progress.js';
 import { RUN_LABEL } from './labels.js';
 
 export interface RemovedLeftovers {

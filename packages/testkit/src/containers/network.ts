@@ -1,4 +1,4 @@
-import { docker, isNotFound } from '../docker.js';
+import { docker, isNotFound } from '../util/docker.js';
 import { khLabels, uniqueName } from './labels.js';
 
 /** A labelled user-defined bridge network for one test run; containers find each other by alias on it. */

@@ -196,3 +196,6 @@ status)
 esac
 `;
 }
+
+/** The runtime a node runs: containerd, or dockerd with the dockershim serving CRI. */
+export type NodeRuntime = 'containerd' | 'docker';

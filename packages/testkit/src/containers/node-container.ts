@@ -6,9 +6,9 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeImageRef } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
-import { docker } from '../docker.js';
 import { ensureImages } from '../images/ensure.js';
-import { type Progress, silent, timed } from '../progress.js';
+import { docker } from '../util/docker.js';
+import { type Progress, silent, timed } from '../util/progress.js';
 import { type CriVersion, criVersion } from './cri-probe.js';
 import { loadImages } from './images-in-node.js';
 import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
@@ -22,14 +22,13 @@ import {
   dockerdCommand,
   NODE_INIT_PATH,
   NODE_SHARED_DIR,
+  type NodeRuntime,
   nodeInitScript,
   REGISTRY_HOSTS,
   RUNTIME_CTL_PATH,
   registryHostsToml,
   runtimeCtlScript,
 } from './node-config.js';
-
-export type NodeRuntime = 'containerd' | 'docker';
 
 export interface BindMount {
   source: string;

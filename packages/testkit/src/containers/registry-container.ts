@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { StartedTestContainer } from 'testcontainers';
-import { docker } from '../docker.js';
-import { requireFile, requireTool, run } from '../process.js';
+import { docker } from '../util/docker.js';
+import { requireFile, requireTool, run } from '../util/process.js';
 import { htpasswdLine } from './htpasswd.js';
 import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
 import { khLabels, uniqueName } from './labels.js';

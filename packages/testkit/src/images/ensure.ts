@@ -1,8 +1,8 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { docker, explainEngineError, isNotFound } from '../docker.js';
-import { withFileLock } from '../lock.js';
-import { formatSeconds, type Progress, silent } from '../progress.js';
+import { docker, explainEngineError, isNotFound } from '../util/docker.js';
+import { withFileLock } from '../util/lock.js';
+import { formatSeconds, type Progress, silent } from '../util/progress.js';
 import { buildImage, RECIPE_LABEL } from './build.js';
 import { imageRef, recipeHash, resolveInputs } from './hash.js';
 import { IMAGE_NAMES, type ImageName, RECIPES } from './recipes.js';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { requireFile } from '../process.js';
+import { requireFile } from '../util/process.js';
 import { debianMirror } from './apt-sources.js';
 import { IMAGE_REPOSITORY_PREFIX, type Recipe } from './recipes.js';
 
