@@ -9,6 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { type CriVersion, criVersion } from './containers/cri-probe.js';
 import { runId } from './containers/labels.js';
+import { containerdConfig } from './containers/node-config.js';
+import { RuntimeBuilder } from './containers/runtime-builder.js';
 import { criTools } from './cri-tools.js';
 import { ensureImages } from './images/ensure.js';
 import { docker, requireHostImage } from './util/docker.js';
@@ -37,32 +39,9 @@ export interface HostContainerdNetwork {
  * and next to other runs without sharing anything but the kernel. The side-by-side reference for
  * the dockershim: both run on the same host, with the same images.
  */
-export class HostContainerd {
-  private images: string[] = [];
-  private pauseImage?: string;
-  private readyTimeoutMs = 30_000;
-  private progress: Progress = silent;
-
-  /** Host engine images to import into the CRI namespace (`docker save` | `ctr images import`). */
-  withImages(refs: readonly string[]): this {
-    this.images.push(...refs);
-    return this;
-  }
-
-  /** sandbox_image (default: the local pause recipe, built if missing); imported like withImages. */
-  withPauseImage(ref: string): this {
-    this.pauseImage = ref;
-    return this;
-  }
-
-  withReadyTimeout(ms: number): this {
-    this.readyTimeoutMs = ms;
-    return this;
-  }
-
-  withProgress(progress: Progress): this {
-    this.progress = progress;
-    return this;
+export class HostContainerd extends RuntimeBuilder {
+  constructor() {
+    super(30_000);
   }
 
   async start(): Promise<StartedHostContainerd> {
@@ -422,44 +401,7 @@ function overlaps(a: string, b: string): boolean {
 async function writeConfig(dir: string, network: HostContainerdNetwork, pauseImage: string): Promise<void> {
   const cniDir = join(dir, 'cni');
   await mkdir(cniDir, { recursive: true });
-  const cri = 'plugins."io.containerd.grpc.v1.cri"';
-  const q = JSON.stringify;
-  const toml = `version = 2
-root = ${q(join(dir, 'root'))}
-state = ${q(join(dir, 'state'))}
-
-[grpc]
-  address = ${q(join(dir, 'containerd.sock'))}
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = ${q(join(dir, 'opt'))}
-
-[${cri}]
-  sandbox_image = ${q(pauseImage)}
-  # This host lacks CAP_SYS_RESOURCE: a negative oom_score_adj would fail RunPodSandbox.
-  restrict_oom_score_adj = true
-  # Network namespaces under our state dir instead of the host's shared /var/run/netns.
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-
-[${cri}.containerd]
-  snapshotter = "overlayfs"
-  default_runtime_name = "runc"
-
-[${cri}.containerd.runtimes.runc]
-  runtime_type = "io.containerd.runc.v2"
-
-[${cri}.containerd.runtimes.runc.options]
-  SystemdCgroup = false
-  # runc's state under our dir, not the shared /run/containerd/runc/k8s.io: stop() finds our containers there.
-  Root = ${q(join(dir, 'runc'))}
-
-[${cri}.cni]
-  bin_dir = "/usr/lib/cni"
-  conf_dir = ${q(cniDir)}
-  max_conf_num = 1
-`;
+  const toml = containerdConfig({ pauseImage, socketPath: join(dir, 'containerd.sock'), hostDir: dir });
   // No loopback entry: containerd brings lo up itself with /usr/lib/cni/loopback (a chained
   // loopback plugin would configure eth0). firewall: Docker sets the FORWARD policy to DROP and br_netfilter is loaded, so pod-to-pod
   // traffic over the bridge needs the ACCEPT rules this plugin adds (and removes on DEL).

@@ -47,6 +47,28 @@ describe('runtime configuration', () => {
     expect(toml).toContain('restrict_oom_score_adj = true');
     expect(toml).toContain('config_path = "/etc/containerd/certs.d"');
     expect(toml).toContain('bin_dir = "/usr/lib/cni"');
+    expect(toml).toContain('root = "/var/lib/containerd"');
+    expect(toml).toContain('disable_apparmor = true');
+    expect(toml).not.toContain('netns_mounts_under_state_dir');
+  });
+
+  test("a HostContainerd's containerd keeps everything under its own directory", () => {
+    const toml = containerdConfig({ pauseImage: 'p:1', socketPath: '/d/containerd.sock', hostDir: '/d' });
+    for (const line of [
+      'root = "/d/root"',
+      'state = "/d/state"',
+      'address = "/d/containerd.sock"',
+      'path = "/d/opt"',
+      'Root = "/d/runc"',
+      'conf_dir = "/d/cni"',
+      'max_conf_num = 1',
+      'netns_mounts_under_state_dir = true',
+      'stream_server_address = "127.0.0.1"',
+      'restrict_oom_score_adj = true',
+    ])
+      expect(toml).toContain(line);
+    // Nothing shared with the host's own containerd or another HostContainerd.
+    expect(toml).not.toMatch(/"\/(var|run|etc)\//);
   });
 
   test('dockerd trusts both test registries for plain http', () => {

@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+
 /**
  * Files written into a node container before it starts: the runtime's configuration, the CNI
  * network for pods and the registry mirror settings, all pointing at things the test run owns.
@@ -21,39 +23,70 @@ export const DOCKER_BRIDGE_IP = '10.89.0.1/16';
 
 export const CONTAINERD_CONFIG_PATH = '/etc/containerd/config.toml';
 
-export function containerdConfig(options: { pauseImage: string; socketPath: string }): string {
+/**
+ * containerd's config.toml. A node container owns containerd's standard paths; a HostContainerd
+ * (`hostDir`) shares the host, so everything it keeps (root, state, runc state, opt, CNI config,
+ * network namespaces) lives under its own directory, where stop() finds and removes it.
+ */
+export function containerdConfig(options: {
+  pauseImage: string;
+  socketPath: string;
+  hostDir?: string;
+}): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
-  return `version = 2
-root = "/var/lib/containerd"
-state = "/run/containerd"
-
-[grpc]
-  address = ${JSON.stringify(options.socketPath)}
-
-[${cri}]
-  sandbox_image = ${JSON.stringify(options.pauseImage)}
-  # Without CAP_SYS_RESOURCE a negative oom_score_adj fails RunPodSandbox; clamp it instead.
-  restrict_oom_score_adj = true
-  # The node's capabilities and AppArmor come from the outer engine; do not load profiles here.
-  disable_apparmor = true
-
-[${cri}.containerd]
-  snapshotter = "overlayfs"
-  default_runtime_name = "runc"
-
-[${cri}.containerd.runtimes.runc]
-  runtime_type = "io.containerd.runc.v2"
-
-[${cri}.containerd.runtimes.runc.options]
-  SystemdCgroup = false
-
-[${cri}.cni]
-  bin_dir = "/usr/lib/cni"
-  conf_dir = "/etc/cni/net.d"
-
-[${cri}.registry]
-  config_path = "/etc/containerd/certs.d"
-`;
+  const q = JSON.stringify;
+  const { hostDir } = options;
+  const own = (name: string, standard: string) => q(hostDir ? join(hostDir, name) : standard);
+  const ifHost = (lines: string[]) => (hostDir ? lines : []);
+  const ifNode = (lines: string[]) => (hostDir ? [] : lines);
+  const sections: [string, string[]][] = [
+    ['grpc', [`address = ${q(options.socketPath)}`]],
+    ['plugins."io.containerd.internal.v1.opt"', ifHost([`path = ${own('opt', '')}`])],
+    [
+      cri,
+      [
+        `sandbox_image = ${q(options.pauseImage)}`,
+        '# Without CAP_SYS_RESOURCE a negative oom_score_adj fails RunPodSandbox; clamp it instead.',
+        'restrict_oom_score_adj = true',
+        ...ifNode([
+          "# The node's capabilities and AppArmor come from the outer engine; do not load profiles here.",
+          'disable_apparmor = true',
+        ]),
+        ...ifHost([
+          "# Network namespaces under our state dir instead of the host's shared /var/run/netns.",
+          'netns_mounts_under_state_dir = true',
+          'stream_server_address = "127.0.0.1"',
+          'stream_server_port = "0"',
+        ]),
+      ],
+    ],
+    [`${cri}.containerd`, ['snapshotter = "overlayfs"', 'default_runtime_name = "runc"']],
+    [`${cri}.containerd.runtimes.runc`, ['runtime_type = "io.containerd.runc.v2"']],
+    [
+      `${cri}.containerd.runtimes.runc.options`,
+      [
+        'SystemdCgroup = false',
+        ...ifHost([
+          "# runc's state under our dir, not the shared /run/containerd/runc/k8s.io: stop() finds our containers there.",
+          `Root = ${own('runc', '')}`,
+        ]),
+      ],
+    ],
+    [
+      `${cri}.cni`,
+      [
+        'bin_dir = "/usr/lib/cni"',
+        `conf_dir = ${own('cni', '/etc/cni/net.d')}`,
+        ...ifHost(['max_conf_num = 1']),
+      ],
+    ],
+    [`${cri}.registry`, ifNode(['config_path = "/etc/containerd/certs.d"'])],
+  ];
+  const head = `version = 2\nroot = ${own('root', '/var/lib/containerd')}\nstate = ${own('state', '/run/containerd')}\n`;
+  const toml = sections
+    .filter(([, body]) => body.length > 0)
+    .map(([name, body]) => `[${name}]\n${body.map((l) => `  ${l}\n`).join('')}`);
+  return [head, ...toml].join('\n');
 }
 
 /** bridge + host-local + portmap: pods get IPs in the node's network namespace. */

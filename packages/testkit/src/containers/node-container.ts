@@ -8,7 +8,7 @@ import { normalizeImageRef } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
 import { ensureImages } from '../images/ensure.js';
 import { docker } from '../util/docker.js';
-import { type Progress, silent, timed } from '../util/progress.js';
+import { timed } from '../util/progress.js';
 import { type CriVersion, criVersion } from './cri-probe.js';
 import { loadImages } from './images-in-node.js';
 import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
@@ -29,6 +29,7 @@ import {
   registryHostsToml,
   runtimeCtlScript,
 } from './node-config.js';
+import { RuntimeBuilder } from './runtime-builder.js';
 
 export interface BindMount {
   source: string;
@@ -61,7 +62,7 @@ export function defaultHostNodeBinary(): string {
  * again while the node lives on, see stopRuntime), and the runtime's sockets in a directory
  * shared with the host.
  */
-export class NodeContainer {
+export class NodeContainer extends RuntimeBuilder {
   private runtime: NodeRuntime = 'containerd';
   private network?: StartedTestNetwork;
   private aliases: string[] = [];
@@ -70,12 +71,10 @@ export class NodeContainer {
   private labels: Record<string, string> = {};
   private env: Record<string, string> = {};
   private binds: BindMount[] = [];
-  private pauseImage?: string;
-  private preload: string[] = [];
-  private readyTimeoutMs = 60_000;
-  private progress: Progress = silent;
 
-  constructor(private readonly image: string) {}
+  constructor(private readonly image: string) {
+    super(60_000);
+  }
 
   withRuntime(runtime: NodeRuntime): this {
     this.runtime = runtime;
@@ -118,28 +117,6 @@ export class NodeContainer {
   /** Mounts a host Node.js binary read-only at /usr/local/bin/node, for an agent running inside. */
   withHostNode(binary = defaultHostNodeBinary()): this {
     return this.withBindMounts([{ source: binary, target: NODE_BINARY_IN_NODE, mode: 'ro' }]);
-  }
-
-  /** containerd's sandbox_image (default: the local pause recipe, built if missing). */
-  withPauseImage(ref: string): this {
-    this.pauseImage = ref;
-    return this;
-  }
-
-  /** Host engine images to load into the node's runtime once it is ready. */
-  withImages(...refs: string[]): this {
-    this.preload.push(...refs);
-    return this;
-  }
-
-  withReadyTimeout(ms: number): this {
-    this.readyTimeoutMs = ms;
-    return this;
-  }
-
-  withProgress(progress: Progress): this {
-    this.progress = progress;
-    return this;
   }
 
   async start(): Promise<StartedNodeContainer> {
@@ -223,7 +200,7 @@ export class NodeContainer {
       );
       node.readyAfterMs = performance.now() - started;
       await node.resolveCgroupParent();
-      const images = [...(this.runtime === 'containerd' ? [pauseImage!] : []), ...this.preload];
+      const images = [...(this.runtime === 'containerd' ? [pauseImage!] : []), ...this.images];
       if (images.length > 0)
         await timed(this.progress, `${name}: load ${images.length} image(s)`, () => node.loadImages(images));
     } catch (err) {
