@@ -28,13 +28,17 @@ export class KhContainer extends GenericContainer {
   }
 }
 
-/** Starts `container` (named `name`); if starting fails after creation, the container is removed. */
+/**
+ * Starts `container` (named `name`); if starting fails after creation (its wait strategy timed
+ * out, say), the error carries the container's last output and the container is removed.
+ */
 export async function startOrRemove(container: KhContainer, name: string): Promise<StartedTestContainer> {
   try {
     return await container.start();
   } catch (err) {
+    const logs = await containerLogTail(name);
     await removeContainer(name);
-    throw err;
+    throw new Error(`${name} did not start: ${(err as Error).message}\n${logs}`, { cause: err });
   }
 }
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { StartedTestContainer } from 'testcontainers';
+import { type StartedTestContainer, Wait } from 'testcontainers';
 import { docker } from '../util/docker.js';
 import { requireFile, requireTool, run } from '../util/process.js';
 import { htpasswdLine } from './htpasswd.js';
@@ -90,7 +89,10 @@ export class RegistryContainer {
       // Loopback only: nothing outside this machine may reach the test registry.
       .withRawHostConfig({
         PortBindings: { [`${REGISTRY_PORT}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '0' }] },
-      });
+      })
+      // The registry logs this once its listener is open, after reading its config and htpasswd.
+      .withWaitStrategy(Wait.forLogMessage(/listening on /))
+      .withStartupTimeout(this.readyTimeoutMs);
     if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(this.alias);
     const tc = await startOrRemove(container, name);
     const registry = new StartedRegistryContainer(tc, `${this.alias}:${REGISTRY_PORT}`, this.credentials);
@@ -99,7 +101,6 @@ export class RegistryContainer {
       const port = info.NetworkSettings.Ports[`${REGISTRY_PORT}/tcp`]?.[0]?.HostPort;
       if (!port) throw new Error(`registry ${name}: port ${REGISTRY_PORT} was not mapped`);
       registry.hostAddress = `127.0.0.1:${port}`;
-      await registry.waitReady(this.readyTimeoutMs);
     } catch (err) {
       await registry.stop();
       throw err;
@@ -144,24 +145,6 @@ export class StartedRegistryContainer {
     const res = await fetch(`http://${this.hostAddress}/v2/`, { headers });
     await res.body?.cancel();
     return res.status;
-  }
-
-  async waitReady(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      try {
-        const status = await this.ping();
-        if (status === 200) return;
-        throw new Error(`GET /v2/ answered ${status}`);
-      } catch (err) {
-        if (Date.now() > deadline) {
-          throw new Error(
-            `registry not ready after ${timeoutMs} ms (${(err as Error).message}):\n${await containerLogTail(this.id)}`,
-          );
-        }
-      }
-      await sleep(100);
-    }
   }
 
   /**
