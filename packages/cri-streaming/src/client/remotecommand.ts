@@ -13,6 +13,7 @@ import {
 import { EXIT_CODE_CAUSE, type KubeStatus, NON_ZERO_EXIT_CODE_REASON } from '../protocol/status.js';
 import type { TerminalSize } from '../runtime/streaming_runtime.js';
 import { GoAwayStatus } from '../spdy/frames.js';
+import type { SpdySession, SpdyStream } from '../spdy/session.js';
 import { collect } from '../util/streams.js';
 import { ChannelSocket } from '../websocket/channels.js';
 import { dialSpdy, dialWebSocket, StreamingError } from './dial.js';
@@ -61,14 +62,15 @@ async function overSpdy(
   const onAbort = () => session.destroy(new Error('aborted'));
   o.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const open = (streamtype: string) => session.openStream({ streamtype: [streamtype] });
-    const error = await open('error');
-    const stdin = o.stdin ? await open('stdin') : undefined;
-    const stdout = o.stdout ? await open('stdout') : undefined;
-    const stderr = o.stderr && !o.tty ? await open('stderr') : undefined;
     const hasResize = o.tty && protocol !== 'v2.channel.k8s.io' && protocol !== 'channel.k8s.io';
-    const resize = hasResize ? await open('resize') : undefined;
-    const errorText = collect(error);
+    const [error, stdin, stdout, stderr, resize] = await openStreams(session, [
+      'error',
+      o.stdin && 'stdin',
+      o.stdout && 'stdout',
+      o.stderr && !o.tty && 'stderr',
+      hasResize && 'resize',
+    ]);
+    const errorText = collect(error!);
     if (stdin) {
       o.stdin!.pipe(stdin);
       session.signal.addEventListener('abort', () => o.stdin!.unpipe(stdin), { once: true });
@@ -123,6 +125,23 @@ async function overWebSocket(
     o.signal?.removeEventListener('abort', onAbort);
     channels.close();
   }
+}
+
+/**
+ * Opens the named streams (none for a falsy name) all at once: every SYN_STREAM goes out before
+ * the first SYN_REPLY is awaited, so the session costs one round trip instead of one per stream
+ * (client-go's executor waits for each reply in turn). Rejects with the first refusal.
+ */
+async function openStreams(
+  session: SpdySession,
+  types: ReadonlyArray<string | false | undefined>,
+): Promise<Array<SpdyStream | undefined>> {
+  const opened = await Promise.allSettled(
+    types.map((t) => (t ? session.openStream({ streamtype: [t] }) : undefined)),
+  );
+  const refused = opened.find((r) => r.status === 'rejected');
+  if (refused) throw refused.reason;
+  return opened.map((r) => (r as PromiseFulfilledResult<SpdyStream | undefined>).value);
 }
 
 /** Copies a received stream into the caller's writable (left open) until the stream ends. */
