@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createApiServer } from './server.js';
 
@@ -11,6 +11,13 @@ const USAGE = `Usage: fake-apiserver [options]
   --anonymous                allow requests without a token
   --tls                      serve HTTPS with a generated CA (put into the kubeconfig)
   --tls-host <name>          extra SAN for the serving certificate (repeatable)
+  --kubelet-client-certificate <file>  client certificate for kubelets (PEM); with --tls and
+                             without it, one is issued from the CA: CN kube-apiserver-kubelet-client,
+                             O system:masters
+  --kubelet-client-key <file>  its key (PEM)
+  --kubelet-certificate-authority <file>  CA to verify kubelets' serving certificates (unverified without)
+  --ca-cert-out <file>       write the CA (PEM) that signed the serving and kubelet client
+                             certificates: a kubelet's --client-ca-file
   --lease-grace-seconds <n>  node lease grace period before conditions go Unknown (default 40)
   --event-ttl-seconds <n>    how long events are kept (default 3600)
   --print-kubeconfig         print a kubeconfig for this server on stdout
@@ -35,6 +42,10 @@ async function main() {
       anonymous: { type: 'boolean', default: false },
       tls: { type: 'boolean', default: false },
       'tls-host': { type: 'string', multiple: true },
+      'kubelet-client-certificate': { type: 'string' },
+      'kubelet-client-key': { type: 'string' },
+      'kubelet-certificate-authority': { type: 'string' },
+      'ca-cert-out': { type: 'string' },
       'lease-grace-seconds': { type: 'string' },
       'event-ttl-seconds': { type: 'string' },
       'print-kubeconfig': { type: 'boolean', default: false },
@@ -50,6 +61,11 @@ async function main() {
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port: ${values.port}`);
+  const cert = values['kubelet-client-certificate'];
+  const key = values['kubelet-client-key'];
+  if ((cert === undefined) !== (key === undefined))
+    throw new Error('--kubelet-client-certificate and --kubelet-client-key go together');
+  const read = (f: string | undefined) => (f === undefined ? undefined : readFileSync(f, 'utf8'));
   const server = await createApiServer({
     port,
     host: values.host,
@@ -58,9 +74,18 @@ async function main() {
     anonymous: values.anonymous,
     tls: values.tls,
     tlsHosts: values['tls-host'],
+    kubeletClient: {
+      certPem: read(cert),
+      keyPem: read(key),
+      caPem: read(values['kubelet-certificate-authority']),
+    },
     leaseGraceSeconds: seconds(values['lease-grace-seconds'], '--lease-grace-seconds'),
     eventTtlSeconds: seconds(values['event-ttl-seconds'], '--event-ttl-seconds'),
   });
+  if (values['ca-cert-out']) {
+    if (server.caPem === undefined) throw new Error('--ca-cert-out needs --tls');
+    writeFileSync(values['ca-cert-out'], server.caPem);
+  }
   const kubeconfig = server.kubeconfig({ server: values['kubeconfig-server'] });
   if (values['kubeconfig-out']) writeFileSync(values['kubeconfig-out'], kubeconfig, { mode: 0o600 });
   if (values['print-kubeconfig']) process.stdout.write(kubeconfig);

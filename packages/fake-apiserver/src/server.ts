@@ -1,8 +1,9 @@
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { stringify as toYaml } from 'yaml';
-import { generateTls, type TlsMaterial } from './auth/tls.js';
+import { generateTls, issueClientCertificate, type TlsMaterial } from './auth/tls.js';
 import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
 import { EventTtlController } from './controllers/event-ttl.js';
 import { NamespaceController } from './controllers/namespace.js';
@@ -10,9 +11,9 @@ import { NodeLifecycleController } from './controllers/node-lifecycle.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { ApiHandler } from './http/api.js';
 import { DEFAULT_MAX_BODY } from './http/body.js';
-import { createRouter } from './http/router.js';
+import { createRouter, createUpgradeRouter } from './http/router.js';
 import { type Clock, systemClock } from './meta/object.js';
-import { Logs } from './registry/logs.js';
+import { KubeletClient, type KubeletClientConfig } from './proxy/kubelet.js';
 import { namespaces } from './registry/namespaces.js';
 import { RestStorage } from './registry/rest.js';
 import { Store } from './storage/store.js';
@@ -32,6 +33,12 @@ export interface ApiServerOptions {
   tlsHosts?: string[];
   /** Allow requests without a token when tokens are configured. */
   anonymous?: boolean;
+  /**
+   * How this server reaches kubelets (logs, exec, attach, port-forward, nodes/proxy). Without a
+   * client certificate, a TLS server with its own CA issues one: CN kube-apiserver-kubelet-client,
+   * O system:masters (kubelets trust it with `caPem` as their --client-ca-file).
+   */
+  kubeletClient?: KubeletClientConfig;
   /** Node lease grace period before the lifecycle controller marks a node Unknown (40 s). */
   leaseGraceSeconds?: number;
   /** How often the lifecycle controller checks (5 s). */
@@ -52,8 +59,10 @@ export interface ApiServer {
   /** e.g. https://127.0.0.1:41234 */
   readonly url: string;
   readonly port: number;
-  /** The CA that signed the serving certificate, when serving TLS. */
+  /** The CA that signed the serving certificate (and the kubelet client certificate), when serving TLS. */
   readonly caPem: string | undefined;
+  /** The certificate presented to kubelets, if any. */
+  readonly kubeletClientCertPem: string | undefined;
   readonly store: Store;
   readonly rest: RestStorage;
   readonly scheduler: Scheduler | undefined;
@@ -84,22 +93,43 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   }
   const tokens = tokenMap(opts.tokens);
   const tls = opts.tls === true ? await generateTls(opts.tlsHosts) : opts.tls || undefined;
-  const api = new ApiHandler(rest, new Logs(store), {
+  const kubeletTls: KubeletClientConfig = { ...opts.kubeletClient };
+  if (kubeletTls.certPem === undefined && tls?.caKeyPem !== undefined) {
+    Object.assign(
+      kubeletTls,
+      await issueClientCertificate(tls.caPem, tls.caKeyPem, 'kube-apiserver-kubelet-client', [
+        'system:masters',
+      ]),
+    );
+  }
+  const kubelet = new KubeletClient(store, kubeletTls);
+  const api = new ApiHandler(rest, kubelet, {
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY,
     bookmarkIntervalMs: (opts.bookmarkIntervalSeconds ?? 60) * 1000,
     maxWatchSeconds: 3600,
   });
   let url = '';
-  const router = createRouter({
+  const routerOptions = {
     auth: tokenAuthenticator(tokens, opts.anonymous ?? false),
     api,
+    kubelet,
+    store,
     serverAddress: () => new URL(url).host,
-  });
+  };
+  const router = createRouter(routerOptions);
   const handler = (req: Parameters<typeof router>[0], res: Parameters<typeof router>[1]) =>
     void router(req, res);
   const server: Server = tls
     ? createHttpsServer({ cert: tls.certPem, key: tls.keyPem }, handler)
     : createHttpServer(handler);
+  // Proxied streams are no longer the HTTP server's connections: close() ends them itself.
+  const upgraded = new Set<Duplex>();
+  const upgradeRouter = createUpgradeRouter(routerOptions);
+  server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    upgradeRouter(req, socket, head);
+  });
   server.keepAliveTimeout = 65_000;
   server.requestTimeout = 0;
   const host = opts.host ?? '127.0.0.1';
@@ -132,6 +162,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     url,
     port,
     caPem: tls?.caPem,
+    kubeletClientCertPem: kubeletTls.certPem,
     store,
     rest,
     scheduler,
@@ -170,6 +201,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     nsController.stop();
     eventTtl.stop();
     server.closeAllConnections();
+    for (const s of upgraded) s.destroy();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     // A failed log has already refused the writes it could not keep; close regardless.
     await store.sync().catch(() => {});

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,7 +25,11 @@ describe('fake-apiserver CLI', () => {
     writeFileSync(tokens, 'cli-token,admin,uid-1,"system:masters"\n');
     child = spawn(
       process.execPath,
-      [CLI, '--port', '0', '--tls', '--tls-host', 'apiserver', '--token-file', tokens, '--print-kubeconfig'],
+      [
+        CLI,
+        ...['--port', '0', '--tls', '--tls-host', 'apiserver', '--token-file', tokens, '--print-kubeconfig'],
+        ...['--ca-cert-out', join(dir, 'ca.crt')],
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -46,6 +50,10 @@ describe('fake-apiserver CLI', () => {
     expect(kc.users[0].user.token).toBe('cli-token');
     expect(Buffer.from(kc.clusters[0].cluster['certificate-authority-data'], 'base64').toString()).toMatch(
       /BEGIN CERTIFICATE/,
+    );
+    // The CA a kubelet trusts for the apiserver's client certificate is the kubeconfig's.
+    expect(readFileSync(join(dir, 'ca.crt'), 'utf8')).toBe(
+      Buffer.from(kc.clusters[0].cluster['certificate-authority-data'], 'base64').toString(),
     );
     const path = join(dir, 'kubeconfig');
     writeFileSync(path, stdout);

@@ -221,13 +221,13 @@ describe.each([
     expect((await h.api.get('/api/v1/namespaces/typed/configmaps/cfg')).body.data).toEqual({ k: 'v' });
   });
 
-  it('explains that pod logs need a kubelet endpoint and exec is not proxied', async () => {
+  it('explains that pod logs and exec need a kubelet endpoint', async () => {
     const logs = await run('logs', 'web');
     expect(logs.code).not.toBe(0);
     expect(logs.stderr).toMatch(/node "node-a" advertises no kubelet endpoint/);
     const exec = await run('exec', 'web', '--', 'true');
     expect(exec.code).not.toBe(0);
-    expect(exec.stderr).toMatch(/does not proxy streaming connections/);
+    expect(exec.stderr).toMatch(/node "node-a" advertises no kubelet endpoint/);
   });
 
   it('drains a node through the eviction API, and uncordons it', async () => {

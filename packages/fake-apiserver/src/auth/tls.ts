@@ -8,6 +8,13 @@ export interface TlsMaterial {
   caPem: string;
   certPem: string;
   keyPem: string;
+  /** The CA's key (PKCS#8), when this server made the CA: it then signs its kubelet client certificate. */
+  caKeyPem?: string;
+}
+
+export interface ClientCertificate {
+  certPem: string;
+  keyPem: string;
 }
 
 const ALG = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
@@ -72,6 +79,48 @@ export async function generateTls(hosts: string[] = []): Promise<TlsMaterial> {
       await x509.AuthorityKeyIdentifierExtension.create(caKeys.publicKey),
     ],
   });
-  const key = await webcrypto.subtle.exportKey('pkcs8', keys.privateKey);
-  return { caPem: ca.toString('pem'), certPem: cert.toString('pem'), keyPem: pem('PRIVATE KEY', key) };
+  return {
+    caPem: ca.toString('pem'),
+    certPem: cert.toString('pem'),
+    keyPem: pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)),
+    caKeyPem: pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', caKeys.privateKey)),
+  };
+}
+
+/**
+ * A client certificate signed by the CA: the subject's CN is the user name and its O entries the
+ * groups, as Kubernetes' x509 authenticators read them.
+ */
+export async function issueClientCertificate(
+  caPem: string,
+  caKeyPem: string,
+  commonName: string,
+  organizations: string[],
+): Promise<ClientCertificate> {
+  const ca = new x509.X509Certificate(caPem);
+  const der = Buffer.from(caKeyPem.replace(/-----[^-]+-----|\s/g, ''), 'base64');
+  const caKey = await webcrypto.subtle.importKey('pkcs8', der, ALG, false, ['sign']);
+  const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const now = Date.now();
+  const rdn = (v: string) => v.replace(/([,+="<>#;\\])/g, '\\$1');
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: [`CN=${rdn(commonName)}`, ...organizations.map((o) => `O=${rdn(o)}`)].join(', '),
+    issuer: ca.subject,
+    notBefore: new Date(now - 60_000),
+    notAfter: new Date(now + 365 * 24 * 3600 * 1000),
+    signingAlgorithm: ALG,
+    publicKey: keys.publicKey,
+    signingKey: caKey,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+      await x509.AuthorityKeyIdentifierExtension.create(ca),
+    ],
+  });
+  return {
+    certPem: cert.toString('pem'),
+    keyPem: pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)),
+  };
 }

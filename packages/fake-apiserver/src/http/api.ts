@@ -9,8 +9,8 @@ import {
   notFound,
   unsupportedMediaType,
 } from '../meta/status.js';
+import { type KubeletClient, podKubeletRequest, STREAMING } from '../proxy/kubelet.js';
 import { bindPod } from '../registry/binding.js';
-import type { Logs } from '../registry/logs.js';
 import type { ResourceDef } from '../registry/resource.js';
 import { apiVersionOf } from '../registry/resource.js';
 import type {
@@ -69,9 +69,6 @@ function verbOf(method: string, r: ResourceRequest): string {
   }
 }
 
-/** Streaming subresources the real apiserver proxies to the kubelet; recognised, then refused clearly. */
-export const STREAMING = ['exec', 'attach', 'portforward'];
-
 const PATCH_TYPES: Record<string, PatchType> = {
   'application/json-patch+json': 'json',
   'application/merge-patch+json': 'merge',
@@ -125,7 +122,7 @@ function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
 export class ApiHandler {
   constructor(
     private readonly rest: RestStorage,
-    private readonly logs: Logs,
+    private readonly kubelet: KubeletClient,
     private readonly opts: ApiHandlerOptions,
   ) {}
 
@@ -408,15 +405,15 @@ export class ApiHandler {
       });
     }
     if (def.resource === 'pods' && subresource === 'log' && method === 'GET') {
-      return this.logs.serve(req, res, r.namespace, name, r.query);
-    }
-    if (def.resource === 'pods' && STREAMING.includes(subresource!)) {
-      throw new ApiError(
-        503,
-        'ServiceUnavailable',
-        `pods/${subresource} is not available: this apiserver does not proxy streaming connections to the kubelet`,
+      return this.kubelet.proxy(
+        req,
+        res,
+        podKubeletRequest(this.rest.store, r.namespace, name, 'log', r.query),
       );
     }
+    // Upgrades never get here (the server's 'upgrade' listener takes them).
+    if (def.resource === 'pods' && STREAMING.includes(subresource!))
+      throw badRequest('Upgrade request required');
     throw notFound({ group: def.group, resource: `${def.resource}/${subresource}` }, name);
   }
 }

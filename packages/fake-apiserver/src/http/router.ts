@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Authenticator } from '../auth/tokens.js';
 import {
   aggregatedDiscovery,
@@ -10,9 +11,18 @@ import {
   versionInfo,
 } from '../discovery/discovery.js';
 import { openApiV2, openApiV3, openApiV3Root } from '../discovery/openapi.js';
-import { resourceNotFound, unauthorized } from '../meta/status.js';
+import { ApiError, badRequest, resourceNotFound, unauthorized } from '../meta/status.js';
+import {
+  type KubeletClient,
+  type KubeletRequest,
+  nodeKubeletRequest,
+  podKubeletRequest,
+  STREAMING,
+  writeSocketStatus,
+} from '../proxy/kubelet.js';
 import { findResource } from '../registry/index.js';
-import { type ApiHandler, type ResourceRequest, STREAMING } from './api.js';
+import type { Store } from '../storage/store.js';
+import type { ApiHandler, ResourceRequest } from './api.js';
 import { sendError, sendJson } from './body.js';
 
 const HEALTH = new Set(['healthz', 'readyz', 'livez']);
@@ -59,7 +69,57 @@ function parseResourcePath(
 export interface RouterOptions {
   auth: Authenticator;
   api: ApiHandler;
+  kubelet: KubeletClient;
+  store: Store;
   serverAddress: () => string;
+}
+
+/**
+ * A request the kubelet answers: pods/{exec,attach,portforward} (`upgrade`) or
+ * nodes/<name>/proxy/<path>; undefined for everything else.
+ */
+function kubeletRequest(
+  store: Store,
+  segs: string[],
+  url: URL,
+): { target: KubeletRequest; upgrade: boolean } | undefined {
+  if (segs[0] !== 'api' || segs[1] !== 'v1') return undefined;
+  if (segs[2] === 'nodes' && segs[4] === 'proxy' && segs.length >= 5) {
+    return { target: nodeKubeletRequest(store, segs[3]!, segs.slice(5), url.search), upgrade: false };
+  }
+  const sub = segs[6];
+  if (segs[2] === 'namespaces' && segs[4] === 'pods' && segs.length === 7 && STREAMING.includes(sub!)) {
+    return {
+      target: podKubeletRequest(store, segs[3]!, segs[5]!, sub!, url.searchParams),
+      upgrade: true,
+    };
+  }
+  return undefined;
+}
+
+const pathSegments = (url: URL) =>
+  url.pathname
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => decodeURIComponent(s));
+
+/** The server's 'upgrade' listener: exec, attach, port-forward and nodes/proxy are proxied; the rest refused. */
+export function createUpgradeRouter(opts: RouterOptions) {
+  return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on('error', () => socket.destroy());
+    try {
+      if ('error' in opts.auth.authenticate(req)) throw unauthorized();
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const k = kubeletRequest(opts.store, pathSegments(url), url);
+      if (k === undefined) throw badRequest(`${url.pathname} cannot be upgraded`);
+      opts.kubelet.proxyUpgrade(req, socket, head, k.target);
+    } catch (err) {
+      writeSocketStatus(
+        socket,
+        err instanceof ApiError ? err : new ApiError(500, 'InternalError', String((err as Error)?.message)),
+      );
+    }
+  };
 }
 
 export function createRouter(opts: RouterOptions) {
@@ -72,6 +132,11 @@ export function createRouter(opts: RouterOptions) {
       if (HEALTH.has(head)) return sendText(res, 200, 'ok');
       const auth = opts.auth.authenticate(req);
       if ('error' in auth) throw unauthorized();
+      const k = kubeletRequest(opts.store, pathSegments(url), url);
+      if (k !== undefined) {
+        if (k.upgrade) throw badRequest('Upgrade request required');
+        return opts.kubelet.proxy(req, res, k.target);
+      }
       const accept = req.headers.accept;
       if (head === 'version' && segs.length === 1) return sendJson(res, 200, versionInfo());
       if (head === 'openapi') {

@@ -1,0 +1,126 @@
+// A stand-in kubelet for the proxy tests: HTTPS that requires a client certificate from the
+// apiserver's CA, serving /exec, /attach, /portForward with @kh/cri-streaming's protocol handlers
+// over local processes and loopback ports, plus /containerLogs and /stats/summary.
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { type RemoteCommandHandler, servePortForward, serveRemoteCommand } from '@kh/cri-streaming';
+import { generateTls } from '../src/index.js';
+
+export interface TestKubelet {
+  port: number;
+  /** Every request: its URL and the client certificate's subject CN. */
+  requests: { url: string; cn: string | undefined }[];
+  /** Upgraded connections still open. */
+  openStreams(): number;
+  close(): Promise<void>;
+}
+
+const SESSION = { idleTimeoutMs: 60_000, creationTimeoutMs: 10_000 };
+
+/** Runs the exec'd command as a local process; a real kubelet would run it in the container. */
+const execHandler =
+  (command: string[]): RemoteCommandHandler =>
+  (io, signal) =>
+    new Promise((resolve, reject) => {
+      const child = spawn(command[0]!, command.slice(1), { stdio: 'pipe', signal });
+      if (io.stdin) io.stdin.pipe(child.stdin);
+      else child.stdin.end();
+      if (io.stdout) child.stdout.pipe(io.stdout, { end: false });
+      child.stderr.pipe(io.stderr ?? io.stdout!, { end: false });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ exitCode: code ?? 137 }));
+    });
+
+/** The container's main process for attach: echoes stdin upper-cased until it closes. */
+const attachHandler: RemoteCommandHandler = async (io) => {
+  io.stdout?.write('attached\n');
+  for await (const chunk of io.stdin ?? []) io.stdout?.write(String(chunk).toUpperCase());
+  return undefined;
+};
+
+/** Forwards to the loopback port of the same number (the "pod" shares the host's network). */
+async function forward(port: number, stream: Duplex): Promise<void> {
+  const socket = connect(port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve);
+    socket.once('error', reject);
+  });
+  stream.pipe(socket);
+  socket.pipe(stream);
+  await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+}
+
+export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet> {
+  const serving = await generateTls();
+  const requests: TestKubelet['requests'] = [];
+  const cn = (s: TLSSocket) => s.getPeerCertificate().subject?.CN as string | undefined;
+  const server: Server = createServer(
+    {
+      cert: serving.certPem,
+      key: serving.keyPem,
+      ca: clientCaPem,
+      requestCert: true,
+      rejectUnauthorized: true,
+    },
+    (req, res) => {
+      requests.push({ url: req.url ?? '', cn: cn(req.socket as TLSSocket) });
+      const path = new URL(req.url ?? '/', 'https://x').pathname;
+      if (path.startsWith('/containerLogs/')) {
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.end(`logs of ${path.slice('/containerLogs/'.length)}\n`);
+      } else if (path === '/stats/summary') {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ node: { nodeName: 'kubelet-node', cpu: { usageNanoCores: 1 } }, pods: [] }));
+      } else {
+        res.writeHead(404, { 'Content-Type': 'text/plain' });
+        res.end('404 page not found\n');
+      }
+    },
+  );
+  const upgraded = new Set<Duplex>();
+  server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    requests.push({ url: req.url ?? '', cn: cn(req.socket as TLSSocket) });
+    const url = new URL(req.url ?? '/', 'https://x');
+    const [kind] = url.pathname.split('/').filter((s) => s !== '');
+    const q = url.searchParams;
+    const streams = {
+      stdin: q.get('input') === '1',
+      stdout: q.get('output') === '1',
+      stderr: q.get('error') === '1',
+      tty: q.get('tty') === '1',
+    };
+    const upgrade = { req, socket, head };
+    if (kind === 'exec') {
+      void serveRemoteCommand(upgrade, streams, execHandler(q.getAll('command')), {
+        ...SESSION,
+        failurePrefix: 'error executing command in container',
+      });
+    } else if (kind === 'attach') {
+      void serveRemoteCommand(upgrade, streams, attachHandler, {
+        ...SESSION,
+        failurePrefix: 'error attaching',
+      });
+    } else if (kind === 'portForward') {
+      void servePortForward(upgrade, forward, { ...SESSION, target: url.pathname });
+    } else {
+      socket.destroy();
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    requests,
+    openStreams: () => upgraded.size,
+    async close() {
+      server.closeAllConnections();
+      for (const s of upgraded) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
