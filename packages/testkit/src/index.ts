@@ -1,5 +1,6 @@
 export { type CriVersion, criVersion } from './containers/cri-probe.js';
 export { loadImagesIntoContainerd } from './containers/images-in-node.js';
+export { KhContainer, type RawHostConfig } from './containers/kh-container.js';
 export { khLabels, OWNER_LABEL, ROLE_LABEL, RUN_LABEL, runId } from './containers/labels.js';
 export { type RemovedLeftovers, removeLeftovers } from './containers/leftovers.js';
 export { StartedTestNetwork, TestNetwork } from './containers/network.js';
