@@ -11,7 +11,6 @@ export {
 } from './client/client.js';
 export { type CriEndpoint, EndpointError, parseEndpoint } from './client/endpoint.js';
 export * from './errors.js';
-export { type Clock, ManualClock, systemClock } from './fake/clock.js';
 export { FakeRuntime, type FakeRuntimeOptions, type RecordedCall } from './fake/fake_runtime.js';
 export type {
   ContainerExitScript,

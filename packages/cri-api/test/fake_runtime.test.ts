@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises';
+import { FakeClock } from '@kh/apimachinery';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   AlreadyExistsError,
@@ -12,7 +13,6 @@ import {
   FailedPreconditionError,
   FakeRuntime,
   InvalidArgumentError,
-  ManualClock,
   NamespaceMode,
   NotFoundError,
   type PodSandboxConfig,
@@ -48,11 +48,12 @@ function containerConfig(
 
 describe('FakeRuntime through CriClient over a unix socket', () => {
   let fake: FakeRuntime;
-  let clock: ManualClock;
+  let clock: FakeClock;
+  const nowNs = () => BigInt(clock.now()) * 1_000_000n;
   let cri: CriClient;
 
   beforeEach(async () => {
-    clock = new ManualClock();
+    clock = new FakeClock(Date.UTC(2024, 0, 1));
     fake = await FakeRuntime.start({ clock });
     fake.addImage(BUSYBOX, 1_234_567);
     cri = await CriClient.connect(fake.endpoint, { timeoutMs: 5_000 });
@@ -92,7 +93,7 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
   });
 
   it('runs a pod sandbox, a container and ExecSync with realistic states and timestamps', async () => {
-    const t0 = clock.nowNs();
+    const t0 = nowNs();
     const podId = await runPod('web');
     expect(podId).toMatch(/^[0-9a-f]{64}$/);
     const sb = await cri.podSandboxStatus({ podSandboxId: podId });
@@ -111,7 +112,7 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     });
     expect((await cri.podSandboxStatus({ podSandboxId: hostPod })).status?.network?.ip).toBe('');
 
-    clock.advance(1_000);
+    clock.step(1_000);
     const { containerId } = await cri.createContainer({
       podSandboxId: podId,
       config: containerConfig('app'),
@@ -126,7 +127,7 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     expect(st.imageRef).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(st.logPath).toBe('/var/log/pods/default_web/app/0.log');
 
-    clock.advance(500);
+    clock.step(500);
     await cri.startContainer({ containerId });
     st = (await cri.containerStatus({ containerId })).status!;
     expect(st).toMatchObject({
@@ -146,7 +147,7 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     // Unscripted commands succeed silently.
     expect(await cri.execSync({ containerId, cmd: ['true'] })).toMatchObject({ exitCode: 0 });
 
-    clock.advance(2_000);
+    clock.step(2_000);
     await cri.stopContainer({ containerId, timeout: 30n });
     st = (await cri.containerStatus({ containerId })).status!;
     expect(st).toMatchObject({
@@ -176,9 +177,9 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     });
     await cri.startContainer({ containerId: oom });
     const hog = await startContainer(podId, 'by-image', 'docker.io/kubelet-harness/memhog:1');
-    const started = clock.nowNs();
+    const started = nowNs();
 
-    clock.advance(100);
+    clock.step(100);
     const status = async (id: string) => (await cri.containerStatus({ containerId: id })).status!;
     expect(await status(hog)).toMatchObject({ state: ContainerState.CONTAINER_EXITED, exitCode: 1 });
     expect(await status(oom)).toMatchObject({
@@ -193,7 +194,7 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
       finishedAt: started + 100_000_000n,
     });
     expect(await status(job)).toMatchObject({ state: ContainerState.CONTAINER_RUNNING });
-    clock.advance(4_900);
+    clock.step(4_900);
     expect(await status(job)).toMatchObject({
       state: ContainerState.CONTAINER_EXITED,
       exitCode: 0,
@@ -209,14 +210,14 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     const slow = cri.execSync({ containerId: id, cmd: ['slow'], timeout: 1n });
     const stuck = cri.execSync({ containerId: id, cmd: ['stuck'], timeout: 2n });
     const inTime = cri.execSync({ containerId: id, cmd: ['slow'], timeout: 5n });
-    await expect.poll(() => clock.pending).toBe(3);
-    clock.advance(1_000);
+    await expect.poll(() => clock.pendingTimers()).toBe(3);
+    clock.step(1_000);
     await expect(slow).rejects.toBeInstanceOf(DeadlineExceededError);
-    clock.advance(1_000);
+    clock.step(1_000);
     await expect(stuck).rejects.toThrow(
       'failed to exec in container: timeout 2s exceeded: context deadline exceeded',
     );
-    clock.advance(1_000);
+    clock.step(1_000);
     expect(Buffer.from((await inTime).stdout).toString()).toBe('late');
   });
 
@@ -269,7 +270,7 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
       if (ev.containerId === id && ev.containerEventType === ContainerEventType.CONTAINER_STARTED_EVENT) {
         expect(ev.podSandboxStatus?.id).toBe(podId);
         expect(ev.containersStatuses.map((s) => s.id)).toEqual([id]);
-        expect(ev.createdAt).toBe(clock.nowNs());
+        expect(ev.createdAt).toBe(nowNs());
       }
       if (seen.length === 6) ac.abort();
     }
@@ -460,7 +461,7 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     const one = await cri.containerStats({ containerId: id });
     expect(one.stats).toMatchObject({
       attributes: { id, metadata: { name: 'app' } },
-      cpu: { usageCoreNanoSeconds: { value: 5_000_000_000n }, timestamp: clock.nowNs() },
+      cpu: { usageCoreNanoSeconds: { value: 5_000_000_000n }, timestamp: nowNs() },
       memory: { workingSetBytes: { value: 67_108_864n } },
     });
     const list = await cri.listContainerStats({ filter: { podSandboxId: podId } });

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { normalizeImageRef } from '@kh/apimachinery';
 import {
   ensureImages,
   NodeContainer,
-  normalizeImageRef,
   RegistryContainer,
   type StartedNodeContainer,
   type StartedRegistryContainer,

@@ -6,7 +6,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
-import { CriClient, FakeRuntime, ManualClock } from '@kh/cri-api';
+import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { KubeGenericRuntimeManager, newCrashLoopBackoff, type PodStatus } from '@kh/runtime-manager';
 import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +31,7 @@ let server: KubeletServer;
 let port: number;
 let tls: ServingCert;
 let allowAnonymous = false;
-const fakeClock = new ManualClock(NOW);
+const fakeClock = new FakeClock(NOW);
 const pod: V1Pod = {
   apiVersion: 'v1',
   kind: 'Pod',
@@ -61,17 +61,17 @@ beforeAll(async () => {
   cri = await CriClient.connect(fake.endpoint);
   runtime = await KubeGenericRuntimeManager.create({
     cri,
-    clock: { now: () => fakeClock.nowMs() },
+    clock: fakeClock,
     podLogsRootDir: join(dir, 'logs'),
     podsDir: join(dir, 'pods'),
   });
-  const backoff = newCrashLoopBackoff({ now: () => fakeClock.nowMs() });
+  const backoff = newCrashLoopBackoff(fakeClock);
   const current = () => runtime.getPodStatus('uid-web', 'web', 'default');
   // Two syncs: "crash" exits and is restarted once, so it has a previous instance.
   await runtime.syncPod(pod, await current(), [], backoff);
-  fakeClock.advance(0);
+  fakeClock.step(0);
   await runtime.syncPod(pod, await current(), [], backoff);
-  fakeClock.advance(0);
+  fakeClock.step(0);
   status = await current();
 
   writeLog(
@@ -291,7 +291,7 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
     await new Promise((r) => setTimeout(r, 100));
     appendFileSync(logPath('app'), `${ts(3)} stdout F last words\n`);
     await cri.stopContainer({ containerId: app?.id.id ?? '', timeout: 0n });
-    fakeClock.advance(0);
+    fakeClock.step(0);
     expect(await pending).toEqual({ status: 200, body: 'last words\n' });
   });
 });

@@ -1,10 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { realClock, type TimerClock } from '@kh/apimachinery';
 import { CgroupDriver, Container, PodSandbox } from '../gen/runtime/v1/api.js';
 import { criMethods } from '../methods.js';
 import { type CriServer, serveCri } from '../server/serve.js';
-import { type Clock, systemClock } from './clock.js';
 import { toContainer, toPodSandbox } from './convert.js';
 import { imageService } from './image_service.js';
 import { FAKE_RUNTIME_NAME, runtimeService } from './runtime_service.js';
@@ -17,7 +17,7 @@ export interface FakeRuntimeOptions {
   /** Instead of socketPath: any serveCri address, e.g. "tcp://127.0.0.1:0". */
   address?: string;
   /** Time source for timestamps, scripted exits and exec delays. Default: the system clock. */
-  clock?: Clock;
+  clock?: TimerClock;
   /** RuntimeClass handlers accepted besides "". Default ["runc"]. */
   runtimeHandlers?: string[];
   /** Reported by RuntimeConfig. Default CGROUPFS (this project's hosts use cgroupfs). */
@@ -39,7 +39,7 @@ const methodNames = new Map(criMethods.flatMap((m) => [[m.name, m.name] as const
  */
 export class FakeRuntime {
   readonly script = new FakeScript();
-  readonly clock: Clock;
+  readonly clock: TimerClock;
   /** RPC names in call order, e.g. ["Version", "RunPodSandbox", ...]. */
   readonly calls: string[] = [];
   /** Every call with its decoded request, in order. */
@@ -50,7 +50,7 @@ export class FakeRuntime {
   #tempDir: string | undefined;
 
   private constructor(options: FakeRuntimeOptions) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? realClock;
     this.#state = new FakeState(this.clock, this.script);
   }
 

@@ -44,7 +44,7 @@ export function imageService(state: FakeState): Partial<CriImageHandlers> {
       return {
         imageFilesystems: [
           {
-            timestamp: state.clock.nowNs(),
+            timestamp: state.nowNs(),
             fsId: { mountpoint: IMAGE_FS_MOUNT },
             usedBytes: { value: BigInt(used) },
             inodesUsed: { value: BigInt(fs.inodesUsed ?? state.images.size) },

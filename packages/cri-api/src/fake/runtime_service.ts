@@ -46,7 +46,7 @@ function requireRunning(c: ContainerRecord, what: string): void {
 
 function statsOf(state: FakeState, c: ContainerRecord) {
   const s = state.script.statsFor(state.info(c)) ?? {};
-  const timestamp = state.clock.nowNs();
+  const timestamp = state.nowNs();
   return {
     attributes: {
       id: c.id,

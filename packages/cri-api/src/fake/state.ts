@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { normalizeImageRef, splitImageReference } from '@kh/apimachinery';
+import { normalizeImageRef, splitImageReference, type TimerClock } from '@kh/apimachinery';
 import {
   AlreadyExistsError,
   FailedPreconditionError,
@@ -13,7 +13,6 @@ import {
   type PodSandboxConfig,
   PodSandboxState,
 } from '../gen/runtime/v1/api.js';
-import type { Clock } from './clock.js';
 import { containerEvent } from './convert.js';
 import { EventBus } from './events.js';
 import { sha256 } from './image_ref.js';
@@ -57,15 +56,20 @@ export class FakeState {
   #nextIp = 2;
 
   constructor(
-    readonly clock: Clock,
+    readonly clock: TimerClock,
     readonly script: FakeScript,
   ) {}
 
   private emit(type: ContainerEventType, id: string, sandboxId: string): void {
-    const at = this.clock.nowNs();
+    const at = this.nowNs();
     this.events.publish(
       containerEvent(type, id, at, this.sandboxes.get(sandboxId), this.containersOf(sandboxId)),
     );
+  }
+
+  /** CRI timestamps are Unix nanoseconds; the clock counts milliseconds. */
+  nowNs(): bigint {
+    return BigInt(this.clock.now()) * 1_000_000n;
   }
 
   // ---- lookups
@@ -165,7 +169,7 @@ export class FakeState {
       config,
       runtimeHandler,
       state: PodSandboxState.SANDBOX_READY,
-      createdAt: this.clock.nowNs(),
+      createdAt: this.nowNs(),
       ip: `10.88.${Math.floor(this.#nextIp / 254) % 256}.${(this.#nextIp++ % 254) + 1}`,
     };
     this.sandboxes.set(sb.id, sb);
@@ -226,7 +230,7 @@ export class FakeState {
       image: normalizeImageRef(imageRef),
       imageId: img.id,
       state: ContainerState.CONTAINER_CREATED,
-      createdAt: this.clock.nowNs(),
+      createdAt: this.nowNs(),
       startedAt: 0n,
       finishedAt: 0n,
       exitCode: 0,
@@ -248,7 +252,7 @@ export class FakeState {
       );
     }
     c.state = ContainerState.CONTAINER_RUNNING;
-    c.startedAt = this.clock.nowNs();
+    c.startedAt = this.nowNs();
     this.emit(ContainerEventType.CONTAINER_STARTED_EVENT, c.id, c.podSandboxId);
     const exit = this.script.exitFor(this.info(c));
     if (exit) {
@@ -266,7 +270,7 @@ export class FakeState {
     c.cancelExit?.();
     c.cancelExit = undefined;
     c.state = ContainerState.CONTAINER_EXITED;
-    c.finishedAt = this.clock.nowNs();
+    c.finishedAt = this.nowNs();
     c.exitCode = exitCode;
     c.reason = reason ?? (exitCode === 0 ? 'Completed' : 'Error');
     c.message = message ?? '';

@@ -3,12 +3,13 @@
  * testkit image recipes: the same calls the fake runtime answers in the unit tests.
  * Needs a Docker engine and the host tools (`sudo npm run setup`); images are built on demand.
  */
+
 import { existsSync } from 'node:fs';
+import { normalizeImageRef } from '@kh/apimachinery';
 import {
   ensureImages,
   type ImageRefs,
   NodeContainer,
-  normalizeImageRef,
   RegistryContainer,
   removeLeftovers,
   runId,

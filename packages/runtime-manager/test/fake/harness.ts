@@ -3,7 +3,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CriClient, FakeRuntime, ManualClock } from '@kh/cri-api';
+import { FakeClock } from '@kh/apimachinery';
+import { CriClient, FakeRuntime } from '@kh/cri-api';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { newCrashLoopBackoff } from '../../src/backoff.js';
 import { KubeGenericRuntimeManager, type RuntimeManagerOptions } from '../../src/kuberuntime/manager.js';
@@ -28,16 +29,15 @@ export class Harness {
 
   private constructor(
     readonly fake: FakeRuntime,
-    readonly fakeClock: ManualClock,
-    readonly clock: Clock,
+    readonly clock: FakeClock,
     readonly dir: string,
   ) {}
 
   static async start(opts: Partial<RuntimeManagerOptions> = {}): Promise<Harness> {
-    const fakeClock = new ManualClock(Date.UTC(2026, 0, 1));
-    const fake = await FakeRuntime.start({ clock: fakeClock });
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const fake = await FakeRuntime.start({ clock });
     const dir = await mkdtemp(join(tmpdir(), 'kh-rm-'));
-    const h = new Harness(fake, fakeClock, { now: () => fakeClock.nowMs() }, dir);
+    const h = new Harness(fake, clock, dir);
     h.manager = await h.newManager(opts);
     h.backoff = newCrashLoopBackoff(h.clock);
     return h;
@@ -66,7 +66,7 @@ export class Harness {
   }
 
   advance(ms: number): void {
-    this.fakeClock.advance(ms);
+    this.clock.step(ms);
   }
 
   status(pod: V1Pod, manager = this.manager): Promise<PodStatus> {
