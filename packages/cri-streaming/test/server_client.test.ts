@@ -1,6 +1,7 @@
 // The streaming server with an in-memory runtime, driven by our client over SPDY and WebSocket.
 import { createHash } from 'node:crypto';
-import type { Server } from 'node:net';
+import { createServer } from 'node:http';
+import type { AddressInfo, Server } from 'node:net';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -10,6 +11,7 @@ import {
   StreamingServer,
   streamRemoteCommand,
 } from '../src/index.js';
+import { SpdySession, type SpdyStream } from '../src/spdy/session.js';
 import { CONTAINER, echoServer, MemoryRuntime, payload, readAll, SANDBOX } from './memory_runtime.js';
 
 let runtime: MemoryRuntime;
@@ -210,5 +212,42 @@ describe('several forwarded connections on one SPDY session', () => {
     });
     expect(await Promise.all(replies)).toEqual(['connection 0', 'connection 1', 'connection 2']);
     await pf.close();
+  });
+});
+
+describe('the SPDY remotecommand client', () => {
+  // A server that answers no stream until all of them are there: a client that waits for each
+  // SYN_REPLY before opening the next stream would hang here.
+  it('opens all its streams before waiting for the first reply', { timeout: 5_000 }, async () => {
+    const http = createServer();
+    http.on('upgrade', (_req, socket, head) => {
+      socket.write(
+        'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n',
+      );
+      const held: SpdyStream[] = [];
+      new SpdySession(socket, {
+        role: 'server',
+        head,
+        onStream: (stream) => {
+          held.push(stream);
+          if (held.length < 3) return;
+          for (const s of held) {
+            void s.reply();
+            s.end();
+          }
+        },
+      });
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = http.address() as AddressInfo;
+      const result = await streamRemoteCommand(`http://127.0.0.1:${port}/exec/any`, {
+        stdout: sink(),
+        stderr: sink(),
+      });
+      expect(result).toEqual({ exitCode: 0, protocol: 'v4.channel.k8s.io' });
+    } finally {
+      http.close();
+    }
   });
 });
