@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { percentile, summarize } from '../src/bench/stats.js';
+import { percentile, summarize } from '../bench/stats.js';
 
 describe('bench statistics', () => {
   it('uses nearest-rank percentiles', () => {
