@@ -8,18 +8,12 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import {
-  CriClient,
-  FailedPreconditionError,
-  InvalidArgumentError,
-  NamespaceMode,
-  NotFoundError,
-} from '@kh/cri-api';
+import { CriClient, FailedPreconditionError, InvalidArgumentError, NotFoundError } from '@kh/cri-api';
 import { PortForwardClient, streamRemoteCommand } from '@kh/cri-streaming';
 import { criTools } from '@kh/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docker, ShimHarness, waitFor } from './harness.js';
-import { awaitSize, freePort, processes, Sink, Sizes } from './streaming_helpers.js';
+import { awaitSize, freePort, hostNetworkHttpd, processes, Sink, Sizes } from './streaming_helpers.js';
 
 const h = new ShimHarness();
 let crictlBin: string;
@@ -251,15 +245,8 @@ describe('crictl port-forward', () => {
   });
 
   it('reaches a host-network pod that listens on 127.0.0.1 only', async () => {
-    const port = await freePort();
-    const hostPod = await h.runPod({
-      linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
-    });
-    await h.runContainer(hostPod.podId, hostPod.config, 'web', {
-      image: { image: h.images.httpd },
-      command: ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', '/www'],
-    });
-    const pf = await portForward(hostPod.podId, port);
+    const web = await hostNetworkHttpd(h);
+    const pf = await portForward(web.podId, web.port);
     try {
       const res = await waitFor(() => fetch(pf.url).catch(() => undefined), 'httpd on the host network');
       expect(await res.text()).toContain('kubelet-harness');

@@ -1,8 +1,10 @@
-// Shared by the streaming tests: collecting output, feeding terminal sizes, listing processes.
+// Shared by the streaming tests: collecting output, feeding terminal sizes, listing processes, a
+// host-network web server.
 import net from 'node:net';
 import { Writable } from 'node:stream';
+import { NamespaceMode } from '@kh/cri-api';
 import type { TerminalSize } from '@kh/cri-streaming';
-import { docker } from './harness.js';
+import { docker, type ShimHarness } from './harness.js';
 
 /** A Writable that keeps what it was given. */
 export class Sink extends Writable {
@@ -59,4 +61,20 @@ export function freePort(): Promise<number> {
     });
     s.on('error', reject);
   });
+}
+
+/**
+ * A host-network pod whose httpd listens on 127.0.0.1 only, on a free port: port-forward must reach
+ * it from inside the (host's) network namespace, not through any pod address.
+ */
+export async function hostNetworkHttpd(h: ShimHarness): Promise<{ podId: string; port: number }> {
+  const port = await freePort();
+  const pod = await h.runPod({
+    linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
+  });
+  await h.runContainer(pod.podId, pod.config, 'web', {
+    image: { image: h.images.httpd },
+    command: ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', '/www'],
+  });
+  return { podId: pod.podId, port };
 }

@@ -5,11 +5,11 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { Duplex, PassThrough } from 'node:stream';
-import { FailedPreconditionError, NamespaceMode, NotFoundError } from '@kh/cri-api';
+import { FailedPreconditionError, NotFoundError } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALER_NAME, DockerStreamingRuntime } from '../src/shim/container_streaming.js';
 import { docker, ShimHarness, waitFor } from './harness.js';
-import { awaitSize, freePort, processes, Sink, Sizes } from './streaming_helpers.js';
+import { awaitSize, hostNetworkHttpd, processes, Sink, Sizes } from './streaming_helpers.js';
 
 const h = new ShimHarness();
 let runtime: DockerStreamingRuntime;
@@ -210,15 +210,11 @@ describe('portForward', () => {
   });
 
   it('reaches a host-network pod listening on 127.0.0.1 only', async () => {
-    const port = await freePort();
-    const hostPod = await h.runPod({
-      linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
-    });
-    await h.runContainer(hostPod.podId, hostPod.config, 'web', {
-      image: { image: h.images.httpd },
-      command: ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', '/www'],
-    });
-    const text = await waitFor(() => get(hostPod.podId, port).catch(() => undefined), 'httpd answering');
+    const hostWeb = await hostNetworkHttpd(h);
+    const text = await waitFor(
+      () => get(hostWeb.podId, hostWeb.port).catch(() => undefined),
+      'httpd answering',
+    );
     expect(text).toContain('kubelet-harness');
   });
 
