@@ -10,7 +10,7 @@ import type { Scenario } from './framework/scenario.js';
 import { runReportCommand } from './report/cli.js';
 import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
-import { consoleProgress } from './run/progress.js';
+import { consoleProgress } from './support/progress.js';
 import { RunLedger } from './world/ledger.js';
 import { removeRunLeftovers } from './world/leftovers.js';
 

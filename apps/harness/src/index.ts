@@ -9,12 +9,14 @@ export {
   type Scenario,
   type ScenarioContext,
 } from './framework/scenario.js';
+export type * from './node/host.js';
 export { toJUnit } from './results/junit.js';
 export * from './results/model.js';
 export { countOutcomes, formatMatrix } from './results/table.js';
 export { writeResults } from './results/writer.js';
 export { type HarnessDeps, type HarnessIO, type HarnessRunResult, runHarness } from './run/harness.js';
 export { parseRunOptions, type RunOptions, selectScenarios } from './run/options.js';
-export { consoleProgress, type Progress } from './run/progress.js';
-export { type MatrixDeps, type ReadyNode, runMatrix, type World } from './run/runner.js';
+export { type MatrixDeps, runMatrix } from './run/runner.js';
+export { consoleProgress, type Progress } from './support/progress.js';
 export { RunLedger } from './world/ledger.js';
+export type { ReadyNode, World } from './world/types.js';

@@ -3,9 +3,10 @@
 // next to it.
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
+import type { NodeProcess } from '../node/host.js';
 import { inContainer } from '../node/project.js';
 import { kindNode, NODE_MEMORY_LIMIT_BYTES, restoreSandboxImage, waitForCri } from './cri.js';
-import type { NodeProcess, RuntimeBackend } from './types.js';
+import type { RuntimeBackend } from './types.js';
 
 export const dockerBackend: RuntimeBackend = {
   name: 'docker',

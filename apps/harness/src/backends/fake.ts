@@ -3,10 +3,11 @@
 // node its own hostname, address and kubelet port, like the real backends.
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
+import type { NodeProcess } from '../node/host.js';
 import { inContainer, projectMounts } from '../node/project.js';
 import { SupportContainer } from '../node/support-container.js';
 import { waitForCri } from './cri.js';
-import type { NodeProcess, RuntimeBackend } from './types.js';
+import type { RuntimeBackend } from './types.js';
 
 const SOCKET = 'fake-cri.sock';
 

@@ -3,26 +3,7 @@
 // scenarios never look at which backend they run on: adding a runtime to the matrix is one module
 // that implements RuntimeBackend and one line in registry.ts. See docs/adding-a-runtime-backend.md.
 import type { ImageRefs, StartedTestNetwork } from '@kh/testkit';
-
-/** Where the node agent runs and how the harness drives processes there. */
-export interface NodeHost {
-  /** Runs a command to completion on the node (inside the node container). */
-  exec(cmd: string[], opts?: { timeoutMs?: number }): Promise<{ exitCode: number; output: string }>;
-  /** Starts a long-running process on the node; the handle stops it. */
-  spawn(cmd: string[], opts: { name: string; env?: Record<string, string> }): Promise<NodeProcess>;
-  /** Writes a file on the node (kubeconfig, KubeletConfiguration). */
-  writeFile(path: string, content: string): Promise<void>;
-}
-
-export interface NodeProcess {
-  readonly name: string;
-  /** Resolves with the exit code when the process exits. */
-  readonly exited: Promise<number | null>;
-  /** The last lines the process wrote, for log excerpts in the report. */
-  tail(lines: number): string[];
-  /** Signals the process and waits for it to exit (SIGKILL after a grace period). */
-  stop(signal?: NodeJS.Signals): Promise<void>;
-}
+import type { NodeHost } from '../node/host.js';
 
 export interface BackendContext {
   /** Labels everything the backend creates (kh.run=<runId>), so leftovers can be found. */

@@ -1,9 +1,10 @@
 // Our node agent on one node: the harness writes its KubeletConfiguration and kubeconfig onto the
 // node, starts it through the node's host (docker exec for containers) and can stop, restart or
 // reconfigure it for scenarios that need the agent silent or differently tuned.
-import type { NodeHost, NodeProcess } from '../backends/types.js';
+
 import { kubeletConfiguration } from './agent-config.js';
 import { AGENT_CRI_CALL_LOG } from './cri-call-log.js';
+import type { NodeHost, NodeProcess } from './host.js';
 import { inContainer } from './project.js';
 
 export const AGENT_CONFIG_PATH = '/etc/kh/kubelet-config.json';

@@ -1,7 +1,7 @@
 // A NodeHost inside a kind-style node container, driven through the Docker Engine API: the agent
 // and the dockershim run there, next to their runtime, as a kubelet runs next to its runtime.
 import type Docker from 'dockerode';
-import type { NodeHost, NodeProcess } from '../backends/types.js';
+import type { NodeHost, NodeProcess } from './host.js';
 import { LineTail } from './lines.js';
 
 export class ContainerHost implements NodeHost {

@@ -2,7 +2,7 @@
 // per call). The file only grows (a restarted agent appends) until the agent rotates it to
 // `<path>.1`, so the reader keeps the file's inode and a byte offset, and each read returns only
 // the calls written since the last one: cheap enough to run after every scenario.
-import type { NodeHost } from '../backends/types.js';
+import type { NodeHost } from './host.js';
 
 /** Where the harness tells every agent to log its CRI calls. */
 export const AGENT_CRI_CALL_LOG = '/var/log/kh/cri-calls.jsonl';

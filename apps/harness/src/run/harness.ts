@@ -7,12 +7,12 @@ import type { Scenario } from '../framework/scenario.js';
 import type { RunResults } from '../results/model.js';
 import { countOutcomes, formatMatrix } from '../results/table.js';
 import { writeResults } from '../results/writer.js';
+import type { Progress } from '../support/progress.js';
 import { RunLedger } from '../world/ledger.js';
 import { removeRunLeftovers } from '../world/leftovers.js';
 import { HarnessWorld } from '../world/world.js';
 import { startNode } from './node.js';
 import { type RunOptions, selectScenarios } from './options.js';
-import type { Progress } from './progress.js';
 import { errorMessage, type MatrixDeps, runMatrix } from './runner.js';
 
 export interface HarnessIO {

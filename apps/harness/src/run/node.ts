@@ -5,11 +5,11 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
 import { NodeAgent } from '../node/agent.js';
 import { CriCallLogReader } from '../node/cri-call-log.js';
-import { done, notYet, until } from '../until.js';
+import type { Progress } from '../support/progress.js';
+import { done, notYet, until } from '../support/until.js';
+import type { ReadyNode } from '../world/types.js';
 import type { HarnessWorld } from '../world/world.js';
 import { nodeNameFor } from '../world/world.js';
-import type { Progress } from './progress.js';
-import type { ReadyNode } from './runner.js';
 
 const NODE_READY_TIMEOUT_MS = 90_000;
 

@@ -3,45 +3,17 @@
 // removed at the end, also on failure and on Ctrl-C.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
+import type { RuntimeBackend } from '../backends/types.js';
 import { createChecks } from '../framework/checks.js';
 import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
 import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
+import type { Progress } from '../support/progress.js';
+import type { ReadyNode, World } from '../world/types.js';
 import { agentCallEntry, CriCallTally, selectAgentCalls } from './cri-calls.js';
 import { ExclusiveResources } from './exclusive.js';
 import { excerptAround } from './log-excerpt.js';
-import type { Progress } from './progress.js';
-
-/** The shared world of a run: network, apiserver, registry. Built by world/world.ts. */
-export interface World {
-  runId: string;
-  /** Creates the per-cell context pieces that need the apiserver and the node. */
-  contextFor(
-    node: ReadyNode,
-    namespace: string,
-  ): Promise<Omit<ScenarioContext, 'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'>>;
-  /** Routes API timeline entries to whatever sink is registered for a namespace or node. */
-  routeTimeline(key: string, sink: ((e: Omit<TimelineEntry, 't'>) => void) | undefined): void;
-  createNamespace(name: string): Promise<void>;
-  deleteNamespace(name: string): Promise<void>;
-  stop(): Promise<void>;
-}
-
-/** A backend whose node runs our agent and is Ready. */
-export interface ReadyNode {
-  backend: RuntimeBackend;
-  started: StartedBackend;
-  startupMs: number;
-  agentLogs(lines: number): string[];
-  stopAgent(): Promise<void>;
-  startAgent(): Promise<void>;
-  reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
-  /** The CRI calls the agent logged on the node since the last call (`--cri-call-log`). */
-  agentCriCalls(): Promise<AgentCriCall[]>;
-  stop(): Promise<void>;
-}
 
 export interface MatrixDeps<W extends World = World> {
   /** Labels everything the run creates; defaults to a fresh id. */

@@ -16,12 +16,12 @@ import {
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { ScenarioContext } from '../framework/scenario.js';
 import type { TimelineEntry } from '../results/model.js';
-import { HostCriView } from '../run/cri-view.js';
-import type { Progress } from '../run/progress.js';
-import type { ReadyNode, World } from '../run/runner.js';
-import { ApiTimeline } from '../run/timeline.js';
+import type { Progress } from '../support/progress.js';
 import { ApiServerContainer, type StartedApiServer } from './apiserver.js';
+import { HostCriView } from './cri-view.js';
 import { runKubectl } from './kubectl.js';
+import { ApiTimeline } from './timeline.js';
+import type { ReadyNode, World } from './types.js';
 
 type Sink = (e: Omit<TimelineEntry, 't'>) => void;
 

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadKubeletConfiguration } from '@kh/node-agent';
 import { describe, expect, it } from 'vitest';
-import type { NodeHost, NodeProcess } from '../../src/backends/types.js';
 import { AGENT_CONFIG_PATH, AGENT_KUBECONFIG_PATH, NodeAgent } from '../../src/node/agent.js';
 import { kubeletConfiguration } from '../../src/node/agent-config.js';
+import type { NodeHost, NodeProcess } from '../../src/node/host.js';
 
 describe('kubeletConfiguration', () => {
   it('keeps the kubelet defaults the scenarios assert on', () => {

@@ -3,8 +3,8 @@ import { appendFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { NodeHost } from '../../src/backends/types.js';
 import { CriCallLogReader, parseCriCallLine } from '../../src/node/cri-call-log.js';
+import type { NodeHost } from '../../src/node/host.js';
 import { LineTail } from '../../src/node/lines.js';
 
 // Runs the reader's shell script on this machine, and returns its output the way ContainerHost

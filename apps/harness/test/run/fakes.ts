@@ -2,8 +2,8 @@
 // skips, failures, clean-up) is tested without Docker.
 import type { BackendCapability, RuntimeBackend, StartedBackend } from '../../src/backends/types.js';
 import type { Scenario, ScenarioContext } from '../../src/framework/scenario.js';
-import type { Progress } from '../../src/run/progress.js';
-import type { ReadyNode, World } from '../../src/run/runner.js';
+import type { Progress } from '../../src/support/progress.js';
+import type { ReadyNode, World } from '../../src/world/types.js';
 
 export interface Journal {
   events: string[];

@@ -1,6 +1,6 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { PodStartupTracker } from '../../src/run/timeline.js';
+import { PodStartupTracker } from '../../src/world/timeline.js';
 
 const pod = (states: ('running' | 'waiting')[], created = '2026-01-01T00:00:00Z'): V1Pod => ({
   metadata: { uid: 'u1', namespace: 'ns', name: 'p', creationTimestamp: new Date(created) },

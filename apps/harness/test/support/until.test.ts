@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { done, notYet, UntilTimeoutError, until } from '../src/until.js';
+import { done, notYet, UntilTimeoutError, until } from '../../src/support/until.js';
 
 describe('until', () => {
   it('returns the value of the first look that is done, looking again every interval', async () => {

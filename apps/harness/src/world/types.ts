@@ -1,0 +1,34 @@
+// What the runner needs from a run's world and from a started node; world.ts and run/node.ts build them.
+import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
+import type { ScenarioContext } from '../framework/scenario.js';
+import type { AgentCriCall } from '../node/cri-call-log.js';
+import type { TimelineEntry } from '../results/model.js';
+
+/** The shared world of a run: network, apiserver, registry. Built by world/world.ts. */
+export interface World {
+  runId: string;
+  /** Creates the per-cell context pieces that need the apiserver and the node. */
+  contextFor(
+    node: ReadyNode,
+    namespace: string,
+  ): Promise<Omit<ScenarioContext, 'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'>>;
+  /** Routes API timeline entries to whatever sink is registered for a namespace or node. */
+  routeTimeline(key: string, sink: ((e: Omit<TimelineEntry, 't'>) => void) | undefined): void;
+  createNamespace(name: string): Promise<void>;
+  deleteNamespace(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A backend whose node runs our agent and is Ready. */
+export interface ReadyNode {
+  backend: RuntimeBackend;
+  started: StartedBackend;
+  startupMs: number;
+  agentLogs(lines: number): string[];
+  stopAgent(): Promise<void>;
+  startAgent(): Promise<void>;
+  reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
+  /** The CRI calls the agent logged on the node since the last call (`--cri-call-log`). */
+  agentCriCalls(): Promise<AgentCriCall[]>;
+  stop(): Promise<void>;
+}
