@@ -2,6 +2,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { realClock } from '@kh/apimachinery';
 import { stringify as toYaml } from 'yaml';
 import { generateTls, issueClientCertificate, type TlsMaterial } from './auth/tls.js';
 import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
@@ -12,7 +13,7 @@ import { Scheduler } from './controllers/scheduler.js';
 import { ApiHandler } from './http/api.js';
 import { DEFAULT_MAX_BODY } from './http/body.js';
 import { createRouter, createUpgradeRouter } from './http/router.js';
-import { type Clock, systemClock } from './meta/object.js';
+import type { Clock } from './meta/object.js';
 import { KubeletClient, type KubeletClientConfig } from './proxy/kubelet.js';
 import { namespaces } from './registry/namespaces.js';
 import { RestStorage } from './registry/rest.js';
@@ -84,7 +85,7 @@ const DEFAULT_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-
 
 /** Starts the fake apiserver. */
 export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock ?? realClock;
   const store = new Store({ dataDir: opts.dataDir, watchCacheSize: opts.watchCacheSize });
   const rest = new RestStorage(store, clock);
   for (const ns of DEFAULT_NAMESPACES) {

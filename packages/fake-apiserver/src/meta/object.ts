@@ -3,11 +3,7 @@
 export type KObject = Record<string, any>;
 
 /** Clock used by controllers and timestamps; tests inject their own. */
-export interface Clock {
-  now(): number;
-}
-
-export const systemClock: Clock = { now: () => Date.now() };
+export type { Clock } from '@kh/apimachinery';
 
 /** RFC 3339 with second precision, as metav1.Time serialises. */
 export function rfc3339(ms: number): string {

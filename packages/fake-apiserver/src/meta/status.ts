@@ -1,3 +1,4 @@
+import { aggregateMessage, ErrorList, errorBody } from '@kh/apimachinery';
 import type { KObject } from './object.js';
 
 export interface StatusCause {
@@ -104,44 +105,15 @@ export const tooLarge = (limit: number) =>
   new ApiError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${limit}`);
 
 /** A field error list turned into the 422 Invalid Status kube-apiserver sends. */
-export class FieldErrors {
-  readonly causes: StatusCause[] = [];
-
-  required(field: string, detail = '') {
-    this.add('FieldValueRequired', field, `Required value${detail ? `: ${detail}` : ''}`);
-  }
-  invalid(field: string, value: unknown, detail: string) {
-    this.add('FieldValueInvalid', field, `Invalid value: ${JSON.stringify(value)}: ${detail}`);
-  }
-  notSupported(field: string, value: unknown, allowed: string[]) {
-    this.add(
-      'FieldValueNotSupported',
-      field,
-      `Unsupported value: ${JSON.stringify(value)}: supported values: ${allowed.map((a) => `"${a}"`).join(', ')}`,
-    );
-  }
-  duplicate(field: string, value: unknown) {
-    this.add('FieldValueDuplicate', field, `Duplicate value: ${JSON.stringify(value)}`);
-  }
-  notFound(field: string, value: unknown) {
-    this.add('FieldValueNotFound', field, `Not found: ${JSON.stringify(value)}`);
-  }
-  forbidden(field: string, detail: string) {
-    this.add('FieldValueForbidden', field, `Forbidden: ${detail}`);
-  }
-  private add(reason: string, field: string, message: string) {
-    this.causes.push({ reason, message, field });
-  }
-
-  get empty() {
-    return this.causes.length === 0;
+export class FieldErrors extends ErrorList {
+  /** One Status cause per error: the ErrorType as reason, the message without the field. */
+  get causes(): StatusCause[] {
+    return this.errors.map((e) => ({ reason: e.type, message: errorBody(e), field: e.field }));
   }
 
   throwIfAny(kind: string, name: string, group = '') {
     if (this.empty) return;
-    const list = this.causes.map((c) => `${c.field}: ${c.message}`);
-    const summary = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
-    throw new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${summary}`, {
+    throw new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${aggregateMessage(this.errors)}`, {
       name,
       group: group || undefined,
       kind,
