@@ -10,8 +10,8 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
-import { newCrashLoopBackoff } from '../src/backoff.js';
 import { KubeGenericRuntimeManager } from '../src/kuberuntime/manager.js';
+import { newCrashLoopBackoff } from '../src/util/backoff.js';
 import { startContainerdNode } from './containerd_node.js';
 import { CriTimeline, percentile, type Sample } from './overhead.js';
 

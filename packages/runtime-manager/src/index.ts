@@ -1,12 +1,7 @@
 // @kh/runtime-manager: pods over CRI (the kubelet's kuberuntime), images, GC and PLEG.
 
-export {
-  type BackoffOptions,
-  ExponentialBackoff,
-  newCrashLoopBackoff,
-  newImagePullBackoff,
-} from './backoff.js';
-export * from './errors.js';
+export * from './container/runtime.js';
+export * from './container/sync_result.js';
 export {
   DefaultImageGCPolicy,
   type ImageGCDeps,
@@ -75,4 +70,9 @@ export {
   type GenericPlegOptions,
   generateEvents,
 } from './pleg/generic.js';
-export * from './types.js';
+export {
+  type BackoffOptions,
+  ExponentialBackoff,
+  newCrashLoopBackoff,
+  newImagePullBackoff,
+} from './util/backoff.js';

@@ -4,7 +4,7 @@
 // less than imageMinimumGCAge ago are never removed.
 
 import { parseImageReference, realClock } from '@kh/apimachinery';
-import type { Clock, Image, ImageGCPolicy, ImageGCResult } from '../types.js';
+import type { Clock, Image, ImageGCPolicy, ImageGCResult } from '../container/runtime.js';
 
 export const DefaultImageGCPolicy: ImageGCPolicy = {
   highThresholdPercent: 85,

@@ -4,7 +4,7 @@
 
 import { realClock } from '@kh/apimachinery';
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { newImagePullBackoff } from '../backoff.js';
+import type { Backoff, Clock, EventRecorder } from '../container/runtime.js';
 import {
   ErrImageInspect,
   ErrImageNeverPull,
@@ -12,8 +12,8 @@ import {
   ErrImagePullBackOff,
   ErrInvalidImageName,
   SyncStepError,
-} from '../errors.js';
-import type { Backoff, Clock, EventRecorder } from '../types.js';
+} from '../container/sync_result.js';
+import { newImagePullBackoff } from '../util/backoff.js';
 import { applyDefaultImageTag, pullPolicyOf } from './image_ref.js';
 import { buildKeyring, lookupAuth, type RegistryAuth } from './pull_secrets.js';
 import { type ImagePuller, newImagePuller } from './puller.js';

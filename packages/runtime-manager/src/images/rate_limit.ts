@@ -3,7 +3,7 @@
 // ErrImagePull -> ImagePullBackOff path instead of blocking its worker.
 
 import { realClock } from '@kh/apimachinery';
-import type { Clock } from '../types.js';
+import type { Clock } from '../container/runtime.js';
 
 export class TokenBucket {
   #tokens: number;

@@ -1,7 +1,7 @@
 // What one sync must do to move a pod from what the runtime has (PodStatus) to what the spec
 // asks for. Pure: no I/O, so every rule of the kubelet's computePodActions is unit-testable.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import type { ContainerID, ContainerStatus, PodStatus, ProbeResults } from '../types.js';
+import type { ContainerID, ContainerStatus, PodStatus, ProbeResults } from '../container/runtime.js';
 import { hashContainer } from './hash.js';
 
 export interface ContainerToKill {

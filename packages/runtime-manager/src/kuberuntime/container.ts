@@ -13,14 +13,14 @@ import {
   type PodSandboxConfig,
 } from '@kh/cri-api';
 import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { ContainerID, ContainerState, ContainerStatus, PodStatus } from '../container/runtime.js';
 import {
   ErrCreateContainer,
   ErrCreateContainerConfig,
   ErrPostStartHook,
   ErrRunContainer,
   SyncStepError,
-} from '../errors.js';
-import type { ContainerID, ContainerState, ContainerStatus, PodStatus } from '../types.js';
+} from '../container/sync_result.js';
 import { findContainerStatusByName } from './compute_pod_actions.js';
 import { type ManagerContext, nsToMs, recordEvent, toAgentPath, toRuntimePath } from './context.js';
 import { runHandler } from './hooks.js';

@@ -1,8 +1,8 @@
 // Shared state of one runtime manager, handed to the sandbox, container and GC modules.
 import type { CriClient, PodSandboxConfig } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
+import type { Clock, EventRecorder, ProbeResults } from '../container/runtime.js';
 import type { ImageManager } from '../images/image_manager.js';
-import type { Clock, EventRecorder, ProbeResults } from '../types.js';
 import type { RuntimeHelper } from './runtime_helper.js';
 
 export interface ManagerContext {

@@ -3,7 +3,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isNotFound } from '@kh/cri-api';
-import type { ContainerGCPolicy, PodStateProvider } from '../types.js';
+import type { ContainerGCPolicy, PodStateProvider } from '../container/runtime.js';
 import { removeContainer, toContainerState } from './container.js';
 import { type ManagerContext, nsToMs } from './context.js';
 import {

@@ -1,6 +1,6 @@
 // Which dead containers and sandboxes container GC removes, as pure selection functions over
 // snapshots of the runtime, so ordering and fairness are testable without a runtime.
-import type { ContainerGCPolicy, ContainerState, PodStateProvider } from '../types.js';
+import type { ContainerGCPolicy, ContainerState, PodStateProvider } from '../container/runtime.js';
 
 export interface GCContainer {
   id: string;

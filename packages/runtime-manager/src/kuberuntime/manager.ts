@@ -14,19 +14,6 @@ import {
   PodSandboxState,
 } from '@kh/cri-api';
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
-import {
-  ErrConfigPodSandbox,
-  ErrCrashLoopBackOff,
-  ErrCreatePodSandbox,
-  ErrKillContainer,
-  ErrKillPodSandbox,
-  ErrRunContainer,
-  formatDuration,
-  SyncStepError,
-} from '../errors.js';
-import { ImageGCManager } from '../images/image_gc.js';
-import { ImageManager, type ImageManagerOptions } from '../images/image_manager.js';
-import { applyDefaultImageTag } from '../images/image_ref.js';
 import type {
   Backoff,
   Clock,
@@ -48,7 +35,20 @@ import type {
   SandboxStatus,
   SyncAction,
   SyncStepResult,
-} from '../types.js';
+} from '../container/runtime.js';
+import {
+  ErrConfigPodSandbox,
+  ErrCrashLoopBackOff,
+  ErrCreatePodSandbox,
+  ErrKillContainer,
+  ErrKillPodSandbox,
+  ErrRunContainer,
+  formatDuration,
+  SyncStepError,
+} from '../container/sync_result.js';
+import { ImageGCManager } from '../images/image_gc.js';
+import { ImageManager, type ImageManagerOptions } from '../images/image_manager.js';
+import { applyDefaultImageTag } from '../images/image_ref.js';
 import { computePodActions, isRestartableInitContainer } from './compute_pod_actions.js';
 import {
   containerId,

@@ -7,7 +7,7 @@
 // A status is served only while nothing says it is out of date: it is younger than the TTL, the
 // manager has not changed the pod since it was read (syncs, kills and GC invalidate), and the
 // runtime's latest full listing agrees with it (same sandboxes and containers, same states).
-import type { ContainerState, PodStatus, RunningPod } from '../types.js';
+import type { ContainerState, PodStatus, RunningPod } from '../container/runtime.js';
 
 interface Entry {
   status: PodStatus;

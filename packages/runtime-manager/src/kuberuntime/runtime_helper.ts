@@ -5,7 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
-import { ErrCreateContainerConfig, SyncStepError } from '../errors.js';
+import { ErrCreateContainerConfig, SyncStepError } from '../container/sync_result.js';
 
 export interface EnvVar {
   name: string;

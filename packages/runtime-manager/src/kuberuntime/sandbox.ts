@@ -11,7 +11,7 @@ import {
   Protocol,
 } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { SandboxStatus } from '../types.js';
+import type { SandboxStatus } from '../container/runtime.js';
 import { type ManagerContext, nsToMs, toRuntimePath } from './context.js';
 import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
 

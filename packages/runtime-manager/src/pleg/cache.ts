@@ -1,5 +1,5 @@
 // Latest PodStatus per pod uid, written by whichever PLEG is active.
-import type { PodLifecycleEvent, PodStatus } from '../types.js';
+import type { PodLifecycleEvent, PodStatus } from '../container/runtime.js';
 
 export class PodStatusCache {
   readonly #statuses = new Map<string, PodStatus>();

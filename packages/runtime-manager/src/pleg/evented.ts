@@ -3,8 +3,8 @@
 // mode(). The relisting PLEG also runs once at start so the cache is complete from the outset.
 import type { ContainerEventResponse, CriClient } from '@kh/cri-api';
 import { ContainerEventType } from '@kh/cri-api';
+import type { Pleg, PodLifecycleEvent, PodStatus } from '../container/runtime.js';
 import { PodUidLabel } from '../kuberuntime/labels.js';
-import type { Pleg, PodLifecycleEvent, PodStatus } from '../types.js';
 import { LifecycleEmitter } from './cache.js';
 import type { GenericPLEG } from './generic.js';
 

@@ -11,7 +11,7 @@ import type {
   PodStatus,
   RunningPod,
   Runtime,
-} from '../types.js';
+} from '../container/runtime.js';
 import { LifecycleEmitter, PodStatusCache } from './cache.js';
 
 export const DefaultRelistPeriodMs = 1000;

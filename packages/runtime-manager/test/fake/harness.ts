@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { newCrashLoopBackoff } from '../../src/backoff.js';
+import type { Backoff, EventRecorder, PodStatus } from '../../src/container/runtime.js';
 import { KubeGenericRuntimeManager, type RuntimeManagerOptions } from '../../src/kuberuntime/manager.js';
-import type { Backoff, Clock, EventRecorder, PodStatus } from '../../src/types.js';
+import { newCrashLoopBackoff } from '../../src/util/backoff.js';
 
 export interface RecordedEvent {
   pod: string;

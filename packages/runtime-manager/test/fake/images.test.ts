@@ -2,7 +2,7 @@ import type { PullImageRequest } from '@kh/cri-api';
 import { NotFoundError } from '@kh/cri-api';
 import type { V1Secret } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PodSyncResult } from '../../src/types.js';
+import type { PodSyncResult } from '../../src/container/runtime.js';
 import { ctr, Harness, makePod } from './harness.js';
 
 let h: Harness;

@@ -1,8 +1,8 @@
 import { UnavailableError } from '@kh/cri-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { PodLifecycleEvent } from '../../src/container/runtime.js';
 import { EventedPLEG } from '../../src/pleg/evented.js';
 import { GenericPLEG } from '../../src/pleg/generic.js';
-import type { PodLifecycleEvent } from '../../src/types.js';
 import { ctr, Harness, IMAGE, makePod } from './harness.js';
 
 let h: Harness;

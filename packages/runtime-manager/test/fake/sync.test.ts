@@ -2,7 +2,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { CreateContainerRequest, RunPodSandboxRequest, StopContainerRequest } from '@kh/cri-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { PodSyncResult } from '../../src/types.js';
+import type { PodSyncResult } from '../../src/container/runtime.js';
 import { ctr, Harness, IMAGE, makePod } from './harness.js';
 
 let h: Harness;

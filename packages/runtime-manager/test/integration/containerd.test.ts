@@ -2,7 +2,7 @@
 // runs on the host and shares the node's /run/kh for logs, termination messages and emptyDirs.
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type ContainerdNode, startContainerdNode } from '../../bench/containerd_node.js';
-import { ExponentialBackoff } from '../../src/backoff.js';
+import { ExponentialBackoff } from '../../src/util/backoff.js';
 import { killAll, type RealRuntimeEnv, SkewClock, syncScenarios } from './scenarios.js';
 
 describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('runtime manager on real containerd', () => {

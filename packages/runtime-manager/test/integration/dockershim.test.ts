@@ -8,8 +8,8 @@ import { CriClient } from '@kh/cri-api';
 import { DockerShim } from '@kh/dockershim';
 import { ensureImages, removeLeftovers } from '@kh/testkit';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { ExponentialBackoff } from '../../src/backoff.js';
 import { KubeGenericRuntimeManager, type RuntimeManagerOptions } from '../../src/kuberuntime/manager.js';
+import { ExponentialBackoff } from '../../src/util/backoff.js';
 import { killAll, type RealRuntimeEnv, SkewClock, syncScenarios } from './scenarios.js';
 
 describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')(

@@ -5,8 +5,8 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
+import type { Backoff, Clock, PodStatus, PodSyncResult, Runtime } from '../../src/container/runtime.js';
 import type { KubeGenericRuntimeManager, RuntimeManagerOptions } from '../../src/kuberuntime/manager.js';
-import type { Backoff, Clock, PodStatus, PodSyncResult, Runtime } from '../../src/types.js';
 
 /** A runtime manager over a real runtime, as each suite's beforeAll builds it. */
 export interface RealRuntimeEnv {

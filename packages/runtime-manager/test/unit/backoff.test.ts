@@ -1,6 +1,6 @@
 import { FakeClock } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
-import { ExponentialBackoff, newCrashLoopBackoff } from '../../src/backoff.js';
+import { ExponentialBackoff, newCrashLoopBackoff } from '../../src/util/backoff.js';
 
 describe('CrashLoopBackOff backoff', () => {
   it('starts at 10s and doubles to a 5 minute cap', () => {

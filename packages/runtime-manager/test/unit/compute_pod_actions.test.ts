@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { ProbeResults } from '../../src/container/runtime.js';
 import { computePodActions, shouldContainerBeRestarted } from '../../src/kuberuntime/compute_pod_actions.js';
-import type { ProbeResults } from '../../src/types.js';
 import { c, cs, pod, sandbox, status } from './helpers.js';
 
 const app = c('app');

@@ -1,7 +1,12 @@
 // Builders for pods and runtime snapshots used by the pure-logic tests.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type {
+  ContainerState,
+  ContainerStatus,
+  PodStatus,
+  SandboxStatus,
+} from '../../src/container/runtime.js';
 import { hashContainer } from '../../src/kuberuntime/hash.js';
-import type { ContainerState, ContainerStatus, PodStatus, SandboxStatus } from '../../src/types.js';
 
 export function pod(
   spec: {

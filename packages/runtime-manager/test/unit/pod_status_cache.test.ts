@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { PodStatus, RunningPod } from '../../src/container/runtime.js';
 import { PodStatusCache } from '../../src/kuberuntime/pod_status_cache.js';
-import type { PodStatus, RunningPod } from '../../src/types.js';
 
 const status = (uid: string, state: 'running' | 'exited' = 'running'): PodStatus => ({
   uid,

@@ -4,7 +4,7 @@
 // 2 x maxMs after the last retry, so a container that ran for 10 minutes starts over at 10s.
 
 import { realClock } from '@kh/apimachinery';
-import type { Backoff, Clock } from './types.js';
+import type { Backoff, Clock } from '../container/runtime.js';
 
 interface Entry {
   delayMs: number;
