@@ -5,7 +5,6 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { type CriVersion, criVersion } from './containers/cri-probe.js';
 import { runId } from './containers/labels.js';
@@ -16,6 +15,7 @@ import { ensureImages } from './images/ensure.js';
 import { docker, requireHostImage } from './util/docker.js';
 import { requireTool, run } from './util/process.js';
 import { type Progress, silent, timed } from './util/progress.js';
+import { done, notYet, UntilTimeoutError, until } from './util/until.js';
 
 /** Pod subnets are /24s picked from here: away from Docker's 172.16/12 and 192.168/16 pools. */
 const SUBNET_POOL = { first: 10, second: [240, 255] as const };
@@ -123,20 +123,16 @@ export class StartedHostContainerd {
     } finally {
       closeSync(log);
     }
-    const deadline = Date.now() + readyTimeoutMs;
-    for (;;) {
-      if (!this.pid || !(await alive(this.pid)))
-        throw new Error(`containerd exited:\n${await this.logTail()}`);
-      try {
-        this.version = await criVersion(this.socketPath, 1_000);
-        return;
-      } catch (err) {
-        if (Date.now() > deadline)
-          throw new Error(
-            `containerd's CRI did not answer within ${readyTimeoutMs} ms (${(err as Error).message}):\n${await this.logTail()}`,
-          );
-      }
-      await sleep(100);
+    try {
+      this.version = await until(
+        async () => {
+          if (!this.pid || !(await alive(this.pid))) throw new Error('containerd exited');
+          return criVersion(this.socketPath, 1_000).then(done, (err: Error) => notYet(err.message));
+        },
+        { timeoutMs: readyTimeoutMs, intervalMs: 100, describe: "containerd's CRI to answer" },
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}:\n${await this.logTail()}`, { cause: err });
     }
   }
 
@@ -228,8 +224,15 @@ export class StartedHostContainerd {
       } catch {
         return;
       }
-      for (const deadline = Date.now() + waitMs; Date.now() < deadline; await sleep(50))
-        if (!(await alive(pid))) return;
+      const gone = await until(async () => ((await alive(pid)) ? notYet('running') : done(true)), {
+        timeoutMs: waitMs,
+        intervalMs: 50,
+        describe: `containerd (pid ${pid}) to exit on ${signal}`,
+      }).catch((err: unknown) => {
+        if (err instanceof UntilTimeoutError) return false;
+        throw err;
+      });
+      if (gone) return;
     }
     throw new Error(`containerd (pid ${pid}) survived SIGKILL`);
   }

@@ -37,3 +37,11 @@ export { type EnsureImagesOptions, ensureImages, type ImageRefs, imageRefFor } f
 export { IMAGE_NAMES, type ImageName, isImageName, RECIPES } from './images/recipes.js';
 export { MissingToolError } from './util/process.js';
 export type { Progress } from './util/progress.js';
+export {
+  done,
+  notYet,
+  type Observation,
+  type UntilOptions,
+  UntilTimeoutError,
+  until,
+} from './util/until.js';

@@ -3,12 +3,12 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeImageRef } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
 import { ensureImages } from '../images/ensure.js';
 import { docker } from '../util/docker.js';
 import { timed } from '../util/progress.js';
+import { done, notYet, until } from '../util/until.js';
 import { type CriVersion, criVersion } from './cri-probe.js';
 import { loadImages } from './images-in-node.js';
 import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
@@ -326,31 +326,28 @@ export class StartedNodeContainer {
 
   /** Waits until the runtime answers on its socket, failing early (with its log) if the node exits. */
   async waitReady(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    let lastError = '';
-    for (;;) {
+    const ready = async () => {
       try {
         if (this.runtime === 'containerd') await this.criVersion();
         else await this.execOk(['docker', 'version', '--format', '{{.Server.Version}}']);
-        return;
+        return done(true);
       } catch (err) {
-        lastError = (err as Error).message;
+        const state = (await docker().getContainer(this.id).inspect()).State;
+        if (!state.Running)
+          throw new Error(
+            `node ${this.name} exited (code ${state.ExitCode}) before ${this.runtime} was ready`,
+          );
+        return notYet((err as Error).message);
       }
-      const state = await docker()
-        .getContainer(this.id)
-        .inspect()
-        .then((i) => i.State);
-      if (!state.Running) {
-        throw new Error(
-          `node ${this.name} exited (code ${state.ExitCode}) before ${this.runtime} was ready:\n${await this.logs(30)}`,
-        );
-      }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `${this.runtime} in node ${this.name} not ready after ${timeoutMs} ms (${lastError}):\n${await this.logs(30)}`,
-        );
-      }
-      await sleep(100);
+    };
+    try {
+      await until(ready, {
+        timeoutMs,
+        intervalMs: 100,
+        describe: `${this.runtime} in node ${this.name} to answer`,
+      });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}:\n${await this.logs(30)}`, { cause: err });
     }
   }
 
