@@ -6,12 +6,15 @@ export interface AgentConfigInput {
   criEndpoint: string;
   /** `<node container's cgroup>/kubepods`, so the node's memory limit bounds its pods. */
   cgroupRoot?: string;
+  /** Path on the node of the CA that signed the apiserver's kubelet client certificate. */
+  clientCAFile?: string;
   overrides?: Record<string, unknown>;
 }
 
 export function kubeletConfiguration({
   criEndpoint,
   cgroupRoot,
+  clientCAFile,
   overrides = {},
 }: AgentConfigInput): Record<string, unknown> {
   return {
@@ -21,7 +24,15 @@ export function kubeletConfiguration({
     port: 10250,
     healthzBindAddress: '127.0.0.1',
     healthzPort: 10248,
-    authentication: { anonymous: { enabled: false } },
+    // As a kubeadm node: the apiserver authenticates with its client certificate (exec, logs,
+    // port-forward through the API); any other caller needs a token the apiserver's TokenReview
+    // accepts and a SubjectAccessReview allowing the nodes/* subresource.
+    authentication: {
+      anonymous: { enabled: false },
+      webhook: { enabled: true },
+      ...(clientCAFile ? { x509: { clientCAFile } } : {}),
+    },
+    authorization: { mode: 'Webhook' },
     containerRuntimeEndpoint: criEndpoint,
     nodeStatusUpdateFrequency: '10s',
     nodeStatusReportFrequency: '1m',

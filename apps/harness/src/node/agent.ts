@@ -10,6 +10,7 @@ import { inContainer } from './project.js';
 export const AGENT_CONFIG_PATH = '/etc/kh/kubelet-config.json';
 export const AGENT_KUBECONFIG_PATH = '/etc/kh/kubeconfig';
 export const AGENT_ROOT_DIR = '/var/lib/kubelet';
+export const AGENT_CLIENT_CA_PATH = '/etc/kh/pki/apiserver-ca.crt';
 
 export interface AgentOptions {
   nodeName: string;
@@ -18,6 +19,8 @@ export interface AgentOptions {
   kubeconfig: string;
   nodeIp?: string;
   cgroupRoot?: string;
+  /** PEM of the CA that signed the apiserver's kubelet client certificate (the agent's clientCAFile). */
+  clientCA?: string;
   /** argv prefix that runs a project command on this host (defaults to the in-container form). */
   command?: (args: string[]) => string[];
 }
@@ -53,6 +56,7 @@ export class NodeAgent {
     const config = kubeletConfiguration({
       criEndpoint: this.opts.criEndpoint,
       ...(this.opts.cgroupRoot ? { cgroupRoot: this.opts.cgroupRoot } : {}),
+      ...(this.opts.clientCA ? { clientCAFile: AGENT_CLIENT_CA_PATH } : {}),
       overrides: this.overrides,
     });
     // The agent reads disk stats of its root dir at start and expects it to exist. A node image
@@ -63,6 +67,7 @@ export class NodeAgent {
       `mkdir -p ${AGENT_ROOT_DIR} && { test -s /etc/machine-id || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id; }`,
     ]);
     await this.host.writeFile(AGENT_KUBECONFIG_PATH, this.opts.kubeconfig);
+    if (this.opts.clientCA) await this.host.writeFile(AGENT_CLIENT_CA_PATH, this.opts.clientCA);
     await this.host.writeFile(AGENT_CONFIG_PATH, `${JSON.stringify(config, null, 2)}\n`);
     this.process = await this.host.spawn(this.argv(), { name: 'node-agent' });
     const p = this.process;

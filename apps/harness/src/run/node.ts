@@ -33,6 +33,7 @@ export async function startNode(
     nodeName,
     criEndpoint: started.nodeCriEndpoint,
     kubeconfig: world.nodeKubeconfig(nodeName),
+    clientCA: world.apiserverCA,
     nodeIp: started.nodeIp,
     ...(started.cgroupParent ? { cgroupRoot: started.cgroupParent } : {}),
   });

@@ -78,6 +78,8 @@ export class ApiServerContainer {
           `--tls-host=${APISERVER_ALIAS}`,
           '--token-file=/run/kh/tokens.csv',
           '--kubeconfig-out=/run/kh/kubeconfig',
+          // The CA of its serving and kubelet client certificates: the nodes' clientCAFile.
+          '--ca-cert-out=/run/kh/ca.crt',
           `--kubeconfig-server=https://${APISERVER_ALIAS}:${APISERVER_PORT}`,
         ]),
       )
@@ -85,8 +87,10 @@ export class ApiServerContainer {
       .withStartupTimeout(READY_TIMEOUT_MS)
       .start();
     try {
-      const kubeconfig = await readFile(join(container.sharedDirOnHost, 'kubeconfig'), 'utf8');
-      return new StartedApiServer(container, kubeconfig);
+      const [kubeconfig, ca] = await Promise.all(
+        ['kubeconfig', 'ca.crt'].map((f) => readFile(join(container.sharedDirOnHost, f), 'utf8')),
+      );
+      return new StartedApiServer(container, kubeconfig!, ca!);
     } catch (err) {
       await container.stop();
       throw err;
@@ -99,6 +103,8 @@ export class StartedApiServer {
     readonly container: StartedSupportContainer,
     /** The kubeconfig the server wrote, naming https://apiserver:6443 and its CA. */
     readonly kubeconfig: string,
+    /** PEM of the CA that signed its serving and kubelet client certificates. */
+    readonly caPem: string,
   ) {}
 
   get hostUrl(): string {

@@ -143,6 +143,12 @@ export class HarnessWorld implements World {
     await this.timeline.start();
   }
 
+  /** The CA a node agent trusts for the apiserver's kubelet client certificate (its clientCAFile). */
+  get apiserverCA(): string {
+    if (!this.apiserver) throw new Error('the world has no apiserver');
+    return this.apiserver.caPem;
+  }
+
   get networkHandle(): StartedTestNetwork {
     if (!this.network) throw new Error('the world has no network');
     return this.network;

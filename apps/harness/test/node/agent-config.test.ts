@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadKubeletConfiguration } from '@kh/node-agent';
 import { describe, expect, it } from 'vitest';
-import { AGENT_CONFIG_PATH, AGENT_KUBECONFIG_PATH, NodeAgent } from '../../src/node/agent.js';
+import {
+  AGENT_CLIENT_CA_PATH,
+  AGENT_CONFIG_PATH,
+  AGENT_KUBECONFIG_PATH,
+  NodeAgent,
+} from '../../src/node/agent.js';
 import { kubeletConfiguration } from '../../src/node/agent-config.js';
 import type { NodeHost, NodeProcess } from '../../src/node/host.js';
 
@@ -36,15 +41,32 @@ describe('kubeletConfiguration', () => {
     });
   });
 
+  it('turns anonymous access off and asks the apiserver (webhook) about every other caller', () => {
+    const c = kubeletConfiguration({ criEndpoint: 'unix:///x.sock', clientCAFile: '/etc/kh/ca.crt' });
+    expect(c.authentication).toEqual({
+      anonymous: { enabled: false },
+      webhook: { enabled: true },
+      x509: { clientCAFile: '/etc/kh/ca.crt' },
+    });
+    expect(c.authorization).toEqual({ mode: 'Webhook' });
+    expect(kubeletConfiguration({ criEndpoint: 'unix:///x.sock' }).authentication).not.toHaveProperty('x509');
+  });
+
   it('is a configuration the node agent loads without errors', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'kh-agent-config-'));
     try {
       const file = join(dir, 'config.json');
-      const config = kubeletConfiguration({ criEndpoint: 'unix:///x.sock', cgroupRoot: '/kubepods' });
+      const config = kubeletConfiguration({
+        criEndpoint: 'unix:///x.sock',
+        cgroupRoot: '/kubepods',
+        clientCAFile: '/etc/kh/ca.crt',
+      });
       await writeFile(file, JSON.stringify(config));
       const loaded = await loadKubeletConfiguration(file);
       expect(loaded.config.evictionPressureTransitionPeriod).toBe('20s');
       expect(loaded.config.cgroupRoot).toBe('/kubepods');
+      expect(loaded.config.authentication.x509.clientCAFile).toBe('/etc/kh/ca.crt');
+      expect(loaded.config.authentication.anonymous.enabled).toBe(false);
       expect(loaded.resolved.nodeStatusUpdateFrequencyMs).toBe(10_000);
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -109,6 +131,14 @@ describe('NodeAgent', () => {
     );
     expect(agent.running).toBe(true);
     await expect(agent.start()).rejects.toThrow('already running');
+  });
+
+  it('writes the apiserver CA it is given and names it as clientCAFile', async () => {
+    const h = recordingHost();
+    await new NodeAgent(h.host, { ...opts, clientCA: 'PEM' }).start();
+    expect(h.files.get(AGENT_CLIENT_CA_PATH)).toBe('PEM');
+    const config = JSON.parse(h.files.get(AGENT_CONFIG_PATH)!);
+    expect(config.authentication.x509.clientCAFile).toBe(AGENT_CLIENT_CA_PATH);
   });
 
   it('reconfigure restarts with the overrides merged, and {} resets them', async () => {
