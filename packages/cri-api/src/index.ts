@@ -1,5 +1,13 @@
 // Public surface of @kh/cri-api.
 
+export * from './api/errors.js';
+export {
+  type CriMethodInfo,
+  type CriMethodKey,
+  criMethods,
+  type RequestOf,
+  type ResponseOf,
+} from './api/methods.js';
 export {
   type CriCallEvent,
   type CriCallOptions,
@@ -10,7 +18,6 @@ export {
   DEFAULT_CRI_TIMEOUT_MS,
 } from './client/client.js';
 export { type CriEndpoint, EndpointError, parseEndpoint } from './client/endpoint.js';
-export * from './errors.js';
 export { FakeRuntime, type FakeRuntimeOptions, type RecordedCall } from './fake/fake_runtime.js';
 export type {
   ContainerExitScript,
@@ -24,13 +31,6 @@ export type {
 } from './fake/script.js';
 export type { ImageFsScript } from './fake/state.js';
 export * from './gen/runtime/v1/api.js';
-export {
-  type CriMethodInfo,
-  type CriMethodKey,
-  criMethods,
-  type RequestOf,
-  type ResponseOf,
-} from './methods.js';
 export {
   type CriBackend,
   type CriCallContext,

@@ -12,7 +12,7 @@ import {
   toCriError,
   UnimplementedError,
   UnknownCriError,
-} from '../src/errors.js';
+} from '../src/api/errors.js';
 
 describe('CriError', () => {
   it('maps every gRPC error code to its subclass', () => {

@@ -5,8 +5,7 @@ import {
   InvalidArgumentError,
   toCriError,
   UnavailableError,
-} from '../errors.js';
-import type { ExecSyncRequest } from '../gen/runtime/v1/api.js';
+} from '../api/errors.js';
 import {
   type CriMethodInfo,
   criMethods,
@@ -15,7 +14,8 @@ import {
   type ResponseOf,
   type StreamKey,
   type UnaryKey,
-} from '../methods.js';
+} from '../api/methods.js';
+import type { ExecSyncRequest } from '../gen/runtime/v1/api.js';
 import { AsyncQueue } from '../util/async_queue.js';
 import { parseEndpoint } from './endpoint.js';
 

@@ -1,5 +1,5 @@
 import { normalizeImageRef } from '@kh/apimachinery';
-import { InvalidArgumentError, NotFoundError } from '../errors.js';
+import { InvalidArgumentError, NotFoundError } from '../api/errors.js';
 import type { CriImageHandlers } from '../server/serve.js';
 import { toImage } from './convert.js';
 import type { FakeState } from './state.js';

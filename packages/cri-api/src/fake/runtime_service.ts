@@ -4,7 +4,7 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
-} from '../errors.js';
+} from '../api/errors.js';
 import { type CgroupDriver, ContainerState } from '../gen/runtime/v1/api.js';
 import type { CriCallContext, CriRuntimeHandlers } from '../server/serve.js';
 import { toContainer, toContainerStatus, toPodSandbox, toPodSandboxStatus } from './convert.js';

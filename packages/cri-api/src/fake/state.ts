@@ -5,7 +5,7 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
-} from '../errors.js';
+} from '../api/errors.js';
 import {
   type ContainerConfig,
   ContainerEventType,

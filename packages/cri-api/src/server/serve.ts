@@ -11,9 +11,7 @@ import {
   status,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
-import type { CriCallEvent } from '../client/client.js';
-import { parseEndpoint } from '../client/endpoint.js';
-import { CriError, toCriError } from '../errors.js';
+import { CriError, toCriError } from '../api/errors.js';
 import {
   type CriMethodInfo,
   type DeepPartial,
@@ -24,7 +22,9 @@ import {
   type RuntimeMethodKey,
   runtimeMethods,
   type StreamKey,
-} from '../methods.js';
+} from '../api/methods.js';
+import type { CriCallEvent } from '../client/client.js';
+import { parseEndpoint } from '../client/endpoint.js';
 import { RewritingConnection } from './rewriting_connection.js';
 import { prepareSocketPath, removeSocket, restrictSocket } from './socket.js';
 

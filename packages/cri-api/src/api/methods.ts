@@ -3,7 +3,7 @@ import {
   ImageServiceDefinition,
   type MessageFns,
   RuntimeServiceDefinition,
-} from './gen/runtime/v1/api.js';
+} from '../gen/runtime/v1/api.js';
 
 // Type-level and runtime view of every CRI RPC, derived from ts-proto's generic definitions so
 // that the client, the server helper and the fake cover new RPCs after a regeneration for free.
