@@ -19,7 +19,7 @@ const hasCompose = existsSync('/usr/bin/docker-compose') || existsSync('/usr/loc
 
 describe('docker-compose.yml', () => {
   // docker-compose v1 (Debian's docker-compose package); without it this is reported as skipped.
-  it.skipIf(!hasCompose)('is accepted by `docker-compose config` with the four services', async () => {
+  it.skipIf(!hasCompose)('is accepted by `docker-compose config` with its services', async () => {
     const env = { ...process.env, KH_NODE_IMAGE: 'kubelet-harness/node:test' };
     const opts = { cwd: root, env };
     const services = (
@@ -28,7 +28,7 @@ describe('docker-compose.yml', () => {
       .trim()
       .split('\n')
       .sort();
-    expect(services).toEqual(['apiserver', 'node-containerd', 'node-docker', 'registry']);
+    expect(services).toEqual(['apiserver', 'images', 'node-containerd', 'node-docker', 'registry']);
     const resolved = parse(
       (await run('docker-compose', ['-f', 'docker-compose.yml', 'config'], opts)).stdout,
     );
@@ -50,13 +50,14 @@ describe('docker-compose.yml', () => {
     for (const p of ports) expect(p).toMatch(/^'\$\{KH_[A-Z]+_PUBLISH:-127\.0\.0\.1:\d+\}:\d+'$/);
   });
 
-  // The stack for real: both nodes register Ready with the stack's apiserver, and `down -v`
-  // leaves nothing behind. Labels and free loopback ports come from the environment.
+  // The stack for real: both nodes register Ready with the stack's apiserver, a pod runs on each
+  // from the images the stack pushed itself (pause included), and `down -v` leaves nothing behind.
+  // Labels and free loopback ports come from the environment.
   it.skipIf(!hasCompose)(
-    'comes up with both nodes Ready and goes down leaving nothing',
+    'comes up with both nodes Ready, runs a pod on each and goes down leaving nothing',
     async () => {
       const stackRun = `${runId}c`;
-      const { node } = await ensureImages(['node']);
+      const { node } = await ensureImages(['node', 'pause', 'busybox', 'httpd']);
       const env = {
         ...process.env,
         KH_NODE_IMAGE: node,
@@ -99,6 +100,31 @@ describe('docker-compose.yml', () => {
           if (nodes.length < 2) await new Promise((r) => setTimeout(r, 1_000));
         }
         expect(nodes).toEqual(['node-containerd', 'node-docker']);
+        for (const nodeName of nodes) {
+          await core.createNamespacedPod({
+            namespace: 'default',
+            body: {
+              metadata: { name: `bb-${nodeName}` },
+              spec: {
+                nodeName,
+                containers: [
+                  { name: 'bb', image: 'registry:5000/kh/busybox:dev', command: ['sleep', '3600'] },
+                ],
+              },
+            },
+          });
+        }
+        const running = async () =>
+          (await core.listNamespacedPod({ namespace: 'default' })).items
+            .filter((p) => p.status?.phase === 'Running')
+            .map((p) => p.spec?.nodeName)
+            .sort();
+        let onNodes: (string | undefined)[] = [];
+        for (let i = 0; i < 90 && onNodes.length < 2; i++) {
+          onNodes = await running().catch(() => []);
+          if (onNodes.length < 2) await new Promise((r) => setTimeout(r, 1_000));
+        }
+        expect(onNodes, (await compose('logs', '--no-color', 'images')).stdout).toEqual(nodes);
         const containers = await docker.listContainers({ filters: { label } });
         expect(containers.every((c) => c.Labels['kh.owner'] === 'test')).toBe(true);
       } finally {
