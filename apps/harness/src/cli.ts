@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// kubelet-harness: `run` the runtime × scenario matrix, turn results into a `report`, `cleanup`
-// leftovers, `list` what can run.
+// kubelet-harness: `run` the runtime × scenario matrix, bring a world `up` and `down` for manual
+// use, turn results into a `report`, `cleanup` leftovers, `list` what can run.
 import { realpathSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { removeLeftovers } from '@kh/testkit';
 import { BACKENDS } from './backends/registry.js';
+import { clusterDown, clusterUp } from './cluster/cluster.js';
 import type { Scenario } from './framework/scenario.js';
 import { runReportCommand } from './report/cli.js';
 import { runHarness } from './run/harness.js';
@@ -18,6 +19,8 @@ export const USAGE = `Usage: kubelet-harness <command> [options]
 
 Commands:
   run       bring up the runtimes, run the scenarios, write results.json and junit.xml
+  up        bring up the world (apiserver, registry with images, a node per runtime) and leave it running
+  down      remove what up brought up
   report    turn results.json into a self-contained HTML report (report --help)
   cleanup   remove what interrupted runs left behind (--all: every kh-labelled object)
   list      show the registered runtimes and the suite's scenarios
@@ -46,6 +49,11 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
   switch (command) {
     case 'run':
       return runCommand(rest, io);
+    case 'up':
+    case 'down': {
+      const clusterIO = { out: io.out, progress: consoleProgress((l) => io.err(`${l}\n`)) };
+      return command === 'up' ? clusterUp(rest, clusterIO) : clusterDown(rest, clusterIO);
+    }
     case 'report':
       return runReportCommand(rest, {
         stdout: { write: io.out },

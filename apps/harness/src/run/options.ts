@@ -24,7 +24,8 @@ Options:
 Exit status: 0 every cell passed or was skipped, 1 a cell failed, 2 bad arguments,
 130 interrupted (clean-up still ran).`;
 
-const list = (v: string | undefined): string[] | undefined => {
+/** A comma-separated flag value; undefined when it names nothing. */
+export const list = (v: string | undefined): string[] | undefined => {
   const items = (v ?? '')
     .split(',')
     .map((s) => s.trim())

@@ -202,11 +202,19 @@ export class HarnessWorld implements World {
     };
   }
 
-  /** Removes everything the world created, in dependency order; collects rather than stops at errors. */
-  async stop(): Promise<void> {
+  /**
+   * Lets go of the world without removing it: ends the API watch and the CRI connections this
+   * process holds, so that `kubelet-harness up` can exit and leave the world running.
+   */
+  detach(): void {
     this.timeline?.stop();
     for (const c of this.criViews.values()) c.close();
     this.criViews.clear();
+  }
+
+  /** Removes everything the world created, in dependency order; collects rather than stops at errors. */
+  async stop(): Promise<void> {
+    this.detach();
     const results = await Promise.allSettled([
       this.apiserver?.stop(),
       this.registry?.stop(),
