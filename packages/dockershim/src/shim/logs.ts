@@ -1,4 +1,4 @@
-import { access, type FileHandle, mkdir, open, readdir } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { FailedPreconditionError } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
