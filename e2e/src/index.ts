@@ -3,6 +3,7 @@ import type { Scenario } from '@kh/harness';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
+import { kubectl } from './scenarios/kubectl.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
@@ -16,4 +17,5 @@ export const scenarios: Scenario[] = [
   gc,
   eviction,
   diskEviction,
+  kubectl,
 ];

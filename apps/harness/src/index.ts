@@ -17,6 +17,7 @@ export { writeResults } from './results/writer.js';
 export { type HarnessDeps, type HarnessIO, type HarnessRunResult, runHarness } from './run/harness.js';
 export { parseRunOptions, type RunOptions, selectScenarios } from './run/options.js';
 export { type MatrixDeps, runMatrix } from './run/runner.js';
+export type { KubectlOptions, KubectlProcess, KubectlResult } from './support/kubectl.js';
 export { consoleProgress, type Progress } from './support/progress.js';
 export { RunLedger } from './world/ledger.js';
 export type { ReadyNode, World } from './world/types.js';

@@ -3,6 +3,7 @@
 import type { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { BackendCapability, StartedBackend } from '../backends/types.js';
 import type { AssertionResult, TimelineEntry } from '../results/model.js';
+import type { KubectlOptions, KubectlProcess, KubectlResult } from '../support/kubectl.js';
 
 export interface Scenario {
   /** Kebab-case name used on the command line and in the matrix (node-registration, probes, ...). */
@@ -34,11 +35,15 @@ export interface ScenarioContext {
   coordination: CoordinationV1Api;
   /** The node's runtime through CRI, from the host: what really exists, whatever the agent thinks. */
   cri: CriView;
-  /** Runs the installed kubectl (newest version) against the run's apiserver. */
-  kubectl(
-    args: string[],
-    opts?: { input?: string; version?: string },
-  ): Promise<{ stdout: string; stderr: string; code: number }>;
+  /**
+   * Runs the installed kubectl (default 1.33; `version: '1.27'` picks another) against the run's
+   * apiserver as its admin; `tty` runs it on a pseudo-terminal.
+   */
+  kubectl(args: string[], opts?: KubectlOptions): Promise<KubectlResult>;
+  /** Starts kubectl and leaves it running (port-forward, logs -f, attach) until stopped. */
+  kubectlStart(args: string[], opts?: KubectlOptions): KubectlProcess;
+  /** A bearer token the apiserver knows whose user (`kh-unprivileged`) has no role at all. */
+  unprivilegedToken: string;
   /**
    * The run's registries as nodes see them: the open one (registry:5000, plain HTTP, no auth) and
    * one that refuses anonymous pulls (private-registry:5000, basic auth with these credentials).

@@ -16,10 +16,10 @@ import {
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { ScenarioContext } from '../framework/scenario.js';
 import type { TimelineEntry } from '../results/model.js';
+import { type KubectlOptions, runKubectl, startKubectl } from '../support/kubectl.js';
 import type { Progress } from '../support/progress.js';
 import { ApiServerContainer, type StartedApiServer } from './apiserver.js';
 import { HostCriView } from './cri-view.js';
-import { runKubectl } from './kubectl.js';
 import { ApiTimeline } from './timeline.js';
 import type { ReadyNode, World } from './types.js';
 
@@ -48,6 +48,7 @@ export class HarnessWorld implements World {
   private registry?: StartedRegistryContainer;
   private privateRegistry?: StartedRegistryContainer;
   private readonly tokens = new Map<string, string>();
+  private unprivilegedToken = '';
   refs!: ImageRefs;
   images!: WorkloadImages;
   kubeConfig!: KubeConfig;
@@ -77,7 +78,11 @@ export class HarnessWorld implements World {
 
     const token = () => randomBytes(16).toString('hex');
     const admin = token();
-    const users = [{ token: admin, name: 'kubelet-harness', groups: ['system:masters'] }];
+    this.unprivilegedToken = token();
+    const users = [
+      { token: admin, name: 'kubelet-harness', groups: ['system:masters'] },
+      { token: this.unprivilegedToken, name: 'kh-unprivileged', groups: [] },
+    ];
     for (const b of backends) {
       const nodeName = nodeNameFor(runId, b);
       this.tokens.set(nodeName, token());
@@ -190,8 +195,10 @@ export class HarnessWorld implements World {
       core: this.core,
       coordination: this.kubeConfig.makeApiClient(CoordinationV1Api),
       cri,
-      kubectl: (args: string[], opts: { input?: string; version?: string } = {}) =>
-        runKubectl(this.kubeconfigPath, args, opts),
+      kubectl: (args: string[], opts: KubectlOptions = {}) => runKubectl(this.kubeconfigPath, args, opts),
+      kubectlStart: (args: string[], opts: KubectlOptions = {}) =>
+        startKubectl(this.kubeconfigPath, args, opts),
+      unprivilegedToken: this.unprivilegedToken,
       registry: {
         host: registry.networkAddress,
         private: { host: this.privateRegistry!.networkAddress, ...this.privateRegistry!.credentials! },

@@ -1,0 +1,59 @@
+// The kubectl runner with the real kubectl 1.33 binary and a kubeconfig naming a closed port:
+// exit codes come back as they are, with and without a pseudo-terminal, and a kubectl left
+// running is stopped.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runKubectl, startKubectl } from '../../src/support/kubectl.js';
+
+let dir = '';
+let kubeconfig = '';
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kh-kubectl-test-'));
+  kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: 'http://127.0.0.1:1' } }],
+      users: [{ name: 'u', user: {} }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'x',
+    }),
+  );
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('runKubectl', () => {
+  it('returns what kubectl wrote and its exit code', async () => {
+    const ok = await runKubectl(kubeconfig, ['version', '--client', '-o', 'json']);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout).clientVersion.minor).toBe('33');
+    const bad = await runKubectl(kubeconfig, ['no-such-verb']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^Error: /);
+  });
+
+  it('runs kubectl on a terminal with tty and keeps its exit code and arguments intact', async () => {
+    const r = await runKubectl(kubeconfig, ['get', 'pods', "--selector=a in (it's)"], {
+      tty: true,
+      timeoutMs: 20_000,
+    });
+    expect(r.code).toBe(1);
+    // On a terminal stderr and stdout are one stream; the refused connection is kubectl's own error.
+    expect(r.stdout).toContain('127.0.0.1:1');
+  });
+});
+
+describe('startKubectl', () => {
+  it('stops a kubectl that keeps running', async () => {
+    const p = startKubectl(kubeconfig, ['proxy', '--port=0']);
+    await expect.poll(() => p.stdout(), { timeout: 10_000 }).toContain('Starting to serve on 127.0.0.1:');
+    const r = await p.stop();
+    expect(r.stdout).toContain('Starting to serve');
+  });
+});
