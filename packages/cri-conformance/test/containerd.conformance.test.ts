@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
-import { normalizeImageRef } from '@kh/apimachinery';
 import {
   ensureImages,
   NodeContainer,
@@ -13,7 +11,8 @@ import {
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConformance, type SuiteResult } from '../src/index.js';
-import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS, NODE_STREAMING_UNREACHABLE } from './expectations.js';
+import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS } from './expectations.js';
+import { nodeSuiteOptions, REGISTRY_IMAGE } from './node_options.js';
 import { pushUniqueImage } from './unique_image.js';
 
 // The same suite against containerd's built-in CRI, in a kind-style node container, pulling from a
@@ -59,30 +58,8 @@ beforeAll(async () => {
     .withImages(refs.busybox, refs.httpd)
     .withProgress(progress)
     .start();
-  await pushUniqueImage(docker, refs.busybox, runId, registry, 'kh/busybox:conformance');
-  const info = await docker.getContainer(node.id).inspect();
-  const nodeIp = info.NetworkSettings.Networks[network.name]?.IPAddress ?? '';
-  result = await runConformance(
-    {
-      endpoint: node.criEndpointOnHost,
-      images: { busybox: normalizeImageRef(refs.busybox), httpd: normalizeImageRef(refs.httpd) },
-      registry: {
-        address: registry.networkAddress,
-        image: 'kh/busybox:conformance',
-        auth: { username: 'kh', password: `pw-${runId}` },
-      },
-      logDir: { runtime: join(node.sharedDirInNode, 'logs'), local: join(node.sharedDirOnHost, 'logs') },
-      // Host ports live in the node's network namespace: reach them on the node's address.
-      hostPortAddress: nodeIp,
-      hostPortIp: '',
-      // Pods nest under the node container's cgroup, as kubelet's cgroupRoot would place them.
-      cgroupParent: node.cgroupParent,
-      runId,
-      callTimeoutMs: 60_000,
-      streamingUnreachable: NODE_STREAMING_UNREACHABLE,
-    },
-    { progress },
-  );
+  await pushUniqueImage(docker, refs.busybox, runId, registry, REGISTRY_IMAGE);
+  result = await runConformance(nodeSuiteOptions({ node, network, registry, refs, runId }), { progress });
 }, 900_000);
 
 afterAll(async () => {

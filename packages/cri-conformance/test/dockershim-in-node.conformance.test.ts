@@ -1,20 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  done,
   ensureImages,
   NodeContainer,
+  notYet,
   RegistryContainer,
   type StartedNodeContainer,
   type StartedRegistryContainer,
   type StartedTestNetwork,
   TestNetwork,
+  until,
 } from '@kh/testkit';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConformance, type SuiteResult } from '../src/index.js';
-import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS, NODE_STREAMING_UNREACHABLE } from './expectations.js';
+import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS } from './expectations.js';
+import { nodeSuiteOptions, REGISTRY_IMAGE } from './node_options.js';
 import { pushUniqueImage } from './unique_image.js';
 
 // The topology of an end-to-end run: dockerd in a kind-style node container, the dockershim running
@@ -58,31 +61,16 @@ beforeAll(async () => {
   });
   await exec.start({ Detach: true });
   const socket = node.criEndpointOnHost.replace('unix://', '');
-  for (let i = 0; !existsSync(socket); i++) {
-    if (i > 100)
-      throw new Error(`the dockershim in the node did not start: see ${node.sharedDirOnHost}/dockershim.log`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await pushUniqueImage(docker, refs.busybox, runId, registry, 'kh/busybox:conformance');
-  result = await runConformance(
+  await until(
+    async () => (existsSync(socket) ? done(socket) : notYet(`see ${node.sharedDirOnHost}/dockershim.log`)),
     {
-      endpoint: node.criEndpointOnHost,
-      images: { busybox: refs.busybox, httpd: refs.httpd },
-      registry: {
-        address: registry.networkAddress,
-        image: 'kh/busybox:conformance',
-        auth: { username: 'kh', password: `pw-${runId}` },
-      },
-      logDir: { runtime: join(node.sharedDirInNode, 'logs'), local: join(node.sharedDirOnHost, 'logs') },
-      hostPortAddress: node.ipAddress(network),
-      hostPortIp: '',
-      cgroupParent: node.cgroupParent,
-      runId,
-      callTimeoutMs: 60_000,
-      streamingUnreachable: NODE_STREAMING_UNREACHABLE,
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      describe: 'the dockershim in the node to listen',
     },
-    { progress },
   );
+  await pushUniqueImage(docker, refs.busybox, runId, registry, REGISTRY_IMAGE);
+  result = await runConformance(nodeSuiteOptions({ node, network, registry, refs, runId }), { progress });
 }, 900_000);
 
 afterAll(async () => {
