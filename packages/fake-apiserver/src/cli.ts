@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { AUTHORIZATION_MODES, type AuthorizationMode } from './auth/authorizer.js';
 import { createApiServer } from './server.js';
 
 const USAGE = `Usage: fake-apiserver [options]
@@ -9,6 +10,7 @@ const USAGE = `Usage: fake-apiserver [options]
   --data-dir <dir>           durable storage (WAL + snapshot); in memory without it
   --token-file <file>        bearer tokens, kube-apiserver CSV format: token,user,uid[,"group1,group2"]
   --anonymous                allow requests without a token
+  --authorization-mode <m>   AlwaysAllow (default) or RBAC
   --tls                      serve HTTPS with a generated CA (put into the kubeconfig)
   --tls-host <name>          extra SAN for the serving certificate (repeatable)
   --kubelet-client-certificate <file>  client certificate for kubelets (PEM); with --tls and
@@ -40,6 +42,7 @@ async function main() {
       'data-dir': { type: 'string' },
       'token-file': { type: 'string' },
       anonymous: { type: 'boolean', default: false },
+      'authorization-mode': { type: 'string', default: 'AlwaysAllow' },
       tls: { type: 'boolean', default: false },
       'tls-host': { type: 'string', multiple: true },
       'kubelet-client-certificate': { type: 'string' },
@@ -61,6 +64,9 @@ async function main() {
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port: ${values.port}`);
+  const mode = values['authorization-mode'] as AuthorizationMode;
+  if (!AUTHORIZATION_MODES.includes(mode))
+    throw new Error(`--authorization-mode: ${mode}: supported modes are ${AUTHORIZATION_MODES.join(', ')}`);
   const cert = values['kubelet-client-certificate'];
   const key = values['kubelet-client-key'];
   if ((cert === undefined) !== (key === undefined))
@@ -72,6 +78,7 @@ async function main() {
     dataDir: values['data-dir'],
     tokens: values['token-file'],
     anonymous: values.anonymous,
+    authorizationMode: mode,
     tls: values.tls,
     tlsHosts: values['tls-host'],
     kubeletClient: {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { realClock } from '@kh/apimachinery';
 import { stringify as toYaml } from 'yaml';
+import { type AuthorizationMode, alwaysAllow, rbacAuthorizer } from './auth/authorizer.js';
 import { generateTls, issueClientCertificate, type TlsMaterial } from './auth/tls.js';
 import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
 import { EventTtlController } from './controllers/event-ttl.js';
@@ -16,6 +17,7 @@ import { createRouter, createUpgradeRouter } from './http/router.js';
 import type { Clock } from './meta/object.js';
 import { KubeletClient, type KubeletClientConfig } from './proxy/kubelet.js';
 import { namespaces } from './registry/namespaces.js';
+import { bootstrapPolicy, clusterrolebindings, clusterroles } from './registry/rbac.js';
 import { RestStorage } from './registry/rest.js';
 import { Store } from './storage/store.js';
 
@@ -40,6 +42,11 @@ export interface ApiServerOptions {
    * O system:masters (kubelets trust it with `caPem` as their --client-ca-file).
    */
   kubeletClient?: KubeletClientConfig;
+  /**
+   * kube-apiserver's --authorization-mode: AlwaysAllow (default: every authenticated caller may
+   * do everything) or RBAC (the stored roles and bindings, with the bootstrap policy).
+   */
+  authorizationMode?: AuthorizationMode;
   /** Node lease grace period before the lifecycle controller marks a node Unknown (40 s). */
   leaseGraceSeconds?: number;
   /** How often the lifecycle controller checks (5 s). */
@@ -92,7 +99,18 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     if (store.get('namespaces', '', ns) === undefined)
       rest.create(namespaces, '', { metadata: { name: ns } });
   }
+  const policy = bootstrapPolicy();
+  for (const role of policy.clusterroles) {
+    if (store.get(clusterroles.storage, '', role.metadata.name) === undefined)
+      rest.create(clusterroles, '', role);
+  }
+  for (const b of policy.clusterrolebindings) {
+    if (store.get(clusterrolebindings.storage, '', b.metadata.name) === undefined)
+      rest.create(clusterrolebindings, '', b);
+  }
   const tokens = tokenMap(opts.tokens);
+  const authn = tokenAuthenticator(tokens, opts.anonymous ?? false);
+  const authz = (opts.authorizationMode ?? 'AlwaysAllow') === 'RBAC' ? rbacAuthorizer(store) : alwaysAllow;
   const tls = opts.tls === true ? await generateTls(opts.tlsHosts) : opts.tls || undefined;
   const kubeletTls: KubeletClientConfig = { ...opts.kubeletClient };
   if (kubeletTls.certPem === undefined && tls?.caKeyPem !== undefined) {
@@ -105,13 +123,15 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   }
   const kubelet = new KubeletClient(store, kubeletTls);
   const api = new ApiHandler(rest, kubelet, {
+    reviews: { authenticateToken: authn.authenticateToken, authorizer: authz },
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY,
     bookmarkIntervalMs: (opts.bookmarkIntervalSeconds ?? 60) * 1000,
     maxWatchSeconds: 3600,
   });
   let url = '';
   const routerOptions = {
-    auth: tokenAuthenticator(tokens, opts.anonymous ?? false),
+    auth: authn,
+    authz,
     api,
     kubelet,
     store,

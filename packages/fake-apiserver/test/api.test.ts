@@ -38,7 +38,13 @@ describe('API semantics', () => {
         ]),
       );
       const groups = (await api.get('/apis')).body.groups.map((g: { name: string }) => g.name);
-      expect(groups).toEqual(['coordination.k8s.io', 'events.k8s.io', 'authentication.k8s.io']);
+      expect(groups).toEqual([
+        'coordination.k8s.io',
+        'events.k8s.io',
+        'authentication.k8s.io',
+        'authorization.k8s.io',
+        'rbac.authorization.k8s.io',
+      ]);
       expect((await api.get('/apis/coordination.k8s.io/v1')).body.resources[0]).toMatchObject({
         name: 'leases',
         namespaced: true,

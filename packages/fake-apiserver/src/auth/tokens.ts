@@ -42,6 +42,8 @@ export type AuthResult = { user: UserInfo } | { error: 'unauthorized' };
 
 export interface Authenticator {
   authenticate(req: IncomingMessage): AuthResult;
+  /** The user a bearer token stands for (TokenReview); undefined when it is not valid. */
+  authenticateToken(token: string): UserInfo | undefined;
 }
 
 /**
@@ -54,14 +56,18 @@ export function tokenAuthenticator(
   anonymous: boolean,
 ): Authenticator {
   const anonymousUser: UserInfo = { name: 'system:anonymous', uid: '', groups: ['system:unauthenticated'] };
+  const authenticateToken = (token: string): UserInfo | undefined => {
+    const user = tokens?.get(token);
+    return user && { ...user, groups: [...user.groups, 'system:authenticated'] };
+  };
   return {
+    authenticateToken,
     authenticate(req) {
       const header = req.headers.authorization;
       if (header !== undefined) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-        const user = m ? tokens?.get(m[1]!) : undefined;
-        if (user !== undefined)
-          return { user: { ...user, groups: [...user.groups, 'system:authenticated'] } };
+        const user = m ? authenticateToken(m[1]!) : undefined;
+        if (user !== undefined) return { user };
         // A presented but wrong credential is refused even when anonymous access is on.
         if (tokens !== undefined) return { error: 'unauthorized' };
       }

@@ -11,7 +11,7 @@ import {
 } from '../meta/status.js';
 import { type KubeletClient, podKubeletRequest, STREAMING } from '../proxy/kubelet.js';
 import { bindPod } from '../registry/binding.js';
-import type { ResourceDef } from '../registry/resource.js';
+import type { ResourceDef, ReviewContext } from '../registry/resource.js';
 import { apiVersionOf } from '../registry/resource.js';
 import type {
   DeleteOptions,
@@ -28,6 +28,8 @@ import { serveWatch } from './watch.js';
 
 export interface ApiHandlerOptions {
   maxBodyBytes: number;
+  /** What TokenReview and the access reviews consult. */
+  reviews: ReviewContext;
   bookmarkIntervalMs: number;
   /** Upper bound for a watch without timeoutSeconds (the apiserver picks 30-60 min). */
   maxWatchSeconds: number;
@@ -46,7 +48,7 @@ export interface ResourceRequest {
 }
 
 /** The verb a request is, for the resource's verb list (405 otherwise). */
-function verbOf(method: string, r: ResourceRequest): string {
+export function verbOf(method: string, r: ResourceRequest): string {
   const collection = r.name === undefined;
   switch (method) {
     case 'GET':
@@ -142,7 +144,11 @@ export class ApiHandler {
       return sendJson(
         res,
         201,
-        def.review(obj, r.user ?? { name: 'system:anonymous', uid: '', groups: ['system:unauthenticated'] }),
+        def.review(
+          obj,
+          r.user ?? { name: 'system:anonymous', uid: '', groups: ['system:unauthenticated'] },
+          this.opts.reviews,
+        ),
       );
     }
     if (

@@ -4,7 +4,8 @@ import { ApiError, badRequest } from '../meta/status.js';
 /**
  * Decodes the Kubernetes protobuf encoding (magic "k8s\0" + runtime.Unknown) of the few kinds
  * that kubectl's typed clients send as protobuf (`kubectl create namespace|secret|configmap|
- * serviceaccount`, `kubectl drain`'s evictions, `kubectl auth whoami`, typed deletes), into the JSON form the rest of the
+ * serviceaccount|role|rolebinding...`, `kubectl drain`'s evictions, `kubectl auth whoami|can-i`, typed
+ * deletes), into the JSON form the rest of the
  * server works on. Field numbers follow the upstream generated.proto files.
  */
 type Kind =
@@ -83,6 +84,51 @@ const MESSAGES: Record<string, Message> = {
   },
   Eviction: { 1: ['metadata', { msg: 'ObjectMeta' }], 2: ['deleteOptions', { msg: 'DeleteOptions' }] },
   SelfSubjectReview: { 1: ['metadata', { msg: 'ObjectMeta' }] },
+  // kubectl create role|clusterrole|rolebinding|clusterrolebinding and auth can-i.
+  PolicyRule: {
+    1: ['verbs', { repeated: 'string' }],
+    2: ['apiGroups', { repeated: 'string' }],
+    3: ['resources', { repeated: 'string' }],
+    4: ['resourceNames', { repeated: 'string' }],
+    5: ['nonResourceURLs', { repeated: 'string' }],
+  },
+  Role: { 1: ['metadata', { msg: 'ObjectMeta' }], 2: ['rules', { repeated: { msg: 'PolicyRule' } }] },
+  ClusterRole: { 1: ['metadata', { msg: 'ObjectMeta' }], 2: ['rules', { repeated: { msg: 'PolicyRule' } }] },
+  Subject: {
+    1: ['kind', 'string'],
+    2: ['apiGroup', 'string'],
+    3: ['name', 'string'],
+    4: ['namespace', 'string'],
+  },
+  RoleRef: { 1: ['apiGroup', 'string'], 2: ['kind', 'string'], 3: ['name', 'string'] },
+  RoleBinding: {
+    1: ['metadata', { msg: 'ObjectMeta' }],
+    2: ['subjects', { repeated: { msg: 'Subject' } }],
+    3: ['roleRef', { msg: 'RoleRef' }],
+  },
+  ClusterRoleBinding: {
+    1: ['metadata', { msg: 'ObjectMeta' }],
+    2: ['subjects', { repeated: { msg: 'Subject' } }],
+    3: ['roleRef', { msg: 'RoleRef' }],
+  },
+  ResourceAttributes: {
+    1: ['namespace', 'string'],
+    2: ['verb', 'string'],
+    3: ['group', 'string'],
+    4: ['version', 'string'],
+    5: ['resource', 'string'],
+    6: ['subresource', 'string'],
+    7: ['name', 'string'],
+  },
+  NonResourceAttributes: { 1: ['path', 'string'], 2: ['verb', 'string'] },
+  SelfSubjectAccessReviewSpec: {
+    1: ['resourceAttributes', { msg: 'ResourceAttributes' }],
+    2: ['nonResourceAttributes', { msg: 'NonResourceAttributes' }],
+  },
+  SelfSubjectAccessReview: {
+    1: ['metadata', { msg: 'ObjectMeta' }],
+    2: ['spec', { msg: 'SelfSubjectAccessReviewSpec' }],
+  },
   TypeMeta: { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] },
   Time: { 1: ['seconds', 'int'], 2: ['nanos', 'int'] },
   Unknown: { 1: ['typeMeta', { msg: 'TypeMeta' }], 2: ['raw', 'bytes'], 3: ['contentEncoding', 'string'] },

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { type Attributes, type Authorizer, forbiddenFor } from '../auth/authorizer.js';
 import type { Authenticator } from '../auth/tokens.js';
 import {
   aggregatedDiscovery,
@@ -22,7 +23,7 @@ import {
 } from '../proxy/kubelet.js';
 import { findResource } from '../registry/index.js';
 import type { Store } from '../storage/store.js';
-import type { ApiHandler, ResourceRequest } from './api.js';
+import { type ApiHandler, type ResourceRequest, verbOf } from './api.js';
 import { sendError, sendJson } from './body.js';
 
 const HEALTH = new Set(['healthz', 'readyz', 'livez']);
@@ -66,35 +67,72 @@ function parseResourcePath(
   return { def, namespace, name, subresource: sub, watchPath, query };
 }
 
+/** The resource a path below /api/v1 or /apis/<group>/<version> names, if any. */
+function resourceRequest(segs: string[], query: URLSearchParams): ResourceRequest | undefined {
+  const legacy = segs[0] === 'api';
+  if (!legacy && segs[0] !== 'apis') return undefined;
+  const rest = segs.slice(legacy ? 2 : 3);
+  const version = legacy ? segs[1] : segs[2];
+  if (version === undefined || rest.length === 0) return undefined;
+  return parseResourcePath(legacy ? '' : segs[1]!, version, rest, query);
+}
+
 export interface RouterOptions {
   auth: Authenticator;
   api: ApiHandler;
   kubelet: KubeletClient;
   store: Store;
+  authz: Authorizer;
   serverAddress: () => string;
 }
 
 /**
  * A request the kubelet answers: pods/{exec,attach,portforward} (`upgrade`) or
- * nodes/<name>/proxy/<path>; undefined for everything else.
+ * nodes/<name>/proxy/<path>; undefined for everything else. `resolve` validates it (after
+ * authorization, as kube-apiserver checks existence only for callers that may ask).
  */
 function kubeletRequest(
   store: Store,
   segs: string[],
   url: URL,
-): { target: KubeletRequest; upgrade: boolean } | undefined {
+): { attrs: ResourceAttrs; upgrade: boolean; resolve: () => KubeletRequest } | undefined {
   if (segs[0] !== 'api' || segs[1] !== 'v1') return undefined;
   if (segs[2] === 'nodes' && segs[4] === 'proxy' && segs.length >= 5) {
-    return { target: nodeKubeletRequest(store, segs[3]!, segs.slice(5), url.search), upgrade: false };
+    return {
+      attrs: { namespace: '', apiGroup: '', resource: 'nodes', subresource: 'proxy', name: segs[3]! },
+      upgrade: false,
+      resolve: () => nodeKubeletRequest(store, segs[3]!, segs.slice(5), url.search),
+    };
   }
   const sub = segs[6];
   if (segs[2] === 'namespaces' && segs[4] === 'pods' && segs.length === 7 && STREAMING.includes(sub!)) {
     return {
-      target: podKubeletRequest(store, segs[3]!, segs[5]!, sub!, url.searchParams),
+      attrs: { namespace: segs[3]!, apiGroup: '', resource: 'pods', subresource: sub!, name: segs[5]! },
       upgrade: true,
+      resolve: () => podKubeletRequest(store, segs[3]!, segs[5]!, sub!, url.searchParams),
     };
   }
   return undefined;
+}
+
+type ResourceAttrs = Pick<
+  Extract<Attributes, { resourceRequest: true }>,
+  'namespace' | 'apiGroup' | 'resource' | 'subresource' | 'name'
+>;
+
+/** kube-apiserver's verb for a method on a single object or connect subresource. */
+const METHOD_VERBS: Record<string, string> = {
+  GET: 'get',
+  HEAD: 'get',
+  POST: 'create',
+  PUT: 'update',
+  PATCH: 'patch',
+  DELETE: 'delete',
+};
+
+function authorize(authz: Authorizer, a: Attributes): void {
+  const d = authz.authorize(a);
+  if (!d.allowed) throw forbiddenFor(a, d.reason);
 }
 
 const pathSegments = (url: URL) =>
@@ -108,11 +146,14 @@ export function createUpgradeRouter(opts: RouterOptions) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
     try {
-      if ('error' in opts.auth.authenticate(req)) throw unauthorized();
+      const auth = opts.auth.authenticate(req);
+      if ('error' in auth) throw unauthorized();
       const url = new URL(req.url ?? '/', 'http://localhost');
       const k = kubeletRequest(opts.store, pathSegments(url), url);
       if (k === undefined) throw badRequest(`${url.pathname} cannot be upgraded`);
-      opts.kubelet.proxyUpgrade(req, socket, head, k.target);
+      const verb = METHOD_VERBS[req.method ?? 'GET'] ?? (req.method ?? '').toLowerCase();
+      authorize(opts.authz, { user: auth.user, verb, resourceRequest: true, ...k.attrs });
+      opts.kubelet.proxyUpgrade(req, socket, head, k.resolve());
     } catch (err) {
       writeSocketStatus(
         socket,
@@ -132,11 +173,35 @@ export function createRouter(opts: RouterOptions) {
       if (HEALTH.has(head)) return sendText(res, 200, 'ok');
       const auth = opts.auth.authenticate(req);
       if ('error' in auth) throw unauthorized();
+      const method = req.method ?? 'GET';
       const k = kubeletRequest(opts.store, pathSegments(url), url);
       if (k !== undefined) {
+        const verb = METHOD_VERBS[method] ?? method.toLowerCase();
+        authorize(opts.authz, { user: auth.user, verb, resourceRequest: true, ...k.attrs });
         if (k.upgrade) throw badRequest('Upgrade request required');
-        return opts.kubelet.proxy(req, res, k.target);
+        return opts.kubelet.proxy(req, res, k.resolve());
       }
+      const r = resourceRequest(segs, url.searchParams);
+      if (r !== undefined) {
+        authorize(opts.authz, {
+          user: auth.user,
+          verb: verbOf(method, r),
+          resourceRequest: true,
+          namespace: r.namespace,
+          apiGroup: r.def.group,
+          resource: r.def.resource,
+          subresource: r.subresource ?? '',
+          name: r.name ?? '',
+        });
+        r.user = auth.user;
+        return await opts.api.handle(req, res, r);
+      }
+      authorize(opts.authz, {
+        user: auth.user,
+        verb: method.toLowerCase(),
+        resourceRequest: false,
+        path: url.pathname,
+      });
       const accept = req.headers.accept;
       if (head === 'version' && segs.length === 1) return sendJson(res, 200, versionInfo());
       if (head === 'openapi') {
@@ -189,10 +254,8 @@ export function createRouter(opts: RouterOptions) {
           if (list === undefined) throw resourceNotFound();
           return sendJson(res, 200, list);
         }
-        const r = parseResourcePath(group, version, rest, url.searchParams);
-        if (r === undefined) throw resourceNotFound();
-        r.user = auth.user;
-        return await opts.api.handle(req, res, r);
+        // Resource paths were served above; this one names no resource.
+        if (rest.length > 0) throw resourceNotFound();
       }
       throw resourceNotFound();
     } catch (err) {

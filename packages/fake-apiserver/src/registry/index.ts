@@ -4,7 +4,9 @@ import { leases } from './leases.js';
 import { namespaces } from './namespaces.js';
 import { nodes } from './nodes.js';
 import { pods } from './pods.js';
+import { clusterrolebindings, clusterroles, rolebindings, roles } from './rbac.js';
 import type { ResourceDef } from './resource.js';
+import { selfsubjectaccessreviews, subjectaccessreviews, tokenreviews } from './reviews.js';
 import { secrets } from './secrets.js';
 import { selfsubjectreviews, selfsubjectreviewsV1beta1 } from './selfsubjectreviews.js';
 import { serviceaccounts } from './serviceaccounts.js';
@@ -22,6 +24,13 @@ export const RESOURCES: ResourceDef[] = [
   eventsV1,
   selfsubjectreviews,
   selfsubjectreviewsV1beta1,
+  tokenreviews,
+  subjectaccessreviews,
+  selfsubjectaccessreviews,
+  clusterroles,
+  clusterrolebindings,
+  roles,
+  rolebindings,
 ];
 
 export function findResource(group: string, version: string, resource: string): ResourceDef | undefined {

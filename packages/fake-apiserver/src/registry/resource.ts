@@ -1,8 +1,15 @@
+import type { Authorizer } from '../auth/authorizer.js';
 import type { UserInfo } from '../auth/tokens.js';
 import type { Clock, KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
 import type { FieldSet } from '../selectors/field.js';
 import type { Store } from '../storage/store.js';
+
+/** What reviews consult: the server's token authenticator and its authorizer. */
+export interface ReviewContext {
+  authenticateToken(token: string): UserInfo | undefined;
+  authorizer: Authorizer;
+}
 
 export interface StrategyContext {
   store: Store;
@@ -50,8 +57,8 @@ export interface ResourceDef {
   validate?(obj: KObject, errs: FieldErrors, old: KObject | undefined): void;
   /** Grace period for deletion, when the resource supports graceful deletion (pods). */
   gracePeriod?(obj: KObject, requested: number | undefined): number;
-  /** A create-only review that is answered, never stored (SelfSubjectReview). */
-  review?(obj: KObject, user: UserInfo): KObject;
+  /** A create-only review that is answered, never stored (SelfSubjectReview, TokenReview...). */
+  review?(obj: KObject, user: UserInfo, ctx: ReviewContext): KObject;
   /** Converts from the stored form to this view and back (events.k8s.io over core events). */
   toView?(stored: KObject): KObject;
   fromView?(obj: KObject): KObject;

@@ -689,3 +689,91 @@ def(
   },
   { gvk: { group: 'authentication.k8s.io', version: 'v1beta1', kind: 'SelfSubjectReview' } },
 );
+
+// TokenReview and the access reviews: create-only, answered from the request.
+def('io.k8s.api.authentication.v1.TokenReviewSpec', { token: str, audiences: arr(str) });
+def('io.k8s.api.authentication.v1.TokenReviewStatus', {
+  authenticated: bool,
+  user: ref('io.k8s.api.authentication.v1.UserInfo'),
+  audiences: arr(str),
+  error: str,
+});
+def(
+  'io.k8s.api.authentication.v1.TokenReview',
+  {
+    apiVersion: str,
+    kind: str,
+    metadata: objectMeta,
+    spec: ref('io.k8s.api.authentication.v1.TokenReviewSpec'),
+    status: ref('io.k8s.api.authentication.v1.TokenReviewStatus'),
+  },
+  { gvk: { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenReview' } },
+);
+
+// --- authorization.k8s.io -------------------------------------------------------------------------
+const authz = (n: string) => `io.k8s.api.authorization.v1.${n}`;
+def(authz('ResourceAttributes'), {
+  namespace: str,
+  verb: str,
+  group: str,
+  version: str,
+  resource: str,
+  subresource: str,
+  name: str,
+});
+def(authz('NonResourceAttributes'), { path: str, verb: str });
+def(authz('SubjectAccessReviewSpec'), {
+  resourceAttributes: ref(authz('ResourceAttributes')),
+  nonResourceAttributes: ref(authz('NonResourceAttributes')),
+  user: str,
+  groups: arr(str),
+  extra: map(arr(str)),
+  uid: str,
+});
+def(authz('SelfSubjectAccessReviewSpec'), {
+  resourceAttributes: ref(authz('ResourceAttributes')),
+  nonResourceAttributes: ref(authz('NonResourceAttributes')),
+});
+def(authz('SubjectAccessReviewStatus'), {
+  allowed: bool,
+  denied: bool,
+  reason: str,
+  evaluationError: str,
+});
+for (const kind of ['SubjectAccessReview', 'SelfSubjectAccessReview']) {
+  def(
+    authz(kind),
+    {
+      apiVersion: str,
+      kind: str,
+      metadata: objectMeta,
+      spec: ref(authz(`${kind}Spec`)),
+      status: ref(authz('SubjectAccessReviewStatus')),
+    },
+    { gvk: { group: 'authorization.k8s.io', version: 'v1', kind } },
+  );
+}
+
+// --- rbac.authorization.k8s.io --------------------------------------------------------------------
+const rbac = (n: string) => `io.k8s.api.rbac.v1.${n}`;
+def(rbac('PolicyRule'), {
+  verbs: arr(str),
+  apiGroups: arr(str),
+  resources: arr(str),
+  resourceNames: arr(str),
+  nonResourceURLs: arr(str),
+});
+def(rbac('Subject'), { kind: str, apiGroup: str, name: str, namespace: str });
+def(rbac('RoleRef'), { apiGroup: str, kind: str, name: str });
+def(rbac('AggregationRule'), { clusterRoleSelectors: arr(m('LabelSelector')) });
+topLevel('rbac.authorization.k8s.io', 'v1', 'Role', rbac('Role'), { rules: arr(ref(rbac('PolicyRule'))) });
+topLevel('rbac.authorization.k8s.io', 'v1', 'ClusterRole', rbac('ClusterRole'), {
+  rules: arr(ref(rbac('PolicyRule'))),
+  aggregationRule: ref(rbac('AggregationRule')),
+});
+for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
+  topLevel('rbac.authorization.k8s.io', 'v1', kind, rbac(kind), {
+    subjects: arr(ref(rbac('Subject'))),
+    roleRef: ref(rbac('RoleRef')),
+  });
+}
