@@ -1,4 +1,11 @@
 import { createHash } from 'node:crypto';
+import {
+  createDeflate,
+  createInflate,
+  type Deflate,
+  type Inflate,
+  constants as zlibConstants,
+} from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { SpdyCodec } from '../src/spdy/codec.js';
 import { SPDY_DICTIONARY } from '../src/spdy/dictionary.js';
@@ -36,6 +43,20 @@ async function roundTrip(
   sender.close();
   receiver.close();
   return { out, wire };
+}
+
+/** Runs one block through a zlib stream (either direction) and returns its sync-flushed output. */
+function flushThrough(z: Deflate | Inflate, block: Buffer): Promise<Buffer> {
+  const out: Buffer[] = [];
+  const take = (c: Buffer) => out.push(c);
+  z.on('data', take);
+  z.write(block);
+  return new Promise((resolve) =>
+    z.flush(zlibConstants.Z_SYNC_FLUSH, () => {
+      z.off('data', take);
+      resolve(Buffer.concat(out));
+    }),
+  );
 }
 
 const headers = { streamtype: ['stdout'], port: ['8080'], multi: ['a', 'b'] };
@@ -96,7 +117,8 @@ describe('SPDY framer', () => {
     codec.close();
   });
 
-  it('shares one zlib context per direction: repeated headers shrink and need the earlier frames', async () => {
+  it('sends its header blocks as one zlib stream with the dictionary, readable by any zlib reader', async () => {
+    const sent = { streamtype: ['error'], port: ['12345'], requestid: ['0'] };
     const syn = (streamId: number): SpdyFrame => ({
       type: 'SYN_STREAM',
       streamId,
@@ -105,17 +127,56 @@ describe('SPDY framer', () => {
       slot: 0,
       fin: false,
       unidirectional: false,
-      headers: { streamtype: ['error'], port: ['12345'], requestid: ['0'] },
+      headers: sent,
     });
-    const { out, wire } = await roundTrip([syn(1), syn(3), syn(5)]);
-    expect(out.map((f) => f.type === 'SYN_STREAM' && f.streamId)).toEqual([1, 3, 5]);
+    const codec = new SpdyCodec();
+    const wire = [1, 3, 5].map((id) => codec.encode(syn(id)));
+    codec.close();
+    // What Go's spdystream does: one zlib reader with the dictionary over all blocks in order.
+    const reader = createInflate({ dictionary: SPDY_DICTIONARY });
+    const parser = new FrameParser();
+    for (const [i, frame] of wire.entries()) {
+      parser.push(frame);
+      const block = parser.next()!.payload.subarray(10);
+      const plain = await flushThrough(reader, block);
+      expect(parseHeaderBlock(plain, 1 + 2 * i)).toEqual(sent);
+    }
+    reader.close();
+  });
+
+  it('splits a header block larger than a stored block (64 KiB) into several', async () => {
+    const big: SpdyFrame = {
+      type: 'HEADERS',
+      streamId: 1,
+      fin: false,
+      headers: { big: ['x'.repeat(150_000)] },
+    };
+    const { out } = await roundTrip([big, { ...big, streamId: 3 }]);
+    expect(out).toEqual([big, { ...big, streamId: 3 }]);
+  });
+
+  it('keeps one inflate context for what it receives: later blocks need the earlier frames', async () => {
+    // A peer that compresses, as Go does: one deflate stream, sync-flushed after each block.
+    const deflate = createDeflate({ dictionary: SPDY_DICTIONARY });
+    const block = serializeHeaderBlock({ streamtype: ['error'], port: ['12345'] });
+    const reply = async (streamId: number) => {
+      const head = Buffer.alloc(4);
+      head.writeUInt32BE(streamId);
+      const payload = Buffer.concat([head, await flushThrough(deflate, block)]);
+      return { control: true, version: 3, type: 2, flags: 0, payload } satisfies RawFrame;
+    };
+    const first = await reply(1);
+    const second = await reply(3);
+    deflate.close();
     // The second block refers back to the first, so it is smaller ...
-    expect(wire[1]!.length).toBeLessThan(wire[0]!.length);
+    expect(second.payload.length).toBeLessThan(first.payload.length);
+    const receiver = new SpdyCodec();
+    expect(await receiver.decode(first)).toMatchObject({ type: 'SYN_REPLY', streamId: 1 });
+    expect(await receiver.decode(second)).toMatchObject({ type: 'SYN_REPLY', streamId: 3 });
+    receiver.close();
     // ... and a receiver that missed the first frame cannot read it.
     const fresh = new SpdyCodec();
-    const parser = new FrameParser();
-    parser.push(wire[1]!);
-    await expect(fresh.decode(parser.next()!)).rejects.toBeInstanceOf(SpdyProtocolError);
+    await expect(fresh.decode(second)).rejects.toBeInstanceOf(SpdyProtocolError);
     fresh.close();
   });
 

@@ -1,7 +1,12 @@
-// Header compression for one SPDY connection. SPDY/3 compresses every header block of a direction
-// with one zlib stream that starts from the SPDY dictionary and is sync-flushed after each block,
-// so a block can refer back to earlier ones: the contexts live as long as the connection, and
-// blocks must be compressed and decompressed in wire order (callers serialize).
+// Header compression for one SPDY connection. SPDY/3 carries every header block of a direction in
+// one zlib stream that starts from the SPDY dictionary and is flushed after each block, so a block
+// can refer back to earlier ones. Receiving: one inflate context for the life of the connection,
+// fed in wire order (callers serialize). Sending: this side writes that zlib stream itself as
+// stored (uncompressed) deflate blocks, which any zlib reader, Go's included, takes like compressed
+// ones. Header blocks here are a few dozen bytes, so compressing saves little; what it cost was a
+// trip through libuv's thread pool per block (Node's zlib streams have no synchronous flush), and
+// on a busy machine each such trip waits for a thread to be scheduled, on the critical path of
+// every stream a session opens.
 import zlib from 'node:zlib';
 import { SPDY_DICTIONARY } from './dictionary.js';
 import {
@@ -73,25 +78,59 @@ class ZlibContext {
   }
 }
 
+/** Largest stored deflate block (its length field is 16 bits). */
+const MAX_STORED_BLOCK = 0xffff;
+
 /**
- * Encodes and decodes the frames of one connection: a deflate context for what this side sends
- * and an inflate context for what it receives. Calls of each direction must not overlap.
+ * The start of this side's zlib stream: CMF 0x78 (deflate, 32 KiB window), FLG 0x20 (a preset
+ * dictionary follows; 0x7820 is a multiple of 31 as the check requires), then the dictionary's
+ * Adler-32, taken from what zlib itself writes for it.
+ */
+const ZLIB_HEADER = Buffer.concat([
+  Buffer.from([0x78, 0x20]),
+  zlib.deflateSync(Buffer.alloc(0), { dictionary: SPDY_DICTIONARY }).subarray(2, 6),
+]);
+
+/**
+ * The empty stored block zlib's Z_SYNC_FLUSH ends with. Readers hand out what they have decoded
+ * when they reach it; Go's flate reader otherwise holds a stored block's bytes back until it has
+ * read the next block's header, which is in a later frame, and fails on the frame's end.
+ */
+const SYNC_FLUSH_MARKER = Buffer.from([0x00, 0x00, 0x00, 0xff, 0xff]);
+
+/** A header block as non-final stored deflate blocks, then the flush marker. */
+function storedBlocks(block: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  for (let off = 0; off < block.length; off += MAX_STORED_BLOCK) {
+    const data = block.subarray(off, off + MAX_STORED_BLOCK);
+    const head = Buffer.alloc(5); // BFINAL 0, BTYPE 00 (stored), padding to the byte; LEN; NLEN
+    head.writeUInt16LE(data.length, 1);
+    head.writeUInt16LE(~data.length & 0xffff, 3);
+    parts.push(head, data);
+  }
+  parts.push(SYNC_FLUSH_MARKER);
+  return Buffer.concat(parts);
+}
+
+/**
+ * Encodes and decodes the frames of one connection: this side's zlib stream of header blocks
+ * (see the file comment) and an inflate context for what it receives. Decode calls must not
+ * overlap.
  */
 export class SpdyCodec {
-  private readonly deflate = new ZlibContext(
-    zlib.createDeflate({ dictionary: SPDY_DICTIONARY }),
-    'header compression',
-    Number.POSITIVE_INFINITY,
-  );
+  private headerSent = false;
   private readonly inflate = new ZlibContext(
     zlib.createInflate({ dictionary: SPDY_DICTIONARY }),
     'header decompression',
     MAX_HEADER_BLOCK,
   );
 
-  async encode(frame: SpdyFrame): Promise<Buffer> {
+  encode(frame: SpdyFrame): Buffer {
     if (frame.type === 'SYN_STREAM' || frame.type === 'SYN_REPLY' || frame.type === 'HEADERS') {
-      return encodeFrame(frame, await this.deflate.process(serializeHeaderBlock(frame.headers)));
+      const blocks = storedBlocks(serializeHeaderBlock(frame.headers));
+      const compressed = this.headerSent ? blocks : Buffer.concat([ZLIB_HEADER, blocks]);
+      this.headerSent = true;
+      return encodeFrame(frame, compressed);
     }
     return encodeFrame(frame);
   }
@@ -118,7 +157,6 @@ export class SpdyCodec {
   }
 
   close(): void {
-    this.deflate.close();
     this.inflate.close();
   }
 }

@@ -322,7 +322,7 @@ export class SpdySession {
     if (this.signal.aborted || this.socket.destroyed || !this.socket.writable) return;
     let bytes: Buffer;
     try {
-      bytes = await this.codec.encode(frame);
+      bytes = this.codec.encode(frame);
     } catch (err) {
       this.fail(err);
       return;
