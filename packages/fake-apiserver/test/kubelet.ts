@@ -16,6 +16,8 @@ export interface TestKubelet {
   requests: { url: string; cn: string | undefined }[];
   /** Upgraded connections still open. */
   openStreams(): number;
+  /** Drops every upgraded connection, as a kubelet that dies mid-stream would. */
+  dropStreams(): void;
   close(): Promise<void>;
 }
 
@@ -27,6 +29,8 @@ const execHandler =
   (io, signal) =>
     new Promise((resolve, reject) => {
       const child = spawn(command[0]!, command.slice(1), { stdio: 'pipe', signal });
+      // A command may exit without reading its input: EPIPE on its stdin is not the session's failure.
+      child.stdin.on('error', () => {});
       if (io.stdin) io.stdin.pipe(child.stdin);
       else child.stdin.end();
       if (io.stdout) child.stdout.pipe(io.stdout, { end: false });
@@ -117,6 +121,9 @@ export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet
     port: (server.address() as AddressInfo).port,
     requests,
     openStreams: () => upgraded.size,
+    dropStreams() {
+      for (const s of upgraded) s.destroy();
+    },
     async close() {
       server.closeAllConnections();
       for (const s of upgraded) s.destroy();
