@@ -60,7 +60,7 @@ export interface KubeletParts {
   pleg?: Pick<Pleg, 'start' | 'stop' | 'watch'>;
   /** Loops that run and stop with the Kubelet (status manager, mirror pods, eviction, GC). */
   managers: { run(signal: AbortSignal): Promise<void> }[];
-  servers?: Pick<KubeletServerOptions, 'pods' | 'runningPods' | 'stats' | 'logs'>;
+  servers?: Pick<KubeletServerOptions, 'pods' | 'runningPods' | 'stats' | 'logs' | 'streaming'>;
 }
 
 export class Kubelet {
@@ -104,6 +104,9 @@ export class Kubelet {
     const server = new KubeletServer({
       nodeName: parts.identity.nodeName,
       tls: await this.servingCert(),
+      ...(config.authentication.x509.clientCAFile
+        ? { clientCA: await readFile(config.authentication.x509.clientCAFile, 'utf8') }
+        : {}),
       ...parts.auth,
       health: this.health,
       metrics: parts.metrics,

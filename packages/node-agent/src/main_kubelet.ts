@@ -71,6 +71,7 @@ import {
 } from './server/auth.js';
 import { ContainerLogs } from './server/container_logs.js';
 import { runningPodsProvider } from './server/running_pods.js';
+import { ContainerStreaming } from './server/streaming.js';
 import { SummaryProvider } from './stats/summary.js';
 import { PodStatusManager } from './status/status_manager.js';
 import type { PodSource } from './types/pod_update.js';
@@ -268,6 +269,15 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
       pods: podManager,
       runningPods: runningPodsProvider(runtime),
       logs: new ContainerLogs({ getPods: () => podManager.getPods(), runtime }),
+      streaming: new ContainerStreaming({
+        getPods: () => podManager.getPods(),
+        runtime,
+        cri,
+        ...(options.runtimeStreamingAddress
+          ? { runtimeStreamingAddress: options.runtimeStreamingAddress }
+          : {}),
+        log,
+      }),
       stats: new SummaryProvider({
         cri,
         ...(imageCri ? { imageCri } : {}),

@@ -241,7 +241,7 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
       const r = await httpGet(p2, '/containerLogs/default/web/app', { ca: tls.cert, token: 'reader-token' });
       expect(r).toEqual({
         status: 403,
-        body: 'Forbidden (user=reader, verb=get, resource=nodes, subresource=proxy)',
+        body: 'Forbidden (user=reader, verb=get, resource=nodes, subresource(s)=[proxy])\n',
       });
     } finally {
       await s2.stop();

@@ -218,7 +218,7 @@ describe('kubelet server (TLS, authn, authz)', () => {
       expect((await get(port, '/healthz', { token: 'bad', ca: tls.cert })).status).toBe(401);
       expect(await get(port, '/metrics', { ca: tls.cert })).toEqual({
         status: 403,
-        body: 'Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource=metrics)',
+        body: 'Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource(s)=[metrics])\n',
       });
     } finally {
       anonymousEnabled = false;

@@ -21,6 +21,8 @@ export interface AgentOptions {
   criCallLog: string;
   /** The sandbox image image GC keeps (empty: ask the runtime). */
   podInfraContainerImage: string;
+  /** Harness extension: where a runtime that answers CRI Exec/Attach/PortForward with a bare path serves it. */
+  runtimeStreamingAddress: string;
   v: number;
   help: boolean;
   version: boolean;
@@ -43,7 +45,7 @@ interface FlagSpec {
   kind: FlagKind;
   help: string;
   option?: keyof AgentOptions;
-  config?: keyof KubeletConfiguration | 'anonymousAuth' | 'authorizationMode';
+  config?: keyof KubeletConfiguration | 'anonymousAuth' | 'clientCAFile' | 'authorizationMode';
 }
 
 export const FLAGS: readonly FlagSpec[] = [
@@ -101,6 +103,12 @@ export const FLAGS: readonly FlagSpec[] = [
     option: 'podInfraContainerImage',
     help: 'The sandbox (pause) image, which image garbage collection never removes (default: the one the runtime reports in its verbose CRI Status).',
   },
+  {
+    name: 'runtime-streaming-address',
+    kind: 'string',
+    option: 'runtimeStreamingAddress',
+    help: "Harness extension, not a kubelet flag: the runtime's streaming server (host:port or URL), against which a bare-path URL from CRI Exec, Attach or PortForward is resolved.",
+  },
   { name: 'v', kind: 'int', option: 'v', help: 'Log verbosity.' },
   { name: 'help', kind: 'bool', option: 'help', help: 'Show this help.' },
   { name: 'version', kind: 'bool', option: 'version', help: 'Print the version and exit.' },
@@ -155,6 +163,12 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'bool',
     config: 'anonymousAuth',
     help: 'Allow anonymous requests to the kubelet server.',
+  },
+  {
+    name: 'client-ca-file',
+    kind: 'string',
+    config: 'clientCAFile',
+    help: 'CA bundle; client certificates it signed authenticate as CN, in the groups O.',
   },
   {
     name: 'authorization-mode',
@@ -254,6 +268,7 @@ export function defaultAgentOptions(): AgentOptions {
     certDir: '',
     criCallLog: '',
     podInfraContainerImage: '',
+    runtimeStreamingAddress: '',
     v: 0,
     help: false,
     version: false,
@@ -300,7 +315,15 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
       (options as unknown as Record<string, unknown>)[spec.option] =
         spec.kind === 'labels' ? { ...options.nodeLabels, ...(value as Record<string, string>) } : value;
     } else if (spec.config === 'anonymousAuth') {
-      overrides.authentication = { anonymous: { enabled: value } };
+      overrides.authentication = {
+        ...(overrides.authentication as object),
+        anonymous: { enabled: value as boolean },
+      };
+    } else if (spec.config === 'clientCAFile') {
+      overrides.authentication = {
+        ...(overrides.authentication as object),
+        x509: { clientCAFile: value as string },
+      };
     } else if (spec.config === 'authorizationMode') {
       overrides.authorization = { mode: value };
     } else if (spec.config) {

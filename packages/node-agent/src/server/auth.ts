@@ -1,7 +1,9 @@
-// Authentication and authorization of kubelet API requests, as the kubelet does them: a bearer
+// Authentication and authorization of kubelet API requests, as the kubelet does them: a
+// client certificate signed by the client CA names the user (CN) and groups (O), a bearer
 // token is checked by a TokenReview, the request is mapped to a nodes/<subresource> attribute
 // and checked by a SubjectAccessReview. Anonymous requests are refused unless enabled.
 import type { IncomingMessage } from 'node:http';
+import type { PeerCertificate } from 'node:tls';
 import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { toApiError } from '../api/node_api.js';
 
@@ -176,6 +178,19 @@ export function requestAttributes(req: IncomingMessage, user: UserInfo, nodeName
     name: nodeName,
     path,
   };
+}
+
+/**
+ * The user of a verified client certificate, as the x509 authenticator maps it: CN is the name,
+ * each O a group; every authenticated user is also in system:authenticated.
+ */
+export function userFromClientCertificate(cert: PeerCertificate): UserInfo | undefined {
+  const cn = cert.subject?.CN;
+  const username = Array.isArray(cn) ? cn[0] : cn;
+  if (!username) return undefined;
+  const o = cert.subject.O;
+  const orgs = o === undefined ? [] : Array.isArray(o) ? o : [o];
+  return { username, groups: [...orgs, 'system:authenticated'] };
 }
 
 export function bearerToken(req: IncomingMessage): string | undefined {

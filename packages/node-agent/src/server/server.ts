@@ -1,9 +1,13 @@
-// The kubelet API server (port 10250, TLS). Every request is authenticated (bearer token via the
-// configured Authenticator, anonymous only when enabled) and authorized as nodes/<subresource>
-// before it reaches a handler. Pod endpoints are served by providers the pod layer plugs in.
+// The kubelet API server (port 10250, TLS). Every request is authenticated (a client certificate
+// signed by the client CA, else a bearer token via the configured Authenticator, anonymous only
+// when enabled) and authorized as nodes/<subresource> before it reaches a handler. Pod endpoints
+// are served by providers the pod layer plugs in; HTTP upgrades (exec, attach, port-forward) take
+// the same path, with the connection handed to the streaming handler.
 
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeletMetrics } from '../metrics/metrics.js';
 import { type Logger, silentLogger } from '../util/log.js';
@@ -14,11 +18,13 @@ import {
   bearerToken,
   requestAttributes,
   type UserInfo,
+  userFromClientCertificate,
 } from './auth.js';
 import type { ServingCert } from './certs.js';
 import type { ContainerLogs } from './container_logs.js';
 import type { HealthChecker } from './healthz.js';
 import { closeServer, listen } from './listen.js';
+import type { ContainerStreaming, UpgradeSocket } from './streaming.js';
 
 /** Pods bound to this node, as the pod manager knows them (GET /pods). */
 export interface PodsProvider {
@@ -38,6 +44,8 @@ export interface StatsProvider {
 export interface KubeletServerOptions {
   nodeName: string;
   tls: ServingCert;
+  /** PEM CA bundle (authentication.x509.clientCAFile); client certificates it signed authenticate. */
+  clientCA?: string;
   /** Undefined: no token can authenticate (webhook authentication disabled). */
   authenticator?: Authenticator;
   anonymousEnabled: boolean;
@@ -51,10 +59,14 @@ export interface KubeletServerOptions {
   stats?: StatsProvider;
   /** GET /containerLogs/{namespace}/{pod}/{container}. */
   logs?: Pick<ContainerLogs, 'handle'>;
+  /** /exec, /attach, /portForward and /run. */
+  streaming?: Pick<ContainerStreaming, 'handle'>;
   log?: Logger;
 }
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
+type Handler = (req: IncomingMessage, res: ServerResponse, upgrade?: UpgradeSocket) => Promise<void> | void;
+
+const STREAMING_ROUTES = ['/exec/*', '/attach/*', '/portForward/*', '/run/*'];
 
 export class KubeletServer {
   private server: Server | undefined;
@@ -77,11 +89,34 @@ export class KubeletServer {
       );
     if (stats) this.routes.set('/stats/summary', async (_req, res) => json(res, 200, await stats.summary()));
     if (logs) this.routes.set('/containerLogs/*', (req, res) => logs.handle(req, res));
+    const { streaming } = opts;
+    if (streaming)
+      for (const r of STREAMING_ROUTES)
+        this.routes.set(r, (req, res, upgrade) => streaming.handle(req, res, upgrade));
   }
 
   async start(host: string, port: number): Promise<{ host: string; port: number }> {
-    const server = createServer({ cert: this.opts.tls.cert, key: this.opts.tls.key }, (req, res) => {
-      void this.serve(req, res);
+    const { clientCA } = this.opts;
+    const server = createServer(
+      {
+        cert: this.opts.tls.cert,
+        key: this.opts.tls.key,
+        // Asked for, never required: token and anonymous clients connect without one.
+        ...(clientCA ? { ca: clientCA, requestCert: true, rejectUnauthorized: false } : {}),
+      },
+      (req, res) => {
+        void this.serve(req, res);
+      },
+    );
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      // Refusals are ordinary responses written on the connection; a handler that takes the
+      // upgrade detaches it first.
+      const res = new ServerResponse(req);
+      res.assignSocket(socket as Parameters<ServerResponse['assignSocket']>[0]);
+      res.shouldKeepAlive = false;
+      res.on('finish', () => socket.end());
+      socket.on('error', () => socket.destroy());
+      void this.serve(req, res, { socket, head });
     });
     const address = await listen(server, host, port);
     this.server = server;
@@ -94,7 +129,7 @@ export class KubeletServer {
     await closeServer(s);
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async serve(req: IncomingMessage, res: ServerResponse, upgrade?: UpgradeSocket): Promise<void> {
     const started = performance.now();
     const path = new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '') || '/';
     const log = this.opts.log ?? silentLogger;
@@ -107,7 +142,7 @@ export class KubeletServer {
         return text(
           res,
           403,
-          `Forbidden (user=${user.username}, verb=${attrs.verb}, resource=nodes, subresource=${attrs.subresource})`,
+          `Forbidden (user=${user.username}, verb=${attrs.verb}, resource=nodes, subresource(s)=[${attrs.subresource}])\n`,
         );
       }
       if (path === '/healthz' || path.startsWith('/healthz/')) {
@@ -116,8 +151,10 @@ export class KubeletServer {
       }
       const handler = this.routes.get(path) ?? this.routes.get(`/${path.split('/')[1]}/*`);
       if (!handler) return text(res, 404, '404 page not found\n');
-      if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'Method Not Allowed\n');
-      await handler(req, res);
+      const streaming = STREAMING_ROUTES.includes(`/${path.split('/')[1]}/*`);
+      if (!streaming && req.method !== 'GET' && req.method !== 'HEAD')
+        return text(res, 405, 'Method Not Allowed\n');
+      await handler(req, res, upgrade);
     } catch (e) {
       log.error('Kubelet API request failed', { path, err: e });
       if (!res.headersSent) text(res, 500, `Internal Server Error: ${(e as Error).message}\n`);
@@ -126,7 +163,7 @@ export class KubeletServer {
         method: req.method ?? 'GET',
         path: path.split('/')[1] ?? '',
         server_type: 'readwrite',
-        long_running: 'false',
+        long_running: String(upgrade !== undefined),
       };
       this.opts.metrics.httpRequests.inc(labels);
       this.opts.metrics.httpRequestsDuration.observe(labels, (performance.now() - started) / 1000);
@@ -134,6 +171,10 @@ export class KubeletServer {
   }
 
   private async authenticate(req: IncomingMessage): Promise<UserInfo | undefined> {
+    const socket = req.socket as TLSSocket;
+    // A certificate that does not verify against the client CA fails the request outright.
+    if (this.opts.clientCA && socket.getPeerCertificate().subject)
+      return socket.authorized ? userFromClientCertificate(socket.getPeerCertificate()) : undefined;
     const token = bearerToken(req);
     // A presented token that fails never falls back to anonymous.
     if (!token) return this.opts.anonymousEnabled ? ANONYMOUS : undefined;
