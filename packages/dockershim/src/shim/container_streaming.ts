@@ -104,6 +104,9 @@ export class DockerStreamingRuntime implements StreamingRuntime {
       await killExecProcess(execution);
       throw signal.reason ?? new Error('client disconnected');
     }
+    // No more output can come: the client gets its end while the exit code is looked up.
+    io.stdout?.end();
+    io.stderr?.end();
     let exitCode = await waitExitCode(execution);
     if (exitCode === -1) {
       // Output closed while the command runs on (it handed its stdout to a daemon, say): end it.
