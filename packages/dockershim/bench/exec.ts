@@ -29,11 +29,14 @@ export function execRoundTrips(
       const { url } = await client.exec({ containerId, cmd: CMD, stdout: true, stderr: true });
       return (await streamRemoteCommand(url, { stdout: discard(), stderr: discard() })).exitCode;
     },
-    // The floor: the Engine calls the shim makes, straight from dockerode.
+    // What `docker exec` asks of the Engine, minus spawning the CLI (the shim side spawns nothing
+    // either): the CLI inspects the container first (so "no such container" wins over exec errors),
+    // then exec create, the hijacked start, and exec inspect for the code. The shim makes the same
+    // calls: the inspect in CRI Exec, the rest in the streaming session.
     'docker-exec': async () => {
-      const exec = await docker
-        .getContainer(containerId)
-        .exec({ Cmd: CMD, AttachStdout: true, AttachStderr: true, Tty: false });
+      const container = docker.getContainer(containerId);
+      await container.inspect();
+      const exec = await container.exec({ Cmd: CMD, AttachStdout: true, AttachStderr: true, Tty: false });
       const stream = (await exec.start({ hijack: true, stdin: false })) as NodeJS.ReadableStream;
       stream.resume();
       await new Promise((resolve, reject) => {
