@@ -21,7 +21,7 @@ import {
 import { PortForwardClient, type StreamingError, streamRemoteCommand } from '@kh/cri-streaming';
 import { DockerShim } from '@kh/dockershim';
 import type { RunningPod } from '@kh/runtime-manager';
-import { ensureImages, HostContainerd, type StartedHostContainerd } from '@kh/testkit';
+import { ensureImages, HostContainerd, removeLeftovers, type StartedHostContainerd } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -58,9 +58,11 @@ const runtimes: Record<string, (dir: string) => Promise<TestRuntime>> = {
       cri,
       images,
       webSocketProtocol: 'v5.channel.k8s.io',
-      stop: () => {
+      stop: async () => {
         cri.close();
-        return shim.close();
+        await shim.close();
+        // Whatever a failed run left behind, by the run label on every object we created.
+        await removeLeftovers({ runId: RUN });
       },
     };
   },
@@ -213,12 +215,15 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
     as(undefined);
     await server?.stop();
     if (rt) {
-      const { items } = await rt.cri.listPodSandbox({ filter: { labelSelector: { 'kh.run': RUN } } });
-      for (const s of items) {
-        await rt.cri.stopPodSandbox({ podSandboxId: s.id });
-        await rt.cri.removePodSandbox({ podSandboxId: s.id });
+      try {
+        const { items } = await rt.cri.listPodSandbox({ filter: { labelSelector: { 'kh.run': RUN } } });
+        for (const s of items) {
+          await rt.cri.stopPodSandbox({ podSandboxId: s.id });
+          await rt.cri.removePodSandbox({ podSandboxId: s.id });
+        }
+      } finally {
+        await rt.stop();
       }
-      await rt.stop();
     }
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 120_000);
