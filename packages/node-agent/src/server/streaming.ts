@@ -82,10 +82,14 @@ function flag(q: URLSearchParams, name: string): boolean {
   return v === '1' || v === 'true';
 }
 
-/** stdin/stdout/stderr/tty of an exec or attach, checked as the kubelet checks them. */
+/**
+ * stdin/stdout/stderr/tty of an exec or attach, checked as the kubelet checks them. The kubelet
+ * API names the streams `input`, `output` and `error` (core/v1's Exec*Param); the API server
+ * translates kubectl's `stdin`/`stdout`/`stderr` into them when it proxies.
+ */
 export function streamOptions(q: URLSearchParams) {
   const tty = flag(q, 'tty');
-  const o = { stdin: flag(q, 'stdin'), stdout: flag(q, 'stdout'), stderr: flag(q, 'stderr') && !tty, tty };
+  const o = { stdin: flag(q, 'input'), stdout: flag(q, 'output'), stderr: flag(q, 'error') && !tty, tty };
   if (!o.stdin && !o.stdout && !o.stderr)
     throw new StreamingRequestError(400, 'you must specify at least 1 of stdin, stdout, stderr');
   return o;

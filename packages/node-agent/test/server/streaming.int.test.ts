@@ -234,7 +234,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
       const stdout = new Sink();
       const stderr = new Sink();
       const r = await streamRemoteCommand(
-        exec('shell', 'main', ['sh', '-c', 'echo out; echo err >&2; exit 3'], 'stdout=1&stderr=1'),
+        exec('shell', 'main', ['sh', '-c', 'echo out; echo err >&2; exit 3'], 'output=1&error=1'),
         { stdout, stderr },
       );
       expect(r.exitCode).toBe(3);
@@ -256,7 +256,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
     it('passes stdin through and ends it when the client does', async () => {
       const stdin = new PassThrough();
       const stdout = new Sink();
-      const done = streamRemoteCommand(exec('shell', 'main', ['wc', '-c'], 'stdin=1&stdout=1'), {
+      const done = streamRemoteCommand(exec('shell', 'main', ['wc', '-c'], 'input=1&output=1'), {
         stdin,
         stdout,
       });
@@ -272,7 +272,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
           'shell',
           'main',
           ['sh', '-c', 'tty >/dev/null && echo on-a-tty; echo err >&2'],
-          'stdout=1&stderr=1&tty=1',
+          'output=1&error=1&tty=1',
         ),
         { stdout, tty: true },
       );
@@ -282,7 +282,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
 
     it('speaks the older SPDY protocol versions the runtime offers', async () => {
       const stdout = new Sink();
-      const r = await streamRemoteCommand(exec('shell', 'main', ['echo', 'v2'], 'stdout=1'), {
+      const r = await streamRemoteCommand(exec('shell', 'main', ['echo', 'v2'], 'output=1'), {
         stdout,
         protocols: ['v2.channel.k8s.io'],
       });
@@ -293,7 +293,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
     it('proxies WebSocket remotecommand, the runtime picking from the offer (kubectl offers v5 first)', async () => {
       const frames: Buffer[] = [];
       const ws = new WebSocket(
-        exec('shell', 'main', ['echo', 'over-ws'], 'stdout=1').replace(/^https/, 'wss'),
+        exec('shell', 'main', ['echo', 'over-ws'], 'output=1').replace(/^https/, 'wss'),
         ['v5.channel.k8s.io', 'v4.channel.k8s.io'],
         { ca: tls.cert, cert: admin.cert, key: admin.key },
       );
@@ -318,13 +318,13 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
         },
       });
       const err = await streamRemoteCommand(
-        exec('shell', 'main', ['sh', '-c', 'while true; do echo tick; sleep 0.05; done'], 'stdout=1'),
+        exec('shell', 'main', ['sh', '-c', 'while true; do echo tick; sleep 0.05; done'], 'output=1'),
         { stdout, signal: abort.signal },
       ).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Error);
       const out = new Sink();
       expect(
-        (await streamRemoteCommand(exec('shell', 'main', ['echo', 'still'], 'stdout=1'), { stdout: out }))
+        (await streamRemoteCommand(exec('shell', 'main', ['echo', 'still'], 'output=1'), { stdout: out }))
           .exitCode,
       ).toBe(0);
       expect(out.text).toBe('still\n');
@@ -335,7 +335,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
     const stdin = new PassThrough();
     const stdout = new Sink();
     const abort = new AbortController();
-    const done = streamRemoteCommand(url(`/attach/${NAMESPACE}/shell/cat?stdin=1&stdout=1&stderr=1`), {
+    const done = streamRemoteCommand(url(`/attach/${NAMESPACE}/shell/cat?input=1&output=1&error=1`), {
       stdin,
       stdout,
       stderr: new Sink(),
@@ -383,7 +383,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
       );
 
     it('an unknown pod is 404 "pod does not exist"', async () => {
-      expect(await refusal(exec('nope', 'main', ['true'], 'stdout=1'))).toMatchObject({ status: 404 });
+      expect(await refusal(exec('nope', 'main', ['true'], 'output=1'))).toMatchObject({ status: 404 });
       expect((await fetchAs(admin, 'POST', url(`/run/${NAMESPACE}/nope/main?cmd=true`))).body).toBe(
         'pod does not exist',
       );
@@ -391,14 +391,14 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
 
     it('an unknown or not running container is the kubelet\'s "container not found"', async () => {
       for (const c of ['missing', 'stopped']) {
-        const r = await refusal(exec('shell', c, ['true'], 'stdout=1'));
+        const r = await refusal(exec('shell', c, ['true'], 'output=1'));
         expect(r?.status).toBe(500);
         expect(r?.message).toContain(`container not found ("${c}")`);
       }
     });
 
     it('a plain request without an upgrade is 400, without streams 400', async () => {
-      expect(await fetchAs(admin, 'GET', exec('shell', 'main', ['true'], 'stdout=1'))).toEqual({
+      expect(await fetchAs(admin, 'GET', exec('shell', 'main', ['true'], 'output=1'))).toEqual({
         status: 400,
         body: 'Upgrade request required',
       });
@@ -408,9 +408,9 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
     it('no credentials: 401; a certificate of another CA: 401', async () => {
       as(undefined);
       try {
-        expect((await refusal(exec('shell', 'main', ['true'], 'stdout=1')))?.status).toBe(401);
+        expect((await refusal(exec('shell', 'main', ['true'], 'output=1')))?.status).toBe(401);
         as(await (await TestCA.create()).issue('kube-apiserver-kubelet-client', ['system:masters']));
-        expect((await refusal(exec('shell', 'main', ['true'], 'stdout=1')))?.status).toBe(401);
+        expect((await refusal(exec('shell', 'main', ['true'], 'output=1')))?.status).toBe(401);
       } finally {
         as(admin);
       }
@@ -420,7 +420,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
       const intruder = await ca.issue('intruder', ['developers']);
       as(intruder);
       try {
-        const r = await refusal(exec('shell', 'main', ['true'], 'stdout=1'));
+        const r = await refusal(exec('shell', 'main', ['true'], 'output=1'));
         expect(r?.status).toBe(403);
         expect(r?.message).toContain(
           'Forbidden (user=intruder, verb=create, resource=nodes, subresource(s)=[proxy])',

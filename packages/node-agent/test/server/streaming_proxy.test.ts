@@ -13,7 +13,7 @@ import { alwaysAllow, StaticTokenAuthenticator } from '../../src/server/auth.js'
 import { generateSelfSignedCert } from '../../src/server/certs.js';
 import { HealthChecker } from '../../src/server/healthz.js';
 import { KubeletServer } from '../../src/server/server.js';
-import { ContainerStreaming, parseStreamingPath } from '../../src/server/streaming.js';
+import { ContainerStreaming, parseStreamingPath, streamOptions } from '../../src/server/streaming.js';
 
 let runtime: http.Server;
 let runtimeAddress: string;
@@ -112,7 +112,7 @@ function rawUpgrade(path: string, until: RegExp, extra = ''): Promise<{ socket: 
 describe('the upgrade proxy', () => {
   it("resolves a bare path against the runtime's streaming address and forwards the handshake", async () => {
     const { socket, text } = await rawUpgrade(
-      '/exec/ns/p/c?command=echo&command=hi&stdout=1',
+      '/exec/ns/p/c?command=echo&command=hi&output=1',
       /\r\n\r\nbytes-after/,
       'bytes-after',
     );
@@ -129,20 +129,20 @@ describe('the upgrade proxy', () => {
     });
     const seen = upgrades.at(-1)!;
     // The runtime's own query first, then the client's; the client's credentials stay here.
-    expect(seen.url).toBe('/exec/token1?x=1&command=echo&command=hi&stdout=1');
+    expect(seen.url).toBe('/exec/token1?x=1&command=echo&command=hi&output=1');
     expect(seen.headers.host).toBe(runtimeAddress);
     expect(seen.headers.authorization).toBeUndefined();
     expect(seen.headers['x-stream-protocol-version']).toBe('v4.channel.k8s.io, v3.channel.k8s.io');
   });
 
   it("relays the runtime's refusal and closes the connection", async () => {
-    const { text } = await rawUpgrade('/exec/ns/p/c?command=expired&stdout=1', /no such token$/);
+    const { text } = await rawUpgrade('/exec/ns/p/c?command=expired&output=1', /no such token$/);
     expect(text).toMatch(/^HTTP\/1\.1 404 Not Found\r\n/);
     expect(text).toMatch(/\r\n\r\nno such token$/);
   });
 
   it('answers 500 when the runtime streaming server cannot be reached', async () => {
-    const { text } = await rawUpgrade('/attach/ns/p/c?stdout=1', /ECONNREFUSED/);
+    const { text } = await rawUpgrade('/attach/ns/p/c?output=1', /ECONNREFUSED/);
     expect(text).toMatch(/^HTTP\/1\.1 500 /);
     expect(text).toContain("error dialing the container runtime's streaming server");
   });
@@ -171,6 +171,25 @@ describe('paths and flags', () => {
     expect(parseStreamingPath('/run/ns/p/uid/c')?.uid).toBe('uid');
     expect(parseStreamingPath('/exec/ns/p')).toBeUndefined();
     expect(parseStreamingPath('/portForward/ns/p/u/extra')).toBeUndefined();
+  });
+
+  it("reads the kubelet API's stream names, input/output/error, not kubectl's", () => {
+    // What kube-apiserver (and ours) sends when it proxies `kubectl exec -i`.
+    expect(streamOptions(new URLSearchParams('command=sh&input=1&output=1&error=1'))).toEqual({
+      stdin: true,
+      stdout: true,
+      stderr: true,
+      tty: false,
+    });
+    expect(streamOptions(new URLSearchParams('output=true&error=1&tty=1'))).toEqual({
+      stdin: false,
+      stdout: true,
+      stderr: false,
+      tty: true,
+    });
+    expect(() => streamOptions(new URLSearchParams('stdin=1&stdout=1&stderr=1'))).toThrow(
+      /at least 1 of stdin, stdout, stderr/,
+    );
   });
 
   it('--client-ca-file sets authentication.x509.clientCAFile next to --anonymous-auth', () => {
