@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { describe, expect, it, vi } from 'vitest';
-import { CappedOutput, FrameDecoder, jsonLines, LineDecoder, StreamType } from '../src/shim/docker_stream.js';
+import { CappedOutput, jsonLines, LineDecoder, StreamType } from '../src/shim/docker_stream.js';
 import { eventTimeNanos } from '../src/shim/events.js';
 import {
   ContainerLogCopier,
@@ -53,24 +53,8 @@ describe('CRI log format', () => {
   });
 });
 
+// Frame demuxing itself is @kh/apimachinery's FrameDecoder, tested there.
 describe('docker stream decoding', () => {
-  it('decodes frames split across chunks', () => {
-    const bytes = Buffer.concat([frame(1, 'out'), frame(2, 'err')]);
-    const d = new FrameDecoder();
-    const first = d.push(bytes.subarray(0, 5));
-    const rest = d.push(bytes.subarray(5));
-    expect(first).toEqual([]);
-    expect(rest.map((f) => [f.stream, f.payload.toString()])).toEqual([
-      [StreamType.Stdout, 'out'],
-      [StreamType.Stderr, 'err'],
-    ]);
-    expect(d.pending).toBe(0);
-  });
-
-  it('refuses a stream that is not multiplexed', () => {
-    expect(() => new FrameDecoder().push(Buffer.from('hello world!'))).toThrow(/bad docker stream header/);
-  });
-
   it('cuts raw TTY output at newlines and flushes the rest', () => {
     const d = new LineDecoder();
     expect(d.push(Buffer.from('a\nb')).map(String)).toEqual(['a\n']);

@@ -1,4 +1,4 @@
-import { FakeClock, InvalidImageNameError, parseImageReference } from '@kh/apimachinery';
+import { FakeClock } from '@kh/apimachinery';
 import type { V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { bytesToFree, selectImagesToFree, usagePercent } from '../../src/images/image_gc.js';
@@ -7,22 +7,8 @@ import { buildKeyring, lookupAuth } from '../../src/images/pull_secrets.js';
 import { newImagePuller } from '../../src/images/puller.js';
 import { TokenBucket } from '../../src/images/rate_limit.js';
 
+// Parsing a reference is @kh/apimachinery's, tested there; these are the kubelet's defaults on top.
 describe('image references', () => {
-  it('normalises Docker Hub names and keeps registries with ports', () => {
-    expect(parseImageReference('busybox')).toEqual({ domain: 'docker.io', path: 'library/busybox' });
-    expect(parseImageReference('registry:5000/team/app:v1')).toMatchObject({
-      domain: 'registry:5000',
-      path: 'team/app',
-      tag: 'v1',
-    });
-    expect(parseImageReference(`x@sha256:${'a'.repeat(64)}`).digest).toBe(`sha256:${'a'.repeat(64)}`);
-  });
-  it('rejects malformed names with InvalidImageNameError', () => {
-    expect(() => parseImageReference('BusyBox')).toThrow(/must be lowercase/);
-    expect(() => parseImageReference('a:b:c')).toThrow(InvalidImageNameError);
-    expect(() => parseImageReference('')).toThrow(InvalidImageNameError);
-    expect(() => parseImageReference('x@sha256:short')).toThrow(/invalid digest/);
-  });
   it('adds :latest only when there is neither tag nor digest', () => {
     expect(applyDefaultImageTag('busybox')).toBe('busybox:latest');
     expect(applyDefaultImageTag('registry:5000/app')).toBe('registry:5000/app:latest');
