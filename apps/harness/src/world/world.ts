@@ -148,6 +148,11 @@ export class HarnessWorld implements World {
     await this.timeline.start();
   }
 
+  /** The admin kubeconfig file on the host, as scenarios' kubectl uses it. */
+  get kubeconfigFile(): string {
+    return this.kubeconfigPath;
+  }
+
   /** The CA a node agent trusts for the apiserver's kubelet client certificate (its clientCAFile). */
   get apiserverCA(): string {
     if (!this.apiserver) throw new Error('the world has no apiserver');

@@ -1,0 +1,246 @@
+#!/usr/bin/env node
+// Benchmark (issue 15): kubectl's streaming verbs through the fake apiserver and our agent, side
+// by side with the runtime's own path on the same node, in one run:
+//   exec          `kubectl exec <pod> -- true` round trip from the host vs `crictl exec <container>
+//                 true` inside the node (where the runtime's streaming server listens, on 127.0.0.1),
+//                 timed there (target: p50 at most 1.5×). Both are one process each.
+//   port-forward  100 MiB from a busybox httpd pod through `kubectl port-forward`, read on the host,
+//                 vs the same download from a client pod straight to the pod IP (target: ≥ 50 %).
+// Writes .reports/bench/streaming-<time>.json. Usage: npm run bench -w @kh/harness [-- -r containerd]
+import { execFile } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { runId } from '@kh/testkit';
+import type { V1Pod } from '@kubernetes/client-node';
+import { selectBackends } from '../src/backends/registry.js';
+import { ContainerHost } from '../src/node/container-host.js';
+import { summarize } from '../src/report/stats.js';
+import { startNode } from '../src/run/node.js';
+import { list } from '../src/run/options.js';
+import { runKubectl, startKubectl } from '../src/support/kubectl.js';
+import { consoleProgress } from '../src/support/progress.js';
+import { removeRunLeftovers } from '../src/world/leftovers.js';
+import { HarnessWorld } from '../src/world/world.js';
+
+const CRICTL = '/var/cache/kubelet-harness/cri-tools-1.26.0/crictl';
+const EXEC_SAMPLES = 15;
+const TRANSFER_RUNS = 3;
+const BYTES = 100 * 2 ** 20;
+const EXEC_TARGET_RATIO = 1.5;
+const FORWARD_TARGET_SHARE = 0.5;
+
+const run = promisify(execFile);
+const progress = consoleProgress();
+
+interface RuntimeResult {
+  runtime: string;
+  exec: {
+    kubectlP50Ms?: number;
+    crictlP50Ms?: number;
+    ratio?: number;
+    targetRatio: number;
+    met?: boolean;
+    error?: string;
+  };
+  portForward: {
+    viaPortForwardMiBps?: number;
+    directMiBps?: number;
+    share?: number;
+    targetShare: number;
+    met?: boolean;
+    error?: string;
+  };
+}
+
+const timed = async <T>(fn: () => Promise<T>): Promise<[number, T]> => {
+  const t0 = performance.now();
+  const v = await fn();
+  return [performance.now() - t0, v];
+};
+
+const median = (xs: number[]) => summarize(xs)!.p50;
+
+function pod(ns: string, name: string, nodeName: string, image: string, script: string): V1Pod {
+  return {
+    metadata: { name, namespace: ns },
+    spec: {
+      nodeName,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name, image, command: ['sh', '-c', script] }],
+    },
+  };
+}
+
+async function benchRuntime(world: HarnessWorld, name: string, kubeconfig: string): Promise<RuntimeResult> {
+  const [backend] = selectBackends([name]);
+  const node = await startNode(world, backend!, progress.child(name));
+  const result: RuntimeResult = {
+    runtime: name,
+    exec: { targetRatio: EXEC_TARGET_RATIO },
+    portForward: { targetShare: FORWARD_TARGET_SHARE },
+  };
+  // One namespace per runtime: deleting the previous one finishes in the background.
+  const NS = `bench-${name}`;
+  try {
+    const nodeName = node.started.nodeName;
+    const host = node.started.host;
+    if (!(host instanceof ContainerHost)) throw new Error(`${name}: the node is not a container`);
+    await run('docker', ['cp', CRICTL, `${host.containerId}:/usr/local/bin/crictl`]);
+    const crictl = `crictl --runtime-endpoint ${node.started.nodeCriEndpoint}`;
+    /** Runs a crictl command line in the node; resolves to its duration there in ms. */
+    const crictlInNode = async (args: string): Promise<number> => {
+      const r = await host.exec([
+        'sh',
+        '-c',
+        `s=$(date +%s%N); ${crictl} ${args} >/dev/null || exit 1; e=$(date +%s%N); echo $((e - s))`,
+      ]);
+      if (r.exitCode !== 0) throw new Error(`crictl ${args}: ${r.output.trim()}`);
+      return Number(r.output.trim().split('\n').pop()) / 1e6;
+    };
+    await world.core.createNamespace({ body: { metadata: { name: NS } } });
+    await world.core.createNamespacedPod({
+      namespace: NS,
+      body: pod(
+        NS,
+        'srv',
+        nodeName,
+        world.images.busybox,
+        `head -c ${BYTES} /dev/zero > /tmp/big && exec httpd -f -p 8080 -h /tmp`,
+      ),
+    });
+    await world.core.createNamespacedPod({
+      namespace: NS,
+      body: pod(NS, 'client', nodeName, world.images.busybox, 'exec sleep 3600'),
+    });
+    let srvIp = '';
+    for (let i = 0; i < 120; i++) {
+      const pods = (await world.core.listNamespacedPod({ namespace: NS })).items;
+      if (pods.length === 2 && pods.every((p) => p.status?.phase === 'Running')) {
+        srvIp = pods.find((p) => p.metadata?.name === 'srv')?.status?.podIP ?? '';
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    if (!srvIp) throw new Error('bench pods did not start');
+    const ps = await host.exec(['sh', '-c', `${crictl} ps -q --label io.kubernetes.pod.name=client`]);
+    const clientId = ps.output.trim();
+    progress.ok(`${name}: pods running (srv ${srvIp}, client container ${clientId.slice(0, 12)})`);
+
+    // exec: alternate the two paths so drift on a shared machine hits both alike. A failing
+    // kubectl path is recorded and the runtime's own path still measured.
+    const viaApi: number[] = [];
+    const direct: number[] = [];
+    try {
+      for (let i = 0; i < EXEC_SAMPLES; i++) {
+        direct.push(await crictlInNode(`exec ${clientId} true`));
+        if (result.exec.error) continue;
+        const [ms, r] = await timed(() => runKubectl(kubeconfig, ['-n', NS, 'exec', 'client', '--', 'true']));
+        if (r.code === 0) viaApi.push(ms);
+        else result.exec.error = `kubectl exec: exit ${r.code}: ${r.stderr.trim()}`;
+      }
+      result.exec.crictlP50Ms = median(direct);
+      if (!result.exec.error) {
+        const k = median(viaApi);
+        const ratio = k / result.exec.crictlP50Ms;
+        Object.assign(result.exec, { kubectlP50Ms: k, ratio, met: ratio <= EXEC_TARGET_RATIO });
+      }
+    } catch (err) {
+      result.exec.error = (err as Error).message;
+    }
+
+    // port-forward vs the pod IP.
+    try {
+      const viaForward: number[] = [];
+      const straight: number[] = [];
+      const pf = startKubectl(kubeconfig, ['-n', NS, 'port-forward', 'pod/srv', ':8080']);
+      try {
+        let port = '';
+        for (let i = 0; i < 100 && !port; i++) {
+          port = /127\.0\.0\.1:(\d+)/.exec(pf.stdout())?.[1] ?? '';
+          if (!port) await new Promise((r) => setTimeout(r, 100));
+        }
+        if (!port) throw new Error(`port-forward did not listen: ${pf.stderr().trim()}`);
+        // Running is not listening: wait until httpd answers through the forward.
+        for (let i = 0; ; i++) {
+          const ok = await fetch(`http://127.0.0.1:${port}/big`, { method: 'HEAD' }).then(
+            (r) => r.ok,
+            () => false,
+          );
+          if (ok) break;
+          if (i === 50) throw new Error('httpd in pod srv did not answer through port-forward');
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        for (let i = 0; i < TRANSFER_RUNS; i++) {
+          const [ms, got] = await timed(async () => {
+            const res = await fetch(`http://127.0.0.1:${port}/big`);
+            let n = 0;
+            for await (const chunk of res.body!) n += (chunk as Uint8Array).byteLength;
+            return n;
+          });
+          if (got !== BYTES) throw new Error(`port-forward delivered ${got} of ${BYTES} bytes`);
+          viaForward.push(ms);
+          straight.push(await crictlInNode(`exec ${clientId} wget -q -O /dev/null http://${srvIp}:8080/big`));
+        }
+      } finally {
+        await pf.stop();
+      }
+      const mibps = (ms: number) => BYTES / 2 ** 20 / (ms / 1000);
+      const f = mibps(median(viaForward));
+      const d = mibps(median(straight));
+      Object.assign(result.portForward, {
+        viaPortForwardMiBps: f,
+        directMiBps: d,
+        share: f / d,
+        met: f / d >= FORWARD_TARGET_SHARE,
+      });
+    } catch (err) {
+      const cause = (err as Error & { cause?: Error }).cause;
+      result.portForward.error = `${(err as Error).message}${cause ? `: ${cause.message}` : ''}`;
+    }
+  } finally {
+    await world.core.deleteNamespace({ name: NS }).catch(() => {});
+    await node.stop();
+  }
+  return result;
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { runtime: { type: 'string', short: 'r' } } });
+  const runtimes = list(values.runtime) ?? ['containerd', 'docker'];
+  const results: RuntimeResult[] = [];
+  const world = await HarnessWorld.start({ runId, backends: runtimes, progress });
+  try {
+    const kubeconfig = world.kubeconfigFile;
+    // One node at a time: two cores, and each measurement wants the machine to itself.
+    for (const name of runtimes) results.push(await benchRuntime(world, name, kubeconfig));
+  } finally {
+    await world.stop().catch(() => {});
+    await removeRunLeftovers(runId);
+  }
+  const fmt = (v: number | undefined, d = 1) => (v === undefined ? '-' : v.toFixed(d));
+  for (const r of results) {
+    process.stdout.write(
+      `${r.runtime}: exec p50 kubectl ${fmt(r.exec.kubectlP50Ms)} ms vs crictl ${fmt(r.exec.crictlP50Ms)} ms = ${fmt(r.exec.ratio, 2)}× (target ≤ ${EXEC_TARGET_RATIO}×)${r.exec.error ? ` error: ${r.exec.error}` : ''}\n` +
+        `${r.runtime}: 100 MiB port-forward ${fmt(r.portForward.viaPortForwardMiBps)} MiB/s vs pod IP ${fmt(r.portForward.directMiBps)} MiB/s = ${fmt((r.portForward.share ?? Number.NaN) * 100, 0)} % (target ≥ ${FORWARD_TARGET_SHARE * 100} %)${r.portForward.error ? ` error: ${r.portForward.error}` : ''}\n`,
+    );
+  }
+  const dir = join(process.cwd(), '.reports', 'bench');
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `streaming-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  await writeFile(
+    file,
+    `${JSON.stringify({ benchmark: 'streaming', at: new Date().toISOString(), results }, null, 2)}\n`,
+  );
+  process.stdout.write(`${file}\n`);
+  return results.every((r) => r.exec.met && r.portForward.met) ? 0 : 1;
+}
+
+process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(`bench: ${err.stack ?? err.message}\n`);
+    process.exit(1);
+  },
+);
