@@ -41,6 +41,14 @@ describe('kubelet-harness CLI', () => {
     expect(unknown).toMatchObject({ code: 2, err: expect.stringContaining('unknown command "frobnicate"') });
   });
 
+  it('routes up and down, with their usage', async () => {
+    const up = await cli(['up', '--help']);
+    expect(up).toMatchObject({ code: 0, out: expect.stringContaining('--kubeconfig <path>') });
+    const down = await cli(['down', '--help']);
+    expect(down).toMatchObject({ code: 0, out: expect.stringContaining('kh.run label') });
+    expect((await cli(['down', 'extra'])).code).toBe(2);
+  });
+
   it('run --help explains the filters and exit codes', async () => {
     const r = await cli(['run', '--help']);
     expect(r.code).toBe(0);
