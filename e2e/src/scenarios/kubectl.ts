@@ -166,19 +166,6 @@ export const kubectl: Scenario = {
       '1 to 5 recent tick lines',
     );
 
-    await waitForPod(
-      ctx,
-      'crasher',
-      'restarted once',
-      (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1,
-    );
-    const previous = await ctx.kubectl(['-n', ns, 'logs', 'crasher', '--previous']);
-    check.equal('logs --previous shows the last run', outcome(previous), {
-      code: 0,
-      stdout: 'crashed-once',
-      stderr: '',
-    });
-
     const raw = await ctx.kubectl(['get', '--raw', `/api/v1/nodes/${ctx.nodeName}/proxy/stats/summary`]);
     const summary = (() => {
       try {
@@ -221,5 +208,23 @@ export const kubectl: Scenario = {
         'a Forbidden error',
       );
     }
+
+    await waitForPod(
+      ctx,
+      'crasher',
+      'restarted, with lastState.terminated',
+      (p) => {
+        // --previous reads the container lastState.terminated names, which a restart sets.
+        const c = p.status?.containerStatuses?.[0];
+        return (c?.restartCount ?? 0) >= 1 && !!c?.lastState?.terminated?.containerID;
+      },
+      60_000,
+    );
+    const previous = await ctx.kubectl(['-n', ns, 'logs', 'crasher', '--previous']);
+    check.equal('logs --previous shows the last run', outcome(previous), {
+      code: 0,
+      stdout: 'crashed-once',
+      stderr: '',
+    });
   },
 };

@@ -1,6 +1,6 @@
 // The run's fake apiserver, in its own container on the run's network: nodes reach it as
 // https://apiserver:6443, the harness through a port published on 127.0.0.1. Bearer tokens only
-// (one per node and one for the harness), TLS with the CA the server generates.
+// (one per node, one for the harness, one without rights), RBAC, TLS with the CA the server generates.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { StartedTestNetwork } from '@kh/testkit';
@@ -77,6 +77,9 @@ export class ApiServerContainer {
           '--tls',
           `--tls-host=${APISERVER_ALIAS}`,
           '--token-file=/run/kh/tokens.csv',
+          // As a kubeadm cluster: the harness is system:masters, nodes get the bootstrap
+          // system:node role, and a user without bindings (kh-unprivileged) is refused with 403.
+          '--authorization-mode=RBAC',
           '--kubeconfig-out=/run/kh/kubeconfig',
           // The CA of its serving and kubelet client certificates: the nodes' clientCAFile.
           '--ca-cert-out=/run/kh/ca.crt',
