@@ -268,7 +268,11 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     servers: {
       pods: podManager,
       runningPods: runningPodsProvider(runtime),
-      logs: new ContainerLogs({ getPods: () => podManager.getPods(), runtime }),
+      logs: new ContainerLogs({
+        getPods: () => podManager.getPods(),
+        getPodStatus: (uid) => layer.statusManager.getPodStatus(uid),
+        runtime,
+      }),
       streaming: new ContainerStreaming({
         getPods: () => podManager.getPods(),
         runtime,

@@ -8,7 +8,14 @@ import { dirname, join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { KubeGenericRuntimeManager, newCrashLoopBackoff, type PodStatus } from '@kh/runtime-manager';
-import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+  type V1PodStatus,
+} from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeletMetrics } from '../src/metrics/metrics.js';
 import { alwaysAllow, type RequestAttributes, StaticTokenAuthenticator } from '../src/server/auth.js';
@@ -46,6 +53,7 @@ const pod: V1Pod = {
   },
 };
 let status: PodStatus;
+let apiStatus: V1PodStatus | undefined;
 const logPath = (name: string, nth = 0) =>
   status.containerStatuses.filter((c) => c.name === name)[nth]?.logPath ?? '';
 /** Writes a log file as the runtime would (the in-memory runtime writes none). */
@@ -106,6 +114,7 @@ beforeAll(async () => {
     configz: () => ({}),
     logs: new ContainerLogs({
       getPods: () => [pod],
+      getPodStatus: () => apiStatus,
       runtime,
       clock: new FakeClock(NOW),
       followPollMs: 20,
@@ -194,6 +203,34 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
       code: 400,
       message: 'previous terminated container "app" in pod "web" not found',
     });
+  });
+
+  it('follows the pod status: in back-off, the last run is both the current and the previous log', async () => {
+    const [newest] = status.containerStatuses.filter((c) => c.name === 'crash');
+    const lastRun = { terminated: { exitCode: 1, containerID: `containerd://${newest!.id.id}` } };
+    // CrashLoopBackOff: no instance is running, lastState names the run that just failed.
+    apiStatus = {
+      containerStatuses: [
+        {
+          name: 'crash',
+          image: 'x',
+          imageID: '',
+          ready: false,
+          restartCount: 1,
+          lastState: lastRun,
+          state: { waiting: { reason: 'CrashLoopBackOff' } },
+        },
+      ],
+    };
+    try {
+      expect((await logs('crash', '?previous=true')).body).toBe('second attempt failed\n');
+      expect((await logs('crash')).body).toBe('second attempt failed\n');
+      // A status without a terminated run has no previous log, whatever the runtime still keeps.
+      apiStatus = { containerStatuses: [{ ...apiStatus.containerStatuses![0]!, lastState: {} }] };
+      expect((await logs('crash', '?previous=true')).status).toBe(400);
+    } finally {
+      apiStatus = undefined;
+    }
   });
 
   it('answers 404 Status objects for an unknown pod or container, 400 for bad options', async () => {

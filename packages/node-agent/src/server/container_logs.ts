@@ -7,7 +7,8 @@ import { open, readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, realClock } from '@kh/apimachinery';
 import type { ContainerStatus, Runtime } from '@kh/runtime-manager';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
+import { bareContainerId } from '../types/container_id.js';
 
 export interface LogOptions {
   tailLines?: number;
@@ -124,6 +125,8 @@ export interface ContainerLogsDeps {
   /** The pods this kubelet runs (the pod manager's view), to find namespace/name. */
   getPods(): V1Pod[];
   runtime: Pick<Runtime, 'getPodStatus'>;
+  /** The status manager's latest pod status; the pod's own status is used without it. */
+  getPodStatus?(uid: string): V1PodStatus | undefined;
   clock?: Clock;
   /** How often a follow checks the file for new lines. Default 250 ms. */
   followPollMs?: number;
@@ -175,8 +178,22 @@ export class ContainerLogs {
       (await this.deps.runtime.getPodStatus(uid, podName, namespace)).containerStatuses.filter(
         (c) => c.name === container,
       );
-    // Newest first, as the runtime manager lists them.
-    const found = (await instances())[previous ? 1 : 0];
+    const podStatus = this.deps.getPodStatus?.(uid) ?? pod.status;
+    const status = [
+      ...(podStatus?.containerStatuses ?? []),
+      ...(podStatus?.initContainerStatuses ?? []),
+    ].find((c) => c.name === container);
+    const wanted = status && statusContainerId(status, previous);
+    // As the kubelet does, the instance is the one the pod status names: --previous is
+    // lastState.terminated, and a container waiting in back-off shows its last run. Without a
+    // status yet, the runtime manager's order (newest first) decides.
+    const all = await instances();
+    const found =
+      wanted !== undefined
+        ? all.find((c) => c.id.id === bareContainerId(wanted))
+        : status === undefined
+          ? all[previous ? 1 : 0]
+          : undefined;
     if (!found?.logPath) {
       throw new LogRequestError(
         400,
@@ -295,4 +312,11 @@ function writeStatus(res: ServerResponse, code: 400 | 404, message: string): voi
       code,
     }),
   );
+}
+
+/** The container ID whose log a request means, from the container's status. */
+function statusContainerId(status: V1ContainerStatus, previous: boolean): string | undefined {
+  const last = status.lastState?.terminated?.containerID || undefined;
+  if (previous) return last;
+  return (!status.state?.waiting && status.containerID) || last;
 }
