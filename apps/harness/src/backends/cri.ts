@@ -2,9 +2,8 @@
 
 import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
-import { NodeContainer, type NodeRuntime, type StartedNodeContainer } from '@kh/testkit';
+import { done, NodeContainer, type NodeRuntime, notYet, type StartedNodeContainer, until } from '@kh/testkit';
 import { projectMounts } from '../node/project.js';
-import { done, notYet, until } from '../support/until.js';
 import type { BackendContext } from './types.js';
 
 /** Node containers get a memory limit so that pods (nested under the node's cgroup) feel it. */

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
+import { done, notYet, UntilTimeoutError, until } from '@kh/testkit';
 import type { AssertionResult } from '../results/model.js';
-import { done, notYet, UntilTimeoutError, until } from '../support/until.js';
 import { AssertionFailure, type Checks } from './scenario.js';
 
 /** Assertions that record every outcome, so the report can show what was expected and what was seen. */

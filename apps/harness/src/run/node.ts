@@ -1,12 +1,13 @@
 // Brings one backend's node into the world: the backend starts the runtime, the harness starts our
 // agent on the node with its own KubeletConfiguration and kubeconfig, and the node counts as
 // ready once the API shows it Ready (the agent's own verdict, as a user would see it).
+
+import { done, notYet, until } from '@kh/testkit';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
 import { NodeAgent } from '../node/agent.js';
 import { CriCallLogReader } from '../node/cri-call-log.js';
 import type { Progress } from '../support/progress.js';
-import { done, notYet, until } from '../support/until.js';
 import type { ReadyNode } from '../world/types.js';
 import type { HarnessWorld } from '../world/world.js';
 import { nodeNameFor } from '../world/world.js';
