@@ -10,6 +10,7 @@ export {
   registryHostOf,
   splitImageReference,
 } from './reference/image_ref.js';
+export { verbForMethod } from './request/verb.js';
 export { Quantity, QuantityError, type QuantityFormat } from './resource/quantity.js';
 export {
   type AffinityNode,

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { verbForMethod } from '@kh/apimachinery';
 import { type Attributes, type Authorizer, forbiddenFor } from '../auth/authorizer.js';
 import type { Authenticator } from '../auth/tokens.js';
 import {
@@ -120,16 +121,6 @@ type ResourceAttrs = Pick<
   'namespace' | 'apiGroup' | 'resource' | 'subresource' | 'name'
 >;
 
-/** kube-apiserver's verb for a method on a single object or connect subresource. */
-const METHOD_VERBS: Record<string, string> = {
-  GET: 'get',
-  HEAD: 'get',
-  POST: 'create',
-  PUT: 'update',
-  PATCH: 'patch',
-  DELETE: 'delete',
-};
-
 function authorize(authz: Authorizer, a: Attributes): void {
   const d = authz.authorize(a);
   if (!d.allowed) throw forbiddenFor(a, d.reason);
@@ -151,7 +142,7 @@ export function createUpgradeRouter(opts: RouterOptions) {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const k = kubeletRequest(opts.store, pathSegments(url), url);
       if (k === undefined) throw badRequest(`${url.pathname} cannot be upgraded`);
-      const verb = METHOD_VERBS[req.method ?? 'GET'] ?? (req.method ?? '').toLowerCase();
+      const verb = verbForMethod(req.method);
       authorize(opts.authz, { user: auth.user, verb, resourceRequest: true, ...k.attrs });
       opts.kubelet.proxyUpgrade(req, socket, head, k.resolve());
     } catch (err) {
@@ -176,7 +167,7 @@ export function createRouter(opts: RouterOptions) {
       const method = req.method ?? 'GET';
       const k = kubeletRequest(opts.store, pathSegments(url), url);
       if (k !== undefined) {
-        const verb = METHOD_VERBS[method] ?? method.toLowerCase();
+        const verb = verbForMethod(method);
         authorize(opts.authz, { user: auth.user, verb, resourceRequest: true, ...k.attrs });
         if (k.upgrade) throw badRequest('Upgrade request required');
         return opts.kubelet.proxy(req, res, k.resolve());

@@ -4,6 +4,7 @@
 // and checked by a SubjectAccessReview. Anonymous requests are refused unless enabled.
 import type { IncomingMessage } from 'node:http';
 import type { PeerCertificate } from 'node:tls';
+import { verbForMethod } from '@kh/apimachinery';
 import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { toApiError } from '../api/node_api.js';
 
@@ -147,15 +148,6 @@ export class SubjectAccessReviewAuthorizer implements Authorizer {
   }
 }
 
-const VERBS: Record<string, string> = {
-  GET: 'get',
-  HEAD: 'get',
-  POST: 'create',
-  PUT: 'update',
-  PATCH: 'patch',
-  DELETE: 'delete',
-};
-
 /** Maps a kubelet API path to the nodes subresource the kubelet authorizes it as. */
 export function subresourceFor(path: string): string {
   const under = (p: string) => path === p || path.startsWith(`${p}/`);
@@ -172,7 +164,7 @@ export function requestAttributes(req: IncomingMessage, user: UserInfo, nodeName
   const path = new URL(req.url ?? '/', 'http://x').pathname;
   return {
     user,
-    verb: VERBS[req.method ?? 'GET'] ?? (req.method ?? 'get').toLowerCase(),
+    verb: verbForMethod(req.method),
     resource: 'nodes',
     subresource: subresourceFor(path),
     name: nodeName,
