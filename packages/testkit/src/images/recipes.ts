@@ -143,12 +143,15 @@ export const RECIPES: Record<ImageName, Recipe> = {
     kind: 'debootstrap',
     name: 'node',
     description:
-      'Debian bookworm with containerd, runc, dockerd, CNI plugins and iptables (Node.js comes from the host).',
+      'Debian bookworm with containerd, runc, crun, runsc (gVisor), dockerd, CNI plugins and iptables (Node.js comes from the host).',
     suite: 'bookworm',
     variant: 'minbase',
     packages: [
       'containerd',
       'runc',
+      // Further OCI runtimes, for containerd runtime handlers (RuntimeClass); see backends/containerd-handlers.
+      'crun',
+      'runsc',
       'docker.io',
       'iptables',
       'containernetworking-plugins',
