@@ -19,6 +19,9 @@ const leaseRenewTime = async (ctx: ScenarioContext) => {
 export const statusReporting: Scenario = {
   name: 'status-reporting',
   description: 'Lease renewal cadence, runtime down -> NotReady -> Ready, agent stopped -> Unknown',
+  // The runtime-down step is half of what this cell checks: without it the cell skips, it does
+  // not pass on the lease and agent checks alone.
+  needs: ['runtime-restart'],
   timeoutMs: 300_000,
   async run(ctx) {
     const { check } = ctx;
@@ -51,41 +54,35 @@ export const statusReporting: Scenario = {
     );
 
     // Runtime down: Ready goes False with the kubelet's reason, then recovers by itself.
-    if (!ctx.capabilities.has('runtime-restart')) {
-      ctx.note('runtime restart not supported by this backend; runtime-down step skipped');
-    } else {
-      ctx.note('stopping the runtime inside the node');
-      await ctx.backend.stopRuntime();
-      try {
-        const down = await check.eventually(
-          'Ready=False while the runtime is down',
-          () => readyCondition(ctx),
-          (c) => c?.status === 'False',
-          { timeoutMs: 60_000, expected: { status: 'False', reason: 'KubeletNotReady' } },
-        );
-        ctx.note('Ready while the runtime is down', { reason: down?.reason, message: down?.message });
-        check.equal('NotReady reason', down?.reason, 'KubeletNotReady');
-        // The kubelet's two runtime-down messages: Status fails (containerd gone) for longer than
-        // the sync threshold, or it answers RuntimeReady=false (the dockershim without dockerd).
-        check.ok(
-          'NotReady message says the runtime is down',
-          /container runtime is down|container runtime not ready/.test(down?.message ?? ''),
-          down?.message,
-          'container runtime is down | container runtime not ready: ...',
-        );
-      } finally {
-        ctx.note('starting the runtime again');
-        await ctx.backend.startRuntime();
-      }
-      await check.eventually(
-        'Ready=True after the runtime is back',
+    ctx.note('stopping the runtime inside the node');
+    await ctx.backend.stopRuntime();
+    try {
+      const down = await check.eventually(
+        'Ready=False while the runtime is down',
         () => readyCondition(ctx),
-        (c) => c?.status === 'True',
-        {
-          timeoutMs: 90_000,
-        },
+        (c) => c?.status === 'False',
+        { timeoutMs: 60_000, expected: { status: 'False', reason: 'KubeletNotReady' } },
       );
+      ctx.note('Ready while the runtime is down', { reason: down?.reason, message: down?.message });
+      check.equal('NotReady reason', down?.reason, 'KubeletNotReady');
+      // The kubelet's two runtime-down messages: Status fails (containerd gone) for longer than
+      // the sync threshold, or it answers RuntimeReady=false (the dockershim without dockerd).
+      check.ok(
+        'NotReady message says the runtime is down',
+        /container runtime is down|container runtime not ready/.test(down?.message ?? ''),
+        down?.message,
+        'container runtime is down | container runtime not ready: ...',
+      );
+    } finally {
+      ctx.note('starting the runtime again');
+      await ctx.backend.startRuntime();
     }
+    await check.eventually(
+      'Ready=True after the runtime is back',
+      () => readyCondition(ctx),
+      (c) => c?.status === 'True',
+      { timeoutMs: 90_000 },
+    );
 
     // Agent silent: the apiserver's node lifecycle controller marks the node Unknown.
     ctx.note('stopping the agent');
