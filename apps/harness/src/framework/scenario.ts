@@ -18,7 +18,18 @@ export interface Scenario {
   exclusive?: readonly string[];
   /** Upper bound for the whole cell; the runner fails the cell when it is exceeded. */
   timeoutMs?: number;
+  /**
+   * The upstream Kubernetes e2e cases this scenario mirrors end to end (file relative to the
+   * kubernetes/kubernetes repository, case as its full test name); docs/node-e2e-coverage.md is
+   * generated from these.
+   */
+  upstream?: readonly UpstreamCase[];
   run(ctx: ScenarioContext): Promise<void>;
+}
+
+export interface UpstreamCase {
+  file: string;
+  case: string;
 }
 
 /** Everything a scenario can reach. One context per cell (scenario × runtime). */
@@ -28,7 +39,10 @@ export interface ScenarioContext {
   /** A namespace created for this cell and deleted after it. */
   namespace: string;
   backend: StartedBackend;
-  /** What the backend supports; scenarios skip optional steps it lacks (and say so in a note). */
+  /**
+   * What the backend supports. A check the scenario cannot make without a capability belongs in
+   * `needs` (the cell then skips with the reason), never in a branch that passes without it.
+   */
   capabilities: ReadonlySet<BackendCapability>;
   kubeConfig: KubeConfig;
   core: CoreV1Api;
