@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { realClock } from '@kh/apimachinery';
 import { stringify as toYaml } from 'yaml';
 import { type AuthorizationMode, alwaysAllow, rbacAuthorizer } from './auth/authorizer.js';
-import { generateTls, issueClientCertificate, type TlsMaterial } from './auth/tls.js';
+import { generateTls, issueClientCertificate, persistentTls, type TlsMaterial } from './auth/tls.js';
 import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
 import { EventTtlController } from './controllers/event-ttl.js';
 import { NamespaceController } from './controllers/namespace.js';
@@ -111,7 +111,10 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   const tokens = tokenMap(opts.tokens);
   const authn = tokenAuthenticator(tokens, opts.anonymous ?? false);
   const authz = (opts.authorizationMode ?? 'AlwaysAllow') === 'RBAC' ? rbacAuthorizer(store) : alwaysAllow;
-  const tls = opts.tls === true ? await generateTls(opts.tlsHosts) : opts.tls || undefined;
+  const tls =
+    opts.tls === true
+      ? await (opts.dataDir ? persistentTls(opts.dataDir, opts.tlsHosts) : generateTls(opts.tlsHosts))
+      : opts.tls || undefined;
   const kubeletTls: KubeletClientConfig = { ...opts.kubeletClient };
   if (kubeletTls.certPem === undefined && tls?.caKeyPem !== undefined) {
     Object.assign(

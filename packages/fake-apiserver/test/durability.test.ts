@@ -142,4 +142,26 @@ describe('durable storage (--data-dir)', () => {
       await kill(child);
     }
   });
+  it('keeps its CA and serving certificate in the data dir (--tls), so clients that trust the CA reconnect after a restart', async () => {
+    const data = join(dir, 'tls');
+    const first = await createApiServer({
+      dataDir: data,
+      tls: true,
+      tlsHosts: ['apiserver'],
+      scheduler: false,
+    });
+    const ca = first.caPem;
+    await first.close();
+    const second = await createApiServer({ dataDir: data, tls: true, scheduler: false });
+    try {
+      expect(ca).toMatch(/BEGIN CERTIFICATE/);
+      expect(second.caPem).toBe(ca);
+      expect(second.kubeconfig({})).toContain(Buffer.from(ca!).toString('base64'));
+    } finally {
+      await second.close();
+    }
+    const elsewhere = await createApiServer({ dataDir: join(dir, 'tls-other'), tls: true, scheduler: false });
+    await elsewhere.close();
+    expect(elsewhere.caPem).not.toBe(ca);
+  });
 });

@@ -1,4 +1,6 @@
 import { webcrypto } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 
 // Node's webcrypto is the Web Crypto API the library expects; the DOM `Crypto` type is not in our lib.
@@ -85,6 +87,24 @@ export async function generateTls(hosts: string[] = []): Promise<TlsMaterial> {
     keyPem: pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', keys.privateKey)),
     caKeyPem: pem('PRIVATE KEY', await webcrypto.subtle.exportKey('pkcs8', caKeys.privateKey)),
   };
+}
+
+/**
+ * The TLS material kept in a data directory (tls.json): generated on the first start and read on
+ * every later one, so a restarted server keeps its CA and serving certificate, as kube-apiserver
+ * keeps its certificates on disk, and clients that trust the CA reconnect.
+ */
+export async function persistentTls(dataDir: string, hosts: string[] = []): Promise<TlsMaterial> {
+  const file = join(dataDir, 'tls.json');
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as TlsMaterial;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const tls = await generateTls(hosts);
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(file, JSON.stringify(tls), { mode: 0o600 });
+  return tls;
 }
 
 /**
