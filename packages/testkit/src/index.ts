@@ -1,12 +1,16 @@
+export {
+  type ContainerdHandler,
+  type ContainerdRuntimeOptions,
+  containerdRuntime,
+} from './containers/containerd-runtime.js';
 export { type CriVersion, criVersion } from './containers/cri-probe.js';
-export { loadImagesIntoContainerd } from './containers/images-in-node.js';
+export { dockerRuntime } from './containers/docker-runtime.js';
 export { KhContainer, type RawHostConfig } from './containers/kh-container.js';
 export { khLabels, OWNER_LABEL, ROLE_LABEL, RUN_LABEL, runId } from './containers/labels.js';
 export { type RemovedLeftovers, removeLeftovers } from './containers/leftovers.js';
 export { StartedTestNetwork, TestNetwork } from './containers/network.js';
 export {
   NODE_SHARED_DIR,
-  type NodeRuntime,
   POD_SUBNET,
   PRIVATE_REGISTRY_HOST,
   REGISTRY_HOST,
@@ -14,12 +18,15 @@ export {
 } from './containers/node-config.js';
 export {
   type BindMount,
+  type BuiltinNodeRuntime,
   defaultHostNodeBinary,
   NODE_BINARY_IN_NODE,
+  NODE_RUNTIMES,
   NodeContainer,
   type NodeExecResult,
   StartedNodeContainer,
 } from './containers/node-container.js';
+export type { NodeFile, NodeRuntimeSpec, RuntimeLaunch, RuntimeNode } from './containers/node-runtime.js';
 export {
   RegistryContainer,
   type RegistryCredentials,

@@ -4,15 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, test } from 'vitest';
+import { containerdConfig, registryHostsToml } from '../src/containers/containerd-runtime.js';
+import { dockerdCommand } from '../src/containers/docker-runtime.js';
 import { htpasswdLine } from '../src/containers/htpasswd.js';
-import {
-  cgroupParentFrom,
-  containerdConfig,
-  dockerdCommand,
-  nodeInitScript,
-  registryHostsToml,
-  runtimeCtlScript,
-} from '../src/containers/node-config.js';
+import { cgroupParentFrom, nodeInitScript, runtimeCtlScript } from '../src/containers/node-config.js';
 
 describe('cgroupParentFrom', () => {
   test('cgroup v1: the memory controller path plus /kubepods', () => {
@@ -69,6 +64,27 @@ describe('runtime configuration', () => {
       expect(toml).toContain(line);
     // Nothing shared with the host's own containerd or another HostContainerd.
     expect(toml).not.toMatch(/"\/(var|run|etc)\//);
+  });
+
+  test('runtime handlers get a runtimes table each, and one of them may be the default', () => {
+    const toml = containerdConfig({
+      pauseImage: 'p:1',
+      socketPath: '/run/kh/c.sock',
+      handlers: {
+        crun: { options: { BinaryName: '/usr/bin/crun' } },
+        runsc: { runtimeType: 'io.containerd.runsc.v1', options: { TypeUrl: 'x', Debug: true } },
+      },
+      defaultHandler: 'crun',
+    });
+    expect(toml).toContain('default_runtime_name = "crun"');
+    expect(toml).toMatch(
+      /\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\."crun"\]\n {2}runtime_type = "io\.containerd\.runc\.v2"\n/,
+    );
+    expect(toml).toContain('runtimes."crun".options]\n  BinaryName = "/usr/bin/crun"\n');
+    expect(toml).toContain('runtimes."runsc"]\n  runtime_type = "io.containerd.runsc.v1"\n');
+    expect(toml).toContain('runtimes."runsc".options]\n  TypeUrl = "x"\n  Debug = true\n');
+    // runc stays, for pods whose RuntimeClass names it.
+    expect(toml).toContain('runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"');
   });
 
   test('dockerd trusts both test registries for plain http', () => {

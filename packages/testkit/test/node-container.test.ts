@@ -3,7 +3,6 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { loadImagesIntoContainerd } from '../src/containers/images-in-node.js';
 import { runId } from '../src/containers/labels.js';
 import { removeLeftovers } from '../src/containers/leftovers.js';
 import { type StartedTestNetwork, TestNetwork } from '../src/containers/network.js';
@@ -85,8 +84,8 @@ describe('containerd node', () => {
     expect(node.cgroupParent).toBe(`/docker/${node.id}/kubepods`);
   });
 
-  test('the pause image is preloaded and loadImagesIntoContainerd adds more under normalised names', async () => {
-    const [busybox] = await loadImagesIntoContainerd(node, [refs.busybox]);
+  test('the pause image is preloaded and node.loadImages adds more under normalised names', async () => {
+    const [busybox] = await node.loadImages([refs.busybox]);
     expect(busybox).toBe(`docker.io/${refs.busybox}`);
     const images = (await node.execOk(['ctr', '-n', 'k8s.io', 'images', 'ls', '-q'])).split('\n');
     expect(images).toEqual(expect.arrayContaining([normalizeImageRef(refs.pause), busybox]));

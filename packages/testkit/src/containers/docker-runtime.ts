@@ -1,0 +1,36 @@
+import { DOCKER_BRIDGE_IP, REGISTRY_HOSTS } from './node-config.js';
+import type { NodeRuntimeSpec } from './node-runtime.js';
+
+// dockerd in a kind-style node. It has no CRI of its own: the dockershim serves CRI next to it
+// (at sockets.cri), started by whoever runs the node, and brings its own sandbox image.
+
+export function dockerdCommand(socketPath: string): string[] {
+  return [
+    'dockerd',
+    '--host',
+    `unix://${socketPath}`,
+    ...REGISTRY_HOSTS.flatMap((host) => ['--insecure-registry', host]),
+    '--bip',
+    DOCKER_BRIDGE_IP,
+    '--exec-opt',
+    'native.cgroupdriver=cgroupfs',
+  ];
+}
+
+export function dockerRuntime(): NodeRuntimeSpec {
+  return {
+    name: 'docker',
+    sockets: { runtime: 'docker.sock', cri: 'dockershim.sock' },
+    preloadsSandboxImage: false,
+    launch: ({ runtimeSocket }) => ({
+      files: [],
+      env: { DOCKER_HOST: `unix://${runtimeSocket}` },
+      command: dockerdCommand(runtimeSocket),
+    }),
+    ready: async (node) => {
+      await node.execOk(['docker', 'version', '--format', '{{.Server.Version}}']);
+    },
+    importImages: (tar) => ['docker', 'load', '-i', tar],
+    hasImage: (ref) => ['docker', 'image', 'inspect', '--format', '{{.Id}}', ref],
+  };
+}
