@@ -63,8 +63,13 @@ export interface ScenarioContext {
    * one that refuses anonymous pulls (private-registry:5000, basic auth with these credentials).
    */
   registry: { host: string; private: { host: string; username: string; password: string } };
-  /** Node agent control, for scenarios that stop and restart it. */
-  agent: { stop(): Promise<void>; start(): Promise<void> };
+  /** Node agent control, for scenarios that stop, kill (SIGKILL, a crash) and restart it. */
+  agent: { stop(): Promise<void>; start(): Promise<void>; kill(): Promise<void> };
+  /**
+   * The run's apiserver: restart() kills it and starts it again on its data dir (as etcd keeps the
+   * cluster's state); it answers again at the same address with the same CA when the call returns.
+   */
+  apiserver: { restart(): Promise<void> };
   /**
    * Workload images as pods name them: pushed to the run's registry (registry:5000/kh/<name>:<hash>);
    * `private` is busybox in the private registry (private-registry:5000/kh/private:<hash>).

@@ -79,10 +79,19 @@ export class NodeAgent {
   }
 
   async stop(): Promise<void> {
+    await this.end('SIGTERM');
+  }
+
+  /** Kills the agent as a crash would (SIGKILL: nothing flushed, nothing cleaned up); start() runs it again. */
+  async kill(): Promise<void> {
+    await this.end('SIGKILL');
+  }
+
+  private async end(signal: NodeJS.Signals): Promise<void> {
     const p = this.process;
     if (!p) return;
     this.process = undefined;
-    await p.stop('SIGTERM');
+    await p.stop(signal);
     this.previous.push(...p.tail(200));
     this.previous.splice(0, Math.max(0, this.previous.length - 400));
   }

@@ -56,12 +56,15 @@ export class SupportContainer extends GenericContainer {
     return this;
   }
 
-  /** Publishes a container port on 127.0.0.1 only (a random host port): see getMappedPort. */
-  withLoopbackPort(port: number): this {
+  /**
+   * Publishes a container port on 127.0.0.1 only: see getMappedPort. Without `hostPort` the engine
+   * picks one, and may pick another one when the container restarts.
+   */
+  withLoopbackPort(port: number, hostPort = 0): this {
     this.withExposedPorts(port);
     this.hostConfig.PortBindings = {
       ...this.hostConfig.PortBindings,
-      [`${port}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '0' }],
+      [`${port}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: String(hostPort) }],
     };
     return this;
   }

@@ -67,6 +67,7 @@ function readyNode(
     agentLogs: (n) => agent.tail(n),
     stopAgent: () => agent.stop(),
     startAgent: () => agent.start(),
+    killAgent: () => agent.kill(),
     reconfigureAgent: (o) => agent.reconfigure(o),
     agentCriCalls: () => criCallLog.readNew(),
     stop: async () => {

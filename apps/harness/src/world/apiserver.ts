@@ -2,6 +2,7 @@
 // https://apiserver:6443, the harness through a port published on 127.0.0.1. Bearer tokens only
 // (one per node, one for the harness, one without rights), RBAC, TLS with the CA the server generates.
 import { readFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import type { StartedTestNetwork } from '@kh/testkit';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -43,6 +44,8 @@ export function retargetKubeconfig(kubeconfig: string, server: string, token: st
 /** The server prints this once it listens, after writing its kubeconfig. */
 const READY_LINE = 'fake-apiserver listening on';
 const READY_TIMEOUT_MS = 60_000;
+/** The server's storage, in the container's shared directory (on the host, kept across restarts). */
+const DATA_DIR = '/run/kh/data';
 
 export class ApiServerContainer {
   private network?: StartedTestNetwork;
@@ -68,7 +71,8 @@ export class ApiServerContainer {
     const container = await new SupportContainer(this.image, this.name, 'apiserver')
       .withRunNetwork(this.network, APISERVER_ALIAS)
       .withBindMounts(projectMounts())
-      .withLoopbackPort(APISERVER_PORT)
+      // A fixed host port: the harness's clients must find the server again after restart().
+      .withLoopbackPort(APISERVER_PORT, await freeLoopbackPort())
       .withSharedFile('tokens.csv', tokenFile(this.users))
       .withCommand(
         inContainer('fakeApiserver', [
@@ -77,6 +81,8 @@ export class ApiServerContainer {
           '--tls',
           `--tls-host=${APISERVER_ALIAS}`,
           '--token-file=/run/kh/tokens.csv',
+          // Durable, as etcd is: restart() loses no acknowledged object, and the CA stays the same.
+          `--data-dir=${DATA_DIR}`,
           // As a kubeadm cluster: the harness is system:masters, nodes get the bootstrap
           // system:node role, and a user without bindings (kh-unprivileged) is refused with 403.
           '--authorization-mode=RBAC',
@@ -121,7 +127,27 @@ export class StartedApiServer {
     return retargetKubeconfig(this.kubeconfig, where === 'host' ? this.hostUrl : this.nodeUrl, token);
   }
 
+  /**
+   * Kills the server (SIGKILL, no graceful shutdown) and starts it again on the same data dir,
+   * address and certificates; resolves once it listens again.
+   */
+  async restart(): Promise<void> {
+    await this.container.restart({ timeout: 0 });
+  }
+
   async stop(): Promise<void> {
     await this.container.stop();
   }
+}
+
+/** A port on 127.0.0.1 that nothing listens on right now. */
+async function freeLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

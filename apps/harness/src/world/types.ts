@@ -27,6 +27,8 @@ export interface ReadyNode {
   agentLogs(lines: number): string[];
   stopAgent(): Promise<void>;
   startAgent(): Promise<void>;
+  /** SIGKILLs the agent (a crash); startAgent runs it again. */
+  killAgent(): Promise<void>;
   reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
   /** The CRI calls the agent logged on the node since the last call (`--cri-call-log`). */
   agentCriCalls(): Promise<AgentCriCall[]>;

@@ -208,10 +208,17 @@ export class HarnessWorld implements World {
         host: registry.networkAddress,
         private: { host: this.privateRegistry!.networkAddress, ...this.privateRegistry!.credentials! },
       },
-      agent: { stop: () => node.stopAgent(), start: () => node.startAgent() },
+      agent: { stop: () => node.stopAgent(), start: () => node.startAgent(), kill: () => node.killAgent() },
+      apiserver: { restart: () => this.restartApiserver() },
       images: this.images,
       reconfigureAgent: (overrides: Record<string, unknown>) => node.reconfigureAgent(overrides),
     };
+  }
+
+  /** Kills the apiserver and starts it again on its data dir; the same URL and CA serve again. */
+  async restartApiserver(): Promise<void> {
+    if (!this.apiserver) throw new Error('the world has no apiserver');
+    await this.apiserver.restart();
   }
 
   /**

@@ -37,6 +37,11 @@ describe('HarnessWorld with the fake backend', () => {
         expect(n.status?.nodeInfo?.containerRuntimeVersion).toBe('fake-cri://0.1.0');
         expect(n.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
         expect(node.agentLogs(50).length).toBeGreaterThan(0);
+        // A restart keeps the objects (data dir), the address and the CA the clients trust.
+        await world.restartApiserver();
+        expect((await world.core.readNode({ name: node.started.nodeName })).metadata?.uid).toBe(
+          n.metadata?.uid,
+        );
       } finally {
         await node.stop();
       }

@@ -154,6 +154,18 @@ describe('NodeAgent', () => {
     expect(agent.tail(10)).toEqual(['line of agent 1', 'line of agent 2', 'line of agent 3']);
   });
 
+  it('kill() ends the agent with SIGKILL, keeps its lines, and start() runs it again', async () => {
+    const h = recordingHost();
+    const agent = new NodeAgent(h.host, opts);
+    await agent.start();
+    await agent.kill();
+    expect(h.stops).toEqual(['SIGKILL']);
+    expect(agent.running).toBe(false);
+    await agent.start();
+    expect(agent.running).toBe(true);
+    expect(agent.tail(10)).toEqual(['line of agent 1', 'line of agent 2']);
+  });
+
   it('notices an agent that exits by itself and keeps its last lines', async () => {
     const h = recordingHost();
     const agent = new NodeAgent(h.host, opts);

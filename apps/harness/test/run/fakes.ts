@@ -57,6 +57,7 @@ export function fakeNode(backend: RuntimeBackend, journal: Journal): ReadyNode {
     agentLogs: () => ['agent line'],
     stopAgent: async () => {},
     startAgent: async () => {},
+    killAgent: async () => {},
     reconfigureAgent: async () => {},
     agentCriCalls: async () => [],
     stop: async () => {
