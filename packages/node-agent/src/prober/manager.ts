@@ -73,6 +73,15 @@ export class ProberManager {
     this.results = deps.results ?? new ProbeResultsStore();
     this.runner = deps.runner ?? defaultProbeRunner(deps.runtime);
     this.log = deps.log ?? silentLogger;
+    // As the kubelet does, a container that has just started is checked for readiness at once,
+    // not up to a readiness period later.
+    this.results.onUpdate((u) => {
+      if (u.type !== 'startup' || u.result !== 'success') return;
+      const uid = u.pod.metadata?.uid ?? '';
+      for (const [key, w] of this.workers)
+        if (key.startsWith(`${uid}/`) && w.type === 'readiness' && w.probedContainerId === u.containerId)
+          w.trigger();
+    });
   }
 
   private key(uid: string, container: string, type: ProbeType): string {

@@ -41,6 +41,8 @@ export class ProbeWorker {
   private resultRun = 0;
   private onHold = false;
   private stopped = false;
+  private inFlight = false;
+  private triggered = false;
   private cancelTimer: (() => void) | undefined;
   private running: Promise<void> = Promise.resolve();
 
@@ -56,6 +58,25 @@ export class ProbeWorker {
   }
 
   start(): void {
+    this.schedule(0);
+  }
+
+  /** The container instance this worker probes ('' before the first one runs). */
+  get probedContainerId(): string {
+    return this.containerId;
+  }
+
+  /**
+   * Probes at once instead of at the next period (the kubelet's manual trigger: readiness right
+   * after the startup probe succeeds). A probe in flight is followed by another straight away.
+   */
+  trigger(): void {
+    if (this.stopped) return;
+    if (this.inFlight) {
+      this.triggered = true;
+      return;
+    }
+    this.cancelTimer?.();
     this.schedule(0);
   }
 
@@ -80,10 +101,14 @@ export class ProbeWorker {
 
   private async tick(): Promise<void> {
     let keepGoing = true;
+    this.inFlight = true;
     try {
       keepGoing = await this.doProbe();
     } finally {
-      if (keepGoing) this.schedule(this.spec.periodMs);
+      this.inFlight = false;
+      const next = this.triggered ? 0 : this.spec.periodMs;
+      this.triggered = false;
+      if (keepGoing) this.schedule(next);
       else if (!this.stopped) {
         this.stop();
         this.hooks.ended(this);

@@ -221,6 +221,31 @@ describe('startup', () => {
     expect(t.calls.sort()).toEqual(['liveness', 'readiness']);
   });
 
+  it('checks readiness as soon as the startup probe succeeds, not a readiness period later', async () => {
+    const t = setup();
+    t.statuses.set('uid-web', running('c1'));
+    t.script.startup = { result: 'failure', output: 'not yet' };
+    t.m.addPod(
+      makePod({
+        startupProbe: { exec: { command: ['s'] }, periodSeconds: 5, failureThreshold: 120 },
+        readinessProbe: { exec: { command: ['r'] }, periodSeconds: 30 },
+      }),
+    );
+    await t.tick(0);
+    expect(t.calls).toEqual(['startup']);
+    t.script.startup = { result: 'success', output: '' };
+    await t.tick(5000);
+    await t.tick(0);
+    expect(t.calls).toEqual(['startup', 'startup', 'readiness']);
+    expect(t.m.results.forStatus.ready('uid-web', 'containerd://c1')).toBe(true);
+    // The trigger does not start a second probing loop: the next readiness probe is a period later.
+    t.calls.length = 0;
+    await t.tick(29_000);
+    expect(t.calls).toEqual([]);
+    await t.tick(1000);
+    expect(t.calls).toEqual(['readiness']);
+  });
+
   it('kills the container when it never starts', async () => {
     const t = setup();
     t.statuses.set('uid-web', running('c1'));
@@ -289,6 +314,30 @@ describe('lifecycle', () => {
     expect(t.m.results.readiness.get('c1')).toBeUndefined();
     expect(t.clock.pendingTimers()).toBe(0);
     expect(t.m.workerCount()).toBe(0);
+  });
+
+  it('probes restartable init containers (sidecars) like app containers, and no other init container', async () => {
+    const t = setup();
+    const status = running('c1');
+    status.initContainerStatuses = [
+      { ...status.containerStatuses![0]!, name: 'sidecar', containerID: 'containerd://s1' },
+    ];
+    t.statuses.set('uid-web', status);
+    const probe = { exec: { command: ['r'] } };
+    t.m.addPod(
+      makePod(
+        {},
+        {
+          initContainers: [
+            { name: 'setup', image: 'busybox', readinessProbe: probe },
+            { name: 'sidecar', image: 'busybox', restartPolicy: 'Always', readinessProbe: probe },
+          ],
+        },
+      ),
+    );
+    await t.tick(0);
+    expect(t.m.workerCount()).toBe(1);
+    expect(t.m.results.forStatus.ready('uid-web', 'containerd://s1')).toBe(true);
   });
 
   it('does not run invalid probes and forgets pods on cleanup', async () => {
