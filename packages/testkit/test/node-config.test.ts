@@ -185,6 +185,30 @@ describe('kh-node-init and kh-runtime', () => {
     }
   });
 
+  test('kill SIGKILLs the runtime and the supervisor runs a new one; the node lives on', async () => {
+    const { child, runCtl, stderr } = start();
+    try {
+      await waitFor('the runtime pid', () => {
+        try {
+          return pidOf() > 0;
+        } catch {
+          return false;
+        }
+      });
+      const first = pidOf();
+      expect(runCtl('kill').status).toBe(0);
+      expect(alive(first)).toBe(false);
+      await waitFor('the supervisor to log the kill', () => stderr().includes('sleep stopped (exit 137)'));
+      const second = pidOf();
+      expect(second).not.toBe(first);
+      expect(alive(second)).toBe(true);
+      expect(runCtl('status').stdout).toBe('running\n');
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
   test('a runtime exit nobody asked for ends the node with its code', async () => {
     const { child, exited, stderr } = start();
     try {

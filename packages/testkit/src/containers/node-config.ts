@@ -37,7 +37,7 @@ export function cgroupParentFrom(procSelfCgroup: string): string {
 
 /** The node's main process (under tini): runs the runtime and survives it being stopped on purpose. */
 export const NODE_INIT_PATH = '/usr/local/sbin/kh-node-init';
-/** `kh-runtime stop|start|status` inside a node: `systemctl stop containerd` for a kind-style node. */
+/** `kh-runtime stop|start|kill|status` inside a node: `systemctl stop containerd` for a kind-style node. */
 export const RUNTIME_CTL_PATH = '/usr/local/sbin/kh-runtime';
 /** Where the two scripts keep the runtime's pid and the "stopped on purpose" flag. */
 const RUNTIME_STATE_DIR = '/run';
@@ -79,7 +79,11 @@ done
 `;
 }
 
-/** Stops (SIGTERM, SIGKILL after 30 s) or starts the runtime that kh-node-init supervises. */
+/**
+ * Stops (SIGTERM, SIGKILL after 30 s) or starts the runtime that kh-node-init supervises; `kill` is
+ * a crash the supervisor answers at once with a restart, as systemd's Restart=always would: SIGKILL
+ * (nothing flushed or cleaned up), then the runtime runs again.
+ */
 export function runtimeCtlScript(stateDir = RUNTIME_STATE_DIR): string {
   return `#!/bin/sh
 flag=${stateDir}/kh-runtime.stopped
@@ -105,11 +109,19 @@ start)
     sleep 0.1
   done
   ;;
+kill)
+  pid=$(cat "$pidfile" 2>/dev/null) || { echo "kh-runtime: the runtime is not running" >&2; exit 1; }
+  touch "$flag"
+  kill -KILL "$pid" 2>/dev/null
+  # Until the supervisor has reaped it and removed the pid file: then start runs a new one.
+  while kill -0 "$pid" 2>/dev/null || [ -e "$pidfile" ]; do sleep 0.05; done
+  exec "$0" start
+  ;;
 status)
   if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then echo running; else echo stopped; exit 3; fi
   ;;
 *)
-  echo "usage: kh-runtime stop|start|status" >&2
+  echo "usage: kh-runtime stop|start|kill|status" >&2
   exit 2
   ;;
 esac

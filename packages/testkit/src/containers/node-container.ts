@@ -284,6 +284,15 @@ export class StartedNodeContainer {
     await this.waitReady(timeoutMs);
   }
 
+  /**
+   * Crashes the runtime (SIGKILL: no shutdown, no clean-up), lets the node's supervisor start it
+   * again, and waits until it answers.
+   */
+  async killRuntime(timeoutMs = 60_000): Promise<void> {
+    await this.execOk([RUNTIME_CTL_PATH, 'kill']);
+    await this.waitReady(timeoutMs);
+  }
+
   /** The runtime's output (the supervisor passes it through as the node's own). */
   logs(lines = 200): Promise<string> {
     return containerLogTail(this.id, lines);
