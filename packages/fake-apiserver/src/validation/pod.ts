@@ -12,7 +12,35 @@ const TOLERATION_OPS = ['Exists', 'Equal'];
 const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
 
-function validateProbe(p: KObject | undefined, field: string, errs: FieldErrors) {
+const PROBE_INTS = [
+  'initialDelaySeconds',
+  'timeoutSeconds',
+  'periodSeconds',
+  'successThreshold',
+  'failureThreshold',
+] as const;
+const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([a-z0-9]|-(?!-)){0,13}[a-z0-9]$|^[a-z]$/;
+
+function validateProbePort(port: unknown, field: string, errs: FieldErrors) {
+  if (typeof port === 'number') {
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      errs.invalid(field, port, 'must be between 1 and 65535, inclusive');
+  } else if (typeof port !== 'string' || !PORT_NAME.test(port)) {
+    errs.invalid(field, port, 'must be a port number (1-65535) or a valid port name (IANA_SVC_NAME)');
+  }
+}
+
+/**
+ * A container probe as ValidateProbe sees it: exactly one handler, non-negative settings,
+ * successThreshold 1 for liveness and startup, and a probe-level grace period only on those two
+ * and only positive.
+ */
+function validateProbe(
+  p: KObject | undefined,
+  kind: 'liveness' | 'readiness' | 'startup',
+  field: string,
+  errs: FieldErrors,
+) {
   if (p === undefined || p === null) return;
   const handlers = ['exec', 'httpGet', 'tcpSocket', 'grpc'].filter(
     (h) => p[h] !== undefined && p[h] !== null,
@@ -20,17 +48,35 @@ function validateProbe(p: KObject | undefined, field: string, errs: FieldErrors)
   if (handlers.length === 0) errs.required(field, 'must specify a handler type');
   if (handlers.length > 1)
     errs.forbidden(`${field}.${handlers[1]}`, 'may not specify more than 1 handler type');
-  for (const k of [
-    'initialDelaySeconds',
-    'timeoutSeconds',
-    'periodSeconds',
-    'successThreshold',
-    'failureThreshold',
-  ]) {
+  for (const k of PROBE_INTS) {
     if (typeof p[k] === 'number' && p[k] < 0)
       errs.invalid(`${field}.${k}`, p[k], 'must be greater than or equal to 0');
   }
+  if (kind !== 'readiness' && p.successThreshold !== undefined && p.successThreshold !== 1)
+    errs.invalid(`${field}.successThreshold`, p.successThreshold, 'must be 1');
+  const grace = p.terminationGracePeriodSeconds;
+  if (grace !== undefined && grace !== null) {
+    if (kind === 'readiness')
+      errs.invalid(`${field}.terminationGracePeriodSeconds`, grace, 'must not be set for readinessProbes');
+    else if (typeof grace !== 'number' || grace <= 0)
+      errs.invalid(`${field}.terminationGracePeriodSeconds`, grace, 'must be greater than 0');
+  }
+  if (p.exec && !(p.exec.command?.length > 0)) errs.required(`${field}.exec.command`);
+  if (p.httpGet) {
+    validateProbePort(p.httpGet.port, `${field}.httpGet.port`, errs);
+    if (p.httpGet.scheme !== undefined && !['HTTP', 'HTTPS'].includes(p.httpGet.scheme))
+      errs.notSupported(`${field}.httpGet.scheme`, p.httpGet.scheme, ['HTTP', 'HTTPS']);
+  }
+  if (p.tcpSocket) validateProbePort(p.tcpSocket.port, `${field}.tcpSocket.port`, errs);
+  if (p.grpc && !(Number.isInteger(p.grpc.port) && p.grpc.port >= 1 && p.grpc.port <= 65535))
+    errs.invalid(`${field}.grpc.port`, p.grpc.port, 'must be between 1 and 65535, inclusive');
 }
+
+const PROBES = [
+  ['livenessProbe', 'liveness'],
+  ['readinessProbe', 'readiness'],
+  ['startupProbe', 'startup'],
+] as const;
 
 function validateContainers(
   list: KObject[],
@@ -86,13 +132,12 @@ function validateContainers(
       else if (!volumes.has(m.name)) errs.notFound(`${mf}.name`, m.name);
       if (!m.mountPath) errs.required(`${mf}.mountPath`);
     });
-    validateProbe(c.livenessProbe, `${f}.livenessProbe`, errs);
-    validateProbe(c.readinessProbe, `${f}.readinessProbe`, errs);
-    validateProbe(c.startupProbe, `${f}.startupProbe`, errs);
-    for (const probe of ['livenessProbe', 'startupProbe']) {
-      const threshold = c[probe]?.successThreshold;
-      if (threshold !== undefined && threshold !== 1)
-        errs.invalid(`${f}.${probe}.successThreshold`, threshold, 'must be 1');
+    // Only app containers and sidecars (restartable init containers) are probed.
+    const probed = field === 'spec.containers' || c.restartPolicy === 'Always';
+    for (const [key, kind] of PROBES) {
+      if (probed) validateProbe(c[key], kind, `${f}.${key}`, errs);
+      else if (c[key] !== undefined && c[key] !== null)
+        errs.forbidden(`${f}.${key}`, 'may not be set for init containers without restartPolicy=Always');
     }
   });
 }
