@@ -32,6 +32,7 @@ export {
   shouldContainerBeRestarted,
 } from './kuberuntime/compute_pod_actions.js';
 export { gracePeriodSeconds, MinimumGracePeriodSeconds } from './kuberuntime/container.js';
+export { type EnvVar, expandVars, makeEnvironmentVariables } from './kuberuntime/env.js';
 export { type ContainerGCReport, validateContainerGCPolicy } from './kuberuntime/gc.js';
 export {
   type GCContainer,
@@ -50,17 +51,16 @@ export {
   type RuntimeManagerOptions,
   runningPodFromStatus,
 } from './kuberuntime/manager.js';
+export type { ObjectKind, PodObjectSource } from './kuberuntime/pod_objects.js';
 export {
-  containerEnvs,
   DefaultRuntimeHelper,
-  type EnvVar,
-  expandVars,
   type MountSpec,
   type RunContainerOptions,
   type RuntimeHelper,
 } from './kuberuntime/runtime_helper.js';
 export { podHostname, podLogDir } from './kuberuntime/sandbox.js';
 export { parseCriLog, readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
+export { ContainerCreating, PodVolumes } from './kuberuntime/volumes.js';
 export { PodStatusCache } from './pleg/cache.js';
 export { EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';
 export {

@@ -23,6 +23,7 @@ import {
 } from '../container/sync_result.js';
 import { findContainerStatusByName } from './compute_pod_actions.js';
 import { type ManagerContext, nsToMs, recordEvent, toAgentPath, toRuntimePath } from './context.js';
+import { expandVars } from './env.js';
 import { runHandler } from './hooks.js';
 import {
   DefaultTerminationGracePeriodSeconds,
@@ -34,7 +35,6 @@ import {
   podUid,
 } from './labels.js';
 import { linuxResources } from './resources.js';
-import { expandVars } from './runtime_helper.js';
 import { namespaceOptions, podLogDirOf } from './sandbox.js';
 import { readTerminationMessage } from './termination_message.js';
 

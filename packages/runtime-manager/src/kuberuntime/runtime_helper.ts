@@ -1,16 +1,13 @@
 // What a container needs from the rest of the agent before it can be created: environment
-// variables, volume mounts, and the pod's cgroup and DNS. The node agent can replace this
-// (secrets, config maps, projected volumes need the API); the default covers what a pod spec
-// alone determines: literal and downward-API env vars, hostPath and emptyDir volumes.
-import { mkdir } from 'node:fs/promises';
+// variables, volume mounts, and the pod's cgroup and DNS. Config maps, secrets, tokens and the
+// node come from a PodObjectSource (the node agent's, over the API server); without one, a pod
+// that needs them fails with CreateContainerConfigError.
 import { join } from 'node:path';
-import type { V1Container, V1EnvVar, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { ErrCreateContainerConfig, SyncStepError } from '../container/sync_result.js';
-
-export interface EnvVar {
-  name: string;
-  value: string;
-}
+import { type EnvVar, makeEnvironmentVariables } from './env.js';
+import type { PodObjectSource } from './pod_objects.js';
+import { PodVolumes } from './volumes.js';
 
 export interface MountSpec {
   containerPath: string;
@@ -36,70 +33,29 @@ export interface RuntimeHelper {
   podDNS(pod: V1Pod): { servers: string[]; searches: string[]; options: string[] } | undefined;
 }
 
-/** $(VAR) expansion as the API defines it: $$ escapes, unknown references stay as written. */
-export function expandVars(text: string, vars: ReadonlyMap<string, string>): string {
-  return text.replace(/\$\$|\$\(([^)]*)\)/g, (m, name: string | undefined) => {
-    if (m === '$$') return '$';
-    return name !== undefined && vars.has(name) ? vars.get(name)! : m;
-  });
-}
-
-function fieldRefValue(pod: V1Pod, path: string, podIPs: string[]): string {
-  switch (path) {
-    case 'metadata.name':
-      return pod.metadata?.name ?? '';
-    case 'metadata.namespace':
-      return pod.metadata?.namespace ?? '';
-    case 'metadata.uid':
-      return pod.metadata?.uid ?? '';
-    case 'spec.nodeName':
-      return pod.spec?.nodeName ?? '';
-    case 'spec.serviceAccountName':
-      return pod.spec?.serviceAccountName ?? '';
-    case 'status.podIP':
-      return podIPs[0] ?? '';
-    case 'status.podIPs':
-      return podIPs.join(',');
-    case 'status.hostIP':
-      return pod.status?.hostIP ?? '';
-  }
-  const m = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
-  if (m) return (m[1] === 'labels' ? pod.metadata?.labels : pod.metadata?.annotations)?.[m[2]!] ?? '';
-  throw new SyncStepError(ErrCreateContainerConfig, `unsupported fieldRef "${path}"`);
-}
-
-export function containerEnvs(pod: V1Pod, container: V1Container, podIPs: string[]): EnvVar[] {
-  const vars = new Map<string, string>();
-  const out: EnvVar[] = [];
-  for (const e of container.env ?? ([] as V1EnvVar[])) {
-    let value: string;
-    if (e.valueFrom?.fieldRef) value = fieldRefValue(pod, e.valueFrom.fieldRef.fieldPath, podIPs);
-    else if (e.valueFrom) {
-      throw new SyncStepError(
-        ErrCreateContainerConfig,
-        `env "${e.name}" uses a source this runtime helper cannot resolve (secrets, config maps and resources need the node agent)`,
-      );
-    } else value = expandVars(e.value ?? '', vars);
-    vars.set(e.name, value);
-    out.push({ name: e.name, value });
-  }
-  return out;
-}
-
-/** The default helper: pod-spec-only envs, hostPath and emptyDir volumes under `podsDir`. */
+/**
+ * The default helper: envs and volumes (hostPath, emptyDir, and with `objects` configMap,
+ * secret, downwardAPI and projected) under `podsDir`.
+ */
 export class DefaultRuntimeHelper implements RuntimeHelper {
+  /** The agent refreshes API-projected volumes through this (`refresh(pod)`) when objects change. */
+  readonly volumes: PodVolumes;
+
   constructor(
-    private readonly podsDir: string,
+    podsDir: string,
     private readonly cgroupParent = '',
-  ) {}
+    private readonly objects?: PodObjectSource,
+  ) {
+    this.volumes = new PodVolumes(podsDir, objects);
+  }
 
   async generateRunContainerOptions(
     pod: V1Pod,
     container: V1Container,
     podIPs: string[],
   ): Promise<RunContainerOptions> {
-    const envs = containerEnvs(pod, container, podIPs);
     const mounts: MountSpec[] = [];
+    // Volumes first, as the kubelet mounts them before it builds the container's config.
     for (const vm of container.volumeMounts ?? []) {
       const vol = pod.spec?.volumes?.find((v) => v.name === vm.name);
       if (!vol) {
@@ -108,26 +64,17 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
           `volumeMount "${vm.name}" names no volume of the pod`,
         );
       }
-      let hostPath: string;
-      if (vol.hostPath) hostPath = vol.hostPath.path;
-      else if (vol.emptyDir) {
-        hostPath = join(
-          this.podsDir,
-          pod.metadata?.uid ?? '',
-          'volumes',
-          'kubernetes.io~empty-dir',
-          vol.name,
-        );
-        await mkdir(hostPath, { recursive: true, mode: 0o777 });
-      } else {
+      const src = await this.volumes.setUp(pod, vol);
+      if (!src) {
         throw new SyncStepError(
           ErrCreateContainerConfig,
           `volume "${vol.name}" has a type the default runtime helper does not mount`,
         );
       }
-      if (vm.subPath) hostPath = join(hostPath, vm.subPath);
-      mounts.push({ containerPath: vm.mountPath, hostPath, readonly: vm.readOnly === true });
+      const hostPath = vm.subPath ? join(src.hostPath, vm.subPath) : src.hostPath;
+      mounts.push({ containerPath: vm.mountPath, hostPath, readonly: src.readonly || vm.readOnly === true });
     }
+    const envs = await makeEnvironmentVariables(pod, container, podIPs, this.objects);
     return { envs, mounts };
   }
 

@@ -1,0 +1,188 @@
+// The pod's volumes on the node, under <podsDir>/<uid>/volumes/<plugin dir>/<name> as the
+// kubelet lays them out: emptyDir as a plain directory; configMap, secret, downwardAPI and
+// projected volumes as files the atomic writer projects from the API objects, mounted read-only
+// and rewritten in place when the objects change (`refresh`).
+import { access, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type {
+  V1ConfigMapProjection,
+  V1DownwardAPIVolumeFile,
+  V1KeyToPath,
+  V1Pod,
+  V1Volume,
+  V1VolumeProjection,
+} from '@kubernetes/client-node';
+import { SyncStepError } from '../container/sync_result.js';
+import { type Payload, writePayload } from './atomic_writer.js';
+import { metadataFieldValue, resourceFieldValue } from './env.js';
+import { type ObjectKind, type PodObjectSource, readObjectData } from './pod_objects.js';
+
+/** The waiting reason of a container whose volumes cannot be set up yet (the kubelet's). */
+export const ContainerCreating = 'ContainerCreating';
+
+/** The kubelet's default file mode for projected files (0644). */
+const DefaultMode = 0o644;
+/** The token lifetime a serviceAccountToken projection gets when it names none (1h). */
+const DefaultTokenExpirationSeconds = 3600;
+
+const PluginDirs = {
+  emptyDir: 'kubernetes.io~empty-dir',
+  configMap: 'kubernetes.io~configmap',
+  secret: 'kubernetes.io~secret',
+  downwardAPI: 'kubernetes.io~downward-api',
+  projected: 'kubernetes.io~projected',
+} as const;
+
+type ApiVolumeType = Exclude<keyof typeof PluginDirs, 'emptyDir'>;
+const API_VOLUME_TYPES: ApiVolumeType[] = ['configMap', 'secret', 'downwardAPI', 'projected'];
+
+const apiVolumeType = (vol: V1Volume): ApiVolumeType | undefined => API_VOLUME_TYPES.find((t) => vol[t]);
+
+const volumeError = (vol: V1Volume, message: string) =>
+  new SyncStepError(ContainerCreating, `MountVolume.SetUp failed for volume "${vol.name}" : ${message}`);
+
+export interface VolumeMountSource {
+  hostPath: string;
+  /** API-projected volumes are always read-only, whatever the mount asks. */
+  readonly: boolean;
+}
+
+export class PodVolumes {
+  constructor(
+    private readonly podsDir: string,
+    private readonly objects?: PodObjectSource,
+  ) {}
+
+  private dir(pod: V1Pod, plugin: string, name: string): string {
+    return join(this.podsDir, pod.metadata?.uid ?? '', 'volumes', plugin, name);
+  }
+
+  /** Sets the volume up (idempotent) and returns where it lives; undefined for a type not handled here. */
+  async setUp(pod: V1Pod, vol: V1Volume): Promise<VolumeMountSource | undefined> {
+    if (vol.hostPath) return { hostPath: vol.hostPath.path, readonly: false };
+    if (vol.emptyDir) {
+      const hostPath = this.dir(pod, PluginDirs.emptyDir, vol.name);
+      await mkdir(hostPath, { recursive: true, mode: 0o777 });
+      return { hostPath, readonly: false };
+    }
+    const type = apiVolumeType(vol);
+    if (!type) return undefined;
+    const hostPath = this.dir(pod, PluginDirs[type], vol.name);
+    await writePayload(hostPath, await this.payload(pod, vol));
+    return { hostPath, readonly: true };
+  }
+
+  /**
+   * Rewrites the pod's API-projected volumes that are set up, from the objects as they are now
+   * (the kubelet's periodic remount). A volume whose objects cannot be read keeps its files.
+   * Returns the names of the volumes that changed and the errors of those that failed.
+   */
+  async refresh(pod: V1Pod): Promise<{ updated: string[]; errors: Error[] }> {
+    const updated: string[] = [];
+    const errors: Error[] = [];
+    for (const vol of pod.spec?.volumes ?? []) {
+      const type = apiVolumeType(vol);
+      if (!type) continue;
+      const dir = this.dir(pod, PluginDirs[type], vol.name);
+      const setUp = await access(join(dir, '..data')).then(
+        () => true,
+        () => false,
+      );
+      if (!setUp) continue;
+      try {
+        if (await writePayload(dir, await this.payload(pod, vol))) updated.push(vol.name);
+      } catch (err) {
+        errors.push(err as Error);
+      }
+    }
+    return { updated, errors };
+  }
+
+  private async payload(pod: V1Pod, vol: V1Volume): Promise<Payload> {
+    const out: Payload = new Map();
+    try {
+      if (vol.configMap) {
+        const { name = '', items, optional, defaultMode } = vol.configMap;
+        await this.projectKeys(out, pod, 'configmap', { name, items, optional }, defaultMode);
+      } else if (vol.secret) {
+        const { secretName = '', items, optional, defaultMode } = vol.secret;
+        await this.projectKeys(out, pod, 'secret', { name: secretName, items, optional }, defaultMode);
+      } else if (vol.downwardAPI) {
+        await this.projectFields(out, pod, vol.downwardAPI.items ?? [], vol.downwardAPI.defaultMode);
+      } else if (vol.projected) {
+        for (const src of vol.projected.sources ?? []) {
+          await this.projectSource(out, pod, src, vol.projected.defaultMode);
+        }
+      }
+    } catch (err) {
+      throw volumeError(vol, (err as Error).message);
+    }
+    return out;
+  }
+
+  private async projectSource(out: Payload, pod: V1Pod, src: V1VolumeProjection, defaultMode?: number) {
+    if (src.configMap) await this.projectKeys(out, pod, 'configmap', src.configMap, defaultMode);
+    if (src.secret) await this.projectKeys(out, pod, 'secret', src.secret, defaultMode);
+    if (src.downwardAPI) await this.projectFields(out, pod, src.downwardAPI.items ?? [], defaultMode);
+    const sat = src.serviceAccountToken;
+    if (sat) {
+      if (!this.objects) throw new Error('service account tokens need an API source');
+      const token = await this.objects.getServiceAccountToken(
+        pod,
+        sat.audience || undefined,
+        sat.expirationSeconds ?? DefaultTokenExpirationSeconds,
+      );
+      out.set(sat.path, { data: Buffer.from(token, 'utf8'), mode: defaultMode ?? DefaultMode });
+    }
+  }
+
+  /** A config map's or secret's keys as files: the listed items, or every key. */
+  private async projectKeys(
+    out: Payload,
+    pod: V1Pod,
+    kind: ObjectKind,
+    ref: Pick<V1ConfigMapProjection, 'name' | 'optional'> & { items?: V1KeyToPath[] },
+    defaultMode = DefaultMode,
+  ): Promise<void> {
+    const optional = ref.optional === true;
+    const data = await readObjectData(this.objects, kind, pod, ref.name ?? '', optional);
+    if (!data) return;
+    if (!ref.items?.length) {
+      for (const [key, value] of data) out.set(key, { data: value, mode: defaultMode });
+      return;
+    }
+    for (const item of ref.items) {
+      const value = data.get(item.key);
+      if (value === undefined) {
+        if (optional) continue;
+        throw new Error(
+          `${kind} references non-existent ${kind === 'configmap' ? 'config' : 'secret'} key: ${item.key}`,
+        );
+      }
+      out.set(item.path, { data: value, mode: item.mode ?? defaultMode });
+    }
+  }
+
+  private async projectFields(
+    out: Payload,
+    pod: V1Pod,
+    items: V1DownwardAPIVolumeFile[],
+    defaultMode = DefaultMode,
+  ): Promise<void> {
+    for (const item of items) {
+      let value: string | undefined;
+      if (item.fieldRef) {
+        value = metadataFieldValue(pod, item.fieldRef.fieldPath);
+        if (value === undefined) throw new Error(`unsupported fieldRef "${item.fieldRef.fieldPath}"`);
+      } else if (item.resourceFieldRef) {
+        const name = item.resourceFieldRef.containerName;
+        const c = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find(
+          (x) => x.name === name,
+        );
+        if (!c) throw new Error(`container "${name}" not found in the pod`);
+        value = await resourceFieldValue(pod, c, item.resourceFieldRef, this.objects);
+      } else continue;
+      out.set(item.path, { data: Buffer.from(value, 'utf8'), mode: item.mode ?? defaultMode });
+    }
+  }
+}

@@ -1,0 +1,80 @@
+// Envs and API volumes end to end through syncPod over the fake runtime: what reaches
+// CreateContainer, and a missing config map that blocks the container until it appears.
+import { join } from 'node:path';
+import type { CreateContainerRequest } from '@kh/cri-api';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DefaultRuntimeHelper } from '../../src/kuberuntime/runtime_helper.js';
+import { FakeObjects } from '../fake_objects.js';
+import { ctr, Harness, IMAGE, makePod } from './harness.js';
+
+let h: Harness;
+let objects: FakeObjects;
+beforeEach(async () => {
+  objects = new FakeObjects();
+  h = await Harness.start();
+  h.manager = await h.newManager({ runtimeHelper: new DefaultRuntimeHelper(h.podsDir, '', objects) });
+  h.fake.addImage(IMAGE, 1000);
+});
+afterEach(async () => {
+  await h.stop();
+});
+
+const env = (req: CreateContainerRequest) =>
+  Object.fromEntries(req.config!.envs.map((e) => [e.key, Buffer.from(e.value).toString('utf8')]));
+
+describe('pod config over the fake runtime', () => {
+  it('passes envFrom, valueFrom and $(VAR) in env, command and args, and the config map mount', async () => {
+    objects.configMap('cfg', { GREETING: 'hello', 'index.html': '<p>hi</p>' });
+    const pod = makePod(
+      'cfg',
+      [
+        ctr('app', {
+          command: ['sh', '-c', 'echo $(GREETING) $(POD_NAME)'],
+          args: ['$(GREETING)'],
+          envFrom: [{ configMapRef: { name: 'cfg' } }],
+          env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+          volumeMounts: [{ name: 'www', mountPath: '/www' }],
+        }),
+      ],
+      {
+        volumes: [
+          { name: 'www', configMap: { name: 'cfg', items: [{ key: 'index.html', path: 'index.html' }] } },
+        ],
+      },
+    );
+    const r = await h.sync(pod);
+    expect(r.steps.filter((s) => s.error)).toEqual([]);
+    const [req] = h.requests<CreateContainerRequest>('CreateContainer');
+    // index.html is a valid variable name too (letters, digits, '-', '.', '_').
+    expect(env(req!)).toEqual({ GREETING: 'hello', 'index.html': '<p>hi</p>', POD_NAME: 'cfg' });
+    expect(req!.config!.command).toEqual(['sh', '-c', 'echo hello cfg']);
+    expect(req!.config!.args).toEqual(['hello']);
+    const www = req!.config!.mounts.find((m) => m.containerPath === '/www')!;
+    expect(www).toMatchObject({
+      hostPath: join(h.podsDir, pod.metadata!.uid!, 'volumes', 'kubernetes.io~configmap', 'www'),
+      readonly: true,
+    });
+  });
+
+  it('fails with CreateContainerConfigError while the config map is missing and starts once it exists', async () => {
+    const pod = makePod('late', [ctr('app', { envFrom: [{ configMapRef: { name: 'late-cfg' } }] })]);
+    const r = await h.sync(pod);
+    expect(r.steps.filter((s) => s.error).map((s) => [s.target, s.reason, s.message])).toEqual([
+      ['app', 'CreateContainerConfigError', 'configmap "late-cfg" not found'],
+    ]);
+    expect(h.events).toContainEqual(
+      expect.objectContaining({ reason: 'Failed', message: 'Error: configmap "late-cfg" not found' }),
+    );
+    expect(h.requests('CreateContainer')).toEqual([]);
+
+    objects.configMap('late-cfg', { A: '1' });
+    const again = await h.sync(pod);
+    expect(again.steps.filter((s) => s.error)).toEqual([]);
+    const st = await h.status(pod);
+    expect(st.containerStatuses.map((c) => [c.name, c.state, c.restartCount])).toEqual([
+      ['app', 'running', 0],
+    ]);
+    // The same sandbox: the pod was never recreated.
+    expect(h.requests('RunPodSandbox')).toHaveLength(1);
+  });
+});

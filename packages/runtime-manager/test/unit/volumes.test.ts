@@ -1,0 +1,246 @@
+import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod, V1Volume } from '@kubernetes/client-node';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SyncStepError } from '../../src/container/sync_result.js';
+import { validatePayloadPath, writePayload } from '../../src/kuberuntime/atomic_writer.js';
+import { DefaultRuntimeHelper } from '../../src/kuberuntime/runtime_helper.js';
+import { PodVolumes } from '../../src/kuberuntime/volumes.js';
+import { FakeObjects } from '../fake_objects.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kh-vol-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const file = (data: string, mode = 0o644) => ({ data: Buffer.from(data), mode });
+
+describe('writePayload', () => {
+  it('writes through a ..data symlink to a timestamped dir and swaps it on change', async () => {
+    expect(
+      await writePayload(
+        dir,
+        new Map([
+          ['a', file('1')],
+          ['sub/b', file('2', 0o400)],
+        ]),
+      ),
+    ).toBe(true);
+    const first = await readlink(join(dir, '..data'));
+    expect(first).toMatch(/^\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d{9}$/);
+    expect(await readlink(join(dir, 'a'))).toBe('..data/a');
+    expect(await readlink(join(dir, 'sub'))).toBe('..data/sub');
+    expect(await readFile(join(dir, 'sub/b'), 'utf8')).toBe('2');
+    expect((await stat(join(dir, 'sub/b'))).mode & 0o777).toBe(0o400);
+
+    // Same payload: nothing is rewritten.
+    expect(
+      await writePayload(
+        dir,
+        new Map([
+          ['a', file('1')],
+          ['sub/b', file('2', 0o400)],
+        ]),
+      ),
+    ).toBe(false);
+    expect(await readlink(join(dir, '..data'))).toBe(first);
+
+    // A changed payload: new dir, old dir and the dropped name are gone.
+    expect(await writePayload(dir, new Map([['a', file('3')]]))).toBe(true);
+    expect(await readlink(join(dir, '..data'))).not.toBe(first);
+    expect(await readFile(join(dir, 'a'), 'utf8')).toBe('3');
+    expect((await readdir(dir)).sort()).toEqual(['..data', await readlink(join(dir, '..data')), 'a'].sort());
+  });
+
+  it('refuses paths that leave the volume', () => {
+    for (const p of ['/etc/passwd', '../x', 'a/../../x', '..data'])
+      expect(() => validatePayloadPath(p)).toThrow();
+    expect(() => validatePayloadPath('a/b.c')).not.toThrow();
+  });
+});
+
+const pod = (volumes: V1Volume[]): V1Pod => ({
+  metadata: {
+    name: 'web',
+    namespace: 'ns',
+    uid: 'u1',
+    labels: { b: '2', a: '1' },
+    annotations: { note: 'hi "x"' },
+  },
+  spec: {
+    serviceAccountName: 'sa',
+    containers: [{ name: 'app', resources: { limits: { memory: '64Mi' } } }],
+    volumes,
+  },
+});
+
+async function files(root: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const e of await readdir(root)) {
+    if (e.startsWith('..')) continue;
+    const p = join(root, e);
+    if ((await stat(p)).isDirectory()) {
+      for (const [k, v] of Object.entries(await files(p))) out[`${e}/${k}`] = v;
+    } else out[e] = await readFile(p, 'utf8');
+  }
+  return out;
+}
+
+describe('PodVolumes', () => {
+  const objects = () =>
+    new FakeObjects()
+      .configMap('cm', { a: 'A', b: 'B' }, { bin: Buffer.from([0, 1]).toString('base64') })
+      .secret('s', { user: 'admin', pass: 'pw' });
+
+  it('projects config maps (all keys, binaryData included) read-only under kubernetes.io~configmap', async () => {
+    const v = new PodVolumes(dir, objects());
+    const src = await v.setUp(pod([]), { name: 'cfg', configMap: { name: 'cm' } });
+    expect(src).toEqual({ hostPath: join(dir, 'u1/volumes/kubernetes.io~configmap/cfg'), readonly: true });
+    expect(await files(src!.hostPath)).toEqual({ a: 'A', b: 'B', bin: '\u0000\u0001' });
+  });
+
+  it('projects selected items with their paths and modes, and the defaultMode', async () => {
+    const v = new PodVolumes(dir, objects());
+    const vol: V1Volume = {
+      name: 'sec',
+      secret: {
+        secretName: 's',
+        defaultMode: 0o400,
+        items: [
+          { key: 'user', path: 'creds/user' },
+          { key: 'pass', path: 'p', mode: 0o600 },
+        ],
+      },
+    };
+    const src = await v.setUp(pod([]), vol);
+    expect(src!.hostPath).toBe(join(dir, 'u1/volumes/kubernetes.io~secret/sec'));
+    expect(await files(src!.hostPath)).toEqual({ 'creds/user': 'admin', p: 'pw' });
+    expect((await stat(join(src!.hostPath, 'creds/user'))).mode & 0o777).toBe(0o400);
+    expect((await stat(join(src!.hostPath, 'p'))).mode & 0o777).toBe(0o600);
+  });
+
+  it('fails setup with the kubelet messages, waiting as ContainerCreating; optional volumes stay empty', async () => {
+    const v = new PodVolumes(dir, objects());
+    const fail = async (vol: V1Volume) => {
+      const err = await v.setUp(pod([]), vol).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SyncStepError);
+      expect((err as SyncStepError).reason).toBe('ContainerCreating');
+      return (err as Error).message;
+    };
+    expect(await fail({ name: 'cfg', configMap: { name: 'gone' } })).toBe(
+      'MountVolume.SetUp failed for volume "cfg" : configmap "gone" not found',
+    );
+    expect(await fail({ name: 'sec', secret: { secretName: 'gone' } })).toBe(
+      'MountVolume.SetUp failed for volume "sec" : secret "gone" not found',
+    );
+    expect(await fail({ name: 'cfg', configMap: { name: 'cm', items: [{ key: 'zz', path: 'z' }] } })).toBe(
+      'MountVolume.SetUp failed for volume "cfg" : configmap references non-existent config key: zz',
+    );
+    const opt = await v.setUp(pod([]), { name: 'o', configMap: { name: 'gone', optional: true } });
+    expect(await files(opt!.hostPath)).toEqual({});
+  });
+
+  it('projects downward API fields and resources', async () => {
+    const v = new PodVolumes(dir, objects());
+    const src = await v.setUp(pod([]), {
+      name: 'info',
+      downwardAPI: {
+        items: [
+          { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+          { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations' } },
+          { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
+          {
+            path: 'mem',
+            resourceFieldRef: { containerName: 'app', resource: 'limits.memory', divisor: '1Mi' },
+          },
+        ],
+      },
+    });
+    expect(src!.hostPath).toBe(join(dir, 'u1/volumes/kubernetes.io~downward-api/info'));
+    expect(await files(src!.hostPath)).toEqual({
+      labels: 'a="1"\nb="2"',
+      annotations: 'note="hi \\"x\\""',
+      name: 'web',
+      mem: '64',
+    });
+  });
+
+  it('projects config maps, secrets, fields and a bound service account token together', async () => {
+    const o = objects();
+    const v = new PodVolumes(dir, o);
+    const src = await v.setUp(pod([]), {
+      name: 'all',
+      projected: {
+        sources: [
+          { configMap: { name: 'cm', items: [{ key: 'a', path: 'cm-a' }] } },
+          { secret: { name: 's', items: [{ key: 'user', path: 'user' }] } },
+          { downwardAPI: { items: [{ path: 'ns', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+          { serviceAccountToken: { path: 'token', audience: 'vault', expirationSeconds: 7200 } },
+          { serviceAccountToken: { path: 'default-token' } },
+        ],
+      },
+    });
+    expect(src!.hostPath).toBe(join(dir, 'u1/volumes/kubernetes.io~projected/all'));
+    expect(await files(src!.hostPath)).toEqual({
+      'cm-a': 'A',
+      user: 'admin',
+      ns: 'ns',
+      token: 'token-1',
+      'default-token': 'token-1',
+    });
+    expect(o.tokenRequests).toEqual([
+      { pod: 'web', audience: 'vault', expirationSeconds: 7200 },
+      { pod: 'web', expirationSeconds: 3600 },
+    ]);
+  });
+
+  it('refresh rewrites set-up volumes when objects change and keeps files when they cannot be read', async () => {
+    const o = objects();
+    const v = new PodVolumes(dir, o);
+    const p = pod([
+      { name: 'cfg', configMap: { name: 'cm' } },
+      { name: 'never-mounted', secret: { secretName: 's' } },
+      { name: 'scratch', emptyDir: {} },
+    ]);
+    const src = await v.setUp(p, p.spec!.volumes![0]!);
+    expect(await v.refresh(p)).toEqual({ updated: [], errors: [] });
+    o.configMap('cm', { a: 'A2' });
+    expect(await v.refresh(p)).toEqual({ updated: ['cfg'], errors: [] });
+    expect(await files(src!.hostPath)).toEqual({ a: 'A2' });
+    expect(await lstat(join(dir, 'u1/volumes/kubernetes.io~secret')).catch(() => undefined)).toBeUndefined();
+    o.configMaps.delete('cm');
+    const r = await v.refresh(p);
+    expect(r.errors.map((e) => e.message)).toEqual([
+      'MountVolume.SetUp failed for volume "cfg" : configmap "cm" not found',
+    ]);
+    expect(await files(src!.hostPath)).toEqual({ a: 'A2' });
+  });
+});
+
+describe('DefaultRuntimeHelper mounts', () => {
+  it('mounts API volumes read-only and sets them up before building envs', async () => {
+    const h = new DefaultRuntimeHelper(dir, '', new FakeObjects().configMap('cm', { k: 'v' }));
+    const p = pod([{ name: 'cfg', configMap: { name: 'cm' } }]);
+    const c = { name: 'app', volumeMounts: [{ name: 'cfg', mountPath: '/etc/cfg', readOnly: false }] };
+    const opts = await h.generateRunContainerOptions(p, c, []);
+    expect(opts.mounts).toEqual([
+      {
+        containerPath: '/etc/cfg',
+        hostPath: join(dir, 'u1/volumes/kubernetes.io~configmap/cfg'),
+        readonly: true,
+      },
+    ]);
+    const missing = pod([{ name: 'cfg', configMap: { name: 'gone' } }]);
+    const c2 = { ...c, env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'other', key: 'k' } } }] };
+    await expect(h.generateRunContainerOptions(missing, c2, [])).rejects.toMatchObject({
+      reason: 'ContainerCreating',
+    });
+  });
+});
