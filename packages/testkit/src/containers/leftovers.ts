@@ -1,17 +1,20 @@
 import { docker, isNotFound } from '../util/docker.js';
 import { type Progress, silent } from '../util/progress.js';
+import { describeRemoved, removeContainer } from './kh-container.js';
 import { RUN_LABEL } from './labels.js';
 
 export interface RemovedLeftovers {
   containers: number;
   networks: number;
+  /** Labelled volumes, and the anonymous volumes that went with the containers. */
   volumes: number;
 }
 
 /**
- * Removes containers (with their anonymous volumes), then networks, then volumes that carry the
- * kh.run label: all of them, or only those of one run. Pass `runId` from tests, because other
- * test processes may be running at the same time.
+ * Removes containers (thawing frozen cgroups first, with their anonymous volumes), then networks,
+ * then volumes that carry the kh.run label: all of them, or only those of one run. Pass `runId`
+ * from tests, because other test processes may be running at the same time. Each removal is
+ * reported through `progress`.
  */
 export async function removeLeftovers(
   options: { runId?: string | undefined; progress?: Progress } = {},
@@ -24,9 +27,11 @@ export async function removeLeftovers(
   };
 
   for (const c of await docker().listContainers({ all: true, filters: { label } })) {
-    await docker().getContainer(c.Id).remove({ force: true, v: true }).catch(ignoreGone);
-    progress(`removed container ${c.Names[0]?.replace(/^\//, '') ?? c.Id}`);
+    const r = await removeContainer(c.Id);
+    if (!r) continue;
+    progress(`removed container ${describeRemoved(r)}`);
     removed.containers++;
+    removed.volumes += r.volumes.length;
   }
   for (const n of await docker().listNetworks({ filters: { label } })) {
     await docker().getNetwork(n.Id).remove().catch(ignoreGone);
