@@ -14,7 +14,7 @@ export interface RunRecord {
 
 export type RemoveRun = (runId: string) => Promise<unknown>;
 
-const alive = (pid: number): boolean => {
+export const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;

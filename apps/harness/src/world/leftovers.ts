@@ -8,9 +8,10 @@
 import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { RUN_LABEL, removeLeftovers } from '@kh/testkit';
+import { KhContainer, type Progress, type RemovedLeftovers, RUN_LABEL, removeLeftovers } from '@kh/testkit';
 import Docker from 'dockerode';
 import { projectRoot } from '../node/project.js';
+import { alive } from './ledger.js';
 
 /** A bind mount as Docker lists it on a container. */
 export interface MountInfo {
@@ -24,7 +25,16 @@ export function isRunTempDir(mount: MountInfo, temp = tmpdir(), project = projec
   return mount.RW && !holdsProject && dirname(path) === temp && basename(path).startsWith('kh-');
 }
 
-export async function removeRunLeftovers(runId: string, docker = new Docker()): Promise<void> {
+/**
+ * Removes one run's containers (thawing frozen cgroups and killing stuck runtime children first,
+ * with their volumes), networks, volumes and temp directories; each removal goes to `progress`.
+ */
+export async function removeRunLeftovers(
+  runId: string,
+  options: { progress?: Progress; docker?: Docker } = {},
+): Promise<RemovedLeftovers> {
+  const docker = options.docker ?? new Docker();
+  const progress = options.progress ?? (() => {});
   const containers = await docker.listContainers({
     all: true,
     filters: { label: [`${RUN_LABEL}=${runId}`] },
@@ -32,10 +42,35 @@ export async function removeRunLeftovers(runId: string, docker = new Docker()): 
   const dirs = new Set(
     containers.flatMap((c) => c.Mounts.filter((m) => isRunTempDir(m)).map((m) => m.Source)),
   );
-  await removeLeftovers({ runId });
-  for (const d of dirs) await rm(d, { recursive: true, force: true });
+  const removed = await removeLeftovers({ runId, progress });
+  for (const d of dirs) {
+    await rm(d, { recursive: true, force: true });
+    progress(`removed directory ${d}`);
+  }
   // The world's directory (see world.ts) holds the run's kubeconfig on the host side only.
   for (const name of await readdir(tmpdir()))
-    if (name.startsWith(`kh-harness-${runId}-`))
+    if (name.startsWith(`kh-harness-${runId}-`)) {
       await rm(join(tmpdir(), name), { recursive: true, force: true });
+      progress(`removed directory ${join(tmpdir(), name)}`);
+    }
+  return removed;
+}
+
+/**
+ * Runs whose containers were all created by processes that are gone: a benchmark or test
+ * killed before its teardown, which no ledger record names. A run with one live creator is not
+ * orphaned; it may still be cleaning up. `runId` narrows the search to one run.
+ */
+export async function orphanedRuns(options: { runId?: string; docker?: Docker } = {}): Promise<string[]> {
+  const docker = options.docker ?? new Docker();
+  const pidLabel = KhContainer.creatorPidLabel;
+  const label = [pidLabel, options.runId ? `${RUN_LABEL}=${options.runId}` : RUN_LABEL];
+  const live = new Map<string, boolean>();
+  for (const c of await docker.listContainers({ all: true, filters: { label } })) {
+    const run = c.Labels[RUN_LABEL] as string;
+    const pid = Number(c.Labels[pidLabel]);
+    // A label that is not a pid cannot prove its creator gone: keep the run.
+    live.set(run, (live.get(run) ?? false) || !(pid > 0) || alive(pid));
+  }
+  return [...live].filter(([, isLive]) => !isLive).map(([run]) => run);
 }
