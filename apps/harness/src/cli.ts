@@ -4,7 +4,7 @@
 import { realpathSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { removeLeftovers } from '@kh/testkit';
+import { type RemovedLeftovers, removeLeftovers } from '@kh/testkit';
 import { BACKENDS } from './backends/registry.js';
 import { clusterDown, clusterUp } from './cluster/cluster.js';
 import type { Scenario } from './framework/scenario.js';
@@ -13,7 +13,7 @@ import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
 import { consoleProgress } from './support/progress.js';
 import { RunLedger } from './world/ledger.js';
-import { removeRunLeftovers } from './world/leftovers.js';
+import { orphanedRuns, removeRunLeftovers } from './world/leftovers.js';
 
 export const USAGE = `Usage: kubelet-harness <command> [options]
 
@@ -22,7 +22,9 @@ Commands:
   up        bring up the world (apiserver, registry with images, a node per runtime) and leave it running
   down      remove what up brought up
   report    turn results.json into a self-contained HTML report (report --help)
-  cleanup   remove what interrupted runs left behind (--all: every kh-labelled object)
+  cleanup   remove what interrupted runs, and tests or benchmarks killed before their teardown, left
+            behind: frozen cgroups are thawed first, volumes go with their containers
+            (--all: every kh-labelled object)
   list      show the registered runtimes and the suite's scenarios
 `;
 
@@ -60,17 +62,8 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
         stderr: { write: io.err },
         ...(io.signal ? { signal: io.signal } : {}),
       });
-    case 'cleanup': {
-      const all = rest.includes('--all');
-      if (all) {
-        const r = await removeLeftovers({ progress: (l) => io.err(`${l}\n`) });
-        io.out(`removed ${r.containers} containers, ${r.networks} networks, ${r.volumes} volumes\n`);
-      } else {
-        const ids = await new RunLedger().removeAbandoned((id) => removeRunLeftovers(id));
-        io.out(ids.length ? `removed leftovers of runs ${ids.join(', ')}\n` : 'no interrupted runs\n');
-      }
-      return 0;
-    }
+    case 'cleanup':
+      return cleanupCommand(rest.includes('--all'), io);
     case 'list': {
       io.out('runtimes:\n');
       for (const b of BACKENDS) io.out(`  ${b.name.padEnd(12)} ${b.description}\n`);
@@ -89,6 +82,38 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
       io.err(`unknown command "${command}"\n${USAGE}`);
       return 2;
   }
+}
+
+/**
+ * Without --all: the runs of harness processes that are gone (the ledger), and the runs whose
+ * every container's creator is gone (a test or benchmark killed before its teardown). With
+ * --all: every kh-labelled object. Each removal is listed on stderr, the totals on stdout.
+ */
+async function cleanupCommand(all: boolean, io: CliIO): Promise<number> {
+  const progress = (l: string) => io.err(`${l}\n`);
+  const total: RemovedLeftovers = { containers: 0, networks: 0, volumes: 0 };
+  const add = (r: RemovedLeftovers) => {
+    total.containers += r.containers;
+    total.networks += r.networks;
+    total.volumes += r.volumes;
+  };
+  const runs: string[] = [];
+  if (all) add(await removeLeftovers({ progress }));
+  else {
+    const removeRun = async (id: string) => add(await removeRunLeftovers(id, { progress }));
+    runs.push(...(await new RunLedger().removeAbandoned(removeRun)));
+    for (const id of await orphanedRuns()) {
+      await removeRun(id);
+      runs.push(id);
+    }
+  }
+  const counts = `${total.containers} containers, ${total.networks} networks, ${total.volumes} volumes`;
+  if (all) io.out(`removed ${counts}\n`);
+  else
+    io.out(
+      runs.length ? `removed leftovers of runs ${runs.join(', ')}: ${counts}\n` : 'no interrupted runs\n',
+    );
+  return 0;
 }
 
 async function runCommand(argv: string[], io: CliIO): Promise<number> {
