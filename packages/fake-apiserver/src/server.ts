@@ -19,6 +19,7 @@ import { KubeletClient, type KubeletClientConfig } from './proxy/kubelet.js';
 import { namespaces } from './registry/namespaces.js';
 import { bootstrapPolicy, clusterrolebindings, clusterroles } from './registry/rbac.js';
 import { RestStorage } from './registry/rest.js';
+import { ServiceAccountTokens } from './registry/serviceaccounts.js';
 import { Store } from './storage/store.js';
 
 export interface ApiServerOptions {
@@ -125,8 +126,14 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     );
   }
   const kubelet = new KubeletClient(store, kubeletTls);
+  const serviceAccountTokens = new ServiceAccountTokens(rest);
   const api = new ApiHandler(rest, kubelet, {
-    reviews: { authenticateToken: authn.authenticateToken, authorizer: authz },
+    // TokenReview also knows the service account tokens this server issued.
+    reviews: {
+      authenticateToken: (t) => authn.authenticateToken(t) ?? serviceAccountTokens.authenticate(t),
+      authorizer: authz,
+    },
+    serviceAccountTokens,
     maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY,
     bookmarkIntervalMs: (opts.bookmarkIntervalSeconds ?? 60) * 1000,
     maxWatchSeconds: 3600,

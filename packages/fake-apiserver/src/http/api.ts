@@ -20,6 +20,7 @@ import type {
   RestStorage,
   WriteOptions,
 } from '../registry/rest.js';
+import type { ServiceAccountTokens } from '../registry/serviceaccounts.js';
 import { parseFieldSelector } from '../selectors/field.js';
 import { parseLabelSelector } from '../selectors/label.js';
 import { addWarnings, asObject, decodeObject, mediaType, readBody, sendJson } from './body.js';
@@ -33,6 +34,8 @@ export interface ApiHandlerOptions {
   bookmarkIntervalMs: number;
   /** Upper bound for a watch without timeoutSeconds (the apiserver picks 30-60 min). */
   maxWatchSeconds: number;
+  /** serviceaccounts/token (TokenRequest). */
+  serviceAccountTokens?: ServiceAccountTokens;
 }
 
 export interface ResourceRequest {
@@ -409,6 +412,15 @@ export class ApiHandler {
         status: 'Success',
         code: 201,
       });
+    }
+    if (def.resource === 'serviceaccounts' && subresource === 'token' && method === 'POST') {
+      const tokens = this.opts.serviceAccountTokens;
+      if (tokens === undefined) throw notFound({ group: '', resource: 'serviceaccounts/token' }, name);
+      const body = asObject(
+        decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
+        'TokenRequest',
+      );
+      return sendJson(res, 201, tokens.request(r.namespace, name, body));
     }
     if (def.resource === 'pods' && subresource === 'log' && method === 'GET') {
       return this.kubelet.proxy(
