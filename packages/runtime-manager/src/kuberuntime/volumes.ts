@@ -48,6 +48,9 @@ export interface VolumeMountSource {
 }
 
 export class PodVolumes {
+  /** The last write per volume dir: a refresh and a container start never write one dir at once. */
+  private readonly writes = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly podsDir: string,
     private readonly objects?: PodObjectSource,
@@ -68,7 +71,7 @@ export class PodVolumes {
     const type = apiVolumeType(vol);
     if (!type) return undefined;
     const hostPath = this.dir(pod, PluginDirs[type], vol.name);
-    await writePayload(hostPath, await this.payload(pod, vol));
+    await this.write(hostPath, pod, vol);
     return { hostPath, readonly: true };
   }
 
@@ -90,12 +93,26 @@ export class PodVolumes {
       );
       if (!setUp) continue;
       try {
-        if (await writePayload(dir, await this.payload(pod, vol))) updated.push(vol.name);
+        if (await this.write(dir, pod, vol)) updated.push(vol.name);
       } catch (err) {
         errors.push(err as Error);
       }
     }
     return { updated, errors };
+  }
+
+  private write(dir: string, pod: V1Pod, vol: V1Volume): Promise<boolean> {
+    const prev = this.writes.get(dir) ?? Promise.resolve();
+    const next = prev
+      .catch(() => undefined)
+      .then(async () => writePayload(dir, await this.payload(pod, vol)));
+    this.writes.set(dir, next);
+    // Forget the dir once its last write settled, so removed pods leave nothing behind.
+    const forget = () => {
+      if (this.writes.get(dir) === next) this.writes.delete(dir);
+    };
+    next.then(forget, forget);
+    return next;
   }
 
   private async payload(pod: V1Pod, vol: V1Volume): Promise<Payload> {

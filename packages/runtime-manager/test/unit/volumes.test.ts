@@ -222,6 +222,24 @@ describe('PodVolumes', () => {
     ]);
     expect(await files(src!.hostPath)).toEqual({ a: 'A2' });
   });
+  it('serializes writes to one volume: a start and a refresh at once both succeed', async () => {
+    const o = objects();
+    const v = new PodVolumes(dir, o);
+    const p = pod([{ name: 'cfg', configMap: { name: 'cm' } }]);
+    await v.setUp(p, p.spec!.volumes![0]!);
+    o.configMap('cm', { a: 'next' });
+    const results = await Promise.all([
+      v.setUp(p, p.spec!.volumes![0]!),
+      v.refresh(p),
+      v.refresh(p),
+      v.setUp(p, p.spec!.volumes![0]!),
+    ]);
+    expect(results[1]).toEqual({ updated: [], errors: [] });
+    expect(await files(join(dir, 'u1/volumes/kubernetes.io~configmap/cfg'))).toEqual({ a: 'next' });
+    expect(
+      (await readdir(join(dir, 'u1/volumes/kubernetes.io~configmap/cfg'))).filter((e) => e.startsWith('..2')),
+    ).toHaveLength(1);
+  });
 });
 
 describe('DefaultRuntimeHelper mounts', () => {
