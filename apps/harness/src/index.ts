@@ -1,4 +1,4 @@
-export { BACKENDS, selectBackends } from './backends/registry.js';
+export { BACKENDS, BackendRegistry, loadBackends, selectBackends } from './backends/registry.js';
 export type * from './backends/types.js';
 export { createChecks } from './framework/checks.js';
 export {

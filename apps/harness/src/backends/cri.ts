@@ -1,8 +1,15 @@
 // Helpers every backend needs: its kind-style node container and its CRI endpoint.
 
-import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
-import { done, NodeContainer, type NodeRuntime, notYet, type StartedNodeContainer, until } from '@kh/testkit';
+import {
+  type BuiltinNodeRuntime,
+  done,
+  NodeContainer,
+  type NodeRuntimeSpec,
+  notYet,
+  type StartedNodeContainer,
+  until,
+} from '@kh/testkit';
 import { projectMounts } from '../node/project.js';
 import type { BackendContext } from './types.js';
 
@@ -10,7 +17,7 @@ import type { BackendContext } from './types.js';
 export const NODE_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
 
 /** A node on the run's network under the node's name, with the checkout mounted; not started. */
-export function kindNode(ctx: BackendContext, runtime: NodeRuntime): NodeContainer {
+export function kindNode(ctx: BackendContext, runtime: BuiltinNodeRuntime | NodeRuntimeSpec): NodeContainer {
   return new NodeContainer(ctx.images.node)
     .withRuntime(runtime)
     .withName(ctx.nodeName)
@@ -58,13 +65,56 @@ export async function waitForCri(
  * that caused it reports; this only keeps the next cells independent of it.
  */
 export async function restoreSandboxImage(node: StartedNodeContainer, ref: string): Promise<boolean> {
-  const present =
-    node.runtime === 'containerd'
-      ? (
-          await node.execOk(['ctr', '-n', 'k8s.io', 'images', 'ls', '-q', `name==${normalizeImageRef(ref)}`])
-        ).trim() !== ''
-      : (await node.exec(['docker', 'image', 'inspect', '--format', '{{.Id}}', ref])).exitCode === 0;
-  if (present) return false;
+  if (await node.hasImage(ref)) return false;
   await node.loadImages([ref]);
   return true;
+}
+
+/**
+ * Runs one pod through the endpoint as the agent would, on `handler` (the runtime's default when
+ * absent): a sandbox on the pod network and a container from the sandbox image that exits 0; then
+ * removes both. Throws the runtime's own error, for a backend to tell "cannot run here" from a
+ * failed start (see BackendUnavailableError).
+ */
+export async function probePod(
+  endpoint: string,
+  opts: { sandboxImage: string; handler?: string; cgroupParent?: string; timeoutMs?: number },
+): Promise<void> {
+  const client = await CriClient.connect(endpoint, { timeoutMs: opts.timeoutMs ?? 60_000 });
+  const uid = `kh-probe-${Date.now().toString(36)}`;
+  let sandboxId: string | undefined;
+  try {
+    const config = {
+      metadata: { name: uid, namespace: 'kh-probe', uid, attempt: 0 },
+      ...(opts.cgroupParent ? { linux: { cgroupParent: opts.cgroupParent } } : {}),
+    };
+    ({ podSandboxId: sandboxId } = await client.runPodSandbox({
+      config,
+      runtimeHandler: opts.handler ?? '',
+    }));
+    const { containerId } = await client.createContainer({
+      podSandboxId: sandboxId,
+      config: {
+        metadata: { name: 'probe', attempt: 0 },
+        image: { image: opts.sandboxImage },
+        command: ['/bin/sh', '-c', 'exit 0'],
+      },
+      sandboxConfig: config,
+    });
+    await client.startContainer({ containerId });
+    const exitCode = await until(
+      async () => {
+        const { status } = await client.containerStatus({ containerId });
+        return status?.finishedAt ? done(status.exitCode) : notYet(`state ${status?.state}`);
+      },
+      { timeoutMs: 30_000, intervalMs: 200, describe: 'the probe container to exit' },
+    );
+    if (exitCode !== 0) throw new Error(`the probe container exited with ${exitCode}`);
+  } finally {
+    if (sandboxId) {
+      await client.stopPodSandbox({ podSandboxId: sandboxId }).catch(() => {});
+      await client.removePodSandbox({ podSandboxId: sandboxId }).catch(() => {});
+    }
+    client.close();
+  }
 }

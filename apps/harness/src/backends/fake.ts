@@ -54,6 +54,10 @@ export const fakeBackend: RuntimeBackend = {
         startRuntime: async () => {
           await startRuntime();
         },
+        killRuntime: async () => {
+          await runtime?.stop('SIGKILL');
+          await startRuntime();
+        },
         runtimeLogs: async (lines) => runtime?.tail(lines) ?? [],
         stop: async () => {
           await stopRuntime().catch(() => {});

@@ -1,10 +1,124 @@
-// The matrix: every registered backend, in the order the table shows them.
+// The backends the harness knows, as containerd knows its plugins: each module registers its
+// backends when it is loaded, the built-in ones first, then the modules named by kh.config.json,
+// KH_BACKENDS and --backend. The matrix, `list` and the nightly workflow all read this registry;
+// nothing in the harness asks for a backend by name except the user.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { moduleSpecifier } from '../support/modules.js';
 import { containerdBackend } from './containerd.js';
 import { dockerBackend } from './docker.js';
+import { endpointBackend } from './endpoint.js';
 import { fakeBackend } from './fake.js';
 import type { RuntimeBackend } from './types.js';
 
-export const BACKENDS: readonly RuntimeBackend[] = [containerdBackend, dockerBackend, fakeBackend];
+/** What a backend module exports. */
+export interface BackendModule {
+  backends: readonly RuntimeBackend[];
+}
+
+/** The module name under which the harness's own backends are registered. */
+export const BUILTIN_MODULE = '@kh/harness';
+
+/** The config file looked for in the working directory and its parents. */
+export const CONFIG_FILE = 'kh.config.json';
+
+export interface RegisteredBackend {
+  backend: RuntimeBackend;
+  /** The module that registered it, as it was named. */
+  module: string;
+}
+
+export class BackendRegistry {
+  private readonly entries: RegisteredBackend[] = [];
+
+  /** Adds a module's backends; a name registered twice is an error naming both modules. */
+  register(module: string, backends: readonly RuntimeBackend[]): void {
+    for (const backend of backends) {
+      const taken = this.entries.find((e) => e.backend.name === backend.name);
+      if (taken)
+        throw new Error(`backend "${backend.name}" from ${module} is already registered by ${taken.module}`);
+      this.entries.push({ backend, module });
+    }
+  }
+
+  /** Imports a module (package name, or a path relative to `base`) and registers its `backends`. */
+  async load(spec: string, base = process.cwd()): Promise<void> {
+    if (this.entries.some((e) => e.module === spec)) return;
+    let mod: Partial<BackendModule>;
+    try {
+      mod = (await import(moduleSpecifier(spec, base))) as Partial<BackendModule>;
+    } catch (err) {
+      throw new Error(`cannot load backend module ${spec}: ${(err as Error).message}`, { cause: err });
+    }
+    if (!Array.isArray(mod.backends) || mod.backends.length === 0)
+      throw new Error(`backend module ${spec} does not export \`backends\` (an array of RuntimeBackend)`);
+    this.register(spec, mod.backends);
+  }
+
+  get registered(): readonly RegisteredBackend[] {
+    return this.entries;
+  }
+
+  get backends(): RuntimeBackend[] {
+    return this.entries.map((e) => e.backend);
+  }
+}
+
+export interface BackendSources {
+  /** --backend values, in order. */
+  modules?: readonly string[];
+  /** The endpoint backend's CRI endpoint (--cri-endpoint). */
+  criEndpoint?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Where the search for kh.config.json starts. */
+  cwd?: string;
+}
+
+/** The built-in backends: real runtimes in node containers, the fake, and a CRI endpoint of the user's. */
+export function builtinBackends(criEndpoint?: string): RuntimeBackend[] {
+  return [containerdBackend, dockerBackend, fakeBackend, endpointBackend(criEndpoint)];
+}
+
+/** The built-ins alone (no modules loaded), for tools that need no more. */
+export const BACKENDS: readonly RuntimeBackend[] = builtinBackends();
+
+/** The nearest kh.config.json at or above `cwd`: its backend modules, resolved against its directory. */
+export function readConfig(cwd: string): { file: string; backends: string[] } | undefined {
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    const file = join(dir, CONFIG_FILE);
+    if (existsSync(file)) {
+      let config: { backends?: unknown };
+      try {
+        config = JSON.parse(readFileSync(file, 'utf8')) as { backends?: unknown };
+      } catch (err) {
+        throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
+      }
+      const backends = config.backends ?? [];
+      if (!Array.isArray(backends) || !backends.every((b) => typeof b === 'string'))
+        throw new Error(`${file}: "backends" must be an array of module names`);
+      return { file, backends: backends.map((b) => (b.startsWith('.') ? resolve(dir, b) : b)) };
+    }
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/**
+ * The registry for one command: the built-ins, then the modules of kh.config.json, KH_BACKENDS
+ * (comma-separated) and --backend, in that order, each loaded once.
+ */
+export async function loadBackends(sources: BackendSources = {}): Promise<BackendRegistry> {
+  const env = sources.env ?? process.env;
+  const cwd = sources.cwd ?? process.cwd();
+  const registry = new BackendRegistry();
+  registry.register(BUILTIN_MODULE, builtinBackends(sources.criEndpoint ?? env.KH_CRI_ENDPOINT));
+  const fromEnv = (env.KH_BACKENDS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const spec of [...(readConfig(cwd)?.backends ?? []), ...fromEnv, ...(sources.modules ?? [])])
+    await registry.load(spec, cwd);
+  return registry;
+}
 
 /** The backends named on the command line (all when `names` is undefined), in registry order. */
 export function selectBackends(

@@ -1,7 +1,8 @@
 // The runtime-backend seam. A backend owns one node: it starts the runtime, says how to reach its
 // CRI endpoint, and tears everything down. The harness then runs our node agent on that node, so
-// scenarios never look at which backend they run on: adding a runtime to the matrix is one module
-// that implements RuntimeBackend and one line in registry.ts. See docs/adding-a-runtime-backend.md.
+// scenarios never look at which backend they run on. Backends come in modules (packages) that the
+// harness loads by name (registry.ts); the public API is src/backend.ts (`@kh/harness/backend`).
+// See docs/adding-a-runtime-backend.md.
 import type { ImageRefs, StartedTestNetwork } from '@kh/testkit';
 import type { NodeHost } from '../node/host.js';
 
@@ -45,10 +46,32 @@ export interface StartedBackend {
   /** Makes the runtime unavailable to the agent (runtime-down scenario); startRuntime undoes it. */
   stopRuntime(): Promise<void>;
   startRuntime(): Promise<void>;
+  /**
+   * Crashes the runtime (SIGKILL; for docker, dockerd and the dockershim) and lets the node's
+   * supervisor start it again, as systemd's Restart=always would; resolves once CRI answers again.
+   */
+  killRuntime(): Promise<void>;
+  /**
+   * Where the agent runs when the node is not a container of the run's network (the endpoint
+   * backend: the host). Absent: inside the node, with the node's own filesystem.
+   */
+  agent?: AgentPlacement;
   /** Recent runtime log lines, for the report. */
   runtimeLogs(lines: number): Promise<string[]>;
   /** Removes the node and everything it created. Safe to call twice. */
   stop(): Promise<void>;
+}
+
+/** How the agent runs on a node that it shares with other things (a host). */
+export interface AgentPlacement {
+  /** Directory under which the agent keeps its files (config, root dir, logs) instead of `/`. */
+  dir: string;
+  /** argv that runs the agent (args are its flags) on this host. */
+  command(args: string[]): string[];
+  /** The agent reaches the apiserver through the host's loopback port, not its network alias. */
+  apiserver: 'host';
+  /** KubeletConfiguration fields merged over the harness's (ports that must not collide, ...). */
+  config?: Record<string, unknown>;
 }
 
 export interface RuntimeBackend {
@@ -65,4 +88,13 @@ export type BackendCapability =
   | 'memory-pressure' // node memory limit is enforced on pods
   | 'disk-pressure'
   | 'registry-pull' // the runtime pulls from the run's registry
-  | 'runtime-restart'; // stopRuntime/startRuntime are supported
+  | 'runtime-restart'; // stopRuntime/startRuntime/killRuntime are supported
+
+/**
+ * Thrown by start() when the runtime cannot run on this machine at all (a missing kernel feature,
+ * an OCI runtime refusing the platform): the runner records every cell of the backend as skipped
+ * with this message, never as passed. Anything else start() throws fails the cells.
+ */
+export class BackendUnavailableError extends Error {
+  override readonly name = 'BackendUnavailableError';
+}

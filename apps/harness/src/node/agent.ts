@@ -2,6 +2,7 @@
 // node, starts it through the node's host (docker exec for containers) and can stop, restart or
 // reconfigure it for scenarios that need the agent silent or differently tuned.
 
+import { join } from 'node:path';
 import { kubeletConfiguration } from './agent-config.js';
 import { AGENT_CRI_CALL_LOG } from './cri-call-log.js';
 import type { NodeHost, NodeProcess } from './host.js';
@@ -23,7 +24,17 @@ export interface AgentOptions {
   clientCA?: string;
   /** argv prefix that runs a project command on this host (defaults to the in-container form). */
   command?: (args: string[]) => string[];
+  /**
+   * Directory under which the agent keeps its files, on a host it shares (the endpoint backend):
+   * its paths are the ones above under `dir`. Absent: a node of its own, paths as they are.
+   */
+  dir?: string;
+  /** KubeletConfiguration fields every start merges over the harness's (under reconfigure's). */
+  config?: Record<string, unknown>;
 }
+
+/** Where one of the agent's files is, under AgentOptions.dir when it has one. */
+export const agentPath = (path: string, dir?: string): string => (dir ? join(dir, path) : path);
 
 export class NodeAgent {
   private process: NodeProcess | undefined;
@@ -38,14 +49,15 @@ export class NodeAgent {
 
   /** The argv the agent runs with (flags named as the kubelet's). */
   argv(): string[] {
+    const at = (p: string) => agentPath(p, this.opts.dir);
     const args = [
-      `--kubeconfig=${AGENT_KUBECONFIG_PATH}`,
-      `--config=${AGENT_CONFIG_PATH}`,
+      `--kubeconfig=${at(AGENT_KUBECONFIG_PATH)}`,
+      `--config=${at(AGENT_CONFIG_PATH)}`,
       `--hostname-override=${this.opts.nodeName}`,
-      `--root-dir=${AGENT_ROOT_DIR}`,
+      `--root-dir=${at(AGENT_ROOT_DIR)}`,
       '--v=2',
       // Not a kubelet flag: our agent's log of its own CRI calls, merged into the report.
-      `--cri-call-log=${AGENT_CRI_CALL_LOG}`,
+      `--cri-call-log=${at(AGENT_CRI_CALL_LOG)}`,
       ...(this.opts.nodeIp ? [`--node-ip=${this.opts.nodeIp}`] : []),
     ];
     return (this.opts.command ?? ((a) => inContainer('nodeAgent', a)))(args);
@@ -53,22 +65,24 @@ export class NodeAgent {
 
   async start(): Promise<void> {
     if (this.process) throw new Error(`agent on ${this.opts.nodeName} is already running`);
+    const at = (p: string) => agentPath(p, this.opts.dir);
     const config = kubeletConfiguration({
       criEndpoint: this.opts.criEndpoint,
       ...(this.opts.cgroupRoot ? { cgroupRoot: this.opts.cgroupRoot } : {}),
-      ...(this.opts.clientCA ? { clientCAFile: AGENT_CLIENT_CA_PATH } : {}),
-      overrides: this.overrides,
+      ...(this.opts.clientCA ? { clientCAFile: at(AGENT_CLIENT_CA_PATH) } : {}),
+      overrides: { ...this.opts.config, ...this.overrides },
     });
     // The agent reads disk stats of its root dir at start and expects it to exist. A node image
-    // has no machine id (it is per machine, not per image): give each node one, as kind does.
+    // has no machine id (it is per machine, not per image): give each node one, as kind does. A
+    // shared host has its own, which stays as it is.
     await this.host.exec([
       'sh',
       '-c',
-      `mkdir -p ${AGENT_ROOT_DIR} && { test -s /etc/machine-id || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id; }`,
+      `mkdir -p ${at(AGENT_ROOT_DIR)} && { test -s /etc/machine-id || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id; }`,
     ]);
-    await this.host.writeFile(AGENT_KUBECONFIG_PATH, this.opts.kubeconfig);
-    if (this.opts.clientCA) await this.host.writeFile(AGENT_CLIENT_CA_PATH, this.opts.clientCA);
-    await this.host.writeFile(AGENT_CONFIG_PATH, `${JSON.stringify(config, null, 2)}\n`);
+    await this.host.writeFile(at(AGENT_KUBECONFIG_PATH), this.opts.kubeconfig);
+    if (this.opts.clientCA) await this.host.writeFile(at(AGENT_CLIENT_CA_PATH), this.opts.clientCA);
+    await this.host.writeFile(at(AGENT_CONFIG_PATH), `${JSON.stringify(config, null, 2)}\n`);
     this.process = await this.host.spawn(this.argv(), { name: 'node-agent' });
     const p = this.process;
     void p.exited.then((code) => {

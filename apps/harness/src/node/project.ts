@@ -45,6 +45,11 @@ export function inContainer(command: ProjectCommand, args: string[]): string[] {
   return [NODE_BINARY_IN_NODE, `${PROJECT_IN_CONTAINER}/${COMMANDS[command]}`, ...args];
 }
 
+/** argv that runs one of our commands on this machine, from the checkout, on the project's Node 22. */
+export function onHost(command: ProjectCommand, args: string[], root = projectRoot()): string[] {
+  return [defaultHostNodeBinary(), join(root, COMMANDS[command]), ...args];
+}
+
 /** The read-only mounts a container needs to run our commands: Node 22 and the checkout. */
 export function projectMounts(root = projectRoot()): BindMount[] {
   return [

@@ -5,8 +5,8 @@
 import { done, notYet, until } from '@kh/testkit';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
-import { NodeAgent } from '../node/agent.js';
-import { CriCallLogReader } from '../node/cri-call-log.js';
+import { agentPath, NodeAgent } from '../node/agent.js';
+import { AGENT_CRI_CALL_LOG, CriCallLogReader } from '../node/cri-call-log.js';
 import type { Progress } from '../support/progress.js';
 import type { ReadyNode } from '../world/types.js';
 import type { HarnessWorld } from '../world/world.js';
@@ -30,10 +30,18 @@ export async function startNode(
     progress: (m) => progress.info(m),
   });
   progress.ok(`${started.runtimeName} ${started.runtimeVersion} answers CRI at ${started.hostCriEndpoint}`);
+  const placement = started.agent;
   const agent = new NodeAgent(started.host, {
     nodeName,
     criEndpoint: started.nodeCriEndpoint,
-    kubeconfig: world.nodeKubeconfig(nodeName),
+    kubeconfig: world.nodeKubeconfig(nodeName, placement?.apiserver ?? 'node'),
+    ...(placement
+      ? {
+          dir: placement.dir,
+          command: placement.command,
+          ...(placement.config ? { config: placement.config } : {}),
+        }
+      : {}),
     clientCA: world.apiserverCA,
     nodeIp: started.nodeIp,
     ...(started.cgroupParent ? { cgroupRoot: started.cgroupParent } : {}),
@@ -59,7 +67,7 @@ function readyNode(
   agent: NodeAgent,
   startupMs: number,
 ): ReadyNode {
-  const criCallLog = new CriCallLogReader(started.host);
+  const criCallLog = new CriCallLogReader(started.host, agentPath(AGENT_CRI_CALL_LOG, started.agent?.dir));
   return {
     backend,
     started,

@@ -164,11 +164,14 @@ export class HarnessWorld implements World {
     return this.network;
   }
 
-  /** The kubeconfig text an agent on `nodeName` uses: https://apiserver:6443 with its own token. */
-  nodeKubeconfig(nodeName: string): string {
+  /**
+   * The kubeconfig text an agent on `nodeName` uses, with its own token: https://apiserver:6443 on
+   * the run's network, or the loopback port for an agent on this machine (the endpoint backend).
+   */
+  nodeKubeconfig(nodeName: string, from: 'node' | 'host' = 'node'): string {
     const token = this.tokens.get(nodeName);
     if (!token || !this.apiserver) throw new Error(`no API token for node ${nodeName}`);
-    return `${this.apiserver.kubeConfigFor(token, 'node').exportConfig()}\n`;
+    return `${this.apiserver.kubeConfigFor(token, from).exportConfig()}\n`;
   }
 
   routeTimeline(key: string, sink: Sink | undefined): void {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { criVersion } from './cri-probe.js';
 import { POD_SUBNET, REGISTRY_HOST, REGISTRY_HOSTS } from './node-config.js';
-import type { NodeRuntimeSpec } from './node-runtime.js';
+import type { NodeFile, NodeRuntimeSpec } from './node-runtime.js';
 
 // containerd with its built-in CRI plugin: its config.toml, the CNI network for pods and the
 // registry settings, all pointing at things the test run owns.
@@ -141,6 +141,8 @@ export interface ContainerdRuntimeOptions {
   defaultHandler?: string;
   /** Shell commands run in the node before containerd starts (see NodeRuntimeSpec.setup). */
   setup?: readonly string[];
+  /** More files in the node (a handler's wrapper script, its config). */
+  files?: readonly NodeFile[];
 }
 
 /** containerd in a kind-style node; with handlers, more OCI runtimes behind the same CRI. */
@@ -169,6 +171,7 @@ export function containerdRuntime(options: ContainerdRuntimeOptions = {}): NodeR
             content: registryHostsToml(host),
             target: `/etc/containerd/certs.d/${host}/hosts.toml`,
           })),
+          ...(options.files ?? []),
         ],
         env: { CONTAINERD_ADDRESS: runtimeSocket }, // so `ctr` inside talks to this containerd
         command: ['containerd', '--config', CONTAINERD_CONFIG_PATH],

@@ -1,0 +1,58 @@
+// A CRI endpoint the user already runs (`--cri-endpoint unix:///run/x.sock`): no node container,
+// the agent runs on this machine against the socket, its files under a temp dir of its own. The
+// host is shared, so nothing that needs a node of its own (a memory limit for eviction, a runtime
+// the harness may stop, a runtime that resolves the run's registry) is claimed: those scenarios
+// are skipped with the capability they lack.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { LocalHost } from '../node/local-host.js';
+import { onHost } from '../node/project.js';
+import { waitForCri } from './cri.js';
+import { BackendUnavailableError, type RuntimeBackend } from './types.js';
+
+export const ENDPOINT_BACKEND = 'endpoint';
+
+export function endpointBackend(criEndpoint: string | undefined): RuntimeBackend {
+  return {
+    name: ENDPOINT_BACKEND,
+    description:
+      'a CRI endpoint you run (--cri-endpoint unix:///...), the agent on this host; no node isolation',
+    capabilities: new Set(['real-containers']),
+    async start(ctx) {
+      if (!criEndpoint)
+        throw new BackendUnavailableError(
+          'no CRI endpoint given: pass --cri-endpoint unix:///path/to/cri.sock (or set KH_CRI_ENDPOINT)',
+        );
+      const version = await waitForCri(criEndpoint, 15_000);
+      // The apiserver, on the run's network, reaches this machine at the network's gateway.
+      const net = await new Docker().getNetwork(ctx.network.id).inspect();
+      const gateway = (net.IPAM?.Config ?? []).map((c: { Gateway?: string }) => c.Gateway).find(Boolean);
+      if (!gateway) throw new Error(`network ${ctx.network.name} has no gateway address`);
+      const dir = await mkdtemp(join(tmpdir(), `kh-endpoint-${ctx.runId}-`));
+      const host = new LocalHost();
+      const noRestart = async () => {
+        throw new Error('the endpoint backend does not stop a runtime it does not own');
+      };
+      return {
+        nodeCriEndpoint: criEndpoint,
+        hostCriEndpoint: criEndpoint,
+        ...version,
+        nodeName: ctx.nodeName,
+        nodeIp: gateway,
+        host,
+        sandboxImage: ctx.images.pause,
+        agent: { dir, command: (args) => onHost('nodeAgent', args), apiserver: 'host' },
+        stopRuntime: noRestart,
+        startRuntime: noRestart,
+        killRuntime: noRestart,
+        runtimeLogs: async () => [],
+        stop: async () => {
+          await host.stopAll();
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,107 @@
+// A backend from a runtime spec: the kind-style node (testkit's NodeContainer) runs the spec's
+// runtime under its init, and, for a runtime without a CRI of its own, a CRI shim from the
+// checkout runs next to it. containerd.ts and docker.ts are two such declarations; a backend
+// package writes a third without touching the harness.
+import type { NodeRuntimeSpec, StartedNodeContainer } from '@kh/testkit';
+import Docker from 'dockerode';
+import { ContainerHost } from '../node/container-host.js';
+import type { NodeProcess } from '../node/host.js';
+import { kindNode, NODE_MEMORY_LIMIT_BYTES, restoreSandboxImage, waitForCri } from './cri.js';
+import type { BackendCapability, BackendContext, RuntimeBackend, StartedBackend } from './types.js';
+
+/** A CRI server that the harness starts in the node, in front of a runtime that has none. */
+export interface CriShim {
+  /** Process name (pid file, log prefix). */
+  name: string;
+  /** argv in the node; it must listen on node.criEndpointInNode. */
+  command(node: StartedNodeContainer, ctx: BackendContext): string[];
+}
+
+export interface KindBackendDefinition {
+  name: string;
+  description: string;
+  capabilities: Iterable<BackendCapability>;
+  runtime: NodeRuntimeSpec;
+  shim?: CriShim;
+  /**
+   * Runs once the runtime answers CRI, before the agent starts: a probe that throws
+   * BackendUnavailableError when the runtime cannot run pods on this machine.
+   */
+  check?(started: StartedBackend, node: StartedNodeContainer): Promise<void>;
+}
+
+/** Lines of the runtime's (and shim's) output a start-up failure quotes. */
+const FAILURE_LINES = 20;
+
+export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
+  return {
+    name: def.name,
+    description: def.description,
+    capabilities: new Set(def.capabilities),
+    async start(ctx) {
+      const node = kindNode(ctx, def.runtime).withPauseImage(ctx.images.pause);
+      // A runtime that does not preload the sandbox image gets it as an ordinary image.
+      if (!def.runtime.preloadsSandboxImage) node.withImages(ctx.images.pause);
+      const started = await node.start();
+      const host = new ContainerHost(new Docker(), started.id);
+      let shim: NodeProcess | undefined;
+      const shimTail = async () => shim?.tail(FAILURE_LINES).join('\n') ?? '';
+      const nodeTail = () => started.logs(FAILURE_LINES);
+      const startShim = async () => {
+        if (!def.shim) return;
+        ctx.progress(`starting ${def.shim.name}`);
+        shim = await host.spawn(def.shim.command(started, ctx), { name: def.shim.name });
+      };
+      const stopShim = async () => {
+        await shim?.stop('SIGTERM');
+        shim = undefined;
+      };
+      const waitCri = () => waitForCri(started.criEndpointOnHost, 30_000, def.shim ? shimTail : nodeTail);
+      try {
+        await startShim();
+        const version = await waitCri();
+        const backend: StartedBackend = {
+          nodeCriEndpoint: started.criEndpointInNode,
+          hostCriEndpoint: started.criEndpointOnHost,
+          ...version,
+          nodeName: started.name,
+          sandboxImage: ctx.images.pause,
+          restoreSandboxImage: () => restoreSandboxImage(started, ctx.images.pause),
+          nodeIp: started.ipAddress(ctx.network),
+          host,
+          memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,
+          cgroupParent: started.cgroupParent,
+          // The runtime really exits, as `systemctl stop` would; a shim stays up, so the agent must
+          // see the runtime's absence through it (RuntimeReady=false).
+          stopRuntime: () => started.stopRuntime(),
+          startRuntime: async () => {
+            await started.startRuntime();
+            if (def.shim) await waitCri();
+          },
+          // A crash of the runtime and of its CRI shim at once; the supervisor restarts the
+          // runtime, and the shim is started again as its unit would be.
+          killRuntime: async () => {
+            await Promise.all([shim?.stop('SIGKILL'), started.killRuntime()]);
+            await startShim();
+            await waitCri();
+          },
+          runtimeLogs: async (lines) => {
+            const own = (await started.logs(lines)).split('\n');
+            if (!shim) return own;
+            return [...shim.tail(lines), ...own.map((l) => `${def.runtime.name}: ${l}`)];
+          },
+          stop: async () => {
+            await stopShim().catch(() => {});
+            await started.stop();
+          },
+        };
+        await def.check?.(backend, started);
+        return backend;
+      } catch (err) {
+        await stopShim().catch(() => {});
+        await started.stop();
+        throw err;
+      }
+    },
+  };
+}
