@@ -10,7 +10,6 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { BACKENDS } from '../src/backends/registry.js';
 import { projectRoot } from '../src/node/project.js';
 
 const root = projectRoot();
@@ -158,9 +157,13 @@ describe('.github/workflows/nightly.yml', () => {
     }
   });
 
-  it('runs one job per registered backend and uploads the results and report', () => {
+  it('runs one job per registered backend, from `list --json`, and uploads the results and report', () => {
+    const list = wf.jobs.backends.steps.find((s: { id?: string }) => s.id === 'list');
+    expect(list.run).toContain('apps/harness/dist/cli.js list --json');
+    expect(wf.jobs.backends.outputs.runtimes).toBe('${{ steps.list.outputs.runtimes }}');
     const job = wf.jobs.e2e;
-    expect(job.strategy.matrix.runtime).toEqual(BACKENDS.map((b) => b.name));
+    expect(job.needs).toBe('backends');
+    expect(job.strategy.matrix.runtime).toBe('${{ fromJSON(needs.backends.outputs.runtimes) }}');
     const upload = job.steps.find((s: { uses?: string }) => s.uses?.startsWith('actions/upload-artifact'));
     expect(upload.with.path).toContain('results.json');
     expect(upload.with.path).toContain('report.html');
