@@ -30,6 +30,19 @@ export type {
   PullFailure,
 } from './fake/script.js';
 export type { ImageFsScript } from './fake/state.js';
+export {
+  type CriFuzzCase,
+  type CriFuzzOptions,
+  type CriFuzzReply,
+  type CriFuzzRun,
+  CriFuzzTally,
+  criFuzzCases,
+  hostileString,
+  invalidImageRef,
+  PRECISE_CODES,
+  RawCriClient,
+  runCriFuzz,
+} from './fuzz/cri_fuzz.js';
 export * from './gen/runtime/v1/api.js';
 export {
   type CriBackend,

@@ -76,6 +76,27 @@ export interface CriServer {
 
 type AnyHandler = (req: unknown, ctx: CriCallContext) => unknown;
 
+/**
+ * A request that is not the method's protobuf message. grpc-js answers a throwing deserializer
+ * with INTERNAL and no reason; the caller's bytes are at fault, so the call gets INVALID_ARGUMENT
+ * naming the method and the decoder's complaint instead.
+ */
+class UndecodableRequest {
+  constructor(readonly failure: { code: status; details: string }) {}
+}
+
+function decodeRequest(m: CriMethodInfo, bytes: Buffer): unknown {
+  try {
+    return m.requestType.decode(bytes);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return new UndecodableRequest({
+      code: status.INVALID_ARGUMENT,
+      details: `cannot decode the ${m.name} request: ${reason}`,
+    });
+  }
+}
+
 function statusOf(err: unknown): { code: status; details: string } {
   if (err instanceof CriError) return { code: err.code, details: err.details };
   return { code: status.INTERNAL, details: err instanceof Error ? err.message : String(err) };
@@ -121,7 +142,7 @@ class CriServerImpl implements CriServer {
           requestStream: false,
           responseStream: m.responseStream,
           requestSerialize: (v: unknown) => Buffer.from(m.requestType.encode(v).finish()),
-          requestDeserialize: (b: Buffer) => m.requestType.decode(b),
+          requestDeserialize: (b: Buffer) => decodeRequest(m, b),
           responseSerialize: (v: unknown) => Buffer.from(m.responseType.encode(v).finish()),
           responseDeserialize: (b: Buffer) => m.responseType.decode(b),
         },
@@ -172,8 +193,8 @@ class CriServerImpl implements CriServer {
   #unaryCall(m: CriMethodInfo, handler: AnyHandler | undefined) {
     return async (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
       const started = performance.now();
-      if (!handler) {
-        const failure = this.#unimplemented(m);
+      if (!handler || call.request instanceof UndecodableRequest) {
+        const failure = handler ? (call.request as UndecodableRequest).failure : this.#unimplemented(m);
         this.#report(m, started, failure);
         callback(toServiceError(failure));
         return;
@@ -196,8 +217,8 @@ class CriServerImpl implements CriServer {
   #streamCall(m: CriMethodInfo, handler: AnyHandler | undefined) {
     return async (call: ServerWritableStream<unknown, unknown>) => {
       const started = performance.now();
-      if (!handler) {
-        const failure = this.#unimplemented(m);
+      if (!handler || call.request instanceof UndecodableRequest) {
+        const failure = handler ? (call.request as UndecodableRequest).failure : this.#unimplemented(m);
         this.#report(m, started, failure);
         call.emit('error', toServiceError(failure));
         return;
