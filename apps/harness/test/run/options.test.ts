@@ -53,8 +53,8 @@ describe('selection', () => {
     expect(selectBackends(['y', 'x'], registry).map((b) => b.name)).toEqual(['x', 'y']);
   });
 
-  it('registers containerd, docker and fake, with fake lacking real containers', () => {
-    expect(BACKENDS.map((b) => b.name)).toEqual(['containerd', 'docker', 'fake']);
+  it('registers containerd, docker, fake and endpoint, with fake lacking real containers', () => {
+    expect(BACKENDS.map((b) => b.name)).toEqual(['containerd', 'docker', 'fake', 'endpoint']);
     const fake = BACKENDS.find((b) => b.name === 'fake')!;
     expect(fake.capabilities.has('real-containers')).toBe(false);
     expect(fake.capabilities.has('runtime-restart')).toBe(true);
