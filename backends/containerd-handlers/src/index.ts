@@ -1,0 +1,69 @@
+// containerd nodes whose pods run on another OCI runtime, through a containerd runtime handler:
+// `containerd-crun` (crun) and `containerd-gvisor` (gVisor's runsc), both from Debian bookworm
+// packages in the node image. The handler is containerd's default_runtime_name, so every pod of
+// every scenario runs on it with no change to the scenarios; runc stays configured as a handler of
+// its own, so a RuntimeClass naming `runc` still gets runc.
+//
+// Written against @kh/harness/backend only: the harness loads this module by name (kh.config.json,
+// KH_BACKENDS or --backend) and registers what `backends` lists.
+import {
+  BackendUnavailableError,
+  type ContainerdHandler,
+  containerdRuntime,
+  kindBackend,
+  probePod,
+  type RuntimeBackend,
+} from '@kh/harness/backend';
+
+const CAPABILITIES = ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart'] as const;
+
+/**
+ * crun 1.8 refuses cgroup v1 with a cgroup2 mount beside it ("cgroups in hybrid mode not
+ * supported, drop all controllers from cgroupv2"): the host has one at /sys/fs/cgroup/unified.
+ * The node has its own mount namespace, so unmounting it there leaves the host as it is, and runc
+ * runs as before.
+ */
+const LEGACY_CGROUPS = 'if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi';
+
+/** Through the runc v2 shim with another binary; no systemd in the node, so cgroupfs paths. */
+const viaRuncShim = (binary: string): ContainerdHandler => ({
+  options: { BinaryName: binary, SystemdCgroup: false },
+});
+
+export const crunBackend: RuntimeBackend = kindBackend({
+  name: 'containerd-crun',
+  description: 'containerd 1.6 with crun 1.8 (Debian) as the default runtime handler',
+  capabilities: CAPABILITIES,
+  runtime: containerdRuntime({
+    name: 'containerd-crun',
+    handlers: { crun: viaRuncShim('/usr/bin/crun') },
+    defaultHandler: 'crun',
+    setup: [LEGACY_CGROUPS],
+  }),
+});
+
+export const gvisorBackend: RuntimeBackend = kindBackend({
+  name: 'containerd-gvisor',
+  description: 'containerd 1.6 with gVisor runsc (Debian 20221219) as the default runtime handler',
+  capabilities: CAPABILITIES,
+  runtime: containerdRuntime({
+    name: 'containerd-gvisor',
+    handlers: { runsc: viaRuncShim('/usr/bin/runsc') },
+    defaultHandler: 'runsc',
+    setup: [LEGACY_CGROUPS],
+  }),
+  // runsc may refuse this kernel or this node's namespaces outright; then no scenario can say
+  // anything about the agent, so the column is skipped with runsc's own error.
+  async check(started) {
+    try {
+      await probePod(started.hostCriEndpoint, {
+        sandboxImage: started.sandboxImage,
+        ...(started.cgroupParent ? { cgroupParent: started.cgroupParent } : {}),
+      });
+    } catch (err) {
+      throw new BackendUnavailableError(`runsc cannot run a pod: ${(err as Error).message}`, { cause: err });
+    }
+  },
+});
+
+export const backends: readonly RuntimeBackend[] = [crunBackend, gvisorBackend];
