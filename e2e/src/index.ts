@@ -7,12 +7,14 @@ import { kubectl } from './scenarios/kubectl.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
+import { probesUpstream } from './scenarios/probes-upstream.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 
 export const scenarios: Scenario[] = [
   nodeRegistration,
   podLifecycle,
   probes,
+  probesUpstream,
   statusReporting,
   gc,
   eviction,

@@ -1,0 +1,566 @@
+import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { allChecks } from '../support/concurrent.js';
+import {
+  containerStatus,
+  createPod,
+  eventsFor,
+  podCondition,
+  podFor,
+  podSummary,
+  readPod,
+  sh,
+  waitForPod,
+} from '../support/pods.js';
+
+const FILE = 'test/e2e/common/node/container_probe.go';
+/** Upstream's defaultObservationTimeout: how long a container that must not restart is watched. */
+const OBSERVATION_MS = 4 * 60_000;
+/** framework.PodStartTimeout and PodEventTimeout. */
+const POD_START_MS = 5 * 60_000;
+const EVENT_MS = 2 * 60_000;
+/** probeTestInitialDelaySeconds. */
+const INITIAL_DELAY_S = 15;
+const PROBED = 'probed';
+
+type Layout = 'container' | 'sidecar';
+/** container_probe.go runs every case twice: as an app container and as a restartable init container. */
+const SUITE: Record<Layout, string> = {
+  container: 'Probing container',
+  sidecar: 'Probing restartable init container',
+};
+
+/**
+ * agnhost liveness's endpoints, on busybox httpd port 8080 as CGI scripts (no image can be pulled
+ * here): /cgi-bin/healthz answers 200 for the container's first 10 s and 500 after, and
+ * /cgi-bin/redirect?loc=X answers 302 to X with agnhost's body.
+ */
+const LIVENESS_SERVER = String.raw`mkdir -p /srv/cgi-bin
+start=$(date +%s)
+cat > /srv/cgi-bin/healthz <<EOF
+#!/bin/sh
+if [ \$((\$(date +%s) - $start)) -lt 10 ]; then printf 'Status: 200 OK\r\n\r\nok'; else printf 'Status: 500 Internal Server Error\r\n\r\nerror: running for more than 10s'; fi
+EOF
+cat > /srv/cgi-bin/redirect <<'EOF'
+#!/bin/sh
+loc=$(printf '%b' "$(echo "$QUERY_STRING" | sed 's/^loc=//; s/%/\\x/g')")
+printf 'Status: 302 Found\r\nLocation: %s\r\n\r\n<a href="%s">Found</a>.' "$loc" "$loc"
+EOF
+chmod +x /srv/cgi-bin/healthz /srv/cgi-bin/redirect
+exec httpd -f -p 8080 -h /srv`;
+
+/** A container that, on SIGTERM, drops its readiness (and liveness) files and exits `after` s later. */
+const terminating = (files: string, after: number) =>
+  `_term() { rm -f ${files}; sleep ${after}; exit 0; }
+trap _term TERM
+touch ${files}
+while true; do echo hello; sleep 10; done`;
+
+interface CaseRun {
+  ctx: ScenarioContext;
+  /** The pod's name in the namespace. */
+  pod: string;
+  /** Prefix of every assertion of this case. */
+  label: string;
+}
+
+interface ProbeCase {
+  /** The case's ginkgo.It text, the same in both suites of container_probe.go. */
+  it: string;
+  pod: string;
+  /** The probed container; its name is set to PROBED. */
+  container(ctx: ScenarioContext): Omit<V1Container, 'name'>;
+  podSpec?: Pick<V1PodSpec, 'terminationGracePeriodSeconds'>;
+  verify(run: CaseRun): Promise<void>;
+}
+
+const restarts = (p: V1Pod) => containerStatus(p, PROBED)?.restartCount ?? 0;
+const busybox = (ctx: ScenarioContext, script: string, extra: Partial<V1Container> = {}) =>
+  sh(ctx, PROBED, script, extra);
+const server = (ctx: ScenarioContext, extra: Partial<V1Container>) =>
+  busybox(ctx, LIVENESS_SERVER, { ports: [{ containerPort: 8080 }], ...extra });
+const webserver = (ctx: ScenarioContext, extra: Partial<V1Container>) => ({
+  image: ctx.images.httpd,
+  imagePullPolicy: 'IfNotPresent',
+  ports: [{ containerPort: 80 }],
+  ...extra,
+});
+
+/** The probed container has been created once (a sidecar that never starts keeps the pod Pending). */
+const probedContainerRan = (run: CaseRun) =>
+  waitForPod(
+    run.ctx,
+    run.pod,
+    'has run its probed container',
+    (p) => !!containerStatus(p, PROBED)?.containerID,
+    POD_START_MS,
+  );
+
+/**
+ * RunLivenessTest: watch the restart count, which must never go down, until it has grown by
+ * `expected`; a container expected not to restart is watched for the whole window.
+ */
+async function expectRestarts(run: CaseRun, expected: number, windowMs = OBSERVATION_MS): Promise<void> {
+  const { ctx } = run;
+  const initial = restarts(await probedContainerRan(run));
+  const deadline = Date.now() + windowMs + initial * 10_000;
+  const seen = [initial];
+  let last = initial;
+  let observed = 0;
+  while (Date.now() < deadline) {
+    const n = restarts(await readPod(ctx, run.pod));
+    if (n !== last) seen.push(n);
+    if (n < last) ctx.check.ok(`${run.label}: restart count never decreases`, false, seen);
+    last = n;
+    observed = n - initial;
+    if (expected > 0 && observed >= expected) break;
+    await ctx.sleep(2_000);
+  }
+  ctx.check.ok(`${run.label}: restart count never decreases`, true);
+  const secs = Math.round(windowMs / 1000);
+  if (expected === 0) ctx.check.equal(`${run.label}: not restarted in ${secs} s`, observed, 0);
+  else
+    ctx.check.ok(
+      `${run.label}: restarted ${expected} time(s) within ${secs} s`,
+      observed >= expected,
+      seen,
+      `>= ${expected} restarts`,
+    );
+}
+
+/** Gomega's Consistently: `accept` holds for the pod at every look during the window. */
+async function holds(run: CaseRun, what: string, windowMs: number, accept: (p: V1Pod) => boolean) {
+  const { ctx } = run;
+  const end = Date.now() + windowMs;
+  for (;;) {
+    const p = await readPod(ctx, run.pod);
+    if (!accept(p)) {
+      ctx.check.ok(`${run.label}: ${what}`, false, podSummary(p));
+      return;
+    }
+    if (Date.now() >= end) break;
+    await ctx.sleep(1_000);
+  }
+  ctx.check.ok(`${run.label}: ${what}`, true);
+}
+
+const ready = (p: V1Pod) => podCondition(p, 'Ready') === 'True';
+
+/** runReadinessFailTest: never Ready for a minute. */
+const neverReady = async (run: CaseRun) => {
+  await probedContainerRan(run);
+  await holds(run, 'never Ready in 60 s', 60_000, (p) => !ready(p));
+};
+
+/** Deleting the pod turns it unready while it terminates (its grace period is 30 s). */
+async function unreadyWhileTerminating(run: CaseRun): Promise<void> {
+  const { ctx } = run;
+  await waitForPod(
+    ctx,
+    run.pod,
+    'is Running and Ready',
+    (p) => p.status?.phase === 'Running' && ready(p),
+    POD_START_MS,
+  );
+  await ctx.core.deleteNamespacedPod({ name: run.pod, namespace: ctx.namespace });
+  await waitForPod(ctx, run.pod, 'is not Ready while it terminates', (p) => !ready(p), POD_START_MS);
+}
+
+const CASES: ProbeCase[] = [
+  {
+    it: 'with readiness probe should not be ready before initial delay and never restart',
+    pod: 'readiness-initial-delay',
+    container: (ctx) =>
+      webserver(ctx, {
+        readinessProbe: { httpGet: { path: '/', port: 80 }, initialDelaySeconds: INITIAL_DELAY_S },
+      }),
+    async verify(run) {
+      const p = await waitForPod(run.ctx, run.pod, 'becomes Ready', ready, POD_START_MS);
+      const readyAt = new Date(
+        p.status?.conditions?.find((c) => c.type === 'Ready')?.lastTransitionTime ?? 0,
+      );
+      const startedAt = new Date(containerStatus(p, PROBED)?.state?.running?.startedAt ?? Date.now());
+      const ms = readyAt.getTime() - startedAt.getTime();
+      run.ctx.check.ok(
+        `${run.label}: Ready no sooner than initialDelaySeconds after the container started`,
+        ms >= INITIAL_DELAY_S * 1000,
+        { startedAt, readyAt, ms },
+        `>= ${INITIAL_DELAY_S * 1000} ms`,
+      );
+      run.ctx.check.equal(`${run.label}: restart count`, restarts(p), 0);
+    },
+  },
+  {
+    it: 'with readiness probe that fails should never be ready and never restart',
+    pod: 'readiness-failing',
+    container: (ctx) => webserver(ctx, { readinessProbe: { httpGet: { path: '/', port: 81 } } }),
+    async verify(run) {
+      await neverReady(run);
+      run.ctx.check.equal(`${run.label}: restart count`, restarts(await readPod(run.ctx, run.pod)), 0);
+    },
+  },
+  {
+    it: 'should be restarted with a exec "cat /tmp/health" liveness probe',
+    pod: 'liveness-exec',
+    container: (ctx) =>
+      busybox(ctx, 'echo ok >/tmp/health; sleep 10; rm -rf /tmp/health; sleep 600', {
+        livenessProbe: {
+          exec: { command: ['cat', '/tmp/health'] },
+          initialDelaySeconds: 15,
+          timeoutSeconds: 5,
+          failureThreshold: 1,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should *not* be restarted with a exec "cat /tmp/health" liveness probe',
+    pod: 'liveness-exec-ok',
+    container: (ctx) =>
+      busybox(ctx, 'echo ok >/tmp/health; sleep 600', {
+        livenessProbe: {
+          exec: { command: ['cat', '/tmp/health'] },
+          initialDelaySeconds: 15,
+          timeoutSeconds: 5,
+          failureThreshold: 1,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 0),
+  },
+  {
+    it: 'should be restarted with a /healthz http liveness probe',
+    pod: 'liveness-http',
+    container: (ctx) =>
+      server(ctx, {
+        livenessProbe: {
+          httpGet: { path: '/cgi-bin/healthz', port: 8080 },
+          initialDelaySeconds: 15,
+          failureThreshold: 1,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should *not* be restarted with a tcp:8080 liveness probe',
+    pod: 'liveness-tcp',
+    container: (ctx) =>
+      server(ctx, {
+        livenessProbe: { tcpSocket: { port: 8080 }, initialDelaySeconds: 15, failureThreshold: 1 },
+      }),
+    verify: (run) => expectRestarts(run, 0),
+  },
+  {
+    it: 'should have monotonically increasing restart count',
+    pod: 'liveness-monotonic',
+    container: (ctx) =>
+      server(ctx, {
+        livenessProbe: {
+          httpGet: { path: '/cgi-bin/healthz', port: 8080 },
+          initialDelaySeconds: 5,
+          failureThreshold: 1,
+        },
+      }),
+    // Five restarts through CrashLoopBackOff (10, 20, 40, 80 s) take about 4 min; upstream allows
+    // 14, this waits 7, which is stricter.
+    verify: (run) => expectRestarts(run, 5, 7 * 60_000),
+  },
+  {
+    it: 'should *not* be restarted with a /healthz http liveness probe',
+    pod: 'liveness-http-ok',
+    container: (ctx) =>
+      webserver(ctx, {
+        livenessProbe: {
+          httpGet: { path: '/', port: 80 },
+          initialDelaySeconds: 15,
+          timeoutSeconds: 5,
+          failureThreshold: 5,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 0),
+  },
+  {
+    it: 'should be restarted with an exec liveness probe with timeout [MinimumKubeletVersion:1.20]',
+    pod: 'liveness-exec-timeout',
+    container: (ctx) =>
+      busybox(ctx, 'sleep 600', {
+        livenessProbe: {
+          exec: { command: ['/bin/sh', '-c', 'sleep 10'] },
+          initialDelaySeconds: 15,
+          timeoutSeconds: 1,
+          failureThreshold: 1,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should not be ready with an exec readiness probe timeout [MinimumKubeletVersion:1.20]',
+    pod: 'readiness-exec-timeout',
+    container: (ctx) =>
+      busybox(ctx, 'sleep 600', {
+        readinessProbe: {
+          exec: { command: ['/bin/sh', '-c', 'sleep 10'] },
+          initialDelaySeconds: 15,
+          timeoutSeconds: 1,
+          failureThreshold: 1,
+        },
+      }),
+    verify: neverReady,
+  },
+  {
+    it: 'should be restarted with a failing exec liveness probe that took longer than the timeout',
+    pod: 'liveness-exec-fail-slow',
+    container: (ctx) =>
+      busybox(ctx, 'sleep 600', {
+        livenessProbe: {
+          exec: { command: ['/bin/sh', '-c', 'sleep 10 & exit 1'] },
+          initialDelaySeconds: 15,
+          timeoutSeconds: 1,
+          failureThreshold: 1,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should be restarted with a local redirect http liveness probe',
+    pod: 'liveness-redirect-local',
+    container: (ctx) =>
+      server(ctx, {
+        livenessProbe: {
+          httpGet: { path: `/cgi-bin/redirect?loc=${encodeURIComponent('/cgi-bin/healthz')}`, port: 8080 },
+          initialDelaySeconds: 15,
+          failureThreshold: 1,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should *not* be restarted with a non-local redirect http liveness probe',
+    pod: 'liveness-redirect-remote',
+    container: (ctx) =>
+      server(ctx, {
+        livenessProbe: {
+          httpGet: { path: `/cgi-bin/redirect?loc=${encodeURIComponent('http://0.0.0.0/')}`, port: 8080 },
+          initialDelaySeconds: 15,
+          failureThreshold: 1,
+        },
+      }),
+    async verify(run) {
+      await expectRestarts(run, 0);
+      const text = 'Probe terminated redirects, Response body: <a href="http://0.0.0.0/">Found</a>.';
+      await run.ctx.check.eventually(
+        `${run.label}: ProbeWarning event`,
+        () => eventsFor(run.ctx, run.pod),
+        (events) => events.some((e) => e.reason === 'ProbeWarning' && e.message.includes(text)),
+        {
+          timeoutMs: EVENT_MS,
+          expected: { reason: 'ProbeWarning', message: `Liveness probe warning: ${text}` },
+        },
+      );
+    },
+  },
+  {
+    it: 'should be restarted startup probe fails',
+    pod: 'startup-failing',
+    container: (ctx) =>
+      busybox(ctx, 'sleep 600', {
+        livenessProbe: { exec: { command: ['/bin/true'] }, initialDelaySeconds: 15, failureThreshold: 1 },
+        startupProbe: { exec: { command: ['/bin/false'] }, initialDelaySeconds: 15, failureThreshold: 3 },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should *not* be restarted by liveness probe because startup probe delays it',
+    pod: 'startup-delays-liveness',
+    container: (ctx) =>
+      busybox(ctx, 'sleep 600', {
+        livenessProbe: { exec: { command: ['/bin/false'] }, initialDelaySeconds: 15, failureThreshold: 1 },
+        startupProbe: { exec: { command: ['/bin/false'] }, initialDelaySeconds: 15, failureThreshold: 60 },
+      }),
+    verify: (run) => expectRestarts(run, 0),
+  },
+  {
+    it: 'should be restarted by liveness probe after startup probe enables it',
+    pod: 'startup-enables-liveness',
+    container: (ctx) =>
+      busybox(ctx, 'sleep 10; echo ok >/tmp/startup; sleep 600', {
+        livenessProbe: { exec: { command: ['/bin/false'] }, initialDelaySeconds: 15, failureThreshold: 1 },
+        startupProbe: {
+          exec: { command: ['cat', '/tmp/startup'] },
+          initialDelaySeconds: 15,
+          failureThreshold: 60,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should be ready immediately after startupProbe succeeds',
+    pod: 'startup-then-ready',
+    container: (ctx) =>
+      busybox(ctx, 'echo ok >/tmp/health; sleep 32; echo ok >/tmp/startup; sleep 600', {
+        readinessProbe: {
+          exec: { command: ['/bin/cat', '/tmp/health'] },
+          initialDelaySeconds: 0,
+          periodSeconds: 30,
+        },
+        startupProbe: {
+          exec: { command: ['/bin/cat', '/tmp/startup'] },
+          initialDelaySeconds: 0,
+          failureThreshold: 120,
+          periodSeconds: 5,
+        },
+      }),
+    async verify(run) {
+      await waitForPod(
+        run.ctx,
+        run.pod,
+        'has started',
+        (p) => containerStatus(p, PROBED)?.started === true,
+        POD_START_MS,
+      );
+      const started = Date.now();
+      await waitForPod(run.ctx, run.pod, 'becomes Ready', ready, POD_START_MS);
+      const readyIn = Date.now() - started;
+      run.ctx.check.ok(
+        `${run.label}: Ready within 25 s of the startup probe succeeding`,
+        readyIn <= 25_000,
+        readyIn,
+        '<= 25000 ms',
+      );
+    },
+  },
+  {
+    it: 'should override timeoutGracePeriodSeconds when LivenessProbe field is set',
+    pod: 'liveness-grace',
+    // `sleep` ignores SIGTERM as PID 1: only the probe's 5 s grace, not the pod's 500 s, lets it restart in time.
+    container: (ctx) =>
+      busybox(ctx, 'sleep 1000', {
+        livenessProbe: {
+          httpGet: { path: '/healthz', port: 8080 },
+          initialDelaySeconds: 10,
+          failureThreshold: 1,
+          terminationGracePeriodSeconds: 5,
+        },
+      }),
+    podSpec: { terminationGracePeriodSeconds: 500 },
+    verify: (run) => expectRestarts(run, 1, 40_000 + OBSERVATION_MS),
+  },
+  {
+    it: 'should override timeoutGracePeriodSeconds when StartupProbe field is set',
+    pod: 'startup-grace',
+    container: (ctx) =>
+      busybox(ctx, 'sleep 1000', {
+        livenessProbe: { exec: { command: ['/bin/true'] }, initialDelaySeconds: 15, failureThreshold: 1 },
+        startupProbe: {
+          exec: { command: ['/bin/cat', '/tmp/startup'] },
+          initialDelaySeconds: 10,
+          failureThreshold: 1,
+          terminationGracePeriodSeconds: 5,
+        },
+      }),
+    podSpec: { terminationGracePeriodSeconds: 500 },
+    verify: (run) => expectRestarts(run, 1, 40_000 + OBSERVATION_MS),
+  },
+  {
+    it: 'should be restarted with a GRPC liveness probe',
+    pod: 'liveness-grpc-wrong-port',
+    // Upstream's pod serves gRPC health on 5000 and probes 2333, where nothing listens; so does this one.
+    container: (ctx) =>
+      busybox(ctx, 'sleep 600', {
+        livenessProbe: {
+          grpc: { port: 2333 },
+          initialDelaySeconds: INITIAL_DELAY_S * 4,
+          timeoutSeconds: 5,
+          failureThreshold: 1,
+        },
+      }),
+    verify: (run) => expectRestarts(run, 1),
+  },
+  {
+    it: 'should mark readiness on pods to false while pod is in progress of terminating when a pod has a readiness probe',
+    pod: 'terminating-readiness',
+    container: (ctx) =>
+      busybox(ctx, terminating('/tmp/ready', 30), {
+        readinessProbe: {
+          exec: { command: ['cat', '/tmp/ready'] },
+          failureThreshold: 1,
+          initialDelaySeconds: 5,
+          periodSeconds: 2,
+        },
+      }),
+    podSpec: { terminationGracePeriodSeconds: 30 },
+    verify: unreadyWhileTerminating,
+  },
+  {
+    it: 'should mark readiness on pods to false and disable liveness probes while pod is in progress of terminating',
+    pod: 'terminating-liveness',
+    container: (ctx) =>
+      busybox(ctx, terminating('/tmp/ready /tmp/liveness', 20), {
+        readinessProbe: {
+          exec: { command: ['cat', '/tmp/ready'] },
+          failureThreshold: 1,
+          initialDelaySeconds: 5,
+          periodSeconds: 2,
+        },
+        livenessProbe: {
+          exec: { command: ['cat', '/tmp/liveness'] },
+          failureThreshold: 1,
+          initialDelaySeconds: 5,
+          periodSeconds: 1,
+        },
+      }),
+    podSpec: { terminationGracePeriodSeconds: 30 },
+    async verify(run) {
+      await unreadyWhileTerminating(run);
+      // The container removes its liveness file on SIGTERM: a liveness probe still running would kill it.
+      const end = Date.now() + 60_000;
+      let killed: { reason: string; message: string } | undefined;
+      while (!killed && Date.now() < end) {
+        killed = (await eventsFor(run.ctx, run.pod)).find((e) => e.message.includes('failed liveness probe'));
+        if (!killed) await run.ctx.sleep(2_000);
+      }
+      run.ctx.check.ok(`${run.label}: no liveness kill while terminating (60 s)`, !killed, killed);
+    },
+  },
+];
+
+function podOf(ctx: ScenarioContext, c: ProbeCase, layout: Layout, name: string): V1Pod {
+  const probed: V1Container = { ...c.container(ctx), name: PROBED };
+  if (layout === 'container') return podFor(ctx, name, { ...c.podSpec, containers: [probed] });
+  return podFor(ctx, name, {
+    ...c.podSpec,
+    initContainers: [{ ...probed, restartPolicy: 'Always' }],
+    containers: [sh(ctx, 'main', 'sleep 600')],
+  });
+}
+
+const LAYOUTS: readonly Layout[] = ['container', 'sidecar'];
+
+/**
+ * Mirrors container_probe.go: its two suites, app containers and sidecars (restartable init
+ * containers), each case with upstream's probes, restart counts, timing bounds, events and
+ * observation windows. Every pod starts at once and is checked concurrently, so the cell lasts
+ * about one observation window (4 min) instead of their sum.
+ */
+export const probesUpstream: Scenario = {
+  name: 'probes-upstream',
+  description:
+    "container_probe.go's cases, as app containers and as sidecars: restart counts over upstream's windows, initial delays, timeouts, redirects, startup gating, probe-level grace, gRPC, terminating pods",
+  needs: ['real-containers'],
+  upstream: LAYOUTS.flatMap((layout) => CASES.map((c) => ({ file: FILE, case: `${SUITE[layout]} ${c.it}` }))),
+  timeoutMs: 10 * 60_000,
+  async run(ctx) {
+    const runs = LAYOUTS.flatMap((layout) =>
+      CASES.map((c) => {
+        const pod = layout === 'container' ? c.pod : `sidecar-${c.pod}`;
+        return { c, layout, run: { ctx, pod, label: pod } satisfies CaseRun };
+      }),
+    );
+    await Promise.all(runs.map(({ c, layout, run }) => createPod(ctx, podOf(ctx, c, layout, run.pod))));
+    try {
+      await allChecks(runs.map(({ c, run }) => c.verify(run)));
+    } finally {
+      // Two pods have a 500 s grace period and ignore SIGTERM: do not leave them to later cells.
+      await ctx.core.deleteCollectionNamespacedPod({ namespace: ctx.namespace, gracePeriodSeconds: 0 });
+    }
+  },
+};
