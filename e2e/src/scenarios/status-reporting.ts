@@ -1,4 +1,5 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
+import { allChecks } from '../support/concurrent.js';
 
 const readyCondition = async (ctx: ScenarioContext) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === 'Ready');
@@ -11,6 +12,56 @@ const leaseRenewTime = async (ctx: ScenarioContext) => {
   return new Date(lease.spec?.renewTime ?? 0).getTime();
 };
 
+/** The Ready heartbeat, and the node status with every condition's heartbeat left out. */
+const statusHeartbeat = async (ctx: ScenarioContext) => {
+  const status = (await ctx.core.readNode({ name: ctx.nodeName })).status ?? {};
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  const conditions = status.conditions?.map(({ lastHeartbeatTime: _, ...c }) => c);
+  return {
+    heartbeat: new Date(ready?.lastHeartbeatTime ?? 0).getTime(),
+    ready: ready?.status,
+    rest: JSON.stringify({ ...status, conditions }),
+  };
+};
+
+/**
+ * NodeLease's "report node status infrequently": with a lease, the node posts its status no more
+ * often than the lease duration unless the status changed. Upstream's rule: a heartbeat unchanged
+ * for twice the lease duration, or one that moved by at least the lease duration, passes; one
+ * that moved sooner with nothing else changed fails; up to 5 min.
+ */
+async function infrequentStatus(ctx: ScenarioContext): Promise<void> {
+  const lease = await ctx.coordination.readNamespacedLease({
+    name: ctx.nodeName,
+    namespace: 'kube-node-lease',
+  });
+  const leaseMs = (lease.spec?.leaseDurationSeconds ?? 40) * 1000;
+  const name = 'node status heartbeat not posted more often than the lease duration without a change';
+  let last = await statusHeartbeat(ctx);
+  let lastChange = Date.now();
+  const end = Date.now() + 5 * 60_000;
+  while (Date.now() < end) {
+    await ctx.sleep(1_000);
+    const now = await statusHeartbeat(ctx);
+    if (now.heartbeat === last.heartbeat) {
+      if (Date.now() - lastChange > 2 * leaseMs) break;
+      continue;
+    }
+    if (now.heartbeat - last.heartbeat >= leaseMs) break;
+    if (now.rest === last.rest) {
+      ctx.check.ok(name, false, { intervalMs: now.heartbeat - last.heartbeat }, `>= ${leaseMs} ms`);
+    }
+    last = now;
+    lastChange = Date.now();
+  }
+  ctx.check.ok(name, true);
+  ctx.check.equal(
+    'node still Ready while its status is posted infrequently',
+    (await statusHeartbeat(ctx)).ready,
+    'True',
+  );
+}
+
 /**
  * Lease renewal and heartbeat cadence, Ready following the runtime's health, and the lifecycle
  * controller taking over when the agent goes silent. (Pod phases as the API shows them are checked
@@ -18,40 +69,55 @@ const leaseRenewTime = async (ctx: ScenarioContext) => {
  */
 export const statusReporting: Scenario = {
   name: 'status-reporting',
-  description: 'Lease renewal cadence, runtime down -> NotReady -> Ready, agent stopped -> Unknown',
+  description:
+    'Lease renewal cadence, node status posted no more often than the lease duration, runtime down -> NotReady -> Ready, agent stopped -> Unknown',
   // The runtime-down step is half of what this cell checks: without it the cell skips, it does
   // not pass on the lease and agent checks alone.
   needs: ['runtime-restart'],
-  timeoutMs: 300_000,
+  upstream: [
+    'the kubelet should create and update a lease in the kube-node-lease namespace',
+    'the kubelet should report node status infrequently',
+  ].map((it) => ({
+    file: 'test/e2e/common/node/node_lease.go',
+    case: `NodeLease when the NodeLease feature is enabled ${it}`,
+  })),
+  // The status-cadence watch may take upstream's 5 min when the status keeps changing.
+  timeoutMs: 540_000,
   async run(ctx) {
     const { check } = ctx;
 
-    // Lease: renewed every nodeLeaseDurationSeconds/4 = 10s. Allow jitter and API latency.
-    const first = await leaseRenewTime(ctx);
-    const second = await check.eventually(
-      'lease renewed',
-      () => leaseRenewTime(ctx),
-      (t) => t > first,
-      {
-        timeoutMs: 25_000,
-        intervalMs: 250,
-      },
-    );
-    const third = await check.eventually(
-      'lease renewed again',
-      () => leaseRenewTime(ctx),
-      (t) => t > second,
-      {
-        timeoutMs: 25_000,
-        intervalMs: 250,
-      },
-    );
-    check.ok(
-      'lease renew interval about 10s',
-      third - second >= 7_000 && third - second <= 15_000,
-      third - second,
-      '7000..15000 ms',
-    );
+    // Lease renewals and the node status cadence are watched together, before the runtime stops.
+    await allChecks([
+      (async () => {
+        // Lease: renewed every nodeLeaseDurationSeconds/4 = 10s. Allow jitter and API latency.
+        const first = await leaseRenewTime(ctx);
+        const second = await check.eventually(
+          'lease renewed',
+          () => leaseRenewTime(ctx),
+          (t) => t > first,
+          {
+            timeoutMs: 25_000,
+            intervalMs: 250,
+          },
+        );
+        const third = await check.eventually(
+          'lease renewed again',
+          () => leaseRenewTime(ctx),
+          (t) => t > second,
+          {
+            timeoutMs: 25_000,
+            intervalMs: 250,
+          },
+        );
+        check.ok(
+          'lease renew interval about 10s',
+          third - second >= 7_000 && third - second <= 15_000,
+          third - second,
+          '7000..15000 ms',
+        );
+      })(),
+      infrequentStatus(ctx),
+    ]);
 
     // Runtime down: Ready goes False with the kubelet's reason, then recovers by itself.
     ctx.note('stopping the runtime inside the node');
