@@ -13,6 +13,7 @@ npx biome ci . || { status=1; echo "    lint FAILED"; }
 step "import graph: no new circles between files or cycles between folders (scripts/import-graph.allow.json)"
 node scripts/import-graph.mjs || { status=1; echo "    import graph FAILED"; }
 node --test scripts/import-graph.test.mjs >/dev/null || { status=1; echo "    import graph tests FAILED (node --test scripts/import-graph.test.mjs)"; }
+npx turbo run build --filter=@kh/e2e --output-logs=errors-only >/dev/null && node --test scripts/node-e2e-coverage.test.mjs >/dev/null && node scripts/node-e2e-coverage.mjs --check || { status=1; echo "    node e2e coverage FAILED: docs/node-e2e-coverage.md stale or scenario metadata wrong (node scripts/node-e2e-coverage.mjs)"; }
 
 step "typecheck"
 npx turbo run typecheck --output-logs=errors-only || { status=1; echo "    typecheck FAILED"; }

@@ -34,6 +34,12 @@ export const diskEviction: Scenario = {
   needs: ['real-containers', 'registry-pull'],
   // Every node's nodefs is the host's disk: another runtime's hog would move this cell's threshold.
   exclusive: ['host-disk'],
+  upstream: [
+    {
+      file: 'test/e2e_node/eviction_test.go',
+      case: 'LocalStorageEviction when we run containers that should cause DiskPressure should eventually evict all of the correct pods',
+    },
+  ],
   timeoutMs: 360_000,
   async run(ctx) {
     const { check } = ctx;

@@ -17,6 +17,13 @@ export const gc: Scenario = {
   description:
     'container GC keeps maxPerPodContainer+1 per container, nothing left after delete, image GC keeps in-use images',
   needs: ['real-containers', 'registry-pull'],
+  // Its layout is smaller (2 pods x 2 containers, 2 restarts each); the expectations are upstream's.
+  upstream: [
+    {
+      file: 'test/e2e_node/garbage_collector_test.go',
+      case: 'GarbageCollect Garbage Collection Test: Many Pods with Many Restarting Containers Should eventually garbage collect containers when we exceed the number of dead containers per container',
+    },
+  ],
   timeoutMs: 330_000,
   async run(ctx) {
     const { check } = ctx;

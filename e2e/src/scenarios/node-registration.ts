@@ -6,6 +6,13 @@ export const nodeRegistration: Scenario = {
   name: 'node-registration',
   description:
     'Node labels, addresses, capacity, nodeInfo, images, daemonEndpoints; Lease holder and owner; kubectl Ready',
+  upstream: [
+    'the kubelet should create and update a lease in the kube-node-lease namespace',
+    'should have OwnerReferences set',
+  ].map((it) => ({
+    file: 'test/e2e/common/node/node_lease.go',
+    case: `NodeLease when the NodeLease feature is enabled ${it}`,
+  })),
   timeoutMs: 90_000,
   async run(ctx) {
     const { check } = ctx;

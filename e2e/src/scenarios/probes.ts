@@ -28,6 +28,11 @@ export const probes: Scenario = {
   description:
     'exec/httpGet/tcpSocket liveness and readiness, startup gating, readiness toggling, probe timeout',
   needs: ['real-containers'],
+  upstream: [
+    'should be restarted with a exec "cat /tmp/health" liveness probe',
+    'should be restarted with a /healthz http liveness probe',
+    'should be restarted with an exec liveness probe with timeout [MinimumKubeletVersion:1.20]',
+  ].map((it) => ({ file: 'test/e2e/common/node/container_probe.go', case: `Probing container ${it}` })),
   timeoutMs: 240_000,
   async run(ctx) {
     const { check } = ctx;
