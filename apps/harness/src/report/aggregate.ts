@@ -145,6 +145,7 @@ export function buildReportModel(results: RunResults, options: BuildReportOption
       regressions: cells
         .filter((c) => verdictOf(c) === 'regressed' || verdictOf(c) === 'slower')
         .map((c) => c.id),
+      criRegressions: comparison.cri,
       fixed: cells.filter((c) => verdictOf(c) === 'fixed').map((c) => c.id),
       missing: comparison.missing,
     };

@@ -4,11 +4,11 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readResultsFile, readResultsPath } from '../results/load.js';
 import type { RunResults } from '../results/model.js';
 import { buildReportModel } from './aggregate.js';
 import { DEFAULT_THRESHOLDS } from './compare.js';
 import { loadClientScript, renderReportHtml } from './html.js';
-import { readResultsFile } from './load.js';
 import type { ReportModel } from './model.js';
 import { serveReport } from './serve.js';
 
@@ -21,10 +21,14 @@ Options:
                                   where KH_OUT defaults to .reports/e2e like "run --out")
   -o, --out <file>                HTML file to write (default: $KH_OUT/report.html;
                                   with --serve, only written when given)
-  -b, --baseline <file>           earlier results file to compare with; flags regressions
-      --regression-threshold <%>  a passing cell is slower when its duration grew by more than
-                                  this percentage (default: ${DEFAULT_THRESHOLDS.durationPct})
+  -b, --baseline <file|dir>       earlier results file (or a directory holding one) to compare
+                                  with; flags regressions: passed -> failed, slower, CRI p99 higher
+      --regression-threshold <%>  a passing cell is slower when its duration grew by at least
+                                  this percentage (default: ${DEFAULT_THRESHOLDS.durationPct}, i.e. 1.5x)
       --regression-min-ms <ms>    ...and by at least this many milliseconds (default: ${DEFAULT_THRESHOLDS.durationMinMs})
+      --cri-regression-ratio <x>  a CRI method regressed when its p99 is at least this many times
+                                  the baseline's (default: ${DEFAULT_THRESHOLDS.criP99Ratio})
+      --cri-regression-min-ms <ms>  ...and at least this many milliseconds higher (default: ${DEFAULT_THRESHOLDS.criMinMs})
       --fail-on-regression        exit with status 1 when the baseline comparison finds regressions
       --serve                     serve the report on http://127.0.0.1:<port>/ until interrupted
   -p, --port <port>               port for --serve (default: 8080; 0 picks a free port)
@@ -41,6 +45,8 @@ export interface ReportCommandOptions {
   port: number;
   durationPct: number;
   durationMinMs: number;
+  criP99Ratio: number;
+  criMinMs: number;
   failOnRegression: boolean;
 }
 
@@ -70,6 +76,8 @@ const ARG_OPTIONS = {
   baseline: { type: 'string', short: 'b' },
   'regression-threshold': { type: 'string' },
   'regression-min-ms': { type: 'string' },
+  'cri-regression-ratio': { type: 'string' },
+  'cri-regression-min-ms': { type: 'string' },
   'fail-on-regression': { type: 'boolean' },
   serve: { type: 'boolean' },
   port: { type: 'string', short: 'p' },
@@ -111,6 +119,16 @@ export function parseReportArgs(
       values['regression-min-ms'],
       DEFAULT_THRESHOLDS.durationMinMs,
     ),
+    criP99Ratio: nonNegativeNumber(
+      'cri-regression-ratio',
+      values['cri-regression-ratio'],
+      DEFAULT_THRESHOLDS.criP99Ratio,
+    ),
+    criMinMs: nonNegativeNumber(
+      'cri-regression-min-ms',
+      values['cri-regression-min-ms'],
+      DEFAULT_THRESHOLDS.criMinMs,
+    ),
     failOnRegression: values['fail-on-regression'] ?? false,
   };
 }
@@ -121,10 +139,11 @@ export async function generateReport(
 ): Promise<{ html: string; model: ReportModel }> {
   const results = await readResultsFile(options.input);
   let baseline: RunResults | undefined;
-  if (options.baseline) baseline = await readResultsFile(options.baseline);
+  if (options.baseline) baseline = await readResultsPath(options.baseline);
+  const { durationPct, durationMinMs, criP99Ratio, criMinMs } = options;
   const model = buildReportModel(results, {
     baseline,
-    thresholds: { durationPct: options.durationPct, durationMinMs: options.durationMinMs },
+    thresholds: { durationPct, durationMinMs, criP99Ratio, criMinMs },
   });
   return { html: renderReportHtml(model, await loadClientScript()), model };
 }
@@ -133,11 +152,19 @@ function summaryLine(model: ReportModel): string {
   const c = model.counts;
   let text = `${c.total} cells: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`;
   if (model.baseline) {
-    const n = model.baseline.regressions.length;
+    const all = regressionNames(model);
+    const n = all.length;
     text += `; ${n} regression${n === 1 ? '' : 's'} against baseline ${model.baseline.runId}`;
-    if (n > 0) text += ` (${model.baseline.regressions.join(', ')})`;
+    if (n > 0) text += ` (${all.join(', ')})`;
   }
   return text;
+}
+
+/** Every regression against the baseline: cells by id, CRI methods as `runtime <caller> Method p99`. */
+export function regressionNames(model: ReportModel): string[] {
+  const b = model.baseline;
+  if (!b) return [];
+  return [...b.regressions, ...b.criRegressions.map((r) => `${r.runtime} ${r.source} ${r.method} p99`)];
 }
 
 export interface ReportCommandIO {
@@ -176,7 +203,7 @@ export async function runReportCommand(argv: string[], io: ReportCommandIO = {})
       stdout.write(`${summaryLine(model)}\n`);
     }
     if (options.serve) await serveUntilStopped(options, stdout, io.signal);
-    return options.failOnRegression && (model.baseline?.regressions.length ?? 0) > 0 ? 1 : 0;
+    return options.failOnRegression && regressionNames(model).length > 0 ? 1 : 0;
   } catch (err) {
     // Unreadable or invalid input, an unwritable --out, a busy --port: say what, no stack trace.
     stderr.write(`kubelet-harness report: ${(err as Error).message}\n`);

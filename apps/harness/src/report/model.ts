@@ -60,10 +60,23 @@ export interface CellComparison {
 }
 
 export interface RegressionThresholds {
-  /** A passing cell is "slower" when its duration grew by more than this percentage... */
+  /** A passing cell is "slower" when its duration grew by at least this percentage... */
   durationPct: number;
   /** ...and by at least this many milliseconds (so jitter on short cells is not flagged). */
   durationMinMs: number;
+  /** A CRI method regressed when its p99 is at least this many times the baseline's... */
+  criP99Ratio: number;
+  /** ...and at least this many milliseconds higher (sub-millisecond calls jitter by 2× and more). */
+  criMinMs: number;
+}
+
+/** A runtime's CRI method, by one caller, whose p99 latency grew beyond the thresholds. */
+export interface CriRegression {
+  runtime: string;
+  source: CriCallSource;
+  method: string;
+  p99: number;
+  baselineP99: number;
 }
 
 export interface ReportCell extends CellResult {
@@ -79,6 +92,8 @@ export interface BaselineSummary {
   thresholds: RegressionThresholds;
   /** Ids of cells whose verdict is regressed or slower, in matrix order. */
   regressions: string[];
+  /** CRI methods whose p99 regressed (from `runtimes[].criCalls`), by method, runtime, caller. */
+  criRegressions: CriRegression[];
   fixed: string[];
   /** Cells present in the baseline but absent from this run. */
   missing: string[];

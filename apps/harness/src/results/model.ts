@@ -95,9 +95,25 @@ export interface BenchmarkResult {
   metrics: Record<string, number | string | boolean>;
 }
 
+/** What part of the matrix a `run --shard i/n` ran; `merge` checks the parts against `matrix`. */
+export interface ShardInfo {
+  /** 1-based. */
+  index: number;
+  total: number;
+  /** This shard's cells, `runtime/scenario`. */
+  cells: string[];
+  /** Every cell of the sharded matrix, in matrix order. */
+  matrix: string[];
+}
+
 export interface RunResults {
   schemaVersion: typeof RESULTS_SCHEMA_VERSION;
   runId: string;
+  /** The checkout's commit (GITHUB_SHA or `git rev-parse HEAD`), when known; `merge` refuses mixed commits. */
+  commit?: string;
+  shard?: ShardInfo;
+  /** For a merged file: the runIds of the results it was made from. */
+  mergedFrom?: string[];
   startedAt: string;
   finishedAt: string;
   durationMs: number;

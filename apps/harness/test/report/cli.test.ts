@@ -30,8 +30,10 @@ describe('parseReportArgs', () => {
       baseline: undefined,
       serve: false,
       port: 8080,
-      durationPct: 20,
+      durationPct: 50,
       durationMinMs: 500,
+      criP99Ratio: 2,
+      criMinMs: 5,
       failOnRegression: false,
     });
     expect(parseReportArgs([], { KH_OUT: '/tmp/run1' })).toMatchObject({
@@ -43,7 +45,10 @@ describe('parseReportArgs', () => {
   it('reads every option; --serve writes no file unless --out is given', () => {
     expect(
       parseReportArgs(
-        ['-i', 'r.json', '-b', 'old.json', '--serve', '-p', '0', '--regression-threshold', '35.5'],
+        [
+          ...['-i', 'r.json', '-b', 'old.json', '--serve', '-p', '0', '--regression-threshold', '35.5'],
+          ...['--cri-regression-ratio', '3', '--cri-regression-min-ms', '1.5'],
+        ],
         {},
       ),
     ).toMatchObject({
@@ -53,6 +58,8 @@ describe('parseReportArgs', () => {
       port: 0,
       out: undefined,
       durationPct: 35.5,
+      criP99Ratio: 3,
+      criMinMs: 1.5,
     });
     expect(parseReportArgs(['--serve', '--out', 'x.html'], {})).toMatchObject({ out: 'x.html' });
     expect(parseReportArgs(['--help'], {})).toBeUndefined();
@@ -117,7 +124,7 @@ describe('runReportCommand', () => {
   it('prints usage for --help', async () => {
     const r = await report(['-h']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('--baseline <file>');
+    expect(r.stdout).toContain('--baseline <file|dir>');
   });
 
   it('serves the page on 127.0.0.1 until stopped', async () => {

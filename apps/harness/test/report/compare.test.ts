@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compareCell, compareRuns, DEFAULT_THRESHOLDS } from '../../src/report/compare.js';
 import { BASELINE_PATH, cell, loadFixture, run, SAMPLE_PATH } from './fixtures.js';
 
-const thresholds = { durationPct: 20, durationMinMs: 500 };
+const thresholds = { durationPct: 50, durationMinMs: 500, criP99Ratio: 2, criMinMs: 5 };
 
 describe('compareCell', () => {
   it('flags passed -> failed as a regression and failed -> passed as fixed', () => {
@@ -16,12 +16,11 @@ describe('compareCell', () => {
     expect(compareCell(passed, failed, thresholds).verdict).toBe('fixed');
   });
 
-  it('flags a passing cell as slower only beyond both the percentage and the absolute threshold', () => {
+  it('flags a passing cell as slower from 1.5× on, and only when also the absolute threshold is met', () => {
     const before = cell('c', 's', { durationMs: 10_000 });
     const at = (ms: number) => compareCell(cell('c', 's', { durationMs: ms }), before, thresholds);
-    expect(at(12_000).verdict).toBe('unchanged'); // exactly +20%: not beyond
-    expect(at(12_001)).toMatchObject({ verdict: 'slower' });
-    expect(at(12_001).durationDeltaPct).toBeCloseTo(20.01, 2);
+    expect(at(14_999).verdict).toBe('unchanged');
+    expect(at(15_000)).toMatchObject({ verdict: 'slower', durationDeltaPct: 50 }); // exactly 1.5×
     expect(at(8_000)).toMatchObject({ verdict: 'unchanged', durationDeltaPct: -20 });
 
     // +100% but only 300 ms more: jitter on a short cell, not a regression.

@@ -93,11 +93,29 @@ export function renderSummary(
           {},
           'Baseline run ',
           h('code', {}, baseline.runId),
-          ` (${countsText(baseline.counts)}). Duration regressions: slower by more than ${t.durationPct}% and at least ${formatMs(t.durationMinMs)}.`,
+          ` (${countsText(baseline.counts)}). Duration regressions: slower by at least ${t.durationPct}% and ${formatMs(t.durationMinMs)}; CRI regressions: p99 at least ${t.criP99Ratio}× and ${formatMs(t.criMinMs)} higher.`,
         ),
-        baseline.regressions.length === 0
+        baseline.regressions.length + baseline.criRegressions.length === 0
           ? h('p', { class: 'no-regressions' }, h('span', { 'aria-hidden': 'true' }, '✓ '), 'No regressions.')
           : list(baseline.regressions, 'Regressions', 'changes--regressed'),
+        baseline.criRegressions.length === 0
+          ? null
+          : h(
+              'div',
+              { class: 'changes changes--regressed changes--cri' },
+              h('h3', {}, `CRI latency regressions (${baseline.criRegressions.length})`),
+              h(
+                'ul',
+                {},
+                ...baseline.criRegressions.map((r) =>
+                  h(
+                    'li',
+                    {},
+                    `${r.method} on ${r.runtime} (${r.source}): p99 ${formatMs(r.p99)}, was ${formatMs(r.baselineP99)}`,
+                  ),
+                ),
+              ),
+            ),
         list(baseline.fixed, 'Fixed', 'changes--fixed'),
         baseline.missing.length > 0 ? h('p', {}, `Not run this time: ${baseline.missing.join(', ')}.`) : null,
       ),

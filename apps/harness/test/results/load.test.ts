@@ -2,8 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ResultsFileError, readResultsFile, validateResults } from '../../src/report/load.js';
-import { cell, loadFixture, run, SAMPLE_PATH } from './fixtures.js';
+import { ResultsFileError, readResultsFile, validateResults } from '../../src/results/load.js';
+import { cell, loadFixture, run, SAMPLE_PATH } from '../report/fixtures.js';
 
 describe('validateResults', () => {
   it('accepts the recorded run', () => {

@@ -1,5 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { RESULTS_SCHEMA_VERSION, type RunResults } from '../results/model.js';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RESULTS_SCHEMA_VERSION, type RunResults } from './model.js';
 
 /** A results file that cannot be read or does not match the results model. */
 export class ResultsFileError extends Error {
@@ -110,6 +111,16 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
       fail(`${path}.podStartupMs`, 'must be an array of numbers');
     }
   }
+  if (top.commit !== undefined) str(top, 'commit', '$');
+  if (top.shard !== undefined) {
+    const shard = object(top.shard, '$.shard');
+    num(shard, 'index', '$.shard');
+    num(shard, 'total', '$.shard');
+    for (const key of ['cells', 'matrix']) {
+      if (!array(shard, key, '$.shard').every((c) => typeof c === 'string'))
+        fail(`$.shard.${key}`, 'must be an array of strings');
+    }
+  }
   if (top.benchmarks !== undefined) {
     for (const [i, b] of array(top, 'benchmarks', '$').entries()) {
       const bench = object(b, `$.benchmarks[${i}]`);
@@ -118,6 +129,30 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
     }
   }
   return top as unknown as RunResults;
+}
+
+/** A file as is; a directory: every results.json below it (CI artifacts unpack into folders), in name order. */
+export async function resultsFilesUnder(path: string): Promise<string[]> {
+  const info = await stat(path).catch(() => undefined);
+  if (!info) throw new ResultsFileError(`${path}: no such file or directory`);
+  if (!info.isDirectory()) return [path];
+  const entries = await readdir(path, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile() && e.name === 'results.json')
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
+}
+
+/** A results file, or a directory holding exactly one (a downloaded baseline artifact). */
+export async function readResultsPath(path: string): Promise<RunResults> {
+  const files = await resultsFilesUnder(path);
+  if (files.length !== 1)
+    throw new ResultsFileError(
+      files.length === 0
+        ? `${path}: no results.json in this directory`
+        : `${path}: ${files.length} results.json files in this directory (${files.join(', ')}); name one`,
+    );
+  return readResultsFile(files[0]!);
 }
 
 export async function readResultsFile(path: string): Promise<RunResults> {
