@@ -9,6 +9,7 @@ import { BACKENDS } from './backends/registry.js';
 import { clusterDown, clusterUp } from './cluster/cluster.js';
 import type { Scenario } from './framework/scenario.js';
 import { runReportCommand } from './report/cli.js';
+import { runMergeCommand } from './report/merge-command.js';
 import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
 import { consoleProgress } from './support/progress.js';
@@ -22,6 +23,7 @@ Commands:
   up        bring up the world (apiserver, registry with images, a node per runtime) and leave it running
   down      remove what up brought up
   report    turn results.json into a self-contained HTML report (report --help)
+  merge     merge the results.json of sharded runs (run --shard i/n) into one, with junit.xml and report
   cleanup   remove what interrupted runs, and tests or benchmarks killed before their teardown, left
             behind: frozen cgroups are thawed first, volumes go with their containers
             (--all: every kh-labelled object)
@@ -62,6 +64,8 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
         stderr: { write: io.err },
         ...(io.signal ? { signal: io.signal } : {}),
       });
+    case 'merge':
+      return runMergeCommand(rest, io);
     case 'cleanup':
       return cleanupCommand(rest.includes('--all'), io);
     case 'list': {
