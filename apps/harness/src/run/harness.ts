@@ -1,9 +1,12 @@
 // One harness run end to end: remove what crashed runs left, run the matrix in a fresh world,
 // sweep everything labelled with this run, write results.json and junit.xml, print the table.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { runId as processRunId } from '@kh/testkit';
 import { selectBackends } from '../backends/registry.js';
 import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
+import { projectRoot } from '../node/project.js';
 import type { RunResults } from '../results/model.js';
 import { countOutcomes, formatMatrix } from '../results/table.js';
 import { writeResults } from '../results/writer.js';
@@ -14,6 +17,9 @@ import { HarnessWorld } from '../world/world.js';
 import { startNode } from './node.js';
 import { type RunOptions, selectScenarios } from './options.js';
 import { errorMessage, type MatrixDeps, runMatrix } from './runner.js';
+import { selectShard } from './shard.js';
+
+const execFileP = promisify(execFile);
 
 export interface HarnessIO {
   progress: Progress;
@@ -36,6 +42,19 @@ export interface HarnessDeps {
   removeRun?: (runId: string) => Promise<unknown>;
   startWorld?: MatrixDeps['startWorld'];
   startNode?: MatrixDeps['startNode'];
+  /** The commit recorded in results.json; default: checkoutCommit(). */
+  commit?: string;
+}
+
+/** GITHUB_SHA in Actions, else the checkout's HEAD; undefined outside a git checkout. */
+export async function checkoutCommit(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  if (env.GITHUB_SHA) return env.GITHUB_SHA;
+  try {
+    const { stdout } = await execFileP('git', ['rev-parse', 'HEAD'], { cwd: projectRoot() });
+    return stdout.trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export async function runHarness(
@@ -44,8 +63,14 @@ export async function runHarness(
   io: HarnessIO,
   deps: HarnessDeps = {},
 ): Promise<HarnessRunResult> {
-  const backends = selectBackends(opts.runtimes, deps.backends);
+  const selected = selectBackends(opts.runtimes, deps.backends);
   const scenarios = selectScenarios(suite, opts.scenarios);
+  const shard = opts.shard && (await selectShard(opts.shard, selected, scenarios, opts.durations ?? []));
+  const cells = shard ? new Set(shard.cells) : undefined;
+  // A shard starts only the runtimes it has cells on.
+  const backends = cells
+    ? selected.filter((b) => scenarios.some((s) => cells.has(`${b.name}/${s.name}`)))
+    : selected;
   const runId = deps.runId ?? processRunId;
   const ledger = deps.ledger ?? new RunLedger();
   const removeRun = deps.removeRun ?? removeRunLeftovers;
@@ -55,7 +80,9 @@ export async function runHarness(
   if (stale.length > 0) progress.warn(`removed leftovers of interrupted runs: ${stale.join(', ')}`);
   await ledger.begin(runId);
   progress.step(
-    `run ${runId}: ${backends.map((b) => b.name).join(', ')} × ${scenarios.map((s) => s.name).join(', ')}`,
+    shard
+      ? `run ${runId}: shard ${shard.index}/${shard.total}: ${shard.cells.join(', ') || 'no cells'}`
+      : `run ${runId}: ${backends.map((b) => b.name).join(', ')} × ${scenarios.map((s) => s.name).join(', ')}`,
   );
   let results: RunResults;
   try {
@@ -69,7 +96,10 @@ export async function runHarness(
       startNode: deps.startNode ?? ((w, b, p) => startNode(w as HarnessWorld, b, p)),
       progress,
       ...(io.signal ? { signal: io.signal } : {}),
+      ...(cells ? { cells } : {}),
     });
+    const commit = deps.commit ?? (await checkoutCommit());
+    results = { ...results, ...(commit ? { commit } : {}), ...(shard ? { shard } : {}) };
   } finally {
     // The final sweep: whatever a failed stop() or an interrupted start left behind. The record
     // stays when the sweep fails, so the next run retries it.

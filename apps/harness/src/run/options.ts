@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { Scenario } from '../framework/scenario.js';
+import { parseShard } from './shard.js';
 
 export interface RunOptions {
   runtimes: string[] | undefined; // undefined: every registered backend
@@ -7,6 +8,10 @@ export interface RunOptions {
   outDir: string;
   /** Module that exports `scenarios: Scenario[]` (a package name or a path). */
   suite: string;
+  /** Run only this part of the matrix (`--shard i/n`). */
+  shard?: { index: number; total: number };
+  /** Earlier results.json files or directories that time the cells for the shard split. */
+  durations?: string[];
 }
 
 export const RUN_USAGE = `Usage: kubelet-harness run [options]
@@ -19,6 +24,9 @@ Options:
   -s, --scenario <a,b>   scenarios to run, default all             (env KH_SCENARIO)
   -o, --out <dir>        where results go, default .reports/e2e    (env KH_OUT)
       --suite <module>   scenario suite module, default @kh/e2e
+      --shard <i/n>      run only shard i of n of the selected matrix   (env KH_SHARD)
+      --durations <p,q>  results.json files or directories whose durations balance the
+                         shards (default: static estimates per scenario)  (env KH_DURATIONS)
   -h, --help
 
 Exit status: 0 every cell passed or was skipped, 1 a cell failed, 2 bad arguments,
@@ -45,12 +53,19 @@ export function parseRunOptions(
       scenario: { type: 'string', short: 's' },
       out: { type: 'string', short: 'o' },
       suite: { type: 'string' },
+      shard: { type: 'string' },
+      durations: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: false,
     strict: true,
   });
+  const shard = values.shard ?? env.KH_SHARD;
+  const durations = list(values.durations ?? env.KH_DURATIONS);
+  if (durations && !shard) throw new Error('--durations only applies with --shard');
   return {
+    ...(shard ? { shard: parseShard(shard) } : {}),
+    ...(durations ? { durations } : {}),
     runtimes: list(values.runtime ?? env.KH_RUNTIME),
     scenarios: list(values.scenario ?? env.KH_SCENARIO),
     outDir: values.out ?? env.KH_OUT ?? '.reports/e2e',

@@ -3,7 +3,7 @@
 // removed at the end, also on failure and on Ctrl-C.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import type { RuntimeBackend } from '../backends/types.js';
+import { BackendUnavailableError, type RuntimeBackend } from '../backends/types.js';
 import { createChecks } from '../framework/checks.js';
 import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
@@ -25,6 +25,8 @@ export interface MatrixDeps<W extends World = World> {
   progress: Progress;
   /** Aborted on SIGINT: stops scheduling new cells; clean-up still runs. */
   signal?: AbortSignal;
+  /** Only these cells (`runtime/scenario`, a shard); absent: every runtime × scenario. */
+  cells?: ReadonlySet<string>;
 }
 
 /** Log lines searched for those around a failure (the agent keeps its last 2000). */
@@ -33,7 +35,11 @@ const LOG_LINES_SEARCHED = 2_000;
 export const newRunId = (): string => `kh-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
 
 export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<RunResults> {
-  const { backends, scenarios, progress } = deps;
+  const { scenarios, progress } = deps;
+  const inRun = (runtime: string, scenario: string) => deps.cells?.has(`${runtime}/${scenario}`) ?? true;
+  // A runtime without a cell in this run is not started.
+  const backends = deps.backends.filter((b) => scenarios.some((s) => inRun(b.name, s.name)));
+  const scenariosOf = (runtime: string) => scenarios.filter((s) => inRun(runtime, s.name));
   const runId = deps.runId ?? newRunId();
   const startedAt = new Date();
   const cells: CellResult[] = [];
@@ -51,7 +57,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       progress.fail(reason);
       for (const b of backends) {
         runtimes.push({ name: b.name, runtimeName: b.name, runtimeVersion: 'unknown' });
-        for (const sc of scenarios) cells.push(failedCell(b.name, sc.name, reason));
+        for (const sc of scenariosOf(b.name)) cells.push(failedCell(b.name, sc.name, reason));
       }
     }
     const w = world;
@@ -59,7 +65,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
     if (deps.signal?.aborted) {
       for (const b of backends) {
         runtimes.push({ name: b.name, runtimeName: b.name, runtimeVersion: 'unknown' });
-        for (const sc of scenarios) cells.push(skippedCell(b.name, sc.name, 'run interrupted'));
+        for (const sc of scenariosOf(b.name)) cells.push(skippedCell(b.name, sc.name, 'run interrupted'));
       }
       return finish();
     }
@@ -80,10 +86,17 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
         });
         continue;
       }
+      runtimes.push({ name: backend.name, runtimeName: backend.name, runtimeVersion: 'unknown' });
+      // A runtime that cannot run here at all is skipped with its own words, never passed.
+      if (s.reason instanceof BackendUnavailableError) {
+        const reason = `backend ${backend.name} cannot run here: ${s.reason.message}`;
+        progress.child(backend.name).skip(reason);
+        for (const sc of scenariosOf(backend.name)) cells.push(skippedCell(backend.name, sc.name, reason));
+        continue;
+      }
       const reason = `node did not start: ${errorMessage(s.reason)}`;
       progress.child(backend.name).fail(reason);
-      runtimes.push({ name: backend.name, runtimeName: backend.name, runtimeVersion: 'unknown' });
-      for (const sc of scenarios) cells.push(failedCell(backend.name, sc.name, reason));
+      for (const sc of scenariosOf(backend.name)) cells.push(failedCell(backend.name, sc.name, reason));
     }
     const exclusive = new ExclusiveResources();
     await Promise.all(
@@ -93,7 +106,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
         return runNodeCells(
           w,
           n,
-          scenarios,
+          scenariosOf(n.backend.name),
           progress.child(n.backend.name),
           cells,
           tally,
