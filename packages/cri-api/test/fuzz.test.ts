@@ -39,14 +39,14 @@ describe('fake runtime CRI server fuzz', () => {
       const sandboxes = fake.sandboxes().map((s) => s.id);
       const containers = fake.containers().map((c) => c.id);
       // Warm up the paths the run takes, so the baseline includes what stays loaded.
-      await runCriFuzz(fc, fake.endpoint, { labels: {}, pullsReachRegistries: false, runs: 20, seed: 1 });
+      await runCriFuzz(fc, fake.endpoint, { labels: {}, sharedEngine: false, runs: 20, seed: 1 });
       for (const s of fake.sandboxes())
         if (!sandboxes.includes(s.id)) await client.removePodSandbox({ podSandboxId: s.id });
       const baseline = heapMiB();
 
       const run = await runCriFuzz(fc, fake.endpoint, {
         labels: { 'kh.fuzz': 'cri-api' },
-        pullsReachRegistries: false,
+        sharedEngine: false,
         runs: RUNS,
         seed: SEED,
       });

@@ -24,10 +24,12 @@ export interface CriFuzzOptions {
    */
   labels: Record<string, string>;
   /**
-   * The server's image service may reach a registry: PullImage is sent only references that no
-   * registry can be asked for (invalid ones), so no request leaves the machine.
+   * The server works on a real engine shared with other processes (the dockershim on the host's
+   * dockerd): its pulls may reach registries, and the engine resolves a short hex id by prefix
+   * to somebody else's object. Then raw bytes go only to methods that change nothing, PullImage
+   * and RemoveImage get only invalid references, and no id is a short hex string.
    */
-  pullsReachRegistries: boolean;
+  sharedEngine: boolean;
 }
 
 /** Status codes that name what was wrong with a request; anything else is a server fault. */
@@ -94,7 +96,7 @@ function hostileLabels(fc: Fc, base: Record<string, string>): Arbitrary<Record<s
 /** One well-formed request per method, its values drawn from the hostile sets above. */
 function hostileRequests(fc: Fc, o: CriFuzzOptions): Arbitrary<{ method: CriMethodInfo; request: unknown }> {
   const s = hostileString(fc);
-  const id = s;
+  const id = o.sharedEngine ? s.filter((v) => !/^[0-9a-f]{1,63}$/i.test(v)) : s;
   const metadata = fc.record({ name: s, uid: s, namespace: s, attempt: fc.nat() });
   const sandboxConfig = fc.record({
     metadata,
@@ -102,7 +104,7 @@ function hostileRequests(fc: Fc, o: CriFuzzOptions): Arbitrary<{ method: CriMeth
     annotations: hostileLabels(fc, {}),
     hostname: s,
   });
-  const imageRef = o.pullsReachRegistries ? invalidImageRef(fc) : fc.oneof(invalidImageRef(fc), s);
+  const imageRef = o.sharedEngine ? invalidImageRef(fc) : fc.oneof(invalidImageRef(fc), s);
   const containerConfig = fc.record({
     metadata: fc.record({ name: s, attempt: fc.nat() }),
     image: fc.record({ image: fc.oneof(invalidImageRef(fc), s) }),
@@ -185,12 +187,15 @@ function wrongWire(fc: Fc): Arbitrary<Uint8Array> {
   });
 }
 
+/** Methods that only read (or, UpdateRuntimeConfig, set the server's own pod CIDR). */
+const READ_ONLY = /^(Version|Status|RuntimeConfig|UpdateRuntimeConfig|List.*|.*Status|.*Stats|ImageFsInfo)$/;
+
 /**
- * Any of the three kinds against any unary method. PullImage gets raw bytes only when pulls
- * cannot reach a registry: random bytes may decode into a valid reference.
+ * Any of the three kinds against any unary method, or for a shared engine raw bytes only against
+ * the methods that change nothing: random bytes may decode into a valid reference or id.
  */
 export function criFuzzCases(fc: Fc, o: CriFuzzOptions): Arbitrary<CriFuzzCase> {
-  const rawTargets = o.pullsReachRegistries ? UNARY.filter((m) => m.name !== 'PullImage') : UNARY;
+  const rawTargets = o.sharedEngine ? UNARY.filter((m) => READ_ONLY.test(m.name)) : UNARY;
   const method = fc.constantFrom(...rawTargets);
   return fc.oneof(
     fc.record({ kind: fc.constant('garbage' as const), method, payload: fc.uint8Array({ maxLength: 512 }) }),
