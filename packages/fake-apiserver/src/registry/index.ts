@@ -7,6 +7,7 @@ import { pods } from './pods.js';
 import { clusterrolebindings, clusterroles, rolebindings, roles } from './rbac.js';
 import type { ResourceDef } from './resource.js';
 import { selfsubjectaccessreviews, subjectaccessreviews, tokenreviews } from './reviews.js';
+import { runtimeclasses } from './runtimeclasses.js';
 import { secrets } from './secrets.js';
 import { selfsubjectreviews, selfsubjectreviewsV1beta1 } from './selfsubjectreviews.js';
 import { serviceaccounts } from './serviceaccounts.js';
@@ -31,6 +32,7 @@ export const RESOURCES: ResourceDef[] = [
   clusterrolebindings,
   roles,
   rolebindings,
+  runtimeclasses,
 ];
 
 export function findResource(group: string, version: string, resource: string): ResourceDef | undefined {

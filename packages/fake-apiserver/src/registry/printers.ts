@@ -308,3 +308,15 @@ export const leaseColumns: TableColumn[] = [
   },
   ageColumn,
 ];
+
+export const runtimeClassColumns: TableColumn[] = [
+  nameColumn,
+  {
+    name: 'Handler',
+    type: 'string',
+    description:
+      'Handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.',
+    cell: (rc) => rc.handler ?? '',
+  },
+  ageColumn,
+];

@@ -659,6 +659,15 @@ topLevel('coordination.k8s.io', 'v1', 'Lease', 'io.k8s.api.coordination.v1.Lease
   spec: ref('io.k8s.api.coordination.v1.LeaseSpec'),
 });
 
+// --- node.k8s.io ----------------------------------------------------------------------------------
+def('io.k8s.api.node.v1.Overhead', { podFixed: resources });
+def('io.k8s.api.node.v1.Scheduling', { nodeSelector: map(), tolerations: arr(c('Toleration')) });
+topLevel('node.k8s.io', 'v1', 'RuntimeClass', 'io.k8s.api.node.v1.RuntimeClass', {
+  handler: str,
+  overhead: ref('io.k8s.api.node.v1.Overhead'),
+  scheduling: ref('io.k8s.api.node.v1.Scheduling'),
+});
+
 // --- authentication.k8s.io ------------------------------------------------------------------------
 def('io.k8s.api.authentication.v1.UserInfo', {
   username: str,

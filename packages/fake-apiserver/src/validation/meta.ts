@@ -60,15 +60,24 @@ export function validateObjectMeta(
   else nameCheck(errs, 'metadata.name', md.name);
   if (namespaced && !md.namespace) errs.required('metadata.namespace');
   if (!namespaced && md.namespace) errs.forbidden('metadata.namespace', 'not allowed on this type');
-  for (const [k, v] of Object.entries(md.labels ?? {})) {
-    checkQualifiedKey(errs, 'metadata.labels', k);
+  validateLabels(md.labels, errs, 'metadata.labels');
+  for (const k of Object.keys(md.annotations ?? {})) checkQualifiedKey(errs, 'metadata.annotations', k);
+}
+
+/** A label map (metadata.labels, a node selector): qualified keys, label values. */
+export function validateLabels(
+  labels: Record<string, unknown> | undefined,
+  errs: FieldErrors,
+  field: string,
+) {
+  for (const [k, v] of Object.entries(labels ?? {})) {
+    checkQualifiedKey(errs, field, k);
     if (typeof v !== 'string' || v.length > 63 || !LABEL_VALUE.test(v)) {
       errs.invalid(
-        'metadata.labels',
+        field,
         v,
         "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
       );
     }
   }
-  for (const k of Object.keys(md.annotations ?? {})) checkQualifiedKey(errs, 'metadata.annotations', k);
 }

@@ -176,8 +176,13 @@ export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
     );
   }
   for (const k of Object.keys(spec.nodeSelector ?? {})) checkQualifiedKey(errs, 'spec.nodeSelector', k);
-  (spec.tolerations ?? []).forEach((t: KObject, i: number) => {
-    const f = `spec.tolerations[${i}]`;
+  validateTolerations(spec.tolerations, errs, 'spec.tolerations');
+}
+
+/** Tolerations as a pod and a RuntimeClass's scheduling carry them. */
+export function validateTolerations(tolerations: KObject[] | undefined, errs: FieldErrors, path: string) {
+  (tolerations ?? []).forEach((t: KObject, i: number) => {
+    const f = `${path}[${i}]`;
     if (t.operator !== undefined && !TOLERATION_OPS.includes(t.operator))
       errs.notSupported(`${f}.operator`, t.operator, TOLERATION_OPS);
     if (t.operator === 'Exists' && t.value)
