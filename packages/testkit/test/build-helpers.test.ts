@@ -43,6 +43,22 @@ test('withFileLock takes over a lock left by a dead process', async () => {
   expect(waitedFor).toBeUndefined();
 });
 
+test('withFileLock waits for a holder on another host (a shared lock dir), whose liveness it cannot check', async () => {
+  const lock = join(dir, 'remote.lock');
+  const dead = spawnSync('true').pid;
+  await writeFile(lock, `${dead} other-machine`);
+  const heard: string[] = [];
+  const taken = withFileLock(
+    lock,
+    async () => 'ran',
+    (pid, host) => heard.push(`${pid} ${host}`),
+  );
+  await sleep(700);
+  expect(heard).toEqual([`${dead} other-machine`]);
+  await rm(lock);
+  expect(await taken).toBe('ran');
+});
+
 test('withFileLock releases the lock when the holder fails', async () => {
   const lock = join(dir, 'fail.lock');
   await expect(withFileLock(lock, async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');

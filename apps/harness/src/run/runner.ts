@@ -27,6 +27,8 @@ export interface MatrixDeps<W extends World = World> {
   signal?: AbortSignal;
   /** Only these cells (`runtime/scenario`, a shard); absent: every runtime × scenario. */
   cells?: ReadonlySet<string>;
+  /** Where held host resources are locked across processes; default `defaultLockDir()`. */
+  lockDir?: string;
 }
 
 /** Log lines searched for those around a failure (the agent keeps its last 2000). */
@@ -98,7 +100,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       progress.child(backend.name).fail(reason);
       for (const sc of scenariosOf(backend.name)) cells.push(failedCell(backend.name, sc.name, reason));
     }
-    const exclusive = new ExclusiveResources();
+    const exclusive = new ExclusiveResources(deps.lockDir);
     await Promise.all(
       nodes.map((n) => {
         const tally = new CriCallTally();
@@ -175,8 +177,7 @@ async function runNodeCells(
         progress.step(`${scenario.name} …`);
         return runCell(world, node, scenario, progress, tally, signal);
       },
-      (busy) =>
-        progress.info(`${scenario.name} waits for ${busy.join(', ')} (held by another runtime's cell)`),
+      (busy) => progress.info(`${scenario.name} waits for ${busy.join(', ')}`),
     );
     cells.push(cell);
     const secs = (cell.durationMs / 1000).toFixed(1);

@@ -1,4 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { runMatrix } from '../../src/run/runner.js';
 import { fakeBackend, fakeNode, fakeWorld, type Journal, scenario, silentProgress } from './fakes.js';
 
@@ -15,10 +18,15 @@ const throws = scenario('throws', async () => {
 const passes2 = scenario('passes-too', async () => {});
 const needsReal = scenario('needs-real', async () => {}, { needs: ['real-containers'] });
 
+// The tests' host resources, away from real runs' locks on this machine.
+const lockDir = await mkdtemp(join(tmpdir(), 'kh-runner-locks-'));
+afterAll(() => rm(lockDir, { recursive: true, force: true }));
+
 function deps(journal: Journal, overrides: Partial<Parameters<typeof runMatrix>[0]> = {}) {
   const backends = [fakeBackend('alpha', ['real-containers']), fakeBackend('beta')];
   return {
     runId: 'r1',
+    lockDir,
     backends,
     scenarios: [passes, fails, throws, needsReal],
     startWorld: async () => fakeWorld(journal),
