@@ -11,6 +11,7 @@ import type { CriClient } from '@kh/cri-api';
 import {
   type Backoff,
   DefaultRelistPeriodMs,
+  DefaultRuntimeHelper,
   type EventRecorder,
   GenericPLEG,
   KubeGenericRuntimeManager,
@@ -77,6 +78,9 @@ import { PodStatusManager } from './status/status_manager.js';
 import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
 import { type Logger, silentLogger } from './util/log.js';
+import { KubePodObjectsApi } from './volumemanager/objects_client.js';
+import { ApiPodObjectSource } from './volumemanager/pod_objects.js';
+import { VolumeRefresher } from './volumemanager/volume_refresher.js';
 
 export interface MainKubeletDeps {
   options: AgentOptions;
@@ -116,6 +120,14 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
   const podManager = new PodManager();
   const probeResults = new ProbeResultsStore();
   const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
+  // Envs and volumes read config maps, secrets, tokens and the Node through the API, per pod.
+  const runtimeHelper = new DefaultRuntimeHelper(
+    deps.runtimeManager?.podsDir ?? podsDir,
+    deps.runtimeManager?.cgroupParent ?? config.cgroupRoot,
+    kubeConfig
+      ? new ApiPodObjectSource({ api: new KubePodObjectsApi(kubeConfig), nodeName: hostname, clock })
+      : undefined,
+  );
   const runtime = await KubeGenericRuntimeManager.create({
     cri,
     ...(imageCri ? { imageCri } : {}),
@@ -134,6 +146,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     podsDir,
     podLogsRootDir: config.podLogsDir,
     cgroupParent: config.cgroupRoot,
+    runtimeHelper,
     images: {
       serializeImagePulls: config.serializeImagePulls,
       ...(config.maxParallelImagePulls !== null
@@ -264,7 +277,18 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     pressure: eviction,
     podSources,
     syncHandler: layer.lifecycle,
-    managers: [layer.statusManager, mirrors, eviction, gc],
+    managers: [
+      layer.statusManager,
+      mirrors,
+      eviction,
+      gc,
+      new VolumeRefresher({
+        volumes: runtimeHelper.volumes,
+        activePods: () => layer.lifecycle.activePods(),
+        clock,
+        log,
+      }),
+    ],
     servers: {
       pods: podManager,
       runningPods: runningPodsProvider(runtime),

@@ -1,0 +1,79 @@
+// The agent's PodObjectSource over the fake apiserver: config maps, secrets and the node read in
+// the pod's namespace, and pod-bound service account tokens that TokenReview accepts, cached
+// until 80% of their lifetime.
+import { FakeClock } from '@kh/apimachinery';
+import { AuthenticationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadKubeConfig } from '../../src/api/node_api.js';
+import { KubePodObjectsApi } from '../../src/volumemanager/objects_client.js';
+import { ApiPodObjectSource } from '../../src/volumemanager/pod_objects.js';
+import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
+
+let apiserver: TestApiServer;
+let objects: ApiPodObjectSource;
+let core: CoreV1Api;
+let authn: AuthenticationV1Api;
+const clock = new FakeClock(Date.now());
+
+beforeAll(async () => {
+  apiserver = await startTestApiServer();
+  const kc = loadKubeConfig(apiserver.kubeconfig);
+  core = kc.makeApiClient(CoreV1Api);
+  authn = kc.makeApiClient(AuthenticationV1Api);
+  objects = new ApiPodObjectSource({ api: new KubePodObjectsApi(kc), nodeName: 'node-a', clock });
+});
+afterAll(() => apiserver?.stop());
+
+const review = async (token: string) =>
+  (await authn.createTokenReview({ body: { spec: { token } } })).status?.user?.username;
+
+describe('ApiPodObjectSource', () => {
+  it('reads config maps, secrets and the node in the pod context; missing ones are undefined', async () => {
+    const namespace = 'default';
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: 'cfg' }, data: { a: '1' } },
+    });
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: 's' }, stringData: { p: 'pw' } },
+    });
+    await core.createNode({ body: { metadata: { name: 'node-a' } } });
+    const pod: V1Pod = { metadata: { name: 'web', namespace, uid: 'u' }, spec: { containers: [] } };
+    expect((await objects.getConfigMap(pod, 'cfg'))?.data).toEqual({ a: '1' });
+    expect((await objects.getSecret(pod, 's'))?.data).toEqual({ p: Buffer.from('pw').toString('base64') });
+    expect(await objects.getConfigMap(pod, 'nope')).toBeUndefined();
+    const elsewhere: V1Pod = { ...pod, metadata: { ...pod.metadata, namespace: 'kube-system' } };
+    expect(await objects.getSecret(elsewhere, 's')).toBeUndefined();
+    expect((await objects.getNode(pod))?.metadata?.name).toBe('node-a');
+  });
+
+  it('requests pod-bound tokens, reuses them until 80% of their life, then asks again', async () => {
+    const namespace = 'default';
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'app' } } });
+    const created = await core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'tok' },
+        spec: { serviceAccountName: 'app', containers: [{ name: 'c', image: 'busybox' }] },
+      },
+    });
+    const first = await objects.getServiceAccountToken(created, 'vault', 3600);
+    expect(await review(first)).toBe('system:serviceaccount:default:app');
+    const claims = JSON.parse(Buffer.from(first.split('.')[1]!, 'base64url').toString('utf8'));
+    expect(claims).toMatchObject({
+      aud: ['vault'],
+      'kubernetes.io': { pod: { name: 'tok', uid: created.metadata!.uid } },
+    });
+    // Another audience is another token; the same one comes from the cache.
+    expect(await objects.getServiceAccountToken(created, undefined, 3600)).not.toBe(first);
+    clock.step(0.79 * 3600_000);
+    expect(await objects.getServiceAccountToken(created, 'vault', 3600)).toBe(first);
+    clock.step(0.02 * 3600_000);
+    // The apiserver's clock is real: wait a second so the new token's iat differs.
+    await new Promise((r) => setTimeout(r, 1100));
+    const second = await objects.getServiceAccountToken(created, 'vault', 3600);
+    expect(second).not.toBe(first);
+    expect(await review(second)).toBe('system:serviceaccount:default:app');
+  });
+});
