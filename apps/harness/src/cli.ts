@@ -2,16 +2,18 @@
 // kubelet-harness: `run` the runtime × scenario matrix, bring a world `up` and `down` for manual
 // use, turn results into a `report`, `cleanup` leftovers, `list` what can run.
 import { realpathSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { type RemovedLeftovers, removeLeftovers } from '@kh/testkit';
-import { BACKENDS } from './backends/registry.js';
+import { loadBackends } from './backends/registry.js';
+import type { RuntimeBackend } from './backends/types.js';
 import { clusterDown, clusterUp } from './cluster/cluster.js';
 import type { Scenario } from './framework/scenario.js';
 import { runReportCommand } from './report/cli.js';
 import { runMergeCommand } from './report/merge-command.js';
 import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
+import { moduleSpecifier } from './support/modules.js';
 import { consoleProgress } from './support/progress.js';
 import { RunLedger } from './world/ledger.js';
 import { orphanedRuns, removeRunLeftovers } from './world/leftovers.js';
@@ -28,6 +30,7 @@ Commands:
             behind: frozen cgroups are thawed first, volumes go with their containers
             (--all: every kh-labelled object)
   list      show the registered runtimes and the suite's scenarios
+            (--json: as JSON, for the nightly matrix; --backend <module>: load one more)
 `;
 
 export interface CliIO {
@@ -41,8 +44,7 @@ const defaultIO: CliIO = { out: (s) => process.stdout.write(s), err: (s) => proc
 
 /** Loads a scenario suite module: a package name (@kh/e2e) or a file path. */
 export async function loadSuite(spec: string): Promise<Scenario[]> {
-  const url = spec.startsWith('.') || isAbsolute(spec) ? pathToFileURL(resolve(spec)).href : spec;
-  const mod = (await import(url)) as { scenarios?: unknown };
+  const mod = (await import(moduleSpecifier(spec))) as { scenarios?: unknown };
   if (!Array.isArray(mod.scenarios)) throw new Error(`${spec} does not export \`scenarios\``);
   return mod.scenarios as Scenario[];
 }
@@ -56,7 +58,8 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
     case 'up':
     case 'down': {
       const clusterIO = { out: io.out, progress: consoleProgress((l) => io.err(`${l}\n`)) };
-      return command === 'up' ? clusterUp(rest, clusterIO) : clusterDown(rest, clusterIO);
+      if (command === 'down') return clusterDown(rest, clusterIO);
+      return clusterUp(rest, clusterIO, { backends: (await loadBackends()).backends });
     }
     case 'report':
       return runReportCommand(rest, {
@@ -68,14 +71,8 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
       return runMergeCommand(rest, io);
     case 'cleanup':
       return cleanupCommand(rest.includes('--all'), io);
-    case 'list': {
-      io.out('runtimes:\n');
-      for (const b of BACKENDS) io.out(`  ${b.name.padEnd(12)} ${b.description}\n`);
-      const suite = await loadSuite('@kh/e2e').catch(() => []);
-      io.out('scenarios:\n');
-      for (const s of suite) io.out(`  ${s.name.padEnd(18)} ${s.description}\n`);
-      return 0;
-    }
+    case 'list':
+      return listCommand(rest, io);
     case undefined:
     case '-h':
     case '--help':
@@ -120,9 +117,48 @@ async function cleanupCommand(all: boolean, io: CliIO): Promise<number> {
   return 0;
 }
 
+/** The registered backends (built-ins and loaded modules) and the suite's scenarios. */
+async function listCommand(argv: string[], io: CliIO): Promise<number> {
+  let values: { json?: boolean; backend?: string[]; suite?: string };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        json: { type: 'boolean' },
+        backend: { type: 'string', multiple: true },
+        suite: { type: 'string' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    io.err(`kubelet-harness list: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const registry = await loadBackends({ modules: values.backend ?? [] });
+  const suite = await loadSuite(values.suite ?? '@kh/e2e').catch(() => []);
+  if (values.json) {
+    const runtimes = registry.registered.map(({ backend, module }) => ({
+      name: backend.name,
+      description: backend.description,
+      capabilities: [...backend.capabilities],
+      module,
+    }));
+    const scenarios = suite.map((s) => ({ name: s.name, description: s.description, needs: s.needs ?? [] }));
+    io.out(`${JSON.stringify({ runtimes, scenarios })}\n`);
+    return 0;
+  }
+  io.out('runtimes:\n');
+  for (const { backend, module } of registry.registered)
+    io.out(`  ${backend.name.padEnd(18)} ${backend.description} (${module})\n`);
+  io.out('scenarios:\n');
+  for (const s of suite) io.out(`  ${s.name.padEnd(18)} ${s.description}\n`);
+  return 0;
+}
+
 async function runCommand(argv: string[], io: CliIO): Promise<number> {
   let opts: ReturnType<typeof parseRunOptions>;
   let suite: Scenario[];
+  let backends: RuntimeBackend[];
   try {
     opts = parseRunOptions(argv);
     if (opts.help) {
@@ -130,17 +166,19 @@ async function runCommand(argv: string[], io: CliIO): Promise<number> {
       return 0;
     }
     suite = await loadSuite(opts.suite);
+    backends = (await loadBackends({ modules: opts.backends ?? [], criEndpoint: opts.criEndpoint })).backends;
   } catch (err) {
     io.err(`kubelet-harness run: ${(err as Error).message}\n\n${RUN_USAGE}\n`);
     return 2;
   }
   const signal = io.signal ?? interruptSignal(io);
   try {
-    const { results } = await runHarness(opts, suite, {
-      progress: consoleProgress((l) => io.err(`${l}\n`)),
-      signal,
-      print: io.out,
-    });
+    const { results } = await runHarness(
+      opts,
+      suite,
+      { progress: consoleProgress((l) => io.err(`${l}\n`)), signal, print: io.out },
+      { backends },
+    );
     if (signal.aborted) return 130;
     return results.cells.some((c) => c.outcome === 'failed') ? 1 : 0;
   } catch (err) {

@@ -7,6 +7,8 @@ import { loadSuite, main } from '../src/cli.js';
 let dir: string;
 let suitePath: string;
 beforeAll(async () => {
+  // Only the backends a test names: not the repository's kh.config.json modules.
+  process.env.KH_CONFIG = '';
   dir = await mkdtemp(join(tmpdir(), 'kh-cli-test-'));
   suitePath = join(dir, 'suite.mjs');
   await writeFile(
@@ -15,6 +17,7 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
+  delete process.env.KH_CONFIG;
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -86,6 +89,32 @@ describe('kubelet-harness CLI', () => {
 
   it('loads a suite from a path', async () => {
     expect((await loadSuite(suitePath)).map((s) => s.name)).toEqual(['one']);
+  });
+
+  it('list --json gives every registered backend with its module, --backend adding one', async () => {
+    const mod = join(dir, 'backend.mjs');
+    await writeFile(
+      mod,
+      "export const backends = [{ name: 'mine', description: 'my runtime', capabilities: new Set(['real-containers']), start: async () => ({}) }];\n",
+    );
+    const r = await cli(['list', '--json', '--backend', mod, '--suite', suitePath]);
+    expect(r.code).toBe(0);
+    const listed = JSON.parse(r.out) as { runtimes: unknown[]; scenarios: unknown[] };
+    expect(listed.runtimes).toEqual([
+      expect.objectContaining({ name: 'containerd', module: '@kh/harness' }),
+      expect.objectContaining({ name: 'docker', module: '@kh/harness' }),
+      expect.objectContaining({ name: 'fake', module: '@kh/harness', capabilities: ['runtime-restart'] }),
+      expect.objectContaining({ name: 'endpoint', module: '@kh/harness' }),
+      { name: 'mine', description: 'my runtime', capabilities: ['real-containers'], module: mod },
+    ]);
+    expect(listed.scenarios).toEqual([{ name: 'one', description: 'd', needs: [] }]);
+    const text = await cli(['list', '--backend', mod, '--suite', suitePath]);
+    expect(text.out).toMatch(/^ {2}mine +my runtime \(.*backend\.mjs\)$/m);
+  });
+
+  it('run names a backend module it cannot load, with status 2', async () => {
+    const r = await cli(['run', '--suite', suitePath, '--backend', join(dir, 'nope.mjs'), '--out', dir]);
+    expect(r).toMatchObject({ code: 2, err: expect.stringContaining('cannot load backend module') });
   });
 
   it('keeps `report` as a subcommand', async () => {

@@ -43,7 +43,18 @@ export function endpointBackend(criEndpoint: string | undefined): RuntimeBackend
         nodeIp: gateway,
         host,
         sandboxImage: ctx.images.pause,
-        agent: { dir, command: (args) => onHost('nodeAgent', args), apiserver: 'host' },
+        agent: {
+          dir,
+          command: (args) => onHost('nodeAgent', args),
+          apiserver: 'host',
+          // The runtime's images and disk are the user's: no image GC (100 turns it off, as in
+          // the kubelet) and no disk eviction signals, whose reclaim would delete images too.
+          config: {
+            imageGCHighThresholdPercent: 100,
+            imageGCLowThresholdPercent: 99,
+            evictionHard: { 'memory.available': '100Mi' },
+          },
+        },
         stopRuntime: noRestart,
         startRuntime: noRestart,
         killRuntime: noRestart,

@@ -82,29 +82,32 @@ export function builtinBackends(criEndpoint?: string): RuntimeBackend[] {
 /** The built-ins alone (no modules loaded), for tools that need no more. */
 export const BACKENDS: readonly RuntimeBackend[] = builtinBackends();
 
-/** The nearest kh.config.json at or above `cwd`: its backend modules, resolved against its directory. */
+/** The nearest kh.config.json at or above `cwd`. */
 export function readConfig(cwd: string): { file: string; backends: string[] } | undefined {
   for (let dir = resolve(cwd); ; dir = dirname(dir)) {
     const file = join(dir, CONFIG_FILE);
-    if (existsSync(file)) {
-      let config: { backends?: unknown };
-      try {
-        config = JSON.parse(readFileSync(file, 'utf8')) as { backends?: unknown };
-      } catch (err) {
-        throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
-      }
-      const backends = config.backends ?? [];
-      if (!Array.isArray(backends) || !backends.every((b) => typeof b === 'string'))
-        throw new Error(`${file}: "backends" must be an array of module names`);
-      return { file, backends: backends.map((b) => (b.startsWith('.') ? resolve(dir, b) : b)) };
-    }
+    if (existsSync(file)) return readConfigFile(file);
     if (dirname(dir) === dir) return undefined;
   }
 }
 
+/** A config file's backend modules, paths resolved against its directory. */
+export function readConfigFile(file: string): { file: string; backends: string[] } {
+  let config: { backends?: unknown };
+  try {
+    config = JSON.parse(readFileSync(file, 'utf8')) as { backends?: unknown };
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
+  }
+  const backends = config.backends ?? [];
+  if (!Array.isArray(backends) || !backends.every((b) => typeof b === 'string'))
+    throw new Error(`${file}: "backends" must be an array of module names`);
+  return { file, backends: backends.map((b) => (b.startsWith('.') ? resolve(dirname(file), b) : b)) };
+}
+
 /**
- * The registry for one command: the built-ins, then the modules of kh.config.json, KH_BACKENDS
- * (comma-separated) and --backend, in that order, each loaded once.
+ * The registry for one command: the built-ins, then the modules of kh.config.json (or the file
+ * KH_CONFIG names), KH_BACKENDS (comma-separated) and --backend, in that order, each loaded once.
  */
 export async function loadBackends(sources: BackendSources = {}): Promise<BackendRegistry> {
   const env = sources.env ?? process.env;
@@ -115,7 +118,14 @@ export async function loadBackends(sources: BackendSources = {}): Promise<Backen
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  for (const spec of [...(readConfig(cwd)?.backends ?? []), ...fromEnv, ...(sources.modules ?? [])])
+  // KH_CONFIG names the config file; set and empty, none is read (hermetic tests, one-off runs).
+  const config =
+    env.KH_CONFIG === undefined
+      ? readConfig(cwd)
+      : env.KH_CONFIG
+        ? readConfigFile(resolve(cwd, env.KH_CONFIG))
+        : undefined;
+  for (const spec of [...(config?.backends ?? []), ...fromEnv, ...(sources.modules ?? [])])
     await registry.load(spec, cwd);
   return registry;
 }

@@ -8,6 +8,10 @@ export interface RunOptions {
   outDir: string;
   /** Module that exports `scenarios: Scenario[]` (a package name or a path). */
   suite: string;
+  /** Backend modules to load on top of the built-ins and kh.config.json's (`--backend`, repeatable). */
+  backends?: string[];
+  /** The endpoint backend's CRI socket (`--cri-endpoint unix:///...`). */
+  criEndpoint?: string;
   /** Run only this part of the matrix (`--shard i/n`). */
   shard?: { index: number; total: number };
   /** Earlier results.json files or directories that time the cells for the shard split. */
@@ -24,6 +28,11 @@ Options:
   -s, --scenario <a,b>   scenarios to run, default all             (env KH_SCENARIO)
   -o, --out <dir>        where results go, default .reports/e2e    (env KH_OUT)
       --suite <module>   scenario suite module, default @kh/e2e
+      --backend <module> load a backend module (package name or path); repeatable, added to
+                         kh.config.json's "backends"                 (env KH_BACKENDS, a,b;
+                         KH_CONFIG names another config file, empty: none)
+      --cri-endpoint <unix:///path>  the CRI socket the endpoint backend runs the agent
+                         against, on this host                       (env KH_CRI_ENDPOINT)
       --shard <i/n>      run only shard i of n of the selected matrix   (env KH_SHARD)
       --durations <p,q>  results.json files or directories whose durations balance the
                          shards (default: static estimates per scenario)  (env KH_DURATIONS)
@@ -53,6 +62,8 @@ export function parseRunOptions(
       scenario: { type: 'string', short: 's' },
       out: { type: 'string', short: 'o' },
       suite: { type: 'string' },
+      backend: { type: 'string', multiple: true },
+      'cri-endpoint': { type: 'string' },
       shard: { type: 'string' },
       durations: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -70,6 +81,8 @@ export function parseRunOptions(
     scenarios: list(values.scenario ?? env.KH_SCENARIO),
     outDir: values.out ?? env.KH_OUT ?? '.reports/e2e',
     suite: values.suite ?? '@kh/e2e',
+    ...(values.backend ? { backends: values.backend } : {}),
+    ...(values['cri-endpoint'] ? { criEndpoint: values['cri-endpoint'] } : {}),
     help: values.help ?? false,
   };
 }

@@ -51,6 +51,18 @@ describe('loadBackends', () => {
     expect(registry.registered.find((e) => e.backend.name === 'two')?.module).toBe(join(dir, 'two.mjs'));
   });
 
+  it('reads the file KH_CONFIG names instead, or none when it is empty', async () => {
+    const project = join(dir, 'project');
+    const other = join(dir, 'other.json');
+    await writeFile(other, JSON.stringify({ backends: ['./one.mjs'] }));
+    expect(names(await loadBackends({ env: { KH_CONFIG: other }, cwd: project }))).toEqual([
+      ...BUILTINS,
+      'one-a',
+      'one-b',
+    ]);
+    expect(names(await loadBackends({ env: { KH_CONFIG: '' }, cwd: project }))).toEqual(BUILTINS);
+  });
+
   it('resolves a relative --backend path against the working directory', async () => {
     const registry = await loadBackends({ env: {}, cwd: dir, modules: ['./two.mjs'] });
     expect(names(registry)).toContain('two');

@@ -32,6 +32,16 @@ describe('parseRunOptions', () => {
     expect(parseRunOptions([], {}).outDir).toBe('.reports/e2e');
   });
 
+  it("collects repeated --backend modules and the endpoint backend's --cri-endpoint", () => {
+    expect(
+      parseRunOptions(
+        ['--backend', '@x/a', '--backend', './b.js', '--cri-endpoint', 'unix:///run/x.sock'],
+        {},
+      ),
+    ).toMatchObject({ backends: ['@x/a', './b.js'], criEndpoint: 'unix:///run/x.sock' });
+    expect(parseRunOptions([], {})).not.toHaveProperty('backends');
+  });
+
   it('rejects unknown flags and positionals', () => {
     expect(() => parseRunOptions(['--runtimes', 'x'], {})).toThrow(/Unknown option '--runtimes'/);
     expect(() => parseRunOptions(['containerd'], {})).toThrow(/positional/);

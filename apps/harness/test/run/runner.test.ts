@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { BackendUnavailableError } from '../../src/backends/types.js';
 import { runMatrix } from '../../src/run/runner.js';
 import { fakeBackend, fakeNode, fakeWorld, type Journal, scenario, silentProgress } from './fakes.js';
 
@@ -142,6 +143,22 @@ describe('runMatrix', () => {
     expect(r.cells.filter((c) => c.runtime === 'alpha' && c.outcome === 'passed')).toHaveLength(2);
     expect(journal.events).toContain('node alpha stopped');
     expect(journal.events.at(-1)).toBe('world stopped');
+  });
+
+  it('skips every cell of a backend that cannot run here, with its words, and runs the others', async () => {
+    const journal: Journal = { events: [] };
+    const r = await runMatrix(
+      deps(journal, {
+        startNode: async (_w: unknown, b) => {
+          if (b.name === 'beta') throw new BackendUnavailableError('runsc: cannot run with network enabled');
+          return fakeNode(b, journal);
+        },
+      }),
+    );
+    const beta = r.cells.filter((c) => c.runtime === 'beta');
+    expect(beta.map((c) => c.outcome)).toEqual(['skipped', 'skipped', 'skipped', 'skipped']);
+    expect(beta[0]!.reason).toBe('backend beta cannot run here: runsc: cannot run with network enabled');
+    expect(r.cells.filter((c) => c.runtime === 'alpha' && c.outcome === 'passed')).toHaveLength(2);
   });
 
   it('reports every cell failed when the world cannot be built', async () => {
