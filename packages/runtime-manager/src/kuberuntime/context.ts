@@ -5,6 +5,15 @@ import type { Clock, EventRecorder, ProbeResults } from '../container/runtime.js
 import type { ImageManager } from '../images/image_manager.js';
 import type { RuntimeHelper } from './runtime_helper.js';
 
+/**
+ * Resolves a pod's spec.runtimeClassName to the CRI runtime handler (the kubelet's
+ * runtimeclass.Manager). No class, or an empty name, is the runtime's default handler "".
+ * Throws when the class cannot be resolved; the message becomes the FailedCreatePodSandBox event.
+ */
+export interface RuntimeHandlerResolver {
+  lookupRuntimeHandler(runtimeClassName: string | undefined): Promise<string>;
+}
+
 export interface ManagerContext {
   cri: CriClient;
   /** CRI runtimeName (containerd, docker, fake...): the scheme of container IDs. */
@@ -26,6 +35,8 @@ export interface ManagerContext {
   pathMapping: PathMapping | undefined;
   /** Labels stamped on every sandbox and container besides the kubelet's (e.g. kh.run for leftover cleanup). */
   extraLabels: Record<string, string>;
+  /** runtimeClassName → CRI runtime handler; undefined runs every pod on the default handler. */
+  runtimeClasses: RuntimeHandlerResolver | undefined;
 }
 
 /**

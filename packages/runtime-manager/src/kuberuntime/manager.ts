@@ -58,7 +58,13 @@ import {
   toContainerState,
   toContainerStatus,
 } from './container.js';
-import { type ManagerContext, nsToMs, type PathMapping, recordEvent } from './context.js';
+import {
+  type ManagerContext,
+  nsToMs,
+  type PathMapping,
+  type RuntimeHandlerResolver,
+  recordEvent,
+} from './context.js';
 import { type ContainerGCReport, garbageCollectContainers } from './gc.js';
 import { hashContainer } from './hash.js';
 import {
@@ -105,6 +111,8 @@ export interface RuntimeManagerOptions {
   pathMapping?: PathMapping;
   /** Labels added to every sandbox and container (never overriding io.kubernetes.* ones). */
   extraLabels?: Record<string, string>;
+  /** Resolves pods' runtimeClassName to the CRI runtime handler. Default: every pod on handler "". */
+  runtimeClassManager?: RuntimeHandlerResolver;
   /**
    * Capacity of the image filesystem (CRI ImageFsInfo has only usage). Default: statfs of the
    * reported mountpoint, which needs the agent on the runtime's host.
@@ -202,6 +210,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       stopTimeoutSlackMs: opts.stopTimeoutSlackMs ?? 10_000,
       pathMapping: opts.pathMapping,
       extraLabels: opts.extraLabels ?? {},
+      runtimeClasses: opts.runtimeClassManager,
     };
     return new KubeGenericRuntimeManager(
       ctx,

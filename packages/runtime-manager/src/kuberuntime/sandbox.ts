@@ -97,15 +97,22 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
   };
 }
 
-/** Creates the sandbox (and its log directory); returns its id and the config used. */
+/**
+ * Creates the sandbox (and its log directory) with the pod's runtime handler; returns its id and
+ * the config used. Without a resolver (standalone, as the kubelet without an API server) every
+ * pod runs on the default handler.
+ */
 export async function createPodSandbox(
   ctx: ManagerContext,
   pod: V1Pod,
   attempt: number,
 ): Promise<{ id: string; config: PodSandboxConfig }> {
+  const runtimeHandler = ctx.runtimeClasses
+    ? await ctx.runtimeClasses.lookupRuntimeHandler(pod.spec?.runtimeClassName)
+    : '';
   const config = generatePodSandboxConfig(ctx, pod, attempt);
   await mkdir(podLogDirOf(ctx.podLogsRootDir, pod), { recursive: true, mode: 0o755 });
-  const res = await ctx.cri.runPodSandbox({ config, runtimeHandler: '' });
+  const res = await ctx.cri.runPodSandbox({ config, runtimeHandler });
   return { id: res.podSandboxId, config };
 }
 
