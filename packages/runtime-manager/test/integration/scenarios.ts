@@ -7,6 +7,8 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
 import type { Backoff, Clock, PodStatus, PodSyncResult, Runtime } from '../../src/container/runtime.js';
 import type { KubeGenericRuntimeManager, RuntimeManagerOptions } from '../../src/kuberuntime/manager.js';
+import { DefaultRuntimeHelper } from '../../src/kuberuntime/runtime_helper.js';
+import { FakeObjects } from '../fake_objects.js';
 
 /** A runtime manager over a real runtime, as each suite's beforeAll builds it. */
 export interface RealRuntimeEnv {
@@ -244,4 +246,51 @@ export function syncScenarios(env: () => RealRuntimeEnv): void {
     expect([after.sandboxStatuses.length, after.containerStatuses.length]).toEqual([0, 0]);
     await expect(stat(logPath)).rejects.toThrow(/ENOENT/);
   });
+
+  t(
+    'projects a config map volume and envFrom vars that the process sees, and updates the file in place',
+    async () => {
+      const objects = new FakeObjects().configMap('web-cfg', {
+        GREETING: 'hello',
+        'index.html': '<p>v1</p>',
+      });
+      const script =
+        'echo "env: $GREETING"; echo "file: $(cat /www/index.html)"; touch /www/x 2>/dev/null && echo rw || echo ro; sleep 3600';
+      const p = pod(
+        'cfg',
+        [
+          sh(e.busybox, 'app', script, {
+            envFrom: [{ configMapRef: { name: 'web-cfg' } }],
+            volumeMounts: [{ name: 'www', mountPath: '/www' }],
+          }),
+        ],
+        {
+          volumes: [{ name: 'www', configMap: { name: 'web-cfg' } }],
+        },
+      );
+      const helper = new DefaultRuntimeHelper(
+        e.podsDir,
+        e.manager.context.helper.podCgroupParent(p),
+        objects,
+      );
+      const m = await e.newManager({ runtimeHelper: helper });
+      expect(failures(await sync(m, p, e.backoff))).toEqual([]);
+      const s = await waitFor(m, p, (x) => state(x, 'app')?.state === 'running', 'app to run');
+      const logPath = state(s, 'app')!.logPath!;
+      const deadline = Date.now() + 20_000;
+      let log = '';
+      while (!log.includes(' ro\n') && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        log = await readFile(logPath, 'utf8').catch(() => '');
+      }
+      expect(log.split('\n').map((l) => l.replace(/^\S+ stdout F /, ''))).toEqual(
+        expect.arrayContaining(['env: hello', 'file: <p>v1</p>', 'ro']),
+      );
+      // An update reaches the running container through the ..data swap, as the agent's refresh does it.
+      objects.configMap('web-cfg', { GREETING: 'hello', 'index.html': '<p>v2</p>' });
+      expect(await helper.volumes.refresh(p)).toEqual({ updated: ['www'], errors: [] });
+      const r = await m.runInContainer(state(s, 'app')!.id, ['cat', '/www/index.html'], 10_000);
+      expect([r.exitCode, r.stdout.toString()]).toEqual([0, '<p>v2</p>']);
+    },
+  );
 }
