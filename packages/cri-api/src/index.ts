@@ -45,6 +45,7 @@ export {
 } from './fuzz/cri_fuzz.js';
 export * from './gen/runtime/v1/api.js';
 export {
+  CRI_MAX_REQUEST_BYTES,
   type CriBackend,
   type CriCallContext,
   type CriImageHandlers,

@@ -8,7 +8,7 @@ import { status } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { criMethods } from '../src/api/methods.js';
-import { CriClient, FakeRuntime, RawCriClient, runCriFuzz } from '../src/index.js';
+import { CRI_MAX_REQUEST_BYTES, CriClient, FakeRuntime, RawCriClient, runCriFuzz } from '../src/index.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -75,10 +75,13 @@ describe('fake runtime CRI server fuzz', () => {
     }
   });
 
-  it('refuses a message over the 4 MiB limit with RESOURCE_EXHAUSTED, and still answers', async () => {
+  it('refuses a message one byte over CRI_MAX_REQUEST_BYTES with RESOURCE_EXHAUSTED, and still answers', async () => {
     const raw = new RawCriClient(fake.endpoint);
     try {
-      const r = await raw.call(byName('PodSandboxStatus'), new Uint8Array(5 * 2 ** 20).fill(0x0a));
+      const r = await raw.call(
+        byName('PodSandboxStatus'),
+        new Uint8Array(CRI_MAX_REQUEST_BYTES + 1).fill(0x0a),
+      );
       expect(r.code).toBe(status.RESOURCE_EXHAUSTED);
       expect(r.details).toMatch(/larger than max/);
     } finally {

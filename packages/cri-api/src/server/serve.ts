@@ -110,8 +110,15 @@ function toServiceError(err: { code: status; details: string }) {
   });
 }
 
+/**
+ * The largest request a CRI server accepts (gRPC's customary 4 MiB); a bigger one is refused with
+ * RESOURCE_EXHAUSTED before it is decoded. Responses are not capped: ListContainers of a busy node
+ * may be larger, and the kubelet raises its own receive limit to 16 MiB for them.
+ */
+export const CRI_MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
 class CriServerImpl implements CriServer {
-  readonly #grpc = new Server();
+  readonly #grpc = new Server({ 'grpc.max_receive_message_length': CRI_MAX_REQUEST_BYTES });
   readonly #active = new Set<AbortController>();
   readonly #connections = new Set<net.Socket>();
   #listener: net.Server | undefined;
