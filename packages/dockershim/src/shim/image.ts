@@ -1,9 +1,10 @@
-import { registryHostOf } from '@kh/apimachinery';
+import { InvalidImageNameError, parseImageReference, registryHostOf } from '@kh/apimachinery';
 import {
   type AuthConfig,
   type Image,
   type ImageStatusRequest,
   type ImageStatusResponse,
+  InvalidArgumentError,
   type ListImagesRequest,
   type ListImagesResponse,
   NotFoundError,
@@ -84,10 +85,25 @@ function imageFromListItem(item: Dockerode.ImageInfo, pinnedRef: string): Image 
 }
 
 /** Inspects an image by tag, digest reference or id; undefined when Docker does not have it. */
+/**
+ * An invalid name never reaches the Engine: in its URL path, "../x" or "/x" draws a redirect that
+ * docker-modem follows to a host named by the path, spaces or control bytes fail as INTERNAL, and
+ * a pull of "a:b:c" goes to Docker Hub.
+ */
+function checkReference(ref: string): void {
+  try {
+    parseImageReference(ref);
+  } catch (err) {
+    if (err instanceof InvalidImageNameError) throw new InvalidArgumentError(err.message);
+    throw err;
+  }
+}
+
 export async function inspectImage(
   ctx: ShimContext,
   ref: string,
 ): Promise<Dockerode.ImageInspectInfo | undefined> {
+  checkReference(ref);
   try {
     return await ctx.docker.getImage(ref).inspect();
   } catch (err) {
@@ -98,6 +114,7 @@ export async function inspectImage(
 
 /** Pulls through the Engine and returns the image id. Errors arrive inside the progress stream. */
 async function pull(ctx: ShimContext, ref: string, auth: AuthConfig | undefined): Promise<string> {
+  checkReference(ref);
   const { repository, tag } = splitImageRef(ref);
   const stream = (await docker(`pull image ${JSON.stringify(ref)}`, () =>
     ctx.docker.createImage({

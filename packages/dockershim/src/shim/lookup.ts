@@ -4,6 +4,8 @@ import type { ShimContext } from './context.js';
 import { isDockerNotFound, required, toCriError } from './errors.js';
 import { type ContainerType, LabelKeys } from './labels.js';
 
+const DOCKER_ID_OR_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+
 const NOUN: Record<ContainerType, string> = { podsandbox: 'pod sandbox', container: 'container' };
 
 /**
@@ -15,6 +17,10 @@ export async function findManaged(
   id: string,
   kind: ContainerType,
 ): Promise<Dockerode.ContainerInspectInfo | undefined> {
+  // Docker's ids are hex and its names [a-zA-Z0-9][a-zA-Z0-9_.-]*: anything else names no
+  // container, and must not reach the Engine's URL path ("../x" draws a redirect docker-modem
+  // follows off the socket, to a host named by the path).
+  if (!DOCKER_ID_OR_NAME.test(id)) return undefined;
   let info: Dockerode.ContainerInspectInfo;
   try {
     info = await ctx.docker.getContainer(id).inspect();
