@@ -1,11 +1,20 @@
 #!/usr/bin/env node
 // dockershim: serve CRI v1 on a unix socket, backed by Docker Engine.
 import { parseArgs } from 'node:util';
+import { CRI_MAX_REQUEST_BYTES } from '@kh/cri-api';
+import {
+  DEFAULT_MAX_IN_FLIGHT,
+  DEFAULT_REQUEST_TTL_MS,
+  DEFAULT_STREAM_CREATION_TIMEOUT_MS,
+  DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+} from '@kh/cri-streaming';
 import { enterRuntimeCgroup } from './runtime_cgroups.js';
 import { DEFAULT_CONFIG } from './shim/context.js';
 import { connectDocker, DEFAULT_DOCKER_ENDPOINT } from './shim/docker_endpoint.js';
 import { dockerMessage } from './shim/errors.js';
 import { DEFAULT_STREAMING_ADDRESS, DockerShim } from './shim/service.js';
+
+const mib = (bytes: number) => `${bytes / 2 ** 20} MiB`;
 
 const USAGE = `Usage: dockershim --listen <unix:///path/to.sock> [options]
 
@@ -25,6 +34,13 @@ Options:
                                          (default ${DEFAULT_STREAMING_ADDRESS}: loopback only, so only
                                          clients on this host can use the URLs)
   -h, --help                             show this help
+
+Limits (each refusal says which):
+  CRI requests up to ${mib(CRI_MAX_REQUEST_BYTES)} (bigger: RESOURCE_EXHAUSTED); responses, connections and
+  calls in flight are not capped; a call lasts until the client's deadline. The socket is mode 0660.
+  ExecSync keeps ${mib(DEFAULT_CONFIG.execOutputLimitBytes)} of stdout and stderr together.
+  Streaming: ${DEFAULT_MAX_IN_FLIGHT} pending Exec/Attach/PortForward URLs, each valid ${DEFAULT_REQUEST_TTL_MS / 1000} s; a client
+  has ${DEFAULT_STREAM_CREATION_TIMEOUT_MS / 1000} s to open its streams, and a session idle for ${DEFAULT_STREAM_IDLE_TIMEOUT_MS / 3_600_000} h is closed.
 
 Networking: pods get Docker's own networking (the default bridge, or --network). No CNI plugin is
 invoked; port mappings become Docker port bindings, the pod IP is the pause container's address.`;
