@@ -517,6 +517,7 @@ export function newPodLayer(opts: {
   const statusManager = new PodStatusManager({
     api: opts.api,
     clock: opts.clock,
+    apiPod: (uid) => opts.pods.getPod(uid),
     ...(opts.log ? { log: opts.log } : {}),
   });
   const prober = probing

@@ -43,6 +43,38 @@ const running = (ready: boolean): V1PodStatus => ({
 });
 
 describe('PodStatusManager', () => {
+  it('writes its status again when another writer changed it (the node lifecycle controller), and only then', async () => {
+    const api = new MemoryNodeApi();
+    // The pod manager's copy: what the watch last delivered, here the API's own object.
+    const sm = new PodStatusManager({
+      api,
+      clock: new FakeClock(),
+      apiPod: () => api.pods.get('default/web'),
+    });
+    const pod = api.addPod({
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { nodeName: 'node-a', containers: [{ name: 'a', image: 'x' }] },
+      status: { phase: 'Pending' },
+    });
+    sm.setPodStatus(pod, running(true));
+    await sm.syncBatch();
+    await sm.syncBatch();
+    expect(api.podStatusPatches).toHaveLength(1);
+    // The node was Unknown for a while: the controller marked the pod not Ready.
+    const stored = api.pods.get('default/web')!;
+    stored.status = {
+      ...stored.status,
+      conditions: stored.status!.conditions!.map((c) => (c.type === 'Ready' ? { ...c, status: 'False' } : c)),
+    };
+    await sm.syncBatch();
+    expect(api.podStatusPatches).toHaveLength(2);
+    expect(api.pods.get('default/web')?.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe(
+      'True',
+    );
+    await sm.syncBatch();
+    expect(api.podStatusPatches).toHaveLength(2);
+  });
+
   it('patches only when the status changed', async () => {
     const { api, sm, pod } = setup();
     sm.setPodStatus(pod, running(true));

@@ -5,6 +5,8 @@
 // deletion has nothing left running, the manager deletes it with grace 0 (UID-guarded), which
 // finishes graceful deletion. A static pod's status goes to its mirror pod (same name, another
 // UID, config.mirror = the static pod's UID), which is never deleted here: mirror/ owns it.
+// A status someone else changed (the node lifecycle controller marks pods not Ready while the
+// node is Unknown) is written again on the next pass, as the kubelet's needsReconcile does.
 
 import type { TimerClock } from '@kh/apimachinery';
 import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
@@ -59,6 +61,11 @@ export class PodStatusManager implements StatusManager {
       log?: Logger;
       /** True when nothing of the pod runs any more; the default reads the container states. */
       podResourcesReclaimed?: (pod: V1Pod, status: V1PodStatus) => boolean;
+      /**
+       * The pod as the API server last showed it (the pod manager's copy, kept current by the
+       * watch): an entry whose stored status another writer changed is synced again.
+       */
+      apiPod?: (uid: string) => V1Pod | undefined;
     },
   ) {}
 
@@ -179,12 +186,13 @@ export class PodStatusManager implements StatusManager {
   async syncBatch(): Promise<void> {
     /** The version of each entry this pass took up (an entry is taken once per version). */
     const taken = new Map<string, number>();
+    const overwritten = this.overwrittenElsewhere();
     const inFlight = new Set<string>();
     const take = (): [string, Entry] | undefined => {
       for (const [uid, e] of this.entries) {
         if (inFlight.has(uid) || taken.get(uid) === e.version) continue;
         // Static pods are checked every pass: their mirror pod may have been recreated without status.
-        if (e.version !== e.syncedVersion || e.deletionPending || e.static) {
+        if (e.version !== e.syncedVersion || e.deletionPending || e.static || overwritten.has(uid)) {
           taken.set(uid, e.version);
           inFlight.add(uid);
           return [uid, e];
@@ -260,6 +268,21 @@ export class PodStatusManager implements StatusManager {
     }
   }
 
+  /**
+   * Synced entries whose status in the API no longer says what ours says (phase, the kubelet's
+   * conditions, containers' readiness and restarts): someone else wrote over it.
+   */
+  private overwrittenElsewhere(): Set<string> {
+    const out = new Set<string>();
+    if (!this.opts.apiPod) return out;
+    for (const [uid, e] of this.entries) {
+      if (e.version !== e.syncedVersion || e.static) continue;
+      const stored = this.opts.apiPod(uid)?.status;
+      if (stored && statusGist(mergePodStatus(stored, e.status)) !== statusGist(stored)) out.add(uid);
+    }
+    return out;
+  }
+
   private reclaimed(pod: V1Pod, status: V1PodStatus): boolean {
     if (this.opts.podResourcesReclaimed) return this.opts.podResourcesReclaimed(pod, status);
     const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
@@ -299,6 +322,23 @@ export function mergePodStatus(stored: V1PodStatus | undefined, ours: V1PodStatu
   const scheduled = stored?.conditions?.find((c) => c.type === 'PodScheduled');
   const keepScheduled = scheduled && !mine.some((c) => c.type === 'PodScheduled') ? [scheduled] : [];
   return { ...ours, conditions: [...keepScheduled, ...mine, ...foreign] };
+}
+
+/**
+ * What a pod status says, without what only its form may change (time precision, field order):
+ * a stored status that differs from ours here was written by someone else.
+ */
+function statusGist(s: V1PodStatus): string {
+  return canonicalJson({
+    phase: s.phase,
+    conditions: (s.conditions ?? [])
+      .filter((c) => KUBELET_POD_CONDITIONS.includes(c.type))
+      .map((c) => `${c.type}=${c.status}`)
+      .sort(),
+    containers: [...(s.initContainerStatuses ?? []), ...(s.containerStatuses ?? [])]
+      .map((c) => `${c.name}:${c.ready}:${c.restartCount}`)
+      .sort(),
+  });
 }
 
 function deepFreeze<T>(value: T): T {
