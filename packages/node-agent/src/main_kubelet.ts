@@ -63,6 +63,8 @@ import { ProbeResultsStore } from './prober/results.js';
 import type { NodeRuntime } from './runtime/node_runtime.js';
 import { runtimeSandboxImage } from './runtime/sandbox_image.js';
 import { RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
+import { KubeRuntimeClassApi } from './runtimeclass/client.js';
+import { RuntimeClassManager } from './runtimeclass/manager.js';
 import {
   type Authenticator,
   type Authorizer,
@@ -147,6 +149,10 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     podLogsRootDir: config.podLogsDir,
     cgroupParent: config.cgroupRoot,
     runtimeHelper,
+    // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
+    ...(kubeConfig
+      ? { runtimeClassManager: new RuntimeClassManager({ api: new KubeRuntimeClassApi(kubeConfig), clock }) }
+      : {}),
     images: {
       serializeImagePulls: config.serializeImagePulls,
       ...(config.maxParallelImagePulls !== null
