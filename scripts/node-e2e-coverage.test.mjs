@@ -29,9 +29,11 @@ describe('coverage', () => {
       { name: 'first', upstream: [{ file: 'a_test.go', case: 'A one' }] },
       { name: 'second', upstream: [{ file: 'a_test.go', case: 'A one' }] },
       { name: 'none' },
+      { name: 'elsewhere', upstream: [{ file: 'b_test.go', case: 'B one' }] },
     ]);
     assert.deepEqual(model.problems, []);
     const doc = render(model);
+    assert.match(doc, /## Other upstream cases mirrored[\s\S]*\| `b_test.go` \| B one \| `elsewhere` \|/);
     assert.match(doc, /\*\*1 of 2 cases covered \(50%\)\.\*\*/);
     assert.match(doc, /\| `a_test.go` \| 2 \| 1 \(50%\) \|/);
     assert.match(doc, /\| A one \| `first`, `second` \|/);
