@@ -1,13 +1,18 @@
 // The scenario suite the harness runs on every backend, in this order.
 import type { Scenario } from '@kh/harness';
+import { agentCrash } from './scenarios/agent-crash.js';
+import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
+import { diskFull } from './scenarios/disk-full.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
+import { partition } from './scenarios/partition.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
+import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 
 export const scenarios: Scenario[] = [
@@ -21,4 +26,9 @@ export const scenarios: Scenario[] = [
   eviction,
   diskEviction,
   kubectl,
+  runtimeCrashStorm,
+  agentCrash,
+  apiserverRestart,
+  partition,
+  diskFull,
 ];
