@@ -6,6 +6,7 @@
 //
 // Written against @kh/harness/backend only: the harness loads this module by name (kh.config.json,
 // KH_BACKENDS or --backend) and registers what `backends` lists.
+import { readFileSync } from 'node:fs';
 import {
   BackendUnavailableError,
   type ContainerdHandler,
@@ -42,18 +43,33 @@ export const crunBackend: RuntimeBackend = kindBackend({
   }),
 });
 
+/**
+ * Debian's runsc comes without containerd-shim-runsc-v1, so it runs behind the runc v2 shim. The
+ * wrapper (runsc-kh.sh, measured by hand in a node container) closes what that leaves open:
+ * runsc's root-netns check (always true on kernel 6.x, so every sandbox is refused), the
+ * subcontainers' stdio and exit status, and runsc's words for "not running".
+ */
+const RUNSC_WRAPPER = '/usr/local/bin/runsc-kh';
+
 export const gvisorBackend: RuntimeBackend = kindBackend({
   name: 'containerd-gvisor',
   description: 'containerd 1.6 with gVisor runsc (Debian 20221219) as the default runtime handler',
   capabilities: CAPABILITIES,
   runtime: containerdRuntime({
     name: 'containerd-gvisor',
-    handlers: { runsc: viaRuncShim('/usr/bin/runsc') },
+    handlers: { runsc: viaRuncShim(RUNSC_WRAPPER) },
     defaultHandler: 'runsc',
     setup: [LEGACY_CGROUPS],
+    files: [
+      {
+        target: RUNSC_WRAPPER,
+        content: readFileSync(new URL('../runsc-kh.sh', import.meta.url), 'utf8'),
+        mode: 0o755,
+      },
+    ],
   }),
-  // runsc may refuse this kernel or this node's namespaces outright; then no scenario can say
-  // anything about the agent, so the column is skipped with runsc's own error.
+  // Should runsc still refuse this kernel or this node, no scenario could say anything about the
+  // agent: the column is skipped with runsc's own error instead.
   async check(started) {
     try {
       await probePod(started.hostCriEndpoint, {
