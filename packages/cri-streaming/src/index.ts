@@ -1,7 +1,7 @@
 // Public surface of @kh/cri-streaming.
 
 // Clients.
-export { StreamingError } from './client/dial.js';
+export { type DialTls, StreamingError } from './client/dial.js';
 export {
   type ForwardedConnection,
   PortForwardClient,

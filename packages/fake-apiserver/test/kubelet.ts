@@ -7,13 +7,18 @@ import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { type RemoteCommandHandler, servePortForward, serveRemoteCommand } from '@kh/cri-streaming';
+import {
+  type RemoteCommandHandler,
+  servePortForward,
+  serveRemoteCommand,
+  upgradeKind,
+} from '@kh/cri-streaming';
 import { generateTls } from '../src/index.js';
 
 export interface TestKubelet {
   port: number;
-  /** Every request: its URL and the client certificate's subject CN. */
-  requests: { url: string; cn: string | undefined }[];
+  /** Every request: its URL, the client certificate's subject CN, and the upgrade it asked for. */
+  requests: { url: string; cn: string | undefined; upgrade?: 'spdy' | 'websocket' }[];
   /** Upgraded connections still open. */
   openStreams(): number;
   /** Drops every upgraded connection, as a kubelet that dies mid-stream would. */
@@ -89,9 +94,20 @@ export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
-    requests.push({ url: req.url ?? '', cn: cn(req.socket as TLSSocket) });
+    const kind = upgradeKind(req);
+    requests.push({
+      url: req.url ?? '',
+      cn: cn(req.socket as TLSSocket),
+      ...(kind === 'spdy' || kind === 'websocket' ? { upgrade: kind } : {}),
+    });
     const url = new URL(req.url ?? '/', 'https://x');
-    const [kind] = url.pathname.split('/').filter((s) => s !== '');
+    const [endpoint] = url.pathname.split('/').filter((s) => s !== '');
+    // containerd's streaming server refuses a v5 WebSocket exec with 403, so kubelets in front of
+    // it serve exec and attach over SPDY only; this one does the same.
+    if (kind === 'websocket' && (endpoint === 'exec' || endpoint === 'attach')) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
     const q = url.searchParams;
     const streams = {
       stdin: q.get('input') === '1',
@@ -100,17 +116,17 @@ export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet
       tty: q.get('tty') === '1',
     };
     const upgrade = { req, socket, head };
-    if (kind === 'exec') {
+    if (endpoint === 'exec') {
       void serveRemoteCommand(upgrade, streams, execHandler(q.getAll('command')), {
         ...SESSION,
         failurePrefix: 'error executing command in container',
       });
-    } else if (kind === 'attach') {
+    } else if (endpoint === 'attach') {
       void serveRemoteCommand(upgrade, streams, attachHandler, {
         ...SESSION,
         failurePrefix: 'error attaching',
       });
-    } else if (kind === 'portForward') {
+    } else if (endpoint === 'portForward') {
       void servePortForward(upgrade, forward, { ...SESSION, target: url.pathname });
     } else {
       socket.destroy();

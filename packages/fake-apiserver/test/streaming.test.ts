@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { type AddressInfo, connect, createServer, type Server } from 'node:net';
+import { Readable, Writable } from 'node:stream';
+import { Exec, KubeConfig, type V1Status } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type Harness, KUBECTL, kubectl, pod, readyNode, startHarness } from './helpers.js';
 import { startTestKubelet, type TestKubelet } from './kubelet.js';
@@ -54,6 +56,7 @@ describe.each([
   });
 
   it('exec runs the command on the kubelet, with its output and exit code, as the apiserver client', async () => {
+    const before = kubelet.requests.length;
     const ok = await kubectl(bin, h.kubeconfigPath, [
       'exec',
       'web',
@@ -68,6 +71,9 @@ describe.each([
     const last = kubelet.requests.at(-1)!;
     expect(last.url).toBe('/exec/default/web/c?command=sh&command=-c&command=exit+3&output=1&error=1');
     expect(last.cn).toBe('kube-apiserver-kubelet-client');
+    // kubectl 1.33 asks for a WebSocket, which the apiserver translates: the kubelet (SPDY only
+    // for exec, as containerd is) sees one SPDY session per exec and no refused attempt.
+    expect(kubelet.requests.slice(before).map((r) => r.upgrade)).toEqual(['spdy', 'spdy']);
   });
 
   it('exec -i pipes stdin', async () => {
@@ -188,5 +194,77 @@ describe.each([
     expect(noUpgrade.body.message).toBe('Upgrade request required');
     const noNode = await h.api.get('/api/v1/nodes/ghost/proxy/stats/summary');
     expect(noNode.status).toBe(404);
+  });
+});
+
+describe('a WebSocket-only client (@kubernetes/client-node Exec) through the kubelet proxy', () => {
+  let h: Harness;
+  let kubelet: TestKubelet;
+
+  beforeAll(async () => {
+    h = await startHarness({ scheduler: false });
+    kubelet = await startTestKubelet(h.server.caPem!);
+    const node = readyNode('n');
+    node.status.addresses = [{ type: 'InternalIP', address: '127.0.0.1' }];
+    node.status.daemonEndpoints = { kubeletEndpoint: { Port: kubelet.port } };
+    await h.api.post('/api/v1/nodes', node);
+    await h.api.post('/api/v1/namespaces/default/pods', pod('web', { nodeName: 'n' }));
+  });
+  afterAll(async () => {
+    await h?.stop();
+    await kubelet?.close();
+  });
+
+  /** client-node's Exec: output, and the Status its error channel delivered. */
+  async function exec(command: string[], input?: string) {
+    const kc = new KubeConfig();
+    kc.loadFromString(h.server.kubeconfig());
+    let out = '';
+    let err = '';
+    const sink = (append: (s: string) => void) =>
+      new Writable({
+        write(chunk, _enc, done) {
+          append(String(chunk));
+          done();
+        },
+      });
+    const status = await new Promise<V1Status>((resolve, reject) => {
+      new Exec(kc)
+        .exec(
+          'default',
+          'web',
+          'c',
+          command,
+          sink((s) => {
+            out += s;
+          }),
+          sink((s) => {
+            err += s;
+          }),
+          input === undefined ? null : Readable.from([input]),
+          false,
+          resolve,
+        )
+        .catch(reject);
+    });
+    return { out, err, status };
+  }
+
+  it('runs a command with its output, stdin and exit code over a kubelet that speaks only SPDY', async () => {
+    const before = kubelet.requests.length;
+    const ok = await exec(['sh', '-c', 'echo out; echo err >&2']);
+    expect(ok).toMatchObject({ out: 'out\n', err: 'err\n', status: { status: 'Success' } });
+    const piped = await exec(['wc', '-c'], 'hello');
+    expect(piped.out.trim()).toBe('5');
+    const failed = await exec(['sh', '-c', 'exit 3']);
+    expect(failed.status).toMatchObject({ status: 'Failure', reason: 'NonZeroExitCode' });
+    expect(failed.status.details?.causes).toEqual([{ reason: 'ExitCode', message: '3' }]);
+    expect(kubelet.requests.slice(before).map((r) => r.upgrade)).toEqual(['spdy', 'spdy', 'spdy']);
+  });
+
+  it("passes the kubelet's failure Status on as the kubelet worded it", async () => {
+    const missing = await exec(['/no/such/command']);
+    expect(missing.status).toMatchObject({ status: 'Failure', reason: 'InternalError' });
+    expect(missing.status.message).toMatch(/^error executing command in container: .*ENOENT/);
   });
 });

@@ -20,14 +20,24 @@ export class StreamingError extends Error {
   }
 }
 
+/** Client certificate and trust for an https URL (an apiserver dialling a kubelet). */
+export interface DialTls {
+  cert?: string;
+  key?: string;
+  ca?: string;
+  rejectUnauthorized?: boolean;
+}
+
 /** Opens a SPDY session on `url` offering `protocols`; resolves with the one the server chose. */
 export function dialSpdy(
   url: string,
   protocols: readonly string[],
   signal?: AbortSignal,
+  tls: DialTls = {},
 ): Promise<{ session: SpdySession; protocol: string }> {
   const target = new URL(url);
   const request = (target.protocol === 'https:' ? https : http).request(target, {
+    ...tls,
     method: 'POST',
     headers: {
       Connection: 'Upgrade',

@@ -16,7 +16,7 @@ import { GoAwayStatus } from '../spdy/frames.js';
 import type { SpdySession, SpdyStream } from '../spdy/session.js';
 import { collect } from '../util/streams.js';
 import { ChannelSocket } from '../websocket/channels.js';
-import { dialSpdy, dialWebSocket, StreamingError } from './dial.js';
+import { type DialTls, dialSpdy, dialWebSocket, StreamingError } from './dial.js';
 
 export interface RemoteCommandClientOptions {
   /** 'spdy' (default) or 'websocket'. */
@@ -32,6 +32,8 @@ export interface RemoteCommandClientOptions {
   /** Terminal sizes to send (tty only). */
   resize?: AsyncIterable<TerminalSize>;
   signal?: AbortSignal;
+  /** Client certificate and trust for an https URL (SPDY only). */
+  tls?: DialTls;
 }
 
 export interface RemoteCommandResult {
@@ -58,7 +60,12 @@ async function overSpdy(
   url: string,
   o: RemoteCommandClientOptions,
 ): Promise<{ errorText: string; protocol: string }> {
-  const { session, protocol } = await dialSpdy(url, o.protocols ?? REMOTE_COMMAND_SPDY_PROTOCOLS, o.signal);
+  const { session, protocol } = await dialSpdy(
+    url,
+    o.protocols ?? REMOTE_COMMAND_SPDY_PROTOCOLS,
+    o.signal,
+    o.tls,
+  );
   const onAbort = () => session.destroy(new Error('aborted'));
   o.signal?.addEventListener('abort', onAbort, { once: true });
   try {

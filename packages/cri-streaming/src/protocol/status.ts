@@ -49,6 +49,9 @@ export function nonZeroExitStatus(exitCode: number): KubeStatus {
  * e.g. "error executing command in container".
  */
 export function statusForError(err: unknown, what: string): KubeStatus {
+  // A Status a peer sent (a proxied session's refusal or failure) is passed on as it came.
+  const relayed = (err as { status?: unknown } | undefined)?.status;
+  if ((relayed as KubeStatus | undefined)?.kind === 'Status') return relayed as KubeStatus;
   const message = `${what}: ${err instanceof CriError ? err.details : err instanceof Error ? err.message : String(err)}`;
   if (err instanceof CriError) {
     switch (err.code) {

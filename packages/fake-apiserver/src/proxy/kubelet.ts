@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { connect } from 'node:tls';
+import { serveRemoteCommand, streamRemoteCommand, upgradeKind } from '@kh/cri-streaming';
 import type { KObject } from '../meta/object.js';
 import { ApiError, badRequest, notFound } from '../meta/status.js';
 import type { Store } from '../storage/store.js';
@@ -22,6 +23,10 @@ export interface KubeletRequest {
   node: string;
   path: string;
 }
+
+// The kubelet's limits for a streaming session: 4 h idle, 30 s for a client to open its streams.
+const STREAM_IDLE_TIMEOUT_MS = 4 * 3600_000;
+const STREAM_CREATION_TIMEOUT_MS = 30_000;
 
 /** pods/<sub> that are upgraded connections. */
 export const STREAMING = ['exec', 'attach', 'portforward'];
@@ -187,13 +192,64 @@ export class KubeletClient {
   }
 
   /**
-   * An upgrade: the request goes to the kubelet as it came (minus the caller's credentials), and
+   * An upgrade. A WebSocket exec or attach is translated, as kube-apiserver's StreamTranslator
+   * does: this side speaks the client's WebSocket protocol (v1-v5) and SPDY to the kubelet, since
+   * kubelets and runtimes serve exec over SPDY (containerd refuses a v5 WebSocket with 403, which
+   * would cost kubectl a fallback round trip and leave WebSocket-only clients without exec).
+   * Anything else goes through as bytes.
+   */
+  proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest): void {
+    const sub = /^\/(exec|attach)\//.exec(target.path)?.[1];
+    if (sub && upgradeKind(req) === 'websocket') this.translate(req, socket, head, target, sub);
+    else this.pipeUpgrade(req, socket, head, target);
+  }
+
+  private translate(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest, sub: string) {
+    const { host, port } = this.endpoint(target.node);
+    const url = `https://${hostPort(host, port)}${target.path}`;
+    const q = new URL(url).searchParams;
+    const streams = {
+      stdin: q.has('input'),
+      stdout: q.has('output'),
+      stderr: q.has('error'),
+      tty: q.has('tty'),
+    };
+    const tls = this.tlsOptions();
+    void serveRemoteCommand(
+      { req, socket, head },
+      streams,
+      async (io, signal) => {
+        const { exitCode } = await streamRemoteCommand(url, {
+          transport: 'spdy',
+          tls,
+          signal,
+          tty: io.tty,
+          ...(io.stdin ? { stdin: io.stdin } : {}),
+          ...(io.stdout ? { stdout: io.stdout } : {}),
+          ...(io.stderr ? { stderr: io.stderr } : {}),
+          ...(io.resize ? { resize: io.resize } : {}),
+        });
+        return sub === 'exec' ? { exitCode } : undefined;
+      },
+      {
+        idleTimeoutMs: STREAM_IDLE_TIMEOUT_MS,
+        creationTimeoutMs: STREAM_CREATION_TIMEOUT_MS,
+        failurePrefix: `error dialing backend ${url}`,
+      },
+    );
+  }
+
+  /**
+   * An upgrade passed through: the request goes to the kubelet as it came (minus the caller's credentials), and
    * from then on bytes are piped both ways whatever the protocol (SPDY, WebSocket), so the
    * kubelet's 101 or its refusal reaches the client as is. Either side closing ends both.
    */
-  proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest): void {
+  private pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest): void {
     const { host, port } = this.endpoint(target.node);
     const kubelet = connect({ host, port, servername: isIp(host) ? undefined : host, ...this.tlsOptions() });
+    // Stream protocols trade small frames (SYN_STREAM, exit status); Nagle would hold each one
+    // for the peer's delayed ACK, ~40 ms per exchange.
+    kubelet.setNoDelay(true);
     const both = () => {
       kubelet.destroy();
       socket.destroy();
