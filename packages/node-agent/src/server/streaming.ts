@@ -14,6 +14,7 @@
 
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type CriClient, CriError, GrpcStatus } from '@kh/cri-api';
 import type { RunningPod } from '@kh/runtime-manager';
@@ -253,7 +254,9 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     upstream.destroy();
     log.info('Streaming client connection failed', { err: err.message });
   });
-  upstream.on('upgrade', (res, runtimeSocket: Duplex, runtimeHead: Buffer) => {
+  upstream.on('upgrade', (res, runtimeSocket: Socket, runtimeHead: Buffer) => {
+    // Small stream frames each way: without this Nagle holds them for a delayed ACK.
+    runtimeSocket.setNoDelay(true);
     const lines = [`HTTP/1.1 ${res.statusCode} ${res.statusMessage}`];
     for (let i = 0; i < res.rawHeaders.length; i += 2)
       lines.push(`${res.rawHeaders[i]}: ${res.rawHeaders[i + 1]}`);
