@@ -4,6 +4,7 @@
 import {
   type CellResult,
   consoleProgress,
+  loadBackends,
   parseRunOptions,
   type RunResults,
   runHarness,
@@ -14,15 +15,19 @@ import { beforeAll, describe, it } from 'vitest';
 import { scenarios } from '../src/index.js';
 
 const options = parseRunOptions([], process.env);
-const backends = selectBackends(options.runtimes);
+// The registered backends: built-ins and the modules of kh.config.json, KH_BACKENDS.
+const registry = await loadBackends({ criEndpoint: options.criEndpoint });
+const backends = selectBackends(options.runtimes, registry.backends);
 const selected = selectScenarios(scenarios, options.scenarios);
 let results: RunResults | undefined;
 
 beforeAll(async () => {
-  const run = await runHarness(options, scenarios, {
-    progress: consoleProgress(),
-    print: (t) => process.stdout.write(t),
-  });
+  const run = await runHarness(
+    options,
+    scenarios,
+    { progress: consoleProgress(), print: (t) => process.stdout.write(t) },
+    { backends: registry.backends },
+  );
   results = run.results;
 });
 
