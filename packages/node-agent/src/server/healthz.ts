@@ -81,7 +81,10 @@ export class HealthzServer {
 
   async start(host: string, port: number): Promise<{ host: string; port: number }> {
     const server = createServer((req, res) => {
-      if (!this.checker.handle(req, res))
+      // An unparsable target ("http://[") would throw in handle(), an uncaught exception.
+      if (!URL.canParse(req.url ?? '/', 'http://x'))
+        res.writeHead(400, { 'Content-Type': 'text/plain' }).end('Bad Request: invalid request target\n');
+      else if (!this.checker.handle(req, res))
         res.writeHead(404, { 'Content-Type': 'text/plain' }).end('404 page not found\n');
     });
     const address = await listen(server, host, port);

@@ -114,7 +114,9 @@ export class KubeletServer {
       const res = new ServerResponse(req);
       res.assignSocket(socket as Parameters<ServerResponse['assignSocket']>[0]);
       res.shouldKeepAlive = false;
-      res.on('finish', () => socket.end());
+      // The upgrade left the socket paused: ended but unread, it would never see the client's
+      // FIN and stay open. Once the reply is flushed, nothing more is read from it.
+      res.on('finish', () => socket.end(() => socket.destroy()));
       socket.on('error', () => socket.destroy());
       void this.serve(req, res, { socket, head });
     });
@@ -130,6 +132,10 @@ export class KubeletServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, upgrade?: UpgradeSocket): Promise<void> {
+    // A target no URL can be made of ("http://["): Go's server refuses it as 400 before any
+    // handler; here it would throw outside the handlers' try.
+    if (!URL.canParse(req.url ?? '/', 'http://x'))
+      return text(res, 400, 'Bad Request: invalid request target\n');
     const started = performance.now();
     const path = new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '') || '/';
     const log = this.opts.log ?? silentLogger;
