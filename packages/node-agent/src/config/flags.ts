@@ -1,6 +1,7 @@
 // Command-line flags with the kubelet's names and pflag's syntax (--name=value, --name value,
 // --bool, --bool=false). Flags either set agent options or override KubeletConfiguration fields;
 // the latter are applied over the --config file, as in the kubelet.
+import { maxHeaderSize } from 'node:http';
 import { isIP } from 'node:net';
 import { ErrorList, type FieldError } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
@@ -143,7 +144,12 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Taints to register with (key=value:Effect,...).',
   },
   { name: 'address', kind: 'string', config: 'address', help: 'IP address for the kubelet server.' },
-  { name: 'port', kind: 'int', config: 'port', help: 'Port of the kubelet server.' },
+  {
+    name: 'port',
+    kind: 'int',
+    config: 'port',
+    help: `Port of the kubelet server (HTTPS). Limits: request headers up to ${maxHeaderSize / 1024} KiB (431 beyond), all headers within 60 s and the whole request within 300 s; request bodies are never read; connections are not capped, and each exec, attach or port-forward session holds one.`,
+  },
   {
     name: 'healthz-bind-address',
     kind: 'string',
@@ -154,7 +160,7 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'healthz-port',
     kind: 'int',
     config: 'healthzPort',
-    help: 'Port of the healthz server (0 disables it).',
+    help: 'Port of the healthz server (plain HTTP; 0 disables it), with the limits of --port.',
   },
   { name: 'tls-cert-file', kind: 'string', config: 'tlsCertFile', help: 'Serving certificate.' },
   { name: 'tls-private-key-file', kind: 'string', config: 'tlsPrivateKeyFile', help: 'Serving key.' },
@@ -162,7 +168,7 @@ export const FLAGS: readonly FlagSpec[] = [
     name: 'anonymous-auth',
     kind: 'bool',
     config: 'anonymousAuth',
-    help: 'Allow anonymous requests to the kubelet server.',
+    help: 'Allow anonymous requests to the kubelet server (default false: a request without credentials gets 401).',
   },
   {
     name: 'client-ca-file',
