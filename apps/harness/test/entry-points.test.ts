@@ -1,6 +1,5 @@
 // The repository's entry points around the harness: docker-compose.yml must be a valid compose
-// file whose mounts exist, and the nightly workflow must be a well-formed GitHub Actions workflow
-// whose matrix is the registered backends.
+// file whose mounts exist (the workflows are test/workflows.test.ts's).
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -139,50 +138,4 @@ describe('docker-compose.yml', () => {
     },
     240_000,
   );
-});
-
-describe('.github/workflows/nightly.yml', () => {
-  const wf = parse(readFileSync(join(root, '.github/workflows/nightly.yml'), 'utf8'));
-
-  it('is a scheduled workflow whose jobs have runners and steps', () => {
-    expect(Object.keys(wf.on)).toEqual(expect.arrayContaining(['schedule', 'workflow_dispatch']));
-    expect(wf.on.schedule[0].cron).toMatch(/^(\S+\s){4}\S+$/);
-    for (const job of Object.values<Record<string, unknown>>(wf.jobs)) {
-      expect(job['runs-on']).toBeDefined();
-      const steps = job.steps as Record<string, unknown>[];
-      for (const s of steps) {
-        expect(Boolean(s.uses) !== Boolean(s.run), JSON.stringify(s)).toBe(true);
-        if (s.uses) expect(s.uses).toMatch(/^[\w-]+\/[\w-]+@v\d+$/);
-      }
-    }
-  });
-
-  it('runs one job per registered backend, from `list --json`, and uploads the results and report', () => {
-    const list = wf.jobs.backends.steps.find((s: { id?: string }) => s.id === 'list');
-    expect(list.run).toContain('apps/harness/dist/cli.js list --json');
-    expect(wf.jobs.backends.outputs.runtimes).toBe('${{ steps.list.outputs.runtimes }}');
-    const job = wf.jobs.e2e;
-    expect(job.needs).toBe('backends');
-    expect(job.strategy.matrix.runtime).toBe('${{ fromJSON(needs.backends.outputs.runtimes) }}');
-    const upload = job.steps.find((s: { uses?: string }) => s.uses?.startsWith('actions/upload-artifact'));
-    expect(upload.with.path).toContain('results.json');
-    expect(upload.with.path).toContain('report.html');
-    expect(job.steps.some((s: { run?: string }) => s.run?.includes('scripts/e2e.sh'))).toBe(true);
-  });
-
-  it("opens the run's report in Chromium and keeps the screenshot as an artifact", () => {
-    const job = wf.jobs.e2e;
-    const steps = job.steps as { run?: string; if?: string; uses?: string; with?: { path: string } }[];
-    const real = steps.find((s) => s.run?.includes('npm run test:report-real -w @kh/harness'));
-    expect(real?.run).toContain('KH_REAL_RESULTS="$KH_OUT/results.json"');
-    expect(real?.if).toBe('always()');
-    const pkg = JSON.parse(readFileSync(join(root, 'apps/harness/package.json'), 'utf8'));
-    expect(pkg.scripts['test:report-real']).toContain('test/report/client/real-run.test.ts');
-    const upload = steps.find((s) => s.uses?.startsWith('actions/upload-artifact'));
-    expect(upload?.with?.path).toContain('apps/harness/.reports/screenshots/');
-    // The screenshot's directory is where the Chromium tests write it.
-    expect(readFileSync(join(root, 'apps/harness/test/report/client/real-run.test.ts'), 'utf8')).toContain(
-      "'../../../.reports/screenshots/'",
-    );
-  });
 });

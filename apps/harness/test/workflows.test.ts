@@ -1,0 +1,232 @@
+// The GitHub Actions workflows: valid against SchemaStore's workflow schema (a committed copy,
+// test/fixtures/github-workflow.schema.json; source and licence in github-workflow.schema.md),
+// shaped as issue 18 asks (nightly: runtimes × shards, merge, JUnit, baseline; pr: checks and one
+// fast cell per runtime with real containers), and running only commands this repository's own
+// tests or CI already run.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { ENDPOINT_BACKEND } from '../src/backends/endpoint.js';
+import { BACKENDS } from '../src/backends/registry.js';
+import { projectRoot } from '../src/node/project.js';
+
+const root = projectRoot();
+const dir = join(root, '.github/workflows');
+const files = readdirSync(dir).filter((f) => f.endsWith('.yml'));
+const load = (name: string) => parse(readFileSync(join(dir, name), 'utf8'));
+const schema = JSON.parse(
+  readFileSync(join(root, 'apps/harness/test/fixtures/github-workflow.schema.json'), 'utf8'),
+);
+// The schema uses keywords and formats of its own draft that ajv's strict mode flags.
+const validate = new Ajv({ strict: false, allErrors: true }).compile(schema);
+
+interface Step {
+  name?: string;
+  id?: string;
+  uses?: string;
+  run?: string;
+  if?: string;
+  with?: Record<string, string>;
+  env?: Record<string, string>;
+}
+interface Job {
+  name?: string;
+  needs?: string | string[];
+  if?: string;
+  'runs-on': unknown;
+  env?: Record<string, string>;
+  outputs?: Record<string, string>;
+  strategy?: { matrix: Record<string, unknown> };
+  steps: Step[];
+}
+const jobsOf = (wf: { jobs: Record<string, Job> }) => Object.entries(wf.jobs);
+
+describe('the workflows', () => {
+  it('are nightly.yml and pr.yml', () => {
+    expect(files.sort()).toEqual(['nightly.yml', 'pr.yml']);
+  });
+
+  it.each(files)('%s is valid against the GitHub Actions workflow schema', (file) => {
+    expect(validate(load(file)), JSON.stringify(validate.errors, null, 2)).toBe(true);
+  });
+
+  it('the schema check catches a broken workflow', () => {
+    const wf = load('pr.yml');
+    wf.jobs.checks['runs-of'] = wf.jobs.checks['runs-on'];
+    delete wf.jobs.checks['runs-on'];
+    expect(validate(wf)).toBe(false);
+  });
+
+  // Each command a job runs is one the repository already runs elsewhere, so a workflow never
+  // depends on a command no test exercises. [pattern of a command line, file that runs it, evidence]
+  const KNOWN: [RegExp, string, string][] = [
+    [/^bash scripts\/test\.sh$/, '.ci/run', 'bash scripts/test.sh'],
+    [
+      /^bash scripts\/e2e\.sh( --runtime \$\{\{ matrix\.runtime \}\} --scenario node-registration)?$/,
+      '.ci/run',
+      'bash scripts/e2e.sh',
+    ],
+    [/^source scripts\/prepare\.sh$/, 'scripts/e2e.sh', 'source scripts/prepare.sh'],
+    [/^npm ci && npx turbo run build --filter=\S+( --filter=\S+)*$/, 'scripts/prepare.sh', 'npm ci'],
+    [
+      /^node_modules\/\.bin\/node apps\/harness\/dist\/cli\.js list --json > backends\.json$/,
+      'apps/harness/test/cli.test.ts',
+      "'list', '--json'",
+    ],
+    [
+      /^node_modules\/\.bin\/node apps\/harness\/dist\/cli\.js run$/,
+      'apps/harness/test/integration/sharded.test.ts',
+      "'run'",
+    ],
+    [
+      /^node_modules\/\.bin\/node apps\/harness\/dist\/cli\.js merge /,
+      'apps/harness/test/integration/sharded.test.ts',
+      "'merge'",
+    ],
+    [
+      /^node_modules\/\.bin\/node apps\/harness\/dist\/cli\.js report .*--fail-on-regression$/,
+      'apps/harness/test/integration/sharded.test.ts',
+      "'--fail-on-regression'",
+    ],
+    [
+      /^node_modules\/\.bin\/node apps\/harness\/dist\/cli\.js cleanup \|\| true$/,
+      'apps/harness/test/integration/cleanup.test.ts',
+      'cleanup',
+    ],
+    [
+      /^KH_REAL_RESULTS="\$MERGED\/results\.json" npm run test:report-real -w @kh\/harness$/,
+      '.ci/run',
+      'npm run --silent test:report-real -w @kh/harness',
+    ],
+  ];
+  // Shell around the commands: conditions, exports, echo into GITHUB_OUTPUT.
+  const SHELL = /^(if \[|baseline=\(|echo "runtimes=|fi$)/;
+
+  it.each(files)('%s runs only commands the repository already runs', (file) => {
+    for (const [id, job] of jobsOf(load(file))) {
+      for (const step of job.steps) {
+        for (const line of (step.run ?? '').split('\n').map((l) => l.trim())) {
+          if (!line || SHELL.test(line)) continue;
+          const known = KNOWN.find(([re]) => re.test(line));
+          expect(known, `${file} ${id}: ${line}`).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it.each(KNOWN.map(([re, where, evidence]) => [String(re), where, evidence]))(
+    '%s is run by %s',
+    (_, where, evidence) => {
+      expect(readFileSync(join(root, where), 'utf8')).toContain(evidence);
+    },
+  );
+
+  it.each(files)(
+    '%s uses only pinned major versions of actions, and uploads .reports (a hidden directory)',
+    (file) => {
+      for (const [, job] of jobsOf(load(file))) {
+        for (const s of job.steps) {
+          expect(Boolean(s.uses) !== Boolean(s.run), JSON.stringify(s)).toBe(true);
+          if (s.uses) expect(s.uses).toMatch(/^[\w-]+\/[\w-]+@v\d+$/);
+          if (s.uses?.startsWith('actions/upload-artifact') && s.with?.path?.includes('.reports/'))
+            expect(s.with['include-hidden-files']).toBe(true);
+        }
+      }
+    },
+  );
+});
+
+describe('nightly.yml', () => {
+  const wf = load('nightly.yml');
+  const { backends, e2e, merge } = wf.jobs as Record<string, Job>;
+
+  it('is scheduled and can be started by hand', () => {
+    expect(Object.keys(wf.on)).toEqual(expect.arrayContaining(['schedule', 'workflow_dispatch']));
+    expect(wf.on.schedule[0].cron).toMatch(/^(\S+\s){4}\S+$/);
+  });
+
+  it('fans out over the registered backends (`list --json`) × shards, each job one `run --shard i/n`', () => {
+    const list = backends!.steps.find((s) => s.id === 'list')!;
+    expect(list.run).toContain('apps/harness/dist/cli.js list --json');
+    expect(backends!.outputs!.runtimes).toBe('${{ steps.list.outputs.runtimes }}');
+    expect(e2e!.needs).toContain('backends');
+    expect(e2e!.strategy!.matrix.runtime).toBe('${{ fromJSON(needs.backends.outputs.runtimes) }}');
+    const shards = e2e!.strategy!.matrix.shard as number[];
+    expect(shards).toEqual(shards.map((_, i) => i + 1));
+    expect(e2e!.env!.KH_SHARD).toBe(`\${{ matrix.shard }}/${shards.length}`);
+    expect(e2e!.env!.KH_RUNTIME).toBe('${{ matrix.runtime }}');
+    expect(e2e!.steps.some((s) => s.run?.trim().endsWith('apps/harness/dist/cli.js run'))).toBe(true);
+    const upload = e2e!.steps.find((s) => s.uses?.startsWith('actions/upload-artifact'))!;
+    expect(upload.with!.name).toBe('kh-shard-${{ matrix.runtime }}-${{ matrix.shard }}');
+    expect(upload.if).toBe('always()');
+  });
+
+  it('balances the shards by the last green nightly, and compares the merged run with it', () => {
+    const lastGreen = wf.jobs['last-green'] as Job;
+    const find = lastGreen.steps.find((s) => s.id === 'find')!;
+    expect(find.with!.script).toContain("status: 'success'");
+    expect(find.with!.script).toContain("workflow_id: 'nightly.yml'");
+    const downloads = [...e2e!.steps, ...merge!.steps].filter(
+      (s) => s.uses?.startsWith('actions/download-artifact') && s.with?.name === 'kubelet-harness-merged',
+    );
+    expect(downloads).toHaveLength(2);
+    for (const d of downloads) {
+      expect(d.uses).toMatch(/^actions\/download-artifact@v\d+$/);
+      expect(d.with!['run-id']).toBe('${{ needs.last-green.outputs.run-id }}');
+    }
+    expect(e2e!.steps.find((s) => s.run?.includes('KH_DURATIONS'))?.run).toContain(
+      'export KH_DURATIONS=.reports/last-green',
+    );
+  });
+
+  it('merges every shard, publishes JUnit, gates on regressions, opens the report in Chromium, keeps it', () => {
+    expect(merge!.needs).toEqual(expect.arrayContaining(['e2e', 'last-green']));
+    expect(merge!.if).toBe('always()');
+    const steps = merge!.steps;
+    expect(steps.find((s) => s.with?.pattern)?.with?.pattern).toBe('kh-shard-*');
+    expect(steps.find((s) => s.run?.includes('cli.js merge'))?.run).toContain('--out "$MERGED"');
+    expect(steps.find((s) => s.uses?.startsWith('mikepenz/action-junit-report'))?.with?.report_paths).toBe(
+      '.reports/merged/junit.xml',
+    );
+    const report = steps.find((s) => s.run?.includes('cli.js report'))!.run!;
+    expect(report).toContain('--baseline .reports/last-green');
+    expect(report).toContain('--fail-on-regression');
+    const real = steps.find((s) => s.run?.includes('test:report-real'))!;
+    expect(real.if).toBe('always()');
+    const pkg = JSON.parse(readFileSync(join(root, 'apps/harness/package.json'), 'utf8'));
+    expect(pkg.scripts['test:report-real']).toContain('test/report/client/real-run.test.ts');
+    const upload = steps.find((s) => s.uses?.startsWith('actions/upload-artifact'))!;
+    expect(upload.with!.name).toBe('kubelet-harness-merged');
+    for (const f of ['results.json', 'junit.xml', 'report.html'])
+      expect(upload.with!.path).toContain(`.reports/merged/${f}`);
+    expect(upload.with!.path).toContain('apps/harness/.reports/screenshots/');
+    // The screenshot's directory is where the Chromium tests write it.
+    expect(readFileSync(join(root, 'apps/harness/test/report/client/real-run.test.ts'), 'utf8')).toContain(
+      "'../../../.reports/screenshots/'",
+    );
+  });
+});
+
+describe('pr.yml', () => {
+  const wf = load('pr.yml');
+
+  it('runs on pull requests: lint, typecheck and the tests through scripts/test.sh', () => {
+    expect(Object.keys(wf.on)).toEqual(['pull_request']);
+    expect(wf.jobs.checks.steps.map((s: Step) => s.run).filter(Boolean)).toEqual(['bash scripts/test.sh']);
+    const script = readFileSync(join(root, 'scripts/test.sh'), 'utf8');
+    for (const part of ['npx biome ci .', 'npx turbo run typecheck', 'npx turbo run test'])
+      expect(script).toContain(part);
+  });
+
+  it('runs node-registration on every built-in runtime with real containers in a node container', () => {
+    const job = wf.jobs['fast-cell'] as Job;
+    // The endpoint backend drives a CRI socket the user brings; CI has none.
+    const real = BACKENDS.filter((b) => b.capabilities.has('real-containers') && b.name !== ENDPOINT_BACKEND);
+    expect(job.strategy!.matrix.runtime).toEqual(real.map((b) => b.name));
+    expect(job.steps.find((s) => s.run?.startsWith('bash scripts/e2e.sh'))?.run).toBe(
+      'bash scripts/e2e.sh --runtime ${{ matrix.runtime }} --scenario node-registration',
+    );
+  });
+});
