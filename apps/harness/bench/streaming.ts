@@ -1,20 +1,25 @@
 #!/usr/bin/env node
 // Benchmark (issue 15): kubectl's streaming verbs through the fake apiserver and our agent, side
 // by side with the runtime's own path on the same node, in one run:
-//   exec          `kubectl exec <pod> -- true` round trip from the host vs `crictl exec <container>
-//                 true` inside the node (where the runtime's streaming server listens, on 127.0.0.1),
-//                 timed there (target: p50 at most 1.5×). Both are one process each.
+//   exec          the round trip of an exec of `true` with one client, in one process inside the
+//                 node (bench/exec_probe.ts): SPDY through the apiserver and the agent vs CRI Exec
+//                 and SPDY straight to the runtime, as crictl does (target: p50 at most 1.5×).
+//                 Also, as context: `kubectl exec` from the host vs `crictl exec` in the node, each
+//                 a process, with what each binary takes to start.
 //   port-forward  100 MiB from a busybox httpd pod through `kubectl port-forward`, read on the host,
-//                 vs the same download from a client pod straight to the pod IP (target: ≥ 50 %).
+//                 vs the same download from a client pod straight to the pod IP (target: ≥ 50 %),
+//                 and through `crictl port-forward` in the node: the runtime's own port-forward,
+//                 the ceiling for any path through it.
 // Writes .reports/bench/streaming-<time>.json. Usage: npm run bench -w @kh/harness [-- -r containerd]
 import { execFile } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { runId } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { selectBackends } from '../src/backends/registry.js';
 import { ContainerHost } from '../src/node/container-host.js';
+import { PROJECT_IN_CONTAINER } from '../src/node/project.js';
 import { summarize } from '../src/report/stats.js';
 import { startNode } from '../src/run/node.js';
 import { list } from '../src/run/options.js';
@@ -31,22 +36,37 @@ const EXEC_TARGET_RATIO = 1.5;
 const FORWARD_TARGET_SHARE = 0.5;
 
 const run = promisify(execFile);
+
+/** The parts of the admin kubeconfig (JSON) the in-node exec probe needs. */
+interface KubeconfigJson {
+  clusters: { cluster: { 'certificate-authority-data': string } }[];
+  users: { user: { token: string } }[];
+}
 const progress = consoleProgress();
 
 interface RuntimeResult {
   runtime: string;
   exec: {
-    kubectlP50Ms?: number;
-    crictlP50Ms?: number;
+    /** One client in one process in the node: through apiserver and agent vs straight to the runtime. */
+    apiserverP50Ms?: number;
+    runtimeP50Ms?: number;
     ratio?: number;
     targetRatio: number;
     met?: boolean;
+    /** Context: the two CLIs, each a new process, and what each takes to start and exit. */
+    kubectlP50Ms?: number;
+    crictlP50Ms?: number;
+    processRatio?: number;
+    kubectlStartP50Ms?: number;
+    crictlStartP50Ms?: number;
     error?: string;
   };
   portForward: {
     viaPortForwardMiBps?: number;
     directMiBps?: number;
     share?: number;
+    /** crictl port-forward in the node: the runtime's own port-forward, without apiserver and agent. */
+    runtimePortForwardMiBps?: number;
     targetShare: number;
     met?: boolean;
     error?: string;
@@ -88,16 +108,17 @@ async function benchRuntime(world: HarnessWorld, name: string, kubeconfig: strin
     if (!(host instanceof ContainerHost)) throw new Error(`${name}: the node is not a container`);
     await run('docker', ['cp', CRICTL, `${host.containerId}:/usr/local/bin/crictl`]);
     const crictl = `crictl --runtime-endpoint ${node.started.nodeCriEndpoint}`;
-    /** Runs a crictl command line in the node; resolves to its duration there in ms. */
-    const crictlInNode = async (args: string): Promise<number> => {
+    /** Runs a shell command line in the node; resolves to its duration there in ms. */
+    const timedInNode = async (cmd: string): Promise<number> => {
       const r = await host.exec([
         'sh',
         '-c',
-        `s=$(date +%s%N); ${crictl} ${args} >/dev/null || exit 1; e=$(date +%s%N); echo $((e - s))`,
+        `s=$(date +%s%N); ${cmd} >/dev/null || exit 1; e=$(date +%s%N); echo $((e - s))`,
       ]);
-      if (r.exitCode !== 0) throw new Error(`crictl ${args}: ${r.output.trim()}`);
+      if (r.exitCode !== 0) throw new Error(`${cmd}: ${r.output.trim()}`);
       return Number(r.output.trim().split('\n').pop()) / 1e6;
     };
+    const crictlInNode = (args: string) => timedInNode(`${crictl} ${args}`);
     await world.core.createNamespace({ body: { metadata: { name: NS } } });
     await world.core.createNamespacedPod({
       namespace: NS,
@@ -127,26 +148,60 @@ async function benchRuntime(world: HarnessWorld, name: string, kubeconfig: strin
     const clientId = ps.output.trim();
     progress.ok(`${name}: pods running (srv ${srvIp}, client container ${clientId.slice(0, 12)})`);
 
-    // exec: alternate the two paths so drift on a shared machine hits both alike. A failing
-    // kubectl path is recorded and the runtime's own path still measured.
-    const viaApi: number[] = [];
-    const direct: number[] = [];
+    // exec, the judged figure: one client, one process, both paths alternating in the node.
     try {
+      const admin = JSON.parse(await readFile(kubeconfig, 'utf8')) as KubeconfigJson;
+      const r = await host.exec([
+        'node',
+        `${PROJECT_IN_CONTAINER}/apps/harness/bench/dist/bench/exec_probe.js`,
+        `--endpoint=${node.started.nodeCriEndpoint}`,
+        `--container=${clientId}`,
+        '--apiserver=https://apiserver:6443',
+        `--ca-data=${admin.clusters[0]!.cluster['certificate-authority-data']}`,
+        `--token=${admin.users[0]!.user.token}`,
+        `--namespace=${NS}`,
+        '--pod=client',
+        `--samples=${EXEC_SAMPLES}`,
+      ]);
+      if (r.exitCode !== 0) throw new Error(r.output.trim());
+      const probe = JSON.parse(r.output.trim().split('\n').pop()!) as {
+        runtimeMs: number[];
+        apiserverMs: number[];
+      };
+      const a = median(probe.apiserverMs);
+      const d = median(probe.runtimeMs);
+      Object.assign(result.exec, {
+        apiserverP50Ms: a,
+        runtimeP50Ms: d,
+        ratio: a / d,
+        met: a / d <= EXEC_TARGET_RATIO,
+      });
+    } catch (err) {
+      result.exec.error = `exec probe: ${(err as Error).message}`;
+    }
+    // Context: the CLIs, alternating so drift on a shared machine hits both alike.
+    try {
+      const viaApi: number[] = [];
+      const direct: number[] = [];
+      const kubectlStart: number[] = [];
+      const crictlStart: number[] = [];
       for (let i = 0; i < EXEC_SAMPLES; i++) {
         direct.push(await crictlInNode(`exec ${clientId} true`));
-        if (result.exec.error) continue;
+        crictlStart.push(await crictlInNode('--version'));
         const [ms, r] = await timed(() => runKubectl(kubeconfig, ['-n', NS, 'exec', 'client', '--', 'true']));
-        if (r.code === 0) viaApi.push(ms);
-        else result.exec.error = `kubectl exec: exit ${r.code}: ${r.stderr.trim()}`;
+        if (r.code !== 0) throw new Error(`kubectl exec: exit ${r.code}: ${r.stderr.trim()}`);
+        viaApi.push(ms);
+        kubectlStart.push((await timed(() => runKubectl(kubeconfig, ['version', '--client'])))[0]);
       }
-      result.exec.crictlP50Ms = median(direct);
-      if (!result.exec.error) {
-        const k = median(viaApi);
-        const ratio = k / result.exec.crictlP50Ms;
-        Object.assign(result.exec, { kubectlP50Ms: k, ratio, met: ratio <= EXEC_TARGET_RATIO });
-      }
+      Object.assign(result.exec, {
+        kubectlP50Ms: median(viaApi),
+        crictlP50Ms: median(direct),
+        processRatio: median(viaApi) / median(direct),
+        kubectlStartP50Ms: median(kubectlStart),
+        crictlStartP50Ms: median(crictlStart),
+      });
     } catch (err) {
-      result.exec.error = (err as Error).message;
+      result.exec.error = [result.exec.error, (err as Error).message].filter(Boolean).join('; ');
     }
 
     // port-forward vs the pod IP.
@@ -185,6 +240,27 @@ async function benchRuntime(world: HarnessWorld, name: string, kubeconfig: strin
       } finally {
         await pf.stop();
       }
+      // The runtime's own port-forward, in the node: crictl port-forward to the same pod.
+      const sandbox = (
+        await host.exec(['sh', '-c', `${crictl} pods -q --name srv --namespace ${NS} --state ready`])
+      ).output.trim();
+      const runtimeForward: number[] = [];
+      const local = 18080;
+      await host.exec([
+        'sh',
+        '-c',
+        `(${crictl} port-forward ${sandbox} ${local}:8080 >/tmp/kh-pf.log 2>&1 &)`,
+      ]);
+      try {
+        await timedInNode(
+          `for i in $(seq 50); do wget -q -s http://127.0.0.1:${local}/big 2>/dev/null && break; sleep 0.2; done`,
+        );
+        for (let i = 0; i < TRANSFER_RUNS; i++) {
+          runtimeForward.push(await timedInNode(`wget -q -O /dev/null http://127.0.0.1:${local}/big`));
+        }
+      } finally {
+        await host.exec(['sh', '-c', 'pkill -f "crictl.*port-forward" || true']);
+      }
       const mibps = (ms: number) => BYTES / 2 ** 20 / (ms / 1000);
       const f = mibps(median(viaForward));
       const d = mibps(median(straight));
@@ -192,6 +268,7 @@ async function benchRuntime(world: HarnessWorld, name: string, kubeconfig: strin
         viaPortForwardMiBps: f,
         directMiBps: d,
         share: f / d,
+        runtimePortForwardMiBps: mibps(median(runtimeForward)),
         met: f / d >= FORWARD_TARGET_SHARE,
       });
     } catch (err) {
@@ -221,8 +298,9 @@ async function main(): Promise<number> {
   const fmt = (v: number | undefined, d = 1) => (v === undefined ? '-' : v.toFixed(d));
   for (const r of results) {
     process.stdout.write(
-      `${r.runtime}: exec p50 kubectl ${fmt(r.exec.kubectlP50Ms)} ms vs crictl ${fmt(r.exec.crictlP50Ms)} ms = ${fmt(r.exec.ratio, 2)}× (target ≤ ${EXEC_TARGET_RATIO}×)${r.exec.error ? ` error: ${r.exec.error}` : ''}\n` +
-        `${r.runtime}: 100 MiB port-forward ${fmt(r.portForward.viaPortForwardMiBps)} MiB/s vs pod IP ${fmt(r.portForward.directMiBps)} MiB/s = ${fmt((r.portForward.share ?? Number.NaN) * 100, 0)} % (target ≥ ${FORWARD_TARGET_SHARE * 100} %)${r.portForward.error ? ` error: ${r.portForward.error}` : ''}\n`,
+      `${r.runtime}: exec round trip p50 through apiserver and agent ${fmt(r.exec.apiserverP50Ms)} ms vs straight to the runtime ${fmt(r.exec.runtimeP50Ms)} ms = ${fmt(r.exec.ratio, 2)}× (target ≤ ${EXEC_TARGET_RATIO}×)${r.exec.error ? ` error: ${r.exec.error}` : ''}\n` +
+        `${r.runtime}:   as processes: kubectl exec ${fmt(r.exec.kubectlP50Ms)} ms vs crictl exec ${fmt(r.exec.crictlP50Ms)} ms = ${fmt(r.exec.processRatio, 2)}× (starting kubectl ${fmt(r.exec.kubectlStartP50Ms)} ms, crictl ${fmt(r.exec.crictlStartP50Ms)} ms)\n` +
+        `${r.runtime}: 100 MiB port-forward ${fmt(r.portForward.viaPortForwardMiBps)} MiB/s vs pod IP ${fmt(r.portForward.directMiBps)} MiB/s = ${fmt((r.portForward.share ?? Number.NaN) * 100, 0)} % (target ≥ ${FORWARD_TARGET_SHARE * 100} %); crictl port-forward in the node ${fmt(r.portForward.runtimePortForwardMiBps)} MiB/s${r.portForward.error ? ` error: ${r.portForward.error}` : ''}\n`,
     );
   }
   const dir = join(process.cwd(), '.reports', 'bench');

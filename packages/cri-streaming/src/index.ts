@@ -1,7 +1,7 @@
 // Public surface of @kh/cri-streaming.
 
 // Clients.
-export { type DialTls, StreamingError } from './client/dial.js';
+export { type DialOptions, StreamingError } from './client/dial.js';
 export {
   type ForwardedConnection,
   PortForwardClient,

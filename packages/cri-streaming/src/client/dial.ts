@@ -20,12 +20,14 @@ export class StreamingError extends Error {
   }
 }
 
-/** Client certificate and trust for an https URL (an apiserver dialling a kubelet). */
-export interface DialTls {
+/** How to dial: client certificate and trust for an https URL (an apiserver dialling a kubelet), extra headers. */
+export interface DialOptions {
   cert?: string;
   key?: string;
   ca?: string;
   rejectUnauthorized?: boolean;
+  /** Extra request headers, e.g. `Authorization: Bearer …` for an apiserver. */
+  headers?: Record<string, string>;
 }
 
 /** Opens a SPDY session on `url` offering `protocols`; resolves with the one the server chose. */
@@ -33,13 +35,15 @@ export function dialSpdy(
   url: string,
   protocols: readonly string[],
   signal?: AbortSignal,
-  tls: DialTls = {},
+  dial: DialOptions = {},
 ): Promise<{ session: SpdySession; protocol: string }> {
   const target = new URL(url);
+  const { headers, ...trust } = dial;
   const request = (target.protocol === 'https:' ? https : http).request(target, {
-    ...tls,
+    ...trust,
     method: 'POST',
     headers: {
+      ...headers,
       Connection: 'Upgrade',
       Upgrade: 'SPDY/3.1',
       'X-Stream-Protocol-Version': [...protocols],

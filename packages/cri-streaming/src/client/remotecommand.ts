@@ -16,7 +16,7 @@ import { GoAwayStatus } from '../spdy/frames.js';
 import type { SpdySession, SpdyStream } from '../spdy/session.js';
 import { collect } from '../util/streams.js';
 import { ChannelSocket } from '../websocket/channels.js';
-import { type DialTls, dialSpdy, dialWebSocket, StreamingError } from './dial.js';
+import { type DialOptions, dialSpdy, dialWebSocket, StreamingError } from './dial.js';
 
 export interface RemoteCommandClientOptions {
   /** 'spdy' (default) or 'websocket'. */
@@ -32,8 +32,8 @@ export interface RemoteCommandClientOptions {
   /** Terminal sizes to send (tty only). */
   resize?: AsyncIterable<TerminalSize>;
   signal?: AbortSignal;
-  /** Client certificate and trust for an https URL (SPDY only). */
-  tls?: DialTls;
+  /** Client certificate, trust and extra headers for an https URL (SPDY only). */
+  dial?: DialOptions;
 }
 
 export interface RemoteCommandResult {
@@ -64,7 +64,7 @@ async function overSpdy(
     url,
     o.protocols ?? REMOTE_COMMAND_SPDY_PROTOCOLS,
     o.signal,
-    o.tls,
+    o.dial,
   );
   const onAbort = () => session.destroy(new Error('aborted'));
   o.signal?.addEventListener('abort', onAbort, { once: true });

@@ -214,14 +214,14 @@ export class KubeletClient {
       stderr: q.has('error'),
       tty: q.has('tty'),
     };
-    const tls = this.tlsOptions();
+    const dial = this.tlsOptions();
     void serveRemoteCommand(
       { req, socket, head },
       streams,
       async (io, signal) => {
         const { exitCode } = await streamRemoteCommand(url, {
           transport: 'spdy',
-          tls,
+          dial,
           signal,
           tty: io.tty,
           ...(io.stdin ? { stdin: io.stdin } : {}),
