@@ -44,6 +44,7 @@ describe('API semantics', () => {
         'authentication.k8s.io',
         'authorization.k8s.io',
         'rbac.authorization.k8s.io',
+        'node.k8s.io',
       ]);
       expect((await api.get('/apis/coordination.k8s.io/v1')).body.resources[0]).toMatchObject({
         name: 'leases',
