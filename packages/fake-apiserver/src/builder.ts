@@ -1,3 +1,4 @@
+import type { AuthorizationMode } from './auth/authorizer.js';
 import type { UserInfo } from './auth/tokens.js';
 import type { Clock } from './meta/object.js';
 import { type ApiServer, type ApiServerOptions, createApiServer } from './server.js';
@@ -37,6 +38,12 @@ export class FakeApiServer {
 
   withTokenFile(path: string): this {
     this.opts.tokens = path;
+    return this;
+  }
+
+  /** kube-apiserver's --authorization-mode, e.g. withAuthorizationMode('Node', 'RBAC'). */
+  withAuthorizationMode(...modes: AuthorizationMode[]): this {
+    this.opts.authorizationMode = modes;
     return this;
   }
 

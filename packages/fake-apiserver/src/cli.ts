@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { AUTHORIZATION_MODES, type AuthorizationMode } from './auth/authorizer.js';
-import { createApiServer } from './server.js';
+import { parseAuthorizationModes } from './auth/authorizer.js';
+import { MAX_YAML_DEPTH } from './http/body.js';
+import { MAX_BUFFERED } from './http/watch.js';
+import { MAX_DEPTH } from './meta/depth.js';
+import { createApiServer, LIMITS } from './server.js';
 
 const USAGE = `Usage: fake-apiserver [options]
   --port <n>                 port to listen on (default 6443; 0 picks one)
@@ -10,7 +13,9 @@ const USAGE = `Usage: fake-apiserver [options]
   --data-dir <dir>           durable storage (WAL + snapshot); in memory without it
   --token-file <file>        bearer tokens, kube-apiserver CSV format: token,user,uid[,"group1,group2"]
   --anonymous                allow requests without a token
-  --authorization-mode <m>   AlwaysAllow (default) or RBAC
+  --authorization-mode <m>   comma list asked in order: AlwaysAllow (default), Node, RBAC;
+                             Node also enables the NodeRestriction admission plugin
+                             (kubeadm's choice: Node,RBAC)
   --tls                      serve HTTPS with a generated CA (put into the kubeconfig)
   --tls-host <name>          extra SAN for the serving certificate (repeatable)
   --kubelet-client-certificate <file>  client certificate for kubelets (PEM); with --tls and
@@ -25,7 +30,15 @@ const USAGE = `Usage: fake-apiserver [options]
   --print-kubeconfig         print a kubeconfig for this server on stdout
   --kubeconfig-out <file>    also write the kubeconfig to a file
   --kubeconfig-server <url>  server URL to put in the kubeconfig (e.g. https://apiserver:6443)
-  -h, --help`;
+  -h, --help
+
+Limits (what a hostile or broken client gets):
+  request body               ${LIMITS.maxBodyBytes / 1024 / 1024} MiB (413 above), JSON nested at most ${MAX_DEPTH} levels, YAML ${MAX_YAML_DEPTH} (400)
+  request headers            ${LIMITS.maxHeaderBytes / 1024} KiB (431 above), sent within ${LIMITS.headersTimeoutSeconds} s
+  whole request              received within ${LIMITS.requestTimeoutSeconds} s (408 and disconnected after)
+  connections                ${LIMITS.maxConnections} open at once (more are closed on arrival); idle keep-alive ${LIMITS.keepAliveSeconds} s
+  watches                    ${LIMITS.maxWatches} open at once (429 above); each ends after its timeoutSeconds or
+                             a random ${LIMITS.maxWatchSeconds / 2 / 60}-${LIMITS.maxWatchSeconds / 60} min; a watcher that stops reading is cut off at ${MAX_BUFFERED / 1024 / 1024} MiB buffered`;
 
 function seconds(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
@@ -64,9 +77,7 @@ async function main() {
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port: ${values.port}`);
-  const mode = values['authorization-mode'] as AuthorizationMode;
-  if (!AUTHORIZATION_MODES.includes(mode))
-    throw new Error(`--authorization-mode: ${mode}: supported modes are ${AUTHORIZATION_MODES.join(', ')}`);
+  const modes = parseAuthorizationModes(values['authorization-mode']);
   const cert = values['kubelet-client-certificate'];
   const key = values['kubelet-client-key'];
   if ((cert === undefined) !== (key === undefined))
@@ -78,7 +89,7 @@ async function main() {
     dataDir: values['data-dir'],
     tokens: values['token-file'],
     anonymous: values.anonymous,
-    authorizationMode: mode,
+    authorizationMode: modes,
     tls: values.tls,
     tlsHosts: values['tls-host'],
     kubeletClient: {

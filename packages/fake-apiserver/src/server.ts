@@ -4,7 +4,15 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { realClock } from '@kh/apimachinery';
 import { stringify as toYaml } from 'yaml';
-import { type AuthorizationMode, alwaysAllow, rbacAuthorizer } from './auth/authorizer.js';
+import { nodeRestriction } from './admission/noderestriction.js';
+import {
+  type AuthorizationMode,
+  alwaysAllow,
+  type PolicyRule,
+  rbacAuthorizer,
+  unionAuthorizer,
+} from './auth/authorizer.js';
+import { nodeAuthorizer } from './auth/node.js';
 import { generateTls, issueClientCertificate, persistentTls, type TlsMaterial } from './auth/tls.js';
 import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
 import { EventTtlController } from './controllers/event-ttl.js';
@@ -15,9 +23,15 @@ import { ApiHandler } from './http/api.js';
 import { DEFAULT_MAX_BODY } from './http/body.js';
 import { createRouter, createUpgradeRouter } from './http/router.js';
 import type { Clock } from './meta/object.js';
-import { KubeletClient, type KubeletClientConfig } from './proxy/kubelet.js';
+import { methodNotAllowed } from './meta/status.js';
+import { KubeletClient, type KubeletClientConfig, writeSocketStatus } from './proxy/kubelet.js';
 import { namespaces } from './registry/namespaces.js';
-import { bootstrapPolicy, clusterrolebindings, clusterroles } from './registry/rbac.js';
+import {
+  BOOTSTRAP_CLUSTER_ROLES,
+  bootstrapPolicy,
+  clusterrolebindings,
+  clusterroles,
+} from './registry/rbac.js';
 import { RestStorage } from './registry/rest.js';
 import { ServiceAccountTokens } from './registry/serviceaccounts.js';
 import { Store } from './storage/store.js';
@@ -44,10 +58,12 @@ export interface ApiServerOptions {
    */
   kubeletClient?: KubeletClientConfig;
   /**
-   * kube-apiserver's --authorization-mode: AlwaysAllow (default: every authenticated caller may
-   * do everything) or RBAC (the stored roles and bindings, with the bootstrap policy).
+   * kube-apiserver's --authorization-mode, one mode or several asked in order: AlwaysAllow
+   * (default: every authenticated caller may do everything), Node (kubelets: their own node's
+   * objects; enables the NodeRestriction admission plugin with it) and RBAC (the stored roles and
+   * bindings, with the bootstrap policy).
    */
-  authorizationMode?: AuthorizationMode;
+  authorizationMode?: AuthorizationMode | readonly AuthorizationMode[];
   /** Node lease grace period before the lifecycle controller marks a node Unknown (40 s). */
   leaseGraceSeconds?: number;
   /** How often the lifecycle controller checks (5 s). */
@@ -60,9 +76,33 @@ export interface ApiServerOptions {
   eventTtlSeconds?: number;
   clock?: Clock;
   watchCacheSize?: number;
+  /** Largest request body; a larger one is 413 (3 MiB, kube-apiserver's). */
   maxBodyBytes?: number;
   bookmarkIntervalSeconds?: number;
+  /** Most connections open at once; more are closed as they arrive (see LIMITS). */
+  maxConnections?: number;
+  /** Most watches open at once; more are answered 429. */
+  maxWatches?: number;
+  /** Time a client has to send its request headers; a slower one is answered 408 and cut off. */
+  headersTimeoutSeconds?: number;
+  /** Time a client has to send its whole request (headers and body). */
+  requestTimeoutSeconds?: number;
 }
+
+/** The defaults of the limits that keep a hostile or broken client from exhausting the server. */
+export const LIMITS = {
+  maxBodyBytes: DEFAULT_MAX_BODY,
+  maxConnections: 10_000,
+  maxWatches: 10_000,
+  // kube-apiserver's ReadHeaderTimeout.
+  headersTimeoutSeconds: 32,
+  requestTimeoutSeconds: 60,
+  // A watch without timeoutSeconds ends after a random 30 to 60 minutes, as kube-apiserver's do.
+  maxWatchSeconds: 3600,
+  keepAliveSeconds: 65,
+  // Node's default limit on a request's header block.
+  maxHeaderBytes: 16 * 1024,
+} as const;
 
 export interface ApiServer {
   /** e.g. https://127.0.0.1:41234 */
@@ -111,7 +151,15 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   }
   const tokens = tokenMap(opts.tokens);
   const authn = tokenAuthenticator(tokens, opts.anonymous ?? false);
-  const authz = (opts.authorizationMode ?? 'AlwaysAllow') === 'RBAC' ? rbacAuthorizer(store) : alwaysAllow;
+  const modes = [opts.authorizationMode ?? 'AlwaysAllow'].flat();
+  const nodeRules = BOOTSTRAP_CLUSTER_ROLES['system:node'] as PolicyRule[];
+  const authz = unionAuthorizer(
+    modes.map((m) =>
+      m === 'Node' ? nodeAuthorizer(store, nodeRules) : m === 'RBAC' ? rbacAuthorizer(store) : alwaysAllow,
+    ),
+  );
+  // As kubeadm runs them: NodeRestriction narrows the writes the Node authorizer lets through.
+  const admission = modes.includes('Node') ? nodeRestriction(store) : undefined;
   const tls =
     opts.tls === true
       ? await (opts.dataDir ? persistentTls(opts.dataDir, opts.tlsHosts) : generateTls(opts.tlsHosts))
@@ -134,9 +182,11 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
       authorizer: authz,
     },
     serviceAccountTokens,
-    maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY,
+    admission,
+    maxBodyBytes: opts.maxBodyBytes ?? LIMITS.maxBodyBytes,
     bookmarkIntervalMs: (opts.bookmarkIntervalSeconds ?? 60) * 1000,
-    maxWatchSeconds: 3600,
+    maxWatchSeconds: LIMITS.maxWatchSeconds,
+    maxWatches: opts.maxWatches ?? LIMITS.maxWatches,
   });
   let url = '';
   const routerOptions = {
@@ -150,19 +200,35 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   const router = createRouter(routerOptions);
   const handler = (req: Parameters<typeof router>[0], res: Parameters<typeof router>[1]) =>
     void router(req, res);
+  const requestTimeout = (opts.requestTimeoutSeconds ?? LIMITS.requestTimeoutSeconds) * 1000;
+  const http = {
+    requestTimeout,
+    headersTimeout: Math.min(
+      requestTimeout,
+      (opts.headersTimeoutSeconds ?? LIMITS.headersTimeoutSeconds) * 1000,
+    ),
+    keepAliveTimeout: LIMITS.keepAliveSeconds * 1000,
+    maxHeaderSize: LIMITS.maxHeaderBytes,
+    // How often slow requests are looked for (Node's default, 30 s, would let them linger).
+    connectionsCheckingInterval: Math.min(1000, requestTimeout),
+  };
   const server: Server = tls
-    ? createHttpsServer({ cert: tls.certPem, key: tls.keyPem }, handler)
-    : createHttpServer(handler);
+    ? createHttpsServer({ ...http, cert: tls.certPem, key: tls.keyPem }, handler)
+    : createHttpServer(http, handler);
+  server.maxConnections = opts.maxConnections ?? LIMITS.maxConnections;
   // Proxied streams are no longer the HTTP server's connections: close() ends them itself.
   const upgraded = new Set<Duplex>();
+  // CONNECT is no verb of the API: answer it instead of dropping the connection unanswered.
+  server.on('connect', (req, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    writeSocketStatus(socket, methodNotAllowed(req.method ?? 'CONNECT', 'the API'));
+  });
   const upgradeRouter = createUpgradeRouter(routerOptions);
   server.on('upgrade', (req, socket: Duplex, head: Buffer) => {
     upgraded.add(socket);
     socket.once('close', () => upgraded.delete(socket));
     upgradeRouter(req, socket, head);
   });
-  server.keepAliveTimeout = 65_000;
-  server.requestTimeout = 0;
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

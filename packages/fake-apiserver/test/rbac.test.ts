@@ -117,29 +117,20 @@ describe('authorization: RBAC mode, reviews and kubectl auth can-i', () => {
     expect((await kubectl(KUBECTL.newest, ops, ['auth', 'can-i', 'list', 'pods'])).stdout.trim()).toBe('no');
   });
 
-  it('lets a node (group system:nodes) do what the node agent does, including the webhook reviews', async () => {
+  it('gives a node nothing by RBAC alone: the bootstrap system:node binding has no subject', async () => {
     const node = client('node-token');
     const created = await node.post('/api/v1/nodes', { metadata: { name: 'n' } });
-    expect(created.status).toBe(201);
-    const status = await node.patch('/api/v1/nodes/n/status', 'strategic', { status: { phase: 'Running' } });
-    expect(status.status).toBe(200);
-    const lease = await node.post('/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', {
-      metadata: { name: 'n' },
-      spec: { holderIdentity: 'n', leaseDurationSeconds: 40 },
-    });
-    expect(lease.status).toBe(201);
-    expect((await node.get('/api/v1/pods?fieldSelector=spec.nodeName%3Dn')).status).toBe(200);
-    const ev = await node.post('/api/v1/namespaces/default/events', {
-      metadata: { name: 'n.1' },
-      involvedObject: { kind: 'Node', name: 'n' },
-      reason: 'Starting',
-    });
-    expect(ev.status).toBe(201);
-    expect((await node.delete('/api/v1/namespaces/default/pods/web')).status).toBe(200);
-    expect((await node.post('/api/v1/namespaces', { metadata: { name: 'x' } })).status).toBe(403);
+    expect(created.status).toBe(403);
+    const binding = await client('admin-token').get(
+      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:node',
+    );
+    expect(binding.body.subjects).toBeUndefined();
+  });
 
+  it('answers TokenReviews and SubjectAccessReviews (what a kubelet in webhook mode asks)', async () => {
+    const reviewer = client('admin-token');
     // A kubelet in webhook mode: who is this token, and may they proxy to me?
-    const review = await node.post('/apis/authentication.k8s.io/v1/tokenreviews', {
+    const review = await reviewer.post('/apis/authentication.k8s.io/v1/tokenreviews', {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenReview',
       spec: { token: 'dev-token' },
@@ -149,10 +140,12 @@ describe('authorization: RBAC mode, reviews and kubectl auth can-i', () => {
       authenticated: true,
       user: { username: 'dev', uid: 'u-dev', groups: ['system:authenticated'] },
     });
-    const bogus = await node.post('/apis/authentication.k8s.io/v1/tokenreviews', { spec: { token: 'nope' } });
+    const bogus = await reviewer.post('/apis/authentication.k8s.io/v1/tokenreviews', {
+      spec: { token: 'nope' },
+    });
     expect(bogus.body.status.authenticated).toBe(false);
     const sar = (user: string, groups: string[], resourceAttributes: object) =>
-      node.post('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      reviewer.post('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SubjectAccessReview',
         spec: { user, groups, resourceAttributes },

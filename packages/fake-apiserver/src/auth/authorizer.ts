@@ -15,7 +15,10 @@ export type Attributes =
       apiGroup: string;
       resource: string;
       subresource: string;
+      /** For list and watch, the name a `metadata.name=` field selector pins, as kube-apiserver reads it. */
       name: string;
+      /** The raw field selector of a list or watch (the Node authorizer reads spec.nodeName from it). */
+      fieldSelector?: string;
     }
   | { user: UserInfo; verb: string; resourceRequest: false; path: string };
 
@@ -28,10 +31,39 @@ export interface Authorizer {
   authorize(a: Attributes): Decision;
 }
 
-export const AUTHORIZATION_MODES = ['AlwaysAllow', 'RBAC'] as const;
+export const AUTHORIZATION_MODES = ['AlwaysAllow', 'Node', 'RBAC'] as const;
 export type AuthorizationMode = (typeof AUTHORIZATION_MODES)[number];
 
+/** kube-apiserver's --authorization-mode value: a comma list of known modes, each once. */
+export function parseAuthorizationModes(value: string): AuthorizationMode[] {
+  const modes = value.split(',').map((m) => m.trim());
+  for (const m of modes) {
+    if (!(AUTHORIZATION_MODES as readonly string[]).includes(m))
+      throw new Error(`authorization mode "${m}" is not supported: use ${AUTHORIZATION_MODES.join(', ')}`);
+  }
+  if (new Set(modes).size !== modes.length) throw new Error(`authorization modes repeat: ${value}`);
+  return modes as AuthorizationMode[];
+}
+
 export const alwaysAllow: Authorizer = { authorize: () => ({ allowed: true, reason: '' }) };
+
+/**
+ * The modes in their order: the first that allows decides; when none does, the request is
+ * refused with the reasons they gave (the Node authorizer explains, RBAC does not).
+ */
+export function unionAuthorizer(authorizers: Authorizer[]): Authorizer {
+  return {
+    authorize(a) {
+      const reasons: string[] = [];
+      for (const z of authorizers) {
+        const d = z.authorize(a);
+        if (d.allowed) return d;
+        if (d.reason) reasons.push(d.reason);
+      }
+      return { allowed: false, reason: reasons.join('\n') };
+    },
+  };
+}
 
 /** The 403 kube-apiserver answers, e.g. `pods "web" is forbidden: User "x" cannot create resource "pods/exec" ...`. */
 export function forbiddenFor(a: Attributes, reason: string): ApiError {
@@ -60,7 +92,7 @@ export const RBAC = {
   clusterrolebindings: 'clusterrolebindings.rbac.authorization.k8s.io',
 } as const;
 
-interface PolicyRule {
+export interface PolicyRule {
   verbs?: string[];
   apiGroups?: string[];
   resources?: string[];

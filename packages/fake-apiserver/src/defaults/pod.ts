@@ -49,8 +49,12 @@ export function defaultPod(pod: KObject) {
   s.enableServiceLinks ??= true;
   s.preemptionPolicy ??= 'PreemptLowerPriority';
   s.priority ??= 0;
-  s.serviceAccountName ??= s.serviceAccount ?? 'default';
-  s.serviceAccount = s.serviceAccountName;
+  // The ServiceAccount admission plugin leaves mirror pods without one (NodeRestriction refuses
+  // a mirror pod that names a service account).
+  if (pod.metadata?.annotations?.['kubernetes.io/config.mirror'] === undefined) {
+    s.serviceAccountName ??= s.serviceAccount ?? 'default';
+    s.serviceAccount = s.serviceAccountName;
+  }
   for (const c of s.containers ?? []) defaultContainer(c);
   for (const c of s.initContainers ?? []) defaultContainer(c);
   for (const v of s.volumes ?? []) {

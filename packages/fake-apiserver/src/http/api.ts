@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AdmissionPlugin, Operation } from '../admission/attributes.js';
 import type { UserInfo } from '../auth/tokens.js';
 import type { KObject } from '../meta/object.js';
 import {
@@ -23,7 +24,7 @@ import type {
 import type { ServiceAccountTokens } from '../registry/serviceaccounts.js';
 import { parseFieldSelector } from '../selectors/field.js';
 import { parseLabelSelector } from '../selectors/label.js';
-import { addWarnings, asObject, decodeObject, mediaType, readBody, sendJson } from './body.js';
+import { addWarnings, asObject, decodeObject, mediaType, parseJson, readBody, sendJson } from './body.js';
 import { negotiate, renderList, renderOne } from './representation.js';
 import { serveWatch } from './watch.js';
 
@@ -34,6 +35,10 @@ export interface ApiHandlerOptions {
   bookmarkIntervalMs: number;
   /** Upper bound for a watch without timeoutSeconds (the apiserver picks 30-60 min). */
   maxWatchSeconds: number;
+  /** The enabled admission plugins, run on every write of an authenticated caller. */
+  admission?: AdmissionPlugin;
+  /** Most watches open at once; one more is 429. */
+  maxWatches: number;
   /** serviceaccounts/token (TokenRequest). */
   serviceAccountTokens?: ServiceAccountTokens;
 }
@@ -114,6 +119,13 @@ function intParam(q: URLSearchParams, name: string): number | undefined {
   return n;
 }
 
+/** A resourceVersion is an unsigned integer (upstream parses a uint64; here it must be exact in a double). */
+function parseResourceVersion(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n)) throw badRequest(`invalid resource version: ${v}`);
+  return n;
+}
+
 function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
   const v = q.get('fieldValidation');
   if (v === null || v === '') return undefined;
@@ -125,6 +137,8 @@ function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
 
 /** Serves the verbs of every resource over the generic registry. */
 export class ApiHandler {
+  private openWatches = 0;
+
   constructor(
     private readonly rest: RestStorage,
     private readonly kubelet: KubeletClient,
@@ -167,6 +181,7 @@ export class ApiHandler {
       dryRun: r.query.get('dryRun') === 'All',
       fieldValidation: fieldValidation(r.query),
       warnings: [],
+      admit: this.admitter(r, ''),
     });
     if (r.name === undefined) {
       if (method === 'GET') return this.list(req, res, r);
@@ -214,7 +229,7 @@ export class ApiHandler {
         return sendJson(res, 200, out);
       }
       case 'DELETE': {
-        const out = this.rest.delete(def, r.namespace, r.name, await this.deleteOptions(req, r.query));
+        const out = this.rest.delete(def, r.namespace, r.name, await this.deleteOptions(req, r));
         await this.rest.store.sync();
         return sendJson(res, 200, out);
       }
@@ -236,14 +251,31 @@ export class ApiHandler {
     if (type === undefined) throw unsupportedMediaType(ct, Object.keys(PATCH_TYPES));
     const raw = await readBody(req, this.opts.maxBodyBytes);
     if (raw.length === 0) throw badRequest('the request body is empty');
-    try {
-      return [type, JSON.parse(raw.toString('utf8'))];
-    } catch (e) {
-      throw badRequest(`error decoding patch: ${(e as Error).message}`);
-    }
+    return [type, parseJson(raw, 'error decoding patch')];
   }
 
-  private async deleteOptions(req: IncomingMessage, q: URLSearchParams): Promise<DeleteOptions> {
+  /** The admission hook of a request's writes (none for a caller the router did not authenticate). */
+  private admitter(r: ResourceRequest, subresource: string) {
+    const { admission } = this.opts;
+    const user = r.user;
+    if (admission === undefined || user === undefined) return undefined;
+    return (operation: Operation, object: KObject | undefined, oldObject: KObject | undefined) =>
+      admission({
+        user,
+        operation,
+        group: r.def.group,
+        resource: r.def.resource,
+        subresource,
+        namespace: r.namespace,
+        name: object?.metadata?.name ?? oldObject?.metadata?.name ?? r.name ?? '',
+        object,
+        oldObject,
+      });
+  }
+
+  private async deleteOptions(req: IncomingMessage, r: ResourceRequest): Promise<DeleteOptions> {
+    const q = r.query;
+    const admit = this.admitter(r, '');
     const raw = await readBody(req, this.opts.maxBodyBytes);
     const body: KObject = raw.length > 0 ? asObject(decodeObject(raw, mediaType(req)), 'DeleteOptions') : {};
     const policy = q.get('propagationPolicy') ?? body.propagationPolicy;
@@ -260,6 +292,7 @@ export class ApiHandler {
       preconditions: body.preconditions,
       propagationPolicy: policy ?? undefined,
       dryRun,
+      admit: admit && ((old) => admit('DELETE', undefined, old)),
     };
   }
 
@@ -271,8 +304,7 @@ export class ApiHandler {
     const rvParam = q.get('resourceVersion');
     const match = q.get('resourceVersionMatch');
     if (rvParam !== null && rvParam !== '' && rvParam !== '0') {
-      const rv = Number(rvParam);
-      if (!Number.isInteger(rv)) throw badRequest(`invalid resource version: ${rvParam}`);
+      const rv = parseResourceVersion(rvParam);
       if (rv > current) {
         throw new ApiError(504, 'Timeout', `Too large resource version: ${rv}, current: ${current}`, {
           causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
@@ -311,11 +343,15 @@ export class ApiHandler {
 
   private watch(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
     const { def, query: q } = r;
+    if (this.openWatches >= this.opts.maxWatches) {
+      throw new ApiError(429, 'TooManyRequests', 'Too many requests, please try again later.', {
+        retryAfterSeconds: 1,
+      });
+    }
     const rvParam = q.get('resourceVersion');
     let fromRv: number | undefined;
     if (rvParam !== null && rvParam !== '') {
-      fromRv = Number(rvParam);
-      if (!Number.isInteger(fromRv)) throw badRequest(`invalid resource version: ${rvParam}`);
+      fromRv = parseResourceVersion(rvParam);
     }
     let fieldSel = q.get('fieldSelector');
     if (r.name !== undefined) fieldSel = [fieldSel, `metadata.name=${r.name}`].filter(Boolean).join(',');
@@ -323,6 +359,8 @@ export class ApiHandler {
     const maxSeconds = this.opts.maxWatchSeconds;
     const seconds = timeout !== undefined && timeout > 0 ? timeout : maxSeconds * (0.5 + Math.random() * 0.5);
     const rep = negotiate(req.headers.accept, q, this.rest.clock.now());
+    this.openWatches++;
+    res.once('close', () => this.openWatches--);
     serveWatch(this.rest.store, req, res, {
       def,
       namespace: def.namespaced ? r.namespace : '',
@@ -343,7 +381,7 @@ export class ApiHandler {
 
   private async deleteCollection(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
     const { def, query: q } = r;
-    const opts = await this.deleteOptions(req, q);
+    const opts = await this.deleteOptions(req, r);
     const label = parseLabelSelector(q.get('labelSelector'));
     const field = parseFieldSelector(q.get('fieldSelector'), def.fields);
     const store = this.rest.store;
@@ -370,6 +408,7 @@ export class ApiHandler {
         dryRun: r.query.get('dryRun') === 'All',
         fieldValidation: fieldValidation(r.query),
         warnings: [],
+        admit: this.admitter(r, 'status'),
       };
       let out: KObject;
       if (method === 'GET') out = this.rest.get(def, r.namespace, name);
@@ -403,6 +442,7 @@ export class ApiHandler {
       if (body.metadata?.name && body.metadata.name !== name) {
         throw badRequest(`name in URL does not match name in Eviction object`);
       }
+      this.admitter(r, 'eviction')?.('CREATE', body, undefined);
       this.rest.delete(def, r.namespace, name, body.deleteOptions ?? {});
       await this.rest.store.sync();
       return sendJson(res, 201, {
@@ -420,6 +460,7 @@ export class ApiHandler {
         decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
         'TokenRequest',
       );
+      this.admitter(r, 'token')?.('CREATE', body, undefined);
       return sendJson(res, 201, tokens.request(r.namespace, name, body));
     }
     if (def.resource === 'pods' && subresource === 'log' && method === 'GET') {

@@ -1,11 +1,47 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
+import { checkDepth } from '../meta/depth.js';
 import type { KObject } from '../meta/object.js';
 import { ApiError, badRequest, tooLarge, unsupportedMediaType } from '../meta/status.js';
 import { decodeKubernetesProtobuf } from './protobuf.js';
 
 /** kube-apiserver's default limit for a request body (3 MiB). */
 export const DEFAULT_MAX_BODY = 3 * 1024 * 1024;
+
+/** How deep a YAML body may nest: the YAML parser recurses per level (see yamlDepthBound). */
+export const MAX_YAML_DEPTH = 200;
+
+/**
+ * An upper bound of a YAML text's nesting, found without parsing it: the flow brackets open at
+ * a point plus the indentation and compact "- " indicators of its line. The parser recurses per
+ * level and overflows its stack at a few hundred flow levels, and a stack overflow that lands in
+ * V8's regular expression compiler aborts the process, so a deep text must never reach it.
+ */
+export function yamlDepthBound(text: string): number {
+  let flow = 0;
+  let max = 0;
+  for (const line of text.split('\n')) {
+    const indent = /^[ \t-]*/.exec(line)![0].length;
+    max = Math.max(max, flow + indent);
+    for (const ch of line) {
+      if (ch === '[' || ch === '{') max = Math.max(max, ++flow + indent);
+      else if ((ch === ']' || ch === '}') && flow > 0) flow--;
+    }
+  }
+  return max;
+}
+
+/** JSON.parse of a body (a JSON parser does not recurse), refused with 400 when malformed or too deep. */
+export function parseJson(raw: Buffer, what: string): unknown {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    throw badRequest(`${what}: ${(e as Error).message}`);
+  }
+  checkDepth(v);
+  return v;
+}
 
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? '0');
@@ -32,11 +68,18 @@ export const mediaType = (req: IncomingMessage) =>
 /** Decodes a JSON (or YAML) body; protobuf bodies are refused with 415 since only JSON is spoken. */
 export function decodeObject(raw: Buffer, contentType: string): unknown {
   if (contentType === 'application/yaml') {
+    const text = raw.toString('utf8');
+    if (yamlDepthBound(text) > MAX_YAML_DEPTH)
+      throw badRequest(`error converting YAML to JSON: nested deeper than ${MAX_YAML_DEPTH} levels`);
+    let v: unknown;
     try {
-      return parseYaml(raw.toString('utf8'));
+      // Problems are answered as errors, not printed as the server's own warnings.
+      v = parseYaml(text, { logLevel: 'error' });
     } catch (e) {
       throw badRequest(`error converting YAML to JSON: ${(e as Error).message}`);
     }
+    checkDepth(v);
+    return v;
   }
   if (contentType === 'application/vnd.kubernetes.protobuf') return decodeKubernetesProtobuf(raw);
   if (contentType !== 'application/json' && !contentType.endsWith('+json')) {
@@ -47,11 +90,7 @@ export function decodeObject(raw: Buffer, contentType: string): unknown {
     ]);
   }
   if (raw.length === 0) throw badRequest('the request body is empty');
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch (e) {
-    throw badRequest(`the object provided is unrecognized: ${(e as Error).message}`);
-  }
+  return parseJson(raw, 'the object provided is unrecognized');
 }
 
 export function asObject(v: unknown, what: string): KObject {

@@ -23,6 +23,7 @@ import {
   writeSocketStatus,
 } from '../proxy/kubelet.js';
 import { findResource } from '../registry/index.js';
+import { exactMatch } from '../selectors/field.js';
 import type { Store } from '../storage/store.js';
 import { type ApiHandler, type ResourceRequest, verbOf } from './api.js';
 import { sendError, sendJson } from './body.js';
@@ -126,6 +127,27 @@ function authorize(authz: Authorizer, a: Attributes): void {
   if (!d.allowed) throw forbiddenFor(a, d.reason);
 }
 
+/**
+ * The request target as a URL, without the dot-segment removal a URL parser does: `pods/%2e%2e`
+ * must not become the namespace it sits in (a DELETE of it would delete the namespace). A '.' or
+ * '..' segment, however encoded, is refused, and so is a malformed escape.
+ */
+function requestUrl(target = '/'): URL {
+  if (!target.startsWith('/')) throw badRequest(`the request target ${target} is not a path`);
+  const path = target.split('?')[0]!;
+  for (const seg of path.split('/')) {
+    let name: string;
+    try {
+      name = decodeURIComponent(seg);
+    } catch {
+      throw badRequest(`the path ${path} has a malformed escape`);
+    }
+    if (name === '.' || name === '..')
+      throw badRequest(`the path ${path} may not contain '.' or '..' segments`);
+  }
+  return new URL(`http://localhost${target}`);
+}
+
 const pathSegments = (url: URL) =>
   url.pathname
     .split('/')
@@ -139,7 +161,7 @@ export function createUpgradeRouter(opts: RouterOptions) {
     try {
       const auth = opts.auth.authenticate(req);
       if ('error' in auth) throw unauthorized();
-      const url = new URL(req.url ?? '/', 'http://localhost');
+      const url = requestUrl(req.url);
       const k = kubeletRequest(opts.store, pathSegments(url), url);
       if (k === undefined) throw badRequest(`${url.pathname} cannot be upgraded`);
       const verb = verbForMethod(req.method);
@@ -157,7 +179,7 @@ export function createUpgradeRouter(opts: RouterOptions) {
 export function createRouter(opts: RouterOptions) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
-      const url = new URL(req.url ?? '/', 'http://localhost');
+      const url = requestUrl(req.url);
       const segs = url.pathname.split('/').filter((s) => s !== '');
       const head = segs[0] ?? '';
       // Probes stay reachable without credentials, like the apiserver's health endpoints for kubelets and load balancers.
@@ -174,15 +196,21 @@ export function createRouter(opts: RouterOptions) {
       }
       const r = resourceRequest(segs, url.searchParams);
       if (r !== undefined) {
+        const verb = verbOf(method, r);
+        const fieldSelector = r.query.get('fieldSelector') ?? undefined;
+        // A list or watch of one object by metadata.name= is authorized as a request for it.
+        const listed =
+          verb === 'list' || verb === 'watch' ? exactMatch(fieldSelector, 'metadata.name') : undefined;
         authorize(opts.authz, {
           user: auth.user,
-          verb: verbOf(method, r),
+          verb,
           resourceRequest: true,
           namespace: r.namespace,
           apiGroup: r.def.group,
           resource: r.def.resource,
           subresource: r.subresource ?? '',
-          name: r.name ?? '',
+          name: r.name ?? listed ?? '',
+          fieldSelector,
         });
         r.user = auth.user;
         return await opts.api.handle(req, res, r);
@@ -193,6 +221,15 @@ export function createRouter(opts: RouterOptions) {
         resourceRequest: false,
         path: url.pathname,
       });
+      // Discovery, version and OpenAPI documents are only read.
+      if (method !== 'GET' && method !== 'HEAD') {
+        throw new ApiError(
+          405,
+          'MethodNotAllowed',
+          'the server does not allow this method on the requested resource',
+          {},
+        );
+      }
       const accept = req.headers.accept;
       if (head === 'version' && segs.length === 1) return sendJson(res, 200, versionInfo());
       if (head === 'openapi') {

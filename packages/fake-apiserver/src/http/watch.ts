@@ -24,7 +24,7 @@ export interface WatchRequest {
 }
 
 /** Caps memory for a client that stops reading: such a watch is closed, as the apiserver does. */
-const MAX_BUFFERED = 32 * 1024 * 1024;
+export const MAX_BUFFERED = 32 * 1024 * 1024;
 
 export function serveWatch(store: Store, req: IncomingMessage, res: ServerResponse, w: WatchRequest): void {
   const { def } = w;

@@ -92,8 +92,9 @@ const READ = ['get', 'list', 'watch'];
 /**
  * The bootstrap ClusterRoles (and bindings) users know, as far as this server has resources:
  * cluster-admin for system:masters, discovery and self-review for every authenticated user,
- * system:kubelet-api-admin for whoever is bound to it, and system:node for group system:nodes
- * (what a node agent reads and writes: its Node and Lease, its pods' status, events, reviews).
+ * system:kubelet-api-admin for whoever is bound to it, and system:node: what a node agent reads
+ * and writes (its Node and Lease, its pods' status, events, reviews, RuntimeClasses), the static
+ * rules of the Node authorizer, which narrows them per node.
  */
 export const BOOTSTRAP_CLUSTER_ROLES: Record<string, KObject[]> = {
   'cluster-admin': [rule(['*'], ['*'], ['*']), { verbs: ['*'], nonResourceURLs: ['*'] }],
@@ -132,14 +133,16 @@ export const BOOTSTRAP_CLUSTER_ROLES: Record<string, KObject[]> = {
     rule(['create'], [''], ['serviceaccounts/token']),
     rule(['create', 'patch', 'update'], ['', 'events.k8s.io'], ['events']),
     rule([...READ, 'create', 'delete', 'patch', 'update'], ['coordination.k8s.io'], ['leases']),
+    rule(READ, ['node.k8s.io'], ['runtimeclasses']),
   ],
 };
 
-const BOOTSTRAP_BINDINGS: Record<string, string> = {
+/** Bootstrap bindings to a group; system:node's has no subject, as upstream's: the Node authorizer grants its rules. */
+const BOOTSTRAP_BINDINGS: Record<string, string | undefined> = {
   'cluster-admin': 'system:masters',
   'system:discovery': 'system:authenticated',
   'system:basic-user': 'system:authenticated',
-  'system:node': 'system:nodes',
+  'system:node': undefined,
 };
 
 /** The bootstrap objects, labelled as kube-apiserver labels its own. */
@@ -161,7 +164,7 @@ export function bootstrapPolicy(): { clusterroles: KObject[]; clusterrolebinding
       kind: 'ClusterRoleBinding',
       metadata: metadata(name),
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: group }],
+      ...(group && { subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: group }] }),
     })),
   };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { checkDepth } from '../meta/depth.js';
 import { deepEqual } from '../meta/equal.js';
 import { type Clock, type KObject, rfc3339 } from '../meta/object.js';
 import {
@@ -25,6 +26,8 @@ export interface WriteOptions {
   fieldValidation?: FieldValidation;
   /** Collects warnings to send back (unknown fields under Warn). */
   warnings?: string[];
+  /** Validating admission: sees the valid object about to be stored and may refuse it by throwing. */
+  admit?: (operation: 'CREATE' | 'UPDATE', obj: KObject, old: KObject | undefined) => void;
 }
 
 export interface DeleteOptions {
@@ -32,6 +35,8 @@ export interface DeleteOptions {
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: string;
   dryRun?: boolean;
+  /** Validating admission of the deletion of the stored object. */
+  admit?: (old: KObject) => void;
 }
 
 export type PatchType = 'json' | 'merge' | 'strategic';
@@ -164,6 +169,7 @@ export class RestStorage {
     def.prepareForCreate?.(obj, this.ctx);
     this.validate(def, obj, undefined);
     this.checkNamespace(def, md.namespace ?? '', md.name);
+    opts.admit?.('CREATE', obj, undefined);
     if (this.store.get(def.storage, md.namespace ?? '', md.name) !== undefined)
       throw alreadyExists(ref(def), md.name);
     if (opts.dryRun) return this.view(def, obj);
@@ -257,6 +263,7 @@ export class RestStorage {
     if (def.tracksGeneration && !deepEqual(specOf(next), specOf(old)))
       md.generation = (old.metadata.generation ?? 0) + 1;
     this.validate(def, next, old);
+    opts.admit?.('UPDATE', next, old);
     md.resourceVersion = old.metadata.resourceVersion;
     if (opts.dryRun) return this.view(def, next);
     // Removing the last finalizer of an object whose deletion is due completes the deletion.
@@ -287,6 +294,8 @@ export class RestStorage {
     if (typeof patched !== 'object' || patched === null || Array.isArray(patched)) {
       throw badRequest('the patch produced something that is not an object');
     }
+    // A patch may graft a deep value onto a deep place: the sum must stay within the limit too.
+    checkDepth(patched);
     const obj = this.decode(def, patched as KObject, opts, true);
     const md = obj.metadata;
     if (md.name !== name) throw badRequest(`metadata.name: Invalid value: "${md.name}": field is immutable`);
@@ -299,6 +308,7 @@ export class RestStorage {
     const key = def.namespaced ? ns : '';
     const old = this.store.get(def.storage, key, name);
     if (old === undefined) throw notFound(ref(def), name);
+    opts.admit?.(old);
     const pre = opts.preconditions;
     if (pre?.uid && pre.uid !== old.metadata.uid) {
       throw new ApiError(

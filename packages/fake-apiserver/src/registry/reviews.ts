@@ -58,6 +58,7 @@ function attributes(spec: KObject, user: UserInfo): Attributes {
       resource: r.resource ?? '',
       subresource: r.subresource ?? '',
       name: r.name ?? '',
+      fieldSelector: r.fieldSelector?.rawSelector,
     };
   }
   const n = spec.nonResourceAttributes ?? {};

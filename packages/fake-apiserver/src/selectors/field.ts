@@ -32,3 +32,16 @@ export function parseFieldSelector(
     });
   return (obj) => terms.every((t) => ((t.get(obj) ?? '') === t.value) !== t.neg);
 }
+
+/**
+ * The value a raw field selector requires `field` to equal (`field=v` or `field==v`), as
+ * kube-apiserver reads a list's name from `metadata.name=` and the Node authorizer a pod list's
+ * node from `spec.nodeName=`; undefined when no term pins it.
+ */
+export function exactMatch(raw: string | null | undefined, field: string): string | undefined {
+  for (const term of (raw ?? '').split(',')) {
+    const m = /^\s*([^=!]+?)\s*(==|=)\s*(.*?)\s*$/.exec(term);
+    if (m?.[1] === field) return m[3]!.replace(/\\(.)/g, '$1');
+  }
+  return undefined;
+}

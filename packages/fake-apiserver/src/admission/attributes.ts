@@ -1,0 +1,22 @@
+// What an admission plugin sees of a write, after authorization and validation, before storage.
+import type { UserInfo } from '../auth/tokens.js';
+import type { KObject } from '../meta/object.js';
+
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE';
+
+export interface AdmissionAttributes {
+  user: UserInfo;
+  operation: Operation;
+  group: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+  /** The object as it would be stored (CREATE, UPDATE) or the request body (pods/eviction). */
+  object?: KObject;
+  /** The stored object (UPDATE, DELETE). */
+  oldObject?: KObject;
+}
+
+/** Refuses a write by throwing an ApiError (403 for NodeRestriction). */
+export type AdmissionPlugin = (a: AdmissionAttributes) => void;
