@@ -1,6 +1,6 @@
 // The run's fake apiserver, in its own container on the run's network: nodes reach it as
 // https://apiserver:6443, the harness through a port published on 127.0.0.1. Bearer tokens only
-// (one per node, one for the harness, one without rights), RBAC, TLS with the CA the server generates.
+// (one per node, one for the harness, one without rights), Node,RBAC, TLS with the CA the server generates.
 import { readFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
@@ -83,9 +83,10 @@ export class ApiServerContainer {
           '--token-file=/run/kh/tokens.csv',
           // Durable, as etcd is: restart() loses no acknowledged object, and the CA stays the same.
           `--data-dir=${DATA_DIR}`,
-          // As a kubeadm cluster: the harness is system:masters, nodes get the bootstrap
-          // system:node role, and a user without bindings (kh-unprivileged) is refused with 403.
-          '--authorization-mode=RBAC',
+          // As a kubeadm cluster: the harness is system:masters, each node may touch only its
+          // own Node, Lease and pods (Node authorizer and NodeRestriction), and a user without
+          // bindings (kh-unprivileged) is refused with 403.
+          '--authorization-mode=Node,RBAC',
           '--kubeconfig-out=/run/kh/kubeconfig',
           // The CA of its serving and kubelet client certificates: the nodes' clientCAFile.
           '--ca-cert-out=/run/kh/ca.crt',
