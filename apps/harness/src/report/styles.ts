@@ -43,7 +43,8 @@ main.wrap > * { min-width: 0; } /* wide tables scroll inside their card instead 
 .baseline { border-top: 1px solid var(--line); margin-top: 16px; }
 .baseline p { margin: 6px 0; }
 .changes ul { margin: 4px 0; padding-left: 20px; }
-.changes--regressed h3 { color: var(--fail-fg); }
+.changes--regressed h3,
+.changes--cri h3 { color: var(--fail-fg); }
 .changes--fixed h3 { color: var(--pass-fg); }
 .no-regressions { color: var(--pass-fg); }
 .linklike { background: none; border: 0; padding: 0; font: inherit; font-family: ui-monospace, monospace; font-size: 0.9em; color: var(--info-fg); text-decoration: underline; cursor: pointer; }

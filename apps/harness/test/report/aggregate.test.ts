@@ -140,7 +140,9 @@ describe('buildReportModel on the recorded run', () => {
       runId: 'nightly-2026-11-21-0300',
       counts: { total: 18, passed: 15, failed: 2, skipped: 1 },
       regressions: ['docker/probes', 'containerd/gc'],
-      criRegressions: [],
+      criRegressions: [
+        { runtime: 'containerd', source: 'agent', method: 'CreateContainer', p99: 14.4, baselineP99: 5 },
+      ],
       fixed: ['fake/pod-lifecycle'],
       missing: [],
     });

@@ -90,8 +90,8 @@ describe('runReportCommand', () => {
     const out = join(dir, 'report.html');
     const r = await report(['-i', SAMPLE_PATH, '-b', BASELINE_PATH, '-o', out]);
     expect(r).toMatchObject({ code: 0, stderr: '' });
-    expect(r.stdout).toContain(`Wrote ${out} (18 cells: 15 passed, 2 failed, 1 skipped; 2 regressions`);
-    expect(r.stdout).toContain('(docker/probes, containerd/gc)');
+    expect(r.stdout).toContain(`Wrote ${out} (18 cells: 15 passed, 2 failed, 1 skipped; 3 regressions`);
+    expect(r.stdout).toContain('(docker/probes, containerd/gc, containerd agent CreateContainer p99)');
     const html = await readFile(out, 'utf8');
     expect(html.startsWith('<!doctype html>')).toBe(true);
   });

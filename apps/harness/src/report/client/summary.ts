@@ -102,7 +102,7 @@ export function renderSummary(
           ? null
           : h(
               'div',
-              { class: 'changes changes--regressed changes--cri' },
+              { class: 'changes changes--cri' },
               h('h3', {}, `CRI latency regressions (${baseline.criRegressions.length})`),
               h(
                 'ul',

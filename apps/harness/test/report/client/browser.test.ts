@@ -156,7 +156,11 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     expect(await baseline.locator('h3').allTextContents()).toEqual([
       'Compared with baseline',
       'Regressions (2)',
+      'CRI latency regressions (1)',
       'Fixed (1)',
+    ]);
+    expect(await baseline.locator('.changes--cri li').allTextContents()).toEqual([
+      'CreateContainer on containerd (agent): p99 14 ms, was 5 ms',
     ]);
     expect(await baseline.locator('.changes--regressed li').allTextContents()).toEqual([
       'docker/probes — regression: passed in 17.6 s in baseline',
