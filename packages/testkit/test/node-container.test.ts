@@ -3,6 +3,7 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { containerdRuntime } from '../src/containers/containerd-runtime.js';
 import { runId } from '../src/containers/labels.js';
 import { removeLeftovers } from '../src/containers/leftovers.js';
 import { type StartedTestNetwork, TestNetwork } from '../src/containers/network.js';
@@ -174,6 +175,13 @@ describe('stop and failures', () => {
     ).rejects.toThrow(/does-not-exist/);
     const after = await docker().listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
     expect(after.map((c) => c.Id).sort()).toEqual(before.map((c) => c.Id).sort());
+  });
+
+  test("a spec's setup runs before the runtime; a failing step ends the node with its output", async () => {
+    const spec = containerdRuntime({ setup: ['echo kh-setup-step-ran', 'exit 7'] });
+    await expect(new NodeContainer(refs.node).withRuntime(spec).start()).rejects.toThrow(
+      /exited \(code 7\) before containerd was ready[\s\S]*kh-setup-step-ran/,
+    );
   });
 
   test('an image that does not exist locally is never pulled', async () => {
