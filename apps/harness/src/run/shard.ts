@@ -27,7 +27,8 @@ export function parseShard(spec: string): Pick<ShardInfo, 'index' | 'total'> {
 
 /**
  * Per-scenario durations on real runtimes (the README's measurements, 2 cores), for cells no
- * earlier results file has timed. Unknown scenarios count as a minute.
+ * earlier results file has timed. Scenarios not listed count as a minute; the first nightly that
+ * runs them times them for the next.
  */
 export const STATIC_ESTIMATE_MS: Readonly<Record<string, number>> = {
   'node-registration': 500,

@@ -42,7 +42,7 @@ describe('ExclusiveResources', () => {
     expect(ranAt).toBeGreaterThanOrEqual(await exited);
     expect(heard).toEqual([[`host-disk (process ${child.pid} on ${(await import('node:os')).hostname()})`]]);
     expect(existsSync(join(dir, 'host-disk.lock'))).toBe(false);
-  });
+  }, 30_000);
 
   it('in one process, queues holders of a name in arrival order; other names run side by side', async () => {
     const ex = new ExclusiveResources(dir);
