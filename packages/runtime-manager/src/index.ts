@@ -61,7 +61,7 @@ export {
 } from './kuberuntime/runtime_helper.js';
 export { podHostname, podLogDir } from './kuberuntime/sandbox.js';
 export { parseCriLog, readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
-export { ContainerCreating, PodVolumes } from './kuberuntime/volumes.js';
+export { PodVolumes } from './kuberuntime/volumes.js';
 export { PodStatusCache } from './pleg/cache.js';
 export { EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';
 export {
