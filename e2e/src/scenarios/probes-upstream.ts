@@ -568,16 +568,21 @@ function probeSuite(layout: Layout, name: string, description: string): Scenario
         // Two pods have a 500 s grace period and ignore SIGTERM: do not leave them, or the agent
         // still stopping 22 pods, to the next cell on this node.
         await ctx.core.deleteCollectionNamespacedPod({ namespace: ctx.namespace, gracePeriodSeconds: 0 });
-        await ctx.check.eventually(
-          'no container of the cell still runs',
-          async () =>
-            (
-              await ctx.cri.listContainers({
-                labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace },
-              })
-            ).filter((c) => c.state !== 'exited').length,
-          (n) => n === 0,
-          { timeoutMs: 120_000, intervalMs: 2_000, expected: 0 },
+        // Not an assertion of this cell: a note says how long the agent took, or what it left running.
+        const t0 = Date.now();
+        let running = -1;
+        for (let first = true; running !== 0 && Date.now() - t0 < 120_000; first = false) {
+          if (!first) await ctx.sleep(2_000);
+          const all = await look(() =>
+            ctx.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace } }),
+          );
+          running = all ? all.filter((c) => c.state !== 'exited').length : running;
+        }
+        ctx.note(
+          `containers still running ${Math.round((Date.now() - t0) / 1000)} s after the pods were deleted`,
+          {
+            running,
+          },
         );
       }
     },
