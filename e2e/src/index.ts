@@ -9,6 +9,7 @@ import { gc } from './scenarios/gc.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
+import { podConfig } from './scenarios/pod-config.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
@@ -18,6 +19,7 @@ import { statusReporting } from './scenarios/status-reporting.js';
 export const scenarios: Scenario[] = [
   nodeRegistration,
   podLifecycle,
+  podConfig,
   probes,
   probesUpstream,
   probesSidecar,
