@@ -15,6 +15,7 @@ import {
 import { nodeAuthorizer } from './auth/node.js';
 import { generateTls, issueClientCertificate, persistentTls, type TlsMaterial } from './auth/tls.js';
 import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.js';
+import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation.js';
 import { EventTtlController } from './controllers/event-ttl.js';
 import { NamespaceController } from './controllers/namespace.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle.js';
@@ -241,6 +242,8 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
 
   const nsController = new NamespaceController(rest);
   nsController.start();
+  const aggregation = new ClusterRoleAggregationController(rest);
+  aggregation.start();
   const scheduler = opts.scheduler === false ? undefined : new Scheduler(rest);
   scheduler?.start();
   const nodeLifecycle =
@@ -296,6 +299,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     scheduler?.stop();
     nodeLifecycle?.stop();
     nsController.stop();
+    aggregation.stop();
     eventTtl.stop();
     server.closeAllConnections();
     for (const s of upgraded) s.destroy();

@@ -93,7 +93,21 @@ const MESSAGES: Record<string, Message> = {
     5: ['nonResourceURLs', { repeated: 'string' }],
   },
   Role: { 1: ['metadata', { msg: 'ObjectMeta' }], 2: ['rules', { repeated: { msg: 'PolicyRule' } }] },
-  ClusterRole: { 1: ['metadata', { msg: 'ObjectMeta' }], 2: ['rules', { repeated: { msg: 'PolicyRule' } }] },
+  ClusterRole: {
+    1: ['metadata', { msg: 'ObjectMeta' }],
+    2: ['rules', { repeated: { msg: 'PolicyRule' } }],
+    3: ['aggregationRule', { msg: 'AggregationRule' }],
+  },
+  AggregationRule: { 1: ['clusterRoleSelectors', { repeated: { msg: 'LabelSelector' } }] },
+  LabelSelector: {
+    1: ['matchLabels', { map: 'string' }],
+    2: ['matchExpressions', { repeated: { msg: 'LabelSelectorRequirement' } }],
+  },
+  LabelSelectorRequirement: {
+    1: ['key', 'string'],
+    2: ['operator', 'string'],
+    3: ['values', { repeated: 'string' }],
+  },
   Subject: {
     1: ['kind', 'string'],
     2: ['apiGroup', 'string'],

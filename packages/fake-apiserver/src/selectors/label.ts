@@ -1,3 +1,4 @@
+import type { KObject } from '../meta/object.js';
 import { badRequest } from '../meta/status.js';
 
 type Requirement =
@@ -94,4 +95,33 @@ function matches(r: Requirement, labels: Record<string, string>): boolean {
     case 'lt':
       return has && Number(v) < r.value;
   }
+}
+
+const OPERATORS: Record<string, Requirement['op']> = {
+  In: 'in',
+  NotIn: 'notin',
+  Exists: 'exists',
+  DoesNotExist: '!exists',
+};
+
+/**
+ * A metav1.LabelSelector object (matchLabels and matchExpressions) as a predicate. An empty
+ * selector matches everything, as upstream's; an unknown operator matches nothing.
+ */
+export function labelSelectorOf(sel: KObject): LabelSelector {
+  const reqs: (Requirement | undefined)[] = [
+    ...Object.entries<string>(sel.matchLabels ?? {}).map(([key, v]) => ({
+      key,
+      op: 'in' as const,
+      values: [v],
+    })),
+    ...(sel.matchExpressions ?? []).map((e: KObject) => {
+      const op = OPERATORS[e.operator];
+      if (op === undefined) return undefined;
+      return op === 'in' || op === 'notin'
+        ? { key: e.key, op, values: e.values ?? [] }
+        : { key: e.key, op: op as 'exists' | '!exists' };
+    }),
+  ];
+  return (labels) => reqs.every((r) => r !== undefined && matches(r, labels ?? {}));
 }
