@@ -132,12 +132,10 @@ export class KubeletServer {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, upgrade?: UpgradeSocket): Promise<void> {
-    // A target no URL can be made of ("http://["): Go's server refuses it as 400 before any
-    // handler; here it would throw outside the handlers' try.
-    if (!URL.canParse(req.url ?? '/', 'http://x'))
-      return text(res, 400, 'Bad Request: invalid request target\n');
+    const target = requestPath(req.url);
+    if (target === undefined) return text(res, 400, 'Bad Request: invalid request target\n');
     const started = performance.now();
-    const path = new URL(req.url ?? '/', 'http://x').pathname.replace(/\/+$/, '') || '/';
+    const path = target.replace(/\/+$/, '') || '/';
     const log = this.opts.log ?? silentLogger;
     try {
       const user = await this.authenticate(req);
@@ -191,6 +189,23 @@ export class KubeletServer {
       return undefined;
     }
   }
+}
+
+/**
+ * The path of a request target, or undefined for one Go's server refuses with 400 before any
+ * handler: no URL can be made of it ("http://[", which would throw outside the handlers' try),
+ * or its path has a malformed %-escape ("/%zz", which the handlers' decodeURIComponent would
+ * throw on as a 500).
+ */
+function requestPath(url = '/'): string | undefined {
+  if (!URL.canParse(url, 'http://x')) return undefined;
+  const { pathname } = new URL(url, 'http://x');
+  try {
+    decodeURIComponent(pathname);
+  } catch {
+    return undefined;
+  }
+  return pathname;
 }
 
 function podList(items: V1Pod[]) {

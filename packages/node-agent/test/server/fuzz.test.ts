@@ -276,6 +276,18 @@ describe('agent HTTP servers fuzz', () => {
     expect(io.out).toMatch(/default false: a request without credentials gets 401/);
   });
 
+  it.each(['/portForward/%zz/%zz', '/containerLogs/default/%zz/main', '/exec/default/web/%E0%A4%A'])(
+    'answers 400 to the malformed %%-escape in %s, as Go parses paths, not 500',
+    async (path) => {
+      const { status } = await send({
+        server: 'kubelet',
+        head: `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n\r\n`,
+        body: Buffer.alloc(0),
+      });
+      expect(status).toBe(400);
+    },
+  );
+
   it('refuses requests without credentials: anonymous access is off by default', async () => {
     const { status } = await send({
       server: 'kubelet',
