@@ -69,6 +69,7 @@ describe('the workflows', () => {
       'bash scripts/e2e.sh',
     ],
     [/^source scripts\/prepare\.sh$/, 'scripts/e2e.sh', 'source scripts/prepare.sh'],
+    [/^bash scripts\/setup-host\.sh$/, 'scripts/prepare.sh', 'bash scripts/setup-host.sh'],
     [/^npm ci && npx turbo run build --filter=\S+( --filter=\S+)*$/, 'scripts/prepare.sh', 'npm ci'],
     [
       /^node_modules\/\.bin\/node apps\/harness\/dist\/cli\.js list --json > backends\.json$/,
