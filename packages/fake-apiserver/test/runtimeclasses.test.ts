@@ -162,4 +162,23 @@ scheduling:
     ]);
     expect(canI.stdout.trim()).toBe('no');
   });
+
+  it('lets a node read RuntimeClasses under --authorization-mode Node,RBAC, with no binding of its own', async () => {
+    const nodeMode = await createApiServer({
+      tls: true,
+      tokens: new Map(Object.entries(USERS)),
+      authorizationMode: ['Node', 'RBAC'],
+      scheduler: false,
+      nodeLifecycle: false,
+    });
+    try {
+      const as = (token: string) => new ApiClient(nodeMode.url, { token, ca: nodeMode.caPem });
+      expect((await as('admin-token').post(RUNTIMECLASSES, runtimeClass('crun', 'crun'))).status).toBe(201);
+      expect((await as('node-token').get(`${RUNTIMECLASSES}/crun`)).body.handler).toBe('crun');
+      expect((await as('node-token').get(RUNTIMECLASSES)).status).toBe(200);
+      expect((await as('node-token').delete(`${RUNTIMECLASSES}/crun`)).status).toBe(403);
+    } finally {
+      await nodeMode.close();
+    }
+  });
 });
