@@ -109,41 +109,46 @@ async function blockedUntilCreated(
   );
 }
 
-/*
- * The upstream cases this scenario mirrors end to end (kubernetes/kubernetes). They are not in
- * `upstream` yet: scripts/node-e2e-upstream-cases.json lists only issue 17's five files, and
- * naming a case it lacks fails `node scripts/node-e2e-coverage.mjs --check`. Adding these files
- * (with every one of their cases) to that list is what turns this into metadata.
- *
- * test/e2e/common/node/configmap.go
- *   ConfigMap should be consumable via environment variable
- *   ConfigMap should be consumable via the environment
- * test/e2e/common/node/secrets.go
- *   Secrets should be consumable from pods in env vars
- *   Secrets should be consumable via the environment
- * test/e2e/common/node/downwardapi.go
- *   Downward API should provide pod name, namespace and IP address as env vars
- *   Downward API should provide host IP as an env var
- *   Downward API should provide pod UID as env vars
- *   Downward API should provide container's limits.cpu/memory and requests.cpu/memory as env vars
- *   Downward API should provide default limits.cpu/memory from node allocatable
- * test/e2e/common/node/expansion.go
- *   Variable Expansion should allow composing env vars into new env vars
- *   Variable Expansion should allow substituting values in a container's command
- *   Variable Expansion should allow substituting values in a container's args
- * test/e2e/common/storage/configmap_volume.go
- *   ConfigMap should be consumable from pods in volume
- *   ConfigMap should be consumable from pods in volume with mappings and Item mode set
- *   ConfigMap binary data should be reflected in volume
- *   ConfigMap updates should be reflected in volume
- * test/e2e/common/storage/secrets_volume.go
- *   Secrets should be consumable from pods in volume with defaultMode set
- * test/e2e/common/storage/downwardapi_volume.go
- *   Downward API volume should provide podname only
- *   Downward API volume should update labels on modification
- * test/e2e/common/storage/projected_combined.go
- *   Projected combined should project all components that make up the projection API
- */
+/** The upstream cases this scenario mirrors end to end, by file (kubernetes/kubernetes). */
+const UPSTREAM: Record<string, string[]> = {
+  'test/e2e/common/node/configmap.go': [
+    'ConfigMap should be consumable via environment variable',
+    'ConfigMap should be consumable via the environment',
+  ],
+  'test/e2e/common/node/secrets.go': [
+    'Secrets should be consumable from pods in env vars',
+    'Secrets should be consumable via the environment',
+  ],
+  'test/e2e/common/node/downwardapi.go': [
+    'Downward API should provide pod name, namespace and IP address as env vars',
+    'Downward API should provide host IP as an env var',
+    'Downward API should provide pod UID as env vars',
+    "Downward API should provide container's limits.cpu/memory and requests.cpu/memory as env vars",
+    'Downward API should provide default limits.cpu/memory from node allocatable',
+  ],
+  'test/e2e/common/node/expansion.go': [
+    'Variable Expansion should allow composing env vars into new env vars',
+    "Variable Expansion should allow substituting values in a container's command",
+    "Variable Expansion should allow substituting values in a container's args",
+  ],
+  'test/e2e/common/storage/configmap_volume.go': [
+    'ConfigMap should be consumable from pods in volume',
+    'ConfigMap should be consumable from pods in volume with mappings and Item mode set',
+    'ConfigMap binary data should be reflected in volume',
+    'ConfigMap updates should be reflected in volume',
+  ],
+  'test/e2e/common/storage/secrets_volume.go': [
+    'Secrets should be consumable from pods in volume with defaultMode set',
+  ],
+  'test/e2e/common/storage/downwardapi_volume.go': [
+    'Downward API volume should provide podname only',
+    'Downward API volume should update labels on modification',
+  ],
+  'test/e2e/common/storage/projected_combined.go': [
+    'Projected combined should project all components that make up the projection API',
+  ],
+};
+
 /**
  * Config maps, secrets, the downward API and service account tokens reach containers as the
  * kubelet delivers them: env (envFrom, valueFrom, $(VAR) expansion) and volumes (configMap,
@@ -157,6 +162,7 @@ export const podConfig: Scenario = {
     'configMap/secret/downwardAPI/projected volumes and envFrom/valueFrom/$(VAR) env as upstream configmap, secrets, downwardapi, expansion and projected cases check them; a missing configMap blocks the container until it exists',
   needs: ['real-containers'],
   timeoutMs: 300_000,
+  upstream: Object.entries(UPSTREAM).flatMap(([file, cases]) => cases.map((c) => ({ file, case: c }))),
   async run(ctx) {
     const { check, namespace } = ctx;
     await ctx.core.createNamespacedConfigMap({
