@@ -34,7 +34,10 @@ beforeAll(async () => {
     maxBuffer: 16 << 20,
   });
 }, 600_000);
-afterAll(() => rm(clone, { recursive: true, force: true }), 120_000);
+afterAll(async () => {
+  await rm(clone, { recursive: true, force: true });
+  process.stderr.write(`removed ${clone}\n`);
+}, 120_000);
 
 /** `npx <args>` in the clone, never reaching a registry; exit code and output. */
 async function npx(...args: string[]) {
