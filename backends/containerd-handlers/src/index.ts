@@ -21,10 +21,12 @@ const CAPABILITIES = ['real-containers', 'memory-pressure', 'registry-pull', 'ru
 /**
  * crun 1.8 refuses cgroup v1 with a cgroup2 mount beside it ("cgroups in hybrid mode not
  * supported, drop all controllers from cgroupv2"): the host has one at /sys/fs/cgroup/unified.
- * The node has its own mount namespace, so unmounting it there leaves the host as it is, and runc
- * runs as before.
+ * A private writable tmpfs hides it in the node's mount namespace. Unmounting it instead would
+ * not do: crun still creates unified/docker/<node>/... from /proc/self/cgroup, and without a
+ * mount there those directories land on the host's /sys/fs/cgroup tmpfs and outlive the node.
  */
-const LEGACY_CGROUPS = 'if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi';
+const LEGACY_CGROUPS =
+  'if mountpoint -q /sys/fs/cgroup/unified; then mount -t tmpfs -o rw,nosuid,nodev,noexec,mode=755 kh-cgroup2-hidden /sys/fs/cgroup/unified; fi';
 
 /** Through the runc v2 shim with another binary; no systemd in the node, so cgroupfs paths. */
 const viaRuncShim = (binary: string): ContainerdHandler => ({
