@@ -240,28 +240,30 @@ async function benchRuntime(world: HarnessWorld, name: string, kubeconfig: strin
       } finally {
         await pf.stop();
       }
-      // The runtime's own port-forward, in the node: crictl port-forward to the same pod.
-      const sandbox = (
-        await host.exec(['sh', '-c', `${crictl} pods -q --name srv --namespace ${NS} --state ready`])
-      ).output.trim();
-      const runtimeForward: number[] = [];
-      const local = 18080;
-      await host.exec([
+      // The runtime's own port-forward, in the node: crictl port-forward to the same pod, read by
+      // the node's Node.js (the node has no wget or curl; a start costs ~50 ms of ~1 s). A fresh
+      // forward per download, timed once it listens: containerd's streaming server timed out a
+      // second connection through one crictl session here.
+      const download = `node -e 'fetch(process.argv[1]).then(async (r) => { let n = 0; for await (const c of r.body) n += c.length; process.exit(n === ${BYTES} ? 0 : 1); })' http://127.0.0.1:18080/big`;
+      const own = await host.exec([
         'sh',
         '-c',
-        `(${crictl} port-forward ${sandbox} ${local}:8080 >/tmp/kh-pf.log 2>&1 &)`,
+        [
+          `s=$(${crictl} pods -q --name srv --namespace ${NS} --state ready)`,
+          `for i in $(seq ${TRANSFER_RUNS}); do`,
+          `  ${crictl} port-forward "$s" 18080:8080 >/tmp/kh-pf.log 2>&1 & pf=$!`,
+          '  for j in $(seq 50); do grep -q Forwarding /tmp/kh-pf.log && break; sleep 0.1; done',
+          `  b=$(date +%s%N); ${download} || { kill $pf; cat /tmp/kh-pf.log; exit 1; }; e=$(date +%s%N)`,
+          '  kill $pf; wait $pf 2>/dev/null; echo $((e - b))',
+          'done',
+        ].join('\n'),
       ]);
-      try {
-        // The node has no wget or curl; its Node.js reads the body (a start costs ~50 ms of ~1 s).
-        const url = `http://127.0.0.1:${local}/big`;
-        const download = `node -e 'fetch(process.argv[1]).then(async (r) => { let n = 0; for await (const c of r.body) n += c.length; if (n !== ${BYTES}) process.exit(1); })' ${url}`;
-        await timedInNode(
-          `for i in $(seq 50); do node -e 'fetch(process.argv[1], { method: "HEAD" }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' ${url} && break; sleep 0.2; done`,
-        );
-        for (let i = 0; i < TRANSFER_RUNS; i++) runtimeForward.push(await timedInNode(download));
-      } finally {
-        await host.exec(['sh', '-c', 'pkill -f "crictl.*port-forward" || true']);
-      }
+      if (own.exitCode !== 0) throw new Error(`crictl port-forward: ${own.output.trim()}`);
+      const runtimeForward = own.output
+        .trim()
+        .split('\n')
+        .slice(-TRANSFER_RUNS)
+        .map((ns) => Number(ns) / 1e6);
       const mibps = (ms: number) => BYTES / 2 ** 20 / (ms / 1000);
       const f = mibps(median(viaForward));
       const d = mibps(median(straight));
