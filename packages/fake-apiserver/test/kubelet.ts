@@ -18,7 +18,13 @@ import { generateTls } from '../src/index.js';
 export interface TestKubelet {
   port: number;
   /** Every request: its URL, the client certificate's subject CN, and the upgrade it asked for. */
-  requests: { url: string; cn: string | undefined; upgrade?: 'spdy' | 'websocket' }[];
+  requests: {
+    url: string;
+    cn: string | undefined;
+    upgrade?: 'spdy' | 'websocket';
+    /** The client resumed an earlier TLS session instead of a full handshake. */
+    resumed?: boolean;
+  }[];
   /** Upgraded connections still open. */
   openStreams(): number;
   /** Drops every upgraded connection, as a kubelet that dies mid-stream would. */
@@ -98,6 +104,7 @@ export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet
     requests.push({
       url: req.url ?? '',
       cn: cn(req.socket as TLSSocket),
+      resumed: (req.socket as TLSSocket).isSessionReused(),
       ...(kind === 'spdy' || kind === 'websocket' ? { upgrade: kind } : {}),
     });
     const url = new URL(req.url ?? '/', 'https://x');

@@ -74,6 +74,8 @@ describe.each([
     // kubectl 1.33 asks for a WebSocket, which the apiserver translates: the kubelet (SPDY only
     // for exec, as containerd is) sees one SPDY session per exec and no refused attempt.
     expect(kubelet.requests.slice(before).map((r) => r.upgrade)).toEqual(['spdy', 'spdy']);
+    // The second exec resumes the apiserver's TLS session with the kubelet.
+    expect(last.resumed).toBe(true);
   });
 
   it('exec -i pipes stdin', async () => {

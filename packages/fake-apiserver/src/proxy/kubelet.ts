@@ -134,6 +134,9 @@ export function nodeKubeletRequest(
 }
 
 export class KubeletClient {
+  /** The last TLS session per kubelet: resuming it spares each exec a full handshake. */
+  private readonly sessions = new Map<string, Buffer>();
+
   constructor(
     private readonly store: Store,
     private readonly tls: KubeletClientConfig = {},
@@ -246,7 +249,15 @@ export class KubeletClient {
    */
   private pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest): void {
     const { host, port } = this.endpoint(target.node);
-    const kubelet = connect({ host, port, servername: isIp(host) ? undefined : host, ...this.tlsOptions() });
+    const key = hostPort(host, port);
+    const kubelet = connect({
+      host,
+      port,
+      servername: isIp(host) ? undefined : host,
+      ...this.tlsOptions(),
+      session: this.sessions.get(key),
+    });
+    kubelet.on('session', (session: Buffer) => this.sessions.set(key, session));
     // Stream protocols trade small frames (SYN_STREAM, exit status); Nagle would hold each one
     // for the peer's delayed ACK, ~40 ms per exchange.
     kubelet.setNoDelay(true);
