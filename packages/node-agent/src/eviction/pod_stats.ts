@@ -3,12 +3,8 @@
 // logs, emptyDir volumes, memory-backed ones included) measured like du.
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ContainerNameLabel, PodNameLabel, PodNamespaceLabel, PodUidLabel } from '@kh/runtime-manager';
 import type { PodStatsSource, PodUsage } from './types.js';
-
-const PodUidLabel = 'io.kubernetes.pod.uid';
-const PodNameLabel = 'io.kubernetes.pod.name';
-const PodNamespaceLabel = 'io.kubernetes.pod.namespace';
-const ContainerNameLabel = 'io.kubernetes.container.name';
 
 /** The CRI call this reads (a CriClient fits). */
 export interface ContainerStatsClient {

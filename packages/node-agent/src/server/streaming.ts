@@ -16,8 +16,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type CriClient, CriError, GrpcStatus } from '@kh/cri-api';
-import type { RunningPod } from '@kh/runtime-manager';
+import { ContainerState, type CriClient, CriError, GrpcStatus } from '@kh/cri-api';
+import { ContainerNameLabel, PodUidLabel, type RunningPod } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
 
@@ -32,7 +32,7 @@ export interface ContainerStreamingOptions {
   getPods(): V1Pod[];
   /** Running pods and containers as the runtime reports them (the kubelet's GetPods(false)). */
   runtime: { getPods(all: boolean): Promise<RunningPod[]> };
-  cri: Pick<CriClient, 'exec' | 'attach' | 'portForward' | 'execSync'>;
+  cri: Pick<CriClient, 'exec' | 'attach' | 'portForward' | 'execSync' | 'listContainers'>;
   /**
    * Base for a runtime that answers a bare path instead of an absolute URL (its streaming server's
    * address, e.g. "127.0.0.1:10010" or "http://127.0.0.1:10010"). Undefined: such URLs are an error.
@@ -183,12 +183,25 @@ export class ContainerStreaming {
     );
   }
 
-  /** The runtime ID of a running container of the pod, else the kubelet's "container not found". */
+  /**
+   * The runtime ID of the pod's running container of that name, else the kubelet's "container not
+   * found". One ListContainers filtered by the labels the runtime manager puts on every container,
+   * where the kubelet lists all sandboxes and containers (GetPods): an exec waits on it.
+   */
   private async containerId(pod: V1Pod, t: Target): Promise<string> {
-    const running = await this.runningPod(pod, t.uid);
-    const c = running?.containers.find((x) => x.name === t.container && x.state === 'running');
-    if (!c) throw new Error(`container not found (${JSON.stringify(t.container)})`);
-    return c.id.id;
+    const { containers } = await this.opts.cri.listContainers({
+      filter: {
+        state: { state: ContainerState.CONTAINER_RUNNING },
+        labelSelector: { [PodUidLabel]: t.uid || pod.metadata?.uid || '', [ContainerNameLabel]: t.container },
+      },
+    });
+    // Two running instances only in a restart race: the newer is the one the pod status names.
+    const newest = containers.reduce<(typeof containers)[number] | undefined>(
+      (a, c) => (a === undefined || c.createdAt > a.createdAt ? c : a),
+      undefined,
+    );
+    if (!newest) throw new Error(`container not found (${JSON.stringify(t.container)})`);
+    return newest.id;
   }
 
   /** An absolute URL as it is; a bare path against the runtime's streaming address. */

@@ -160,7 +160,8 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
           image: { image: rt.images.busybox },
           command: ['sleep', '3600'],
           logPath: `${cname}.log`,
-          labels: { 'kh.run': RUN },
+          // The runtime manager's labels, which the agent finds a container by.
+          labels: { 'kh.run': RUN, 'io.kubernetes.pod.uid': uid, 'io.kubernetes.container.name': cname },
           ...extra,
         },
       });

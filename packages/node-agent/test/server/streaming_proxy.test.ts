@@ -6,6 +6,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { connect } from 'node:tls';
+import { ListContainersResponse } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFlags } from '../../src/config/flags.js';
 import { KubeletMetrics } from '../../src/metrics/metrics.js';
@@ -61,6 +62,14 @@ beforeAll(async () => {
       ],
     },
     cri: {
+      listContainers: async (req) =>
+        ListContainersResponse.fromPartial({
+          containers:
+            req?.filter?.labelSelector?.['io.kubernetes.pod.uid'] === 'u1' &&
+            req.filter.labelSelector['io.kubernetes.container.name'] === 'c'
+              ? [{ id: 'c1' }]
+              : [],
+        }),
       exec: async (req) => {
         execCalls.push(req);
         return { url: req?.cmd?.[0] === 'expired' ? '/exec/expired' : '/exec/token1?x=1' };
