@@ -166,6 +166,8 @@ describe('authorization: the Node authorizer and NodeRestriction (--authorizatio
       "node 'n1' cannot read all nodes, only its own Node object",
     );
     expect((await node.get('/api/v1/namespaces/default/pods/p2')).status).toBe(403);
+    // A pod that does not exist is a 404, which a node's status manager reads as deleted.
+    expect((await node.get('/api/v1/namespaces/default/pods/gone')).status).toBe(404);
     // A relationship ends with the pod: once p1 is gone, so is n1's access to s1.
     await client('admin-token').post(
       '/api/v1/namespaces/default/pods',

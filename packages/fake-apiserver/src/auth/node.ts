@@ -148,6 +148,10 @@ export function nodeAuthorizer(store: Store, nodeRules: PolicyRule[]): Authorize
 
   const pod = (node: string, a: ResourceAttributes): Decision => {
     if (a.subresource === '') {
+      // A pod that is gone is nobody's to hide: the node gets the 404 its status manager reads
+      // as "deleted, stop writing", not a 403 it would retry on.
+      if (a.verb === 'get' && a.name !== '' && store.get('pods', a.namespace, a.name) === undefined)
+        return allow;
       if (a.verb === 'get') return byGraph(node, a, 'pods');
       if (a.verb === 'list' || a.verb === 'watch') {
         if (exactMatch(a.fieldSelector, 'spec.nodeName') === node) return allow;
