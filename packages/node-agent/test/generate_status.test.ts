@@ -204,6 +204,36 @@ describe('generateAPIPodStatus', () => {
     expect(cond(s, 'Ready')?.status).toBe('True');
   });
 
+  it('counts a sidecar that is not ready yet against the pod, first', () => {
+    const p = pod({
+      initContainers: [
+        {
+          name: 'side',
+          image: 'busybox',
+          restartPolicy: 'Always',
+          readinessProbe: { exec: { command: ['true'] } },
+        },
+      ],
+      containers: [{ name: 'a', image: 'busybox' }],
+    });
+    const rt = runtime([container('side', 'running'), container('a', 'running')]);
+    let sideReady: boolean | undefined;
+    const probes = {
+      ready: (_: string, id: string) => (id === 'containerd://side-id' ? sideReady : true),
+      started: () => undefined,
+    };
+    const s = generateAPIPodStatus({ pod: p, runtime: rt, nodeIP: 'n', now, probes });
+    expect(cond(s, 'ContainersReady')).toMatchObject({
+      status: 'False',
+      message: 'containers with unready status: [side]',
+    });
+    expect(cond(s, 'Ready')?.status).toBe('False');
+    sideReady = true;
+    expect(
+      cond(generateAPIPodStatus({ pod: p, runtime: rt, nodeIP: 'n', now, probes }), 'Ready')?.status,
+    ).toBe('True');
+  });
+
   it('uses the node IP for hostNetwork pods', () => {
     const s = generateAPIPodStatus({
       pod: pod({ hostNetwork: true }),

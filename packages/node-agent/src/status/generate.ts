@@ -58,7 +58,11 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
   const incompleteInits = initSpecs
     .filter((c, i) => c.restartPolicy !== 'Always' && initStatuses[i]?.state?.terminated?.exitCode !== 0)
     .map((c) => c.name);
-  const unready = statuses.filter((s) => !s.ready).map((s) => s.name);
+  // Sidecars (restartable init containers) count towards readiness, listed first, as the kubelet does.
+  const unready = [
+    ...initSpecs.filter((c, i) => c.restartPolicy === 'Always' && !initStatuses[i]?.ready).map((c) => c.name),
+    ...statuses.filter((s) => !s.ready).map((s) => s.name),
+  ];
   const completed = phase === 'Succeeded';
   const conditions: V1PodCondition[] = [
     {
