@@ -20,7 +20,9 @@ if [[ "$(cat node_modules/.kh-lock-hash 2>/dev/null)" != "$lock_hash" ]]; then
 else
   step "npm dependencies are current"
 fi
-echo "    node for project tasks: $(node_modules/.bin/node --version)"
+# The project's scripts need Node 22 (the `node` package's binary); the system's may be older.
+export PATH="$PWD/node_modules/.bin:$PATH"
+echo "    node for project tasks: $(node --version)"
 
 step "build"
 npx turbo run build --output-logs=errors-only
