@@ -94,6 +94,22 @@ function killEntry(s: ContainerStatus, container: V1Container | undefined, reaso
   return { id: s.id, name: s.name, container, reason, message };
 }
 
+/** Why a running container must be killed (a changed spec, a failed liveness or startup probe), if it must. */
+function killReason(
+  c: V1Container,
+  s: ContainerStatus,
+  probes: ProbeResults,
+  kind: 'Container' | 'Init container',
+): { reason: string; message: string } | undefined {
+  if (s.hash !== hashContainer(c))
+    return { reason: 'SpecChanged', message: `${kind} ${c.name} definition changed` };
+  if (probes.liveness(s.id.id) === 'failure')
+    return { reason: 'LivenessProbe', message: `${kind} ${c.name} failed liveness probe` };
+  if (probes.startup(s.id.id) === 'failure')
+    return { reason: 'StartupProbe', message: `${kind} ${c.name} failed startup probe` };
+  return undefined;
+}
+
 /**
  * Init containers, one at a time and in order. Returns true when the pod is initialized and app
  * containers may be considered. Sidecars (restartable init containers) are started in their
@@ -115,10 +131,12 @@ function computeInitContainerActions(
     const s = findContainerStatusByName(status, c.name);
     if (isRestartableInitContainer(c)) {
       if (s?.state === 'running') {
-        if (s.hash !== hashContainer(c)) {
+        // A sidecar always restarts, whatever the pod's restart policy.
+        const kill = killReason(c, s, probes, 'Init container');
+        if (kill) {
           changes.containersToKill.set(
             s.id.id,
-            killEntry(s, c, 'SpecChanged', `Init container ${c.name} definition changed, will be restarted`),
+            killEntry(s, c, kill.reason, `${kill.message}, will be restarted`),
           );
           changes.initContainersToStart.push(i);
           if (!initialized) return false;
@@ -216,29 +234,18 @@ export function computePodActions(
       }
       continue;
     }
-    let restart = shouldRestartOnFailure(pod);
-    let reason: string;
-    let message: string;
-    if (s.hash !== hashContainer(c)) {
-      // A changed spec restarts the container whatever the restart policy.
-      restart = true;
-      reason = 'SpecChanged';
-      message = `Container ${c.name} definition changed`;
-    } else if (probes.liveness(s.id.id) === 'failure') {
-      reason = 'LivenessProbe';
-      message = `Container ${c.name} failed liveness probe`;
-    } else if (probes.startup(s.id.id) === 'failure') {
-      reason = 'StartupProbe';
-      message = `Container ${c.name} failed startup probe`;
-    } else {
+    const kill = killReason(c, s, probes, 'Container');
+    if (!kill) {
       keepCount++;
       continue;
     }
-    if (restart) {
-      message += ', will be restarted';
-      changes.containersToStart.push(i);
-    }
-    changes.containersToKill.set(s.id.id, killEntry(s, c, reason, message));
+    // A changed spec restarts the container whatever the restart policy.
+    const restart = kill.reason === 'SpecChanged' || shouldRestartOnFailure(pod);
+    if (restart) changes.containersToStart.push(i);
+    changes.containersToKill.set(
+      s.id.id,
+      killEntry(s, c, kill.reason, restart ? `${kill.message}, will be restarted` : kill.message),
+    );
   }
 
   if (keepCount === 0 && changes.containersToStart.length === 0) {

@@ -166,6 +166,25 @@ describe('computePodActions: init containers', () => {
       1,
     ]);
   });
+  it.each([
+    ['liveness', 'LivenessProbe'],
+    ['startup', 'StartupProbe'],
+  ] as const)('kills and restarts a sidecar that failed its %s probe, even under Never', (probe, reason) => {
+    const sc = c('sc', { restartPolicy: 'Always' });
+    const s = cs(sc, 'running');
+    const failed = (id: string) => (id === s.id.id ? 'failure' : undefined);
+    const probes: ProbeResults = {
+      liveness: probe === 'liveness' ? failed : () => undefined,
+      startup: probe === 'startup' ? failed : () => undefined,
+    };
+    const p = pod({ containers: [app], initContainers: [sc], restartPolicy: 'Never' });
+    const a = computePodActions(p, status([sandbox()], [cs(app, 'running'), s]), probes);
+    expect(a).toMatchObject({ initContainersToStart: [0], containersToStart: [], killPod: false });
+    expect(a.containersToKill.get(s.id.id)).toMatchObject({
+      reason,
+      message: `Init container sc failed ${probe} probe, will be restarted`,
+    });
+  });
 });
 
 describe('computePodActions: restarts', () => {
