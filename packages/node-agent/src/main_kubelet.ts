@@ -566,10 +566,10 @@ export function newPodLayer(opts: {
   // Readiness goes straight into the cached status; liveness failures and startup changes need a
   // sync, where the runtime manager kills or releases the container.
   prober?.results.onUpdate((u) => {
-    const uid = u.pod.metadata?.uid ?? '';
     if (u.type === 'readiness')
-      statusManager.setContainerReadiness(uid, u.containerId, u.result === 'success');
-    else if (u.type === 'startup' || u.result === 'failure') lifecycle.handleProbeSync(uid);
+      statusManager.setContainerReadiness(u.pod, u.containerId, u.result === 'success');
+    else if (u.type === 'startup' || u.result === 'failure')
+      lifecycle.handleProbeSync(u.pod.metadata?.uid ?? '');
   });
   return { lifecycle, workers, statusManager, ...(prober ? { prober } : {}) };
 }

@@ -78,3 +78,47 @@ it('writes pod status kubectl reads, and completes a graceful deletion', async (
   await sm.syncBatch();
   expect(await api.getPod('default', 'web')).toBeUndefined();
 });
+
+it("drops a condition's reason and message when it turns True, as the kubelet's two-way patch does", async () => {
+  writeFileSync(
+    join(dir, 'flip.json'),
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'flip', namespace: 'default' },
+      spec: { nodeName: 'node-a', containers: [{ name: 'c', image: 'busybox' }] },
+    }),
+  );
+  await kubectl(kubeconfig, 'apply', '-f', join(dir, 'flip.json'));
+  const pod = (await api.getPod('default', 'flip'))!;
+  const sm = new PodStatusManager({ api, clock: realClock });
+  const notReady = {
+    status: 'False',
+    reason: 'ContainersNotReady',
+    message: 'containers with unready status: [c]',
+  };
+  sm.setPodStatus(pod, {
+    phase: 'Running',
+    podIP: '10.0.0.8',
+    conditions: [
+      { type: 'ContainersReady', ...notReady },
+      { type: 'Ready', ...notReady },
+    ],
+  });
+  await sm.syncBatch();
+  sm.setPodStatus(pod, {
+    phase: 'Running',
+    conditions: [
+      { type: 'ContainersReady', status: 'True' },
+      { type: 'Ready', status: 'True' },
+    ],
+  });
+  await sm.syncBatch();
+  const stored = (await api.getPod('default', 'flip'))?.status;
+  expect(stored?.conditions?.find((c) => c.type === 'Ready')).toEqual({
+    type: 'Ready',
+    status: 'True',
+    lastTransitionTime: expect.anything(),
+  });
+  expect(stored?.podIP).toBeUndefined();
+});

@@ -211,7 +211,7 @@ describe('PodStatusManager', () => {
     const { sm, pod } = setup();
     sm.setPodStatus(pod, running(false));
     const uid = pod.metadata!.uid!;
-    sm.setContainerReadiness(uid, 'containerd://a', true);
+    sm.setContainerReadiness(pod, 'containerd://a', true);
     let s = sm.getPodStatus(uid);
     expect(s?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
       status: 'False',
@@ -219,12 +219,44 @@ describe('PodStatusManager', () => {
       message: 'containers with unready status: [b]',
     });
     // The prober reports bare runtime ids.
-    sm.setContainerReadiness(uid, 'b', true);
+    sm.setContainerReadiness(pod, 'b', true);
     s = sm.getPodStatus(uid);
     expect(s?.conditions?.find((c) => c.type === 'ContainersReady')?.status).toBe('True');
     expect(s?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
-    sm.setContainerReadiness(uid, 'containerd://unknown', false);
+    sm.setContainerReadiness(pod, 'containerd://unknown', false);
     expect(sm.getPodStatus(uid)).toEqual(s);
+  });
+
+  it("flips a sidecar's readiness and counts it against the pod, but not a regular init container", () => {
+    const { sm, pod } = setup();
+    const withInits = structuredClone(pod);
+    withInits.spec!.initContainers = [
+      { name: 'side', image: 'x', restartPolicy: 'Always' },
+      { name: 'setup', image: 'x' },
+    ];
+    const uid = pod.metadata!.uid!;
+    const init = (name: string, ready: boolean) => ({
+      name,
+      ready,
+      restartCount: 0,
+      image: 'x',
+      imageID: 'sha256:x',
+      containerID: `containerd://${name}`,
+      state: name === 'side' ? { running: {} } : { terminated: { exitCode: 0 } },
+    });
+    sm.setPodStatus(withInits, {
+      ...running(true),
+      initContainerStatuses: [init('side', true), init('setup', false)],
+    });
+    sm.setContainerReadiness(withInits, 'side', false);
+    const s = sm.getPodStatus(uid);
+    expect(s?.initContainerStatuses?.[0]?.ready).toBe(false);
+    expect(s?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      message: 'containers with unready status: [side]',
+    });
+    sm.setContainerReadiness(withInits, 'containerd://side', true);
+    expect(sm.getPodStatus(uid)?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
   });
 
   it('finishes graceful deletion once nothing runs: grace 0, UID-guarded', async () => {

@@ -15,6 +15,30 @@ import {
 } from '@kubernetes/client-node';
 import type { PodApi } from './pod_api.js';
 
+/**
+ * The status patch that turns `stored` into `next`: fields `next` no longer has are sent as null,
+ * as the kubelet's two-way merge patch does. Conditions merge by type under a strategic merge, so
+ * a condition that drops its reason (Ready going True) must delete it, or the server keeps the old
+ * one beside the new status. A merge patch replaces the conditions list whole.
+ */
+export function podStatusPatch(
+  stored: V1PodStatus | undefined,
+  next: V1PodStatus,
+  strategy: PatchStrategy,
+): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...next };
+  const missing = (o: object, k: string) => (o as Record<string, unknown>)[k] === undefined;
+  for (const k of Object.keys(stored ?? {})) if (missing(next, k)) patch[k] = null;
+  if (strategy === PatchStrategy.StrategicMergePatch && next.conditions) {
+    patch.conditions = next.conditions.map((c) => {
+      const before = stored?.conditions?.find((b) => b.type === c.type);
+      const gone = Object.keys(before ?? {}).filter((k) => missing(c, k));
+      return { ...c, ...Object.fromEntries(gone.map((k) => [k, null])) };
+    });
+  }
+  return patch;
+}
+
 export interface NodeApi {
   /** Undefined when the Node does not exist. */
   getNode(name: string): Promise<V1Node | undefined>;
@@ -125,10 +149,10 @@ export class KubeNodeApi implements NodeApi, PodApi {
     return orUndefined(() => this.core.readNamespacedSecret({ namespace, name }));
   }
 
-  patchPodStatus(namespace: string, name: string, status: V1PodStatus) {
+  patchPodStatus(namespace: string, name: string, status: V1PodStatus, stored?: V1PodStatus) {
     return this.statusPatchWithFallback((strategy) =>
       this.core.patchNamespacedPodStatus(
-        { namespace, name, body: { status } },
+        { namespace, name, body: { status: podStatusPatch(stored, status, strategy) } },
         setHeaderOptions('Content-Type', strategy),
       ),
     );

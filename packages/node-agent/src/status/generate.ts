@@ -33,6 +33,40 @@ export interface GenerateStatusInput {
   probes?: ProbeResults;
 }
 
+/**
+ * The containers that keep the pod from being Ready: sidecars (restartable init containers)
+ * first, then app containers, as the kubelet lists them.
+ */
+export function unreadyContainers(
+  pod: V1Pod,
+  initStatuses: readonly V1ContainerStatus[],
+  statuses: readonly V1ContainerStatus[],
+): string[] {
+  const sidecars = new Set(
+    (pod.spec?.initContainers ?? []).filter((c) => c.restartPolicy === 'Always').map((c) => c.name),
+  );
+  return [
+    ...initStatuses.filter((s) => sidecars.has(s.name) && !s.ready).map((s) => s.name),
+    ...statuses.filter((s) => !s.ready).map((s) => s.name),
+  ];
+}
+
+/** ContainersReady or Ready, from the unready containers; a completed pod is not ready. */
+export function readinessCondition(
+  type: string,
+  unready: readonly string[],
+  completed: boolean,
+): V1PodCondition {
+  if (completed) return { type, status: 'False', reason: 'PodCompleted' };
+  if (unready.length === 0) return { type, status: 'True' };
+  return {
+    type,
+    status: 'False',
+    reason: 'ContainersNotReady',
+    message: `containers with unready status: [${unready.join(' ')}]`,
+  };
+}
+
 export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
   const { pod, runtime, now } = input;
   const uid = pod.metadata?.uid ?? '';
@@ -58,11 +92,7 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
   const incompleteInits = initSpecs
     .filter((c, i) => c.restartPolicy !== 'Always' && initStatuses[i]?.state?.terminated?.exitCode !== 0)
     .map((c) => c.name);
-  // Sidecars (restartable init containers) count towards readiness, listed first, as the kubelet does.
-  const unready = [
-    ...initSpecs.filter((c, i) => c.restartPolicy === 'Always' && !initStatuses[i]?.ready).map((c) => c.name),
-    ...statuses.filter((s) => !s.ready).map((s) => s.name),
-  ];
+  const unready = unreadyContainers(pod, initStatuses, statuses);
   const completed = phase === 'Succeeded';
   const conditions: V1PodCondition[] = [
     {
@@ -81,8 +111,8 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
           reason: 'ContainersNotInitialized',
           message: `containers with incomplete status: [${incompleteInits.join(' ')}]`,
         },
-    readiness('ContainersReady', unready, completed),
-    readiness('Ready', unready, completed),
+    readinessCondition('ContainersReady', unready, completed),
+    readinessCondition('Ready', unready, completed),
     { type: 'PodScheduled', status: 'True' },
   ];
 
@@ -97,17 +127,6 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     ...(initSpecs.length > 0 ? { initContainerStatuses: initStatuses } : {}),
     containerStatuses: statuses,
   };
-
-  function readiness(type: string, notReady: string[], done: boolean): V1PodCondition {
-    if (done) return { type, status: 'False', reason: 'PodCompleted' };
-    if (notReady.length === 0) return { type, status: 'True' };
-    return {
-      type,
-      status: 'False',
-      reason: 'ContainersNotReady',
-      message: `containers with unready status: [${notReady.join(' ')}]`,
-    };
-  }
 
   function containerStatus(
     spec: V1Container,

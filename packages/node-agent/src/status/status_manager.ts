@@ -17,6 +17,7 @@ import { ConfigMirrorAnnotation, ConfigSourceAnnotation } from '../types/pod_upd
 import { canonicalJson } from '../util/canonical_json.js';
 import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
+import { readinessCondition, unreadyContainers } from './generate.js';
 import type { StatusManager } from './types.js';
 
 /** Conditions the kubelet owns; any other condition type on the pod belongs to someone else. */
@@ -117,33 +118,32 @@ export class PodStatusManager implements StatusManager {
   }
 
   /**
-   * A readiness probe result: the container's ready flag, then ContainersReady and Ready. The id
-   * may come with its runtime scheme (`containerd://abc`, the API form) or without (the prober's).
+   * A readiness probe result: the container's ready flag (an app container's or a sidecar's), then
+   * ContainersReady and Ready. The id may come with its runtime scheme (`containerd://abc`, the API
+   * form) or without (the prober's). The pod's spec tells sidecars from other init containers.
    */
-  setContainerReadiness(podUid: string, containerId: string, ready: boolean): void {
-    const e = this.entries.get(podUid);
+  setContainerReadiness(pod: V1Pod, containerId: string, ready: boolean): void {
+    const uid = pod.metadata?.uid ?? '';
+    const e = this.entries.get(uid);
     const id = bareContainerId(containerId);
     const matches = (c: V1ContainerStatus) => bareContainerId(c.containerID ?? '') === id;
-    const cs = e?.status.containerStatuses?.find(matches);
+    const lists = (s: V1PodStatus) => [...(s.containerStatuses ?? []), ...(s.initContainerStatuses ?? [])];
+    const cs = e && lists(e.status).find(matches);
     if (!e || !cs || cs.ready === ready) return;
     const status = structuredClone(e.status);
-    for (const c of status.containerStatuses ?? []) if (matches(c)) c.ready = ready;
-    const unready = (status.containerStatuses ?? []).filter((c) => !c.ready).map((c) => c.name);
-    const readyCond = (type: string): V1PodCondition =>
-      unready.length === 0
-        ? { type, status: 'True' }
-        : {
-            type,
-            status: 'False',
-            reason: 'ContainersNotReady',
-            message: `containers with unready status: [${unready.join(' ')}]`,
-          };
+    for (const c of lists(status)) if (matches(c)) c.ready = ready;
+    const unready = unreadyContainers(
+      pod,
+      status.initContainerStatuses ?? [],
+      status.containerStatuses ?? [],
+    );
+    const completed = status.phase === 'Succeeded';
     status.conditions = [
       ...(status.conditions ?? []).filter((c) => c.type !== 'ContainersReady' && c.type !== 'Ready'),
-      readyCond('ContainersReady'),
-      readyCond('Ready'),
+      readinessCondition('ContainersReady', unready, completed),
+      readinessCondition('Ready', unready, completed),
     ];
-    this.setPodStatus({ metadata: { uid: podUid, namespace: e.namespace, name: e.name } }, status);
+    this.setPodStatus({ metadata: { uid, namespace: e.namespace, name: e.name } }, status);
   }
 
   /**
@@ -252,7 +252,7 @@ export class PodStatusManager implements StatusManager {
       const merged = mergePodStatus(pod.status, e.status);
       if (canonicalJson(merged) !== canonicalJson(pod.status)) {
         try {
-          await api.patchPodStatus(e.namespace, e.name, merged);
+          await api.patchPodStatus(e.namespace, e.name, merged, pod.status);
         } catch (err) {
           if (isConflict(err) && attempt < CONFLICT_RETRIES) continue;
           throw err;

@@ -6,7 +6,7 @@ import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 export interface StatusManager {
   setPodStatus(pod: V1Pod, status: V1PodStatus): void;
   getPodStatus(uid: string): V1PodStatus | undefined;
-  setContainerReadiness(podUid: string, containerId: string, ready: boolean): void;
+  setContainerReadiness(pod: V1Pod, containerId: string, ready: boolean): void;
   terminatePod(pod: V1Pod): void;
   /** Housekeeping: forgets the statuses of pods no source lists any more. */
   removeOrphanedStatuses(desired: ReadonlySet<string>): void;
