@@ -617,6 +617,23 @@ describe('API semantics', () => {
       expect((await api.get(`${PODS}/bound`)).status).toBe(404);
     });
 
+    it('shows watchers a force-deleted pod with grace 0, so its kubelet stops it at once', async () => {
+      const created = (
+        await api.post(PODS, pod('forced', { nodeName: 'n1', terminationGracePeriodSeconds: 500 }))
+      ).body;
+      const events = api.watch(
+        `${PODS}?watch=true&resourceVersion=${created.metadata.resourceVersion}&fieldSelector=metadata.name%3Dforced`,
+        (evs) => evs.some((e) => e.type === 'DELETED'),
+      );
+      expect((await api.delete(`${PODS}/forced`, { gracePeriodSeconds: 0 })).status).toBe(200);
+      const deleted = (await events).find((e) => e.type === 'DELETED');
+      expect(deleted?.object.metadata).toMatchObject({
+        deletionGracePeriodSeconds: 0,
+        deletionTimestamp: expect.any(String),
+      });
+      expect((await api.get(`${PODS}/forced`)).status).toBe(404);
+    });
+
     it('keeps an object with finalizers until they are removed', async () => {
       const cm = (
         await api.post('/api/v1/namespaces/default/configmaps', {

@@ -336,8 +336,14 @@ export class RestStorage {
     const hasFinalizers = (old.metadata.finalizers ?? []).length > 0;
     // Namespaces always pass through Terminating so their content can be removed first.
     const graceful = grace > 0 || hasFinalizers || def.resource === 'namespaces';
+    // A kind with graceful deletion is deleted at once with grace 0, and its watchers see that
+    // grace on the deleted object: the kubelet then stops a force-deleted pod's containers at
+    // once, not after the pod's own terminationGracePeriodSeconds.
+    const last = def.gracePeriod
+      ? { deletionTimestamp: rfc3339(this.clock.now()), deletionGracePeriodSeconds: 0 }
+      : {};
     const removeNow = () =>
-      opts.dryRun ? this.view(def, old) : this.view(def, this.store.delete(def.storage, key, name)!);
+      opts.dryRun ? this.view(def, old) : this.view(def, this.store.delete(def.storage, key, name, last)!);
     if (!graceful) return removeNow();
     const next = clone(old);
     const md = next.metadata;

@@ -108,13 +108,16 @@ export class Store {
     return obj;
   }
 
-  /** Removes an object; the DELETED event carries it with a fresh resourceVersion, like etcd. */
-  delete(resource: string, ns: string, name: string): KObject | undefined {
+  /**
+   * Removes an object; the DELETED event carries it with a fresh resourceVersion, like etcd, and
+   * with `lastMetadata` (a graceful deletion's final timestamp and grace period).
+   */
+  delete(resource: string, ns: string, name: string, lastMetadata: object = {}): KObject | undefined {
     this.checkWritable();
     const prev = this.remove(resource, ns, name);
     if (prev === undefined) return undefined;
     const rv = ++this.rvCounter;
-    const obj = { ...prev, metadata: { ...prev.metadata, resourceVersion: String(rv) } };
+    const obj = { ...prev, metadata: { ...prev.metadata, ...lastMetadata, resourceVersion: String(rv) } };
     this.wal?.append({ rv, op: 'del', r: resource, ns, name });
     this.emit({ type: 'DELETED', resource, rv, object: obj, prev, at: Date.now() });
     return obj;
