@@ -324,8 +324,8 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
     // The exited container: the request completes at once.
     expect((await logs('crash', '?follow=true')).body).toBe('second attempt failed\n');
     const app = status.containerStatuses.find((c) => c.name === 'app');
-    const pending = logs('app', '?follow=true&tailLines=0');
-    await new Promise((r) => setTimeout(r, 100));
+    // sinceTime, not tailLines=0: under load the follow may open the file after the line is written.
+    const pending = logs('app', `?follow=true&sinceTime=${new Date(NOW + 3000).toISOString()}`);
     appendFileSync(logPath('app'), `${ts(3)} stdout F last words\n`);
     await cri.stopContainer({ containerId: app?.id.id ?? '', timeout: 0n });
     fakeClock.step(0);
