@@ -81,4 +81,25 @@ describe('API server pod source', () => {
     const w = lw.watch(resourceVersion, () => {});
     await expect(w.done).rejects.toBeInstanceOf(ResourceExpiredError);
   });
+
+  it('ends a silent watch cleanly, so the source resumes at once; an unanswered one fails', async () => {
+    const quiet = new KubePodListWatch(loadKubeConfig(kubeconfig), 'quiet-node', { idleTimeoutMs: 300 });
+    const { resourceVersion } = await quiet.list();
+    // The server sends nothing for this node (bookmarks come once a minute): client-node times out.
+    await expect(quiet.watch(resourceVersion, () => {}).done).resolves.toBeUndefined();
+
+    const kc = loadKubeConfig(kubeconfig);
+    const cluster = kc.getCurrentCluster();
+    // A server that accepts the connection and never answers.
+    const { createServer } = await import('node:net');
+    const silent = createServer(() => {});
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as { port: number }).port;
+    kc.clusters = kc.clusters.map((c) =>
+      c.name === cluster?.name ? { ...c, server: `https://127.0.0.1:${port}` } : c,
+    );
+    const unanswered = new KubePodListWatch(kc, 'quiet-node', { idleTimeoutMs: 300 });
+    await expect(unanswered.watch(resourceVersion, () => {}).done).rejects.toThrow(/timeout/);
+    silent.close();
+  });
 });
