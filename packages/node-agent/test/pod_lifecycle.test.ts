@@ -40,8 +40,13 @@ class RecordingRuntime {
     this.secretsSeen.push(secrets.map((s) => s.metadata?.name ?? ''));
     return { steps: [] };
   };
-  killPod = async (pod: V1Pod | undefined, rp: RunningPod) => {
+  /** Set to hold kills open (a container with a long grace period). */
+  killGate: Promise<void> | undefined;
+  killGraces: (number | undefined)[] = [];
+  killPod = async (pod: V1Pod | undefined, rp: RunningPod, grace?: number) => {
     this.calls.push(`kill ${pod?.metadata?.name ?? `orphan:${rp.name}`}`);
+    this.killGraces.push(grace);
+    await this.killGate;
   };
   getPods = async () => this.running;
   deleteContainer = async (id: ContainerID) => {
@@ -121,6 +126,24 @@ describe('PodLifecycle', () => {
     ];
     await lifecycle.handlePodCleanups();
     expect(runtime.calls).toEqual(['sync a', 'kill orphan:ghost']);
+  });
+
+  it('kills an orphan with 1 s of grace, once, without holding up housekeeping', async () => {
+    const { runtime, lifecycle } = setup();
+    let release = () => {};
+    runtime.killGate = new Promise((r) => {
+      release = r;
+    });
+    runtime.running = [{ uid: 'ghost', name: 'ghost', namespace: 'default', sandboxes: [], containers: [] }];
+    // The kill is still in progress, yet housekeeping returns, and the next pass does not kill again.
+    await lifecycle.handlePodCleanups();
+    await lifecycle.handlePodCleanups();
+    expect(runtime.calls).toEqual(['kill orphan:ghost']);
+    expect(runtime.killGraces).toEqual([1]);
+    release();
+    await new Promise((r) => setTimeout(r, 0));
+    await lifecycle.handlePodCleanups();
+    expect(runtime.calls).toEqual(['kill orphan:ghost', 'kill orphan:ghost']);
   });
 
   it('reports the generated status to the status manager', async () => {

@@ -32,9 +32,14 @@ export interface PodLifecycleDeps {
 
 const isTerminalPhase = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 
+/** The kubelet's grace for containers of pods it no longer knows (HandlePodCleanups). */
+export const ORPHAN_GRACE_PERIOD_SECONDS = 1;
+
 export class PodLifecycle implements SyncHandler, PodKiller {
   private readonly nextSync = new Map<string, number>();
   private readonly rejected = new Set<string>();
+  /** Orphaned pods being killed, by uid: housekeeping does not start a second kill. */
+  private readonly killingOrphans = new Map<string, Promise<void>>();
 
   readonly containerDeletor: PodContainerDeletor;
 
@@ -147,12 +152,18 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     const { pods, workers } = this.deps;
     const log = this.deps.log ?? silentLogger;
     const running = await this.deps.runtime.getPods(false);
+    // As in the kubelet, an orphan gets 1 s of grace and its kill runs beside the sync loop: a
+    // container whose pod asked for 500 s must not stall every other pod that long.
     for (const rp of running) {
-      if (pods.has(rp.uid)) continue;
+      if (pods.has(rp.uid) || this.killingOrphans.has(rp.uid)) continue;
       log.info('Killing orphaned pod', { pod: `${rp.namespace}/${rp.name}`, uid: rp.uid });
-      await this.deps.runtime
-        .killPod(undefined, rp)
-        .catch((err) => log.error('Failed to kill orphaned pod', { uid: rp.uid, err }));
+      this.killingOrphans.set(
+        rp.uid,
+        this.deps.runtime
+          .killPod(undefined, rp, ORPHAN_GRACE_PERIOD_SECONDS)
+          .catch((err) => log.error('Failed to kill orphaned pod', { uid: rp.uid, err }))
+          .finally(() => this.killingOrphans.delete(rp.uid)),
+      );
     }
     workers.syncKnownPods(pods.getPods());
     this.deps.statusManager.removeOrphanedStatuses(pods.uids());
