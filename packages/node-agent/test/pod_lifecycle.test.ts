@@ -128,6 +128,22 @@ describe('PodLifecycle', () => {
     expect(runtime.calls).toEqual(['sync a', 'kill orphan:ghost']);
   });
 
+  it('leaves a removed pod that its worker is still stopping to the worker', async () => {
+    const { runtime, lifecycle, workers } = setup();
+    await lifecycle.handlePodAdditions([pod('a')]);
+    await workers.settle();
+    let release = () => {};
+    runtime.killGate = new Promise((r) => {
+      release = r;
+    });
+    await lifecycle.handlePodRemoves([pod('a')]);
+    runtime.running = [{ uid: 'a', name: 'a', namespace: 'default', sandboxes: [], containers: [] }];
+    await lifecycle.handlePodCleanups();
+    expect(runtime.calls.filter((c) => c.startsWith('kill'))).toEqual(['kill a']);
+    release();
+    await workers.settle();
+  });
+
   it('kills an orphan with 1 s of grace, once, without holding up housekeeping', async () => {
     const { runtime, lifecycle } = setup();
     let release = () => {};

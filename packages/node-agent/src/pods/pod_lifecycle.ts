@@ -152,10 +152,13 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     const { pods, workers } = this.deps;
     const log = this.deps.log ?? silentLogger;
     const running = await this.deps.runtime.getPods(false);
-    // As in the kubelet, an orphan gets 1 s of grace and its kill runs beside the sync loop: a
-    // container whose pod asked for 500 s must not stall every other pod that long.
+    // As in the kubelet, an orphan (a pod neither the pod manager nor a pod worker knows) gets 1 s
+    // of grace and its kill runs beside the sync loop: a container whose pod asked for 500 s must
+    // not stall every other pod that long. A removed pod that its worker is still stopping is not
+    // an orphan: the worker applies the deletion's grace.
     for (const rp of running) {
-      if (pods.has(rp.uid) || this.killingOrphans.has(rp.uid)) continue;
+      if (pods.has(rp.uid) || workers.isPodTerminationRequested(rp.uid) || this.killingOrphans.has(rp.uid))
+        continue;
       log.info('Killing orphaned pod', { pod: `${rp.namespace}/${rp.name}`, uid: rp.uid });
       this.killingOrphans.set(
         rp.uid,
