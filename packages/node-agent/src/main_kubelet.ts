@@ -144,6 +144,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
       highThresholdPercent: config.imageGCHighThresholdPercent,
       lowThresholdPercent: config.imageGCLowThresholdPercent,
       minAgeMs: resolved.imageMinimumGCAgeMs,
+      maxAgeMs: resolved.imageMaximumGCAgeMs,
     },
     podsDir,
     podLogsRootDir: config.podLogsDir,

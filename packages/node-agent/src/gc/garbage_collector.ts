@@ -66,8 +66,10 @@ class GCMetrics {
   record(kind: 'container' | 'image', ok: boolean, seconds: number, result?: ImageGCResult): void {
     this.runs.inc({ kind, result: ok ? 'success' : 'failure' });
     this.duration.observe({ kind }, seconds);
-    if (result && result.removed.length > 0)
-      this.kubelet.imageGarbageCollected.inc({ reason: 'space' }, result.removed.length);
+    const forAge = result?.removedForAge?.length ?? 0;
+    const forSpace = (result?.removed.length ?? 0) - forAge;
+    if (forAge > 0) this.kubelet.imageGarbageCollected.inc({ reason: 'age' }, forAge);
+    if (forSpace > 0) this.kubelet.imageGarbageCollected.inc({ reason: 'space' }, forSpace);
   }
 }
 
@@ -135,6 +137,7 @@ export class GarbageCollector {
         this.log.info('Image garbage collection freed space', {
           bytes: result.freedBytes,
           images: result.removed.length,
+          ...(result.removedForAge ? { unusedPastMaximumAge: result.removedForAge.length } : {}),
         });
       return result;
     } catch (err) {

@@ -127,6 +127,22 @@ describe('GarbageCollector', () => {
     expect(collected).toContain('kubelet_image_garbage_collected_total{reason="space"} 3');
   });
 
+  it('counts images removed for imageMaximumGCAge under reason="age", the rest under reason="space"', async () => {
+    const t = scripted();
+    t.imageOutcomes.push({
+      freedBytes: 30,
+      removed: ['sha256:old', 'sha256:older', 'sha256:big'],
+      removedForAge: ['sha256:old', 'sha256:older'],
+      usagePercentBefore: 90,
+    });
+    await t.gc.collectImages();
+    const collected = await t.metrics.registry.getSingleMetricAsString(
+      'kubelet_image_garbage_collected_total',
+    );
+    expect(collected).toContain('kubelet_image_garbage_collected_total{reason="age"} 2');
+    expect(collected).toContain('kubelet_image_garbage_collected_total{reason="space"} 1');
+  });
+
   it('reclaims containers with evictNonDeletedPods, so terminated pods lose theirs', async () => {
     const calls: [ContainerGCPolicy, boolean, boolean][] = [];
     const reclaimer = runtimeReclaimer({

@@ -131,11 +131,21 @@ export interface ImageGCPolicy {
   highThresholdPercent: number; // imageGCHighThresholdPercent, 85
   lowThresholdPercent: number; // imageGCLowThresholdPercent, 80
   minAgeMs: number; // imageMinimumGCAge, 2m
+  /**
+   * imageMaximumGCAge: unused images not used for longer than this go on every pass, whatever
+   * the disk usage. 0 (the default, also when absent) turns it off.
+   */
+  maxAgeMs?: number;
 }
 
 export interface ImageGCResult {
+  /** Bytes freed by both passes (age and disk usage). */
   freedBytes: number;
+  /** Every image removed, by either pass. */
   removed: string[];
+  /** The images of `removed` that went for being unused longer than imageMaximumGCAge. */
+  removedForAge?: string[];
+  /** Image filesystem usage after the age pass, which the threshold pass acts on. */
   usagePercentBefore: number;
 }
 

@@ -2,6 +2,11 @@
 // the least recently used images until usage is back at the low threshold. Images in use by any
 // container (running or not), pinned images, the sandbox (pause) image, and images first seen
 // less than imageMinimumGCAge ago are never removed.
+//
+// With imageMaximumGCAge set (maxAgeMs > 0), every pass first removes the images no container
+// uses that were last seen in use more than maxAgeMs ago (never seen in use counts as long ago),
+// whatever the disk usage, as the kubelet's freeOldImages does. Like the kubelet, it waits until
+// the manager itself has run for maxAgeMs: use before its start is unknown to it.
 
 import { parseImageReference, realClock } from '@kh/apimachinery';
 import type { Clock, Image, ImageGCPolicy, ImageGCResult } from '../container/runtime.js';
@@ -10,6 +15,7 @@ export const DefaultImageGCPolicy: ImageGCPolicy = {
   highThresholdPercent: 85,
   lowThresholdPercent: 80,
   minAgeMs: 120_000,
+  maxAgeMs: 0,
 };
 
 export interface ImageRecord {
@@ -19,6 +25,9 @@ export interface ImageRecord {
   lastUsed: number;
   pinned: boolean;
 }
+
+const leastRecentlyUsedFirst = (a: ImageRecord, b: ImageRecord) =>
+  a.lastUsed - b.lastUsed || a.firstDetected - b.firstDetected;
 
 /** Least recently used first; equally recent images go in order of first detection. */
 export function selectImagesToFree(
@@ -30,7 +39,7 @@ export function selectImagesToFree(
 ): ImageRecord[] {
   const candidates = records
     .filter((r) => !inUse.has(r.id) && !r.pinned && now - r.firstDetected >= minAgeMs)
-    .sort((a, b) => a.lastUsed - b.lastUsed || a.firstDetected - b.firstDetected);
+    .sort(leastRecentlyUsedFirst);
   const chosen: ImageRecord[] = [];
   let freed = 0;
   for (const r of candidates) {
@@ -39,6 +48,23 @@ export function selectImagesToFree(
     freed += r.size;
   }
   return chosen;
+}
+
+/**
+ * The max-age pass: images not in use and not pinned whose last use is more than maxAgeMs before
+ * `now` (lastUsed 0, never seen in use, always is). maxAgeMs 0 selects nothing. imageMinimumGCAge
+ * does not apply here, as in the kubelet.
+ */
+export function selectImagesPastMaxAge(
+  records: ImageRecord[],
+  inUse: ReadonlySet<string>,
+  now: number,
+  maxAgeMs: number,
+): ImageRecord[] {
+  if (!(maxAgeMs > 0)) return [];
+  return records
+    .filter((r) => !inUse.has(r.id) && !r.pinned && now - r.lastUsed > maxAgeMs)
+    .sort(leastRecentlyUsedFirst);
 }
 
 /** Percent used, rounded up like the kubelet's integer arithmetic on available bytes. */
@@ -66,6 +92,15 @@ export function validateImageGCPolicy(p: ImageGCPolicy): void {
       `imageGCLowThresholdPercent (${p.lowThresholdPercent}) must not exceed imageGCHighThresholdPercent (${p.highThresholdPercent})`,
     );
   }
+  const maxAge = p.maxAgeMs ?? 0;
+  if (!(Number.isFinite(maxAge) && maxAge >= 0)) {
+    throw new RangeError(`imageMaximumGCAge must be >= 0, got ${maxAge}ms`);
+  }
+  if (maxAge > 0 && maxAge <= p.minAgeMs) {
+    throw new RangeError(
+      `imageMaximumGCAge (${maxAge}ms) must be greater than imageMinimumGCAge (${p.minAgeMs}ms)`,
+    );
+  }
 }
 
 /** What image GC needs from the runtime. */
@@ -90,6 +125,8 @@ export class ImageGCManager {
   readonly #records = new Map<string, ImageRecord>();
   readonly #clock: Clock;
   readonly #sandboxImage: string | undefined;
+  /** When this manager started: the max-age pass waits until maxAgeMs have passed since. */
+  readonly #startedAt: number;
 
   constructor(
     private readonly deps: ImageGCDeps,
@@ -98,6 +135,7 @@ export class ImageGCManager {
   ) {
     validateImageGCPolicy(policy);
     this.#clock = opts.clock ?? realClock;
+    this.#startedAt = this.#clock.now();
     this.#sandboxImage = opts.sandboxImage ? normalizedName(opts.sandboxImage) : undefined;
   }
 
@@ -132,34 +170,71 @@ export class ImageGCManager {
     return [...this.#records.values()].map((r) => ({ ...r }));
   }
 
+  /**
+   * One pass: first the max-age pass (when maxAgeMs > 0), then, on the usage measured after it,
+   * the threshold pass. A failed removal in the max-age pass fails the pass before the thresholds
+   * are looked at, as in the kubelet.
+   */
   async garbageCollect(): Promise<ImageGCResult> {
+    const inUse = await this.detectImages();
+    const now = this.#clock.now();
+    const aged = await this.#freeOldImages(inUse, now);
     const { usedBytes, capacityBytes } = await this.deps.imageFsUsage();
     if (!(capacityBytes > 0)) throw new Error(`invalid capacity ${capacityBytes} on image filesystem`);
-    const inUse = await this.detectImages();
     const before = usagePercent(usedBytes, capacityBytes);
-    const result: ImageGCResult = { freedBytes: 0, removed: [], usagePercentBefore: before };
+    const result: ImageGCResult = {
+      freedBytes: aged.reduce((n, r) => n + r.size, 0),
+      removed: aged.map((r) => r.id),
+      usagePercentBefore: before,
+    };
+    if (aged.length > 0) result.removedForAge = aged.map((r) => r.id);
     if (before < this.policy.highThresholdPercent) return result;
     const want = bytesToFree(usedBytes, capacityBytes, this.policy.lowThresholdPercent);
-    const now = this.#clock.now();
     const failures: string[] = [];
+    let freed = 0;
     for (const r of selectImagesToFree(this.records(), inUse, want, now, this.policy.minAgeMs)) {
       try {
         await this.deps.removeImage(r.id);
         this.#records.delete(r.id);
         result.removed.push(r.id);
         result.freedBytes += r.size;
+        freed += r.size;
       } catch (err) {
         failures.push(`${r.id}: ${(err as Error).message}`);
       }
     }
-    if (result.freedBytes < want) {
+    if (freed < want) {
       const why = failures.length ? ` (removal failed: ${failures.join('; ')})` : '';
       throw new ImageGCShortfallError(
-        `Failed to garbage collect required amount of images. Attempted to free ${want} bytes, but only found ${result.freedBytes} bytes eligible to free${why}`,
+        `Failed to garbage collect required amount of images. Attempted to free ${want} bytes, but only found ${freed} bytes eligible to free${why}`,
         result,
       );
     }
     return result;
+  }
+
+  /** Removes the images unused for longer than maxAgeMs; returns those it removed. */
+  async #freeOldImages(inUse: ReadonlySet<string>, now: number): Promise<ImageRecord[]> {
+    const maxAge = this.policy.maxAgeMs ?? 0;
+    // Right after a start every image's last use is unknown (0): wait until maxAge has passed.
+    if (!(maxAge > 0) || now - this.#startedAt <= maxAge) return [];
+    const removed: ImageRecord[] = [];
+    const failures: string[] = [];
+    for (const r of selectImagesPastMaxAge(this.records(), inUse, now, maxAge)) {
+      try {
+        await this.deps.removeImage(r.id);
+        this.#records.delete(r.id);
+        removed.push(r);
+      } catch (err) {
+        failures.push(`${r.id}: ${(err as Error).message}`);
+      }
+    }
+    if (failures.length > 0) {
+      throw new Error(
+        `wanted to free images older than ${maxAge}ms, encountered errors in image deletion: ${failures.join('; ')}`,
+      );
+    }
+    return removed;
   }
 }
 
