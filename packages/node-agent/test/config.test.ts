@@ -140,7 +140,7 @@ authentication: { anonymous: { enabled: false, extra: 1 } }
         expect.stringMatching(
           /^evictionHard\[disk\.available\]: Unsupported value: "disk\.available": supported values: .*"memory\.available"/,
         ),
-        'evictionSoftGracePeriod[nodefs.available]: Required value: a grace period is required for evictionSoft[nodefs.available]',
+        'evictionSoftGracePeriod[nodefs.available]: Required value: grace period must be specified for the soft eviction threshold nodefs.available',
         expect.stringMatching(/^kubeReserved\[cpu\]: Invalid value: "lots"/),
         'clusterDNS[1]: Invalid value: "not-an-ip": must be a valid IP address',
         'authorization.mode: Unsupported value: "Everyone": supported values: "AlwaysAllow", "Webhook"',

@@ -223,6 +223,12 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Time before leaving a pressure condition.',
   },
   {
+    name: 'eviction-max-pod-grace-period',
+    kind: 'int',
+    config: 'evictionMaxPodGracePeriod',
+    help: 'Longest grace period (s) of a pod killed for a soft threshold.',
+  },
+  {
     name: 'kube-reserved',
     kind: 'keyValueMap',
     config: 'kubeReserved',

@@ -1,6 +1,7 @@
 // The validated file form turned into numbers and parsed values for the code that runs.
 import { parseDuration } from '../util/duration.js';
 import { parseQuantityOrPercent, Quantity, type QuantityOrPercent } from '../util/quantity.js';
+import { isDisabledThreshold } from './schema.js';
 import type { KubeletConfiguration } from './types.js';
 
 /** One eviction threshold, `signal < value`, as the eviction manager consumes it. */
@@ -8,7 +9,7 @@ export interface EvictionThreshold {
   signal: string;
   operator: 'LessThan';
   value: QuantityOrPercent;
-  /** 0 for hard thresholds. */
+  /** 0 for hard thresholds; evictionSoftGracePeriod for soft ones. */
   gracePeriodMs: number;
   minReclaim?: QuantityOrPercent;
 }
@@ -42,16 +43,18 @@ export function resolveKubeletConfiguration(cfg: KubeletConfiguration): Resolved
   const leaseMs = cfg.nodeLeaseDurationSeconds * 1000;
   const minReclaim = (signal: string) => {
     const v = cfg.evictionMinimumReclaim[signal];
-    return v === undefined ? {} : { minReclaim: parseQuantityOrPercent(v) };
+    return v === undefined || v === '0%' ? {} : { minReclaim: parseQuantityOrPercent(v) };
   };
   const thresholds = (map: Record<string, string>, grace: Record<string, string>): EvictionThreshold[] =>
-    Object.entries(map).map(([signal, value]) => ({
-      signal,
-      operator: 'LessThan',
-      value: parseQuantityOrPercent(value),
-      gracePeriodMs: grace[signal] === undefined ? 0 : parseDuration(grace[signal]),
-      ...minReclaim(signal),
-    }));
+    Object.entries(map)
+      .filter(([, value]) => !isDisabledThreshold(value))
+      .map(([signal, value]) => ({
+        signal,
+        operator: 'LessThan',
+        value: parseQuantityOrPercent(value),
+        gracePeriodMs: grace[signal] === undefined ? 0 : parseDuration(grace[signal]),
+        ...minReclaim(signal),
+      }));
   const resources = (map: Record<string, string>): ResourceList =>
     Object.fromEntries(Object.entries(map).map(([k, v]) => [k, Quantity.parse(v)]));
   return {

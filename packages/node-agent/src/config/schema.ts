@@ -10,6 +10,12 @@ import { parseQuantityOrPercent, Quantity } from '../util/quantity.js';
 /** A field error already shows the value, so a quantity error contributes only its reason. */
 const reasonOf = (e: unknown): string => (e instanceof QuantityError ? e.reason : (e as Error).message);
 
+/**
+ * An eviction threshold of 0% or 100% is switched off, as the kubelet's threshold parser ignores
+ * them: `evictionHard: {memory.available: "0%"}` leaves no hard threshold at all.
+ */
+export const isDisabledThreshold = (v: string): boolean => v === '0%' || v === '100%';
+
 export type FieldSpec =
   | { kind: 'string'; check?: (v: string) => string | undefined }
   | { kind: 'enum'; values: readonly string[] }
@@ -321,6 +327,7 @@ function checkMapValue(
   if (kind === 'duration') return checkDuration(v, false, field, errs);
   try {
     if (kind === 'threshold') {
+      if (isDisabledThreshold(v)) return;
       const t = parseQuantityOrPercent(v);
       if ('quantity' in t && t.quantity.sign() < 0) errs.invalid(field, v, 'must not be negative');
     } else if (Quantity.parse(v).sign() < 0) {

@@ -3,7 +3,7 @@
 
 import { ErrorList, type FieldError } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
-import { checkField, KUBELET_CONFIG_SCHEMA } from './schema.js';
+import { checkField, isDisabledThreshold, KUBELET_CONFIG_SCHEMA } from './schema.js';
 import { KUBELET_CONFIG_API_VERSION, KUBELET_CONFIG_KIND, type KubeletConfiguration } from './types.js';
 
 export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldError[] {
@@ -33,12 +33,14 @@ export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldEr
       `must be greater than imageMinimumGCAge (${cfg.imageMinimumGCAge})`,
     );
   }
-  // A soft threshold without a grace period (or the reverse) can never act as configured.
-  for (const signal of Object.keys(cfg.evictionSoft ?? {})) {
+  // A soft threshold without a grace period (or the reverse) can never act as configured. The
+  // kubelet refuses to start on the first (ParseThresholdConfig); a threshold switched off needs none.
+  for (const [signal, value] of Object.entries(cfg.evictionSoft ?? {})) {
+    if (typeof value === 'string' && isDisabledThreshold(value)) continue;
     if (!(signal in (cfg.evictionSoftGracePeriod ?? {}))) {
       errs.required(
         `evictionSoftGracePeriod[${signal}]`,
-        `a grace period is required for evictionSoft[${signal}]`,
+        `grace period must be specified for the soft eviction threshold ${signal}`,
       );
     }
   }

@@ -244,11 +244,17 @@ export class EvictionManager implements PressureSource, AdmitHandler {
     return result;
   }
 
-  /** Soft evictions honour the pod's grace period, capped by evictionMaxPodGracePeriod when set. */
+  /**
+   * A soft eviction's grace period, as the kubelet's eviction manager and pod workers compute it:
+   * min(evictionMaxPodGracePeriod, the pod's terminationGracePeriodSeconds), never under one
+   * second. The maximum does not stretch a shorter pod grace period (it did before 1.32, behind
+   * AllowOverwriteTerminationGracePeriodSeconds), and 0, the default, means one second.
+   */
   private softGracePeriod(pod: V1Pod): number {
-    const podGrace = pod.spec?.terminationGracePeriodSeconds ?? 30;
     const max = this.deps.config.maxPodGracePeriodSeconds;
-    return max > 0 ? Math.min(podGrace, max) : podGrace;
+    const podGrace = pod.spec?.terminationGracePeriodSeconds;
+    const grace = podGrace === undefined || podGrace === null ? max : Math.min(max, podGrace);
+    return Math.max(IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, grace);
   }
 
   private async localStorageEviction(

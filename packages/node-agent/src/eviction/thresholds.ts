@@ -19,7 +19,10 @@ export interface Threshold extends EvictionThreshold {
 export interface EvictionConfig {
   thresholds: Threshold[];
   pressureTransitionPeriodMs: number;
-  /** evictionMaxPodGracePeriod: caps the pod's grace period for soft evictions (0: use the pod's). */
+  /**
+   * evictionMaxPodGracePeriod: a soft eviction kills with min(this, the pod's grace period), at
+   * least one second (so 0, the default, kills within a second).
+   */
   maxPodGracePeriodSeconds: number;
   /** How often the manager observes signals (the kubelet's housekeeping interval, 10s). */
   monitoringIntervalMs: number;

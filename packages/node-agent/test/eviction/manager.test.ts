@@ -235,6 +235,7 @@ describe('soft thresholds', () => {
     const t = setup({
       evictionSoft: { 'memory.available': '1Gi' },
       evictionSoftGracePeriod: { 'memory.available': '1m' },
+      evictionMaxPodGracePeriod: 30,
     });
     t.setPods([pod('a', { terminationGracePeriodSeconds: 7 })]);
     t.signals.current = memoryObs(900 * Mi);
@@ -251,6 +252,125 @@ describe('soft thresholds', () => {
     await t.clock.advance(1_000);
     await t.manager.synchronize();
     expect(t.killer.evicted[0]?.grace).toBe(7);
+  });
+});
+
+describe('soft nodefs threshold (eviction_test LocalStorageSoftEviction)', () => {
+  const nodefs = (availableGi: number) => ({
+    ...memoryObs(4 * Gi),
+    'nodefs.available': { available: availableGi * Gi, capacity: 100 * Gi },
+  });
+  // As the upstream cases configure the kubelet: a soft nodefs threshold, and hard thresholds
+  // switched off with 0% so that only the soft one can evict.
+  const softOnly = (grace: string, maxPodGrace: number) =>
+    setup(
+      {
+        evictionHard: { 'memory.available': '0%' },
+        evictionSoft: { 'nodefs.available': '20Gi' },
+        evictionSoftGracePeriod: { 'nodefs.available': grace },
+        evictionMaxPodGracePeriod: maxPodGrace,
+      },
+      { reclaimer: { deleteAllUnusedContainers: async () => {}, deleteUnusedImages: async () => {} } },
+    );
+  const hogAndInnocent = (t: ReturnType<typeof setup>, hogGrace?: number) => {
+    t.setPods([
+      pod('hog', { terminationGracePeriodSeconds: hogGrace }),
+      pod('innocent', {
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox',
+            resources: {
+              requests: { 'ephemeral-storage': '50Mi' },
+              limits: { 'ephemeral-storage': '50Mi' },
+            },
+          },
+        ],
+      }),
+    ]);
+    t.stats.current = [
+      { uid: 'uid-hog', containers: [{ name: 'app', ephemeralStorageBytes: 4 * Gi }], volumes: [] },
+      { uid: 'uid-innocent', containers: [{ name: 'app', ephemeralStorageBytes: Mi }], volumes: [] },
+    ];
+  };
+
+  it('sets DiskPressure at once, evicts nothing before the grace period and the hog after it', async () => {
+    const t = softOnly('1m', 30);
+    hogAndInnocent(t, 1);
+    // Memory far below what the default hard threshold would act on: 0% switched it off.
+    t.signals.current = { ...nodefs(15), 'memory.available': { available: Mi, capacity: 8 * Gi } };
+    let r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['DiskPressure']);
+    expect(t.manager.isUnderDiskPressure()).toBe(true);
+    expect(t.manager.isUnderMemoryPressure()).toBe(false);
+    expect(r.thresholds).toEqual([]);
+    for (let i = 0; i < 5; i++) {
+      await t.clock.advance(10_000);
+      r = await t.manager.synchronize();
+      expect(r.conditions).toEqual(['DiskPressure']);
+    }
+    expect(t.killer.evicted).toEqual([]);
+    expect(t.events.events).toEqual([]);
+    await t.clock.advance(10_000);
+    r = await t.manager.synchronize();
+    expect(r.evicted?.metadata?.name).toBe('hog');
+    expect(r.thresholds.map((x) => [x.signal, x.hard])).toEqual([['nodefs.available', false]]);
+    expect(t.killer.evicted.map((e) => e.pod.metadata?.name)).toEqual(['hog']);
+    // evictionMaxPodGracePeriod 30 does not overwrite the pod's shorter grace period.
+    expect(t.killer.evicted[0]?.grace).toBe(1);
+    expect(t.events.events[0]).toMatchObject({
+      pod: 'hog',
+      reason: 'Evicted',
+      annotations: { starved_resource: 'ephemeral-storage' },
+    });
+    expect(t.events.events[0]?.message).toMatch(
+      /^The node was low on resource: ephemeral-storage\. Threshold quantity: 20Gi, available: 15Gi\. /,
+    );
+    expect(await t.metrics.registry.getSingleMetricAsString('kubelet_evictions')).toContain(
+      'kubelet_evictions{eviction_signal="nodefs.available"} 1',
+    );
+  });
+
+  it.each([
+    ['the pod’s shorter grace period', 30, 1, 1],
+    ['evictionMaxPodGracePeriod under a longer pod grace period', 30, 60, 30],
+    ['one second when evictionMaxPodGracePeriod is 0, the default', 0, 60, 1],
+    ['one second for a pod with grace period 0', 20, 0, 1],
+    ['evictionMaxPodGracePeriod for a pod without a grace period', 15, undefined, 15],
+  ])('kills with %s', async (_name, maxPodGrace, podGrace, want) => {
+    const t = softOnly('30s', maxPodGrace);
+    hogAndInnocent(t, podGrace);
+    t.signals.current = nodefs(15);
+    await t.manager.synchronize();
+    await t.clock.advance(30_000);
+    const r = await t.manager.synchronize();
+    expect(r.evicted?.metadata?.name).toBe('hog');
+    expect(t.killer.evicted[0]?.grace).toBe(want);
+  });
+
+  it('keeps the one-second grace period for hard evictions', async () => {
+    const t = setup({ evictionHard: { 'nodefs.available': '20Gi' }, evictionMaxPodGracePeriod: 30 });
+    hogAndInnocent(t, 60);
+    t.signals.current = nodefs(15);
+    const r = await t.manager.synchronize();
+    expect(r.evicted?.metadata?.name).toBe('hog');
+    expect(t.killer.evicted[0]?.grace).toBe(1);
+  });
+
+  it('does not evict when the signal recovers before the grace period ends, and the condition then clears', async () => {
+    const t = softOnly('30s', 30);
+    hogAndInnocent(t, 1);
+    t.signals.current = nodefs(15);
+    await t.manager.synchronize();
+    await t.clock.advance(20_000);
+    t.signals.current = nodefs(25);
+    let r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['DiskPressure']);
+    await t.clock.advance(300_000);
+    r = await t.manager.synchronize();
+    expect(r.conditions).toEqual([]);
+    expect(t.killer.evicted).toEqual([]);
   });
 });
 

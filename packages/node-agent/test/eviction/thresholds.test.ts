@@ -1,7 +1,10 @@
+import { formatFieldError } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/field_errors.js';
+import { parseFlags } from '../../src/config/flags.js';
 import { resolveKubeletConfiguration } from '../../src/config/resolve.js';
 import { defaultKubeletConfiguration, type KubeletConfiguration } from '../../src/config/types.js';
+import { validateKubeletConfiguration } from '../../src/config/validation.js';
 import { evictionConfigFrom, thresholdAmount, thresholdsMet } from '../../src/eviction/thresholds.js';
 import { Quantity } from '../../src/util/quantity.js';
 import { Gi, Mi, memoryObs } from './helpers.js';
@@ -62,6 +65,51 @@ describe('evictionConfigFrom', () => {
       );
       expect((e as ConfigError).errors).toHaveLength(2);
     }
+  });
+});
+
+describe('soft threshold configuration', () => {
+  const errorsOf = (patch: Partial<KubeletConfiguration>) =>
+    validateKubeletConfiguration({ ...defaultKubeletConfiguration(), ...patch }).map(formatFieldError);
+
+  it('rejects a soft threshold without a grace period, as the kubelet does', () => {
+    expect(errorsOf({ evictionSoft: { 'nodefs.available': '10Gi' } })).toEqual([
+      'evictionSoftGracePeriod[nodefs.available]: Required value: grace period must be specified for the soft eviction threshold nodefs.available',
+    ]);
+    expect(
+      errorsOf({
+        evictionSoft: { 'nodefs.available': '10Gi' },
+        evictionSoftGracePeriod: { 'nodefs.available': '30s' },
+      }),
+    ).toEqual([]);
+  });
+
+  it('reads the soft eviction flags into the configuration', () => {
+    const { configOverrides, errors } = parseFlags([
+      '--eviction-soft=nodefs.available<10Gi',
+      '--eviction-soft-grace-period=nodefs.available=1m30s',
+      '--eviction-max-pod-grace-period=30',
+    ]);
+    expect(errors).toEqual([]);
+    expect(configOverrides).toMatchObject({
+      evictionSoft: { 'nodefs.available': '10Gi' },
+      evictionSoftGracePeriod: { 'nodefs.available': '1m30s' },
+      evictionMaxPodGracePeriod: 30,
+    });
+  });
+
+  it('switches thresholds of 0% and 100% off: no threshold, and no grace period needed', () => {
+    const patch = {
+      evictionHard: { 'memory.available': '0%' },
+      evictionSoft: { 'nodefs.available': '100%', 'imagefs.available': '10%' },
+      evictionSoftGracePeriod: { 'imagefs.available': '1m' },
+      evictionMinimumReclaim: { 'imagefs.available': '0%' },
+    };
+    expect(errorsOf(patch)).toEqual([]);
+    const c = configOf(patch);
+    expect(c.thresholds.map((t) => [t.signal, t.hard, t.gracePeriodMs, t.minReclaim])).toEqual([
+      ['imagefs.available', false, 60_000, undefined],
+    ]);
   });
 });
 
