@@ -4,8 +4,11 @@ import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
+import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
+import { gcLayouts } from './scenarios/gc-layouts.js';
+import { imageGcAge } from './scenarios/image-gc-age.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
@@ -25,8 +28,11 @@ export const scenarios: Scenario[] = [
   probesSidecar,
   statusReporting,
   gc,
+  gcLayouts,
+  imageGcAge,
   eviction,
   diskEviction,
+  diskSoftEviction,
   kubectl,
   runtimeCrashStorm,
   agentCrash,
