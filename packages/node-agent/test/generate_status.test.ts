@@ -234,6 +234,27 @@ describe('generateAPIPodStatus', () => {
     ).toBe('True');
   });
 
+  it("keeps the pod IPs it had once the sandbox is gone, and takes a new sandbox's", () => {
+    const p = pod({ containers: [{ name: 'a', image: 'busybox' }] });
+    const oldStatus = { podIP: '10.0.0.5', podIPs: [{ ip: '10.0.0.5' }] };
+    const gone = generateAPIPodStatus({
+      pod: p,
+      runtime: runtime([container('a', 'exited')], false),
+      oldStatus,
+      nodeIP: 'n',
+      now,
+    });
+    expect(gone).toMatchObject(oldStatus);
+    const fresh = generateAPIPodStatus({
+      pod: p,
+      runtime: { ...runtime([container('a', 'running')]), ips: ['10.0.0.9'] },
+      oldStatus,
+      nodeIP: 'n',
+      now,
+    });
+    expect(fresh).toMatchObject({ podIP: '10.0.0.9', podIPs: [{ ip: '10.0.0.9' }] });
+  });
+
   it('uses the node IP for hostNetwork pods', () => {
     const s = generateAPIPodStatus({
       pod: pod({ hostNetwork: true }),

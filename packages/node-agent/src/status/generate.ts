@@ -87,7 +87,10 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
         ? [sandbox.ip, ...sandbox.additionalIps]
         : [];
   const hostNetwork = pod.spec?.hostNetwork === true;
-  const podIPs = hostNetwork ? [input.nodeIP] : ips;
+  // A pod whose sandbox is gone (it finished, or is being torn down) keeps the IPs it had, as the
+  // kubelet keeps them: its status patch would otherwise delete them from the API.
+  const oldIPs = (input.oldStatus?.podIPs ?? []).flatMap((p) => (p.ip ? [p.ip] : []));
+  const podIPs = hostNetwork ? [input.nodeIP] : ips.length > 0 ? ips : oldIPs;
 
   const incompleteInits = initSpecs
     .filter((c, i) => c.restartPolicy !== 'Always' && initStatuses[i]?.state?.terminated?.exitCode !== 0)
