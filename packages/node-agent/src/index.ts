@@ -93,7 +93,13 @@ export { PodManager } from './pods/pod_manager.js';
 export { PodSync, type PodSyncDeps } from './pods/pod_sync.js';
 export { POD_SYNC_RETRY_MS, PodWorkerPool } from './pods/pod_workers.js';
 export { podPullSecrets } from './pods/pull_secrets.js';
-export type { PodProber, PodSyncer, PodWorkers, SyncHandler } from './pods/types.js';
+export {
+  CrashLoopBackOffError,
+  type PodProber,
+  type PodSyncer,
+  type PodWorkers,
+  type SyncHandler,
+} from './pods/types.js';
 export { ProberManager, type ProberManagerDeps } from './prober/manager.js';
 export { ProbeResultsStore } from './prober/results.js';
 export { connectImageService } from './runtime/image_service.js';
@@ -131,6 +137,12 @@ export {
   type ProbeResults,
   podPhase,
 } from './status/generate.js';
+export {
+  type ContainerReason,
+  MAX_REASON_CACHE_ENTRIES,
+  ReasonCache,
+  type ReasonLookup,
+} from './status/reason_cache.js';
 export { KUBELET_POD_CONDITIONS, mergePodStatus, PodStatusManager } from './status/status_manager.js';
 export type { StatusManager } from './status/types.js';
 export { bareContainerId } from './types/container_id.js';

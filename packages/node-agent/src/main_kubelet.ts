@@ -76,6 +76,7 @@ import { ContainerLogs } from './server/container_logs.js';
 import { runningPodsProvider } from './server/running_pods.js';
 import { ContainerStreaming } from './server/streaming.js';
 import { SummaryProvider } from './stats/summary.js';
+import { ReasonCache } from './status/reason_cache.js';
 import { PodStatusManager } from './status/status_manager.js';
 import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
@@ -536,11 +537,13 @@ export function newPodLayer(opts: {
         ...(opts.log ? { log: opts.log } : {}),
       })
     : undefined;
+  const reasons = new ReasonCache();
   const sync = new PodSync({
     runtime: opts.runtime,
     statusManager,
     pods: opts.pods,
     backoff: opts.backoff,
+    reasons,
     clock: opts.clock,
     nodeIP: opts.nodeIP,
     pullSecrets: (pod) => podPullSecrets(opts.api, pod, opts.log),
@@ -556,6 +559,7 @@ export function newPodLayer(opts: {
     pods: opts.pods,
     workers,
     statusManager,
+    reasons,
     admit: opts.admit,
     runtime: opts.runtime,
     clock: opts.clock,

@@ -1,7 +1,8 @@
-import type { ContainerStatus, PodStatus } from '@kh/runtime-manager';
+import { type ContainerStatus, type PodStatus, type PodSyncResult, SyncStepError } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { generateAPIPodStatus, podPhase } from '../src/status/generate.js';
+import { ReasonCache } from '../src/status/reason_cache.js';
 
 const now = new Date(10_000);
 
@@ -59,6 +60,23 @@ function runtime(containers: ContainerStatus[], sandboxReady = true): PodStatus 
     timestamp: now,
   };
 }
+
+/** A reason cache after a sync whose container starts failed with these reasons. */
+function reasons(failed: Record<string, [reason: string, message: string]>, uid = 'u1'): ReasonCache {
+  const cache = new ReasonCache();
+  const steps: PodSyncResult['steps'] = Object.entries(failed).map(([target, [reason, message]]) => ({
+    action: 'StartContainer',
+    target,
+    error: new SyncStepError(reason, message),
+    reason,
+    message,
+  }));
+  cache.update(uid, { steps });
+  return cache;
+}
+
+const crashed = (restartCount = 2) =>
+  container('a', 'exited', { exitCode: 1, reason: 'Error', finishedAt: new Date(3000), restartCount });
 
 const cond = (s: ReturnType<typeof generateAPIPodStatus>, type: string) =>
   s.conditions?.find((c) => c.type === type);
@@ -129,22 +147,10 @@ describe('generateAPIPodStatus', () => {
           restartCount: 2,
         }),
       ]),
-      syncResult: {
-        steps: [
-          {
-            action: 'StartContainer',
-            target: 'a',
-            reason: 'CrashLoopBackOff',
-            message: 'back-off 20s restarting failed container=a pod=web_default(u1)',
-          },
-          {
-            action: 'StartContainer',
-            target: 'b',
-            reason: 'ErrImagePull',
-            message: 'failed to pull image "httpd"',
-          },
-        ],
-      },
+      reasons: reasons({
+        a: ['CrashLoopBackOff', 'back-off 20s restarting failed container=a pod=web_default(u1)'],
+        b: ['ErrImagePull', 'failed to pull image "httpd"'],
+      }),
       nodeIP: 'n',
       now,
     });
@@ -166,6 +172,65 @@ describe('generateAPIPodStatus', () => {
       waiting: { reason: 'ErrImagePull', message: 'failed to pull image "httpd"' },
     });
     expect(s.phase).toBe('Pending'); // b never started
+  });
+
+  it('keeps a cached reason across passes until a start succeeds, as the kubelet does', () => {
+    const p = pod({ containers: [{ name: 'a', image: 'busybox' }] });
+    const cache = reasons({
+      a: ['CrashLoopBackOff', 'back-off 10s restarting failed container=a pod=web_default(u1)'],
+    });
+    // The pass after the one that backed off reads the runtime before it syncs: still waiting.
+    const before = generateAPIPodStatus({
+      pod: p,
+      runtime: runtime([crashed()]),
+      reasons: cache,
+      nodeIP: 'n',
+      now,
+    });
+    expect(before.containerStatuses?.[0]?.state?.waiting?.reason).toBe('CrashLoopBackOff');
+    expect(before.containerStatuses?.[0]?.lastState?.terminated?.exitCode).toBe(1);
+    expect(before.phase).toBe('Running');
+    // Its start succeeded: the entry is gone, and so is the waiting state once the container exits.
+    cache.update('u1', { steps: [{ action: 'StartContainer', target: 'a' }] });
+    const after = generateAPIPodStatus({
+      pod: p,
+      runtime: runtime([crashed(3)]),
+      reasons: cache,
+      nodeIP: 'n',
+      now,
+    });
+    expect(after.containerStatuses?.[0]?.state?.terminated).toMatchObject({ exitCode: 1, reason: 'Error' });
+  });
+
+  it('ignores a cached reason for a container that runs or will not be started again', () => {
+    const cache = reasons({
+      a: ['CrashLoopBackOff', 'back-off 10s restarting failed container=a pod=web_default(u1)'],
+      init: ['RunInitContainerError', 'exit 1'],
+    });
+    const stateOf = (p: V1Pod, c: ContainerStatus, podIsTerminal = false) => {
+      const s = generateAPIPodStatus({
+        pod: p,
+        runtime: runtime([c]),
+        reasons: cache,
+        podIsTerminal,
+        nodeIP: 'n',
+        now,
+      });
+      return [...(s.initContainerStatuses ?? []), ...(s.containerStatuses ?? [])].find(
+        (x) => x.name === c.name,
+      )?.state;
+    };
+    const single = pod({ containers: [{ name: 'a', image: 'busybox' }] });
+    expect(stateOf(single, container('a', 'running'))?.running).toBeDefined();
+    expect(stateOf(pod({ ...single.spec, restartPolicy: 'Never' }), crashed())?.terminated).toBeDefined();
+    expect(stateOf(single, crashed(), true)?.terminated).toBeDefined();
+    const deleting = { ...single, metadata: { ...single.metadata, deletionTimestamp: new Date(5000) } };
+    expect(stateOf(deleting, crashed())?.terminated).toBeDefined();
+    const withInit = pod({ ...single.spec, initContainers: [{ name: 'init', image: 'busybox' }] });
+    expect(stateOf(withInit, container('init', 'exited', { exitCode: 0 }))?.terminated).toBeDefined();
+    expect(stateOf(withInit, container('init', 'exited', { exitCode: 1 }))?.waiting?.reason).toBe(
+      'RunInitContainerError',
+    );
   });
 
   it('gates Initialized on init containers and keeps startTime', () => {

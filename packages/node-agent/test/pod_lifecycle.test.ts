@@ -5,12 +5,15 @@ import {
   newCrashLoopBackoff,
   type PodStatus,
   type RunningPod,
+  SyncStepError,
 } from '@kh/runtime-manager';
 import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import { newPodLayer } from '../src/main_kubelet.js';
+import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
 import { PodManager } from '../src/pods/pod_manager.js';
+import { ReasonCache } from '../src/status/reason_cache.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 
 const node: V1Node = {
@@ -171,6 +174,35 @@ describe('PodLifecycle', () => {
       hostIP: '10.0.0.5',
       containerStatuses: [{ name: 'c', state: { waiting: { reason: 'ContainerCreating' } } }],
     });
+  });
+});
+
+describe('PodLifecycle housekeeping and the reason cache', () => {
+  it('forgets why the containers of removed pods failed to start', async () => {
+    const { pods, workers, statusManager, runtime, clock } = setup();
+    const reasons = new ReasonCache();
+    const lifecycle = new PodLifecycle({
+      pods,
+      workers,
+      statusManager,
+      reasons,
+      admit: { admit: () => ({ admit: true }) },
+      runtime,
+      clock,
+      resyncIntervalMs: 60_000,
+    });
+    await lifecycle.handlePodAdditions([pod('a'), pod('b')]);
+    await workers.settle();
+    const pullFailed = new SyncStepError('ErrImagePull', 'failed to pull image "x"');
+    for (const uid of ['a', 'b'])
+      reasons.update(uid, {
+        steps: [{ action: 'StartContainer', target: 'c', error: pullFailed, reason: 'ErrImagePull' }],
+      });
+    await lifecycle.handlePodRemoves([pod('b')]);
+    await workers.settle();
+    await lifecycle.handlePodCleanups();
+    expect(reasons.get('a', 'c')?.reason).toBe('ErrImagePull');
+    expect(reasons.get('b', 'c')).toBeUndefined();
   });
 });
 

@@ -2,8 +2,8 @@ import { FakeClock, flushMicrotasks } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PodManager } from '../src/pods/pod_manager.js';
-import { PodWorkerPool } from '../src/pods/pod_workers.js';
-import type { PodSyncer } from '../src/pods/types.js';
+import { BACKOFF_EXPIRY_SLACK_MS, PodWorkerPool } from '../src/pods/pod_workers.js';
+import { CrashLoopBackOffError, type PodSyncer } from '../src/pods/types.js';
 
 const pod = (name: string, version = '1', over: Partial<V1Pod['metadata']> = {}): V1Pod => ({
   metadata: { name, uid: name, resourceVersion: version, ...over },
@@ -13,16 +13,17 @@ const pod = (name: string, version = '1', over: Partial<V1Pod['metadata']> = {})
 class GatedSyncer implements PodSyncer {
   log: string[] = [];
   private gates: (() => void)[] = [];
-  failNext = false;
+  /** What the next pass fails with, if anything. */
+  failNext: Error | undefined;
 
   private gate(entry: string): Promise<void> {
     this.log.push(entry);
     return new Promise((resolve, reject) => {
       this.gates.push(() => {
-        if (this.failNext) {
-          this.failNext = false;
-          reject(new Error('sync failed'));
-        } else resolve();
+        const err = this.failNext;
+        this.failNext = undefined;
+        if (err) reject(err);
+        else resolve();
       });
     });
   }
@@ -87,7 +88,7 @@ describe('PodWorkerPool', () => {
     const syncer = new GatedSyncer();
     const clock = new FakeClock();
     const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock, retryMs: 10_000 });
-    syncer.failNext = true;
+    syncer.failNext = new Error('sync failed');
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await syncer.releaseAll();
     await pool.settle();
@@ -97,5 +98,28 @@ describe('PodWorkerPool', () => {
     await clock.advance(1);
     expect(syncer.log).toEqual(['sync a@1', 'sync a@1']);
     await syncer.releaseAll();
+  });
+
+  it('retries a pass that left a container backing off when the back-off expires', async () => {
+    const syncer = new GatedSyncer();
+    const clock = new FakeClock();
+    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock, retryMs: 10_000 });
+    syncer.failNext = new CrashLoopBackOffError('back-off 40s restarting failed container=c', 25_000);
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await syncer.releaseAll();
+    await pool.settle();
+    await clock.advance(25_000 + BACKOFF_EXPIRY_SLACK_MS - 1);
+    expect(syncer.log).toEqual(['sync a@1']); // not at the fixed 10 s retry, nor before the expiry
+    await clock.advance(1);
+    expect(syncer.log).toEqual(['sync a@1', 'sync a@1']);
+    syncer.failNext = new CrashLoopBackOffError('back-off 5m0s restarting failed container=c', 300_000);
+    await syncer.releaseAll();
+    await pool.settle();
+    // An update syncs at once; once it succeeds, the back-off retry it replaced never comes.
+    pool.updatePod({ pod: pod('a', '2'), op: 'update' });
+    await syncer.releaseAll();
+    await pool.settle();
+    await clock.advance(300_000 + BACKOFF_EXPIRY_SLACK_MS);
+    expect(syncer.log).toEqual(['sync a@1', 'sync a@1', 'sync a@2']);
   });
 });

@@ -9,6 +9,7 @@ import type { EventRecorder, PodLifecycleEvent, Runtime } from '@kh/runtime-mana
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
+import type { ReasonCache } from '../status/reason_cache.js';
 import type { StatusManager } from '../status/types.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
@@ -19,6 +20,8 @@ export interface PodLifecycleDeps {
   pods: PodManager;
   workers: PodWorkers;
   statusManager: StatusManager;
+  /** Why containers last failed to start; housekeeping forgets the pods that are gone. */
+  reasons: Pick<ReasonCache, 'removeOrphaned'>;
   /** Decides whether a new pod may run here (the registered admit handlers). */
   admit: AdmitHandler;
   /** For housekeeping (orphans), dead containers and the clean-up check after an eviction. */
@@ -169,7 +172,9 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       );
     }
     workers.syncKnownPods(pods.getPods());
-    this.deps.statusManager.removeOrphanedStatuses(pods.uids());
+    const desired = pods.uids();
+    this.deps.statusManager.removeOrphanedStatuses(desired);
+    this.deps.reasons.removeOrphaned(desired);
     this.deps.prober?.cleanupPods(
       new Set(
         pods

@@ -1,17 +1,24 @@
 // Pod workers: one serial lane per pod, lanes run in parallel. Updates that arrive while a pod
 // is being synced are coalesced into one more pass with the newest pod object. A pod whose
 // termination was requested, or that reached a terminal phase, is killed once and never started
-// again; a failed sync is retried after a backoff. Which pods finished terminating is recorded in
-// the pod manager, where the runtime manager's garbage collection reads it.
+// again; a failed sync is retried after a backoff, and a pod whose container waits out its
+// CrashLoopBackOff is synced again when that back-off expires. Which pods finished terminating is
+// recorded in the pod manager, where the runtime manager's garbage collection reads it.
 
 import type { TimerClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { PodManager } from './pod_manager.js';
-import type { PodSyncer, PodWorkers } from './types.js';
+import { CrashLoopBackOffError, type PodSyncer, type PodWorkers } from './types.js';
 
 /** The kubelet retries a failed pod sync after about this long. */
 export const POD_SYNC_RETRY_MS = 10_000;
+
+/**
+ * Added to a back-off's expiry: a timer may fire a little before the wall clock the back-off is
+ * measured on gets there, and a pass that still finds the container backing off is wasted.
+ */
+export const BACKOFF_EXPIRY_SLACK_MS = 100;
 
 interface Lane {
   pod: V1Pod;
@@ -129,7 +136,14 @@ export class PodWorkerPool implements PodWorkers {
           }
         } catch (err) {
           log.error('Error syncing pod, skipping', { pod: pod.metadata?.name, uid, err });
-          if (!lane.pending) this.scheduleRetry(uid, lane);
+          if (!lane.pending)
+            this.scheduleRetry(
+              uid,
+              lane,
+              err instanceof CrashLoopBackOffError
+                ? err.retryAfterMs + BACKOFF_EXPIRY_SLACK_MS
+                : (this.opts.retryMs ?? POD_SYNC_RETRY_MS),
+            );
         }
       }
     } finally {
@@ -137,8 +151,8 @@ export class PodWorkerPool implements PodWorkers {
     }
   }
 
-  private scheduleRetry(uid: string, lane: Lane): void {
-    lane.cancelRetry = this.opts.clock.setTimer(this.opts.retryMs ?? POD_SYNC_RETRY_MS, () => {
+  private scheduleRetry(uid: string, lane: Lane, afterMs: number): void {
+    lane.cancelRetry = this.opts.clock.setTimer(afterMs, () => {
       lane.cancelRetry = undefined;
       if (this.lanes.get(uid) === lane) this.updatePod({ pod: lane.pod, op: 'sync' });
     });

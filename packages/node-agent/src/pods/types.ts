@@ -49,6 +49,21 @@ export interface PodSyncer {
   syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void>;
 }
 
+/**
+ * A pass that left containers waiting out their CrashLoopBackOff: the worker syncs the pod again
+ * once the first back-off expires, rather than after its fixed retry period.
+ */
+export class CrashLoopBackOffError extends Error {
+  constructor(
+    message: string,
+    /** Milliseconds until the first of the containers may start again. */
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+    this.name = 'CrashLoopBackOffError';
+  }
+}
+
 /** What the pod layer needs of the prober manager. */
 export interface PodProber {
   addPod(pod: V1Pod): void;

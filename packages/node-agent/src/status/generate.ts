@@ -1,8 +1,9 @@
-// The API status of a pod, computed from what the runtime reports, the last sync's errors and
-// the probe results, with the kubelet's phase rules, condition reasons and container states.
-// Pod workers call this after each sync and hand the result to the status manager.
+// The API status of a pod, computed from what the runtime reports, why containers last failed
+// to start (the reason cache) and the probe results, with the kubelet's phase rules, condition
+// reasons and container states. Pod workers call this around each sync and hand the result to
+// the status manager.
 
-import type { ContainerStatus, PodStatus, PodSyncResult } from '@kh/runtime-manager';
+import { type ContainerStatus, type PodStatus, shouldContainerBeRestarted } from '@kh/runtime-manager';
 import type {
   V1Container,
   V1ContainerState,
@@ -12,6 +13,7 @@ import type {
   V1PodStatus,
 } from '@kubernetes/client-node';
 import { podQOSClass } from '../types/qos.js';
+import type { ReasonLookup } from './reason_cache.js';
 
 /** Readiness and startup from the prober manager; undefined means "no result yet". */
 export interface ProbeResults {
@@ -24,8 +26,8 @@ export interface GenerateStatusInput {
   runtime: PodStatus;
   /** The status the manager holds, or the API pod's: keeps lastState, startTime, waiting reasons. */
   oldStatus?: V1PodStatus;
-  /** The last sync's outcome: ErrImagePull, CrashLoopBackOff... become waiting reasons. */
-  syncResult?: PodSyncResult;
+  /** Why containers last failed to start: ErrImagePull, CrashLoopBackOff... become waiting reasons. */
+  reasons?: ReasonLookup;
   /** The pod worker decided the pod is done (terminated or being deleted). */
   podIsTerminal?: boolean;
   nodeIP: string;
@@ -141,24 +143,22 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     const instances = ctx.runtime.containerStatuses.filter((c) => c.name === spec.name);
     const [current, previous] = instances;
     const prior = old?.find((o) => o.name === spec.name);
-    const step = ctx.syncResult?.steps.find(
-      (s) =>
-        s.target === spec.name && (s.action === 'StartContainer' || s.action === 'InitContainer') && s.reason,
-    );
     const id = current ? `${current.id.type}://${current.id.id}` : undefined;
     const running = current?.state === 'running';
     const ready = !isInit || spec.restartPolicy === 'Always' ? running && probeReady(spec, id) : false;
     const started = running && (spec.startupProbe ? ctx.probes?.started(uid, id ?? '') === true : true);
-    let state: V1ContainerState = current ? toState(current) : { waiting: { reason: 'ContainerCreating' } };
-    // A failed or backed-off start shows as waiting with its reason, the exit as the last state.
-    if (step && !running)
-      state = { waiting: { reason: step.reason, ...(step.message ? { message: step.message } : {}) } };
-    const lastState =
-      current && step && current.state === 'exited'
-        ? toState(current)
-        : previous
-          ? toState(previous)
-          : prior?.lastState;
+    const observed: V1ContainerState = current
+      ? toState(current)
+      : { waiting: { reason: 'ContainerCreating' } };
+    let state = observed;
+    let lastState = previous ? toState(previous) : prior?.lastState;
+    // A container that will be started again and whose last start failed waits with that reason
+    // until a start succeeds; the exit it is waiting after becomes its last state.
+    const cached = willStartAgain(spec, current, isInit) ? ctx.reasons?.get(uid, spec.name) : undefined;
+    if (cached) {
+      state = { waiting: { reason: cached.reason, ...(cached.message ? { message: cached.message } : {}) } };
+      if (observed.terminated) lastState = observed;
+    }
     return {
       name: spec.name,
       image: spec.image ?? '',
@@ -170,6 +170,15 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
       state,
       lastState: lastState ?? {},
     };
+  }
+
+  /** The kubelet's ShouldContainerBeRestarted, with a completed init container never rerun. */
+  function willStartAgain(spec: V1Container, current: ContainerStatus | undefined, isInit: boolean): boolean {
+    if (input.podIsTerminal) return false;
+    if (isInit && spec.restartPolicy === 'Always')
+      return !pod.metadata?.deletionTimestamp && current?.state !== 'running';
+    if (isInit && current?.state === 'exited' && current.exitCode === 0) return false;
+    return shouldContainerBeRestarted(spec, pod, runtime);
   }
 
   function probeReady(spec: V1Container, id: string | undefined): boolean {
