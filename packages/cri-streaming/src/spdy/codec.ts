@@ -11,6 +11,7 @@ import zlib from 'node:zlib';
 import { SPDY_DICTIONARY } from './dictionary.js';
 import {
   decodeControl,
+  encodeDataHead,
   encodeFrame,
   HEADER_BLOCK_OFFSET,
   parseHeaderBlock,
@@ -124,6 +125,15 @@ export class SpdyCodec {
     'header decompression',
     MAX_HEADER_BLOCK,
   );
+
+  /** The frame as buffers to write in order: a DATA frame's payload is passed on uncopied. */
+  encodeParts(frame: SpdyFrame): Buffer[] {
+    if (frame.type === 'DATA') {
+      const head = encodeDataHead(frame.streamId, frame.data.length, frame.fin);
+      return frame.data.length > 0 ? [head, frame.data] : [head];
+    }
+    return [this.encode(frame)];
+  }
 
   encode(frame: SpdyFrame): Buffer {
     if (frame.type === 'SYN_STREAM' || frame.type === 'SYN_REPLY' || frame.type === 'HEADERS') {

@@ -94,12 +94,17 @@ function controlFrame(type: number, flags: number, payload: Buffer): Buffer {
 }
 
 export function encodeData(streamId: number, data: Buffer, fin: boolean): Buffer {
+  return Buffer.concat([encodeDataHead(streamId, data.length, fin), data]);
+}
+
+/** The 8 bytes before a DATA frame's payload, so the payload can be written as it is, uncopied. */
+export function encodeDataHead(streamId: number, length: number, fin: boolean): Buffer {
   if (streamId <= 0 || streamId > 0x7fffffff) throw new RangeError(`bad SPDY stream id ${streamId}`);
-  if (data.length > MAX_FRAME_LENGTH) throw new RangeError(`SPDY data frame too large: ${data.length}`);
-  const head = Buffer.alloc(8);
+  if (length > MAX_FRAME_LENGTH) throw new RangeError(`SPDY data frame too large: ${length}`);
+  const head = Buffer.allocUnsafe(8);
   head.writeUInt32BE(streamId, 0);
-  head.writeUInt32BE(((fin ? FLAG_FIN : 0) << 24) | data.length, 4);
-  return Buffer.concat([head, data]);
+  head.writeUInt32BE((((fin ? FLAG_FIN : 0) << 24) | length) >>> 0, 4);
+  return head;
 }
 
 function u32s(...values: number[]): Buffer {
@@ -310,33 +315,70 @@ export class FrameParser {
 
   next(): RawFrame | undefined {
     if (this.buffered < 8) return undefined;
-    const head = this.peek(8);
+    const head = this.peekHead();
     const length = head.readUInt32BE(4) & 0xffffff;
     const flags = head.readUInt8(4);
     if (length > this.maxFrameLength) {
       throw new SpdyProtocolError(`frame of ${length} bytes exceeds the limit of ${this.maxFrameLength}`);
     }
     if (this.buffered < 8 + length) return undefined;
-    const frame = this.take(8 + length);
-    const payload = frame.subarray(8);
     const first = head.readUInt32BE(0);
+    this.skip(8);
+    const payload = this.take(length);
     if (first & 0x80000000) {
       return { control: true, version: (first >>> 16) & 0x7fff, type: first & 0xffff, flags, payload };
     }
     return { control: false, streamId: first & 0x7fffffff, flags, payload };
   }
 
-  private peek(n: number): Buffer {
-    if (this.chunks[0]!.length < n) this.chunks = [Buffer.concat(this.chunks)];
-    return this.chunks[0]!.subarray(0, n);
+  /** The 8-byte frame header, copied only when it straddles chunks. */
+  private peekHead(): Buffer {
+    const first = this.chunks[0]!;
+    if (first.length >= 8) return first;
+    const out = Buffer.allocUnsafe(8);
+    let off = 0;
+    for (const c of this.chunks) {
+      off += c.copy(out, off, 0, Math.min(c.length, 8 - off));
+      if (off === 8) break;
+    }
+    return out;
   }
 
+  private skip(n: number): void {
+    this.buffered -= n;
+    while (n > 0) {
+      const c = this.chunks[0]!;
+      if (c.length > n) {
+        this.chunks[0] = c.subarray(n);
+        return;
+      }
+      n -= c.length;
+      this.chunks.shift();
+    }
+  }
+
+  /**
+   * The next n bytes: a view of the chunk they arrived in, or, when they straddle chunks, a copy
+   * of exactly those bytes (joining everything buffered would copy the same bytes again for each
+   * frame that follows in it).
+   */
   private take(n: number): Buffer {
-    if (this.chunks[0]!.length < n) this.chunks = [Buffer.concat(this.chunks)];
-    const first = this.chunks[0]!;
-    const out = first.subarray(0, n);
-    if (first.length === n) this.chunks.shift();
-    else this.chunks[0] = first.subarray(n);
+    const first = this.chunks[0];
+    if (n === 0 || first === undefined) return Buffer.alloc(0);
+    if (first.length >= n) {
+      this.skip(n);
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let off = 0;
+    while (off < n) {
+      const c = this.chunks[0]!;
+      const k = Math.min(c.length, n - off);
+      c.copy(out, off, 0, k);
+      off += k;
+      if (k === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(k);
+    }
     this.buffered -= n;
     return out;
   }

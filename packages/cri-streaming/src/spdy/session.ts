@@ -20,8 +20,12 @@ import {
   SpdyProtocolError,
 } from './frames.js';
 
-/** Largest DATA payload this side sends; Go's io.Copy writes 32 KiB at a time too. */
-const MAX_DATA_PAYLOAD = 32 * 1024;
+/**
+ * Largest DATA payload this side sends: a socket read's worth (Node reads up to 64 KiB at a time),
+ * so a chunk from a pod goes out as one frame. Receivers take any size up to 16 MiB; each frame
+ * costs a Go receiver (spdystream) a trip through its frame queue, so fewer is cheaper.
+ */
+export const MAX_DATA_PAYLOAD = 64 * 1024;
 /** Received bytes are acknowledged with WINDOW_UPDATE once this much has accumulated. */
 const WINDOW_UPDATE_THRESHOLD = 32 * 1024;
 /** A stream's receive buffer before the connection stops being read. */
@@ -53,6 +57,8 @@ export class SpdyStream extends Duplex {
   resetStatus: number | undefined;
   private establish!: { resolve: () => void; reject: (err: Error) => void };
   private replied = false;
+  /** SYN_REPLY sent or received and not reset since: DATA can be written at once. */
+  private open = false;
   private remoteFinished = false;
   private readWaiter: (() => void) | undefined;
   private creditPending = 0;
@@ -74,8 +80,11 @@ export class SpdyStream extends Duplex {
   reply(headers: SpdyHeaders = {}): Promise<void> {
     if (this.replied || this.resetStatus !== undefined) return Promise.resolve();
     this.replied = true;
+    // The SYN_REPLY is written before any DATA can be: writes are synchronous (see send()).
+    const sent = this.session.send({ type: 'SYN_REPLY', streamId: this.id, fin: false, headers });
+    this.open = true;
     this.establish.resolve();
-    return this.session.send({ type: 'SYN_REPLY', streamId: this.id, fin: false, headers });
+    return sent;
   }
 
   /** Resets the stream: the peer gets RST_STREAM, reading ends, later writes are dropped. */
@@ -98,47 +107,69 @@ export class SpdyStream extends Duplex {
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.sendData(chunk, false).then(() => cb(), cb);
+    this.settle(this.sendData(chunk, false), cb);
   }
 
   override _final(cb: (err?: Error | null) => void): void {
-    this.sendData(Buffer.alloc(0), true).then(() => cb(), cb);
+    this.settle(this.sendData(Buffer.alloc(0), true), cb);
   }
 
-  /** Writes after a reset or a dead session are dropped: the runtime learns of it from its signal. */
-  private async sendData(chunk: Buffer, fin: boolean): Promise<void> {
-    try {
-      await this.established;
-    } catch {
-      return;
+  /** Calls back at once unless the socket is full: no promise per chunk on the hot path. */
+  private settle(pending: Promise<void> | undefined, cb: (err?: Error | null) => void): void {
+    if (pending) pending.then(() => cb(), cb);
+    else cb();
+  }
+
+  /**
+   * Writes the chunk as DATA frames; a promise only when the socket asked to wait (or the stream
+   * is not established yet). Writes after a reset or a dead session are dropped: the runtime
+   * learns of it from its signal.
+   */
+  private sendData(chunk: Buffer, fin: boolean): Promise<void> | undefined {
+    if (this.resetStatus !== undefined || this.session.signal.aborted) return undefined;
+    if (!this.open) {
+      return this.established.then(
+        () => (this.open ? this.sendData(chunk, fin) : undefined),
+        () => {},
+      );
     }
-    for (let off = 0; off < chunk.length || (fin && off === 0); off += MAX_DATA_PAYLOAD) {
-      if (this.resetStatus !== undefined) return;
+    if (chunk.length === 0 && !fin) return undefined;
+    let off = 0;
+    do {
+      if (this.resetStatus !== undefined) return undefined;
       const data = chunk.subarray(off, off + MAX_DATA_PAYLOAD);
-      const last = off + MAX_DATA_PAYLOAD >= chunk.length;
-      await this.session.send({ type: 'DATA', streamId: this.id, fin: fin && last, data });
-      if (fin && chunk.length === 0) return;
-    }
+      off += MAX_DATA_PAYLOAD;
+      this.session.send({ type: 'DATA', streamId: this.id, fin: fin && off >= chunk.length, data });
+    } while (off < chunk.length);
+    return this.session.whenWritable();
   }
 
-  /** @internal The session delivers the peer's DATA; resolves when the reader can take more. */
-  async deliver(data: Buffer, fin: boolean): Promise<void> {
-    if (this.resetStatus !== undefined) return;
+  /**
+   * @internal The session delivers the peer's DATA; a promise, resolved when the reader can take
+   * more, only when the reader is full (one per frame would cost more than the copy it guards).
+   */
+  deliver(data: Buffer, fin: boolean): Promise<void> | undefined {
+    if (this.resetStatus !== undefined) return undefined;
     if (this.remoteFinished) {
       this.reset(RstStatus.STREAM_ALREADY_CLOSED);
-      return;
+      return undefined;
     }
     if (data.length > 0 && !this.push(data) && !this.session.draining) {
-      await new Promise<void>((resolve) => {
+      return new Promise<void>((resolve) => {
         this.readWaiter = resolve;
-      });
+      }).then(() => this.delivered(data.length, fin));
     }
+    this.delivered(data.length, fin);
+    return undefined;
+  }
+
+  private delivered(length: number, fin: boolean): void {
     if (fin) {
       this.remoteFinished = true;
       this.push(null);
       this.forgetIfDone();
-    } else if (data.length > 0) {
-      this.creditPending += data.length;
+    } else if (length > 0) {
+      this.creditPending += length;
       if (this.creditPending >= WINDOW_UPDATE_THRESHOLD) {
         const delta = this.creditPending;
         this.creditPending = 0;
@@ -151,6 +182,7 @@ export class SpdyStream extends Duplex {
   onReply(): boolean {
     if (this.replied) return false;
     this.replied = true;
+    this.open = this.resetStatus === undefined;
     this.establish.resolve();
     return true;
   }
@@ -158,6 +190,7 @@ export class SpdyStream extends Duplex {
   /** @internal The peer reset the stream, or the session is gone. */
   terminate(reason: Error, status?: number): void {
     if (status !== undefined && this.resetStatus === undefined) this.resetStatus = status;
+    this.open = false;
     this.establish.reject(reason);
     this.releaseReader();
     if (!this.remoteFinished) {
@@ -193,7 +226,8 @@ export class SpdySession {
   private readonly parser = new FrameParser();
   private readonly streams = new Map<number, SpdyStream>();
   private readonly abort = new AbortController();
-  private writeTail: Promise<void> = Promise.resolve();
+  /** Set while the socket is over its high-water mark: resolves on 'drain' (or close). */
+  private full: Promise<void> | undefined;
   private nextStreamId: number;
   private nextPingId: number;
   private readonly pings = new Map<number, () => void>();
@@ -287,7 +321,6 @@ export class SpdySession {
       this.goneAway = true;
       await this.send({ type: 'GOAWAY', lastGoodStreamId: this.lastPeerStreamId, status });
     }
-    await this.writeTail;
     if (this.socket.destroyed) return;
     this.socket.end();
     setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS).unref();
@@ -305,12 +338,18 @@ export class SpdySession {
   }
 
   /**
-   * @internal Queues a frame; frames go out in the order send() was called. Never rejects: once
-   * the session is gone, frames are dropped (its signal tells everyone).
+   * @internal Writes a frame to the socket now (encoding is synchronous), so frames go out in the
+   * order send() was called; resolves once the socket can take more. Never rejects: once the
+   * session is gone, frames are dropped (its signal tells everyone).
    */
   send(frame: SpdyFrame): Promise<void> {
-    this.writeTail = this.writeTail.then(() => this.write(frame));
-    return this.writeTail;
+    this.write(frame);
+    return this.whenWritable() ?? RESOLVED;
+  }
+
+  /** @internal Undefined while the socket takes more; else a promise for when it drains. */
+  whenWritable(): Promise<void> | undefined {
+    return this.full;
   }
 
   /** @internal A stream is closed in both directions or reset. */
@@ -318,17 +357,30 @@ export class SpdySession {
     this.streams.delete(id);
   }
 
-  private async write(frame: SpdyFrame): Promise<void> {
+  private write(frame: SpdyFrame): void {
     if (this.signal.aborted || this.socket.destroyed || !this.socket.writable) return;
-    let bytes: Buffer;
+    let parts: Buffer[];
     try {
-      bytes = this.codec.encode(frame);
+      parts = this.codec.encodeParts(frame);
     } catch (err) {
       this.fail(err);
       return;
     }
     this.idle.touch();
-    if (!this.socket.write(bytes)) await drained(this.socket);
+    let ok = true;
+    if (parts.length === 1) {
+      ok = this.socket.write(parts[0]);
+    } else {
+      // Header and payload in one writev: no copy of the payload, one syscall.
+      this.socket.cork();
+      for (const part of parts) ok = this.socket.write(part);
+      this.socket.uncork();
+    }
+    if (!ok && !this.full) {
+      this.full = drained(this.socket).then(() => {
+        this.full = undefined;
+      });
+    }
   }
 
   private async readLoop(socket: Readable): Promise<void> {
@@ -342,6 +394,12 @@ export class SpdySession {
   private async processFrames(): Promise<void> {
     for (let raw = this.parser.next(); raw; raw = this.parser.next()) {
       this.idle.touch();
+      if (!raw.control) {
+        // DATA, the bulk of a transfer: handled without a promise unless its reader is full.
+        const waiting = this.onData(raw.streamId, raw.payload, (raw.flags & 0x01) !== 0);
+        if (waiting) await waiting;
+        continue;
+      }
       let frame: SpdyFrame | undefined;
       try {
         frame = await this.codec.decode(raw);
@@ -367,12 +425,8 @@ export class SpdySession {
         if (frame.fin) await stream.deliver(Buffer.alloc(0), true);
         return;
       }
-      case 'DATA': {
-        const stream = this.streams.get(frame.streamId);
-        if (stream) return stream.deliver(frame.data, frame.fin);
-        if (!this.isClosedStreamId(frame.streamId)) this.refuse(frame.streamId, RstStatus.INVALID_STREAM);
-        return;
-      }
+      case 'DATA':
+        return this.onData(frame.streamId, frame.data, frame.fin);
       case 'HEADERS': {
         const stream = this.streams.get(frame.streamId);
         stream?.emit('headers', frame.headers);
@@ -413,6 +467,14 @@ export class SpdySession {
     }
   }
 
+  private onData(streamId: number, data: Buffer, fin: boolean): Promise<void> | undefined {
+    if (streamId === 0) throw new SpdyProtocolError('DATA frame on stream 0');
+    const stream = this.streams.get(streamId);
+    if (stream) return stream.deliver(data, fin);
+    if (!this.isClosedStreamId(streamId)) this.refuse(streamId, RstStatus.INVALID_STREAM);
+    return undefined;
+  }
+
   private onSynStream(frame: SpdyFrame & { type: 'SYN_STREAM' }): void {
     const id = frame.streamId;
     if (id === 0 || this.isLocalId(id) || id <= this.lastPeerStreamId) {
@@ -425,7 +487,7 @@ export class SpdySession {
     }
     const stream = new SpdyStream(this, id, frame.headers);
     this.streams.set(id, stream);
-    if (frame.fin) stream.deliver(Buffer.alloc(0), true).catch(() => {});
+    if (frame.fin) stream.deliver(Buffer.alloc(0), true)?.catch(() => {});
     this.options.onStream(stream);
   }
 
@@ -469,6 +531,8 @@ export class SpdySession {
     else this.socket.once('close', () => this.resolveClosed());
   }
 }
+
+const RESOLVED = Promise.resolve();
 
 /** Resolves on 'drain', or when the stream can no longer drain. */
 export function drained(stream: Duplex): Promise<void> {
