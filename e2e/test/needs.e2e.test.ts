@@ -19,8 +19,7 @@ function stubMatrix(capabilities: RuntimeBackend['capabilities']) {
   const unreachable = () => Promise.reject(new Error('the scenario ran'));
   const world: World = {
     runId: 'needs-test',
-    contextFor: unreachable,
-    routeTimeline: () => {},
+    openCell: unreachable,
     createNamespace: unreachable,
     deleteNamespace: () => Promise.resolve(),
     stop: () => Promise.resolve(),

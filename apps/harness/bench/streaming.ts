@@ -26,7 +26,7 @@ import { list } from '../src/run/options.js';
 import { runKubectl, startKubectl } from '../src/support/kubectl.js';
 import { consoleProgress } from '../src/support/progress.js';
 import { removeRunLeftovers } from '../src/world/leftovers.js';
-import { HarnessWorld } from '../src/world/world.js';
+import { HarnessWorld, nodeNameFor } from '../src/world/world.js';
 
 const CRICTL = '/var/cache/kubelet-harness/cri-tools-1.26.0/crictl';
 const EXEC_SAMPLES = 15;
@@ -289,7 +289,11 @@ async function main(): Promise<number> {
   const { values } = parseArgs({ options: { runtime: { type: 'string', short: 'r' } } });
   const runtimes = list(values.runtime) ?? ['containerd', 'docker'];
   const results: RuntimeResult[] = [];
-  const world = await HarnessWorld.start({ runId, backends: runtimes, progress });
+  const world = await HarnessWorld.start({
+    runId,
+    nodes: runtimes.map((r) => nodeNameFor(runId, r)),
+    progress,
+  });
   try {
     const kubeconfig = world.kubeconfigFile;
     // One node at a time: two cores, and each measurement wants the machine to itself.

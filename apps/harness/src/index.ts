@@ -6,6 +6,7 @@ export {
   type Checks,
   type CriItem,
   type CriView,
+  type Isolation,
   type Scenario,
   type ScenarioContext,
 } from './framework/scenario.js';

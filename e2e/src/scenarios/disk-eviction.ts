@@ -1,19 +1,8 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
-import { nodeFsAvailableBytes, pressureCondition } from '../support/node.js';
+import { diskHog, nodefsThresholdMiB } from '../support/disk.js';
+import { pressureCondition } from '../support/node.js';
 import { createPod, eventsFor, podFor, readPod, sh, waitForPod } from '../support/pods.js';
-
-const Mi = 2 ** 20;
-/** The agent's --root-dir on every node: nodefs is the filesystem holding it. */
-const AGENT_ROOT_DIR = '/var/lib/kubelet';
-/**
- * The hog crosses the threshold after writing this much: wide enough that other writers on a
- * shared disk (builds, other test runs) neither cause the pressure nor keep it up once the hog's
- * layer is gone...
- */
-const MARGIN_MIB = 1000;
-/** ...and writes this much in all, so that reclaiming one small image cannot end the pressure. */
-const HOG_MIB = 2000;
 
 interface Sample {
   hog: V1Pod;
@@ -29,6 +18,7 @@ interface Sample {
  */
 export const diskEviction: Scenario = {
   name: 'disk-eviction',
+  isolation: 'node',
   description:
     'disk pressure reclaims unused images first, then evicts the disk hog, not the innocent pod; DiskPressure appears and clears; Evicted reason and event',
   needs: ['real-containers', 'registry-pull'],
@@ -57,9 +47,7 @@ export const diskEviction: Scenario = {
       spare,
     );
 
-    const free = await nodeFsAvailableBytes(ctx, AGENT_ROOT_DIR);
-    const thresholdMiB = Math.floor(free / Mi) - MARGIN_MIB;
-    ctx.note('nodefs threshold from the free space', { freeMiB: Math.floor(free / Mi), thresholdMiB });
+    const thresholdMiB = await nodefsThresholdMiB(ctx);
     await ctx.reconfigureAgent({
       evictionHard: {
         'memory.available': '100Mi',
@@ -76,17 +64,7 @@ export const diskEviction: Scenario = {
         podFor(ctx, 'hog', {
           priority: 0,
           restartPolicy: 'Never',
-          containers: [
-            {
-              name: 'hog',
-              image: ctx.images.diskhog,
-              imagePullPolicy: 'IfNotPresent',
-              env: [
-                { name: 'DISKHOG_MB', value: String(HOG_MIB) },
-                { name: 'DISKHOG_STEP_MB', value: '100' },
-              ],
-            },
-          ],
+          containers: [diskHog(ctx)],
         }),
       );
       await pressureCondition(

@@ -1,10 +1,9 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
+import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { nodeExec } from '../support/faults.js';
 import { nodeCondition, pressureCondition } from '../support/node.js';
 import { createPod, podFor, readPod, sh } from '../support/pods.js';
 
-/** The agent's --root-dir on every node: its nodefs. */
-const AGENT_ROOT_DIR = '/var/lib/kubelet';
 /**
  * The nodefs the scenario fills: a filesystem of its own over the agent's root dir, so that 100%
  * means 100% whatever the host's disk holds, and filling it takes nothing from the host or from
@@ -28,6 +27,7 @@ const leaseRenewTime = async (ctx: ScenarioContext) => {
  */
 export const diskFull: Scenario = {
   name: 'disk-full',
+  isolation: 'node',
   description:
     "the agent's filesystem filled to 100%: DiskPressure, new pods refused (Evicted), the agent keeps running (lease renewed); DiskPressure clears when the space is back",
   needs: ['real-containers'],

@@ -1,20 +1,9 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { nodeFsAvailableBytes, pressureCondition } from '../support/node.js';
+import { diskHog, HOG_MIB, HOG_STEP_MIB, nodefsThresholdMiB } from '../support/disk.js';
+import { pressureCondition } from '../support/node.js';
 import { containerStatus, createPod, podFor, readPod, sh, waitForPod } from '../support/pods.js';
 
-const Mi = 2 ** 20;
-/** The agent's --root-dir on every node: nodefs is the filesystem holding it. */
-const AGENT_ROOT_DIR = '/var/lib/kubelet';
-/**
- * As in disk-eviction: the soft threshold is this far under the space free at the start (upstream
- * uses 4Gi), so that other writers on the shared host disk neither cause the pressure nor keep it
- * up once the hog's layer is gone...
- */
-const MARGIN_MIB = 1000;
-/** ...and the hog writes twice that, so the signal stays past the threshold for the whole grace period. */
-const HOG_MIB = 2000;
-const HOG_STEP_MIB = 100;
 /** How far the node's own clock readings (condition transition, event, container exit) may lag. */
 const SLACK_S = 20;
 
@@ -32,7 +21,7 @@ interface SoftConfig {
 
 /**
  * eviction_test's two soft eviction cases, one after the other on one node, each with its own
- * agent configuration: a soft nodefs.available threshold set MARGIN_MIB under the free space, its
+ * agent configuration: a soft nodefs.available threshold set support/disk's MARGIN_MIB under the free space, its
  * grace period, evictionMaxPodGracePeriod 30, and hard thresholds switched off with
  * `memory.available: 0%`, as upstream sets them.
  *
@@ -50,6 +39,7 @@ interface SoftConfig {
  */
 export const diskSoftEviction: Scenario = {
   name: 'disk-soft-eviction',
+  isolation: 'node',
   description:
     'a soft nodefs threshold sets DiskPressure at once and evicts the disk hog only after its grace period, not the innocent pod; the kill uses min(evictionMaxPodGracePeriod, the pod grace period); Evicted reason and event',
   needs: ['real-containers', 'registry-pull'],
@@ -104,17 +94,7 @@ async function softEviction(ctx: ScenarioContext): Promise<void> {
     podFor(ctx, 'hog', {
       terminationGracePeriodSeconds: 1,
       restartPolicy: 'Never',
-      containers: [
-        {
-          name: 'hog',
-          image: ctx.images.diskhog,
-          imagePullPolicy: 'IfNotPresent',
-          env: [
-            { name: 'DISKHOG_MB', value: String(HOG_MIB) },
-            { name: 'DISKHOG_STEP_MB', value: String(HOG_STEP_MIB) },
-          ],
-        },
-      ],
+      containers: [diskHog(ctx)],
     }),
   );
   const pressure = await pressureCondition(
@@ -237,15 +217,7 @@ async function noDiskPressure(ctx: ScenarioContext, name: string): Promise<void>
 
 /** The upstream cases' kubelet configuration, with the threshold measured now. */
 async function softThresholdConfig(ctx: ScenarioContext, { softGraceS, maxPodGraceS }: SoftConfig) {
-  const free = await nodeFsAvailableBytes(ctx, AGENT_ROOT_DIR);
-  const thresholdMiB = Math.floor(free / Mi) - MARGIN_MIB;
-  if (thresholdMiB <= 0) throw new Error(`only ${Math.floor(free / Mi)}Mi free on nodefs; too little`);
-  ctx.note('soft nodefs threshold from the free space', {
-    freeMiB: Math.floor(free / Mi),
-    thresholdMiB,
-    softGraceS,
-    maxPodGraceS,
-  });
+  const thresholdMiB = await nodefsThresholdMiB(ctx, { soft: true, softGraceS, maxPodGraceS });
   await ctx.reconfigureAgent({
     evictionSoft: { 'nodefs.available': `${thresholdMiB}Mi` },
     evictionSoftGracePeriod: { 'nodefs.available': `${softGraceS}s` },

@@ -14,6 +14,7 @@ const sandboxesOf = async (ctx: ScenarioContext) =>
  */
 export const gc: Scenario = {
   name: 'gc',
+  isolation: 'node',
   description:
     'container GC keeps maxPerPodContainer+1 per container, nothing left after delete, image GC keeps in-use images',
   needs: ['real-containers', 'registry-pull'],

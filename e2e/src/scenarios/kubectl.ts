@@ -49,6 +49,8 @@ const outcome = (r: KubectlResult) => ({ code: r.code, stdout: r.stdout.trim(), 
  */
 export const kubectl: Scenario = {
   name: 'kubectl',
+  // Only its namespace's pods: it shares a node with other such cells.
+  isolation: 'namespace',
   description:
     'kubectl 1.27 and 1.33 exec (TTY, stdin, exit codes), attach, port-forward, cp, logs -f/--previous/--since, stats/summary, 401/403',
   needs: ['real-containers'],

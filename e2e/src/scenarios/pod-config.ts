@@ -158,6 +158,8 @@ const UPSTREAM: Record<string, string[]> = {
  */
 export const podConfig: Scenario = {
   name: 'pod-config',
+  // Only its namespace's pods: it shares a node with other such cells.
+  isolation: 'namespace',
   description:
     'configMap/secret/downwardAPI/projected volumes and envFrom/valueFrom/$(VAR) env as upstream configmap, secrets, downwardapi, expansion and projected cases check them; a missing configMap blocks the container until it exists',
   needs: ['real-containers'],

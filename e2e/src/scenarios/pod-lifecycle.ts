@@ -13,6 +13,8 @@ import {
 /** Pod phases, init ordering, restart policies, graceful delete with preStop, pull errors and pull secrets. */
 export const podLifecycle: Scenario = {
   name: 'pod-lifecycle',
+  // Only its namespace's pods: it shares a node with other such cells.
+  isolation: 'namespace',
   description:
     'pod phases and container states, init containers in order, restart policies, graceful delete with preStop, ErrImagePull/ImagePullBackOff, pull secret',
   needs: ['real-containers'],

@@ -557,6 +557,8 @@ function probeSuite(layout: Layout, name: string, description: string): Scenario
     name,
     description,
     needs: ['real-containers'],
+    // Only its namespace's pods: it shares a node with other such cells.
+    isolation: 'namespace',
     upstream: CASES.map((c) => ({ file: FILE, case: `${SUITE[layout]} ${c.it}` })),
     timeoutMs: 10 * 60_000,
     async run(ctx) {

@@ -25,6 +25,8 @@ const exec = (cmd: string, p: Partial<V1Probe> = {}): V1Probe => ({
  */
 export const probes: Scenario = {
   name: 'probes',
+  // Only its namespace's pods: it shares a node with other such cells.
+  isolation: 'namespace',
   description:
     'exec/httpGet/tcpSocket liveness and readiness, startup gating, readiness toggling, probe timeout',
   needs: ['real-containers'],

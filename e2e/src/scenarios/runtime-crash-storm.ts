@@ -23,6 +23,7 @@ const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
  */
 export const runtimeCrashStorm: Scenario = {
   name: 'runtime-crash-storm',
+  isolation: 'node',
   description:
     '30 pods start while the runtime is SIGKILLed twice (supervisor restarts it): all Running, one sandbox and one container each, nothing unowned, restartCount only for real deaths, nothing left after delete',
   needs: ['real-containers', 'runtime-restart'],

@@ -69,6 +69,7 @@ async function infrequentStatus(ctx: ScenarioContext): Promise<void> {
  */
 export const statusReporting: Scenario = {
   name: 'status-reporting',
+  isolation: 'node',
   description:
     'Lease renewal cadence, node status posted no more often than the lease duration, runtime down -> NotReady -> Ready, agent stopped -> Unknown',
   // The runtime-down step is half of what this cell checks: without it the cell skips, it does

@@ -20,6 +20,8 @@ export function endpointBackend(criEndpoint: string | undefined): RuntimeBackend
     description:
       'a CRI endpoint you run (--cri-endpoint unix:///...), the agent on this host; no node isolation',
     capabilities: new Set(['real-containers']),
+    // Every node of this backend would be the same runtime.
+    maxNodes: 1,
     async start(ctx) {
       if (!criEndpoint)
         throw new BackendUnavailableError(

@@ -80,6 +80,12 @@ export interface RuntimeBackend {
   readonly description: string;
   /** Features a scenario may need; a scenario whose needs are missing is skipped with a reason. */
   readonly capabilities: ReadonlySet<BackendCapability>;
+  /**
+   * How many of this backend's nodes a run may start side by side (default: as many as the run
+   * asks for). A backend whose nodes would share one runtime says 1: two agents on one runtime
+   * take each other's pods for orphans.
+   */
+  readonly maxNodes?: number;
   start(ctx: BackendContext): Promise<StartedBackend>;
 }
 

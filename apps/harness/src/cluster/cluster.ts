@@ -15,7 +15,7 @@ import { errorMessage } from '../run/runner.js';
 import type { Progress } from '../support/progress.js';
 import { removeRunLeftovers } from '../world/leftovers.js';
 import type { ReadyNode } from '../world/types.js';
-import { HarnessWorld } from '../world/world.js';
+import { HarnessWorld, nodeNameFor } from '../world/world.js';
 import { type ClusterState, ClusterStateFile } from './state.js';
 
 export const UP_USAGE = `Usage: kubelet-harness up [options]
@@ -100,7 +100,7 @@ export async function clusterUp(argv: string[], io: ClusterIO, deps: ClusterDeps
   progress.step(`cluster ${runId}: ${runtimes.join(', ')}`);
   let world: HarnessWorld | undefined;
   try {
-    world = await HarnessWorld.start({ runId, backends: runtimes, progress });
+    world = await HarnessWorld.start({ runId, nodes: runtimes.map((r) => nodeNameFor(runId, r)), progress });
     const w = world;
     const nodes: ReadyNode[] = await Promise.all(
       backends.map((b) => startNode(w, b, progress.child(b.name))),

@@ -16,6 +16,17 @@ export interface Scenario {
    * host's): cells of scenarios naming the same resource on other runtimes wait their turn.
    */
   exclusive?: readonly string[];
+  /**
+   * What the cell may share (default 'node'):
+   * - 'namespace': it touches only its own namespace's pods, so cells of other such scenarios
+   *   run beside it on the same node;
+   * - 'node': it changes the node itself (stops or reconfigures the agent or the runtime, fills
+   *   its memory or disk, garbage-collects it), so it has a node to itself;
+   * - 'world': it changes what every node depends on (restarts the apiserver), so nothing else
+   *   runs while it does.
+   * Out-of-tree scenarios that say nothing keep a node to themselves, as before.
+   */
+  isolation?: Isolation;
   /** Upper bound for the whole cell; the runner fails the cell when it is exceeded. */
   timeoutMs?: number;
   /**
@@ -26,6 +37,8 @@ export interface Scenario {
   upstream?: readonly UpstreamCase[];
   run(ctx: ScenarioContext): Promise<void>;
 }
+
+export type Isolation = 'namespace' | 'node' | 'world';
 
 export interface UpstreamCase {
   file: string;

@@ -79,6 +79,7 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
     const cell = object(c, path);
     str(cell, 'runtime', path);
     str(cell, 'scenario', path);
+    if (cell.node !== undefined) str(cell, 'node', path);
     if (!OUTCOMES.has(cell.outcome as string)) fail(`${path}.outcome`, 'must be passed, failed or skipped');
     num(cell, 'durationMs', path);
     const id = `${cell.runtime}/${cell.scenario}`;

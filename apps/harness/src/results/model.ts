@@ -65,6 +65,8 @@ export interface LogExcerpt {
 export interface CellResult {
   runtime: string;
   scenario: string;
+  /** The node the cell ran on (a runtime may run several side by side). */
+  node?: string;
   outcome: Outcome;
   /** Why a cell was skipped, or the first failure's message. */
   reason?: string;
@@ -84,7 +86,10 @@ export interface RuntimeInfo {
   runtimeName: string; // from CRI Version
   runtimeVersion: string;
   criEndpoint?: string;
+  /** From start to Ready; with several nodes, the slowest one's. */
   startupMs?: number;
+  /** How many nodes ran this runtime's cells, when more than one. */
+  nodes?: number;
   /** Every CRI call to this runtime during the run (agent from its start, harness), per method. */
   criCalls?: CriCallStats[];
 }
@@ -117,7 +122,13 @@ export interface RunResults {
   startedAt: string;
   finishedAt: string;
   durationMs: number;
-  host: { node: string; platform: string; cpus: number };
+  host: {
+    node: string;
+    platform: string;
+    cpus: number;
+    /** Share of the host's CPU time that was busy during the run (0..1): is the matrix CPU-bound? */
+    cpuBusy?: number;
+  };
   runtimes: RuntimeInfo[];
   scenarios: string[];
   cells: CellResult[];

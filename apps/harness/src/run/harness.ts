@@ -13,11 +13,16 @@ import { writeResults } from '../results/writer.js';
 import type { Progress } from '../support/progress.js';
 import { RunLedger } from '../world/ledger.js';
 import { removeRunLeftovers } from '../world/leftovers.js';
-import { HarnessWorld } from '../world/world.js';
+import { HarnessWorld, nodeNameFor } from '../world/world.js';
 import { startNode } from './node.js';
-import { type RunOptions, selectScenarios } from './options.js';
+import {
+  DEFAULT_NODES_PER_RUNTIME,
+  defaultMaxParallelCells,
+  type RunOptions,
+  selectScenarios,
+} from './options.js';
 import { errorMessage, type MatrixDeps, runMatrix } from './runner.js';
-import { selectShard } from './shard.js';
+import { estimateCells, loadDurations, selectShard } from './shard.js';
 
 const execFileP = promisify(execFile);
 
@@ -65,7 +70,8 @@ export async function runHarness(
 ): Promise<HarnessRunResult> {
   const selected = selectBackends(opts.runtimes, deps.backends);
   const scenarios = selectScenarios(suite, opts.scenarios);
-  const shard = opts.shard && (await selectShard(opts.shard, selected, scenarios, opts.durations ?? []));
+  const durations = await loadDurations(opts.durations ?? []);
+  const shard = opts.shard && selectShard(opts.shard, selected, scenarios, durations);
   const cells = shard ? new Set(shard.cells) : undefined;
   // A shard starts only the runtimes it has cells on.
   const backends = cells
@@ -92,9 +98,17 @@ export async function runHarness(
       scenarios,
       startWorld:
         deps.startWorld ??
-        ((id, p) => HarnessWorld.start({ runId: id, backends: backends.map((b) => b.name), progress: p })),
-      startNode: deps.startNode ?? ((w, b, p) => startNode(w as HarnessWorld, b, p)),
+        ((id, p, lanes) =>
+          HarnessWorld.start({
+            runId: id,
+            nodes: [...lanes].flatMap(([b, n]) => Array.from({ length: n }, (_, i) => nodeNameFor(id, b, i))),
+            progress: p,
+          })),
+      startNode: deps.startNode ?? ((w, b, p, i) => startNode(w as HarnessWorld, b, p, i)),
       progress,
+      nodesPerRuntime: opts.nodesPerRuntime ?? DEFAULT_NODES_PER_RUNTIME,
+      maxParallelCells: opts.maxParallelCells ?? defaultMaxParallelCells(),
+      estimates: estimateCells(backends, scenarios, durations),
       ...(io.signal ? { signal: io.signal } : {}),
       ...(cells ? { cells } : {}),
     });

@@ -18,9 +18,11 @@ export async function startNode(
   world: HarnessWorld,
   backend: RuntimeBackend,
   progress: Progress,
+  /** Which of the runtime's nodes (lanes) this is; the first is 0. */
+  index = 0,
 ): Promise<ReadyNode> {
   const t0 = Date.now();
-  const nodeName = nodeNameFor(world.runId, backend.name);
+  const nodeName = nodeNameFor(world.runId, backend.name, index);
   progress.step(`starting node ${nodeName}`);
   const started = await backend.start({
     runId: world.runId,

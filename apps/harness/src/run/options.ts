@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Scenario } from '../framework/scenario.js';
 import { parseShard } from './shard.js';
@@ -14,14 +15,33 @@ export interface RunOptions {
   criEndpoint?: string;
   /** Run only this part of the matrix (`--shard i/n`). */
   shard?: { index: number; total: number };
-  /** Earlier results.json files or directories that time the cells for the shard split. */
+  /** Earlier results.json files or directories that time the cells (shard split, cell order). */
   durations?: string[];
+  /** Nodes per runtime at most (`--nodes-per-runtime`); default DEFAULT_NODES_PER_RUNTIME. */
+  nodesPerRuntime?: number;
+  /** Cells running at once in the run (`--max-parallel-cells`); default defaultMaxParallelCells(). */
+  maxParallelCells?: number;
 }
+
+/**
+ * Four nodes per runtime: on 2 cores that keeps the core matrix near its longest chain of cells
+ * (the disk-pressure cells, which hold the host's disk one at a time), and more nodes only add
+ * agents competing for the CPU.
+ */
+export const DEFAULT_NODES_PER_RUNTIME = 4;
+
+/**
+ * Three cells per CPU: most of a cell's time is waiting (probe windows, grace periods, GC ages),
+ * but pod start-up and exec probes are CPU work, and every node's agent and runtime share the
+ * host. Measured on 2 cores: 22 cells at once overloaded the host (load 66, pods not Running
+ * within 90 s); see the README.
+ */
+export const defaultMaxParallelCells = (cpus = os.cpus().length): number => Math.max(2, 3 * cpus);
 
 export const RUN_USAGE = `Usage: kubelet-harness run [options]
 
-Brings up the run's world (network, fake apiserver, registry), one node per runtime with our
-node agent, runs every scenario on every node and writes results.json and junit.xml.
+Brings up the run's world (network, fake apiserver, registry), nodes of every runtime with our
+node agent, runs every scenario on every runtime and writes results.json and junit.xml.
 
 Options:
   -r, --runtime <a,b>    runtimes (backends) to run, default all   (env KH_RUNTIME)
@@ -35,7 +55,13 @@ Options:
                          against, on this host                       (env KH_CRI_ENDPOINT)
       --shard <i/n>      run only shard i of n of the selected matrix   (env KH_SHARD)
       --durations <p,q>  results.json files or directories whose durations balance the
-                         shards (default: static estimates per scenario)  (env KH_DURATIONS)
+                         shards and order the cells (default: static estimates per
+                         scenario)                                   (env KH_DURATIONS)
+      --nodes-per-runtime <n>  nodes each runtime may start, default ${DEFAULT_NODES_PER_RUNTIME}: cells that
+                         change a node get one to themselves, side by side; cells that
+                         only touch their namespace share one      (env KH_NODES_PER_RUNTIME)
+      --max-parallel-cells <n>  cells running at once in the run, default 3 per CPU
+                         (${defaultMaxParallelCells()} here); 1 runs the matrix one cell at a time  (env KH_MAX_PARALLEL_CELLS)
   -h, --help
 
 Exit status: 0 every cell passed or was skipped, 1 a cell failed, 2 bad arguments,
@@ -66,6 +92,8 @@ export function parseRunOptions(
       'cri-endpoint': { type: 'string' },
       shard: { type: 'string' },
       durations: { type: 'string' },
+      'nodes-per-runtime': { type: 'string' },
+      'max-parallel-cells': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: false,
@@ -73,8 +101,14 @@ export function parseRunOptions(
   });
   const shard = values.shard ?? env.KH_SHARD;
   const durations = list(values.durations ?? env.KH_DURATIONS);
-  if (durations && !shard) throw new Error('--durations only applies with --shard');
+  const nodesPerRuntime = count('nodes-per-runtime', values['nodes-per-runtime'] ?? env.KH_NODES_PER_RUNTIME);
+  const maxParallelCells = count(
+    'max-parallel-cells',
+    values['max-parallel-cells'] ?? env.KH_MAX_PARALLEL_CELLS,
+  );
   return {
+    ...(nodesPerRuntime !== undefined ? { nodesPerRuntime } : {}),
+    ...(maxParallelCells !== undefined ? { maxParallelCells } : {}),
     ...(shard ? { shard: parseShard(shard) } : {}),
     ...(durations ? { durations } : {}),
     runtimes: list(values.runtime ?? env.KH_RUNTIME),
@@ -85,6 +119,14 @@ export function parseRunOptions(
     ...(values['cri-endpoint'] ? { criEndpoint: values['cri-endpoint'] } : {}),
     help: values.help ?? false,
   };
+}
+
+/** A `--<flag> n` count: undefined when absent or empty, else a whole number ≥ 1. */
+function count(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${flag} must be a whole number ≥ 1, got "${value}"`);
+  return n;
 }
 
 /** The named scenarios (all when `names` is undefined), in suite order; unknown names are an error. */

@@ -1,6 +1,7 @@
-// Runs the matrix: every selected scenario on every selected backend. Backends start in parallel,
-// scenarios run one at a time per node, every cell is recorded, and everything the run created is
-// removed at the end, also on failure and on Ctrl-C.
+// Runs the matrix: every selected scenario on every selected backend. Each runtime gets one or
+// more nodes (lanes), all started in parallel; the scheduler (schedule.ts) places cells on them by
+// what each may share. Every cell is recorded, and everything the run created is removed at the
+// end, also on failure and on Ctrl-C.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { BackendUnavailableError, type RuntimeBackend } from '../backends/types.js';
@@ -10,18 +11,21 @@ import type { AgentCriCall } from '../node/cri-call-log.js';
 import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
 import type { Progress } from '../support/progress.js';
-import type { ReadyNode, World } from '../world/types.js';
+import type { OpenCell, ReadyNode, World } from '../world/types.js';
 import { agentCallEntry, CriCallTally, selectAgentCalls } from './cri-calls.js';
 import { ExclusiveResources } from './exclusive.js';
 import { excerptAround } from './log-excerpt.js';
+import { CellScheduler, lanesFor, type PlannedCell } from './schedule.js';
 
 export interface MatrixDeps<W extends World = World> {
   /** Labels everything the run creates; defaults to a fresh id. */
   runId?: string;
   backends: RuntimeBackend[];
   scenarios: Scenario[];
-  startWorld(runId: string, progress: Progress): Promise<W>;
-  startNode(world: W, backend: RuntimeBackend, progress: Progress): Promise<ReadyNode>;
+  /** `nodes`: how many nodes each runtime will start, for their API credentials. */
+  startWorld(runId: string, progress: Progress, nodes: ReadonlyMap<string, number>): Promise<W>;
+  /** Starts node `index` (0 first) of a runtime. */
+  startNode(world: W, backend: RuntimeBackend, progress: Progress, index: number): Promise<ReadyNode>;
   progress: Progress;
   /** Aborted on SIGINT: stops scheduling new cells; clean-up still runs. */
   signal?: AbortSignal;
@@ -29,10 +33,20 @@ export interface MatrixDeps<W extends World = World> {
   cells?: ReadonlySet<string>;
   /** Where held host resources are locked across processes; default `defaultLockDir()`. */
   lockDir?: string;
+  /** Nodes per runtime at most (default 1): cells that need a node alone run side by side on them. */
+  nodesPerRuntime?: number;
+  /** 'namespace' cells sharing one node at most (default 3). */
+  cellsPerNode?: number;
+  /** Cells running at once in the whole run (default: no limit); the nodes share the host's CPUs. */
+  maxParallelCells?: number;
+  /** Expected duration by `runtime/scenario`, which orders the cells (longest chains first). */
+  estimates?: ReadonlyMap<string, number>;
 }
 
 /** Log lines searched for those around a failure (the agent keeps its last 2000). */
 const LOG_LINES_SEARCHED = 2_000;
+const DEFAULT_CELLS_PER_NODE = 3;
+const UNKNOWN_ESTIMATE_MS = 60_000;
 
 export const newRunId = (): string => `kh-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
 
@@ -42,8 +56,36 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
   // A runtime without a cell in this run is not started.
   const backends = deps.backends.filter((b) => scenarios.some((s) => inRun(b.name, s.name)));
   const scenariosOf = (runtime: string) => scenarios.filter((s) => inRun(runtime, s.name));
+  const missingFor = (b: RuntimeBackend, s: Scenario) =>
+    (s.needs ?? []).filter((n) => !b.capabilities.has(n));
+  const planned = new Map(
+    backends.map((b) => [
+      b.name,
+      scenariosOf(b.name)
+        .filter((s) => missingFor(b, s).length === 0)
+        .map(
+          (s): PlannedCell => ({
+            runtime: b.name,
+            scenario: s.name,
+            isolation: s.isolation ?? 'node',
+            exclusive: s.exclusive ?? [],
+            estimateMs: deps.estimates?.get(`${b.name}/${s.name}`) ?? UNKNOWN_ESTIMATE_MS,
+          }),
+        ),
+    ]),
+  );
+  const lanes = new Map(
+    backends.map((b) => [
+      b.name,
+      Math.min(
+        b.maxNodes ?? Number.POSITIVE_INFINITY,
+        lanesFor(planned.get(b.name)!, deps.nodesPerRuntime ?? 1),
+      ),
+    ]),
+  );
   const runId = deps.runId ?? newRunId();
   const startedAt = new Date();
+  const cpuAtStart = cpuTimes();
   const cells: CellResult[] = [];
   const runtimes: RuntimeInfo[] = [];
   let world: W | undefined;
@@ -52,7 +94,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
   const tallies = new Map<string, CriCallTally>();
   try {
     try {
-      world = await deps.startWorld(runId, progress);
+      world = await deps.startWorld(runId, progress, lanes);
     } catch (err) {
       // No world, no cells: every one fails with the same reason, and the run still reports.
       const reason = `run set-up failed: ${errorMessage(err)}`;
@@ -72,51 +114,103 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       return finish();
     }
     // Nodes come up in parallel: runtime start-up dominates and is mostly waiting.
-    const started = await Promise.allSettled(
-      backends.map((b) => deps.startNode(w, b, progress.child(b.name))),
+    const started = await Promise.all(
+      backends.map((b) => {
+        const count = lanes.get(b.name)!;
+        const child = progress.child(b.name);
+        return Promise.allSettled(Array.from({ length: count }, (_, i) => deps.startNode(w, b, child, i)));
+      }),
     );
-    for (const [i, s] of started.entries()) {
+    const nodesOf = new Map<string, ReadyNode[]>();
+    for (const [i, settled] of started.entries()) {
       const backend = backends[i]!;
-      if (s.status === 'fulfilled') {
-        nodes.push(s.value);
+      const child = progress.child(backend.name);
+      const ready = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+      const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected')?.reason;
+      nodes.push(...ready);
+      const first = ready[0];
+      if (first) {
+        if (failure)
+          child.warn(
+            `${settled.length - ready.length} of ${settled.length} nodes did not start: ${errorMessage(failure)}`,
+          );
+        nodesOf.set(backend.name, ready);
         runtimes.push({
           name: backend.name,
-          runtimeName: s.value.started.runtimeName,
-          runtimeVersion: s.value.started.runtimeVersion,
-          criEndpoint: s.value.started.hostCriEndpoint,
-          startupMs: s.value.startupMs,
+          runtimeName: first.started.runtimeName,
+          runtimeVersion: first.started.runtimeVersion,
+          criEndpoint: first.started.hostCriEndpoint,
+          startupMs: Math.max(...ready.map((n) => n.startupMs)),
+          ...(ready.length > 1 ? { nodes: ready.length } : {}),
         });
+        for (const sc of scenariosOf(backend.name)) {
+          const missing = missingFor(backend, sc);
+          if (missing.length === 0) continue;
+          const reason = `backend ${backend.name} lacks ${missing.join(', ')}`;
+          child.skip(`${sc.name}: ${reason}`);
+          cells.push(skippedCell(backend.name, sc.name, reason));
+        }
         continue;
       }
+      planned.delete(backend.name);
       runtimes.push({ name: backend.name, runtimeName: backend.name, runtimeVersion: 'unknown' });
       // A runtime that cannot run here at all is skipped with its own words, never passed.
-      if (s.reason instanceof BackendUnavailableError) {
-        const reason = `backend ${backend.name} cannot run here: ${s.reason.message}`;
-        progress.child(backend.name).skip(reason);
+      if (failure instanceof BackendUnavailableError) {
+        const reason = `backend ${backend.name} cannot run here: ${failure.message}`;
+        child.skip(reason);
         for (const sc of scenariosOf(backend.name)) cells.push(skippedCell(backend.name, sc.name, reason));
         continue;
       }
-      const reason = `node did not start: ${errorMessage(s.reason)}`;
-      progress.child(backend.name).fail(reason);
+      const reason = `node did not start: ${errorMessage(failure)}`;
+      child.fail(reason);
       for (const sc of scenariosOf(backend.name)) cells.push(failedCell(backend.name, sc.name, reason));
     }
+    for (const name of nodesOf.keys()) tallies.set(name, new CriCallTally());
+    const calls = new Map(nodes.map((n) => [n, new NodeCriCalls(n, tallies.get(n.backend.name)!)]));
     const exclusive = new ExclusiveResources(deps.lockDir);
-    await Promise.all(
-      nodes.map((n) => {
-        const tally = new CriCallTally();
-        tallies.set(n.backend.name, tally);
-        return runNodeCells(
-          w,
-          n,
-          scenariosOf(n.backend.name),
-          progress.child(n.backend.name),
-          cells,
-          tally,
-          exclusive,
-          deps.signal,
-        );
-      }),
+    const scheduler = new CellScheduler(
+      [...planned.values()].flat(),
+      nodesOf,
+      deps.cellsPerNode ?? DEFAULT_CELLS_PER_NODE,
+      deps.maxParallelCells,
     );
+    const byName = new Map(scenarios.map((s) => [s.name, s]));
+    const inFlight = new Set<Promise<void>>();
+    while (!scheduler.done && !deps.signal?.aborted) {
+      for (const { cell, node } of scheduler.take()) {
+        const scenario = byName.get(cell.scenario)!;
+        const child = progress.child(cell.runtime);
+        const beside = scheduler.besides(cell);
+        const run = exclusive
+          .hold(
+            cell.exclusive,
+            () => {
+              child.step(
+                `${scenario.name} … on ${node.started.nodeName}${beside.length ? ` beside ${beside.join(', ')}` : ''}`,
+              );
+              return runCell(w, node, scenario, child, calls.get(node)!, beside, deps.signal);
+            },
+            (busy) => child.info(`${scenario.name} waits for ${busy.join(', ')}`),
+          )
+          .then((result) => {
+            cells.push(result);
+            const secs = (result.durationMs / 1000).toFixed(1);
+            if (result.outcome === 'passed')
+              child.ok(`${scenario.name} passed (${secs}s, ${result.assertions.length} assertions)`);
+            else child.fail(`${scenario.name} failed (${secs}s): ${result.reason}`);
+          })
+          .finally(() => {
+            scheduler.finish(cell);
+            inFlight.delete(run);
+          });
+        inFlight.add(run);
+      }
+      if (inFlight.size === 0) break;
+      await Promise.race([...inFlight].map((p) => p.catch(() => {})));
+    }
+    await Promise.allSettled([...inFlight]);
+    for (const cell of scheduler.waiting())
+      cells.push(skippedCell(cell.runtime, cell.scenario, 'run interrupted'));
   } finally {
     progress.step('cleaning up');
     for (const r of await Promise.allSettled(nodes.map((n) => n.stop())))
@@ -137,7 +231,12 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       startedAt: startedAt.toISOString(),
       finishedAt: finishedAt.toISOString(),
       durationMs: finishedAt.getTime() - startedAt.getTime(),
-      host: { node: process.version, platform: `${os.platform()}-${os.arch()}`, cpus: os.cpus().length },
+      host: {
+        node: process.version,
+        platform: `${os.platform()}-${os.arch()}`,
+        cpus: os.cpus().length,
+        ...busySince(cpuAtStart),
+      },
       runtimes: runtimes.map((r) => {
         const tally = tallies.get(r.name);
         return tally?.size ? { ...r, criCalls: tally.stats() } : r;
@@ -148,42 +247,59 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
   }
 }
 
-async function runNodeCells(
-  world: World,
-  node: ReadyNode,
-  scenarios: Scenario[],
-  progress: Progress,
-  cells: CellResult[],
-  tally: CriCallTally,
-  exclusive: ExclusiveResources,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  const runtime = node.backend.name;
-  for (const scenario of scenarios) {
-    const missing = (scenario.needs ?? []).filter((n) => !node.backend.capabilities.has(n));
-    if (signal?.aborted) {
-      cells.push(skippedCell(runtime, scenario.name, 'run interrupted'));
-      continue;
+/** The host's CPU time so far, busy and in all (ms, summed over CPUs). */
+function cpuTimes(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const { times } of os.cpus()) {
+    const all = times.user + times.nice + times.sys + times.irq + times.idle;
+    total += all;
+    busy += all - times.idle;
+  }
+  return { busy, total };
+}
+
+function busySince(start: { busy: number; total: number }): { cpuBusy?: number } {
+  const now = cpuTimes();
+  const total = now.total - start.total;
+  return total > 0 ? { cpuBusy: Math.round(((now.busy - start.busy) / total) * 100) / 100 } : {};
+}
+
+/**
+ * The agent's CRI call log of one node, read for every cell that ends on it. Cells may share the
+ * node, so what was read stays until no open cell can want it, and each call is counted once in
+ * the runtime's tally.
+ */
+class NodeCriCalls {
+  private calls: AgentCriCall[] = [];
+  private readonly open: number[] = [];
+  private reading: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly node: ReadyNode,
+    readonly tally: CriCallTally,
+  ) {}
+
+  begin(start: number): void {
+    this.open.push(start);
+  }
+
+  /** The calls since `start`, up to what the log holds now; ends the cell that began at `start`. */
+  async end(start: number): Promise<AgentCriCall[]> {
+    const read = this.reading.then(async () => {
+      const fresh = await this.node.agentCriCalls();
+      for (const c of fresh) this.tally.add('agent', c);
+      this.calls.push(...fresh);
+    });
+    this.reading = read.catch(() => {});
+    try {
+      await read;
+      return this.calls.filter((c) => c.at >= start);
+    } finally {
+      this.open.splice(this.open.indexOf(start), 1);
+      const keepFrom = Math.min(...this.open);
+      this.calls = this.calls.filter((c) => c.at >= keepFrom);
     }
-    if (missing.length > 0) {
-      const reason = `backend ${runtime} lacks ${missing.join(', ')}`;
-      progress.skip(`${scenario.name}: ${reason}`);
-      cells.push(skippedCell(runtime, scenario.name, reason));
-      continue;
-    }
-    const cell = await exclusive.hold(
-      scenario.exclusive ?? [],
-      () => {
-        progress.step(`${scenario.name} …`);
-        return runCell(world, node, scenario, progress, tally, signal);
-      },
-      (busy) => progress.info(`${scenario.name} waits for ${busy.join(', ')}`),
-    );
-    cells.push(cell);
-    const secs = (cell.durationMs / 1000).toFixed(1);
-    if (cell.outcome === 'passed')
-      progress.ok(`${scenario.name} passed (${secs}s, ${cell.assertions.length} assertions)`);
-    else progress.fail(`${scenario.name} failed (${secs}s): ${cell.reason}`);
   }
 }
 
@@ -192,7 +308,8 @@ async function runCell(
   node: ReadyNode,
   scenario: Scenario,
   progress: Progress,
-  tally: CriCallTally,
+  calls: NodeCriCalls,
+  beside: readonly string[],
   signal: AbortSignal | undefined,
 ): Promise<CellResult> {
   const runtime = node.backend.name;
@@ -207,16 +324,19 @@ async function runCell(
   const checks = createChecks(
     (a) => a.outcome === 'failed' && sink({ kind: 'note', summary: `assertion failed: ${a.name}` }),
   );
-  world.routeTimeline(namespace, sink);
-  world.routeTimeline(node.started.nodeName, sink);
+  calls.begin(start);
+  // Cells beside this one share the node's events and the agent's calls in its timeline.
+  if (beside.length > 0)
+    sink({ kind: 'note', summary: `shares node ${node.started.nodeName} with ${beside.join(', ')}` });
   let outcome: CellResult['outcome'] = 'passed';
   let reason: string | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let cell: OpenCell | undefined;
   try {
+    cell = await world.openCell(node, namespace, sink);
     await world.createNamespace(namespace);
-    const base = await world.contextFor(node, namespace);
     const ctx: ScenarioContext = {
-      ...base,
+      ...cell.context,
       runtime,
       namespace,
       check: checks,
@@ -252,8 +372,7 @@ async function runCell(
         kind: 'note',
         summary: 'sandbox image was removed during the cell; re-loaded for the next cells',
       });
-    world.routeTimeline(namespace, undefined);
-    world.routeTimeline(node.started.nodeName, undefined);
+    cell?.close();
   }
   // Collecting results (agent calls, logs) is not part of the scenario's duration.
   const durationMs = Date.now() - start;
@@ -262,7 +381,7 @@ async function runCell(
     .filter((e) => e.kind === 'note' && e.summary.startsWith('assertion failed'))
     .map((e) => e.t);
   if (outcome === 'failed') failuresAt.push(durationMs);
-  const criCalls = await mergeAgentCriCalls(node, start, timeline, failuresAt, tally);
+  const criCalls = await mergeAgentCriCalls(calls, start, timeline, failuresAt);
   const podStartupMs = timeline.flatMap((e) =>
     typeof e.detail?.startupMs === 'number' ? [e.detail.startupMs] : [],
   );
@@ -280,6 +399,7 @@ async function runCell(
   return {
     runtime,
     scenario: scenario.name,
+    node: node.started.nodeName,
     outcome,
     ...(reason ? { reason } : {}),
     startedAt: new Date(start).toISOString(),
@@ -293,27 +413,27 @@ async function runCell(
 }
 
 /**
- * Reads the agent's CRI calls since the last cell, puts a bounded selection of those made during
- * this cell into its timeline (near failures first), and counts every call, the harness's own
- * too, in the cell's and the runtime's statistics. Returns the cell's statistics.
+ * Puts a bounded selection of the agent's CRI calls during this cell into its timeline (near
+ * failures first), and counts every call, the harness's own too, in the cell's statistics and the
+ * harness's in the runtime's (the agent's are counted there as they are read). Returns the cell's
+ * statistics.
  */
 async function mergeAgentCriCalls(
-  node: ReadyNode,
+  calls: NodeCriCalls,
   start: number,
   timeline: TimelineEntry[],
   failuresAt: number[],
-  tally: CriCallTally,
 ): Promise<CellResult['criCalls'] & {}> {
   const cellTally = new CriCallTally();
   for (const e of timeline) {
     if (e.kind !== 'cri-call' || !e.method || e.durationMs === undefined || e.source === 'agent') continue;
     const call = { method: e.method, durationMs: e.durationMs, ...(e.code ? { code: e.code } : {}) };
     cellTally.add('harness', call);
-    tally.add('harness', call);
+    calls.tally.add('harness', call);
   }
-  let calls: AgentCriCall[] = [];
+  let inCell: AgentCriCall[] = [];
   try {
-    calls = await node.agentCriCalls();
+    inCell = await calls.end(start);
   } catch (err) {
     timeline.push({
       t: Date.now() - start,
@@ -321,9 +441,6 @@ async function mergeAgentCriCalls(
       summary: `agent CRI calls not read: ${errorMessage(err)}`,
     });
   }
-  // Calls before the cell (agent start-up, the previous cell's clean-up) count for the runtime only.
-  const inCell = calls.filter((c) => c.at >= start);
-  for (const c of calls) tally.add('agent', c);
   for (const c of inCell) cellTally.add('agent', c);
   const kept = selectAgentCalls(inCell, start, failuresAt).map((c) => agentCallEntry(c, start));
   if (kept.length > 0) {

@@ -26,19 +26,31 @@ export function parseShard(spec: string): Pick<ShardInfo, 'index' | 'total'> {
 }
 
 /**
- * Per-scenario durations on real runtimes (the README's measurements, 2 cores), for cells no
- * earlier results file has timed. Scenarios not listed count as a minute; the first nightly that
- * runs them times them for the next.
+ * Per-scenario durations on real runtimes (the README's measurements: 2 cores, the core matrix
+ * with parallel cells, 2026-11-27), for cells no earlier results file has timed: they balance
+ * shards and order the cells of a run. Scenarios not listed count as a minute; the first nightly
+ * that runs them times them for the next.
  */
 export const STATIC_ESTIMATE_MS: Readonly<Record<string, number>> = {
-  'node-registration': 500,
-  'pod-lifecycle': 25_000,
-  probes: 17_000,
-  'status-reporting': 110_000,
-  gc: 180_000,
-  eviction: 47_000,
-  'disk-eviction': 60_000,
-  kubectl: 60_000,
+  'node-registration': 3_000,
+  'pod-lifecycle': 33_000,
+  'pod-config': 50_000,
+  probes: 22_000,
+  'probes-upstream': 415_000,
+  'probes-sidecar': 415_000,
+  'status-reporting': 160_000,
+  gc: 45_000,
+  'gc-layouts': 86_000,
+  'image-gc-age': 335_000,
+  eviction: 55_000,
+  'disk-eviction': 55_000,
+  'disk-soft-eviction': 225_000,
+  kubectl: 35_000,
+  'runtime-crash-storm': 65_000,
+  'agent-crash': 35_000,
+  'apiserver-restart': 14_000,
+  partition: 70_000,
+  'disk-full': 50_000,
 };
 const UNKNOWN_SCENARIO_MS = 60_000;
 /** What it costs a shard to bring up a runtime's node (about 5 s to Ready), so shards keep a runtime together. */
@@ -162,13 +174,12 @@ function improve(shards: CellRef[][], load: (s: readonly CellRef[]) => number): 
 }
 
 /** The shard `index/total` of the selection, with the whole matrix recorded for `merge`. */
-export async function selectShard(
+export function selectShard(
   spec: Pick<ShardInfo, 'index' | 'total'>,
   backends: readonly RuntimeBackend[],
   scenarios: readonly Scenario[],
-  durationPaths: readonly string[],
-): Promise<ShardInfo> {
-  const durations = await loadDurations(durationPaths);
+  durations: Durations,
+): ShardInfo {
   const cells = matrixCells(backends, scenarios);
   const shards = splitCells(
     cells,

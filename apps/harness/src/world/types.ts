@@ -4,16 +4,29 @@ import type { ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
 import type { TimelineEntry } from '../results/model.js';
 
+/** The context pieces of one cell that need the apiserver and the node. */
+export type WorldContext = Omit<
+  ScenarioContext,
+  'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'
+>;
+
+export type TimelineSink = (e: Omit<TimelineEntry, 't'>) => void;
+
+/** A cell's view of the world, open until `close`. */
+export interface OpenCell {
+  context: WorldContext;
+  close(): void;
+}
+
 /** The shared world of a run: network, apiserver, registry. Built by world/world.ts. */
 export interface World {
   runId: string;
-  /** Creates the per-cell context pieces that need the apiserver and the node. */
-  contextFor(
-    node: ReadyNode,
-    namespace: string,
-  ): Promise<Omit<ScenarioContext, 'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'>>;
-  /** Routes API timeline entries to whatever sink is registered for a namespace or node. */
-  routeTimeline(key: string, sink: ((e: Omit<TimelineEntry, 't'>) => void) | undefined): void;
+  /**
+   * Opens a cell on `node`. Until it is closed, the API timeline of `namespace` and of the node,
+   * and the CRI calls made through the context, go to `sink`. Cells may share a node: the node's
+   * entries then reach each of them.
+   */
+  openCell(node: ReadyNode, namespace: string, sink: TimelineSink): Promise<OpenCell>;
   createNamespace(name: string): Promise<void>;
   deleteNamespace(name: string): Promise<void>;
   stop(): Promise<void>;

@@ -15,32 +15,32 @@ import {
 } from '@kh/testkit';
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { ScenarioContext } from '../framework/scenario.js';
-import type { TimelineEntry } from '../results/model.js';
 import { type KubectlOptions, runKubectl, startKubectl } from '../support/kubectl.js';
 import type { Progress } from '../support/progress.js';
 import { ApiServerContainer, type StartedApiServer } from './apiserver.js';
 import { HostCriView } from './cri-view.js';
 import { ApiTimeline } from './timeline.js';
-import type { ReadyNode, World } from './types.js';
-
-type Sink = (e: Omit<TimelineEntry, 't'>) => void;
+import type { OpenCell, ReadyNode, TimelineSink, World, WorldContext } from './types.js';
 
 /** Workload images pods use, as the nodes pull them from the run's registry. */
 export type WorkloadImages = ScenarioContext['images'];
 const WORKLOADS = ['pause', 'busybox', 'httpd', 'memhog', 'diskhog'] as const;
 
-export const nodeNameFor = (runId: string, backend: string): string => `kh-${runId}-${backend}`;
+/** A runtime's first node is `kh-<run>-<runtime>`; its further nodes (lanes) `…-2`, `…-3`. */
+export const nodeNameFor = (runId: string, backend: string, index = 0): string =>
+  `kh-${runId}-${backend}${index > 0 ? `-${index + 1}` : ''}`;
 
 export interface WorldOptions {
   runId: string;
-  /** Backends that will join; each node gets its own API token. */
-  backends: readonly string[];
+  /** Names of the nodes that will join; each gets its own API token. */
+  nodes: readonly string[];
   progress: Progress;
 }
 
 export class HarnessWorld implements World {
-  private readonly routes = new Map<string, Sink>();
-  private readonly criViews = new Map<string, HostCriView>();
+  /** Open cells' sinks by namespace and by node name. */
+  private readonly routes = new Map<string, Set<TimelineSink>>();
+  private readonly criViews = new Set<HostCriView>();
   private timeline?: ApiTimeline;
   private tmp?: string;
   private network?: StartedTestNetwork;
@@ -69,7 +69,7 @@ export class HarnessWorld implements World {
     return world;
   }
 
-  private async build({ runId, backends, progress }: WorldOptions): Promise<void> {
+  private async build({ runId, nodes, progress }: WorldOptions): Promise<void> {
     progress.step('images (content-hashed; built only when missing)');
     this.refs = await ensureImages(['node', ...WORKLOADS], { progress: (l) => progress.info(l) });
     this.tmp = await mkdtemp(join(tmpdir(), `kh-harness-${runId}-`));
@@ -83,8 +83,7 @@ export class HarnessWorld implements World {
       { token: admin, name: 'kubelet-harness', groups: ['system:masters'] },
       { token: this.unprivilegedToken, name: 'kh-unprivileged', groups: [] },
     ];
-    for (const b of backends) {
-      const nodeName = nodeNameFor(runId, b);
+    for (const nodeName of nodes) {
       this.tokens.set(nodeName, token());
       users.push({
         token: this.tokens.get(nodeName)!,
@@ -140,11 +139,15 @@ export class HarnessWorld implements World {
     this.kubeconfigPath = join(this.tmp, 'kubeconfig');
     await writeFile(this.kubeconfigPath, this.kubeConfig.exportConfig(), { mode: 0o600 });
     this.core = this.kubeConfig.makeApiClient(CoreV1Api);
-    this.timeline = new ApiTimeline(
-      this.kubeConfig,
-      ({ namespace, node }) =>
-        (namespace ? this.routes.get(namespace) : undefined) ?? (node ? this.routes.get(node) : undefined),
-    );
+    this.timeline = new ApiTimeline(this.kubeConfig, ({ namespace, node }) => {
+      const sinks =
+        (namespace ? this.routes.get(namespace) : undefined) ?? (node ? this.routes.get(node) : undefined);
+      return sinks
+        ? (e) => {
+            for (const sink of sinks) sink(e);
+          }
+        : undefined;
+    });
     await this.timeline.start();
   }
 
@@ -174,11 +177,6 @@ export class HarnessWorld implements World {
     return `${this.apiserver.kubeConfigFor(token, from).exportConfig()}\n`;
   }
 
-  routeTimeline(key: string, sink: Sink | undefined): void {
-    if (sink) this.routes.set(key, sink);
-    else this.routes.delete(key);
-  }
-
   async createNamespace(name: string): Promise<void> {
     await this.core.createNamespace({ body: { metadata: { name, labels: { 'kh.run': this.runId } } } });
   }
@@ -187,13 +185,32 @@ export class HarnessWorld implements World {
     await this.core.deleteNamespace({ name });
   }
 
-  async contextFor(node: ReadyNode, _namespace: string) {
+  async openCell(node: ReadyNode, namespace: string, sink: TimelineSink): Promise<OpenCell> {
     const nodeName = node.started.nodeName;
-    let cri = this.criViews.get(nodeName);
-    if (!cri) {
-      cri = await HostCriView.connect(node.started.hostCriEndpoint, () => this.routes.get(nodeName));
-      this.criViews.set(nodeName, cri);
+    // A view per cell, so that its calls land in its own timeline when cells share the node.
+    const cri = await HostCriView.connect(node.started.hostCriEndpoint, () => sink);
+    this.criViews.add(cri);
+    const keys = [namespace, nodeName];
+    for (const key of keys) {
+      const sinks = this.routes.get(key) ?? new Set();
+      this.routes.set(key, sinks.add(sink));
     }
+    return {
+      context: this.contextOf(node, cri),
+      close: () => {
+        cri.close();
+        this.criViews.delete(cri);
+        for (const key of keys) {
+          const sinks = this.routes.get(key);
+          sinks?.delete(sink);
+          if (sinks?.size === 0) this.routes.delete(key);
+        }
+      },
+    };
+  }
+
+  private contextOf(node: ReadyNode, cri: HostCriView): WorldContext {
+    const nodeName = node.started.nodeName;
     const registry = this.registry!;
     return {
       nodeName,

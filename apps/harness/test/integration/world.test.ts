@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { fakeBackend } from '../../src/backends/fake.js';
 import type { RuntimeBackend } from '../../src/backends/types.js';
 import { startNode } from '../../src/run/node.js';
-import { HarnessWorld } from '../../src/world/world.js';
+import { HarnessWorld, nodeNameFor } from '../../src/world/world.js';
 import { silentProgress } from '../run/fakes.js';
 
 const docker = new Docker();
@@ -27,7 +27,11 @@ afterAll(async () => {
 describe('HarnessWorld with the fake backend', () => {
   it('registers a Ready node, and stop removes every container and network of the run', async () => {
     const id = `t${randomBytes(3).toString('hex')}`;
-    const world = await HarnessWorld.start({ runId: id, backends: ['fake'], progress: silentProgress });
+    const world = await HarnessWorld.start({
+      runId: id,
+      nodes: [nodeNameFor(id, 'fake')],
+      progress: silentProgress,
+    });
     try {
       expect(world.images.busybox).toMatch(/^registry:5000\/kh\/busybox:/);
       expect(world.images.private).toMatch(/^private-registry:5000\/kh\/private:/);
@@ -53,7 +57,11 @@ describe('HarnessWorld with the fake backend', () => {
 
   it('a node whose agent cannot become Ready is removed and the error names the agent log', async () => {
     const id = `t${randomBytes(3).toString('hex')}`;
-    const world = await HarnessWorld.start({ runId: id, backends: ['broken'], progress: silentProgress });
+    const world = await HarnessWorld.start({
+      runId: id,
+      nodes: [nodeNameFor(id, 'broken')],
+      progress: silentProgress,
+    });
     // The fake node, but the agent is pointed at a socket nobody serves.
     const broken: RuntimeBackend = {
       ...fakeBackend,

@@ -1,9 +1,9 @@
 // In-memory stand-ins for the world, nodes and backends, so the runner's bookkeeping (cells,
 // skips, failures, clean-up) is tested without Docker.
 import type { BackendCapability, RuntimeBackend, StartedBackend } from '../../src/backends/types.js';
-import type { Scenario, ScenarioContext } from '../../src/framework/scenario.js';
+import type { Scenario } from '../../src/framework/scenario.js';
 import type { Progress } from '../../src/support/progress.js';
-import type { ReadyNode, World } from '../../src/world/types.js';
+import type { ReadyNode, World, WorldContext } from '../../src/world/types.js';
 
 export interface Journal {
   events: string[];
@@ -21,14 +21,19 @@ export function fakeBackend(name: string, caps: BackendCapability[] = []): Runti
 export function fakeWorld(journal: Journal, opts: { stopFails?: boolean } = {}): World {
   return {
     runId: 'test',
-    async contextFor(node) {
+    async openCell(node, namespace) {
+      journal.events.push(`open ${namespace} on ${node.started.nodeName}`);
       return {
-        nodeName: `node-${node.backend.name}`,
-        backend: node.started,
-        capabilities: node.backend.capabilities,
-      } as unknown as Omit<ScenarioContext, 'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'>;
+        context: {
+          nodeName: node.started.nodeName,
+          backend: node.started,
+          capabilities: node.backend.capabilities,
+        } as unknown as WorldContext,
+        close: () => {
+          journal.events.push(`close ${namespace}`);
+        },
+      };
     },
-    routeTimeline: () => {},
     createNamespace: async (n) => {
       journal.events.push(`create ns ${n}`);
     },
@@ -42,12 +47,12 @@ export function fakeWorld(journal: Journal, opts: { stopFails?: boolean } = {}):
   };
 }
 
-export function fakeNode(backend: RuntimeBackend, journal: Journal): ReadyNode {
+export function fakeNode(backend: RuntimeBackend, journal: Journal, index = 0): ReadyNode {
   const started = {
     runtimeName: `${backend.name}-rt`,
     runtimeVersion: '1.0',
     hostCriEndpoint: `unix:///tmp/${backend.name}.sock`,
-    nodeName: `node-${backend.name}`,
+    nodeName: `node-${backend.name}${index > 0 ? `-${index + 1}` : ''}`,
     runtimeLogs: async () => ['runtime line'],
   } as unknown as StartedBackend;
   return {
@@ -61,7 +66,7 @@ export function fakeNode(backend: RuntimeBackend, journal: Journal): ReadyNode {
     reconfigureAgent: async () => {},
     agentCriCalls: async () => [],
     stop: async () => {
-      journal.events.push(`node ${backend.name} stopped`);
+      journal.events.push(`node ${started.nodeName.slice(5)} stopped`);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BACKENDS, selectBackends } from '../../src/backends/registry.js';
-import { parseRunOptions, selectScenarios } from '../../src/run/options.js';
+import { defaultMaxParallelCells, parseRunOptions, selectScenarios } from '../../src/run/options.js';
 import { fakeBackend, scenario } from './fakes.js';
 
 describe('parseRunOptions', () => {
@@ -68,5 +68,24 @@ describe('selection', () => {
     const fake = BACKENDS.find((b) => b.name === 'fake')!;
     expect(fake.capabilities.has('real-containers')).toBe(false);
     expect(fake.capabilities.has('runtime-restart')).toBe(true);
+  });
+
+  it('takes --nodes-per-runtime and --max-parallel-cells (or KH_…), whole numbers of at least 1; absent: the defaults', () => {
+    expect(parseRunOptions(['--nodes-per-runtime', '2'], {}).nodesPerRuntime).toBe(2);
+    expect(parseRunOptions([], { KH_NODES_PER_RUNTIME: '3' }).nodesPerRuntime).toBe(3);
+    expect(parseRunOptions([], { KH_NODES_PER_RUNTIME: '' }).nodesPerRuntime).toBeUndefined();
+    for (const bad of ['0', '1.5', 'many'])
+      expect(() => parseRunOptions(['--nodes-per-runtime', bad], {}), bad).toThrow(
+        `--nodes-per-runtime must be a whole number ≥ 1, got "${bad}"`,
+      );
+    expect(parseRunOptions(['--max-parallel-cells', '5'], {}).maxParallelCells).toBe(5);
+    expect(parseRunOptions([], { KH_MAX_PARALLEL_CELLS: '1' }).maxParallelCells).toBe(1);
+    expect(() => parseRunOptions(['--max-parallel-cells', '0'], {})).toThrow(
+      '--max-parallel-cells must be a whole number ≥ 1, got "0"',
+    );
+    expect(defaultMaxParallelCells(2)).toBe(6);
+    expect(defaultMaxParallelCells(0)).toBe(2);
+    // The endpoint backend runs on the user's one runtime: never more than one node.
+    expect(BACKENDS.find((b) => b.name === 'endpoint')?.maxNodes).toBe(1);
   });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackendUnavailableError } from '../../src/backends/types.js';
+import type { Scenario } from '../../src/framework/scenario.js';
 import { runMatrix } from '../../src/run/runner.js';
 import { fakeBackend, fakeNode, fakeWorld, type Journal, scenario, silentProgress } from './fakes.js';
 
@@ -58,6 +59,8 @@ describe('runMatrix', () => {
     ]);
     expect(r.scenarios).toEqual(['passes', 'fails', 'throws', 'needs-real']);
     expect(r.durationMs).toBeGreaterThanOrEqual(0);
+    expect(r.host.cpuBusy).toBeGreaterThanOrEqual(0);
+    expect(r.host.cpuBusy).toBeLessThanOrEqual(1);
   });
 
   it('re-loads a sandbox image a cell removed, noting it in that cell only', async () => {
@@ -230,11 +233,11 @@ describe('runMatrix', () => {
   it('collects pod start-up latencies the timeline reported for the cell', async () => {
     const journal: Journal = { events: [] };
     const world = fakeWorld(journal);
-    world.routeTimeline = (key, sink) => {
-      if (key === 'passes-alpha' && sink) {
-        sink({ kind: 'pod-phase', summary: 'p1 running', detail: { startupMs: 812 } });
-        sink({ kind: 'pod-phase', summary: 'p2 running', detail: { startupMs: 1_204 } });
-      }
+    const open = world.openCell.bind(world);
+    world.openCell = async (node, namespace, sink) => {
+      sink({ kind: 'pod-phase', summary: 'p1 running', detail: { startupMs: 812 } });
+      sink({ kind: 'pod-phase', summary: 'p2 running', detail: { startupMs: 1_204 } });
+      return open(node, namespace, sink);
     };
     const r = await runMatrix(
       deps(journal, { scenarios: [passes], backends: [fakeBackend('alpha')], startWorld: async () => world }),
@@ -325,5 +328,161 @@ describe('runMatrix', () => {
       'agent CRI calls not read: container is gone',
     );
     expect(r.runtimes[0]!.criCalls).toBeUndefined();
+  });
+
+  describe('with several nodes per runtime', () => {
+    type Span = { name: string; node: string; from: number; to: number };
+    const timed = (spans: Span[], name: string, isolation: Scenario['isolation'], ms = 30) =>
+      scenario(
+        name,
+        async (ctx) => {
+          const from = performance.now();
+          await new Promise((r) => setTimeout(r, ms));
+          spans.push({ name, node: ctx.nodeName, from, to: performance.now() });
+        },
+        isolation ? { isolation } : {},
+      );
+    const overlap = (x: Span, y: Span) => x.from < y.to && y.from < x.to;
+
+    it('gives node cells a node each, packs namespace cells on one, all side by side', async () => {
+      const journal: Journal = { events: [] };
+      const spans: Span[] = [];
+      const lanes: number[] = [];
+      const started: number[] = [];
+      const r = await runMatrix(
+        deps(journal, {
+          backends: [fakeBackend('alpha')],
+          scenarios: [
+            timed(spans, 'a', 'node'),
+            timed(spans, 'b', 'node'),
+            timed(spans, 'c', 'namespace'),
+            timed(spans, 'd', 'namespace'),
+          ],
+          nodesPerRuntime: 4,
+          startWorld: async (_id: string, _p: unknown, nodes: ReadonlyMap<string, number>) => {
+            lanes.push(nodes.get('alpha')!);
+            return fakeWorld(journal);
+          },
+          startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>, _p: unknown, i: number) => {
+            started.push(i);
+            return fakeNode(b, journal, i);
+          },
+        }),
+      );
+      expect(lanes).toEqual([3]);
+      expect(started.sort()).toEqual([0, 1, 2]);
+      expect(r.runtimes[0]).toMatchObject({ nodes: 3 });
+      const node = Object.fromEntries(r.cells.map((c) => [c.scenario, c.node]));
+      expect(node.c).toBe(node.d);
+      expect(new Set([node.a, node.b, node.c]).size).toBe(3);
+      const by = Object.fromEntries(spans.map((x) => [x.name, x]));
+      expect(overlap(by.a!, by.b!) && overlap(by.a!, by.c!) && overlap(by.c!, by.d!)).toBe(true);
+      const note = r.cells.find((c) => c.scenario === 'c')!.timeline.map((e) => e.summary);
+      expect(note).toContain(`shares node ${node.c} with d`);
+      // Every node is stopped, not only the first.
+      expect(journal.events.filter((e) => / stopped$/.test(e) && e.startsWith('node '))).toHaveLength(3);
+    });
+
+    it('runs a world cell with nothing beside it', async () => {
+      const spans: Span[] = [];
+      const r = await runMatrix(
+        deps(
+          { events: [] },
+          {
+            scenarios: [
+              timed(spans, 'x', 'namespace'),
+              timed(spans, 'restart', 'world'),
+              timed(spans, 'y', 'node'),
+            ],
+            nodesPerRuntime: 3,
+            startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>, _p: unknown, i: number) =>
+              fakeNode(b, { events: [] }, i),
+          },
+        ),
+      );
+      expect(r.cells.filter((c) => c.outcome !== 'passed')).toEqual([]);
+      const restarts = spans.filter((x) => x.name === 'restart');
+      expect(restarts).toHaveLength(2);
+      for (const w of restarts) expect(spans.filter((x) => x !== w && overlap(x, w))).toEqual([]);
+    });
+
+    it("gives each cell on a shared node the agent's calls made while it ran, and counts each call once", async () => {
+      const log: { at: number; method: string; durationMs: number; code: string }[] = [];
+      const call = (method: string, ms: number) =>
+        scenario(
+          method,
+          async () => {
+            await new Promise((r) => setTimeout(r, ms));
+            log.push({ at: Date.now(), method, durationMs: 1, code: 'OK' });
+          },
+          { isolation: 'namespace' },
+        );
+      const r = await runMatrix(
+        deps(
+          { events: [] },
+          {
+            backends: [fakeBackend('alpha')],
+            scenarios: [call('Early', 10), call('Late', 60)],
+            nodesPerRuntime: 2,
+            startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>) => ({
+              ...fakeNode(b, { events: [] }),
+              agentCriCalls: async () => log.splice(0),
+            }),
+          },
+        ),
+      );
+      const methods = (scenarioName: string) =>
+        r.cells.find((c) => c.scenario === scenarioName)!.criCalls?.map((c) => c.method);
+      expect(methods('Early')).toEqual(['Early']);
+      // Late read only its own call; Early's was read when Early ended, and kept for it.
+      expect(methods('Late')).toEqual(['Early', 'Late']);
+      expect(r.runtimes[0]!.criCalls?.map((c) => `${c.method}:${c.count}`)).toEqual(['Early:1', 'Late:1']);
+    });
+
+    it('starts one node of a backend that allows only one', async () => {
+      const started: number[] = [];
+      await runMatrix(
+        deps(
+          { events: [] },
+          {
+            backends: [{ ...fakeBackend('alpha'), maxNodes: 1 }],
+            scenarios: [timed([], 'a', 'node'), timed([], 'b', 'node')],
+            nodesPerRuntime: 4,
+            startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>, _p: unknown, i: number) => {
+              started.push(i);
+              return fakeNode(b, { events: [] }, i);
+            },
+          },
+        ),
+      );
+      expect(started).toEqual([0]);
+    });
+
+    it("runs on the nodes that started when some of a runtime's nodes fail, and warns", async () => {
+      const warnings: string[] = [];
+      const r = await runMatrix(
+        deps(
+          { events: [] },
+          {
+            backends: [fakeBackend('alpha')],
+            scenarios: [timed([], 'a', 'node'), timed([], 'b', 'node')],
+            nodesPerRuntime: 2,
+            progress: {
+              ...silentProgress,
+              child: () => ({ ...silentProgress, warn: (m: string) => warnings.push(m) }),
+            },
+            startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>, _p: unknown, i: number) => {
+              if (i === 1) throw new Error('no memory');
+              return fakeNode(b, { events: [] }, i);
+            },
+          },
+        ),
+      );
+      expect(r.cells.map((c) => `${c.scenario}:${c.outcome}:${c.node}`)).toEqual([
+        'a:passed:node-alpha',
+        'b:passed:node-alpha',
+      ]);
+      expect(warnings).toEqual(['1 of 2 nodes did not start: no memory']);
+    });
   });
 });

@@ -45,14 +45,14 @@ describe('parseShard and the run options', () => {
       expect(() => parseShard(bad), bad).toThrow(/--shard must be i\/n/);
   });
 
-  it('takes --shard and --durations, or KH_SHARD and KH_DURATIONS; --durations alone is an error', () => {
+  it('takes --shard and --durations, or KH_SHARD and KH_DURATIONS; --durations alone orders the cells', () => {
     expect(parseRunOptions(['--shard', '1/2', '--durations', 'a.json,dir'], {})).toMatchObject({
       shard: { index: 1, total: 2 },
       durations: ['a.json', 'dir'],
     });
     expect(parseRunOptions([], { KH_SHARD: '3/4' }).shard).toEqual({ index: 3, total: 4 });
     expect(parseRunOptions([], {}).shard).toBeUndefined();
-    expect(() => parseRunOptions(['--durations', 'x'], {})).toThrow('--durations only applies with --shard');
+    expect(parseRunOptions(['--durations', 'x'], {})).toMatchObject({ durations: ['x'] });
   });
 });
 
@@ -156,9 +156,10 @@ describe('run --shard', () => {
       ledger: new RunLedger(join(dir, 'ledger')),
       removeRun: async () => {},
       startWorld: async () => fakeWorld(journal),
-      startNode: async (_w: unknown, b: (typeof backends)[number]) => {
-        journal.events.push(`start ${b.name}`);
-        return fakeNode(b, journal);
+      startNode: async (_w: unknown, b: (typeof backends)[number], _p: unknown, i: number) => {
+        // A runtime's first node stands for the runtime; its further nodes are lanes.
+        if (i === 0) journal.events.push(`start ${b.name}`);
+        return fakeNode(b, journal, i);
       },
     };
   }
@@ -214,9 +215,8 @@ describe('run --shard', () => {
       join(dir, 'timed.json'),
       JSON.stringify(run([cell('fake', 'node-registration', { durationMs: 500_000 })])),
     );
-    const shards = await Promise.all(
-      [1, 2].map((index) => selectShard({ index, total: 2 }, backends, suite, [join(dir, 'timed.json')])),
-    );
+    const durations = await loadDurations([join(dir, 'timed.json')]);
+    const shards = [1, 2].map((index) => selectShard({ index, total: 2 }, backends, suite, durations));
     // The slow cell has a shard to itself.
     expect(shards.map((s) => s.cells).find((c) => c.includes('fake/node-registration'))).toEqual([
       'fake/node-registration',

@@ -1,0 +1,150 @@
+// Which cell runs next, and on which node. A runtime gets several nodes (lanes); a cell's
+// `isolation` says what it may share: 'namespace' cells pack together on one node, a 'node' cell
+// has a node to itself, a 'world' cell runs alone in the run. Cells naming the same host resource
+// (`exclusive`) never overlap, on any runtime. The kubelet's own node e2e suite makes the same
+// split between parallel and [Serial] specs; lanes let the serial ones run side by side, each on
+// its own node.
+import type { Isolation } from '../framework/scenario.js';
+
+export interface PlannedCell {
+  runtime: string;
+  scenario: string;
+  isolation: Isolation;
+  exclusive: readonly string[];
+  /** Expected duration, for the order: the longest chains first. */
+  estimateMs: number;
+}
+
+export interface Placement<N> {
+  cell: PlannedCell;
+  node: N;
+}
+
+interface Lane<N> {
+  node: N;
+  running: PlannedCell[];
+}
+
+/**
+ * Cells are taken in one order: world cells first (they need an idle run, which the start is);
+ * then by the longest chain they belong to: a cell holding a host resource counts the whole
+ * serial chain of cells that hold it too, since that chain bounds the run; then by estimate.
+ */
+export function scheduleOrder(cells: readonly PlannedCell[]): PlannedCell[] {
+  const chain = (c: PlannedCell) =>
+    Math.max(
+      c.estimateMs,
+      cells
+        .filter((o) => o.exclusive.some((name) => c.exclusive.includes(name)))
+        .reduce((sum, o) => sum + o.estimateMs, 0),
+    );
+  const rank = new Map(cells.map((c, i) => [c, i]));
+  return [...cells].sort(
+    (a, b) =>
+      Number(b.isolation === 'world') - Number(a.isolation === 'world') ||
+      chain(b) - chain(a) ||
+      b.estimateMs - a.estimateMs ||
+      rank.get(a)! - rank.get(b)!,
+  );
+}
+
+export class CellScheduler<N> {
+  private readonly pending: PlannedCell[];
+  private readonly lanes = new Map<string, Lane<N>[]>();
+  private readonly held = new Set<string>();
+  private worldRunning = false;
+
+  /**
+   * @param nodes each runtime's started nodes; a cell of a runtime without nodes is never placed
+   * @param maxPerNode how many 'namespace' cells share one node at most
+   * @param maxRunning how many cells run at once in the whole run: the nodes share the host's CPUs
+   */
+  constructor(
+    cells: readonly PlannedCell[],
+    nodes: ReadonlyMap<string, readonly N[]>,
+    private readonly maxPerNode: number,
+    private readonly maxRunning = Number.POSITIVE_INFINITY,
+  ) {
+    for (const c of cells)
+      if (!nodes.get(c.runtime)?.length) throw new Error(`no node for ${c.runtime}/${c.scenario}`);
+    this.pending = scheduleOrder(cells);
+    for (const [runtime, ns] of nodes)
+      this.lanes.set(
+        runtime,
+        ns.map((node) => ({ node, running: [] })),
+      );
+  }
+
+  get done(): boolean {
+    return this.pending.length === 0 && this.running() === 0;
+  }
+
+  /** Cells that may start now, each with its node; they count as running until `finish`. */
+  take(): Placement<N>[] {
+    const out: Placement<N>[] = [];
+    for (const cell of [...this.pending]) {
+      if (this.worldRunning || this.running() >= this.maxRunning) break;
+      if (cell.isolation === 'world') {
+        // Nothing after a waiting world cell starts, or it would wait for ever.
+        if (this.running() > 0) break;
+        this.worldRunning = true;
+        out.push(this.start(cell, this.lanes.get(cell.runtime)![0]!));
+        break;
+      }
+      if (cell.exclusive.some((name) => this.held.has(name))) continue;
+      const lane = this.laneFor(cell);
+      if (lane) out.push(this.start(cell, lane));
+    }
+    return out;
+  }
+
+  finish(cell: PlannedCell): void {
+    for (const lanes of this.lanes.values())
+      for (const lane of lanes) lane.running = lane.running.filter((c) => c !== cell);
+    for (const name of cell.exclusive) this.held.delete(name);
+    if (cell.isolation === 'world') this.worldRunning = false;
+  }
+
+  /** The scenarios running on the same node as `cell`, which was placed. */
+  besides(cell: PlannedCell): string[] {
+    const lane = this.lanes.get(cell.runtime)?.find((l) => l.running.includes(cell));
+    return (lane?.running ?? []).filter((c) => c !== cell).map((c) => c.scenario);
+  }
+
+  /** Cells not placed yet (after an interrupt: the ones to record as skipped). */
+  waiting(): readonly PlannedCell[] {
+    return [...this.pending];
+  }
+
+  private laneFor(cell: PlannedCell): Lane<N> | undefined {
+    const lanes = this.lanes.get(cell.runtime)!;
+    if (cell.isolation === 'node') return lanes.find((l) => l.running.length === 0);
+    // Shared cells pack onto the fullest node that still has room, which leaves whole nodes
+    // free for the cells that need one.
+    const open = lanes.filter(
+      (l) => l.running.length < this.maxPerNode && l.running.every((c) => c.isolation === 'namespace'),
+    );
+    return open.sort((a, b) => b.running.length - a.running.length)[0];
+  }
+
+  private start(cell: PlannedCell, lane: Lane<N>): Placement<N> {
+    this.pending.splice(this.pending.indexOf(cell), 1);
+    lane.running.push(cell);
+    for (const name of cell.exclusive) this.held.add(name);
+    return { cell, node: lane.node };
+  }
+
+  private running(): number {
+    return [...this.lanes.values()].reduce((n, lanes) => lanes.reduce((m, l) => m + l.running.length, n), 0);
+  }
+}
+
+/**
+ * How many nodes a runtime gets: one per cell that needs a node to itself, plus one for the
+ * shared cells, at most `max`.
+ */
+export function lanesFor(cells: readonly PlannedCell[], max: number): number {
+  const alone = cells.filter((c) => c.isolation !== 'namespace').length;
+  const shared = cells.some((c) => c.isolation === 'namespace') ? 1 : 0;
+  return Math.max(1, Math.min(max, alone + shared));
+}

@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import type { Isolation } from '../../src/framework/scenario.js';
+import { CellScheduler, lanesFor, type PlannedCell, scheduleOrder } from '../../src/run/schedule.js';
+
+const cell = (
+  scenario: string,
+  isolation: Isolation,
+  estimateMs = 1_000,
+  exclusive: string[] = [],
+  runtime = 'rt',
+): PlannedCell => ({ runtime, scenario, isolation, exclusive, estimateMs });
+
+const names = (placed: { cell: PlannedCell; node: string }[]) =>
+  placed.map((p) => `${p.cell.scenario}@${p.node}`);
+
+describe('scheduleOrder', () => {
+  it('puts world cells first, then the longest chain of cells sharing a host resource, then the longest cell', () => {
+    const order = scheduleOrder([
+      cell('short', 'namespace', 10),
+      cell('long', 'node', 300),
+      cell('disk-a', 'node', 200, ['host-disk']),
+      cell('disk-b', 'node', 150, ['host-disk']),
+      cell('restart', 'world', 5),
+    ]);
+    // disk-a and disk-b form a 350 chain, longer than the 300 cell.
+    expect(order.map((c) => c.scenario)).toEqual(['restart', 'disk-a', 'disk-b', 'long', 'short']);
+  });
+});
+
+describe('CellScheduler', () => {
+  it('packs namespace cells onto one node and gives each node cell a node of its own', () => {
+    const s = new CellScheduler(
+      [
+        cell('ns-1', 'namespace', 50),
+        cell('ns-2', 'namespace', 40),
+        cell('alone-1', 'node', 30),
+        cell('alone-2', 'node', 20),
+      ],
+      new Map([['rt', ['n1', 'n2', 'n3']]]),
+      8,
+    );
+    expect(names(s.take())).toEqual(['ns-1@n1', 'ns-2@n1', 'alone-1@n2', 'alone-2@n3']);
+    expect(s.besides(cell('x', 'namespace'))).toEqual([]);
+    expect(s.done).toBe(false);
+  });
+
+  it('never puts a node cell beside another cell, and starts it when its node empties', () => {
+    const ns = cell('ns', 'namespace', 50);
+    const alone = cell('alone', 'node', 40);
+    const s = new CellScheduler([ns, alone], new Map([['rt', ['n1']]]), 8);
+    expect(names(s.take())).toEqual(['ns@n1']);
+    expect(s.take()).toEqual([]);
+    s.finish(ns);
+    expect(names(s.take())).toEqual(['alone@n1']);
+    s.finish(alone);
+    expect(s.done).toBe(true);
+  });
+
+  it('keeps cells holding the same host resource apart, across runtimes, and fills in with others', () => {
+    const a = cell('disk', 'node', 100, ['host-disk'], 'one');
+    const b = cell('disk', 'node', 100, ['host-disk'], 'two');
+    const other = cell('other', 'node', 10, [], 'two');
+    const s = new CellScheduler(
+      [a, b, other],
+      new Map([
+        ['one', ['o1']],
+        ['two', ['t1', 't2']],
+      ]),
+      8,
+    );
+    expect(names(s.take())).toEqual(['disk@o1', 'other@t1']);
+    s.finish(a);
+    expect(names(s.take())).toEqual(['disk@t2']);
+  });
+
+  it('runs a world cell alone: first, and nothing starts until it ends', () => {
+    const world = cell('restart', 'world', 5);
+    const later = cell('later', 'namespace', 500);
+    const s = new CellScheduler([later, world], new Map([['rt', ['n1', 'n2']]]), 8);
+    expect(names(s.take())).toEqual(['restart@n1']);
+    expect(s.take()).toEqual([]);
+    s.finish(world);
+    expect(names(s.take())).toEqual(['later@n1']);
+  });
+
+  it('caps the namespace cells on one node and spills onto the next', () => {
+    const cells = ['a', 'b', 'c'].map((n) => cell(n, 'namespace'));
+    const s = new CellScheduler(cells, new Map([['rt', ['n1', 'n2']]]), 2);
+    expect(names(s.take())).toEqual(['a@n1', 'b@n1', 'c@n2']);
+    expect(s.besides(cells[0]!)).toEqual(['b']);
+  });
+
+  it('runs no more cells at once in the whole run than it is allowed', () => {
+    const cells = ['a', 'b', 'c'].map((n) => cell(n, 'node'));
+    const s = new CellScheduler(cells, new Map([['rt', ['n1', 'n2', 'n3']]]), 8, 2);
+    expect(names(s.take())).toEqual(['a@n1', 'b@n2']);
+    expect(s.take()).toEqual([]);
+    s.finish(cells[0]!);
+    expect(names(s.take())).toEqual(['c@n1']);
+  });
+
+  it('lists the cells it has not placed, and refuses a cell whose runtime has no node', () => {
+    const s = new CellScheduler([cell('a', 'node'), cell('b', 'node')], new Map([['rt', ['n1']]]), 8);
+    s.take();
+    expect(s.waiting().map((c) => c.scenario)).toEqual(['b']);
+    expect(() => new CellScheduler([cell('a', 'node', 1, [], 'gone')], new Map(), 8)).toThrow(
+      'no node for gone/a',
+    );
+  });
+});
+
+describe('lanesFor', () => {
+  it('asks one node per cell that needs one alone and one for the shared cells, within the cap', () => {
+    const cells = [cell('a', 'node'), cell('b', 'world'), cell('c', 'namespace'), cell('d', 'namespace')];
+    expect(lanesFor(cells, 10)).toBe(3);
+    expect(lanesFor(cells, 2)).toBe(2);
+    expect(lanesFor([], 4)).toBe(1);
+  });
+});

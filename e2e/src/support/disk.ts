@@ -1,0 +1,42 @@
+// What the disk-pressure scenarios share: nodefs is the filesystem of the agent's root dir, which
+// on every node is the host's disk, so thresholds are set relative to the space free when a case
+// starts, and the hog writes well past them.
+import type { ScenarioContext } from '@kh/harness';
+import type { V1Container } from '@kubernetes/client-node';
+import { nodeFsAvailableBytes } from './node.js';
+
+const Mi = 2 ** 20;
+/** The agent's --root-dir on every node. */
+export const AGENT_ROOT_DIR = '/var/lib/kubelet';
+/**
+ * The hog crosses the threshold after writing this much: wide enough (upstream uses 4Gi) that
+ * other writers on the shared disk (builds, other test runs) neither cause the pressure nor keep
+ * it up once the hog's layer is gone...
+ */
+export const MARGIN_MIB = 1000;
+/** ...and it writes twice that, so the signal stays past the threshold until it is evicted. */
+export const HOG_MIB = 2000;
+export const HOG_STEP_MIB = 100;
+
+/** A nodefs.available threshold MARGIN_MIB under the space free now, noted in the cell. */
+export async function nodefsThresholdMiB(
+  ctx: ScenarioContext,
+  detail: Record<string, unknown> = {},
+): Promise<number> {
+  const freeMiB = Math.floor((await nodeFsAvailableBytes(ctx, AGENT_ROOT_DIR)) / Mi);
+  const thresholdMiB = freeMiB - MARGIN_MIB;
+  if (thresholdMiB <= 0) throw new Error(`only ${freeMiB}Mi free on nodefs; too little`);
+  ctx.note('nodefs threshold from the free space', { freeMiB, thresholdMiB, ...detail });
+  return thresholdMiB;
+}
+
+/** The diskhog container: HOG_MIB into its writable layer, HOG_STEP_MIB at a time. */
+export const diskHog = (ctx: ScenarioContext): V1Container => ({
+  name: 'hog',
+  image: ctx.images.diskhog,
+  imagePullPolicy: 'IfNotPresent',
+  env: [
+    { name: 'DISKHOG_MB', value: String(HOG_MIB) },
+    { name: 'DISKHOG_STEP_MB', value: String(HOG_STEP_MIB) },
+  ],
+});
