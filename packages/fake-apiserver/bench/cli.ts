@@ -1,11 +1,12 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from './load.js';
 
-const TARGETS = { writeP99Ms: 25, watchP99Ms: 50, rssBytes: 500 * 2 ** 20 };
+/** Kubernetes' published scalability thresholds (issue 21, item 5). */
+const TARGETS = { writeP99Ms: 25, watchDeliveryP99Ms: 100, listAllPodsMs: 2000, peakRssBytes: 4 * 2 ** 30 };
 
 /** VmRSS / VmHWM of a process, from /proc. */
 function memory(pid: number): { rss: number; peak: number } {
@@ -20,99 +21,211 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-async function main() {
-  const { values } = parseArgs({
-    options: {
-      duration: { type: 'string', default: '60' },
-      nodes: { type: 'string', default: '1000' },
-      pods: { type: 'string', default: '10000' },
-      watchers: { type: 'string', default: '100' },
-      durable: { type: 'boolean', default: false },
-      out: {
-        type: 'string',
-        default: join(import.meta.dirname, '..', '..', '.reports', 'bench', 'apiserver.json'),
-      },
-    },
+const log = (line: string) => console.error(`[bench] ${line}`);
+const mib = (b: number) => Math.round(b / 2 ** 20);
+
+/** What is running now, so that an interrupted bench leaves no process or data dir behind. */
+const live: { child?: ChildProcess; dataDir?: string } = {};
+function cleanup() {
+  live.child?.kill('SIGKILL');
+  if (live.dataDir) rmSync(live.dataDir, { recursive: true, force: true });
+}
+process.on('exit', cleanup);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(sig, () => {
+    cleanup();
+    process.exit(130);
   });
-  const log = (line: string) => console.error(`[bench] ${line}`);
-  // The apiserver runs as its own process (as it would in a run), on loopback; in memory unless
-  // --durable, which measures the WAL path too (every write waits for its fsync).
+}
+
+interface StepConfig {
+  nodes: number;
+  podsPerNode: number;
+  watchersPerNode: number;
+  durationSeconds: number;
+  durable: boolean;
+  listRepeats: number;
+  serverNodeArgs: string[];
+}
+
+async function runStep(s: StepConfig) {
+  // The apiserver runs as its own process (one node process, as in a run), on loopback.
   const cli = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
-  const dataDir = values.durable ? mkdtempSync(join(tmpdir(), 'kh-apiserver-bench-')) : undefined;
-  const args = [cli, '--port', '0', '--anonymous', ...(dataDir ? ['--data-dir', dataDir] : [])];
+  const dataDir = s.durable ? mkdtempSync(join(tmpdir(), 'kh-apiserver-bench-')) : undefined;
+  live.dataDir = dataDir;
+  const args = [
+    ...s.serverNodeArgs,
+    cli,
+    '--port',
+    '0',
+    '--anonymous',
+    ...(dataDir ? ['--data-dir', dataDir] : []),
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  live.child = child;
   const url = await new Promise<string>((resolve, reject) => {
     let err = '';
-    child.stderr.on('data', (c: Buffer) => {
+    child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
       const m = /listening on (\S+)/.exec(err);
       if (m) resolve(m[1]!);
     });
     child.on('exit', (code) => reject(new Error(`apiserver exited ${code}: ${err}`)));
   });
-  log(`apiserver pid ${child.pid} at ${url}`);
-  // Other work on the machine skews tail latencies on 2 cores; the report records it.
+  const pods = s.nodes * s.podsPerNode;
+  const watchers = Math.max(3, Math.round(s.nodes * s.watchersPerNode));
+  log(
+    `${s.nodes} nodes, ${pods} pods, ${watchers} watchers${dataDir ? ', --data-dir' : ''}: apiserver pid ${child.pid}`,
+  );
   const loadBefore = loadavg();
   try {
-    const opts = {
+    const config = {
       url,
-      durable: values.durable,
-      nodes: Number(values.nodes),
-      pods: Number(values.pods),
-      watchers: Number(values.watchers),
-      durationSeconds: Number(values.duration),
+      durable: s.durable,
+      nodes: s.nodes,
+      pods,
+      watchers,
+      durationSeconds: s.durationSeconds,
       leaseRenewSeconds: 10,
       nodeChangeFraction: 0.1,
-      podStatusPerSecond: 20,
+      // 20/s per 1 000 nodes, as the 1k baseline had.
+      podStatusPerSecond: Math.round((20 * s.nodes) / 1000),
+      listRepeats: s.listRepeats,
     };
-    const result = await runLoad({
-      ...opts,
+    const r = await runLoad({
+      ...config,
       progress: log,
       rss: () => memory(child.pid!).rss,
       cpuSeconds: () => cpuSeconds(child.pid!),
     });
     const mem = memory(child.pid!);
-    const report = {
-      benchmark: 'fake-apiserver kwok-style load',
-      date: new Date().toISOString(),
-      machine: {
-        cpus: cpus().length,
-        node: process.version,
-        loadAverageBefore: loadBefore,
-        loadAverageAfter: loadavg(),
-      },
-      config: opts,
-      results: {
-        ...result,
-        rssBytes: mem.rss,
-        peakRssBytes: mem.peak,
-        rssMiB: Math.round(mem.rss / 2 ** 20),
-        peakRssMiB: Math.round(mem.peak / 2 ** 20),
-      },
-      targets: TARGETS,
-      meetsTargets: {
-        writeP99: result.writes.p99 <= TARGETS.writeP99Ms,
-        watchP99: result.watchDelivery.p99 <= TARGETS.watchP99Ms,
-        rss: mem.peak <= TARGETS.rssBytes,
+    const verdict = (measured: number, target: number) => ({ measured, target, met: measured <= target });
+    const { url: _u, ...shown } = config;
+    return {
+      ...shown,
+      dataDir: s.durable,
+      loadAverageBefore: loadBefore.map((l) => Math.round(l * 10) / 10),
+      loadAverageAfter: loadavg().map((l) => Math.round(l * 10) / 10),
+      ...r,
+      rssMiB: mib(mem.rss),
+      peakRssMiB: mib(mem.peak),
+      targets: {
+        writeP99Ms: verdict(r.writes.p99, TARGETS.writeP99Ms),
+        watchDeliveryP99Ms: verdict(r.watchDelivery.p99, TARGETS.watchDeliveryP99Ms),
+        listAllPodsMs: verdict(r.listAllPods.max, TARGETS.listAllPodsMs),
+        peakRssMiB: verdict(mib(mem.peak), mib(TARGETS.peakRssBytes)),
       },
     };
-    mkdirSync(dirname(values.out), { recursive: true });
-    writeFileSync(values.out, `${JSON.stringify(report, null, 2)}\n`);
-    log(
-      `writes p50=${result.writes.p50}ms p99=${result.writes.p99}ms (n=${result.writes.count}, failures=${result.writeFailures})`,
-    );
-    log(
-      `watch delivery p50=${result.watchDelivery.p50}ms p99=${result.watchDelivery.p99}ms (n=${result.watchDelivery.count})`,
-    );
-    log(
-      `rss ${report.results.rssMiB} MiB (peak ${report.results.peakRssMiB} MiB), server cpu ${result.serverCpuPercentOfOneCore}% of a core`,
-    );
-    log(`wrote ${values.out}`);
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
+    live.child = undefined;
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    live.dataDir = undefined;
   }
+}
+
+type StepResult = Awaited<ReturnType<typeof runStep>>;
+
+/** How each figure grows from the smallest step to the largest: the number that says whether it scales. */
+function scaling(runs: StepResult[]) {
+  const out: Record<string, unknown> = {};
+  for (const durable of [false, true]) {
+    const rs = runs.filter((r) => r.dataDir === durable).sort((a, b) => a.nodes - b.nodes);
+    if (rs.length < 2) continue;
+    const first = rs[0]!;
+    const last = rs[rs.length - 1]!;
+    const figure = (get: (r: StepResult) => number) => ({
+      ...Object.fromEntries(rs.map((r) => [`${r.nodes}`, get(r)])),
+      growth: Math.round((get(last) / get(first)) * 100) / 100,
+    });
+    out[durable ? 'dataDir' : 'inMemory'] = {
+      loadGrowth: last.nodes / first.nodes,
+      writeP99Ms: figure((r) => r.writes.p99),
+      writeP50Ms: figure((r) => r.writes.p50),
+      watchDeliveryP99Ms: figure((r) => r.watchDelivery.p99),
+      listAllPodsMs: figure((r) => r.listAllPods.max),
+      peakRssMiB: figure((r) => r.peakRssMiB),
+      serverCpuPercentOfOneCore: figure((r) => r.serverCpuPercentOfOneCore),
+    };
+  }
+  return out;
+}
+
+function table(runs: StepResult[]): string {
+  const ok = (v: { met: boolean }) => (v.met ? '' : ' ✗');
+  const rows = runs.map(
+    (r) =>
+      `| ${r.nodes} / ${r.pods} / ${r.watchers} | ${r.dataDir ? 'data dir' : 'memory'} | ${r.writes.p50} / ${r.writes.p99}${ok(r.targets.writeP99Ms)} | ${r.watchDelivery.p50} / ${r.watchDelivery.p99}${ok(r.targets.watchDeliveryP99Ms)} | ${Math.round(r.listAllPods.duringLoadMs)} / ${Math.round(r.listAllPods.max)}${ok(r.targets.listAllPodsMs)} | ${r.peakRssMiB}${ok(r.targets.peakRssMiB)} | ${r.serverCpuPercentOfOneCore} % | ${r.loadAverageBefore[0]} |`,
+  );
+  return [
+    '| nodes / pods / watchers | storage | write p50 / p99 ms | watch p50 / p99 ms | LIST all pods ms (under load / max) | peak RSS MiB | server CPU | load avg |',
+    '|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: {
+      steps: { type: 'string', default: '1000,2000,5000' },
+      'pods-per-node': { type: 'string', default: '30' },
+      'watchers-per-node': { type: 'string', default: '0.1' },
+      duration: { type: 'string', default: '20' },
+      storage: { type: 'string', default: 'memory,data-dir' },
+      'list-repeats': { type: 'string', default: '2' },
+      /** Node flags for the server process, e.g. --server-node-arg=--cpu-prof. */
+      'server-node-arg': { type: 'string', multiple: true, default: [] },
+      out: {
+        type: 'string',
+        default: join(import.meta.dirname, '..', '..', '.reports', 'bench', 'apiserver.json'),
+      },
+    },
+  });
+  const steps = values.steps.split(',').map(Number);
+  const storage = values.storage.split(',');
+  const runs: StepResult[] = [];
+  const started = Date.now();
+  const report = () => ({
+    benchmark: 'fake-apiserver at Kubernetes scalability thresholds (kwok-style load)',
+    date: new Date().toISOString(),
+    totalSeconds: Math.round((Date.now() - started) / 1000),
+    machine: { cpus: cpus().length, node: process.version },
+    targets: {
+      writeP99Ms: TARGETS.writeP99Ms,
+      watchDeliveryP99Ms: TARGETS.watchDeliveryP99Ms,
+      listAllPodsMs: TARGETS.listAllPodsMs,
+      peakRssMiB: mib(TARGETS.peakRssBytes),
+    },
+    allTargetsMet: runs.every((r) => Object.values(r.targets).every((t) => t.met)),
+    runs,
+    scaling: scaling(runs),
+    table: table(runs),
+  });
+  for (const nodes of steps) {
+    for (const mode of storage) {
+      runs.push(
+        await runStep({
+          nodes,
+          podsPerNode: Number(values['pods-per-node']),
+          watchersPerNode: Number(values['watchers-per-node']),
+          durationSeconds: Number(values.duration),
+          durable: mode === 'data-dir',
+          listRepeats: Number(values['list-repeats']),
+          serverNodeArgs: values['server-node-arg'],
+        }),
+      );
+      const r = runs[runs.length - 1]!;
+      log(
+        `=> writes p50=${r.writes.p50} p99=${r.writes.p99}ms (n=${r.writes.count}, failures=${r.writeFailures}); watch p50=${r.watchDelivery.p50} p99=${r.watchDelivery.p99}ms (n=${r.watchDelivery.count}); LIST ${Math.round(r.listAllPods.max)}ms; peak rss ${r.peakRssMiB} MiB; cpu ${r.serverCpuPercentOfOneCore}%; nodes not Ready ${r.nodesNotReady}`,
+      );
+      // Written after every step: a long run interrupted still leaves what it measured.
+      mkdirSync(dirname(values.out), { recursive: true });
+      writeFileSync(values.out, `${JSON.stringify(report(), null, 2)}\n`);
+    }
+  }
+  console.error(table(runs));
+  log(`wrote ${values.out} (${Math.round((Date.now() - started) / 1000)}s)`);
 }
 
 main().catch((e: Error) => {

@@ -35,28 +35,25 @@ export class BenchClient {
     });
   }
 
-  /** Opens a watch; `onEvent` gets each parsed event. Returns a function that closes it. */
-  watch(path: string, onEvent: (ev: KObject) => void): () => void {
-    const req = request(
-      new URL(path, this.base),
-      { method: 'GET', headers: { Accept: 'application/json' } },
-      (res) => {
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          buf += c;
-          let nl = buf.indexOf('\n');
-          while (nl >= 0) {
-            onEvent(JSON.parse(buf.slice(0, nl)) as KObject);
-            buf = buf.slice(nl + 1);
-            nl = buf.indexOf('\n');
-          }
-        });
-      },
-    );
-    req.on('error', () => {});
-    req.end();
-    return () => req.destroy();
+  /** A GET whose body is counted, not parsed (a LIST of 150 000 pods is hundreds of MB). */
+  fetchSize(path: string): Promise<{ status: number; bytes: number; ms: number }> {
+    const t = performance.now();
+    return new Promise((resolve, reject) => {
+      const req = request(
+        new URL(path, this.base),
+        { headers: { Accept: 'application/json' }, agent: this.agent },
+        (res) => {
+          let bytes = 0;
+          res.on('data', (c: Buffer) => {
+            bytes += c.length;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, ms: performance.now() - t }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
   }
 
   close() {

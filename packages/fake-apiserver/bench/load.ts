@@ -1,5 +1,7 @@
+import { Worker } from 'node:worker_threads';
 import type { KObject } from '@kh/fake-apiserver';
 import { BenchClient, pool, summary } from './client.js';
+import type { WatchersConfig } from './watchers.js';
 
 export interface LoadOptions {
   url: string;
@@ -13,6 +15,8 @@ export interface LoadOptions {
   nodeChangeFraction: number;
   /** Pod status updates per second during steady state (containers starting, probes flipping). */
   podStatusPerSecond: number;
+  /** LISTs of every pod after the steady state (one more runs in its middle, as a relisting informer would). */
+  listRepeats: number;
   progress: (line: string) => void;
   /** Samples the server's memory (RSS bytes). */
   rss: () => number;
@@ -84,7 +88,9 @@ function pod(i: number): KObject {
 /**
  * kwok-style load: nodes registered with leases, pods scheduled onto them, then a steady state
  * where every node renews its lease every `leaseRenewSeconds`, a fraction patches its status,
- * some pods change status, and `watchers` watches receive it all.
+ * some pods change status, and `watchers` watches receive it all. Leases are renewed from the
+ * nodes' registration on, as kubelets do: a long setup must not let the node lifecycle controller
+ * find them gone.
  */
 export async function runLoad(o: LoadOptions) {
   const c = new BenchClient(o.url);
@@ -98,6 +104,7 @@ export async function runLoad(o: LoadOptions) {
     return r;
   };
 
+  const setupStart = Date.now();
   o.progress(`setup: ${o.nodes} nodes with leases`);
   await c.send('POST', '/api/v1/namespaces', { metadata: { name: 'bench' } });
   const names = Array.from({ length: o.nodes }, (_, i) => `kwok-node-${i}`);
@@ -114,86 +121,37 @@ export async function runLoad(o: LoadOptions) {
     );
     leaseRv.set(n, l.body.metadata.resourceVersion);
   });
-  o.progress(`setup: ${o.pods} pods`);
-  const podIdx = Array.from({ length: o.pods }, (_, i) => i);
-  await pool(podIdx, 32, async (i) => {
-    await timed(() => c.send('POST', '/api/v1/namespaces/bench/pods', pod(i)), setupLatency);
-    if (i % 2000 === 1999) o.progress(`  ${i + 1} pods created`);
-  });
-  o.progress('setup: waiting for the scheduler to bind every pod');
-  for (;;) {
-    const unbound = await c.send(
-      'GET',
-      '/api/v1/namespaces/bench/pods?fieldSelector=spec.nodeName%3D&limit=1',
-    );
-    const left = (unbound.body.items?.length ?? 0) + (unbound.body.metadata?.remainingItemCount ?? 0);
-    if (left === 0) break;
-    o.progress(`  ${left} pods still unbound`);
-    await new Promise((r) => setTimeout(r, 1000));
-  }
 
-  o.progress(`steady state: ${o.watchers} watchers, ${o.durationSeconds}s`);
-  const delays: number[] = [];
-  const closers: (() => void)[] = [];
-  const paths = [
-    '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases',
-    '/api/v1/nodes',
-    '/api/v1/namespaces/bench/pods',
-  ];
-  let measuring = false;
-  for (let w = 0; w < o.watchers; w++) {
-    const path = paths[w % paths.length]!;
-    const list = await c.send('GET', `${path}?limit=1`);
-    closers.push(
-      c.watch(
-        `${path}?watch=true&allowWatchBookmarks=true&resourceVersion=${list.body.metadata.resourceVersion}`,
-        (ev) => {
-          if (!measuring || ev.type === 'BOOKMARK') return;
-          const obj = ev.object;
-          const sent =
-            obj.kind === 'Lease'
-              ? Date.parse(obj.spec?.renewTime)
-              : Number(obj.metadata?.annotations?.[SENT]);
-          if (Number.isFinite(sent)) delays.push(Date.now() - sent);
-        },
-      ),
-    );
-  }
-  await new Promise((r) => setTimeout(r, 500));
-  measuring = true;
-
+  // The kubelets' side from now on: leases always, node and pod status once steady.
   const writeLatency: number[] = [];
   const byKind: Record<string, number[]> = { lease: [], nodeStatus: [], podStatus: [] };
-  const rssSamples: number[] = [];
-  const cpuAtStart = o.cpuSeconds();
-  const steadyStart = Date.now();
+  let measuring = false;
+  let steady = false;
+  let stopped = false;
   let failures = 0;
-  const end = Date.now() + o.durationSeconds * 1000;
-  // Fine-grained ticks spread the nodes' renewals over the interval, as independent kubelets would.
-  const tickMs = 10;
-  const ticksPerRenew = (o.leaseRenewSeconds * 1000) / tickMs;
-  let tick = 0;
-  let podCursor = 0;
-  let podCredit = 0;
   const inflight = new Set<Promise<void>>();
   const fire = (kind: string, fn: () => Promise<{ status: number; body: KObject }>) => {
     const t = performance.now();
+    const counted = measuring;
     const p = fn()
       .then((r) => {
+        if (!counted) return;
         const ms = performance.now() - t;
         writeLatency.push(ms);
         byKind[kind]!.push(ms);
         if (r.status >= 300) failures++;
       })
       .catch(() => {
-        failures++;
+        if (counted) failures++;
       })
       .finally(() => inflight.delete(p));
     inflight.add(p);
   };
-  while (Date.now() < end) {
-    const slot = tick % ticksPerRenew;
-    for (let i = slot; i < names.length; i += ticksPerRenew) {
+  // Fine-grained ticks spread the nodes' renewals over the interval, as independent kubelets would.
+  const tickMs = 10;
+  const ticksPerRenew = (o.leaseRenewSeconds * 1000) / tickMs;
+  const tick = (t: number) => {
+    for (let i = t % ticksPerRenew; i < names.length; i += ticksPerRenew) {
       const n = names[i]!;
       // The kubelet renews with an update carrying the resourceVersion it last saw.
       fire('lease', async () => {
@@ -206,7 +164,7 @@ export async function runLoad(o: LoadOptions) {
         if (r.status === 200) leaseRv.set(n, r.body.metadata.resourceVersion);
         return r;
       });
-      if (Math.random() < o.nodeChangeFraction) {
+      if (steady && Math.random() < o.nodeChangeFraction) {
         const ts = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
         fire('nodeStatus', () =>
           c.send(
@@ -230,6 +188,7 @@ export async function runLoad(o: LoadOptions) {
         );
       }
     }
+    if (!steady) return;
     podCredit += (o.podStatusPerSecond * tickMs) / 1000;
     for (; podCredit >= 1; podCredit--) {
       const i = podCursor++ % o.pods;
@@ -252,33 +211,117 @@ export async function runLoad(o: LoadOptions) {
         ),
       );
     }
-    tick++;
-    if (tick % 500 === 0) {
-      rssSamples.push(o.rss());
-      const w = summary(writeLatency);
-      const d = summary(delays);
-      o.progress(
-        `  t=${Math.round((tick * tickMs) / 1000)}s writes=${w.count} p99=${w.p99}ms watch events=${d.count} p99=${d.p99}ms rss=${Math.round(o.rss() / 2 ** 20)}MiB`,
-      );
+  };
+  let podCursor = 0;
+  let podCredit = 0;
+  let ticks = 0;
+  const driverStart = Date.now();
+  const driver = (async () => {
+    while (!stopped) {
+      tick(ticks++);
+      const wait = ticks * tickMs - (Date.now() - driverStart);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
-    const next = tick * tickMs;
-    const wait = next - (Date.now() - (end - o.durationSeconds * 1000));
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  })();
+
+  o.progress(`setup: ${o.pods} pods`);
+  const podIdx = Array.from({ length: o.pods }, (_, i) => i);
+  await pool(podIdx, 32, async (i) => {
+    await timed(() => c.send('POST', '/api/v1/namespaces/bench/pods', pod(i)), setupLatency);
+    if (i % 10000 === 9999) o.progress(`  ${i + 1} pods created`);
+  });
+  o.progress('setup: waiting for the scheduler to bind every pod');
+  for (;;) {
+    const unbound = await c.send(
+      'GET',
+      '/api/v1/namespaces/bench/pods?fieldSelector=spec.nodeName%3D&limit=1',
+    );
+    if ((unbound.body.items?.length ?? 0) === 0) break;
+    o.progress('  pods still unbound');
+    await new Promise((r) => setTimeout(r, 1000));
   }
-  await Promise.all(inflight);
-  await new Promise((r) => setTimeout(r, 500));
-  // Busy share of one core during the steady state: the server's own cost, whatever else runs.
-  const serverCpuPercent =
-    Math.round(((o.cpuSeconds() - cpuAtStart) / ((Date.now() - steadyStart) / 1000)) * 1000) / 10;
+  const setupSeconds = Math.round((Date.now() - setupStart) / 1000);
+  o.progress(`setup took ${setupSeconds}s; steady state: ${o.watchers} watchers, ${o.durationSeconds}s`);
+
+  const collections = [
+    '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases',
+    '/api/v1/nodes',
+    '/api/v1/namespaces/bench/pods',
+  ];
+  const paths: string[] = [];
+  for (let w = 0; w < o.watchers; w++) {
+    const path = collections[w % collections.length]!;
+    const list = await c.send('GET', `${path}?limit=1`);
+    paths.push(
+      `${path}?watch=true&allowWatchBookmarks=true&resourceVersion=${list.body.metadata.resourceVersion}`,
+    );
+  }
+  const watchers = new Worker(new URL('./watchers.js', import.meta.url), {
+    workerData: { url: o.url, paths } satisfies WatchersConfig,
+  });
+  await new Promise<void>((resolve, reject) => {
+    watchers.once('message', () => resolve());
+    watchers.once('error', reject);
+  });
+  steady = true;
+  // Let the first node and pod status patches settle in before measuring.
+  await new Promise((r) => setTimeout(r, 1000));
+  watchers.postMessage('measure');
+  measuring = true;
+
+  const rssSamples: number[] = [];
+  const cpuAtStart = o.cpuSeconds();
+  const steadyStart = Date.now();
+  const midList = new Promise<{ status: number; bytes: number; ms: number }>((resolve, reject) =>
+    setTimeout(() => c.fetchSize('/api/v1/pods').then(resolve, reject), (o.durationSeconds * 1000) / 2),
+  );
+  for (let t = 5; t <= o.durationSeconds; t += 5) {
+    await new Promise((r) => setTimeout(r, steadyStart + t * 1000 - Date.now()));
+    rssSamples.push(o.rss());
+    const w = summary(writeLatency);
+    o.progress(`  t=${t}s writes=${w.count} p99=${w.p99}ms rss=${Math.round(o.rss() / 2 ** 20)}MiB`);
+  }
+  await new Promise((r) => setTimeout(r, steadyStart + o.durationSeconds * 1000 - Date.now()));
+  stopped = true;
   measuring = false;
-  for (const close of closers) close();
+  await driver;
+  await Promise.all(inflight);
+  const steadySeconds = (Date.now() - steadyStart) / 1000;
+  // Busy share of one core during the steady state: the server's own cost, whatever else runs.
+  const serverCpuPercent = Math.round(((o.cpuSeconds() - cpuAtStart) / steadySeconds) * 1000) / 10;
+  await new Promise((r) => setTimeout(r, 500));
+  const delays = await new Promise<number[]>((resolve) => {
+    watchers.once('message', resolve);
+    watchers.postMessage('stop');
+  });
+  await watchers.terminate();
+  const lists = [await midList];
+  for (let i = 0; i < o.listRepeats; i++) lists.push(await c.fetchSize('/api/v1/pods'));
+  for (const l of lists) if (l.status !== 200) throw new Error(`LIST of all pods answered ${l.status}`);
+  o.progress(
+    `  LIST of all pods: ${lists.map((l) => `${Math.round(l.ms)}ms`).join(', ')} (${Math.round(lists[0]!.bytes / 2 ** 20)} MiB)`,
+  );
+  // A sanity check of the load itself: every kwok node kept its lease, so none went NotReady.
+  const nodes = await c.send('GET', '/api/v1/nodes');
+  const nodesNotReady = (nodes.body.items as KObject[]).filter(
+    (n) => n.status?.conditions?.find((x: KObject) => x.type === 'Ready')?.status !== 'True',
+  ).length;
   c.close();
   return {
+    nodesNotReady,
+    setupSeconds,
     setupWrites: summary(setupLatency),
     writes: summary(writeLatency),
     writesByKind: Object.fromEntries(Object.entries(byKind).map(([k, v]) => [k, summary(v)])),
     writeFailures: failures,
+    writesPerSecond: Math.round(writeLatency.length / steadySeconds),
     watchDelivery: summary(delays),
+    watchEventsPerSecond: Math.round(delays.length / steadySeconds),
+    listAllPods: {
+      ...summary(lists.map((l) => l.ms)),
+      duringLoadMs: Math.round(lists[0]!.ms),
+      bytes: lists[0]!.bytes,
+    },
     serverCpuPercentOfOneCore: serverCpuPercent,
     rssSamples,
   };

@@ -17,11 +17,27 @@ export interface SchedulerOptions {
 }
 
 const TERMINAL = new Set(['Succeeded', 'Failed']);
+/** Longest the scheduler runs before yielding to requests. */
+const BATCH_MS = 20;
+const NONE: KObject = {};
 
 const requestsCache = new WeakMap<KObject, Map<string, number>>();
 
 /** A resource amount as a float for fit checks and scores; undefined when absent or malformed. */
 const amount = (q: unknown): number | undefined => Quantity.tryFromJSON(q)?.asApproximateFloat64();
+
+const amountsCache = new WeakMap<KObject, Map<string, number | undefined>>();
+
+/** `amount(rl[r])`, parsed once per stored resource list (a node's allocatable is asked for every pod). */
+function amountIn(rl: KObject, r: string): number | undefined {
+  let m = amountsCache.get(rl);
+  if (m === undefined) {
+    m = new Map();
+    amountsCache.set(rl, m);
+  }
+  if (!m.has(r)) m.set(r, amount(rl[r]));
+  return m.get(r);
+}
 
 /** Requests of a pod: the sum over containers, at least the largest init container, plus overhead. */
 export function podRequests(pod: KObject): Map<string, number> {
@@ -59,6 +75,9 @@ export class Scheduler {
   private nextStart = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly unsubscribe: (() => void)[] = [];
+  /** Derived from the store and valid while its generation stands: at 5 000 nodes, rebuilding them per pod was the setup's bottleneck. */
+  private nodes: { generation: number; list: KObject[] } | undefined;
+  private readonly usage = new Map<string, { generation: number; res: Map<string, number>; count: number }>();
 
   constructor(
     private readonly rest: RestStorage,
@@ -110,13 +129,35 @@ export class Scheduler {
     this.queue.add(key);
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      const keys = [...this.queue];
-      this.queue.clear();
-      if (this.stopped) return;
-      for (const k of keys) this.scheduleOne(k);
-    });
+    setImmediate(() => this.drain());
+  }
+
+  /** Schedules queued pods for at most BATCH_MS, then lets requests in before going on. */
+  private drain() {
+    this.scheduled = false;
+    if (this.stopped) return;
+    const until = performance.now() + BATCH_MS;
+    for (const k of this.queue) {
+      this.queue.delete(k);
+      this.scheduleOne(k);
+      if (performance.now() > until) break;
+    }
+    if (this.queue.size > 0 && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.drain());
+    }
+  }
+
+  private nodeList(): KObject[] {
+    const generation = this.rest.store.generation('nodes');
+    if (this.nodes?.generation === generation) return this.nodes.list;
+    const list = [...this.rest.store.values('nodes')];
+    this.nodes = { generation, list };
+    if (this.usage.size > list.length) {
+      const names = new Set(list.map((n) => n.metadata.name));
+      for (const n of this.usage.keys()) if (!names.has(n)) this.usage.delete(n);
+    }
+    return list;
   }
 
   /** Tries to place one pod; returns the chosen node name. */
@@ -124,7 +165,7 @@ export class Scheduler {
     const [ns, name] = key.split('/') as [string, string];
     const pod = this.rest.store.get('pods', ns, name);
     if (pod === undefined || !this.wants(pod)) return undefined;
-    const nodes = [...this.rest.store.values('nodes')];
+    const nodes = this.nodeList();
     if (nodes.length === 0) {
       this.markUnschedulable(pod, key, 'no nodes available to schedule pods');
       return undefined;
@@ -172,6 +213,9 @@ export class Scheduler {
   }
 
   private used(nodeName: string): { res: Map<string, number>; count: number } {
+    const generation = this.rest.store.podsOnNodeGeneration(nodeName);
+    const cached = this.usage.get(nodeName);
+    if (cached?.generation === generation) return cached;
     const res = new Map<string, number>();
     let count = 0;
     for (const p of this.rest.store.podsOnNode(nodeName)) {
@@ -179,7 +223,9 @@ export class Scheduler {
       count++;
       for (const [r, v] of podRequests(p)) res.set(r, (res.get(r) ?? 0) + v);
     }
-    return { res, count };
+    const entry = { generation, res, count };
+    this.usage.set(nodeName, entry);
+    return entry;
   }
 
   private unfit(
@@ -212,12 +258,12 @@ export class Scheduler {
       (t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute',
     );
     if (taint) return `node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`;
-    const alloc: KObject = node.status?.allocatable ?? node.status?.capacity ?? {};
-    const maxPods = amount(alloc.pods) ?? 110;
+    const alloc: KObject = node.status?.allocatable ?? node.status?.capacity ?? NONE;
+    const maxPods = amountIn(alloc, 'pods') ?? 110;
     if (used.count + 1 > maxPods) return 'Too many pods';
     for (const [r, v] of requests) {
       if (v === 0) continue;
-      const cap = amount(alloc[r]) ?? 0;
+      const cap = amountIn(alloc, r) ?? 0;
       if ((used.res.get(r) ?? 0) + v > cap) return `Insufficient ${r}`;
     }
     return undefined;
@@ -225,10 +271,10 @@ export class Scheduler {
 
   /** Least-allocated scoring over cpu and memory. */
   private freeFraction(node: KObject, requests: Map<string, number>, used: Map<string, number>): number {
-    const alloc: KObject = node.status?.allocatable ?? {};
+    const alloc: KObject = node.status?.allocatable ?? NONE;
     let score = 0;
     for (const r of ['cpu', 'memory']) {
-      const cap = amount(alloc[r]) ?? 0;
+      const cap = amountIn(alloc, r) ?? 0;
       if (cap > 0) score += (cap - (used.get(r) ?? 0) - (requests.get(r) ?? 0)) / cap;
     }
     return score;

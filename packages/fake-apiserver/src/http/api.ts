@@ -24,7 +24,17 @@ import type {
 import type { ServiceAccountTokens } from '../registry/serviceaccounts.js';
 import { parseFieldSelector } from '../selectors/field.js';
 import { parseLabelSelector } from '../selectors/label.js';
-import { addWarnings, asObject, decodeObject, mediaType, parseJson, readBody, sendJson } from './body.js';
+import {
+  addWarnings,
+  asObject,
+  decodeObject,
+  mediaType,
+  parseJson,
+  readBody,
+  sendJson,
+  sendJsonList,
+  sendStored,
+} from './body.js';
 import { negotiate, renderList, renderOne } from './representation.js';
 import { serveWatch } from './watch.js';
 
@@ -194,7 +204,7 @@ export class ApiHandler {
         const created = this.rest.create(def, r.namespace, body, o);
         await this.rest.store.sync();
         addWarnings(res, o.warnings!);
-        return sendJson(res, 201, created);
+        return sendStored(res, 201, created);
       }
       if (method === 'DELETE') return this.deleteCollection(req, res, r);
       throw methodNotAllowed(method, def.kind);
@@ -202,11 +212,9 @@ export class ApiHandler {
     switch (method) {
       case 'GET': {
         const obj = this.rest.get(def, r.namespace, r.name);
-        return sendJson(
-          res,
-          200,
-          renderOne(def, obj, negotiate(req.headers.accept, r.query, this.rest.clock.now())),
-        );
+        const rep = negotiate(req.headers.accept, r.query, this.rest.clock.now());
+        if (rep.as === 'object') return sendStored(res, 200, obj);
+        return sendJson(res, 200, renderOne(def, obj, rep));
       }
       case 'PUT': {
         const o = writeOpts();
@@ -219,14 +227,14 @@ export class ApiHandler {
         const out = this.rest.update(def, r.namespace, r.name, body, o);
         await this.rest.store.sync();
         addWarnings(res, o.warnings!);
-        return sendJson(res, existed ? 200 : 201, out);
+        return sendStored(res, existed ? 200 : 201, out);
       }
       case 'PATCH': {
         const o = writeOpts();
         const out = this.rest.patch(def, r.namespace, r.name, ...(await this.patchBody(req)), o);
         await this.rest.store.sync();
         addWarnings(res, o.warnings!);
-        return sendJson(res, 200, out);
+        return sendStored(res, 200, out);
       }
       case 'DELETE': {
         const out = this.rest.delete(def, r.namespace, r.name, await this.deleteOptions(req, r));
@@ -297,7 +305,7 @@ export class ApiHandler {
   }
 
   /** List semantics: selectors, resourceVersion, limit/continue, Table output. */
-  private list(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
+  private list(req: IncomingMessage, res: ServerResponse, r: ResourceRequest): Promise<void> | undefined {
     const { def, query: q } = r;
     const store = this.rest.store;
     const current = store.resourceVersion;
@@ -334,11 +342,13 @@ export class ApiHandler {
       if (!label && !field) listMeta.remainingItemCount = remaining;
     }
     const viewed = def.toView ? items.map((o) => def.toView!(o)) : items;
-    sendJson(
-      res,
-      200,
-      renderList(def, viewed, listMeta, negotiate(req.headers.accept, q, this.rest.clock.now())),
-    );
+    const rep = negotiate(req.headers.accept, q, this.rest.clock.now());
+    if (rep.as === 'object') {
+      const { items: _, ...head } = renderList(def, [], listMeta, rep);
+      return sendJsonList(res, head, viewed);
+    }
+    sendJson(res, 200, renderList(def, viewed, listMeta, rep));
+    return undefined;
   }
 
   private watch(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
@@ -423,7 +433,7 @@ export class ApiHandler {
       } else throw methodNotAllowed(method, def.kind);
       await this.rest.store.sync();
       addWarnings(res, o.warnings!);
-      return sendJson(res, 200, out);
+      return sendStored(res, 200, out);
     }
     if (def.resource === 'pods' && subresource === 'binding' && method === 'POST') {
       const body = asObject(

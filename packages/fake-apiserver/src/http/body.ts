@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { checkDepth } from '../meta/depth.js';
 import type { KObject } from '../meta/object.js';
 import { ApiError, badRequest, tooLarge, unsupportedMediaType } from '../meta/status.js';
+import { toJson } from '../storage/json.js';
 import { decodeKubernetesProtobuf } from './protobuf.js';
 
 /** kube-apiserver's default limit for a request body (3 MiB). */
@@ -110,9 +111,68 @@ export function addWarnings(res: ServerResponse, warnings: string[]) {
 }
 
 export function sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json') {
-  const text = JSON.stringify(body);
+  sendJsonText(res, code, JSON.stringify(body), contentType);
+}
+
+/** A stored object (immutable): its JSON is made once, when it was written. */
+export function sendStored(res: ServerResponse, code: number, obj: KObject) {
+  sendJsonText(res, code, toJson(obj));
+}
+
+function sendJsonText(res: ServerResponse, code: number, text: string, contentType = 'application/json') {
   res.writeHead(code, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+/**
+ * Items per slice of a streamed list. A LIST of 150 000 pods as one JSON.stringify is a string of
+ * hundreds of MB built while nothing else runs; in slices, requests and watch events go on
+ * between them and memory stays bounded by the client's reading.
+ */
+export const LIST_SLICE = 500;
+/** How long a list is serialised before other work gets a turn. */
+const LIST_TURN_MS = 10;
+/** What a list may have queued for a slow client before it waits for the socket to drain. */
+const LIST_BUFFERED = 8 * 1024 * 1024;
+
+/**
+ * Sends `{...head, items}` byte for byte as `sendJson` would, but chunked, in slices of
+ * LIST_SLICE items, yielding every LIST_TURN_MS and waiting while the client is LIST_BUFFERED behind. The
+ * items are immutable stored objects, so what is sent is the state at the list's resourceVersion.
+ */
+export async function sendJsonList(res: ServerResponse, head: KObject, items: KObject[]): Promise<void> {
+  if (items.length <= LIST_SLICE) return sendJson(res, 200, { ...head, items });
+  // '{..."items":[]}' without its closing ']}'.
+  const open = JSON.stringify({ ...head, items: [] }).slice(0, -2);
+  res.writeHead(200, { 'Content-Type': 'application/json' });
+  res.write(open);
+  let turn = performance.now();
+  for (let i = 0; i < items.length; i += LIST_SLICE) {
+    const behind = res.writableLength > LIST_BUFFERED;
+    if (behind || performance.now() - turn > LIST_TURN_MS) {
+      await (behind ? drained(res) : new Promise(setImmediate));
+      if (res.destroyed) return;
+      turn = performance.now();
+    }
+    const slice = items
+      .slice(i, i + LIST_SLICE)
+      .map(toJson)
+      .join(',');
+    res.write(i === 0 ? slice : `,${slice}`);
+  }
+  res.end(']}');
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 export function sendError(res: ServerResponse, err: unknown) {

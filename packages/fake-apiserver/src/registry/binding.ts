@@ -27,12 +27,16 @@ export function bindPod(rest: RestStorage, ns: string, name: string, binding: KO
       `Operation cannot be fulfilled on pods/binding "${name}": pod ${name} is being deleted, cannot be assigned to a host`,
     );
   }
-  const next = structuredClone(pods);
-  next.spec.nodeName = target;
   const now = rfc3339(rest.clock.now());
-  const conditions = (next.status.conditions ?? []).filter((c: KObject) => c.type !== 'PodScheduled');
+  const conditions = (pods.status?.conditions ?? []).filter((c: KObject) => c.type !== 'PodScheduled');
   conditions.push({ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: now });
-  next.status.conditions = conditions;
+  // Stored objects are never mutated, so copying the two levels that change is enough.
+  const next = {
+    ...pods,
+    metadata: { ...pods.metadata },
+    spec: { ...pods.spec, nodeName: target },
+    status: { ...pods.status, conditions },
+  };
   rest.store.write('pods', 'MODIFIED', next);
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 };
 }

@@ -1,4 +1,5 @@
 import type { KObject } from '../meta/object.js';
+import { toJson } from './json.js';
 import { type Snapshot, WriteAheadLog } from './wal.js';
 import { type EventType, type StoreEvent, WatchCache } from './watch-cache.js';
 
@@ -13,7 +14,23 @@ export interface StoreOptions {
 
 export type StoreListener = (ev: StoreEvent) => void;
 
-type Table = Map<string, Map<string, KObject>>;
+/** One resource: objects by namespace then name, with the sorted key orders LIST needs, kept until a key comes or goes. */
+class Table {
+  readonly byNs = new Map<string, Map<string, KObject>>();
+  sortedNs: string[] | undefined;
+  readonly sortedNames = new Map<string, string[]>();
+  /** Bumped on every put and remove. */
+  generation = 0;
+
+  names(ns: string, m: Map<string, KObject>): string[] {
+    let names = this.sortedNames.get(ns);
+    if (names === undefined) {
+      names = [...m.keys()].sort();
+      this.sortedNames.set(ns, names);
+    }
+    return names;
+  }
+}
 
 /**
  * The resource store: one table per resource ("pods", "leases.coordination.k8s.io"), keyed by
@@ -25,6 +42,8 @@ export class Store {
   private readonly tables = new Map<string, Table>();
   /** pods by spec.nodeName (the kubelet's and the scheduler's hot query). */
   private readonly podsByNode = new Map<string, Map<string, KObject>>();
+  /** Bumped whenever a pod bound to the node is written or removed. */
+  private readonly podsByNodeGeneration = new Map<string, number>();
   private readonly listeners = new Map<string, Set<StoreListener>>();
   readonly cache: WatchCache;
   private readonly wal: WriteAheadLog | undefined;
@@ -58,38 +77,55 @@ export class Store {
   }
 
   get(resource: string, ns: string, name: string): KObject | undefined {
-    return this.tables.get(resource)?.get(ns)?.get(name);
+    return this.tables.get(resource)?.byNs.get(ns)?.get(name);
   }
 
-  /** Objects of a resource (optionally one namespace), sorted by namespace/name like etcd keys. */
+  /**
+   * Objects of a resource (optionally one namespace), sorted by namespace/name like etcd keys.
+   * The order is kept between calls (objects are only replaced), so a LIST does not sort.
+   */
   list(resource: string, ns?: string): KObject[] {
     const table = this.tables.get(resource);
     if (table === undefined) return [];
     const out: KObject[] = [];
+    const add = (n: string, m: Map<string, KObject>) => {
+      for (const name of table.names(n, m)) out.push(m.get(name)!);
+    };
     if (ns !== undefined && ns !== '') {
-      const m = table.get(ns);
-      if (m !== undefined) for (const name of [...m.keys()].sort()) out.push(m.get(name)!);
+      const m = table.byNs.get(ns);
+      if (m !== undefined) add(ns, m);
       return out;
     }
-    for (const n of [...table.keys()].sort()) {
-      const m = table.get(n)!;
-      for (const name of [...m.keys()].sort()) out.push(m.get(name)!);
-    }
+    table.sortedNs ??= [...table.byNs.keys()].sort();
+    for (const n of table.sortedNs) add(n, table.byNs.get(n)!);
     return out;
   }
 
   /** Objects of a resource in no particular order: for controllers that scan everything often. */
   *values(resource: string): Iterable<KObject> {
-    for (const m of this.tables.get(resource)?.values() ?? []) yield* m.values();
+    for (const m of this.tables.get(resource)?.byNs.values() ?? []) yield* m.values();
   }
 
   podsOnNode(nodeName: string): KObject[] {
     return [...(this.podsByNode.get(nodeName)?.values() ?? [])];
   }
 
+  /**
+   * Changes whenever an object of the resource is written or removed (before watchers hear of
+   * it), so that a controller may cache what it derives from the current objects.
+   */
+  generation(resource: string): number {
+    return this.tables.get(resource)?.generation ?? 0;
+  }
+
+  /** Like `generation`, for the pods bound to one node. */
+  podsOnNodeGeneration(nodeName: string): number {
+    return this.podsByNodeGeneration.get(nodeName) ?? 0;
+  }
+
   count(resource: string): number {
     let n = 0;
-    for (const m of this.tables.get(resource)?.values() ?? []) n += m.size;
+    for (const m of this.tables.get(resource)?.byNs.values() ?? []) n += m.size;
     return n;
   }
 
@@ -103,6 +139,8 @@ export class Store {
     obj.metadata.resourceVersion = String(rv);
     const ns = obj.metadata.namespace ?? '';
     const prev = this.put(resource, ns, obj.metadata.name, obj);
+    // Serialised once, now: the response, the log and every watcher and LIST use this text.
+    toJson(obj);
     this.wal?.append({ rv, op: 'put', r: resource, ns, name: obj.metadata.name, o: obj });
     this.emit({ type, resource, rv, object: obj, prev, at: Date.now() });
     return obj;
@@ -202,20 +240,25 @@ export class Store {
   private put(resource: string, ns: string, name: string, obj: KObject): KObject | undefined {
     let table = this.tables.get(resource);
     if (table === undefined) {
-      table = new Map();
+      table = new Table();
       this.tables.set(resource, table);
     }
-    let m = table.get(ns);
+    let m = table.byNs.get(ns);
     if (m === undefined) {
       m = new Map();
-      table.set(ns, m);
+      table.byNs.set(ns, m);
+      table.sortedNs = undefined;
     }
     const prev = m.get(name);
     m.set(name, obj);
+    table.generation++;
+    if (prev === undefined) table.sortedNames.delete(ns);
     if (resource === 'pods') {
       const key = `${ns}/${name}`;
       const before = prev?.spec?.nodeName;
       const after = obj.spec?.nodeName;
+      if (before) this.bumpNode(before);
+      if (after && after !== before) this.bumpNode(after);
       if (before && before !== after) this.podsByNode.get(before)?.delete(key);
       if (after) {
         let idx = this.podsByNode.get(after);
@@ -230,12 +273,21 @@ export class Store {
   }
 
   private remove(resource: string, ns: string, name: string): KObject | undefined {
-    const m = this.tables.get(resource)?.get(ns);
+    const table = this.tables.get(resource);
+    const m = table?.byNs.get(ns);
     const prev = m?.get(name);
     if (prev === undefined) return undefined;
     m!.delete(name);
-    if (resource === 'pods' && prev.spec?.nodeName)
+    table!.generation++;
+    table!.sortedNames.delete(ns);
+    if (resource === 'pods' && prev.spec?.nodeName) {
       this.podsByNode.get(prev.spec.nodeName)?.delete(`${ns}/${name}`);
+      this.bumpNode(prev.spec.nodeName);
+    }
     return prev;
+  }
+
+  private bumpNode(nodeName: string) {
+    this.podsByNodeGeneration.set(nodeName, (this.podsByNodeGeneration.get(nodeName) ?? 0) + 1);
   }
 }

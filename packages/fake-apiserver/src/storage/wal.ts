@@ -16,6 +16,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KObject } from '../meta/object.js';
+import { toJson } from './json.js';
 
 const writeAsync = promisify(write);
 const fdatasyncAsync = promisify(fdatasync);
@@ -55,6 +56,9 @@ function readLog(path: string, afterRv: number, into: WalRecord[]) {
     if (rec.rv > afterRv) into.push(rec);
   }
 }
+
+const snapshotLine = ({ resource, obj }: Snapshot['objects'][number]) =>
+  `{"resource":${JSON.stringify(resource)},"obj":${toJson(obj)}}\n`;
 
 function fsyncDir(dir: string) {
   const fd = openSync(dir, 'r');
@@ -116,7 +120,12 @@ export class WriteAheadLog {
   }
 
   append(rec: WalRecord): void {
-    const line = `${JSON.stringify(rec)}\n`;
+    const { o, ...rest } = rec;
+    // The object's JSON is already made for its watchers and response: splice it in.
+    const line =
+      o === undefined
+        ? `${JSON.stringify(rec)}\n`
+        : `${JSON.stringify(rest).slice(0, -1)},"o":${toJson(o)}}\n`;
     this.pending.push(line);
     this.bytes += line.length;
   }
@@ -188,7 +197,7 @@ export class WriteAheadLog {
       await fh.write(`${JSON.stringify({ rv: snap.rv })}\n`);
       // Serialised in slices so that request handling keeps going meanwhile.
       for (let i = 0; i < snap.objects.length; i += 500) {
-        const chunk = snap.objects.slice(i, i + 500).map((o) => `${JSON.stringify(o)}\n`);
+        const chunk = snap.objects.slice(i, i + 500).map(snapshotLine);
         await fh.write(chunk.join(''));
       }
       await fh.sync();
@@ -204,7 +213,7 @@ export class WriteAheadLog {
     const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
     const fd = openSync(tmp, 'w');
     writeSync(fd, `${JSON.stringify({ rv: snap.rv })}\n`);
-    for (const o of snap.objects) writeSync(fd, `${JSON.stringify(o)}\n`);
+    for (const o of snap.objects) writeSync(fd, snapshotLine(o));
     fsyncSync(fd);
     closeSync(fd);
     renameSync(tmp, join(this.dir, SNAPSHOT));

@@ -120,6 +120,8 @@ function validateContainers(
     }
     for (const [r, q] of Object.entries(c.resources?.requests ?? {})) {
       const lim = c.resources?.limits?.[r];
+      // Most requests come without a limit; a failed parse throws (and captures a stack).
+      if (lim === undefined) continue;
       const request = Quantity.tryFromJSON(q);
       const limit = Quantity.tryFromJSON(lim);
       if (request !== undefined && limit !== undefined && request.cmp(limit) > 0) {
