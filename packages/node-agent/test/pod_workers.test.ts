@@ -28,7 +28,11 @@ class GatedSyncer implements PodSyncer {
     });
   }
 
-  async syncPod(p: V1Pod) {
+  /** The signal of every normal pass, in order. */
+  signals: (AbortSignal | undefined)[] = [];
+
+  async syncPod(p: V1Pod, signal?: AbortSignal) {
+    this.signals.push(signal);
     await this.gate(`sync ${p.metadata?.name}@${p.metadata?.resourceVersion}`);
     return false;
   }
@@ -82,6 +86,27 @@ describe('PodWorkerPool', () => {
     expect(pool.isPodTerminated('a')).toBe(true);
     pool.syncKnownPods([]);
     expect(pool.isPodTerminationRequested('a')).toBe(false); // forgotten
+  });
+
+  it('aborts the normal pass in flight when termination is requested, then only terminates', async () => {
+    for (const terminate of [
+      (p: PodWorkerPool) =>
+        p.updatePod({ pod: pod('a', '2', { deletionTimestamp: new Date(1) }), op: 'update' }),
+      (p: PodWorkerPool) => p.updatePod({ pod: pod('a', '2'), op: 'kill', gracePeriodSeconds: 1 }),
+    ]) {
+      const syncer = new GatedSyncer();
+      const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock: new FakeClock() });
+      pool.updatePod({ pod: pod('a'), op: 'create' });
+      await flushMicrotasks();
+      expect(syncer.signals[0]?.aborted).toBe(false);
+      // A liveness failure's sync, then the deletion, while the first pass still runs.
+      pool.updatePod({ pod: pod('a'), op: 'sync' });
+      terminate(pool);
+      expect(syncer.signals[0]?.aborted).toBe(true);
+      await syncer.releaseAll();
+      await pool.settle();
+      expect(syncer.log).toEqual(['sync a@1', expect.stringMatching(/^kill a grace=/)]);
+    }
   });
 
   it('retries a failed sync after the backoff', async () => {

@@ -4,9 +4,10 @@
 // CrashLoopBackOff, kills what the spec or a failed probe no longer wants), records why each
 // container start failed in the reason cache, and reports again. A container left in
 // CrashLoopBackOff fails the pass with the time its back-off expires, so its worker syncs it
-// again then. A termination stops every container and the sandbox and reports the final
-// status. Each report is generateAPIPodStatus handed to the status manager, with an evicted
-// pod's Failed status on top.
+// again then. A pass whose signal fires (the pod's termination was requested meanwhile) stops
+// where it is and leaves the report to the terminating pass. A termination stops every container
+// and the sandbox and reports the final status. Each report is generateAPIPodStatus handed to the
+// status manager, with an evicted pod's Failed status on top.
 
 import type { Clock } from '@kh/apimachinery';
 import {
@@ -48,17 +49,20 @@ export interface PodSyncDeps {
 export class PodSync implements PodSyncer {
   constructor(private readonly deps: PodSyncDeps) {}
 
-  async syncPod(pod: V1Pod): Promise<boolean> {
+  async syncPod(pod: V1Pod, signal?: AbortSignal): Promise<boolean> {
     const { runtime, statusManager } = this.deps;
     const uid = pod.metadata?.uid ?? '';
     const before = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
+    // Aborted: the terminating pass that follows reports, with the pod object showing the deletion.
+    if (signal?.aborted) return false;
     this.report(pod, before);
     const current = statusManager.getPodStatus(uid);
     // Ran to completion: its worker tears down what is left (the sandbox) and never starts it again.
     if (current?.phase === 'Succeeded' || current?.phase === 'Failed') return true;
     const secrets = (await this.deps.pullSecrets?.(pod)) ?? [];
-    const result = await runtime.syncPod(pod, before, secrets, this.deps.backoff);
+    const result = await runtime.syncPod(pod, before, secrets, this.deps.backoff, signal);
     this.deps.reasons.update(uid, result);
+    if (result.aborted) return false;
     const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
     this.report(pod, after);
     const failed =

@@ -1,7 +1,9 @@
 // Pod workers: one serial lane per pod, lanes run in parallel. Updates that arrive while a pod
 // is being synced are coalesced into one more pass with the newest pod object. A pod whose
 // termination was requested, or that reached a terminal phase, is killed once and never started
-// again; a failed sync is retried after a backoff, and a pod whose container waits out its
+// again (a normal pass in flight when termination is requested is aborted, like the kubelet
+// cancelling the sync's context, so it cannot restart or kill for a liveness failure afterwards);
+// a failed sync is retried after a backoff, and a pod whose container waits out its
 // CrashLoopBackOff is synced again when that back-off expires. Which pods finished terminating is
 // recorded in the pod manager, where the runtime manager's garbage collection reads it.
 
@@ -27,6 +29,8 @@ interface Lane {
   terminationRequested: boolean;
   gracePeriodSeconds?: number;
   cancelRetry?: () => void;
+  /** Aborts the normal pass in flight, if any. */
+  abortSync?: AbortController;
   idle: Promise<void>;
   /** Callers of killPodNow waiting for the pod to be stopped. */
   onTerminated: (() => void)[];
@@ -68,6 +72,7 @@ export class PodWorkerPool implements PodWorkers {
     const deleting = Boolean(update.pod.metadata?.deletionTimestamp);
     if (update.op === 'kill' || deleting) {
       lane.terminationRequested = true;
+      lane.abortSync?.abort();
       const grace = update.gracePeriodSeconds ?? update.pod.metadata?.deletionGracePeriodSeconds;
       // A shorter grace period can only shorten a kill in progress, never lengthen it.
       if (grace !== undefined && (lane.gracePeriodSeconds === undefined || grace < lane.gracePeriodSeconds)) {
@@ -130,9 +135,14 @@ export class PodWorkerPool implements PodWorkers {
             await this.opts.syncer.syncTerminatingPod(pod, lane.gracePeriodSeconds);
             this.opts.terminated.markTerminated(uid);
             for (const notify of lane.onTerminated.splice(0)) notify();
-          } else if (await this.opts.syncer.syncPod(pod)) {
+          } else {
+            const abort = new AbortController();
+            lane.abortSync = abort;
+            const finished = await this.opts.syncer.syncPod(pod, abort.signal).finally(() => {
+              lane.abortSync = undefined;
+            });
             // Ran to completion: the next pass tears down what is left.
-            this.updatePod({ pod, op: 'kill' });
+            if (finished) this.updatePod({ pod, op: 'kill' });
           }
         } catch (err) {
           log.error('Error syncing pod, skipping', { pod: pod.metadata?.name, uid, err });

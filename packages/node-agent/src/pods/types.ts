@@ -42,9 +42,11 @@ export interface PodWorkers {
 export interface PodSyncer {
   /**
    * Brings the pod toward its spec; throws when the pass failed and must be retried. Resolves
-   * to true when the pod reached a terminal phase: its worker then terminates it.
+   * to true when the pod reached a terminal phase: its worker then terminates it. `signal`
+   * fires when the pod's termination is requested mid-pass: the pass then kills and starts
+   * nothing more and resolves to false.
    */
-  syncPod(pod: V1Pod): Promise<boolean>;
+  syncPod(pod: V1Pod, signal?: AbortSignal): Promise<boolean>;
   /** Stops every container and the sandbox, then reports the final status. */
   syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void>;
 }

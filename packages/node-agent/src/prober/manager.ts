@@ -63,9 +63,16 @@ export function defaultProbeRunner(runtime: Pick<Runtime, 'runInContainer' | 'ty
   };
 }
 
+/** Gives a worker the newest pod; a copy from before the deletion never replaces one showing it. */
+function refresh(w: ProbeWorker, pod: V1Pod): void {
+  if (!w.pod.metadata?.deletionTimestamp || pod.metadata?.deletionTimestamp) w.pod = pod;
+}
+
 export class ProberManager {
   readonly results: ProbeResultsStore;
   private readonly workers = new Map<string, ProbeWorker>();
+  /** Pods whose termination was requested: their liveness and startup probes never run again. */
+  private readonly terminating = new Set<string>();
   private readonly runner: ProbeRunner;
   private readonly log: Logger;
 
@@ -98,12 +105,13 @@ export class ProberManager {
 
   /**
    * Starts the workers a pod needs, or refreshes their pod when it is known. A pod with a
-   * deletionTimestamp keeps only readiness (which then reads false). An invalid probe is logged
+   * deletionTimestamp, or whose termination was requested before (an older copy of the pod may
+   * still come by), keeps only readiness (which then reads false). An invalid probe is logged
    * and not run.
    */
   addPod(pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
-    const terminating = pod.metadata?.deletionTimestamp !== undefined;
+    const terminating = pod.metadata?.deletionTimestamp !== undefined || this.terminating.has(uid);
     if (terminating) this.stopLivenessAndStartup(pod);
     for (const c of this.probedContainers(pod)) {
       for (const type of TYPES) {
@@ -112,7 +120,7 @@ export class ProberManager {
         const key = this.key(uid, c.name, type);
         const existing = this.workers.get(key);
         if (existing) {
-          existing.pod = pod;
+          refresh(existing, pod);
           continue;
         }
         const errors = validateProbe(probe, type, `spec.containers[${c.name}].${PROBE_FIELD[type]}`);
@@ -141,9 +149,10 @@ export class ProberManager {
   /** The pod is terminating: liveness and startup stop, readiness reports not ready. */
   stopLivenessAndStartup(pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
+    this.terminating.add(uid);
     for (const [key, w] of this.workers) {
       if (!key.startsWith(`${uid}/`)) continue;
-      w.pod = pod;
+      refresh(w, pod);
       if (w.type !== 'readiness') {
         w.stop();
         this.workers.delete(key);
@@ -160,12 +169,13 @@ export class ProberManager {
     }
   }
 
-  /** Housekeeping: drops workers of pods no longer wanted. */
+  /** Housekeeping: drops workers, and the termination marks, of pods no longer wanted. */
   cleanupPods(desired: ReadonlySet<string>): void {
     for (const key of this.workers.keys()) {
       const uid = key.split('/')[0] ?? '';
       if (!desired.has(uid)) this.removePod(uid);
     }
+    for (const uid of this.terminating) if (!desired.has(uid)) this.terminating.delete(uid);
   }
 
   workerCount(): number {
@@ -180,6 +190,7 @@ export class ProberManager {
   stop(): void {
     for (const w of this.workers.values()) w.stop();
     this.workers.clear();
+    this.terminating.clear();
   }
 
   /** Runs a probe; like the kubelet, only successful probes feed the duration histogram. */

@@ -279,6 +279,27 @@ describe('lifecycle', () => {
     expect(t.m.results.liveness.get('c1')).toBeUndefined();
   });
 
+  it('never restarts liveness once termination was requested, even for an older copy of the pod', async () => {
+    const t = setup();
+    const pod = makePod({
+      livenessProbe: { exec: { command: ['true'] }, periodSeconds: 1, failureThreshold: 1 },
+      readinessProbe: { exec: { command: ['true'] } },
+    });
+    t.statuses.set('uid-web', running('c1'));
+    t.m.addPod(pod);
+    await t.tick(0);
+    t.m.addPod({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: new Date(START) } });
+    // A copy from before the deletion, e.g. a periodic resync read earlier, comes by afterwards.
+    t.m.addPod(pod);
+    t.script.liveness = { result: 'failure', output: 'gone' };
+    t.calls.length = 0;
+    await t.tick(10_000);
+    expect(t.calls).toEqual([]);
+    expect(t.m.results.readiness.get('c1')).toBe('failure');
+    expect(t.m.results.liveness.get('c1')).toBeUndefined();
+    expect(t.updates.filter((u) => u.type === 'liveness' && u.result === 'failure')).toEqual([]);
+  });
+
   it('warns on a probe warning but counts it successful', async () => {
     const t = setup();
     t.statuses.set('uid-web', running('c1'));

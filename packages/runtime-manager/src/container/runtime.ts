@@ -97,6 +97,8 @@ export interface PodSyncResult {
   steps: SyncStepResult[];
   /** Set when the sync could not run at all (for example, listing the pod's state failed). */
   syncError?: Error;
+  /** The sync's signal fired and the rest of the pass was skipped (the pod's termination was requested). */
+  aborted?: boolean;
 }
 
 /**
@@ -189,11 +191,16 @@ export interface Runtime {
   apiVersion(): Promise<string>;
   status(): Promise<RuntimeStatus>;
 
+  /**
+   * Brings the pod toward its spec. Once `signal` fires (the kubelet cancels the sync's context
+   * when termination is requested) no further container is killed or started.
+   */
   syncPod(
     pod: V1Pod,
     podStatus: PodStatus,
     pullSecrets: V1Secret[],
     backoff: Backoff,
+    signal?: AbortSignal,
   ): Promise<PodSyncResult>;
   killPod(pod: V1Pod | undefined, runningPod: RunningPod, gracePeriodOverrideSeconds?: number): Promise<void>;
   getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus>;

@@ -96,6 +96,7 @@ function killEntry(s: ContainerStatus, container: V1Container | undefined, reaso
 
 /** Why a running container must be killed (a changed spec, a failed liveness or startup probe), if it must. */
 function killReason(
+  pod: V1Pod,
   c: V1Container,
   s: ContainerStatus,
   probes: ProbeResults,
@@ -103,6 +104,9 @@ function killReason(
 ): { reason: string; message: string } | undefined {
   if (s.hash !== hashContainer(c))
     return { reason: 'SpecChanged', message: `${kind} ${c.name} definition changed` };
+  // From the deletion on, the kubelet counts liveness and startup as success: a failure recorded
+  // before the prober saw the deletion must not kill a container of a terminating pod.
+  if (pod.metadata?.deletionTimestamp) return undefined;
   if (probes.liveness(s.id.id) === 'failure')
     return { reason: 'LivenessProbe', message: `${kind} ${c.name} failed liveness probe` };
   if (probes.startup(s.id.id) === 'failure')
@@ -132,13 +136,14 @@ function computeInitContainerActions(
     if (isRestartableInitContainer(c)) {
       if (s?.state === 'running') {
         // A sidecar always restarts, whatever the pod's restart policy.
-        const kill = killReason(c, s, probes, 'Init container');
+        const kill = killReason(pod, c, s, probes, 'Init container');
         if (kill) {
+          const restart = !pod.metadata?.deletionTimestamp;
           changes.containersToKill.set(
             s.id.id,
-            killEntry(s, c, kill.reason, `${kill.message}, will be restarted`),
+            killEntry(s, c, kill.reason, restart ? `${kill.message}, will be restarted` : kill.message),
           );
-          changes.initContainersToStart.push(i);
+          if (restart) changes.initContainersToStart.push(i);
           if (!initialized) return false;
           continue;
         }
@@ -234,13 +239,14 @@ export function computePodActions(
       }
       continue;
     }
-    const kill = killReason(c, s, probes, 'Container');
+    const kill = killReason(pod, c, s, probes, 'Container');
     if (!kill) {
       keepCount++;
       continue;
     }
-    // A changed spec restarts the container whatever the restart policy.
-    const restart = kill.reason === 'SpecChanged' || shouldRestartOnFailure(pod);
+    // A changed spec restarts the container whatever the restart policy; a terminating pod starts nothing.
+    const restart =
+      !pod.metadata?.deletionTimestamp && (kill.reason === 'SpecChanged' || shouldRestartOnFailure(pod));
     if (restart) changes.containersToStart.push(i);
     changes.containersToKill.set(
       s.id.id,

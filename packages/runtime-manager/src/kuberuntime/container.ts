@@ -340,9 +340,14 @@ export interface KillContainerArgs {
   gracePeriodOverrideSeconds?: number;
   /** Pod IP for httpGet preStop hooks when the pod object is gone. */
   podIP?: () => Promise<string | undefined>;
+  /** Resolves when the containers this one must outlive have stopped (sidecar termination order). */
+  waitForTurn?: () => Promise<unknown>;
 }
 
-/** preStop, then StopContainer with what is left of the grace period (at least 2s). NotFound counts as stopped. */
+/**
+ * preStop, then (after waitForTurn) StopContainer with what is left of the grace period (at least
+ * 2s). NotFound counts as stopped.
+ */
 export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): Promise<void> {
   let preStop: V1LifecycleHandler | undefined = a.container?.lifecycle?.preStop;
   let ports = a.container?.ports ?? [];
@@ -382,6 +387,11 @@ export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): 
     } catch (err) {
       recordEvent(ctx, a.pod, 'Warning', 'FailedPreStopHook', (err as Error).message);
     }
+    grace -= Math.floor((ctx.clock.now() - started) / 1000);
+  }
+  if (a.waitForTurn) {
+    const started = ctx.clock.now();
+    await a.waitForTurn();
     grace -= Math.floor((ctx.clock.now() - started) / 1000);
   }
   grace = Math.max(grace, MinimumGracePeriodSeconds);

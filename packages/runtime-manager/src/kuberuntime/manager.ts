@@ -380,10 +380,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     podStatus: PodStatus,
     pullSecrets: V1Secret[],
     backoff: Backoff,
+    signal?: AbortSignal,
   ): Promise<PodSyncResult> {
     return this.#changingPod(
       pod.metadata?.uid ?? '',
-      () => this.#syncPod(pod, podStatus, pullSecrets, backoff),
+      () => this.#syncPod(pod, podStatus, pullSecrets, backoff, signal),
       (result) => result.steps.length > 0,
     );
   }
@@ -408,9 +409,17 @@ export class KubeGenericRuntimeManager implements Runtime {
     podStatus: PodStatus,
     pullSecrets: V1Secret[],
     backoff: Backoff,
+    signal: AbortSignal | undefined,
   ): Promise<PodSyncResult> {
     const ctx = this.#ctx;
     const result: PodSyncResult = { steps: [] };
+    // Checked before every kill and start: actions computed before the pod's termination was
+    // requested (a liveness failure, a restart) must not be carried out after it.
+    const aborted = () => {
+      if (signal?.aborted) result.aborted = true;
+      return result.aborted === true;
+    };
+    if (aborted()) return result;
     const actions = computePodActions(pod, podStatus, ctx.probes);
 
     if (actions.createSandbox && actions.sandboxId) {
@@ -435,6 +444,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       );
     } else {
       for (const k of actions.containersToKill.values()) {
+        if (aborted()) return result;
         const step: SyncStepResult = { action: 'KillContainer', target: k.name };
         result.steps.push(step);
         try {
@@ -461,6 +471,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       );
     }
 
+    if (aborted()) return result;
     let sandboxId = actions.sandboxId;
     let sandboxConfig: PodSandboxConfig;
     let podIPs = podStatus.ips;
@@ -519,12 +530,16 @@ export class KubeGenericRuntimeManager implements Runtime {
 
     const inits = pod.spec?.initContainers ?? [];
     for (const i of actions.initContainersToStart) {
+      if (aborted()) return result;
       const c = inits[i]!;
       // A regular init container that fails to start blocks everything after it.
       if (!(await start('InitContainer', c)) && !isRestartableInitContainer(c)) return result;
     }
     const containers = pod.spec?.containers ?? [];
-    for (const i of actions.containersToStart) await start('StartContainer', containers[i]!);
+    for (const i of actions.containersToStart) {
+      if (aborted()) return result;
+      await start('StartContainer', containers[i]!);
+    }
     return result;
   }
 
@@ -605,10 +620,11 @@ export class KubeGenericRuntimeManager implements Runtime {
       return podIP;
     };
     const specs = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])];
-    const sidecars = new Set(
-      (pod?.spec?.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name),
-    );
-    const kill = async (c: RunningPod['containers'][number]): Promise<SyncStepResult> => {
+    const sidecars = (pod?.spec?.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name);
+    const kill = async (
+      c: RunningPod['containers'][number],
+      waitForTurn?: () => Promise<unknown>,
+    ): Promise<SyncStepResult> => {
       const step: SyncStepResult = { action: 'KillContainer', target: c.name };
       try {
         await killContainer(ctx, {
@@ -620,6 +636,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           message: '',
           gracePeriodOverrideSeconds,
           podIP: lazyPodIP,
+          waitForTurn,
         });
       } catch (err) {
         fail(step, ErrKillContainer, err);
@@ -629,9 +646,17 @@ export class KubeGenericRuntimeManager implements Runtime {
     const live = runningPod.containers.filter(
       (c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown',
     );
-    // Sidecars serve the other containers until those have stopped, so they go last.
-    const steps = await Promise.all(live.filter((c) => !sidecars.has(c.name)).map(kill));
-    steps.push(...(await Promise.all(live.filter((c) => sidecars.has(c.name)).map(kill))));
+    // KEP-753: sidecars serve the other containers until those have stopped, so app containers
+    // get SIGTERM first, then the sidecars in reverse order of declaration, each once every
+    // container before it in that order has stopped. All kills start at once (preStop hooks run
+    // straight away); only the StopContainer waits, and the wait comes out of the grace period.
+    // Each StopContainer call has a deadline of its grace period, which bounds the wait.
+    const kills = live.filter((c) => !sidecars.includes(c.name)).map((c) => kill(c));
+    for (const name of [...sidecars].reverse()) {
+      const before = [...kills];
+      kills.push(...live.filter((c) => c.name === name).map((c) => kill(c, () => Promise.all(before))));
+    }
+    const steps = await Promise.all(kills);
     for (const s of runningPod.sandboxes) {
       const step: SyncStepResult = { action: 'KillPodSandbox', target: s.id };
       steps.push(step);

@@ -243,4 +243,18 @@ describe('computePodActions: restarts', () => {
     ).toEqual([]);
     expect(computePodActions(p, status([])).createSandbox).toBe(false);
   });
+
+  it('neither kills nor restarts for a liveness or startup failure once the pod is being deleted', () => {
+    const sc = c('sc', { restartPolicy: 'Always' });
+    const [sidecar, main] = [cs(sc, 'running'), cs(app, 'running')];
+    // Results recorded before the prober saw the deletion.
+    const probes: ProbeResults = {
+      liveness: (id) => (id === sidecar.id.id ? 'failure' : undefined),
+      startup: (id) => (id === main.id.id ? 'failure' : undefined),
+    };
+    const p = pod({ containers: [app], initContainers: [sc] }, { deletionTimestamp: new Date() });
+    const a = computePodActions(p, status([sandbox()], [main, sidecar]), probes);
+    expect(a).toMatchObject({ killPod: false, initContainersToStart: [], containersToStart: [] });
+    expect([...a.containersToKill.keys()]).toEqual([]);
+  });
 });
