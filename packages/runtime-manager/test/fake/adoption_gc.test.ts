@@ -1,16 +1,12 @@
 import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { StopContainerRequest } from '@kh/cri-api';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ctr, Harness, IMAGE, makePod } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
 
 let h: Harness;
-beforeEach(async () => {
-  h = await Harness.start();
-  h.fake.addImage(IMAGE, 1000);
-});
-afterEach(async () => {
-  await h.stop();
+harnessPerTest((started) => {
+  h = started;
 });
 
 describe('adoption after an agent restart', () => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { afterEach, beforeEach } from 'vitest';
 import type { Backoff, EventRecorder, PodStatus } from '../../src/container/runtime.js';
 import { KubeGenericRuntimeManager, type RuntimeManagerOptions } from '../../src/kuberuntime/manager.js';
 import { newCrashLoopBackoff } from '../../src/util/backoff.js';
@@ -116,4 +117,15 @@ export const IMAGE = 'kubelet-harness/busybox:1';
 
 export function ctr(name: string, extra: Partial<V1Container> = {}): V1Container {
   return { name, image: IMAGE, command: ['sleep', '3600'], ...extra };
+}
+
+/** A Harness with the test image, started before each test of the file and stopped after it. */
+export function harnessPerTest(set: (h: Harness) => void): void {
+  let current: Harness;
+  beforeEach(async () => {
+    current = await Harness.start();
+    current.fake.addImage(IMAGE, 1000);
+    set(current);
+  });
+  afterEach(() => current.stop());
 }

@@ -1,17 +1,13 @@
 import { UnavailableError } from '@kh/cri-api';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PodLifecycleEvent } from '../../src/container/runtime.js';
 import { EventedPLEG } from '../../src/pleg/evented.js';
 import { GenericPLEG } from '../../src/pleg/generic.js';
-import { ctr, Harness, IMAGE, makePod } from './harness.js';
+import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
 
 let h: Harness;
-beforeEach(async () => {
-  h = await Harness.start();
-  h.fake.addImage(IMAGE, 1000);
-});
-afterEach(async () => {
-  await h.stop();
+harnessPerTest((started) => {
+  h = started;
 });
 
 const kinds = (events: PodLifecycleEvent[]) => events.map((e) => e.type);

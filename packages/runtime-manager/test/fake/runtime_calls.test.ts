@@ -1,15 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ctr, Harness, IMAGE, makePod } from './harness.js';
+import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
 
 let h: Harness;
-beforeEach(async () => {
-  h = await Harness.start();
-  h.fake.addImage(IMAGE, 1000);
-});
-afterEach(async () => {
-  await h.stop();
+harnessPerTest((started) => {
+  h = started;
 });
 
 describe('runtime identity, status and exec', () => {

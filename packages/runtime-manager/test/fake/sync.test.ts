@@ -1,17 +1,13 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { CreateContainerRequest, RunPodSandboxRequest, StopContainerRequest } from '@kh/cri-api';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PodSyncResult } from '../../src/container/runtime.js';
-import { ctr, Harness, IMAGE, makePod } from './harness.js';
+import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
 
 let h: Harness;
-beforeEach(async () => {
-  h = await Harness.start();
-  h.fake.addImage(IMAGE, 1000);
-});
-afterEach(async () => {
-  await h.stop();
+harnessPerTest((started) => {
+  h = started;
 });
 
 const failures = (r: PodSyncResult) =>

@@ -4,19 +4,15 @@
 
 import { flushMicrotasks } from '@kh/apimachinery';
 import type { CriClient, StopContainerRequest } from '@kh/cri-api';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ctr, Harness, IMAGE, makePod } from './harness.js';
+import { describe, expect, it, vi } from 'vitest';
+import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
 
 /** Real gRPC to the in-memory runtime: generous on a loaded machine. */
 const eventually = (check: () => void) => vi.waitFor(check, { timeout: 10_000, interval: 5 });
 
 let h: Harness;
-beforeEach(async () => {
-  h = await Harness.start();
-  h.fake.addImage(IMAGE, 1000);
-});
-afterEach(async () => {
-  await h.stop();
+harnessPerTest((started) => {
+  h = started;
 });
 
 /** StopContainer calls, each held until the test releases it; all of them are recorded. */
