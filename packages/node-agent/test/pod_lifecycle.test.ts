@@ -295,6 +295,31 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(true);
   });
 
+  it("keeps an evicted pod's exited container while the kill is in flight, for the final status", async () => {
+    const t = withContainers([instance('c1', 'c', 1, 'exited')]);
+    const a = pod('a');
+    await t.lifecycle.handlePodAdditions([a]);
+    await t.workers.settle();
+    let release!: () => void;
+    t.runtime.killGate = new Promise((r) => {
+      release = r;
+    });
+    const evicted = t.lifecycle.evictPod(a, 30, {
+      phase: 'Failed',
+      reason: 'Evicted',
+      message: 'm',
+      conditions: [],
+    });
+    await Promise.resolve();
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(false);
+    await t.lifecycle.handlePlegEvent({ podUid: 'a', type: 'ContainerDied', data: 'c1' });
+    await t.lifecycle.containerDeletor.idle();
+    expect(t.runtime.calls.filter((c) => c.startsWith('delete'))).toEqual([]);
+    release();
+    await evicted;
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
+  });
+
   it('keeps a running pod unreclaimed', async () => {
     const t = withContainers([instance('c1', 'c', 1, 'running')]);
     const a = pod('a');

@@ -65,10 +65,11 @@ export class PodManager implements PodStateProvider {
 
   /**
    * A pod the sources no longer list is gone, with everything it left; so is the content of an
-   * evicted pod (its API object stays, Failed).
+   * evicted pod (its API object stays, Failed), once its worker finished terminating it. Before
+   * that, its exited containers are what the final status reads their exit codes from.
    */
   shouldPodContentBeRemoved(uid: string): boolean {
-    return !this.pods.has(uid) || this.evicted.has(uid);
+    return !this.pods.has(uid) || (this.evicted.has(uid) && this.terminated.has(uid));
   }
 
   /** A terminated pod's containers and sandboxes may go, its API object stays. */
