@@ -6,14 +6,23 @@
 // so a broken package never looks green by omission. Callers delete old reports before the run.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 
-const root = new URL('..', import.meta.url).pathname;
+// KH_REPO_ROOT points it at another tree (its tests use a small one).
+const root = process.env.KH_REPO_ROOT ?? new URL('..', import.meta.url).pathname;
 const pairs = process.argv.slice(2).map((arg) => arg.split('='));
 if (pairs.length === 0 || pairs.some((p) => p.length !== 2)) {
   console.error('usage: test-summary.mjs <npm script>=<report file name> ...');
   process.exit(2);
 }
 const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'));
+// Colour codes stripped, cut to one line a reader can take in.
+const firstLine = (text) =>
+  stripVTControlCharacters(text ?? '')
+    .split('\n')
+    .find((l) => l.trim() !== '')
+    ?.trim()
+    .slice(0, 200) ?? '';
 
 const workspaces = readJson(join(root, 'package.json')).workspaces.flatMap((pattern) => {
   if (!pattern.endsWith('/*')) return [pattern];
@@ -48,6 +57,15 @@ for (const [script, reportName] of pairs)
     failed += f;
     skipped += s;
     console.log(`  ${pkg.name} ${script}: ${p} passed, ${f} failed, ${s} skipped`);
+    // The failures by name, so a log that keeps only its tail still says what broke.
+    for (const suite of r.testResults ?? []) {
+      const file = suite.name ? suite.name.slice(join(root, dir).length + 1) : '?';
+      if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0)
+        console.log(`    ✗ ${file}: ${firstLine(suite.message)}`);
+      for (const t of suite.assertionResults ?? [])
+        if (t.status === 'failed')
+          console.log(`    ✗ ${file} > ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
+    }
   }
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exitCode = failed > 0 ? 1 : 0;

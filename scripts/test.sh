@@ -25,5 +25,6 @@ rm -f packages/*/.reports/vitest.json apps/*/.reports/vitest.json e2e/.reports/v
 npx turbo run test --continue --concurrency=2 || status=1
 
 step "summary"
+node --test scripts/test-summary.test.mjs >/dev/null || { status=1; echo "    summary tests FAILED (node --test scripts/test-summary.test.mjs)"; }
 node scripts/test-summary.mjs test=vitest.json || status=1
 exit "$status"

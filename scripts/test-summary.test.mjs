@@ -1,0 +1,64 @@
+// scripts/test-summary.mjs on a small workspace tree.
+//   node --test scripts/test-summary.test.mjs
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'test-summary.mjs');
+const root = mkdtempSync(join(tmpdir(), 'kh-test-summary-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+
+function pkg(name, report) {
+  const dir = join(root, 'packages', name);
+  mkdirSync(join(dir, '.reports'), { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `@t/${name}`, scripts: { test: 'x' } }));
+  if (report) writeFileSync(join(dir, '.reports', 'vitest.json'), JSON.stringify(report(dir)));
+}
+writeFileSync(join(root, 'package.json'), JSON.stringify({ workspaces: ['packages/*'] }));
+pkg('green', () => ({ numPassedTests: 3, numFailedTests: 0, numPendingTests: 1, testResults: [] }));
+pkg('red', (dir) => ({
+  numPassedTests: 1,
+  numFailedTests: 1,
+  testResults: [
+    {
+      name: join(dir, 'test/a.test.ts'),
+      status: 'failed',
+      assertionResults: [
+        { fullName: 'a works', status: 'passed' },
+        {
+          fullName: 'a fails',
+          status: 'failed',
+          failureMessages: ['\u001b[31mAssertionError\u001b[39m: expected 1 to be 2\n    at stack'],
+        },
+      ],
+    },
+    {
+      name: join(dir, 'test/b.test.ts'),
+      status: 'failed',
+      message: 'Cannot find module x',
+      assertionResults: [],
+    },
+  ],
+}));
+pkg('silent');
+
+it('counts every package, names each failure with its first line, and counts a missing report as a failure', () => {
+  const r = spawnSync(process.execPath, [SCRIPT, 'test=vitest.json'], {
+    env: { ...process.env, KH_REPO_ROOT: root },
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 1);
+  const lines = r.stdout.trimEnd().split('\n');
+  assert.deepEqual(lines, [
+    '  @t/green test: 3 passed, 0 failed, 1 skipped',
+    '  @t/red test: 1 passed, 2 failed, 0 skipped',
+    '    ✗ test/a.test.ts > a fails: AssertionError: expected 1 to be 2',
+    '    ✗ test/b.test.ts: Cannot find module x',
+    '  @t/silent: no vitest.json (the test task failed before reporting)',
+    '4 passed, 3 failed, 1 skipped',
+  ]);
+});
