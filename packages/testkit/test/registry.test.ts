@@ -3,7 +3,11 @@ import { runId } from '../src/containers/labels.js';
 import { removeLeftovers } from '../src/containers/leftovers.js';
 import { type StartedTestNetwork, TestNetwork } from '../src/containers/network.js';
 import { NodeContainer, type StartedNodeContainer } from '../src/containers/node-container.js';
-import { RegistryContainer, type StartedRegistryContainer } from '../src/containers/registry-container.js';
+import {
+  isTransportError,
+  RegistryContainer,
+  type StartedRegistryContainer,
+} from '../src/containers/registry-container.js';
 import { ensureImages, type ImageRefs } from '../src/images/ensure.js';
 
 let refs: ImageRefs<'node' | 'pause' | 'busybox'>;
@@ -102,5 +106,26 @@ describe('registry with basic auth, as private-registry', () => {
     expect(anonymous.stderr).toMatch(/401|unauthorized/i);
     const authed = await ctrPull(ref, registry.credentials);
     expect(authed.exitCode, authed.stderr).toBe(0);
+  });
+});
+
+describe('push failures', () => {
+  test('a lost connection counts as a transport error; a refusal does not', () => {
+    const reset =
+      'pinging container registry 127.0.0.1:32768: Get "http://127.0.0.1:32768/v2/": read tcp 127.0.0.1:46548->127.0.0.1:32768: read: connection reset by peer';
+    expect(isTransportError(new Error(reset))).toBe(true);
+    expect(isTransportError(new Error('dial tcp 127.0.0.1:9: connect: connection refused'))).toBe(true);
+    expect(isTransportError(new Error('unauthorized: authentication required'))).toBe(false);
+    expect(isTransportError(new Error('reference does not exist'))).toBe(false);
+  });
+
+  test('a push to a registry that is gone is tried three times, then fails with the error', async () => {
+    const registry = await new RegistryContainer(refs.node).start();
+    registries.push(registry);
+    await registry.stop();
+    const started = Date.now();
+    await expect(registry.push(refs.busybox, 'kh/busybox:gone')).rejects.toThrow(/connection refused/);
+    // The waits between the three attempts are 1 s and 2 s.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
   });
 });

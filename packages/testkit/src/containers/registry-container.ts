@@ -109,6 +109,15 @@ export class RegistryContainer {
   }
 }
 
+const PUSH_ATTEMPTS = 3;
+
+/** Whether skopeo failed on the connection rather than on what it was asked to do. */
+export function isTransportError(err: unknown): boolean {
+  return /connection reset|connection refused|broken pipe|unexpected EOF|i\/o timeout|: EOF\b/i.test(
+    String((err as Error)?.message ?? err),
+  );
+}
+
 export class StartedRegistryContainer {
   /** `127.0.0.1:<port>`: where the host pushes. */
   hostAddress = '';
@@ -157,8 +166,18 @@ export class StartedRegistryContainer {
     if (this.credentials)
       args.push('--dest-creds', `${this.credentials.username}:${this.credentials.password}`);
     args.push(`docker-daemon:${localRef}`, `docker://${this.hostAddress}/${repoTag}`);
-    await run(skopeo, args);
-    return `${this.networkAddress}/${repoTag}`;
+    // A push may lose its connection on a loaded host (a CI run saw "read: connection reset by peer"
+    // while three sharded runs pushed at once); a transport error is tried again, anything else
+    // (auth, a missing image) is not.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await run(skopeo, args);
+        return `${this.networkAddress}/${repoTag}`;
+      } catch (err) {
+        if (attempt >= PUSH_ATTEMPTS || !isTransportError(err)) throw err;
+        await new Promise((r) => setTimeout(r, attempt * 1000));
+      }
+    }
   }
 
   logs(lines = 100): Promise<string> {
