@@ -93,5 +93,11 @@ export async function eventsFor(ctx: ScenarioContext, name: string) {
     namespace: ctx.namespace,
     fieldSelector: `involvedObject.name=${name}`,
   });
-  return list.items.map((e) => ({ reason: e.reason ?? '', message: e.message ?? '', type: e.type ?? '' }));
+  return list.items.map((e) => ({
+    reason: e.reason ?? '',
+    message: e.message ?? '',
+    type: e.type ?? '',
+    /** When it last happened (an aggregated Event's count went up then). */
+    lastAt: new Date(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? 0).getTime(),
+  }));
 }
