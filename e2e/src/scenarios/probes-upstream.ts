@@ -579,6 +579,8 @@ function probeSuite(layout: Layout, name: string, description: string): Scenario
     needs: ['real-containers'],
     // Only its namespace's pods: it shares a node with other such cells.
     isolation: 'namespace',
+    // 22 pods probed every 1-10 s, most by exec, for about 6 minutes.
+    load: 'heavy',
     upstream: CASES.map((c) => ({ file: FILE, case: `${SUITE[layout]} ${c.it}` })),
     timeoutMs: 10 * 60_000,
     async run(ctx) {

@@ -27,6 +27,12 @@ export interface Scenario {
    * Out-of-tree scenarios that say nothing keep a node to themselves, as before.
    */
   isolation?: Isolation;
+  /**
+   * 'heavy': the cell keeps the host's CPUs busy for most of its length (dozens of pods probed
+   * every second or two). At most half of the run's parallel cells are heavy at once, so that
+   * upstream's 1 s probe timeouts still hold beside them on a small host.
+   */
+  load?: 'heavy';
   /** Upper bound for the whole cell; the runner fails the cell when it is exceeded. */
   timeoutMs?: number;
   /**

@@ -70,6 +70,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
             isolation: s.isolation ?? 'node',
             exclusive: s.exclusive ?? [],
             estimateMs: deps.estimates?.get(`${b.name}/${s.name}`) ?? UNKNOWN_ESTIMATE_MS,
+            heavy: s.load === 'heavy',
           }),
         ),
     ]),

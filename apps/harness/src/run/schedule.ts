@@ -13,6 +13,8 @@ export interface PlannedCell {
   exclusive: readonly string[];
   /** Expected duration, for the order: the longest chains first. */
   estimateMs: number;
+  /** Keeps the CPUs busy (Scenario.load 'heavy'): at most half of maxRunning such cells at once. */
+  heavy?: boolean;
 }
 
 export interface Placement<N> {
@@ -53,6 +55,7 @@ export class CellScheduler<N> {
   private readonly lanes = new Map<string, Lane<N>[]>();
   private readonly held = new Set<string>();
   private worldRunning = false;
+  private readonly maxHeavy: number;
 
   /**
    * @param nodes each runtime's started nodes; a cell of a runtime without nodes is never placed
@@ -65,6 +68,7 @@ export class CellScheduler<N> {
     private readonly maxPerNode: number,
     private readonly maxRunning = Number.POSITIVE_INFINITY,
   ) {
+    this.maxHeavy = Math.max(1, Math.floor(maxRunning / 2));
     for (const c of cells)
       if (!nodes.get(c.runtime)?.length) throw new Error(`no node for ${c.runtime}/${c.scenario}`);
     this.pending = scheduleOrder(cells);
@@ -92,6 +96,7 @@ export class CellScheduler<N> {
         break;
       }
       if (cell.exclusive.some((name) => this.held.has(name))) continue;
+      if (cell.heavy && this.running((c) => c.heavy === true) >= this.maxHeavy) continue;
       const lane = this.laneFor(cell);
       if (lane) out.push(this.start(cell, lane));
     }
@@ -134,8 +139,11 @@ export class CellScheduler<N> {
     return { cell, node: lane.node };
   }
 
-  private running(): number {
-    return [...this.lanes.values()].reduce((n, lanes) => lanes.reduce((m, l) => m + l.running.length, n), 0);
+  /** Running cells, or those of them that `which` picks. */
+  private running(which: (c: PlannedCell) => boolean = () => true): number {
+    let n = 0;
+    for (const lanes of this.lanes.values()) for (const l of lanes) n += l.running.filter(which).length;
+    return n;
   }
 }
 

@@ -99,6 +99,22 @@ describe('CellScheduler', () => {
     expect(names(s.take())).toEqual(['c@n1']);
   });
 
+  it('runs at most half as many heavy cells at once as cells in all, filling the rest with light ones', () => {
+    const heavy = (n: string) => ({ ...cell(n, 'node', 400), heavy: true });
+    const cells = [heavy('h1'), heavy('h2'), heavy('h3'), cell('l1', 'node', 100), cell('l2', 'node', 100)];
+    const s = new CellScheduler(cells, new Map([['rt', ['n1', 'n2', 'n3', 'n4', 'n5']]]), 8, 4);
+    expect(names(s.take())).toEqual(['h1@n1', 'h2@n2', 'l1@n3', 'l2@n4']);
+    s.finish(cells[3]!);
+    expect(s.take()).toEqual([]);
+    s.finish(cells[0]!);
+    expect(names(s.take())).toEqual(['h3@n1']);
+  });
+
+  it('lets one heavy cell run even when only one cell may run at all', () => {
+    const s = new CellScheduler([{ ...cell('h', 'node'), heavy: true }], new Map([['rt', ['n1']]]), 8, 1);
+    expect(names(s.take())).toEqual(['h@n1']);
+  });
+
   it('lists the cells it has not placed, and refuses a cell whose runtime has no node', () => {
     const s = new CellScheduler([cell('a', 'node'), cell('b', 'node')], new Map([['rt', ['n1']]]), 8);
     s.take();
