@@ -60,7 +60,7 @@ export interface KubeletParts {
   pleg?: Pick<Pleg, 'start' | 'stop' | 'watch'>;
   /** Loops that run and stop with the Kubelet (status manager, mirror pods, eviction, GC). */
   managers: { run(signal: AbortSignal): Promise<void> }[];
-  servers?: Pick<KubeletServerOptions, 'pods' | 'runningPods' | 'stats' | 'logs' | 'streaming'>;
+  servers?: Pick<KubeletServerOptions, 'pods' | 'runningPods' | 'stats' | 'logs' | 'streaming' | 'startup'>;
 }
 
 export class Kubelet {

@@ -57,6 +57,7 @@ import { PodManager } from './pods/pod_manager.js';
 import { PodSync, type PodSyncDeps } from './pods/pod_sync.js';
 import { PodWorkerPool } from './pods/pod_workers.js';
 import { podPullSecrets } from './pods/pull_secrets.js';
+import { PodStartupTracker } from './pods/startup_tracker.js';
 import type { SyncHandler } from './pods/types.js';
 import { ProberManager, type ProberManagerDeps } from './prober/manager.js';
 import { ProbeResultsStore } from './prober/results.js';
@@ -122,6 +123,8 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
   // startup results (for kills). Both exist before it; the pod layer writes them.
   const podManager = new PodManager();
   const probeResults = new ProbeResultsStore();
+  // Each pod's start-up steps (GET /debug/startup): it sees the runtime manager's CRI calls.
+  const startup = new PodStartupTracker({ clock });
   const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
   // Envs and volumes read config maps, secrets, tokens and the Node through the API, per pod.
   const runtimeHelper = new DefaultRuntimeHelper(
@@ -132,7 +135,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
       : undefined,
   );
   const runtime = await KubeGenericRuntimeManager.create({
-    cri,
+    cri: startup.cri(cri),
     ...(imageCri ? { imageCri } : {}),
     clock,
     ...(recorder ? { recorder } : {}),
@@ -207,6 +210,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     resyncIntervalMs: resolved.syncFrequencyMs,
     probing: { runtime, results: probeResults, metrics },
     recorder,
+    startup,
     log,
   });
   // Static pods get mirror pods in the API; the sync loop never sees the mirrors themselves.
@@ -232,7 +236,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
       }),
     );
   }
-  const podSources = sources.map((s) => mirrors.wrap(s));
+  const podSources = sources.map((s) => startup.source(mirrors.wrap(s)));
   // True once every source delivered its first list: only then may GC treat a pod as gone.
   const allSourcesReady = () => podSources.every((s) => s.ready());
   const containerPolicy = DEFAULT_CONTAINER_GC_POLICY;
@@ -299,6 +303,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     ],
     servers: {
       pods: podManager,
+      startup,
       runningPods: runningPodsProvider(runtime),
       logs: new ContainerLogs({
         getPods: () => podManager.getPods(),
@@ -519,11 +524,13 @@ export function newPodLayer(opts: {
     runner?: ProberManagerDeps['runner'];
   };
   recorder?: KubeletEventRecorder;
+  /** Told each pod's start-up steps; sees the status patches. */
+  startup?: PodStartupTracker;
   log?: Logger;
 }): PodLayer {
-  const { probing } = opts;
+  const { probing, startup } = opts;
   const statusManager = new PodStatusManager({
-    api: opts.api,
+    api: startup ? startup.podApi(opts.api) : opts.api,
     clock: opts.clock,
     apiPod: (uid) => opts.pods.getPod(uid),
     ...(opts.log ? { log: opts.log } : {}),
@@ -553,6 +560,7 @@ export function newPodLayer(opts: {
     syncer: sync,
     terminated: opts.pods,
     clock: opts.clock,
+    ...(startup ? { startup } : {}),
     ...(opts.log ? { log: opts.log } : {}),
   });
   const lifecycle = new PodLifecycle({
@@ -566,6 +574,7 @@ export function newPodLayer(opts: {
     resyncIntervalMs: opts.resyncIntervalMs,
     ...(prober ? { prober } : {}),
     ...(opts.recorder ? { recorder: opts.recorder } : {}),
+    ...(startup ? { startup } : {}),
     ...(opts.log ? { log: opts.log } : {}),
   });
   // Readiness goes straight into the cached status; liveness failures and startup changes need a

@@ -13,6 +13,7 @@ import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import { newPodLayer } from '../src/main_kubelet.js';
 import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
 import { PodManager } from '../src/pods/pod_manager.js';
+import { PodStartupTracker } from '../src/pods/startup_tracker.js';
 import { ReasonCache } from '../src/status/reason_cache.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 
@@ -57,12 +58,13 @@ class RecordingRuntime {
   };
 }
 
-function setup() {
+function setup(opts: { startup?: PodStartupTracker } = {}) {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
   const runtime = new RecordingRuntime();
   const pods = new PodManager();
   const layer = newPodLayer({
+    ...opts,
     api,
     pods,
     runtime,
@@ -117,6 +119,18 @@ describe('PodLifecycle', () => {
     expect(statusManager.getPodStatus('big')).toMatchObject({ phase: 'Failed', reason: 'OutOfcpu' });
     await statusManager.syncBatch();
     expect(api.pods.get('default/big')?.status?.reason).toBe('OutOfcpu');
+  });
+
+  it('tells the start-up tracker which pods were admitted and when their workers began', async () => {
+    const startup = new PodStartupTracker({ clock: new FakeClock(5_000) });
+    const { lifecycle, workers } = setup({ startup });
+    for (const p of [pod('small'), pod('big', '3')]) startup.seen(p);
+    await lifecycle.handlePodAdditions([pod('small'), pod('big', '3')]);
+    await workers.settle();
+    expect(startup.list().map((r) => [r.name, r.admittedAt, r.workerStartedAt])).toEqual([
+      ['small', 5_000, 5_000],
+      ['big', undefined, undefined], // refused: it never starts
+    ]);
   });
 
   it('kills orphans (running pods nobody wants) during housekeeping', async () => {

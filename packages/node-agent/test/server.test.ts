@@ -177,6 +177,13 @@ describe('kubelet server (TLS, authn, authz)', () => {
       metrics,
       configz: () => ({ maxPods: 110 }),
       pods: { getPods: () => [{ metadata: { name: 'web', namespace: 'default' } }] },
+      startup: {
+        list: (namespace?: string) =>
+          [
+            { uid: 'u1', namespace: 'a', name: 'p', seenAt: 1, createMs: 0, startMs: 0 },
+            { uid: 'u2', namespace: 'b', name: 'q', seenAt: 2, createMs: 0, startMs: 0 },
+          ].filter((r) => namespace === undefined || r.namespace === namespace),
+      },
       runningPods: runningPodsProvider({
         getPods: async () => [
           {
@@ -260,6 +267,20 @@ describe('kubelet server (TLS, authn, authz)', () => {
       ],
     });
     expect((await get(port, '/stats/summary', { token: 'good-token', ca: tls.cert })).status).toBe(404);
+  });
+
+  it('serves /debug/startup (the harness start-up breakdown) as nodes/proxy, by namespace', async () => {
+    seen.length = 0;
+    const all = JSON.parse((await get(port, '/debug/startup', { token: 'good-token', ca: tls.cert })).body);
+    expect(all.items.map((r: { uid: string }) => r.uid)).toEqual(['u1', 'u2']);
+    const b = JSON.parse(
+      (await get(port, '/debug/startup?namespace=b', { token: 'good-token', ca: tls.cert })).body,
+    );
+    expect(b).toEqual({
+      kind: 'PodStartupList',
+      items: [{ uid: 'u2', namespace: 'b', name: 'q', seenAt: 2, createMs: 0, startMs: 0 }],
+    });
+    expect(seen.map((a) => a.subresource)).toEqual(['proxy', 'proxy']);
   });
 
   it('maps paths to the kubelet subresources', () => {

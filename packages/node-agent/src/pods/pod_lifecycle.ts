@@ -14,6 +14,7 @@ import type { StatusManager } from '../status/types.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
 import type { PodManager } from './pod_manager.js';
+import type { StartupEvents } from './startup_tracker.js';
 import type { PodProber, PodWorkers, SyncHandler } from './types.js';
 
 export interface PodLifecycleDeps {
@@ -30,6 +31,8 @@ export interface PodLifecycleDeps {
   resyncIntervalMs: number;
   prober?: PodProber;
   recorder?: EventRecorder;
+  /** Told when a pod is admitted (the start-up breakdown). */
+  startup?: Pick<StartupEvents, 'admitted'>;
   log?: Logger;
 }
 
@@ -78,6 +81,7 @@ export class PodLifecycle implements SyncHandler, PodKiller {
           continue;
         }
       }
+      this.deps.startup?.admitted(uid);
       this.deps.prober?.addPod(pod);
       this.deps.workers.updatePod({ pod, op: 'create' });
       this.nextSync.set(uid, this.deps.clock.now() + this.deps.resyncIntervalMs);

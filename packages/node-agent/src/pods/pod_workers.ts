@@ -11,6 +11,7 @@ import type { TimerClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { PodManager } from './pod_manager.js';
+import type { StartupEvents } from './startup_tracker.js';
 import { CrashLoopBackOffError, type PodSyncer, type PodWorkers } from './types.js';
 
 /** The kubelet retries a failed pod sync after about this long. */
@@ -46,6 +47,8 @@ export class PodWorkerPool implements PodWorkers {
       clock: TimerClock;
       log?: Logger;
       retryMs?: number;
+      /** Told when a pod's normal pass begins (the start-up breakdown). */
+      startup?: Pick<StartupEvents, 'workerStarted'>;
     },
   ) {}
 
@@ -138,6 +141,7 @@ export class PodWorkerPool implements PodWorkers {
           } else {
             const abort = new AbortController();
             lane.abortSync = abort;
+            this.opts.startup?.workerStarted(uid);
             const finished = await this.opts.syncer.syncPod(pod, abort.signal).finally(() => {
               lane.abortSync = undefined;
             });

@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeletMetrics } from '../metrics/metrics.js';
+import type { PodStartupRecord } from '../pods/startup_tracker.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import {
   ANONYMOUS,
@@ -36,6 +37,14 @@ export interface RunningPodsProvider {
   getRunningPods(): Promise<V1Pod[]>;
 }
 
+/**
+ * Harness extension, not a kubelet API: each pod's start-up steps with their times
+ * (GET /debug/startup[?namespace=]), which the test harness turns into a latency breakdown.
+ */
+export interface StartupProvider {
+  list(namespace?: string): PodStartupRecord[];
+}
+
 /** The stats/summary API (GET /stats/summary): node and pod CPU, memory, filesystem. */
 export interface StatsProvider {
   summary(): Promise<unknown>;
@@ -57,6 +66,7 @@ export interface KubeletServerOptions {
   pods?: PodsProvider;
   runningPods?: RunningPodsProvider;
   stats?: StatsProvider;
+  startup?: StartupProvider;
   /** GET /containerLogs/{namespace}/{pod}/{container}. */
   logs?: Pick<ContainerLogs, 'handle'>;
   /** /exec, /attach, /portForward and /run. */
@@ -81,13 +91,18 @@ export class KubeletServer {
     this.routes.set('/metrics/probes', async (_req, res) =>
       text(res, 200, await metrics.probesRegistry.metrics(), metrics.probesRegistry.contentType),
     );
-    const { pods, runningPods, stats, logs } = opts;
+    const { pods, runningPods, stats, logs, startup } = opts;
     if (pods) this.routes.set('/pods', (_req, res) => json(res, 200, podList(pods.getPods())));
     if (runningPods)
       this.routes.set('/runningpods', async (_req, res) =>
         json(res, 200, podList(await runningPods.getRunningPods())),
       );
     if (stats) this.routes.set('/stats/summary', async (_req, res) => json(res, 200, await stats.summary()));
+    if (startup)
+      this.routes.set('/debug/startup', (req, res) => {
+        const namespace = new URL(req.url ?? '/', 'http://x').searchParams.get('namespace') ?? undefined;
+        json(res, 200, { kind: 'PodStartupList', items: startup.list(namespace) });
+      });
     if (logs) this.routes.set('/containerLogs/*', (req, res) => logs.handle(req, res));
     const { streaming } = opts;
     if (streaming)
