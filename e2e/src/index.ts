@@ -17,6 +17,7 @@ import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
+import { startup } from './scenarios/startup.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 
 export const scenarios: Scenario[] = [
@@ -39,4 +40,5 @@ export const scenarios: Scenario[] = [
   apiserverRestart,
   partition,
   diskFull,
+  startup,
 ];

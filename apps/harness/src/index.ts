@@ -13,6 +13,13 @@ export {
 export type * from './node/host.js';
 export { toJUnit } from './results/junit.js';
 export * from './results/model.js';
+export {
+  type AgentStartupRecord,
+  percentiles,
+  podStartupRow,
+  rowProblems,
+  startupBreakdown,
+} from './results/startup.js';
 export { countOutcomes, formatMatrix } from './results/table.js';
 export { writeResults } from './results/writer.js';
 export { type HarnessDeps, type HarnessIO, type HarnessRunResult, runHarness } from './run/harness.js';

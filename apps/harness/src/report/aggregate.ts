@@ -1,4 +1,5 @@
 import type { CellResult, CriCallSource, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
+import { startupBreakdown, startupTargets } from '../results/startup.js';
 import { cellId, compareRuns, DEFAULT_THRESHOLDS } from './compare.js';
 import type {
   BaselineSummary,
@@ -8,6 +9,7 @@ import type {
   ReportCell,
   ReportModel,
   RuntimeLatency,
+  RuntimeStartupBreakdown,
 } from './model.js';
 import { summarize } from './stats.js';
 
@@ -51,6 +53,32 @@ export function podStartupByRuntime(results: RunResults, runtimes: readonly Runt
     if (summary) out.push({ runtime: name, ...summary });
   }
   return out;
+}
+
+/** Each runtime's pooled start-up breakdown, with its floor and target. Runtimes with neither are left out. */
+export function startupBreakdownByRuntime(
+  results: RunResults,
+  runtimes: readonly RuntimeInfo[],
+): RuntimeStartupBreakdown[] {
+  const targets = startupTargets(results.cells);
+  return runtimes.flatMap(({ name }) => {
+    const cells = results.cells.filter((c) => c.runtime === name);
+    const rows = cells.flatMap((c) => c.startupBreakdown?.perPod ?? []);
+    const floor = cells.find((c) => c.startupFloor)?.startupFloor;
+    if (rows.length === 0 && !floor) return [];
+    const pooled = startupBreakdown(rows);
+    const target = targets.get(name);
+    return [
+      {
+        runtime: name,
+        pods: rows.length,
+        total: pooled?.total ?? { p50: 0, p90: 0, p99: 0 },
+        stages: pooled?.stages ?? [],
+        ...(floor ? { floor } : {}),
+        ...(target ? { target } : {}),
+      },
+    ];
+  });
 }
 
 /**
@@ -162,6 +190,7 @@ export function buildReportModel(results: RunResults, options: BuildReportOption
     countsByRuntime,
     ...(baseline ? { baseline } : {}),
     podStartup: podStartupByRuntime(results, runtimes),
+    startupBreakdown: startupBreakdownByRuntime(results, runtimes),
     criLatency: criLatencyByMethod(results, runtimes),
     benchmarks: results.benchmarks ?? [],
   };

@@ -91,6 +91,8 @@ export function renderReportHtml(model: ReportModel, clientScript: string): stri
     <h2 id="charts-heading">Latency</h2>
     <h3 id="pod-startup-heading">Pod start-up latency (p50, p90, p99)</h3>
     <div id="chart-pod-startup"></div>
+    <h3 id="startup-breakdown-heading">Pod start-up by stage, against the bare floor</h3>
+    <div id="chart-startup-breakdown"></div>
     <h3 id="cri-heading">CRI call latency by method</h3>
     <div id="chart-cri"></div>
   </section>

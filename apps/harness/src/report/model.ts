@@ -9,6 +9,9 @@ import type {
   Outcome,
   RunResults,
   RuntimeInfo,
+  StartupBreakdown,
+  StartupFloor,
+  StartupTarget,
 } from '../results/model.js';
 
 export interface OutcomeCounts {
@@ -30,6 +33,16 @@ export interface LatencySummary {
 
 export interface RuntimeLatency extends LatencySummary {
   runtime: string;
+}
+
+/**
+ * Where a runtime's pod start-ups went: every pod of every cell with per-pod rows, pooled; the
+ * bare floor its startup cell measured and the target against it.
+ */
+export interface RuntimeStartupBreakdown extends Omit<StartupBreakdown, 'perPod' | 'incomplete'> {
+  runtime: string;
+  floor?: StartupFloor;
+  target?: StartupTarget;
 }
 
 export interface CriMethodLatency extends LatencySummary {
@@ -109,6 +122,7 @@ export interface ReportModel {
   countsByRuntime: Record<string, OutcomeCounts>;
   baseline?: BaselineSummary;
   podStartup: RuntimeLatency[];
+  startupBreakdown: RuntimeStartupBreakdown[];
   criLatency: CriMethodLatency[];
   benchmarks: BenchmarkResult[];
 }

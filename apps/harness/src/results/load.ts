@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RESULTS_SCHEMA_VERSION, type RunResults } from './model.js';
+import { RESULTS_SCHEMA_VERSION, type RunResults, STARTUP_STAGES } from './model.js';
 
 /** A results file that cannot be read or does not match the results model. */
 export class ResultsFileError extends Error {
@@ -65,10 +65,44 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
       for (const key of ['count', 'errors', 'min', 'p50', 'p90', 'p99', 'max']) num(stats, key, at);
     }
   };
+  const percentiles = (v: unknown, path: string) => {
+    const o = object(v, path);
+    for (const key of ['p50', 'p90', 'p99']) num(o, key, path);
+    return o;
+  };
+  const stageNames = new Set<string>(STARTUP_STAGES);
+  const breakdown = (v: unknown, path: string) => {
+    const b = object(v, path);
+    num(b, 'pods', path);
+    num(b, 'incomplete', path);
+    percentiles(b.total, `${path}.total`);
+    const stages = array(b, 'stages', path);
+    for (const [j, st] of stages.entries()) {
+      const at = `${path}.stages[${j}]`;
+      if (!stageNames.has(percentiles(st, at).stage as string))
+        fail(`${at}.stage`, 'is not a start-up stage');
+    }
+    if (b.perPod === undefined) return;
+    for (const [j, row] of array(b, 'perPod', path).entries()) {
+      const at = `${path}.perPod[${j}]`;
+      const r = object(row, at);
+      str(r, 'pod', at);
+      num(r, 'totalMs', at);
+      const ms = r.stagesMs;
+      if (!(Array.isArray(ms) && ms.length === STARTUP_STAGES.length && ms.every(Number.isFinite)))
+        fail(`${at}.stagesMs`, `must be ${STARTUP_STAGES.length} numbers`);
+    }
+  };
   for (const [i, r] of array(top, 'runtimes', '$').entries()) {
-    const runtime = object(r, `$.runtimes[${i}]`);
-    for (const key of ['name', 'runtimeName', 'runtimeVersion']) str(runtime, key, `$.runtimes[${i}]`);
-    criCalls(runtime, `$.runtimes[${i}]`);
+    const path = `$.runtimes[${i}]`;
+    const runtime = object(r, path);
+    for (const key of ['name', 'runtimeName', 'runtimeVersion']) str(runtime, key, path);
+    criCalls(runtime, path);
+    if (runtime.startupTarget !== undefined) {
+      const target = object(runtime.startupTarget, `${path}.startupTarget`);
+      for (const key of ['p50Ms', 'floorMs', 'ratio', 'limit']) num(target, key, `${path}.startupTarget`);
+      if (typeof target.met !== 'boolean') fail(`${path}.startupTarget.met`, 'must be a boolean');
+    }
   }
   for (const [i, sc] of array(top, 'scenarios', '$').entries()) {
     if (typeof sc !== 'string') fail(`$.scenarios[${i}]`, 'must be a string');
@@ -110,6 +144,13 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
     const startup = cell.podStartupMs;
     if (startup !== undefined && !(Array.isArray(startup) && startup.every(Number.isFinite))) {
       fail(`${path}.podStartupMs`, 'must be an array of numbers');
+    }
+    if (cell.startupBreakdown !== undefined) breakdown(cell.startupBreakdown, `${path}.startupBreakdown`);
+    if (cell.startupFloor !== undefined) {
+      const floor = object(cell.startupFloor, `${path}.startupFloor`);
+      num(floor, 'singleMs', `${path}.startupFloor`);
+      if (floor.burst !== undefined)
+        num(percentiles(floor.burst, `${path}.startupFloor.burst`), 'pods', `${path}.startupFloor.burst`);
     }
   }
   if (top.commit !== undefined) str(top, 'commit', '$');

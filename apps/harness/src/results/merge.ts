@@ -3,6 +3,7 @@
 // tells which cells no part ran.
 import type { CellResult, CriCallStats, RunResults, RuntimeInfo } from './model.js';
 import { RESULTS_SCHEMA_VERSION } from './model.js';
+import { withStartupTargets } from './startup.js';
 
 export class MergeError extends Error {
   override name = 'MergeError';
@@ -80,6 +81,7 @@ export function mergeResults(parts: readonly RunResults[], opts: { force?: boole
     ]),
   ];
   const benchmarks = parts.flatMap((p) => p.benchmarks ?? []);
+  const sorted = [...cells.values()].sort((a, b) => order.get(id(a))! - order.get(id(b))!);
   return {
     results: {
       schemaVersion: RESULTS_SCHEMA_VERSION,
@@ -90,9 +92,9 @@ export function mergeResults(parts: readonly RunResults[], opts: { force?: boole
       finishedAt,
       durationMs: Date.parse(finishedAt) - Date.parse(startedAt),
       host: parts[0]!.host,
-      runtimes: mergeRuntimes(parts, matrix),
+      runtimes: withStartupTargets(mergeRuntimes(parts, matrix), sorted),
       scenarios,
-      cells: [...cells.values()].sort((a, b) => order.get(id(a))! - order.get(id(b))!),
+      cells: sorted,
       ...(benchmarks.length > 0 ? { benchmarks } : {}),
     },
     duplicates,
@@ -109,6 +111,7 @@ function mergeRuntimes(parts: readonly RunResults[], matrix: readonly string[]):
   const byName = new Map<string, RuntimeInfo[]>();
   for (const p of parts) for (const r of p.runtimes) byName.set(r.name, [...(byName.get(r.name) ?? []), r]);
   const names = [...new Set([...matrix.map((key) => key.slice(0, key.indexOf('/'))), ...byName.keys()])];
+  // The start-up target is the merged cells', set by the caller.
   return names.map((name) => {
     const infos = byName.get(name) ?? [{ name, runtimeName: name, runtimeVersion: 'unknown' }];
     const known = infos.find((r) => r.runtimeVersion !== 'unknown') ?? infos[0]!;

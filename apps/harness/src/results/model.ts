@@ -56,6 +56,79 @@ export interface CriCallStats {
   max: number;
 }
 
+/**
+ * The steps of a pod's start-up, in order; each is the time from the step before it (`watch` from
+ * the pod's creation) to its own end:
+ * - watch: the agent's watch delivered the pod;
+ * - admit: the sync loop dispatched it and admission let it in;
+ * - worker: its worker began the first pass;
+ * - prepare: that pass got to sending RunPodSandbox (the runtime's view of the pod, pull secrets);
+ * - sandbox: RunPodSandbox, CNI included;
+ * - image: between the calls below: the sandbox's IP, the image check or pull, each container's config;
+ * - create, start: CreateContainer and StartContainer calls, all containers;
+ * - status: the API server accepted a status with every container running.
+ */
+export const STARTUP_STAGES = [
+  'watch',
+  'admit',
+  'worker',
+  'prepare',
+  'sandbox',
+  'image',
+  'create',
+  'start',
+  'status',
+] as const;
+
+export type StartupStage = (typeof STARTUP_STAGES)[number];
+
+/** Nearest-rank percentiles, ms. */
+export interface Percentiles {
+  p50: number;
+  p90: number;
+  p99: number;
+}
+
+/** One pod's start-up: creation to status written, and each stage (STARTUP_STAGES order), ms. */
+export interface PodStartupRow {
+  /** namespace/name */
+  pod: string;
+  totalMs: number;
+  stagesMs: number[];
+}
+
+/** The start-up breakdown of the pods a cell started, from the agent's record of each step. */
+export interface StartupBreakdown {
+  /** Pods the agent saw through every step. */
+  pods: number;
+  /** Pods it saw that did not get through every step (adopted after an agent restart, failed, exited). */
+  incomplete: number;
+  total: Percentiles;
+  /** One per stage, in STARTUP_STAGES order. */
+  stages: ({ stage: StartupStage } & Percentiles)[];
+  /** Every pod's row, when the cell started at most STARTUP_ROWS_KEPT pods. */
+  perPod?: PodStartupRow[];
+}
+
+/** The runtime's bare cost of a pod: RunPodSandbox, CreateContainer and StartContainer straight over CRI. */
+export interface StartupFloor {
+  /** Median of single pods started one after another, ms. */
+  singleMs: number;
+  /** The same for `pods` pods at once. */
+  burst?: { pods: number } & Percentiles;
+}
+
+/** Issue 21's target: the matrix's pod start-up p50 at most `limit` times the runtime's bare floor. */
+export interface StartupTarget {
+  /** p50 of every pod start-up in the run's cells (podStartupMs). */
+  p50Ms: number;
+  /** The startup cell's single-pod floor. */
+  floorMs: number;
+  ratio: number;
+  limit: number;
+  met: boolean;
+}
+
 export interface LogExcerpt {
   source: 'agent' | 'runtime' | 'shim' | 'harness';
   lines: string[];
@@ -77,6 +150,10 @@ export interface CellResult {
   logs: LogExcerpt[];
   /** Pod start-up latencies observed in this cell (creationTimestamp to all containers started). */
   podStartupMs?: number[];
+  /** Where the pods' start-up went, stage by stage (pods whose agent recorded their steps). */
+  startupBreakdown?: StartupBreakdown;
+  /** The runtime's bare floor, measured by the `startup` scenario. */
+  startupFloor?: StartupFloor;
   /** Every CRI call made during the cell, by the agent and by the harness, per method. */
   criCalls?: CriCallStats[];
 }
@@ -92,6 +169,8 @@ export interface RuntimeInfo {
   nodes?: number;
   /** Every CRI call to this runtime during the run (agent from its start, harness), per method. */
   criCalls?: CriCallStats[];
+  /** Pod start-up against the floor, when the run measured one (the startup scenario). */
+  startupTarget?: StartupTarget;
 }
 
 export interface BenchmarkResult {

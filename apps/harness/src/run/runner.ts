@@ -8,14 +8,23 @@ import { BackendUnavailableError, type RuntimeBackend } from '../backends/types.
 import { createChecks } from '../framework/checks.js';
 import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
-import type { CellResult, LogExcerpt, RunResults, RuntimeInfo, TimelineEntry } from '../results/model.js';
+import type {
+  CellResult,
+  LogExcerpt,
+  RunResults,
+  RuntimeInfo,
+  StartupFloor,
+  TimelineEntry,
+} from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
+import { withStartupTargets } from '../results/startup.js';
 import type { Progress } from '../support/progress.js';
 import type { OpenCell, ReadyNode, World } from '../world/types.js';
 import { agentCallEntry, CriCallTally, selectAgentCalls } from './cri-calls.js';
 import { ExclusiveResources } from './exclusive.js';
 import { excerptAround } from './log-excerpt.js';
 import { CellScheduler, lanesFor, type PlannedCell } from './schedule.js';
+import { agentStartupRecords, cellStartupBreakdown } from './startup.js';
 
 export interface MatrixDeps<W extends World = World> {
   /** Labels everything the run creates; defaults to a fresh id. */
@@ -238,10 +247,13 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
         cpus: os.cpus().length,
         ...busySince(cpuAtStart),
       },
-      runtimes: runtimes.map((r) => {
-        const tally = tallies.get(r.name);
-        return tally?.size ? { ...r, criCalls: tally.stats() } : r;
-      }),
+      runtimes: withStartupTargets(
+        runtimes.map((r) => {
+          const tally = tallies.get(r.name);
+          return tally?.size ? { ...r, criCalls: tally.stats() } : r;
+        }),
+        cells,
+      ),
       scenarios: scenarios.map((s) => s.name),
       cells,
     };
@@ -386,6 +398,24 @@ async function runCell(
   const podStartupMs = timeline.flatMap((e) =>
     typeof e.detail?.startupMs === 'number' ? [e.detail.startupMs] : [],
   );
+  const startupBreakdown =
+    cell && podStartupMs.length > 0
+      ? await agentStartupRecords(cell.context.kubeConfig, node.started.nodeName, namespace).then(
+          (records) => cellStartupBreakdown(records, timeline, start),
+          (err) => {
+            timeline.push({
+              t: Date.now() - start,
+              kind: 'note',
+              summary: `agent start-up steps not read: ${errorMessage(err)}`,
+            });
+            return undefined;
+          },
+        )
+      : undefined;
+  // The startup scenario notes the runtime's bare floor.
+  const startupFloor = timeline.find((e) => e.detail?.startupFloor)?.detail?.startupFloor as
+    | StartupFloor
+    | undefined;
   const failureTimes = failuresAt.map((t) => start + t);
   const excerpts: LogExcerpt[] = [
     { source: 'agent', lines: excerptAround(node.agentLogs(LOG_LINES_SEARCHED), failureTimes, 80) },
@@ -409,6 +439,8 @@ async function runCell(
     timeline,
     logs: outcome === 'failed' ? excerpts : [],
     ...(podStartupMs.length > 0 ? { podStartupMs } : {}),
+    ...(startupBreakdown ? { startupBreakdown } : {}),
+    ...(startupFloor ? { startupFloor } : {}),
     ...(criCalls.length > 0 ? { criCalls } : {}),
   };
 }

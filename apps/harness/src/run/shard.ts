@@ -51,6 +51,7 @@ export const STATIC_ESTIMATE_MS: Readonly<Record<string, number>> = {
   'apiserver-restart': 14_000,
   partition: 70_000,
   'disk-full': 50_000,
+  startup: 35_000,
 };
 const UNKNOWN_SCENARIO_MS = 60_000;
 /** What it costs a shard to bring up a runtime's node (about 5 s to Ready), so shards keep a runtime together. */

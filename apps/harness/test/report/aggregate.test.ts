@@ -5,7 +5,9 @@ import {
   criLatencyByMethod,
   matrixAxes,
   podStartupByRuntime,
+  startupBreakdownByRuntime,
 } from '../../src/report/aggregate.js';
+import { startupBreakdown } from '../../src/results/startup.js';
 import { BASELINE_PATH, cell, loadFixture, run, SAMPLE_PATH } from './fixtures.js';
 
 const cri = (t: number, method: string, durationMs: number, code = 'OK') => ({
@@ -51,6 +53,32 @@ describe('latency aggregation', () => {
     ]);
     expect(podStartupByRuntime(results, matrixAxes(results).runtimes)).toEqual([
       { runtime: 'containerd', count: 5, min: 900, p50: 1100, p90: 1500, p99: 1500, max: 1500 },
+    ]);
+  });
+
+  it("pools the cells' per-pod start-up rows per runtime, with the floor and the target", () => {
+    const row = (ms: number) => ({ pod: `ns/p${ms}`, totalMs: ms, stagesMs: [0, 0, 0, 0, ms, 0, 0, 0, 0] });
+    const results = run([
+      cell('containerd', 'a', {
+        startupBreakdown: startupBreakdown([row(100), row(300)]),
+        podStartupMs: [310],
+      }),
+      cell('containerd', 'startup', {
+        startupBreakdown: startupBreakdown([row(200)]),
+        startupFloor: { singleMs: 100 },
+        podStartupMs: [190, 220],
+      }),
+      cell('docker', 'a', { podStartupMs: [500] }), // no breakdown, no floor: left out
+    ]);
+    expect(startupBreakdownByRuntime(results, matrixAxes(results).runtimes)).toEqual([
+      {
+        runtime: 'containerd',
+        pods: 3,
+        total: { p50: 200, p90: 300, p99: 300 },
+        stages: expect.arrayContaining([{ stage: 'sandbox', p50: 200, p90: 300, p99: 300 }]),
+        floor: { singleMs: 100 },
+        target: { p50Ms: 220, floorMs: 100, ratio: 2.2, limit: 2, met: false },
+      },
     ]);
   });
 

@@ -65,6 +65,61 @@ describe('validateResults', () => {
       /podStartupMs must be an array of numbers/,
     ],
     [
+      'a start-up breakdown with an unknown stage',
+      (r) => ({
+        ...r,
+        cells: [
+          cell('a', 'b', {
+            startupBreakdown: {
+              pods: 1,
+              incomplete: 0,
+              total: { p50: 1, p90: 1, p99: 1 },
+              stages: [{ stage: 'pull' as never, p50: 1, p90: 1, p99: 1 }],
+            },
+          }),
+        ],
+      }),
+      /cells\[0\]\.startupBreakdown\.stages\[0\]\.stage is not a start-up stage/,
+    ],
+    [
+      'a per-pod start-up row with a stage missing',
+      (r) => ({
+        ...r,
+        cells: [
+          cell('a', 'b', {
+            startupBreakdown: {
+              pods: 1,
+              incomplete: 0,
+              total: { p50: 1, p90: 1, p99: 1 },
+              stages: [],
+              perPod: [{ pod: 'n/p', totalMs: 1, stagesMs: [1] }],
+            },
+          }),
+        ],
+      }),
+      /cells\[0\]\.startupBreakdown\.perPod\[0\]\.stagesMs must be 9 numbers/,
+    ],
+    [
+      'a floor without its single-pod figure',
+      (r) => ({ ...r, cells: [{ ...cell('a', 'b'), startupFloor: { burst: { pods: 30 } } }] }),
+      /cells\[0\]\.startupFloor\.singleMs must be a number/,
+    ],
+    [
+      'a start-up target without its verdict',
+      (r) => ({
+        ...r,
+        runtimes: [
+          {
+            name: 'a',
+            runtimeName: 'a',
+            runtimeVersion: '1',
+            startupTarget: { p50Ms: 1, floorMs: 1, ratio: 1, limit: 2 },
+          },
+        ],
+      }),
+      /runtimes\[0\]\.startupTarget\.met must be a boolean/,
+    ],
+    [
       'a benchmark without metrics',
       (r) => ({ ...r, benchmarks: [{ name: 'x' }] }),
       /benchmarks\[0\]\.metrics must be an object/,

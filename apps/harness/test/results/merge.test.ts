@@ -85,6 +85,24 @@ describe('mergeResults', () => {
     });
   });
 
+  it("holds the merged cells' pod start-up against the floor a shard measured", () => {
+    const parts = [shard(1, ['a/x', 'b/x']), shard(2, ['a/y', 'b/y'])];
+    parts[0]!.cells[0]!.startupFloor = { singleMs: 200 };
+    parts[0]!.cells[0]!.podStartupMs = [300];
+    parts[1]!.cells[0]!.podStartupMs = [500, 700];
+    // A stale target from the shard is replaced, not kept.
+    parts[1]!.runtimes[0]!.startupTarget = { p50Ms: 1, floorMs: 1, ratio: 1, limit: 2, met: true };
+    const { results } = mergeResults(parts);
+    expect(results.runtimes.find((r) => r.name === 'a')?.startupTarget).toEqual({
+      p50Ms: 500,
+      floorMs: 200,
+      ratio: 2.5,
+      limit: 2,
+      met: false,
+    });
+    expect(results.runtimes.find((r) => r.name === 'b')?.startupTarget).toBeUndefined();
+  });
+
   it('refuses parts from different commits unless forced', () => {
     const parts = [shard(1, ['a/x', 'a/y']), shard(2, ['b/x', 'b/y'], { commit: 'deadbeef' })];
     expect(() => mergeResults(parts)).toThrow(MergeError);

@@ -1,6 +1,6 @@
 // The latency charts: inline SVG bar charts, each followed by its data as a table, for pod start-up
-// per runtime and CRI calls per method, runtime and caller.
-import type { CriMethodLatency, ReportModel, RuntimeLatency } from '../model.js';
+// per runtime, its breakdown into stages, and CRI calls per method, runtime and caller.
+import type { CriMethodLatency, ReportModel, RuntimeLatency, RuntimeStartupBreakdown } from '../model.js';
 import { byId, h, s } from './dom.js';
 import { formatMs } from './format.js';
 
@@ -187,16 +187,208 @@ function dataTable(caption: string, head: string[], rows: (string | number)[][])
   );
 }
 
-/** Draws both charts, limited to one runtime when the runtime filter is set. */
+/** Draws the charts, limited to one runtime when the runtime filter is set. */
 export function renderCharts(
-  model: Pick<ReportModel, 'podStartup' | 'criLatency'>,
+  model: Pick<ReportModel, 'podStartup' | 'startupBreakdown' | 'criLatency'>,
   colours: Map<string, string>,
   runtime: string | undefined,
 ): void {
   const keep = <T extends { runtime: string }>(rows: T[]) =>
     rows.filter((r) => !runtime || r.runtime === runtime);
   renderPodStartup(keep(model.podStartup), colours);
+  renderStartupBreakdown(keep(model.startupBreakdown));
   renderCriLatency(keep(model.criLatency), colours);
+}
+
+/** One colour per start-up stage (Okabe–Ito, then Tol's indigo and a grey for the ninth). */
+const STAGE_COLOURS = [
+  '#56B4E9',
+  '#0072B2',
+  '#332288',
+  '#CC79A7',
+  '#E69F00',
+  '#F0E442',
+  '#009E73',
+  '#D55E00',
+  '#888888',
+];
+
+/**
+ * One stacked bar per runtime: each segment is a stage's p50, in order; a tick marks the p50 of
+ * the whole start-up (medians do not add up, so the bar's end and the tick differ a little) and a
+ * dashed line the runtime's bare floor, when the run measured one.
+ */
+function renderStartupBreakdown(rows: RuntimeStartupBreakdown[]) {
+  const container = byId('chart-startup-breakdown');
+  if (rows.length === 0) {
+    container.replaceChildren(h('p', { class: 'empty' }, 'No start-up breakdown was recorded.'));
+    return;
+  }
+  const stages: string[] = rows.find((r) => r.stages.length > 0)?.stages.map((st) => st.stage) ?? [];
+  const colour = (stage: string) => STAGE_COLOURS[stages.indexOf(stage) % STAGE_COLOURS.length]!;
+  const legend = h(
+    'ul',
+    { class: 'legend' },
+    ...stages.map((stage) => {
+      const sw = h('span', { class: 'swatch', 'aria-hidden': 'true' });
+      sw.style.background = colour(stage);
+      return h('li', {}, sw, stage);
+    }),
+    h('li', { class: 'legend-note' }, 'segments: each stage’s p50 · tick: total p50 · dashed: bare floor'),
+  );
+  // The same plot area as the other charts, so their time axes line up.
+  const labelW = 190;
+  const plotW = 460;
+  const textW = 200;
+  const rowH = 28;
+  const top = 8;
+  const plotBottom = top + rows.length * rowH + 4;
+  const height = plotBottom + 30;
+  const ends = rows.map((r) => Math.max(stageSum(r), r.total.p50, r.floor?.singleMs ?? 0));
+  const ticks = niceTicks(Math.max(...ends, 1));
+  const hi = ticks[ticks.length - 1]! || 1;
+  const x = (v: number) => labelW + (v / hi) * plotW;
+  const svg = s('svg', {
+    viewBox: `0 0 ${labelW + plotW + textW} ${height}`,
+    role: 'img',
+    class: 'chart',
+    'aria-label': `Pod start-up by stage. ${rows.map(describeBreakdown).join('; ')}`,
+  });
+  svg.append(s('title', {}, 'Pod start-up by stage'));
+  for (const t of ticks) {
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: top, y2: plotBottom, class: 'grid' }));
+    svg.append(
+      s('text', { x: x(t), y: plotBottom + 14, 'text-anchor': 'middle', class: 'tick' }, formatTick(t)),
+    );
+  }
+  svg.append(
+    s(
+      'text',
+      { x: labelW + plotW / 2, y: plotBottom + 28, 'text-anchor': 'middle', class: 'axis' },
+      'API create to status written (p50 per stage)',
+    ),
+  );
+  for (const [i, r] of rows.entries()) {
+    const y = top + i * rowH;
+    const cy = y + rowH / 2;
+    svg.append(s('text', { x: 0, y: cy + 4, class: 'group-label' }, truncate(r.runtime, 26)));
+    let at = 0;
+    for (const st of r.stages) {
+      if (st.p50 > 0)
+        svg.append(
+          s(
+            'rect',
+            {
+              x: x(at),
+              y: y + 5,
+              width: Math.max(0.5, x(at + st.p50) - x(at)),
+              height: rowH - 10,
+              fill: colour(st.stage),
+            },
+            s('title', {}, `${r.runtime} ${st.stage}: p50 ${formatMs(st.p50)}`),
+          ),
+        );
+      at += st.p50;
+    }
+    if (r.pods > 0)
+      svg.append(
+        s('line', {
+          x1: x(r.total.p50),
+          x2: x(r.total.p50),
+          y1: y + 1,
+          y2: y + rowH - 1,
+          stroke: '#1f2328',
+          class: 'whisker',
+        }),
+      );
+    if (r.floor)
+      svg.append(
+        s('line', {
+          x1: x(r.floor.singleMs),
+          x2: x(r.floor.singleMs),
+          y1: y + 1,
+          y2: y + rowH - 1,
+          stroke: '#1f2328',
+          'stroke-dasharray': '3 2',
+          class: 'whisker',
+        }),
+      );
+    const text = r.pods > 0 ? `p50 ${formatMs(r.total.p50)} · ${r.pods} pods` : 'no pods';
+    svg.append(s('text', { x: Math.max(x(at), x(r.total.p50)) + 6, y: cy + 4, class: 'value' }, text));
+  }
+  const targets = rows.flatMap((r) => {
+    if (!r.target) return [];
+    const burst = r.floor?.burst;
+    const context = burst ? ` (${burst.pods} bare pods at once: p50 ${formatMs(burst.p50)})` : '';
+    return [h('li', {}, `${targetText(r.runtime, r.target)}${context}`)];
+  });
+  container.replaceChildren(
+    legend,
+    svg,
+    targets.length > 0
+      ? h('ul', { class: 'targets' }, ...targets)
+      : h(
+          'p',
+          { class: 'empty' },
+          'No bare floor was measured in this run (the startup scenario measures it).',
+        ),
+    dataTable(
+      'Pod start-up by stage',
+      ['Runtime', 'Pods', 'Stage', 'p50', 'p90', 'p99'],
+      rows.flatMap((r) => [
+        ...r.stages.map((st) => [
+          r.runtime,
+          r.pods,
+          st.stage,
+          formatMs(st.p50),
+          formatMs(st.p90),
+          formatMs(st.p99),
+        ]),
+        ...(r.pods > 0
+          ? [
+              [
+                r.runtime,
+                r.pods,
+                'total',
+                formatMs(r.total.p50),
+                formatMs(r.total.p90),
+                formatMs(r.total.p99),
+              ],
+            ]
+          : []),
+        ...(r.floor
+          ? [
+              [r.runtime, 1, 'bare floor (CRI, one pod)', formatMs(r.floor.singleMs), '', ''],
+              ...(r.floor.burst
+                ? [
+                    [
+                      r.runtime,
+                      r.floor.burst.pods,
+                      'bare floor (CRI, at once)',
+                      formatMs(r.floor.burst.p50),
+                      formatMs(r.floor.burst.p90),
+                      formatMs(r.floor.burst.p99),
+                    ],
+                  ]
+                : []),
+            ]
+          : []),
+      ]),
+    ),
+  );
+}
+
+const stageSum = (r: RuntimeStartupBreakdown) => r.stages.reduce((a, st) => a + st.p50, 0);
+
+function describeBreakdown(r: RuntimeStartupBreakdown): string {
+  const stages = r.stages.map((st) => `${st.stage} ${formatMs(st.p50)}`).join(', ');
+  const floor = r.floor ? `, bare floor ${formatMs(r.floor.singleMs)}` : '';
+  return `${r.runtime}: ${r.pods} pods, total p50 ${formatMs(r.total.p50)}${stages ? ` (${stages})` : ''}${floor}`;
+}
+
+/** Issue 21's target in words, met or not. */
+export function targetText(runtime: string, t: NonNullable<RuntimeStartupBreakdown['target']>): string {
+  return `${runtime}: pod start-up p50 ${formatMs(t.p50Ms)} is ${t.ratio}× the bare floor ${formatMs(t.floorMs)}; target ≤ ${t.limit}×: ${t.met ? 'met' : 'not met'}`;
 }
 
 function renderPodStartup(rows: RuntimeLatency[], colours: Map<string, string>) {

@@ -68,6 +68,7 @@ export class CellDialog {
             h('p', {}, cell.podStartupMs.map((v) => formatMs(v)).join(', ')),
           )
         : null,
+      startupSection(cell),
       logsSection(cell),
     ];
     const container = byId('cell-body');
@@ -80,6 +81,45 @@ export class CellDialog {
     const wrap = container.querySelector<HTMLElement>('.timeline-wrap');
     if (first && wrap) wrap.scrollTop = Math.max(0, first.offsetTop - 120);
   }
+}
+
+/** The cell's start-up breakdown (percentiles per stage) and the bare floor it measured, if any. */
+function startupSection(cell: ReportCell): HTMLElement | null {
+  const b = cell.startupBreakdown;
+  const floor = cell.startupFloor;
+  if (!b && !floor) return null;
+  const row = (label: string, p: { p50: number; p90: number; p99: number }) =>
+    h(
+      'tr',
+      {},
+      h('th', { scope: 'row' }, label),
+      ...[p.p50, p.p90, p.p99].map((v) => h('td', {}, formatMs(v))),
+    );
+  const rows = [
+    ...(b && b.pods > 0 ? [...b.stages.map((st) => row(st.stage, st)), row('total', b.total)] : []),
+    ...(floor
+      ? [row('bare floor, one pod', { p50: floor.singleMs, p90: floor.singleMs, p99: floor.singleMs })]
+      : []),
+    ...(floor?.burst ? [row(`bare floor, ${floor.burst.pods} at once`, floor.burst)] : []),
+  ];
+  return h(
+    'section',
+    { 'aria-labelledby': 'dd-breakdown' },
+    h('h3', { id: 'dd-breakdown' }, 'Pod start-up by stage'),
+    b
+      ? h(
+          'p',
+          {},
+          `${b.pods} pods through every step (API create to status written)${b.incomplete ? `, ${b.incomplete} not (adopted, failed or exited)` : ''}.`,
+        )
+      : null,
+    h(
+      'table',
+      { class: 'compact' },
+      h('thead', {}, h('tr', {}, ...['Stage', 'p50', 'p90', 'p99'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, ...rows),
+    ),
+  );
 }
 
 function assertionsSection(cell: ReportCell): HTMLElement {

@@ -113,12 +113,29 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     ).toBe(1);
     expect(await page.locator('[data-runtime-total="docker"]').textContent()).toBe('5/6 passed · 1 failed');
 
-    expect(await page.locator('svg.chart').count()).toBe(2);
+    expect(await page.locator('svg.chart').count()).toBe(3);
     expect(await page.locator('#chart-pod-startup .group-label').allTextContents()).toEqual([
       'containerd',
       'docker',
       'fake',
     ]);
+    // The start-up breakdown: one stacked bar per runtime with pods, a segment per stage, the target
+    // against the floor in words, and the numbers as a table.
+    const breakdown = page.locator('#chart-startup-breakdown');
+    expect(await breakdown.locator('.group-label').allTextContents()).toEqual(['containerd', 'docker']);
+    expect(await breakdown.locator('svg rect').count()).toBe(18);
+    expect(await breakdown.locator('.legend li').first().textContent()).toBe('watch');
+    expect(await breakdown.locator('ul.targets li').allTextContents()).toEqual([
+      'containerd: pod start-up p50 1.3 s is 7.28× the bare floor 172 ms; target ≤ 2×: not met (30 bare pods at once: p50 905 ms)',
+      'docker: pod start-up p50 2.1 s is 7.23× the bare floor 289 ms; target ≤ 2×: not met (30 bare pods at once: p50 1.9 s)',
+    ]);
+    const stageRows = await breakdown
+      .locator('table tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent).join('|')),
+      );
+    expect(stageRows).toContain('containerd|6|sandbox|324 ms|345 ms|345 ms');
+    expect(stageRows).toContain('docker|30|bare floor (CRI, at once)|1.9 s|2.7 s|2.8 s');
     // The agent's own calls to its runtime, counted in full from the runtime's statistics, next to
     // the harness's checks; the caller is in the text, not only in the colour.
     const criGroups = await page.locator('#chart-cri .group-label').allTextContents();
@@ -171,6 +188,29 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     await baseline.getByRole('button', { name: 'containerd/gc' }).click();
     await expect.poll(() => page.locator('#cell-title').textContent()).toBe('gc on containerd');
     expect(await page.locator('#cell-body .compare').textContent()).toMatch(/^Baseline: duration regression/);
+  });
+
+  it("drills into a cell's start-up breakdown: stages, total and the bare floor", async () => {
+    const page = await open(`${reportUrl}#cell=containerd/pod-lifecycle`);
+    await expect.poll(() => page.locator('#cell-title').textContent()).toBe('pod-lifecycle on containerd');
+    const section = page.locator('#cell-body section[aria-labelledby="dd-breakdown"]');
+    expect(await section.locator('p').textContent()).toBe(
+      '6 pods through every step (API create to status written), 2 not (adopted, failed or exited).',
+    );
+    expect(await section.locator('tbody th').allTextContents()).toEqual([
+      'watch',
+      'admit',
+      'worker',
+      'prepare',
+      'sandbox',
+      'image',
+      'create',
+      'start',
+      'status',
+      'total',
+      'bare floor, one pod',
+      'bare floor, 30 at once',
+    ]);
   });
 
   it('drills into a failed cell: assertion with expected and actual, timeline, logs', async () => {
@@ -250,6 +290,7 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
       ),
     ).toBe(true);
     expect(await page.locator('#chart-pod-startup .group-label').allTextContents()).toEqual(['docker']);
+    expect(await page.locator('#chart-startup-breakdown .group-label').allTextContents()).toEqual(['docker']);
 
     await page.getByRole('checkbox', { name: 'Failures only' }).check();
     await expect.poll(() => hashOf(page)).toBe('#runtime=docker&failures=1');
@@ -469,6 +510,9 @@ describe('a sparse run in Chromium', { timeout: 60_000 }, () => {
       'No pod start-up latencies were recorded.',
     );
     expect(await page.locator('#chart-cri').textContent()).toBe('No CRI calls were recorded.');
+    expect(await page.locator('#chart-startup-breakdown').textContent()).toBe(
+      'No start-up breakdown was recorded.',
+    );
     expect(await page.locator('#benchmarks-section').isHidden()).toBe(true);
     expect(await page.locator('#baseline').count()).toBe(0);
 

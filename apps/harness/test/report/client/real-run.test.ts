@@ -66,6 +66,12 @@ describe.runIf(REAL)('the report of a real e2e run in Chromium', { timeout: 180_
         });
         expect(await agentRows.count(), `${c.runtime}/${c.scenario}`).toBeGreaterThan(0);
       }
+      // The agent's start-up steps of the cell's pods, stage by stage.
+      if (c.startupBreakdown?.pods)
+        expect(
+          await page.locator('#cell-body section[aria-labelledby="dd-breakdown"] tbody tr').count(),
+          `${c.runtime}/${c.scenario}`,
+        ).toBeGreaterThanOrEqual(10);
       await page.keyboard.press('Escape');
       await expect
         .poll(() => page.locator('#cell-dialog').evaluate((d: HTMLDialogElement) => d.open))
@@ -87,6 +93,12 @@ describe.runIf(REAL)('the report of a real e2e run in Chromium', { timeout: 180_
       if (ran.some((c) => c.podStartupMs?.length))
         expected.push('RunPodSandbox', 'CreateContainer', 'StartContainer');
       expect([...charted(rt.name)], rt.name).toEqual(expect.arrayContaining(expected));
+      // ...and the agent recorded their start-up steps: the runtime has a stacked bar.
+      if (ran.some((c) => c.podStartupMs?.length))
+        expect(
+          await page.locator('#chart-startup-breakdown .group-label').allTextContents(),
+          rt.name,
+        ).toContain(rt.name);
     }
     await page.screenshot({ path: join(SCREENSHOTS, 'report-real-run.png'), fullPage: true });
     expect(problems).toEqual([]);
