@@ -159,6 +159,13 @@ describe('stop and failures', () => {
     const info = await docker().getContainer(node.id).inspect();
     const volumes = info.Mounts.filter((m) => m.Type === 'volume').map((m) => m.Name!);
     expect(volumes).toHaveLength(2);
+    // Labelled like the container, so that cleanup finds any volume that outlives it.
+    for (const v of volumes)
+      expect((await docker().getVolume(v).inspect()).Labels).toMatchObject({
+        'kh.run': runId,
+        'kh.role': 'node',
+        'kh.pid': String(process.pid),
+      });
     await node.stop();
     expect(await gone(node.id)).toBe(true);
     expect(existsSync(node.sharedDirOnHost)).toBe(false);

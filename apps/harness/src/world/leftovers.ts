@@ -57,18 +57,21 @@ export async function removeRunLeftovers(
 }
 
 /**
- * Runs whose containers were all created by processes that are gone: a benchmark or test
- * killed before its teardown, which no ledger record names. A run with one live creator is not
- * orphaned; it may still be cleaning up. `runId` narrows the search to one run.
+ * Runs whose containers and volumes were all created by processes that are gone: a benchmark or
+ * test killed before its teardown, which no ledger record names. Volumes count too, since a
+ * container removed without its volumes leaves them labelled but alone. A run with one live
+ * creator is not orphaned; it may still be cleaning up. `runId` narrows the search to one run.
  */
 export async function orphanedRuns(options: { runId?: string; docker?: Docker } = {}): Promise<string[]> {
   const docker = options.docker ?? new Docker();
   const pidLabel = KhContainer.creatorPidLabel;
   const label = [pidLabel, options.runId ? `${RUN_LABEL}=${options.runId}` : RUN_LABEL];
+  const containers = await docker.listContainers({ all: true, filters: { label } });
+  const { Volumes } = await docker.listVolumes({ filters: { label } });
   const live = new Map<string, boolean>();
-  for (const c of await docker.listContainers({ all: true, filters: { label } })) {
-    const run = c.Labels[RUN_LABEL] as string;
-    const pid = Number(c.Labels[pidLabel]);
+  for (const labels of [...containers.map((c) => c.Labels), ...(Volumes ?? []).map((v) => v.Labels)]) {
+    const run = labels[RUN_LABEL] as string;
+    const pid = Number(labels[pidLabel]);
     // A label that is not a pid cannot prove its creator gone: keep the run.
     live.set(run, (live.get(run) ?? false) || !(pid > 0) || alive(pid));
   }

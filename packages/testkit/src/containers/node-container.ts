@@ -132,10 +132,11 @@ export class NodeContainer extends RuntimeBuilder {
       ? ['sh', '-ec', `${spec.setup.join('\n')}\nexec "$@"`, 'kh-node-setup', ...init]
       : init;
 
+    const labels = { ...khLabels('node', { 'kh.runtime': spec.name }), ...this.labels };
     const container = new KhContainer(this.image)
       .withName(name)
       .withHostname(name)
-      .withLabels({ ...khLabels('node', { 'kh.runtime': spec.name }), ...this.labels })
+      .withLabels(labels)
       .withCommand(command)
       .withEnvironment({ ...launch.env, ...this.env })
       .withAddedCapabilities('ALL')
@@ -151,9 +152,20 @@ export class NodeContainer extends RuntimeBuilder {
         // The node must see its cgroup path as the host sees it (see cgroupParent).
         CgroupnsMode: 'host',
         ...(this.memoryBytes ? { Memory: this.memoryBytes, MemorySwap: this.memoryBytes } : {}),
-      })
-      // Anonymous volumes: the runtimes' overlayfs must not sit on the container's own overlayfs.
-      .withRawCreateOptions({ Volumes: { '/var/lib/containerd': {}, '/var/lib/docker': {} } });
+        // Anonymous volumes: the runtimes' overlayfs must not sit on the container's own overlayfs.
+        // They go with the container (remove with v), and carry its labels (creator pid included)
+        // so that `kubelet-harness cleanup` finds any that outlive it.
+        Mounts: ['/var/lib/containerd', '/var/lib/docker'].map((target) => ({
+          Type: 'volume' as const,
+          Source: '',
+          Target: target,
+          VolumeOptions: {
+            NoCopy: false,
+            Labels: { ...labels, [KhContainer.creatorPidLabel]: String(process.pid) },
+            DriverConfig: { Name: 'local', Options: {} },
+          },
+        })),
+      });
     if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(...this.aliases);
 
     const hostDir = await mkdtemp(join(tmpdir(), 'kh-node-'));
