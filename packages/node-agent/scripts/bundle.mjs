@@ -18,6 +18,10 @@ const agentOptions = {
   target: 'node22',
   outExtension: { '.js': '.mjs' },
   minifyWhitespace: true,
+  // The bundle must stay ASCII: V8 keeps the source text of every script for the life of the
+  // process, and a single non-ASCII character (one license comment had one) doubles it to UTF-16.
+  // esbuild escapes strings by default; license comments go to <bundle>.LEGAL.txt.
+  legalComments: 'linked',
   sourcemap: 'linked',
   // Bundled CommonJS dependencies (grpc-js, prom-client) call require() for Node's built-ins,
   // which an ES module does not have.
