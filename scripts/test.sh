@@ -25,6 +25,7 @@ rm -f packages/*/.reports/vitest.json apps/*/.reports/vitest.json e2e/.reports/v
 npx turbo run test --continue --concurrency=2 || status=1
 
 step "summary"
+node --test scripts/bench-serial.test.mjs >/dev/null || { status=1; echo "    bench-serial tests FAILED (node --test scripts/bench-serial.test.mjs)"; }
 node --test scripts/test-summary.test.mjs >/dev/null || { status=1; echo "    summary tests FAILED (node --test scripts/test-summary.test.mjs)"; }
 node scripts/test-summary.mjs test=vitest.json || status=1
 exit "$status"
