@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Benchmark: the pod lifecycle through the dockershim vs the same Docker calls made directly, and
 // containerd's built-in CRI (in a node container) on the same workload; then the exec round trip
-// (streaming Exec, ExecSync) against Docker's own exec. Writes JSON to .reports/bench/.
+// (streaming Exec, ExecSync) against Docker's own exec; then upstream `critest -benchmark` on the
+// dockershim and on a host containerd, side by side. Writes JSON to .reports/bench/.
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,15 +10,19 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
-import { ensureImages, NodeContainer } from '@kh/testkit';
+import { criTools, ensureImages, HostContainerd, NodeContainer } from '@kh/testkit';
 import { connectDocker } from '../src/shim/docker_endpoint.js';
 import { DockerShim } from '../src/shim/service.js';
+import { CRITEST_OPERATIONS, type CritestBenchmarkParams, runCritestBenchmark } from './critest.js';
 import { benchExec, EXEC_PATHS, type ExecPath, execRoundTrips } from './exec.js';
 import { type LatencySummary, percentile, summarize } from './stats.js';
 import { criDriver, directDockerDriver, OPERATIONS, type Operation, type PodDriver } from './workload.js';
 
-const TARGET_RATIO = 1.15;
+const TARGET_RATIO = 1.1;
 const EXEC_TARGET_RATIO = 1.2;
+/** critest -benchmark: status and remove calls within this factor of containerd's p50. */
+const CRITEST_TARGET_RATIO = 1.5;
+const CRITEST_TARGETED = ['PodSandboxStatus', 'ContainerStatus', 'RemoveContainer', 'RemovePodSandbox'];
 
 type Samples = Record<Operation, number[]>;
 const emptySamples = (): Samples =>
@@ -59,6 +64,9 @@ async function main(): Promise<void> {
       warmup: { type: 'string', default: '3' },
       'skip-containerd': { type: 'boolean', default: false },
       execs: { type: 'string', default: '200' },
+      'skip-critest': { type: 'boolean', default: false },
+      'critest-count': { type: 'string', default: '20' },
+      'critest-rounds': { type: 'string', default: '2' },
       out: { type: 'string', default: '.reports/bench' },
     },
   });
@@ -82,6 +90,7 @@ async function main(): Promise<void> {
   const samples: Record<string, Samples> = { dockershim: emptySamples(), 'docker-direct': emptySamples() };
   let containerdVersion: string | undefined;
   let execSamples: Record<ExecPath, number[]> | undefined;
+  let critest: CritestSideBySide | undefined;
   try {
     const drivers = [
       criDriver('dockershim', client, refs.pause, labels),
@@ -120,6 +129,15 @@ async function main(): Promise<void> {
       } finally {
         await node.stop();
       }
+    }
+    if (!values['skip-critest']) {
+      critest = await critestSideBySide(
+        shim.endpoint,
+        refs,
+        { count: Number(values['critest-count']), parallel: 2 },
+        Number(values['critest-rounds']),
+        log,
+      );
     }
   } finally {
     client.close();
@@ -164,6 +182,7 @@ async function main(): Promise<void> {
     meetsTarget: Object.fromEntries(OPERATIONS.map((op) => [op, ratios[op] <= TARGET_RATIO])),
     results,
     exec,
+    critestBenchmark: critest && critestReport(critest),
   };
   await mkdir(values.out, { recursive: true });
   const file = join(values.out, `dockershim-${report.date.replace(/[:.]/g, '-')}.json`);
@@ -172,7 +191,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${table(results)}\n\n`);
   for (const op of OPERATIONS) {
     process.stdout.write(
-      `${op.padEnd(18)} shim/direct p50 = ${ratios[op].toFixed(3)}${ratios[op] <= TARGET_RATIO ? '' : '  (above 1.15)'}\n`,
+      `${op.padEnd(18)} shim/direct p50 = ${ratios[op].toFixed(3)}${ratios[op] <= TARGET_RATIO ? '' : `  (above ${TARGET_RATIO})`}\n`,
     );
   }
   process.stdout.write(`whole lifecycle (sum of p50) shim/direct = ${lifecycleRatio.toFixed(3)}\n`);
@@ -186,6 +205,7 @@ async function main(): Promise<void> {
       `shim-exec / docker-exec p50 = ${exec.ratio.toFixed(3)} (target <= ${EXEC_TARGET_RATIO}: ${exec.meetsTarget ? 'met' : 'not met'})\n`,
     );
   }
+  if (report.critestBenchmark) process.stdout.write(critestTable(report.critestBenchmark));
   process.stdout.write(`written ${file}\n`);
 }
 
@@ -229,6 +249,154 @@ function execReport(samples: Record<ExecPath, number[]>) {
     execSyncRatio: Math.round((results['shim-execsync'].p50 / results['docker-exec'].p50) * 1000) / 1000,
     results,
   };
+}
+
+interface CritestSideBySide {
+  params: CritestBenchmarkParams;
+  rounds: number;
+  versions: { dockershim: string; containerd: string };
+  samples: Record<'dockershim' | 'containerd', Record<string, number[]>>;
+  exitCodes: Record<'dockershim' | 'containerd', (number | null)[]>;
+  leftSandboxes: Record<'dockershim' | 'containerd', { leaked: number; cutOff: number }>;
+}
+
+/**
+ * critest -benchmark on the shim (host dockerd) and on a host containerd with the same images,
+ * alternating round by round so background load falls on both alike.
+ */
+async function critestSideBySide(
+  shimEndpoint: string,
+  refs: { pause: string; busybox: string },
+  params: CritestBenchmarkParams,
+  rounds: number,
+  log: (line: string) => void,
+): Promise<CritestSideBySide> {
+  const { critest } = await criTools();
+  log(
+    `bench: critest -benchmark, ${rounds} round(s) of ${params.count} pods and ${params.count} containers (${params.parallel} at once) per runtime`,
+  );
+  const ctrd = await new HostContainerd()
+    .withPauseImage(refs.pause)
+    .withImages([refs.busybox])
+    .withProgress(log)
+    .start();
+  try {
+    const result: CritestSideBySide = {
+      params,
+      rounds,
+      versions: {
+        dockershim: await runtimeVersion(shimEndpoint),
+        containerd: await runtimeVersion(ctrd.endpoint),
+      },
+      samples: { dockershim: {}, containerd: {} },
+      exitCodes: { dockershim: [], containerd: [] },
+      leftSandboxes: { dockershim: { leaked: 0, cutOff: 0 }, containerd: { leaked: 0, cutOff: 0 } },
+    };
+    const sides = [
+      ['dockershim', shimEndpoint, refs.busybox],
+      ['containerd', ctrd.endpoint, ctrd.images[1] ?? refs.busybox],
+    ] as const;
+    for (let round = 1; round <= rounds; round++) {
+      for (const [name, endpoint, image] of sides) {
+        const run = await runCritestBenchmark(critest, endpoint, image, params, log);
+        for (const [op, values] of Object.entries(run.samples)) {
+          result.samples[name][op] = [...(result.samples[name][op] ?? []), ...values];
+        }
+        result.exitCodes[name].push(run.exitCode);
+        result.leftSandboxes[name].leaked += run.leftSandboxes.leaked.length;
+        result.leftSandboxes[name].cutOff += run.leftSandboxes.cutOff.length;
+        log(
+          `bench: critest round ${round} on ${name}: exit ${run.exitCode}, sandboxes left: ${run.leftSandboxes.leaked.length} leaked, ${run.leftSandboxes.cutOff.length} of samples critest cut off`,
+        );
+      }
+    }
+    return result;
+  } finally {
+    await ctrd.stop();
+  }
+}
+
+async function runtimeVersion(endpoint: string): Promise<string> {
+  const client = await CriClient.connect(endpoint);
+  try {
+    const v = await client.version({});
+    return `${v.runtimeName} ${v.runtimeVersion}`;
+  } finally {
+    client.close();
+  }
+}
+
+function critestReport(r: CritestSideBySide) {
+  const results = Object.fromEntries(
+    (['dockershim', 'containerd'] as const).map((side) => [
+      side,
+      Object.fromEntries(
+        CRITEST_OPERATIONS.filter((op) => r.samples[side][op]?.length).map((op) => [
+          op,
+          summarize(r.samples[side][op] as number[]),
+        ]),
+      ),
+    ]),
+  ) as Record<'dockershim' | 'containerd', Record<string, LatencySummary>>;
+  const ratios = Object.fromEntries(
+    CRITEST_OPERATIONS.filter((op) => results.dockershim[op] && results.containerd[op]).map((op) => [
+      op,
+      Math.round(
+        ((results.dockershim[op] as LatencySummary).p50 / (results.containerd[op] as LatencySummary).p50) *
+          1000,
+      ) / 1000,
+    ]),
+  ) as Record<string, number>;
+  return {
+    critest: 'v1.26.0 -benchmark (pod and container lifecycle benchmarks)',
+    params: r.params,
+    rounds: r.rounds,
+    runtimes: r.versions,
+    target: {
+      metric: 'dockershim p50 / containerd p50',
+      max: CRITEST_TARGET_RATIO,
+      operations: CRITEST_TARGETED,
+      leakedSandboxes: 0,
+    },
+    ratios,
+    meetsTarget: {
+      ...Object.fromEntries(
+        CRITEST_TARGETED.map((op) => [op, ratios[op] !== undefined && ratios[op] <= CRITEST_TARGET_RATIO]),
+      ),
+      noLeakedSandboxes: r.leftSandboxes.dockershim.leaked === 0,
+    },
+    leftSandboxes: r.leftSandboxes,
+    critestExitCodes: r.exitCodes,
+    results,
+  };
+}
+
+function critestTable(c: ReturnType<typeof critestReport>): string {
+  const lines = [
+    '',
+    `critest -benchmark p50 ms (${c.rounds} x ${c.params.count}, ${c.params.parallel} at once)`,
+  ];
+  lines.push(
+    `${'operation'.padEnd(18)}${'dockershim'.padStart(12)}${'containerd'.padStart(12)}${'ratio'.padStart(8)}`,
+  );
+  for (const op of CRITEST_OPERATIONS) {
+    const a = c.results.dockershim[op];
+    const b = c.results.containerd[op];
+    if (!a || !b) continue;
+    const targeted = CRITEST_TARGETED.includes(op);
+    const verdict = targeted
+      ? (c.ratios[op] ?? Infinity) <= CRITEST_TARGET_RATIO
+        ? '  met'
+        : '  NOT met'
+      : '';
+    lines.push(
+      `${op.padEnd(18)}${a.p50.toFixed(1).padStart(12)}${b.p50.toFixed(1).padStart(12)}${(c.ratios[op] ?? 0).toFixed(2).padStart(8)}${verdict}`,
+    );
+  }
+  const left = (side: 'dockershim' | 'containerd') =>
+    `${c.leftSandboxes[side].leaked} leaked + ${c.leftSandboxes[side].cutOff} cut off by critest`;
+  lines.push(`sandboxes left: dockershim ${left('dockershim')}; containerd ${left('containerd')}`);
+  return `${lines.join('\n')}\n`;
 }
 
 main().catch((err: unknown) => {

@@ -4,6 +4,7 @@ import {
   CgroupDriver,
   ContainerEventType,
   ContainerState,
+  CriClient,
   FailedPreconditionError,
   InvalidArgumentError,
   NamespaceMode,
@@ -111,6 +112,99 @@ describe('sandboxes', () => {
     await h.client.removePodSandbox({ podSandboxId: podId });
     await expect(h.client.podSandboxStatus({ podSandboxId: podId })).rejects.toBeInstanceOf(NotFoundError);
     await h.client.stopPodSandbox({ podSandboxId: 'doesnotexist' });
+  });
+
+  it('never stops or removes across kinds, though it skips the inspect for ids it made', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'kinds');
+    await h.client.stopContainer({ containerId: podId, timeout: 0n });
+    await h.client.removeContainer({ containerId: podId });
+    await h.client.stopPodSandbox({ podSandboxId: id });
+    await h.client.removePodSandbox({ podSandboxId: id });
+    expect((await docker.getContainer(podId).inspect()).State.Running).toBe(true);
+    expect((await docker.getContainer(id).inspect()).State.Running).toBe(true);
+    // The same from a shim that never saw them (it inspects, then remembers).
+    await h.stopShim();
+    await h.startShim();
+    for (let i = 0; i < 2; i++) {
+      await h.client.stopContainer({ containerId: podId, timeout: 0n });
+      await h.client.removeContainer({ containerId: podId });
+      await h.client.stopPodSandbox({ podSandboxId: id });
+      await h.client.removePodSandbox({ podSandboxId: id });
+    }
+    expect((await docker.getContainer(podId).inspect()).State.Running).toBe(true);
+    expect((await docker.getContainer(id).inspect()).State.Running).toBe(true);
+  });
+
+  it('finishes a pod removal that the pause container did not survive', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'orphan');
+    // As if a first RemovePodSandbox removed the pause container and failed on the other one.
+    await docker.getContainer(podId).remove({ force: true });
+    await h.client.removePodSandbox({ podSandboxId: podId });
+    await expect(docker.getContainer(id).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it('reports a sandbox whose pause container died behind its back as not ready', async () => {
+    const { podId } = await h.runPod();
+    const ready = await h.client.podSandboxStatus({ podSandboxId: podId });
+    expect(ready.status?.state).toBe(PodSandboxState.SANDBOX_READY);
+    await docker.getContainer(podId).kill();
+    await waitFor(
+      async () => {
+        const { status } = await h.client.podSandboxStatus({ podSandboxId: podId });
+        return status?.state === PodSandboxState.SANDBOX_NOTREADY && status.network?.ip === ''
+          ? true
+          : undefined;
+      },
+      'PodSandboxStatus to see the dead sandbox',
+      5_000,
+    );
+  });
+
+  it('removes the sandbox of a RunPodSandbox whose client went away before the answer', async () => {
+    const config = h.podConfig();
+    const events = (await docker.getEvents({
+      filters: { type: ['container'], label: [`io.kubernetes.pod.uid=${config.metadata?.uid}`] },
+    } as object)) as NodeJS.ReadableStream & { destroy(): void };
+    const seen: string[] = [];
+    events.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        seen.push((JSON.parse(line) as { Action: string }).Action);
+      }
+    });
+    try {
+      const abort = new AbortController();
+      setTimeout(() => abort.abort(), 20);
+      await expect(h.client.runPodSandbox({ config }, { signal: abort.signal })).rejects.toMatchObject({
+        codeName: 'CANCELLED',
+      });
+      // The shim finishes the sandbox after the client left, then removes it.
+      await waitFor(async () => (seen.includes('destroy') ? true : undefined), 'the sandbox removed', 15_000);
+      expect(seen).toContain('start');
+    } finally {
+      events.destroy();
+    }
+  });
+
+  it('pulls a missing pause image at RunPodSandbox, and says so when it cannot', async () => {
+    // A registry on a closed loopback port: the pull is tried, fails at once and reaches nothing else.
+    const missing = '127.0.0.1:9/kh-missing/pause:none';
+    const other = await DockerShim.start({
+      socketPath: join(h.dir, 'missing-pause.sock'),
+      podInfraContainerImage: missing,
+      log: () => undefined,
+    });
+    const client = await CriClient.connect(other.endpoint);
+    try {
+      await expect(client.runPodSandbox({ config: h.podConfig() })).rejects.toMatchObject({
+        codeName: 'NOT_FOUND',
+        message: expect.stringContaining(`image "${missing}" is not present and could not be pulled`),
+      });
+    } finally {
+      client.close();
+      await other.close();
+    }
   });
 
   it('publishes port mappings and serves on the pod IP', async () => {

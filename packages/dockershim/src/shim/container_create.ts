@@ -213,5 +213,6 @@ export async function createContainer(
     await checkMountPropagation(config.mounts);
     return docker(`create container ${JSON.stringify(md.name)}`, () => ctx.docker.createContainer(options));
   });
+  ctx.known.add(container.id, ContainerType.container);
   return { containerId: container.id };
 }

@@ -56,21 +56,26 @@ export function listPodContainerItems(
 }
 
 /**
- * A sandbox and its containers. The two lookups run in parallel (kubelet passes full ids); only a
- * prefix id needs a second listing.
+ * A sandbox's full id (undefined when `id` names no sandbox) and the containers labelled with it. A
+ * sandbox the shim knows needs no inspect; otherwise the inspect and the listing run in parallel
+ * (kubelet passes full ids), and only a prefix id needs a second listing. The containers are found
+ * by their label even when the sandbox itself is gone, so a removal that failed half-way can be
+ * finished by calling again.
  */
 export async function findSandboxWithContainers(
   ctx: ShimContext,
   id: string,
-): Promise<{ sandbox: Dockerode.ContainerInspectInfo; containers: Dockerode.ContainerInfo[] } | undefined> {
-  const [sandbox, containers] = await Promise.all([
-    findManaged(ctx, id, ContainerType.sandbox),
+): Promise<{ sandboxId: string | undefined; containers: Dockerode.ContainerInfo[] }> {
+  const [sandboxId, containers] = await Promise.all([
+    ctx.known.kindOf(id) === ContainerType.sandbox
+      ? id
+      : findManaged(ctx, id, ContainerType.sandbox).then((info) => info?.Id),
     listPodContainerItems(ctx, id),
   ]);
-  if (!sandbox) return undefined;
   return {
-    sandbox,
-    containers: sandbox.Id === id ? containers : await listPodContainerItems(ctx, sandbox.Id),
+    sandboxId,
+    containers:
+      sandboxId === undefined || sandboxId === id ? containers : await listPodContainerItems(ctx, sandboxId),
   };
 }
 

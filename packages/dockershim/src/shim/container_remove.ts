@@ -11,9 +11,10 @@ export async function removeDockerContainer(ctx: ShimContext, id: string): Promi
     await ctx.docker.getContainer(id).remove({ force: true, v: true });
   } catch (err) {
     // 409 "removal already in progress": someone else is removing it.
-    if (isDockerNotFound(err) || dockerStatusCode(err) === 409) return;
-    throw toCriError(err, `remove container ${JSON.stringify(id)}`);
+    if (dockerStatusCode(err) === 409) return;
+    if (!isDockerNotFound(err)) throw toCriError(err, `remove container ${JSON.stringify(id)}`);
   }
+  ctx.known.forget(id);
   ctx.cpu.forget(id);
 }
 
@@ -26,7 +27,11 @@ export async function removeContainer(
   req: RemoveContainerRequest,
 ): Promise<Partial<RemoveContainerResponse>> {
   required(req.containerId, 'container_id');
-  const info = await findManaged(ctx, req.containerId, ContainerType.container);
-  if (info) await removeDockerContainer(ctx, info.Id);
+  // A container the shim knows needs no inspect first: removing one already gone is a 404, fine here.
+  const id =
+    ctx.known.kindOf(req.containerId) === ContainerType.container
+      ? req.containerId
+      : (await findManaged(ctx, req.containerId, ContainerType.container))?.Id;
+  if (id) await removeDockerContainer(ctx, id);
   return {};
 }

@@ -14,7 +14,6 @@ import {
   signalFromDocker,
   toContainerState,
 } from './convert.js';
-import { isDockerNotFound } from './errors.js';
 import {
   ContainerType,
   containerMetadataFrom,
@@ -87,28 +86,25 @@ export function containerStatusFromInspect(
   };
 }
 
+/** ContainerStatus of a container, and the inspect it was made from. */
 export async function getContainerStatus(
   ctx: ShimContext,
   id: string,
   field: string,
-): Promise<ContainerStatus> {
+): Promise<{ status: ContainerStatus; info: Dockerode.ContainerInspectInfo }> {
   const info = await getManaged(ctx, id, ContainerType.container, field);
   if (!info.State.Running) await ctx.logs.drained(info.Id, LOG_DRAIN_MS);
-  const image = await ctx.docker
-    .getImage(info.Image)
-    .inspect()
-    .catch((err: unknown) => (isDockerNotFound(err) ? undefined : Promise.reject(err)));
-  return containerStatusFromInspect(info, image);
+  const image = await ctx.images.inspect(info.Image);
+  return { status: containerStatusFromInspect(info, image), info };
 }
 
 export async function containerStatus(
   ctx: ShimContext,
   req: ContainerStatusRequest,
 ): Promise<Partial<ContainerStatusResponse>> {
-  const status = await getContainerStatus(ctx, req.containerId, 'container_id');
+  const { status, info: raw } = await getContainerStatus(ctx, req.containerId, 'container_id');
   const info: Record<string, string> = {};
   if (req.verbose) {
-    const raw = await ctx.docker.getContainer(status.id).inspect();
     info.info = JSON.stringify({
       sandboxID: raw.Config.Labels?.[LabelKeys.sandboxId],
       pid: raw.State.Pid,

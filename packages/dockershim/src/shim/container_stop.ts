@@ -13,11 +13,16 @@ export async function stopContainer(
   req: StopContainerRequest,
 ): Promise<Partial<StopContainerResponse>> {
   required(req.containerId, 'container_id');
-  const info = await findManaged(ctx, req.containerId, ContainerType.container);
-  if (!info || !info.State.Running) return {};
+  let id = req.containerId;
+  // A container the shim knows needs no inspect: Docker answers 304 (not running) or 404 (gone).
+  if (ctx.known.kindOf(id) !== ContainerType.container) {
+    const info = await findManaged(ctx, id, ContainerType.container);
+    if (!info || !info.State.Running) return {};
+    id = info.Id;
+  }
   const t = Math.max(0, Number(req.timeout));
   try {
-    await ctx.docker.getContainer(info.Id).stop({ t });
+    await ctx.docker.getContainer(id).stop({ t });
   } catch (err) {
     if (dockerStatusCode(err) === 304 || isDockerNotFound(err)) return {};
     throw toCriError(err, `stop container ${JSON.stringify(req.containerId)}`);

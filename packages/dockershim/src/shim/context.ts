@@ -1,5 +1,7 @@
 import type Dockerode from 'dockerode';
 import type { CpuSampler } from './cpu_sampler.js';
+import type { ImageCache } from './image_cache.js';
+import type { KnownIds } from './known_ids.js';
 import type { LogManager } from './logs.js';
 import type { SandboxCache } from './sandbox_cache.js';
 
@@ -33,6 +35,8 @@ export interface ShimContext {
   logs: LogManager;
   cpu: CpuSampler;
   sandboxes: SandboxCache;
+  images: ImageCache;
+  known: KnownIds;
   /** oom_score_adj of the shim process (the floor when restrictOomScoreAdj is set). */
   ownOomScoreAdj: number;
   /** Docker's data root (docker info DockerRootDir), read once. */

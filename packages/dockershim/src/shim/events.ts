@@ -46,7 +46,12 @@ async function podSnapshot(
   if (!sandbox) return { podSandboxStatus: undefined, containersStatuses: [] };
   const items = await listPodContainerItems(ctx, sandbox.Id);
   const statuses = await Promise.all(
-    items.map((i) => getContainerStatus(ctx, i.Id, 'container_id').catch(() => undefined)),
+    items.map((i) =>
+      getContainerStatus(ctx, i.Id, 'container_id').then(
+        (r) => r.status,
+        () => undefined,
+      ),
+    ),
   );
   return {
     podSandboxStatus: sandboxStatusFromInspect(sandbox),

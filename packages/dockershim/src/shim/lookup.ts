@@ -2,7 +2,7 @@ import { NotFoundError } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
 import { isDockerNotFound, required, toCriError } from './errors.js';
-import { type ContainerType, LabelKeys } from './labels.js';
+import { ContainerType, LabelKeys } from './labels.js';
 
 const DOCKER_ID_OR_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
@@ -21,6 +21,8 @@ export async function findManaged(
   // container, and must not reach the Engine's URL path ("../x" draws a redirect docker-modem
   // follows off the socket, to a host named by the path).
   if (!DOCKER_ID_OR_NAME.test(id)) return undefined;
+  const known = ctx.known.kindOf(id);
+  if (known !== undefined && known !== kind) return undefined;
   let info: Dockerode.ContainerInspectInfo;
   try {
     info = await ctx.docker.getContainer(id).inspect();
@@ -28,7 +30,9 @@ export async function findManaged(
     if (isDockerNotFound(err)) return undefined;
     throw toCriError(err, `inspect ${NOUN[kind]} ${JSON.stringify(id)}`);
   }
-  return info.Config.Labels?.[LabelKeys.containerType] === kind ? info : undefined;
+  const type = info.Config.Labels?.[LabelKeys.containerType];
+  if (type === ContainerType.sandbox || type === ContainerType.container) ctx.known.add(info.Id, type);
+  return type === kind ? info : undefined;
 }
 
 /** Like findManaged, but INVALID_ARGUMENT for an empty id and NOT_FOUND for an unknown one. */

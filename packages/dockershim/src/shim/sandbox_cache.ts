@@ -1,72 +1,51 @@
 import type Dockerode from 'dockerode';
-import { jsonLines } from './docker_stream.js';
+import { DockerEventFeed } from './docker_events.js';
 import { ContainerType, LabelKeys } from './labels.js';
 
-const RESUBSCRIBE_MS = 1_000;
-
 /**
- * Ready sandboxes by id, so CreateContainer (called for every container of a new pod) need not
- * inspect the pause container each time. Docker's event stream evicts a sandbox the moment its pause
- * container dies; while that stream is down the cache answers nothing, so it is never trusted blind.
- * A stale hit is harmless anyway: Docker itself rejects joining a removed container.
+ * Ready sandboxes by id, as inspected while running. A sandbox's inspect only changes when its pause
+ * container stops (state, pod IP): Docker's event stream evicts it the moment that container dies,
+ * and StopPodSandbox/RemovePodSandbox evict it too. So CreateContainer (called for every container
+ * of a new pod) and PodSandboxStatus (polled by the kubelet, called right after RunPodSandbox) need
+ * no inspect of a ready sandbox. While the stream is down the cache answers nothing, so it is never
+ * trusted blind.
  */
 export class SandboxCache {
   private readonly ready = new Map<string, Dockerode.ContainerInspectInfo>();
   /** Died since being inspected: a late put() must not bring them back. */
   private readonly dead = new Set<string>();
-  private live = false;
-  private stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
-  private closed = false;
-  private retry: NodeJS.Timeout | undefined;
+  private readonly feed: DockerEventFeed;
 
-  constructor(private readonly docker: Dockerode) {}
+  constructor(docker: Dockerode) {
+    this.feed = new DockerEventFeed(
+      docker,
+      {
+        type: ['container'],
+        event: ['die', 'destroy'],
+        label: [`${LabelKeys.containerType}=${ContainerType.sandbox}`],
+      },
+      (event) => {
+        const id = event.Actor?.ID;
+        if (!id) return;
+        this.ready.delete(id);
+        if (event.Action === 'die') this.dead.add(id);
+        else this.dead.delete(id);
+      },
+      () => this.ready.clear(),
+    );
+  }
 
   /** Subscribes to sandbox events; resolves once the subscription is live (or has failed). */
-  async start(): Promise<void> {
-    try {
-      const stream = (await this.docker.getEvents({
-        filters: {
-          type: ['container'],
-          event: ['die', 'destroy'],
-          label: [`${LabelKeys.containerType}=${ContainerType.sandbox}`],
-        },
-      } as object)) as NodeJS.ReadableStream & { destroy(): void };
-      this.stream = stream;
-      this.live = true;
-      void this.consume(stream);
-    } catch {
-      this.scheduleRetry();
-    }
-  }
-
-  private async consume(stream: AsyncIterable<Buffer | string>): Promise<void> {
-    try {
-      for await (const { value } of jsonLines<{ Action?: string; Actor?: { ID?: string } }>(stream)) {
-        const id = value.Actor?.ID;
-        if (!id) continue;
-        this.ready.delete(id);
-        if (value.Action === 'die') this.dead.add(id);
-        else this.dead.delete(id);
-      }
-    } catch {
-      // Stream broke: fall through to invalidate.
-    }
-    this.live = false;
-    this.ready.clear();
-    this.scheduleRetry();
-  }
-
-  private scheduleRetry(): void {
-    if (this.closed) return;
-    this.retry = setTimeout(() => void this.start(), RESUBSCRIBE_MS);
+  start(): Promise<void> {
+    return this.feed.start();
   }
 
   get(id: string): Dockerode.ContainerInspectInfo | undefined {
-    return this.live ? this.ready.get(id) : undefined;
+    return this.feed.live ? this.ready.get(id) : undefined;
   }
 
   put(info: Dockerode.ContainerInspectInfo): void {
-    if (this.live && info.State.Running && !this.dead.has(info.Id)) this.ready.set(info.Id, info);
+    if (this.feed.live && info.State.Running && !this.dead.has(info.Id)) this.ready.set(info.Id, info);
   }
 
   evict(id: string): void {
@@ -74,10 +53,7 @@ export class SandboxCache {
   }
 
   close(): void {
-    this.closed = true;
-    clearTimeout(this.retry);
-    this.live = false;
+    this.feed.close();
     this.ready.clear();
-    this.stream?.destroy();
   }
 }

@@ -5,19 +5,20 @@ import type { ShimContext } from './context.js';
 import { required } from './errors.js';
 
 /**
- * RemovePodSandbox: remove every container of the pod, then the pause container, running or not.
- * Idempotent: an unknown sandbox is not an error. Log files stay: kubelet owns the log directory.
+ * RemovePodSandbox: remove every container of the pod and the pause container, running or not, all
+ * at once: the containers are found by their sandbox label, so if one removal fails, a second call
+ * finds what is left even with the pause container gone. Idempotent: an unknown sandbox is not an
+ * error. Log files stay: kubelet owns the log directory.
  */
 export async function removePodSandbox(
   ctx: ShimContext,
   req: RemovePodSandboxRequest,
 ): Promise<Partial<RemovePodSandboxResponse>> {
   required(req.podSandboxId, 'pod_sandbox_id');
-  const found = await findSandboxWithContainers(ctx, req.podSandboxId);
-  if (!found) return {};
-  const { sandbox, containers } = found;
-  ctx.sandboxes.evict(sandbox.Id);
-  await Promise.all(containers.map((c) => removeDockerContainer(ctx, c.Id)));
-  await removeDockerContainer(ctx, sandbox.Id);
+  const { sandboxId, containers } = await findSandboxWithContainers(ctx, req.podSandboxId);
+  if (sandboxId) ctx.sandboxes.evict(sandboxId);
+  const ids = containers.map((c) => c.Id);
+  if (sandboxId) ids.push(sandboxId);
+  await Promise.all(ids.map((id) => removeDockerContainer(ctx, id)));
   return {};
 }

@@ -24,11 +24,13 @@ export async function stopPodSandbox(
   req: StopPodSandboxRequest,
 ): Promise<Partial<StopPodSandboxResponse>> {
   required(req.podSandboxId, 'pod_sandbox_id');
-  const found = await findSandboxWithContainers(ctx, req.podSandboxId);
-  if (!found) return {};
-  const { sandbox, containers } = found;
-  ctx.sandboxes.evict(sandbox.Id);
+  const { sandboxId, containers } = await findSandboxWithContainers(ctx, req.podSandboxId);
+  if (!sandboxId) return {};
+  ctx.sandboxes.evict(sandboxId);
   await Promise.all(containers.filter((c) => c.State === 'running').map((c) => stopNow(ctx, c.Id)));
-  await stopNow(ctx, sandbox.Id);
+  await stopNow(ctx, sandboxId);
+  // Again: a PodSandboxStatus running alongside may have cached it before it stopped, and the die
+  // event that would evict it can arrive after this call has returned.
+  ctx.sandboxes.evict(sandboxId);
   return {};
 }

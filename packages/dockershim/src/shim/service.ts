@@ -24,7 +24,9 @@ import { connectDocker } from './docker_endpoint.js';
 import { docker } from './errors.js';
 import { getContainerEvents } from './events.js';
 import { imageStatus, listImages, pullImage, removeImage } from './image.js';
+import { ImageCache } from './image_cache.js';
 import { imageFsInfo } from './imagefs.js';
+import { KnownIds } from './known_ids.js';
 import { LogManager } from './logs.js';
 import { SandboxCache } from './sandbox_cache.js';
 import { removePodSandbox } from './sandbox_remove.js';
@@ -71,7 +73,7 @@ export function dockerShimHandlers(
       status: (req) => status(ctx, req),
       runtimeConfig: () => runtimeConfig(ctx),
       updateRuntimeConfig: () => ({}),
-      runPodSandbox: (req) => runPodSandbox(ctx, req),
+      runPodSandbox: (req, call) => runPodSandbox(ctx, req, call.signal),
       stopPodSandbox: (req) => stopPodSandbox(ctx, req),
       removePodSandbox: (req) => removePodSandbox(ctx, req),
       podSandboxStatus: (req) => podSandboxStatus(ctx, req),
@@ -141,6 +143,8 @@ export class DockerShim {
       ),
       cpu: new CpuSampler(),
       sandboxes: new SandboxCache(client),
+      images: new ImageCache(client),
+      known: new KnownIds(),
       ownOomScoreAdj: await readOwnOomScoreAdj(),
       dockerRootDir: () => {
         rootDir ??= docker('docker info', () => client.info()).then(
@@ -152,7 +156,7 @@ export class DockerShim {
         return rootDir;
       },
     };
-    await ctx.sandboxes.start();
+    await Promise.all([ctx.sandboxes.start(), ctx.images.start()]);
     // Containers that ran while no shim was up still need their output in the CRI files.
     await resumeLogCopiers(ctx).catch((err: unknown) =>
       log(`dockershim: could not resume log copiers: ${String(err)}`),
@@ -181,6 +185,7 @@ export class DockerShim {
     await this.streaming.close();
     this.runtime.close();
     this.context.sandboxes.close();
+    this.context.images.close();
     await this.context.logs.close();
   }
 }
