@@ -26,6 +26,9 @@ export interface ImageService<SandboxConfig = unknown> {
   pullImage(image: string, auth: RegistryAuth | undefined, sandboxConfig?: SandboxConfig): Promise<string>;
 }
 
+/** The outcome of an image presence check started ahead of ensureImageExists. */
+export type ImagePresence = Promise<{ ref: string | undefined } | { error: unknown }>;
+
 export interface ImageManagerOptions {
   /** Default true, like the kubelet. */
   serializeImagePulls?: boolean;
@@ -65,12 +68,34 @@ export class ImageManager<SandboxConfig = unknown> {
     this.#recorder?.event(pod, type, reason, message);
   }
 
-  /** Returns the image reference to create the container from, or throws a SyncStepError with an image reason. */
+  /**
+   * Asks the runtime now whether `container`'s image is present, so that a later
+   * ensureImageExists can take the answer instead of asking then (the runtime manager overlaps
+   * it with sandbox creation). Undefined for a reference ensureImageExists rejects anyway.
+   */
+  checkPresence(container: V1Container): ImagePresence | undefined {
+    let image: string;
+    try {
+      image = applyDefaultImageTag(container.image ?? '');
+    } catch {
+      return undefined;
+    }
+    return this.images.getImageRef(image).then(
+      (ref) => ({ ref }),
+      (error: unknown) => ({ error }),
+    );
+  }
+
+  /**
+   * Returns the image reference to create the container from, or throws a SyncStepError with an
+   * image reason. `presence`, from checkPresence, stands in for the runtime's answer.
+   */
   async ensureImageExists(
     pod: V1Pod,
     container: V1Container,
     pullSecrets: V1Secret[],
     sandboxConfig?: SandboxConfig,
+    presence?: ImagePresence,
   ): Promise<string> {
     let image: string;
     try {
@@ -83,7 +108,9 @@ export class ImageManager<SandboxConfig = unknown> {
     const policy = pullPolicyOf(container);
     let present: string | undefined;
     try {
-      present = await this.images.getImageRef(image);
+      const checked = presence ? await presence : { ref: await this.images.getImageRef(image) };
+      if ('error' in checked) throw checked.error;
+      present = checked.ref;
     } catch (err) {
       const msg = `Failed to inspect image "${image}": ${(err as Error).message}`;
       this.#event(pod, 'Warning', 'InspectFailed', msg);

@@ -21,6 +21,7 @@ import {
   ErrRunContainer,
   SyncStepError,
 } from '../container/sync_result.js';
+import type { ImagePresence } from '../images/image_manager.js';
 import { findContainerStatusByName } from './compute_pod_actions.js';
 import { type ManagerContext, nsToMs, recordEvent, toAgentPath, toRuntimePath } from './context.js';
 import { expandVars } from './env.js';
@@ -116,14 +117,25 @@ export async function restartCountFromLogDir(dir: string): Promise<number> {
   return max + 1;
 }
 
-async function terminationMessageMount(ctx: ManagerContext, pod: V1Pod, container: V1Container) {
-  const path = container.terminationMessagePath ?? '/dev/termination-log';
-  if (!ctx.mountTerminationMessage || !path) return [];
+const terminationMessagePath = (c: V1Container) => c.terminationMessagePath ?? '/dev/termination-log';
+
+/** Makes the directory of the container's termination message files; undefined when none is mounted. */
+function makeTerminationMessageDir(
+  ctx: ManagerContext,
+  pod: V1Pod,
+  container: V1Container,
+): Promise<string | undefined> {
+  if (!ctx.mountTerminationMessage || !terminationMessagePath(container)) return Promise.resolve(undefined);
   const dir = join(ctx.podsDir, podUid(pod), 'containers', container.name);
-  await mkdir(dir, { recursive: true });
-  const hostPath = join(dir, randomBytes(4).toString('hex'));
+  return mkdir(dir, { recursive: true }).then(() => dir);
+}
+
+async function terminationMessageMount(container: V1Container, dir: Promise<string | undefined>) {
+  const d = await dir;
+  if (!d) return [];
+  const hostPath = join(d, randomBytes(4).toString('hex'));
   await writeFile(hostPath, '', { mode: 0o666 });
-  return [{ containerPath: path, hostPath, readonly: false }];
+  return [{ containerPath: terminationMessagePath(container), hostPath, readonly: false }];
 }
 
 export async function generateContainerConfig(
@@ -133,10 +145,18 @@ export async function generateContainerConfig(
   restartCount: number,
   imageRef: string,
   podIPs: string[],
+  /** Made ahead (prepareContainerStart); by default it is made here. */
+  terminationMessageDir?: Promise<string | undefined>,
 ): Promise<ContainerConfig> {
   const opts = await ctx.helper.generateRunContainerOptions(pod, container, podIPs);
   const vars = new Map(opts.envs.map((e) => [e.name, e.value]));
-  const mounts = [...opts.mounts, ...(await terminationMessageMount(ctx, pod, container))];
+  const mounts = [
+    ...opts.mounts,
+    ...(await terminationMessageMount(
+      container,
+      terminationMessageDir ?? makeTerminationMessageDir(ctx, pod, container),
+    )),
+  ];
   const sc = container.securityContext;
   const psc = pod.spec?.securityContext;
   const runAsUser = sc?.runAsUser ?? psc?.runAsUser;
@@ -209,6 +229,37 @@ export async function generateContainerConfig(
   };
 }
 
+/**
+ * The part of a container start that needs no sandbox and changes nothing the runtime or the API
+ * sees: the image presence check, the restart count, the termination message directory. A pod's
+ * first pass starts it while the sandbox is being created.
+ */
+export interface ContainerStartPrep {
+  imagePresence: ImagePresence | undefined;
+  restartCount: Promise<number>;
+  terminationMessageDir: Promise<string | undefined>;
+}
+
+export function prepareContainerStart(
+  ctx: ManagerContext,
+  pod: V1Pod,
+  container: V1Container,
+  podStatus: PodStatus,
+): ContainerStartPrep {
+  const previous = findContainerStatusByName(podStatus, container.name);
+  const terminationMessageDir = makeTerminationMessageDir(ctx, pod, container);
+  // Its failure fails the start that awaits it; until then it must not count as unhandled.
+  terminationMessageDir.catch(() => undefined);
+  return {
+    imagePresence: ctx.images.checkPresence(container),
+    // With no surviving status, the log directory tells the count; the scan never rejects.
+    restartCount: previous
+      ? Promise.resolve(previous.restartCount + 1)
+      : restartCountFromLogDir(join(podLogDirOf(ctx.podLogsRootDir, pod), container.name)),
+    terminationMessageDir,
+  };
+}
+
 export interface StartContainerArgs {
   pod: V1Pod;
   container: V1Container;
@@ -217,22 +268,34 @@ export interface StartContainerArgs {
   sandboxId: string;
   sandboxConfig: PodSandboxConfig;
   podIPs: string[];
+  /** Started earlier (prepareContainerStart); by default the start prepares itself. */
+  prep?: ContainerStartPrep;
 }
 
 /** Image -> CreateContainer -> StartContainer -> postStart. Throws SyncStepError with the kubelet reason. */
 export async function startContainer(ctx: ManagerContext, a: StartContainerArgs): Promise<string> {
   const { pod, container } = a;
-  const previous = findContainerStatusByName(a.podStatus, container.name);
-  // The log directory scan (it never rejects) overlaps the image check instead of following it.
-  const restartCountP = previous
-    ? Promise.resolve(previous.restartCount + 1)
-    : restartCountFromLogDir(join(podLogDirOf(ctx.podLogsRootDir, pod), container.name));
-  const imageRef = await ctx.images.ensureImageExists(pod, container, a.pullSecrets, a.sandboxConfig);
-  const restartCount = await restartCountP;
+  const prep = a.prep ?? prepareContainerStart(ctx, pod, container, a.podStatus);
+  const imageRef = await ctx.images.ensureImageExists(
+    pod,
+    container,
+    a.pullSecrets,
+    a.sandboxConfig,
+    prep.imagePresence,
+  );
+  const restartCount = await prep.restartCount;
 
   let config: ContainerConfig;
   try {
-    config = await generateContainerConfig(ctx, pod, container, restartCount, imageRef, a.podIPs);
+    config = await generateContainerConfig(
+      ctx,
+      pod,
+      container,
+      restartCount,
+      imageRef,
+      a.podIPs,
+      prep.terminationMessageDir,
+    );
   } catch (err) {
     const msg = `Error: ${(err as Error).message}`;
     recordEvent(ctx, pod, 'Warning', 'Failed', msg);

@@ -51,8 +51,10 @@ import { ImageManager, type ImageManagerOptions } from '../images/image_manager.
 import { applyDefaultImageTag } from '../images/image_ref.js';
 import { computePodActions, isRestartableInitContainer } from './compute_pod_actions.js';
 import {
+  type ContainerStartPrep,
   containerId,
   killContainer,
+  prepareContainerStart,
   removeContainer,
   startContainer,
   toContainerState,
@@ -472,12 +474,23 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
 
     if (aborted()) return result;
+    const inits = pod.spec?.initContainers ?? [];
+    const containers = pod.spec?.containers ?? [];
     let sandboxId = actions.sandboxId;
     let sandboxConfig: PodSandboxConfig;
     let podIPs = podStatus.ips;
+    // What the starts of this pass can do without the sandbox runs while it is being created,
+    // instead of one step after another behind it.
+    const preps = new Map<V1Container, ContainerStartPrep>();
     if (!actions.createSandbox) {
       sandboxConfig = generatePodSandboxConfig(ctx, pod, actions.attempt);
     } else {
+      for (const c of [
+        ...actions.initContainersToStart.map((i) => inits[i]!),
+        ...actions.containersToStart.map((i) => containers[i]!),
+      ]) {
+        preps.set(c, prepareContainerStart(ctx, pod, c, podStatus));
+      }
       const step: SyncStepResult = { action: 'CreatePodSandbox', target: pod.metadata?.name ?? '' };
       result.steps.push(step);
       try {
@@ -520,6 +533,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           sandboxId,
           sandboxConfig,
           podIPs,
+          prep: preps.get(container),
         });
         return true;
       } catch (err) {
@@ -528,14 +542,12 @@ export class KubeGenericRuntimeManager implements Runtime {
       }
     };
 
-    const inits = pod.spec?.initContainers ?? [];
     for (const i of actions.initContainersToStart) {
       if (aborted()) return result;
       const c = inits[i]!;
       // A regular init container that fails to start blocks everything after it.
       if (!(await start('InitContainer', c)) && !isRestartableInitContainer(c)) return result;
     }
-    const containers = pod.spec?.containers ?? [];
     for (const i of actions.containersToStart) {
       if (aborted()) return result;
       await start('StartContainer', containers[i]!);
