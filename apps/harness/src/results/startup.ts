@@ -2,6 +2,7 @@
 // becomes one row per pod, the rows a cell's breakdown, and the run's pod start-up is held
 // against the runtime's bare floor (issue 21's target). Used by the runner, `merge`, the report
 // and the startup scenario, so all of them mean the same thing by each stage.
+import type { PodStartupRecord } from '@kh/node-agent';
 import {
   type CellResult,
   type Percentiles,
@@ -13,20 +14,7 @@ import {
 } from './model.js';
 
 /** One pod as the agent's GET /debug/startup lists it (Unix ms; absent: not reached). */
-export interface AgentStartupRecord {
-  uid: string;
-  namespace: string;
-  name: string;
-  seenAt: number;
-  admittedAt?: number;
-  workerStartedAt?: number;
-  sandboxStartedAt?: number;
-  sandboxReadyAt?: number;
-  createMs: number;
-  startMs: number;
-  startedAt?: number;
-  statusWrittenAt?: number;
-}
+export type AgentStartupRecord = PodStartupRecord;
 
 /** A cell keeps its per-pod rows up to this many pods. */
 export const STARTUP_ROWS_KEPT = 100;

@@ -95,19 +95,7 @@ function barChart(
   });
   svg.append(s('title', {}, title));
   const plotBottom = height - 30;
-  for (const t of ticks) {
-    svg.append(s('line', { x1: x(t), x2: x(t), y1: top, y2: plotBottom, class: 'grid' }));
-    svg.append(
-      s('text', { x: x(t), y: plotBottom + 14, 'text-anchor': 'middle', class: 'tick' }, formatTick(t)),
-    );
-  }
-  svg.append(
-    s(
-      'text',
-      { x: labelW + plotW / 2, y: plotBottom + 28, 'text-anchor': 'middle', class: 'axis' },
-      axisLabel,
-    ),
-  );
+  xAxis(svg, { ticks, x, top, plotBottom, labelW, plotW }, axisLabel);
   let y = top;
   for (const group of groups) {
     y += groupGap / 2;
@@ -255,19 +243,7 @@ function renderStartupBreakdown(rows: RuntimeStartupBreakdown[]) {
     'aria-label': `Pod start-up by stage. ${rows.map(describeBreakdown).join('; ')}`,
   });
   svg.append(s('title', {}, 'Pod start-up by stage'));
-  for (const t of ticks) {
-    svg.append(s('line', { x1: x(t), x2: x(t), y1: top, y2: plotBottom, class: 'grid' }));
-    svg.append(
-      s('text', { x: x(t), y: plotBottom + 14, 'text-anchor': 'middle', class: 'tick' }, formatTick(t)),
-    );
-  }
-  svg.append(
-    s(
-      'text',
-      { x: labelW + plotW / 2, y: plotBottom + 28, 'text-anchor': 'middle', class: 'axis' },
-      'API create to status written (p50 per stage)',
-    ),
-  );
+  xAxis(svg, { ticks, x, top, plotBottom, labelW, plotW }, 'API create to status written (p50 per stage)');
   for (const [i, r] of rows.entries()) {
     const y = top + i * rowH;
     const cy = y + rowH / 2;
@@ -486,5 +462,30 @@ function renderCriLatency(rows: CriMethodLatency[], colours: Map<string, string>
         formatMs(r.max),
       ]),
     ),
+  );
+}
+
+/** Grid lines and tick labels at `ticks`, and the axis label centred under the plot. */
+function xAxis(
+  svg: SVGElement,
+  g: {
+    ticks: number[];
+    x: (v: number) => number;
+    top: number;
+    plotBottom: number;
+    labelW: number;
+    plotW: number;
+  },
+  label: string,
+): void {
+  const { ticks, x, top, plotBottom, labelW, plotW } = g;
+  for (const t of ticks) {
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: top, y2: plotBottom, class: 'grid' }));
+    svg.append(
+      s('text', { x: x(t), y: plotBottom + 14, 'text-anchor': 'middle', class: 'tick' }, formatTick(t)),
+    );
+  }
+  svg.append(
+    s('text', { x: labelW + plotW / 2, y: plotBottom + 28, 'text-anchor': 'middle', class: 'axis' }, label),
   );
 }
