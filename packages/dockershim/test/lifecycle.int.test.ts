@@ -592,7 +592,13 @@ describe('events', () => {
   it('streams created, started, stopped and deleted events with a pod snapshot', async () => {
     const { podId, config } = await h.runPod();
     const abort = new AbortController();
-    const seen: { type: ContainerEventType; id: string; pod?: string; n: number }[] = [];
+    const seen: {
+      type: ContainerEventType;
+      id: string;
+      pod?: string;
+      n: number;
+      state?: ContainerState;
+    }[] = [];
     const collecting = (async () => {
       for await (const e of h.client.getContainerEvents({}, { signal: abort.signal })) {
         seen.push({
@@ -600,6 +606,7 @@ describe('events', () => {
           id: e.containerId,
           pod: e.podSandboxStatus?.id,
           n: e.containersStatuses.length,
+          state: e.containersStatuses.find((c) => c.id === e.containerId)?.state,
         });
       }
     })().catch(() => undefined);
@@ -626,7 +633,19 @@ describe('events', () => {
           : undefined,
       'started event',
     );
-    await h.client.stopContainer({ containerId: id, timeout: 0n });
+    // Its status is read (and so cached) while running; then it is killed behind the shim's back:
+    // the stopped event's snapshot must still show it exited.
+    expect((await h.client.containerStatus({ containerId: id })).status?.state).toBe(
+      ContainerState.CONTAINER_RUNNING,
+    );
+    await docker.getContainer(id).kill();
+    await waitFor(
+      async () =>
+        seen.some((e) => e.id === id && e.type === ContainerEventType.CONTAINER_STOPPED_EVENT)
+          ? true
+          : undefined,
+      'stopped event',
+    );
     await h.client.removeContainer({ containerId: id });
     await waitFor(
       async () =>
@@ -644,7 +663,8 @@ describe('events', () => {
       ContainerEventType.CONTAINER_STOPPED_EVENT,
       ContainerEventType.CONTAINER_DELETED_EVENT,
     ]);
-    expect(mine[1]).toMatchObject({ pod: podId, n: 1 });
+    expect(mine[1]).toMatchObject({ pod: podId, n: 1, state: ContainerState.CONTAINER_RUNNING });
+    expect(mine[2]).toMatchObject({ pod: podId, n: 1, state: ContainerState.CONTAINER_EXITED });
   });
 });
 

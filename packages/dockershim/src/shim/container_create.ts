@@ -184,10 +184,7 @@ export async function createContainer(
   required(md.name, 'config.metadata.name');
   required(config.image?.image, 'config.image.image');
 
-  const sandbox =
-    ctx.sandboxes.get(req.podSandboxId) ??
-    (await getManaged(ctx, req.podSandboxId, ContainerType.sandbox, 'pod_sandbox_id'));
-  ctx.sandboxes.put(sandbox);
+  const sandbox = await getManaged(ctx, req.podSandboxId, ContainerType.sandbox, 'pod_sandbox_id');
   if (!sandbox.State.Running) {
     throw new FailedPreconditionError(`pod sandbox ${JSON.stringify(req.podSandboxId)} is not ready`);
   }

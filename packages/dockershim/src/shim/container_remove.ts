@@ -13,6 +13,9 @@ export async function removeDockerContainer(ctx: ShimContext, id: string): Promi
     // 409 "removal already in progress": someone else is removing it.
     if (dockerStatusCode(err) === 409) return;
     if (!isDockerNotFound(err)) throw toCriError(err, `remove container ${JSON.stringify(id)}`);
+  } finally {
+    // Even a failed removal may have left it dead or half removed.
+    ctx.inspects.evict(id);
   }
   ctx.known.forget(id);
   ctx.cpu.forget(id);

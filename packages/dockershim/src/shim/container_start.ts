@@ -35,6 +35,10 @@ export async function startContainer(
       );
     }
     throw toCriError(err, `start container ${JSON.stringify(req.containerId)}`);
+  } finally {
+    // Started, or failed and left with an exit code: either way its status reads differently now,
+    // and Docker's event saying so can arrive after this call has returned.
+    ctx.inspects.evict(info.Id);
   }
   if (logPath) ctx.logs.follow(container, logPath, info.Config.Tty);
   return {};

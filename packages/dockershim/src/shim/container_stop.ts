@@ -26,6 +26,8 @@ export async function stopContainer(
   } catch (err) {
     if (dockerStatusCode(err) === 304 || isDockerNotFound(err)) return {};
     throw toCriError(err, `stop container ${JSON.stringify(req.containerId)}`);
+  } finally {
+    ctx.inspects.evict(id);
   }
   return {};
 }

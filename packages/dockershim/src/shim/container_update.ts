@@ -24,8 +24,12 @@ export async function updateContainerResources(
     update.Memory = memory;
     update.MemorySwap = swap > 0 ? swap : memory;
   }
-  await docker(`update container ${JSON.stringify(req.containerId)}`, () =>
-    ctx.docker.getContainer(info.Id).update(update),
-  );
+  try {
+    await docker(`update container ${JSON.stringify(req.containerId)}`, () =>
+      ctx.docker.getContainer(info.Id).update(update),
+    );
+  } finally {
+    ctx.inspects.evict(info.Id);
+  }
   return {};
 }

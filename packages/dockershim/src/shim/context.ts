@@ -1,9 +1,9 @@
 import type Dockerode from 'dockerode';
 import type { CpuSampler } from './cpu_sampler.js';
 import type { ImageCache } from './image_cache.js';
+import type { InspectCache } from './inspect_cache.js';
 import type { KnownIds } from './known_ids.js';
 import type { LogManager } from './logs.js';
-import type { SandboxCache } from './sandbox_cache.js';
 
 export interface DockerShimConfig {
   /** Image of sandbox (pause) containers: --pod-infra-container-image. */
@@ -34,7 +34,7 @@ export interface ShimContext {
   instance: string;
   logs: LogManager;
   cpu: CpuSampler;
-  sandboxes: SandboxCache;
+  inspects: InspectCache;
   images: ImageCache;
   known: KnownIds;
   /** oom_score_adj of the shim process (the floor when restrictOomScoreAdj is set). */

@@ -83,6 +83,9 @@ export async function* getContainerEvents(
       const attrs = value.Actor?.Attributes ?? {};
       const sandboxId =
         attrs[LabelKeys.containerType] === ContainerType.sandbox ? id : (attrs[LabelKeys.sandboxId] ?? '');
+      // The inspect cache hears of this event on its own subscription, maybe later: the snapshot
+      // must not show the container as it was before the event.
+      ctx.inspects.evict(id);
       yield {
         containerId: id,
         containerEventType: type,

@@ -9,8 +9,9 @@ const DOCKER_ID_OR_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const NOUN: Record<ContainerType, string> = { podsandbox: 'pod sandbox', container: 'container' };
 
 /**
- * Inspects the Docker container behind a CRI id, or undefined when there is none of that kind: a
- * sandbox id passed as a container id is "not found", as it is to containerd.
+ * Inspects the Docker container behind a CRI id (from the inspect cache when it holds that id), or
+ * undefined when there is none of that kind: a sandbox id passed as a container id is "not found", as
+ * it is to containerd.
  */
 export async function findManaged(
   ctx: ShimContext,
@@ -23,6 +24,9 @@ export async function findManaged(
   if (!DOCKER_ID_OR_NAME.test(id)) return undefined;
   const known = ctx.known.kindOf(id);
   if (known !== undefined && known !== kind) return undefined;
+  const cached = ctx.inspects.get(id);
+  if (cached) return cached.Config.Labels?.[LabelKeys.containerType] === kind ? cached : undefined;
+  const mark = ctx.inspects.mark();
   let info: Dockerode.ContainerInspectInfo;
   try {
     info = await ctx.docker.getContainer(id).inspect();
@@ -31,7 +35,10 @@ export async function findManaged(
     throw toCriError(err, `inspect ${NOUN[kind]} ${JSON.stringify(id)}`);
   }
   const type = info.Config.Labels?.[LabelKeys.containerType];
-  if (type === ContainerType.sandbox || type === ContainerType.container) ctx.known.add(info.Id, type);
+  if (type === ContainerType.sandbox || type === ContainerType.container) {
+    ctx.known.add(info.Id, type);
+    ctx.inspects.put(info, mark);
+  }
   return type === kind ? info : undefined;
 }
 

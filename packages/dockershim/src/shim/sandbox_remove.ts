@@ -16,7 +16,6 @@ export async function removePodSandbox(
 ): Promise<Partial<RemovePodSandboxResponse>> {
   required(req.podSandboxId, 'pod_sandbox_id');
   const { sandboxId, containers } = await findSandboxWithContainers(ctx, req.podSandboxId);
-  if (sandboxId) ctx.sandboxes.evict(sandboxId);
   const ids = containers.map((c) => c.Id);
   if (sandboxId) ids.push(sandboxId);
   await Promise.all(ids.map((id) => removeDockerContainer(ctx, id)));

@@ -166,11 +166,11 @@ export async function runPodSandbox(
     throw toCriError(err, `start sandbox for pod ${JSON.stringify(md.name)}`);
   }
   // Its containers and the client's PodSandboxStatus come next: keep the sandbox's inspect for them.
-  ctx.sandboxes.put(await docker('inspect sandbox', () => container.inspect()));
+  const mark = ctx.inspects.mark();
+  ctx.inspects.put(await docker('inspect sandbox', () => container.inspect()), mark);
   // A client gone before the answer never learns this id, so nothing would ever remove the sandbox
   // (critest -benchmark exits with RunPodSandbox calls in flight): undo it, as containerd does.
   if (signal?.aborted) {
-    ctx.sandboxes.evict(container.id);
     await removeDockerContainer(ctx, container.id);
     throw new CanceledError(
       `run sandbox for pod ${JSON.stringify(md.name)}: cancelled by the client; removed`,

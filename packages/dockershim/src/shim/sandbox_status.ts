@@ -57,11 +57,7 @@ export async function podSandboxStatus(
   ctx: ShimContext,
   req: PodSandboxStatusRequest,
 ): Promise<Partial<PodSandboxStatusResponse>> {
-  // A ready sandbox's inspect changes only when it stops, which evicts it from the cache.
-  const info =
-    ctx.sandboxes.get(req.podSandboxId) ??
-    (await getManaged(ctx, req.podSandboxId, ContainerType.sandbox, 'pod_sandbox_id'));
-  ctx.sandboxes.put(info);
+  const info = await getManaged(ctx, req.podSandboxId, ContainerType.sandbox, 'pod_sandbox_id');
   const info_: Record<string, string> = {};
   if (req.verbose) {
     info_.info = JSON.stringify({

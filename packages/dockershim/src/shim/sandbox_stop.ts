@@ -11,6 +11,9 @@ export async function stopNow(ctx: ShimContext, id: string): Promise<void> {
     const code = dockerStatusCode(err);
     if (code === 304 || isDockerNotFound(err)) return;
     throw toCriError(err, `stop container ${JSON.stringify(id)}`);
+  } finally {
+    // Its die event can arrive after this call has returned.
+    ctx.inspects.evict(id);
   }
 }
 
@@ -26,11 +29,7 @@ export async function stopPodSandbox(
   required(req.podSandboxId, 'pod_sandbox_id');
   const { sandboxId, containers } = await findSandboxWithContainers(ctx, req.podSandboxId);
   if (!sandboxId) return {};
-  ctx.sandboxes.evict(sandboxId);
   await Promise.all(containers.filter((c) => c.State === 'running').map((c) => stopNow(ctx, c.Id)));
   await stopNow(ctx, sandboxId);
-  // Again: a PodSandboxStatus running alongside may have cached it before it stopped, and the die
-  // event that would evict it can arrive after this call has returned.
-  ctx.sandboxes.evict(sandboxId);
   return {};
 }

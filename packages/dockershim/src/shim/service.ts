@@ -25,10 +25,10 @@ import { docker } from './errors.js';
 import { getContainerEvents } from './events.js';
 import { imageStatus, listImages, pullImage, removeImage } from './image.js';
 import { ImageCache } from './image_cache.js';
+import { InspectCache } from './inspect_cache.js';
 import { imageFsInfo } from './imagefs.js';
 import { KnownIds } from './known_ids.js';
 import { LogManager } from './logs.js';
-import { SandboxCache } from './sandbox_cache.js';
 import { removePodSandbox } from './sandbox_remove.js';
 import { runPodSandbox } from './sandbox_run.js';
 import { listPodSandbox, podSandboxStatus } from './sandbox_status.js';
@@ -142,7 +142,7 @@ export class DockerShim {
         log(`dockershim: log copier of container ${id} failed: ${String(err)}`),
       ),
       cpu: new CpuSampler(),
-      sandboxes: new SandboxCache(client),
+      inspects: new InspectCache(client),
       images: new ImageCache(client),
       known: new KnownIds(),
       ownOomScoreAdj: await readOwnOomScoreAdj(),
@@ -156,7 +156,7 @@ export class DockerShim {
         return rootDir;
       },
     };
-    await Promise.all([ctx.sandboxes.start(), ctx.images.start()]);
+    await Promise.all([ctx.inspects.start(), ctx.images.start()]);
     // Containers that ran while no shim was up still need their output in the CRI files.
     await resumeLogCopiers(ctx).catch((err: unknown) =>
       log(`dockershim: could not resume log copiers: ${String(err)}`),
@@ -184,7 +184,7 @@ export class DockerShim {
     // Ends every session: execs are killed, attaches detached, forwarded connections closed.
     await this.streaming.close();
     this.runtime.close();
-    this.context.sandboxes.close();
+    this.context.inspects.close();
     this.context.images.close();
     await this.context.logs.close();
   }

@@ -1,0 +1,96 @@
+import { PassThrough } from 'node:stream';
+import type Dockerode from 'dockerode';
+import { afterEach, describe, expect, it } from 'vitest';
+import { InspectCache } from '../src/shim/inspect_cache.js';
+
+/** Just what InspectCache asks of Dockerode: an event stream the test writes to. */
+function fakeDocker(opts: { eventsFail?: boolean } = {}) {
+  const events = new PassThrough();
+  const calls = { filters: undefined as unknown };
+  const docker = {
+    getEvents: async (o: { filters: unknown }) => {
+      calls.filters = o.filters;
+      if (opts.eventsFail) throw new Error('events down');
+      return events;
+    },
+  };
+  return { docker: docker as unknown as Dockerode, events, calls };
+}
+
+const inspect = (id: string, status: string) =>
+  ({ Id: id, State: { Status: status } }) as unknown as Dockerode.ContainerInspectInfo;
+const event = (action: string, id: string) =>
+  `${JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id } })}\n`;
+const flush = () => new Promise((r) => setImmediate(r));
+
+let cache: InspectCache | undefined;
+afterEach(() => cache?.close());
+
+async function started(opts: { eventsFail?: boolean } = {}) {
+  const f = fakeDocker(opts);
+  cache = new InspectCache(f.docker);
+  await cache.start();
+  return { f, cache };
+}
+
+describe('InspectCache', () => {
+  it("subscribes to the shim's containers' state changes only, not to exec or health events", async () => {
+    const { f } = await started();
+    const filters = f.calls.filters as Record<string, string[]>;
+    expect(filters.type).toEqual(['container']);
+    expect(filters.label).toEqual(['io.kubernetes.docker.type']);
+    expect(filters.event).toEqual(expect.arrayContaining(['start', 'die', 'oom', 'destroy', 'update']));
+    expect(filters.event).not.toContain('exec_start');
+  });
+
+  it('keeps an inspect until an event for that container comes', async () => {
+    const { f, cache } = await started();
+    cache.put(inspect('a', 'created'), cache.mark());
+    cache.put(inspect('b', 'running'), cache.mark());
+    expect(cache.get('a')?.State.Status).toBe('created');
+    f.events.write(event('start', 'a'));
+    await flush();
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('b')?.State.Status).toBe('running');
+    // After the change, a fresh inspect is kept again.
+    cache.put(inspect('a', 'running'), cache.mark());
+    expect(cache.get('a')?.State.Status).toBe('running');
+  });
+
+  it('refuses an inspect begun before its container changed, but not one begun after', async () => {
+    const { f, cache } = await started();
+    const before = cache.mark();
+    cache.evict('a'); // e.g. StartContainer returned while a status call's inspect was in flight
+    cache.put(inspect('a', 'created'), before);
+    expect(cache.get('a')).toBeUndefined();
+    cache.put(inspect('a', 'running'), cache.mark());
+    expect(cache.get('a')?.State.Status).toBe('running');
+
+    const beforeDie = cache.mark();
+    f.events.write(event('die', 'a'));
+    await flush();
+    cache.put(inspect('a', 'running'), beforeDie);
+    expect(cache.get('a')).toBeUndefined();
+    // Another container's change does not spoil this one's inspect.
+    const mark = cache.mark();
+    cache.evict('b');
+    cache.put(inspect('a', 'exited'), mark);
+    expect(cache.get('a')?.State.Status).toBe('exited');
+  });
+
+  it('answers nothing while the event stream is down, and forgets all when it breaks', async () => {
+    const down = await started({ eventsFail: true });
+    down.cache.put(inspect('a', 'running'), down.cache.mark());
+    expect(down.cache.get('a')).toBeUndefined();
+    down.cache.close();
+
+    const { f, cache } = await started();
+    const beforeBreak = cache.mark();
+    cache.put(inspect('a', 'running'), cache.mark());
+    f.events.destroy(new Error('engine restarted'));
+    await flush();
+    expect(cache.get('a')).toBeUndefined();
+    cache.put(inspect('a', 'running'), beforeBreak);
+    expect(cache.get('a')).toBeUndefined();
+  });
+});
