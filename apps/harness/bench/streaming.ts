@@ -15,7 +15,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { runId } from '@kh/testkit';
+import { cleanUpOnInterrupt, runId } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { selectBackends } from '../src/backends/registry.js';
 import { ContainerHost } from '../src/node/container-host.js';
@@ -294,13 +294,16 @@ async function main(): Promise<number> {
     nodes: runtimes.map((r) => nodeNameFor(runId, r)),
     progress,
   });
+  const teardown = cleanUpOnInterrupt(async () => {
+    await world.stop().catch(() => {});
+    await removeRunLeftovers(runId);
+  });
   try {
     const kubeconfig = world.kubeconfigFile;
     // One node at a time: two cores, and each measurement wants the machine to itself.
     for (const name of runtimes) results.push(await benchRuntime(world, name, kubeconfig));
   } finally {
-    await world.stop().catch(() => {});
-    await removeRunLeftovers(runId);
+    await teardown();
   }
   const fmt = (v: number | undefined, d = 1) => (v === undefined ? '-' : v.toFixed(d));
   for (const r of results) {
@@ -318,7 +321,8 @@ async function main(): Promise<number> {
     `${JSON.stringify({ benchmark: 'streaming', at: new Date().toISOString(), results }, null, 2)}\n`,
   );
   process.stdout.write(`${file}\n`);
-  return results.every((r) => r.exec.met && r.portForward.met) ? 0 : 1;
+  // A missed target is a result (in the JSON), not a failure: `npx turbo run bench` goes on.
+  return 0;
 }
 
 process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
-import { criTools, ensureImages, HostContainerd, NodeContainer } from '@kh/testkit';
+import { cleanUpOnInterrupt, criTools, ensureImages, HostContainerd, NodeContainer } from '@kh/testkit';
 import { connectDocker } from '../src/shim/docker_endpoint.js';
 import { DockerShim } from '../src/shim/service.js';
 import { CRITEST_OPERATIONS, type CritestBenchmarkParams, runCritestBenchmark } from './critest.js';
@@ -87,6 +87,21 @@ async function main(): Promise<void> {
     log,
   });
   const client = await CriClient.connect(shim.endpoint);
+  // Everything the run made carries its label: the shim's pods, the direct side's, the node container.
+  const teardown = cleanUpOnInterrupt(async () => {
+    client.close();
+    await shim.close();
+    const left = await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
+    await Promise.all(
+      left.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined),
+      ),
+    );
+    await rm(dir, { recursive: true, force: true });
+  });
   const samples: Record<string, Samples> = { dockershim: emptySamples(), 'docker-direct': emptySamples() };
   let containerdVersion: string | undefined;
   let execSamples: Record<ExecPath, number[]> | undefined;
@@ -140,18 +155,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
-    client.close();
-    await shim.close();
-    const left = await docker.listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
-    await Promise.all(
-      left.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => undefined),
-      ),
-    );
-    await rm(dir, { recursive: true, force: true });
+    await teardown();
   }
 
   const results = Object.fromEntries(
@@ -280,6 +284,7 @@ async function critestSideBySide(
     .withImages([refs.busybox])
     .withProgress(log)
     .start();
+  const stopContainerd = cleanUpOnInterrupt(() => ctrd.stop());
   try {
     const result: CritestSideBySide = {
       params,
@@ -312,7 +317,7 @@ async function critestSideBySide(
     }
     return result;
   } finally {
-    await ctrd.stop();
+    await stopContainerd();
   }
 }
 

@@ -17,6 +17,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ContainerConfig, CriClient, FakeRuntime, type PodSandboxConfig } from '@kh/cri-api';
+import { cleanUpOnInterrupt } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodStatus } from '../src/container/runtime.js';
 import { generateContainerConfig } from '../src/kuberuntime/container.js';
@@ -216,6 +217,7 @@ async function main(): Promise<void> {
     };
   }
 
+  const stopRuntime = cleanUpOnInterrupt(cleanup);
   try {
     const version = await manager.version();
     const imageRef = await manager.getImageRef(image);
@@ -320,7 +322,7 @@ async function main(): Promise<void> {
     );
     if (all.failedSteps) process.exitCode = 1;
   } finally {
-    await cleanup();
+    await stopRuntime();
   }
 }
 

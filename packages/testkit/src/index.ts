@@ -42,6 +42,7 @@ export {
 export { debianMirror } from './images/apt-sources.js';
 export { type EnsureImagesOptions, ensureImages, type ImageRefs, imageRefFor } from './images/ensure.js';
 export { IMAGE_NAMES, type ImageName, isImageName, RECIPES } from './images/recipes.js';
+export { cleanUpOnInterrupt } from './util/interrupt.js';
 export { withFileLock } from './util/lock.js';
 export { MissingToolError } from './util/process.js';
 export type { Progress } from './util/progress.js';
