@@ -1,7 +1,7 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { nodeExec } from '../support/faults.js';
-import { nodeCondition, pressureCondition } from '../support/node.js';
+import { nodeCondition, pressureCondition, startAgent } from '../support/node.js';
 import { createPod, podFor, readPod, sh } from '../support/pods.js';
 
 /**
@@ -93,15 +93,3 @@ export const diskFull: Scenario = {
     }
   },
 };
-
-/** Starts the agent and waits until it has posted node status again. */
-async function startAgent(ctx: ScenarioContext): Promise<void> {
-  const since = Date.now();
-  await ctx.agent.start();
-  await ctx.check.eventually(
-    'agent started: node Ready with a fresh heartbeat',
-    () => nodeCondition(ctx, 'Ready'),
-    (c) => c?.status === 'True' && new Date(c.lastHeartbeatTime ?? 0).getTime() >= since - 1_000,
-    { timeoutMs: 60_000, intervalMs: 500 },
-  );
-}

@@ -3,6 +3,18 @@ import type { ScenarioContext } from '@kh/harness';
 export const nodeCondition = async (ctx: ScenarioContext, type: string) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
 
+/** Starts the agent and waits until it has posted node status again. */
+export async function startAgent(ctx: ScenarioContext): Promise<void> {
+  const since = Date.now();
+  await ctx.agent.start();
+  await ctx.check.eventually(
+    'agent started: node Ready with a fresh heartbeat',
+    () => nodeCondition(ctx, 'Ready'),
+    (c) => c?.status === 'True' && new Date(c.lastHeartbeatTime ?? 0).getTime() >= since - 1_000,
+    { timeoutMs: 60_000, intervalMs: 500 },
+  );
+}
+
 /**
  * A pressure condition appears (with the kubelet's reason, checked as its own assertion) or
  * clears, as the eviction scenarios watch for it.
