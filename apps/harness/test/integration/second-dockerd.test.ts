@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
-import { type SecondDockerd, startSecondDockerd } from './second-dockerd.js';
+import { bridgeOf, ruleFor, type SecondDockerd, startSecondDockerd } from './second-dockerd.js';
 
 const run = promisify(execFile);
 const leftovers: (() => Promise<unknown>)[] = [];
@@ -24,7 +24,7 @@ const rules = async () =>
 async function engineFacts(e: SecondDockerd) {
   const dir = e.host.replace(/^unix:\/\//, '').replace(/\/docker\.sock$/, '');
   const cidr = await readFile(join(dir, 'cidr'), 'utf8');
-  const bridge = `khd2${dir.slice(-6).replace(/[^a-zA-Z0-9]/g, '')}`;
+  const bridge = bridgeOf(dir);
   await run('ip', ['link', 'show', bridge]);
   expect(await rules()).toContainEqual(expect.stringContaining(cidr));
   return { dir, cidr, bridge };
@@ -34,7 +34,7 @@ it("reaps a killed test's engine, takes a subnet of its own, and leaves nothing 
   // What a test killed mid-run leaves: its directory, a running "dockerd" (a stand-in whose command
   // line names the directory, as dockerd's does), its bridge on the first subnet, and its rule.
   const dir = await mkdtemp(join(tmpdir(), 'kh-d2-'));
-  const bridge = `khd2${dir.slice(-6).replace(/[^a-zA-Z0-9]/g, '')}`;
+  const bridge = bridgeOf(dir);
   const deadOwner = spawn('true');
   await new Promise((r) => deadOwner.once('exit', r));
   const daemon = spawn('sh', ['-c', 'sleep 600', join(dir, 'data')], { stdio: 'ignore', detached: true });
@@ -46,19 +46,7 @@ it("reaps a killed test's engine, takes a subnet of its own, and leaves nothing 
   await writeFile(join(dir, 'cidr'), '10.213.0.0/20');
   await run('ip', ['link', 'add', bridge, 'type', 'bridge']);
   await run('ip', ['addr', 'add', '10.213.15.1/24', 'dev', bridge]);
-  const leftoverRule = [
-    'DOCKER-USER',
-    '-s',
-    '10.213.0.0/20',
-    '-d',
-    '10.213.0.0/20',
-    '-m',
-    'comment',
-    '--comment',
-    'kh-test-second-dockerd',
-    '-j',
-    'ACCEPT',
-  ];
+  const leftoverRule = ruleFor('10.213.0.0/20');
   await run('iptables', ['-I', ...leftoverRule]);
   leftovers.push(() => run('iptables', ['-D', ...leftoverRule]));
 

@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { done, notYet, until, withFileLock } from '@kh/testkit';
+import { defaultLockDir } from '../../src/run/exclusive.js';
+import { alive } from '../../src/world/ledger.js';
 
 const run = promisify(execFile);
 
@@ -27,13 +29,13 @@ function engineNet(slot: number) {
     bridgeCidr: `10.213.${third + 15}.1/24`,
   };
 }
-const ruleFor = (cidr: string) => [
+export const ruleFor = (cidr: string) => [
   'DOCKER-USER',
   ...['-s', cidr, '-d', cidr],
   ...['-m', 'comment', '--comment', 'kh-test-second-dockerd', '-j', 'ACCEPT'],
 ];
 const DIR_PREFIX = 'kh-d2-';
-const bridgeOf = (dir: string) => `khd2${dir.slice(-6).replace(/[^a-zA-Z0-9]/g, '')}`;
+export const bridgeOf = (dir: string) => `khd2${dir.slice(-6).replace(/[^a-zA-Z0-9]/g, '')}`;
 
 export interface SecondDockerd {
   /** For DOCKER_HOST. */
@@ -42,15 +44,6 @@ export interface SecondDockerd {
   load(refs: string[]): Promise<void>;
   stop(): Promise<void>;
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /** Stops an engine and removes its bridge, its iptables rule and its directory. */
 async function teardown(
@@ -97,7 +90,7 @@ async function freeSlot(): Promise<number> {
 }
 
 export async function startSecondDockerd(): Promise<SecondDockerd> {
-  const lockDir = process.env.KH_LOCK_DIR ?? join(tmpdir(), 'kubelet-harness', 'locks');
+  const lockDir = defaultLockDir();
   await mkdir(lockDir, { recursive: true });
   let daemon: ChildProcess | undefined;
   // Choosing a subnet and claiming it with the bridge's address is one step for concurrent tests.
