@@ -1,18 +1,24 @@
 #!/usr/bin/env node
 // Prints one line per workspace from the vitest JSON reports that each package's test scripts write,
 // then the closing `N passed, N failed` line CI reads.
-// Usage: test-summary.mjs <npm script>=<report file name> ..., e.g. `test=vitest.json test:e2e=vitest-e2e.json`.
+// Usage: test-summary.mjs [--checks <file>] <npm script>=<report file name> ...,
+//   e.g. `--checks .reports/failed-checks.txt test=vitest.json test:e2e=vitest-e2e.json`.
 // A workspace that has the script but wrote no report (a crash, a build error) counts as one failure,
 // so a broken package never looks green by omission. Callers delete old reports before the run.
+// --checks names a file of failed checks that are not vitest suites (lint, typecheck), one per line;
+// each counts as one failure, so a red lint step cannot end in `0 failed`. A missing file means none.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 
 // KH_REPO_ROOT points it at another tree (its tests use a small one).
 const root = process.env.KH_REPO_ROOT ?? new URL('..', import.meta.url).pathname;
-const pairs = process.argv.slice(2).map((arg) => arg.split('='));
-if (pairs.length === 0 || pairs.some((p) => p.length !== 2)) {
-  console.error('usage: test-summary.mjs <npm script>=<report file name> ...');
+const args = process.argv.slice(2);
+const checksAt = args.indexOf('--checks');
+const checksFile = checksAt >= 0 ? args.splice(checksAt, 2)[1] : undefined;
+const pairs = args.map((arg) => arg.split('='));
+if (pairs.length === 0 || pairs.some((p) => p.length !== 2) || (checksAt >= 0 && !checksFile)) {
+  console.error('usage: test-summary.mjs [--checks <file>] <npm script>=<report file name> ...');
   process.exit(2);
 }
 const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'));
@@ -51,13 +57,16 @@ for (const [script, reportName] of pairs)
       (s) => s.status === 'failed' && (s.assertionResults ?? []).length === 0,
     ).length;
     const p = r.numPassedTests ?? 0;
-    const f = (r.numFailedTests ?? 0) + brokenSuites;
+    // Vitest fails a run whose tests all passed when an error escaped them (an unhandled rejection).
+    const unhandled = r.success === false && (r.numFailedTests ?? 0) + brokenSuites === 0 ? 1 : 0;
+    const f = (r.numFailedTests ?? 0) + brokenSuites + unhandled;
     const s = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
     passed += p;
     failed += f;
     skipped += s;
     console.log(`  ${pkg.name} ${script}: ${p} passed, ${f} failed, ${s} skipped`);
     // The failures by name, so a log that keeps only its tail still says what broke.
+    if (unhandled) console.log('    ✗ an error outside any test (unhandled error or rejection; see the log)');
     for (const suite of r.testResults ?? []) {
       const file = suite.name ? suite.name.slice(join(root, dir).length + 1) : '?';
       if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0)
@@ -66,6 +75,13 @@ for (const [script, reportName] of pairs)
         if (t.status === 'failed')
           console.log(`    ✗ ${file} > ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
     }
+  }
+if (checksFile && existsSync(checksFile))
+  for (const check of readFileSync(checksFile, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')) {
+    failed += 1;
+    console.log(`  ✗ check failed: ${check.trim()}`);
   }
 console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exitCode = failed > 0 ? 1 : 0;

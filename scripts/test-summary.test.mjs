@@ -45,8 +45,9 @@ pkg('red', (dir) => ({
   ],
 }));
 pkg('silent');
+pkg('unhandled', () => ({ numPassedTests: 2, numFailedTests: 0, success: false, testResults: [] }));
 
-it('counts every package, names each failure with its first line, and counts a missing report as a failure', () => {
+it('counts every package, names each failure with its first line, and counts a missing report or an unhandled error as a failure', () => {
   const r = spawnSync(process.execPath, [SCRIPT, 'test=vitest.json'], {
     env: { ...process.env, KH_REPO_ROOT: root },
     encoding: 'utf8',
@@ -59,6 +60,27 @@ it('counts every package, names each failure with its first line, and counts a m
     '    ✗ test/a.test.ts > a fails: AssertionError: expected 1 to be 2',
     '    ✗ test/b.test.ts: Cannot find module x',
     '  @t/silent: no vitest.json (the test task failed before reporting)',
-    '4 passed, 3 failed, 1 skipped',
+    '  @t/unhandled test: 2 passed, 1 failed, 0 skipped',
+    '    ✗ an error outside any test (unhandled error or rejection; see the log)',
+    '6 passed, 4 failed, 1 skipped',
   ]);
+});
+
+it('counts each failed check named in --checks as a failure, and a missing checks file as none', () => {
+  const checks = join(root, 'failed-checks.txt');
+  writeFileSync(checks, 'lint (npx biome ci .)\n\ntypecheck (npx turbo run typecheck)\n');
+  const run = (file) =>
+    spawnSync(process.execPath, [SCRIPT, '--checks', file, 'test=vitest.json'], {
+      env: { ...process.env, KH_REPO_ROOT: root },
+      encoding: 'utf8',
+    })
+      .stdout.trimEnd()
+      .split('\n');
+  const lines = run(checks);
+  assert.deepEqual(lines.slice(-3), [
+    '  ✗ check failed: lint (npx biome ci .)',
+    '  ✗ check failed: typecheck (npx turbo run typecheck)',
+    '6 passed, 6 failed, 1 skipped',
+  ]);
+  assert.equal(run(join(root, 'absent.txt')).at(-1), '6 passed, 4 failed, 1 skipped');
 });

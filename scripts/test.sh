@@ -5,18 +5,22 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/prepare.sh
 
-# A lint or type error fails the run but does not stop it: the tests still report.
+# A lint or type error fails the run but does not stop it: the tests still report. Each failed check
+# is written to .reports/failed-checks.txt, which the summary counts, so the closing line says it.
 status=0
+checks=.reports/failed-checks.txt
+mkdir -p .reports && rm -f "$checks"
+failed() { status=1; echo "    $1 FAILED${2:+: $2}"; echo "$1${2:+ ($2)}" >>"$checks"; }
 step "lint (Biome)"
-npx biome ci . || { status=1; echo "    lint FAILED"; }
+npx biome ci . || failed lint 'npx biome ci .'
 
 step "import graph: no new circles between files or cycles between folders (scripts/import-graph.allow.json)"
-node scripts/import-graph.mjs || { status=1; echo "    import graph FAILED"; }
-node --test scripts/import-graph.test.mjs >/dev/null || { status=1; echo "    import graph tests FAILED (node --test scripts/import-graph.test.mjs)"; }
-npx turbo run build --filter=@kh/e2e --output-logs=errors-only >/dev/null && node --test scripts/node-e2e-coverage.test.mjs >/dev/null && node scripts/node-e2e-coverage.mjs --check || { status=1; echo "    node e2e coverage FAILED: docs/node-e2e-coverage.md stale or scenario metadata wrong (node scripts/node-e2e-coverage.mjs)"; }
+node scripts/import-graph.mjs || failed 'import graph' 'node scripts/import-graph.mjs'
+node --test scripts/import-graph.test.mjs >/dev/null || failed 'import graph tests' 'node --test scripts/import-graph.test.mjs'
+npx turbo run build --filter=@kh/e2e --output-logs=errors-only >/dev/null && node --test scripts/node-e2e-coverage.test.mjs >/dev/null && node scripts/node-e2e-coverage.mjs --check || failed 'node e2e coverage' 'docs/node-e2e-coverage.md stale or scenario metadata wrong: node scripts/node-e2e-coverage.mjs'
 
 step "typecheck"
-npx turbo run typecheck --output-logs=errors-only || { status=1; echo "    typecheck FAILED"; }
+npx turbo run typecheck --output-logs=errors-only || failed typecheck 'npx turbo run typecheck'
 
 step "tests"
 rm -f packages/*/.reports/vitest.json apps/*/.reports/vitest.json e2e/.reports/vitest.json
@@ -25,7 +29,7 @@ rm -f packages/*/.reports/vitest.json apps/*/.reports/vitest.json e2e/.reports/v
 npx turbo run test --continue --concurrency=2 || status=1
 
 step "summary"
-node --test scripts/bench-serial.test.mjs >/dev/null || { status=1; echo "    bench-serial tests FAILED (node --test scripts/bench-serial.test.mjs)"; }
-node --test scripts/test-summary.test.mjs >/dev/null || { status=1; echo "    summary tests FAILED (node --test scripts/test-summary.test.mjs)"; }
-node scripts/test-summary.mjs test=vitest.json || status=1
+node --test scripts/bench-serial.test.mjs >/dev/null || failed 'bench-serial tests' 'node --test scripts/bench-serial.test.mjs'
+node --test scripts/test-summary.test.mjs >/dev/null || failed 'summary tests' 'node --test scripts/test-summary.test.mjs'
+node scripts/test-summary.mjs --checks "$checks" test=vitest.json || status=1
 exit "$status"

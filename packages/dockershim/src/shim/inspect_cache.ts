@@ -9,7 +9,17 @@ const MAX_CHANGES = 50_000;
  * kill (the die that follows counts) and health events change nothing the shim reads, and probes
  * exec all the time, so they do not evict.
  */
-const CHANGING_ACTIONS = ['start', 'die', 'oom', 'destroy', 'update', 'pause', 'unpause', 'rename', 'restart'];
+const CHANGING_ACTIONS = [
+  'start',
+  'die',
+  'oom',
+  'destroy',
+  'update',
+  'pause',
+  'unpause',
+  'rename',
+  'restart',
+];
 
 /**
  * The inspects of the shim's sandboxes and containers by full id, kept until Docker says the

@@ -9,7 +9,7 @@
 // node is Unknown) is written again on the next pass, as the kubelet's needsReconcile does.
 
 import type { TimerClock } from '@kh/apimachinery';
-import type { V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus } from '@kubernetes/client-node';
+import type { V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { isConflict } from '../api/node_api.js';
 import type { PodApi } from '../api/pod_api.js';
 import { bareContainerId } from '../types/container_id.js';
