@@ -1,10 +1,7 @@
-import type { ScenarioContext } from '@kh/harness';
+import { AGENT_HEALTHZ_PORT, type ScenarioContext } from '@kh/harness';
 
 export const nodeCondition = async (ctx: ScenarioContext, type: string) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
-
-/** The kubelet's default healthz port, which the harness's KubeletConfiguration keeps. */
-const AGENT_HEALTHZ_PORT = 10248;
 
 /** Starts the agent and waits until it has started and posted node status again. */
 export async function startAgent(ctx: ScenarioContext): Promise<void> {

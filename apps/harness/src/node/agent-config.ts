@@ -11,6 +11,9 @@ export interface AgentConfigInput {
   overrides?: Record<string, unknown>;
 }
 
+/** The kubelet's default healthz port, which the harness keeps: scenarios check it to know the agent started. */
+export const AGENT_HEALTHZ_PORT = 10248;
+
 export function kubeletConfiguration({
   criEndpoint,
   cgroupRoot,
@@ -23,7 +26,7 @@ export function kubeletConfiguration({
     address: '0.0.0.0',
     port: 10250,
     healthzBindAddress: '127.0.0.1',
-    healthzPort: 10248,
+    healthzPort: AGENT_HEALTHZ_PORT,
     // As a kubeadm node: the apiserver authenticates with its client certificate (exec, logs,
     // port-forward through the API); any other caller needs a token the apiserver's TokenReview
     // accepts and a SubjectAccessReview allowing the nodes/* subresource.
