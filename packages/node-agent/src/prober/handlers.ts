@@ -31,6 +31,21 @@ export async function execProbe(
   }
 }
 
+/**
+ * A probe's timeout as a signal that fires only after the agent has polled its sockets once more.
+ * When the agent was starved of CPU past the deadline, a reply already waiting in a socket counts:
+ * the timeout measures the container, not this process's event loop (a plain timer runs before
+ * the I/O that arrived meanwhile, and a single such miss restarts a pod with failureThreshold 1).
+ */
+export function probeDeadline(timeoutMs: number): AbortSignal {
+  const controller = new AbortController();
+  setTimeout(
+    () => setImmediate(() => controller.abort(new DOMException('probe timed out', 'TimeoutError'))),
+    timeoutMs,
+  ).unref();
+  return controller.signal;
+}
+
 function formatHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
@@ -49,7 +64,7 @@ export async function httpProbe(
     `${target.scheme.toLowerCase()}://${formatHost(target.host)}:${target.port}${target.path.startsWith('/') ? '' : '/'}${target.path}`,
   );
   const originalHost = url.hostname;
-  const deadline = AbortSignal.timeout(timeoutMs);
+  const deadline = probeDeadline(timeoutMs);
   for (let hop = 0; ; hop++) {
     let res: IncomingMessage;
     let body: string;
@@ -86,7 +101,10 @@ function get(
   for (const { name, value } of headers) h[name] = value;
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = send(url, { method: 'GET', headers: h, signal, rejectUnauthorized: false }, (res) => {
+    // No keep-alive, as the kubelet's prober: each probe dials anew, never reusing a socket the
+    // container may have closed meanwhile.
+    const options = { method: 'GET', headers: h, signal, rejectUnauthorized: false, agent: false };
+    const req = send(url, options, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => {
@@ -104,19 +122,15 @@ function get(
 export function tcpProbe(host: string, port: number, timeoutMs: number): Promise<ProbeOutcome> {
   const addr = `${formatHost(host)}:${port}`;
   return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      resolve({ result: 'failure', output: `dial tcp ${addr}: i/o timeout` });
-    }, timeoutMs);
+    const deadline = probeDeadline(timeoutMs);
+    const socket = connect({ host, port, signal: deadline });
     socket.once('connect', () => {
-      clearTimeout(timer);
       socket.destroy();
       resolve({ result: 'success', output: '' });
     });
     socket.once('error', (err) => {
-      clearTimeout(timer);
-      resolve({ result: 'failure', output: `dial tcp ${addr}: ${err.message}` });
+      const why = deadline.aborted ? 'i/o timeout' : err.message;
+      resolve({ result: 'failure', output: `dial tcp ${addr}: ${why}` });
     });
   });
 }

@@ -4,6 +4,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { KubeGenericRuntimeManager } from '@kh/runtime-manager';
@@ -70,6 +71,7 @@ describe('httpProbe', () => {
     expect(lastHeaders['user-agent']).toBe(PROBE_USER_AGENT);
     expect(lastHeaders.accept).toBe('*/*');
     expect(lastHeaders['x-probe']).toBe('yes');
+    expect(lastHeaders.connection).toBe('close');
     expect((await probe('/created')).result).toBe('success');
     expect((await probe('/notmod')).result).toBe('success');
   });
@@ -114,6 +116,38 @@ describe('httpProbe', () => {
     expect(refused.output).toContain('ECONNREFUSED');
   });
 
+  it('counts a reply that arrived while the agent was blocked past the deadline', async () => {
+    // The server runs in a worker, so it answers while this thread is blocked. flag[0]: 1 once
+    // the request arrived, 2 once the reply was written, after this thread stopped polling.
+    const shared = new Int32Array(new SharedArrayBuffer(8));
+    const worker = new Worker(
+      `const { workerData, parentPort } = require('node:worker_threads');
+       const flag = workerData;
+       const server = require('node:http').createServer((req, res) => {
+         Atomics.store(flag, 0, 1);
+         setTimeout(() => res.end('late', () => { Atomics.store(flag, 0, 2); Atomics.notify(flag, 0); }), 300);
+       });
+       server.listen(0, '${LOOPBACK}', () => parentPort.postMessage(server.address().port));`,
+      { eval: true, workerData: shared },
+    );
+    try {
+      const workerPort = await new Promise<number>((r) => worker.once('message', r));
+      const timeoutMs = 150;
+      const started = Date.now();
+      const result = httpProbe(
+        { scheme: 'HTTP', host: LOOPBACK, port: workerPort, path: '/', headers: [] },
+        timeoutMs,
+      );
+      while (Atomics.load(shared, 0) === 0) await new Promise((r) => setImmediate(r));
+      // Blocked, as by a CPU-starved or busy agent: the reply lands and the deadline passes.
+      Atomics.wait(shared, 0, 1, 5_000);
+      while (Date.now() - started < timeoutMs + 100) {}
+      expect(await result).toEqual({ result: 'success', output: 'late' });
+    } finally {
+      await worker.terminate();
+    }
+  });
+
   it('probes HTTPS without verifying the certificate, as the kubelet does', async () => {
     const cert = await generateSelfSignedCert('pod.local', [LOOPBACK]);
     const tls = createHttpsServer({ cert: cert.cert, key: cert.key }, (_req, res) =>
@@ -148,6 +182,21 @@ describe('tcpProbe', () => {
     const refused = await tcpProbe(LOOPBACK, await closedPort(), 1000);
     expect(refused.result).toBe('failure');
     expect(refused.output).toMatch(new RegExp(`^dial tcp ${LOOPBACK}:\\d+: connect ECONNREFUSED`));
+  });
+
+  it('counts a connection the kernel made while the agent was blocked past the deadline', async () => {
+    const s = createTcpServer((sock) => sock.destroy());
+    const port = await listen(s);
+    try {
+      const started = Date.now();
+      const result = tcpProbe(LOOPBACK, port, 50);
+      // net.connect dials on the next tick; block right after it, before any I/O is polled.
+      await new Promise((r) => process.nextTick(r));
+      while (Date.now() - started < 250) {}
+      expect(await result).toEqual({ result: 'success', output: '' });
+    } finally {
+      s.close();
+    }
   });
 });
 
