@@ -128,8 +128,21 @@ async function expectRestarts(run: CaseRun, expected: number, windowMs = OBSERVA
   }
   ctx.check.ok(`${run.label}: restart count never decreases`, true);
   const secs = Math.round(windowMs / 1000);
-  if (expected === 0) ctx.check.equal(`${run.label}: not restarted in ${secs} s`, observed, 0);
-  else
+  if (expected === 0) {
+    // A restart that should not have happened: the report says which probe failed, and how.
+    const why =
+      observed === 0
+        ? []
+        : ((await look(() => eventsFor(ctx, run.pod))) ?? []).filter(
+            (e) => e.reason === 'Unhealthy' || e.reason === 'Killing',
+          );
+    ctx.check.ok(
+      `${run.label}: not restarted in ${secs} s`,
+      observed === 0,
+      { restarts: observed, events: why },
+      0,
+    );
+  } else
     ctx.check.ok(
       `${run.label}: restarted ${expected} time(s) within ${secs} s`,
       observed >= expected,
