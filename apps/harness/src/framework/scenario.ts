@@ -29,8 +29,9 @@ export interface Scenario {
   isolation?: Isolation;
   /**
    * 'heavy': the cell keeps the host's CPUs busy for most of its length (dozens of pods probed
-   * every second or two). At most half of the run's parallel cells are heavy at once, so that
-   * upstream's 1 s probe timeouts still hold beside them on a small host.
+   * every second or two). At most half of the run's parallel cells are heavy at once, and their
+   * starts are spaced (the runner's HEAVY_START_SPACING_MS), so that upstream's 1 s probe
+   * timeouts still hold beside them on a small host.
    */
   load?: 'heavy';
   /** Upper bound for the whole cell; the runner fails the cell when it is exceeded. */

@@ -4,6 +4,7 @@
 // end, also on failure and on Ctrl-C.
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { BackendUnavailableError, type RuntimeBackend } from '../backends/types.js';
 import { createChecks } from '../framework/checks.js';
 import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
@@ -50,14 +51,27 @@ export interface MatrixDeps<W extends World = World> {
   maxParallelCells?: number;
   /** Expected duration by `runtime/scenario`, which orders the cells (longest chains first). */
   estimates?: ReadonlyMap<string, number>;
+  /** How long a heavy cell waits after another heavy cell's start (default HEAVY_START_SPACING_MS). */
+  heavyStartSpacingMs?: number;
 }
 
 /** Log lines searched for those around a failure (the agent keeps its last 2000). */
 const LOG_LINES_SEARCHED = 2_000;
 const DEFAULT_CELLS_PER_NODE = 3;
 const UNKNOWN_ESTIMATE_MS = 60_000;
+/**
+ * A probe suite starts 22 pods at once; on 2 cores the host then stays about 99 % busy for 45 s
+ * (measured). Two such bursts at once starved probes past their 1 s timeouts.
+ */
+export const HEAVY_START_SPACING_MS = 45_000;
 
 export const newRunId = (): string => `kh-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`;
+
+/** Resolves at `at` (epoch ms), or as soon as one of `signals` aborts. */
+const sleepUntil = (at: number, ...signals: (AbortSignal | undefined)[]): Promise<void> =>
+  delay(Math.max(0, at - Date.now()), undefined, {
+    signal: AbortSignal.any(signals.filter((s) => s !== undefined)),
+  }).catch(() => {});
 
 export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<RunResults> {
   const { scenarios, progress } = deps;
@@ -183,6 +197,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       nodesOf,
       deps.cellsPerNode ?? DEFAULT_CELLS_PER_NODE,
       deps.maxParallelCells,
+      { heavyStartSpacingMs: deps.heavyStartSpacingMs ?? HEAVY_START_SPACING_MS },
     );
     const byName = new Map(scenarios.map((s) => [s.name, s]));
     const inFlight = new Set<Promise<void>>();
@@ -215,8 +230,14 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
           });
         inFlight.add(run);
       }
-      if (inFlight.size === 0) break;
-      await Promise.race([...inFlight].map((p) => p.catch(() => {})));
+      const wakeAt = scheduler.wakeAt();
+      if (inFlight.size === 0 && wakeAt === undefined) break;
+      const waits = [...inFlight].map((p) => p.catch(() => {}));
+      // The wake-up timer is dropped once anything ends the wait: it must not hold the process.
+      const woken = new AbortController();
+      if (wakeAt !== undefined) waits.push(sleepUntil(wakeAt, woken.signal, deps.signal));
+      await Promise.race(waits);
+      woken.abort();
     }
     await Promise.allSettled([...inFlight]);
     for (const cell of scheduler.waiting())

@@ -13,13 +13,26 @@ export interface PlannedCell {
   exclusive: readonly string[];
   /** Expected duration, for the order: the longest chains first. */
   estimateMs: number;
-  /** Keeps the CPUs busy (Scenario.load 'heavy'): at most half of maxRunning such cells at once. */
+  /**
+   * Keeps the CPUs busy (Scenario.load 'heavy'): at most half of maxRunning such cells at once,
+   * and none starts while another started less than `heavyStartSpacingMs` ago.
+   */
   heavy?: boolean;
 }
 
 export interface Placement<N> {
   cell: PlannedCell;
   node: N;
+}
+
+export interface Pacing {
+  /**
+   * A heavy cell waits until every running heavy cell started at least this long ago, so that
+   * their pod start-up bursts do not overlap. Default 0.
+   */
+  heavyStartSpacingMs?: number;
+  /** The clock, in ms (default Date.now). */
+  now?: () => number;
 }
 
 interface Lane<N> {
@@ -56,6 +69,10 @@ export class CellScheduler<N> {
   private readonly held = new Set<string>();
   private worldRunning = false;
   private readonly maxHeavy: number;
+  /** When each running heavy cell started. */
+  private readonly heavyStarts = new Map<PlannedCell, number>();
+  private readonly spacingMs: number;
+  private readonly now: () => number;
 
   /**
    * @param nodes each runtime's started nodes; a cell of a runtime without nodes is never placed
@@ -67,8 +84,11 @@ export class CellScheduler<N> {
     nodes: ReadonlyMap<string, readonly N[]>,
     private readonly maxPerNode: number,
     private readonly maxRunning = Number.POSITIVE_INFINITY,
+    pacing: Pacing = {},
   ) {
     this.maxHeavy = Math.max(1, Math.floor(maxRunning / 2));
+    this.spacingMs = pacing.heavyStartSpacingMs ?? 0;
+    this.now = pacing.now ?? Date.now;
     for (const c of cells)
       if (!nodes.get(c.runtime)?.length) throw new Error(`no node for ${c.runtime}/${c.scenario}`);
     this.pending = scheduleOrder(cells);
@@ -96,14 +116,24 @@ export class CellScheduler<N> {
         break;
       }
       if (cell.exclusive.some((name) => this.held.has(name))) continue;
-      if (cell.heavy && this.running((c) => c.heavy === true) >= this.maxHeavy) continue;
+      if (cell.heavy && (this.heavyStarts.size >= this.maxHeavy || this.now() < this.heavyFreeAt())) continue;
       const lane = this.laneFor(cell);
       if (lane) out.push(this.start(cell, lane));
     }
     return out;
   }
 
+  /**
+   * When a heavy cell that waits only for the start spacing may start; undefined when none waits
+   * for it. The caller calls `take` again then, even if no cell has finished.
+   */
+  wakeAt(): number | undefined {
+    const at = this.heavyFreeAt();
+    return this.pending.some((c) => c.heavy) && at > this.now() ? at : undefined;
+  }
+
   finish(cell: PlannedCell): void {
+    this.heavyStarts.delete(cell);
     for (const lanes of this.lanes.values())
       for (const lane of lanes) lane.running = lane.running.filter((c) => c !== cell);
     for (const name of cell.exclusive) this.held.delete(name);
@@ -121,6 +151,10 @@ export class CellScheduler<N> {
     return [...this.pending];
   }
 
+  private heavyFreeAt(): number {
+    return Math.max(Number.NEGATIVE_INFINITY, ...this.heavyStarts.values()) + this.spacingMs;
+  }
+
   private laneFor(cell: PlannedCell): Lane<N> | undefined {
     const lanes = this.lanes.get(cell.runtime)!;
     if (cell.isolation === 'node') return lanes.find((l) => l.running.length === 0);
@@ -135,14 +169,14 @@ export class CellScheduler<N> {
   private start(cell: PlannedCell, lane: Lane<N>): Placement<N> {
     this.pending.splice(this.pending.indexOf(cell), 1);
     lane.running.push(cell);
+    if (cell.heavy) this.heavyStarts.set(cell, this.now());
     for (const name of cell.exclusive) this.held.add(name);
     return { cell, node: lane.node };
   }
 
-  /** Running cells, or those of them that `which` picks. */
-  private running(which: (c: PlannedCell) => boolean = () => true): number {
+  private running(): number {
     let n = 0;
-    for (const lanes of this.lanes.values()) for (const l of lanes) n += l.running.filter(which).length;
+    for (const lanes of this.lanes.values()) for (const l of lanes) n += l.running.length;
     return n;
   }
 }

@@ -228,6 +228,33 @@ describe('runMatrix', () => {
     expect(most).toBe(1);
   });
 
+  it('starts the next heavy cell once the spacing has passed, while the first still runs', async () => {
+    const starts: number[] = [];
+    let secondStarted!: () => void;
+    const second = new Promise<void>((r) => {
+      secondStarted = r;
+    });
+    // The first cell ends only after the second has started: only the wake-up can start it.
+    const heavy = scenario(
+      'heavy',
+      async () => {
+        starts.push(Date.now());
+        if (starts.length === 1) await second;
+        else secondStarted();
+      },
+      { load: 'heavy', isolation: 'node' },
+    );
+    const r = await runMatrix(
+      deps(
+        { events: [] },
+        { scenarios: [heavy], nodesPerRuntime: 2, maxParallelCells: 4, heavyStartSpacingMs: 100 },
+      ),
+    );
+    expect(r.cells.map((c) => c.outcome)).toEqual(['passed', 'passed']);
+    // Timers may fire up to a millisecond early against Date.now.
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(99);
+  });
+
   it('fails a cell that outlives its timeout', async () => {
     const slow = scenario('slow', () => new Promise(() => {}), { timeoutMs: 50 });
     const r = await runMatrix(deps({ events: [] }, { scenarios: [slow], backends: [fakeBackend('alpha')] }));

@@ -110,6 +110,39 @@ describe('CellScheduler', () => {
     expect(names(s.take())).toEqual(['h3@n1']);
   });
 
+  it('starts a heavy cell only when every running heavy cell started the spacing ago; light cells do not wait', () => {
+    let now = 1_000;
+    const heavy = (n: string) => ({ ...cell(n, 'node', 400), heavy: true });
+    const cells = [heavy('h1'), heavy('h2'), cell('l1', 'node', 100)];
+    const s = new CellScheduler(cells, new Map([['rt', ['n1', 'n2', 'n3']]]), 8, 4, {
+      heavyStartSpacingMs: 45_000,
+      now: () => now,
+    });
+    expect(names(s.take())).toEqual(['h1@n1', 'l1@n2']);
+    expect(s.wakeAt()).toBe(46_000);
+    now = 45_999;
+    expect(s.take()).toEqual([]);
+    now = 46_000;
+    expect(names(s.take())).toEqual(['h2@n3']);
+    expect(s.wakeAt()).toBeUndefined();
+  });
+
+  it('does not space a heavy cell from one that has finished', () => {
+    const now = 0;
+    const cells = [
+      { ...cell('h1', 'node'), heavy: true },
+      { ...cell('h2', 'node'), heavy: true },
+    ];
+    const s = new CellScheduler(cells, new Map([['rt', ['n1']]]), 8, 4, {
+      heavyStartSpacingMs: 45_000,
+      now: () => now,
+    });
+    expect(names(s.take())).toEqual(['h1@n1']);
+    s.finish(cells[0]!);
+    expect(s.wakeAt()).toBeUndefined();
+    expect(names(s.take())).toEqual(['h2@n1']);
+  });
+
   it('lets one heavy cell run even when only one cell may run at all', () => {
     const s = new CellScheduler([{ ...cell('h', 'node'), heavy: true }], new Map([['rt', ['n1']]]), 8, 1);
     expect(names(s.take())).toEqual(['h@n1']);
