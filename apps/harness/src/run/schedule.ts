@@ -128,8 +128,10 @@ export class CellScheduler<N> {
    * for it. The caller calls `take` again then, even if no cell has finished.
    */
   wakeAt(): number | undefined {
+    // A heavy cell held back by the cap waits for a cell to finish, which wakes the caller anyway.
+    if (this.heavyStarts.size >= this.maxHeavy || !this.pending.some((c) => c.heavy)) return undefined;
     const at = this.heavyFreeAt();
-    return this.pending.some((c) => c.heavy) && at > this.now() ? at : undefined;
+    return at > this.now() ? at : undefined;
   }
 
   finish(cell: PlannedCell): void {
