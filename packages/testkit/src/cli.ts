@@ -2,12 +2,14 @@
 import { removeLeftovers } from './containers/leftovers.js';
 import { removeHostContainerdLeftovers } from './host-containerd.js';
 import { ensureImages } from './images/ensure.js';
-import { IMAGE_NAMES, isImageName } from './images/recipes.js';
+import { DEFAULT_IMAGES, DEFAULT_NODE_RELEASE, IMAGE_NAMES, isImageName } from './images/recipes.js';
 import { formatSeconds } from './util/progress.js';
 
 const USAGE = `Usage:
-  kh-testkit images [--force] [name...]   build the local images that are missing (default: all)
+  kh-testkit images [--force] [name...]   build the local images that are missing
+                                          (default: ${DEFAULT_IMAGES.join(', ')})
                                           names: ${IMAGE_NAMES.join(', ')}
+                                          (node = node-${DEFAULT_NODE_RELEASE}, the default release)
   kh-testkit leftovers [--run <id>]       remove containers, networks and volumes labelled kh.run`;
 
 async function main(argv: string[]): Promise<number> {
@@ -22,12 +24,12 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     const started = performance.now();
-    const refs = await ensureImages(names.length > 0 ? names.filter(isImageName) : IMAGE_NAMES, {
+    const refs = await ensureImages(names.length > 0 ? names.filter(isImageName) : DEFAULT_IMAGES, {
       progress: log,
       force,
     });
     log(`images ready in ${formatSeconds(performance.now() - started)}:`);
-    for (const [name, ref] of Object.entries(refs)) log(`  ${name.padEnd(8)} ${ref}`);
+    for (const [name, ref] of Object.entries(refs)) log(`  ${name.padEnd(13)} ${ref}`);
     return 0;
   }
   if (command === 'leftovers') {

@@ -41,7 +41,21 @@ export {
 } from './host-containerd.js';
 export { debianMirror } from './images/apt-sources.js';
 export { type EnsureImagesOptions, ensureImages, type ImageRefs, imageRefFor } from './images/ensure.js';
-export { IMAGE_NAMES, type ImageName, isImageName, RECIPES } from './images/recipes.js';
+export { type NodeImageInfo, nodeImageInfo } from './images/node-image-info.js';
+export {
+  DEFAULT_IMAGES,
+  DEFAULT_NODE_RELEASE,
+  IMAGE_NAMES,
+  type ImageName,
+  isImageName,
+  isNodeRelease,
+  NODE_RELEASES,
+  type NodeImageName,
+  type NodeRelease,
+  nodeImageName,
+  RECIPES,
+  WORKLOAD_IMAGES,
+} from './images/recipes.js';
 export { cleanUpOnInterrupt } from './util/interrupt.js';
 export { withFileLock } from './util/lock.js';
 export { MissingToolError } from './util/process.js';

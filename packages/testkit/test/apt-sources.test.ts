@@ -62,7 +62,18 @@ deb http://other.example/debian trixie main`;
       'http://other.example/debian',
     ]);
     expect(pickMirror(sources, 'bookworm')).toBe('http://mirror.example/debian');
-    expect(pickMirror(sources, 'bullseye')).toBeUndefined();
+    expect(pickMirror(sources, 'trixie')).toBe('http://other.example/debian');
+  });
+
+  test("a release the machine does not list comes from its own release's mirror, never -security's", () => {
+    const sources = parseDeb822Sources(DEB822, 'debian.sources');
+    expect(pickMirror(sources, 'trixie')).toBe('http://deb.debian.org/debian');
+    expect(pickMirror(sources, 'forky')).toBe('http://deb.debian.org/debian');
+    const securityOnly = parseOneLineSources(
+      'deb http://sec.example/debian-security bookworm-security main',
+      'x',
+    );
+    expect(pickMirror(securityOnly, 'trixie')).toBeUndefined();
   });
 
   test('finds the mirror in sources.list.d/*.sources, then sources.list', async () => {
@@ -79,7 +90,9 @@ deb http://other.example/debian trixie main`;
 
   test('explains what to do when no source serves the suite', async () => {
     vi.stubEnv('KH_DEBIAN_MIRROR', '');
-    const dir = await aptDir({ 'sources.list': 'deb http://other.example/debian trixie main\n' });
+    const dir = await aptDir({
+      'sources.list': 'deb http://sec.example/debian-security trixie-security main\n',
+    });
     await expect(debianMirror('bookworm', dir)).rejects.toThrow(
       /No apt source for Debian "bookworm".*KH_DEBIAN_MIRROR/s,
     );

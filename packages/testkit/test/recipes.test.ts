@@ -1,6 +1,14 @@
 import { describe, expect, test } from 'vitest';
+import { parseDpkgStatus } from '../src/images/build.js';
 import { canonicalJson, imageRef, type RecipeInputs, recipeHash } from '../src/images/hash.js';
-import { IMAGE_NAMES, RECIPES, type Recipe } from '../src/images/recipes.js';
+import {
+  DEFAULT_NODE_RELEASE,
+  IMAGE_NAMES,
+  NODE_RELEASES,
+  nodeImageName,
+  RECIPES,
+  type Recipe,
+} from '../src/images/recipes.js';
 
 const busyboxInputs: RecipeInputs = { kind: 'busybox', busyboxSha256: 'a'.repeat(64) };
 const nodeInputs: RecipeInputs = { kind: 'debootstrap', mirror: 'http://deb.debian.org/debian' };
@@ -49,10 +57,43 @@ describe('recipe hashing', () => {
   });
 
   test('gives every image its own hash, so images never share a tag by accident', () => {
-    const hashes = IMAGE_NAMES.map((n) =>
+    const names = IMAGE_NAMES.filter((n) => n !== 'node');
+    const hashes = names.map((n) =>
       recipeHash(RECIPES[n], RECIPES[n].kind === 'busybox' ? busyboxInputs : nodeInputs),
     );
-    expect(new Set(hashes).size).toBe(IMAGE_NAMES.length);
+    expect(new Set(hashes).size).toBe(names.length);
+  });
+
+  test("`node` is the default release's node image, under the same reference", () => {
+    const alias = RECIPES.node;
+    const named = RECIPES[nodeImageName(DEFAULT_NODE_RELEASE)];
+    expect(alias).toEqual(named);
+    expect(imageRef(alias, recipeHash(alias, nodeInputs))).toBe(
+      imageRef(named, recipeHash(named, nodeInputs)),
+    );
+  });
+
+  test('covers the Debian release: each release has its own node image and hash', () => {
+    const hashes = NODE_RELEASES.map((r) => recipeHash(RECIPES[nodeImageName(r)], nodeInputs));
+    expect(new Set(hashes).size).toBe(NODE_RELEASES.length);
+    const node = clone(RECIPES.node);
+    if (node.kind !== 'debootstrap') throw new Error('node is a debootstrap recipe');
+    node.suite = 'forky';
+    expect(recipeHash(node, nodeInputs)).not.toBe(recipeHash(RECIPES.node, nodeInputs));
+    const forky = RECIPES['node-forky'];
+    expect(forky.kind === 'debootstrap' && forky.script).toBe('/usr/share/debootstrap/scripts/sid');
+  });
+
+  test('reads installed package versions from a dpkg status file', () => {
+    const status = [
+      'Package: containerd\nStatus: install ok installed\nVersion: 2.1.9+ds1-5\n',
+      'Package: runc\nStatus: deinstall ok config-files\nVersion: 1.1.5\n',
+      'Package: docker.io\nStatus: install ok installed\nPriority: optional\nVersion: 28.5.2+dfsg4-5\nDescription: x\n',
+    ].join('\n');
+    expect(Object.fromEntries(parseDpkgStatus(status))).toEqual({
+      containerd: '2.1.9+ds1-5',
+      'docker.io': '28.5.2+dfsg4-5',
+    });
   });
 
   test('names images kubelet-harness/<name>:<hash>', () => {

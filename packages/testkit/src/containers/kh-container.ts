@@ -202,11 +202,22 @@ async function volumeExists(name: string): Promise<boolean> {
 }
 
 /** The last lines of a container's output, for error messages. */
-export async function containerLogTail(idOrName: string, lines = 30): Promise<string> {
+export async function containerLogTail(
+  idOrName: string,
+  lines = 30,
+  /** Only what was logged at or after this time (epoch seconds). */
+  sinceSeconds?: number,
+): Promise<string> {
   try {
     const buf = (await docker()
       .getContainer(idOrName)
-      .logs({ stdout: true, stderr: true, tail: lines, follow: false })) as unknown as Buffer;
+      .logs({
+        stdout: true,
+        stderr: true,
+        tail: lines,
+        follow: false,
+        ...(sinceSeconds !== undefined ? { since: sinceSeconds } : {}),
+      })) as unknown as Buffer;
     return demuxBuffer(buf)
       .map((f) => f.payload.toString('utf8'))
       .join('')

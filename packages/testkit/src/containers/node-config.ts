@@ -37,7 +37,10 @@ export function cgroupParentFrom(procSelfCgroup: string): string {
 
 /** The node's main process (under tini): runs the runtime and survives it being stopped on purpose. */
 export const NODE_INIT_PATH = '/usr/local/sbin/kh-node-init';
-/** `kh-runtime stop|start|kill|status` inside a node: `systemctl stop containerd` for a kind-style node. */
+/**
+ * `kh-runtime stop|start|kill|status|stacks` inside a node: `systemctl stop containerd` for a
+ * kind-style node; `stacks` asks the runtime for its goroutine dump (SIGUSR1).
+ */
 export const RUNTIME_CTL_PATH = '/usr/local/sbin/kh-runtime';
 /** Where the two scripts keep the runtime's pid and the "stopped on purpose" flag. */
 const RUNTIME_STATE_DIR = '/run';
@@ -120,8 +123,13 @@ kill)
 status)
   if [ -s "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then echo running; else echo stopped; exit 3; fi
   ;;
+stacks)
+  # dockerd and containerd both dump every goroutine's stack on SIGUSR1 and carry on.
+  pid=$(cat "$pidfile" 2>/dev/null) || { echo "kh-runtime: the runtime is not running" >&2; exit 1; }
+  kill -USR1 "$pid"
+  ;;
 *)
-  echo "usage: kh-runtime stop|start|kill|status" >&2
+  echo "usage: kh-runtime stop|start|kill|status|stacks" >&2
   exit 2
   ;;
 esac

@@ -183,7 +183,7 @@ export class NodeContainer extends RuntimeBuilder {
       await rm(hostDir, { recursive: true, force: true });
       throw err;
     }
-    const node = new StartedNodeContainer(tc, spec, hostDir, pauseImage);
+    const node = new StartedNodeContainer(tc, spec, hostDir, pauseImage, this.image);
     try {
       await timed(this.progress, `${name}: wait for ${spec.name}`, () => node.waitReady(this.readyTimeoutMs));
       node.readyAfterMs = performance.now() - started;
@@ -218,6 +218,8 @@ export class StartedNodeContainer {
     readonly sharedDirOnHost: string,
     /** The sandbox image the runtime was given, as the host engine names it. */
     readonly pauseImage: string | undefined,
+    /** The node image it runs (host engine reference). */
+    readonly image: string,
   ) {}
 
   get id(): string {
@@ -308,6 +310,25 @@ export class StartedNodeContainer {
   /** The runtime's output (the supervisor passes it through as the node's own). */
   logs(lines = 200): Promise<string> {
     return containerLogTail(this.id, lines);
+  }
+
+  /**
+   * The runtime's goroutine stacks, for a runtime that stopped answering: on SIGUSR1 dockerd and
+   * containerd 1.7+ write them to a file named in their log (read here), containerd 1.6 into its
+   * log. Resolves to the dump's lines.
+   */
+  async dumpRuntimeStacks(waitMs = 2_000): Promise<string[]> {
+    const since = Math.floor(Date.now() / 1000);
+    await this.execOk([RUNTIME_CTL_PATH, 'stacks']);
+    await new Promise((r) => setTimeout(r, waitMs));
+    const logged = await containerLogTail(this.id, 100_000, since);
+    // dockerd: "goroutine stacks written to …"; containerd 1.7+: "goroutine stack dump written to …".
+    const file = /goroutine stack(?:s| dump) written to ([^\s"]+)/.exec(logged)?.[1];
+    // Without a file (containerd 1.6), the dump is one log entry with escaped newlines.
+    const text = file
+      ? await this.execOk(['cat', file])
+      : logged.replaceAll('\\n', '\n').replaceAll('\\t', '\t');
+    return text.split('\n');
   }
 
   /** Asks CRI Version on the node's CRI socket (for a docker node, the dockershim's once it runs). */

@@ -50,9 +50,18 @@ export function parseOneLineSources(text: string, file: string): AptSource[] {
   return sources;
 }
 
-/** Picks the mirror that serves `suite` with the `main` component. */
+/**
+ * Picks the mirror that serves `suite` with the `main` component. A suite the machine does not
+ * list itself (trixie or forky on a bookworm host) comes from the mirror of its own release: one
+ * Debian archive serves every release, while `-security` and `-updates` suites live elsewhere or
+ * hold only updates.
+ */
 export function pickMirror(sources: readonly AptSource[], suite: string): string | undefined {
-  return sources.find((s) => s.suites.includes(suite) && s.components.includes('main'))?.uri;
+  const main = sources.filter((s) => s.components.includes('main'));
+  return (
+    main.find((s) => s.suites.includes(suite))?.uri ??
+    main.find((s) => s.suites.some((listed) => !listed.includes('-') && !listed.includes('/')))?.uri
+  );
 }
 
 /**

@@ -11,6 +11,12 @@ import type { BusyboxRecipe, DebootstrapRecipe, ImageConfig, Recipe } from './re
 
 export const RECIPE_LABEL = 'kh.recipe';
 export const RECIPE_HASH_LABEL = 'kh.recipe.hash';
+/** A debootstrap image's Debian release, as a label. */
+export const RELEASE_LABEL = 'kh.debian.release';
+/** Prefix of the labels that record a debootstrap image's package versions (`kh.pkg.containerd`). */
+export const PACKAGE_LABEL_PREFIX = 'kh.pkg.';
+/** The same record inside the image, for whoever only sees the node's filesystem. */
+export const PACKAGES_FILE = '/etc/kh-node-packages';
 
 /** Builds `recipe` into the host engine as `ref`, in a temporary directory that is always removed. */
 export async function buildImage(
@@ -25,10 +31,14 @@ export async function buildImage(
   await removeStaleBuildDirs(prefix);
   const root = await mkdtemp(join(tmpdir(), prefix));
   try {
+    let labels: Record<string, string> = {};
     if (recipe.kind === 'busybox')
       await timed(progress, `${recipe.name}: assemble busybox rootfs`, () => busyboxRootfs(recipe, root));
-    else if (inputs.kind === 'debootstrap') await debootstrapRootfs(recipe, inputs.mirror, root, progress);
-    await timed(progress, `${recipe.name}: import as ${ref}`, () => importRootfs(root, ref, recipe, hash));
+    else if (inputs.kind === 'debootstrap')
+      labels = await debootstrapRootfs(recipe, inputs.mirror, root, progress);
+    await timed(progress, `${recipe.name}: import as ${ref}`, () =>
+      importRootfs(root, ref, changes(recipe.config, { ...labels, ...recipeLabels(recipe, hash) })),
+    );
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -77,12 +87,13 @@ async function busyboxRootfs(recipe: BusyboxRecipe, root: string): Promise<void>
 /** debootstrap's per-package lines ("I: Retrieving libc6 2.36-9", "I: Extracting bash...") would flood the output. */
 const PER_PACKAGE_LINE = /^I: (Retrieving|Validating|Extracting|Unpacking|Configuring) \S+( \S+|\.\.\.)$/;
 
+/** Builds the root filesystem; returns the labels that record its release and package versions. */
 async function debootstrapRootfs(
   recipe: DebootstrapRecipe,
   mirror: string,
   root: string,
   progress: Progress,
-): Promise<void> {
+): Promise<Record<string, string>> {
   const debootstrap = await requireTool('debootstrap', 'debootstrap');
   const args = [
     `--variant=${recipe.variant}`,
@@ -90,6 +101,7 @@ async function debootstrapRootfs(
     recipe.suite,
     root,
     mirror,
+    ...(recipe.script ? [recipe.script] : []),
   ];
   await timed(progress, `${recipe.name}: debootstrap ${recipe.suite} from ${mirror}`, () =>
     run(debootstrap, args, {
@@ -104,20 +116,70 @@ async function debootstrapRootfs(
   await rm(join(root, 'var/lib/apt/lists'), { recursive: true, force: true });
   await mkdir(join(root, 'var/cache/apt/archives/partial'), { recursive: true });
   await mkdir(join(root, 'var/lib/apt/lists/partial'), { recursive: true });
+  // A testing release changes under us while the recipe hash stays: record what this build got.
+  const versions = await installedVersions(root, recipe.recordVersions);
+  await writeFile(
+    join(root, PACKAGES_FILE.slice(1)),
+    Object.entries(versions)
+      .map(([pkg, version]) => `${pkg} ${version}\n`)
+      .join(''),
+  );
+  progress(
+    `${recipe.name}: ${Object.entries(versions)
+      .map(([pkg, version]) => `${pkg} ${version}`)
+      .join(', ')}`,
+  );
+  return {
+    [RELEASE_LABEL]: recipe.suite,
+    ...Object.fromEntries(Object.entries(versions).map(([pkg, v]) => [`${PACKAGE_LABEL_PREFIX}${pkg}`, v])),
+  };
 }
 
-function changes(config: ImageConfig, recipe: Recipe, hash: string): string[] {
+/** The versions dpkg installed in `root`, read from its status file (no chroot needed). */
+export async function installedVersions(
+  root: string,
+  packages: readonly string[],
+): Promise<Record<string, string>> {
+  const status = await readFile(join(root, 'var/lib/dpkg/status'), 'utf8');
+  const found = parseDpkgStatus(status);
+  const missing = packages.filter((p) => !found.has(p));
+  if (missing.length > 0) throw new Error(`debootstrap did not install ${missing.join(', ')}`);
+  return Object.fromEntries(packages.map((p) => [p, found.get(p)!]));
+}
+
+/** Installed packages and their versions from a dpkg status file (stanzas of `Field: value`). */
+export function parseDpkgStatus(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const stanza of text.split(/\n\s*\n/)) {
+    const field = (name: string) => new RegExp(`^${name}: (.*)$`, 'm').exec(stanza)?.[1]?.trim();
+    const pkg = field('Package');
+    const version = field('Version');
+    if (pkg && version && field('Status')?.endsWith(' installed')) out.set(pkg, version);
+  }
+  return out;
+}
+
+function recipeLabels(recipe: Recipe, hash: string): Record<string, string> {
+  return { [RECIPE_LABEL]: recipe.name, [RECIPE_HASH_LABEL]: hash };
+}
+
+function changes(config: ImageConfig, labels: Record<string, string>): string[] {
   const out: string[] = [];
   if (config.entrypoint) out.push(`ENTRYPOINT ${JSON.stringify(config.entrypoint)}`);
   if (config.cmd) out.push(`CMD ${JSON.stringify(config.cmd)}`);
   for (const env of config.env ?? ['PATH=/bin']) out.push(`ENV ${env}`);
   for (const port of config.exposedPorts ?? []) out.push(`EXPOSE ${port}`);
   if (config.workdir) out.push(`WORKDIR ${config.workdir}`);
-  out.push(`LABEL ${RECIPE_LABEL}=${recipe.name} ${RECIPE_HASH_LABEL}=${hash}`);
+  // Quoted: package versions hold `~`, `+` and `:`.
+  out.push(
+    `LABEL ${Object.entries(labels)
+      .map(([k, v]) => `${JSON.stringify(k)}=${JSON.stringify(v)}`)
+      .join(' ')}`,
+  );
   return out;
 }
 
-async function importRootfs(root: string, ref: string, recipe: Recipe, hash: string): Promise<void> {
+async function importRootfs(root: string, ref: string, imageChanges: string[]): Promise<void> {
   const [repo, tag] = ref.split(':') as [string, string];
   const tar = spawn('tar', ['--numeric-owner', '--xattrs', '-C', root, '-c', '.'], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -135,7 +197,7 @@ async function importRootfs(root: string, ref: string, recipe: Recipe, hash: str
   const response = await docker().importImage(tar.stdout, {
     repo,
     tag,
-    changes: changes(recipe.config, recipe, hash),
+    changes: imageChanges,
   });
   await Promise.all([followProgress(response), tarDone]);
 }

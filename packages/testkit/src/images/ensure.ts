@@ -5,7 +5,7 @@ import { withFileLock } from '../util/lock.js';
 import { formatSeconds, type Progress, silent } from '../util/progress.js';
 import { buildImage, RECIPE_LABEL } from './build.js';
 import { imageRef, recipeHash, resolveInputs } from './hash.js';
-import { IMAGE_NAMES, type ImageName, RECIPES } from './recipes.js';
+import { DEFAULT_IMAGES, IMAGE_NAMES, type ImageName, RECIPES } from './recipes.js';
 
 export type ImageRefs<N extends ImageName = ImageName> = { [K in N]: string };
 
@@ -36,7 +36,7 @@ async function imageExists(ref: string): Promise<boolean> {
  * content hash has no image yet, and returns their references.
  */
 export async function ensureImages<const N extends ImageName>(
-  names: readonly N[] = IMAGE_NAMES as unknown as readonly N[],
+  names: readonly N[] = DEFAULT_IMAGES as readonly N[],
   options: EnsureImagesOptions = {},
 ): Promise<ImageRefs<N>> {
   const progress = options.progress ?? silent;
@@ -52,7 +52,8 @@ export async function ensureImages<const N extends ImageName>(
       progress(`${name}: ${ref} (cached)`);
       continue;
     }
-    const lock = join(tmpdir(), `kh-image-${name}-${hash}.lock`);
+    // By recipe name: `node` and the default release's `node-<release>` are one image.
+    const lock = join(tmpdir(), `kh-image-${recipe.name}-${hash}.lock`);
     await withFileLock(
       lock,
       async () => {
@@ -65,7 +66,7 @@ export async function ensureImages<const N extends ImageName>(
         progress(`${name}: building ${ref}`);
         await buildImage(recipe, inputs, ref, hash, progress);
         progress(`${name}: built ${ref} in ${formatSeconds(performance.now() - started)}`);
-        await removeOutdated(name, ref, progress);
+        await removeOutdated(recipe.name, ref, progress);
       },
       (pid) => progress(`${name}: waiting for process ${pid}, which is building ${ref}`),
     );

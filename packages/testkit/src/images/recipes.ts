@@ -3,8 +3,32 @@
  * inputs resolved at build time (see hash.ts), so the tag can be a hash of it.
  */
 
-export const IMAGE_NAMES = ['pause', 'busybox', 'httpd', 'memhog', 'diskhog', 'node'] as const;
-export type ImageName = (typeof IMAGE_NAMES)[number];
+/**
+ * The Debian releases a node image is built from. Each carries its own containerd, Docker, runc,
+ * crun and gVisor, so the matrix can ask "which runtime versions pass?" the way kind answers it
+ * with a node image per Kubernetes version.
+ */
+export const NODE_RELEASES = ['bookworm', 'trixie', 'forky'] as const;
+export type NodeRelease = (typeof NODE_RELEASES)[number];
+/**
+ * The release of the default columns and of every container that only needs "a node" (apiserver,
+ * registry, fake node): trixie, Debian stable, whose dockerd (26.1) is free of 20.10.24's
+ * libnetwork deadlock (PLATFORM.md).
+ */
+export const DEFAULT_NODE_RELEASE: NodeRelease = 'trixie';
+
+export type NodeImageName = `node-${NodeRelease}`;
+export const nodeImageName = (release: NodeRelease): NodeImageName => `node-${release}`;
+
+export const WORKLOAD_IMAGES = ['pause', 'busybox', 'httpd', 'memhog', 'diskhog'] as const;
+/**
+ * `node` is the default release's node image (the same recipe and reference as
+ * `node-${DEFAULT_NODE_RELEASE}`): what a test or container that only needs "a node" asks for.
+ */
+export const IMAGE_NAMES = [...WORKLOAD_IMAGES, 'node', ...NODE_RELEASES.map(nodeImageName)] as const;
+export type ImageName = (typeof WORKLOAD_IMAGES)[number] | 'node' | NodeImageName;
+/** What `kh-testkit images` builds when no name is given: the workloads and the default node. */
+export const DEFAULT_IMAGES: readonly ImageName[] = [...WORKLOAD_IMAGES, 'node'];
 
 export const IMAGE_REPOSITORY_PREFIX = 'kubelet-harness';
 
@@ -36,9 +60,16 @@ export interface DebootstrapRecipe {
   kind: 'debootstrap';
   name: ImageName;
   description: string;
-  suite: string;
+  suite: NodeRelease;
+  /**
+   * debootstrap's script for the suite, when this machine's debootstrap has none of that name
+   * (Debian 12's knows no `forky`; testing is built like `sid`).
+   */
+  script?: string;
   variant: string;
   packages: string[];
+  /** Packages whose installed versions the image records (label and file; see build.ts). */
+  recordVersions: string[];
   config: ImageConfig;
 }
 
@@ -94,6 +125,45 @@ ${FOREVER} &
 wait
 `);
 
+/** The runtimes a node image carries, with the packages the report names by version. */
+const NODE_RUNTIME_PACKAGES = [
+  'containerd',
+  'runc',
+  // Further OCI runtimes, for containerd runtime handlers (RuntimeClass); see backends/containerd-handlers.
+  'crun',
+  'runsc',
+  'docker.io',
+  'containernetworking-plugins',
+];
+
+function nodeRecipe(release: NodeRelease): DebootstrapRecipe {
+  return {
+    kind: 'debootstrap',
+    name: nodeImageName(release),
+    description: `Debian ${release} with containerd, runc, crun, runsc (gVisor), dockerd, CNI plugins and iptables (Node.js comes from the host).`,
+    suite: release,
+    ...(release === 'forky' ? { script: '/usr/share/debootstrap/scripts/sid' } : {}),
+    variant: 'minbase',
+    packages: [
+      ...NODE_RUNTIME_PACKAGES,
+      // From trixie on, docker.io is the engine alone and the `docker` client is its own package.
+      ...(release === 'bookworm' ? [] : ['docker-cli']),
+      'iptables',
+      'ca-certificates',
+      // tini reaps the shims that get reparented to PID 1; procps/iproute2 for ps, ip, ss.
+      'tini',
+      'procps',
+      'iproute2',
+    ],
+    recordVersions: [...NODE_RUNTIME_PACKAGES, 'iptables'],
+    config: {
+      entrypoint: ['/usr/bin/tini', '--'],
+      cmd: ['sleep', 'infinity'],
+      env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+    },
+  };
+}
+
 export const RECIPES: Record<ImageName, Recipe> = {
   pause: {
     kind: 'busybox',
@@ -139,36 +209,17 @@ export const RECIPES: Record<ImageName, Recipe> = {
     files: { '/bin/diskhog': DISKHOG },
     config: { cmd: ['/bin/diskhog'] },
   },
-  node: {
-    kind: 'debootstrap',
-    name: 'node',
-    description:
-      'Debian bookworm with containerd, runc, crun, runsc (gVisor), dockerd, CNI plugins and iptables (Node.js comes from the host).',
-    suite: 'bookworm',
-    variant: 'minbase',
-    packages: [
-      'containerd',
-      'runc',
-      // Further OCI runtimes, for containerd runtime handlers (RuntimeClass); see backends/containerd-handlers.
-      'crun',
-      'runsc',
-      'docker.io',
-      'iptables',
-      'containernetworking-plugins',
-      'ca-certificates',
-      // tini reaps the shims that get reparented to PID 1; procps/iproute2 for ps, ip, ss.
-      'tini',
-      'procps',
-      'iproute2',
-    ],
-    config: {
-      entrypoint: ['/usr/bin/tini', '--'],
-      cmd: ['sleep', 'infinity'],
-      env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
-    },
-  },
+  node: nodeRecipe(DEFAULT_NODE_RELEASE),
+  ...(Object.fromEntries(NODE_RELEASES.map((r) => [nodeImageName(r), nodeRecipe(r)])) as Record<
+    NodeImageName,
+    DebootstrapRecipe
+  >),
 };
 
 export function isImageName(name: string): name is ImageName {
   return (IMAGE_NAMES as readonly string[]).includes(name);
+}
+
+export function isNodeRelease(name: string): name is NodeRelease {
+  return (NODE_RELEASES as readonly string[]).includes(name);
 }
