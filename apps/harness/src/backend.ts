@@ -8,8 +8,10 @@ export {
   type ContainerdHandler,
   type ContainerdRuntimeOptions,
   containerdRuntime,
+  DEFAULT_NODE_RELEASE,
   dockerRuntime,
   type NodeFile,
+  type NodeRelease,
   type NodeRuntimeSpec,
   type RuntimeLaunch,
   type RuntimeNode,
@@ -24,6 +26,13 @@ export {
 } from './backends/cri.js';
 export { type CriShim, type KindBackendDefinition, kindBackend } from './backends/kind.js';
 export type { BackendModule } from './backends/registry.js';
+export {
+  aliasesFor,
+  COLUMN_RELEASES,
+  RELEASE_RUNTIMES,
+  type ReleaseRuntimes,
+  versionMatches,
+} from './backends/releases.js';
 export {
   type AgentPlacement,
   type BackendCapability,

@@ -5,7 +5,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type RemovedLeftovers, removeLeftovers } from '@kh/testkit';
-import { loadBackends } from './backends/registry.js';
+import { ALL_RUNTIMES, isDefaultColumn, loadBackends } from './backends/registry.js';
 import type { RuntimeBackend } from './backends/types.js';
 import { clusterDown, clusterUp } from './cluster/cluster.js';
 import type { Scenario } from './framework/scenario.js';
@@ -139,6 +139,9 @@ async function listCommand(argv: string[], io: CliIO): Promise<number> {
   if (values.json) {
     const runtimes = registry.registered.map(({ backend, module }) => ({
       name: backend.name,
+      aliases: backend.aliases ?? [],
+      ...(backend.release ? { release: backend.release } : {}),
+      default: isDefaultColumn(backend),
       description: backend.description,
       capabilities: [...backend.capabilities],
       module,
@@ -147,9 +150,12 @@ async function listCommand(argv: string[], io: CliIO): Promise<number> {
     io.out(`${JSON.stringify({ runtimes, scenarios })}\n`);
     return 0;
   }
-  io.out('runtimes:\n');
-  for (const { backend, module } of registry.registered)
-    io.out(`  ${backend.name.padEnd(18)} ${backend.description} (${module})\n`);
+  io.out(`runtimes (* in the default matrix; --runtime ${ALL_RUNTIMES} runs every one):\n`);
+  for (const { backend, module } of registry.registered) {
+    const aliases = backend.aliases?.length ? ` [also: ${backend.aliases.join(', ')}]` : '';
+    const mark = isDefaultColumn(backend) ? '*' : ' ';
+    io.out(`${mark} ${backend.name.padEnd(24)} ${backend.description}${aliases} (${module})\n`);
+  }
   io.out('scenarios:\n');
   for (const s of suite) io.out(`  ${s.name.padEnd(18)} ${s.description}\n`);
   return 0;

@@ -101,15 +101,33 @@ describe('kubelet-harness CLI', () => {
     expect(r.code).toBe(0);
     const listed = JSON.parse(r.out) as { runtimes: unknown[]; scenarios: unknown[] };
     expect(listed.runtimes).toEqual([
-      expect.objectContaining({ name: 'containerd', module: '@kh/harness' }),
-      expect.objectContaining({ name: 'docker', module: '@kh/harness' }),
+      expect.objectContaining({ name: 'containerd-2.1', release: 'forky', default: false, aliases: [] }),
+      expect.objectContaining({
+        name: 'containerd-1.7',
+        release: 'trixie',
+        default: true,
+        aliases: ['containerd'],
+      }),
+      expect.objectContaining({ name: 'containerd-1.6', release: 'bookworm', module: '@kh/harness' }),
+      expect.objectContaining({ name: 'docker-28', module: '@kh/harness' }),
+      expect.objectContaining({ name: 'docker-26', aliases: ['docker'], module: '@kh/harness' }),
+      expect.objectContaining({ name: 'docker-20.10', module: '@kh/harness' }),
       expect.objectContaining({ name: 'fake', module: '@kh/harness', capabilities: ['runtime-restart'] }),
       expect.objectContaining({ name: 'endpoint', module: '@kh/harness' }),
-      { name: 'mine', description: 'my runtime', capabilities: ['real-containers'], module: mod },
+      {
+        name: 'mine',
+        aliases: [],
+        default: true,
+        description: 'my runtime',
+        capabilities: ['real-containers'],
+        module: mod,
+      },
     ]);
     expect(listed.scenarios).toEqual([{ name: 'one', description: 'd', needs: [] }]);
     const text = await cli(['list', '--backend', mod, '--suite', suitePath]);
-    expect(text.out).toMatch(/^ {2}mine +my runtime \(.*backend\.mjs\)$/m);
+    expect(text.out).toMatch(/^\* mine +my runtime \(.*backend\.mjs\)$/m);
+    expect(text.out).toMatch(/^\* containerd-1\.7 +containerd 1\.7 .*\[also: containerd\]/m);
+    expect(text.out).toMatch(/^ {2}docker-20\.10 +dockerd 20\.10 .*Debian 12 bookworm/m);
   });
 
   it('run names a backend module it cannot load, with status 2', async () => {

@@ -1,6 +1,7 @@
 // containerd nodes whose pods run on another OCI runtime, through a containerd runtime handler:
-// `containerd-crun` (crun) and `containerd-gvisor` (gVisor's runsc), both from Debian bookworm
-// packages in the node image. The handler is containerd's default_runtime_name, so every pod of
+// `containerd-<v>-crun` (crun) and `containerd-<v>-gvisor` (gVisor's runsc), from the Debian
+// packages of each release's node image (the default release's columns also answer to
+// `containerd-crun` and `containerd-gvisor`). The handler is containerd's default_runtime_name, so every pod of
 // every scenario runs on it with no change to the scenarios; runc stays configured as a handler of
 // its own, so a RuntimeClass naming `runc` still gets runc.
 //
@@ -8,11 +9,15 @@
 // KH_BACKENDS or --backend) and registers what `backends` lists.
 import { readFileSync } from 'node:fs';
 import {
+  aliasesFor,
   BackendUnavailableError,
+  COLUMN_RELEASES,
   type ContainerdHandler,
   containerdRuntime,
   kindBackend,
+  type NodeRelease,
   probePod,
+  RELEASE_RUNTIMES,
   type RuntimeBackend,
 } from '@kh/harness/backend';
 
@@ -33,17 +38,31 @@ const viaRuncShim = (binary: string): ContainerdHandler => ({
   options: { BinaryName: binary, SystemdCgroup: false },
 });
 
-export const crunBackend: RuntimeBackend = kindBackend({
-  name: 'containerd-crun',
-  description: 'containerd 1.6 with crun 1.8 (Debian) as the default runtime handler',
-  capabilities: CAPABILITIES,
-  runtime: containerdRuntime({
-    name: 'containerd-crun',
-    handlers: { crun: viaRuncShim('/usr/bin/crun') },
-    defaultHandler: 'crun',
-    setup: [LEGACY_CGROUPS],
-  }),
-});
+const column = (release: NodeRelease, handler: string) => {
+  const { containerd, debian } = RELEASE_RUNTIMES[release];
+  return {
+    name: `containerd-${containerd}-${handler}`,
+    aliases: aliasesFor(release, `containerd-${handler}`),
+    release,
+    expectedVersion: containerd,
+    debian,
+  };
+};
+
+export const crunBackend = (release: NodeRelease): RuntimeBackend => {
+  const { debian, ...named } = column(release, 'crun');
+  return kindBackend({
+    ...named,
+    description: `containerd ${named.expectedVersion} with crun (Debian ${debian}) as the default runtime handler`,
+    capabilities: CAPABILITIES,
+    runtime: containerdRuntime({
+      name: named.name,
+      handlers: { crun: viaRuncShim('/usr/bin/crun') },
+      defaultHandler: 'crun',
+      setup: [LEGACY_CGROUPS],
+    }),
+  });
+};
 
 /**
  * Debian's runsc comes without containerd-shim-runsc-v1, so it runs behind the runc v2 shim. The
@@ -53,38 +72,46 @@ export const crunBackend: RuntimeBackend = kindBackend({
  */
 const RUNSC_WRAPPER = '/usr/local/bin/runsc-kh';
 
-export const gvisorBackend: RuntimeBackend = kindBackend({
-  name: 'containerd-gvisor',
-  description: 'containerd 1.6 with gVisor runsc (Debian 20221219) as the default runtime handler',
-  // No memory-pressure: a memhog in a gVisor pod never brought the node to MemoryPressure in
-  // 120 s (the sentry's memory is not the pod's as the node's cgroup counts it), and gVisor does
-  // not enforce a container's own limit either; the eviction scenario is skipped, saying so.
-  capabilities: CAPABILITIES.filter((c) => c !== 'memory-pressure'),
-  runtime: containerdRuntime({
-    name: 'containerd-gvisor',
-    handlers: { runsc: viaRuncShim(RUNSC_WRAPPER) },
-    defaultHandler: 'runsc',
-    setup: [LEGACY_CGROUPS],
-    files: [
-      {
-        target: RUNSC_WRAPPER,
-        content: readFileSync(new URL('../runsc-kh.sh', import.meta.url), 'utf8'),
-        mode: 0o755,
-      },
-    ],
-  }),
-  // Should runsc still refuse this kernel or this node, no scenario could say anything about the
-  // agent: the column is skipped with runsc's own error instead.
-  async check(started) {
-    try {
-      await probePod(started.hostCriEndpoint, {
-        sandboxImage: started.sandboxImage,
-        ...(started.cgroupParent ? { cgroupParent: started.cgroupParent } : {}),
-      });
-    } catch (err) {
-      throw new BackendUnavailableError(`runsc cannot run a pod: ${(err as Error).message}`, { cause: err });
-    }
-  },
-});
+export const gvisorBackend = (release: NodeRelease): RuntimeBackend => {
+  const { debian, ...named } = column(release, 'gvisor');
+  return kindBackend({
+    ...named,
+    description: `containerd ${named.expectedVersion} with gVisor runsc (Debian ${debian}) as the default runtime handler`,
+    // No memory-pressure: a memhog in a gVisor pod never brought the node to MemoryPressure in
+    // 120 s (the sentry's memory is not the pod's as the node's cgroup counts it), and gVisor does
+    // not enforce a container's own limit either; the eviction scenario is skipped, saying so.
+    capabilities: CAPABILITIES.filter((c) => c !== 'memory-pressure'),
+    runtime: containerdRuntime({
+      name: named.name,
+      handlers: { runsc: viaRuncShim(RUNSC_WRAPPER) },
+      defaultHandler: 'runsc',
+      setup: [LEGACY_CGROUPS],
+      files: [
+        {
+          target: RUNSC_WRAPPER,
+          content: readFileSync(new URL('../runsc-kh.sh', import.meta.url), 'utf8'),
+          mode: 0o755,
+        },
+      ],
+    }),
+    // Should runsc still refuse this kernel or this node, no scenario could say anything about the
+    // agent: the column is skipped with runsc's own error instead.
+    async check(started) {
+      try {
+        await probePod(started.hostCriEndpoint, {
+          sandboxImage: started.sandboxImage,
+          ...(started.cgroupParent ? { cgroupParent: started.cgroupParent } : {}),
+        });
+      } catch (err) {
+        throw new BackendUnavailableError(`runsc cannot run a pod: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+    },
+  });
+};
 
-export const backends: readonly RuntimeBackend[] = [crunBackend, gvisorBackend];
+export const backends: readonly RuntimeBackend[] = [
+  ...COLUMN_RELEASES.map(crunBackend),
+  ...COLUMN_RELEASES.map(gvisorBackend),
+];

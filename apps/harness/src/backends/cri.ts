@@ -3,9 +3,12 @@
 import { CriClient } from '@kh/cri-api';
 import {
   type BuiltinNodeRuntime,
+  DEFAULT_NODE_RELEASE,
   done,
   NodeContainer,
+  type NodeRelease,
   type NodeRuntimeSpec,
+  nodeImageName,
   notYet,
   type StartedNodeContainer,
   until,
@@ -16,9 +19,19 @@ import type { BackendContext } from './types.js';
 /** Node containers get a memory limit so that pods (nested under the node's cgroup) feel it. */
 export const NODE_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
 
-/** A node on the run's network under the node's name, with the checkout mounted; not started. */
-export function kindNode(ctx: BackendContext, runtime: BuiltinNodeRuntime | NodeRuntimeSpec): NodeContainer {
-  return new NodeContainer(ctx.images.node)
+/**
+ * A node on the run's network under the node's name, with the checkout mounted; not started. Its
+ * image is `release`'s node image, which the backend lists in its `images`.
+ */
+export function kindNode(
+  ctx: BackendContext,
+  runtime: BuiltinNodeRuntime | NodeRuntimeSpec,
+  release: NodeRelease = DEFAULT_NODE_RELEASE,
+): NodeContainer {
+  const image = ctx.images[nodeImageName(release)];
+  if (!image)
+    throw new Error(`the run did not build ${nodeImageName(release)}: list it in the backend's images`);
+  return new NodeContainer(image)
     .withRuntime(runtime)
     .withName(ctx.nodeName)
     .withNetwork(ctx.network, ctx.nodeName)

@@ -1,24 +1,31 @@
 // Docker Engine behind our dockershim: dockerd runs under the node's init (so it can be stopped
 // and started again) and the dockershim (from the host checkout, on the host's Node) serves CRI
-// next to it.
+// next to it. One column per Debian release of the node image: docker-28, docker-26, docker-20.10.
 import { dockerRuntime } from '@kh/testkit';
 import { inContainer } from '../node/project.js';
 import { kindBackend } from './kind.js';
+import { aliasesFor, COLUMN_RELEASES, RELEASE_RUNTIMES } from './releases.js';
 
-export const dockerBackend = kindBackend({
-  name: 'docker',
-  description: 'dockerd 20.10 behind our dockershim, in a kind-style node container',
-  capabilities: ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart'],
-  runtime: dockerRuntime(),
-  shim: {
-    name: 'dockershim',
-    command: (node, ctx) =>
-      inContainer('dockershim', [
-        `--listen=${node.criEndpointInNode}`,
-        `--docker-endpoint=${node.runtimeEndpointInNode}`,
-        `--pod-infra-container-image=${ctx.images.pause}`,
-        // The node lacks CAP_SYS_RESOURCE (PLATFORM.md): a negative oom_score_adj would fail.
-        '--restrict-oom-score-adj',
-      ]),
-  },
+export const dockerBackends = COLUMN_RELEASES.map((release) => {
+  const { docker, debian } = RELEASE_RUNTIMES[release];
+  return kindBackend({
+    name: `docker-${docker}`,
+    aliases: aliasesFor(release, 'docker'),
+    description: `dockerd ${docker} behind our dockershim, in a kind-style node container (Debian ${debian})`,
+    capabilities: ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart'],
+    release,
+    expectedVersion: docker,
+    runtime: dockerRuntime(),
+    shim: {
+      name: 'dockershim',
+      command: (node, ctx) =>
+        inContainer('dockershim', [
+          `--listen=${node.criEndpointInNode}`,
+          `--docker-endpoint=${node.runtimeEndpointInNode}`,
+          `--pod-infra-container-image=${ctx.images.pause}`,
+          // The node lacks CAP_SYS_RESOURCE (PLATFORM.md): a negative oom_score_adj would fail.
+          '--restrict-oom-score-adj',
+        ]),
+    },
+  });
 });

@@ -2,11 +2,19 @@
 // runtime under its init, and, for a runtime without a CRI of its own, a CRI shim from the
 // checkout runs next to it. containerd.ts and docker.ts are two such declarations; a backend
 // package writes a third without touching the harness.
-import type { NodeRuntimeSpec, StartedNodeContainer } from '@kh/testkit';
+import {
+  DEFAULT_NODE_RELEASE,
+  type NodeRelease,
+  type NodeRuntimeSpec,
+  nodeImageInfo,
+  nodeImageName,
+  type StartedNodeContainer,
+} from '@kh/testkit';
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
 import type { NodeProcess } from '../node/host.js';
 import { kindNode, NODE_MEMORY_LIMIT_BYTES, restoreSandboxImage, waitForCri } from './cri.js';
+import { versionMatches } from './releases.js';
 import type { BackendCapability, BackendContext, RuntimeBackend, StartedBackend } from './types.js';
 
 /** A CRI server that the harness starts in the node, in front of a runtime that has none. */
@@ -19,8 +27,17 @@ export interface CriShim {
 
 export interface KindBackendDefinition {
   name: string;
+  /** Other names `--runtime` takes (see RuntimeBackend.aliases). */
+  aliases?: readonly string[];
   description: string;
   capabilities: Iterable<BackendCapability>;
+  /** The Debian release whose node image the node runs (default DEFAULT_NODE_RELEASE). */
+  release?: NodeRelease;
+  /**
+   * The runtime line the column's name promises (`1.7`, `26`); a node whose CRI Version says
+   * otherwise is reported with a warning (a testing release moved under the image recipe).
+   */
+  expectedVersion?: string;
   runtime: NodeRuntimeSpec;
   shim?: CriShim;
   /**
@@ -34,12 +51,16 @@ export interface KindBackendDefinition {
 const FAILURE_LINES = 20;
 
 export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
+  const release = def.release ?? DEFAULT_NODE_RELEASE;
   return {
     name: def.name,
+    ...(def.aliases?.length ? { aliases: def.aliases } : {}),
     description: def.description,
     capabilities: new Set(def.capabilities),
+    release,
+    images: [nodeImageName(release)],
     async start(ctx) {
-      const node = kindNode(ctx, def.runtime).withPauseImage(ctx.images.pause);
+      const node = kindNode(ctx, def.runtime, release).withPauseImage(ctx.images.pause);
       // A runtime that does not preload the sandbox image gets it as an ordinary image.
       if (!def.runtime.preloadsSandboxImage) node.withImages(ctx.images.pause);
       const started = await node.start();
@@ -60,10 +81,20 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
       try {
         await startShim();
         const version = await waitCri();
+        const warnings =
+          def.expectedVersion && !versionMatches(def.expectedVersion, version.runtimeVersion)
+            ? [
+                `column ${def.name} names ${def.runtime.name} ${def.expectedVersion}, but the node runs ` +
+                  `${version.runtimeName} ${version.runtimeVersion} (Debian ${release} moved; rename the column)`,
+              ]
+            : [];
+        for (const w of warnings) ctx.progress(`warning: ${w}`);
         const backend: StartedBackend = {
           nodeCriEndpoint: started.criEndpointInNode,
           hostCriEndpoint: started.criEndpointOnHost,
           ...version,
+          nodeImage: await nodeImageInfo(started.image),
+          ...(warnings.length > 0 ? { warnings } : {}),
           nodeName: started.name,
           sandboxImage: ctx.images.pause,
           restoreSandboxImage: () => restoreSandboxImage(started, ctx.images.pause),
@@ -85,6 +116,7 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
             await startShim();
             await waitCri();
           },
+          dumpRuntimeStacks: () => started.dumpRuntimeStacks(),
           runtimeLogs: async (lines) => {
             const own = (await started.logs(lines)).split('\n');
             if (!shim) return own;

@@ -4,9 +4,10 @@
 // nothing in the harness asks for a backend by name except the user.
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { DEFAULT_NODE_RELEASE } from '@kh/testkit';
 import { moduleSpecifier } from '../support/modules.js';
-import { containerdBackend } from './containerd.js';
-import { dockerBackend } from './docker.js';
+import { containerdBackends } from './containerd.js';
+import { dockerBackends } from './docker.js';
 import { endpointBackend } from './endpoint.js';
 import { fakeBackend } from './fake.js';
 import type { RuntimeBackend } from './types.js';
@@ -31,12 +32,14 @@ export interface RegisteredBackend {
 export class BackendRegistry {
   private readonly entries: RegisteredBackend[] = [];
 
-  /** Adds a module's backends; a name registered twice is an error naming both modules. */
+  /** Adds a module's backends; a name (or alias) registered twice is an error naming both modules. */
   register(module: string, backends: readonly RuntimeBackend[]): void {
     for (const backend of backends) {
-      const taken = this.entries.find((e) => e.backend.name === backend.name);
-      if (taken)
-        throw new Error(`backend "${backend.name}" from ${module} is already registered by ${taken.module}`);
+      for (const name of namesOf(backend)) {
+        const taken = this.entries.find((e) => namesOf(e.backend).includes(name));
+        if (taken)
+          throw new Error(`backend "${name}" from ${module} is already registered by ${taken.module}`);
+      }
       this.entries.push({ backend, module });
     }
   }
@@ -76,7 +79,7 @@ export interface BackendSources {
 
 /** The built-in backends: real runtimes in node containers, the fake, and a CRI endpoint of the user's. */
 export function builtinBackends(criEndpoint?: string): RuntimeBackend[] {
-  return [containerdBackend, dockerBackend, fakeBackend, endpointBackend(criEndpoint)];
+  return [...containerdBackends, ...dockerBackends, fakeBackend, endpointBackend(criEndpoint)];
 }
 
 /** The built-ins alone (no modules loaded), for tools that need no more. */
@@ -130,17 +133,30 @@ export async function loadBackends(sources: BackendSources = {}): Promise<Backen
   return registry;
 }
 
-/** The backends named on the command line (all when `names` is undefined), in registry order. */
+/** `--runtime all`: every registered column, every release (the nightly). */
+export const ALL_RUNTIMES = 'all';
+
+/** The columns a run takes without `--runtime`: the default release's, and those without a release. */
+export const isDefaultColumn = (b: RuntimeBackend): boolean =>
+  b.release === undefined || b.release === DEFAULT_NODE_RELEASE;
+
+/**
+ * The backends named on the command line, in registry order: by name or alias; `all` for every
+ * one; the default columns when `names` is undefined.
+ */
 export function selectBackends(
   names: readonly string[] | undefined,
   registry: readonly RuntimeBackend[] = BACKENDS,
 ): RuntimeBackend[] {
-  if (!names) return [...registry];
-  const unknown = names.filter((n) => !registry.some((b) => b.name === n));
+  if (!names) return registry.filter(isDefaultColumn);
+  if (names.includes(ALL_RUNTIMES)) return [...registry];
+  const unknown = names.filter((n) => !registry.some((b) => namesOf(b).includes(n)));
   if (unknown.length > 0) {
-    throw new Error(
-      `unknown runtime ${unknown.map((u) => `"${u}"`).join(', ')}; known: ${registry.map((b) => b.name).join(', ')}`,
-    );
+    const known = registry.map((b) => (b.aliases?.length ? `${b.name} (${b.aliases.join(', ')})` : b.name));
+    throw new Error(`unknown runtime ${unknown.map((u) => `"${u}"`).join(', ')}; known: ${known.join(', ')}`);
   }
-  return registry.filter((b) => names.includes(b.name));
+  return registry.filter((b) => namesOf(b).some((n) => names.includes(n)));
 }
+
+/** A backend's column name and the other names `--runtime` takes for it. */
+export const namesOf = (b: RuntimeBackend): readonly string[] => [b.name, ...(b.aliases ?? [])];

@@ -3,7 +3,7 @@
 // scenarios never look at which backend they run on. Backends come in modules (packages) that the
 // harness loads by name (registry.ts); the public API is src/backend.ts (`@kh/harness/backend`).
 // See docs/adding-a-runtime-backend.md.
-import type { ImageRefs, StartedTestNetwork } from '@kh/testkit';
+import type { ImageName, ImageRefs, NodeImageInfo, NodeRelease, StartedTestNetwork } from '@kh/testkit';
 import type { NodeHost } from '../node/host.js';
 
 export interface BackendContext {
@@ -27,6 +27,10 @@ export interface StartedBackend {
   /** From CRI Version, e.g. containerd / 1.6.20~ds1. */
   runtimeName: string;
   runtimeVersion: string;
+  /** The node image the node runs: its Debian release and runtime package versions. */
+  nodeImage?: NodeImageInfo;
+  /** What the harness should tell about this node without failing it (a column that names another version). */
+  warnings?: string[];
   /** Name the node registers under. */
   nodeName: string;
   /** The node's address on the run's network (the agent's --node-ip). */
@@ -58,6 +62,11 @@ export interface StartedBackend {
   agent?: AgentPlacement;
   /** Recent runtime log lines, for the report. */
   runtimeLogs(lines: number): Promise<string[]>;
+  /**
+   * The runtime's goroutine stacks (SIGUSR1 to dockerd or containerd), for a runtime that answers
+   * Version but hangs otherwise. Absent: the backend cannot dump them.
+   */
+  dumpRuntimeStacks?(): Promise<string[]>;
   /** Removes the node and everything it created. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -75,9 +84,21 @@ export interface AgentPlacement {
 }
 
 export interface RuntimeBackend {
-  /** Matrix name: containerd, docker, fake. */
+  /** Matrix name, with the runtime's version where it has one: containerd-1.7, docker-26, fake. */
   readonly name: string;
+  /**
+   * Other names `--runtime` takes for this column: the default release's columns answer to the
+   * runtime's plain name (`containerd`, `docker`). Results always use `name`.
+   */
+  readonly aliases?: readonly string[];
   readonly description: string;
+  /**
+   * The Debian release of its node image. A run without `--runtime` takes the columns of the
+   * default release and those without one (fake, endpoint); `--runtime all` takes every column.
+   */
+  readonly release?: NodeRelease;
+  /** Local images (besides the workloads) its nodes are made from; the run builds them when missing. */
+  readonly images?: readonly ImageName[];
   /** Features a scenario may need; a scenario whose needs are missing is skipped with a reason. */
   readonly capabilities: ReadonlySet<BackendCapability>;
   /**

@@ -97,6 +97,16 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
     const path = `$.runtimes[${i}]`;
     const runtime = object(r, path);
     for (const key of ['name', 'runtimeName', 'runtimeVersion']) str(runtime, key, path);
+    if (runtime.nodeImage !== undefined) {
+      const image = object(runtime.nodeImage, `${path}.nodeImage`);
+      for (const key of ['ref', 'release']) str(image, key, `${path}.nodeImage`);
+      const packages = object(image.packages, `${path}.nodeImage.packages`);
+      for (const key of Object.keys(packages)) str(packages, key, `${path}.nodeImage.packages`);
+    }
+    if (runtime.warnings !== undefined) {
+      for (const [j, w] of array(runtime, 'warnings', path).entries())
+        if (typeof w !== 'string') fail(`${path}.warnings[${j}]`, 'must be a string');
+    }
     criCalls(runtime, path);
     if (runtime.startupTarget !== undefined) {
       const target = object(runtime.startupTarget, `${path}.startupTarget`);

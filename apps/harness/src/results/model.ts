@@ -130,7 +130,8 @@ export interface StartupTarget {
 }
 
 export interface LogExcerpt {
-  source: 'agent' | 'runtime' | 'shim' | 'harness';
+  /** `runtime-stacks`: the runtime's goroutine dump, taken when it hung (run/runtime-hang.ts). */
+  source: 'agent' | 'runtime' | 'runtime-stacks' | 'shim' | 'harness';
   lines: string[];
 }
 
@@ -159,9 +160,13 @@ export interface CellResult {
 }
 
 export interface RuntimeInfo {
-  name: string; // backend name: containerd, docker, fake
+  name: string; // the column: containerd-1.7, docker-26, fake
   runtimeName: string; // from CRI Version
   runtimeVersion: string;
+  /** The node image the column's nodes ran: its Debian release and runtime package versions. */
+  nodeImage?: { ref: string; release: string; packages: Record<string, string> };
+  /** What the run noticed about the column without failing it (a version its name does not say). */
+  warnings?: string[];
   criEndpoint?: string;
   /** From start to Ready; with several nodes, the slowest one's. */
   startupMs?: number;

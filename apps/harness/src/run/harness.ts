@@ -102,6 +102,7 @@ export async function runHarness(
           HarnessWorld.start({
             runId: id,
             nodes: [...lanes].flatMap(([b, n]) => Array.from({ length: n }, (_, i) => nodeNameFor(id, b, i))),
+            images: backends.flatMap((b) => b.images ?? []),
             progress: p,
           })),
       startNode: deps.startNode ?? ((w, b, p, i) => startNode(w as HarnessWorld, b, p, i)),

@@ -45,7 +45,9 @@ Brings up the run's world (network, fake apiserver, registry), nodes of every ru
 node agent, runs every scenario on every runtime and writes results.json and junit.xml.
 
 Options:
-  -r, --runtime <a,b>    runtimes (backends) to run, default all   (env KH_RUNTIME)
+  -r, --runtime <a,b>    runtimes (columns) to run, by name or alias (containerd =
+                         containerd-1.7); default: the default release's columns and
+                         the fake; "all": every column        (env KH_RUNTIME)
   -s, --scenario <a,b>   scenarios to run, default all             (env KH_SCENARIO)
   -o, --out <dir>        where results go, default .reports/e2e    (env KH_OUT)
       --suite <module>   scenario suite module, default @kh/e2e

@@ -24,6 +24,7 @@ import type { OpenCell, ReadyNode, World } from '../world/types.js';
 import { agentCallEntry, CriCallTally, selectAgentCalls } from './cri-calls.js';
 import { ExclusiveResources } from './exclusive.js';
 import { excerptAround } from './log-excerpt.js';
+import { detectRuntimeHang } from './runtime-hang.js';
 import { CellScheduler, lanesFor, type PlannedCell } from './schedule.js';
 import { agentStartupRecords, cellStartupBreakdown } from './startup.js';
 
@@ -163,6 +164,8 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
           name: backend.name,
           runtimeName: first.started.runtimeName,
           runtimeVersion: first.started.runtimeVersion,
+          ...(first.started.nodeImage ? { nodeImage: first.started.nodeImage } : {}),
+          ...(first.started.warnings?.length ? { warnings: first.started.warnings } : {}),
           criEndpoint: first.started.hostCriEndpoint,
           startupMs: Math.max(...ready.map((n) => n.startupMs)),
           ...(ready.length > 1 ? { nodes: ready.length } : {}),
@@ -448,6 +451,12 @@ async function runCell(
   );
   if (runtimeLines.length) excerpts.push({ source: 'runtime', lines: runtimeLines });
   if (logs.length) excerpts.push({ source: 'harness', lines: logs });
+  // A wait that timed out in a scenario may be a runtime that stopped answering: name it.
+  const hang = outcome === 'failed' ? await detectRuntimeHang(node.started) : undefined;
+  if (hang) {
+    reason = `${hang.reason} (the scenario said: ${reason})`;
+    if (hang.stacks) excerpts.push({ source: 'runtime-stacks', lines: hang.stacks });
+  }
   return {
     runtime,
     scenario: scenario.name,

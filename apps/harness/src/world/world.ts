@@ -6,12 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ensureImages,
+  type ImageName,
   type ImageRefs,
   PRIVATE_REGISTRY_HOST,
   RegistryContainer,
   type StartedRegistryContainer,
   type StartedTestNetwork,
   TestNetwork,
+  WORKLOAD_IMAGES,
 } from '@kh/testkit';
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { ScenarioContext } from '../framework/scenario.js';
@@ -24,7 +26,6 @@ import type { OpenCell, ReadyNode, TimelineSink, World, WorldContext } from './t
 
 /** Workload images pods use, as the nodes pull them from the run's registry. */
 export type WorkloadImages = ScenarioContext['images'];
-const WORKLOADS = ['pause', 'busybox', 'httpd', 'memhog', 'diskhog'] as const;
 
 /** A runtime's first node is `kh-<run>-<runtime>`; its further nodes (lanes) `…-2`, `…-3`. */
 export const nodeNameFor = (runId: string, backend: string, index = 0): string =>
@@ -34,6 +35,8 @@ export interface WorldOptions {
   runId: string;
   /** Names of the nodes that will join; each gets its own API token. */
   nodes: readonly string[];
+  /** Images the runtimes' nodes are made from (their backends' `images`), besides `node`. */
+  images?: readonly ImageName[];
   progress: Progress;
 }
 
@@ -69,9 +72,11 @@ export class HarnessWorld implements World {
     return world;
   }
 
-  private async build({ runId, nodes, progress }: WorldOptions): Promise<void> {
+  private async build({ runId, nodes, images = [], progress }: WorldOptions): Promise<void> {
     progress.step('images (content-hashed; built only when missing)');
-    this.refs = await ensureImages(['node', ...WORKLOADS], { progress: (l) => progress.info(l) });
+    this.refs = await ensureImages(['node', ...WORKLOAD_IMAGES, ...images], {
+      progress: (l) => progress.info(l),
+    });
     this.tmp = await mkdtemp(join(tmpdir(), `kh-harness-${runId}-`));
     progress.step(`network kh-${runId}`);
     this.network = await new TestNetwork().withName(`kh-${runId}`).start();
@@ -124,9 +129,9 @@ export class HarnessWorld implements World {
     const [apiserver, registry, privateRegistry] = [this.apiserver!, this.registry!, this.privateRegistry!];
     progress.ok(`apiserver at ${apiserver.hostUrl} (nodes: ${apiserver.nodeUrl})`);
 
-    progress.step(`pushing ${WORKLOADS.length} workload images to ${registry.networkAddress}`);
+    progress.step(`pushing ${WORKLOAD_IMAGES.length} workload images to ${registry.networkAddress}`);
     const pushed = await Promise.all(
-      WORKLOADS.map(async (name) => {
+      WORKLOAD_IMAGES.map(async (name) => {
         const tag = this.refs[name].split(':')[1] ?? 'latest';
         return [name, await registry.push(this.refs[name], `kh/${name}:${tag}`)] as const;
       }),

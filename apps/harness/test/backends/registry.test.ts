@@ -7,7 +7,16 @@ import { BackendRegistry, CONFIG_FILE, loadBackends, readConfig } from '../../sr
 import { type BackendContext, BackendUnavailableError } from '../../src/backends/types.js';
 import { fakeBackend } from '../run/fakes.js';
 
-const BUILTINS = ['containerd', 'docker', 'fake', 'endpoint'];
+const BUILTINS = [
+  'containerd-2.1',
+  'containerd-1.7',
+  'containerd-1.6',
+  'docker-28',
+  'docker-26',
+  'docker-20.10',
+  'fake',
+  'endpoint',
+];
 let dir: string;
 
 /** A backend module as a contributor writes it, reduced to what the registry reads. */
@@ -68,7 +77,7 @@ describe('loadBackends', () => {
     expect(names(registry)).toContain('two');
   });
 
-  it('refuses a name registered twice, naming both modules', async () => {
+  it('refuses a name registered twice, also as an alias, naming both modules', async () => {
     await expect(loadBackends({ env: {}, cwd: dir, modules: ['./clash.mjs'] })).rejects.toThrow(
       'backend "docker" from ./clash.mjs is already registered by @kh/harness',
     );

@@ -63,8 +63,34 @@ describe('selection', () => {
     expect(selectBackends(['y', 'x'], registry).map((b) => b.name)).toEqual(['x', 'y']);
   });
 
-  it('registers containerd, docker, fake and endpoint, with fake lacking real containers', () => {
-    expect(BACKENDS.map((b) => b.name)).toEqual(['containerd', 'docker', 'fake', 'endpoint']);
+  it("takes a column by its alias, all columns for `all`, and the default release's without names", () => {
+    const registry = [
+      { ...fakeBackend('rt-2'), release: 'forky' as const },
+      { ...fakeBackend('rt-1'), release: 'trixie' as const, aliases: ['rt'] },
+      { ...fakeBackend('rt-0'), release: 'bookworm' as const },
+      fakeBackend('plain'),
+    ];
+    expect(selectBackends(['rt'], registry).map((b) => b.name)).toEqual(['rt-1']);
+    expect(selectBackends(['rt-0', 'rt'], registry).map((b) => b.name)).toEqual(['rt-1', 'rt-0']);
+    expect(selectBackends(['all'], registry)).toHaveLength(4);
+    expect(selectBackends(undefined, registry).map((b) => b.name)).toEqual(['rt-1', 'plain']);
+    expect(() => selectBackends(['rt-9'], registry)).toThrow(
+      'unknown runtime "rt-9"; known: rt-2, rt-1 (rt), rt-0, plain',
+    );
+  });
+
+  it('registers a containerd and a docker column per node release, fake and endpoint', () => {
+    expect(BACKENDS.map((b) => [b.name, b.release ?? '', (b.aliases ?? []).join()])).toEqual([
+      ['containerd-2.1', 'forky', ''],
+      ['containerd-1.7', 'trixie', 'containerd'],
+      ['containerd-1.6', 'bookworm', ''],
+      ['docker-28', 'forky', ''],
+      ['docker-26', 'trixie', 'docker'],
+      ['docker-20.10', 'bookworm', ''],
+      ['fake', '', ''],
+      ['endpoint', '', ''],
+    ]);
+    expect(BACKENDS.find((b) => b.name === 'docker-20.10')?.images).toEqual(['node-bookworm']);
     const fake = BACKENDS.find((b) => b.name === 'fake')!;
     expect(fake.capabilities.has('real-containers')).toBe(false);
     expect(fake.capabilities.has('runtime-restart')).toBe(true);

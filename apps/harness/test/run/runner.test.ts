@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serveCri } from '@kh/cri-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BackendUnavailableError } from '../../src/backends/types.js';
 import type { Scenario } from '../../src/framework/scenario.js';
@@ -111,6 +112,50 @@ describe('runMatrix', () => {
     expect(passed.timeline.map((t) => t.summary)).toEqual(['did a thing']);
     expect(passed.logs).toEqual([]);
   });
+
+  it('names a runtime that hung under a failed cell, with its goroutine dump in the cell', async () => {
+    // Version answers, Status never does: dockerd 20.10.24's libnetwork deadlock, as the shim sees it.
+    const server = await serveCri(
+      {
+        name: 'hung',
+        runtime: {
+          version: () => ({ runtimeName: 'docker', runtimeVersion: '20.10.24' }),
+          status: () => new Promise<never>(() => {}),
+        },
+      },
+      { socketPath: join(lockDir, 'hung.sock') },
+    );
+    try {
+      const r = await runMatrix(
+        deps(
+          { events: [] },
+          {
+            scenarios: [throws, passes],
+            backends: [fakeBackend('alpha')],
+            startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>) => {
+              const node = fakeNode(b, { events: [] });
+              Object.assign(node.started, {
+                hostCriEndpoint: server.endpoint,
+                dumpRuntimeStacks: async () => ['goroutine 61 [semacquire]:'],
+              });
+              return node;
+            },
+          },
+        ),
+      );
+      const [failed, passed] = r.cells;
+      expect(failed?.reason).toMatch(
+        /^runtime hung: CRI Version answers \(docker 20\.10\.24\) but Status did not answer within 10 s; .* \(the scenario said: apiserver went away\)$/,
+      );
+      expect(failed?.logs.find((l) => l.source === 'runtime-stacks')?.lines).toEqual([
+        'goroutine 61 [semacquire]:',
+      ]);
+      // Only failed cells ask: a passing cell never waits on a hung Status.
+      expect(passed?.outcome).toBe('passed');
+    } finally {
+      await server.close({ graceMs: 0 });
+    }
+  }, 30_000);
 
   it('skips a cell whose scenario needs a capability the backend lacks, saying which', async () => {
     const r = await runMatrix(deps({ events: [] }));

@@ -59,6 +59,17 @@ export function renderSummary(
         ` ${r.runtimeName} ${r.runtimeVersion}`,
         r.startupMs !== undefined ? ` · ready in ${formatMs(r.startupMs)}` : '',
         ` · ${countsText(model.countsByRuntime[r.name]!)}`,
+        r.nodeImage
+          ? h(
+              'span',
+              { class: 'node-image' },
+              ` · node image Debian ${r.nodeImage.release}: `,
+              Object.entries(r.nodeImage.packages)
+                .map(([pkg, version]) => `${pkg} ${version}`)
+                .join(', '),
+            )
+          : '',
+        ...(r.warnings ?? []).map((w) => h('span', { class: 'runtime-warning' }, ` · warning: ${w}`)),
       ),
     ),
   );
