@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { type RemovedLeftovers, removeLeftovers } from '@kh/testkit';
 import { ALL_RUNTIMES, isDefaultColumn, loadBackends } from './backends/registry.js';
 import type { RuntimeBackend } from './backends/types.js';
+import { runChurnCommand } from './churn/command.js';
 import { clusterDown, clusterUp } from './cluster/cluster.js';
 import type { Scenario } from './framework/scenario.js';
 import { runReportCommand } from './report/cli.js';
@@ -31,6 +32,8 @@ Commands:
             (--all: every kh-labelled object)
   list      show the registered runtimes and the suite's scenarios
             (--json: as JSON, for the nightly matrix; --backend <module>: load one more)
+  churn     tear pods down in parallel, in a loop, against one runtime until it hangs
+            (churn --help); the reproducer of dockerd 20.10.24's libnetwork deadlock
 `;
 
 export interface CliIO {
@@ -73,6 +76,12 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
       return cleanupCommand(rest.includes('--all'), io);
     case 'list':
       return listCommand(rest, io);
+    case 'churn':
+      return runChurnCommand(
+        rest,
+        { ...io, signal: io.signal ?? interruptSignal(io) },
+        consoleProgress((l) => io.err(`${l}\n`)),
+      );
     case undefined:
     case '-h':
     case '--help':

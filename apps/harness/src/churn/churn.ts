@@ -1,0 +1,179 @@
+// `kubelet-harness churn`: sandboxes created and torn down in parallel, in a loop, against one
+// column's runtime, until it hangs or the rounds run out. It reproduces what reddened CI: dockerd
+// 20.10.24's libnetwork lock-order deadlock (moby/libnetwork#2649) after a probe suite deleted its
+// 22 pods at once. When the runtime stops answering, its goroutine dump is written next to the
+// summary and searched for the deadlock's two goroutines.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { CriClient } from '@kh/cri-api';
+import { ensureImages, TestNetwork, WORKLOAD_IMAGES } from '@kh/testkit';
+import type { BackendContext, RuntimeBackend, StartedBackend } from '../backends/types.js';
+import { detectRuntimeHang } from '../run/runtime-hang.js';
+import type { Progress } from '../support/progress.js';
+
+export interface ChurnOptions {
+  /** Pods per round, created together and torn down together. */
+  pods: number;
+  rounds: number;
+  /** Per-call deadline: a call that takes longer is a hang suspect. */
+  callTimeoutMs: number;
+  outDir: string;
+}
+
+export interface ChurnRound {
+  round: number;
+  createMs: number;
+  teardownMs: number;
+  errors: string[];
+}
+
+export interface ChurnSummary {
+  column: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  nodeImage?: StartedBackend['nodeImage'];
+  pods: number;
+  roundsPlanned: number;
+  rounds: ChurnRound[];
+  sandboxesTornDown: number;
+  /** The hang, when there was one: the reason, where the dump went, what it shows. */
+  hang?: { afterRound: number; reason: string; stacksFile?: string; libnetworkDeadlock: boolean };
+}
+
+/** The two sides of moby/libnetwork#2649 as a goroutine dump shows them. */
+const DEADLOCK_FRAMES = [/processEndpointDelete/, /\(\*sandbox\)\.Delete|sbLeave/];
+
+/** What a backend's node needs from the run: its images and a network (a seam for tests). */
+export interface ChurnWorld {
+  images: BackendContext['images'];
+  network: BackendContext['network'];
+  stop(): Promise<void>;
+}
+
+async function churnWorld(backend: RuntimeBackend, runId: string, progress: Progress): Promise<ChurnWorld> {
+  progress.step(`images for ${backend.name}`);
+  const images = await ensureImages(['node', ...WORKLOAD_IMAGES, ...(backend.images ?? [])], {
+    progress: (l) => progress.info(l),
+  });
+  const network = await new TestNetwork().withName(runId).start();
+  return { images, network, stop: () => network.stop() };
+}
+
+export async function runChurn(
+  backend: RuntimeBackend,
+  opts: ChurnOptions,
+  progress: Progress,
+  signal?: AbortSignal,
+  startWorld: typeof churnWorld = churnWorld,
+): Promise<ChurnSummary> {
+  const runId = `kh-churn-${Date.now().toString(36)}`;
+  const { images, network, stop } = await startWorld(backend, runId, progress);
+  let started: StartedBackend | undefined;
+  try {
+    progress.step(`node ${runId}-${backend.name}`);
+    started = await backend.start({
+      runId,
+      network,
+      images,
+      nodeName: `${runId}-${backend.name}`,
+      progress: (m) => progress.info(m),
+    });
+    const summary: ChurnSummary = {
+      column: backend.name,
+      runtimeName: started.runtimeName,
+      runtimeVersion: started.runtimeVersion,
+      ...(started.nodeImage ? { nodeImage: started.nodeImage } : {}),
+      pods: opts.pods,
+      roundsPlanned: opts.rounds,
+      rounds: [],
+      sandboxesTornDown: 0,
+    };
+    progress.ok(
+      `${started.runtimeName} ${started.runtimeVersion}: ${opts.rounds} rounds of ${opts.pods} pods`,
+    );
+    const client = await CriClient.connect(started.hostCriEndpoint, { timeoutMs: opts.callTimeoutMs });
+    try {
+      for (let round = 1; round <= opts.rounds && !signal?.aborted; round++) {
+        const result = await churnRound(client, started, round, opts.pods, runId);
+        summary.rounds.push(result);
+        summary.sandboxesTornDown += opts.pods;
+        const errs = result.errors.length ? `, ${result.errors.length} errors: ${result.errors[0]}` : '';
+        progress.info(
+          `round ${round}: ${opts.pods} pods up in ${result.createMs} ms, down in ${result.teardownMs} ms${errs}`,
+        );
+        const hang = await detectRuntimeHang(started);
+        if (!hang) continue;
+        progress.fail(hang.reason);
+        await mkdir(opts.outDir, { recursive: true });
+        const stacksFile = hang.stacks ? join(opts.outDir, `${backend.name}-stacks.log`) : undefined;
+        if (stacksFile && hang.stacks) await writeFile(stacksFile, `${hang.stacks.join('\n')}\n`);
+        const dump = hang.stacks?.join('\n') ?? '';
+        summary.hang = {
+          afterRound: round,
+          reason: hang.reason,
+          ...(stacksFile ? { stacksFile } : {}),
+          libnetworkDeadlock: DEADLOCK_FRAMES.every((frame) => frame.test(dump)),
+        };
+        break;
+      }
+    } finally {
+      client.close();
+    }
+    return summary;
+  } finally {
+    // A hung dockerd cannot stop its containers; the node goes with the engine's force removal.
+    await started?.stop().catch((err: unknown) => progress.warn(`node clean-up: ${(err as Error).message}`));
+    await stop().catch(() => {});
+  }
+}
+
+/** One round: `pods` sandboxes with one container each, then all torn down at once, as a mass delete does. */
+async function churnRound(
+  client: CriClient,
+  started: StartedBackend,
+  round: number,
+  pods: number,
+  runId: string,
+): Promise<ChurnRound> {
+  const errors: string[] = [];
+  const note = (err: unknown) => {
+    errors.push((err as Error).message);
+  };
+  const t0 = Date.now();
+  const sandboxes = await Promise.all(
+    Array.from({ length: pods }, async (_, i) => {
+      const uid = `${runId}-${round}-${i}`;
+      const config = {
+        metadata: { name: `churn-${round}-${i}`, namespace: 'kh-churn', uid, attempt: 0 },
+        ...(started.cgroupParent ? { linux: { cgroupParent: started.cgroupParent } } : {}),
+      };
+      try {
+        const { podSandboxId } = await client.runPodSandbox({ config });
+        const { containerId } = await client.createContainer({
+          podSandboxId,
+          config: { metadata: { name: 'sleep', attempt: 0 }, image: { image: started.sandboxImage } },
+          sandboxConfig: config,
+        });
+        await client.startContainer({ containerId });
+        return podSandboxId;
+      } catch (err) {
+        note(err);
+        return undefined;
+      }
+    }),
+  );
+  const createMs = Date.now() - t0;
+  const t1 = Date.now();
+  await Promise.all(
+    sandboxes.map(async (podSandboxId) => {
+      if (!podSandboxId) return;
+      try {
+        await client.stopPodSandbox({ podSandboxId });
+        await client.removePodSandbox({ podSandboxId });
+      } catch (err) {
+        note(err);
+      }
+    }),
+  );
+  return { round, createMs, teardownMs: Date.now() - t1, errors };
+}

@@ -1,0 +1,120 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type CriServer, serveCri } from '@kh/cri-api';
+import { afterEach, beforeEach, expect, test } from 'vitest';
+import type { RuntimeBackend, StartedBackend } from '../../src/backends/types.js';
+import { runChurn } from '../../src/churn/churn.js';
+import { runChurnCommand } from '../../src/churn/command.js';
+import { silentProgress } from '../run/fakes.js';
+
+let dir: string;
+let server: CriServer | undefined;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kh-churn-'));
+});
+afterEach(async () => {
+  await server?.close({ graceMs: 0 });
+  server = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * A runtime that deadlocks after `healthyRounds` rounds of teardown, as dockerd 20.10.24 does:
+ * from then on Status never answers (and Version still does).
+ */
+async function deadlockingRuntime(healthyRounds: number, pods: number) {
+  let removed = 0;
+  const live = new Set<string>();
+  let next = 0;
+  const hung = () => removed >= healthyRounds * pods;
+  server = await serveCri(
+    {
+      name: 'deadlocking',
+      runtime: {
+        version: () => ({ runtimeName: 'docker', runtimeVersion: '20.10.24' }),
+        status: () => (hung() ? new Promise<never>(() => {}) : {}),
+        runPodSandbox: () => {
+          const id = `s${next++}`;
+          live.add(id);
+          return { podSandboxId: id };
+        },
+        createContainer: () => ({ containerId: `c${next++}` }),
+        startContainer: () => ({}),
+        stopPodSandbox: () => ({}),
+        removePodSandbox: (req) => {
+          live.delete(req.podSandboxId);
+          removed++;
+          return {};
+        },
+      },
+    },
+    { socketPath: join(dir, 'cri.sock') },
+  );
+  const started = {
+    hostCriEndpoint: server.endpoint,
+    runtimeName: 'docker',
+    runtimeVersion: '20.10.24',
+    sandboxImage: 'pause',
+    dumpRuntimeStacks: async () => [
+      'goroutine 61 [semacquire, 29 minutes]:',
+      'github.com/docker/docker/libnetwork.(*controller).processEndpointDelete(...)',
+      'goroutine 74980 [semacquire, 29 minutes]:',
+      'github.com/docker/docker/libnetwork.(*sandbox).Delete(...)',
+    ],
+    stop: async () => {},
+  } as unknown as StartedBackend;
+  const backend: RuntimeBackend = {
+    name: 'docker-20.10',
+    description: 'test',
+    capabilities: new Set(),
+    start: async () => started,
+  };
+  return { backend, live };
+}
+
+const world = async () => ({ images: {} as never, network: {} as never, stop: async () => {} });
+
+test('tears pods down round after round and stops at the hang, with the dump and its diagnosis', async () => {
+  const { backend, live } = await deadlockingRuntime(2, 3);
+  const summary = await runChurn(
+    backend,
+    { pods: 3, rounds: 10, callTimeoutMs: 5_000, outDir: dir },
+    silentProgress,
+    undefined,
+    world,
+  );
+  expect(summary.rounds.map((r) => [r.round, r.errors])).toEqual([
+    [1, []],
+    [2, []],
+  ]);
+  expect(summary.sandboxesTornDown).toBe(6);
+  expect(live.size).toBe(0);
+  expect(summary.hang).toMatchObject({ afterRound: 2, libnetworkDeadlock: true });
+  expect(summary.hang?.reason).toMatch(/^runtime hung: CRI Version answers \(docker 20\.10\.24\)/);
+  expect(await readFile(summary.hang!.stacksFile!, 'utf8')).toContain('processEndpointDelete');
+}, 60_000);
+
+test('runs every round when the runtime never hangs', async () => {
+  const { backend } = await deadlockingRuntime(1_000, 2);
+  const summary = await runChurn(
+    backend,
+    { pods: 2, rounds: 3, callTimeoutMs: 5_000, outDir: dir },
+    silentProgress,
+    undefined,
+    world,
+  );
+  expect(summary.rounds).toHaveLength(3);
+  expect(summary.hang).toBeUndefined();
+});
+
+test('churn refuses what it cannot run, with status 2', async () => {
+  const io = { out: () => {}, err: (s: string) => errs.push(s) };
+  const errs: string[] = [];
+  expect(await runChurnCommand([], io, silentProgress)).toBe(2);
+  expect(errs.join('')).toContain('--runtime names the column to churn');
+  expect(await runChurnCommand(['-r', 'docker', '--pods', '0'], io, silentProgress)).toBe(2);
+  expect(errs.join('')).toContain('--pods must be a whole number ≥ 1, got "0"');
+  expect(await runChurnCommand(['-r', 'cri-o'], io, silentProgress)).toBe(2);
+  expect(errs.join('')).toContain('unknown runtime "cri-o"');
+});
