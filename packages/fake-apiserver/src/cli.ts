@@ -2,6 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseAuthorizationModes } from './auth/authorizer.js';
+import { readyLine } from './command.js';
 import { MAX_YAML_DEPTH } from './http/body.js';
 import { MAX_BUFFERED } from './http/watch.js';
 import { MAX_DEPTH } from './meta/depth.js';
@@ -107,7 +108,7 @@ async function main() {
   const kubeconfig = server.kubeconfig({ server: values['kubeconfig-server'] });
   if (values['kubeconfig-out']) writeFileSync(values['kubeconfig-out'], kubeconfig, { mode: 0o600 });
   if (values['print-kubeconfig']) process.stdout.write(kubeconfig);
-  console.error(`fake-apiserver listening on ${server.url}`);
+  console.error(readyLine(server.url));
   const stop = async () => {
     await server.close();
     process.exit(0);

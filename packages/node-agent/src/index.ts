@@ -26,6 +26,7 @@ export {
   type LoadedConfig,
   loadKubeletConfiguration,
   mergeKubeletConfiguration,
+  type PartialKubeletConfiguration,
 } from './config/load.js';
 export {
   type EvictionThreshold,

@@ -1,5 +1,6 @@
 // The KubeletConfiguration the harness gives every node. Kubernetes' defaults stay, except where a
 // scenario would otherwise wait minutes for a timer whose length is not what it tests.
+import type { PartialKubeletConfiguration } from '@kh/node-agent';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface AgentConfigInput {
@@ -8,7 +9,7 @@ export interface AgentConfigInput {
   cgroupRoot?: string;
   /** Path on the node of the CA that signed the apiserver's kubelet client certificate. */
   clientCAFile?: string;
-  overrides?: Record<string, unknown>;
+  overrides?: PartialKubeletConfiguration;
 }
 
 /** The kubelet's default healthz port, which the harness keeps: scenarios check it to know the agent started. */
@@ -19,7 +20,7 @@ export function kubeletConfiguration({
   cgroupRoot,
   clientCAFile,
   overrides = {},
-}: AgentConfigInput): Record<string, unknown> {
+}: AgentConfigInput): PartialKubeletConfiguration {
   return {
     apiVersion: 'kubelet.config.k8s.io/v1beta1',
     kind: 'KubeletConfiguration',

@@ -3,6 +3,7 @@
 // reconfigure it for scenarios that need the agent silent or differently tuned.
 
 import { join } from 'node:path';
+import type { PartialKubeletConfiguration } from '@kh/node-agent';
 import { kubeletConfiguration } from './agent-config.js';
 import { AGENT_CRI_CALL_LOG } from './cri-call-log.js';
 import type { NodeHost, NodeProcess } from './host.js';
@@ -30,7 +31,7 @@ export interface AgentOptions {
    */
   dir?: string;
   /** KubeletConfiguration fields every start merges over the harness's (under reconfigure's). */
-  config?: Record<string, unknown>;
+  config?: PartialKubeletConfiguration;
 }
 
 /** Where one of the agent's files is, under AgentOptions.dir when it has one. */
@@ -38,7 +39,7 @@ export const agentPath = (path: string, dir?: string): string => (dir ? join(dir
 
 export class NodeAgent {
   private process: NodeProcess | undefined;
-  private overrides: Record<string, unknown> = {};
+  private overrides: PartialKubeletConfiguration = {};
   /** Lines of earlier agent processes (a restart must not lose what the report shows). */
   private previous: string[] = [];
 
@@ -111,7 +112,7 @@ export class NodeAgent {
   }
 
   /** Restarts the agent with `overrides` merged over the harness's configuration ({} resets). */
-  async reconfigure(overrides: Record<string, unknown>): Promise<void> {
+  async reconfigure(overrides: PartialKubeletConfiguration): Promise<void> {
     await this.stop();
     this.overrides = overrides;
     await this.start();

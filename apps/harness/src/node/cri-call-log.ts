@@ -2,6 +2,7 @@
 // per call). The file only grows (a restarted agent appends) until the agent rotates it to
 // `<path>.1`, so the reader keeps the file's inode and a byte offset, and each read returns only
 // the calls written since the last one: cheap enough to run after every scenario.
+import type { CriCallRecord } from '@kh/node-agent/command';
 import type { NodeHost } from './host.js';
 
 /** Where the harness tells every agent to log its CRI calls. */
@@ -16,11 +17,11 @@ export interface AgentCriCall {
   error?: string;
 }
 
-/** Parses one line of the log; undefined for anything that is not a call record. */
+/** Parses one line of the log (the agent's `CriCallRecord`); undefined for anything else. */
 export function parseCriCallLine(line: string): AgentCriCall | undefined {
-  let rec: Record<string, unknown>;
+  let rec: Partial<Record<keyof CriCallRecord, unknown>>;
   try {
-    rec = JSON.parse(line) as Record<string, unknown>;
+    rec = JSON.parse(line) as typeof rec;
   } catch {
     return undefined;
   }

@@ -2,8 +2,12 @@
 // container run our packages from the host checkout, bind-mounted read-only, on the host's Node 22:
 // nothing is baked into an image, so a rebuild is picked up by the next run without new images.
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FAKE_CRI_COMMAND } from '@kh/cri-api/fake-command';
+import { DOCKERSHIM_COMMAND } from '@kh/dockershim/command';
+import { FAKE_APISERVER_COMMAND } from '@kh/fake-apiserver/command';
+import { NODE_AGENT_COMMAND } from '@kh/node-agent/command';
 import { type BindMount, defaultHostNodeBinary, NODE_BINARY_IN_NODE } from '@kh/testkit';
 
 /** Where the checkout is mounted inside every container of a run. */
@@ -20,34 +24,27 @@ export function projectRoot(from = dirname(fileURLToPath(import.meta.url))): str
   return dir;
 }
 
-/** The project's commands as paths relative to the checkout (their built dist/ entry points). */
+/**
+ * The project's commands, as each package exports its own entry point (a path on this machine, in
+ * the checkout): the harness never restates another package's build layout.
+ */
 export const COMMANDS = {
-  nodeAgent: 'packages/node-agent/dist/bundle/node-agent.mjs',
-  dockershim: 'packages/dockershim/dist/cli.js',
-  fakeCri: 'packages/cri-api/dist/fake/cli.js',
-  fakeApiserver: 'packages/fake-apiserver/dist/cli.js',
+  nodeAgent: NODE_AGENT_COMMAND,
+  dockershim: DOCKERSHIM_COMMAND,
+  fakeCri: FAKE_CRI_COMMAND,
+  fakeApiserver: FAKE_APISERVER_COMMAND,
 } as const;
 
 export type ProjectCommand = keyof typeof COMMANDS;
 
-/** Fails early, naming the build to run, when a command's dist/ is missing. */
-export function requireBuilt(root: string, ...commands: ProjectCommand[]): void {
-  const missing = commands.filter((c) => !existsSync(join(root, COMMANDS[c])));
-  if (missing.length > 0) {
-    throw new Error(
-      `not built: ${missing.map((c) => COMMANDS[c]).join(', ')}; run \`npx turbo run build\` first`,
-    );
-  }
-}
-
 /** argv that runs one of our commands inside a container with the project mounted. */
-export function inContainer(command: ProjectCommand, args: string[]): string[] {
-  return [NODE_BINARY_IN_NODE, `${PROJECT_IN_CONTAINER}/${COMMANDS[command]}`, ...args];
+export function inContainer(command: ProjectCommand, args: string[], root = projectRoot()): string[] {
+  return [NODE_BINARY_IN_NODE, join(PROJECT_IN_CONTAINER, relative(root, COMMANDS[command])), ...args];
 }
 
 /** argv that runs one of our commands on this machine, from the checkout, on the project's Node 22. */
-export function onHost(command: ProjectCommand, args: string[], root = projectRoot()): string[] {
-  return [defaultHostNodeBinary(), join(root, COMMANDS[command]), ...args];
+export function onHost(command: ProjectCommand, args: string[]): string[] {
+  return [defaultHostNodeBinary(), COMMANDS[command], ...args];
 }
 
 /** The read-only mounts a container needs to run our commands: Node 22 and the checkout. */

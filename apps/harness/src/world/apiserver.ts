@@ -1,9 +1,11 @@
 // The run's fake apiserver, in its own container on the run's network: nodes reach it as
 // https://apiserver:6443, the harness through a port published on 127.0.0.1. Bearer tokens only
 // (one per node, one for the harness, one without rights), Node,RBAC, TLS with the CA the server generates.
+
 import { readFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
+import { READY_LINE } from '@kh/fake-apiserver/command';
 import type { StartedTestNetwork } from '@kh/testkit';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Wait } from 'testcontainers';
@@ -42,7 +44,6 @@ export function retargetKubeconfig(kubeconfig: string, server: string, token: st
 }
 
 /** The server prints this once it listens, after writing its kubeconfig. */
-const READY_LINE = 'fake-apiserver listening on';
 const READY_TIMEOUT_MS = 60_000;
 /** The server's storage, in the container's shared directory (on the host, kept across restarts). */
 const DATA_DIR = '/run/kh/data';
