@@ -4,12 +4,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { consoleProgress, type ReadyNode, type RuntimeBackend, runMatrix, type World } from '@kh/harness';
 import { describe, expect, it } from 'vitest';
+import { scenarios } from '../src/index.js';
 import { statusReporting } from '../src/scenarios/status-reporting.js';
 
 const quiet = consoleProgress(() => {});
 
-/** A node whose backend has only `capabilities`; running a scenario on it would fail loudly. */
-function stubMatrix(capabilities: RuntimeBackend['capabilities']) {
+/**
+ * A node whose backend has only `capabilities` (and a runtime restart when `restart`); running a
+ * scenario on it would fail loudly.
+ */
+function stubMatrix(capabilities: RuntimeBackend['capabilities'], restart: boolean) {
   const backend: RuntimeBackend = {
     name: 'bare',
     description: 'a backend without capabilities',
@@ -26,7 +30,14 @@ function stubMatrix(capabilities: RuntimeBackend['capabilities']) {
   };
   const node = {
     backend,
-    started: { nodeName: 'bare-node', runtimeName: 'bare', runtimeVersion: '0', runtimeLogs: async () => [] },
+    started: {
+      nodeName: 'bare-node',
+      runtimeName: 'bare',
+      runtimeVersion: '0',
+      warnings: [],
+      runtimeLogs: async () => [],
+      ...(restart ? { restart: {} } : {}),
+    },
     startupMs: 0,
     agentLogs: () => [],
     agentCriCalls: async () => [],
@@ -44,7 +55,7 @@ function stubMatrix(capabilities: RuntimeBackend['capabilities']) {
 
 describe('capabilities a scenario cannot do without', () => {
   it('status-reporting skips, with the reason, on a backend that cannot stop its runtime', async () => {
-    const results = await stubMatrix(new Set(['real-containers']));
+    const results = await stubMatrix(new Set(['real-containers']), false);
     expect(results.cells).toHaveLength(1);
     expect(results.cells[0]).toMatchObject({
       scenario: 'status-reporting',
@@ -54,8 +65,12 @@ describe('capabilities a scenario cannot do without', () => {
   });
 
   it('status-reporting runs (here: fails on the stub world) when the backend can', async () => {
-    const results = await stubMatrix(new Set(['runtime-restart']));
+    const results = await stubMatrix(new Set(), true);
     expect(results.cells[0]?.outcome).toBe('failed');
+  });
+
+  it('every scenario states how long it takes, which orders and shards the matrix', () => {
+    expect(scenarios.filter((s) => !(s.estimateMs && s.estimateMs > 0)).map((s) => s.name)).toEqual([]);
   });
 
   it('no scenario branches on a capability: each one it needs is in `needs`', () => {

@@ -16,6 +16,7 @@ import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
 import { moduleSpecifier } from './support/modules.js';
 import { consoleProgress } from './support/progress.js';
+import { projectConfig } from './support/project-config.js';
 import { RunLedger } from './world/ledger.js';
 import { orphanedRuns, removeRunLeftovers } from './world/leftovers.js';
 
@@ -45,7 +46,18 @@ export interface CliIO {
 
 const defaultIO: CliIO = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
 
-/** Loads a scenario suite module: a package name (@kh/e2e) or a file path. */
+/**
+ * The scenario suite: the module `--suite` names, else kh.config.json's `suite` (this
+ * repository's names @kh/e2e). The harness knows no suite of its own.
+ */
+export function suiteModule(flag: string | undefined, env = process.env, cwd = process.cwd()): string {
+  const spec = flag ?? projectConfig(env, cwd)?.suite;
+  if (!spec)
+    throw new Error('no scenario suite: pass --suite <module>, or name one as "suite" in kh.config.json');
+  return spec;
+}
+
+/** Loads a scenario suite module: a package name or a file path. */
 export async function loadSuite(spec: string): Promise<Scenario[]> {
   const mod = (await import(moduleSpecifier(spec))) as { scenarios?: unknown };
   if (!Array.isArray(mod.scenarios)) throw new Error(`${spec} does not export \`scenarios\``);
@@ -144,7 +156,10 @@ async function listCommand(argv: string[], io: CliIO): Promise<number> {
     return 2;
   }
   const registry = await loadBackends({ modules: values.backend ?? [] });
-  const suite = await loadSuite(values.suite ?? '@kh/e2e').catch(() => []);
+  // A listing without a suite still lists the runtimes.
+  const suite = await Promise.resolve()
+    .then(() => loadSuite(suiteModule(values.suite)))
+    .catch(() => []);
   if (values.json) {
     const runtimes = registry.registered.map(({ backend, module }) => ({
       name: backend.name,
@@ -180,7 +195,7 @@ async function runCommand(argv: string[], io: CliIO): Promise<number> {
       io.out(`${RUN_USAGE}\n`);
       return 0;
     }
-    suite = await loadSuite(opts.suite);
+    suite = await loadSuite(suiteModule(opts.suite));
     backends = (await loadBackends({ modules: opts.backends ?? [], criEndpoint: opts.criEndpoint })).backends;
   } catch (err) {
     io.err(`kubelet-harness run: ${(err as Error).message}\n\n${RUN_USAGE}\n`);

@@ -112,7 +112,7 @@ describe('kubelet-harness CLI', () => {
       expect.objectContaining({ name: 'docker-28', module: '@kh/harness' }),
       expect.objectContaining({ name: 'docker-26', aliases: ['docker'], module: '@kh/harness' }),
       expect.objectContaining({ name: 'docker-20.10', module: '@kh/harness' }),
-      expect.objectContaining({ name: 'fake', module: '@kh/harness', capabilities: ['runtime-restart'] }),
+      expect.objectContaining({ name: 'fake', module: '@kh/harness', capabilities: [] }),
       expect.objectContaining({ name: 'endpoint', module: '@kh/harness' }),
       {
         name: 'mine',
@@ -128,6 +128,25 @@ describe('kubelet-harness CLI', () => {
     expect(text.out).toMatch(/^\* mine +my runtime \(.*backend\.mjs\)$/m);
     expect(text.out).toMatch(/^\* containerd-1\.7 +containerd 1\.7 .*\[also: containerd\]/m);
     expect(text.out).toMatch(/^ {2}docker-20\.10 +dockerd 20\.10 .*Debian 12 bookworm/m);
+  });
+
+  it('run without a suite says where to name one, with status 2; the config file names it', async () => {
+    const r = await cli(['run', '--runtime', 'fake', '--out', dir]);
+    expect(r).toMatchObject({
+      code: 2,
+      err: expect.stringContaining(
+        'no scenario suite: pass --suite <module>, or name one as "suite" in kh.config.json',
+      ),
+    });
+    const config = join(dir, 'kh-suite.json');
+    await writeFile(config, JSON.stringify({ suite: './suite.mjs' }));
+    process.env.KH_CONFIG = config;
+    try {
+      const listed = await cli(['list', '--json']);
+      expect(JSON.parse(listed.out).scenarios).toEqual([{ name: 'one', description: 'd', needs: [] }]);
+    } finally {
+      process.env.KH_CONFIG = '';
+    }
   });
 
   it('run names a backend module it cannot load, with status 2', async () => {

@@ -21,7 +21,7 @@ import {
   type RuntimeBackend,
 } from '@kh/harness/backend';
 
-const CAPABILITIES = ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart'] as const;
+const CAPABILITIES = ['real-containers', 'memory-pressure', 'registry-pull'] as const;
 
 /**
  * crun 1.8 refuses cgroup v1 with a cgroup2 mount beside it ("cgroups in hybrid mode not
@@ -96,10 +96,10 @@ export const gvisorBackend = (release: NodeRelease): RuntimeBackend => {
     }),
     // Should runsc still refuse this kernel or this node, no scenario could say anything about the
     // agent: the column is skipped with runsc's own error instead.
-    async check(started) {
+    async check(started, _node, ctx) {
       try {
         await probePod(started.hostCriEndpoint, {
-          sandboxImage: started.sandboxImage,
+          sandboxImage: ctx.images.pause,
           ...(started.cgroupParent ? { cgroupParent: started.cgroupParent } : {}),
         });
       } catch (err) {

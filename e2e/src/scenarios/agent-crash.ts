@@ -21,6 +21,7 @@ const SLOW_STOPPER = 'trap "sleep 3; exit 0" TERM; sleep 3600 & wait';
  */
 export const agentCrash: Scenario = {
   name: 'agent-crash',
+  estimateMs: 35_000,
   isolation: 'node',
   description:
     'agent SIGKILLed during a sync and during a pod deletion, then started again: running pods adopted (same sandbox and container, restartCount unchanged), the deletion completes, no duplicate sandbox',

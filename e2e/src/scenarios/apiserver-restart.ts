@@ -20,6 +20,7 @@ const leaseRenewTime = async (ctx: ScenarioContext) => {
  */
 export const apiserverRestart: Scenario = {
   name: 'apiserver-restart',
+  estimateMs: 14_000,
   // Restarts the apiserver every node and cell talks to: nothing else runs meanwhile.
   isolation: 'world',
   description:

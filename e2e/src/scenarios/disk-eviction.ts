@@ -18,6 +18,7 @@ interface Sample {
  */
 export const diskEviction: Scenario = {
   name: 'disk-eviction',
+  estimateMs: 55_000,
   isolation: 'node',
   description:
     'disk pressure reclaims unused images first, then evicts the disk hog, not the innocent pod; DiskPressure appears and clears; Evicted reason and event',

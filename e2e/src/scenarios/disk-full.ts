@@ -27,6 +27,7 @@ const leaseRenewTime = async (ctx: ScenarioContext) => {
  */
 export const diskFull: Scenario = {
   name: 'disk-full',
+  estimateMs: 50_000,
   isolation: 'node',
   description:
     "the agent's filesystem filled to 100%: DiskPressure, new pods refused (Evicted), the agent keeps running (lease renewed); DiskPressure clears when the space is back",

@@ -39,6 +39,7 @@ interface SoftConfig {
  */
 export const diskSoftEviction: Scenario = {
   name: 'disk-soft-eviction',
+  estimateMs: 225_000,
   isolation: 'node',
   description:
     'a soft nodefs threshold sets DiskPressure at once and evicts the disk hog only after its grace period, not the innocent pod; the kill uses min(evictionMaxPodGracePeriod, the pod grace period); Evicted reason and event',

@@ -12,6 +12,7 @@ const Mi = 2 ** 20;
  */
 export const eviction: Scenario = {
   name: 'eviction',
+  estimateMs: 55_000,
   isolation: 'node',
   description:
     'memory pressure evicts the low-priority hog, not the innocent pod; condition appears and clears; Evicted reason and event',

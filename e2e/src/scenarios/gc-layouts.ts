@@ -118,6 +118,7 @@ async function runLayout(ctx: ScenarioContext, layout: Layout): Promise<void> {
  */
 export const gcLayouts: Scenario = {
   name: 'gc-layouts',
+  estimateMs: 86_000,
   isolation: 'node',
   description:
     'container GC on upstream layouts: 1 non-restarting container, 1 pod x 4 containers x 4 restarts; <= maxPerPodContainer+1 copies, nothing left after delete',

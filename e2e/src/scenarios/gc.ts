@@ -14,6 +14,7 @@ const sandboxesOf = async (ctx: ScenarioContext) =>
  */
 export const gc: Scenario = {
   name: 'gc',
+  estimateMs: 45_000,
   isolation: 'node',
   description:
     'container GC keeps maxPerPodContainer+1 per container, nothing left after delete, image GC keeps in-use images',

@@ -25,6 +25,7 @@ const present = async (ctx: ScenarioContext, ref: string) => (await ctx.cri.imag
  */
 export const imageGcAge: Scenario = {
   name: 'image-gc-age',
+  estimateMs: 335_000,
   isolation: 'node',
   description:
     'imageMaximumGCAge: unused images are removed without disk pressure, never before the max age after a restart',

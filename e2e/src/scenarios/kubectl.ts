@@ -49,6 +49,7 @@ const outcome = (r: KubectlResult) => ({ code: r.code, stdout: r.stdout.trim(), 
  */
 export const kubectl: Scenario = {
   name: 'kubectl',
+  estimateMs: 35_000,
   // Only its namespace's pods: it shares a node with other such cells.
   isolation: 'namespace',
   description:

@@ -4,6 +4,7 @@ import type { Scenario } from '@kh/harness';
 /** The Node and its Lease look as a kubelet makes them, and kubectl shows the node Ready. */
 export const nodeRegistration: Scenario = {
   name: 'node-registration',
+  estimateMs: 3_000,
   // Only its namespace's pods: it shares a node with other such cells.
   isolation: 'namespace',
   description:

@@ -22,6 +22,7 @@ const CRASHER = 'sleep 5; exit 1';
  */
 export const partition: Scenario = {
   name: 'partition',
+  estimateMs: 70_000,
   isolation: 'node',
   description:
     'node cut off from the apiserver longer than the lease grace: Ready=Unknown, pods keep running, then Ready again; status written meanwhile arrives in order',

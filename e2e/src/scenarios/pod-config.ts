@@ -158,6 +158,7 @@ const UPSTREAM: Record<string, string[]> = {
  */
 export const podConfig: Scenario = {
   name: 'pod-config',
+  estimateMs: 50_000,
   // Only its namespace's pods: it shares a node with other such cells.
   isolation: 'namespace',
   description:

@@ -13,6 +13,7 @@ import {
 /** Pod phases, init ordering, restart policies, graceful delete with preStop, pull errors and pull secrets. */
 export const podLifecycle: Scenario = {
   name: 'pod-lifecycle',
+  estimateMs: 33_000,
   // Only its namespace's pods: it shares a node with other such cells.
   isolation: 'namespace',
   description:

@@ -594,6 +594,7 @@ function probeSuite(layout: Layout, name: string, description: string): Scenario
     isolation: 'namespace',
     // 22 pods probed every 1-10 s, most by exec, for about 6 minutes.
     load: 'heavy',
+    estimateMs: 415_000,
     upstream: CASES.map((c) => ({ file: FILE, case: `${SUITE[layout]} ${c.it}` })),
     timeoutMs: 10 * 60_000,
     async run(ctx) {

@@ -25,6 +25,7 @@ const exec = (cmd: string, p: Partial<V1Probe> = {}): V1Probe => ({
  */
 export const probes: Scenario = {
   name: 'probes',
+  estimateMs: 22_000,
   // Only its namespace's pods: it shares a node with other such cells.
   isolation: 'namespace',
   description:

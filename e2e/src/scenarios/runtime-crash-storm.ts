@@ -7,6 +7,7 @@ import {
   restartViolations,
   runtimeHoldings,
 } from '../support/faults.js';
+import { runtimeRestart } from '../support/node.js';
 import { createPod, podFor, sh } from '../support/pods.js';
 
 const PODS = 30;
@@ -23,6 +24,7 @@ const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
  */
 export const runtimeCrashStorm: Scenario = {
   name: 'runtime-crash-storm',
+  estimateMs: 65_000,
   isolation: 'node',
   description:
     '30 pods start while the runtime is SIGKILLed twice (supervisor restarts it): all Running, one sandbox and one container each, nothing unowned, restartCount only for real deaths, nothing left after delete',
@@ -44,7 +46,7 @@ export const runtimeCrashStorm: Scenario = {
       );
       before.push(containerView(await podsByName(ctx)));
       const t0 = Date.now();
-      await ctx.backend.killRuntime();
+      await runtimeRestart(ctx).kill();
       ctx.note(`runtime killed at ${mark} sandboxes; it answers CRI again`, { ms: Date.now() - t0 });
     }
     await creating;

@@ -30,6 +30,7 @@ const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
  */
 export const startup: Scenario = {
   name: 'startup',
+  estimateMs: 35_000,
   // The floor is measured on the node: nothing else may start pods there meanwhile.
   isolation: 'node',
   // 60 pods started in two bursts of 30: not beside the probe suites, whose timeouts it would break.
@@ -52,8 +53,8 @@ export const startup: Scenario = {
     }
     ctx.note(
       `bare floor over CRI: one pod ${ms(floor.singleMs)} (median of ${FLOOR_RUNS}); ${PODS} at once p50 ${ms(floor.burst.p50)}, p99 ${ms(floor.burst.p99)}`,
-      { startupFloor: floor },
     );
+    ctx.recordStartupFloor(floor);
 
     const names = Array.from({ length: PODS }, (_, i) => `start-${i}`);
     const createdAt = new Map<string, number>();

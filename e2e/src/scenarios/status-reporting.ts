@@ -1,5 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
+import { runtimeRestart } from '../support/node.js';
 
 const readyCondition = async (ctx: ScenarioContext) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === 'Ready');
@@ -69,6 +70,7 @@ async function infrequentStatus(ctx: ScenarioContext): Promise<void> {
  */
 export const statusReporting: Scenario = {
   name: 'status-reporting',
+  estimateMs: 160_000,
   isolation: 'node',
   description:
     'Lease renewal cadence, node status posted no more often than the lease duration, runtime down -> NotReady -> Ready, agent stopped -> Unknown',
@@ -122,7 +124,7 @@ export const statusReporting: Scenario = {
 
     // Runtime down: Ready goes False with the kubelet's reason, then recovers by itself.
     ctx.note('stopping the runtime inside the node');
-    await ctx.backend.stopRuntime();
+    await runtimeRestart(ctx).stop();
     try {
       const down = await check.eventually(
         'Ready=False while the runtime is down',
@@ -142,7 +144,7 @@ export const statusReporting: Scenario = {
       );
     } finally {
       ctx.note('starting the runtime again');
-      await ctx.backend.startRuntime();
+      await runtimeRestart(ctx).start();
     }
     await check.eventually(
       'Ready=True after the runtime is back',

@@ -1,7 +1,17 @@
-import { AGENT_HEALTHZ_PORT, type ScenarioContext } from '@kh/harness';
+import { AGENT_HEALTHZ_PORT, type RuntimeRestart, type ScenarioContext } from '@kh/harness';
 
 export const nodeCondition = async (ctx: ScenarioContext, type: string) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
+
+/**
+ * The node's runtime restart, which a scenario that `needs: ['runtime-restart']` is only ever run
+ * with (the runner skips it on a node without one).
+ */
+export function runtimeRestart(ctx: ScenarioContext): RuntimeRestart {
+  const restart = ctx.backend.restart;
+  if (!restart) throw new Error(`${ctx.runtime}'s nodes cannot stop or restart their runtime`);
+  return restart;
+}
 
 /** Starts the agent and waits until it has started and posted node status again. */
 export async function startAgent(ctx: ScenarioContext): Promise<void> {

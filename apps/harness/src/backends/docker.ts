@@ -12,7 +12,7 @@ export const dockerBackends = COLUMN_RELEASES.map((release) => {
     name: `docker-${docker}`,
     aliases: aliasesFor(release, 'docker'),
     description: `dockerd ${docker} behind our dockershim, in a kind-style node container (Debian ${debian})`,
-    capabilities: ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-restart'],
+    capabilities: ['real-containers', 'memory-pressure', 'registry-pull'],
     release,
     expectedVersion: docker,
     runtime: dockerRuntime(),

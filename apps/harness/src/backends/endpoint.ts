@@ -27,24 +27,18 @@ export function endpointBackend(criEndpoint: string | undefined): RuntimeBackend
         throw new BackendUnavailableError(
           'no CRI endpoint given: pass --cri-endpoint unix:///path/to/cri.sock (or set KH_CRI_ENDPOINT)',
         );
-      const version = await waitForCri(criEndpoint, 15_000);
+      await waitForCri(criEndpoint, 15_000);
       // The apiserver, on the run's network, reaches this machine at the network's gateway.
       const net = await new Docker().getNetwork(ctx.network.id).inspect();
       const gateway = (net.IPAM?.Config ?? []).map((c: { Gateway?: string }) => c.Gateway).find(Boolean);
       if (!gateway) throw new Error(`network ${ctx.network.name} has no gateway address`);
       const dir = await mkdtemp(join(tmpdir(), `kh-endpoint-${ctx.runId}-`));
       const host = new LocalHost();
-      const noRestart = async () => {
-        throw new Error('the endpoint backend does not stop a runtime it does not own');
-      };
       return {
         nodeCriEndpoint: criEndpoint,
         hostCriEndpoint: criEndpoint,
-        ...version,
-        nodeName: ctx.nodeName,
         nodeIp: gateway,
         host,
-        sandboxImage: ctx.images.pause,
         agent: {
           dir,
           command: (args) => onHost('nodeAgent', args),
@@ -57,9 +51,6 @@ export function endpointBackend(criEndpoint: string | undefined): RuntimeBackend
             evictionHard: { 'memory.available': '100Mi' },
           },
         },
-        stopRuntime: noRestart,
-        startRuntime: noRestart,
-        killRuntime: noRestart,
         runtimeLogs: async () => [],
         stop: async () => {
           await host.stopAll();

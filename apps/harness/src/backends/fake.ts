@@ -14,7 +14,7 @@ const SOCKET = 'fake-cri.sock';
 export const fakeBackend: RuntimeBackend = {
   name: 'fake',
   description: 'in-memory fake CRI runtime (no real containers)',
-  capabilities: new Set(['runtime-restart']),
+  capabilities: new Set(),
   async start(ctx) {
     ctx.progress('starting fake node container');
     const container = await new SupportContainer(ctx.images.node, ctx.nodeName, 'node')
@@ -41,22 +41,21 @@ export const fakeBackend: RuntimeBackend = {
       runtime = undefined;
     };
     try {
-      const version = await startRuntime();
+      await startRuntime();
       return {
         nodeCriEndpoint: `unix:///run/kh/${SOCKET}`,
         hostCriEndpoint: hostEndpoint,
-        ...version,
-        nodeName: ctx.nodeName,
-        sandboxImage: ctx.images.pause,
         nodeIp: container.getIpAddress(ctx.network.name),
         host,
-        stopRuntime,
-        startRuntime: async () => {
-          await startRuntime();
-        },
-        killRuntime: async () => {
-          await runtime?.stop('SIGKILL');
-          await startRuntime();
+        restart: {
+          stop: stopRuntime,
+          start: async () => {
+            await startRuntime();
+          },
+          kill: async () => {
+            await runtime?.stop('SIGKILL');
+            await startRuntime();
+          },
         },
         runtimeLogs: async (lines) => runtime?.tail(lines) ?? [],
         stop: async () => {

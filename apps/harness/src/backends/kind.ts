@@ -14,8 +14,7 @@ import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
 import type { NodeProcess } from '../node/host.js';
 import { kindNode, NODE_MEMORY_LIMIT_BYTES, restoreSandboxImage, waitForCri } from './cri.js';
-import { versionMatches } from './releases.js';
-import type { BackendCapability, BackendContext, RuntimeBackend, StartedBackend } from './types.js';
+import type { BackendContext, RuntimeBackend, StartedBackend, StaticCapability } from './types.js';
 
 /** A CRI server that the harness starts in the node, in front of a runtime that has none. */
 export interface CriShim {
@@ -30,13 +29,10 @@ export interface KindBackendDefinition {
   /** Other names `--runtime` takes (see RuntimeBackend.aliases). */
   aliases?: readonly string[];
   description: string;
-  capabilities: Iterable<BackendCapability>;
+  capabilities: Iterable<StaticCapability>;
   /** The Debian release whose node image the node runs (default DEFAULT_NODE_RELEASE). */
   release?: NodeRelease;
-  /**
-   * The runtime line the column's name promises (`1.7`, `26`); a node whose CRI Version says
-   * otherwise is reported with a warning (a testing release moved under the image recipe).
-   */
+  /** The runtime line the column's name promises (see RuntimeBackend.expectedVersion). */
   expectedVersion?: string;
   runtime: NodeRuntimeSpec;
   shim?: CriShim;
@@ -44,7 +40,7 @@ export interface KindBackendDefinition {
    * Runs once the runtime answers CRI, before the agent starts: a probe that throws
    * BackendUnavailableError when the runtime cannot run pods on this machine.
    */
-  check?(started: StartedBackend, node: StartedNodeContainer): Promise<void>;
+  check?(started: StartedBackend, node: StartedNodeContainer, ctx: BackendContext): Promise<void>;
 }
 
 /** Lines of the runtime's (and shim's) output a start-up failure quotes. */
@@ -57,6 +53,7 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
     ...(def.aliases?.length ? { aliases: def.aliases } : {}),
     description: def.description,
     capabilities: new Set(def.capabilities),
+    ...(def.expectedVersion ? { expectedVersion: def.expectedVersion } : {}),
     release,
     images: [nodeImageName(release)],
     async start(ctx) {
@@ -80,41 +77,31 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
       const waitCri = () => waitForCri(started.criEndpointOnHost, 30_000, def.shim ? shimTail : nodeTail);
       try {
         await startShim();
-        const version = await waitCri();
-        const warnings =
-          def.expectedVersion && !versionMatches(def.expectedVersion, version.runtimeVersion)
-            ? [
-                `column ${def.name} names ${def.runtime.name} ${def.expectedVersion}, but the node runs ` +
-                  `${version.runtimeName} ${version.runtimeVersion} (Debian ${release} moved; rename the column)`,
-              ]
-            : [];
-        for (const w of warnings) ctx.progress(`warning: ${w}`);
+        await waitCri();
         const backend: StartedBackend = {
           nodeCriEndpoint: started.criEndpointInNode,
           hostCriEndpoint: started.criEndpointOnHost,
-          ...version,
           nodeImage: await nodeImageInfo(started.image),
-          ...(warnings.length > 0 ? { warnings } : {}),
-          nodeName: started.name,
-          sandboxImage: ctx.images.pause,
           restoreSandboxImage: () => restoreSandboxImage(started, ctx.images.pause),
           nodeIp: started.ipAddress(ctx.network),
           host,
           memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,
           cgroupParent: started.cgroupParent,
-          // The runtime really exits, as `systemctl stop` would; a shim stays up, so the agent must
-          // see the runtime's absence through it (RuntimeReady=false).
-          stopRuntime: () => started.stopRuntime(),
-          startRuntime: async () => {
-            await started.startRuntime();
-            if (def.shim) await waitCri();
-          },
-          // A crash of the runtime and of its CRI shim at once; the supervisor restarts the
-          // runtime, and the shim is started again as its unit would be.
-          killRuntime: async () => {
-            await Promise.all([shim?.stop('SIGKILL'), started.killRuntime()]);
-            await startShim();
-            await waitCri();
+          restart: {
+            // The runtime really exits, as `systemctl stop` would; a shim stays up, so the agent
+            // must see the runtime's absence through it (RuntimeReady=false).
+            stop: () => started.stopRuntime(),
+            start: async () => {
+              await started.startRuntime();
+              if (def.shim) await waitCri();
+            },
+            // A crash of the runtime and of its CRI shim at once; the supervisor restarts the
+            // runtime, and the shim is started again as its unit would be.
+            kill: async () => {
+              await Promise.all([shim?.stop('SIGKILL'), started.killRuntime()]);
+              await startShim();
+              await waitCri();
+            },
           },
           dumpRuntimeStacks: () => started.dumpRuntimeStacks(),
           runtimeLogs: async (lines) => {
@@ -127,7 +114,7 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
             await started.stop();
           },
         };
-        await def.check?.(backend, started);
+        await def.check?.(backend, started, ctx);
         return backend;
       } catch (err) {
         await stopShim().catch(() => {});

@@ -2,10 +2,9 @@
 // backends when it is loaded, the built-in ones first, then the modules named by kh.config.json,
 // KH_BACKENDS and --backend. The matrix, `list` and the nightly workflow all read this registry;
 // nothing in the harness asks for a backend by name except the user.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
 import { DEFAULT_NODE_RELEASE } from '@kh/testkit';
 import { moduleSpecifier } from '../support/modules.js';
+import { projectConfig } from '../support/project-config.js';
 import { containerdBackends } from './containerd.js';
 import { dockerBackends } from './docker.js';
 import { endpointBackend } from './endpoint.js';
@@ -19,9 +18,6 @@ export interface BackendModule {
 
 /** The module name under which the harness's own backends are registered. */
 export const BUILTIN_MODULE = '@kh/harness';
-
-/** The config file looked for in the working directory and its parents. */
-export const CONFIG_FILE = 'kh.config.json';
 
 export interface RegisteredBackend {
   backend: RuntimeBackend;
@@ -85,29 +81,6 @@ export function builtinBackends(criEndpoint?: string): RuntimeBackend[] {
 /** The built-ins alone (no modules loaded), for tools that need no more. */
 export const BACKENDS: readonly RuntimeBackend[] = builtinBackends();
 
-/** The nearest kh.config.json at or above `cwd`. */
-export function readConfig(cwd: string): { file: string; backends: string[] } | undefined {
-  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
-    const file = join(dir, CONFIG_FILE);
-    if (existsSync(file)) return readConfigFile(file);
-    if (dirname(dir) === dir) return undefined;
-  }
-}
-
-/** A config file's backend modules, paths resolved against its directory. */
-export function readConfigFile(file: string): { file: string; backends: string[] } {
-  let config: { backends?: unknown };
-  try {
-    config = JSON.parse(readFileSync(file, 'utf8')) as { backends?: unknown };
-  } catch (err) {
-    throw new Error(`${file}: ${(err as Error).message}`, { cause: err });
-  }
-  const backends = config.backends ?? [];
-  if (!Array.isArray(backends) || !backends.every((b) => typeof b === 'string'))
-    throw new Error(`${file}: "backends" must be an array of module names`);
-  return { file, backends: backends.map((b) => (b.startsWith('.') ? resolve(dirname(file), b) : b)) };
-}
-
 /**
  * The registry for one command: the built-ins, then the modules of kh.config.json (or the file
  * KH_CONFIG names), KH_BACKENDS (comma-separated) and --backend, in that order, each loaded once.
@@ -121,13 +94,7 @@ export async function loadBackends(sources: BackendSources = {}): Promise<Backen
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  // KH_CONFIG names the config file; set and empty, none is read (hermetic tests, one-off runs).
-  const config =
-    env.KH_CONFIG === undefined
-      ? readConfig(cwd)
-      : env.KH_CONFIG
-        ? readConfigFile(resolve(cwd, env.KH_CONFIG))
-        : undefined;
+  const config = projectConfig(env, cwd);
   for (const spec of [...(config?.backends ?? []), ...fromEnv, ...(sources.modules ?? [])])
     await registry.load(spec, cwd);
   return registry;

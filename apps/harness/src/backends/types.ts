@@ -3,6 +3,7 @@
 // scenarios never look at which backend they run on. Backends come in modules (packages) that the
 // harness loads by name (registry.ts); the public API is src/backend.ts (`@kh/harness/backend`).
 // See docs/adding-a-runtime-backend.md.
+import type { PartialKubeletConfiguration } from '@kh/node-agent';
 import type { ImageName, ImageRefs, NodeImageInfo, NodeRelease, StartedTestNetwork } from '@kh/testkit';
 import type { NodeHost } from '../node/host.js';
 
@@ -19,20 +20,16 @@ export interface BackendContext {
   progress(message: string): void;
 }
 
+/**
+ * What a backend hands the harness about the node it started: only what the backend alone knows.
+ * The harness supplies the rest itself (the node's name, the runtime's CRI Version, the sandbox
+ * image it built): see `StartedNode`.
+ */
 export interface StartedBackend {
   /** CRI endpoint as the agent on the node reaches it (unix:///...). */
   nodeCriEndpoint: string;
   /** CRI endpoint as the harness process on the host reaches it, for assertions that count containers. */
   hostCriEndpoint: string;
-  /** From CRI Version, e.g. containerd / 1.6.20~ds1. */
-  runtimeName: string;
-  runtimeVersion: string;
-  /** The node image the node runs: its Debian release and runtime package versions. */
-  nodeImage?: NodeImageInfo;
-  /** What the harness should tell about this node without failing it (a column that names another version). */
-  warnings?: string[];
-  /** Name the node registers under. */
-  nodeName: string;
   /** The node's address on the run's network (the agent's --node-ip). */
   nodeIp: string;
   host: NodeHost;
@@ -40,35 +37,62 @@ export interface StartedBackend {
   memoryLimitBytes?: number;
   /** Cgroup under which pods must be placed so the node's limits apply (the agent's cgroupRoot). */
   cgroupParent?: string;
-  /** The pod sandbox (pause) image as the runtime names it; image GC must never remove it. */
-  sandboxImage: string;
+  /**
+   * The pod sandbox (pause) image as the runtime names it, when it is not the run's own pause
+   * image (`ctx.images.pause`); image GC must never remove it.
+   */
+  sandboxImage?: string;
   /**
    * Puts the sandbox image back if it was removed, so that one scenario's removal does not fail
    * every later cell on the node; true when it had to. Absent: the runtime needs no help.
    */
   restoreSandboxImage?(): Promise<boolean>;
-  /** Makes the runtime unavailable to the agent (runtime-down scenario); startRuntime undoes it. */
-  stopRuntime(): Promise<void>;
-  startRuntime(): Promise<void>;
   /**
-   * Crashes the runtime (SIGKILL; for docker, dockerd and the dockershim) and lets the node's
-   * supervisor start it again, as systemd's Restart=always would; resolves once CRI answers again.
+   * Stopping, starting and crashing the runtime. Its presence is the `runtime-restart`
+   * capability: scenarios that need it are skipped on a node without it.
    */
-  killRuntime(): Promise<void>;
+  restart?: RuntimeRestart;
   /**
    * Where the agent runs when the node is not a container of the run's network (the endpoint
    * backend: the host). Absent: inside the node, with the node's own filesystem.
    */
   agent?: AgentPlacement;
-  /** Recent runtime log lines, for the report. */
-  runtimeLogs(lines: number): Promise<string[]>;
+  /** The node image the node runs: its Debian release and runtime package versions. */
+  nodeImage?: NodeImageInfo;
   /**
    * The runtime's goroutine stacks (SIGUSR1 to dockerd or containerd), for a runtime that answers
    * Version but hangs otherwise. Absent: the backend cannot dump them.
    */
   dumpRuntimeStacks?(): Promise<string[]>;
+  /** Recent runtime log lines, for the report. */
+  runtimeLogs(lines: number): Promise<string[]>;
   /** Removes the node and everything it created. Safe to call twice. */
   stop(): Promise<void>;
+}
+
+/** Making the runtime go away and come back, as `systemctl stop|start|kill` would on a real node. */
+export interface RuntimeRestart {
+  /** The runtime really exits; a CRI shim in front of it stays up and reports RuntimeReady=false. */
+  stop(): Promise<void>;
+  /** Starts it again; resolves once CRI answers. */
+  start(): Promise<void>;
+  /**
+   * Crashes the runtime (SIGKILL; for docker, dockerd and the dockershim) and lets the node's
+   * supervisor start it again, as systemd's Restart=always would; resolves once CRI answers again.
+   */
+  kill(): Promise<void>;
+}
+
+/** A started node as scenarios and the runner see it: the backend's facts and the harness's own. */
+export interface StartedNode extends StartedBackend {
+  /** The name the node registers under (the backend was given it in its context). */
+  nodeName: string;
+  /** From the runtime's own CRI Version, e.g. containerd / 1.7.24~ds1. */
+  runtimeName: string;
+  runtimeVersion: string;
+  sandboxImage: string;
+  /** What the harness noticed without failing the node (a version the column's name does not say). */
+  warnings: string[];
 }
 
 /** How the agent runs on a node that it shares with other things (a host). */
@@ -80,7 +104,7 @@ export interface AgentPlacement {
   /** The agent reaches the apiserver through the host's loopback port, not its network alias. */
   apiserver: 'host';
   /** KubeletConfiguration fields merged over the harness's (ports that must not collide, ...). */
-  config?: Record<string, unknown>;
+  config?: PartialKubeletConfiguration;
 }
 
 export interface RuntimeBackend {
@@ -99,8 +123,16 @@ export interface RuntimeBackend {
   readonly release?: NodeRelease;
   /** Local images (besides the workloads) its nodes are made from; the run builds them when missing. */
   readonly images?: readonly ImageName[];
-  /** Features a scenario may need; a scenario whose needs are missing is skipped with a reason. */
-  readonly capabilities: ReadonlySet<BackendCapability>;
+  /**
+   * Features a scenario may need; a scenario whose needs are missing is skipped with a reason.
+   * `runtime-restart` is not listed here: a started node's `restart` is that capability.
+   */
+  readonly capabilities: ReadonlySet<StaticCapability>;
+  /**
+   * The runtime line the column's name promises (`1.7`, `26`); a node whose CRI Version says
+   * otherwise gets a warning (a testing release moved under its image recipe).
+   */
+  readonly expectedVersion?: string;
   /**
    * How many of this backend's nodes a run may start side by side (default: as many as the run
    * asks for). A backend whose nodes would share one runtime says 1: two agents on one runtime
@@ -110,12 +142,15 @@ export interface RuntimeBackend {
   start(ctx: BackendContext): Promise<StartedBackend>;
 }
 
-export type BackendCapability =
+/** What a backend declares before it starts anything. */
+export type StaticCapability =
   | 'real-containers' // processes really run; probes hit real servers
   | 'memory-pressure' // node memory limit is enforced on pods
   | 'disk-pressure'
-  | 'registry-pull' // the runtime pulls from the run's registry
-  | 'runtime-restart'; // stopRuntime/startRuntime/killRuntime are supported
+  | 'registry-pull'; // the runtime pulls from the run's registry
+
+/** What a scenario may need: the static capabilities, and a started node's `restart`. */
+export type BackendCapability = StaticCapability | 'runtime-restart';
 
 /**
  * Thrown by start() when the runtime cannot run on this machine at all (a missing kernel feature,

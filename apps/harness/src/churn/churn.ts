@@ -7,7 +7,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CriClient } from '@kh/cri-api';
 import { ensureImages, TestNetwork, WORKLOAD_IMAGES } from '@kh/testkit';
-import type { BackendContext, RuntimeBackend, StartedBackend } from '../backends/types.js';
+import { startedNode } from '../backends/started-node.js';
+import type { BackendContext, RuntimeBackend, StartedBackend, StartedNode } from '../backends/types.js';
 import { detectRuntimeHang } from '../run/runtime-hang.js';
 import type { Progress } from '../support/progress.js';
 
@@ -31,7 +32,7 @@ export interface ChurnSummary {
   column: string;
   runtimeName: string;
   runtimeVersion: string;
-  nodeImage?: StartedBackend['nodeImage'];
+  nodeImage?: StartedNode['nodeImage'];
   pods: number;
   roundsPlanned: number;
   rounds: ChurnRound[];
@@ -68,16 +69,18 @@ export async function runChurn(
 ): Promise<ChurnSummary> {
   const runId = `kh-churn-${Date.now().toString(36)}`;
   const { images, network, stop } = await startWorld(backend, runId, progress);
-  let started: StartedBackend | undefined;
+  let fromBackend: StartedBackend | undefined;
   try {
     progress.step(`node ${runId}-${backend.name}`);
-    started = await backend.start({
+    const ctx = {
       runId,
       network,
       images,
       nodeName: `${runId}-${backend.name}`,
-      progress: (m) => progress.info(m),
-    });
+      progress: (m: string) => progress.info(m),
+    };
+    fromBackend = await backend.start(ctx);
+    const started = await startedNode(backend, fromBackend, ctx);
     const summary: ChurnSummary = {
       column: backend.name,
       runtimeName: started.runtimeName,
@@ -122,7 +125,9 @@ export async function runChurn(
     return summary;
   } finally {
     // A hung dockerd cannot stop its containers; the node goes with the engine's force removal.
-    await started?.stop().catch((err: unknown) => progress.warn(`node clean-up: ${(err as Error).message}`));
+    await fromBackend
+      ?.stop()
+      .catch((err: unknown) => progress.warn(`node clean-up: ${(err as Error).message}`));
     await stop().catch(() => {});
   }
 }
@@ -130,7 +135,7 @@ export async function runChurn(
 /** One round: `pods` sandboxes with one container each, then all torn down at once, as a mass delete does. */
 async function churnRound(
   client: CriClient,
-  started: StartedBackend,
+  started: StartedNode,
   round: number,
   pods: number,
   runId: string,

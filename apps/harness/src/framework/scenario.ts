@@ -1,8 +1,10 @@
 // What a scenario is and what it sees. Scenarios live in e2e/ and only talk to the world the way a
 // user would: through the API (client-node and kubectl) and, for counting containers, through CRI.
+
+import type { PartialKubeletConfiguration } from '@kh/node-agent';
 import type { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import type { BackendCapability, StartedBackend } from '../backends/types.js';
-import type { AssertionResult, TimelineEntry } from '../results/model.js';
+import type { BackendCapability, StartedNode } from '../backends/types.js';
+import type { AssertionResult, StartupFloor, TimelineEntry } from '../results/model.js';
 import type { KubectlOptions, KubectlProcess, KubectlResult } from '../support/kubectl.js';
 
 export interface Scenario {
@@ -37,6 +39,12 @@ export interface Scenario {
   /** Upper bound for the whole cell; the runner fails the cell when it is exceeded. */
   timeoutMs?: number;
   /**
+   * How long a cell usually takes on real runtimes (measured, 2 cores, parallel cells), for cells
+   * no earlier results file has timed: it orders the cells of a run and balances shards. Absent:
+   * a minute, until the first run times it.
+   */
+  estimateMs?: number;
+  /**
    * The upstream Kubernetes e2e cases this scenario mirrors end to end (file relative to the
    * kubernetes/kubernetes repository, case as its full test name); docs/node-e2e-coverage.md is
    * generated from these.
@@ -58,7 +66,7 @@ export interface ScenarioContext {
   nodeName: string;
   /** A namespace created for this cell and deleted after it. */
   namespace: string;
-  backend: StartedBackend;
+  backend: StartedNode;
   /**
    * What the backend supports. A check the scenario cannot make without a capability belongs in
    * `needs` (the cell then skips with the reason), never in a branch that passes without it.
@@ -96,10 +104,12 @@ export interface ScenarioContext {
    */
   images: Record<'busybox' | 'httpd' | 'memhog' | 'diskhog' | 'pause' | 'private', string>;
   /** Rewrites the agent's KubeletConfiguration (merged over the run's) and restarts the agent. */
-  reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
+  reconfigureAgent(overrides: PartialKubeletConfiguration): Promise<void>;
 
   check: Checks;
   note(summary: string, detail?: Record<string, unknown>): void;
+  /** The runtime's bare start-up floor, which the `startup` scenario measures (results: `cells[].startupFloor`). */
+  recordStartupFloor(floor: StartupFloor): void;
   log(message: string): void;
   sleep(ms: number): Promise<void>;
 }

@@ -4,7 +4,8 @@
 
 import { done, notYet, until } from '@kh/testkit';
 import type { CoreV1Api } from '@kubernetes/client-node';
-import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
+import { startedNode } from '../backends/started-node.js';
+import type { RuntimeBackend, StartedNode } from '../backends/types.js';
 import { agentPath, NodeAgent } from '../node/agent.js';
 import { AGENT_CRI_CALL_LOG, CriCallLogReader } from '../node/cri-call-log.js';
 import type { Progress } from '../support/progress.js';
@@ -24,13 +25,21 @@ export async function startNode(
   const t0 = Date.now();
   const nodeName = nodeNameFor(world.runId, backend.name, index);
   progress.step(`starting node ${nodeName}`);
-  const started = await backend.start({
+  const ctx = {
     runId: world.runId,
     network: world.networkHandle,
     images: world.refs,
     nodeName,
-    progress: (m) => progress.info(m),
-  });
+    progress: (m: string) => progress.info(m),
+  };
+  const fromBackend = await backend.start(ctx);
+  let started: StartedNode;
+  try {
+    started = await startedNode(backend, fromBackend, ctx);
+  } catch (err) {
+    await fromBackend.stop().catch(() => {});
+    throw err;
+  }
   progress.ok(`${started.runtimeName} ${started.runtimeVersion} answers CRI at ${started.hostCriEndpoint}`);
   const placement = started.agent;
   const agent = new NodeAgent(started.host, {
@@ -65,7 +74,7 @@ export async function startNode(
 
 function readyNode(
   backend: RuntimeBackend,
-  started: StartedBackend,
+  started: StartedNode,
   agent: NodeAgent,
   startupMs: number,
 ): ReadyNode {

@@ -7,8 +7,8 @@ export interface RunOptions {
   runtimes: string[] | undefined; // undefined: every registered backend
   scenarios: string[] | undefined; // undefined: every scenario of the suite
   outDir: string;
-  /** Module that exports `scenarios: Scenario[]` (a package name or a path). */
-  suite: string;
+  /** Module that exports `scenarios: Scenario[]` (a package name or a path); default kh.config.json's. */
+  suite?: string;
   /** Backend modules to load on top of the built-ins and kh.config.json's (`--backend`, repeatable). */
   backends?: string[];
   /** The endpoint backend's CRI socket (`--cri-endpoint unix:///...`). */
@@ -50,7 +50,7 @@ Options:
                          the fake; "all": every column        (env KH_RUNTIME)
   -s, --scenario <a,b>   scenarios to run, default all             (env KH_SCENARIO)
   -o, --out <dir>        where results go, default .reports/e2e    (env KH_OUT)
-      --suite <module>   scenario suite module, default @kh/e2e
+      --suite <module>   scenario suite module, default kh.config.json's "suite"
       --backend <module> load a backend module (package name or path); repeatable, added to
                          kh.config.json's "backends"                 (env KH_BACKENDS, a,b;
                          KH_CONFIG names another config file, empty: none)
@@ -117,7 +117,7 @@ export function parseRunOptions(
     runtimes: list(values.runtime ?? env.KH_RUNTIME),
     scenarios: list(values.scenario ?? env.KH_SCENARIO),
     outDir: values.out ?? env.KH_OUT ?? '.reports/e2e',
-    suite: values.suite ?? '@kh/e2e',
+    ...(values.suite ? { suite: values.suite } : {}),
     ...(values.backend ? { backends: values.backend } : {}),
     ...(values['cri-endpoint'] ? { criEndpoint: values['cri-endpoint'] } : {}),
     help: values.help ?? false,

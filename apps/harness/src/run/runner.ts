@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
+import { missingNeeds } from '../backends/started-node.js';
 import { BackendUnavailableError, type RuntimeBackend } from '../backends/types.js';
 import { createChecks } from '../framework/checks.js';
 import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
@@ -26,6 +27,7 @@ import { ExclusiveResources } from './exclusive.js';
 import { excerptAround } from './log-excerpt.js';
 import { detectRuntimeHang } from './runtime-hang.js';
 import { CellScheduler, lanesFor, type PlannedCell } from './schedule.js';
+import { UNKNOWN_SCENARIO_MS } from './shard.js';
 import { agentStartupRecords, cellStartupBreakdown } from './startup.js';
 
 export interface MatrixDeps<W extends World = World> {
@@ -59,7 +61,6 @@ export interface MatrixDeps<W extends World = World> {
 /** Log lines searched for those around a failure (the agent keeps its last 2000). */
 const LOG_LINES_SEARCHED = 2_000;
 const DEFAULT_CELLS_PER_NODE = 3;
-const UNKNOWN_ESTIMATE_MS = 60_000;
 /**
  * A probe suite starts 22 pods at once; on 2 cores the host then stays about 99 % busy for 45 s
  * (measured). Two such bursts at once starved probes past their 1 s timeouts.
@@ -80,8 +81,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
   // A runtime without a cell in this run is not started.
   const backends = deps.backends.filter((b) => scenarios.some((s) => inRun(b.name, s.name)));
   const scenariosOf = (runtime: string) => scenarios.filter((s) => inRun(runtime, s.name));
-  const missingFor = (b: RuntimeBackend, s: Scenario) =>
-    (s.needs ?? []).filter((n) => !b.capabilities.has(n));
+  const missingFor = (b: RuntimeBackend, s: Scenario, node?: ReadyNode) => missingNeeds(b, s, node?.started);
   const planned = new Map(
     backends.map((b) => [
       b.name,
@@ -93,7 +93,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
             scenario: s.name,
             isolation: s.isolation ?? 'node',
             exclusive: s.exclusive ?? [],
-            estimateMs: deps.estimates?.get(`${b.name}/${s.name}`) ?? UNKNOWN_ESTIMATE_MS,
+            estimateMs: deps.estimates?.get(`${b.name}/${s.name}`) ?? s.estimateMs ?? UNKNOWN_SCENARIO_MS,
             heavy: s.load === 'heavy',
           }),
         ),
@@ -165,17 +165,21 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
           runtimeName: first.started.runtimeName,
           runtimeVersion: first.started.runtimeVersion,
           ...(first.started.nodeImage ? { nodeImage: first.started.nodeImage } : {}),
-          ...(first.started.warnings?.length ? { warnings: first.started.warnings } : {}),
+          ...(first.started.warnings.length ? { warnings: first.started.warnings } : {}),
           criEndpoint: first.started.hostCriEndpoint,
           startupMs: Math.max(...ready.map((n) => n.startupMs)),
           ...(ready.length > 1 ? { nodes: ready.length } : {}),
         });
         for (const sc of scenariosOf(backend.name)) {
-          const missing = missingFor(backend, sc);
+          const missing = missingFor(backend, sc, first);
           if (missing.length === 0) continue;
           const reason = `backend ${backend.name} lacks ${missing.join(', ')}`;
           child.skip(`${sc.name}: ${reason}`);
           cells.push(skippedCell(backend.name, sc.name, reason));
+          planned.set(
+            backend.name,
+            planned.get(backend.name)!.filter((c) => c.scenario !== sc.name),
+          );
         }
         continue;
       }
@@ -366,6 +370,7 @@ async function runCell(
   if (beside.length > 0)
     sink({ kind: 'note', summary: `shares node ${node.started.nodeName} with ${beside.join(', ')}` });
   let outcome: CellResult['outcome'] = 'passed';
+  let startupFloor: StartupFloor | undefined;
   let reason: string | undefined;
   let timer: NodeJS.Timeout | undefined;
   let cell: OpenCell | undefined;
@@ -378,6 +383,9 @@ async function runCell(
       namespace,
       check: checks,
       note: (summary, detail) => sink({ kind: 'note', summary, ...(detail ? { detail } : {}) }),
+      recordStartupFloor: (floor) => {
+        startupFloor = floor;
+      },
       log: (m) => {
         logs.push(m);
         progress.info(m);
@@ -436,10 +444,6 @@ async function runCell(
           },
         )
       : undefined;
-  // The startup scenario notes the runtime's bare floor.
-  const startupFloor = timeline.find((e) => e.detail?.startupFloor)?.detail?.startupFloor as
-    | StartupFloor
-    | undefined;
   const failureTimes = failuresAt.map((t) => start + t);
   const excerpts: LogExcerpt[] = [
     { source: 'agent', lines: excerptAround(node.agentLogs(LOG_LINES_SEARCHED), failureTimes, 80) },

@@ -3,6 +3,8 @@
 // computes the same split from the same inputs, so no coordinator is needed: the cells are
 // assigned longest first to the least loaded shard, with durations from earlier results.json
 // files, static estimates where those have none.
+
+import { missingNeeds } from '../backends/started-node.js';
 import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
 import { readResultsFile, resultsFilesUnder } from '../results/load.js';
@@ -25,35 +27,8 @@ export function parseShard(spec: string): Pick<ShardInfo, 'index' | 'total'> {
   return { index, total };
 }
 
-/**
- * Per-scenario durations on real runtimes (the README's measurements: 2 cores, the core matrix
- * with parallel cells, 2026-11-27), for cells no earlier results file has timed: they balance
- * shards and order the cells of a run. Scenarios not listed count as a minute; the first nightly
- * that runs them times them for the next.
- */
-export const STATIC_ESTIMATE_MS: Readonly<Record<string, number>> = {
-  'node-registration': 3_000,
-  'pod-lifecycle': 33_000,
-  'pod-config': 50_000,
-  probes: 22_000,
-  'probes-upstream': 415_000,
-  'probes-sidecar': 415_000,
-  'status-reporting': 160_000,
-  gc: 45_000,
-  'gc-layouts': 86_000,
-  'image-gc-age': 335_000,
-  eviction: 55_000,
-  'disk-eviction': 55_000,
-  'disk-soft-eviction': 225_000,
-  kubectl: 35_000,
-  'runtime-crash-storm': 65_000,
-  'agent-crash': 35_000,
-  'apiserver-restart': 14_000,
-  partition: 70_000,
-  'disk-full': 50_000,
-  startup: 35_000,
-};
-const UNKNOWN_SCENARIO_MS = 60_000;
+/** A scenario that states no estimate counts as a minute; the first run that has it times it for the next. */
+export const UNKNOWN_SCENARIO_MS = 60_000;
 /** What it costs a shard to bring up a runtime's node (about 5 s to Ready), so shards keep a runtime together. */
 export const NODE_STARTUP_ESTIMATE_MS = 5_000;
 
@@ -100,11 +75,8 @@ export function estimateCells(
   for (const b of backends) {
     for (const s of scenarios) {
       const key = cellKey({ runtime: b.name, scenario: s.name });
-      const skips = (s.needs ?? []).some((n) => !b.capabilities.has(n));
-      out.set(
-        key,
-        durations.cells.get(key) ?? (skips ? 0 : (STATIC_ESTIMATE_MS[s.name] ?? UNKNOWN_SCENARIO_MS)),
-      );
+      const skips = missingNeeds(b, s).length > 0;
+      out.set(key, durations.cells.get(key) ?? (skips ? 0 : (s.estimateMs ?? UNKNOWN_SCENARIO_MS)));
     }
   }
   return out;

@@ -1,5 +1,6 @@
 // What the runner needs from a run's world and from a started node; world.ts and run/node.ts build them.
-import type { RuntimeBackend, StartedBackend } from '../backends/types.js';
+import type { PartialKubeletConfiguration } from '@kh/node-agent';
+import type { RuntimeBackend, StartedNode } from '../backends/types.js';
 import type { ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
 import type { TimelineEntry } from '../results/model.js';
@@ -7,7 +8,7 @@ import type { TimelineEntry } from '../results/model.js';
 /** The context pieces of one cell that need the apiserver and the node. */
 export type WorldContext = Omit<
   ScenarioContext,
-  'check' | 'note' | 'log' | 'sleep' | 'runtime' | 'namespace'
+  'check' | 'note' | 'recordStartupFloor' | 'log' | 'sleep' | 'runtime' | 'namespace'
 >;
 
 export type TimelineSink = (e: Omit<TimelineEntry, 't'>) => void;
@@ -35,14 +36,14 @@ export interface World {
 /** A backend whose node runs our agent and is Ready. */
 export interface ReadyNode {
   backend: RuntimeBackend;
-  started: StartedBackend;
+  started: StartedNode;
   startupMs: number;
   agentLogs(lines: number): string[];
   stopAgent(): Promise<void>;
   startAgent(): Promise<void>;
   /** SIGKILLs the agent (a crash); startAgent runs it again. */
   killAgent(): Promise<void>;
-  reconfigureAgent(overrides: Record<string, unknown>): Promise<void>;
+  reconfigureAgent(overrides: PartialKubeletConfiguration): Promise<void>;
   /** The CRI calls the agent logged on the node since the last call (`--cri-call-log`). */
   agentCriCalls(): Promise<AgentCriCall[]>;
   stop(): Promise<void>;

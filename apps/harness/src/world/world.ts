@@ -1,9 +1,11 @@
 // One run, one private world: a labelled network, the fake apiserver and a real registry holding
 // the workload images. Nodes join it (run/node.ts); scenarios see it through their context.
+
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { PartialKubeletConfiguration } from '@kh/node-agent';
 import {
   ensureImages,
   type ImageName,
@@ -16,6 +18,7 @@ import {
   WORKLOAD_IMAGES,
 } from '@kh/testkit';
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { nodeCapabilities } from '../backends/started-node.js';
 import type { ScenarioContext } from '../framework/scenario.js';
 import { type KubectlOptions, runKubectl, startKubectl } from '../support/kubectl.js';
 import type { Progress } from '../support/progress.js';
@@ -220,7 +223,7 @@ export class HarnessWorld implements World {
     return {
       nodeName,
       backend: node.started,
-      capabilities: node.backend.capabilities,
+      capabilities: nodeCapabilities(node.backend, node.started),
       kubeConfig: this.kubeConfig,
       core: this.core,
       coordination: this.kubeConfig.makeApiClient(CoordinationV1Api),
@@ -236,7 +239,7 @@ export class HarnessWorld implements World {
       agent: { stop: () => node.stopAgent(), start: () => node.startAgent(), kill: () => node.killAgent() },
       apiserver: { restart: () => this.restartApiserver() },
       images: this.images,
-      reconfigureAgent: (overrides: Record<string, unknown>) => node.reconfigureAgent(overrides),
+      reconfigureAgent: (overrides: PartialKubeletConfiguration) => node.reconfigureAgent(overrides),
     };
   }
 

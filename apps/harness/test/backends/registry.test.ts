@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { endpointBackend } from '../../src/backends/endpoint.js';
-import { BackendRegistry, CONFIG_FILE, loadBackends, readConfig } from '../../src/backends/registry.js';
+import { BackendRegistry, loadBackends } from '../../src/backends/registry.js';
 import { type BackendContext, BackendUnavailableError } from '../../src/backends/types.js';
+import { CONFIG_FILE, readConfig } from '../../src/support/project-config.js';
 import { fakeBackend } from '../run/fakes.js';
 
 const BUILTINS = [
@@ -99,8 +100,17 @@ describe('loadBackends', () => {
     expect(() => readConfig(bad)).toThrow(
       `${join(bad, CONFIG_FILE)}: "backends" must be an array of module names`,
     );
+    await writeFile(join(bad, CONFIG_FILE), JSON.stringify({ suite: 3 }));
+    expect(() => readConfig(bad)).toThrow(`${join(bad, CONFIG_FILE)}: "suite" must be a module name`);
     await writeFile(join(bad, CONFIG_FILE), '{');
     expect(() => readConfig(bad)).toThrow(join(bad, CONFIG_FILE));
+  });
+
+  it('reads the suite the config names, a relative path against the file', async () => {
+    const here = join(dir, 'suite-config');
+    await mkdir(here, { recursive: true });
+    await writeFile(join(here, CONFIG_FILE), JSON.stringify({ suite: './my-suite.js' }));
+    expect(readConfig(here)?.suite).toBe(join(here, 'my-suite.js'));
   });
 });
 

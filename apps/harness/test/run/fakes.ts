@@ -1,6 +1,6 @@
 // In-memory stand-ins for the world, nodes and backends, so the runner's bookkeeping (cells,
 // skips, failures, clean-up) is tested without Docker.
-import type { BackendCapability, RuntimeBackend, StartedBackend } from '../../src/backends/types.js';
+import type { RuntimeBackend, StartedNode, StaticCapability } from '../../src/backends/types.js';
 import type { Scenario } from '../../src/framework/scenario.js';
 import type { Progress } from '../../src/support/progress.js';
 import type { ReadyNode, World, WorldContext } from '../../src/world/types.js';
@@ -9,7 +9,7 @@ export interface Journal {
   events: string[];
 }
 
-export function fakeBackend(name: string, caps: BackendCapability[] = []): RuntimeBackend {
+export function fakeBackend(name: string, caps: StaticCapability[] = []): RuntimeBackend {
   return {
     name,
     description: `fake ${name}`,
@@ -54,7 +54,8 @@ export function fakeNode(backend: RuntimeBackend, journal: Journal, index = 0): 
     hostCriEndpoint: `unix:///tmp/${backend.name}.sock`,
     nodeName: `node-${backend.name}${index > 0 ? `-${index + 1}` : ''}`,
     runtimeLogs: async () => ['runtime line'],
-  } as unknown as StartedBackend;
+    warnings: [],
+  } as unknown as StartedNode;
   return {
     backend,
     started,

@@ -9,7 +9,6 @@ describe('parseRunOptions', () => {
       runtimes: ['containerd', 'docker'],
       scenarios: ['probes', 'gc'],
       outDir: 'out',
-      suite: '@kh/e2e',
       help: false,
     });
   });
@@ -93,7 +92,6 @@ describe('selection', () => {
     expect(BACKENDS.find((b) => b.name === 'docker-20.10')?.images).toEqual(['node-bookworm']);
     const fake = BACKENDS.find((b) => b.name === 'fake')!;
     expect(fake.capabilities.has('real-containers')).toBe(false);
-    expect(fake.capabilities.has('runtime-restart')).toBe(true);
   });
 
   it('takes --nodes-per-runtime and --max-parallel-cells (or KH_…), whole numbers of at least 1; absent: the defaults', () => {

@@ -157,6 +157,39 @@ describe('runMatrix', () => {
     }
   }, 30_000);
 
+  it("records a scenario's start-up floor in its cell, typed, never from a note", async () => {
+    const floor = { singleMs: 250, burst: { pods: 30, p50: 4_000, p90: 4_500, p99: 4_700 } };
+    const measures = scenario('measures', async (ctx) => {
+      ctx.note('bare floor', { startupFloor: { singleMs: 1 } });
+      ctx.recordStartupFloor(floor);
+    });
+    const r = await runMatrix(
+      deps({ events: [] }, { scenarios: [measures, passes], backends: [fakeBackend('alpha')] }),
+    );
+    expect(r.cells.map((c) => c.startupFloor)).toEqual([floor, undefined]);
+  });
+
+  it("takes a started node's restart as the runtime-restart capability, and skips without it", async () => {
+    const restarts = scenario('restarts', async () => {}, { needs: ['runtime-restart'] });
+    const r = await runMatrix(
+      deps(
+        { events: [] },
+        {
+          scenarios: [restarts],
+          startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>) => {
+            const node = fakeNode(b, { events: [] });
+            if (b.name === 'alpha') Object.assign(node.started, { restart: { stop: async () => {} } });
+            return node;
+          },
+        },
+      ),
+    );
+    expect(r.cells.map((c) => [c.runtime, c.outcome, c.reason])).toEqual([
+      ['alpha', 'passed', undefined],
+      ['beta', 'skipped', 'backend beta lacks runtime-restart'],
+    ]);
+  });
+
   it('skips a cell whose scenario needs a capability the backend lacks, saying which', async () => {
     const r = await runMatrix(deps({ events: [] }));
     const skipped = r.cells.find((c) => c.outcome === 'skipped')!;
