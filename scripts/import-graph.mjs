@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The import-graph check (issue 19): for every package under packages/ and apps/, reads the
-// relative imports of src/**/*.ts and fails on any import circle between files and any cycle
-// between folders of one package. A circle makes load order matter and hides which file owns a
+// The import-graph check (issue 19): for every workspace (packages/, apps/, backends/, e2e),
+// reads the relative imports of src/**/*.ts and fails on any import circle between files and any
+// cycle between folders of one package, and on an import of another workspace that the importer
+// does not declare as a dependency (issue 29). A circle makes load order matter and hides which file owns a
 // name; a folder cycle means neither folder can be read, tested or moved without the other.
 // Known cycles are listed in import-graph.allow.json with their issue, so CI fails only on new
 // ones; a listed cycle that is gone is reported so the list can shrink.
@@ -187,16 +188,52 @@ export function analysePackage(srcDir) {
   };
 }
 
-/** packages/* and apps/* that have a src/ folder, relative to root. */
+/**
+ * Every workspace of the root package.json (`packages/*`, `apps/*`, `backends/*`, `e2e`) that has a
+ * src/ folder, relative to root.
+ */
 export function packageDirs(root) {
-  return ['packages', 'apps'].flatMap((parent) =>
-    existsSync(join(root, parent))
-      ? readdirSync(join(root, parent), { withFileTypes: true })
-          .filter((e) => e.isDirectory() && existsSync(join(root, parent, e.name, 'src')))
-          .map((e) => `${parent}/${e.name}`)
-          .sort()
-      : [],
-  );
+  const { workspaces = [] } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  return workspaces
+    .flatMap((pattern) => {
+      if (!pattern.endsWith('/*')) return [pattern];
+      const parent = pattern.slice(0, -2);
+      return existsSync(join(root, parent))
+        ? readdirSync(join(root, parent), { withFileTypes: true })
+            .filter((e) => e.isDirectory())
+            .map((e) => `${parent}/${e.name}`)
+            .sort()
+        : [];
+    })
+    .filter((dir) => existsSync(join(root, dir, 'src')));
+}
+
+// import/export ... from '<pkg>', import('<pkg>') and side-effect imports of a scoped package.
+const PACKAGE_IMPORT =
+  /(?:\bfrom\s*|\bimport\s*\(\s*|^[ \t]*import\s+)['"](@[\w.-]+\/[\w.-]+)(?:\/[^'"]*)?['"]/gm;
+
+/**
+ * Imports of the project's own packages that the importing workspace does not declare in its
+ * `dependencies`: such an import works through the hoisted node_modules, but runs against the
+ * order turbo builds in, and hides a dependency that may run upward (the harness loading the
+ * suite that depends on it). Returns `<workspace>/src/<file> -> <package>` lines.
+ */
+export function undeclaredImports(root, dirs = packageDirs(root)) {
+  const manifest = (dir) => {
+    const file = join(root, dir, 'package.json');
+    return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  };
+  const own = new Set(dirs.map((dir) => manifest(dir).name));
+  const out = [];
+  for (const dir of dirs) {
+    const { name, dependencies = {} } = manifest(dir);
+    for (const file of listSources(join(root, dir, 'src'))) {
+      const source = readFileSync(join(root, dir, 'src', file), 'utf8');
+      for (const [, pkg] of source.matchAll(PACKAGE_IMPORT))
+        if (own.has(pkg) && pkg !== name && !(pkg in dependencies)) out.push(`${dir}/src/${file} -> ${pkg}`);
+    }
+  }
+  return [...new Set(out)];
 }
 
 /**
@@ -271,6 +308,7 @@ function main(argv) {
   const allowFile = opt('allow', join(here, 'import-graph.allow.json'));
   const allow = existsSync(allowFile) ? JSON.parse(readFileSync(allowFile, 'utf8')) : { cycles: [] };
   const { lines, failures, stale, results } = check(root, allow);
+  const undeclared = undeclaredImports(root);
   const issue = opt('print-allow');
   if (issue) {
     console.log(JSON.stringify(allowListFor(results, Number(issue)), null, 2));
@@ -288,9 +326,11 @@ function main(argv) {
       `note: ${allowName} lists ${s.entry.package} (${s.entry.kind}) ${s.edge} (issue ${s.entry.issue}), ` +
         'which closes no circle any more: remove it',
     );
+  for (const u of undeclared)
+    console.error(`import graph: ${u} is not among that workspace's dependencies (package.json): declare it`);
   if (failures.length === 0) {
-    console.log('import graph: no new cycles');
-    return 0;
+    console.log(`import graph: no new cycles${undeclared.length ? '' : ', every workspace import declared'}`);
+    return undeclared.length ? 1 : 0;
   }
   console.error(`import graph: ${failures.length} cycle(s) with imports ${allowName} does not list:`);
   for (const f of failures)

@@ -7,7 +7,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { analysePackage, check, isBarrel, parseImports } from './import-graph.mjs';
+import {
+  analysePackage,
+  check,
+  isBarrel,
+  packageDirs,
+  parseImports,
+  undeclaredImports,
+} from './import-graph.mjs';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'import-graph.mjs');
 const dirs = [];
@@ -15,10 +22,11 @@ after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A repo root with the given files (path -> source). */
-function tree(files) {
+/** A repo root with the given files (path -> source); its package.json names the workspaces. */
+function tree(files, workspaces = ['packages/*', 'apps/*']) {
   const root = mkdtempSync(join(tmpdir(), 'kh-import-graph-'));
   dirs.push(root);
+  writeFileSync(join(root, 'package.json'), JSON.stringify({ workspaces }));
   for (const [path, source] of Object.entries(files)) {
     mkdirSync(dirname(join(root, path)), { recursive: true });
     writeFileSync(join(root, path), source);
@@ -207,5 +215,36 @@ describe('check', () => {
     });
     assert.equal(listed.status, 0, listed.stderr);
     assert.match(listed.stdout, /import graph: no new cycles/);
+  });
+});
+
+describe('every workspace', () => {
+  it('covers the workspaces package.json names, globs and plain folders alike', () => {
+    const root = tree(
+      {
+        'packages/a/src/a.ts': 'export const a = 1;',
+        'backends/b/src/b.ts': 'export const b = 1;',
+        'e2e/src/e.ts': 'export const e = 1;',
+        'docs/src/not-a-workspace.ts': 'export const d = 1;',
+      },
+      ['packages/*', 'backends/*', 'e2e'],
+    );
+    assert.deepEqual(packageDirs(root), ['packages/a', 'backends/b', 'e2e']);
+  });
+
+  it("names an import of another workspace that the importer's package.json does not declare", () => {
+    const root = tree(
+      {
+        'packages/lib/package.json': JSON.stringify({ name: '@x/lib' }),
+        'packages/lib/src/index.ts': 'export const lib = 1;',
+        'apps/tool/package.json': JSON.stringify({ name: '@x/tool', dependencies: { '@x/lib': '*' } }),
+        'apps/tool/src/main.ts': "import { lib } from '@x/lib';\nimport { x } from '@other/pkg';",
+        'apps/tool/src/suite.ts': "export const load = () => import('@x/suite');",
+        'e2e/package.json': JSON.stringify({ name: '@x/suite', dependencies: { '@x/tool': '*' } }),
+        'e2e/src/index.ts': "export { main } from '@x/tool/main';",
+      },
+      ['packages/*', 'apps/*', 'e2e'],
+    );
+    assert.deepEqual(undeclaredImports(root), ['apps/tool/src/suite.ts -> @x/suite']);
   });
 });
