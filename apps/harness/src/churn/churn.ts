@@ -24,7 +24,8 @@ export interface ChurnOptions {
 export interface ChurnRound {
   round: number;
   createMs: number;
-  teardownMs: number;
+  /** How long tearing the round's pods down took (it overlaps the next round's creation). */
+  teardownMs?: number;
   errors: string[];
 }
 
@@ -95,14 +96,31 @@ export async function runChurn(
       `${started.runtimeName} ${started.runtimeVersion}: ${opts.rounds} rounds of ${opts.pods} pods`,
     );
     const client = await CriClient.connect(started.hostCriEndpoint, { timeoutMs: opts.callTimeoutMs });
+    // Round n's pods are torn down while round n+1's start, as when a suite's pods are deleted
+    // while the next cell's pods start: that overlap is what reddened CI.
+    let tearing: Promise<Teardown> | undefined;
+    const finish = async (teardown: Promise<Teardown> | undefined) => {
+      const done = await teardown;
+      if (!done) return;
+      const round = summary.rounds[done.round - 1]!;
+      round.teardownMs = done.ms;
+      round.errors.push(...done.errors);
+      summary.sandboxesTornDown += done.removed;
+    };
     try {
       for (let round = 1; round <= opts.rounds && !signal?.aborted; round++) {
-        const result = await churnRound(client, started, round, opts.pods, runId);
-        summary.rounds.push(result);
-        summary.sandboxesTornDown += opts.pods;
-        const errs = result.errors.length ? `, ${result.errors.length} errors: ${result.errors[0]}` : '';
+        const previous = tearing;
+        const [created] = await Promise.all([
+          createPods(client, started, round, opts.pods, runId),
+          finish(previous),
+        ]);
+        summary.rounds.push({ round, createMs: created.ms, errors: created.errors });
+        tearing = tearDown(client, round, created.sandboxes);
+        const last = summary.rounds[round - 2];
+        const errs = created.errors.length ? `, ${created.errors.length} errors: ${created.errors[0]}` : '';
         progress.info(
-          `round ${round}: ${opts.pods} pods up in ${result.createMs} ms, down in ${result.teardownMs} ms${errs}`,
+          `round ${round}: ${opts.pods} pods up in ${created.ms} ms` +
+            `${last?.teardownMs !== undefined ? `, round ${round - 1}'s down in ${last.teardownMs} ms` : ''}${errs}`,
         );
         const hang = await detectRuntimeHang(started);
         if (!hang) continue;
@@ -117,8 +135,10 @@ export async function runChurn(
           ...(stacksFile ? { stacksFile } : {}),
           libnetworkDeadlock: DEADLOCK_FRAMES.every((frame) => frame.test(dump)),
         };
+        tearing = undefined; // a hung runtime would never answer it
         break;
       }
+      await finish(tearing);
     } finally {
       client.close();
     }
@@ -132,18 +152,28 @@ export async function runChurn(
   }
 }
 
-/** One round: `pods` sandboxes with one container each, then all torn down at once, as a mass delete does. */
-async function churnRound(
+interface Created {
+  sandboxes: (string | undefined)[];
+  ms: number;
+  errors: string[];
+}
+
+interface Teardown {
+  round: number;
+  removed: number;
+  ms: number;
+  errors: string[];
+}
+
+/** `pods` sandboxes with one container each, all at once. */
+async function createPods(
   client: CriClient,
   started: StartedNode,
   round: number,
   pods: number,
   runId: string,
-): Promise<ChurnRound> {
+): Promise<Created> {
   const errors: string[] = [];
-  const note = (err: unknown) => {
-    errors.push((err as Error).message);
-  };
   const t0 = Date.now();
   const sandboxes = await Promise.all(
     Array.from({ length: pods }, async (_, i) => {
@@ -162,23 +192,34 @@ async function churnRound(
         await client.startContainer({ containerId });
         return podSandboxId;
       } catch (err) {
-        note(err);
+        errors.push((err as Error).message);
         return undefined;
       }
     }),
   );
-  const createMs = Date.now() - t0;
-  const t1 = Date.now();
+  return { sandboxes, ms: Date.now() - t0, errors };
+}
+
+/** Every sandbox of a round stopped and removed at once, as a mass delete with grace 0 does. */
+async function tearDown(
+  client: CriClient,
+  round: number,
+  sandboxes: (string | undefined)[],
+): Promise<Teardown> {
+  const errors: string[] = [];
+  let removed = 0;
+  const t0 = Date.now();
   await Promise.all(
     sandboxes.map(async (podSandboxId) => {
       if (!podSandboxId) return;
       try {
         await client.stopPodSandbox({ podSandboxId });
         await client.removePodSandbox({ podSandboxId });
+        removed++;
       } catch (err) {
-        note(err);
+        errors.push((err as Error).message);
       }
     }),
   );
-  return { round, createMs, teardownMs: Date.now() - t1, errors };
+  return { round, removed, ms: Date.now() - t0, errors };
 }

@@ -20,14 +20,14 @@ afterEach(async () => {
 });
 
 /**
- * A runtime that deadlocks after `healthyRounds` rounds of teardown, as dockerd 20.10.24 does:
- * from then on Status never answers (and Version still does).
+ * A runtime that deadlocks once `healthyRounds` rounds of pods have started, as dockerd 20.10.24
+ * does under churn: from then on Status never answers (and Version still does).
  */
 async function deadlockingRuntime(healthyRounds: number, pods: number) {
-  let removed = 0;
   const live = new Set<string>();
   let next = 0;
-  const hung = () => removed >= healthyRounds * pods;
+  let created = 0;
+  const hung = () => created >= healthyRounds * pods;
   server = await serveCri(
     {
       name: 'deadlocking',
@@ -36,6 +36,7 @@ async function deadlockingRuntime(healthyRounds: number, pods: number) {
         status: () => (hung() ? new Promise<never>(() => {}) : {}),
         runPodSandbox: () => {
           const id = `s${next++}`;
+          created++;
           live.add(id);
           return { podSandboxId: id };
         },
@@ -44,7 +45,6 @@ async function deadlockingRuntime(healthyRounds: number, pods: number) {
         stopPodSandbox: () => ({}),
         removePodSandbox: (req) => {
           live.delete(req.podSandboxId);
-          removed++;
           return {};
         },
       },
@@ -76,7 +76,7 @@ async function deadlockingRuntime(healthyRounds: number, pods: number) {
 const world = async () => ({ images: {} as never, network: {} as never, stop: async () => {} });
 
 test('tears pods down round after round and stops at the hang, with the dump and its diagnosis', async () => {
-  const { backend, live } = await deadlockingRuntime(2, 3);
+  const { backend } = await deadlockingRuntime(2, 3);
   const summary = await runChurn(
     backend,
     { pods: 3, rounds: 10, callTimeoutMs: 5_000, outDir: dir },
@@ -88,15 +88,16 @@ test('tears pods down round after round and stops at the hang, with the dump and
     [1, []],
     [2, []],
   ]);
-  expect(summary.sandboxesTornDown).toBe(6);
-  expect(live.size).toBe(0);
+  // Round 1 was torn down while round 2 started; the hang was seen before round 2's teardown ended.
+  expect(summary.rounds[0]?.teardownMs).toBeGreaterThanOrEqual(0);
+  expect(summary.sandboxesTornDown).toBe(3);
   expect(summary.hang).toMatchObject({ afterRound: 2, libnetworkDeadlock: true });
   expect(summary.hang?.reason).toMatch(/^runtime hung: CRI Version answers \(docker 20\.10\.24\)/);
   expect(await readFile(summary.hang!.stacksFile!, 'utf8')).toContain('processEndpointDelete');
 }, 60_000);
 
-test('runs every round when the runtime never hangs', async () => {
-  const { backend } = await deadlockingRuntime(1_000, 2);
+test('runs every round when the runtime never hangs, and tears every pod down', async () => {
+  const { backend, live } = await deadlockingRuntime(1_000, 2);
   const summary = await runChurn(
     backend,
     { pods: 2, rounds: 3, callTimeoutMs: 5_000, outDir: dir },
@@ -106,6 +107,8 @@ test('runs every round when the runtime never hangs', async () => {
   );
   expect(summary.rounds).toHaveLength(3);
   expect(summary.hang).toBeUndefined();
+  expect(summary.sandboxesTornDown).toBe(6);
+  expect(live.size).toBe(0);
 });
 
 test('churn refuses what it cannot run, with status 2', async () => {
