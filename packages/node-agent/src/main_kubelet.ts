@@ -3,20 +3,20 @@
 // them. The managers take each other through interfaces (StatusManager, PodWorkers, PodSyncer,
 // PodKiller, AdmitHandler, PressureSource...). Where two need each other, a third object that
 // both hold comes first, so nothing is set after construction: the pod manager sits between the
-// runtime manager and the pod workers, and the admit handlers between the pod lifecycle and the
-// eviction manager.
+// runtime manager and the pod workers, the pod cache between the PLEG and the pod workers, and
+// the admit handlers between the pod lifecycle and the eviction manager.
 import { join } from 'node:path';
 import { realClock, type TimerClock } from '@kh/apimachinery';
 import type { CriClient } from '@kh/cri-api';
 import {
   type Backoff,
-  DefaultRelistPeriodMs,
   DefaultRuntimeHelper,
   type EventRecorder,
   GenericPLEG,
   KubeGenericRuntimeManager,
   newCrashLoopBackoff,
   type Pleg,
+  PodCache,
   type Runtime,
   type RuntimeManagerOptions,
 } from '@kh/runtime-manager';
@@ -140,8 +140,6 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     clock,
     ...(recorder ? { recorder } : {}),
     probeResults: probeResults.forRuntime,
-    // Like the kubelet's PLEG cache: the PLEG's relist keeps it honest.
-    podStatusCacheTtlMs: 2 * DefaultRelistPeriodMs,
     podStateProvider: podManager,
     ...(sandboxImage ? { podSandboxImage: sandboxImage } : {}),
     imageGCPolicy: {
@@ -170,8 +168,11 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
   }).catch((e: Error) => {
     throw new Error(`validate CRI endpoint ${config.containerRuntimeEndpoint}: ${e.message}`);
   });
+  // The one owner of pod status: the PLEG writes it, the pod workers wait on it.
+  const podCache = new PodCache(clock);
   const pleg = new GenericPLEG(runtime, {
     clock,
+    cache: podCache,
     onError: (err) => log.error('PLEG relist failed', { err }),
   });
   const nodeSide = {
@@ -203,6 +204,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     api,
     pods: podManager,
     runtime,
+    podCache,
     backoff: newCrashLoopBackoff(clock),
     clock,
     nodeIP,
@@ -501,13 +503,15 @@ export interface PodLayer {
 }
 
 /**
- * The pod layer around a runtime manager: the status manager, the prober, one pod's sync, the
- * pod workers and the lifecycle that dispatches to them, in that order.
+ * The pod layer around a runtime manager and its pod cache: the status manager, the prober, one
+ * pod's sync, the pod workers and the lifecycle that dispatches to them, in that order.
  */
 export function newPodLayer(opts: {
   api: PodApi;
   pods: PodManager;
   runtime: PodLifecycleDeps['runtime'] & PodSyncDeps['runtime'];
+  /** The pod cache the PLEG feeds: the passes' statuses and the lifecycle's reads come from it. */
+  podCache: PodCache;
   backoff: Backoff;
   clock: TimerClock;
   nodeIP: string;
@@ -558,6 +562,7 @@ export function newPodLayer(opts: {
   });
   const workers = new PodWorkerPool({
     syncer: sync,
+    podCache: opts.podCache,
     terminated: opts.pods,
     clock: opts.clock,
     ...(startup ? { startup } : {}),
@@ -570,6 +575,7 @@ export function newPodLayer(opts: {
     reasons,
     admit: opts.admit,
     runtime: opts.runtime,
+    podCache: opts.podCache,
     clock: opts.clock,
     resyncIntervalMs: opts.resyncIntervalMs,
     ...(prober ? { prober } : {}),

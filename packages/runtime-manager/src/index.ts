@@ -1,5 +1,6 @@
 // @kh/runtime-manager: pods over CRI (the kubelet's kuberuntime), images, GC and PLEG.
 
+export { emptyPodStatus, PodCache } from './container/cache.js';
 export * from './container/runtime.js';
 export * from './container/sync_result.js';
 export {
@@ -62,8 +63,7 @@ export {
 export { podHostname, podLogDir } from './kuberuntime/sandbox.js';
 export { parseCriLog, readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
 export { PodVolumes } from './kuberuntime/volumes.js';
-export { PodStatusCache } from './pleg/cache.js';
-export { EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';
+export { DefaultGlobalCacheUpdatePeriodMs, EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';
 export {
   DefaultRelistPeriodMs,
   DefaultRelistThresholdMs,

@@ -32,7 +32,6 @@ import {
   getContainerInfoFromLabels,
   newContainerAnnotations,
   newContainerLabels,
-  PodUidLabel,
   podUid,
 } from './labels.js';
 import { linuxResources } from './resources.js';
@@ -469,15 +468,12 @@ export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): 
 }
 
 /** Removes a container and its log file. NotFound counts as removed. */
-/** Removes a container and its log file; returns the UID of the pod it belonged to, when known. */
-export async function removeContainer(ctx: ManagerContext, id: string): Promise<string | undefined> {
+export async function removeContainer(ctx: ManagerContext, id: string): Promise<void> {
   try {
     const st = await ctx.cri.containerStatus({ containerId: id });
     if (st.status?.logPath) await rm(toAgentPath(ctx, st.status.logPath), { force: true });
     await ctx.cri.removeContainer({ containerId: id });
-    return st.status?.labels[PodUidLabel];
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    return undefined;
   }
 }

@@ -76,7 +76,6 @@ import {
   PodNamespaceLabel,
   PodUidLabel,
 } from './labels.js';
-import { PodStatusCache } from './pod_status_cache.js';
 import { DefaultRuntimeHelper, type RuntimeHelper } from './runtime_helper.js';
 import { createPodSandbox, generatePodSandboxConfig, sandboxState, toSandboxStatus } from './sandbox.js';
 
@@ -120,12 +119,6 @@ export interface RuntimeManagerOptions {
    * reported mountpoint, which needs the agent on the runtime's host.
    */
   imageFsCapacity?: (mountpoint: string) => Promise<number>;
-  /**
-   * How long a pod status read may serve later reads of the same pod, as long as the manager did
-   * not change the pod and the runtime's latest full listing agrees with it (see
-   * pod_status_cache.ts). 0 (the default) reads the runtime every time.
-   */
-  podStatusCacheTtlMs?: number;
 }
 
 async function statfsCapacity(mountpoint: string): Promise<number> {
@@ -152,7 +145,6 @@ export class KubeGenericRuntimeManager implements Runtime {
   readonly #imageFsCapacity: (mountpoint: string) => Promise<number>;
   /** ImageService calls go here; the same client as the runtime unless configured apart. */
   readonly #imageCri: CriClient;
-  readonly #statusCache: PodStatusCache | undefined;
 
   private constructor(
     ctx: ManagerContext,
@@ -162,11 +154,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     sandboxImage: string | undefined,
     imageFsCapacity: ((mountpoint: string) => Promise<number>) | undefined,
     imageCri: CriClient,
-    statusCacheTtlMs: number,
   ) {
     this.#ctx = ctx;
-    this.#statusCache =
-      statusCacheTtlMs > 0 ? new PodStatusCache(statusCacheTtlMs, () => ctx.clock.now()) : undefined;
     this.#imageCri = imageCri;
     this.#imageFsCapacity = imageFsCapacity ?? statfsCapacity;
     this.#pods = pods;
@@ -226,7 +215,6 @@ export class KubeGenericRuntimeManager implements Runtime {
       opts.podSandboxImage,
       opts.imageFsCapacity,
       imageCri,
-      opts.podStatusCacheTtlMs ?? 0,
     );
   }
 
@@ -257,11 +245,6 @@ export class KubeGenericRuntimeManager implements Runtime {
   // ---- pod status -------------------------------------------------------------------------
 
   async getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
-    const read = () => this.#readPodStatus(uid, name, namespace);
-    return this.#statusCache ? this.#statusCache.getOrRead(uid, read) : read();
-  }
-
-  async #readPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
     const selector = { [PodUidLabel]: uid };
     const [sandboxes, containers] = await Promise.all([
       this.#ctx.cri.listPodSandbox({ filter: { labelSelector: selector } }),
@@ -328,8 +311,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   }
 
   async deleteContainer(id: ContainerID): Promise<void> {
-    const uid = await removeContainer(this.#ctx, id.id);
-    if (uid) this.#statusCache?.invalidate(uid);
+    await removeContainer(this.#ctx, id.id);
   }
 
   async getPods(all: boolean): Promise<RunningPod[]> {
@@ -370,9 +352,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         createdAt: new Date(nsToMs(c.createdAt)),
       });
     }
-    const listed = [...pods.values()];
-    if (all) this.#statusCache?.reconcile(listed);
-    return listed;
+    return [...pods.values()];
   }
 
   // ---- sync ----------------------------------------------------------------------------------
@@ -383,35 +363,6 @@ export class KubeGenericRuntimeManager implements Runtime {
     pullSecrets: V1Secret[],
     backoff: Backoff,
     signal?: AbortSignal,
-  ): Promise<PodSyncResult> {
-    return this.#changingPod(
-      pod.metadata?.uid ?? '',
-      () => this.#syncPod(pod, podStatus, pullSecrets, backoff, signal),
-      (result) => result.steps.length > 0,
-    );
-  }
-
-  /**
-   * Runs a change to a pod. A status read that overlapped it is not served again, nor is any
-   * earlier one; `changed` tells a pass that turned out to change nothing (a sync with no steps).
-   */
-  async #changingPod<T>(uid: string, change: () => Promise<T>, changed: (result: T) => boolean = () => true) {
-    let unchanged = false;
-    try {
-      const result = await change();
-      unchanged = !changed(result);
-      return result;
-    } finally {
-      if (!unchanged) this.#statusCache?.invalidate(uid);
-    }
-  }
-
-  async #syncPod(
-    pod: V1Pod,
-    podStatus: PodStatus,
-    pullSecrets: V1Secret[],
-    backoff: Backoff,
-    signal: AbortSignal | undefined,
   ): Promise<PodSyncResult> {
     const ctx = this.#ctx;
     const result: PodSyncResult = { steps: [] };
@@ -588,10 +539,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       const n = (seen.get(s.name) ?? 0) + 1;
       seen.set(s.name, n);
       // Best effort: a leftover dead init container only costs disk until container GC.
-      if (n > keep) {
-        await removeContainer(this.#ctx, s.id.id).catch(() => undefined);
-        this.#statusCache?.invalidate(podStatus.uid); // a change no sync step records
-      }
+      if (n > keep) await removeContainer(this.#ctx, s.id.id).catch(() => undefined);
     }
   }
 
@@ -602,9 +550,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     runningPod: RunningPod,
     gracePeriodOverrideSeconds?: number,
   ): Promise<void> {
-    const steps = await this.#changingPod(runningPod.uid, () =>
-      this.#killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds),
-    );
+    const steps = await this.#killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds);
     const failed = steps.filter((s) => s.error);
     if (failed.length) {
       throw new KillPodError(
@@ -703,13 +649,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     allSourcesReady: boolean,
     evictNonDeletedPods: boolean,
   ): Promise<ContainerGCReport> {
-    return garbageCollectContainers(
-      this.#ctx,
-      this.#pods,
-      policy,
-      allSourcesReady,
-      evictNonDeletedPods,
-    ).finally(() => this.#statusCache?.invalidateAll());
+    return garbageCollectContainers(this.#ctx, this.#pods, policy, allSourcesReady, evictNonDeletedPods);
   }
 
   // ---- exec & images -----------------------------------------------------------------------
