@@ -48,6 +48,13 @@ describe('generic (relisting) PLEG', () => {
     await h.manager.context.cri.removeContainer({ containerId: app.id.id });
     await pleg.relist();
     expect(kinds(events)).toEqual(['ContainerRemoved']);
+
+    // Gone from the runtime altogether: gone from the cache, which then reads it as empty.
+    const sandbox = (await h.status(pod)).sandboxStatuses[0]!;
+    await h.manager.context.cri.stopPodSandbox({ podSandboxId: sandbox.id });
+    await h.manager.context.cri.removePodSandbox({ podSandboxId: sandbox.id });
+    await pleg.relist();
+    expect(pleg.cache.get(pod.metadata!.uid!)).toMatchObject({ sandboxStatuses: [], containerStatuses: [] });
   });
 
   it('reports a container that vanished while running as died and removed', async () => {
@@ -163,6 +170,12 @@ describe('evented PLEG', () => {
       'cached exited status',
     );
     expect(pleg.healthy().ok).toBe(true);
+    // Removing the pod's sandbox takes the pod out of the cache.
+    const sandbox = (await h.status(pod)).sandboxStatuses[0]!;
+    await h.manager.context.cri.stopPodSandbox({ podSandboxId: sandbox.id });
+    await h.manager.context.cri.removePodSandbox({ podSandboxId: sandbox.id });
+    await until(() => events.some((e) => e.type === 'ContainerRemoved' && e.data === sandbox.id), 'removed');
+    expect(generic.cache.get(pod.metadata!.uid!).sandboxStatuses).toEqual([]);
     await pleg.stop();
   });
 
