@@ -17,6 +17,16 @@ const alwaysFresh = {
   now: () => ++stamps,
 };
 
+type PoolOptions = ConstructorParameters<typeof PodWorkerPool>[0];
+const newPool = (syncer: PodSyncer, opts: Partial<PoolOptions> = {}) =>
+  new PodWorkerPool({
+    syncer,
+    podCache: alwaysFresh,
+    terminated: new PodManager(),
+    clock: new FakeClock(),
+    ...opts,
+  });
+
 /** A syncer whose passes finish only when the test releases them. */
 class GatedSyncer implements PodSyncer {
   log: string[] = [];
@@ -71,12 +81,7 @@ class GatedSyncer implements PodSyncer {
 describe('PodWorkerPool', () => {
   it('serialises work per pod, runs pods in parallel, and coalesces updates', async () => {
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({
-      syncer,
-      podCache: alwaysFresh,
-      terminated: new PodManager(),
-      clock: new FakeClock(),
-    });
+    const pool = newPool(syncer);
     pool.updatePod({ pod: pod('a'), op: 'create' });
     pool.updatePod({ pod: pod('b'), op: 'create' });
     await flushMicrotasks();
@@ -92,12 +97,7 @@ describe('PodWorkerPool', () => {
 
   it('kills once with the shortest grace period and never syncs a killed pod again', async () => {
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({
-      syncer,
-      podCache: alwaysFresh,
-      terminated: new PodManager(),
-      clock: new FakeClock(),
-    });
+    const pool = newPool(syncer);
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await flushMicrotasks();
     pool.updatePod({
@@ -124,12 +124,7 @@ describe('PodWorkerPool', () => {
       (p: PodWorkerPool) => p.updatePod({ pod: pod('a', '2'), op: 'kill', gracePeriodSeconds: 1 }),
     ]) {
       const syncer = new GatedSyncer();
-      const pool = new PodWorkerPool({
-        syncer,
-        podCache: alwaysFresh,
-        terminated: new PodManager(),
-        clock: new FakeClock(),
-      });
+      const pool = newPool(syncer);
       pool.updatePod({ pod: pod('a'), op: 'create' });
       await flushMicrotasks();
       expect(syncer.signals[0]?.aborted).toBe(false);
@@ -146,13 +141,7 @@ describe('PodWorkerPool', () => {
   it('retries a failed sync after the backoff', async () => {
     const syncer = new GatedSyncer();
     const clock = new FakeClock();
-    const pool = new PodWorkerPool({
-      syncer,
-      podCache: alwaysFresh,
-      terminated: new PodManager(),
-      clock,
-      retryMs: 10_000,
-    });
+    const pool = newPool(syncer, { clock, retryMs: 10_000 });
     syncer.failNext = new Error('sync failed');
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await syncer.releaseAll();
@@ -168,13 +157,7 @@ describe('PodWorkerPool', () => {
   it('retries a pass that left a container backing off when the back-off expires', async () => {
     const syncer = new GatedSyncer();
     const clock = new FakeClock();
-    const pool = new PodWorkerPool({
-      syncer,
-      podCache: alwaysFresh,
-      terminated: new PodManager(),
-      clock,
-      retryMs: 10_000,
-    });
+    const pool = newPool(syncer, { clock, retryMs: 10_000 });
     syncer.failNext = new CrashLoopBackOffError('back-off 40s restarting failed container=c', 25_000);
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await syncer.releaseAll();
@@ -201,12 +184,7 @@ describe('PodWorkerPool and the pod cache', () => {
   it('hands each pass the status the PLEG cached after the previous pass ended, and waits for one', async () => {
     const cache = new PodCache(new FakeClock());
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({
-      syncer,
-      podCache: cache,
-      terminated: new PodManager(),
-      clock: new FakeClock(),
-    });
+    const pool = newPool(syncer, { podCache: cache });
     const first = status('a', 'first');
     cache.set(first, cache.now());
     cache.updateTime(cache.now()); // the first relist
@@ -251,13 +229,7 @@ describe('PodWorkerPool and the pod cache', () => {
     const clock = new FakeClock();
     const cache = new PodCache(clock);
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({
-      syncer,
-      podCache: cache,
-      terminated: new PodManager(),
-      clock,
-      retryMs: 10_000,
-    });
+    const pool = newPool(syncer, { podCache: cache, clock, retryMs: 10_000 });
     cache.setError('a', new Error('ListContainers: deadline exceeded'), cache.now());
     cache.updateTime(cache.now());
     pool.updatePod({ pod: pod('a'), op: 'create' });
