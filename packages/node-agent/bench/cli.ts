@@ -6,7 +6,7 @@
 // Results, each figure against issue 21's target, go to .reports/bench/.
 //   npm run bench -w @kh/node-agent [-- --pods 30 --rounds 3 --rss-pods 110 --settle-seconds 30 --label after
 //                                       --agent-node-options "--cpu-prof --cpu-prof-dir=/tmp/prof"
-//                                       --agent-runtime-options '{"podStatusCacheTtlMs":2000}'
+//                                       --agent-runtime-options '{"stopTimeoutSlackMs":20000}'
 //                                       --agent-env "MALLOC_ARENA_MAX=2" --heap-snapshot /tmp/agent.heapsnapshot]
 // Everything it creates carries kh.* labels (testkit's NodeContainer labels the node's volumes
 // too), so `kubelet-harness cleanup` removes what a killed run leaves; its files live in the

@@ -3,20 +3,21 @@
 // them. The managers take each other through interfaces (StatusManager, PodWorkers, PodSyncer,
 // PodKiller, AdmitHandler, PressureSource...). Where two need each other, a third object that
 // both hold comes first, so nothing is set after construction: the pod manager sits between the
-// runtime manager and the pod workers, and the admit handlers between the pod lifecycle and the
-// eviction manager.
+// runtime manager and the pod workers, the pod cache between the PLEG and the pod workers, and
+// the admit handlers between the pod lifecycle and the eviction manager.
 import { join } from 'node:path';
 import { realClock, type TimerClock } from '@kh/apimachinery';
 import type { CriClient } from '@kh/cri-api';
 import {
   type Backoff,
-  DefaultRelistPeriodMs,
+  type ContainerGCPolicy,
   DefaultRuntimeHelper,
   type EventRecorder,
   GenericPLEG,
   KubeGenericRuntimeManager,
   newCrashLoopBackoff,
   type Pleg,
+  PodCache,
   type Runtime,
   type RuntimeManagerOptions,
 } from '@kh/runtime-manager';
@@ -102,15 +103,94 @@ export interface MainKubeletDeps {
 }
 
 /**
- * Builds the runtime manager over CRI, the PLEG, the pod layer with probes, admission, eviction,
- * garbage collection, mirror pods, the pod sources and the servers' providers, then the Kubelet.
+ * Builds the agent in the kubelet's order: the node's identity and event recorder; the runtime
+ * manager over CRI with the PLEG and the pod cache it feeds; the node side (status, lease,
+ * health); with an API server, the pod side (status manager, prober, pod workers, lifecycle),
+ * the pod sources, eviction and garbage collection, and the servers' providers; then the Kubelet.
  */
 export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
-  const { options, config, resolved, cri, imageCri, kubeConfig, metrics, log } = deps;
+  const node = nodeBasics(deps);
+  const runtime = await newRuntime(deps, node);
+  const nodeSide = await newNodeSide(deps, node, runtime);
+  // Standalone: no API server, so no pods, admission, eviction or mirrors either.
+  const { kubeConfig } = deps;
+  if (!kubeConfig || !node.recorder) return newKubelet(nodeSide);
+
+  const api = new KubeNodeApi(kubeConfig);
+  const admitHandlers = new AdmitHandlers();
+  const layer = newPodLayer({
+    api,
+    pods: runtime.podManager,
+    runtime: runtime.manager,
+    podCache: runtime.podCache,
+    backoff: newCrashLoopBackoff(node.clock),
+    clock: node.clock,
+    nodeIP: node.nodeIP,
+    admit: admitHandlers,
+    resyncIntervalMs: deps.resolved.syncFrequencyMs,
+    probing: { runtime: runtime.manager, results: runtime.probeResults, metrics: deps.metrics },
+    recorder: node.recorder,
+    startup: runtime.startup,
+    log: deps.log,
+  });
+  const sources = newPodSources(deps, node, kubeConfig, runtime.startup, layer);
+  const containerPolicy = DEFAULT_CONTAINER_GC_POLICY;
+  const eviction = await newEvictionManager(deps, node, runtime, layer, {
+    recorder: node.recorder,
+    containerPolicy,
+    allSourcesReady: sources.allReady,
+  });
+  const gc = new GarbageCollector({
+    runtime: runtime.manager,
+    imageGC: runtime.manager.imageGC,
+    containerPolicy,
+    allSourcesReady: sources.allReady,
+    recorder: node.recorder,
+    metrics: deps.metrics,
+    clock: node.clock,
+    log: deps.log,
+  });
+  const kubelet = newKubelet({
+    ...nodeSide,
+    api,
+    kubeConfig,
+    recorder: node.recorder,
+    pressure: eviction,
+    podSources: sources.podSources,
+    syncHandler: layer.lifecycle,
+    managers: [
+      layer.statusManager,
+      sources.mirrors,
+      eviction,
+      gc,
+      new VolumeRefresher({
+        volumes: runtime.helper.volumes,
+        activePods: () => layer.lifecycle.activePods(),
+        clock: node.clock,
+        log: deps.log,
+      }),
+    ],
+    servers: newServerProviders(deps, node, runtime, layer),
+  });
+  // Fit on this node first, then node pressure; the first rejection wins.
+  admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
+  admitHandlers.add(eviction);
+  return kubelet;
+}
+
+/** Who and where this node is, the clock everything runs on, and its event recorder. */
+interface NodeBasics {
+  hostname: string;
+  nodeIP: string;
+  podsDir: string;
+  clock: TimerClock;
+  /** Absent in standalone mode. */
+  recorder: KubeletEventRecorder | undefined;
+}
+
+function nodeBasics({ options, kubeConfig, log }: MainKubeletDeps): NodeBasics {
   const clock = realClock;
   const hostname = nodeNameFor(options.hostnameOverride);
-  const nodeIP = resolveNodeIP(options.nodeIp);
-  const podsDir = join(options.rootDir, 'pods');
   // Repeated events become count/lastTimestamp patches of one Event (client-go's correlator).
   const recorder = kubeConfig
     ? new KubeletEventRecorder(new CorrelatingEventSink(new KubeEventSink(kubeConfig), clock), {
@@ -119,29 +199,54 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
         log,
       })
     : undefined;
-  // The runtime manager reads both: which pods are gone (for container GC), and the liveness and
-  // startup results (for kills). Both exist before it; the pod layer writes them.
+  return {
+    hostname,
+    nodeIP: resolveNodeIP(options.nodeIp),
+    podsDir: join(options.rootDir, 'pods'),
+    clock,
+    recorder,
+  };
+}
+
+/**
+ * The runtime manager, the objects it reads that the pod side writes, and the PLEG with the pod
+ * cache it feeds.
+ */
+interface RuntimeParts {
+  manager: KubeGenericRuntimeManager;
+  /** Which pods are gone (container GC reads it); the pod layer writes it. */
+  podManager: PodManager;
+  /** Liveness and startup results (kills read them); the prober writes them. */
+  probeResults: ProbeResultsStore;
+  /** Each pod's start-up steps (GET /debug/startup): it sees the runtime manager's CRI calls. */
+  startup: PodStartupTracker;
+  /** Envs and volumes, which read config maps, secrets, tokens and the Node through the API. */
+  helper: DefaultRuntimeHelper;
+  sandboxImage: string | undefined;
+  pleg: GenericPLEG;
+  podCache: PodCache;
+}
+
+async function newRuntime(deps: MainKubeletDeps, node: NodeBasics): Promise<RuntimeParts> {
+  const { options, config, resolved, cri, imageCri, kubeConfig, log } = deps;
+  const { clock, hostname, podsDir, recorder } = node;
   const podManager = new PodManager();
   const probeResults = new ProbeResultsStore();
-  // Each pod's start-up steps (GET /debug/startup): it sees the runtime manager's CRI calls.
   const startup = new PodStartupTracker({ clock });
   const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
-  // Envs and volumes read config maps, secrets, tokens and the Node through the API, per pod.
-  const runtimeHelper = new DefaultRuntimeHelper(
+  const helper = new DefaultRuntimeHelper(
     deps.runtimeManager?.podsDir ?? podsDir,
     deps.runtimeManager?.cgroupParent ?? config.cgroupRoot,
     kubeConfig
       ? new ApiPodObjectSource({ api: new KubePodObjectsApi(kubeConfig), nodeName: hostname, clock })
       : undefined,
   );
-  const runtime = await KubeGenericRuntimeManager.create({
+  const manager = await KubeGenericRuntimeManager.create({
     cri: startup.cri(cri),
     ...(imageCri ? { imageCri } : {}),
     clock,
     ...(recorder ? { recorder } : {}),
     probeResults: probeResults.forRuntime,
-    // Like the kubelet's PLEG cache: the PLEG's relist keeps it honest.
-    podStatusCacheTtlMs: 2 * DefaultRelistPeriodMs,
     podStateProvider: podManager,
     ...(sandboxImage ? { podSandboxImage: sandboxImage } : {}),
     imageGCPolicy: {
@@ -153,7 +258,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
     podsDir,
     podLogsRootDir: config.podLogsDir,
     cgroupParent: config.cgroupRoot,
-    runtimeHelper,
+    runtimeHelper: helper,
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
     ...(kubeConfig
       ? { runtimeClassManager: new RuntimeClassManager({ api: new KubeRuntimeClassApi(kubeConfig), clock }) }
@@ -170,50 +275,57 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
   }).catch((e: Error) => {
     throw new Error(`validate CRI endpoint ${config.containerRuntimeEndpoint}: ${e.message}`);
   });
-  const pleg = new GenericPLEG(runtime, {
+  // The one owner of pod status: the PLEG writes it, the pod workers wait on it.
+  const podCache = new PodCache(clock);
+  const pleg = new GenericPLEG(manager, {
     clock,
+    cache: podCache,
     onError: (err) => log.error('PLEG relist failed', { err }),
   });
-  const nodeSide = {
+  return { manager, podManager, probeResults, startup, helper, sandboxImage, pleg, podCache };
+}
+
+async function newNodeSide(
+  deps: MainKubeletDeps,
+  node: NodeBasics,
+  runtime: RuntimeParts,
+): Promise<KubeletDeps> {
+  const { options, config, resolved, metrics, log } = deps;
+  return {
     config,
     resolved,
     identity: {
-      nodeName: hostname,
-      hostname,
+      nodeName: node.hostname,
+      hostname: node.hostname,
       os: 'linux',
       arch: goArch(),
       nodeLabels: options.nodeLabels,
       taints: config.registerWithTaints,
     },
-    nodeIP,
+    nodeIP: node.nodeIP,
     machineInfo: await readMachineInfo({ rootDir: options.rootDir }),
     certDir: options.certDir,
-    runtime,
-    pleg,
-    clock,
+    runtime: runtime.manager,
+    pleg: runtime.pleg,
+    clock: node.clock,
     log,
     metrics,
-  } satisfies KubeletDeps;
-  // Standalone: no API server, so no pods, admission, eviction or mirrors either.
-  if (!kubeConfig || !recorder) return newKubelet(nodeSide);
+  };
+}
 
-  const api = new KubeNodeApi(kubeConfig);
-  const admitHandlers = new AdmitHandlers();
-  const layer = newPodLayer({
-    api,
-    pods: podManager,
-    runtime,
-    backoff: newCrashLoopBackoff(clock),
-    clock,
-    nodeIP,
-    admit: admitHandlers,
-    resyncIntervalMs: resolved.syncFrequencyMs,
-    probing: { runtime, results: probeResults, metrics },
-    recorder,
-    startup,
-    log,
-  });
-  // Static pods get mirror pods in the API; the sync loop never sees the mirrors themselves.
+/**
+ * The API server's pods and, with staticPodPath, the manifest files' (static pods get mirror
+ * pods in the API; the sync loop never sees the mirrors themselves).
+ */
+function newPodSources(
+  deps: MainKubeletDeps,
+  node: NodeBasics,
+  kubeConfig: KubeConfig,
+  startup: PodStartupTracker,
+  layer: PodLayer,
+): { podSources: PodSource[]; mirrors: MirrorPodManager; allReady: () => boolean } {
+  const { config, resolved, log } = deps;
+  const { clock, hostname } = node;
   const mirrors = new MirrorPodManager({
     api: new KubeMirrorPodApi(kubeConfig),
     nodeName: hostname,
@@ -238,8 +350,21 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
   }
   const podSources = sources.map((s) => startup.source(mirrors.wrap(s)));
   // True once every source delivered its first list: only then may GC treat a pod as gone.
-  const allSourcesReady = () => podSources.every((s) => s.ready());
-  const containerPolicy = DEFAULT_CONTAINER_GC_POLICY;
+  return { podSources, mirrors, allReady: () => podSources.every((s) => s.ready()) };
+}
+
+async function newEvictionManager(
+  deps: MainKubeletDeps,
+  node: NodeBasics,
+  runtime: RuntimeParts,
+  layer: PodLayer,
+  opts: {
+    recorder: KubeletEventRecorder;
+    containerPolicy: ContainerGCPolicy;
+    allSourcesReady: () => boolean;
+  },
+): Promise<EvictionManager> {
+  const { options, config, resolved, cri, imageCri, metrics, log } = deps;
   // ImageFsInfo belongs to the image service: ask its own endpoint when it has one.
   const statsCri: ImageFsInfoClient & ContainerStatsClient = imageCri
     ? {
@@ -247,7 +372,7 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
         listContainerStats: (req) => cri.listContainerStats(req),
       }
     : cri;
-  const eviction = new EvictionManager({
+  return new EvictionManager({
     config: evictionConfigFrom(config, resolved),
     signals: new NodeSignalSource({
       // In a node container the agent's memory cgroup is the node's, and it bounds the pods too.
@@ -256,82 +381,58 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
       imageFs: criImageFs(statsCri),
       log,
     }),
-    podStats: new CriPodStatsSource(statsCri, { podsDir, podLogsDir: config.podLogsDir }),
+    podStats: new CriPodStatsSource(statsCri, { podsDir: node.podsDir, podLogsDir: config.podLogsDir }),
     activePods: () => layer.lifecycle.activePods(),
     killer: layer.lifecycle,
     podCleanedUp: (pod) => layer.lifecycle.podResourcesAreReclaimed(pod),
-    recorder,
+    recorder: opts.recorder,
     reclaimer: runtimeReclaimer({
-      runtime,
-      containerPolicy,
-      allSourcesReady,
-      ...(sandboxImage ? { sandboxImage } : {}),
+      runtime: runtime.manager,
+      containerPolicy: opts.containerPolicy,
+      allSourcesReady: opts.allSourcesReady,
+      ...(runtime.sandboxImage ? { sandboxImage: runtime.sandboxImage } : {}),
     }),
     metrics,
-    clock,
+    clock: node.clock,
     log,
   });
-  const gc = new GarbageCollector({
-    runtime,
-    imageGC: runtime.imageGC,
-    containerPolicy,
-    allSourcesReady,
-    recorder,
-    metrics,
-    clock,
-    log,
-  });
-  const kubelet = newKubelet({
-    ...nodeSide,
-    api,
-    kubeConfig,
-    recorder,
-    pressure: eviction,
-    podSources,
-    syncHandler: layer.lifecycle,
-    managers: [
-      layer.statusManager,
-      mirrors,
-      eviction,
-      gc,
-      new VolumeRefresher({
-        volumes: runtimeHelper.volumes,
-        activePods: () => layer.lifecycle.activePods(),
-        clock,
-        log,
-      }),
-    ],
-    servers: {
-      pods: podManager,
-      startup,
-      runningPods: runningPodsProvider(runtime),
-      logs: new ContainerLogs({
-        getPods: () => podManager.getPods(),
-        getPodStatus: (uid) => layer.statusManager.getPodStatus(uid),
-        runtime,
-      }),
-      streaming: new ContainerStreaming({
-        getPods: () => podManager.getPods(),
-        runtime,
-        cri,
-        ...(options.runtimeStreamingAddress
-          ? { runtimeStreamingAddress: options.runtimeStreamingAddress }
-          : {}),
-        log,
-      }),
-      stats: new SummaryProvider({
-        cri,
-        ...(imageCri ? { imageCri } : {}),
-        nodeName: hostname,
-        rootDir: options.rootDir,
-        clock,
-      }),
-    },
-  });
-  // Fit on this node first, then node pressure; the first rejection wins.
-  admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
-  admitHandlers.add(eviction);
-  return kubelet;
+}
+
+/** What the kubelet server's endpoints read: pods, start-up records, logs, exec/attach/port-forward, stats. */
+function newServerProviders(
+  deps: MainKubeletDeps,
+  node: NodeBasics,
+  runtime: RuntimeParts,
+  layer: PodLayer,
+): NonNullable<KubeletParts['servers']> {
+  const { options, cri, imageCri, log } = deps;
+  const pods = runtime.podManager;
+  return {
+    pods,
+    startup: runtime.startup,
+    runningPods: runningPodsProvider(runtime.manager),
+    logs: new ContainerLogs({
+      getPods: () => pods.getPods(),
+      getPodStatus: (uid) => layer.statusManager.getPodStatus(uid),
+      runtime: runtime.manager,
+    }),
+    streaming: new ContainerStreaming({
+      getPods: () => pods.getPods(),
+      runtime: runtime.manager,
+      cri,
+      ...(options.runtimeStreamingAddress
+        ? { runtimeStreamingAddress: options.runtimeStreamingAddress }
+        : {}),
+      log,
+    }),
+    stats: new SummaryProvider({
+      cri,
+      ...(imageCri ? { imageCri } : {}),
+      nodeName: node.hostname,
+      rootDir: options.rootDir,
+      clock: node.clock,
+    }),
+  };
 }
 
 /** What the Kubelet's node side is built from; the pod side comes in through its interfaces. */
@@ -501,13 +602,15 @@ export interface PodLayer {
 }
 
 /**
- * The pod layer around a runtime manager: the status manager, the prober, one pod's sync, the
- * pod workers and the lifecycle that dispatches to them, in that order.
+ * The pod layer around a runtime manager and its pod cache: the status manager, the prober, one
+ * pod's sync, the pod workers and the lifecycle that dispatches to them, in that order.
  */
 export function newPodLayer(opts: {
   api: PodApi;
   pods: PodManager;
   runtime: PodLifecycleDeps['runtime'] & PodSyncDeps['runtime'];
+  /** The pod cache the PLEG feeds: the passes' statuses and the lifecycle's reads come from it. */
+  podCache: PodCache;
   backoff: Backoff;
   clock: TimerClock;
   nodeIP: string;
@@ -558,6 +661,7 @@ export function newPodLayer(opts: {
   });
   const workers = new PodWorkerPool({
     syncer: sync,
+    podCache: opts.podCache,
     terminated: opts.pods,
     clock: opts.clock,
     ...(startup ? { startup } : {}),
@@ -570,6 +674,7 @@ export function newPodLayer(opts: {
     reasons,
     admit: opts.admit,
     runtime: opts.runtime,
+    podCache: opts.podCache,
     clock: opts.clock,
     resyncIntervalMs: opts.resyncIntervalMs,
     ...(prober ? { prober } : {}),

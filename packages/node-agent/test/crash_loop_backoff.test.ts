@@ -1,20 +1,27 @@
 // A crash-looping container through the whole pod layer (newPodLayer) and the real runtime manager
-// on the in-memory CRI runtime, on a fake clock. Nothing here drives the sync loop's periodic
-// resync, so every restart after a back-off must come from the pod worker's own retry; and every
-// status the pod sync reports is recorded, to show the container does not flap between waiting
-// and terminated while it waits.
+// on the in-memory CRI runtime, on a fake clock, with the agent's PLEG feeding the pod cache and
+// syncing the pod on its events; the test says when it relists. Nothing here drives the sync
+// loop's periodic resync, so every restart after a back-off must come from the pod worker's own
+// retry; and every status the pod sync reports is recorded, to show the container does not flap
+// between waiting and terminated while it waits.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
-import { KubeGenericRuntimeManager, newCrashLoopBackoff } from '@kh/runtime-manager';
+import {
+  type GenericPLEG,
+  KubeGenericRuntimeManager,
+  newCrashLoopBackoff,
+  PodCache,
+} from '@kh/runtime-manager';
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newPodLayer, type PodLayer } from '../src/main_kubelet.js';
 import { PodManager } from '../src/pods/pod_manager.js';
 import { BACKOFF_EXPIRY_SLACK_MS } from '../src/pods/pod_workers.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
+import { podLayerPleg } from './helpers/pleg.js';
 
 /** How long the crashing container runs before it exits 1. */
 const RUN_MS = 1_000;
@@ -33,6 +40,7 @@ let fake: FakeRuntime;
 let cri: CriClient;
 let layer: PodLayer;
 let runtime: KubeGenericRuntimeManager;
+let pleg: GenericPLEG;
 /** The state of "crash" in every status the pod sync reported, in order. */
 let reported: V1ContainerStatus[];
 
@@ -49,10 +57,14 @@ beforeEach(async () => {
     podLogsRootDir: join(dir, 'logs'),
     podsDir: join(dir, 'pods'),
   });
+  const podCache = new PodCache(clock);
+  pleg = podLayerPleg(runtime, () => layer, { clock, cache: podCache });
+  await pleg.relist();
   layer = newPodLayer({
     api: new MemoryNodeApi(),
     pods: new PodManager(),
     runtime,
+    podCache,
     backoff: newCrashLoopBackoff(clock),
     clock,
     nodeIP: '10.0.0.5',
@@ -76,24 +88,25 @@ afterEach(async () => {
 const starts = () => fake.calls.filter((c) => c === 'StartContainer').length;
 const current = () => layer.statusManager.getPodStatus('uid-web')?.containerStatuses?.[0];
 
-/** Moves the fake clock on and waits for the pod passes it set off. */
-async function advance(ms: number): Promise<void> {
-  await clock.advance(ms);
-  await layer.workers.settle();
-}
-
-/** The container exits after its run; the PLEG's ContainerDied makes the worker sync the pod. */
-async function crash(): Promise<void> {
-  await advance(RUN_MS);
-  const [newest] = (await runtime.getPodStatus('uid-web', 'web', 'default')).containerStatuses;
-  expect(newest?.state).toBe('exited');
-  await layer.lifecycle.handlePlegEvent({
-    podUid: 'uid-web',
-    type: 'ContainerDied',
-    data: newest?.id.id ?? '',
-  });
+/** One relist of the PLEG: the passes waiting for it, and those its events start, run to the end. */
+async function relist(): Promise<void> {
+  await pleg.relist();
   await layer.workers.settle();
   await layer.lifecycle.containerDeletor.idle();
+}
+
+/** Moves the fake clock on, then the PLEG relists. */
+async function advance(ms: number): Promise<void> {
+  await clock.advance(ms);
+  await relist();
+}
+
+/** The container exits after its run; the PLEG sees it die, and its ContainerDied syncs the pod. */
+async function crash(): Promise<void> {
+  await clock.advance(RUN_MS);
+  const [newest] = (await runtime.getPodStatus('uid-web', 'web', 'default')).containerStatuses;
+  expect(newest?.state).toBe('exited');
+  await relist();
 }
 
 // Each pass is real gRPC to the in-memory runtime: generous timeouts for a loaded machine.
@@ -119,6 +132,7 @@ describe('a container in CrashLoopBackOff', { timeout: 30_000 }, () => {
       expect(starts()).toBe(n + 2); // still backing off
       await advance(1_000 + BACKOFF_EXPIRY_SLACK_MS);
       expect(starts()).toBe(n + 3);
+      await relist(); // the PLEG sees it run, and its ContainerStarted reports it
       expect(current()?.state?.running).toBeDefined();
     }
   });
@@ -132,9 +146,10 @@ describe('a container in CrashLoopBackOff', { timeout: 30_000 }, () => {
     expect(waitingFrom).toBeGreaterThan(0);
     // A pass during the back-off (the periodic resync) and the pass that restarts it.
     await layer.lifecycle.handlePodSyncs([pod]);
-    await layer.workers.settle();
+    await relist();
     await advance(10_000 + BACKOFF_EXPIRY_SLACK_MS);
     expect(starts()).toBe(3);
+    await relist();
     const afterwards = reported.slice(waitingFrom);
     const runningAt = afterwards.findIndex((s) => s.state?.running);
     expect(runningAt).toBeGreaterThan(2);

@@ -8,7 +8,7 @@ import {
   SyncStepError,
 } from '@kh/runtime-manager';
 import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import { newPodLayer } from '../src/main_kubelet.js';
 import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
@@ -16,6 +16,7 @@ import { PodManager } from '../src/pods/pod_manager.js';
 import { PodStartupTracker } from '../src/pods/startup_tracker.js';
 import { ReasonCache } from '../src/status/reason_cache.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
+import { relistingPodCache } from './helpers/pleg.js';
 
 const node: V1Node = {
   metadata: { name: 'node-a', labels: {} },
@@ -37,7 +38,6 @@ class RecordingRuntime {
       timestamp: new Date(0),
     };
   }
-  getPodStatus = async (uid: string, name: string, namespace: string) => this.status(uid, name, namespace);
   secretsSeen: string[][] = [];
   syncPod = async (pod: V1Pod, _status: PodStatus, secrets: V1Secret[]) => {
     this.calls.push(`sync ${pod.metadata?.name}`);
@@ -58,23 +58,34 @@ class RecordingRuntime {
   };
 }
 
+const stops: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of stops.splice(0)) stop();
+});
+
 function setup(opts: { startup?: PodStartupTracker } = {}) {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
   const runtime = new RecordingRuntime();
   const pods = new PodManager();
+  const { cache: podCache, stop } = relistingPodCache(clock);
+  stops.push(stop);
   const layer = newPodLayer({
     ...opts,
     api,
     pods,
     runtime,
+    podCache,
     backoff: newCrashLoopBackoff(clock),
     clock,
     nodeIP: '10.0.0.5',
     admit: new PredicateAdmitHandler(() => node),
     resyncIntervalMs: 60_000,
   });
-  return { api, clock, runtime, pods, ...layer };
+  /** Writes the pod's runtime status as the PLEG does when it sees the pod change. */
+  const relisted = (uid: string, containerStatuses: ContainerStatus[]) =>
+    podCache.set({ ...runtime.status(uid, uid, 'default'), containerStatuses }, podCache.now());
+  return { api, clock, runtime, pods, podCache, relisted, ...layer };
 }
 
 const pod = (name: string, cpu?: string): V1Pod => ({
@@ -154,9 +165,11 @@ describe('PodLifecycle', () => {
       release = r;
     });
     await lifecycle.handlePodRemoves([pod('a')]);
+    const kills = () => runtime.calls.filter((c) => c.startsWith('kill'));
+    await vi.waitFor(() => expect(kills()).toEqual(['kill a'])); // once the cache is refreshed
     runtime.running = [{ uid: 'a', name: 'a', namespace: 'default', sandboxes: [], containers: [] }];
     await lifecycle.handlePodCleanups();
-    expect(runtime.calls.filter((c) => c.startsWith('kill'))).toEqual(['kill a']);
+    expect(kills()).toEqual(['kill a']);
     release();
     await workers.settle();
   });
@@ -193,7 +206,7 @@ describe('PodLifecycle', () => {
 
 describe('PodLifecycle housekeeping and the reason cache', () => {
   it('forgets why the containers of removed pods failed to start', async () => {
-    const { pods, workers, statusManager, runtime, clock } = setup();
+    const { pods, workers, statusManager, runtime, podCache, clock } = setup();
     const reasons = new ReasonCache();
     const lifecycle = new PodLifecycle({
       pods,
@@ -202,6 +215,7 @@ describe('PodLifecycle housekeeping and the reason cache', () => {
       reasons,
       admit: { admit: () => ({ admit: true }) },
       runtime,
+      podCache,
       clock,
       resyncIntervalMs: 60_000,
     });
@@ -222,25 +236,22 @@ describe('PodLifecycle housekeeping and the reason cache', () => {
 
 describe('PodLifecycle with a completed pod', () => {
   it('tears a pod down once it ran to completion and never starts it again', async () => {
-    const { runtime, lifecycle, workers, statusManager } = setup();
-    runtime.getPodStatus = async (uid, name, namespace) => ({
-      ...runtime.status(uid, name, namespace),
-      containerStatuses: [
-        {
-          id: { type: 'containerd', id: 'c1' },
-          name: 'c',
-          state: 'exited',
-          exitCode: 0,
-          createdAt: new Date(0),
-          startedAt: new Date(1),
-          finishedAt: new Date(2),
-          image: 'x',
-          imageRef: 'x',
-          hash: 'h',
-          restartCount: 0,
-        },
-      ],
-    });
+    const { runtime, lifecycle, workers, statusManager, relisted } = setup();
+    relisted('job', [
+      {
+        id: { type: 'containerd', id: 'c1' },
+        name: 'c',
+        state: 'exited',
+        exitCode: 0,
+        createdAt: new Date(0),
+        startedAt: new Date(1),
+        finishedAt: new Date(2),
+        image: 'x',
+        imageRef: 'x',
+        hash: 'h',
+        restartCount: 0,
+      },
+    ]);
     const done: V1Pod = { ...pod('job'), spec: { ...pod('job').spec!, restartPolicy: 'Never' } };
     await lifecycle.handlePodAdditions([done]);
     await workers.settle();
@@ -267,10 +278,7 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
 
   function withContainers(containers: ContainerStatus[]) {
     const t = setup();
-    t.runtime.getPodStatus = async (uid, name, namespace) => ({
-      ...t.runtime.status(uid, name, namespace),
-      containerStatuses: containers,
-    });
+    t.relisted('a', containers);
     return t;
   }
 
@@ -289,8 +297,7 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
   });
 
   it("removes every exited container of an evicted pod, and counts it reclaimed once they're gone", async () => {
-    const containers = [instance('c2', 'c', 2, 'exited'), instance('c1', 'c', 1, 'exited')];
-    const t = withContainers(containers);
+    const t = withContainers([instance('c2', 'c', 2, 'exited'), instance('c1', 'c', 1, 'exited')]);
     const a = pod('a');
     await t.lifecycle.handlePodAdditions([a]);
     await t.workers.settle();
@@ -305,7 +312,7 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     await t.lifecycle.handlePlegEvent({ podUid: 'a', type: 'ContainerDied', data: 'c2' });
     await t.lifecycle.containerDeletor.idle();
     expect(t.runtime.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete c2', 'delete c1']);
-    containers.length = 0;
+    t.relisted('a', []); // the PLEG saw them go
     expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(true);
   });
 

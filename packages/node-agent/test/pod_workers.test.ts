@@ -1,4 +1,5 @@
 import { FakeClock, flushMicrotasks } from '@kh/apimachinery';
+import { emptyPodStatus, PodCache, type PodStatus } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PodManager } from '../src/pods/pod_manager.js';
@@ -8,6 +9,23 @@ import { CrashLoopBackOffError, type PodSyncer } from '../src/pods/types.js';
 const pod = (name: string, version = '1', over: Partial<V1Pod['metadata']> = {}): V1Pod => ({
   metadata: { name, uid: name, resourceVersion: version, ...over },
 });
+
+/** A pod cache the PLEG has always just refreshed: the rules below are the workers' own. */
+let stamps = 0;
+const alwaysFresh = {
+  getNewerThan: async (uid: string) => emptyPodStatus(uid, 0),
+  now: () => ++stamps,
+};
+
+type PoolOptions = ConstructorParameters<typeof PodWorkerPool>[0];
+const newPool = (syncer: PodSyncer, opts: Partial<PoolOptions> = {}) =>
+  new PodWorkerPool({
+    syncer,
+    podCache: alwaysFresh,
+    terminated: new PodManager(),
+    clock: new FakeClock(),
+    ...opts,
+  });
 
 /** A syncer whose passes finish only when the test releases them. */
 class GatedSyncer implements PodSyncer {
@@ -30,18 +48,29 @@ class GatedSyncer implements PodSyncer {
 
   /** The signal of every normal pass, in order. */
   signals: (AbortSignal | undefined)[] = [];
+  /** The status each pass was handed, in order. */
+  statuses: PodStatus[] = [];
 
-  async syncPod(p: V1Pod, signal?: AbortSignal) {
+  async syncPod(p: V1Pod, status: PodStatus, signal?: AbortSignal) {
     this.signals.push(signal);
+    this.statuses.push(status);
     await this.gate(`sync ${p.metadata?.name}@${p.metadata?.resourceVersion}`);
     return false;
   }
 
-  syncTerminatingPod(p: V1Pod, grace?: number) {
+  syncTerminatingPod(p: V1Pod, status: PodStatus, grace?: number) {
+    this.statuses.push(status);
     return this.gate(`kill ${p.metadata?.name} grace=${grace}`);
   }
 
+  async syncTerminatedPod(p: V1Pod, status: PodStatus) {
+    this.statuses.push(status);
+    this.log.push(`terminated ${p.metadata?.name}`);
+  }
+
+  /** Releases every pass, including those that start meanwhile (each first waits on the cache). */
   async releaseAll() {
+    await flushMicrotasks();
     while (this.gates.length > 0) {
       for (const g of this.gates.splice(0)) g();
       await flushMicrotasks();
@@ -52,7 +81,7 @@ class GatedSyncer implements PodSyncer {
 describe('PodWorkerPool', () => {
   it('serialises work per pod, runs pods in parallel, and coalesces updates', async () => {
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock: new FakeClock() });
+    const pool = newPool(syncer);
     pool.updatePod({ pod: pod('a'), op: 'create' });
     pool.updatePod({ pod: pod('b'), op: 'create' });
     await flushMicrotasks();
@@ -68,7 +97,7 @@ describe('PodWorkerPool', () => {
 
   it('kills once with the shortest grace period and never syncs a killed pod again', async () => {
     const syncer = new GatedSyncer();
-    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock: new FakeClock() });
+    const pool = newPool(syncer);
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await flushMicrotasks();
     pool.updatePod({
@@ -82,7 +111,7 @@ describe('PodWorkerPool', () => {
     await pool.settle();
     pool.updatePod({ pod: pod('a', '5'), op: 'sync' });
     await syncer.releaseAll();
-    expect(syncer.log).toEqual(['sync a@1', 'kill a grace=5']);
+    expect(syncer.log).toEqual(['sync a@1', 'kill a grace=5', 'terminated a']);
     expect(pool.isPodTerminated('a')).toBe(true);
     pool.syncKnownPods([]);
     expect(pool.isPodTerminationRequested('a')).toBe(false); // forgotten
@@ -95,7 +124,7 @@ describe('PodWorkerPool', () => {
       (p: PodWorkerPool) => p.updatePod({ pod: pod('a', '2'), op: 'kill', gracePeriodSeconds: 1 }),
     ]) {
       const syncer = new GatedSyncer();
-      const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock: new FakeClock() });
+      const pool = newPool(syncer);
       pool.updatePod({ pod: pod('a'), op: 'create' });
       await flushMicrotasks();
       expect(syncer.signals[0]?.aborted).toBe(false);
@@ -105,14 +134,14 @@ describe('PodWorkerPool', () => {
       expect(syncer.signals[0]?.aborted).toBe(true);
       await syncer.releaseAll();
       await pool.settle();
-      expect(syncer.log).toEqual(['sync a@1', expect.stringMatching(/^kill a grace=/)]);
+      expect(syncer.log).toEqual(['sync a@1', expect.stringMatching(/^kill a grace=/), 'terminated a']);
     }
   });
 
   it('retries a failed sync after the backoff', async () => {
     const syncer = new GatedSyncer();
     const clock = new FakeClock();
-    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock, retryMs: 10_000 });
+    const pool = newPool(syncer, { clock, retryMs: 10_000 });
     syncer.failNext = new Error('sync failed');
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await syncer.releaseAll();
@@ -128,7 +157,7 @@ describe('PodWorkerPool', () => {
   it('retries a pass that left a container backing off when the back-off expires', async () => {
     const syncer = new GatedSyncer();
     const clock = new FakeClock();
-    const pool = new PodWorkerPool({ syncer, terminated: new PodManager(), clock, retryMs: 10_000 });
+    const pool = newPool(syncer, { clock, retryMs: 10_000 });
     syncer.failNext = new CrashLoopBackOffError('back-off 40s restarting failed container=c', 25_000);
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await syncer.releaseAll();
@@ -146,5 +175,71 @@ describe('PodWorkerPool', () => {
     await pool.settle();
     await clock.advance(300_000 + BACKOFF_EXPIRY_SLACK_MS);
     expect(syncer.log).toEqual(['sync a@1', 'sync a@1', 'sync a@2']);
+  });
+});
+
+describe('PodWorkerPool and the pod cache', () => {
+  const status = (uid: string, name: string): PodStatus => ({ ...emptyPodStatus(uid, 0), name });
+
+  it('hands each pass the status the PLEG cached after the previous pass ended, and waits for one', async () => {
+    const cache = new PodCache(new FakeClock());
+    const syncer = new GatedSyncer();
+    const pool = newPool(syncer, { podCache: cache });
+    const first = status('a', 'first');
+    cache.set(first, cache.now());
+    cache.updateTime(cache.now()); // the first relist
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await flushMicrotasks();
+    expect(syncer.statuses).toEqual([first]);
+    expect(syncer.statuses[0]).toBe(first);
+    await syncer.releaseAll();
+
+    // A resync right after: the cache holds nothing newer than that pass, so it waits.
+    pool.updatePod({ pod: pod('a', '2'), op: 'sync' });
+    await flushMicrotasks();
+    expect(syncer.log).toEqual(['sync a@1']);
+    const second = status('a', 'second');
+    cache.set(second, cache.now()); // the PLEG saw what the first pass did
+    await flushMicrotasks();
+    expect(syncer.log).toEqual(['sync a@1', 'sync a@2']);
+    expect(syncer.statuses[1]).toBe(second);
+    await syncer.releaseAll();
+
+    // Termination: the kill waits too, and takes the pod as the cache has it then (unchanged).
+    pool.updatePod({ pod: pod('a', '3'), op: 'kill', gracePeriodSeconds: 1 });
+    await flushMicrotasks();
+    expect(syncer.log).toHaveLength(2);
+    cache.updateTime(cache.now()); // a relist that saw no change
+    await flushMicrotasks();
+    expect(syncer.log.at(-1)).toBe('kill a grace=1');
+    expect(syncer.statuses[2]).toBe(second);
+    await syncer.releaseAll();
+    // The final status is one read after the kill, not the one it killed from.
+    expect(syncer.log.at(-1)).toBe('kill a grace=1');
+    expect(pool.isPodTerminated('a')).toBe(false);
+    const stopped = status('a', 'stopped');
+    cache.set(stopped, cache.now());
+    await pool.settle();
+    expect(syncer.log.at(-1)).toBe('terminated a');
+    expect(syncer.statuses[3]).toBe(stopped);
+    expect(pool.isPodTerminated('a')).toBe(true);
+  });
+
+  it('fails the pass when the PLEG could not read the pod, and retries it', async () => {
+    const clock = new FakeClock();
+    const cache = new PodCache(clock);
+    const syncer = new GatedSyncer();
+    const pool = newPool(syncer, { podCache: cache, clock, retryMs: 10_000 });
+    cache.setError('a', new Error('ListContainers: deadline exceeded'), cache.now());
+    cache.updateTime(cache.now());
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await pool.settle();
+    expect(syncer.log).toEqual([]);
+    const read = status('a', 'read');
+    cache.set(read, cache.now()); // the next relist read it
+    await clock.advance(10_000);
+    expect(syncer.log).toEqual(['sync a@1']);
+    expect(syncer.statuses).toEqual([read]);
+    await syncer.releaseAll();
   });
 });

@@ -2,13 +2,19 @@
 // is in progress of terminating", sidecar layout, through the whole pod layer (newPodLayer with
 // the prober) and the real runtime manager on the in-memory CRI runtime, on a fake clock. The
 // race a loaded node exposed: a liveness failure's sync is killing the sidecar when the deletion
-// arrives. StopContainer is held open by the test, so the ordering is deterministic.
+// arrives. StopContainer is held open by the test, so the ordering is deterministic. The agent's
+// PLEG relists every 10 ms of real time, feeding the pod cache and syncing the pod on its events.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { ContainerState, CriClient, FakeRuntime, type StopContainerRequest } from '@kh/cri-api';
-import { KubeGenericRuntimeManager, newCrashLoopBackoff } from '@kh/runtime-manager';
+import {
+  type GenericPLEG,
+  KubeGenericRuntimeManager,
+  newCrashLoopBackoff,
+  PodCache,
+} from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { newPodLayer, type PodLayer } from '../src/main_kubelet.js';
@@ -16,6 +22,7 @@ import { PodManager } from '../src/pods/pod_manager.js';
 import { ProbeResultsStore } from '../src/prober/results.js';
 import type { ProbeRequest } from '../src/prober/worker.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
+import { podLayerPleg } from './helpers/pleg.js';
 
 /** Real gRPC to the in-memory runtime: generous on a loaded machine. */
 const eventually = (check: () => void) => vi.waitFor(check, { timeout: 10_000, interval: 5 });
@@ -49,6 +56,7 @@ let clock: FakeClock;
 let fake: FakeRuntime;
 let cri: CriClient;
 let layer: PodLayer;
+let pleg: GenericPLEG;
 let events: string[];
 /** Probe types run, in order. */
 let probed: string[];
@@ -83,10 +91,13 @@ beforeEach(async () => {
     podLogsRootDir: join(dir, 'logs'),
     podsDir: join(dir, 'pods'),
   });
+  const podCache = new PodCache(clock);
+  pleg = podLayerPleg(runtime, () => layer, { clock, cache: podCache, relistPeriodMs: 10 });
   layer = newPodLayer({
     api: new MemoryNodeApi(),
     pods: new PodManager(),
     runtime,
+    podCache,
     backoff: newCrashLoopBackoff(clock),
     clock,
     nodeIP: '10.0.0.5',
@@ -103,9 +114,11 @@ beforeEach(async () => {
       },
     },
   });
+  pleg.start();
 });
 
 afterEach(async () => {
+  await pleg.stop();
   layer.prober?.stop();
   cri.close();
   await fake.stop();
@@ -127,13 +140,13 @@ const creates = (name: string) =>
 describe('a sidecar with a liveness probe, while its pod terminates', { timeout: 30_000 }, () => {
   it('is not restarted by a liveness kill that was under way when the deletion arrived', async () => {
     await layer.lifecycle.handlePodAdditions([pod]);
-    await layer.workers.settle(); // the sidecar
-    await layer.lifecycle.handlePodSyncs([pod]);
-    await layer.workers.settle(); // then the main container
-    await advance(1_000);
     const status = () => layer.statusManager.getPodStatus(UID);
-    expect(status()?.initContainerStatuses?.[0]?.state?.running).toBeDefined();
-    expect(status()?.containerStatuses?.[0]?.state?.running).toBeDefined();
+    // The sidecar, then the main container once the PLEG saw the sidecar run.
+    await eventually(() => {
+      expect(status()?.initContainerStatuses?.[0]?.state?.running).toBeDefined();
+      expect(status()?.containerStatuses?.[0]?.state?.running).toBeDefined();
+    });
+    await advance(1_000);
     expect(probed).toContain('liveness');
 
     // The liveness probe fails (under load, a timed-out exec); its sync kills the sidecar.

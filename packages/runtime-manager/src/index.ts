@@ -1,5 +1,6 @@
 // @kh/runtime-manager: pods over CRI (the kubelet's kuberuntime), images, GC and PLEG.
 
+export { emptyPodStatus, PodCache } from './container/cache.js';
 export * from './container/runtime.js';
 export * from './container/sync_result.js';
 export {
@@ -44,26 +45,27 @@ export {
   selectSandboxesToEvict,
 } from './kuberuntime/gc_policy.js';
 export { fnv32a, hashContainer } from './kuberuntime/hash.js';
+export type { ImagePullOptions } from './kuberuntime/image.js';
 export * from './kuberuntime/labels.js';
+export { parseCriLog, podLogDir } from './kuberuntime/logs.js';
 export {
   containerBackoffKey,
   KillPodError,
   KubeGenericRuntimeManager,
   type RuntimeManagerOptions,
-  runningPodFromStatus,
 } from './kuberuntime/manager.js';
 export type { ObjectKind, PodObjectSource } from './kuberuntime/pod_objects.js';
+export { runningPodFromStatus } from './kuberuntime/pod_status.js';
 export {
   DefaultRuntimeHelper,
   type MountSpec,
   type RunContainerOptions,
   type RuntimeHelper,
 } from './kuberuntime/runtime_helper.js';
-export { podHostname, podLogDir } from './kuberuntime/sandbox.js';
-export { parseCriLog, readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
+export { podHostname } from './kuberuntime/sandbox.js';
+export { readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
 export { PodVolumes } from './kuberuntime/volumes.js';
-export { PodStatusCache } from './pleg/cache.js';
-export { EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';
+export { DefaultGlobalCacheUpdatePeriodMs, EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';
 export {
   DefaultRelistPeriodMs,
   DefaultRelistThresholdMs,

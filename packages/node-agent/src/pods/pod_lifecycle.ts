@@ -5,7 +5,7 @@
 // the runtime is PodSync's (pod_sync.ts), which the workers call.
 
 import type { Clock } from '@kh/apimachinery';
-import type { EventRecorder, PodLifecycleEvent, Runtime } from '@kh/runtime-manager';
+import type { EventRecorder, PodCache, PodLifecycleEvent, Runtime } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
@@ -25,8 +25,10 @@ export interface PodLifecycleDeps {
   reasons: Pick<ReasonCache, 'removeOrphaned'>;
   /** Decides whether a new pod may run here (the registered admit handlers). */
   admit: AdmitHandler;
-  /** For housekeeping (orphans), dead containers and the clean-up check after an eviction. */
-  runtime: Pick<Runtime, 'getPodStatus' | 'killPod' | 'getPods' | 'deleteContainer'>;
+  /** For housekeeping (orphans) and removing dead containers. */
+  runtime: Pick<Runtime, 'killPod' | 'getPods' | 'deleteContainer'>;
+  /** The PLEG-fed pod statuses: which containers died, and what is left after an eviction. */
+  podCache: Pick<PodCache, 'get'>;
   clock: Clock;
   resyncIntervalMs: number;
   prober?: PodProber;
@@ -139,9 +141,8 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     this.handleProbeSync(event.podUid);
     if (event.type === 'ContainerDied') {
       const uid = event.podUid;
-      const pod = this.deps.pods.getPod(uid);
       this.containerDeletor.cleanUpContainersInPod(
-        () => this.deps.runtime.getPodStatus(uid, pod?.metadata?.name ?? '', pod?.metadata?.namespace ?? ''),
+        async () => this.deps.podCache.get(uid),
         event.data,
         this.deps.pods.shouldPodContentBeRemoved(uid),
       );
@@ -203,11 +204,7 @@ export class PodLifecycle implements SyncHandler, PodKiller {
   async podResourcesAreReclaimed(pod: V1Pod): Promise<boolean> {
     const uid = pod.metadata?.uid ?? '';
     if (!this.deps.workers.isPodTerminated(uid)) return false;
-    const status = await this.deps.runtime.getPodStatus(
-      uid,
-      pod.metadata?.name ?? '',
-      pod.metadata?.namespace ?? '',
-    );
+    const status = this.deps.podCache.get(uid);
     if (status.containerStatuses.some((c) => c.state === 'running')) return false;
     return !this.deps.pods.shouldPodContentBeRemoved(uid) || status.containerStatuses.length === 0;
   }

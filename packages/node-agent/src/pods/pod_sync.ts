@@ -1,13 +1,16 @@
 // One pass of one pod through the runtime: the PodSyncer the pod workers call (the kubelet's
-// SyncPod and SyncTerminatingPod). A sync reads the runtime's status of the pod, reports it,
-// lets the runtime manager bring the pod to its spec (pulls, starts, restarts under
-// CrashLoopBackOff, kills what the spec or a failed probe no longer wants), records why each
-// container start failed in the reason cache, and reports again. A container left in
-// CrashLoopBackOff fails the pass with the time its back-off expires, so its worker syncs it
-// again then. A pass whose signal fires (the pod's termination was requested meanwhile) stops
-// where it is and leaves the report to the terminating pass. A termination stops every container
-// and the sandbox and reports the final status. Each report is generateAPIPodStatus handed to the
-// status manager, with an evicted pod's Failed status on top.
+// SyncPod, SyncTerminatingPod and SyncTerminatedPod). Its worker hands it the pod's status from
+// the PLEG-fed pod cache; a pass never reads the runtime's status itself. A sync reports that
+// status, lets the runtime manager bring the pod to its spec (pulls, starts, restarts under
+// CrashLoopBackOff, kills what the spec or a failed probe no longer wants) and records why each
+// container start failed in the reason cache. A failed start is reported again at once, with
+// its reason; what the pass changed reaches the status through the PLEG, whose event syncs the
+// pod again. A container left in CrashLoopBackOff fails the pass with the time its back-off
+// expires, so its worker syncs it again then. A pass whose signal fires (the pod's termination
+// was requested meanwhile) stops where it is and leaves the report to the terminating pass. A
+// termination stops every container and the sandbox; the terminated pass then reports the final
+// status, read after the kill. Each report is generateAPIPodStatus handed to the status manager,
+// with an evicted pod's Failed status on top.
 
 import type { Clock } from '@kh/apimachinery';
 import {
@@ -28,7 +31,7 @@ import type { StatusManager } from '../status/types.js';
 import type { PodManager } from './pod_manager.js';
 import { CrashLoopBackOffError, type PodProber, type PodSyncer } from './types.js';
 
-type SyncRuntime = Pick<Runtime, 'getPodStatus' | 'syncPod' | 'killPod'>;
+type SyncRuntime = Pick<Runtime, 'syncPod' | 'killPod'>;
 
 export interface PodSyncDeps {
   runtime: SyncRuntime;
@@ -49,22 +52,19 @@ export interface PodSyncDeps {
 export class PodSync implements PodSyncer {
   constructor(private readonly deps: PodSyncDeps) {}
 
-  async syncPod(pod: V1Pod, signal?: AbortSignal): Promise<boolean> {
+  async syncPod(pod: V1Pod, status: PodStatus, signal?: AbortSignal): Promise<boolean> {
     const { runtime, statusManager } = this.deps;
     const uid = pod.metadata?.uid ?? '';
-    const before = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    // Aborted: the terminating pass that follows reports, with the pod object showing the deletion.
-    if (signal?.aborted) return false;
-    this.report(pod, before);
+    this.report(pod, status);
     const current = statusManager.getPodStatus(uid);
     // Ran to completion: its worker tears down what is left (the sandbox) and never starts it again.
     if (current?.phase === 'Succeeded' || current?.phase === 'Failed') return true;
     const secrets = (await this.deps.pullSecrets?.(pod)) ?? [];
-    const result = await runtime.syncPod(pod, before, secrets, this.deps.backoff, signal);
+    const result = await runtime.syncPod(pod, status, secrets, this.deps.backoff, signal);
     this.deps.reasons.update(uid, result);
+    // Aborted: the terminating pass that follows reports, with the pod object showing the deletion.
     if (result.aborted) return false;
-    const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    this.report(pod, after);
+    if (result.steps.some((s) => s.error)) this.report(pod, status);
     const failed =
       result.syncError ?? result.steps.find((s) => s.error && s.reason !== ErrCrashLoopBackOff)?.error;
     if (failed) throw failed;
@@ -73,7 +73,7 @@ export class PodSync implements PodSyncer {
       const message = backedOff
         .map((s) => `failed to "${s.action}" for "${s.target}" with ${s.reason}: "${s.message}"`)
         .join('; ');
-      throw new CrashLoopBackOffError(message, this.untilBackoffExpires(pod, before, backedOff));
+      throw new CrashLoopBackOffError(message, this.untilBackoffExpires(pod, status, backedOff));
     }
     return false;
   }
@@ -96,17 +96,16 @@ export class PodSync implements PodSyncer {
     return Math.max(0, Math.min(...remaining));
   }
 
-  async syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void> {
-    const { runtime, statusManager } = this.deps;
-    const uid = pod.metadata?.uid ?? '';
+  async syncTerminatingPod(pod: V1Pod, status: PodStatus, gracePeriodSeconds?: number): Promise<void> {
     this.deps.prober?.stopLivenessAndStartup(pod);
-    const status = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    await runtime.killPod(pod, runningPodFromStatus(status), gracePeriodSeconds);
+    await this.deps.runtime.killPod(pod, runningPodFromStatus(status), gracePeriodSeconds);
     // Stopped containers have nothing left to probe.
-    this.deps.prober?.removePod(uid);
-    const after = await runtime.getPodStatus(uid, pod.metadata?.name ?? '', pod.metadata?.namespace ?? '');
-    this.report(pod, after, true);
-    statusManager.terminatePod(pod);
+    this.deps.prober?.removePod(pod.metadata?.uid ?? '');
+  }
+
+  async syncTerminatedPod(pod: V1Pod, status: PodStatus): Promise<void> {
+    this.report(pod, status, true);
+    this.deps.statusManager.terminatePod(pod);
   }
 
   private report(pod: V1Pod, runtimeStatus: PodStatus, terminal = false): void {

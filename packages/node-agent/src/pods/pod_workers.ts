@@ -1,13 +1,17 @@
 // Pod workers: one serial lane per pod, lanes run in parallel. Updates that arrive while a pod
-// is being synced are coalesced into one more pass with the newest pod object. A pod whose
-// termination was requested, or that reached a terminal phase, is killed once and never started
-// again (a normal pass in flight when termination is requested is aborted, like the kubelet
-// cancelling the sync's context, so it cannot restart or kill for a liveness failure afterwards);
-// a failed sync is retried after a backoff, and a pod whose container waits out its
+// is being synced are coalesced into one more pass with the newest pod object. Each pass first
+// waits for the pod cache to hold a status newer than the end of the lane's last pass, so it
+// sees what that pass did once the PLEG saw it (the kubelet's GetNewerThan), and hands that
+// status to the pass. A pod whose termination was requested, or that reached a terminal phase,
+// is killed once and never started again (a normal pass in flight when termination is requested
+// is aborted, like the kubelet cancelling the sync's context, so it cannot restart or kill for a
+// liveness failure afterwards); its final status is reported from a status newer than the kill.
+// A failed sync is retried after a backoff, and a pod whose container waits out its
 // CrashLoopBackOff is synced again when that back-off expires. Which pods finished terminating is
 // recorded in the pod manager, where the runtime manager's garbage collection reads it.
 
 import type { TimerClock } from '@kh/apimachinery';
+import type { PodCache } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { PodManager } from './pod_manager.js';
@@ -35,6 +39,8 @@ interface Lane {
   idle: Promise<void>;
   /** Callers of killPodNow waiting for the pod to be stopped. */
   onTerminated: (() => void)[];
+  /** When the lane's last pass ended, on the pod cache's clock: the next one needs a newer status. */
+  lastSyncTime: number;
 }
 
 export class PodWorkerPool implements PodWorkers {
@@ -43,6 +49,8 @@ export class PodWorkerPool implements PodWorkers {
   constructor(
     private readonly opts: {
       syncer: PodSyncer;
+      /** The PLEG-fed pod cache the passes' statuses come from. */
+      podCache: Pick<PodCache, 'getNewerThan' | 'now'>;
       terminated: Pick<PodManager, 'isTerminated' | 'markTerminated' | 'forgetTerminated'>;
       clock: TimerClock;
       log?: Logger;
@@ -68,6 +76,7 @@ export class PodWorkerPool implements PodWorkers {
         terminationRequested: false,
         idle: Promise.resolve(),
         onTerminated: [],
+        lastSyncTime: Number.NEGATIVE_INFINITY,
       };
       this.lanes.set(uid, lane);
     }
@@ -128,28 +137,37 @@ export class PodWorkerPool implements PodWorkers {
 
   private async drain(uid: string, lane: Lane): Promise<void> {
     const log = this.opts.log ?? silentLogger;
+    const { syncer, podCache } = this.opts;
     lane.busy = true;
     try {
       while (lane.pending && !this.isPodTerminated(uid)) {
-        lane.pending = false;
-        const pod = lane.pod;
         try {
+          // Updates that arrive while the pass waits are this pass's: it takes the newest pod
+          // object, and whether termination was requested meanwhile, once the wait is over.
+          const status = await podCache.getNewerThan(uid, lane.lastSyncTime).finally(() => {
+            lane.pending = false;
+          });
+          const pod = lane.pod;
           if (lane.terminationRequested) {
-            await this.opts.syncer.syncTerminatingPod(pod, lane.gracePeriodSeconds);
+            await syncer
+              .syncTerminatingPod(pod, status, lane.gracePeriodSeconds)
+              .finally(() => this.passEnded(lane));
+            await syncer.syncTerminatedPod(lane.pod, await podCache.getNewerThan(uid, lane.lastSyncTime));
             this.opts.terminated.markTerminated(uid);
             for (const notify of lane.onTerminated.splice(0)) notify();
           } else {
             const abort = new AbortController();
             lane.abortSync = abort;
             this.opts.startup?.workerStarted(uid);
-            const finished = await this.opts.syncer.syncPod(pod, abort.signal).finally(() => {
+            const finished = await syncer.syncPod(pod, status, abort.signal).finally(() => {
               lane.abortSync = undefined;
+              this.passEnded(lane);
             });
             // Ran to completion: the next pass tears down what is left.
             if (finished) this.updatePod({ pod, op: 'kill' });
           }
         } catch (err) {
-          log.error('Error syncing pod, skipping', { pod: pod.metadata?.name, uid, err });
+          log.error('Error syncing pod, skipping', { pod: lane.pod.metadata?.name, uid, err });
           if (!lane.pending)
             this.scheduleRetry(
               uid,
@@ -163,6 +181,10 @@ export class PodWorkerPool implements PodWorkers {
     } finally {
       lane.busy = false;
     }
+  }
+
+  private passEnded(lane: Lane): void {
+    lane.lastSyncTime = this.opts.podCache.now();
   }
 
   private scheduleRetry(uid: string, lane: Lane, afterMs: number): void {

@@ -3,7 +3,7 @@
 // follows the pods through PodProber. Each is taken through its interface, so tests can stand in
 // for any of them. Without a SyncHandler the Kubelet only keeps node status, lease and servers.
 
-import type { PodLifecycleEvent } from '@kh/runtime-manager';
+import type { PodLifecycleEvent, PodStatus } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 
 /** What the sync loop calls, as the kubelet's SyncHandler. */
@@ -38,17 +38,23 @@ export interface PodWorkers {
   syncKnownPods(desired: V1Pod[]): void;
 }
 
-/** One pass of one pod, called by its worker (the kubelet's SyncPod and SyncTerminatingPod). */
+/**
+ * One pass of one pod, called by its worker (the kubelet's SyncPod, SyncTerminatingPod and
+ * SyncTerminatedPod). The worker hands in the pod's status from the pod cache, newer than its
+ * last pass: a pass never reads the runtime's status itself.
+ */
 export interface PodSyncer {
   /**
-   * Brings the pod toward its spec; throws when the pass failed and must be retried. Resolves
-   * to true when the pod reached a terminal phase: its worker then terminates it. `signal`
-   * fires when the pod's termination is requested mid-pass: the pass then kills and starts
-   * nothing more and resolves to false.
+   * Reports the status and brings the pod toward its spec; throws when the pass failed and
+   * must be retried. Resolves to true when the pod reached a terminal phase: its worker then
+   * terminates it. `signal` fires when the pod's termination is requested mid-pass: the pass
+   * then kills and starts nothing more and resolves to false.
    */
-  syncPod(pod: V1Pod, signal?: AbortSignal): Promise<boolean>;
-  /** Stops every container and the sandbox, then reports the final status. */
-  syncTerminatingPod(pod: V1Pod, gracePeriodSeconds?: number): Promise<void>;
+  syncPod(pod: V1Pod, status: PodStatus, signal?: AbortSignal): Promise<boolean>;
+  /** Stops every container and the sandbox in `status`. */
+  syncTerminatingPod(pod: V1Pod, status: PodStatus, gracePeriodSeconds?: number): Promise<void>;
+  /** Reports the final status, from a status newer than the kill. */
+  syncTerminatedPod(pod: V1Pod, status: PodStatus): Promise<void>;
 }
 
 /**

@@ -236,7 +236,7 @@ export interface PodLifecycleEvent {
   data: string;
 }
 
-/** Pod lifecycle event generator: relist or CRI GetContainerEvents. */
+/** Pod lifecycle event generator: relist or CRI GetContainerEvents. It feeds the PodCache. */
 export interface Pleg {
   start(): void;
   stop(): Promise<void>;
@@ -244,8 +244,6 @@ export interface Pleg {
   healthy(): { ok: boolean; message: string };
   /** Which source is active: 'generic' relisting or 'evented'. */
   mode(): 'generic' | 'evented';
-  /** The last PodStatus cached by the relist for a pod, if any. */
-  getCachedStatus(uid: string): PodStatus | undefined;
 }
 
 export type ProbeResult = 'success' | 'failure';

@@ -1,5 +1,7 @@
 // Reasons a sync step fails with, raised by kuberuntime/ and images/ alike. They surface as
 // container waiting reasons and events, so they keep the kubelet's spelling exactly.
+import type { SyncStepResult } from './runtime.js';
+
 export const ErrCrashLoopBackOff = 'CrashLoopBackOff';
 export const ErrCreatePodSandbox = 'CreatePodSandboxError';
 export const ErrConfigPodSandbox = 'ConfigPodSandboxError';
@@ -27,6 +29,14 @@ export class SyncStepError extends Error {
     super(message, options);
     this.name = 'SyncStepError';
   }
+}
+
+/** Marks the step failed with `reason`; the message is the error's, after `prefix`. */
+export function failStep(step: SyncStepResult, reason: string, err: unknown, prefix = ''): void {
+  const e = err as Error;
+  step.error = e;
+  step.reason = reason;
+  step.message = prefix + (err instanceof SyncStepError ? e.message : (e.message ?? String(err)));
 }
 
 /** Go-style duration text ("10s", "1m20s", "5m0s"), as the kubelet prints backoff delays. */

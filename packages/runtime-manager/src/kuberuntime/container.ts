@@ -1,8 +1,9 @@
 // Containers: the CRI config generated from a container spec, the start sequence
 // (image -> create -> start -> postStart), the kill sequence (preStop -> StopContainer with
-// the grace period), removal with its log, and the status the runtime reports back.
+// the grace period) and a pod's kills in sidecar order, removal with its log, and the status the
+// runtime reports back.
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type ContainerConfig,
@@ -13,16 +14,25 @@ import {
   type PodSandboxConfig,
 } from '@kh/cri-api';
 import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
-import type { ContainerID, ContainerState, ContainerStatus, PodStatus } from '../container/runtime.js';
+import type {
+  ContainerID,
+  ContainerState,
+  ContainerStatus,
+  PodStatus,
+  RunningPod,
+  SyncStepResult,
+} from '../container/runtime.js';
 import {
   ErrCreateContainer,
   ErrCreateContainerConfig,
+  ErrKillContainer,
   ErrPostStartHook,
   ErrRunContainer,
+  failStep,
   SyncStepError,
 } from '../container/sync_result.js';
 import type { ImagePresence } from '../images/image_manager.js';
-import { findContainerStatusByName } from './compute_pod_actions.js';
+import { findContainerStatusByName, isRestartableInitContainer } from './compute_pod_actions.js';
 import { type ManagerContext, nsToMs, recordEvent, toAgentPath, toRuntimePath } from './context.js';
 import { expandVars } from './env.js';
 import { runHandler } from './hooks.js';
@@ -32,11 +42,11 @@ import {
   getContainerInfoFromLabels,
   newContainerAnnotations,
   newContainerLabels,
-  PodUidLabel,
   podUid,
 } from './labels.js';
+import { containerLogPath, podLogDirOf, removeContainerLog, restartCountFromLogDir } from './logs.js';
 import { linuxResources } from './resources.js';
-import { namespaceOptions, podLogDirOf } from './sandbox.js';
+import { namespaceOptions } from './sandbox.js';
 import { readTerminationMessage } from './termination_message.js';
 
 /** Containers always get at least this long to stop, so a zero grace period is not an instant SIGKILL. */
@@ -99,22 +109,6 @@ export async function toContainerStatus(
   }
   if (message) out.message = message;
   return out;
-}
-
-/** When no status of the container survives, the highest `<n>.log` in its log dir gives the count. */
-export async function restartCountFromLogDir(dir: string): Promise<number> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return 0;
-  }
-  let max = -1;
-  for (const n of names) {
-    const m = /^(\d+)\.log$/.exec(n);
-    if (m) max = Math.max(max, Number(m[1]));
-  }
-  return max + 1;
 }
 
 const terminationMessagePath = (c: V1Container) => c.terminationMessagePath ?? '/dev/termination-log';
@@ -191,7 +185,7 @@ export async function generateContainerConfig(
     devices: [],
     labels: { ...ctx.extraLabels, ...newContainerLabels(container, pod) },
     annotations: newContainerAnnotations(container, pod, restartCount),
-    logPath: join(container.name, `${restartCount}.log`),
+    logPath: containerLogPath(container.name, restartCount),
     stdin: container.stdin === true,
     stdinOnce: container.stdinOnce === true,
     tty: container.tty === true,
@@ -468,16 +462,73 @@ export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): 
   }
 }
 
+/**
+ * Kills the pod's live containers, each as a KillContainer step. KEP-753: sidecars serve the
+ * other containers until those have stopped, so app containers get SIGTERM first, then the
+ * sidecars in reverse order of declaration, each once every container before it in that order
+ * has stopped. All kills start at once (preStop hooks run straight away); only the StopContainer
+ * waits, and the wait comes out of the grace period. Each StopContainer call has a deadline of
+ * its grace period, which bounds the wait.
+ */
+export async function killContainersWithSyncResult(
+  ctx: ManagerContext,
+  pod: V1Pod | undefined,
+  runningPod: RunningPod,
+  gracePeriodOverrideSeconds: number | undefined,
+): Promise<SyncStepResult[]> {
+  let podIP: Promise<string | undefined> | undefined;
+  const lazyPodIP = () => {
+    podIP ??= (async () => {
+      for (const s of runningPod.sandboxes) {
+        const st = await ctx.cri.podSandboxStatus({ podSandboxId: s.id }).catch(() => undefined);
+        if (st?.status?.network?.ip) return st.status.network.ip;
+      }
+      return undefined;
+    })();
+    return podIP;
+  };
+  const specs = [...(pod?.spec?.containers ?? []), ...(pod?.spec?.initContainers ?? [])];
+  const sidecars = (pod?.spec?.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name);
+  const kill = async (
+    c: RunningPod['containers'][number],
+    waitForTurn?: () => Promise<unknown>,
+  ): Promise<SyncStepResult> => {
+    const step: SyncStepResult = { action: 'KillContainer', target: c.name };
+    try {
+      await killContainer(ctx, {
+        pod,
+        container: specs.find((s) => s.name === c.name),
+        id: c.id.id,
+        name: c.name,
+        reason: '',
+        message: '',
+        gracePeriodOverrideSeconds,
+        podIP: lazyPodIP,
+        waitForTurn,
+      });
+    } catch (err) {
+      failStep(step, ErrKillContainer, err);
+    }
+    return step;
+  };
+  const live = runningPod.containers.filter(
+    (c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown',
+  );
+  const kills = live.filter((c) => !sidecars.includes(c.name)).map((c) => kill(c));
+  for (const name of [...sidecars].reverse()) {
+    const before = [...kills];
+    kills.push(...live.filter((c) => c.name === name).map((c) => kill(c, () => Promise.all(before))));
+  }
+  return Promise.all(kills);
+}
+
 /** Removes a container and its log file. NotFound counts as removed. */
-/** Removes a container and its log file; returns the UID of the pod it belonged to, when known. */
-export async function removeContainer(ctx: ManagerContext, id: string): Promise<string | undefined> {
+export async function removeContainer(ctx: ManagerContext, id: string): Promise<void> {
   try {
     const st = await ctx.cri.containerStatus({ containerId: id });
-    if (st.status?.logPath) await rm(toAgentPath(ctx, st.status.logPath), { force: true });
+    if (st.status?.logPath) await removeContainerLog(toAgentPath(ctx, st.status.logPath));
     await ctx.cri.removeContainer({ containerId: id });
-    return st.status?.labels[PodUidLabel];
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    return undefined;
   }
 }

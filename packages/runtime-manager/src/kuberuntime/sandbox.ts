@@ -1,7 +1,6 @@
 // Pod sandboxes: the CRI config generated from a pod, creation with its attempt number and
 // log directory, and the status the runtime reports back.
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import {
   NamespaceMode,
   type PodSandbox,
@@ -14,15 +13,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { SandboxStatus } from '../container/runtime.js';
 import { type ManagerContext, nsToMs, toRuntimePath } from './context.js';
 import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
-
-/** /var/log/pods/<namespace>_<name>_<uid> */
-export function podLogDir(root: string, namespace: string, name: string, uid: string): string {
-  return join(root, `${namespace}_${name}_${uid}`);
-}
-
-export function podLogDirOf(root: string, pod: V1Pod): string {
-  return podLogDir(root, pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', podUid(pod));
-}
+import { podLogDirOf } from './logs.js';
 
 function protocolOf(p: string | undefined): Protocol {
   if (p === 'UDP') return Protocol.UDP;

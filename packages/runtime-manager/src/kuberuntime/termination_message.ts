@@ -2,6 +2,7 @@
 // terminationMessagePath (a host file the manager bind-mounted there), or, with
 // FallbackToLogsOnError and a non-zero exit, the tail of its log.
 import { open } from 'node:fs/promises';
+import { parseCriLog, readTail } from './logs.js';
 
 /** Cap on a message read from terminationMessagePath (the API's 4 KiB limit). */
 export const MaxTerminationMessageBytes = 4096;
@@ -18,43 +19,6 @@ async function readHead(path: string, max: number): Promise<Buffer> {
   } finally {
     await fh.close();
   }
-}
-
-async function readTail(path: string, max: number): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const { size } = await fh.stat();
-    const start = Math.max(0, size - max);
-    const buf = Buffer.alloc(size - start);
-    const { bytesRead } = await fh.read(buf, 0, buf.length, start);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
-}
-
-/**
- * Message text from CRI log lines (`<time> <stream> <P|F> <text>`): partial (P) lines join the
- * next line; lines in another format are kept whole. Returns complete lines in order.
- */
-export function parseCriLog(text: string): string[] {
-  const out: string[] = [];
-  let partial = '';
-  for (const line of text.split('\n')) {
-    if (line === '') continue;
-    const m = /^\S+ (stdout|stderr) ([PF]) (.*)$/s.exec(line) ?? /^\S+ (stdout|stderr) ([PF])$/.exec(line);
-    if (!m) {
-      out.push(line);
-      continue;
-    }
-    partial += m[3] ?? '';
-    if (m[2] === 'F') {
-      out.push(partial);
-      partial = '';
-    }
-  }
-  if (partial) out.push(partial);
-  return out;
 }
 
 /** Last `maxLines` lines of a CRI log, newline-terminated, trimmed to the last `maxBytes` bytes. */

@@ -1,17 +1,26 @@
 // Evented PLEG: lifecycle events from CRI GetContainerEvents. When the stream breaks and does
 // not come back after a few retries, it falls back to the relisting PLEG and says so in
 // mode(). The relisting PLEG also runs once at start so the cache is complete from the outset.
+// Each event's statuses go into the relisting PLEG's pod cache, stamped with the event's time;
+// with no relist to refresh it, the cache's global timestamp moves on every couple of seconds,
+// so a worker waiting for a pod without events is not stuck (as the kubelet does).
 import type { ContainerEventResponse, CriClient } from '@kh/cri-api';
 import { ContainerEventType } from '@kh/cri-api';
 import type { Pleg, PodLifecycleEvent, PodStatus } from '../container/runtime.js';
+import { nsToMs } from '../kuberuntime/context.js';
 import { PodUidLabel } from '../kuberuntime/labels.js';
-import { LifecycleEmitter } from './cache.js';
+import { LifecycleEmitter } from './emitter.js';
 import type { GenericPLEG } from './generic.js';
+
+/** The kubelet's globalCacheUpdatePeriod. */
+export const DefaultGlobalCacheUpdatePeriodMs = 2000;
 
 export interface EventedPlegOptions {
   /** Reconnect attempts before falling back to relisting (the kubelet uses 5). */
   maxStreamRetries?: number;
   retryDelayMs?: number;
+  /** How often the cache's global timestamp moves on while events are the source. */
+  globalCacheUpdatePeriodMs?: number;
   /** Turns an event's sandbox and container statuses into a PodStatus for the cache. */
   podStatusFromEvent: (ev: ContainerEventResponse) => Promise<PodStatus | undefined>;
   onError?: (err: Error) => void;
@@ -24,6 +33,7 @@ export class EventedPLEG implements Pleg {
   #abort: AbortController | undefined;
   #loop: Promise<void> | undefined;
   #unwatchGeneric: (() => void) | undefined;
+  #cacheTimer: NodeJS.Timeout | undefined;
   #lastError = '';
 
   constructor(
@@ -32,7 +42,12 @@ export class EventedPLEG implements Pleg {
     private readonly generic: GenericPLEG,
     opts: EventedPlegOptions,
   ) {
-    this.#opts = { maxStreamRetries: 5, retryDelayMs: 1000, ...opts };
+    this.#opts = {
+      maxStreamRetries: 5,
+      retryDelayMs: 1000,
+      globalCacheUpdatePeriodMs: DefaultGlobalCacheUpdatePeriodMs,
+      ...opts,
+    };
   }
 
   start(): void {
@@ -40,6 +55,9 @@ export class EventedPLEG implements Pleg {
     this.#abort = new AbortController();
     this.#mode = 'evented';
     const signal = this.#abort.signal;
+    const cache = this.generic.cache;
+    this.#cacheTimer = setInterval(() => cache.updateTime(cache.now()), this.#opts.globalCacheUpdatePeriodMs);
+    this.#cacheTimer.unref();
     this.#loop = this.#run(signal);
   }
 
@@ -71,6 +89,7 @@ export class EventedPLEG implements Pleg {
 
   #fallBack(): void {
     this.#mode = 'generic';
+    clearInterval(this.#cacheTimer);
     this.#unwatchGeneric = this.generic.watch((e) => this.#emitter.emit(e));
     this.generic.start();
   }
@@ -78,9 +97,14 @@ export class EventedPLEG implements Pleg {
   async #handle(ev: ContainerEventResponse): Promise<void> {
     const uid = ev.podSandboxStatus?.metadata?.uid ?? ev.podSandboxStatus?.labels[PodUidLabel];
     if (!uid) return;
+    const cache = this.generic.cache;
     try {
       const status = await this.#opts.podStatusFromEvent(ev);
-      if (status) this.generic.cache.set(status);
+      // A deleted sandbox takes the pod out of the runtime; any other deletion leaves the cache
+      // to the next event or relist, as the kubelet does.
+      if (ev.containerEventType === ContainerEventType.CONTAINER_DELETED_EVENT) {
+        if (status?.sandboxStatuses.some((s) => s.id === ev.containerId)) cache.delete(uid);
+      } else if (status) cache.set(status, nsToMs(ev.createdAt));
     } catch (err) {
       this.#opts.onError?.(err as Error);
     }
@@ -107,6 +131,7 @@ export class EventedPLEG implements Pleg {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.#cacheTimer);
     this.#abort?.abort();
     await this.#loop;
     this.#abort = undefined;
@@ -128,9 +153,5 @@ export class EventedPLEG implements Pleg {
       return { ok: h.ok, message: `evented pleg fell back to relisting (${this.#lastError}); ${h.message}` };
     }
     return { ok: true, message: 'evented pleg is receiving container events' };
-  }
-
-  getCachedStatus(uid: string): PodStatus | undefined {
-    return this.generic.cache.get(uid);
   }
 }

@@ -1,8 +1,10 @@
 // Relisting PLEG: every relist period, list all pods and containers, diff each container's
-// state against the previous relist, emit lifecycle events, and refresh the cached status of
-// pods that changed. Health: a relist must have succeeded within the threshold (3m).
+// state against the previous relist, write the status of each pod that changed into the pod
+// cache and emit its lifecycle events, then mark the whole cache as fresh as the relist. Health:
+// a relist must have succeeded within the threshold (3m).
 
 import { realClock } from '@kh/apimachinery';
+import { PodCache } from '../container/cache.js';
 import type {
   Clock,
   Pleg,
@@ -12,7 +14,7 @@ import type {
   RunningPod,
   Runtime,
 } from '../container/runtime.js';
-import { LifecycleEmitter, PodStatusCache } from './cache.js';
+import { LifecycleEmitter } from './emitter.js';
 
 export const DefaultRelistPeriodMs = 1000;
 export const DefaultRelistThresholdMs = 180_000;
@@ -61,7 +63,8 @@ export interface GenericPlegOptions {
   relistPeriodMs?: number;
   relistThresholdMs?: number;
   clock?: Clock;
-  cache?: PodStatusCache;
+  /** The pod cache it feeds; by default its own, on `clock`. */
+  cache?: PodCache;
   /** Called when a relist fails (the PLEG keeps going). */
   onError?: (err: Error) => void;
 }
@@ -70,7 +73,7 @@ export class GenericPLEG implements Pleg {
   readonly #runtime: Pick<Runtime, 'getPods' | 'getPodStatus'>;
   readonly #clock: Clock;
   readonly #emitter = new LifecycleEmitter();
-  readonly cache: PodStatusCache;
+  readonly cache: PodCache;
   readonly #thresholdMs: number;
   readonly #onError: ((err: Error) => void) | undefined;
   #periodMs: number;
@@ -85,7 +88,7 @@ export class GenericPLEG implements Pleg {
     this.#clock = opts.clock ?? realClock;
     this.#periodMs = opts.relistPeriodMs ?? DefaultRelistPeriodMs;
     this.#thresholdMs = opts.relistThresholdMs ?? DefaultRelistThresholdMs;
-    this.cache = opts.cache ?? new PodStatusCache();
+    this.cache = opts.cache ?? new PodCache(this.#clock);
     this.#onError = opts.onError;
   }
 
@@ -122,10 +125,6 @@ export class GenericPLEG implements Pleg {
     return 'generic';
   }
 
-  getCachedStatus(uid: string): PodStatus | undefined {
-    return this.cache.get(uid);
-  }
-
   healthy(): { ok: boolean; message: string } {
     if (this.#lastRelist === undefined) return { ok: false, message: 'pleg has yet to be successful' };
     const age = this.#clock.now() - this.#lastRelist;
@@ -140,13 +139,13 @@ export class GenericPLEG implements Pleg {
 
   /** One relist. Public so tests and the evented PLEG can drive it without timers. */
   async relist(): Promise<void> {
+    const timestamp = this.cache.now();
     const started = this.#clock.now();
     const pods = await this.#runtime.getPods(true);
     this.#lastRelist = started;
 
     const current = new Map(pods.map((p) => [p.uid, { pod: p, states: podStates(p) }]));
     const next = new Map(current);
-    const events: PodLifecycleEvent[] = [];
     for (const uid of new Set([...this.#old.keys(), ...current.keys()])) {
       const before = this.#old.get(uid);
       const now = current.get(uid);
@@ -162,23 +161,37 @@ export class GenericPLEG implements Pleg {
         );
       }
       if (podEvents.length === 0) continue;
-      const ref = now?.pod ?? before!.pod;
       if (now) {
-        try {
-          this.cache.set(await this.#runtime.getPodStatus(uid, ref.name, ref.namespace));
-        } catch (err) {
+        const status = await this.#inspect(now.pod);
+        if (!status) {
           // Keep the old view of this pod so its events are generated again on the next relist.
           if (before) next.set(uid, before);
           else next.delete(uid);
-          this.#onError?.(err as Error);
           continue;
         }
-      } else {
-        this.cache.delete(uid);
-      }
-      events.push(...podEvents);
+        this.cache.set(status.status, status.timestamp);
+      } else this.cache.delete(uid);
+      // In the same turn as the write: a worker it woke takes these events into the pass it is
+      // about to start, instead of running another one for them.
+      for (const e of podEvents) this.#emitter.emit(e);
     }
     this.#old = next;
-    for (const e of events) this.#emitter.emit(e);
+    // Only once every changed pod is written: the rest of the cache is as new as this relist.
+    this.cache.updateTime(timestamp);
+  }
+
+  /**
+   * Reads the pod's status, stamped with the time before the read. A failed read goes into the
+   * cache, so no worker syncs on the pod's older status; it returns undefined.
+   */
+  async #inspect(pod: RunningPod): Promise<{ status: PodStatus; timestamp: number } | undefined> {
+    const timestamp = this.cache.now();
+    try {
+      return { status: await this.#runtime.getPodStatus(pod.uid, pod.name, pod.namespace), timestamp };
+    } catch (err) {
+      this.cache.setError(pod.uid, err as Error, timestamp);
+      this.#onError?.(err as Error);
+      return undefined;
+    }
   }
 }

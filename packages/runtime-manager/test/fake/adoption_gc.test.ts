@@ -143,6 +143,20 @@ describe('container garbage collection', () => {
     expect([await dead(a), await dead(b)]).toEqual([1, 1]);
   });
 
+  it('goes on after a removal fails, and then throws every failure at once', async () => {
+    const pod = await crashLoop('fails', 3);
+    h.fake.failNext('RemoveContainer', new Error('device or resource busy'));
+    const err = await h.manager
+      .garbageCollect({ minAgeMs: 0, maxPerPodContainer: 1, maxContainers: -1 }, true, false)
+      .catch((e: AggregateError) => e);
+    expect(err).toBeInstanceOf(AggregateError);
+    expect((err as AggregateError).message).toMatch(/^container GC: .*device or resource busy$/);
+    expect((err as AggregateError).errors).toHaveLength(1);
+    // The other dead instance went all the same.
+    const dead = (await h.status(pod)).containerStatuses.filter((c) => c.state === 'exited');
+    expect(dead).toHaveLength(2);
+  });
+
   it('rejects a policy whose per-container cap exceeds the total', async () => {
     await expect(
       h.manager.garbageCollect({ minAgeMs: 0, maxPerPodContainer: 5, maxContainers: 2 }, true, false),

@@ -1,6 +1,6 @@
 import { UnavailableError } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
-import type { PodLifecycleEvent } from '../../src/container/runtime.js';
+import type { PodLifecycleEvent, PodStatus } from '../../src/container/runtime.js';
 import { EventedPLEG } from '../../src/pleg/evented.js';
 import { GenericPLEG } from '../../src/pleg/generic.js';
 import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
@@ -32,14 +32,14 @@ describe('generic (relisting) PLEG', () => {
     await h.sync(pod);
     await pleg.relist();
     expect(kinds(events).sort()).toEqual(['ContainerStarted', 'ContainerStarted']); // sandbox + app
-    expect(pleg.getCachedStatus(pod.metadata!.uid!)?.containerStatuses[0]?.state).toBe('running');
+    expect(pleg.cache.get(pod.metadata!.uid!).containerStatuses[0]?.state).toBe('running');
 
     const app = (await h.status(pod)).containerStatuses[0]!;
     events.length = 0;
     h.fake.exitContainer(app.id.id, 137);
     await pleg.relist();
     expect(events).toEqual([{ podUid: pod.metadata!.uid, type: 'ContainerDied', data: app.id.id }]);
-    expect(pleg.getCachedStatus(pod.metadata!.uid!)?.containerStatuses[0]).toMatchObject({
+    expect(pleg.cache.get(pod.metadata!.uid!).containerStatuses[0]).toMatchObject({
       state: 'exited',
       exitCode: 137,
     });
@@ -48,6 +48,13 @@ describe('generic (relisting) PLEG', () => {
     await h.manager.context.cri.removeContainer({ containerId: app.id.id });
     await pleg.relist();
     expect(kinds(events)).toEqual(['ContainerRemoved']);
+
+    // Gone from the runtime altogether: gone from the cache, which then reads it as empty.
+    const sandbox = (await h.status(pod)).sandboxStatuses[0]!;
+    await h.manager.context.cri.stopPodSandbox({ podSandboxId: sandbox.id });
+    await h.manager.context.cri.removePodSandbox({ podSandboxId: sandbox.id });
+    await pleg.relist();
+    expect(pleg.cache.get(pod.metadata!.uid!)).toMatchObject({ sandboxStatuses: [], containerStatuses: [] });
   });
 
   it('reports a container that vanished while running as died and removed', async () => {
@@ -80,6 +87,56 @@ describe('generic (relisting) PLEG', () => {
     expect(pleg.mode()).toBe('generic');
   });
 
+  it('feeds the pod cache: a relist makes every pod as fresh as itself, changed or not', async () => {
+    const pleg = new GenericPLEG(h.manager, { clock: h.clock });
+    const { cache } = pleg;
+    const pod = makePod('fresh', [ctr('app')]);
+    const uid = pod.metadata!.uid!;
+    // Before its first relist, the cache cannot say the pod has nothing.
+    const seen: { status?: PodStatus } = {};
+    const states = () => seen.status?.containerStatuses.map((c) => c.state);
+    void cache.getNewerThan(uid, Number.NEGATIVE_INFINITY).then((s) => {
+      seen.status = s;
+    });
+    await h.sync(pod);
+    expect(states()).toBeUndefined();
+    await pleg.relist();
+    expect(states()).toEqual(['running']);
+
+    // A worker's sync ended: it waits for a relist that started after, though the pod is unchanged.
+    const syncEnded = cache.now();
+    delete seen.status;
+    const waiting = cache.getNewerThan(uid, syncEnded).then((s) => {
+      seen.status = s;
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(states()).toBeUndefined();
+    const reads = h.fake.calls.length;
+    await pleg.relist();
+    await waiting;
+    expect(states()).toEqual(['running']);
+    // Unchanged: the relist listed the runtime and read no pod's status.
+    expect(h.callsSince(reads).filter((m) => m.endsWith('Status'))).toEqual([]);
+  });
+
+  it("puts a failed status read into the cache, so no worker syncs on the pod's older status", async () => {
+    const errors: Error[] = [];
+    const pleg = new GenericPLEG(h.manager, { clock: h.clock, onError: (e) => errors.push(e) });
+    const pod = makePod('flaky', [ctr('app')]);
+    const uid = pod.metadata!.uid!;
+    await h.sync(pod);
+    h.fake.failNext('ContainerStatus', new UnavailableError('runtime busy'));
+    await pleg.relist();
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/runtime busy/)]);
+    await expect(pleg.cache.getNewerThan(uid, Number.NEGATIVE_INFINITY)).rejects.toThrow(/runtime busy/);
+    // The pod's change is seen again on the next relist, and read.
+    const events: PodLifecycleEvent[] = [];
+    pleg.watch((e) => events.push(e));
+    await pleg.relist();
+    expect(kinds(events).sort()).toEqual(['ContainerStarted', 'ContainerStarted']);
+    expect(pleg.cache.get(uid).containerStatuses.map((c) => c.state)).toEqual(['running']);
+  });
+
   it('relists on its own once started', async () => {
     const pleg = new GenericPLEG(h.manager, { clock: h.clock, relistPeriodMs: 10 });
     const events: PodLifecycleEvent[] = [];
@@ -109,10 +166,30 @@ describe('evented PLEG', () => {
     h.fake.exitContainer(app.id.id, 1);
     await until(() => events.some((e) => e.type === 'ContainerDied' && e.data === app.id.id), 'died event');
     await until(
-      () => pleg.getCachedStatus(pod.metadata!.uid!)?.containerStatuses[0]?.state === 'exited',
+      () => generic.cache.get(pod.metadata!.uid!).containerStatuses[0]?.state === 'exited',
       'cached exited status',
     );
     expect(pleg.healthy().ok).toBe(true);
+    // Removing the pod's sandbox takes the pod out of the cache.
+    const sandbox = (await h.status(pod)).sandboxStatuses[0]!;
+    await h.manager.context.cri.stopPodSandbox({ podSandboxId: sandbox.id });
+    await h.manager.context.cri.removePodSandbox({ podSandboxId: sandbox.id });
+    await until(() => events.some((e) => e.type === 'ContainerRemoved' && e.data === sandbox.id), 'removed');
+    expect(generic.cache.get(pod.metadata!.uid!).sandboxStatuses).toEqual([]);
+    await pleg.stop();
+  });
+
+  it("moves the cache's global timestamp on by itself, so a worker waiting for a pod without events is not stuck", async () => {
+    const generic = new GenericPLEG(h.manager, { clock: h.clock });
+    const pleg = new EventedPLEG(h.manager.context.cri, generic, {
+      podStatusFromEvent: (ev) => h.manager.podStatusFromEvent(ev),
+      globalCacheUpdatePeriodMs: 10,
+    });
+    pleg.start();
+    await until(() => h.fake.eventSubscribers > 0, 'event subscription');
+    // The clock stands still; the cache's own times still move on.
+    const quiet = await generic.cache.getNewerThan('no-events', generic.cache.now());
+    expect(quiet).toMatchObject({ uid: 'no-events', containerStatuses: [] });
     await pleg.stop();
   });
 

@@ -2,25 +2,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  parseCriLog,
-  readTerminationMessage,
-  tailLogMessage,
-} from '../../src/kuberuntime/termination_message.js';
+import { readTerminationMessage, tailLogMessage } from '../../src/kuberuntime/termination_message.js';
 
 const line = (stream: string, tag: string, text: string) =>
   `2024-01-01T00:00:00.000000000Z ${stream} ${tag} ${text}`;
 
-describe('CRI log parsing', () => {
-  it('joins partial lines and keeps both streams in order', () => {
-    const text = [
-      line('stdout', 'P', 'hel'),
-      line('stdout', 'F', 'lo'),
-      line('stderr', 'F', 'oops'),
-      '',
-    ].join('\n');
-    expect(parseCriLog(text)).toEqual(['hello', 'oops']);
-  });
+describe('the termination message from logs', () => {
   it('keeps the last 80 lines within 2 KiB', () => {
     const text = Array.from({ length: 200 }, (_, i) => line('stdout', 'F', `l${i}`)).join('\n');
     const msg = tailLogMessage(text);
