@@ -5,6 +5,7 @@
 // summary and searched for the deadlock's two goroutines.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { CriClient } from '@kh/cri-api';
 import { ensureImages, TestNetwork, WORKLOAD_IMAGES } from '@kh/testkit';
 import { startedNode } from '../backends/started-node.js';
@@ -18,6 +19,12 @@ export interface ChurnOptions {
   rounds: number;
   /** Per-call deadline: a call that takes longer is a hang suspect. */
   callTimeoutMs: number;
+  /**
+   * CRI Status asked this often meanwhile (0: never), as an agent's runtime health check and
+   * relists ask while pods come and go: the dockershim answers it with Docker's network inspect,
+   * which takes the lock a teardown holds.
+   */
+  statusEveryMs: number;
   outDir: string;
 }
 
@@ -99,6 +106,8 @@ export async function runChurn(
     // Round n's pods are torn down while round n+1's start, as when a suite's pods are deleted
     // while the next cell's pods start: that overlap is what reddened CI.
     let tearing: Promise<Teardown> | undefined;
+    const polling = new AbortController();
+    const poller = pollStatus(client, opts.statusEveryMs, polling.signal);
     const finish = async (teardown: Promise<Teardown> | undefined) => {
       const done = await teardown;
       if (!done) return;
@@ -140,6 +149,8 @@ export async function runChurn(
       }
       await finish(tearing);
     } finally {
+      polling.abort();
+      await poller;
       client.close();
     }
     return summary;
@@ -149,6 +160,14 @@ export async function runChurn(
       ?.stop()
       .catch((err: unknown) => progress.warn(`node clean-up: ${(err as Error).message}`));
     await stop().catch(() => {});
+  }
+}
+
+/** Status every `everyMs` until aborted; its answers do not matter, only the calls' company. */
+async function pollStatus(client: CriClient, everyMs: number, signal: AbortSignal): Promise<void> {
+  while (everyMs > 0 && !signal.aborted) {
+    await client.status({}, { signal }).catch(() => {});
+    await delay(everyMs, undefined, { signal }).catch(() => {});
   }
 }
 

@@ -19,6 +19,8 @@ Options:
                            a probe suite's pods)
       --rounds <n>         rounds at most (default 30)
       --call-timeout <s>   per CRI call; a slower call is a hang suspect (default 60)
+      --status-every <ms>  CRI Status meanwhile, as an agent's health checks ask it
+                           (default 1000; 0: never)
   -o, --out <dir>          default .reports/churn
       --backend <module>   load a backend module first (repeatable)
   -h, --help
@@ -39,6 +41,7 @@ export async function runChurnCommand(
         pods: { type: 'string', default: '22' },
         rounds: { type: 'string', default: '30' },
         'call-timeout': { type: 'string', default: '60' },
+        'status-every': { type: 'string', default: '1000' },
         out: { type: 'string', short: 'o', default: '.reports/churn' },
         backend: { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
@@ -53,21 +56,23 @@ export async function runChurnCommand(
     io.out(`${CHURN_USAGE}\n`);
     return 0;
   }
-  const count = (flag: string) => {
+  const count = (flag: string, min = 1) => {
     const n = Number(values[flag]);
-    if (!Number.isInteger(n) || n < 1)
-      throw new Error(`--${flag} must be a whole number ≥ 1, got "${values[flag]}"`);
+    if (!Number.isInteger(n) || n < min)
+      throw new Error(`--${flag} must be a whole number ≥ ${min}, got "${values[flag]}"`);
     return n;
   };
   let backend: Awaited<ReturnType<typeof loadBackends>>['backends'][number];
   let pods: number;
   let rounds: number;
   let callTimeoutS: number;
+  let statusEveryMs: number;
   try {
     if (typeof values.runtime !== 'string') throw new Error('--runtime names the column to churn');
     pods = count('pods');
     rounds = count('rounds');
     callTimeoutS = count('call-timeout');
+    statusEveryMs = count('status-every', 0);
     const registry = await loadBackends({ modules: (values.backend as string[] | undefined) ?? [] });
     const selected = selectBackends([values.runtime], registry.backends);
     if (selected.length !== 1)
@@ -80,7 +85,7 @@ export async function runChurnCommand(
   const outDir = values.out as string;
   const summary = await runChurn(
     backend,
-    { pods, rounds, callTimeoutMs: callTimeoutS * 1000, outDir },
+    { pods, rounds, callTimeoutMs: callTimeoutS * 1000, statusEveryMs, outDir },
     progress,
     io.signal,
   );

@@ -79,7 +79,7 @@ test('tears pods down round after round and stops at the hang, with the dump and
   const { backend } = await deadlockingRuntime(2, 3);
   const summary = await runChurn(
     backend,
-    { pods: 3, rounds: 10, callTimeoutMs: 5_000, outDir: dir },
+    { pods: 3, rounds: 10, callTimeoutMs: 5_000, statusEveryMs: 0, outDir: dir },
     silentProgress,
     undefined,
     world,
@@ -100,7 +100,7 @@ test('runs every round when the runtime never hangs, and tears every pod down', 
   const { backend, live } = await deadlockingRuntime(1_000, 2);
   const summary = await runChurn(
     backend,
-    { pods: 2, rounds: 3, callTimeoutMs: 5_000, outDir: dir },
+    { pods: 2, rounds: 3, callTimeoutMs: 5_000, statusEveryMs: 10, outDir: dir },
     silentProgress,
     undefined,
     world,
