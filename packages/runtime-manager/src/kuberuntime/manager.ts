@@ -254,6 +254,10 @@ export class KubeGenericRuntimeManager implements Runtime {
     };
   }
 
+  async updatePodCIDR(podCidr: string): Promise<void> {
+    await this.#ctx.cri.updateRuntimeConfig({ runtimeConfig: { networkConfig: { podCidr } } });
+  }
+
   // ---- pod status -------------------------------------------------------------------------
 
   async getPodStatus(uid: string, name: string, namespace: string): Promise<PodStatus> {
