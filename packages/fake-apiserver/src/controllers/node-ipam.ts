@@ -133,13 +133,16 @@ export class NodeIpamController {
     for (const name of names) {
       const node = this.rest.store.get(nodesDef.storage, '', name);
       if (!node || node.metadata.deletionTimestamp || podCidrsOf(node).length > 0) continue;
-      const taken: Cidr[] = [];
+      const taken: [CidrSet, Cidr][] = [];
       for (const set of this.sets) {
         const c = set.allocate();
-        if (c) taken.push(c);
+        if (c) taken.push([set, c]);
       }
+      const giveBack = () => {
+        for (const [set, c] of taken) set.release(c);
+      };
       if (taken.length < this.sets.length) {
-        taken.forEach((c, i) => this.sets[i]?.release(c));
+        giveBack();
         if (!this.told.has(name)) {
           this.told.add(name);
           recordEvent(
@@ -153,13 +156,13 @@ export class NodeIpamController {
         }
         continue;
       }
-      const podCIDRs = taken.map(formatCidr);
+      const podCIDRs = taken.map(([, c]) => formatCidr(c));
       try {
         this.rest.patch(nodesDef, '', name, 'merge', { spec: { podCIDR: podCIDRs[0], podCIDRs } });
         this.told.delete(name);
       } catch (e) {
         // Deleted meanwhile, or a writer set CIDRs of its own: the subnets go back.
-        taken.forEach((c, i) => this.sets[i]?.release(c));
+        giveBack();
         if (this.rest.store.get(nodesDef.storage, '', name))
           console.error(`fake-apiserver: allocating pod CIDRs to node ${name}: ${(e as Error).message}`);
       }
