@@ -18,13 +18,17 @@ export const NODE_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
 
 /** A node on the run's network under the node's name, with the checkout mounted; not started. */
 export function kindNode(ctx: BackendContext, runtime: BuiltinNodeRuntime | NodeRuntimeSpec): NodeContainer {
-  return new NodeContainer(ctx.images.node)
-    .withRuntime(runtime)
-    .withName(ctx.nodeName)
-    .withNetwork(ctx.network, ctx.nodeName)
-    .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
-    .withBindMounts(projectMounts())
-    .withProgress(ctx.progress);
+  return (
+    new NodeContainer(ctx.images.node)
+      .withRuntime(runtime)
+      .withName(ctx.nodeName)
+      .withNetwork(ctx.network, ctx.nodeName)
+      .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
+      // The agent passes on the pod CIDR the apiserver allocated to its Node.
+      .withPodCidr(undefined)
+      .withBindMounts(projectMounts())
+      .withProgress(ctx.progress)
+  );
 }
 
 /**

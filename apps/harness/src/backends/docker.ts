@@ -1,7 +1,7 @@
 // Docker Engine behind our dockershim: dockerd runs under the node's init (so it can be stopped
 // and started again) and the dockershim (from the host checkout, on the host's Node) serves CRI
 // next to it.
-import { dockerRuntime } from '@kh/testkit';
+import { DOCKERSHIM_CNI_FLAGS, dockerRuntime } from '@kh/testkit';
 import { inContainer } from '../node/project.js';
 import { kindBackend } from './kind.js';
 
@@ -19,6 +19,8 @@ export const dockerBackend = kindBackend({
         `--pod-infra-container-image=${ctx.images.pause}`,
         // The node lacks CAP_SYS_RESOURCE (PLATFORM.md): a negative oom_score_adj would fail.
         '--restrict-oom-score-adj',
+        // Pods on CNI from the node's pod CIDR, as cri-dockerd's default.
+        ...DOCKERSHIM_CNI_FLAGS,
       ]),
   },
 });

@@ -11,7 +11,7 @@ export const CNI_BIN_DIR = '/usr/lib/cni';
 /** Where runtimes look for (and write) the node's CNI config. */
 export const CNI_CONF_DIR = '/etc/cni/net.d';
 /** The template in a node, outside CNI_CONF_DIR so that no runtime takes it for a config. */
-export const CNI_CONF_TEMPLATE_PATH = '/etc/kh/cni-conf-template.json';
+export const CNI_CONF_TEMPLATE_PATH = '/etc/kh/cni-conf.template';
 
 /**
  * bridge + host-local on the node's pod CIDRs (one range per IP family, containerd's dual-stack
