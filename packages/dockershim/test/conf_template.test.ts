@@ -1,3 +1,4 @@
+import { CNI_CONF_TEMPLATE } from '@kh/testkit';
 import { describe, expect, it } from 'vitest';
 import { ConfTemplate, templateData } from '../src/network/template.js';
 
@@ -23,6 +24,16 @@ describe('conf template', () => {
       '[[{"subnet": "10.1.0.0/24"}], [{"subnet": "fd00::/64"}]]',
     );
     expect(render(dual, ['10.1.0.0/24'])).toBe('[[{"subnet": "10.1.0.0/24"}]]');
+  });
+
+  it("renders the harness nodes' template (testkit's, containerd renders the same) into a valid conflist", () => {
+    const conflist = JSON.parse(render(CNI_CONF_TEMPLATE, ['10.244.7.0/24']));
+    expect(conflist.plugins.map((p: { type: string }) => p.type)).toEqual(['bridge', 'portmap', 'firewall']);
+    expect(conflist.plugins[0].ipam).toEqual({
+      type: 'host-local',
+      ranges: [[{ subnet: '10.244.7.0/24' }]],
+      routes: [{ dst: '0.0.0.0/0' }],
+    });
   });
 
   it('prints lists as Go does, ranges over dot, takes else branches and trims around {{- -}}', () => {

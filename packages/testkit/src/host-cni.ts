@@ -40,6 +40,8 @@ export async function claimHostPodNetwork(): Promise<HostPodNetwork> {
     const gateway = subnet.replace(/\.0\/24$/, '.1');
     await run('ip', ['link', 'add', 'name', bridge, 'type', 'bridge']);
     await run('ip', ['addr', 'add', `${gateway}/24`, 'dev', bridge]);
+    // Up: the kernel installs the subnet's route only for a link that is up.
+    await run('ip', ['link', 'set', 'dev', bridge, 'up']);
     // Lost a race with another run between the check and the add: give it back and pick again.
     if ((await routedPrefixes(bridge)).some((p) => overlaps(p, subnet))) {
       await run('ip', ['link', 'delete', bridge]);
