@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CNI_BIN_DIR } from './containers/cni.js';
 import { runId } from './containers/labels.js';
+import { orphanedDirs, writeOwner } from './util/owned-dir.js';
 import { run } from './util/process.js';
 
 // A pod network of its own on the host, for a runtime under test next to the host's dockerd and
@@ -123,13 +124,7 @@ export function hostPodConflist(network: HostPodNetwork, opts: { name: string; i
 }
 
 const DIR_PREFIX = 'kh-cni-';
-const OWNER_FILE = 'owner.json';
 const CONFLIST = '10-kh-host.conflist';
-
-interface Owner {
-  pid: number;
-  network: HostPodNetwork;
-}
 
 /**
  * A claimed pod network with everything a CNI client needs under one temp dir: `conf` (the
@@ -152,8 +147,7 @@ export class HostCniNetwork {
     let network: HostPodNetwork | undefined;
     try {
       network = await claimHostPodNetwork();
-      const owner: Owner = { pid: process.pid, network };
-      await writeFile(join(dir, OWNER_FILE), JSON.stringify(owner));
+      await writeOwner(dir, { network });
       const created = new HostCniNetwork(dir, network);
       await mkdir(created.confDir, { recursive: true });
       await writeFile(
@@ -204,16 +198,10 @@ export class HostCniNetwork {
 
 /** Removes the HostCniNetworks whose owning process died without remove(). Returns how many. */
 export async function removeHostCniLeftovers(): Promise<number> {
-  let removed = 0;
-  for (const entry of (await readdir(tmpdir())).filter((e) => e.startsWith(DIR_PREFIX))) {
-    const dir = join(tmpdir(), entry);
-    const owner = await readFile(join(dir, OWNER_FILE), 'utf8')
-      .then((text) => JSON.parse(text) as Owner)
-      .catch(() => undefined);
-    if (!owner || existsSync(`/proc/${owner.pid}`)) continue;
+  const orphans = await orphanedDirs<{ network: HostPodNetwork }>(DIR_PREFIX);
+  for (const { dir, owner } of orphans) {
     await releaseHostPodNetwork(owner.network);
     await rm(dir, { recursive: true, force: true });
-    removed++;
   }
-  return removed;
+  return orphans.length;
 }

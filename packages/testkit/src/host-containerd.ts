@@ -19,6 +19,7 @@ import {
 } from './host-cni.js';
 import { ensureImages } from './images/ensure.js';
 import { docker, requireHostImage } from './util/docker.js';
+import { orphanedDirs, processAlive, writeOwner } from './util/owned-dir.js';
 import { requireTool, run } from './util/process.js';
 import { type Progress, silent, timed } from './util/progress.js';
 import { done, notYet, UntilTimeoutError, until } from './util/until.js';
@@ -110,8 +111,7 @@ export class StartedHostContainerd {
   /** @internal: starts containerd and waits until its CRI answers. */
   async launch(binary: string, readyTimeoutMs: number): Promise<void> {
     // Who owns this dir, for removeHostContainerdLeftovers after a killed test process.
-    const owner: Owner = { pid: process.pid, network: this.network };
-    await writeFile(join(this.dir, OWNER_FILE), JSON.stringify(owner));
+    await writeOwner(this.dir, { network: this.network });
     const log = openSync(this.logPath, 'a');
     try {
       this.pid = spawn(binary, ['--config', join(this.dir, 'config.toml')], {
@@ -123,7 +123,7 @@ export class StartedHostContainerd {
     try {
       this.version = await until(
         async () => {
-          if (!this.pid || !(await alive(this.pid))) throw new Error('containerd exited');
+          if (!this.pid || !(await processAlive(this.pid))) throw new Error('containerd exited');
           return criVersion(this.socketPath, 1_000).then(done, (err: Error) => notYet(err.message));
         },
         { timeoutMs: readyTimeoutMs, intervalMs: 100, describe: "containerd's CRI to answer" },
@@ -178,7 +178,7 @@ export class StartedHostContainerd {
         errors.push(`${what}: ${(err as Error).message}`);
       }
     };
-    if (this.pid && (await alive(this.pid))) {
+    if (this.pid && (await processAlive(this.pid))) {
       await attempt('remove pods through CRI', () =>
         run(this.crictl, [
           '--runtime-endpoint',
@@ -216,7 +216,7 @@ export class StartedHostContainerd {
       } catch {
         return;
       }
-      const gone = await until(async () => ((await alive(pid)) ? notYet('running') : done(true)), {
+      const gone = await until(async () => ((await processAlive(pid)) ? notYet('running') : done(true)), {
         timeoutMs: waitMs,
         intervalMs: 50,
         describe: `containerd (pid ${pid}) to exit on ${signal}`,
@@ -274,41 +274,23 @@ export class StartedHostContainerd {
   }
 }
 
-const OWNER_FILE = 'owner.json';
 const DIR_PREFIX = 'kh-containerd-';
-
-interface Owner {
-  pid: number;
-  network: HostContainerdNetwork;
-}
-
-/** Whether a process runs (a zombie counts as gone: it only waits for its parent to reap it). */
-async function alive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-}
 
 /**
  * Stops the HostContainerds whose owning process died without stop() (a killed test run): their
  * containerd, pods, shims, mounts, bridge and dir, as stop() would. Returns how many it removed.
  */
 export async function removeHostContainerdLeftovers(options: { progress?: Progress } = {}): Promise<number> {
-  let removed = 0;
-  for (const entry of (await readdir(tmpdir())).filter((e) => e.startsWith(DIR_PREFIX))) {
-    const dir = join(tmpdir(), entry);
-    const owner = await readFile(join(dir, OWNER_FILE), 'utf8')
-      .then((text) => JSON.parse(text) as Owner)
-      .catch(() => undefined);
-    if (!owner || (await alive(owner.pid))) continue;
+  const orphans = await orphanedDirs<{ network: HostPodNetwork }>(DIR_PREFIX);
+  for (const { dir, owner } of orphans) {
     const { crictl } = await criTools();
     const ctr = await requireTool('ctr', 'containerd');
     const orphan = new StartedHostContainerd(dir, crictl, ctr, '', options.progress ?? silent);
     orphan.network = owner.network;
     orphan.pid = await containerdOf(dir);
     await orphan.stop();
-    removed++;
   }
-  return removed;
+  return orphans.length;
 }
 
 /** The containerd started with this dir's config, if it still runs. */

@@ -6,7 +6,7 @@
 import type { KObject } from '../meta/object.js';
 import { nodes as nodesDef } from '../registry/nodes.js';
 import type { RestStorage } from '../registry/rest.js';
-import { type Cidr, CidrSet, formatCidr, parseCidr } from './cidr.js';
+import { type Cidr, CidrSet, formatCidr, parseCidr } from '../meta/cidr.js';
 import { recordEvent } from './events.js';
 
 export interface NodeIpamOptions {

@@ -1,5 +1,5 @@
 import { Quantity } from '@kh/apimachinery';
-import { parseCidr } from '../controllers/cidr.js';
+import { parseCidr } from '../meta/cidr.js';
 import type { KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
 import { checkQualifiedKey } from './meta.js';
