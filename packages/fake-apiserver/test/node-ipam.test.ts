@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { formatCidr, parseCidr } from '../src/meta/cidr.js';
 import { nodeCidrSets } from '../src/controllers/node-ipam.js';
 import { type ApiServer, createApiServer } from '../src/index.js';
+import { formatCidr, parseCidr } from '../src/meta/cidr.js';
 import type { KObject } from '../src/meta/object.js';
 import { ApiClient, eventually, readyNode } from './helpers.js';
 

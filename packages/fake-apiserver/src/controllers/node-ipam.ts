@@ -3,10 +3,11 @@
 // --cluster-cidr in spec.podCIDRs (and the first in spec.podCIDR), released when the node is
 // deleted. The allocations live in the nodes themselves, so a restarted server (with --data-dir)
 // reads them back and hands out no subnet twice.
+
+import { type Cidr, CidrSet, formatCidr, parseCidr } from '../meta/cidr.js';
 import type { KObject } from '../meta/object.js';
 import { nodes as nodesDef } from '../registry/nodes.js';
 import type { RestStorage } from '../registry/rest.js';
-import { type Cidr, CidrSet, formatCidr, parseCidr } from '../meta/cidr.js';
 import { recordEvent } from './events.js';
 
 export interface NodeIpamOptions {
