@@ -136,6 +136,11 @@ describe('cni mode', () => {
       return r.exitCode === 0 ? r.out : undefined;
     }, `http://${serverIp}/ from another pod`);
     expect(page).toContain('kubelet-harness');
+    // Docker's stats of a `none` container have no interfaces: the shim reads the pod's namespace.
+    const stats = (await h.client.podSandboxStats({ podSandboxId: server.podId })).stats;
+    expect(stats?.linux?.network?.defaultInterface?.name).toBe('eth0');
+    expect(stats?.linux?.network?.defaultInterface?.txBytes?.value).toBeGreaterThan(0n);
+    expect(stats?.linux?.network?.interfaces.map((i) => i.name)).toEqual(['eth0']);
   });
 
   it("forwards a hostPort through portmap from the node's loopback to the pod", async () => {

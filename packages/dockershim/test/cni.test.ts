@@ -12,7 +12,7 @@ import {
   TEMPLATED_CONF_FILE,
 } from '../src/network/cni.js';
 import { parseConf, parseConfList } from '../src/network/config.js';
-import { networkError } from '../src/shim/pod_network.js';
+import { networkError, parseNetDev } from '../src/shim/pod_network.js';
 import { conflist, FakeCni } from './fake_cni.js';
 
 // The CNI client against fake plugins (Node scripts that record their invocations): libcni's
@@ -299,5 +299,19 @@ describe('pod CIDR and the conf template', () => {
     const bad = join(cni.dir, 'bad.json');
     await import('node:fs/promises').then((fs) => fs.writeFile(bad, '{{ .PodCIDR | printf "%s" }}'));
     await expect(plugin({ confTemplate: bad })).rejects.toThrow(/unsupported action/);
+  });
+});
+
+describe("a pod's network usage from its namespace", () => {
+  it('reads /proc/<pid>/net/dev without loopback', () => {
+    const text = `Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:     100       1    0    0    0     0          0         0      100       1    0    0    0     0       0          0
+  eth0: 1234567      10    3    0    0     0          0         0      567       5    4    0    0     0       0          0
+`;
+    expect(parseNetDev(text)).toEqual([
+      { name: 'eth0', rxBytes: 1234567n, rxErrors: 3n, txBytes: 567n, txErrors: 4n },
+    ]);
+    expect(parseNetDev('')).toEqual([]);
   });
 });

@@ -8,6 +8,7 @@ import {
   FailedPreconditionError,
   InternalError,
   InvalidArgumentError,
+  type NetworkUsage,
   type PodSandboxConfig,
   UnknownCriError,
 } from '@kh/cri-api';
@@ -18,6 +19,7 @@ import {
   type CniPortMapping,
   CniTimeoutError,
   InvalidPodCidrError,
+  POD_INTERFACE,
   type PodNetwork,
 } from '../network/cni.js';
 import type { ShimContext } from './context.js';
@@ -130,4 +132,54 @@ export async function sandboxIps(ctx: ShimContext, info: Dockerode.ContainerInsp
   const any = Object.values(networks).find((n) => n.IPAddress)?.IPAddress;
   const ip = own || any || ((info.NetworkSettings as { IPAddress?: string }).IPAddress ?? '');
   return ip ? [ip] : [];
+}
+
+/** The interfaces of /proc/<pid>/net/dev (the process's network namespace), loopback left out. */
+export function parseNetDev(
+  text: string,
+): { name: string; rxBytes: bigint; rxErrors: bigint; txBytes: bigint; txErrors: bigint }[] {
+  return text
+    .split('\n')
+    .slice(2)
+    .map((line) => /^\s*([^:\s]+):\s*(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null && m[1] !== 'lo')
+    .map((m) => {
+      // Receive: bytes packets errs drop fifo frame compressed multicast; then Transmit: bytes packets errs ...
+      const f = (m[2] ?? '')
+        .trim()
+        .split(/\s+/)
+        .map((n) => BigInt(n));
+      return {
+        name: m[1]!,
+        rxBytes: f[0] ?? 0n,
+        rxErrors: f[2] ?? 0n,
+        txBytes: f[8] ?? 0n,
+        txErrors: f[10] ?? 0n,
+      };
+    });
+}
+
+/**
+ * A `none`-mode pod's network usage, read from its namespace (Docker's stats of such a container
+ * carry no interfaces): eth0 is the default interface, as containerd reports it.
+ */
+export async function cniPodNetworkUsage(
+  ctx: ShimContext,
+  sandboxId: string,
+  timestamp: bigint,
+): Promise<NetworkUsage | undefined> {
+  const info = await findManaged(ctx, sandboxId, ContainerType.sandbox).catch(() => undefined);
+  if (info?.HostConfig.NetworkMode !== CNI_NETWORK_MODE) return undefined;
+  const netns = await pauseNetns(info);
+  const text = netns ? await readFile(netns.replace(/ns\/net$/, 'net/dev'), 'utf8').catch(() => '') : '';
+  const interfaces = parseNetDev(text).map((i) => ({
+    name: i.name,
+    rxBytes: { value: i.rxBytes },
+    rxErrors: { value: i.rxErrors },
+    txBytes: { value: i.txBytes },
+    txErrors: { value: i.txErrors },
+  }));
+  if (interfaces.length === 0) return undefined;
+  const def = interfaces.find((i) => i.name === POD_INTERFACE) ?? interfaces[0];
+  return { timestamp, defaultInterface: def, interfaces };
 }
