@@ -28,5 +28,6 @@ export { parseRunOptions, type RunOptions, selectScenarios } from './run/options
 export { type MatrixDeps, runMatrix } from './run/runner.js';
 export type { KubectlOptions, KubectlProcess, KubectlResult } from './support/kubectl.js';
 export { consoleProgress, type Progress } from './support/progress.js';
+export { CLUSTER_CIDR, NODE_CIDR_MASK_SIZE } from './world/apiserver.js';
 export { RunLedger } from './world/ledger.js';
 export type { ReadyNode, World } from './world/types.js';

@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ensureImages, removeLeftovers, runId } from '@kh/testkit';
+import { CNI_CONF_TEMPLATE, ensureImages, removeLeftovers, runId } from '@kh/testkit';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
@@ -39,6 +39,15 @@ describe('docker-compose.yml', () => {
         if (source.startsWith(root)) expect(existsSync(source), `${name}: ${source}`).toBe(true);
       }
     }
+  });
+
+  it("networks pods from testkit's CNI template, which the nodes fill with their pod CIDR", () => {
+    const compose = (f: string) => readFileSync(join(root, 'apps/harness/compose', f), 'utf8');
+    expect(compose('cni-conf.template')).toBe(CNI_CONF_TEMPLATE);
+    expect(compose('containerd.toml')).toContain('conf_template = "/etc/kh/cni-conf.template"');
+    const text = readFileSync(join(root, 'docker-compose.yml'), 'utf8');
+    expect(text).toContain('--cni-conf-template=/etc/kh/cni-conf.template');
+    expect(text).toContain('--allocate-node-cidrs');
   });
 
   it('publishes ports on loopback only, by default and as tests override them', () => {
@@ -123,6 +132,14 @@ describe('docker-compose.yml', () => {
           if (onNodes.length < 2) await new Promise((r) => setTimeout(r, 1_000));
         }
         expect(onNodes, (await compose('logs', '--no-color', 'images')).stdout).toEqual(nodes);
+        // Both runtimes networked their pod from the node's /24 of the cluster CIDR.
+        for (const p of (await core.listNamespacedPod({ namespace: 'default' })).items) {
+          const node = await core.readNode({ name: p.spec?.nodeName ?? '' });
+          const prefix = node.spec?.podCIDR?.replace(/0\/24$/, '') ?? 'no podCIDR';
+          expect(p.status?.podIP, `${p.metadata?.name} in ${node.spec?.podCIDR}`).toMatch(
+            new RegExp(`^${prefix.replaceAll('.', '\\.')}`),
+          );
+        }
         const containers = await docker.listContainers({ filters: { label } });
         expect(containers.every((c) => c.Labels['kh.owner'] === 'test')).toBe(true);
       } finally {

@@ -1,5 +1,6 @@
 import { Quantity } from '@kh/apimachinery';
-import type { Scenario } from '@kh/harness';
+import { CLUSTER_CIDR, NODE_CIDR_MASK_SIZE, type Scenario } from '@kh/harness';
+import { inCidr } from '../support/cidr.js';
 
 /** The Node and its Lease look as a kubelet makes them, and kubectl shows the node Ready. */
 export const nodeRegistration: Scenario = {
@@ -8,7 +9,7 @@ export const nodeRegistration: Scenario = {
   // Only its namespace's pods: it shares a node with other such cells.
   isolation: 'namespace',
   description:
-    'Node labels, addresses, capacity, nodeInfo, images, daemonEndpoints; Lease holder and owner; kubectl Ready',
+    'Node labels, addresses, capacity, nodeInfo, images, daemonEndpoints, pod CIDR; Lease holder and owner; kubectl Ready',
   upstream: [
     'the kubelet should create and update a lease in the kube-node-lease namespace',
     'should have OwnerReferences set',
@@ -103,6 +104,17 @@ export const nodeRegistration: Scenario = {
       { kind: owner?.kind, name: owner?.name, uid: owner?.uid },
       { kind: 'Node', name: ctx.nodeName, uid: node.metadata?.uid },
     );
+
+    // kube-controller-manager's node IPAM (the apiserver's --allocate-node-cidrs) gave the node
+    // its own subnet of the cluster CIDR; the runtime networks the node's pods from it.
+    const { podCIDR = '', podCIDRs = [] } = (await ctx.core.readNode({ name: ctx.nodeName })).spec ?? {};
+    check.ok(
+      `spec.podCIDR is a /${NODE_CIDR_MASK_SIZE} of the cluster CIDR`,
+      podCIDR.endsWith(`/${NODE_CIDR_MASK_SIZE}`) && inCidr(podCIDR.split('/')[0] ?? '', CLUSTER_CIDR),
+      podCIDR,
+      `x.y.z.0/${NODE_CIDR_MASK_SIZE} in ${CLUSTER_CIDR}`,
+    );
+    check.equal('spec.podCIDRs', podCIDRs, [podCIDR]);
 
     const out = await check.eventually(
       'kubectl get nodes shows Ready',

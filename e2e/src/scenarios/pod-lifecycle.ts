@@ -1,4 +1,5 @@
 import type { Scenario } from '@kh/harness';
+import { inCidr } from '../support/cidr.js';
 import { allChecks } from '../support/concurrent.js';
 import {
   containerStatus,
@@ -138,6 +139,15 @@ export const podLifecycle: Scenario = {
           runningState?.containerID,
         );
         check.ok('podIP set while running', !!running.status?.podIP, running.status?.podIP);
+        // The runtime networks pods from the /24 the apiserver allocated to its node, as on a
+        // real cluster (containerd's conf_template, the dockershim's CNI mode).
+        const podCidr = (await ctx.core.readNode({ name: ctx.nodeName })).spec?.podCIDR ?? '';
+        check.ok(
+          "podIP lies in the node's spec.podCIDR",
+          inCidr(running.status?.podIP ?? '', podCidr),
+          running.status?.podIP,
+          `an address in ${podCidr || 'the node spec.podCIDR (none set)'}`,
+        );
         const done = await waitForPod(ctx, 'phases', 'is Succeeded', (p) => p.status?.phase === 'Succeeded');
         const term = containerStatus(done, 'main')?.state?.terminated;
         check.equal(

@@ -419,6 +419,8 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
       NotFoundError,
     );
     await cri.updateRuntimeConfig({ runtimeConfig: { networkConfig: { podCidr: '10.88.0.0/16' } } });
+    await cri.updateRuntimeConfig({ runtimeConfig: {} });
+    expect(fake.podCidrs).toEqual(['10.88.0.0/16']);
   });
 
   it('fails pulls as scripted', async () => {

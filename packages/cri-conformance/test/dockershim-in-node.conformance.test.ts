@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
+  DOCKERSHIM_CNI_FLAGS,
   done,
   ensureImages,
   NodeContainer,
   notYet,
+  POD_SUBNET,
   RegistryContainer,
   type StartedNodeContainer,
   type StartedRegistryContainer,
@@ -21,8 +23,9 @@ import { nodeSuiteOptions, REGISTRY_IMAGE } from './node_options.js';
 import { pushUniqueImage } from './unique_image.js';
 
 // The topology of an end-to-end run: dockerd in a kind-style node container, the dockershim running
-// next to it inside the node (host Node.js and the built repo bind-mounted), CRI socket shared with
-// the host, pulls from a registry with basic auth on the node's network.
+// next to it inside the node (host Node.js and the built repo bind-mounted) with pods on CNI from
+// the node's pod CIDR, CRI socket shared with the host, pulls from a registry with basic auth on
+// the node's network.
 
 const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
 const runId = `conformance-node-${randomBytes(4).toString('hex')}`;
@@ -56,7 +59,7 @@ beforeAll(async () => {
       '-c',
       `exec /usr/local/bin/node ${REPO_IN_NODE}/packages/dockershim/dist/cli.js --listen ${node.criEndpointInNode} ` +
         `--docker-endpoint ${node.runtimeEndpointInNode} --pod-infra-container-image ${refs.pause} ` +
-        `--restrict-oom-score-adj > ${node.sharedDirInNode}/dockershim.log 2>&1`,
+        `--restrict-oom-score-adj ${DOCKERSHIM_CNI_FLAGS.join(' ')} > ${node.sharedDirInNode}/dockershim.log 2>&1`,
     ],
   });
   await exec.start({ Detach: true });
@@ -69,6 +72,8 @@ beforeAll(async () => {
       describe: 'the dockershim in the node to listen',
     },
   );
+  // As a kubelet passes on its Node's pod CIDR: the shim writes the node's CNI config from it.
+  await node.updatePodCidr(POD_SUBNET);
   await pushUniqueImage(docker, refs.busybox, runId, registry, REGISTRY_IMAGE);
   result = await runConformance(nodeSuiteOptions({ node, network, registry, refs, runId }), { progress });
 }, 900_000);

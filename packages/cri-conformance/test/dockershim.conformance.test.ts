@@ -49,6 +49,8 @@ beforeAll(async () => {
     socketPath: join(dir, 'dockershim.sock'),
     podInfraContainerImage: refs.pause,
     restrictOomScoreAdj: true,
+    // Docker's bridge: the host has no CNI config (the node variant runs the default, cni).
+    networkPlugin: 'docker',
     log: progress,
   });
   registry = await new RegistryContainer(refs.node).start();

@@ -41,6 +41,8 @@ beforeAll(async () => {
     socketPath: join(dir, 'dockershim.sock'),
     podInfraContainerImage: refs.pause,
     restrictOomScoreAdj: true,
+    // Docker's bridge: the host has no CNI config.
+    networkPlugin: 'docker',
   });
   ctrd = await new HostContainerd().withImages([refs.busybox, refs.httpd]).withProgress(progress).start();
   images = ctrd.images.slice(1);

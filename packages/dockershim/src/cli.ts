@@ -9,7 +9,7 @@ import {
   DEFAULT_STREAM_IDLE_TIMEOUT_MS,
 } from '@kh/cri-streaming';
 import { enterRuntimeCgroup } from './runtime_cgroups.js';
-import { DEFAULT_CONFIG } from './shim/context.js';
+import { DEFAULT_CONFIG, NETWORK_PLUGINS, type NetworkPluginName } from './shim/context.js';
 import { connectDocker, DEFAULT_DOCKER_ENDPOINT } from './shim/docker_endpoint.js';
 import { dockerMessage } from './shim/errors.js';
 import { DEFAULT_STREAMING_ADDRESS, DockerShim } from './shim/service.js';
@@ -26,7 +26,22 @@ Options:
   --docker-endpoint <endpoint>           Docker Engine API (default ${DEFAULT_DOCKER_ENDPOINT})
   --pod-infra-container-image <image>    sandbox (pause) image (default ${DEFAULT_CONFIG.podInfraContainerImage})
   --runtime-cgroups <cgroup>             absolute cgroup to move the shim into, e.g. /kh/runtime
-  --network <name>                       Docker network of pods without host network (default ${DEFAULT_CONFIG.network})
+  --network-plugin <cni|docker>          how pods are networked (default ${DEFAULT_CONFIG.networkPlugin}, as cri-dockerd):
+                                         cni: the pause container has network mode none and the CNI
+                                         plugins set the pod up (IP, ports through portmap); docker:
+                                         pods join a Docker network (--network), ports are Docker's
+  --cni-bin-dir <dirs>                   comma list of directories holding CNI plugins
+                                         (default ${DEFAULT_CONFIG.cniBinDirs.join(',')}; Debian installs them in /usr/lib/cni)
+  --cni-conf-dir <dir>                   CNI configurations; the first valid one in name order is the
+                                         pod network (default ${DEFAULT_CONFIG.cniConfDir})
+  --cni-cache-dir <dir>                  CNI result cache, read by teardown and pod IPs after a restart
+                                         (default ${DEFAULT_CONFIG.cniCacheDir})
+  --cni-conf-template <file>             our extension, as containerd's CRI conf_template: a Go template
+                                         ({{.PodCIDR}}, {{.PodCIDRRanges}}, {{.Routes}}) written into
+                                         --cni-conf-dir when UpdateRuntimeConfig brings the node's pod CIDR
+                                         and no valid configuration exists yet
+  --network <name>                       docker mode: Docker network of pods without host network
+                                         (default ${DEFAULT_CONFIG.network})
   --restrict-oom-score-adj               never set oom_score_adj below the shim's own
                                          (for hosts without CAP_SYS_RESOURCE)
   --streaming-address <host:port>        address the streaming server (the URLs of CRI Exec, Attach,
@@ -42,8 +57,9 @@ Limits (each refusal says which):
   Streaming: ${DEFAULT_MAX_IN_FLIGHT} pending Exec/Attach/PortForward URLs, each valid ${DEFAULT_REQUEST_TTL_MS / 1000} s; a client
   has ${DEFAULT_STREAM_CREATION_TIMEOUT_MS / 1000} s to open its streams, and a session idle for ${DEFAULT_STREAM_IDLE_TIMEOUT_MS / 3_600_000} h is closed.
 
-Networking: pods get Docker's own networking (the default bridge, or --network). No CNI plugin is
-invoked; port mappings become Docker port bindings, the pod IP is the pause container's address.`;
+Networking: in cni mode (the default) NetworkReady is false ("cni config uninitialized") until
+--cni-conf-dir holds a valid configuration; each pod gets the loopback network and the default
+network on eth0, and its IPs are those of the CNI result. Host-network pods skip CNI.`;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -53,6 +69,11 @@ async function main(): Promise<number> {
       'pod-infra-container-image': { type: 'string', default: DEFAULT_CONFIG.podInfraContainerImage },
       'runtime-cgroups': { type: 'string' },
       network: { type: 'string', default: DEFAULT_CONFIG.network },
+      'network-plugin': { type: 'string', default: DEFAULT_CONFIG.networkPlugin },
+      'cni-bin-dir': { type: 'string', default: DEFAULT_CONFIG.cniBinDirs.join(',') },
+      'cni-conf-dir': { type: 'string', default: DEFAULT_CONFIG.cniConfDir },
+      'cni-cache-dir': { type: 'string', default: DEFAULT_CONFIG.cniCacheDir },
+      'cni-conf-template': { type: 'string' },
       'restrict-oom-score-adj': { type: 'boolean', default: false },
       'streaming-address': { type: 'string', default: DEFAULT_STREAMING_ADDRESS },
       help: { type: 'boolean', short: 'h', default: false },
@@ -62,6 +83,13 @@ async function main(): Promise<number> {
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
+  }
+  const networkPlugin = values['network-plugin'] as NetworkPluginName;
+  if (!NETWORK_PLUGINS.includes(networkPlugin)) {
+    process.stderr.write(
+      `dockershim: --network-plugin ${JSON.stringify(networkPlugin)}: must be one of ${NETWORK_PLUGINS.join(', ')}\n`,
+    );
+    return 2;
   }
   const endpoint = values['docker-endpoint'];
   const docker = connectDocker(endpoint);
@@ -86,12 +114,17 @@ async function main(): Promise<number> {
     ...(listen.startsWith('tcp://') ? { address: listen } : { socketPath: listen.replace(/^unix:\/\//, '') }),
     podInfraContainerImage: values['pod-infra-container-image'],
     network: values.network,
+    networkPlugin,
+    cniBinDirs: values['cni-bin-dir'].split(',').filter((d) => d !== ''),
+    cniConfDir: values['cni-conf-dir'],
+    cniCacheDir: values['cni-cache-dir'],
+    cniConfTemplate: values['cni-conf-template'],
     restrictOomScoreAdj: values['restrict-oom-score-adj'],
     streamingAddress: values['streaming-address'],
   });
   const version = await docker.version();
   process.stderr.write(
-    `dockershim: serving CRI on ${shim.endpoint}, streaming on ${shim.streamingUrl} (docker ${version.Version} at ${endpoint})\n`,
+    `dockershim: serving CRI on ${shim.endpoint}, streaming on ${shim.streamingUrl} (docker ${version.Version} at ${endpoint}, network plugin ${networkPlugin})\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = (sig: string) => {

@@ -25,10 +25,15 @@ export class ShimHarness {
     return this;
   }
 
+  /**
+   * A shim on this run's socket. Pods are on Docker's bridge (`docker` mode) unless told: the
+   * host has no CNI configuration; cni.int.test.ts brings its own.
+   */
   async startShim(options: Partial<DockerShimOptions> = {}): Promise<void> {
     this.shim = await DockerShim.start({
       socketPath: join(this.dir, 'dockershim.sock'),
       podInfraContainerImage: this.images.pause,
+      networkPlugin: 'docker',
       restrictOomScoreAdj: true,
       log: () => undefined,
       ...options,

@@ -193,6 +193,7 @@ describe('sandboxes', () => {
     const other = await DockerShim.start({
       socketPath: join(h.dir, 'missing-pause.sock'),
       podInfraContainerImage: missing,
+      networkPlugin: 'docker',
       log: () => undefined,
     });
     const client = await CriClient.connect(other.endpoint);

@@ -233,7 +233,13 @@ describe('on a node container that Docker 20.10 started with ALL capabilities', 
         cli,
         '--listen',
         `unix://${socket}`,
-      ].concat(['--pod-infra-container-image', h.images.pause, '--restrict-oom-score-adj']),
+      ].concat([
+        '--pod-infra-container-image',
+        h.images.pause,
+        '--restrict-oom-score-adj',
+        '--network-plugin',
+        'docker',
+      ]),
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';

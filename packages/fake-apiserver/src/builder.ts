@@ -72,6 +72,12 @@ export class FakeApiServer {
     return this;
   }
 
+  /** kube-controller-manager's --allocate-node-cidrs --cluster-cidr=<cidr> [--node-cidr-mask-size=<n>]. */
+  withNodeCidrAllocation(clusterCidr: string, nodeCidrMaskSize?: number): this {
+    this.opts.nodeIpam = { clusterCidr, ...(nodeCidrMaskSize === undefined ? {} : { nodeCidrMaskSize }) };
+    return this;
+  }
+
   withoutNodeLifecycle(): this {
     this.opts.nodeLifecycle = false;
     return this;

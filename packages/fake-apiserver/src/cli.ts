@@ -28,6 +28,11 @@ const USAGE = `Usage: fake-apiserver [options]
                              certificates: a kubelet's --client-ca-file
   --lease-grace-seconds <n>  node lease grace period before conditions go Unknown (default 40)
   --event-ttl-seconds <n>    how long events are kept (default 3600)
+  --allocate-node-cidrs      kube-controller-manager's node IPAM: give each node without one a pod
+                             CIDR (spec.podCIDR, spec.podCIDRs) from --cluster-cidr
+  --cluster-cidr <cidrs>     the pods' range, one CIDR or one per IP family (e.g. 10.244.0.0/16)
+  --node-cidr-mask-size <n>  size of each node's subnet, single-stack (default 24 for IPv4, 64 for IPv6)
+  --node-cidr-mask-size-ipv4 <n>, --node-cidr-mask-size-ipv6 <n>  the same per family, for dual-stack
   --print-kubeconfig         print a kubeconfig for this server on stdout
   --kubeconfig-out <file>    also write the kubeconfig to a file
   --kubeconfig-server <url>  server URL to put in the kubeconfig (e.g. https://apiserver:6443)
@@ -65,6 +70,11 @@ async function main() {
       'ca-cert-out': { type: 'string' },
       'lease-grace-seconds': { type: 'string' },
       'event-ttl-seconds': { type: 'string' },
+      'allocate-node-cidrs': { type: 'boolean', default: false },
+      'cluster-cidr': { type: 'string' },
+      'node-cidr-mask-size': { type: 'string' },
+      'node-cidr-mask-size-ipv4': { type: 'string' },
+      'node-cidr-mask-size-ipv6': { type: 'string' },
       'print-kubeconfig': { type: 'boolean', default: false },
       'kubeconfig-out': { type: 'string' },
       'kubeconfig-server': { type: 'string' },
@@ -84,6 +94,12 @@ async function main() {
   if ((cert === undefined) !== (key === undefined))
     throw new Error('--kubelet-client-certificate and --kubelet-client-key go together');
   const read = (f: string | undefined) => (f === undefined ? undefined : readFileSync(f, 'utf8'));
+  const maskSize = (flag: string): number | undefined => {
+    const v = values[flag as keyof typeof values] as string | undefined;
+    if (v === undefined) return undefined;
+    if (!/^\d+$/.test(v)) throw new Error(`--${flag}: not a number: ${v}`);
+    return Number(v);
+  };
   const server = await createApiServer({
     port,
     host: values.host,
@@ -100,6 +116,16 @@ async function main() {
     },
     leaseGraceSeconds: seconds(values['lease-grace-seconds'], '--lease-grace-seconds'),
     eventTtlSeconds: seconds(values['event-ttl-seconds'], '--event-ttl-seconds'),
+    ...(values['allocate-node-cidrs']
+      ? {
+          nodeIpam: {
+            clusterCidr: values['cluster-cidr'] ?? '',
+            nodeCidrMaskSize: maskSize('node-cidr-mask-size'),
+            nodeCidrMaskSizeIPv4: maskSize('node-cidr-mask-size-ipv4'),
+            nodeCidrMaskSizeIPv6: maskSize('node-cidr-mask-size-ipv6'),
+          },
+        }
+      : {}),
   });
   if (values['ca-cert-out']) {
     if (server.caPem === undefined) throw new Error('--ca-cert-out needs --tls');

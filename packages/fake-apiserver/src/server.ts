@@ -18,6 +18,7 @@ import { readTokenFile, tokenAuthenticator, type UserInfo } from './auth/tokens.
 import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation.js';
 import { EventTtlController } from './controllers/event-ttl.js';
 import { NamespaceController } from './controllers/namespace.js';
+import { NodeIpamController, type NodeIpamOptions, nodeCidrSets } from './controllers/node-ipam.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { ApiHandler } from './http/api.js';
@@ -73,6 +74,11 @@ export interface ApiServerOptions {
   scheduler?: boolean;
   /** Run the node lifecycle controller (default true). */
   nodeLifecycle?: boolean;
+  /**
+   * kube-controller-manager's --allocate-node-cidrs with its --cluster-cidr and mask sizes: nodes
+   * without a pod CIDR get one (off by default, as in kube-controller-manager).
+   */
+  nodeIpam?: NodeIpamOptions;
   /** How long events are kept (kube-apiserver's --event-ttl, 1 h). */
   eventTtlSeconds?: number;
   clock?: Clock;
@@ -117,6 +123,7 @@ export interface ApiServer {
   readonly rest: RestStorage;
   readonly scheduler: Scheduler | undefined;
   readonly nodeLifecycle: NodeLifecycleController | undefined;
+  readonly nodeIpam: NodeIpamController | undefined;
   readonly eventTtl: EventTtlController;
   /** A kubeconfig (YAML) for this server; `token` picks the credentials (first token by default). */
   kubeconfig(opts?: { token?: string; server?: string }): string;
@@ -135,6 +142,8 @@ const DEFAULT_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-
 /** Starts the fake apiserver. */
 export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiServer> {
   const clock = opts.clock ?? realClock;
+  // Bad flags fail here, before anything is opened.
+  const cidrSets = opts.nodeIpam ? nodeCidrSets(opts.nodeIpam) : undefined;
   const store = new Store({ dataDir: opts.dataDir, watchCacheSize: opts.watchCacheSize });
   const rest = new RestStorage(store, clock);
   for (const ns of DEFAULT_NAMESPACES) {
@@ -254,6 +263,8 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
           monitorPeriodMs: (opts.nodeMonitorPeriodSeconds ?? 5) * 1000,
         });
   nodeLifecycle?.start();
+  const nodeIpam = cidrSets ? new NodeIpamController(rest, cidrSets) : undefined;
+  nodeIpam?.start();
   const eventTtl = new EventTtlController(rest, { ttlMs: (opts.eventTtlSeconds ?? 3600) * 1000 });
   eventTtl.start();
   let closing: Promise<void> | undefined;
@@ -267,6 +278,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     rest,
     scheduler,
     nodeLifecycle,
+    nodeIpam,
     eventTtl,
     kubeconfig(k = {}) {
       const token = k.token ?? (tokens ? [...tokens.keys()][0] : undefined);
@@ -298,6 +310,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   async function shutdown(): Promise<void> {
     scheduler?.stop();
     nodeLifecycle?.stop();
+    nodeIpam?.stop();
     nsController.stop();
     aggregation.stop();
     eventTtl.stop();

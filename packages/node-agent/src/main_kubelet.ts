@@ -44,6 +44,7 @@ import { MirrorPodManager } from './mirror/mirror_pods.js';
 import { NodeLeaseController } from './nodelease/controller.js';
 import { goArch, type MachineInfo, memoryCgroupDir, readMachineInfo } from './nodestatus/machine_info.js';
 import { type NodeIdentity, nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
+import { PodCidrUpdater } from './nodestatus/pod_cidr.js';
 import { NodeRegistrar } from './nodestatus/registration.js';
 import { NodeStatusSnapshotter } from './nodestatus/snapshot.js';
 import {
@@ -490,8 +491,12 @@ export function newKubelet(deps: KubeletDeps): Kubelet {
     clock,
   });
   const snapshot = () => nodeStatus.snapshot();
-  const apiNode = deps.api ? nodeParts(deps.api, deps, { nodeName, clock, log, snapshot }) : undefined;
-  const runtimeHealth = new RuntimeHealthMonitor({
+  // A new pod CIDR may make the runtime's network ready: check it before the status is computed.
+  const recheck = (): Promise<void> => runtimeHealth.check();
+  const apiNode: KubeletParts['node'] = deps.api
+    ? nodeParts(deps.api, deps, { nodeName, clock, log, snapshot, onPodCidrChange: recheck })
+    : undefined;
+  const runtimeHealth: RuntimeHealthMonitor = new RuntimeHealthMonitor({
     runtime: deps.runtime,
     state: runtimeState,
     clock,
@@ -526,7 +531,13 @@ export function newKubelet(deps: KubeletDeps): Kubelet {
 function nodeParts(
   api: NodeApi,
   deps: KubeletDeps,
-  ctx: { nodeName: string; clock: TimerClock; log: Logger; snapshot: NodeStatusUpdaterOptions['snapshot'] },
+  ctx: {
+    nodeName: string;
+    clock: TimerClock;
+    log: Logger;
+    snapshot: NodeStatusUpdaterOptions['snapshot'];
+    onPodCidrChange: () => Promise<void>;
+  },
 ): NonNullable<KubeletParts['node']> {
   const { nodeName, clock, log, snapshot } = ctx;
   const recorder = deps.recorder ?? new KubeletEventRecorder(api, { host: nodeName, clock, log });
@@ -549,6 +560,8 @@ function nodeParts(
     reportFrequencyMs: deps.resolved.nodeStatusReportFrequencyMs,
     recorder,
     log,
+    podCidr: new PodCidrUpdater(deps.runtime, log),
+    onPodCidrChange: ctx.onPodCidrChange,
   });
   const leaseController = new NodeLeaseController({
     api,

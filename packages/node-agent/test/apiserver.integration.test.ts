@@ -11,6 +11,7 @@ import type { NodeIdentity } from '../src/nodestatus/node.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
 import { fillInitialNodeStatus, NodeStatusUpdater } from '../src/nodestatus/status_updater.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
+import { fakeRuntimeManager } from './helpers/fake_runtime.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 import { newTestKubelet, runKubelet } from './helpers/kubelet.js';
 import { testSnapshot } from './helpers/snapshot.js';
@@ -205,4 +206,26 @@ describe('against the fake apiserver', () => {
       await agent.stop();
     }
   }, 30_000);
+});
+
+describe('with the node IPAM controller on', () => {
+  it("gives the runtime the /24 kube-controller-manager's allocator put on the agent's Node", async () => {
+    const withIpam = await startTestApiServer({
+      nodeIpam: { clusterCidr: '10.244.0.0/16', nodeCidrMaskSize: 24 },
+    });
+    const { fake, runtime, stop } = await fakeRuntimeManager(new FakeClock());
+    const { kubelet } = newTestKubelet('ipam-node', {}, { api: withIpam.api, runtime });
+    const running = runKubelet(kubelet);
+    try {
+      const deadline = Date.now() + 20_000;
+      while (fake.podCidrs.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const node = await withIpam.api.getNode('ipam-node');
+      expect(node?.spec?.podCIDRs).toEqual(['10.244.0.0/24']);
+      expect(fake.podCidrs).toEqual(['10.244.0.0/24']);
+    } finally {
+      await running.stop();
+      await stop();
+      await withIpam.stop();
+    }
+  });
 });

@@ -1,17 +1,22 @@
 import { FakeClock } from '@kh/apimachinery';
+import { type FakeRuntime, UnavailableError } from '@kh/cri-api';
+import type { KubeGenericRuntimeManager } from '@kh/runtime-manager';
 import type { V1NodeStatus } from '@kubernetes/client-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KubeletEventRecorder } from '../src/events/recorder.js';
 import { NODE_LEASE_NAMESPACE, NodeLeaseController } from '../src/nodelease/controller.js';
 import { findCondition } from '../src/nodestatus/conditions.js';
 import type { NodeIdentity } from '../src/nodestatus/node.js';
+import { PodCidrUpdater } from '../src/nodestatus/pod_cidr.js';
 import { NodeRegistrar } from '../src/nodestatus/registration.js';
 import type { NodeStatusSnapshot } from '../src/nodestatus/setters.js';
 import {
   comparableStatus,
   fillInitialNodeStatus,
   NodeStatusUpdater,
+  type NodeStatusUpdaterOptions,
 } from '../src/nodestatus/status_updater.js';
+import { fakeRuntimeManager } from './helpers/fake_runtime.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { testSnapshot } from './helpers/snapshot.js';
 
@@ -29,7 +34,10 @@ afterEach(() => {
   for (const a of aborts.splice(0)) a.abort();
 });
 
-function setup(snap: () => Partial<NodeStatusSnapshot> = () => ({})) {
+function setup(
+  snap: () => Partial<NodeStatusSnapshot> = () => ({}),
+  extra: Partial<NodeStatusUpdaterOptions> = {},
+) {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
   const recorder = new KubeletEventRecorder(api, { host: 'node-a', clock });
@@ -50,6 +58,7 @@ function setup(snap: () => Partial<NodeStatusSnapshot> = () => ({})) {
     snapshot,
     updateFrequencyMs: 10_000,
     reportFrequencyMs: 300_000,
+    ...extra,
   });
   const abort = new AbortController();
   aborts.push(abort);
@@ -215,6 +224,84 @@ describe('status updates', () => {
     expect(api.calls.filter((c) => c === 'getNode').length).toBe(1 + 5); // 5 tries per sync
     api.down = false;
     expect(await updater.syncNodeStatus()).toBe('unchanged');
+  });
+});
+
+// The kubelet's updatePodCIDR: the Node's spec.podCIDRs reach the runtime (the in-memory CRI
+// runtime here) as CRI UpdateRuntimeConfig at node status sync, once per change, retried.
+describe('pod CIDR at node status sync', () => {
+  let fake: FakeRuntime;
+  let runtime: KubeGenericRuntimeManager;
+  let stop: () => Promise<void>;
+
+  beforeEach(async () => {
+    ({ fake, runtime, stop } = await fakeRuntimeManager(new FakeClock()));
+  });
+
+  afterEach(() => stop());
+
+  /** The node is not network-ready until the re-check after the runtime took a CIDR (as containerd with a conf template). */
+  function podCidrSetup() {
+    let networkErrors = ['container runtime network not ready: NetworkReady=false'];
+    const rechecks: string[] = [];
+    const parts = setup(() => ({ networkErrors }), {
+      podCidr: new PodCidrUpdater(runtime),
+      onPodCidrChange: async () => {
+        rechecks.push(fake.podCidrs.join(' '));
+        networkErrors = [];
+      },
+    });
+    const setPodCidrs = (cidrs: string[]) => {
+      const node = parts.api.nodes.get('node-a')!;
+      node.spec = { ...node.spec, podCIDR: cidrs[0], podCIDRs: cidrs };
+    };
+    return { ...parts, rechecks, setPodCidrs };
+  }
+
+  it("passes the Node's podCIDRs to the runtime once, re-checks the runtime, and patches the status", async () => {
+    const { api, clock, updater, rechecks, setPodCidrs } = podCidrSetup();
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    expect(await updater.syncNodeStatus()).toBe('unchanged');
+    expect(fake.podCidrs).toEqual([]);
+    expect(findCondition(api.nodes.get('node-a')!, 'Ready')?.status).toBe('False');
+
+    setPodCidrs(['10.244.3.0/24']);
+    await clock.advance(10_000);
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    expect(fake.podCidrs).toEqual(['10.244.3.0/24']);
+    // The runtime was checked after it had the CIDR and before the status was computed.
+    expect(rechecks).toEqual(['10.244.3.0/24']);
+    expect(findCondition(api.nodes.get('node-a')!, 'Ready')?.status).toBe('True');
+
+    await clock.advance(10_000);
+    expect(await updater.syncNodeStatus()).toBe('unchanged');
+    expect(fake.calls.filter((c) => c === 'UpdateRuntimeConfig')).toHaveLength(1);
+  });
+
+  it('joins a dual-stack pair with a comma, as the kubelet does', async () => {
+    const { updater, setPodCidrs } = podCidrSetup();
+    await updater.syncNodeStatus();
+    setPodCidrs(['10.244.3.0/24', 'fd00:10:244:3::/64']);
+    await updater.syncNodeStatus();
+    expect(fake.podCidrs).toEqual(['10.244.3.0/24,fd00:10:244:3::/64']);
+  });
+
+  it('retries at the next sync when the runtime refuses, and calls again when the CIDR changes', async () => {
+    const { clock, updater, rechecks, setPodCidrs } = podCidrSetup();
+    await updater.syncNodeStatus();
+    setPodCidrs(['10.244.3.0/24']);
+    fake.failNext('UpdateRuntimeConfig', new UnavailableError('runtime restarting'));
+    await clock.advance(10_000);
+    await updater.syncNodeStatus();
+    expect(fake.podCidrs).toEqual([]);
+    expect(rechecks).toEqual([]);
+    await clock.advance(10_000);
+    await updater.syncNodeStatus();
+    expect(fake.podCidrs).toEqual(['10.244.3.0/24']);
+    setPodCidrs(['10.244.7.0/24']);
+    await clock.advance(10_000);
+    await updater.syncNodeStatus();
+    expect(fake.podCidrs).toEqual(['10.244.3.0/24', '10.244.7.0/24']);
   });
 });
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { removeLeftovers } from './containers/leftovers.js';
+import { removeHostCniLeftovers } from './host-cni.js';
 import { removeHostContainerdLeftovers } from './host-containerd.js';
 import { ensureImages } from './images/ensure.js';
 import { DEFAULT_IMAGES, DEFAULT_NODE_RELEASE, IMAGE_NAMES, isImageName } from './images/recipes.js';
@@ -38,8 +39,9 @@ async function main(argv: string[]): Promise<number> {
     const removed = await removeLeftovers({ runId, progress: log });
     // containerd outlives a killed test process: sweep the host containerds whose owner is gone too.
     const containerds = await removeHostContainerdLeftovers({ progress: log });
+    const cniNetworks = await removeHostCniLeftovers();
     log(
-      `removed ${removed.containers} container(s), ${removed.networks} network(s), ${removed.volumes} volume(s), ${containerds} host containerd(s)`,
+      `removed ${removed.containers} container(s), ${removed.networks} network(s), ${removed.volumes} volume(s), ${containerds} host containerd(s), ${cniNetworks} host CNI network(s)`,
     );
     return 0;
   }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,27 +11,25 @@ import { type CriVersion, criVersion } from './containers/cri-probe.js';
 import { runId } from './containers/labels.js';
 import { RuntimeBuilder } from './containers/runtime-builder.js';
 import { criTools } from './cri-tools.js';
+import {
+  claimHostPodNetwork,
+  type HostPodNetwork,
+  hostPodConflist,
+  releaseHostPodNetwork,
+} from './host-cni.js';
 import { ensureImages } from './images/ensure.js';
 import { docker, requireHostImage } from './util/docker.js';
+import { orphanedDirs, processAlive, writeOwner } from './util/owned-dir.js';
 import { requireTool, run } from './util/process.js';
 import { type Progress, silent, timed } from './util/progress.js';
 import { done, notYet, UntilTimeoutError, until } from './util/until.js';
 
-/** Pod subnets are /24s picked from here: away from Docker's 172.16/12 and 192.168/16 pools. */
-const SUBNET_POOL = { first: 10, second: [240, 255] as const };
 /** containerd 1.6 puts every shim's socket here, whatever its --state (runtime/v2/shim). */
 const SHIM_SOCKET_DIR = '/run/containerd/s';
 const NAMESPACE = 'k8s.io';
 
-/** Subnets taken by HostContainerds of this process that have not made their bridge yet. */
-const claimedSubnets = new Set<string>();
-
-export interface HostContainerdNetwork {
-  bridge: string;
-  /** e.g. 10.247.13.0/24; the bridge holds .1. */
-  subnet: string;
-  gateway: string;
-}
+/** A HostContainerd's pod network: its own bridge and /24. */
+export type HostContainerdNetwork = HostPodNetwork;
 
 /**
  * containerd 1.6 with its CRI plugin as a private process on the host: its own root, state,
@@ -58,7 +56,7 @@ export class HostContainerd extends RuntimeBuilder {
     const dir = await mkdtemp(join(tmpdir(), `${DIR_PREFIX}${runId}-`));
     const started = new StartedHostContainerd(dir, crictl, ctr, normalizeImageRef(pauseImage), this.progress);
     try {
-      started.network = await claimNetwork();
+      started.network = await claimHostPodNetwork();
       await writeConfig(dir, started.network, started.pauseImage);
       const { bridge, subnet } = started.network;
       await timed(this.progress, `host containerd ${dir} (bridge ${bridge}, subnet ${subnet}): start`, () =>
@@ -113,8 +111,7 @@ export class StartedHostContainerd {
   /** @internal: starts containerd and waits until its CRI answers. */
   async launch(binary: string, readyTimeoutMs: number): Promise<void> {
     // Who owns this dir, for removeHostContainerdLeftovers after a killed test process.
-    const owner: Owner = { pid: process.pid, network: this.network };
-    await writeFile(join(this.dir, OWNER_FILE), JSON.stringify(owner));
+    await writeOwner(this.dir, { network: this.network });
     const log = openSync(this.logPath, 'a');
     try {
       this.pid = spawn(binary, ['--config', join(this.dir, 'config.toml')], {
@@ -126,7 +123,7 @@ export class StartedHostContainerd {
     try {
       this.version = await until(
         async () => {
-          if (!this.pid || !(await alive(this.pid))) throw new Error('containerd exited');
+          if (!this.pid || !(await processAlive(this.pid))) throw new Error('containerd exited');
           return criVersion(this.socketPath, 1_000).then(done, (err: Error) => notYet(err.message));
         },
         { timeoutMs: readyTimeoutMs, intervalMs: 100, describe: "containerd's CRI to answer" },
@@ -181,7 +178,7 @@ export class StartedHostContainerd {
         errors.push(`${what}: ${(err as Error).message}`);
       }
     };
-    if (this.pid && (await alive(this.pid))) {
+    if (this.pid && (await processAlive(this.pid))) {
       await attempt('remove pods through CRI', () =>
         run(this.crictl, [
           '--runtime-endpoint',
@@ -201,12 +198,7 @@ export class StartedHostContainerd {
     await attempt('kill leftover containers', () => this.killContainers());
     await attempt('kill leftover shims', () => this.killShims());
     await attempt('unmount', () => this.unmountAll());
-    if (this.network.bridge)
-      await attempt('remove bridge', async () => {
-        if (existsSync(`/sys/class/net/${this.network.bridge}`))
-          await run('ip', ['link', 'delete', this.network.bridge]);
-      });
-    claimedSubnets.delete(this.network.subnet);
+    await attempt('remove bridge', () => releaseHostPodNetwork(this.network));
     await attempt('remove dir', () => rm(this.dir, { recursive: true, force: true }));
     this.progress(`host containerd ${this.dir}: stopped`);
     if (errors.length > 0) throw new Error(`HostContainerd.stop: ${errors.join('; ')}`);
@@ -224,7 +216,7 @@ export class StartedHostContainerd {
       } catch {
         return;
       }
-      const gone = await until(async () => ((await alive(pid)) ? notYet('running') : done(true)), {
+      const gone = await until(async () => ((await processAlive(pid)) ? notYet('running') : done(true)), {
         timeoutMs: waitMs,
         intervalMs: 50,
         describe: `containerd (pid ${pid}) to exit on ${signal}`,
@@ -282,41 +274,23 @@ export class StartedHostContainerd {
   }
 }
 
-const OWNER_FILE = 'owner.json';
 const DIR_PREFIX = 'kh-containerd-';
-
-interface Owner {
-  pid: number;
-  network: HostContainerdNetwork;
-}
-
-/** Whether a process runs (a zombie counts as gone: it only waits for its parent to reap it). */
-async function alive(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat !== undefined && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-}
 
 /**
  * Stops the HostContainerds whose owning process died without stop() (a killed test run): their
  * containerd, pods, shims, mounts, bridge and dir, as stop() would. Returns how many it removed.
  */
 export async function removeHostContainerdLeftovers(options: { progress?: Progress } = {}): Promise<number> {
-  let removed = 0;
-  for (const entry of (await readdir(tmpdir())).filter((e) => e.startsWith(DIR_PREFIX))) {
-    const dir = join(tmpdir(), entry);
-    const owner = await readFile(join(dir, OWNER_FILE), 'utf8')
-      .then((text) => JSON.parse(text) as Owner)
-      .catch(() => undefined);
-    if (!owner || (await alive(owner.pid))) continue;
+  const orphans = await orphanedDirs<{ network: HostPodNetwork }>(DIR_PREFIX);
+  for (const { dir, owner } of orphans) {
     const { crictl } = await criTools();
     const ctr = await requireTool('ctr', 'containerd');
     const orphan = new StartedHostContainerd(dir, crictl, ctr, '', options.progress ?? silent);
     orphan.network = owner.network;
     orphan.pid = await containerdOf(dir);
     await orphan.stop();
-    removed++;
   }
-  return removed;
+  return orphans.length;
 }
 
 /** The containerd started with this dir's config, if it still runs. */
@@ -345,90 +319,13 @@ async function shimsOf(socketPath: string): Promise<Array<{ pid: number; id: str
   return found;
 }
 
-/**
- * Picks a bridge name and a /24 that no route on the host uses, and makes the bridge with the
- * gateway address at once: its route then tells any other run (which checks the same way) that
- * the subnet is taken. The CNI bridge plugin adopts an existing bridge.
- */
-async function claimNetwork(): Promise<HostContainerdNetwork> {
-  for (let tries = 0; tries < 20; tries++) {
-    const subnet = `${SUBNET_POOL.first}.${randomInt(SUBNET_POOL.second[0], SUBNET_POOL.second[1] + 1)}.${randomInt(0, 256)}.0/24`;
-    const bridge = `khc${randomBytes(4).toString('hex')}`;
-    if (claimedSubnets.has(subnet) || (await routedPrefixes()).some((p) => overlaps(p, subnet))) continue;
-    if (existsSync(`/sys/class/net/${bridge}`)) continue;
-    claimedSubnets.add(subnet);
-    const gateway = subnet.replace(/\.0\/24$/, '.1');
-    await run('ip', ['link', 'add', 'name', bridge, 'type', 'bridge']);
-    await run('ip', ['addr', 'add', `${gateway}/24`, 'dev', bridge]);
-    // Lost a race with another run between the check and the add: give it back and pick again.
-    if ((await routedPrefixes(bridge)).some((p) => overlaps(p, subnet))) {
-      await run('ip', ['link', 'delete', bridge]);
-      claimedSubnets.delete(subnet);
-      continue;
-    }
-    return { bridge, subnet, gateway };
-  }
-  throw new Error('no free /24 for a host containerd pod network after 20 tries');
-}
-
-/** IPv4 prefixes routed on the host (from /proc/net/route), except those of `exceptDev`. */
-async function routedPrefixes(exceptDev?: string): Promise<string[]> {
-  const rows = (await readFile('/proc/net/route', 'utf8')).trim().split('\n').slice(1);
-  const ip = (hex: string) => {
-    const n = Number.parseInt(hex, 16);
-    return [n & 255, (n >>> 8) & 255, (n >>> 16) & 255, n >>> 24].join('.');
-  };
-  return rows
-    .map((r) => r.split('\t'))
-    .filter((f) => f[0] !== exceptDev && f[1] !== '00000000')
-    .map((f) => {
-      const mask = Number.parseInt(f[7] ?? '0', 16);
-      const bits = mask.toString(2).split('1').length - 1;
-      return `${ip(f[1] ?? '0')}/${bits}`;
-    });
-}
-
-function overlaps(a: string, b: string): boolean {
-  const parse = (cidr: string) => {
-    const [addr = '', bits = '32'] = cidr.split('/');
-    const n = addr.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
-    return { n, bits: Number(bits) };
-  };
-  const x = parse(a);
-  const y = parse(b);
-  const bits = Math.min(x.bits, y.bits);
-  const block = 2 ** (32 - bits);
-  return Math.floor(x.n / block) === Math.floor(y.n / block);
-}
-
 async function writeConfig(dir: string, network: HostContainerdNetwork, pauseImage: string): Promise<void> {
   const cniDir = join(dir, 'cni');
   await mkdir(cniDir, { recursive: true });
   const toml = containerdConfig({ pauseImage, socketPath: join(dir, 'containerd.sock'), hostDir: dir });
-  // No loopback entry: containerd brings lo up itself with /usr/lib/cni/loopback (a chained
-  // loopback plugin would configure eth0). firewall: Docker sets the FORWARD policy to DROP and br_netfilter is loaded, so pod-to-pod
-  // traffic over the bridge needs the ACCEPT rules this plugin adds (and removes on DEL).
-  const conflist = {
-    cniVersion: '0.4.0',
-    name: `kh-host-${network.bridge}`,
-    plugins: [
-      {
-        type: 'bridge',
-        bridge: network.bridge,
-        isGateway: true,
-        ipMasq: false,
-        hairpinMode: true,
-        ipam: {
-          type: 'host-local',
-          ranges: [[{ subnet: network.subnet, gateway: network.gateway }]],
-          routes: [{ dst: '0.0.0.0/0' }],
-          dataDir: join(dir, 'ipam'),
-        },
-      },
-      { type: 'portmap', capabilities: { portMappings: true } },
-      { type: 'firewall' },
-    ],
-  };
   await writeFile(join(dir, 'config.toml'), toml);
-  await writeFile(join(cniDir, '10-kh-host.conflist'), `${JSON.stringify(conflist, null, 2)}\n`);
+  await writeFile(
+    join(cniDir, '10-kh-host.conflist'),
+    hostPodConflist(network, { name: `kh-host-${network.bridge}`, ipamDir: join(dir, 'ipam') }),
+  );
 }

@@ -1,4 +1,11 @@
 export {
+  CNI_BIN_DIR,
+  CNI_CONF_DIR,
+  CNI_CONF_TEMPLATE,
+  CNI_CONF_TEMPLATE_PATH,
+  DOCKERSHIM_CNI_FLAGS,
+} from './containers/cni.js';
+export {
   type ContainerdHandler,
   type ContainerdRuntimeOptions,
   containerdRuntime,
@@ -33,6 +40,14 @@ export {
   StartedRegistryContainer,
 } from './containers/registry-container.js';
 export { type CriTools, criTools, DEFAULT_CRI_TOOLS_DIR } from './cri-tools.js';
+export {
+  claimHostPodNetwork,
+  HostCniNetwork,
+  type HostPodNetwork,
+  hostPodConflist,
+  releaseHostPodNetwork,
+  removeHostCniLeftovers,
+} from './host-cni.js';
 export {
   HostContainerd,
   type HostContainerdNetwork,

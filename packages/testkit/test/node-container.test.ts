@@ -3,10 +3,12 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CNI_CONF_TEMPLATE_PATH } from '../src/containers/cni.js';
 import { containerdRuntime } from '../src/containers/containerd-runtime.js';
 import { runId } from '../src/containers/labels.js';
 import { removeLeftovers } from '../src/containers/leftovers.js';
 import { type StartedTestNetwork, TestNetwork } from '../src/containers/network.js';
+import { POD_SUBNET } from '../src/containers/node-config.js';
 import {
   NODE_BINARY_IN_NODE,
   NodeContainer,
@@ -76,9 +78,16 @@ describe('containerd node', () => {
     const cfg = await node.execOk(['containerd', 'config', 'dump']);
     expect(cfg).toContain(`sandbox_image = "${normalizeImageRef(refs.pause)}"`);
     expect(cfg).toContain('restrict_oom_score_adj = true');
-    expect(await node.execOk(['ls', '/etc/cni/net.d', '/etc/containerd/certs.d/registry:5000'])).toMatch(
-      /10-kh-pods\.conflist[\s\S]*hosts\.toml/,
-    );
+    expect(await node.execOk(['ls', '/etc/containerd/certs.d/registry:5000'])).toContain('hosts.toml');
+    // The network config is containerd's, from the node's template and the pod CIDR start() sent as
+    // a kubelet would (CRI UpdateRuntimeConfig).
+    expect(cfg).toContain(`conf_template = "${CNI_CONF_TEMPLATE_PATH}"`);
+    const conflist = JSON.parse(await node.execOk(['cat', '/etc/cni/net.d/10-containerd-net.conflist']));
+    expect(conflist.plugins[0].ipam).toEqual({
+      type: 'host-local',
+      ranges: [[{ subnet: POD_SUBNET }]],
+      routes: [{ dst: '0.0.0.0/0' }],
+    });
   });
 
   test('cgroupParent is the node container own cgroup plus /kubepods', () => {

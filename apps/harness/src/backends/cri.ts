@@ -31,13 +31,17 @@ export function kindNode(
   const image = ctx.images[nodeImageName(release)];
   if (!image)
     throw new Error(`the run did not build ${nodeImageName(release)}: list it in the backend's images`);
-  return new NodeContainer(image)
-    .withRuntime(runtime)
-    .withName(ctx.nodeName)
-    .withNetwork(ctx.network, ctx.nodeName)
-    .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
-    .withBindMounts(projectMounts())
-    .withProgress(ctx.progress);
+  return (
+    new NodeContainer(image)
+      .withRuntime(runtime)
+      .withName(ctx.nodeName)
+      .withNetwork(ctx.network, ctx.nodeName)
+      .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
+      // The agent passes on the pod CIDR the apiserver allocated to its Node.
+      .withPodCidr(undefined)
+      .withBindMounts(projectMounts())
+      .withProgress(ctx.progress)
+  );
 }
 
 /**

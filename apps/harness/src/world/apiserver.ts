@@ -14,6 +14,13 @@ import { type StartedSupportContainer, SupportContainer } from '../node/support-
 
 export const APISERVER_ALIAS = 'apiserver';
 export const APISERVER_PORT = 6443;
+/**
+ * The pods' range, as a kubeadm cluster's kube-controller-manager has it (--allocate-node-cidrs
+ * --cluster-cidr --node-cidr-mask-size): every node gets its own /24 of it as spec.podCIDR, and
+ * its runtime networks pods from that (the agent passes it on with CRI UpdateRuntimeConfig).
+ */
+export const CLUSTER_CIDR = '10.244.0.0/16';
+export const NODE_CIDR_MASK_SIZE = 24;
 
 export interface ApiUser {
   token: string;
@@ -88,6 +95,9 @@ export class ApiServerContainer {
           // own Node, Lease and pods (Node authorizer and NodeRestriction), and a user without
           // bindings (kh-unprivileged) is refused with 403.
           '--authorization-mode=Node,RBAC',
+          '--allocate-node-cidrs',
+          `--cluster-cidr=${CLUSTER_CIDR}`,
+          `--node-cidr-mask-size=${NODE_CIDR_MASK_SIZE}`,
           '--kubeconfig-out=/run/kh/kubeconfig',
           // The CA of its serving and kubelet client certificates: the nodes' clientCAFile.
           '--ca-cert-out=/run/kh/ca.crt',

@@ -123,6 +123,11 @@ export class FakeRuntime {
     return this;
   }
 
+  /** Every pod CIDR UpdateRuntimeConfig brought, in order (what the kubelet passed on from its Node). */
+  get podCidrs(): readonly string[] {
+    return this.#state.podCidrs;
+  }
+
   get imageFs(): Readonly<ImageFsScript> {
     return this.#state.imageFs;
   }

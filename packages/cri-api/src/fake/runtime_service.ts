@@ -201,7 +201,11 @@ export function runtimeService(
       runtimeHandlers: ['', ...options.runtimeHandlers].map((name) => ({ name, features: {} })),
       features: {},
     }),
-    updateRuntimeConfig: () => ({}),
+    updateRuntimeConfig: (req) => {
+      const podCidr = req.runtimeConfig?.networkConfig?.podCidr ?? '';
+      if (podCidr !== '') state.podCidrs.push(podCidr);
+      return {};
+    },
     runtimeConfig: () => ({ linux: { cgroupDriver: options.cgroupDriver } }),
 
     getContainerEvents: (_req, ctx) => state.events.subscribe(ctx.signal),

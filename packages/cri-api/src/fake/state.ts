@@ -53,6 +53,8 @@ export class FakeState {
     network: { status: true, reason: '', message: '' },
   };
   imageFs: ImageFsScript = {};
+  /** Every pod CIDR UpdateRuntimeConfig brought, in order. */
+  readonly podCidrs: string[] = [];
   #nextIp = 2;
 
   constructor(

@@ -1,15 +1,37 @@
 import type Dockerode from 'dockerode';
+import {
+  type CniNetworkPlugin,
+  DEFAULT_CNI_BIN_DIR,
+  DEFAULT_CNI_CACHE_DIR,
+  DEFAULT_CNI_CONF_DIR,
+  DEFAULT_CNI_TIMEOUT_MS,
+} from '../network/cni.js';
 import type { CpuSampler } from './cpu_sampler.js';
 import type { ImageCache } from './image_cache.js';
 import type { InspectCache } from './inspect_cache.js';
 import type { KnownIds } from './known_ids.js';
 import type { LogManager } from './logs.js';
 
+/** --network-plugin: pods on CNI (cri-dockerd's default), or on a Docker network as before. */
+export type NetworkPluginName = 'cni' | 'docker';
+export const NETWORK_PLUGINS: readonly NetworkPluginName[] = ['cni', 'docker'];
+
 export interface DockerShimConfig {
   /** Image of sandbox (pause) containers: --pod-infra-container-image. */
   podInfraContainerImage: string;
-  /** Docker network for pods that do not use the host network. Docker's default bridge unless told. */
+  networkPlugin: NetworkPluginName;
+  /** Docker network of pods without host network in `docker` mode. Docker's default bridge unless told. */
   network: string;
+  /** --cni-bin-dir (a comma list there): where CNI plugins are looked up, in order. */
+  cniBinDirs: string[];
+  /** --cni-conf-dir: the first valid config in name order is the pods' network. */
+  cniConfDir: string;
+  /** --cni-cache-dir: libcni's result cache, which DEL and pod IPs read after a restart. */
+  cniCacheDir: string;
+  /** --cni-conf-template: rendered into cniConfDir when UpdateRuntimeConfig brings the pod CIDR. */
+  cniConfTemplate: string | undefined;
+  /** Deadline of one CNI set-up or tear-down, every plugin included (cri-dockerd's 220 s). */
+  cniTimeoutMs: number;
   /** Shared stdout+stderr budget of one ExecSync, in bytes. */
   execOutputLimitBytes: number;
   /**
@@ -21,7 +43,13 @@ export interface DockerShimConfig {
 
 export const DEFAULT_CONFIG: DockerShimConfig = {
   podInfraContainerImage: 'registry.k8s.io/pause:3.10',
+  networkPlugin: 'cni',
   network: 'bridge',
+  cniBinDirs: [DEFAULT_CNI_BIN_DIR],
+  cniConfDir: DEFAULT_CNI_CONF_DIR,
+  cniCacheDir: DEFAULT_CNI_CACHE_DIR,
+  cniConfTemplate: undefined,
+  cniTimeoutMs: DEFAULT_CNI_TIMEOUT_MS,
   execOutputLimitBytes: 16 * 1024 * 1024,
   restrictOomScoreAdj: false,
 };
@@ -37,6 +65,8 @@ export interface ShimContext {
   inspects: InspectCache;
   images: ImageCache;
   known: KnownIds;
+  /** The CNI plugin in `cni` mode; absent in `docker` mode. */
+  network: CniNetworkPlugin | undefined;
   /** oom_score_adj of the shim process (the floor when restrictOomScoreAdj is set). */
   ownOomScoreAdj: number;
   /** Docker's data root (docker info DockerRootDir), read once. */

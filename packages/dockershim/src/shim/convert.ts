@@ -7,11 +7,19 @@ import {
   NamespaceMode,
   type NamespaceOption,
   PodSandboxState,
+  Protocol,
   Signal,
 } from '@kh/cri-api';
 
 // Pure conversions between Docker Engine API values and CRI values. No I/O here, so all of it is
 // unit-tested without a daemon.
+
+/** CRI protocols by the names Docker port keys and CNI port mappings use. */
+export const PROTOCOL_NAME: Record<number, string> = {
+  [Protocol.TCP]: 'tcp',
+  [Protocol.UDP]: 'udp',
+  [Protocol.SCTP]: 'sctp',
+};
 
 const NS_PER_MS = 1_000_000n;
 const NS_PER_S = 1_000_000_000n;

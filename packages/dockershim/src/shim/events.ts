@@ -12,6 +12,7 @@ import { jsonLines } from './docker_stream.js';
 import { docker } from './errors.js';
 import { ContainerType, LabelKeys } from './labels.js';
 import { findManaged } from './lookup.js';
+import { sandboxIps } from './pod_network.js';
 import { sandboxStatusFromInspect } from './sandbox_status.js';
 
 interface DockerEvent {
@@ -54,7 +55,7 @@ async function podSnapshot(
     ),
   );
   return {
-    podSandboxStatus: sandboxStatusFromInspect(sandbox),
+    podSandboxStatus: sandboxStatusFromInspect(sandbox, await sandboxIps(ctx, sandbox)),
     containersStatuses: statuses.filter((s): s is ContainerStatus => s !== undefined),
   };
 }

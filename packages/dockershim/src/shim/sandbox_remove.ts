@@ -3,10 +3,11 @@ import { findSandboxWithContainers } from './container_list.js';
 import { removeDockerContainer } from './container_remove.js';
 import type { ShimContext } from './context.js';
 import { required } from './errors.js';
+import { tearDownPodNetwork } from './pod_network.js';
 
 /**
- * RemovePodSandbox: remove every container of the pod and the pause container, running or not, all
- * at once: the containers are found by their sandbox label, so if one removal fails, a second call
+ * RemovePodSandbox: tear the pod network down if StopPodSandbox did not, then remove every
+ * container of the pod and the pause container, running or not, all at once: the containers are found by their sandbox label, so if one removal fails, a second call
  * finds what is left even with the pause container gone. Idempotent: an unknown sandbox is not an
  * error. Log files stay: kubelet owns the log directory.
  */
@@ -16,6 +17,7 @@ export async function removePodSandbox(
 ): Promise<Partial<RemovePodSandboxResponse>> {
   required(req.podSandboxId, 'pod_sandbox_id');
   const { sandboxId, containers } = await findSandboxWithContainers(ctx, req.podSandboxId);
+  await tearDownPodNetwork(ctx, sandboxId ?? req.podSandboxId);
   const ids = containers.map((c) => c.Id);
   if (sandboxId) ids.push(sandboxId);
   await Promise.all(ids.map((id) => removeDockerContainer(ctx, id)));

@@ -3,26 +3,21 @@ import {
   NamespaceMode,
   NotFoundError,
   type PodSandboxConfig,
-  Protocol,
   type RunPodSandboxRequest,
   type RunPodSandboxResponse,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
+import { CniNotReadyError } from '../network/cni.js';
 import { removeDockerContainer } from './container_remove.js';
 import type { ShimContext } from './context.js';
-import { nowNanos } from './convert.js';
+import { nowNanos, PROTOCOL_NAME } from './convert.js';
 import { docker, dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
 import { withCapabilitiesToDrop } from './host_privileges.js';
 import { ensureImage } from './image.js';
 import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from './labels.js';
 import { makeSandboxName } from './naming.js';
+import { CNI_NETWORK_MODE, networkError, setUpPodNetwork, tearDownPodNetwork } from './pod_network.js';
 import { loadSeccompProfile, requestedProfile, requestedSeccomp, securityHostConfig } from './security.js';
-
-const PROTOCOL_NAME: Record<number, string> = {
-  [Protocol.TCP]: 'tcp',
-  [Protocol.UDP]: 'udp',
-  [Protocol.SCTP]: 'sctp',
-};
 
 /** CRI port mappings -> Docker ExposedPorts + PortBindings. host_port 0 only exposes the port. */
 export function portBindings(config: PodSandboxConfig): {
@@ -44,6 +39,11 @@ export function portBindings(config: PodSandboxConfig): {
 
 export interface SandboxCreateParams {
   image: string;
+  /**
+   * Network mode of a pod-network sandbox: a Docker network (`docker` mode: port bindings go to
+   * Docker), or `none` (`cni` mode: the portmap plugin forwards ports). DNS goes to Docker in both:
+   * Docker 20.10 takes Dns/DnsSearch/DnsOptions with `none` (it refuses them only for `container:`).
+   */
   network: string;
   runtimeHandler: string;
   createdAt: bigint;
@@ -62,6 +62,7 @@ export function sandboxCreateOptions(
   const sc = config.linux?.securityContext;
   const ns = sc?.namespaceOptions;
   const hostNetwork = ns?.network === NamespaceMode.NODE;
+  const cni = params.network === CNI_NETWORK_MODE;
   const { exposed, bindings } = portBindings(config);
   const dns = config.dnsConfig;
   const labels = makeDockerLabels({
@@ -85,13 +86,13 @@ export function sandboxCreateOptions(
     Image: params.image,
     Hostname: config.hostname || undefined,
     Labels: labels,
-    ExposedPorts: hostNetwork ? undefined : exposed,
+    ExposedPorts: hostNetwork || cni ? undefined : exposed,
     HostConfig: {
       NetworkMode: hostNetwork ? 'host' : params.network,
       // 'shareable' so the pod's containers can join this IPC namespace.
       IpcMode: ns?.ipc === NamespaceMode.NODE ? 'host' : 'shareable',
       PidMode: ns?.pid === NamespaceMode.NODE ? 'host' : '',
-      PortBindings: hostNetwork ? undefined : bindings,
+      PortBindings: hostNetwork || cni ? undefined : bindings,
       Dns: dns?.servers.length ? dns.servers : undefined,
       DnsSearch: dns?.searches.length ? dns.searches : undefined,
       DnsOptions: dns?.options.length ? dns.options : undefined,
@@ -133,6 +134,11 @@ export async function runPodSandbox(
   required(md.uid, 'config.metadata.uid');
 
   const sc = config.linux?.securityContext;
+  const hostNetwork = sc?.namespaceOptions?.network === NamespaceMode.NODE;
+  // Without a usable CNI config no pod network can be set up: say so before creating anything.
+  const notReady = hostNetwork ? undefined : await ctx.network?.status();
+  if (notReady)
+    throw networkError(new CniNotReadyError(notReady), `run sandbox for pod ${JSON.stringify(md.name)}`);
   const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), sc?.privileged ?? false);
   const image = ctx.config.podInfraContainerImage;
   const create = () =>
@@ -141,7 +147,7 @@ export async function runPodSandbox(
         ctx,
         sandboxCreateOptions(config, {
           image,
-          network: ctx.config.network,
+          network: ctx.network ? CNI_NETWORK_MODE : ctx.config.network,
           runtimeHandler: req.runtimeHandler,
           createdAt: nowNanos(),
           seccompJson,
@@ -167,10 +173,21 @@ export async function runPodSandbox(
   }
   // Its containers and the client's PodSandboxStatus come next: keep the sandbox's inspect for them.
   const mark = ctx.inspects.mark();
-  ctx.inspects.put(await docker('inspect sandbox', () => container.inspect()), mark);
+  const info = await docker('inspect sandbox', () => container.inspect());
+  ctx.inspects.put(info, mark);
+  if (ctx.network && !hostNetwork) {
+    try {
+      await setUpPodNetwork(ctx, config, info);
+    } catch (err) {
+      // No half-made sandbox stays behind: the plugin's error is the answer.
+      await removeDockerContainer(ctx, container.id).catch(() => undefined);
+      throw err;
+    }
+  }
   // A client gone before the answer never learns this id, so nothing would ever remove the sandbox
   // (critest -benchmark exits with RunPodSandbox calls in flight): undo it, as containerd does.
   if (signal?.aborted) {
+    await tearDownPodNetwork(ctx, container.id);
     await removeDockerContainer(ctx, container.id);
     throw new CanceledError(
       `run sandbox for pod ${JSON.stringify(md.name)}: cancelled by the client; removed`,

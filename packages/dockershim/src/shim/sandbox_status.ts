@@ -25,19 +25,13 @@ import {
   splitDockerLabels,
 } from './labels.js';
 import { getManaged } from './lookup.js';
+import { sandboxIps } from './pod_network.js';
 
-/** The pod IP: the pause container's address on the pod network; none for host-network or stopped pods. */
-export function podIp(info: Dockerode.ContainerInspectInfo): string {
-  if (!info.State.Running || info.HostConfig.NetworkMode === 'host') return '';
-  const networks = info.NetworkSettings.Networks ?? {};
-  const own = networks[info.HostConfig.NetworkMode ?? ''];
-  if (own?.IPAddress) return own.IPAddress;
-  for (const n of Object.values(networks)) if (n.IPAddress) return n.IPAddress;
-  return (info.NetworkSettings as { IPAddress?: string }).IPAddress ?? '';
-}
-
-/** PodSandboxStatus rebuilt from the pause container alone. */
-export function sandboxStatusFromInspect(info: Dockerode.ContainerInspectInfo): PodSandboxStatus {
+/** PodSandboxStatus rebuilt from the pause container and the pod's IPs (sandboxIps), IPv4 first. */
+export function sandboxStatusFromInspect(
+  info: Dockerode.ContainerInspectInfo,
+  ips: readonly string[],
+): PodSandboxStatus {
   const dockerLabels = info.Config.Labels ?? {};
   const { labels, annotations } = splitDockerLabels(dockerLabels);
   return {
@@ -45,7 +39,7 @@ export function sandboxStatusFromInspect(info: Dockerode.ContainerInspectInfo): 
     metadata: sandboxMetadataFrom(dockerLabels, info.Name),
     state: toSandboxState(info.State.Status),
     createdAt: createdAtFrom(dockerLabels, dockerTimeToNanos(info.Created)),
-    network: { ip: podIp(info), additionalIps: [] },
+    network: { ip: ips[0] ?? '', additionalIps: ips.slice(1).map((ip) => ({ ip })) },
     linux: { namespaces: { options: sandboxNamespaceOptions(info.HostConfig) } },
     labels,
     annotations,
@@ -69,7 +63,11 @@ export async function podSandboxStatus(
       resolvConfPath: info.ResolvConfPath,
     });
   }
-  return { status: sandboxStatusFromInspect(info), info: info_, timestamp: nowNanos() };
+  return {
+    status: sandboxStatusFromInspect(info, await sandboxIps(ctx, info)),
+    info: info_,
+    timestamp: nowNanos(),
+  };
 }
 
 /** A sandbox as `docker ps` shows it; the fields list results carry without one inspect per item. */

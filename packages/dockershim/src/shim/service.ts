@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { type CriImageHandlers, type CriRuntimeHandlers, type CriServer, serveCri } from '@kh/cri-api';
 import { StreamingServer } from '@kh/cri-streaming';
 import type Dockerode from 'dockerode';
+import { CniNetworkPlugin } from '../network/cni.js';
 import { createContainer } from './container_create.js';
 import { execSync } from './container_exec.js';
 import { listContainers } from './container_list.js';
@@ -34,7 +35,7 @@ import { runPodSandbox } from './sandbox_run.js';
 import { listPodSandbox, podSandboxStatus } from './sandbox_status.js';
 import { stopPodSandbox } from './sandbox_stop.js';
 import { containerStats, listContainerStats, listPodSandboxStats, podSandboxStats } from './stats.js';
-import { runtimeConfig, status, version } from './status_version.js';
+import { runtimeConfig, status, updateRuntimeConfig, version } from './status_version.js';
 
 export interface DockerShimOptions extends Partial<DockerShimConfig> {
   /** Docker Engine endpoint (ignored when `docker` is given). Default unix:///var/run/docker.sock. */
@@ -72,7 +73,7 @@ export function dockerShimHandlers(
       version: () => version(ctx),
       status: (req) => status(ctx, req),
       runtimeConfig: () => runtimeConfig(ctx),
-      updateRuntimeConfig: () => ({}),
+      updateRuntimeConfig: (req) => updateRuntimeConfig(ctx, req),
       runPodSandbox: (req, call) => runPodSandbox(ctx, req, call.signal),
       stopPodSandbox: (req) => stopPodSandbox(ctx, req),
       removePodSandbox: (req) => removePodSandbox(ctx, req),
@@ -129,15 +130,24 @@ export class DockerShim {
     const client = options.docker ?? connectDocker(options.dockerEndpoint);
     let rootDir: Promise<string> | undefined;
     const address = options.address ?? 'tcp://127.0.0.1:0';
+    const config: DockerShimConfig = { ...DEFAULT_CONFIG };
+    for (const [key, value] of Object.entries(options))
+      if (key in DEFAULT_CONFIG && value !== undefined) Object.assign(config, { [key]: value });
     const ctx: ShimContext = {
       docker: client,
       instance: options.socketPath ? `unix://${options.socketPath}` : address,
-      config: {
-        podInfraContainerImage: options.podInfraContainerImage ?? DEFAULT_CONFIG.podInfraContainerImage,
-        network: options.network ?? DEFAULT_CONFIG.network,
-        execOutputLimitBytes: options.execOutputLimitBytes ?? DEFAULT_CONFIG.execOutputLimitBytes,
-        restrictOomScoreAdj: options.restrictOomScoreAdj ?? DEFAULT_CONFIG.restrictOomScoreAdj,
-      },
+      config,
+      network:
+        config.networkPlugin === 'cni'
+          ? await CniNetworkPlugin.create({
+              confDir: config.cniConfDir,
+              binDirs: config.cniBinDirs,
+              cacheDir: config.cniCacheDir,
+              timeoutMs: config.cniTimeoutMs,
+              ...(config.cniConfTemplate ? { confTemplate: config.cniConfTemplate } : {}),
+              log,
+            })
+          : undefined,
       logs: new LogManager((id, err) =>
         log(`dockershim: log copier of container ${id} failed: ${String(err)}`),
       ),

@@ -27,6 +27,7 @@ import {
   splitDockerLabels,
 } from './labels.js';
 import { getManaged } from './lookup.js';
+import { cniPodNetworkUsage } from './pod_network.js';
 import { listSandboxItems } from './sandbox_status.js';
 
 /** The part of Docker's /containers/{id}/stats answer the shim reads (cgroup v1 and v2 keys). */
@@ -207,7 +208,9 @@ async function podStatsOf(ctx: ShimContext, sandbox: StatsSource, root: string):
         majorPageFaults: undefined,
         psi: undefined,
       },
-      network: pause ? networkUsage(pause) : undefined,
+      network: pause
+        ? (networkUsage(pause) ?? (await cniPodNetworkUsage(ctx, sandbox.id, timestamp)))
+        : undefined,
       process: pause ? { timestamp, processCount: u64(pause.pids_stats?.current) } : undefined,
       containers,
       io: undefined,

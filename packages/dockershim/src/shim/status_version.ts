@@ -4,10 +4,13 @@ import {
   type RuntimeConfigResponse,
   type StatusRequest,
   type StatusResponse,
+  type UpdateRuntimeConfigRequest,
+  type UpdateRuntimeConfigResponse,
   type VersionResponse,
 } from '@kh/cri-api';
 import type { ShimContext } from './context.js';
 import { docker, dockerMessage } from './errors.js';
+import { networkError } from './pod_network.js';
 
 /** The CRI API version kubelet expects in Version.version. */
 export const KUBE_RUNTIME_API_VERSION = '0.1.0';
@@ -23,9 +26,25 @@ export async function version(ctx: ShimContext): Promise<Partial<VersionResponse
   };
 }
 
+/** NetworkReady when it is not: the reason the kubelet shows in the node's Ready condition. */
+async function networkProblem(ctx: ShimContext): Promise<string | undefined> {
+  if (ctx.network) {
+    const problem = await ctx.network.status();
+    // containerd's words: "Network plugin returns error: cni plugin not initialized".
+    return problem ? `Network plugin returns error: ${problem}` : undefined;
+  }
+  try {
+    await ctx.docker.getNetwork(ctx.config.network).inspect();
+    return undefined;
+  } catch (err) {
+    return `docker network ${JSON.stringify(ctx.config.network)}: ${dockerMessage(err)}`;
+  }
+}
+
 /**
- * Status: RuntimeReady is "dockerd answers"; NetworkReady is "the pod network exists". Both go false
- * (with a reason) when Docker is down, instead of the call failing.
+ * Status: RuntimeReady is "dockerd answers"; NetworkReady is "the pod network can be set up" (a
+ * valid CNI config in `cni` mode, the Docker network in `docker` mode). Both go false (with a
+ * reason) when Docker is down, instead of the call failing.
  */
 export async function status(ctx: ShimContext, req: StatusRequest): Promise<Partial<StatusResponse>> {
   const conditions: RuntimeCondition[] = [];
@@ -50,23 +69,19 @@ export async function status(ctx: ShimContext, req: StatusRequest): Promise<Part
       message: 'docker is not reachable, so neither is its pod network',
     });
   } else {
-    try {
-      await ctx.docker.getNetwork(ctx.config.network).inspect();
-      conditions.push({ type: 'NetworkReady', status: true, reason: '', message: '' });
-    } catch (err) {
-      conditions.push({
-        type: 'NetworkReady',
-        status: false,
-        reason: 'NetworkPluginNotReady',
-        message: `docker network ${JSON.stringify(ctx.config.network)}: ${dockerMessage(err)}`,
-      });
-    }
+    const problem = await networkProblem(ctx);
+    conditions.push(
+      problem
+        ? { type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: problem }
+        : { type: 'NetworkReady', status: true, reason: '', message: '' },
+    );
   }
   const info: Record<string, string> = {};
   if (req.verbose) {
     info.config = JSON.stringify({
       podInfraContainerImage: ctx.config.podInfraContainerImage,
-      network: ctx.config.network,
+      networkPlugin: ctx.config.networkPlugin,
+      ...(ctx.network ? { cni: await ctx.network.describe() } : { network: ctx.config.network }),
       restrictOomScoreAdj: ctx.config.restrictOomScoreAdj,
     });
   }
@@ -78,4 +93,23 @@ export async function runtimeConfig(ctx: ShimContext): Promise<Partial<RuntimeCo
   return {
     linux: { cgroupDriver: info.CgroupDriver === 'systemd' ? CgroupDriver.SYSTEMD : CgroupDriver.CGROUPFS },
   };
+}
+
+/**
+ * UpdateRuntimeConfig: the node's pod CIDR (the kubelet sends its Node's spec.podCIDRs, joined by
+ * ","). In `cni` mode the plugin takes it (and renders --cni-conf-template); `docker` mode has no
+ * use for it.
+ */
+export async function updateRuntimeConfig(
+  ctx: ShimContext,
+  req: UpdateRuntimeConfigRequest,
+): Promise<Partial<UpdateRuntimeConfigResponse>> {
+  const podCidr = req.runtimeConfig?.networkConfig?.podCidr ?? '';
+  if (!ctx.network || podCidr === '') return {};
+  try {
+    await ctx.network.updatePodCidr(podCidr);
+  } catch (err) {
+    throw networkError(err, `update pod CIDR ${JSON.stringify(podCidr)}`);
+  }
+  return {};
 }

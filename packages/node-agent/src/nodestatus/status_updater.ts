@@ -10,6 +10,7 @@ import type { KubeletEventRecorder } from '../events/recorder.js';
 import { canonicalJson } from '../util/canonical_json.js';
 import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
+import type { PodCidrUpdater } from './pod_cidr.js';
 import type { NodeRegistrar } from './registration.js';
 import {
   type NodeEventFn,
@@ -35,6 +36,13 @@ export interface NodeStatusUpdaterOptions {
   recorder?: KubeletEventRecorder;
   setters?: readonly NodeStatusSetter[];
   log?: Logger;
+  /** Passes the Node's spec.podCIDRs on to the runtime (the kubelet's updateNode does it first). */
+  podCidr?: PodCidrUpdater;
+  /**
+   * After the runtime took a new pod CIDR, before the status is computed: the kubelet checks the
+   * runtime again (updateRuntimeUp), so a network the CIDR made ready is in this very update.
+   */
+  onPodCidrChange?: () => Promise<void>;
 }
 
 /** The event the kubelet posts for a condition that changed: "Node a status is now: NodeReady". */
@@ -105,6 +113,7 @@ export class NodeStatusUpdater {
     const { api, nodeName, clock } = this.opts;
     const node = await api.getNode(nodeName);
     if (!node) throw new ApiError(404, `nodes "${nodeName}" not found`, 'NotFound');
+    const podCidrChanged = await this.updatePodCidr(node);
     const before = comparableStatus(node.status);
     const events: ['Normal' | 'Warning', string][] = [];
     const now = clock.now();
@@ -115,7 +124,7 @@ export class NodeStatusUpdater {
       (type, reason) => events.push([type, reason]),
       this.opts.setters,
     );
-    const changed = comparableStatus(node.status) !== before;
+    const changed = podCidrChanged || comparableStatus(node.status) !== before;
     const reportDue =
       this.lastReportAt === undefined || now - this.lastReportAt >= this.opts.reportFrequencyMs;
     if (!changed && !reportDue) return 'unchanged';
@@ -125,6 +134,26 @@ export class NodeStatusUpdater {
     const record = statusEvent(this.opts.recorder, nodeName);
     for (const [type, reason] of events) record(type, reason);
     return 'patched';
+  }
+
+  /** The kubelet's updateNode: spec.podCIDRs (set by the node IPAM controller) go to the runtime. */
+  private async updatePodCidr(node: V1Node): Promise<boolean> {
+    const cidrs = node.spec?.podCIDRs?.length
+      ? node.spec.podCIDRs
+      : node.spec?.podCIDR
+        ? [node.spec.podCIDR]
+        : [];
+    const { podCidr, onPodCidrChange } = this.opts;
+    if (!podCidr || cidrs.length === 0) return false;
+    try {
+      if (!(await podCidr.update(cidrs.join(',')))) return false;
+    } catch (e) {
+      // Retried at the next sync: the runtime still has the old value.
+      (this.opts.log ?? silentLogger).error('Error updating pod CIDR', { node: this.opts.nodeName, err: e });
+      return true;
+    }
+    await onPodCidrChange?.();
+    return true;
   }
 
   /** Requests an immediate sync (runtime became ready, readiness flipped). */

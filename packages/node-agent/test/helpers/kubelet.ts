@@ -12,6 +12,8 @@ import { testSnapshot } from './snapshot.js';
 /** A healthy containerd 1.6.20 with the given images; `down` makes every call fail like a dead socket. */
 export class StubNodeRuntime implements NodeRuntime {
   down = false;
+  /** Every pod CIDR the kubelet passed on. */
+  readonly podCidrs: string[] = [];
   constructor(public images: Image[] = []) {}
   type() {
     return 'containerd';
@@ -28,6 +30,10 @@ export class StubNodeRuntime implements NodeRuntime {
         { type: 'NetworkReady', status: true, reason: '', message: '' },
       ],
     };
+  }
+  async updatePodCIDR(podCidr: string) {
+    if (this.down) throw new Error('UpdateRuntimeConfig: connection refused');
+    this.podCidrs.push(podCidr);
   }
   async listImages() {
     if (this.down) throw new Error('ListImages: connection refused');

@@ -51,6 +51,8 @@ const runtimes: Record<string, (dir: string) => Promise<TestRuntime>> = {
       socketPath: join(dir, 'dockershim.sock'),
       podInfraContainerImage: images.pause,
       restrictOomScoreAdj: true,
+      // Docker's bridge: the host has no CNI config.
+      networkPlugin: 'docker',
       log: () => undefined,
     });
     const cri = await CriClient.connect(shim.endpoint);

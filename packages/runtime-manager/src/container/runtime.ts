@@ -190,6 +190,11 @@ export interface Runtime {
   version(): Promise<string>;
   apiVersion(): Promise<string>;
   status(): Promise<RuntimeStatus>;
+  /**
+   * The node's pod CIDRs ("a" or "a,b") for the runtime's network (CRI UpdateRuntimeConfig), as the
+   * kubelet's UpdatePodCIDR passes on its Node's spec.podCIDRs.
+   */
+  updatePodCIDR(podCidr: string): Promise<void>;
 
   /**
    * Brings the pod toward its spec. Once `signal` fires (the kubelet cancels the sync's context

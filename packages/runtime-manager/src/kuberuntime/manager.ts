@@ -222,6 +222,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     };
   }
 
+  /** Passes the node's pod CIDR on to the runtime (the kubelet's UpdatePodCIDR). */
+  async updatePodCIDR(podCidr: string): Promise<void> {
+    await this.#ctx.cri.updateRuntimeConfig({ runtimeConfig: { networkConfig: { podCidr } } });
+  }
+
   // ---- what the runtime has (pod_status.ts) --------------------------------------------------
 
   getPods(all: boolean): Promise<RunningPod[]> {

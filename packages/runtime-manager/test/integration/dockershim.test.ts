@@ -28,6 +28,8 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')(
         socketPath: join(dir, 'dockershim.sock'),
         podInfraContainerImage: refs.pause,
         restrictOomScoreAdj: true,
+        // Docker's bridge: the host has no CNI config.
+        networkPlugin: 'docker',
         log: () => undefined,
       });
       const clock = new SkewClock();

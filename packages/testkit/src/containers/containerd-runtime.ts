@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { normalizeImageRef } from '@kh/apimachinery';
+import { CNI_CONF_TEMPLATE, CNI_CONF_TEMPLATE_PATH } from './cni.js';
 import { criVersion } from './cri-probe.js';
-import { POD_SUBNET, REGISTRY_HOST, REGISTRY_HOSTS } from './node-config.js';
+import { REGISTRY_HOST, REGISTRY_HOSTS } from './node-config.js';
 import type { NodeFile, NodeRuntimeSpec } from './node-runtime.js';
 
 // containerd with its built-in CRI plugin: its config.toml, the CNI network for pods and the
@@ -89,6 +90,8 @@ export function containerdConfig(options: {
         'bin_dir = "/usr/lib/cni"',
         `conf_dir = ${own('cni', '/etc/cni/net.d')}`,
         ...ifHost(['max_conf_num = 1']),
+        // A node's network config comes from its pod CIDR (UpdateRuntimeConfig), as on a real node.
+        ...ifNode([`conf_template = ${q(CNI_CONF_TEMPLATE_PATH)}`]),
       ],
     ],
     [`${cri}.registry`, ifNode(['config_path = "/etc/containerd/certs.d"'])],
@@ -98,29 +101,6 @@ export function containerdConfig(options: {
     .filter(([, body]) => body.length > 0)
     .map(([name, body]) => `[${name}]\n${body.map((l) => `  ${l}\n`).join('')}`);
   return [head, ...toml].join('\n');
-}
-
-/** bridge + host-local + portmap: pods get IPs in the node's network namespace. */
-export function cniConflist(): string {
-  return `${JSON.stringify(
-    {
-      cniVersion: '0.4.0',
-      name: 'kh-pods',
-      plugins: [
-        {
-          type: 'bridge',
-          bridge: 'cni0',
-          isGateway: true,
-          ipMasq: true,
-          hairpinMode: true,
-          ipam: { type: 'host-local', ranges: [[{ subnet: POD_SUBNET }]], routes: [{ dst: '0.0.0.0/0' }] },
-        },
-        { type: 'portmap', capabilities: { portMappings: true } },
-      ],
-    },
-    null,
-    2,
-  )}\n`;
 }
 
 /** containerd's per-registry host config: pull from the test registry over plain HTTP. */
@@ -166,7 +146,7 @@ export function containerdRuntime(options: ContainerdRuntimeOptions = {}): NodeR
             }),
             target: CONTAINERD_CONFIG_PATH,
           },
-          { content: cniConflist(), target: '/etc/cni/net.d/10-kh-pods.conflist' },
+          { content: CNI_CONF_TEMPLATE, target: CNI_CONF_TEMPLATE_PATH },
           ...REGISTRY_HOSTS.map((host) => ({
             content: registryHostsToml(host),
             target: `/etc/containerd/certs.d/${host}/hosts.toml`,

@@ -13,11 +13,48 @@ export interface CriVersion {
  * testkit cannot depend on @kh/cri-api (that package tests with testkit), and readiness only
  * needs this one call with an empty request.
  */
-export function criVersion(socketPath: string, timeoutMs = 2_000): Promise<CriVersion> {
+export async function criVersion(socketPath: string, timeoutMs = 2_000): Promise<CriVersion> {
+  const fields = decodeStrings(await criCall(socketPath, 'Version', Buffer.alloc(0), timeoutMs));
+  return {
+    version: fields.get(1) ?? '',
+    runtimeName: fields.get(2) ?? '',
+    runtimeVersion: fields.get(3) ?? '',
+    runtimeApiVersion: fields.get(4) ?? '',
+  };
+}
+
+/**
+ * CRI UpdateRuntimeConfig with `runtime_config.network_config.pod_cidr`: what a kubelet sends
+ * once its Node has a pod CIDR, and what makes a runtime with a CNI conf template write its
+ * network config.
+ */
+export async function criUpdatePodCidr(
+  socketPath: string,
+  podCidr: string,
+  timeoutMs = 5_000,
+): Promise<void> {
+  // UpdateRuntimeConfigRequest{1: RuntimeConfig{1: NetworkConfig{1: pod_cidr}}}
+  const field1 = (body: Buffer) => Buffer.concat([Buffer.from([0x0a]), varint(body.length), body]);
+  const request = field1(field1(field1(Buffer.from(podCidr, 'utf8'))));
+  await criCall(socketPath, 'UpdateRuntimeConfig', request, timeoutMs);
+}
+
+function varint(n: number): Buffer {
+  const bytes: number[] = [];
+  while (n >= 0x80) {
+    bytes.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  bytes.push(n);
+  return Buffer.from(bytes);
+}
+
+/** One unary RuntimeService call; resolves with the response message's bytes. */
+function criCall(socketPath: string, method: string, message: Buffer, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const session = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
     const timer = setTimeout(
-      () => fail(new Error(`CRI Version on ${socketPath} timed out after ${timeoutMs} ms`)),
+      () => fail(new Error(`CRI ${method} on ${socketPath} timed out after ${timeoutMs} ms`)),
       timeoutMs,
     );
     const fail = (err: Error) => {
@@ -28,17 +65,17 @@ export function criVersion(socketPath: string, timeoutMs = 2_000): Promise<CriVe
     session.on('error', fail);
     const req = session.request({
       ':method': 'POST',
-      ':path': '/runtime.v1.RuntimeService/Version',
+      ':path': `/runtime.v1.RuntimeService/${method}`,
       'content-type': 'application/grpc',
       te: 'trailers',
     });
     const chunks: Buffer[] = [];
     let status: string | undefined;
-    let message = '';
+    let statusMessage = '';
     const readStatus = (headers: http2.IncomingHttpHeaders) => {
       if (headers['grpc-status'] !== undefined) status = String(headers['grpc-status']);
       if (headers['grpc-message'] !== undefined)
-        message = decodeURIComponent(String(headers['grpc-message']));
+        statusMessage = decodeURIComponent(String(headers['grpc-message']));
     };
     req.on('response', readStatus);
     req.on('trailers', readStatus);
@@ -48,17 +85,14 @@ export function criVersion(socketPath: string, timeoutMs = 2_000): Promise<CriVe
       clearTimeout(timer);
       session.close();
       if (status !== '0')
-        return reject(new Error(`CRI Version on ${socketPath}: grpc-status ${status} ${message}`));
-      // 5-byte gRPC frame header (compressed flag + length), then the VersionResponse message.
-      const fields = decodeStrings(Buffer.concat(chunks).subarray(5));
-      resolve({
-        version: fields.get(1) ?? '',
-        runtimeName: fields.get(2) ?? '',
-        runtimeVersion: fields.get(3) ?? '',
-        runtimeApiVersion: fields.get(4) ?? '',
-      });
+        return reject(new Error(`CRI ${method} on ${socketPath}: grpc-status ${status} ${statusMessage}`));
+      // 5-byte gRPC frame header (compressed flag + length), then the response message.
+      resolve(Buffer.concat(chunks).subarray(5));
     });
-    req.end(Buffer.alloc(5)); // an empty VersionRequest: uncompressed, length 0
+    // Uncompressed flag, big-endian length, the message.
+    const header = Buffer.alloc(5);
+    header.writeUInt32BE(message.length, 1);
+    req.end(Buffer.concat([header, message]));
   });
 }
 

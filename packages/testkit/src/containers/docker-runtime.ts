@@ -1,3 +1,4 @@
+import { CNI_CONF_TEMPLATE, CNI_CONF_TEMPLATE_PATH } from './cni.js';
 import { DOCKER_BRIDGE_IP, REGISTRY_HOSTS } from './node-config.js';
 import type { NodeRuntimeSpec } from './node-runtime.js';
 
@@ -23,7 +24,8 @@ export function dockerRuntime(): NodeRuntimeSpec {
     sockets: { runtime: 'docker.sock', cri: 'dockershim.sock' },
     preloadsSandboxImage: false,
     launch: ({ runtimeSocket }) => ({
-      files: [],
+      // For the dockershim's --cni-conf-template.
+      files: [{ content: CNI_CONF_TEMPLATE, target: CNI_CONF_TEMPLATE_PATH }],
       env: { DOCKER_HOST: `unix://${runtimeSocket}` },
       command: dockerdCommand(runtimeSocket),
     }),

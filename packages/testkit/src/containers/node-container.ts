@@ -9,7 +9,7 @@ import { docker } from '../util/docker.js';
 import { timed } from '../util/progress.js';
 import { done, notYet, until } from '../util/until.js';
 import { containerdRuntime } from './containerd-runtime.js';
-import { type CriVersion, criVersion } from './cri-probe.js';
+import { type CriVersion, criUpdatePodCidr, criVersion } from './cri-probe.js';
 import { dockerRuntime } from './docker-runtime.js';
 import { loadImages } from './images-in-node.js';
 import { containerLogTail, KhContainer, removeContainer, startOrRemove } from './kh-container.js';
@@ -20,6 +20,7 @@ import {
   NODE_INIT_PATH,
   NODE_SHARED_DIR,
   nodeInitScript,
+  POD_SUBNET,
   RUNTIME_CTL_PATH,
   runtimeCtlScript,
 } from './node-config.js';
@@ -64,6 +65,7 @@ export class NodeContainer extends RuntimeBuilder {
   private labels: Record<string, string> = {};
   private env: Record<string, string> = {};
   private binds: BindMount[] = [];
+  private podCidr: string | undefined = POD_SUBNET;
 
   constructor(private readonly image: string) {
     super(60_000);
@@ -105,6 +107,18 @@ export class NodeContainer extends RuntimeBuilder {
 
   withBindMounts(mounts: BindMount[]): this {
     this.binds.push(...mounts);
+    return this;
+  }
+
+  /**
+   * The pod CIDR the node's runtime gets through CRI UpdateRuntimeConfig once it answers, as a
+   * kubelet passes on its Node's spec.podCIDRs; the runtime then writes its CNI config from the
+   * node's template (containerd-runtime.ts, cni.ts). Default POD_SUBNET; undefined when an agent in
+   * the node does it. Only for a runtime that serves CRI itself: a CRI shim started later (the
+   * dockershim) is told by whoever starts it.
+   */
+  withPodCidr(cidr: string | undefined): this {
+    this.podCidr = cidr;
     return this;
   }
 
@@ -187,6 +201,7 @@ export class NodeContainer extends RuntimeBuilder {
     try {
       await timed(this.progress, `${name}: wait for ${spec.name}`, () => node.waitReady(this.readyTimeoutMs));
       node.readyAfterMs = performance.now() - started;
+      if (this.podCidr && spec.sockets.cri === spec.sockets.runtime) await node.updatePodCidr(this.podCidr);
       await node.resolveCgroupParent();
       const images = [...(spec.preloadsSandboxImage && pauseImage ? [pauseImage] : []), ...this.images];
       if (images.length > 0)
@@ -334,6 +349,11 @@ export class StartedNodeContainer {
   /** Asks CRI Version on the node's CRI socket (for a docker node, the dockershim's once it runs). */
   criVersion(): Promise<CriVersion> {
     return criVersion(join(this.sharedDirOnHost, this.runtime.sockets.cri));
+  }
+
+  /** CRI UpdateRuntimeConfig with this pod CIDR on the node's CRI socket, as a kubelet sends it. */
+  updatePodCidr(cidr: string): Promise<void> {
+    return criUpdatePodCidr(join(this.sharedDirOnHost, this.runtime.sockets.cri), cidr);
   }
 
   /** Imports host engine images into the node's runtime; returns the names the runtime uses. */
