@@ -1,8 +1,9 @@
 // Docker Engine behind our dockershim: dockerd runs under the node's init (so it can be stopped
 // and started again) and the dockershim (from the host checkout, on the host's Node) serves CRI
 // next to it. One column per Debian release of the node image: docker-28, docker-26, docker-20.10.
-import { DOCKERSHIM_CNI_FLAGS, dockerRuntime } from '@kh/testkit';
+
 import type { NodeRelease } from '@kh/testkit';
+import { DOCKERSHIM_CNI_FLAGS, dockerRuntime } from '@kh/testkit';
 import { inContainer } from '../node/project.js';
 import { kindBackend } from './kind.js';
 import { aliasesFor, COLUMN_RELEASES, RELEASE_RUNTIMES } from './releases.js';
@@ -16,7 +17,10 @@ import type { RuntimeBackend } from './types.js';
 export type DockerNetworkPlugin = 'cni' | 'docker';
 
 /** The docker column of a node release. */
-export function dockerBackend(release: NodeRelease, networkPlugin: DockerNetworkPlugin = 'cni'): RuntimeBackend {
+export function dockerBackend(
+  release: NodeRelease,
+  networkPlugin: DockerNetworkPlugin = 'cni',
+): RuntimeBackend {
   const { docker, debian } = RELEASE_RUNTIMES[release];
   return kindBackend({
     name: `docker-${docker}`,

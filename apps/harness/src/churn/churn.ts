@@ -49,6 +49,9 @@ export interface ChurnSummary {
   hang?: { afterRound: number; reason: string; stacksFile?: string; libnetworkDeadlock: boolean };
 }
 
+/** The node's pod CIDR, as the run's node IPAM would give a first node (10.244.0.0/16, /24s). */
+const CHURN_POD_CIDR = '10.244.0.0/24';
+
 /** The two sides of moby/libnetwork#2649 as a goroutine dump shows them. */
 const DEADLOCK_FRAMES = [/processEndpointDelete/, /\(\*sandbox\)\.Delete|sbLeave/];
 
@@ -103,6 +106,8 @@ export async function runChurn(
       `${started.runtimeName} ${started.runtimeVersion}: ${opts.rounds} rounds of ${opts.pods} pods`,
     );
     const client = await CriClient.connect(started.hostCriEndpoint, { timeoutMs: opts.callTimeoutMs });
+    // No agent here to pass on a Node's pod CIDR: do it as one would, so CNI has its config.
+    await client.updateRuntimeConfig({ runtimeConfig: { networkConfig: { podCidr: CHURN_POD_CIDR } } });
     // Round n's pods are torn down while round n+1's start, as when a suite's pods are deleted
     // while the next cell's pods start: that overlap is what reddened CI.
     let tearing: Promise<Teardown> | undefined;

@@ -2,7 +2,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { dockerBackend, dockerBackends } from '../backends/docker.js';
 import { loadBackends, selectBackends } from '../backends/registry.js';
+import type { RuntimeBackend } from '../backends/types.js';
 import type { Progress } from '../support/progress.js';
 import { runChurn } from './churn.js';
 
@@ -21,6 +23,8 @@ Options:
       --call-timeout <s>   per CRI call; a slower call is a hang suspect (default 60)
       --status-every <ms>  CRI Status meanwhile, as an agent's health checks ask it
                            (default 1000; 0: never)
+      --network-plugin <cni|docker>  for a docker column: how the dockershim networks pods
+                           (default cni, as the columns; docker: Docker's own bridge)
   -o, --out <dir>          default .reports/churn
       --backend <module>   load a backend module first (repeatable)
   -h, --help
@@ -42,6 +46,7 @@ export async function runChurnCommand(
         rounds: { type: 'string', default: '30' },
         'call-timeout': { type: 'string', default: '60' },
         'status-every': { type: 'string', default: '1000' },
+        'network-plugin': { type: 'string' },
         out: { type: 'string', short: 'o', default: '.reports/churn' },
         backend: { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
@@ -77,7 +82,7 @@ export async function runChurnCommand(
     const selected = selectBackends([values.runtime], registry.backends);
     if (selected.length !== 1)
       throw new Error(`--runtime ${values.runtime} names ${selected.length} columns`);
-    backend = selected[0]!;
+    backend = withNetworkPlugin(selected[0]!, values['network-plugin'] as string | undefined);
   } catch (err) {
     io.err(`kubelet-harness churn: ${(err as Error).message}\n\n${CHURN_USAGE}\n`);
     return 2;
@@ -102,4 +107,15 @@ export async function runChurnCommand(
           `(${summary.sandboxesTornDown} sandboxes torn down); ${file}\n`,
   );
   return summary.hang ? 1 : 0;
+}
+
+/** The same docker column with the dockershim on another network plugin; other columns have none. */
+function withNetworkPlugin(backend: RuntimeBackend, plugin: string | undefined): RuntimeBackend {
+  if (plugin === undefined) return backend;
+  if (plugin !== 'cni' && plugin !== 'docker')
+    throw new Error(`--network-plugin must be cni or docker, got "${plugin}"`);
+  const column = dockerBackends.find((b) => b.name === backend.name);
+  if (!column?.release)
+    throw new Error(`--network-plugin applies to the docker columns, not ${backend.name}`);
+  return dockerBackend(column.release, plugin);
 }

@@ -25,6 +25,7 @@ afterEach(async () => {
  */
 async function deadlockingRuntime(healthyRounds: number, pods: number) {
   const live = new Set<string>();
+  const podCidrs: string[] = [];
   let next = 0;
   let created = 0;
   const hung = () => created >= healthyRounds * pods;
@@ -43,6 +44,10 @@ async function deadlockingRuntime(healthyRounds: number, pods: number) {
         createContainer: () => ({ containerId: `c${next++}` }),
         startContainer: () => ({}),
         stopPodSandbox: () => ({}),
+        updateRuntimeConfig: (req) => {
+          podCidrs.push(req.runtimeConfig?.networkConfig?.podCidr ?? '');
+          return {};
+        },
         removePodSandbox: (req) => {
           live.delete(req.podSandboxId);
           return {};
@@ -70,7 +75,7 @@ async function deadlockingRuntime(healthyRounds: number, pods: number) {
     capabilities: new Set(),
     start: async () => started,
   };
-  return { backend, live };
+  return { backend, live, podCidrs };
 }
 
 const world = async () => ({ images: {} as never, network: {} as never, stop: async () => {} });
@@ -97,7 +102,7 @@ test('tears pods down round after round and stops at the hang, with the dump and
 }, 60_000);
 
 test('runs every round when the runtime never hangs, and tears every pod down', async () => {
-  const { backend, live } = await deadlockingRuntime(1_000, 2);
+  const { backend, live, podCidrs } = await deadlockingRuntime(1_000, 2);
   const summary = await runChurn(
     backend,
     { pods: 2, rounds: 3, callTimeoutMs: 5_000, statusEveryMs: 10, outDir: dir },
@@ -109,6 +114,8 @@ test('runs every round when the runtime never hangs, and tears every pod down', 
   expect(summary.hang).toBeUndefined();
   expect(summary.sandboxesTornDown).toBe(6);
   expect(live.size).toBe(0);
+  // As an agent passes on its Node's pod CIDR, before any pod: CNI needs its config.
+  expect(podCidrs).toEqual(['10.244.0.0/24']);
 });
 
 test('churn refuses what it cannot run, with status 2', async () => {
@@ -120,4 +127,10 @@ test('churn refuses what it cannot run, with status 2', async () => {
   expect(errs.join('')).toContain('--pods must be a whole number ≥ 1, got "0"');
   expect(await runChurnCommand(['-r', 'cri-o'], io, silentProgress)).toBe(2);
   expect(errs.join('')).toContain('unknown runtime "cri-o"');
+  expect(await runChurnCommand(['-r', 'containerd', '--network-plugin', 'docker'], io, silentProgress)).toBe(
+    2,
+  );
+  expect(errs.join('')).toContain('--network-plugin applies to the docker columns, not containerd-1.7');
+  expect(await runChurnCommand(['-r', 'docker', '--network-plugin', 'weave'], io, silentProgress)).toBe(2);
+  expect(errs.join('')).toContain('--network-plugin must be cni or docker, got "weave"');
 });
