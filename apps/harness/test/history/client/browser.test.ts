@@ -218,6 +218,23 @@ describe('history page in Chromium', { timeout: 60_000 }, () => {
   });
 });
 
+describe("a run's report, reached from the history", { timeout: 60_000 }, () => {
+  it('shows a quarantined cell as failed, with its badge, and who holds it until when', async () => {
+    const page = await open(pageUrl);
+    await squares(page, 'containerd-1.7/gc').first().locator('a').click();
+    await page.waitForURL(/runs\/nightly-10\.html#cell=containerd-1\.7\/gc$/);
+    await expect.poll(() => page.locator('#cell-title').textContent()).toBe('gc on containerd-1.7');
+    expect(await page.locator('#cell-body .cell-meta .badge--quarantined').textContent()).toBe('quarantined');
+    expect(await page.locator('#cell-body').textContent()).toContain(
+      'quarantined until 2026-12-31 by sig-node-oncall: image GC race, kubernetes#0 (a failure does not fail the run).',
+    );
+    await page.keyboard.press('Escape');
+    const cell = page.locator('td[data-cell="containerd-1.7/gc"]');
+    expect(await cell.locator('.badge--quarantined').textContent()).toBe('quarantined');
+    expect(await cell.getAttribute('data-outcome')).toBe('failed');
+  });
+});
+
 describe('history page accessibility (axe-core) in Chromium', { timeout: 60_000 }, () => {
   it('finds no WCAG 2.1 A/AA violation, with the page whole and filtered', async () => {
     const page = await open(pageUrl, { bypassCSP: true });
