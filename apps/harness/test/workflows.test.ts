@@ -236,6 +236,8 @@ describe('nightly.yml history', () => {
       'inputs+=(.reports/merged/results.json)',
       'inputs+=(--from .reports/history-previous)',
       '--out .reports/history',
+      '--reports 7',
+      '--run-url "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID"',
       '--fail-after 3',
       '--stale-hours 36',
       '--summary "$GITHUB_STEP_SUMMARY"',

@@ -33,7 +33,8 @@ Options:
       --run-url <url>            the page of the run(s) read here, e.g. the CI run; linked from the column
       --summary <file>           append a Markdown summary (new failures, new flakes, fixed, still
                                  failing, alerts), e.g. "$GITHUB_STEP_SUMMARY"
-      --no-run-reports           do not write each run's report (squares then link nowhere)
+      --reports <n>              keep the reports of the newest n runs only (default: every run's;
+                                 0: none); an older run's squares link to its --run-url
   -h, --help                     show this help
 
 Exit status: 0, or 1 when an alert (--fail-after, --stale-hours) fired, 2 on bad arguments or
@@ -49,11 +50,18 @@ export interface HistoryCommandOptions {
   bench: string[];
   runUrl?: string;
   summary?: string;
-  runReports: boolean;
+  /** Runs whose report is kept, newest first; undefined: all. */
+  reports?: number;
 }
 
 export class HistoryUsageError extends Error {
   override name = 'HistoryUsageError';
+}
+
+function nonNegativeInteger(flag: string, value: string): number {
+  if (!/^\d+$/.test(value.trim()))
+    throw new HistoryUsageError(`--${flag} must be a whole number, got ${JSON.stringify(value)}`);
+  return Number(value);
 }
 
 function positiveInteger(flag: string, value: string | undefined, fallback?: number): number | undefined {
@@ -82,7 +90,7 @@ export function parseHistoryArgs(argv: string[]): HistoryCommandOptions | undefi
         bench: { type: 'string', multiple: true },
         'run-url': { type: 'string' },
         summary: { type: 'string' },
-        'no-run-reports': { type: 'boolean' },
+        reports: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -115,7 +123,7 @@ export function parseHistoryArgs(argv: string[]): HistoryCommandOptions | undefi
     bench: values.bench ?? [],
     ...(values['run-url'] ? { runUrl: values['run-url'] } : {}),
     ...(values.summary ? { summary: values.summary } : {}),
-    runReports: !values['no-run-reports'],
+    ...(values.reports !== undefined ? { reports: nonNegativeInteger('reports', values.reports) } : {}),
   };
 }
 
@@ -162,7 +170,7 @@ export async function writeHistory(options: HistoryCommandOptions, now: Date): P
       entries.push(entry);
     }
   }
-  const reportScript = options.runReports ? await loadClientScript() : undefined;
+  const reportScript = options.reports === 0 ? undefined : await loadClientScript();
   for (const input of options.inputs)
     for (const file of await resultsFilesUnder(input)) {
       const results = await readResultsFile(file);
@@ -181,7 +189,9 @@ export async function writeHistory(options: HistoryCommandOptions, now: Date): P
     }
   benches = benchSeries(options.bench.length ? await readBenchRecords(options.bench) : [], benches);
   const model = buildHistory(entries, benches, options.settings, now);
-  // Run reports of runs that left the window go with them.
+  // Reports of runs past --reports, and of runs that left the window, go.
+  for (const run of model.runs.slice(options.reports ?? model.runs.length))
+    if (run.report && !isUrl(run.report)) delete run.report;
   const kept = new Set(model.runs.map((r) => r.report).filter((r): r is string => Boolean(r)));
   for (const name of await readdir(join(out, 'runs')))
     if (name.endsWith('.html') && !kept.has(`runs/${name}`)) await rm(join(out, 'runs', name));

@@ -237,6 +237,27 @@ describe('history flags', () => {
     });
   });
 
+  it('--reports n keeps the reports of the newest n runs; 0 writes none', async () => {
+    const o = out();
+    expect((await history([runs, '-o', o, '--reports', '3'])).code).toBe(0);
+    const m = await read(o);
+    expect(m.runs.map((r) => r.report ?? '-')).toEqual([
+      'runs/nightly-10.html',
+      'runs/nightly-09.html',
+      'runs/nightly-08.html',
+      ...Array(7).fill('-'),
+    ]);
+    expect((await readdir(join(o, 'runs'))).sort()).toEqual([
+      'nightly-08.html',
+      'nightly-09.html',
+      'nightly-10.html',
+    ]);
+    const none = out();
+    expect((await history([runs, '-o', none, '--reports', '0'])).code).toBe(0);
+    expect((await read(none)).runs.every((r) => r.report === undefined)).toBe(true);
+    expect(await readdir(join(none, 'runs'))).toEqual([]);
+  });
+
   it('--from extends an earlier history, as the nightly does each night: the same as reading every run at once', async () => {
     const first = join(dir, 'nights-1-7');
     const seven = join(dir, 'runs-1-7');
@@ -281,6 +302,7 @@ describe('history flags', () => {
       [[runs, '--fail-after', '0'], /--fail-after must be a positive integer/],
       [[runs, '--stale-hours', 'soon'], /--stale-hours must be a positive number/],
       [[runs, '--runs', '2.5'], /--runs must be a positive integer/],
+      [[runs, '--reports', 'all'], /--reports must be a whole number/],
       [[runs, '--bogus'], /Unknown option '--bogus'/],
       [[join(dir, 'absent')], /absent: no such file or directory/],
       [['--from', runs], /history\.json: ENOENT/],

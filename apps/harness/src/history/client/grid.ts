@@ -162,9 +162,10 @@ function square(row: HistoryRow, run: HistoryRun, result: HistoryResult | null):
     result.attempts && result.attempts > 1 ? h('span', { class: 'retry' }, `try ${result.attempts}`) : null,
     context.length > 0 ? hiddenText(` (${context.join('; ')})`) : null,
   ];
+  // That run's report at the cell; without one (past history --reports), the run's own page.
   const href = run.report
     ? `${run.report}#cell=${encodeURIComponent(row.cell).replace(/%2F/gi, '/')}`
-    : undefined;
+    : run.url;
   return h(
     'td',
     {

@@ -218,6 +218,23 @@ describe('history page in Chromium', { timeout: 60_000 }, () => {
   });
 });
 
+describe('history page with fewer reports kept', { timeout: 60_000 }, () => {
+  it("links the squares of a run whose report is gone to the run's own page", async () => {
+    const out = join(dir, 'history-few');
+    const code = await runHistoryCommand(
+      [join(dir, 'runs'), '-o', out, '--reports', '1', '--run-url', 'https://ci.example/runs/1'],
+      { out: () => {}, err: () => {}, now: () => NOW },
+    );
+    expect(code).toBe(0);
+    const page = await open(pathToFileURL(join(out, 'history.html')).href);
+    const links = squares(page, 'containerd-1.7/kubectl').locator('a');
+    expect(await links.evaluateAll((as) => as.map((a) => a.getAttribute('href')))).toEqual([
+      'runs/nightly-10.html#cell=containerd-1.7/kubectl',
+      ...Array(9).fill('https://ci.example/runs/1'),
+    ]);
+  });
+});
+
 describe("a run's report, reached from the history", { timeout: 60_000 }, () => {
   it('shows a quarantined cell as failed, with its badge, and who holds it until when', async () => {
     const page = await open(pageUrl);
