@@ -7,6 +7,8 @@
 // so a broken package never looks green by omission. Callers delete old reports before the run.
 // --checks names a file of failed checks that are not vitest suites (lint, typecheck), one per line;
 // each counts as one failure, so a red lint step cannot end in `0 failed`. A missing file means none.
+// A test skipped with `meta.quarantined` (the e2e matrix's failed cell that a kh.config.json
+// quarantine holds) counts as quarantined, not skipped: the line then ends `, N quarantined`.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
@@ -39,6 +41,8 @@ const workspaces = readJson(join(root, 'package.json')).workspaces.flatMap((patt
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+let quarantined = 0;
+const withQuarantined = (line, q) => (q > 0 ? `${line}, ${q} quarantined` : line);
 for (const [script, reportName] of pairs)
   for (const dir of workspaces.sort()) {
     const pkgFile = join(root, dir, 'package.json');
@@ -60,11 +64,19 @@ for (const [script, reportName] of pairs)
     // Vitest fails a run whose tests all passed when an error escaped them (an unhandled rejection).
     const unhandled = r.success === false && (r.numFailedTests ?? 0) + brokenSuites === 0 ? 1 : 0;
     const f = (r.numFailedTests ?? 0) + brokenSuites + unhandled;
-    const s = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+    // Skipped with meta.quarantined: ran, failed, held by a quarantine entry.
+    const held = (r.testResults ?? []).flatMap((suite) =>
+      (suite.assertionResults ?? [])
+        .filter((t) => t.meta?.quarantined && (t.status === 'skipped' || t.status === 'pending'))
+        .map((t) => ({ suite, t })),
+    );
+    const q = held.length;
+    const s = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0) - q;
     passed += p;
     failed += f;
     skipped += s;
-    console.log(`  ${pkg.name} ${script}: ${p} passed, ${f} failed, ${s} skipped`);
+    quarantined += q;
+    console.log(withQuarantined(`  ${pkg.name} ${script}: ${p} passed, ${f} failed, ${s} skipped`, q));
     // The failures by name, so a log that keeps only its tail still says what broke.
     if (unhandled) console.log('    ✗ an error outside any test (unhandled error or rejection; see the log)');
     for (const suite of r.testResults ?? []) {
@@ -75,6 +87,12 @@ for (const [script, reportName] of pairs)
         if (t.status === 'failed')
           console.log(`    ✗ ${file} > ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
     }
+    for (const { suite, t } of held) {
+      const file = suite.name ? suite.name.slice(join(root, dir).length + 1) : '?';
+      const e = t.meta.quarantined.entry;
+      const by = e ? ` until ${e.expires} (${e.owner})` : '';
+      console.log(`    ~ ${file} > ${t.fullName}: quarantined${by}: ${firstLine(t.meta.quarantined.reason)}`);
+    }
   }
 if (checksFile && existsSync(checksFile))
   for (const check of readFileSync(checksFile, 'utf8')
@@ -83,5 +101,5 @@ if (checksFile && existsSync(checksFile))
     failed += 1;
     console.log(`  ✗ check failed: ${check.trim()}`);
   }
-console.log(`${passed} passed, ${failed} failed, ${skipped} skipped`);
+console.log(withQuarantined(`${passed} passed, ${failed} failed, ${skipped} skipped`, quarantined));
 process.exitCode = failed > 0 ? 1 : 0;

@@ -84,3 +84,52 @@ it('counts each failed check named in --checks as a failure, and a missing check
   ]);
   assert.equal(run(join(root, 'absent.txt')).at(-1), '6 passed, 4 failed, 1 skipped');
 });
+
+it('counts a failure held by a quarantine (skipped, meta.quarantined) as quarantined, not skipped, and names it', () => {
+  const tree = mkdtempSync(join(tmpdir(), 'kh-test-summary-q-'));
+  try {
+    writeFileSync(join(tree, 'package.json'), JSON.stringify({ workspaces: ['e2e'] }));
+    mkdirSync(join(tree, 'e2e', '.reports'), { recursive: true });
+    writeFileSync(
+      join(tree, 'e2e', 'package.json'),
+      JSON.stringify({ name: '@t/e2e', scripts: { 'test:e2e': 'x' } }),
+    );
+    const held = {
+      reason: 'kubectl logs --previous: 400',
+      entry: { owner: 'sig-node', expires: '2026-12-31', reason: 'x' },
+    };
+    writeFileSync(
+      join(tree, 'e2e', '.reports', 'vitest-e2e.json'),
+      JSON.stringify({
+        numPassedTests: 1,
+        numFailedTests: 1,
+        numPendingTests: 2,
+        testResults: [
+          {
+            name: join(tree, 'e2e', 'test/matrix.e2e.test.ts'),
+            status: 'failed',
+            assertionResults: [
+              { fullName: 'docker node-registration', status: 'passed' },
+              { fullName: 'docker probes', status: 'failed', failureMessages: ['probes failed'] },
+              { fullName: 'fake kubectl', status: 'skipped' },
+              { fullName: 'docker kubectl', status: 'skipped', meta: { quarantined: held } },
+            ],
+          },
+        ],
+      }),
+    );
+    const r = spawnSync(process.execPath, [SCRIPT, 'test:e2e=vitest-e2e.json'], {
+      env: { ...process.env, KH_REPO_ROOT: tree },
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 1);
+    assert.deepEqual(r.stdout.trimEnd().split('\n'), [
+      '  @t/e2e test:e2e: 1 passed, 1 failed, 1 skipped, 1 quarantined',
+      '    ✗ test/matrix.e2e.test.ts > docker probes: probes failed',
+      '    ~ test/matrix.e2e.test.ts > docker kubectl: quarantined until 2026-12-31 (sig-node): kubectl logs --previous: 400',
+      '1 passed, 1 failed, 1 skipped, 1 quarantined',
+    ]);
+  } finally {
+    rmSync(tree, { recursive: true, force: true });
+  }
+});

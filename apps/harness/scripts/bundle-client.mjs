@@ -1,7 +1,8 @@
-// Bundles the report page's script: src/report/client/app.ts and the modules it imports become the
-// one file that html.ts inlines into every report, since the page can load nothing else (its CSP
-// allows only its own inline script, and a report must work offline as a single file). Types are
-// checked by tsc (tsconfig.client.build.json) before this runs; esbuild only strips them.
+// Bundles the pages' scripts: src/report/client/app.ts (the report) and src/history/client/app.ts
+// (the history page), each with the modules it imports, become one file each that html.ts inlines
+// into every page, since a page can load nothing else (its CSP allows only its own inline script,
+// and a page must work offline as a single file). Types are checked by tsc
+// (tsconfig.client.build.json) before this runs; esbuild only strips them.
 //   node scripts/bundle-client.mjs
 import { build } from 'esbuild';
 
@@ -9,8 +10,8 @@ const pkg = new URL('..', import.meta.url).pathname;
 
 await build({
   absWorkingDir: pkg,
-  entryPoints: ['src/report/client/app.ts'],
-  outfile: 'dist/client/report-page.js',
+  entryPoints: { 'report-page': 'src/report/client/app.ts', 'history-page': 'src/history/client/app.ts' },
+  outdir: 'dist/client',
   tsconfig: 'tsconfig.client.json',
   bundle: true,
   format: 'esm',

@@ -10,8 +10,10 @@ import type { RuntimeBackend } from './backends/types.js';
 import { runChurnCommand } from './churn/command.js';
 import { clusterDown, clusterUp } from './cluster/cluster.js';
 import type { Scenario } from './framework/scenario.js';
+import { runHistoryCommand } from './history/command.js';
 import { runReportCommand } from './report/cli.js';
 import { runMergeCommand } from './report/merge-command.js';
+import { failsRun } from './results/quarantine.js';
 import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
 import { moduleSpecifier } from './support/modules.js';
@@ -28,6 +30,8 @@ Commands:
   down      remove what up brought up
   report    turn results.json into a self-contained HTML report (report --help)
   merge     merge the results.json of sharded runs (run --shard i/n) into one, with junit.xml and report
+  history   many runs' results as one grid over time: flaky rows, failing streaks, failures by
+            message, the benchmarks' trend; alerts for the nightly (history --help)
   cleanup   remove what interrupted runs, and tests or benchmarks killed before their teardown, left
             behind: frozen cgroups are thawed first, volumes go with their containers
             (--all: every kh-labelled object)
@@ -84,6 +88,8 @@ export async function main(argv: string[], io: CliIO = defaultIO): Promise<numbe
       });
     case 'merge':
       return runMergeCommand(rest, io);
+    case 'history':
+      return runHistoryCommand(rest, io);
     case 'cleanup':
       return cleanupCommand(rest.includes('--all'), io);
     case 'list':
@@ -210,7 +216,8 @@ async function runCommand(argv: string[], io: CliIO): Promise<number> {
       { backends },
     );
     if (signal.aborted) return 130;
-    return results.cells.some((c) => c.outcome === 'failed') ? 1 : 0;
+    // A quarantined failure is reported but does not fail the run (results/quarantine.ts).
+    return results.cells.some(failsRun) ? 1 : 0;
   } catch (err) {
     io.err(`kubelet-harness run: ${(err as Error).message}\n`);
     return /^unknown (runtime|scenario)/.test((err as Error).message) ? 2 : 1;

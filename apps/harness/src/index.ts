@@ -14,6 +14,7 @@ export { AGENT_HEALTHZ_PORT } from './node/agent-config.js';
 export type * from './node/host.js';
 export { toJUnit } from './results/junit.js';
 export * from './results/model.js';
+export { applyQuarantine, failsRun, heldByQuarantine } from './results/quarantine.js';
 export {
   type AgentStartupRecord,
   percentiles,
@@ -21,7 +22,7 @@ export {
   rowProblems,
   startupBreakdown,
 } from './results/startup.js';
-export { countOutcomes, formatMatrix } from './results/table.js';
+export { countOutcomes, countsLine, formatMatrix } from './results/table.js';
 export { writeResults } from './results/writer.js';
 export { type HarnessDeps, type HarnessIO, type HarnessRunResult, runHarness } from './run/harness.js';
 export { parseRunOptions, type RunOptions, selectScenarios } from './run/options.js';

@@ -97,13 +97,18 @@ describe('the workflows', () => {
       'cleanup',
     ],
     [
+      /^node_modules\/\.bin\/node apps\/harness\/dist\/cli\.js history "\$\{inputs\[@\]\}" .*--fail-after \d+ --stale-hours \d+ /,
+      'apps/harness/test/history/history.test.ts',
+      "main(['history'",
+    ],
+    [
       /^KH_REAL_RESULTS="\$MERGED\/results\.json" npm run test:report-real -w @kh\/harness$/,
       '.ci/run',
       'npm run --silent test:report-real -w @kh/harness',
     ],
   ];
   // Shell around the commands: conditions, exports, echo into GITHUB_OUTPUT.
-  const SHELL = /^(if \[|baseline=\(|echo "runtimes=|fi$)/;
+  const SHELL = /^(if \[|baseline=\(|inputs=\(|echo "runtimes=|fi$)/;
 
   it.each(files)('%s runs only commands the repository already runs', (file) => {
     for (const [id, job] of jobsOf(load(file))) {
@@ -207,6 +212,43 @@ describe('nightly.yml', () => {
     expect(readFileSync(join(root, 'apps/harness/test/report/client/real-run.test.ts'), 'utf8')).toContain(
       "'../../../.reports/screenshots/'",
     );
+  });
+});
+
+describe('nightly.yml history', () => {
+  const wf = load('nightly.yml');
+  const history = wf.jobs.history as Job;
+
+  it("extends the previous nightly's history with tonight's merged results, alerting and summing up", () => {
+    expect(history.needs).toEqual(['merge']);
+    expect(history.if).toBe('always()');
+    const previous = history.steps.find((s) => s.id === 'previous')!;
+    expect(previous.with!.script).toContain("workflow_id: 'nightly.yml'");
+    expect(previous.with!.script).toContain("status: 'completed'");
+    expect(previous.with!.script).toContain('r.id !== context.runId');
+    const downloads = history.steps.filter((s) => s.uses?.startsWith('actions/download-artifact'));
+    expect(downloads.map((d) => [d.with!.name, d.with!['run-id']])).toEqual([
+      ['kubelet-harness-history', `\${{ steps.previous.outputs.run-id }}`],
+      ['kubelet-harness-merged', undefined],
+    ]);
+    const run = history.steps.find((s) => s.run?.includes('cli.js history'))!.run!;
+    for (const part of [
+      'inputs+=(.reports/merged/results.json)',
+      'inputs+=(--from .reports/history-previous)',
+      '--out .reports/history',
+      '--reports 7',
+      '--run-url "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID"',
+      '--fail-after 3',
+      '--stale-hours 36',
+      '--summary "$GITHUB_STEP_SUMMARY"',
+    ])
+      expect(run).toContain(part);
+    const upload = history.steps.find((s) => s.uses?.startsWith('actions/upload-artifact'))!;
+    expect(upload.if).toBe('always()');
+    expect(upload.with!.name).toBe('kubelet-harness-history');
+    expect(upload.with!.path).toBe('.reports/history/');
+    // What the next night downloads is what this night uploads.
+    expect(downloads[0]!.with!.path).toBe('.reports/history-previous');
   });
 });
 

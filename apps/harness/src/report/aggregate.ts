@@ -1,4 +1,5 @@
 import type { CellResult, CriCallSource, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
+import { heldByQuarantine } from '../results/quarantine.js';
 import { startupBreakdown, startupTargets } from '../results/startup.js';
 import { cellId, compareRuns, DEFAULT_THRESHOLDS } from './compare.js';
 import type {
@@ -170,8 +171,9 @@ export function buildReportModel(results: RunResults, options: BuildReportOption
       startedAt: options.baseline.startedAt,
       counts: countCells(options.baseline.cells),
       thresholds,
+      // A failure a quarantine holds is shown as regressed in the matrix but does not gate the run.
       regressions: cells
-        .filter((c) => verdictOf(c) === 'regressed' || verdictOf(c) === 'slower')
+        .filter((c) => (verdictOf(c) === 'regressed' && !heldByQuarantine(c)) || verdictOf(c) === 'slower')
         .map((c) => c.id),
       criRegressions: comparison.cri,
       fixed: cells.filter((c) => verdictOf(c) === 'fixed').map((c) => c.id),

@@ -4,10 +4,12 @@ import { fileURLToPath } from 'node:url';
 import type { ReportModel } from './model.js';
 import { REPORT_CSS } from './styles.js';
 
-// The browser script is bundled by scripts/bundle-client.mjs into dist/client/. This module lives
+// The browser scripts are bundled by scripts/bundle-client.mjs into dist/client/. This module lives
 // two levels below the package root both as src/report/*.ts and as dist/report/*.js, so one relative
-// path finds the bundle in either case.
-export const CLIENT_SCRIPT_PATH = fileURLToPath(new URL('../../dist/client/report-page.js', import.meta.url));
+// path finds a bundle in either case.
+export const clientScriptPath = (page: 'report-page' | 'history-page') =>
+  fileURLToPath(new URL(`../../dist/client/${page}.js`, import.meta.url));
+export const CLIENT_SCRIPT_PATH = clientScriptPath('report-page');
 
 export async function loadClientScript(path = CLIENT_SCRIPT_PATH): Promise<string> {
   try {
@@ -33,18 +35,32 @@ export function jsonForScript(value: unknown): string {
 
 const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
 
+export interface PageParts {
+  title: string;
+  /** The stylesheet, inlined and allowed by its hash. */
+  css: string;
+  /** The bundled browser script (dist/client/*.js), inlined and allowed by its hash. */
+  script: string;
+  /** The markup inside <body>, before the data and the script; a fixed shell, never data. */
+  body: string;
+  /** The page's only data, as JSON in <script type="application/json" id=dataId>. */
+  data: unknown;
+  dataId: string;
+}
+
 /**
- * The whole report as one self-contained HTML document. The page contains no data outside the JSON
- * block, and its Content-Security-Policy allows only its own inline script and style (by hash) and
- * no network access at all, so it works offline and cannot be made to fetch or run anything else.
+ * A self-contained HTML document: the page contains no data outside the JSON block, and its
+ * Content-Security-Policy allows only its own inline script and style (by hash) and no network
+ * access at all, so it works offline and cannot be made to fetch or run anything else. The report
+ * and the history page are both built this way.
  */
-export function renderReportHtml(model: ReportModel, clientScript: string): string {
-  if (/<\/script|<!--/i.test(clientScript))
-    throw new Error('report page script must not contain "</script" or "<!--"');
+export function renderPage(parts: PageParts): string {
+  if (/<\/script|<!--/i.test(parts.script))
+    throw new Error('page script must not contain "</script" or "<!--"');
   const csp = [
     "default-src 'none'",
-    `script-src ${sha256(clientScript)}`,
-    `style-src ${sha256(REPORT_CSS)}`,
+    `script-src ${sha256(parts.script)}`,
+    `style-src ${sha256(parts.css)}`,
     'img-src data:',
     "base-uri 'none'",
     "form-action 'none'",
@@ -56,11 +72,32 @@ export function renderReportHtml(model: ReportModel, clientScript: string): stri
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="color-scheme" content="light">
-<title>kubelet-harness report</title>
+<title>${parts.title}</title>
 <link rel="icon" href="data:,">
-<style>${REPORT_CSS}</style>
+<style>${parts.css}</style>
 </head>
 <body>
+${parts.body.trim()}
+<script type="application/json" id="${parts.dataId}">${jsonForScript(parts.data)}</script>
+<script type="module">${parts.script}</script>
+</body>
+</html>
+`;
+}
+
+/** The whole report as one self-contained HTML document (renderPage). */
+export function renderReportHtml(model: ReportModel, clientScript: string): string {
+  return renderPage({
+    title: 'kubelet-harness report',
+    css: REPORT_CSS,
+    script: clientScript,
+    data: model,
+    dataId: 'report-data',
+    body: REPORT_BODY,
+  });
+}
+
+const REPORT_BODY = `
 <header class="page-header">
   <div class="wrap">
     <h1>kubelet-harness report</h1>
@@ -111,9 +148,4 @@ export function renderReportHtml(model: ReportModel, clientScript: string): stri
     <div id="cell-body"></div>
   </div>
 </dialog>
-<script type="application/json" id="report-data">${jsonForScript(model)}</script>
-<script type="module">${clientScript}</script>
-</body>
-</html>
 `;
-}

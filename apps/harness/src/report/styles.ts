@@ -82,6 +82,7 @@ table.matrix { width: 100%; table-layout: fixed; }
 .badge { display: inline-block; margin-top: 4px; padding: 0 8px; border-radius: 999px; font-size: 0.78rem; font-weight: 600; white-space: nowrap; }
 .badge--regressed, .badge--slower { background: var(--warn-bg); color: var(--warn-fg); border: 1px solid #d4a72c; }
 .badge--fixed { background: var(--info-bg); color: var(--info-fg); border: 1px solid #80ccff; }
+.badge--quarantined { background: var(--skip-bg); color: var(--fg); border: 1px solid #8c959f; }
 .matrix tfoot td, .matrix tfoot th { background: var(--bg); font-size: 0.88rem; color: var(--muted); }
 .total-failed { color: var(--fail-fg); font-weight: 600; }
 

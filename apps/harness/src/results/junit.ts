@@ -1,4 +1,5 @@
-import type { RunResults } from './model.js';
+import type { CellResult, RunResults } from './model.js';
+import { heldByQuarantine } from './quarantine.js';
 
 const escapeXml = (s: string): string =>
   s.replace(
@@ -48,8 +49,10 @@ export function toJUnit(results: RunResults): string {
             return `${a.name}\n  ${detail}`;
           })
           .join('\n');
+        // A held failure stays a failure here; its message says who owns it and until when.
+        const q = heldByQuarantine(c) ? quarantineNote(c) : '';
         out.push(
-          `      <failure message="${escapeXml(c.reason ?? 'failed')}">${escapeXml(body || c.reason || '')}</failure>`,
+          `      <failure message="${escapeXml(`${q}${c.reason ?? 'failed'}`)}">${escapeXml(body || c.reason || '')}</failure>`,
         );
       }
       out.push('    </testcase>');
@@ -58,4 +61,9 @@ export function toJUnit(results: RunResults): string {
   }
   out.push('</testsuites>');
   return `${out.join('\n')}\n`;
+}
+
+function quarantineNote(c: CellResult): string {
+  const q = c.quarantine ?? c.cases?.find((k) => k.outcome === 'failed')?.quarantine;
+  return q ? `[quarantined until ${q.expires} (${q.owner}): ${q.reason}] ` : '[quarantined] ';
 }

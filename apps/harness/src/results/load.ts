@@ -70,6 +70,13 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
     for (const key of ['p50', 'p90', 'p99']) num(o, key, path);
     return o;
   };
+  // What cells and their cases may carry beside the outcome: tries and the quarantine that held them.
+  const outcomeExtras = (o: Json, path: string) => {
+    if (o.attempts !== undefined) num(o, 'attempts', path);
+    if (o.quarantine === undefined) return;
+    const q = object(o.quarantine, `${path}.quarantine`);
+    for (const key of ['owner', 'expires', 'reason']) str(q, key, `${path}.quarantine`);
+  };
   const stageNames = new Set<string>(STARTUP_STAGES);
   const breakdown = (v: unknown, path: string) => {
     const b = object(v, path);
@@ -151,6 +158,17 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
         fail(`${path}.logs[${j}].lines`, 'must be an array');
     }
     criCalls(cell, path);
+    outcomeExtras(cell, path);
+    if (cell.cases !== undefined) {
+      for (const [j, k] of array(cell, 'cases', path).entries()) {
+        const at = `${path}.cases[${j}]`;
+        const item = object(k, at);
+        str(item, 'name', at);
+        if (!OUTCOMES.has(item.outcome as string)) fail(`${at}.outcome`, 'must be passed, failed or skipped');
+        if (item.durationMs !== undefined) num(item, 'durationMs', at);
+        outcomeExtras(item, at);
+      }
+    }
     const startup = cell.podStartupMs;
     if (startup !== undefined && !(Array.isArray(startup) && startup.every(Number.isFinite))) {
       fail(`${path}.podStartupMs`, 'must be an array of numbers');

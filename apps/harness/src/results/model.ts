@@ -135,6 +135,31 @@ export interface LogExcerpt {
   lines: string[];
 }
 
+/**
+ * The kh.config.json quarantine entry that named a cell or case when the run ended: it ran and is
+ * reported, but a failure of it does not fail the run (results/quarantine.ts).
+ */
+export interface QuarantineRecord {
+  owner: string;
+  /** The last day (YYYY-MM-DD, UTC) it holds; after it the failure fails the run again. */
+  expires: string;
+  reason: string;
+}
+
+/**
+ * One named case of a cell (one upstream case of a scenario, issue 34). A cell without cases is
+ * one case; the history keeps a row per case when the cell has them.
+ */
+export interface CaseResult {
+  name: string;
+  outcome: Outcome;
+  durationMs?: number;
+  reason?: string;
+  /** Tries it took when the suite retries (ginkgo's flake attempts): passed with attempts > 1 passed on a retry. */
+  attempts?: number;
+  quarantine?: QuarantineRecord;
+}
+
 /** One cell of the matrix: one scenario on one runtime. */
 export interface CellResult {
   runtime: string;
@@ -157,6 +182,12 @@ export interface CellResult {
   startupFloor?: StartupFloor;
   /** Every CRI call made during the cell, by the agent and by the harness, per method. */
   criCalls?: CriCallStats[];
+  /** The scenario's named cases, when it reports them (issue 34). */
+  cases?: CaseResult[];
+  /** Tries the cell took, when it was retried (see CaseResult.attempts). */
+  attempts?: number;
+  /** Set when an unexpired quarantine entry of kh.config.json names the cell: its failure does not fail the run. */
+  quarantine?: QuarantineRecord;
 }
 
 export interface RuntimeInfo {

@@ -8,9 +8,11 @@ import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
 import { projectRoot } from '../node/project.js';
 import type { RunResults } from '../results/model.js';
-import { countOutcomes, formatMatrix } from '../results/table.js';
+import { applyQuarantine } from '../results/quarantine.js';
+import { countOutcomes, countsLine, formatMatrix } from '../results/table.js';
 import { writeResults } from '../results/writer.js';
 import type { Progress } from '../support/progress.js';
+import { projectConfig, type QuarantineEntry } from '../support/project-config.js';
 import { RunLedger } from '../world/ledger.js';
 import { removeRunLeftovers } from '../world/leftovers.js';
 import { HarnessWorld, nodeNameFor } from '../world/world.js';
@@ -49,6 +51,10 @@ export interface HarnessDeps {
   startNode?: MatrixDeps['startNode'];
   /** The commit recorded in results.json; default: checkoutCommit(). */
   commit?: string;
+  /** Quarantined cells and cases; default: kh.config.json's `quarantine` (KH_CONFIG). */
+  quarantine?: readonly QuarantineEntry[];
+  /** The clock quarantine expiry is judged by. */
+  now?: () => Date;
 }
 
 /** GITHUB_SHA in Actions, else the checkout's HEAD; undefined outside a git checkout. */
@@ -68,6 +74,8 @@ export async function runHarness(
   io: HarnessIO,
   deps: HarnessDeps = {},
 ): Promise<HarnessRunResult> {
+  // Read first: a bad entry in kh.config.json stops the run before it starts anything.
+  const quarantine = deps.quarantine ?? projectConfig(process.env, process.cwd())?.quarantine ?? [];
   const selected = selectBackends(opts.runtimes, deps.backends);
   const scenarios = selectScenarios(suite, opts.scenarios);
   const durations = await loadDurations(opts.durations ?? []);
@@ -114,7 +122,12 @@ export async function runHarness(
       ...(cells ? { cells } : {}),
     });
     const commit = deps.commit ?? (await checkoutCommit());
-    results = { ...results, ...(commit ? { commit } : {}), ...(shard ? { shard } : {}) };
+    const held = applyQuarantine(results, quarantine, deps.now?.() ?? new Date());
+    results = { ...held.results, ...(commit ? { commit } : {}), ...(shard ? { shard } : {}) };
+    for (const { entry, failures } of held.expired)
+      progress.warn(
+        `quarantine of ${entry.case ? `${entry.cell} › ${entry.case}` : entry.cell} (${entry.owner}) expired on ${entry.expires}: ${failures.join(', ')} fail the run again`,
+      );
   } finally {
     // The final sweep: whatever a failed stop() or an interrupted start left behind. The record
     // stays when the sweep fails, so the next run retries it.
@@ -126,10 +139,9 @@ export async function runHarness(
     }
   }
   const files = await writeResults(opts.outDir, results);
-  const counts = countOutcomes(results);
   io.print?.(`\n${formatMatrix(results)}\n`);
   progress.info(
-    `${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped in ${(results.durationMs / 1000).toFixed(1)}s; ${files.json}, ${files.junit}`,
+    `${countsLine(countOutcomes(results))} in ${(results.durationMs / 1000).toFixed(1)}s; ${files.json}, ${files.junit}`,
   );
   return { results, files };
 }

@@ -14,6 +14,22 @@ export interface ProjectConfig {
   backends: string[];
   /** The scenario suite module (exports `scenarios`), when the file names one. */
   suite?: string;
+  /** Cells and cases whose failures do not fail the run until their expiry (results/quarantine.ts). */
+  quarantine: QuarantineEntry[];
+}
+
+/**
+ * A quarantined cell, or one case of it: it runs and is reported, but its failure does not fail
+ * the run until the end of `expires` (UTC). `cell` is `runtime/scenario`, either part may use `*`.
+ */
+export interface QuarantineEntry {
+  cell: string;
+  /** One named case of the cell (issue 34); without it the whole cell is quarantined. */
+  case?: string;
+  owner: string;
+  /** YYYY-MM-DD: the last day the quarantine holds. */
+  expires: string;
+  reason: string;
 }
 
 /** The nearest kh.config.json at or above `cwd`. */
@@ -27,7 +43,7 @@ export function readConfig(cwd: string): ProjectConfig | undefined {
 
 /** A config file's modules, relative paths resolved against its directory. */
 export function readConfigFile(file: string): ProjectConfig {
-  let config: { backends?: unknown; suite?: unknown };
+  let config: { backends?: unknown; suite?: unknown; quarantine?: unknown };
   try {
     config = JSON.parse(readFileSync(file, 'utf8')) as typeof config;
   } catch (err) {
@@ -39,7 +55,52 @@ export function readConfigFile(file: string): ProjectConfig {
     throw new Error(`${file}: "backends" must be an array of module names`);
   if (config.suite !== undefined && (typeof config.suite !== 'string' || config.suite === ''))
     throw new Error(`${file}: "suite" must be a module name`);
-  return { file, backends: backends.map(module), ...(config.suite ? { suite: module(config.suite) } : {}) };
+  return {
+    file,
+    backends: backends.map(module),
+    ...(config.suite ? { suite: module(config.suite) } : {}),
+    quarantine: quarantineEntries(config.quarantine, file),
+  };
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/** A real calendar day as YYYY-MM-DD (2026-02-30 is not one). */
+export function isCalendarDate(text: string): boolean {
+  const m = DATE.exec(text);
+  if (!m) return false;
+  const d = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(text);
+}
+
+function quarantineEntries(value: unknown, file: string): QuarantineEntry[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new Error(`${file}: "quarantine" must be an array of entries`);
+  return value.map((raw, i) => {
+    const at = `${file}: quarantine[${i}]`;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw new Error(`${at} must be an object`);
+    const e = raw as Record<string, unknown>;
+    const text = (key: string) => {
+      const v = e[key];
+      if (typeof v !== 'string' || v.trim() === '')
+        throw new Error(`${at}.${key} must be a non-empty string`);
+      return v;
+    };
+    const cell = text('cell');
+    if (!/^[^/\s]+\/[^/\s]+$/.test(cell))
+      throw new Error(`${at}.cell must be runtime/scenario (either may be *), got ${JSON.stringify(cell)}`);
+    const expires = text('expires');
+    if (!isCalendarDate(expires))
+      throw new Error(`${at}.expires must be a date, YYYY-MM-DD, got ${JSON.stringify(expires)}`);
+    const entry: QuarantineEntry = { cell, owner: text('owner'), expires, reason: text('reason') };
+    if (e.case !== undefined) entry.case = text('case');
+    const known = new Set(['cell', 'case', 'owner', 'expires', 'reason']);
+    const unknown = Object.keys(e).filter((k) => !known.has(k));
+    if (unknown.length > 0)
+      throw new Error(`${at} has unknown field ${unknown.map((k) => JSON.stringify(k)).join(', ')}`);
+    return entry;
+  });
 }
 
 /** kh.config.json, or the file KH_CONFIG names; KH_CONFIG set and empty: none (hermetic tests, one-off runs). */

@@ -101,4 +101,42 @@ describe('runHarness', () => {
     ).rejects.toThrow('unknown runtime "cri-o"');
     expect(swept).toEqual([]);
   });
+
+  it("marks quarantined cells from kh.config.json's entries; the counts line names the held failure, an expired entry is warned of", async () => {
+    const quarantine = [{ cell: '*/bad', owner: 'sig-node', expires: '2026-12-31', reason: 'known' }];
+    const infos: string[] = [];
+    const warnings: string[] = [];
+    const io = {
+      progress: {
+        ...silentProgress,
+        info: (m: string) => infos.push(m),
+        warn: (m: string) => warnings.push(m),
+      },
+    };
+    const held = await runHarness(
+      { runtimes: ['beta'], scenarios: undefined, outDir: join(dir, 'held') },
+      suite,
+      io,
+      { ...deps({ events: [] }, async () => {}), quarantine, now: () => new Date('2026-12-31T12:00:00Z') },
+    );
+    expect(held.results.cells.map((c) => c.quarantine)).toEqual([
+      undefined,
+      { owner: 'sig-node', expires: '2026-12-31', reason: 'known' },
+    ]);
+    expect(JSON.parse(await readFile(held.files.json, 'utf8')).cells[1].quarantine.owner).toBe('sig-node');
+    expect(infos.at(-1)).toMatch(/^1 passed, 0 failed, 0 skipped, 1 quarantined in /);
+    expect(warnings).toEqual([]);
+
+    const expired = await runHarness(
+      { runtimes: ['beta'], scenarios: undefined, outDir: join(dir, 'expired') },
+      suite,
+      io,
+      { ...deps({ events: [] }, async () => {}), quarantine, now: () => new Date('2027-01-01T00:00:00Z') },
+    );
+    expect(expired.results.cells[1]!.quarantine).toBeUndefined();
+    expect(infos.at(-1)).toMatch(/^1 passed, 1 failed, 0 skipped in /);
+    expect(warnings).toEqual([
+      'quarantine of */bad (sig-node) expired on 2026-12-31: beta/bad fail the run again',
+    ]);
+  });
 });

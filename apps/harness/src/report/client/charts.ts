@@ -1,7 +1,7 @@
 // The latency charts: inline SVG bar charts, each followed by its data as a table, for pod start-up
 // per runtime, its breakdown into stages, and CRI calls per method, runtime and caller.
 import type { CriMethodLatency, ReportModel, RuntimeLatency, RuntimeStartupBreakdown } from '../model.js';
-import { byId, h, s } from './dom.js';
+import { byId, h, headRow, s } from './dom.js';
 import { formatMs } from './format.js';
 
 /** Okabe–Ito colours: distinguishable with the common colour-vision deficiencies. */
@@ -169,7 +169,7 @@ function dataTable(caption: string, head: string[], rows: (string | number)[][])
       'table',
       { class: 'compact' },
       h('caption', { class: 'visually-hidden' }, caption),
-      h('thead', {}, h('tr', {}, ...head.map((c) => h('th', { scope: 'col' }, c)))),
+      headRow(...head),
       h('tbody', {}, ...rows.map((r) => h('tr', {}, ...r.map((v) => h('td', {}, v))))),
     ),
   );

@@ -47,6 +47,11 @@ export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   return el as T;
 }
 
+/** A table's header row: one column heading per text. */
+export function headRow(...headings: string[]): HTMLTableSectionElement {
+  return h('thead', {}, h('tr', {}, ...headings.map((t) => h('th', { scope: 'col' }, t))));
+}
+
 /** Read by screen readers, not shown. */
 export function hiddenText(text: string): HTMLElement {
   return h('span', { class: 'visually-hidden' }, text);

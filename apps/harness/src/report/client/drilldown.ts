@@ -1,8 +1,16 @@
 // The drill-down: a modal dialog with one cell's details (failure reason, assertions with expected
 // and actual values, timeline, CRI call statistics, pod start-up latencies, log excerpts).
 import type { ReportCell } from '../model.js';
-import { byId, type Child, h, s } from './dom.js';
-import { comparisonBadge, comparisonText, formatMs, type Outcome, statusBadge } from './format.js';
+import { byId, type Child, h, headRow, s } from './dom.js';
+import {
+  comparisonBadge,
+  comparisonText,
+  formatMs,
+  type Outcome,
+  quarantineBadge,
+  quarantineText,
+  statusBadge,
+} from './format.js';
 
 type TimelineEntry = ReportCell['timeline'][number];
 type TimelineKind = TimelineEntry['kind'];
@@ -47,6 +55,7 @@ export class CellDialog {
         cell.outcome === 'skipped' ? null : h('span', {}, formatMs(cell.durationMs)),
         started ? h('span', {}, `started ${started} UTC`) : null,
         comparisonBadge(cell),
+        quarantineBadge(cell.quarantine),
       ),
       cell.reason
         ? h(
@@ -57,6 +66,13 @@ export class CellDialog {
           )
         : null,
       cell.comparison ? h('p', { class: 'compare' }, `Baseline: ${comparisonText(cell)}.`) : null,
+      cell.quarantine
+        ? h(
+            'p',
+            { class: 'compare' },
+            `${quarantineText(cell.quarantine)} (a failure does not fail the run).`,
+          )
+        : null,
       assertionsSection(cell),
       timelineSection(cell),
       criCallsSection(cell),
@@ -113,12 +129,7 @@ function startupSection(cell: ReportCell): HTMLElement | null {
           `${b.pods} pods through every step (API create to status written)${b.incomplete ? `, ${b.incomplete} not (adopted, failed or exited)` : ''}.`,
         )
       : null,
-    h(
-      'table',
-      { class: 'compact' },
-      h('thead', {}, h('tr', {}, ...['Stage', 'p50', 'p90', 'p99'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, ...rows),
-    ),
+    h('table', { class: 'compact' }, headRow('Stage', 'p50', 'p90', 'p99'), h('tbody', {}, ...rows)),
   );
 }
 
@@ -139,18 +150,7 @@ function assertionsSection(cell: ReportCell): HTMLElement {
           h(
             'table',
             { class: 'compact assertions' },
-            h(
-              'thead',
-              {},
-              h(
-                'tr',
-                {},
-                h('th', { scope: 'col' }, 'Assertion'),
-                h('th', { scope: 'col' }, 'Result'),
-                h('th', { scope: 'col' }, 'Expected'),
-                h('th', { scope: 'col' }, 'Actual'),
-              ),
-            ),
+            headRow('Assertion', 'Result', 'Expected', 'Actual'),
             h(
               'tbody',
               {},
@@ -217,18 +217,7 @@ function timelineSection(cell: ReportCell): HTMLElement {
             h(
               'table',
               { class: 'compact timeline' },
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  h('th', { scope: 'col' }, 'Time'),
-                  h('th', { scope: 'col' }, 'Kind'),
-                  h('th', { scope: 'col' }, 'What happened'),
-                  h('th', { scope: 'col' }, 'Latency'),
-                ),
-              ),
+              headRow('Time', 'Kind', 'What happened', 'Latency'),
               tbody,
             ),
           ),
@@ -301,17 +290,7 @@ function criCallsSection(cell: ReportCell): HTMLElement | null {
         'table',
         { class: 'compact cri-stats' },
         h('caption', { class: 'visually-hidden' }, 'CRI calls in this cell by caller and method'),
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            ...['Caller', 'Method', 'Calls', 'Errors', 'p50', 'p90', 'p99', 'max'].map((c) =>
-              h('th', { scope: 'col' }, c),
-            ),
-          ),
-        ),
+        headRow('Caller', 'Method', 'Calls', 'Errors', 'p50', 'p90', 'p99', 'max'),
         h(
           'tbody',
           {},

@@ -1,5 +1,6 @@
 // How outcomes, durations and baseline verdicts read on the page: the same words in the matrix, the
 // summary and the drill-down, so that what is shown and what is read out always agree.
+import type { QuarantineRecord } from '../../results/model.js';
 import type { OutcomeCounts, ReportCell } from '../model.js';
 import { h } from './dom.js';
 
@@ -74,4 +75,13 @@ export function comparisonText(cell: ReportCell): string {
     default:
       return before;
   }
+}
+
+/** A quarantine (kh.config.json) on a cell or case: its failure does not fail the run. */
+export function quarantineBadge(q: QuarantineRecord | undefined): HTMLElement | null {
+  return q ? h('span', { class: 'badge badge--quarantined' }, 'quarantined') : null;
+}
+
+export function quarantineText(q: QuarantineRecord): string {
+  return `quarantined until ${q.expires} by ${q.owner}: ${q.reason}`;
 }

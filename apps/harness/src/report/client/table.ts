@@ -2,7 +2,15 @@
 // Home/End, Enter or Space to open a cell), with the status line above it.
 import type { ReportCell, ReportModel } from '../model.js';
 import { byId, h, hiddenText } from './dom.js';
-import { comparisonBadge, comparisonText, formatMs, statusBadge } from './format.js';
+import {
+  comparisonBadge,
+  comparisonText,
+  formatMs,
+  quarantineBadge,
+  quarantineText,
+  statusBadge,
+} from './format.js';
+import { gridKeydown } from './grid-nav.js';
 import { type ViewState, visibleAxes } from './state.js';
 
 type GridCell = HTMLTableCellElement | null;
@@ -109,7 +117,11 @@ export class ResultsMatrix {
       tbody,
       tfoot,
     );
-    table.addEventListener('keydown', (ev) => this.onKey(ev));
+    table.addEventListener('keydown', (ev) =>
+      gridKeydown(ev, this.grid, (td) => {
+        if (td.dataset.cell) this.open(td.dataset.cell);
+      }),
+    );
     container.replaceChildren(table);
     // Roving tab stop: one cell in the tab order, the first failure if any.
     const first =
@@ -123,9 +135,11 @@ export class ResultsMatrix {
     const regression = cell.comparison?.verdict === 'regressed' || cell.comparison?.verdict === 'slower';
     // The accessible name is the visible text plus hidden context around it (which cell; why it
     // was skipped; the baseline), so what is read out always contains what is shown.
-    const after = [cell.outcome === 'skipped' ? cell.reason : undefined, comparisonText(cell)].filter(
-      Boolean,
-    );
+    const after = [
+      cell.outcome === 'skipped' ? cell.reason : undefined,
+      comparisonText(cell),
+      cell.quarantine ? quarantineText(cell.quarantine) : undefined,
+    ].filter(Boolean);
     const td = h(
       'td',
       {
@@ -141,56 +155,12 @@ export class ResultsMatrix {
       statusBadge(cell.outcome),
       cell.outcome === 'skipped' ? null : h('span', { class: 'duration' }, formatMs(cell.durationMs)),
       comparisonBadge(cell),
+      quarantineBadge(cell.quarantine),
       after.length > 0 ? hiddenText(` (${after.join('; ')})`) : null,
     );
     td.addEventListener('click', () => this.open(cell.id));
     this.cellElements.set(cell.id, td);
     return td;
-  }
-
-  private onKey(ev: KeyboardEvent) {
-    const td = (ev.target as HTMLElement).closest('td');
-    if (!td?.dataset.row) return;
-    const row = Number(td.dataset.row);
-    const col = Number(td.dataset.col);
-    const lastRow = this.grid.length - 1;
-    const lastCol = (this.grid[0]?.length ?? 1) - 1;
-    let target: [number, number] | undefined;
-    switch (ev.key) {
-      case 'ArrowUp':
-        target = [Math.max(0, row - 1), col];
-        break;
-      case 'ArrowDown':
-        target = [Math.min(lastRow, row + 1), col];
-        break;
-      case 'ArrowLeft':
-        target = [row, Math.max(0, col - 1)];
-        break;
-      case 'ArrowRight':
-        target = [row, Math.min(lastCol, col + 1)];
-        break;
-      case 'Home':
-        target = ev.ctrlKey ? [0, 0] : [row, 0];
-        break;
-      case 'End':
-        target = ev.ctrlKey ? [lastRow, lastCol] : [row, lastCol];
-        break;
-      case 'Enter':
-      case ' ': {
-        ev.preventDefault();
-        const id = td.dataset.cell;
-        if (id) this.open(id);
-        return;
-      }
-      default:
-        return;
-    }
-    ev.preventDefault();
-    const next = this.grid[target[0]]?.[target[1]];
-    if (!next) return;
-    for (const r of this.grid) for (const c of r) if (c) c.tabIndex = -1;
-    next.tabIndex = 0;
-    next.focus();
   }
 }
 

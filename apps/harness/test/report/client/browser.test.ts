@@ -2,16 +2,14 @@
 // the way a person would: mouse, keyboard, filters, shared links. Every test also fails on a console
 // error, an uncaught exception, a JavaScript dialog (injected markup) or any request off the page.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type Axe from 'axe-core';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../../src/report/cli.js';
 import { BASELINE_PATH, cell, loadFixture, run, SAMPLE_PATH } from '../fixtures.js';
-import { launchChromium, trackProblems, waitForMatrix } from './chromium.js';
+import { axeViolations, launchChromium, TrackedPage, waitForMatrix } from './chromium.js';
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../.reports/screenshots/', import.meta.url));
 const quiet = { write: () => true };
@@ -19,7 +17,7 @@ const quiet = { write: () => true };
 let browser: Browser;
 let dir: string;
 let reportUrl: string;
-let current: { page: Page; problems: string[] } | undefined;
+const pages = new TrackedPage(() => browser);
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kh-test-report-browser-'));
@@ -40,19 +38,11 @@ afterAll(async () => {
 });
 
 afterEach(async () => {
-  if (!current) return;
-  const { page, problems } = current;
-  current = undefined;
-  await page.context().close();
-  expect(problems).toEqual([]);
+  expect(await pages.close()).toEqual([]);
 });
 
 async function open(url: string, { bypassCSP = false } = {}): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1360, height: 900 }, bypassCSP });
-  const page = await context.newPage();
-  const problems = trackProblems(page, url);
-  current = { page, problems };
-  await page.goto(url);
+  const page = await pages.open(url, { bypassCSP });
   await waitForMatrix(page);
   return page;
 }
@@ -457,21 +447,6 @@ function lowestContrast(page: Page) {
       .sort((x, y) => x.ratio - y.ratio)
       .slice(0, 3);
   });
-}
-
-const AXE_PATH = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-
-/** Runs axe-core's WCAG 2.1 A and AA rules on the page; returns one line per violation. */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: AXE_PATH });
-  const results = await page.evaluate(() =>
-    (window as unknown as { axe: typeof Axe }).axe.run(document, {
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
-    }),
-  );
-  return results.violations.map(
-    (v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`,
-  );
 }
 
 describe('accessibility audit (axe-core) in Chromium', { timeout: 60_000 }, () => {
