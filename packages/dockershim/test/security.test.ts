@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError, Mount, MountPropagation, SecurityProfile_ProfileType } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostDevices, missingCapabilities } from '../src/shim/host_privileges.js';
+import { hostDevices, missingCapabilities, rejectedCapability } from '../src/shim/host_privileges.js';
 import { mountOf, parseMountInfo, propagationProblem } from '../src/shim/mount_propagation.js';
 import { loadSeccompProfile } from '../src/shim/security.js';
 
@@ -15,6 +15,18 @@ describe('capabilities the host cannot grant', () => {
     expect(missingCapabilities('0000003fffffffff', 40)).toEqual(['PERFMON', 'BPF', 'CHECKPOINT_RESTORE']);
     // An older kernel knows fewer capabilities: those it does not know are not missing.
     expect(missingCapabilities('0000003fffffffff', 37)).toEqual([]);
+  });
+});
+
+describe('capabilities the Engine rejects by name', () => {
+  it('are read from Docker 20.10 and Docker 23+ errors, and from nothing else', () => {
+    expect(rejectedCapability('(HTTP code 400) unexpected - unknown capability: "CAP_BPF"')).toBe('BPF');
+    expect(
+      rejectedCapability(
+        'invalid CapDrop: capability not supported by your kernel or not available in the current environment: "CAP_SYS_RESOURCE"',
+      ),
+    ).toBe('SYS_RESOURCE');
+    expect(rejectedCapability('No such image: pause:3.9')).toBeUndefined();
   });
 });
 

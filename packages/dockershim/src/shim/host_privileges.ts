@@ -80,10 +80,21 @@ function hostMissingCapabilities(): Promise<string[]> {
   return cachedMissing;
 }
 
-// Capabilities the Engine rejected by name: Docker 20.10 cannot name PERFMON, BPF and CHECKPOINT_RESTORE,
-// so its ALL never includes them and there is nothing to drop. A node container that Docker 20.10
-// started with ALL lacks exactly those, plus whatever it dropped.
+// Capabilities the Engine rejected by name. Docker 20.10 cannot name PERFMON, BPF and CHECKPOINT_RESTORE,
+// so its ALL never includes them; Docker 23 and later know only the capabilities of their own bounding
+// set, so their ALL (and Privileged) never includes one the host lacks. Either way there is nothing to drop.
 const unknownToDocker = new Set<string>();
+
+/**
+ * The capability an Engine error rejects by name, without the CAP_ prefix: Docker 20.10's
+ * `unknown capability: "CAP_BPF"`, or Docker 23+'s `capability not supported by your kernel or not
+ * available in the current environment: "CAP_SYS_RESOURCE"`. Undefined for any other error.
+ */
+export function rejectedCapability(message: string): string | undefined {
+  return /(?:unknown capability|not available in the current environment): "?(?:CAP_)?(\w+)"?/.exec(
+    message,
+  )?.[1];
+}
 
 /** The capabilities to drop from Docker's ALL: those the host lacks, but for the ones Docker cannot name. */
 async function capabilitiesToDrop(): Promise<string[]> {
@@ -91,8 +102,8 @@ async function capabilitiesToDrop(): Promise<string[]> {
 }
 
 /**
- * Runs `create` with the capabilities to drop; when the Engine answers that it does not know one of
- * them (`unknown capability: "CAP_BPF"`), learns it and runs `create` again without it.
+ * Runs `create` with the capabilities to drop; when the Engine rejects one of them by name
+ * (rejectedCapability), learns it and runs `create` again without it.
  */
 export async function withCapabilitiesToDrop<T>(create: (drop: string[]) => Promise<T>): Promise<T> {
   for (;;) {
@@ -100,7 +111,7 @@ export async function withCapabilitiesToDrop<T>(create: (drop: string[]) => Prom
     try {
       return await create(drop);
     } catch (err) {
-      const name = /unknown capability: "?(?:CAP_)?(\w+)"?/.exec(String((err as Error)?.message))?.[1];
+      const name = rejectedCapability(String((err as Error)?.message));
       if (!name || !drop.includes(name)) throw err;
       unknownToDocker.add(name);
     }
