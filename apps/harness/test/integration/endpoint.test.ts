@@ -25,6 +25,8 @@ beforeAll(async () => {
     `--listen=${endpoint}`,
     `--pod-infra-container-image=${pause}`,
     '--restrict-oom-score-adj',
+    // Docker's bridge: the host has no CNI config (in cni mode the node would wait for one).
+    '--network-plugin=docker',
   ]);
   shim = spawn(file!, args, { stdio: 'ignore' });
   await waitForCri(endpoint, 30_000);
