@@ -4,6 +4,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import {
+  cleanUpOnInterrupt,
   criToolsDir,
   DEFAULT_CRI_TOOLS_VERSION,
   DEFAULT_NODE_RELEASE,
@@ -155,6 +156,8 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
     if (side === 'dockershim' && shim)
       builder.withHostNode().withBindMounts([{ source: shim.root, target: PROJECT_IN_NODE, mode: 'ro' }]);
     const node = await builder.start();
+    // Ctrl-C during a run of several minutes removes the node too.
+    const stopNode = cleanUpOnInterrupt(() => node.stop());
     try {
       // The runtime's own names for the images (containerd's normalised ones; Docker resolves them alike).
       const [busybox = '', httpd = ''] = await node.loadImages([refs.busybox, refs.httpd]);
@@ -173,7 +176,7 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
         }),
       );
     } finally {
-      await node.stop();
+      await stopNode();
     }
   }
   return { release, nodeImage: await nodeImageInfo(refs[nodeImage]), critest, shimArgs, results };
