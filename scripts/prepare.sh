@@ -33,3 +33,7 @@ npm run --silent images
 step "upstream CRI clients (crictl, critest): the outside judges of our CRI servers"
 KH_CRI_TOOLS_DIR=$(bash scripts/cri-tools.sh)
 export KH_CRI_TOOLS_DIR
+# v1.33 (Kubernetes 1.33's era) judges the runtimes of each Debian release in their nodes
+# (cri-conformance critest-nodes); its Go 1.24 comes from a local Debian trixie image.
+step "critest v1.33 (Go 1.24, in the go-trixie image)"
+bash scripts/cri-tools.sh 1.33.0 >/dev/null

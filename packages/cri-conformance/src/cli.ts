@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { critestMain } from './critest/cli.js';
+import { critestNodesMain } from './critest/nodes-cli.js';
 import type { ConformanceOptions } from './framework/framework.js';
 import { writeOut } from './framework/output.js';
 import { compareSides, formatComparison, suiteSide } from './suite/compare.js';
@@ -14,6 +15,8 @@ import { runConformance, type SuiteResult } from './suite/runner.js';
 
 const USAGE = `Usage: cri-conformance --endpoint <unix:///path.sock> [--endpoint <B>] [options]
        cri-conformance critest --endpoint <A> [--endpoint <B>] ...   (upstream critest; see critest --help)
+       cri-conformance critest-nodes [--release <r>] [--critest <v>]   (upstream critest in node containers,
+                                                                containerd vs the dockershim; see --help)
 
 Runs sandbox, container, exec, logs, stats, image, idempotence, networking, security context,
 seccomp, mount propagation, streaming, runtime info and events cases against a CRI v1 runtime.
@@ -44,6 +47,7 @@ Options:
 
 async function main(args: string[]): Promise<number> {
   if (args[0] === 'critest') return critestMain(args.slice(1));
+  if (args[0] === 'critest-nodes') return critestNodesMain(args.slice(1));
   const { values } = parseArgs({
     args,
     options: {

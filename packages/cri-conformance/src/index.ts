@@ -1,8 +1,25 @@
 // Public surface of @kh/cri-conformance.
 
 export { critestSides } from './critest/cli.js';
+export {
+  dockershimCommand,
+  NODE_SIDES,
+  type NodeCritestOptions,
+  type NodeCritestRun,
+  type NodeSide,
+  runCritestInNode,
+  runCritestInNodes,
+} from './critest/nodes.js';
+export { CRITEST_NODES_USAGE, formatNodeRun } from './critest/nodes-cli.js';
 export { parseGinkgoReport, type SpecResult } from './critest/report.js';
-export { type CritestOptions, type CritestResult, findCritest, runCritest } from './critest/run.js';
+export {
+  type CritestOptions,
+  type CritestResult,
+  type CritestSite,
+  critestAt,
+  findCritest,
+  runCritest,
+} from './critest/run.js';
 export { CRITEST_SKIPS, type CritestSkip } from './critest/skips.js';
 export {
   AssertionError,

@@ -39,7 +39,14 @@ export {
   type RegistryCredentials,
   StartedRegistryContainer,
 } from './containers/registry-container.js';
-export { type CriTools, criTools, DEFAULT_CRI_TOOLS_DIR } from './cri-tools.js';
+export {
+  CRI_TOOLS_CACHE,
+  type CriTools,
+  criTools,
+  criToolsDir,
+  DEFAULT_CRI_TOOLS_DIR,
+  DEFAULT_CRI_TOOLS_VERSION,
+} from './cri-tools.js';
 export {
   claimHostPodNetwork,
   HostCniNetwork,
@@ -69,6 +76,7 @@ export {
   type NodeRelease,
   nodeImageName,
   RECIPES,
+  TOOLCHAIN_IMAGES,
   WORKLOAD_IMAGES,
 } from './images/recipes.js';
 export { cleanUpOnInterrupt } from './util/interrupt.js';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { writeOut } from '../framework/output.js';
-import { compareSides, formatComparison, type Side } from '../suite/compare.js';
+import { type Comparison, compareSides, formatComparison, type Side } from '../suite/compare.js';
 import { type CritestResult, runCritest } from './run.js';
 import { CRITEST_SKIPS } from './skips.js';
 
@@ -25,6 +25,24 @@ Options:
 Always skipped (on every endpoint alike):
 ${CRITEST_SKIPS.map((s) => `  ${s.spec}: ${s.reason}`).join('\n')}`;
 
+/** The options of every critest command (`critest`, `critest-nodes`), for parseArgs. */
+export const CRITEST_RUN_OPTIONS = {
+  focus: { type: 'string', multiple: true },
+  skip: { type: 'string', multiple: true },
+  json: { type: 'string' },
+  timeout: { type: 'string', default: '20' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+/**
+ * The reference is the first result: exit code 1 when another fails a spec it passes; with one
+ * result, when a spec failed.
+ */
+export function critestExitCode(results: readonly CritestResult[], comparison: Comparison): number {
+  if (results.length > 1) return comparison.regressions > 0 ? 1 : 0;
+  return results[0]?.totals.failed ? 1 : 0;
+}
+
 /** critest results as sides of the table, specs sorted by name (ginkgo shuffles their order per run). */
 export function critestSides(results: readonly CritestResult[]): Side[] {
   return results.map((r) => ({
@@ -41,11 +59,7 @@ export async function critestMain(args: string[]): Promise<number> {
       'busybox-image': { type: 'string' },
       'httpd-image': { type: 'string' },
       critest: { type: 'string' },
-      focus: { type: 'string', multiple: true },
-      skip: { type: 'string', multiple: true },
-      json: { type: 'string' },
-      timeout: { type: 'string', default: '20' },
-      help: { type: 'boolean', short: 'h', default: false },
+      ...CRITEST_RUN_OPTIONS,
     },
     strict: true,
   });
@@ -79,6 +93,5 @@ export async function critestMain(args: string[]): Promise<number> {
   const comparison = compareSides(critestSides(results));
   process.stdout.write(`\n${formatComparison(comparison)}\n`);
   if (values.json) await writeOut(values.json, `${JSON.stringify({ results, comparison }, null, 2)}\n`);
-  if (endpoints.length > 1) return comparison.regressions > 0 ? 1 : 0;
-  return results[0]?.totals.failed ? 1 : 0;
+  return critestExitCode(results, comparison);
 }

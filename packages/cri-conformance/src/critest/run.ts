@@ -4,14 +4,12 @@ import { access, constants, mkdir, mkdtemp, readFile, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { CriClient } from '@kh/cri-api';
+import { criToolsDir } from '@kh/testkit';
 import { describeError } from '../framework/framework.js';
 import { unmountAll } from '../framework/mounts.js';
 import type { CaseStatus } from '../suite/runner.js';
 import { parseGinkgoReport, type SpecResult } from './report.js';
 import { CRITEST_SKIPS, type CritestSkip, literalPattern } from './skips.js';
-
-/** Where the project's set-up (scripts/cri-tools.sh) puts critest, unless KH_CRI_TOOLS_DIR says otherwise. */
-const CRI_TOOLS_CACHE = '/var/cache/kubelet-harness/cri-tools-1.26.0';
 
 export interface CritestOptions {
   endpoint: string;
@@ -40,10 +38,7 @@ export interface CritestResult {
 
 /** critest on PATH, else in the project's tool cache. */
 export async function findCritest(): Promise<string> {
-  const dirs = [
-    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean),
-    process.env.KH_CRI_TOOLS_DIR || CRI_TOOLS_CACHE,
-  ];
+  const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), criToolsDir()];
   for (const dir of dirs) {
     const path = join(dir, 'critest');
     try {
@@ -52,7 +47,7 @@ export async function findCritest(): Promise<string> {
     } catch {}
   }
   throw new Error(
-    `critest is neither on PATH nor in ${CRI_TOOLS_CACHE}: build it with \`bash scripts/cri-tools.sh\` or pass --critest`,
+    `critest is neither on PATH nor in ${criToolsDir()}: build it with \`bash scripts/cri-tools.sh\` or pass --critest`,
   );
 }
 
@@ -76,7 +71,7 @@ export function critestArgs(options: CritestOptions, files: { images: string; re
   ];
 }
 
-async function runtimeOf(endpoint: string): Promise<{ name: string; version: string }> {
+export async function runtimeOf(endpoint: string): Promise<{ name: string; version: string }> {
   try {
     const client = await CriClient.connect(endpoint, { timeoutMs: 10_000, connectTimeoutMs: 5_000 });
     try {
@@ -91,48 +86,79 @@ async function runtimeOf(endpoint: string): Promise<{ name: string; version: str
 }
 
 /**
- * Runs upstream critest against one endpoint and reads its JSON report. critest's temp files (pod
- * log dirs, mount propagation and seccomp host paths) go to a private TMPDIR, removed afterwards
- * with anything a failed spec left mounted there.
+ * Where critest runs: the endpoint as critest dials it, a directory for the images file and the
+ * report (as this process and as critest see it), and how to start critest there with the given
+ * arguments (with a TMPDIR of its own: pod log dirs, mount propagation and seccomp host paths).
+ */
+export interface CritestSite {
+  endpoint: string;
+  dir: { local: string; critest: string };
+  run(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }>;
+}
+
+/**
+ * Runs critest at a site and reads its JSON report. `runtime` is the endpoint's CRI Version as this
+ * process asked it (the site's endpoint may only be reachable from where critest runs).
+ */
+export async function critestAt(
+  site: CritestSite,
+  runtime: { name: string; version: string },
+  opts: Omit<CritestOptions, 'endpoint' | 'critest'>,
+): Promise<CritestResult> {
+  const progress = opts.progress ?? (() => undefined);
+  const started = Date.now();
+  const name = (dir: string) => ({ images: join(dir, 'images.yaml'), report: join(dir, 'report.json') });
+  const local = name(site.dir.local);
+  await writeFile(local.images, imagesFile(opts.images));
+  progress(`critest: ${runtime.name} ${runtime.version} at ${site.endpoint}`);
+  const { code, output } = await site.run(
+    critestArgs({ ...opts, endpoint: site.endpoint }, name(site.dir.critest)),
+    opts.timeoutMs ?? 20 * 60_000,
+  );
+  const report = await readFile(local.report, 'utf8').catch(() => undefined);
+  if (report === undefined)
+    throw new Error(
+      `critest wrote no report (exit ${code}):\n${output.trim().split('\n').slice(-20).join('\n')}`,
+    );
+  const specs = parseGinkgoReport(report, opts.skips ?? CRITEST_SKIPS);
+  const totals: Record<CaseStatus, number> = { passed: 0, failed: 0, skipped: 0 };
+  for (const s of specs) totals[s.status]++;
+  const durationMs = Date.now() - started;
+  progress(
+    `critest on ${runtime.name}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped in ${(durationMs / 1000).toFixed(1)} s`,
+  );
+  return {
+    endpoint: site.endpoint,
+    runtime,
+    critestVersion: /critest version: (\S+)/.exec(output)?.[1] ?? 'unknown',
+    startedAt: new Date(started).toISOString(),
+    durationMs,
+    totals,
+    specs,
+  };
+}
+
+/**
+ * Runs upstream critest on this machine against one endpoint. critest's temp files go to a private
+ * TMPDIR, removed afterwards with anything a failed spec left mounted there.
  */
 export async function runCritest(opts: CritestOptions): Promise<CritestResult> {
-  const progress = opts.progress ?? (() => undefined);
   const critest = opts.critest ?? (await findCritest());
   const runtime = await runtimeOf(opts.endpoint);
   const dir = await mkdtemp(join(tmpdir(), 'cri-conformance-critest-'));
-  const started = Date.now();
   try {
-    const files = { images: join(dir, 'images.yaml'), report: join(dir, 'report.json') };
-    await writeFile(files.images, imagesFile(opts.images));
     await mkdir(join(dir, 'tmp'));
-    const args = critestArgs(opts, files);
-    progress(`critest: ${runtime.name} ${runtime.version} at ${opts.endpoint}`);
-    const { code, output } = await spawnLogged(critest, args, {
-      env: { ...process.env, TMPDIR: join(dir, 'tmp') },
-      logPath: join(dir, 'critest.log'),
-      timeoutMs: opts.timeoutMs ?? 20 * 60_000,
-    });
-    const report = await readFile(files.report, 'utf8').catch(() => undefined);
-    if (report === undefined)
-      throw new Error(
-        `critest wrote no report (exit ${code}):\n${output.trim().split('\n').slice(-20).join('\n')}`,
-      );
-    const specs = parseGinkgoReport(report, opts.skips ?? CRITEST_SKIPS);
-    const totals: Record<CaseStatus, number> = { passed: 0, failed: 0, skipped: 0 };
-    for (const s of specs) totals[s.status]++;
-    const durationMs = Date.now() - started;
-    progress(
-      `critest on ${runtime.name}: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped in ${(durationMs / 1000).toFixed(1)} s`,
-    );
-    return {
+    const site: CritestSite = {
       endpoint: opts.endpoint,
-      runtime,
-      critestVersion: /critest version: (\S+)/.exec(output)?.[1] ?? 'unknown',
-      startedAt: new Date(started).toISOString(),
-      durationMs,
-      totals,
-      specs,
+      dir: { local: dir, critest: dir },
+      run: (args, timeoutMs) =>
+        spawnLogged(critest, args, {
+          env: { ...process.env, TMPDIR: join(dir, 'tmp') },
+          logPath: join(dir, 'critest.log'),
+          timeoutMs,
+        }),
     };
+    return await critestAt(site, runtime, opts);
   } finally {
     await unmountAll(dir);
     await rm(dir, { recursive: true, force: true });

@@ -22,11 +22,25 @@ export const nodeImageName = (release: NodeRelease): NodeImageName => `node-${re
 
 export const WORKLOAD_IMAGES = ['pause', 'busybox', 'httpd', 'memhog', 'diskhog'] as const;
 /**
+ * Build environments for tools the host's Debian is too old to build: `go-trixie` has Debian 13's
+ * Go (1.24), which cri-tools v1.33 needs (Debian 12's is 1.19; scripts/cri-tools.sh).
+ */
+export const TOOLCHAIN_IMAGES = ['go-trixie'] as const;
+/**
  * `node` is the default release's node image (the same recipe and reference as
  * `node-${DEFAULT_NODE_RELEASE}`): what a test or container that only needs "a node" asks for.
  */
-export const IMAGE_NAMES = [...WORKLOAD_IMAGES, 'node', ...NODE_RELEASES.map(nodeImageName)] as const;
-export type ImageName = (typeof WORKLOAD_IMAGES)[number] | 'node' | NodeImageName;
+export const IMAGE_NAMES = [
+  ...WORKLOAD_IMAGES,
+  'node',
+  ...NODE_RELEASES.map(nodeImageName),
+  ...TOOLCHAIN_IMAGES,
+] as const;
+export type ImageName =
+  | (typeof WORKLOAD_IMAGES)[number]
+  | 'node'
+  | NodeImageName
+  | (typeof TOOLCHAIN_IMAGES)[number];
 /** What `kh-testkit images` builds when no name is given: the workloads and the default node. */
 export const DEFAULT_IMAGES: readonly ImageName[] = [...WORKLOAD_IMAGES, 'node'];
 
@@ -210,6 +224,20 @@ export const RECIPES: Record<ImageName, Recipe> = {
     config: { cmd: ['/bin/diskhog'] },
   },
   node: nodeRecipe(DEFAULT_NODE_RELEASE),
+  'go-trixie': {
+    kind: 'debootstrap',
+    name: 'go-trixie',
+    description:
+      "Debian trixie with its Go toolchain, to build Go tools offline (vendored modules) that need a newer Go than the host's.",
+    suite: 'trixie',
+    variant: 'minbase',
+    packages: ['golang-go', 'ca-certificates'],
+    recordVersions: ['golang-go'],
+    config: {
+      cmd: ['go', 'version'],
+      env: ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'],
+    },
+  },
   ...(Object.fromEntries(NODE_RELEASES.map((r) => [nodeImageName(r), nodeRecipe(r)])) as Record<
     NodeImageName,
     DebootstrapRecipe

@@ -1,0 +1,206 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import {
+  cleanUpOnInterrupt,
+  criToolsDir,
+  DEFAULT_CRI_TOOLS_VERSION,
+  DEFAULT_NODE_RELEASE,
+  done,
+  ensureImages,
+  NODE_BINARY_IN_NODE,
+  NodeContainer,
+  type NodeImageInfo,
+  type NodeRelease,
+  nodeImageInfo,
+  nodeImageName,
+  notYet,
+  type StartedNodeContainer,
+  until,
+} from '@kh/testkit';
+import { type CritestOptions, type CritestResult, type CritestSite, critestAt, runtimeOf } from './run.js';
+
+// Upstream critest run *inside* a kind-style node (testkit's NodeContainer), next to the runtime:
+// critest dials the in-node CRI socket, reaches the streaming server on the node's loopback, and
+// its host paths (log dirs, mount propagation, seccomp profiles) are paths the runtime sees. One
+// node per side, one side at a time, so two runtimes of one Debian release are judged alike.
+
+/** The sides of a release: containerd's own CRI, and Docker behind our dockershim. */
+export const NODE_SIDES = ['containerd', 'dockershim'] as const;
+export type NodeSide = (typeof NODE_SIDES)[number];
+
+/** Where the static critest binary is mounted (read-only) in a node. */
+const CRITEST_IN_NODE = '/usr/local/bin/critest';
+/** Where the checkout is mounted (read-only) in a docker node, for the dockershim. */
+const PROJECT_IN_NODE = '/opt/kh';
+
+export interface NodeCritestOptions
+  extends Pick<CritestOptions, 'focus' | 'skip' | 'skips' | 'timeoutMs' | 'progress'> {
+  /** The Debian release whose node image both sides run (default trixie). */
+  release?: NodeRelease;
+  /** The cri-tools release built by `scripts/cri-tools.sh <version>` (default 1.26.0). */
+  critestVersion?: string;
+  /** A critest binary instead (static: it runs inside the node). */
+  critest?: string;
+  /** Which sides, in this order (default both: containerd, the reference, first). */
+  sides?: readonly NodeSide[];
+  /** More dockershim flags, e.g. `--network-plugin=docker`. */
+  shimArgs?: readonly string[];
+}
+
+export interface NodeCritestRun {
+  release: NodeRelease;
+  nodeImage: NodeImageInfo;
+  critest: string;
+  shimArgs: string[];
+  /** One result per side, in the order of `sides`. */
+  results: CritestResult[];
+}
+
+/** The dockershim's CLI and the checkout that holds it (its dependencies resolve inside). */
+export function dockershimCli(): { root: string; cli: string } {
+  let entry: string;
+  try {
+    entry = realpathSync(createRequire(import.meta.url).resolve('@kh/dockershim'));
+  } catch {
+    throw new Error('@kh/dockershim is not installed here: run `npm ci` in the kubelet-harness checkout');
+  }
+  const cli = join(dirname(entry), 'cli.js');
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npx turbo run build\` first`);
+  for (let dir = dirname(cli); dir !== dirname(dir); dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest) && 'workspaces' in JSON.parse(readFileSync(manifest, 'utf8')))
+      return { root: dir, cli };
+  }
+  throw new Error(`no npm workspace root above ${cli}`);
+}
+
+/** The dockershim's argv in a docker node: serve CRI where the node's CRI endpoint points. */
+export function dockershimCommand(
+  node: Pick<StartedNodeContainer, 'criEndpointInNode' | 'runtimeEndpointInNode'>,
+  o: { cliInNode: string; pauseImage: string; shimArgs?: readonly string[] },
+): string[] {
+  return [
+    NODE_BINARY_IN_NODE,
+    o.cliInNode,
+    `--listen=${node.criEndpointInNode}`,
+    `--docker-endpoint=${node.runtimeEndpointInNode}`,
+    `--pod-infra-container-image=${o.pauseImage}`,
+    // The node lacks CAP_SYS_RESOURCE (PLATFORM.md): a negative oom_score_adj would fail.
+    '--restrict-oom-score-adj',
+    ...(o.shimArgs ?? []),
+  ];
+}
+
+const shellQuote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * critest inside a started node, against the node's CRI socket. The images file and report go
+ * through the node's shared directory; critest's TMPDIR is a fresh directory in the node's own
+ * filesystem. `timeout` (coreutils, in every node image) kills a critest that hangs.
+ */
+export async function runCritestInNode(
+  node: StartedNodeContainer,
+  critestInNode: string,
+  opts: Omit<CritestOptions, 'endpoint' | 'critest'>,
+): Promise<CritestResult> {
+  const id = `critest-${randomBytes(4).toString('hex')}`;
+  const dir = { local: join(node.sharedDirOnHost, id), critest: `${node.sharedDirInNode}/${id}` };
+  await mkdir(dir.local);
+  const log = `${dir.critest}/critest.log`;
+  const site: CritestSite = {
+    endpoint: node.criEndpointInNode,
+    dir,
+    run: async (args, timeoutMs) => {
+      const script =
+        `mkdir -p "$TMPDIR" && exec timeout -s KILL ${Math.ceil(timeoutMs / 1000)} ` +
+        `${[critestInNode, ...args].map(shellQuote).join(' ')} > ${log} 2>&1`;
+      const { exitCode } = await node.exec(['sh', '-c', script], { env: { TMPDIR: `/tmp/${id}` } });
+      const output = await readFile(join(dir.local, 'critest.log'), 'utf8').catch(() => '');
+      if (exitCode === 137)
+        throw new Error(`critest did not finish within ${timeoutMs / 1000} s in node ${node.name}`);
+      return { code: exitCode, output };
+    },
+  };
+  return critestAt(site, await runtimeOf(node.criEndpointOnHost), opts);
+}
+
+/**
+ * critest on each side of a Debian release, each in its own node: containerd's CRI, and dockerd
+ * behind our dockershim (started in the node from this checkout, as the harness's docker column
+ * runs it). Both get the same local images, the same images file and the same skips.
+ */
+export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<NodeCritestRun> {
+  const progress = opts.progress ?? (() => undefined);
+  const release = opts.release ?? DEFAULT_NODE_RELEASE;
+  const critest =
+    opts.critest ?? join(criToolsDir(opts.critestVersion ?? DEFAULT_CRI_TOOLS_VERSION), 'critest');
+  if (!existsSync(critest))
+    throw new Error(
+      `${critest} is missing: build it with \`bash scripts/cri-tools.sh ${opts.critestVersion ?? DEFAULT_CRI_TOOLS_VERSION}\``,
+    );
+  const shimArgs = [...(opts.shimArgs ?? [])];
+  const sides = opts.sides ?? NODE_SIDES;
+  const nodeImage = nodeImageName(release);
+  const refs = await ensureImages(['pause', 'busybox', 'httpd', nodeImage], { progress });
+  const shim = sides.includes('dockershim') ? dockershimCli() : undefined;
+  const results: CritestResult[] = [];
+  for (const side of sides) {
+    const builder = new NodeContainer(refs[nodeImage])
+      .withRuntime(side === 'containerd' ? 'containerd' : 'docker')
+      .withPauseImage(refs.pause)
+      .withBindMounts([{ source: critest, target: CRITEST_IN_NODE, mode: 'ro' }])
+      .withProgress(progress);
+    if (side === 'dockershim' && shim)
+      builder.withHostNode().withBindMounts([{ source: shim.root, target: PROJECT_IN_NODE, mode: 'ro' }]);
+    const node = await builder.start();
+    // Ctrl-C during a run of several minutes removes the node too.
+    const stopNode = cleanUpOnInterrupt(() => node.stop());
+    try {
+      // The runtime's own names for the images (containerd's normalised ones; Docker resolves them alike).
+      const [busybox = '', httpd = ''] = await node.loadImages([refs.busybox, refs.httpd]);
+      if (side === 'dockershim' && shim) {
+        await node.loadImages([refs.pause]);
+        await startDockershim(node, {
+          cliInNode: `${PROJECT_IN_NODE}/${relative(shim.root, shim.cli)}`,
+          pauseImage: refs.pause,
+          shimArgs,
+        });
+      }
+      results.push(
+        await runCritestInNode(node, CRITEST_IN_NODE, {
+          ...opts,
+          images: { busybox, httpd },
+        }),
+      );
+    } finally {
+      await stopNode();
+    }
+  }
+  return { release, nodeImage: await nodeImageInfo(refs[nodeImage]), critest, shimArgs, results };
+}
+
+/** Starts the dockershim in a docker node, in the background, and waits until it answers CRI. */
+async function startDockershim(
+  node: StartedNodeContainer,
+  o: { cliInNode: string; pauseImage: string; shimArgs: readonly string[] },
+): Promise<void> {
+  const log = `${node.sharedDirInNode}/dockershim.log`;
+  const argv = dockershimCommand(node, o).map(shellQuote).join(' ');
+  await node.execOk(['sh', '-c', `setsid ${argv} > ${log} 2>&1 < /dev/null &`]);
+  await until(
+    async () => {
+      try {
+        return done(await runtimeOf(node.criEndpointOnHost));
+      } catch (err) {
+        const tail = await readFile(join(node.sharedDirOnHost, 'dockershim.log'), 'utf8').catch(() => '');
+        return notYet(
+          `${(err as Error).message}; dockershim.log: ${tail.trim().split('\n').slice(-5).join(' | ')}`,
+        );
+      }
+    },
+    { timeoutMs: 30_000, intervalMs: 200, describe: 'the dockershim in the node to answer CRI' },
+  );
+}
