@@ -1,6 +1,7 @@
 import { ContainerState, MountPropagation, NamespaceMode, PodSandboxState, Signal } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
 import {
+  apiAtLeast,
   containerPidMode,
   dockerTimeToNanos,
   exitReason,
@@ -101,6 +102,10 @@ describe('mounts and namespaces', () => {
         propagation: MountPropagation.PROPAGATION_BIDIRECTIONAL,
       }),
     ).toBe('/h:/c:rw,rshared');
+    expect(apiAtLeast('1.44', '1.44')).toBe(true);
+    expect(apiAtLeast('1.100', '1.44')).toBe(true);
+    expect(apiAtLeast('1.41', '1.44')).toBe(false);
+    expect(apiAtLeast('2.0', '1.44')).toBe(true);
     expect(propagationFromDocker('rslave')).toBe(MountPropagation.PROPAGATION_HOST_TO_CONTAINER);
     expect(propagationFromDocker('')).toBe(MountPropagation.PROPAGATION_PRIVATE);
   });

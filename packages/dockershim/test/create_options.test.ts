@@ -194,6 +194,7 @@ const cparams: ContainerCreateParams = {
   seccompJson: undefined,
   missingCapabilities: ['SYS_RESOURCE'],
   hostDevices: ['/dev/kvm', '/dev/loop0'],
+  engineApiVersion: '1.41',
 };
 
 describe('containerCreateOptions', () => {
@@ -219,6 +220,29 @@ describe('containerCreateOptions', () => {
       User: '1000:2000',
     });
     expect(o.HostConfig?.Binds).toEqual(['/h:/c:ro,rslave']);
+    expect(o.HostConfig?.Mounts).toBeUndefined();
+  });
+
+  it('makes read-only mounts non-recursive on Engines whose read-only binds are recursive (API 1.44+)', () => {
+    const on144 = containerCreateOptions(containerConfig, { ...cparams, engineApiVersion: '1.47' });
+    expect(on144.HostConfig?.Binds).toBeUndefined();
+    expect(on144.HostConfig?.Mounts).toEqual([
+      {
+        Type: 'bind',
+        Source: '/h',
+        Target: '/c',
+        ReadOnly: true,
+        BindOptions: { Propagation: 'rslave', ReadOnlyNonRecursive: true },
+      },
+    ]);
+  });
+
+  it('refuses a recursive read-only mount, which its runtime handler does not advertise', () => {
+    const rro = ContainerConfig.fromPartial({
+      ...containerConfig,
+      mounts: [{ hostPath: '/h', containerPath: '/c', readonly: true, recursiveReadOnly: true }],
+    });
+    expect(() => containerCreateOptions(rro, cparams)).toThrow(InvalidArgumentError);
   });
 
   it('maps resources with swap disabled and the security context', () => {

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type ContainerConfig,
@@ -10,7 +12,7 @@ import {
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
 import type { ShimContext } from './context.js';
-import { containerPidMode, nowNanos, signalName, toDockerBind } from './convert.js';
+import { containerPidMode, nowNanos, signalName, toDockerMounts } from './convert.js';
 import { docker, required } from './errors.js';
 import { hostDevices, withCapabilitiesToDrop } from './host_privileges.js';
 import {
@@ -49,6 +51,8 @@ export interface ContainerCreateParams {
   missingCapabilities: string[];
   /** The host's devices, given to a container whose privilege is emulated (hostDevices). */
   hostDevices: string[];
+  /** The Engine's API version (toDockerMounts: read-only binds differ from 1.44 on). */
+  engineApiVersion: string;
 }
 
 /** "uid[:gid]" or "name[:gid]" for Docker's Config.User, from the CRI security context. */
@@ -153,7 +157,7 @@ export function containerCreateOptions(
       IpcMode: ns?.ipc === NamespaceMode.NODE ? 'host' : `container:${params.sandboxId}`,
       PidMode: containerPidMode(ns?.pid, params.sandboxId, ns?.targetId ?? ''),
       CgroupParent: params.cgroupParent || undefined,
-      Binds: config.mounts.map(toDockerBind),
+      ...toDockerMounts(config.mounts, params.engineApiVersion),
       Devices: [...devices.values()],
       CpuShares: res?.cpuShares ? Number(res.cpuShares) : undefined,
       CpuQuota: res?.cpuQuota ? Number(res.cpuQuota) : undefined,
@@ -193,6 +197,7 @@ export async function createContainer(
   const sc = config.linux?.securityContext;
   const privileged = sc?.privileged ?? false;
   const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), privileged);
+  const engineApiVersion = await ctx.engineApiVersion();
   const container = await withCapabilitiesToDrop(async (missingCapabilities) => {
     const options = containerCreateOptions(config, {
       sandboxId: sandbox.Id,
@@ -205,11 +210,19 @@ export async function createContainer(
       seccompJson,
       missingCapabilities,
       hostDevices: emulatesPrivileged({ privileged, missingCapabilities }) ? await hostDevices() : [],
+      engineApiVersion,
     });
+    // Unlike Binds, Mounts does not create a missing source; containerd creates it, so must we.
+    await createMissingSources(options.HostConfig?.Mounts ?? []);
     // After the options, which validate every mount, so a bad one is reported as such.
     await checkMountPropagation(config.mounts);
     return docker(`create container ${JSON.stringify(md.name)}`, () => ctx.docker.createContainer(options));
   });
   ctx.known.add(container.id, ContainerType.container);
   return { containerId: container.id };
+}
+
+async function createMissingSources(mounts: readonly { Source?: string }[]): Promise<void> {
+  for (const { Source } of mounts)
+    if (Source && !existsSync(Source)) await mkdir(Source, { recursive: true, mode: 0o755 });
 }

@@ -71,4 +71,6 @@ export interface ShimContext {
   ownOomScoreAdj: number;
   /** Docker's data root (docker info DockerRootDir), read once. */
   dockerRootDir(): Promise<string>;
+  /** The Engine's API version (docker version ApiVersion), read once. */
+  engineApiVersion(): Promise<string>;
 }

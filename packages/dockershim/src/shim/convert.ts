@@ -1,6 +1,7 @@
 import { DefaultImageTag, splitImageReference } from '@kh/apimachinery';
 import {
   ContainerState,
+  InvalidArgumentError,
   type LinuxContainerResources,
   type Mount,
   MountPropagation,
@@ -100,20 +101,72 @@ export function signalFromDocker(value: string | undefined): Signal {
   return typeof found === 'number' ? (found as Signal) : Signal.SIGNAL_RUNTIME_DEFAULT;
 }
 
+const PROPAGATION: Record<number, 'rslave' | 'rshared'> = {
+  [MountPropagation.PROPAGATION_HOST_TO_CONTAINER]: 'rslave',
+  [MountPropagation.PROPAGATION_BIDIRECTIONAL]: 'rshared',
+};
+
 /** A Docker bind string: host:container[:options], with read-only and propagation options. */
 export function toDockerBind(mount: Mount): string {
-  const options = [mount.readonly ? 'ro' : 'rw'];
-  switch (mount.propagation) {
-    case MountPropagation.PROPAGATION_HOST_TO_CONTAINER:
-      options.push('rslave');
-      break;
-    case MountPropagation.PROPAGATION_BIDIRECTIONAL:
-      options.push('rshared');
-      break;
-    default:
-      options.push('rprivate');
-  }
+  const options = [mount.readonly ? 'ro' : 'rw', PROPAGATION[mount.propagation] ?? 'rprivate'];
   return `${mount.hostPath}:${mount.containerPath}:${options.join(',')}`;
+}
+
+/**
+ * Engine API 1.44 (Docker 25) made a read-only bind recursively read-only unless
+ * BindOptions.ReadOnlyNonRecursive says otherwise (moby#47391); the CRI's `readonly` alone is not
+ * recursive, so from that version on read-only binds go through Mounts, which can say so.
+ */
+export const NON_RECURSIVE_READONLY_API = '1.44';
+
+/** Numeric comparison of Engine API versions ("1.41" < "1.44" < "1.100"). */
+export function apiAtLeast(version: string, min: string): boolean {
+  const [a = 0, b = 0] = version.split('.').map(Number);
+  const [c = 0, d = 0] = min.split('.').map(Number);
+  return a !== c ? a > c : b >= d;
+}
+
+/** A read-only bind in HostConfig.Mounts, with the BindOptions field API 1.44 added. */
+export interface DockerBindMount {
+  Type: 'bind';
+  Source: string;
+  Target: string;
+  ReadOnly: true;
+  BindOptions: { Propagation: 'rprivate' | 'rslave' | 'rshared'; ReadOnlyNonRecursive: true };
+}
+
+/** The HostConfig fields of a container's CRI mounts on an Engine speaking `apiVersion`. */
+export function toDockerMounts(
+  mounts: readonly Mount[],
+  apiVersion: string,
+): { Binds: string[] | undefined; Mounts: DockerBindMount[] | undefined } {
+  for (const m of mounts) {
+    // Not advertised in the runtime handler's features, so a kubelet never asks for it.
+    if (m.recursiveReadOnly)
+      throw new InvalidArgumentError(
+        `recursive read-only mount of ${JSON.stringify(m.containerPath)} is not supported`,
+      );
+  }
+  const viaMounts = apiAtLeast(apiVersion, NON_RECURSIVE_READONLY_API)
+    ? mounts.filter((m) => m.readonly)
+    : [];
+  const binds = mounts.filter((m) => !viaMounts.includes(m)).map(toDockerBind);
+  return {
+    Binds: binds.length > 0 ? binds : undefined,
+    Mounts:
+      viaMounts.length > 0
+        ? viaMounts.map((m) => ({
+            Type: 'bind',
+            Source: m.hostPath,
+            Target: m.containerPath,
+            ReadOnly: true,
+            BindOptions: {
+              Propagation: PROPAGATION[m.propagation] ?? 'rprivate',
+              ReadOnlyNonRecursive: true,
+            },
+          }))
+        : undefined,
+  };
 }
 
 export function propagationFromDocker(value: string | undefined): MountPropagation {

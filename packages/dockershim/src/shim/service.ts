@@ -128,7 +128,6 @@ export class DockerShim {
   static async start(options: DockerShimOptions): Promise<DockerShim> {
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     const client = options.docker ?? connectDocker(options.dockerEndpoint);
-    let rootDir: Promise<string> | undefined;
     const address = options.address ?? 'tcp://127.0.0.1:0';
     const config: DockerShimConfig = { ...DEFAULT_CONFIG };
     for (const [key, value] of Object.entries(options))
@@ -156,15 +155,14 @@ export class DockerShim {
       images: new ImageCache(client),
       known: new KnownIds(),
       ownOomScoreAdj: await readOwnOomScoreAdj(),
-      dockerRootDir: () => {
-        rootDir ??= docker('docker info', () => client.info()).then(
+      dockerRootDir: cachedUntilFailure(() =>
+        docker('docker info', () => client.info()).then(
           (i) => (i as { DockerRootDir: string }).DockerRootDir,
-        );
-        rootDir.catch(() => {
-          rootDir = undefined;
-        });
-        return rootDir;
-      },
+        ),
+      ),
+      engineApiVersion: cachedUntilFailure(() =>
+        docker('docker version', () => client.version()).then((v) => v.ApiVersion),
+      ),
     };
     await Promise.all([ctx.inspects.start(), ctx.images.start()]);
     // Containers that ran while no shim was up still need their output in the CRI files.
@@ -198,4 +196,16 @@ export class DockerShim {
     this.context.images.close();
     await this.context.logs.close();
   }
+}
+
+/** `read` once; a failed read is forgotten, so the next call asks the Engine again. */
+function cachedUntilFailure<T>(read: () => Promise<T>): () => Promise<T> {
+  let cached: Promise<T> | undefined;
+  return () => {
+    cached ??= read();
+    cached.catch(() => {
+      cached = undefined;
+    });
+    return cached;
+  };
 }
