@@ -2,6 +2,7 @@
 
 export { critestSides } from './critest/cli.js';
 export {
+  DEFAULT_NODE_SIDES,
   dockershimCommand,
   NODE_SIDES,
   type NodeCritestOptions,

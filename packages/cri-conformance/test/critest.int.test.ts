@@ -14,9 +14,10 @@ import {
 
 // Issue 33's acceptance on the default release (trixie): upstream critest, run inside a node
 // container next to each runtime, passes on the dockershim (dockerd 26 in the node) every spec it
-// passes on containerd 1.7 (a node of the same image), with the same images file and skips. Neither
-// side touches the host's Docker Engine beyond starting the nodes. The other releases and critest
-// versions are measured with `cri-conformance critest-nodes` (README).
+// passes on containerd 1.7 (a node of the same image), with the same images file and skips, in both
+// of the shim's networking modes (pods on CNI, cri-dockerd's default, and on Docker's bridge).
+// Neither side touches the host's Docker Engine beyond starting the nodes. The other releases and
+// critest versions are measured with `cri-conformance critest-nodes` (README).
 
 /** The judge: cri-tools of Kubernetes 1.33's era, built by `bash scripts/cri-tools.sh 1.33.0`. */
 const CRITEST_VERSION = '1.33.0';
@@ -34,21 +35,30 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 let run: NodeCritestRun;
 let containerd: CritestResult;
-let dockershim: CritestResult;
+/** The dockershim's result per networking mode. */
+const shims: Record<'cni' | 'docker', CritestResult | undefined> = { cni: undefined, docker: undefined };
 
 beforeAll(async () => {
-  run = await runCritestInNodes({ release: DEFAULT_NODE_RELEASE, critestVersion: CRITEST_VERSION, progress });
-  [containerd, dockershim] = run.results as [CritestResult, CritestResult];
+  run = await runCritestInNodes({
+    release: DEFAULT_NODE_RELEASE,
+    critestVersion: CRITEST_VERSION,
+    sides: ['containerd', 'dockershim', 'dockershim-docker'],
+    progress,
+  });
+  [containerd, shims.cni, shims.docker] = run.results as [CritestResult, CritestResult, CritestResult];
   progress(`\n${formatNodeRun(run)}\n\n${formatComparison(compareSides(critestSides(run.results)))}\n`);
-}, 20 * 60_000);
+}, 25 * 60_000);
 
 describe(`upstream critest v${CRITEST_VERSION} inside ${DEFAULT_NODE_RELEASE} nodes: containerd (A) and the dockershim (B)`, () => {
   it('ran in the release node image, the CRI of each runtime answering from inside its node', () => {
     expect(run.nodeImage.release).toBe(DEFAULT_NODE_RELEASE);
     expect(containerd.runtime.name).toBe('containerd');
-    expect(dockershim.runtime.name).toBe('docker');
     expect(containerd.endpoint).toBe('unix:///run/kh/containerd.sock');
-    expect(dockershim.endpoint).toBe('unix:///run/kh/dockershim.sock');
+    for (const [mode, result] of Object.entries(shims)) {
+      expect(result?.runtime.name, mode).toBe('docker');
+      expect(result?.endpoint, mode).toBe('unix:///run/kh/dockershim.sock');
+    }
+    expect(run.results.map((r) => r.side)).toEqual(['containerd', 'dockershim', 'dockershim-docker']);
     expect(containerd.critestVersion).toBe(CRITEST_VERSION);
   });
 
@@ -70,27 +80,31 @@ describe(`upstream critest v${CRITEST_VERSION} inside ${DEFAULT_NODE_RELEASE} no
     expect(containerd.totals.passed).toBeGreaterThan(60);
   });
 
-  it('the dockershim passes every spec containerd passes, except what Docker cannot do', () => {
-    const comparison = compareSides(critestSides([containerd, dockershim]));
-    const unexpected = comparison.rows.filter((r) => r.regression && !DOCKER_CANNOT[r.id]).map((r) => r.id);
-    expect(unexpected, formatComparison(comparison)).toEqual([]);
-  });
+  describe.each(['cni', 'docker'] as const)('the dockershim with pods on %s', (mode) => {
+    const dockershim = () => shims[mode]!;
 
-  it('each spec listed as impossible on Docker still fails there, with the engine error', () => {
-    for (const [id, { error }] of Object.entries(DOCKER_CANNOT)) {
-      const spec = dockershim.specs.find((s) => s.id === id);
-      expect(spec, id).toMatchObject({ status: 'failed', message: expect.stringMatching(error) });
-    }
-  });
+    it('passes every spec containerd passes, except what Docker cannot do', () => {
+      const comparison = compareSides(critestSides([containerd, dockershim()]));
+      const unexpected = comparison.rows.filter((r) => r.regression && !DOCKER_CANNOT[r.id]).map((r) => r.id);
+      expect(unexpected, formatComparison(comparison)).toEqual([]);
+    });
 
-  it('both ran the same specs, and every entry of the skip list skipped a spec on both', () => {
-    const ids = (r: CritestResult) => r.specs.map((s) => s.id).sort();
-    expect(ids(dockershim)).toEqual(ids(containerd));
-    for (const result of [containerd, dockershim])
-      for (const skip of CRITEST_SKIPS) {
-        const skipped = result.specs.filter((s) => s.status === 'skipped' && s.id.includes(skip.spec));
-        expect(skipped.length, `${result.runtime.name}: ${skip.spec}`).toBeGreaterThan(0);
+    it('fails each spec listed as impossible on Docker, with the engine error', () => {
+      for (const [id, { error }] of Object.entries(DOCKER_CANNOT)) {
+        const spec = dockershim().specs.find((s) => s.id === id);
+        expect(spec, id).toMatchObject({ status: 'failed', message: expect.stringMatching(error) });
       }
+    });
+
+    it('ran the specs containerd ran, and every entry of the skip list skipped a spec on both', () => {
+      const ids = (r: CritestResult) => r.specs.map((s) => s.id).sort();
+      expect(ids(dockershim())).toEqual(ids(containerd));
+      for (const result of [containerd, dockershim()])
+        for (const skip of CRITEST_SKIPS) {
+          const skipped = result.specs.filter((s) => s.status === 'skipped' && s.id.includes(skip.spec));
+          expect(skipped.length, `${result.side}: ${skip.spec}`).toBeGreaterThan(0);
+        }
+    });
   });
 
   it('left no node container behind', async () => {

@@ -46,7 +46,7 @@ export function critestExitCode(results: readonly CritestResult[], comparison: C
 /** critest results as sides of the table, specs sorted by name (ginkgo shuffles their order per run). */
 export function critestSides(results: readonly CritestResult[]): Side[] {
   return results.map((r) => ({
-    label: `${r.runtime.name} ${r.runtime.version} (${r.endpoint}), ${(r.durationMs / 1000).toFixed(1)} s`,
+    label: `${r.side ? `${r.side}: ` : ''}${r.runtime.name} ${r.runtime.version} (${r.endpoint}), ${(r.durationMs / 1000).toFixed(1)} s`,
     results: [...r.specs].sort((x, y) => x.id.localeCompare(y.id)),
   }));
 }

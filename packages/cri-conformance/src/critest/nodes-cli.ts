@@ -3,13 +3,20 @@ import { DEFAULT_CRI_TOOLS_VERSION, DEFAULT_NODE_RELEASE, isNodeRelease, NODE_RE
 import { writeOut } from '../framework/output.js';
 import { compareSides, formatComparison } from '../suite/compare.js';
 import { CRITEST_RUN_OPTIONS, critestExitCode, critestSides } from './cli.js';
-import { NODE_SIDES, type NodeCritestRun, type NodeSide, runCritestInNodes } from './nodes.js';
+import {
+  DEFAULT_NODE_SIDES,
+  NODE_SIDES,
+  type NodeCritestRun,
+  type NodeSide,
+  runCritestInNodes,
+} from './nodes.js';
 
 export const CRITEST_NODES_USAGE = `Usage: cri-conformance critest-nodes [--release <r>] [--critest <version|path>] [options] [-- <dockershim flags>]
 
 Runs upstream critest inside kind-style node containers of one Debian release: first in a node
 running containerd (its own CRI, the reference), then in a node running dockerd with our dockershim
-next to it (started from this checkout, on the host's Node.js). critest dials the node's CRI socket
+next to it (started from this checkout, on the host's Node.js), pods on CNI from the node's pod CIDR
+(side \`dockershim\`, cri-dockerd's default) or on Docker's bridge (side \`dockershim-docker\`). critest dials the node's CRI socket
 from inside the node, so streaming URLs on the node's loopback and host paths work as on a real
 node. Both sides get the same local test images, images file and skips. Prints one table of specs,
 where the sides differ first. Exit code 1 when the dockershim fails a spec containerd passes (with
@@ -19,13 +26,14 @@ Options:
   --release <r>              node image: ${NODE_RELEASES.join(', ')} (default ${DEFAULT_NODE_RELEASE})
   --critest <version|path>   cri-tools release built by \`bash scripts/cri-tools.sh <version>\`
                              (default ${DEFAULT_CRI_TOOLS_VERSION}), or a static critest binary
-  --side <side>              ${NODE_SIDES.join(' or ')} only (repeatable; default both, in that order)
+  --side <side>              ${NODE_SIDES.join(', ')} (repeatable, run in the order given;
+                             default ${DEFAULT_NODE_SIDES.join(', ')})
   --focus <regex>            --ginkgo.focus (Go regexp; repeatable)
   --skip <regex>             --ginkgo.skip, added to the built-in list (repeatable)
   --json <file>              write the release, node image packages, every side's specs and the comparison
   --timeout <minutes>        per critest run (default 20)
   -h, --help
-Everything after \`--\` is passed to the dockershim, e.g. \`-- --network-plugin=docker\`.
+Everything after \`--\` is passed to the dockershim, after its side's networking flags.
 
 Example: cri-conformance critest-nodes --release forky --critest 1.33.0`;
 
@@ -64,7 +72,7 @@ export async function critestNodesMain(argv: string[]): Promise<number> {
     return 2;
   };
   if (!isNodeRelease(values.release)) return usageError(`unknown --release ${values.release}`);
-  const sides = values.side ?? [...NODE_SIDES];
+  const sides = values.side ?? [...DEFAULT_NODE_SIDES];
   const unknownSide = sides.find((s) => !(NODE_SIDES as readonly string[]).includes(s));
   if (unknownSide) return usageError(`unknown --side ${unknownSide}`);
   const timeout = Number(values.timeout);

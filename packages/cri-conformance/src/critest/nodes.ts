@@ -8,6 +8,7 @@ import {
   criToolsDir,
   DEFAULT_CRI_TOOLS_VERSION,
   DEFAULT_NODE_RELEASE,
+  DOCKERSHIM_CNI_FLAGS,
   done,
   ensureImages,
   NODE_BINARY_IN_NODE,
@@ -17,6 +18,7 @@ import {
   nodeImageInfo,
   nodeImageName,
   notYet,
+  POD_SUBNET,
   type StartedNodeContainer,
   until,
 } from '@kh/testkit';
@@ -27,9 +29,20 @@ import { type CritestOptions, type CritestResult, type CritestSite, critestAt, r
 // its host paths (log dirs, mount propagation, seccomp profiles) are paths the runtime sees. One
 // node per side, one side at a time, so two runtimes of one Debian release are judged alike.
 
-/** The sides of a release: containerd's own CRI, and Docker behind our dockershim. */
-export const NODE_SIDES = ['containerd', 'dockershim'] as const;
+/**
+ * The sides of a release: containerd's own CRI, and Docker behind our dockershim, with pods on CNI
+ * (`dockershim`, cri-dockerd's default) or on Docker's bridge (`dockershim-docker`).
+ */
+export const NODE_SIDES = ['containerd', 'dockershim', 'dockershim-docker'] as const;
 export type NodeSide = (typeof NODE_SIDES)[number];
+/** containerd, the reference, then the dockershim as cri-dockerd is deployed. */
+export const DEFAULT_NODE_SIDES: readonly NodeSide[] = ['containerd', 'dockershim'];
+
+/** Each dockershim side's networking flags. */
+const SHIM_NETWORK: Partial<Record<NodeSide, readonly string[]>> = {
+  dockershim: DOCKERSHIM_CNI_FLAGS,
+  'dockershim-docker': ['--network-plugin=docker'],
+};
 
 /** Where the static critest binary is mounted (read-only) in a node. */
 const CRITEST_IN_NODE = '/usr/local/bin/critest';
@@ -44,9 +57,9 @@ export interface NodeCritestOptions
   critestVersion?: string;
   /** A critest binary instead (static: it runs inside the node). */
   critest?: string;
-  /** Which sides, in this order (default both: containerd, the reference, first). */
+  /** Which sides, in this order (default DEFAULT_NODE_SIDES: containerd, the reference, first). */
   sides?: readonly NodeSide[];
-  /** More dockershim flags, e.g. `--network-plugin=docker`. */
+  /** More dockershim flags, after the side's networking ones. */
   shimArgs?: readonly string[];
 }
 
@@ -142,10 +155,10 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
       `${critest} is missing: build it with \`bash scripts/cri-tools.sh ${opts.critestVersion ?? DEFAULT_CRI_TOOLS_VERSION}\``,
     );
   const shimArgs = [...(opts.shimArgs ?? [])];
-  const sides = opts.sides ?? NODE_SIDES;
+  const sides = opts.sides ?? DEFAULT_NODE_SIDES;
   const nodeImage = nodeImageName(release);
   const refs = await ensureImages(['pause', 'busybox', 'httpd', nodeImage], { progress });
-  const shim = sides.includes('dockershim') ? dockershimCli() : undefined;
+  const shim = sides.some((side) => SHIM_NETWORK[side]) ? dockershimCli() : undefined;
   const results: CritestResult[] = [];
   for (const side of sides) {
     const builder = new NodeContainer(refs[nodeImage])
@@ -153,7 +166,8 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
       .withPauseImage(refs.pause)
       .withBindMounts([{ source: critest, target: CRITEST_IN_NODE, mode: 'ro' }])
       .withProgress(progress);
-    if (side === 'dockershim' && shim)
+    const shimNetwork = SHIM_NETWORK[side];
+    if (shimNetwork && shim)
       builder.withHostNode().withBindMounts([{ source: shim.root, target: PROJECT_IN_NODE, mode: 'ro' }]);
     const node = await builder.start();
     // Ctrl-C during a run of several minutes removes the node too.
@@ -161,20 +175,18 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
     try {
       // The runtime's own names for the images (containerd's normalised ones; Docker resolves them alike).
       const [busybox = '', httpd = ''] = await node.loadImages([refs.busybox, refs.httpd]);
-      if (side === 'dockershim' && shim) {
+      if (shimNetwork && shim) {
         await node.loadImages([refs.pause]);
         await startDockershim(node, {
           cliInNode: `${PROJECT_IN_NODE}/${relative(shim.root, shim.cli)}`,
           pauseImage: refs.pause,
-          shimArgs,
+          shimArgs: [...shimNetwork, ...shimArgs],
         });
+        // As a kubelet passes on its Node's pod CIDR: the shim writes the node's CNI config from it.
+        if (side === 'dockershim') await node.updatePodCidr(POD_SUBNET);
       }
-      results.push(
-        await runCritestInNode(node, CRITEST_IN_NODE, {
-          ...opts,
-          images: { busybox, httpd },
-        }),
-      );
+      const result = await runCritestInNode(node, CRITEST_IN_NODE, { ...opts, images: { busybox, httpd } });
+      results.push({ ...result, side });
     } finally {
       await stopNode();
     }

@@ -28,6 +28,8 @@ export interface CritestOptions {
 
 export interface CritestResult {
   endpoint: string;
+  /** Which runtime set-up this was, when one endpoint can mean several (critest-nodes' sides). */
+  side?: string;
   runtime: { name: string; version: string };
   critestVersion: string;
   startedAt: string;
