@@ -30,8 +30,14 @@ export interface WatchRequest {
  */
 export const WRITE_INTERVAL_MS = 25;
 
-/** Caps memory for a client that stops reading: such a watch is closed, as the apiserver does. */
+/**
+ * Caps memory for a client that stops reading: such a watch is cut off (the connection destroyed,
+ * its buffer released at once, as the apiserver drops a watcher whose channel is full).
+ */
 export const MAX_BUFFERED = 32 * 1024 * 1024;
+
+/** setTimeout's largest delay (2^31 - 1 ms, ~24.8 days); a longer one would fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export function serveWatch(store: Store, req: IncomingMessage, res: ServerResponse, w: WatchRequest): void {
   const { def } = w;
@@ -81,7 +87,7 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
     return res.writableLength > MAX_BUFFERED;
   };
   const scheduledFlush = () => {
-    if (flush()) finish();
+    if (flush()) finish(true);
   };
   const send = (s: string) => {
     if (closed) return;
@@ -150,20 +156,26 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
     return;
   }
   if (w.allowBookmarks) bookmarks = setInterval(() => sendBookmark(), w.bookmarkIntervalMs);
-  timer = setTimeout(() => {
-    if (w.allowBookmarks) sendBookmark();
-    finish();
-  }, w.timeoutMs);
+  timer = setTimeout(
+    () => {
+      if (w.allowBookmarks) sendBookmark();
+      finish();
+    },
+    Math.min(w.timeoutMs, MAX_TIMER_MS),
+  );
 
-  function finish() {
+  /** Ends the watch; `cutOff` drops a reader that fell too far behind instead of draining it. */
+  function finish(cutOff = false) {
     if (closed) return;
-    flush();
+    if (!cutOff) flush();
     closed = true;
+    pending = [];
     unsubscribe?.();
     clearTimeout(timer);
     if (bookmarks) clearInterval(bookmarks);
-    res.end();
+    if (cutOff) res.destroy();
+    else res.end();
   }
-  req.on('close', finish);
-  res.on('close', finish);
+  req.on('close', () => finish());
+  res.on('close', () => finish());
 }
