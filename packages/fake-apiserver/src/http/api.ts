@@ -49,6 +49,10 @@ export interface ApiHandlerOptions {
   admission?: AdmissionPlugin;
   /** Most watches open at once; one more is 429. */
   maxWatches: number;
+  /** Most watches one user may hold open at once; one more is 429 for that user only. */
+  maxWatchesPerUser: number;
+  /** Longest watch a client may ask for with timeoutSeconds; a longer one is cut to this. */
+  maxWatchTimeoutSeconds: number;
   /** serviceaccounts/token (TokenRequest). */
   serviceAccountTokens?: ServiceAccountTokens;
 }
@@ -148,6 +152,7 @@ function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
 /** Serves the verbs of every resource over the generic registry. */
 export class ApiHandler {
   private openWatches = 0;
+  private readonly watchesByUser = new Map<string, number>();
 
   constructor(
     private readonly rest: RestStorage,
@@ -187,12 +192,15 @@ export class ApiHandler {
     ) {
       return this.watch(req, res, r);
     }
-    const writeOpts = (): WriteOptions => ({
-      dryRun: r.query.get('dryRun') === 'All',
-      fieldValidation: fieldValidation(r.query),
-      warnings: [],
-      admit: this.admitter(r, ''),
-    });
+    const writeOpts = (): WriteOptions => {
+      const warnings: string[] = [];
+      return {
+        dryRun: r.query.get('dryRun') === 'All',
+        fieldValidation: fieldValidation(r.query),
+        warnings,
+        admit: this.admitter(r, '', warnings),
+      };
+    };
     if (r.name === undefined) {
       if (method === 'GET') return this.list(req, res, r);
       if (method === 'POST') {
@@ -263,7 +271,7 @@ export class ApiHandler {
   }
 
   /** The admission hook of a request's writes (none for a caller the router did not authenticate). */
-  private admitter(r: ResourceRequest, subresource: string) {
+  private admitter(r: ResourceRequest, subresource: string, warnings?: string[]) {
     const { admission } = this.opts;
     const user = r.user;
     if (admission === undefined || user === undefined) return undefined;
@@ -278,6 +286,7 @@ export class ApiHandler {
         name: object?.metadata?.name ?? oldObject?.metadata?.name ?? r.name ?? '',
         object,
         oldObject,
+        warnings,
       });
   }
 
@@ -353,7 +362,10 @@ export class ApiHandler {
 
   private watch(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
     const { def, query: q } = r;
-    if (this.openWatches >= this.opts.maxWatches) {
+    // One identity may not take every watch slot: its own cap answers it alone with 429.
+    const who = r.user?.name ?? '';
+    const mine = this.watchesByUser.get(who) ?? 0;
+    if (this.openWatches >= this.opts.maxWatches || mine >= this.opts.maxWatchesPerUser) {
       throw new ApiError(429, 'TooManyRequests', 'Too many requests, please try again later.', {
         retryAfterSeconds: 1,
       });
@@ -367,10 +379,20 @@ export class ApiHandler {
     if (r.name !== undefined) fieldSel = [fieldSel, `metadata.name=${r.name}`].filter(Boolean).join(',');
     const timeout = intParam(q, 'timeoutSeconds');
     const maxSeconds = this.opts.maxWatchSeconds;
-    const seconds = timeout !== undefined && timeout > 0 ? timeout : maxSeconds * (0.5 + Math.random() * 0.5);
+    // A client's own timeout is honoured up to the limit (an unbounded one would overflow the timer).
+    const seconds =
+      timeout !== undefined && timeout > 0
+        ? Math.min(timeout, this.opts.maxWatchTimeoutSeconds)
+        : maxSeconds * (0.5 + Math.random() * 0.5);
     const rep = negotiate(req.headers.accept, q, this.rest.clock.now());
     this.openWatches++;
-    res.once('close', () => this.openWatches--);
+    this.watchesByUser.set(who, mine + 1);
+    res.once('close', () => {
+      this.openWatches--;
+      const left = (this.watchesByUser.get(who) ?? 1) - 1;
+      if (left > 0) this.watchesByUser.set(who, left);
+      else this.watchesByUser.delete(who);
+    });
     serveWatch(this.rest.store, req, res, {
       def,
       namespace: def.namespaced ? r.namespace : '',
@@ -414,11 +436,12 @@ export class ApiHandler {
     const { def, subresource } = r;
     const name = r.name!;
     if (subresource === 'status' && def.hasStatus) {
+      const warnings: string[] = [];
       const o: WriteOptions = {
         dryRun: r.query.get('dryRun') === 'All',
         fieldValidation: fieldValidation(r.query),
-        warnings: [],
-        admit: this.admitter(r, 'status'),
+        warnings,
+        admit: this.admitter(r, 'status', warnings),
       };
       let out: KObject;
       if (method === 'GET') out = this.rest.get(def, r.namespace, name);
