@@ -78,13 +78,17 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
   // 1000 / WRITE_INTERVAL_MS writes a second however many events it gets.
   let pending: string[] = [];
   let lastWrite = 0;
-  /** Writes what is pending; true when the client is too far behind. */
+  /**
+   * Writes what is pending; true when the client is too far behind: what was written before is
+   * still buffered past the limit (however large one burst, such as the initial state, is).
+   */
   const flush = (): boolean => {
     if (closed || pending.length === 0) return false;
+    if (res.writableLength > MAX_BUFFERED) return true;
     res.write(pending.length === 1 ? pending[0]! : pending.join(''));
     pending = [];
     lastWrite = performance.now();
-    return res.writableLength > MAX_BUFFERED;
+    return false;
   };
   const scheduledFlush = () => {
     if (flush()) finish(true);
