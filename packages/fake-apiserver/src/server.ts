@@ -206,13 +206,14 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
       m === 'Node' ? nodeAuthorizer(store, nodeRules) : m === 'RBAC' ? rbacAuthorizer(store) : alwaysAllow,
     ),
   );
-  // RBAC's escalation check always; NodeRestriction, as kubeadm runs it, narrows the writes the
-  // Node authorizer lets through.
-  const admission = admissionChain([
+  // In kube-apiserver's order: before validation RBAC's escalation check (its storage's) and
+  // NodeRestriction (a mutating plugin; as kubeadm runs it, with Node), which narrows the writes
+  // the Node authorizer lets through; after validation Pod Security (a validating plugin).
+  const mutatingAdmission = admissionChain([
     rbacEscalationCheck(store, authz),
-    podSecurity(store, { config: opts.podSecurity, onAudit: opts.onPodSecurityAudit }),
     ...(modes.includes('Node') ? [nodeRestriction(store)] : []),
   ]);
+  const admission = podSecurity(store, { config: opts.podSecurity, onAudit: opts.onPodSecurityAudit });
   const tls =
     opts.tls === true
       ? await (opts.dataDir ? persistentTls(opts.dataDir, opts.tlsHosts) : generateTls(opts.tlsHosts))
@@ -238,6 +239,7 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     },
     serviceAccountTokens,
     admission,
+    mutatingAdmission,
     maxBodyBytes: opts.maxBodyBytes ?? LIMITS.maxBodyBytes,
     bookmarkIntervalMs: (opts.bookmarkIntervalSeconds ?? 60) * 1000,
     maxWatchSeconds: LIMITS.maxWatchSeconds,

@@ -45,8 +45,10 @@ export interface ApiHandlerOptions {
   bookmarkIntervalMs: number;
   /** Upper bound for a watch without timeoutSeconds (the apiserver picks 30-60 min). */
   maxWatchSeconds: number;
-  /** The enabled admission plugins, run on every write of an authenticated caller. */
+  /** The enabled validating admission plugins, run on every write of an authenticated caller. */
   admission?: AdmissionPlugin;
+  /** Plugins of the earlier phase, before validation (kube-apiserver's mutating admission). */
+  mutatingAdmission?: AdmissionPlugin;
   /** Most watches open at once; one more is 429. */
   maxWatches: number;
   /** Most watches one user may hold open at once; one more is 429 for that user only. */
@@ -199,6 +201,7 @@ export class ApiHandler {
         fieldValidation: fieldValidation(r.query),
         warnings,
         admit: this.admitter(r, '', warnings),
+        admitBeforeValidation: this.admitter(r, '', warnings, this.opts.mutatingAdmission),
       };
     };
     if (r.name === undefined) {
@@ -271,8 +274,12 @@ export class ApiHandler {
   }
 
   /** The admission hook of a request's writes (none for a caller the router did not authenticate). */
-  private admitter(r: ResourceRequest, subresource: string, warnings?: string[]) {
-    const { admission } = this.opts;
+  private admitter(
+    r: ResourceRequest,
+    subresource: string,
+    warnings?: string[],
+    admission = this.opts.admission,
+  ) {
     const user = r.user;
     if (admission === undefined || user === undefined) return undefined;
     return (operation: Operation, object: KObject | undefined, oldObject: KObject | undefined) =>
@@ -290,9 +297,21 @@ export class ApiHandler {
       });
   }
 
+  /** Both phases for a write that has no validation step of its own (deletions, eviction, token). */
+  private admitAll(r: ResourceRequest, subresource: string) {
+    const phases = [
+      this.admitter(r, subresource, undefined, this.opts.mutatingAdmission),
+      this.admitter(r, subresource),
+    ].filter((p) => p !== undefined);
+    if (phases.length === 0) return undefined;
+    return (operation: Operation, object: KObject | undefined, oldObject: KObject | undefined) => {
+      for (const p of phases) p(operation, object, oldObject);
+    };
+  }
+
   private async deleteOptions(req: IncomingMessage, r: ResourceRequest): Promise<DeleteOptions> {
     const q = r.query;
-    const admit = this.admitter(r, '');
+    const admit = this.admitAll(r, '');
     const raw = await readBody(req, this.opts.maxBodyBytes);
     const body: KObject = raw.length > 0 ? asObject(decodeObject(raw, mediaType(req)), 'DeleteOptions') : {};
     const policy = q.get('propagationPolicy') ?? body.propagationPolicy;
@@ -442,6 +461,7 @@ export class ApiHandler {
         fieldValidation: fieldValidation(r.query),
         warnings,
         admit: this.admitter(r, 'status', warnings),
+        admitBeforeValidation: this.admitter(r, 'status', warnings, this.opts.mutatingAdmission),
       };
       let out: KObject;
       if (method === 'GET') out = this.rest.get(def, r.namespace, name);
@@ -475,7 +495,7 @@ export class ApiHandler {
       if (body.metadata?.name && body.metadata.name !== name) {
         throw badRequest(`name in URL does not match name in Eviction object`);
       }
-      this.admitter(r, 'eviction')?.('CREATE', body, undefined);
+      this.admitAll(r, 'eviction')?.('CREATE', body, undefined);
       this.rest.delete(def, r.namespace, name, body.deleteOptions ?? {});
       await this.rest.store.sync();
       return sendJson(res, 201, {
@@ -493,7 +513,7 @@ export class ApiHandler {
         decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
         'TokenRequest',
       );
-      this.admitter(r, 'token')?.('CREATE', body, undefined);
+      this.admitAll(r, 'token')?.('CREATE', body, undefined);
       return sendJson(res, 201, tokens.request(r.namespace, name, body));
     }
     if (def.resource === 'pods' && subresource === 'log' && method === 'GET') {
