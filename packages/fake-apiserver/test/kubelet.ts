@@ -153,7 +153,9 @@ export async function startTestKubelet(
       void servePortForward(upgrade, opts.safe ? echoForward : forward, { ...SESSION, target: url.pathname });
     } else {
       // What the agent answers an upgrade of a path it does not serve.
-      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 19\r\nConnection: close\r\n\r\n404 page not found\n');
+      socket.end(
+        'HTTP/1.1 404 Not Found\r\nContent-Length: 19\r\nConnection: close\r\n\r\n404 page not found\n',
+      );
     }
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
