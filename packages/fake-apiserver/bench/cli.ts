@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from './load.js';
-import { cpuSeconds, memory } from './proc.js';
+import { cleanUpOnExit, cpuSeconds, memory } from './proc.js';
 
 /** Kubernetes' published scalability thresholds (issue 21, item 5). */
 const TARGETS = { writeP99Ms: 25, watchDeliveryP99Ms: 100, listAllPodsMs: 2000, peakRssBytes: 4 * 2 ** 30 };
@@ -12,19 +12,7 @@ const TARGETS = { writeP99Ms: 25, watchDeliveryP99Ms: 100, listAllPodsMs: 2000, 
 const log = (line: string) => console.error(`[bench] ${line}`);
 const mib = (b: number) => Math.round(b / 2 ** 20);
 
-/** What is running now, so that an interrupted bench leaves no process or data dir behind. */
-const live: { child?: ChildProcess; dataDir?: string } = {};
-function cleanup() {
-  live.child?.kill('SIGKILL');
-  if (live.dataDir) rmSync(live.dataDir, { recursive: true, force: true });
-}
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(sig, () => {
-    cleanup();
-    process.exit(130);
-  });
-}
+const { live } = cleanUpOnExit();
 
 interface StepConfig {
   nodes: number;

@@ -1,5 +1,6 @@
 // What the benchmarks read of the apiserver process, from /proc.
-import { readdirSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 
 /** VmRSS / VmHWM of a process. */
 export function memory(pid: number): { rss: number; peak: number } {
@@ -17,4 +18,27 @@ export function cpuSeconds(pid: number): number {
 /** Open file descriptors of a process (sockets, files, pipes): its open handles. */
 export function openHandles(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/** What a bench has running: the apiserver and its directory, removed however the bench ends. */
+export interface Live {
+  child?: ChildProcess;
+  dataDir?: string;
+}
+
+/** Kills the child and removes the directory at exit and on SIGINT/SIGTERM/SIGHUP. */
+export function cleanUpOnExit(): { live: Live; cleanup: () => void } {
+  const live: Live = {};
+  const cleanup = () => {
+    live.child?.kill('SIGKILL');
+    if (live.dataDir) rmSync(live.dataDir, { recursive: true, force: true });
+  };
+  process.on('exit', cleanup);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(sig, () => {
+      cleanup();
+      process.exit(130);
+    });
+  }
+  return { live, cleanup };
 }

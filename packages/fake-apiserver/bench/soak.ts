@@ -8,14 +8,14 @@
 // the stated margins. The figures go to .reports/bench/soak.json.
 //
 //   npm run soak -w @kh/fake-apiserver -- --duration 600
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BenchClient } from './client.js';
-import { memory, openHandles } from './proc.js';
+import { cleanUpOnExit, memory, openHandles } from './proc.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,18 +37,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TOKENS = { admin: 'soak-admin', node: 'soak-node', dev: 'soak-dev' } as const;
 type Who = keyof typeof TOKENS;
 
-const live: { child?: ChildProcess; dir?: string } = {};
-function cleanup() {
-  live.child?.kill('SIGKILL');
-  if (live.dir) rmSync(live.dir, { recursive: true, force: true });
-}
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(sig, () => {
-    cleanup();
-    process.exit(130);
-  });
-}
+const { live, cleanup } = cleanUpOnExit();
 
 /** Counts of answers per identity and status. */
 const answers: Record<Who, Record<string, number>> = { admin: {}, node: {}, dev: {} };
@@ -74,7 +63,7 @@ function watchOnce(base: string, token: string, path: string): Promise<number> {
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'kh-apiserver-soak-'));
-  live.dir = dir;
+  live.dataDir = dir;
   const tokens = join(dir, 'tokens.csv');
   writeFileSync(
     tokens,
@@ -388,7 +377,7 @@ async function main() {
     `requests ${JSON.stringify(totals)}; 5xx: ${serverErrors.length ? serverErrors.join(', ') : 'none'}; RSS ${result.rssMiB.afterWarmup} -> ${result.rssMiB.lastMinute} MiB (${rssFlat ? 'flat' : 'GROWING'}); open handles ${handlesAfter} -> ${handlesLast} (${handlesFlat ? 'flat' : 'GROWING'}); ${values.out}`,
   );
   cleanup();
-  live.dir = undefined;
+  live.dataDir = undefined;
   process.exitCode = rssFlat && handlesFlat && serverErrors.length === 0 ? 0 : 1;
 }
 
