@@ -656,6 +656,22 @@ describe('Pod Security admission', () => {
     });
   });
 
+  it('judges by the version label: a sysctl safe since v1.29 is refused at v1.28', async () => {
+    const sysctl = (name: string) =>
+      pod(name, { securityContext: { sysctls: [{ name: 'net.ipv4.tcp_keepalive_time', value: '60' }] } });
+    await ns('psa-v128', {
+      'pod-security.kubernetes.io/enforce': 'baseline',
+      'pod-security.kubernetes.io/enforce-version': 'v1.28',
+    });
+    const old = await as(s, 'admin').post('/api/v1/namespaces/psa-v128/pods', sysctl('old'));
+    expect(old.status).toBe(403);
+    expect(old.body.message).toContain(
+      'violates PodSecurity "baseline:v1.28": forbidden sysctls (net.ipv4.tcp_keepalive_time)',
+    );
+    await ns('psa-latest', { 'pod-security.kubernetes.io/enforce': 'baseline' });
+    expect((await as(s, 'admin').post('/api/v1/namespaces/psa-latest/pods', sysctl('new'))).status).toBe(201);
+  });
+
   it('exempts the configured users and namespaces', async () => {
     await ns('psa-user', { 'pod-security.kubernetes.io/enforce': 'restricted' });
     expect(
