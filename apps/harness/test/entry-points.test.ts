@@ -2,6 +2,8 @@
 // file whose mounts exist (the workflows are test/workflows.test.ts's).
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CNI_CONF_TEMPLATE, ensureImages, removeLeftovers, runId } from '@kh/testkit';
@@ -13,6 +15,7 @@ import { projectRoot } from '../src/node/project.js';
 
 const root = projectRoot();
 const run = promisify(execFile);
+const KUBECTL = '/usr/lib/google-cloud-sdk/bin/kubectl.1.33';
 const hasCompose = existsSync('/usr/bin/docker-compose') || existsSync('/usr/local/bin/docker-compose');
 
 describe('docker-compose.yml', () => {
@@ -115,7 +118,11 @@ describe('docker-compose.yml', () => {
               spec: {
                 nodeName,
                 containers: [
-                  { name: 'bb', image: 'registry:5000/kh/busybox:dev', command: ['sleep', '3600'] },
+                  {
+                    name: 'bb',
+                    image: 'registry:5000/kh/busybox:dev',
+                    command: ['sh', '-c', 'echo hello from $(hostname); exec sleep 3600'],
+                  },
                 ],
               },
             },
@@ -139,6 +146,35 @@ describe('docker-compose.yml', () => {
           expect(p.status?.podIP, `${p.metadata?.name} in ${node.spec?.podCIDR}`).toMatch(
             new RegExp(`^${prefix.replaceAll('.', '\\.')}`),
           );
+        }
+        // exec and logs go through the apiserver to each agent, which trusts its client certificate.
+        const kubeconfigFile = join(await mkdtemp(join(tmpdir(), 'kh-compose-')), 'kubeconfig');
+        await writeFile(kubeconfigFile, kc.exportConfig(), { mode: 0o600 });
+        const kubectl = (...args: string[]) => run(KUBECTL, ['--kubeconfig', kubeconfigFile, ...args]);
+        for (const nodeName of nodes) {
+          const pod = `bb-${nodeName}`;
+          expect((await kubectl('exec', pod, '--', 'echo', 'exec-ok')).stdout).toBe('exec-ok\n');
+          expect((await kubectl('logs', pod)).stdout).toBe(`hello from ${pod}\n`);
+        }
+        // No node holds the admin token; each holds its own node identity, which may not read secrets.
+        const adminToken = kc.getCurrentUser()?.token ?? '';
+        expect(adminToken).toMatch(/^[0-9a-f]{32}$/);
+        for (const nodeName of ['node-containerd', 'node-docker']) {
+          const found = await compose(
+            'exec',
+            '-T',
+            nodeName,
+            'sh',
+            '-c',
+            `grep -rls '${adminToken}' /etc /node /ca /var/lib/kubelet /opt/kh/apps || true`,
+          );
+          expect(found.stdout, nodeName).toBe('');
+          const nodeToken = (await compose('exec', '-T', nodeName, 'cat', '/node/token')).stdout.trim();
+          const asNode = (...args: string[]) => kubectl('--token', nodeToken, ...args);
+          expect((await asNode('auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}')).stdout).toBe(
+            `system:node:${nodeName}`,
+          );
+          await expect(asNode('get', 'secrets', '-A')).rejects.toThrow(/Forbidden/);
         }
         const containers = await docker.listContainers({ filters: { label } });
         expect(containers.every((c) => c.Labels['kh.owner'] === 'test')).toBe(true);

@@ -1,42 +1,18 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from './load.js';
+import { cleanUpOnExit, cpuSeconds, memory } from './proc.js';
 
 /** Kubernetes' published scalability thresholds (issue 21, item 5). */
 const TARGETS = { writeP99Ms: 25, watchDeliveryP99Ms: 100, listAllPodsMs: 2000, peakRssBytes: 4 * 2 ** 30 };
 
-/** VmRSS / VmHWM of a process, from /proc. */
-function memory(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
-  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
-}
-
-/** utime + stime of a process, from /proc (clock ticks of 1/100 s on Linux). */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 const log = (line: string) => console.error(`[bench] ${line}`);
 const mib = (b: number) => Math.round(b / 2 ** 20);
 
-/** What is running now, so that an interrupted bench leaves no process or data dir behind. */
-const live: { child?: ChildProcess; dataDir?: string } = {};
-function cleanup() {
-  live.child?.kill('SIGKILL');
-  if (live.dataDir) rmSync(live.dataDir, { recursive: true, force: true });
-}
-process.on('exit', cleanup);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-  process.on(sig, () => {
-    cleanup();
-    process.exit(130);
-  });
-}
+const { live } = cleanUpOnExit();
 
 interface StepConfig {
   nodes: number;

@@ -5,7 +5,11 @@ import type { KObject } from '@kh/fake-apiserver';
 export class BenchClient {
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-  constructor(private readonly base: string) {}
+  constructor(
+    private readonly base: string,
+    /** A bearer token to send (the soak's identities); none for the anonymous load. */
+    private readonly token?: string,
+  ) {}
 
   send(
     method: string,
@@ -15,6 +19,7 @@ export class BenchClient {
   ): Promise<{ status: number; body: KObject }> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string> = { Accept: 'application/json' };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
     if (payload !== undefined) {
       headers['Content-Type'] = contentType;
       headers['Content-Length'] = String(Buffer.byteLength(payload));

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import type { PodSecurityConfiguration } from './admission/podsecurity.js';
 import { parseAuthorizationModes } from './auth/authorizer.js';
 import { readyLine } from './command.js';
 import { MAX_YAML_DEPTH } from './http/body.js';
 import { MAX_BUFFERED } from './http/watch.js';
 import { MAX_DEPTH } from './meta/depth.js';
+import type { KObject } from './meta/object.js';
 import { createApiServer, LIMITS } from './server.js';
 
 const USAGE = `Usage: fake-apiserver [options]
@@ -14,6 +17,15 @@ const USAGE = `Usage: fake-apiserver [options]
   --data-dir <dir>           durable storage (WAL + snapshot); in memory without it
   --token-file <file>        bearer tokens, kube-apiserver CSV format: token,user,uid[,"group1,group2"]
   --anonymous                allow requests without a token
+  --insecure-allow-unauthenticated-remote
+                             serve a non-loopback --host although unauthenticated clients may do
+                             everything (no --token-file, or --anonymous with AlwaysAllow); without
+                             it such a server refuses to start
+  --api-audiences <a,b>      audiences a token must be for to authenticate (default: the service
+                             account issuer, https://kubernetes.default.svc.cluster.local)
+  --admission-control-config-file <file>  kube-apiserver's AdmissionConfiguration (YAML or JSON);
+                             its PodSecurity plugin's PodSecurityConfiguration (defaults,
+                             exemptions) is read; audit-level violations are printed to stderr
   --authorization-mode <m>   comma list asked in order: AlwaysAllow (default), Node, RBAC;
                              Node also enables the NodeRestriction admission plugin
                              (kubeadm's choice: Node,RBAC)
@@ -43,8 +55,26 @@ Limits (what a hostile or broken client gets):
   request headers            ${LIMITS.maxHeaderBytes / 1024} KiB (431 above), sent within ${LIMITS.headersTimeoutSeconds} s
   whole request              received within ${LIMITS.requestTimeoutSeconds} s (408 and disconnected after)
   connections                ${LIMITS.maxConnections} open at once (more are closed on arrival); idle keep-alive ${LIMITS.keepAliveSeconds} s
-  watches                    ${LIMITS.maxWatches} open at once (429 above); each ends after its timeoutSeconds or
-                             a random ${LIMITS.maxWatchSeconds / 2 / 60}-${LIMITS.maxWatchSeconds / 60} min; a watcher that stops reading is cut off at ${MAX_BUFFERED / 1024 / 1024} MiB buffered`;
+  watches                    ${LIMITS.maxWatches} open at once, ${LIMITS.maxWatchesPerUser} per user (429 above); each ends after its
+                             timeoutSeconds (at most ${LIMITS.maxWatchTimeoutSeconds / 3600} h) or a random ${LIMITS.maxWatchSeconds / 2 / 60}-${LIMITS.maxWatchSeconds / 60} min; a watcher that
+                             stops reading is cut off at ${MAX_BUFFERED / 1024 / 1024} MiB buffered`;
+
+/** The PodSecurity plugin's configuration out of kube-apiserver's AdmissionConfiguration file. */
+function podSecurityConfig(file: string | undefined): PodSecurityConfiguration | undefined {
+  if (file === undefined) return undefined;
+  const doc = parseYaml(readFileSync(file, 'utf8')) as KObject | null;
+  if (doc?.kind !== 'AdmissionConfiguration')
+    throw new Error(`--admission-control-config-file: ${file} is not an AdmissionConfiguration`);
+  const plugin = (doc.plugins ?? []).find((p: KObject) => p?.name === 'PodSecurity');
+  if (plugin === undefined) return undefined;
+  if (plugin.path !== undefined)
+    throw new Error(
+      '--admission-control-config-file: give PodSecurity its configuration inline, not as a path',
+    );
+  if (plugin.configuration?.kind !== 'PodSecurityConfiguration')
+    throw new Error('--admission-control-config-file: PodSecurity needs a PodSecurityConfiguration');
+  return plugin.configuration;
+}
 
 function seconds(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
@@ -61,6 +91,9 @@ async function main() {
       'data-dir': { type: 'string' },
       'token-file': { type: 'string' },
       anonymous: { type: 'boolean', default: false },
+      'insecure-allow-unauthenticated-remote': { type: 'boolean', default: false },
+      'api-audiences': { type: 'string' },
+      'admission-control-config-file': { type: 'string' },
       'authorization-mode': { type: 'string', default: 'AlwaysAllow' },
       tls: { type: 'boolean', default: false },
       'tls-host': { type: 'string', multiple: true },
@@ -106,6 +139,13 @@ async function main() {
     dataDir: values['data-dir'],
     tokens: values['token-file'],
     anonymous: values.anonymous,
+    allowUnauthenticatedRemote: values['insecure-allow-unauthenticated-remote'],
+    apiAudiences: values['api-audiences']?.split(',').filter((a) => a !== ''),
+    podSecurity: podSecurityConfig(values['admission-control-config-file']),
+    onPodSecurityAudit: (r) =>
+      console.error(
+        `podsecurity audit: user "${r.user}" pod "${r.namespace}/${r.name}" violates PodSecurity "${r.policy}": ${r.violations}`,
+      ),
     authorizationMode: modes,
     tls: values.tls,
     tlsHosts: values['tls-host'],

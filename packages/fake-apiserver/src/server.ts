@@ -4,7 +4,14 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { realClock } from '@kh/apimachinery';
 import { stringify as toYaml } from 'yaml';
+import { admissionChain } from './admission/attributes.js';
 import { nodeRestriction } from './admission/noderestriction.js';
+import {
+  type PodSecurityAuditRecord,
+  type PodSecurityConfiguration,
+  podSecurity,
+} from './admission/podsecurity.js';
+import { rbacEscalationCheck } from './admission/rbac-escalation.js';
 import {
   type AuthorizationMode,
   alwaysAllow,
@@ -35,7 +42,7 @@ import {
   clusterroles,
 } from './registry/rbac.js';
 import { RestStorage } from './registry/rest.js';
-import { ServiceAccountTokens } from './registry/serviceaccounts.js';
+import { ISSUER, ServiceAccountTokens } from './registry/serviceaccounts.js';
 import { Store } from './storage/store.js';
 
 export interface ApiServerOptions {
@@ -54,6 +61,11 @@ export interface ApiServerOptions {
   /** Allow requests without a token when tokens are configured. */
   anonymous?: boolean;
   /**
+   * kube-apiserver's --api-audiences: the audiences a token must be for to authenticate an API
+   * request (and TokenReview's default); the service account issuer's by default.
+   */
+  apiAudiences?: string[];
+  /**
    * How this server reaches kubelets (logs, exec, attach, port-forward, nodes/proxy). Without a
    * client certificate, a TLS server with its own CA issues one: CN kube-apiserver-kubelet-client,
    * O system:masters (kubelets trust it with `caPem` as their --client-ca-file).
@@ -66,6 +78,18 @@ export interface ApiServerOptions {
    * bindings, with the bootstrap policy).
    */
   authorizationMode?: AuthorizationMode | readonly AuthorizationMode[];
+  /**
+   * The PodSecurity admission plugin's configuration (kube-apiserver's PodSecurityConfiguration):
+   * the levels of namespaces without labels (privileged by default) and the exemptions.
+   */
+  podSecurity?: PodSecurityConfiguration;
+  /** Where pods that break their namespace's audit level are reported (kube-apiserver: the audit log). */
+  onPodSecurityAudit?: (r: PodSecurityAuditRecord) => void;
+  /**
+   * Listening on a non-loopback address, a server that lets unauthenticated clients do everything
+   * (no tokens, or anonymous access with AlwaysAllow) refuses to start unless this is set.
+   */
+  allowUnauthenticatedRemote?: boolean;
   /** Node lease grace period before the lifecycle controller marks a node Unknown (40 s). */
   leaseGraceSeconds?: number;
   /** How often the lifecycle controller checks (5 s). */
@@ -90,6 +114,8 @@ export interface ApiServerOptions {
   maxConnections?: number;
   /** Most watches open at once; more are answered 429. */
   maxWatches?: number;
+  /** Most watches one user may hold open at once; more are answered 429. */
+  maxWatchesPerUser?: number;
   /** Time a client has to send its request headers; a slower one is answered 408 and cut off. */
   headersTimeoutSeconds?: number;
   /** Time a client has to send its whole request (headers and body). */
@@ -101,6 +127,10 @@ export const LIMITS = {
   maxBodyBytes: DEFAULT_MAX_BODY,
   maxConnections: 10_000,
   maxWatches: 10_000,
+  // So that one identity (a runaway informer, a hostile client) cannot take every watch slot.
+  maxWatchesPerUser: 1_000,
+  // The longest watch a client's timeoutSeconds gets (setTimeout would overflow past ~24.8 days).
+  maxWatchTimeoutSeconds: 24 * 3600,
   // kube-apiserver's ReadHeaderTimeout.
   headersTimeoutSeconds: 32,
   requestTimeoutSeconds: 60,
@@ -137,6 +167,10 @@ function tokenMap(t: ApiServerOptions['tokens']): Map<string, UserInfo> | undefi
   return new Map(Object.entries(t).map(([token, user]) => [token, { name: user, uid: user, groups: [] }]));
 }
 
+/** A listen address only this machine can reach. */
+export const isLoopbackHost = (host: string): boolean =>
+  host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
 const DEFAULT_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 
 /** Starts the fake apiserver. */
@@ -144,6 +178,16 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   const clock = opts.clock ?? realClock;
   // Bad flags fail here, before anything is opened.
   const cidrSets = opts.nodeIpam ? nodeCidrSets(opts.nodeIpam) : undefined;
+  const host = opts.host ?? '127.0.0.1';
+  const modes = [opts.authorizationMode ?? 'AlwaysAllow'].flat();
+  const open =
+    opts.tokens === undefined || (opts.anonymous === true && modes.every((m) => m === 'AlwaysAllow'));
+  if (open && !isLoopbackHost(host) && !opts.allowUnauthenticatedRemote) {
+    throw new Error(
+      `refusing to serve ${host} without authentication: anyone who reaches it could read and write everything (Secrets included). ` +
+        'Give tokens (--token-file) and an authorization mode, listen on 127.0.0.1, or pass --insecure-allow-unauthenticated-remote (allowUnauthenticatedRemote) to accept it',
+    );
+  }
   const store = new Store({ dataDir: opts.dataDir, watchCacheSize: opts.watchCacheSize });
   const rest = new RestStorage(store, clock);
   for (const ns of DEFAULT_NAMESPACES) {
@@ -160,21 +204,34 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
       rest.create(clusterrolebindings, '', b);
   }
   const tokens = tokenMap(opts.tokens);
-  const authn = tokenAuthenticator(tokens, opts.anonymous ?? false);
-  const modes = [opts.authorizationMode ?? 'AlwaysAllow'].flat();
+  const serviceAccountTokens = new ServiceAccountTokens(rest);
+  const authn = tokenAuthenticator(tokens, opts.anonymous ?? false, {
+    apiAudiences: opts.apiAudiences ?? [ISSUER],
+    serviceAccounts: (t, audiences) => serviceAccountTokens.authenticate(t, audiences),
+  });
   const nodeRules = BOOTSTRAP_CLUSTER_ROLES['system:node'] as PolicyRule[];
   const authz = unionAuthorizer(
     modes.map((m) =>
       m === 'Node' ? nodeAuthorizer(store, nodeRules) : m === 'RBAC' ? rbacAuthorizer(store) : alwaysAllow,
     ),
   );
-  // As kubeadm runs them: NodeRestriction narrows the writes the Node authorizer lets through.
-  const admission = modes.includes('Node') ? nodeRestriction(store) : undefined;
+  // In kube-apiserver's order: before validation RBAC's escalation check (its storage's) and
+  // NodeRestriction (a mutating plugin; as kubeadm runs it, with Node), which narrows the writes
+  // the Node authorizer lets through; after validation Pod Security (a validating plugin).
+  const mutatingAdmission = admissionChain([
+    rbacEscalationCheck(store, authz),
+    ...(modes.includes('Node') ? [nodeRestriction(store)] : []),
+  ]);
+  const admission = podSecurity(store, { config: opts.podSecurity, onAudit: opts.onPodSecurityAudit });
   const tls =
     opts.tls === true
       ? await (opts.dataDir ? persistentTls(opts.dataDir, opts.tlsHosts) : generateTls(opts.tlsHosts))
       : opts.tls || undefined;
-  const kubeletTls: KubeletClientConfig = { ...opts.kubeletClient };
+  const kubeletTls: KubeletClientConfig = {
+    // Listening on loopback only, its kubelets are on this machine too (the tests' own kubelets).
+    allowLoopback: isLoopbackHost(host),
+    ...opts.kubeletClient,
+  };
   if (kubeletTls.certPem === undefined && tls?.caKeyPem !== undefined) {
     Object.assign(
       kubeletTls,
@@ -184,19 +241,20 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     );
   }
   const kubelet = new KubeletClient(store, kubeletTls);
-  const serviceAccountTokens = new ServiceAccountTokens(rest);
   const api = new ApiHandler(rest, kubelet, {
-    // TokenReview also knows the service account tokens this server issued.
     reviews: {
-      authenticateToken: (t) => authn.authenticateToken(t) ?? serviceAccountTokens.authenticate(t),
+      authenticateToken: (t, audiences) => authn.authenticateToken(t, audiences),
       authorizer: authz,
     },
     serviceAccountTokens,
     admission,
+    mutatingAdmission,
     maxBodyBytes: opts.maxBodyBytes ?? LIMITS.maxBodyBytes,
     bookmarkIntervalMs: (opts.bookmarkIntervalSeconds ?? 60) * 1000,
     maxWatchSeconds: LIMITS.maxWatchSeconds,
     maxWatches: opts.maxWatches ?? LIMITS.maxWatches,
+    maxWatchesPerUser: opts.maxWatchesPerUser ?? LIMITS.maxWatchesPerUser,
+    maxWatchTimeoutSeconds: LIMITS.maxWatchTimeoutSeconds,
   });
   let url = '';
   const routerOptions = {
@@ -239,7 +297,6 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     socket.once('close', () => upgraded.delete(socket));
     upgradeRouter(req, socket, head);
   });
-  const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => resolve());

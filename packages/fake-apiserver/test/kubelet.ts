@@ -69,7 +69,23 @@ async function forward(port: number, stream: Duplex): Promise<void> {
   await new Promise<void>((resolve) => socket.once('close', () => resolve()));
 }
 
-export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet> {
+/** For fuzzing: exec and attach only echo what they were asked, port-forward dials nothing. */
+const echoExec =
+  (command: string[]): RemoteCommandHandler =>
+  async (io) => {
+    io.stdout?.end(`${JSON.stringify(command).slice(0, 200)}\n`);
+    return { exitCode: 0 };
+  };
+const echoForward = async (_port: number, stream: Duplex) => {
+  stream.pipe(stream);
+  await new Promise<void>((resolve) => stream.once('close', () => resolve()));
+};
+
+export async function startTestKubelet(
+  clientCaPem: string,
+  opts: { safe?: boolean } = {},
+): Promise<TestKubelet> {
+  const run = opts.safe ? echoExec : execHandler;
   const serving = await generateTls();
   const requests: TestKubelet['requests'] = [];
   const cn = (s: TLSSocket) => s.getPeerCertificate().subject?.CN as string | undefined;
@@ -124,7 +140,7 @@ export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet
     };
     const upgrade = { req, socket, head };
     if (endpoint === 'exec') {
-      void serveRemoteCommand(upgrade, streams, execHandler(q.getAll('command')), {
+      void serveRemoteCommand(upgrade, streams, run(q.getAll('command')), {
         ...SESSION,
         failurePrefix: 'error executing command in container',
       });
@@ -134,9 +150,12 @@ export async function startTestKubelet(clientCaPem: string): Promise<TestKubelet
         failurePrefix: 'error attaching',
       });
     } else if (endpoint === 'portForward') {
-      void servePortForward(upgrade, forward, { ...SESSION, target: url.pathname });
+      void servePortForward(upgrade, opts.safe ? echoForward : forward, { ...SESSION, target: url.pathname });
     } else {
-      socket.destroy();
+      // What the agent answers an upgrade of a path it does not serve.
+      socket.end(
+        'HTTP/1.1 404 Not Found\r\nContent-Length: 19\r\nConnection: close\r\n\r\n404 page not found\n',
+      );
     }
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

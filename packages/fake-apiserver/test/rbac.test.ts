@@ -136,9 +136,11 @@ describe('authorization: RBAC mode, reviews and kubectl auth can-i', () => {
       spec: { token: 'dev-token' },
     });
     expect(review.status).toBe(201);
+    // A token-file token names no audience: it is good for the API server's own.
     expect(review.body.status).toEqual({
       authenticated: true,
       user: { username: 'dev', uid: 'u-dev', groups: ['system:authenticated'] },
+      audiences: ['https://kubernetes.default.svc.cluster.local'],
     });
     const bogus = await reviewer.post('/apis/authentication.k8s.io/v1/tokenreviews', {
       spec: { token: 'nope' },

@@ -21,12 +21,12 @@ const requestToken = (sa: string, spec: object) =>
     spec,
   });
 
-const review = async (token: string) =>
+const review = async (token: string, audiences?: string[]) =>
   (
     await h.api.post('/apis/authentication.k8s.io/v1/tokenreviews', {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenReview',
-      spec: { token },
+      spec: { token, audiences },
     })
   ).body.status;
 
@@ -55,19 +55,27 @@ describe('TokenRequest', () => {
       aud: ['vault'],
       'kubernetes.io': { namespace: 'default', pod: { name: 'web', uid: pod.metadata.uid } },
     });
-    expect(await review(token)).toEqual({
+    expect(await review(token, ['vault'])).toEqual({
       authenticated: true,
       user: {
         username: 'system:serviceaccount:default:app',
         uid: sa.metadata.uid,
         groups: ['system:serviceaccounts', 'system:serviceaccounts:default', 'system:authenticated'],
+        extra: {
+          'authentication.kubernetes.io/pod-name': ['web'],
+          'authentication.kubernetes.io/pod-uid': [pod.metadata.uid],
+          'authentication.kubernetes.io/credential-id': [`JTI=${claims.jti}`],
+        },
       },
+      audiences: ['vault'],
     });
+    // Not for the API server (the audience TokenReview checks when none is asked for).
+    expect((await review(token)).authenticated).toBe(false);
     // A tampered token is refused.
-    expect((await review(`${token.slice(0, -2)}xx`)).authenticated).toBe(false);
+    expect((await review(`${token.slice(0, -2)}xx`, ['vault'])).authenticated).toBe(false);
 
     expect((await h.api.delete('/api/v1/namespaces/default/pods/web?gracePeriodSeconds=0')).status).toBe(200);
-    expect((await review(token)).authenticated).toBe(false);
+    expect((await review(token, ['vault'])).authenticated).toBe(false);
   });
 
   it('defaults to one hour for the API server audience, and is discoverable', async () => {

@@ -113,4 +113,42 @@ describe('webhook authentication and authorization', () => {
       },
     });
   });
+
+  // Issue 36: random bearer tokens must neither grow the agent's memory nor multiply the
+  // apiserver's load; refusals are kept shorter than approvals.
+  it('keeps refusals for a shorter TTL than approvals, as separate success and failure TTLs', async () => {
+    let now = 0;
+    const authn = new TokenReviewAuthenticator(kc, 120_000, () => now);
+    received.length = 0;
+    await authn.authenticateToken('good');
+    await authn.authenticateToken('bad');
+    now = 29_000;
+    await authn.authenticateToken('good');
+    await authn.authenticateToken('bad');
+    expect(received).toHaveLength(2);
+    now = 31_000;
+    await authn.authenticateToken('bad');
+    await authn.authenticateToken('good');
+    // The refusal was asked again, the approval was not.
+    expect(received.map((r) => r.body.spec.token)).toEqual(['good', 'bad', 'bad']);
+  });
+
+  it('holds a bounded number of verdicts however many random tokens arrive, and drops expired ones', async () => {
+    let now = 0;
+    const authn = new TokenReviewAuthenticator(kc, 120_000, () => now, { maxEntries: 40 });
+    for (let i = 0; i < 120; i++) await authn.authenticateToken(`random-${i}`);
+    expect(authn.cached).toBeLessThanOrEqual(40);
+    // Expired refusals go as new entries arrive, without being read again.
+    now = 60_000;
+    await authn.authenticateToken('random-new');
+    expect(authn.cached).toBe(1);
+  }, 30_000);
+
+  it('asks once for a burst of requests with one token', async () => {
+    const authn = new TokenReviewAuthenticator(kc, 120_000);
+    received.length = 0;
+    const users = await Promise.all(Array.from({ length: 50 }, () => authn.authenticateToken('good')));
+    expect(users.every((u) => u?.username === 'alice')).toBe(true);
+    expect(received).toHaveLength(1);
+  });
 });

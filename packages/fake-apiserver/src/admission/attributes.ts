@@ -16,7 +16,16 @@ export interface AdmissionAttributes {
   object?: KObject;
   /** The stored object (UPDATE, DELETE). */
   oldObject?: KObject;
+  /** Where a plugin's warnings go: the answer's `Warning` headers. */
+  warnings?: string[];
 }
 
 /** Refuses a write by throwing an ApiError (403 for NodeRestriction). */
 export type AdmissionPlugin = (a: AdmissionAttributes) => void;
+
+/** Plugins run in order; the first refusal stops the write (kube-apiserver's validating chain). */
+export function admissionChain(plugins: AdmissionPlugin[]): AdmissionPlugin {
+  return (a) => {
+    for (const p of plugins) p(a);
+  };
+}

@@ -100,6 +100,9 @@ export interface PolicyRule {
   nonResourceURLs?: string[];
 }
 
+/** kube-apiserver's privileged group: allowed everything, and to grant everything. */
+export const PRIVILEGED_GROUP = 'system:masters';
+
 const has = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === '*' || x === v);
 
 /** Whether one RBAC rule covers the request (verbs, groups, resources with subresources, names, URLs). */
@@ -130,27 +133,44 @@ function subjectMatches(s: KObject, user: UserInfo, bindingNamespace: string): b
   return false;
 }
 
+/** The store's rules of a role reference: a ClusterRole, or a Role in the binding's namespace. */
+export function roleRefRules(store: Store, ref: KObject, namespace: string): PolicyRule[] | undefined {
+  const role =
+    ref.kind === 'ClusterRole'
+      ? store.get(RBAC.clusterroles, '', ref.name)
+      : ref.kind === 'Role' && namespace !== ''
+        ? store.get(RBAC.roles, namespace, ref.name)
+        : undefined;
+  return role === undefined ? undefined : (role.rules ?? []);
+}
+
+/** The bindings that name the user, cluster-wide and in `namespace`, with the namespace each applies in. */
+function bindingsOf(store: Store, user: UserInfo, namespace: string): [KObject, string][] {
+  const bindings: [KObject, string][] = store.list(RBAC.clusterrolebindings, '').map((b) => [b, '']);
+  if (namespace) for (const b of store.list(RBAC.rolebindings, namespace)) bindings.push([b, namespace]);
+  return bindings.filter(([b, ns]) => (b.subjects ?? []).some((s: KObject) => subjectMatches(s, user, ns)));
+}
+
+/** Every rule RBAC grants the user in `namespace` ('' for cluster-wide only): upstream's RulesFor. */
+export function rulesFor(store: Store, user: UserInfo, namespace: string): PolicyRule[] {
+  return bindingsOf(store, user, namespace).flatMap(
+    ([b, ns]) => roleRefRules(store, b.roleRef ?? {}, ns) ?? [],
+  );
+}
+
 /**
  * RBAC over the stored Roles, ClusterRoles and their bindings: allowed when any rule of a role
  * bound to the user (cluster-wide, or in the request's namespace) covers the request. Members of
  * system:masters are always allowed, as kube-apiserver's privileged group is.
  */
 export function rbacAuthorizer(store: Store): Authorizer {
-  const rulesOf = (ref: KObject, namespace: string): PolicyRule[] =>
-    ref.kind === 'ClusterRole'
-      ? (store.get(RBAC.clusterroles, '', ref.name)?.rules ?? [])
-      : (store.get(RBAC.roles, namespace, ref.name)?.rules ?? []);
   return {
     authorize(a) {
-      if (a.user.groups.includes('system:masters')) return { allowed: true, reason: '' };
-      const bindings: [KObject, string][] = store.list(RBAC.clusterrolebindings, '').map((b) => [b, '']);
-      if (a.resourceRequest && a.namespace) {
-        for (const b of store.list(RBAC.rolebindings, a.namespace)) bindings.push([b, a.namespace]);
-      }
-      for (const [b, ns] of bindings) {
-        if (!(b.subjects ?? []).some((s: KObject) => subjectMatches(s, a.user, ns))) continue;
+      if (a.user.groups.includes(PRIVILEGED_GROUP)) return { allowed: true, reason: '' };
+      const namespace = a.resourceRequest ? a.namespace : '';
+      for (const [b, ns] of bindingsOf(store, a.user, namespace)) {
         const kind = ns ? 'RoleBinding' : 'ClusterRoleBinding';
-        if (rulesOf(b.roleRef ?? {}, ns).some((r) => ruleAllows(r, a))) {
+        if ((roleRefRules(store, b.roleRef ?? {}, ns) ?? []).some((r) => ruleAllows(r, a))) {
           return { allowed: true, reason: `RBAC: allowed by ${kind} "${b.metadata.name}"` };
         }
       }

@@ -5,7 +5,21 @@ export interface UserInfo {
   name: string;
   uid: string;
   groups: string[];
+  /** What else the authenticator knows (a service account token's pod and node). */
+  extra?: Record<string, string[]>;
 }
+
+/** Who a bearer token is, and for which of the audiences asked about it is valid. */
+export interface TokenAuthentication {
+  user: UserInfo;
+  audiences: string[];
+}
+
+/** A source of bearer tokens that checks a token's audiences (service account JWTs). */
+export type AudienceAwareTokens = (token: string, audiences: string[]) => TokenAuthentication | undefined;
+
+export const intersect = (a: readonly string[], b: readonly string[]): string[] =>
+  a.filter((x, i) => b.includes(x) && a.indexOf(x) === i);
 
 /** Parses kube-apiserver's --token-auth-file CSV: token,user,uid[,"group1,group2"]. */
 export function parseTokenFile(text: string): Map<string, UserInfo> {
@@ -42,23 +56,38 @@ export type AuthResult = { user: UserInfo } | { error: 'unauthorized' };
 
 export interface Authenticator {
   authenticate(req: IncomingMessage): AuthResult;
-  /** The user a bearer token stands for (TokenReview); undefined when it is not valid. */
-  authenticateToken(token: string): UserInfo | undefined;
+  /**
+   * Who a bearer token is for these audiences (TokenReview; the API server's own when none are
+   * given), with the audiences it is valid for; undefined when it is valid for none of them.
+   */
+  authenticateToken(token: string, audiences?: string[]): TokenAuthentication | undefined;
 }
 
 /**
- * Bearer tokens from a token file. Without any token configured the server is open (the
- * embedded test mode); with tokens, a request without a valid one is 401 unless anonymous
+ * Bearer tokens: those of a token file, then the service account JWTs this server issued. A
+ * token-file token names no audience, so it is valid for the API server's audiences only (as
+ * kube-apiserver's audience-agnostic authenticators). Without a token file the server is open
+ * (the embedded test mode); with one, a request without a valid token is 401 unless anonymous
  * access was enabled explicitly.
  */
 export function tokenAuthenticator(
   tokens: Map<string, UserInfo> | undefined,
   anonymous: boolean,
+  opts: { apiAudiences: string[]; serviceAccounts?: AudienceAwareTokens },
 ): Authenticator {
   const anonymousUser: UserInfo = { name: 'system:anonymous', uid: '', groups: ['system:unauthenticated'] };
-  const authenticateToken = (token: string): UserInfo | undefined => {
+  const authenticateToken = (
+    token: string,
+    audiences: string[] = opts.apiAudiences,
+  ): TokenAuthentication | undefined => {
+    const wanted = audiences.length > 0 ? audiences : opts.apiAudiences;
     const user = tokens?.get(token);
-    return user && { ...user, groups: [...user.groups, 'system:authenticated'] };
+    if (user !== undefined) {
+      const valid = intersect(wanted, opts.apiAudiences);
+      if (valid.length === 0) return undefined;
+      return { user: { ...user, groups: [...user.groups, 'system:authenticated'] }, audiences: valid };
+    }
+    return opts.serviceAccounts?.(token, wanted);
   };
   return {
     authenticateToken,
@@ -66,7 +95,7 @@ export function tokenAuthenticator(
       const header = req.headers.authorization;
       if (header !== undefined) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-        const user = m ? authenticateToken(m[1]!) : undefined;
+        const user = m ? authenticateToken(m[1]!)?.user : undefined;
         if (user !== undefined) return { user };
         // A presented but wrong credential is refused even when anonymous access is on.
         if (tokens !== undefined) return { error: 'unauthorized' };

@@ -45,10 +45,16 @@ export interface ApiHandlerOptions {
   bookmarkIntervalMs: number;
   /** Upper bound for a watch without timeoutSeconds (the apiserver picks 30-60 min). */
   maxWatchSeconds: number;
-  /** The enabled admission plugins, run on every write of an authenticated caller. */
+  /** The enabled validating admission plugins, run on every write of an authenticated caller. */
   admission?: AdmissionPlugin;
+  /** Plugins of the earlier phase, before validation (kube-apiserver's mutating admission). */
+  mutatingAdmission?: AdmissionPlugin;
   /** Most watches open at once; one more is 429. */
   maxWatches: number;
+  /** Most watches one user may hold open at once; one more is 429 for that user only. */
+  maxWatchesPerUser: number;
+  /** Longest watch a client may ask for with timeoutSeconds; a longer one is cut to this. */
+  maxWatchTimeoutSeconds: number;
   /** serviceaccounts/token (TokenRequest). */
   serviceAccountTokens?: ServiceAccountTokens;
 }
@@ -148,6 +154,7 @@ function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
 /** Serves the verbs of every resource over the generic registry. */
 export class ApiHandler {
   private openWatches = 0;
+  private readonly watchesByUser = new Map<string, number>();
 
   constructor(
     private readonly rest: RestStorage,
@@ -187,12 +194,16 @@ export class ApiHandler {
     ) {
       return this.watch(req, res, r);
     }
-    const writeOpts = (): WriteOptions => ({
-      dryRun: r.query.get('dryRun') === 'All',
-      fieldValidation: fieldValidation(r.query),
-      warnings: [],
-      admit: this.admitter(r, ''),
-    });
+    const writeOpts = (): WriteOptions => {
+      const warnings: string[] = [];
+      return {
+        dryRun: r.query.get('dryRun') === 'All',
+        fieldValidation: fieldValidation(r.query),
+        warnings,
+        admit: this.admitter(r, '', warnings),
+        admitBeforeValidation: this.admitter(r, '', warnings, this.opts.mutatingAdmission),
+      };
+    };
     if (r.name === undefined) {
       if (method === 'GET') return this.list(req, res, r);
       if (method === 'POST') {
@@ -263,8 +274,12 @@ export class ApiHandler {
   }
 
   /** The admission hook of a request's writes (none for a caller the router did not authenticate). */
-  private admitter(r: ResourceRequest, subresource: string) {
-    const { admission } = this.opts;
+  private admitter(
+    r: ResourceRequest,
+    subresource: string,
+    warnings?: string[],
+    admission = this.opts.admission,
+  ) {
     const user = r.user;
     if (admission === undefined || user === undefined) return undefined;
     return (operation: Operation, object: KObject | undefined, oldObject: KObject | undefined) =>
@@ -278,12 +293,25 @@ export class ApiHandler {
         name: object?.metadata?.name ?? oldObject?.metadata?.name ?? r.name ?? '',
         object,
         oldObject,
+        warnings,
       });
+  }
+
+  /** Both phases for a write that has no validation step of its own (deletions, eviction, token). */
+  private admitAll(r: ResourceRequest, subresource: string) {
+    const phases = [
+      this.admitter(r, subresource, undefined, this.opts.mutatingAdmission),
+      this.admitter(r, subresource),
+    ].filter((p) => p !== undefined);
+    if (phases.length === 0) return undefined;
+    return (operation: Operation, object: KObject | undefined, oldObject: KObject | undefined) => {
+      for (const p of phases) p(operation, object, oldObject);
+    };
   }
 
   private async deleteOptions(req: IncomingMessage, r: ResourceRequest): Promise<DeleteOptions> {
     const q = r.query;
-    const admit = this.admitter(r, '');
+    const admit = this.admitAll(r, '');
     const raw = await readBody(req, this.opts.maxBodyBytes);
     const body: KObject = raw.length > 0 ? asObject(decodeObject(raw, mediaType(req)), 'DeleteOptions') : {};
     const policy = q.get('propagationPolicy') ?? body.propagationPolicy;
@@ -353,7 +381,10 @@ export class ApiHandler {
 
   private watch(req: IncomingMessage, res: ServerResponse, r: ResourceRequest) {
     const { def, query: q } = r;
-    if (this.openWatches >= this.opts.maxWatches) {
+    // One identity may not take every watch slot: its own cap answers it alone with 429.
+    const who = r.user?.name ?? '';
+    const mine = this.watchesByUser.get(who) ?? 0;
+    if (this.openWatches >= this.opts.maxWatches || mine >= this.opts.maxWatchesPerUser) {
       throw new ApiError(429, 'TooManyRequests', 'Too many requests, please try again later.', {
         retryAfterSeconds: 1,
       });
@@ -367,10 +398,20 @@ export class ApiHandler {
     if (r.name !== undefined) fieldSel = [fieldSel, `metadata.name=${r.name}`].filter(Boolean).join(',');
     const timeout = intParam(q, 'timeoutSeconds');
     const maxSeconds = this.opts.maxWatchSeconds;
-    const seconds = timeout !== undefined && timeout > 0 ? timeout : maxSeconds * (0.5 + Math.random() * 0.5);
+    // A client's own timeout is honoured up to the limit (an unbounded one would overflow the timer).
+    const seconds =
+      timeout !== undefined && timeout > 0
+        ? Math.min(timeout, this.opts.maxWatchTimeoutSeconds)
+        : maxSeconds * (0.5 + Math.random() * 0.5);
     const rep = negotiate(req.headers.accept, q, this.rest.clock.now());
     this.openWatches++;
-    res.once('close', () => this.openWatches--);
+    this.watchesByUser.set(who, mine + 1);
+    res.once('close', () => {
+      this.openWatches--;
+      const left = (this.watchesByUser.get(who) ?? 1) - 1;
+      if (left > 0) this.watchesByUser.set(who, left);
+      else this.watchesByUser.delete(who);
+    });
     serveWatch(this.rest.store, req, res, {
       def,
       namespace: def.namespaced ? r.namespace : '',
@@ -414,11 +455,13 @@ export class ApiHandler {
     const { def, subresource } = r;
     const name = r.name!;
     if (subresource === 'status' && def.hasStatus) {
+      const warnings: string[] = [];
       const o: WriteOptions = {
         dryRun: r.query.get('dryRun') === 'All',
         fieldValidation: fieldValidation(r.query),
-        warnings: [],
-        admit: this.admitter(r, 'status'),
+        warnings,
+        admit: this.admitter(r, 'status', warnings),
+        admitBeforeValidation: this.admitter(r, 'status', warnings, this.opts.mutatingAdmission),
       };
       let out: KObject;
       if (method === 'GET') out = this.rest.get(def, r.namespace, name);
@@ -452,7 +495,7 @@ export class ApiHandler {
       if (body.metadata?.name && body.metadata.name !== name) {
         throw badRequest(`name in URL does not match name in Eviction object`);
       }
-      this.admitter(r, 'eviction')?.('CREATE', body, undefined);
+      this.admitAll(r, 'eviction')?.('CREATE', body, undefined);
       this.rest.delete(def, r.namespace, name, body.deleteOptions ?? {});
       await this.rest.store.sync();
       return sendJson(res, 201, {
@@ -470,7 +513,7 @@ export class ApiHandler {
         decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
         'TokenRequest',
       );
-      this.admitter(r, 'token')?.('CREATE', body, undefined);
+      this.admitAll(r, 'token')?.('CREATE', body, undefined);
       return sendJson(res, 201, tokens.request(r.namespace, name, body));
     }
     if (def.resource === 'pods' && subresource === 'log' && method === 'GET') {

@@ -128,6 +128,24 @@ function authorize(authz: Authorizer, a: Attributes): void {
 }
 
 /**
+ * A request the kubelet answers, authorized by its method's verb and, for exec, attach and
+ * port-forward, also as `create` whatever the method: a WebSocket upgrade is a GET (`get`), yet
+ * it runs a command as surely as SPDY's POST does (kube-apiserver 1.35's compound check,
+ * AuthorizePodWebsocketUpgradeCreatePermission).
+ */
+function authorizeKubeletRequest(
+  authz: Authorizer,
+  user: Attributes['user'],
+  method: string | undefined,
+  k: { attrs: ResourceAttrs; upgrade: boolean },
+): void {
+  const verb = verbForMethod(method);
+  authorize(authz, { user, verb, resourceRequest: true, ...k.attrs });
+  if (k.upgrade && verb !== 'create')
+    authorize(authz, { user, verb: 'create', resourceRequest: true, ...k.attrs });
+}
+
+/**
  * The request target as a URL, without the dot-segment removal a URL parser does: `pods/%2e%2e`
  * must not become the namespace it sits in (a DELETE of it would delete the namespace). A '.' or
  * '..' segment, however encoded, is refused, and so is a malformed escape.
@@ -164,8 +182,7 @@ export function createUpgradeRouter(opts: RouterOptions) {
       const url = requestUrl(req.url);
       const k = kubeletRequest(opts.store, pathSegments(url), url);
       if (k === undefined) throw badRequest(`${url.pathname} cannot be upgraded`);
-      const verb = verbForMethod(req.method);
-      authorize(opts.authz, { user: auth.user, verb, resourceRequest: true, ...k.attrs });
+      authorizeKubeletRequest(opts.authz, auth.user, req.method, k);
       opts.kubelet.proxyUpgrade(req, socket, head, k.resolve());
     } catch (err) {
       writeSocketStatus(
@@ -189,8 +206,7 @@ export function createRouter(opts: RouterOptions) {
       const method = req.method ?? 'GET';
       const k = kubeletRequest(opts.store, pathSegments(url), url);
       if (k !== undefined) {
-        const verb = verbForMethod(method);
-        authorize(opts.authz, { user: auth.user, verb, resourceRequest: true, ...k.attrs });
+        authorizeKubeletRequest(opts.authz, auth.user, method, k);
         if (k.upgrade) throw badRequest('Upgrade request required');
         return opts.kubelet.proxy(req, res, k.resolve());
       }

@@ -30,8 +30,14 @@ export interface WatchRequest {
  */
 export const WRITE_INTERVAL_MS = 25;
 
-/** Caps memory for a client that stops reading: such a watch is closed, as the apiserver does. */
+/**
+ * Caps memory for a client that stops reading: such a watch is cut off (the connection destroyed,
+ * its buffer released at once, as the apiserver drops a watcher whose channel is full).
+ */
 export const MAX_BUFFERED = 32 * 1024 * 1024;
+
+/** setTimeout's largest delay (2^31 - 1 ms, ~24.8 days); a longer one would fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export function serveWatch(store: Store, req: IncomingMessage, res: ServerResponse, w: WatchRequest): void {
   const { def } = w;
@@ -72,16 +78,20 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
   // 1000 / WRITE_INTERVAL_MS writes a second however many events it gets.
   let pending: string[] = [];
   let lastWrite = 0;
-  /** Writes what is pending; true when the client is too far behind. */
+  /**
+   * Writes what is pending; true when the client is too far behind: what was written before is
+   * still buffered past the limit (however large one burst, such as the initial state, is).
+   */
   const flush = (): boolean => {
     if (closed || pending.length === 0) return false;
+    if (res.writableLength > MAX_BUFFERED) return true;
     res.write(pending.length === 1 ? pending[0]! : pending.join(''));
     pending = [];
     lastWrite = performance.now();
-    return res.writableLength > MAX_BUFFERED;
+    return false;
   };
   const scheduledFlush = () => {
-    if (flush()) finish();
+    if (flush()) finish(true);
   };
   const send = (s: string) => {
     if (closed) return;
@@ -150,20 +160,26 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
     return;
   }
   if (w.allowBookmarks) bookmarks = setInterval(() => sendBookmark(), w.bookmarkIntervalMs);
-  timer = setTimeout(() => {
-    if (w.allowBookmarks) sendBookmark();
-    finish();
-  }, w.timeoutMs);
+  timer = setTimeout(
+    () => {
+      if (w.allowBookmarks) sendBookmark();
+      finish();
+    },
+    Math.min(w.timeoutMs, MAX_TIMER_MS),
+  );
 
-  function finish() {
+  /** Ends the watch; `cutOff` drops a reader that fell too far behind instead of draining it. */
+  function finish(cutOff = false) {
     if (closed) return;
-    flush();
+    if (!cutOff) flush();
     closed = true;
+    pending = [];
     unsubscribe?.();
     clearTimeout(timer);
     if (bookmarks) clearInterval(bookmarks);
-    res.end();
+    if (cutOff) res.destroy();
+    else res.end();
   }
-  req.on('close', finish);
-  res.on('close', finish);
+  req.on('close', () => finish());
+  res.on('close', () => finish());
 }

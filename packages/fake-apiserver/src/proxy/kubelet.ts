@@ -3,12 +3,14 @@
 // with the apiserver's kubelet client certificate as kube-apiserver does.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'node:https';
+import { BlockList, isIPv4 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect } from 'node:tls';
 import { serveRemoteCommand, streamRemoteCommand, upgradeKind } from '@kh/cri-streaming';
 import type { KObject } from '../meta/object.js';
 import { ApiError, badRequest, notFound } from '../meta/status.js';
 import type { Store } from '../storage/store.js';
+import { isNodeIp } from '../validation/node.js';
 
 /** kube-apiserver's --kubelet-client-certificate/-key and --kubelet-certificate-authority. */
 export interface KubeletClientConfig {
@@ -16,6 +18,36 @@ export interface KubeletClientConfig {
   keyPem?: string;
   /** Without it the kubelet's (self-signed) serving certificate is not verified. */
   caPem?: string;
+  /**
+   * Whether a node may report a loopback address (a kubelet on this very machine). kube-apiserver
+   * refuses them for nodes/proxy; a server that listens on loopback only has its kubelets there.
+   */
+  allowLoopback?: boolean;
+}
+
+/** Addresses no kubelet has, which a node could name to make the apiserver dial something else. */
+const NEVER_KUBELETS = new BlockList();
+NEVER_KUBELETS.addSubnet('0.0.0.0', 8, 'ipv4');
+NEVER_KUBELETS.addSubnet('169.254.0.0', 16, 'ipv4');
+NEVER_KUBELETS.addSubnet('224.0.0.0', 4, 'ipv4');
+NEVER_KUBELETS.addAddress('255.255.255.255', 'ipv4');
+NEVER_KUBELETS.addAddress('::', 'ipv6');
+NEVER_KUBELETS.addSubnet('fe80::', 10, 'ipv6');
+NEVER_KUBELETS.addSubnet('ff00::', 8, 'ipv6');
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** Why the apiserver will not dial this kubelet address, or undefined when it may. */
+export function refusedKubeletAddress(ip: string, allowLoopback: boolean): string | undefined {
+  if (!isNodeIp(ip)) return 'not an IP address';
+  // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)?.[1];
+  const addr = mapped ?? ip;
+  const family = isIPv4(addr) ? 'ipv4' : 'ipv6';
+  if (NEVER_KUBELETS.check(addr, family)) return 'address not allowed';
+  if (!allowLoopback && LOOPBACK.check(addr, family)) return 'address not allowed';
+  return undefined;
 }
 
 /** One request for a kubelet: which node, and the kubelet API path with its query. */
@@ -153,6 +185,13 @@ export class KubeletClient {
         503,
         'ServiceUnavailable',
         `node "${nodeName}" advertises no kubelet endpoint (status.daemonEndpoints.kubeletEndpoint.Port and an InternalIP address)`,
+      );
+    }
+    // Validation keeps bad addresses out of the store; this also covers objects stored before it.
+    const refused = refusedKubeletAddress(ip, this.tls.allowLoopback ?? false);
+    if (refused !== undefined || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw badRequest(
+        `node "${nodeName}" reports a kubelet endpoint the apiserver will not dial (${JSON.stringify(ip)}, port ${JSON.stringify(port)}): ${refused ?? 'port out of range'}`,
       );
     }
     return { host: ip, port };

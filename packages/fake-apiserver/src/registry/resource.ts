@@ -1,5 +1,5 @@
 import type { Authorizer } from '../auth/authorizer.js';
-import type { UserInfo } from '../auth/tokens.js';
+import type { TokenAuthentication, UserInfo } from '../auth/tokens.js';
 import type { Clock, KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
 import type { FieldSet } from '../selectors/field.js';
@@ -7,7 +7,7 @@ import type { Store } from '../storage/store.js';
 
 /** What reviews consult: the server's token authenticator and its authorizer. */
 export interface ReviewContext {
-  authenticateToken(token: string): UserInfo | undefined;
+  authenticateToken(token: string, audiences?: string[]): TokenAuthentication | undefined;
   authorizer: Authorizer;
 }
 

@@ -28,6 +28,8 @@ export interface WriteOptions {
   warnings?: string[];
   /** Validating admission: sees the valid object about to be stored and may refuse it by throwing. */
   admit?: (operation: 'CREATE' | 'UPDATE', obj: KObject, old: KObject | undefined) => void;
+  /** Admission that runs before validation (kube-apiserver's mutating phase, where NodeRestriction sits). */
+  admitBeforeValidation?: (operation: 'CREATE' | 'UPDATE', obj: KObject, old: KObject | undefined) => void;
 }
 
 export interface DeleteOptions {
@@ -167,6 +169,7 @@ export class RestStorage {
     delete md.selfLink;
     if (md.finalizers?.length === 0) delete md.finalizers;
     def.prepareForCreate?.(obj, this.ctx);
+    opts.admitBeforeValidation?.('CREATE', obj, undefined);
     this.validate(def, obj, undefined);
     this.checkNamespace(def, md.namespace ?? '', md.name);
     opts.admit?.('CREATE', obj, undefined);
@@ -262,6 +265,7 @@ export class RestStorage {
     def.prepareForUpdate?.(next, old, this.ctx);
     if (def.tracksGeneration && !deepEqual(specOf(next), specOf(old)))
       md.generation = (old.metadata.generation ?? 0) + 1;
+    opts.admitBeforeValidation?.('UPDATE', next, old);
     this.validate(def, next, old);
     opts.admit?.('UPDATE', next, old);
     md.resourceVersion = old.metadata.resourceVersion;

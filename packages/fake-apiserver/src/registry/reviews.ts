@@ -27,20 +27,29 @@ const review = (
   review: answer,
 });
 
-const userInfo = (u: UserInfo) => ({ username: u.name, uid: u.uid || undefined, groups: u.groups });
+const userInfo = (u: UserInfo) => ({
+  username: u.name,
+  uid: u.uid || undefined,
+  groups: u.groups,
+  ...(u.extra && Object.keys(u.extra).length > 0 && { extra: u.extra }),
+});
 
-/** authentication.k8s.io/v1 TokenReview: who a bearer token belongs to. */
+/**
+ * authentication.k8s.io/v1 TokenReview: who a bearer token belongs to, for the audiences asked
+ * about (the API server's when none are): a token for another audience is not authenticated, and
+ * status.audiences says which of those asked it is valid for.
+ */
 export const tokenreviews = review(
   'authentication.k8s.io',
   'TokenReview',
   'tokenreviews',
   'io.k8s.api.authentication.v1.TokenReview',
   (obj, _caller, ctx) => {
-    const user = ctx.authenticateToken(obj.spec?.token ?? '');
-    const status: KObject = user
-      ? { authenticated: true, user: userInfo(user) }
+    const asked: string[] = Array.isArray(obj.spec?.audiences) ? obj.spec.audiences : [];
+    const r = ctx.authenticateToken(obj.spec?.token ?? '', asked);
+    const status: KObject = r
+      ? { authenticated: true, user: userInfo(r.user), audiences: r.audiences }
       : { authenticated: false, user: {} };
-    if (obj.spec?.audiences) status.audiences = obj.spec.audiences;
     return { ...obj, metadata: { creationTimestamp: null }, status };
   },
 );

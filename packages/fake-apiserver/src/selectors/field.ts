@@ -24,8 +24,9 @@ export function parseFieldSelector(
     .map((t) => {
       const m = /^([^=!]+?)\s*(==|=|!=)\s*(.*)$/.exec(t);
       if (!m) throw badRequest(`invalid selector: '${s}'; can't understand '${t}'`);
-      const get = fields[m[1]!];
-      if (get === undefined) {
+      // Own properties only: `__proto__` or `constructor` must not reach Object.prototype.
+      const get = Object.hasOwn(fields, m[1]!) ? fields[m[1]!] : undefined;
+      if (typeof get !== 'function') {
         throw badRequest(`field label not supported: ${m[1]}`);
       }
       return { get, neg: m[2] === '!=', value: m[3]!.replace(/\\(.)/g, '$1') };

@@ -1,6 +1,8 @@
 import {
+  chmodSync,
   closeSync,
   existsSync,
+  fchmodSync,
   fdatasync,
   fsyncSync,
   mkdirSync,
@@ -57,6 +59,18 @@ function readLog(path: string, afterRv: number, into: WalRecord[]) {
   }
 }
 
+/**
+ * The log and snapshots hold every object, Secrets included: owner-only, like etcd's data files.
+ * A file left by an older version with a wider mode is narrowed when it is opened again.
+ */
+export const DATA_FILE_MODE = 0o600;
+
+function openPrivate(path: string, flags: 'a' | 'w'): number {
+  const fd = openSync(path, flags, DATA_FILE_MODE);
+  fchmodSync(fd, DATA_FILE_MODE);
+  return fd;
+}
+
 const snapshotLine = ({ resource, obj }: Snapshot['objects'][number]) =>
   `{"resource":${JSON.stringify(resource)},"obj":${toJson(obj)}}\n`;
 
@@ -83,7 +97,7 @@ export class WriteAheadLog {
   private snapshotting = false;
 
   private constructor(private readonly dir: string) {
-    this.fd = openSync(join(dir, WAL), 'a');
+    this.fd = openPrivate(join(dir, WAL), 'a');
   }
 
   static open(dir: string): {
@@ -93,7 +107,11 @@ export class WriteAheadLog {
     /** A snapshot was interrupted: compact before taking new ones. */
     interrupted: boolean;
   } {
-    mkdirSync(dir, { recursive: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const f of [SNAPSHOT, WAL_PREV]) {
+      if (existsSync(join(dir, f)) && statSync(join(dir, f)).isFile())
+        chmodSync(join(dir, f), DATA_FILE_MODE);
+    }
     let snapshot: Snapshot | undefined;
     const snapPath = join(dir, SNAPSHOT);
     if (existsSync(snapPath)) {
@@ -177,7 +195,7 @@ export class WriteAheadLog {
     // Rotate while no flush is running: everything flushed so far is in the old segment.
     closeSync(this.fd);
     renameSync(join(this.dir, WAL), join(this.dir, WAL_PREV));
-    this.fd = openSync(join(this.dir, WAL), 'a');
+    this.fd = openPrivate(join(this.dir, WAL), 'a');
     fsyncDir(this.dir);
     this.bytes = 0;
     const snap = take();
@@ -192,8 +210,9 @@ export class WriteAheadLog {
 
   private async writeSnapshot(snap: Snapshot): Promise<void> {
     const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
-    const fh = await open(tmp, 'w');
+    const fh = await open(tmp, 'w', DATA_FILE_MODE);
     try {
+      await fh.chmod(DATA_FILE_MODE);
       await fh.write(`${JSON.stringify({ rv: snap.rv })}\n`);
       // Serialised in slices so that request handling keeps going meanwhile.
       for (let i = 0; i < snap.objects.length; i += 500) {
@@ -211,7 +230,7 @@ export class WriteAheadLog {
   /** Synchronous snapshot at shutdown: the whole state, then an empty log. */
   snapshotNow(snap: Snapshot): void {
     const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
-    const fd = openSync(tmp, 'w');
+    const fd = openPrivate(tmp, 'w');
     writeSync(fd, `${JSON.stringify({ rv: snap.rv })}\n`);
     for (const o of snap.objects) writeSync(fd, snapshotLine(o));
     fsyncSync(fd);
@@ -220,7 +239,7 @@ export class WriteAheadLog {
     fsyncDir(this.dir);
     closeSync(this.fd);
     rmSync(join(this.dir, WAL_PREV), { force: true });
-    this.fd = openSync(join(this.dir, WAL), 'w');
+    this.fd = openPrivate(join(this.dir, WAL), 'w');
     fsyncSync(this.fd);
     this.pending = [];
     this.bytes = 0;

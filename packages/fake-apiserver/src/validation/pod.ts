@@ -133,6 +133,10 @@ function validateContainers(
       if (!m.name) errs.required(`${mf}.name`);
       else if (!volumes.has(m.name)) errs.notFound(`${mf}.name`, m.name);
       if (!m.mountPath) errs.required(`${mf}.mountPath`);
+      if (m.subPath && m.subPathExpr)
+        errs.invalid(`${mf}.subPathExpr`, m.subPathExpr, 'subPathExpr and subPath are mutually exclusive');
+      if (m.subPath) checkDescendingPath(errs, `${mf}.subPath`, m.subPath);
+      if (m.subPathExpr) checkDescendingPath(errs, `${mf}.subPathExpr`, m.subPathExpr);
     });
     // Only app containers and sidecars (restartable init containers) are probed.
     const probed = field === 'spec.containers' || c.restartPolicy === 'Always';
@@ -141,6 +145,40 @@ function validateContainers(
       else if (c[key] !== undefined && c[key] !== null)
         errs.forbidden(`${f}.${key}`, 'may not be set for init containers without restartPolicy=Always');
     }
+  });
+}
+
+/**
+ * A path that must stay below the directory it is joined to (subPath, a projected file's path),
+ * as ValidateVolumeMounts checks it: relative, and no '..' element.
+ */
+function checkDescendingPath(errs: FieldErrors, field: string, p: unknown) {
+  if (typeof p !== 'string') return;
+  if (p.startsWith('/')) errs.invalid(field, p, 'must be a relative path');
+  if (p.split('/').includes('..')) errs.invalid(field, p, "must not contain '..'");
+}
+
+/** The file paths a configMap, secret, downwardAPI or projected volume writes: below the volume. */
+function validateVolumeItemPaths(v: KObject, field: string, errs: FieldErrors) {
+  const items = (list: unknown, f: string) => {
+    if (!Array.isArray(list)) return;
+    list.forEach((it: KObject, i: number) => {
+      const p = it?.path;
+      if (typeof p !== 'string') return;
+      checkDescendingPath(errs, `${f}[${i}].path`, p);
+      if (p.startsWith('..')) errs.invalid(`${f}[${i}].path`, p, "must not start with '..'");
+    });
+  };
+  items(v.configMap?.items, `${field}.configMap.items`);
+  items(v.secret?.items, `${field}.secret.items`);
+  items(v.downwardAPI?.items, `${field}.downwardAPI.items`);
+  (v.projected?.sources ?? []).forEach((src: KObject, j: number) => {
+    const f = `${field}.projected.sources[${j}]`;
+    items(src?.configMap?.items, `${f}.configMap.items`);
+    items(src?.secret?.items, `${f}.secret.items`);
+    items(src?.downwardAPI?.items, `${f}.downwardAPI.items`);
+    if (typeof src?.serviceAccountToken?.path === 'string')
+      checkDescendingPath(errs, `${f}.serviceAccountToken.path`, src.serviceAccountToken.path);
   });
 }
 
@@ -158,6 +196,7 @@ export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
       if (volumes.has(v.name)) errs.duplicate(`spec.volumes[${i}].name`, v.name);
       volumes.add(v.name);
     }
+    if (v && typeof v === 'object') validateVolumeItemPaths(v, `spec.volumes[${i}]`, errs);
   });
   if (!Array.isArray(spec.containers) || spec.containers.length === 0) errs.required('spec.containers');
   const names = new Set<string>();

@@ -2,6 +2,7 @@
 // client certificate signed by the client CA names the user (CN) and groups (O), a bearer
 // token is checked by a TokenReview, the request is mapped to a nodes/<subresource> attribute
 // and checked by a SubjectAccessReview. Anonymous requests are refused unless enabled.
+import { createHmac, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { PeerCertificate } from 'node:tls';
 import { verbForMethod } from '@kh/apimachinery';
@@ -47,11 +48,31 @@ export class StaticTokenAuthenticator implements Authenticator {
   }
 }
 
-/** Caches a verdict for a TTL, as the kubelet's webhook authenticator and authorizer do. */
-class TtlCache<V> {
+/** Most verdicts one cache keeps (a TokenReview or SubjectAccessReview answer each). */
+export const AUTH_CACHE_MAX_ENTRIES = 10_000;
+/**
+ * How long a refused token is remembered at most. Upstream's token cache takes a success and a
+ * failure TTL; refusals are kept shorter (as the webhook authorizer keeps 30 s against 5 min), so
+ * random tokens neither pile up nor keep a token that became valid refused for long.
+ */
+export const AUTHN_FAILURE_TTL_MS = 30_000;
+
+/**
+ * Verdicts kept for a TTL, as the kubelet's webhook authenticator and authorizer cache them:
+ * bounded (past `maxEntries` the oldest go; expired entries are dropped as the cache turns over),
+ * so that a client sending endless random credentials costs a fixed amount of memory.
+ */
+export class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; expires: number }>();
 
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly now: () => number,
+    private readonly maxEntries = AUTH_CACHE_MAX_ENTRIES,
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
 
   get(key: string): V | undefined {
     const e = this.entries.get(key);
@@ -64,39 +85,80 @@ class TtlCache<V> {
   }
 
   set(key: string, value: V, ttlMs: number): void {
-    if (ttlMs > 0) this.entries.set(key, { value, expires: this.now() + ttlMs });
+    if (ttlMs <= 0) return;
+    const now = this.now();
+    this.entries.delete(key);
+    // The oldest entry is first: drop it once expired, so idle entries do not wait for a read.
+    for (const [k, e] of this.entries) {
+      if (e.expires > now) break;
+      this.entries.delete(k);
+    }
+    if (this.entries.size >= this.maxEntries) {
+      for (const [k, e] of this.entries) if (e.expires <= now) this.entries.delete(k);
+      while (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    }
+    this.entries.set(key, { value, expires: now + ttlMs });
   }
+}
+
+export interface TokenCacheOptions {
+  /** How long a refusal is kept (AUTHN_FAILURE_TTL_MS, never longer than the success TTL). */
+  failureTtlMs?: number;
+  maxEntries?: number;
 }
 
 export class TokenReviewAuthenticator implements Authenticator {
   private readonly api: AuthenticationV1Api;
   private readonly cache: TtlCache<UserInfo | null>;
+  /** Lookups under way, so that a burst with one token costs one TokenReview. */
+  private readonly inflight = new Map<string, Promise<UserInfo | undefined>>();
+  /** Tokens are keyed by an HMAC under a key of this process: the cache holds no credential. */
+  private readonly key = randomBytes(32);
+  private readonly failureTtlMs: number;
 
   constructor(
     kc: KubeConfig,
     private readonly ttlMs: number,
     now: () => number = Date.now,
+    opts: TokenCacheOptions = {},
   ) {
     this.api = kc.makeApiClient(AuthenticationV1Api);
-    this.cache = new TtlCache(now);
+    this.cache = new TtlCache(now, opts.maxEntries);
+    this.failureTtlMs = Math.min(opts.failureTtlMs ?? AUTHN_FAILURE_TTL_MS, ttlMs);
+  }
+
+  /** Verdicts held (for tests and metrics). */
+  get cached(): number {
+    return this.cache.size;
   }
 
   async authenticateToken(token: string): Promise<UserInfo | undefined> {
-    const hit = this.cache.get(token);
+    const key = createHmac('sha256', this.key).update(token).digest('base64');
+    const hit = this.cache.get(key);
     if (hit !== undefined) return hit ?? undefined;
+    let pending = this.inflight.get(key);
+    if (pending === undefined) {
+      pending = this.review(token, key).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async review(token: string, key: string): Promise<UserInfo | undefined> {
     let review: Awaited<ReturnType<AuthenticationV1Api['createTokenReview']>>;
     try {
       review = await this.api.createTokenReview({
         body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
       });
     } catch (e) {
+      // A failed review is not an answer: nothing is cached.
       throw toApiError(e);
     }
     const u = review.status?.authenticated ? review.status.user : undefined;
     const user = u?.username
       ? { username: u.username, uid: u.uid, groups: u.groups ?? [], extra: u.extra }
       : undefined;
-    this.cache.set(token, user ?? null, this.ttlMs);
+    this.cache.set(key, user ?? null, user ? this.ttlMs : this.failureTtlMs);
     return user;
   }
 }

@@ -226,6 +226,12 @@ export class ContainerLogs {
     }
     let budget = opts.limitBytes ?? Number.POSITIVE_INFINITY;
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+    // A HEAD has no body to follow; a follow says 200 at once, before any new line comes.
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    if (opts.follow) res.flushHeaders();
     /** Writes within limitBytes; false once the limit is reached. */
     const write = (records: LogRecord[]): boolean => {
       for (const r of records) {

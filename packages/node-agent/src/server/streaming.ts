@@ -124,8 +124,10 @@ export class ContainerStreaming {
       }
       if (req.method !== 'GET' && req.method !== 'POST')
         throw new StreamingRequestError(405, 'Method Not Allowed\n');
-      const streamUrl = await this.streamingUrl(target, url.searchParams);
+      // A request that cannot be served is refused before the runtime is asked for anything.
+      this.podOf(target);
       if (!upgrade) throw new StreamingRequestError(400, 'Upgrade request required');
+      const streamUrl = await this.streamingUrl(target, url.searchParams);
       res.detachSocket(upgrade.socket as Parameters<ServerResponse['detachSocket']>[0]);
       proxyUpgrade(req, upgrade, streamUrl, url.search, this.opts.log ?? silentLogger);
     } catch (e) {
@@ -159,6 +161,8 @@ export class ContainerStreaming {
   /** POST /run: ExecSync without a timeout; the output is stdout then stderr. */
   private async run(t: Target, q: URLSearchParams, res: ServerResponse): Promise<void> {
     const cmd = (q.get('cmd') ?? '').split(/\s+/).filter((w) => w !== '');
+    // The runtime would refuse an empty command as INVALID_ARGUMENT: say so as a client error.
+    if (cmd.length === 0) throw new StreamingRequestError(400, 'you must specify at least 1 command');
     const containerId = await this.containerId(this.podOf(t), t);
     const r = await this.opts.cri.execSync({ containerId, cmd, timeout: 0n });
     const output = Buffer.concat([r.stdout, r.stderr]);

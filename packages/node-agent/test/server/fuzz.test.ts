@@ -17,7 +17,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentCommand, loopbackFlags, type RunningAgent, startAgent } from '../helpers/agent.js';
 import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
-import { waitForNodeReady } from '../helpers/kubectl.js';
+import { kubectl, waitForNodeReady } from '../helpers/kubectl.js';
 import { freePort, httpGet } from '../helpers/net.js';
 
 setFlagsFromString('--expose-gc');
@@ -39,6 +39,7 @@ let healthzPort: number;
 
 beforeAll(async () => {
   fake = await FakeRuntime.start({ socketPath: join(dir, 'cri.sock') });
+  fake.addImage('docker.io/library/busybox:latest', 1_000_000);
   apiserver = await startTestApiServer();
   healthzPort = await freePort();
   const flags = await loopbackFlags('fuzz-node', healthzPort);
@@ -56,7 +57,23 @@ beforeAll(async () => {
     ...flags,
   ]);
   expect(await waitForNodeReady(apiserver.kubeconfig, 'fuzz-node')).toContain('condition met');
-}, 60_000);
+  // A pod that runs, so that hostile query strings reach its logs, its containers and the runtime.
+  const manifest = join(dir, 'web.json');
+  writeFileSync(
+    manifest,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'default' },
+      spec: {
+        nodeName: 'fuzz-node',
+        containers: [{ name: 'main', image: 'busybox', command: ['sleep', '3600'] }],
+      },
+    }),
+  );
+  await kubectl(apiserver.kubeconfig, 'create', '-f', manifest);
+  await kubectl(apiserver.kubeconfig, 'wait', '--for=condition=Ready', 'pod/web', '--timeout=60s');
+}, 120_000);
 
 afterAll(async () => {
   // SIGTERM ends the agent at once, hostile clients or not: refused upgrades used to leave
@@ -198,8 +215,102 @@ function requests(): fc.Arbitrary<RawRequest> {
     });
 }
 
-/** Sends a request as raw bytes; resolves to the reply's status code, or 0 for none. */
-function send(req: RawRequest): Promise<{ status: number; firstLine: string }> {
+const QUERY_RUNS = Number(process.env.KH_FUZZ_RUNS ?? 1000);
+
+/** Requests for the running pod `web` (container `main`) whose query strings are hostile. */
+function hostileQueries(): fc.Arbitrary<RawRequest> {
+  const value = fc.oneof(
+    fc.constantFrom(
+      '1',
+      'true',
+      'false',
+      '0',
+      '',
+      '-1',
+      '%zz',
+      '%00',
+      'maybe',
+      '99999999999999999999',
+      'NaN',
+      '1e400',
+    ),
+    fc.constantFrom('2026-01-01T00:00:00Z', 'yesterday', '-5', '3.5', 'a'.repeat(2000), 'main', 'nope', '..'),
+    fc.string({ maxLength: 30 }).map(encodeURIComponent),
+  );
+  const key = fc.oneof(
+    fc.constantFrom(
+      'command',
+      'cmd',
+      'container',
+      'input',
+      'output',
+      'error',
+      'tty',
+      'stdin',
+      'stdout',
+      'stderr',
+      'follow',
+      'previous',
+      'timestamps',
+      'tailLines',
+      'limitBytes',
+      'sinceSeconds',
+      'sinceTime',
+      'port',
+      'ports',
+      'namespace',
+      'only_cpu_and_memory',
+      'verbose',
+      'exclude',
+    ),
+    fc.string({ maxLength: 12 }).map(encodeURIComponent),
+  );
+  const query = fc
+    .array(fc.tuple(key, value), { minLength: 1, maxLength: 8 })
+    .map((kv) => `?${kv.map(([k, v]) => `${k}=${v}`).join('&')}`);
+  const path = fc.constantFrom(
+    '/containerLogs/default/web/main',
+    '/containerLogs/default/web/main',
+    '/exec/default/web/main',
+    '/attach/default/web/main',
+    '/portForward/default/web',
+    '/run/default/web/main',
+    '/stats/summary',
+    '/pods',
+    '/runningpods/',
+    '/debug/startup',
+    '/healthz',
+    '/metrics',
+    '/configz',
+  );
+  const extra = fc.constantFrom(
+    [] as string[],
+    [] as string[],
+    ['Connection: Upgrade', 'Upgrade: SPDY/3.1', 'X-Stream-Protocol-Version: v4.channel.k8s.io'],
+    [
+      'Connection: Upgrade',
+      'Upgrade: websocket',
+      'Sec-WebSocket-Version: 13',
+      'Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAAAA==',
+      'Sec-WebSocket-Protocol: v5.channel.k8s.io',
+    ],
+  );
+  return fc.record({ method: fc.constantFrom('GET', 'GET', 'POST', 'HEAD'), path, query, extra }).map((r) => {
+    const headers = ['Host: 127.0.0.1', `Authorization: Bearer ${TOKEN}`, ...r.extra, 'Content-Length: 0'];
+    if (r.extra.length === 0) headers.push('Connection: close');
+    return {
+      server: 'kubelet' as const,
+      head: `${r.method} ${r.path}${r.query} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`,
+      body: Buffer.alloc(0),
+    };
+  });
+}
+
+/**
+ * Sends a request as raw bytes; resolves to the reply's status code (0 for none), its status
+ * line and, with `whole`, as much of the reply as comes within a moment.
+ */
+function send(req: RawRequest, whole = false): Promise<{ status: number; firstLine: string; reply: string }> {
   return new Promise((resolve) => {
     const port = req.server === 'kubelet' ? kubeletPort : healthzPort;
     const socket =
@@ -210,7 +321,7 @@ function send(req: RawRequest): Promise<{ status: number; firstLine: string }> {
     const done = () => {
       socket.destroy();
       const firstLine = reply.split('\r\n', 1)[0] ?? '';
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(firstLine)?.[1] ?? 0), firstLine });
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(firstLine)?.[1] ?? 0), firstLine, reply });
     };
     socket.setTimeout(15_000, done);
     socket.on(req.server === 'kubelet' ? 'secureConnect' : 'connect', () => {
@@ -220,8 +331,11 @@ function send(req: RawRequest): Promise<{ status: number; firstLine: string }> {
     });
     socket.on('data', (d: Buffer) => {
       reply += d.toString('latin1');
-      // The status line is all that is judged; an upgrade that was granted would stay open.
-      if (reply.includes('\r\n')) done();
+      // The status line is all that is judged (a granted upgrade would stay open); a failure's
+      // text comes in the same few packets.
+      if (!reply.includes('\r\n')) return;
+      if (!whole || reply.startsWith('HTTP/1.1 101')) done();
+      else setTimeout(done, 50);
     });
     socket.on('error', () => undefined);
     socket.on('close', done);
@@ -265,6 +379,38 @@ describe('agent HTTP servers fuzz', () => {
       ]);
       expect(exited).toBe('running');
       expect(heapMiB() - baseline).toBeLessThan(32);
+    },
+  );
+
+  // Issue 36: hostile query strings on a pod that exists, so that they reach the handlers, the
+  // log reader and the runtime rather than stopping at "pod does not exist".
+  it(
+    `answer ${QUERY_RUNS} hostile query strings on a running pod's endpoints below 500`,
+    { timeout: 900_000 },
+    async () => {
+      const byStatus = new Map<number, number>();
+      const faults: string[] = [];
+      await fc.assert(
+        fc.asyncProperty(hostileQueries(), async (req) => {
+          const { status, firstLine, reply } = await send(req, true);
+          byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+          // The fake runtime serves no streams: its UNIMPLEMENTED is the runtime's answer, which
+          // the kubelet relays as 500 as it relays any runtime failure.
+          if (status === 0 || (status >= 500 && !reply.includes('does not implement runtime.v1')))
+            faults.push(
+              `${req.head.split('\r\n', 1)[0]?.slice(0, 160)} -> ${firstLine || 'no reply'} ${JSON.stringify(reply.slice(-160))}`,
+            );
+        }),
+        { seed: SEED + 1, numRuns: QUERY_RUNS },
+      );
+      const summary = [...byStatus]
+        .sort(([a], [b]) => a - b)
+        .map(([code, n]) => `${code} ${n}`)
+        .join(', ');
+      console.log(`agent query fuzz: ${QUERY_RUNS} requests, ${faults.length} faults (${summary})`);
+      expect(faults).toEqual([]);
+      expect(byStatus.get(200) ?? 0).toBeGreaterThan(0);
+      expect(await httpGet(healthzPort, '/healthz')).toEqual({ status: 200, body: 'ok' });
     },
   );
 

@@ -24,8 +24,9 @@ beforeAll(async () => {
 });
 afterAll(() => apiserver?.stop());
 
-const review = async (token: string) =>
-  (await authn.createTokenReview({ body: { spec: { token } } })).status?.user?.username;
+/** Who a token is for these audiences, as the apiserver's TokenReview says (a token is good for its own only). */
+const review = async (token: string, audiences: string[]) =>
+  (await authn.createTokenReview({ body: { spec: { token, audiences } } })).status?.user?.username;
 
 describe('ApiPodObjectSource', () => {
   it('reads config maps, secrets and the node in the pod context; missing ones are undefined', async () => {
@@ -59,7 +60,8 @@ describe('ApiPodObjectSource', () => {
       },
     });
     const first = await objects.getServiceAccountToken(created, 'vault', 3600);
-    expect(await review(first)).toBe('system:serviceaccount:default:app');
+    expect(await review(first, ['vault'])).toBe('system:serviceaccount:default:app');
+    expect(await review(first, [])).toBeUndefined();
     const claims = JSON.parse(Buffer.from(first.split('.')[1]!, 'base64url').toString('utf8'));
     expect(claims).toMatchObject({
       aud: ['vault'],
@@ -74,6 +76,6 @@ describe('ApiPodObjectSource', () => {
     await new Promise((r) => setTimeout(r, 1100));
     const second = await objects.getServiceAccountToken(created, 'vault', 3600);
     expect(second).not.toBe(first);
-    expect(await review(second)).toBe('system:serviceaccount:default:app');
+    expect(await review(second, ['vault'])).toBe('system:serviceaccount:default:app');
   });
 });

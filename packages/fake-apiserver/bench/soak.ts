@@ -1,0 +1,391 @@
+// The soak (issue 36): mixed API traffic from three identities against one apiserver process
+// (Node,RBAC, token auth) for --duration seconds (600), sampling the server's RSS and open handles
+// every 5 s. An admin writes and reads configmaps, pods and events, reviews tokens and watches; a
+// node keeps its Lease and status, watches and lists its pods and writes their status and events;
+// an unprivileged user reads what it may and keeps trying what it may not (secrets, an escalating
+// binding, other namespaces, bad selectors, wrong tokens). At the end the RSS and the open handles
+// of the last minute are compared with those of the minute after warm-up: flat means within
+// the stated margins. The figures go to .reports/bench/soak.json.
+//
+//   npm run soak -w @kh/fake-apiserver -- --duration 600
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { BenchClient } from './client.js';
+import { cleanUpOnExit, memory, openHandles } from './proc.js';
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '600' },
+    // The watch cache (50 000 events) fills in the first minutes at this write rate, and the RSS
+    // grows with it: the minute after the warm-up is compared with the last one.
+    'warmup-seconds': { type: 'string' },
+    out: { type: 'string', default: join(import.meta.dirname, '..', '..', '.reports', 'bench', 'soak.json') },
+  },
+});
+const DURATION = Number(values.duration);
+const WARMUP = Number(values['warmup-seconds'] ?? DURATION / 2);
+/** Flat: the last minute's median within this of the post-warm-up minute's. */
+const MARGINS = { rssMiB: 32, rssPercent: 15, handles: 8 };
+const SAMPLE_MS = 5_000;
+
+const log = (line: string) => console.error(`[soak] ${line}`);
+const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const TOKENS = { admin: 'soak-admin', node: 'soak-node', dev: 'soak-dev' } as const;
+type Who = keyof typeof TOKENS;
+
+const { live, cleanup } = cleanUpOnExit();
+
+/** Counts of answers per identity and status. */
+const answers: Record<Who, Record<string, number>> = { admin: {}, node: {}, dev: {} };
+const count = (who: Who, status: number | string) => {
+  answers[who][status] = (answers[who][status] ?? 0) + 1;
+};
+
+/** A watch that ends by its timeoutSeconds; resolves with the events seen. */
+function watchOnce(base: string, token: string, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(new URL(path, base), { headers: { Authorization: `Bearer ${token}` } }, (res) => {
+      let lines = 0;
+      res.on('data', (c: Buffer) => {
+        for (const b of c) if (b === 10) lines++;
+      });
+      res.on('end', () => resolve(res.statusCode === 200 ? lines : -res.statusCode!));
+      res.on('error', () => resolve(0));
+    });
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'kh-apiserver-soak-'));
+  live.dataDir = dir;
+  const tokens = join(dir, 'tokens.csv');
+  writeFileSync(
+    tokens,
+    `${TOKENS.admin},admin,admin,"system:masters"\n${TOKENS.node},system:node:soak-n1,soak-n1,"system:nodes"\n${TOKENS.dev},dev,dev\n`,
+  );
+  const cli = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
+  const child = spawn(
+    process.execPath,
+    [
+      cli,
+      '--port',
+      '0',
+      '--token-file',
+      tokens,
+      '--authorization-mode',
+      'Node,RBAC',
+      '--data-dir',
+      join(dir, 'data'),
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  live.child = child;
+  const url = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = /listening on (\S+)/.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`apiserver exited ${code}: ${err}`)));
+  });
+  const pid = child.pid!;
+  const admin = new BenchClient(url, TOKENS.admin);
+  const node = new BenchClient(url, TOKENS.node);
+  const dev = new BenchClient(url, TOKENS.dev);
+  // A token nobody issued (one client: a new one per request would hold a keep-alive socket each).
+  const stranger = new BenchClient(url, 'not-a-token');
+
+  // The world: a namespace where dev may read pods, the node, pods bound to it.
+  await admin.send('POST', '/api/v1/namespaces', { metadata: { name: 'soak' } });
+  await admin.send('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/soak/roles', {
+    metadata: { name: 'reader' },
+    rules: [{ verbs: ['get', 'list', 'watch'], apiGroups: [''], resources: ['pods', 'configmaps'] }],
+  });
+  await admin.send('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/soak/rolebindings', {
+    metadata: { name: 'dev' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' },
+    subjects: [{ kind: 'User', name: 'dev' }],
+  });
+  const nodeStatus = () => ({
+    status: {
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          lastHeartbeatTime: new Date().toISOString(),
+        },
+      ],
+      addresses: [{ type: 'InternalIP', address: '127.0.0.1' }],
+      capacity: { cpu: '8', memory: '32Gi', pods: '110' },
+    },
+  });
+  await node.send('POST', '/api/v1/nodes', { metadata: { name: 'soak-n1' }, ...nodeStatus() });
+  await node.send('POST', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', {
+    metadata: { name: 'soak-n1' },
+    spec: { holderIdentity: 'soak-n1', leaseDurationSeconds: 40 },
+  });
+
+  const end = Date.now() + DURATION * 1000;
+  const running = () => Date.now() < end;
+  const samples: { t: number; rss: number; handles: number }[] = [];
+  const started = Date.now();
+  const sampler = setInterval(() => {
+    samples.push({ t: (Date.now() - started) / 1000, rss: memory(pid).rss, handles: openHandles(pid) });
+  }, SAMPLE_MS);
+
+  let seq = 0;
+  const adminLoop = async () => {
+    while (running()) {
+      const i = seq++;
+      const name = `cm-${i % 200}`;
+      const data = { v: 'x'.repeat(512 + (i % 1024)) };
+      count(
+        'admin',
+        (await admin.send('POST', '/api/v1/namespaces/soak/configmaps', { metadata: { name }, data })).status,
+      );
+      count(
+        'admin',
+        (
+          await admin.send(
+            'PATCH',
+            `/api/v1/namespaces/soak/configmaps/${name}`,
+            { data: { i: String(i) } },
+            'application/merge-patch+json',
+          )
+        ).status,
+      );
+      if (i % 3 === 0)
+        count('admin', (await admin.send('DELETE', `/api/v1/namespaces/soak/configmaps/${name}`)).status);
+      if (i % 10 === 0) {
+        const p = `p-${i % 50}`;
+        count(
+          'admin',
+          (await admin.send('DELETE', `/api/v1/namespaces/soak/pods/${p}?gracePeriodSeconds=0`)).status,
+        );
+        count(
+          'admin',
+          (
+            await admin.send('POST', '/api/v1/namespaces/soak/pods', {
+              metadata: { name: p },
+              spec: { nodeName: 'soak-n1', containers: [{ name: 'c', image: 'busybox' }] },
+            })
+          ).status,
+        );
+      }
+      if (i % 5 === 0)
+        count('admin', (await admin.send('GET', '/api/v1/namespaces/soak/configmaps?limit=50')).status);
+      if (i % 20 === 0)
+        count(
+          'admin',
+          (
+            await admin.send('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {
+              spec: { token: i % 40 ? TOKENS.dev : `random-${i}` },
+            })
+          ).status,
+        );
+    }
+  };
+  const adminWatch = async () => {
+    while (running())
+      count(
+        'admin',
+        (await watchOnce(
+          url,
+          TOKENS.admin,
+          '/api/v1/namespaces/soak/configmaps?watch=1&timeoutSeconds=20',
+        )) >= 0
+          ? 200
+          : 'watch-refused',
+      );
+  };
+  const nodeLoop = async () => {
+    while (running()) {
+      count(
+        'node',
+        (
+          await node.send(
+            'PATCH',
+            '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/soak-n1',
+            { spec: { renewTime: new Date().toISOString().replace('Z', '000Z') } },
+            'application/merge-patch+json',
+          )
+        ).status,
+      );
+      count(
+        'node',
+        (
+          await node.send(
+            'PATCH',
+            '/api/v1/nodes/soak-n1/status',
+            nodeStatus(),
+            'application/merge-patch+json',
+          )
+        ).status,
+      );
+      const pods = await node.send('GET', '/api/v1/pods?fieldSelector=spec.nodeName%3Dsoak-n1');
+      count('node', pods.status);
+      for (const p of ((pods.body.items ?? []) as { metadata: { name: string } }[]).slice(0, 5)) {
+        count(
+          'node',
+          (
+            await node.send(
+              'PATCH',
+              `/api/v1/namespaces/soak/pods/${p.metadata.name}/status`,
+              { status: { phase: 'Running' } },
+              'application/merge-patch+json',
+            )
+          ).status,
+        );
+      }
+      count(
+        'node',
+        (
+          await node.send('POST', '/api/v1/namespaces/soak/events', {
+            metadata: { generateName: 'soak-n1.' },
+            involvedObject: { kind: 'Node', name: 'soak-n1' },
+            reason: 'Soak',
+            message: 'still here',
+            type: 'Normal',
+          })
+        ).status,
+      );
+      // Forbidden to a node: another node, a secret, every pod.
+      count('node', (await node.send('GET', '/api/v1/nodes/other')).status);
+      count('node', (await node.send('GET', '/api/v1/namespaces/soak/secrets')).status);
+      await sleep(200);
+    }
+  };
+  const nodeWatch = async () => {
+    while (running())
+      count(
+        'node',
+        (await watchOnce(
+          url,
+          TOKENS.node,
+          '/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dsoak-n1&timeoutSeconds=15',
+        )) >= 0
+          ? 200
+          : 'watch-refused',
+      );
+  };
+  const devLoop = async () => {
+    let i = 0;
+    while (running()) {
+      i++;
+      count('dev', (await dev.send('GET', '/api/v1/namespaces/soak/pods')).status);
+      count('dev', (await dev.send('GET', '/api/v1/namespaces/soak/secrets')).status);
+      count('dev', (await dev.send('GET', '/api/v1/namespaces/default/pods')).status);
+      count(
+        'dev',
+        (await dev.send('GET', '/api/v1/namespaces/soak/pods?fieldSelector=__proto__%3Dx')).status,
+      );
+      count(
+        'dev',
+        (
+          await dev.send('POST', '/apis/rbac.authorization.k8s.io/v1/namespaces/soak/rolebindings', {
+            metadata: { name: `pwn-${i}` },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+            subjects: [{ kind: 'User', name: 'dev' }],
+          })
+        ).status,
+      );
+      count('dev', (await stranger.send('GET', '/api/v1/namespaces')).status);
+      await sleep(100);
+    }
+  };
+  const devWatch = async () => {
+    while (running())
+      count(
+        'dev',
+        (await watchOnce(url, TOKENS.dev, '/api/v1/namespaces/soak/pods?watch=1&timeoutSeconds=10')) >= 0
+          ? 200
+          : 'watch-refused',
+      );
+  };
+  log(`apiserver pid ${pid} at ${url}; ${DURATION} s of traffic from admin, system:node:soak-n1 and dev`);
+  const progress = setInterval(() => {
+    const last = samples.at(-1);
+    if (last) log(`${Math.round(last.t)} s: RSS ${mib(last.rss)} MiB, ${last.handles} open handles`);
+  }, 60_000);
+  await Promise.all([adminLoop(), adminLoop(), adminWatch(), nodeLoop(), nodeWatch(), devLoop(), devWatch()]);
+  clearInterval(progress);
+  // Let the last watches end and sockets close, then take the last samples.
+  await sleep(SAMPLE_MS * 2);
+  clearInterval(sampler);
+  samples.push({ t: (Date.now() - started) / 1000, rss: memory(pid).rss, handles: openHandles(pid) });
+  const peak = memory(pid).peak;
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  live.child = undefined;
+
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s[Math.floor(s.length / 2)] ?? 0;
+  };
+  const window = (from: number, to: number) => samples.filter((x) => x.t >= from && x.t < to);
+  const after = window(WARMUP, WARMUP + 60);
+  const last = window(DURATION - 60, Number.POSITIVE_INFINITY);
+  const rssAfter = median(after.map((x) => x.rss));
+  const rssLast = median(last.map((x) => x.rss));
+  const handlesAfter = median(after.map((x) => x.handles));
+  const handlesLast = median(last.map((x) => x.handles));
+  const rssGrowth = rssLast - rssAfter;
+  const rssFlat = mib(rssGrowth) <= MARGINS.rssMiB || rssGrowth / rssAfter <= MARGINS.rssPercent / 100;
+  const handlesFlat = handlesLast - handlesAfter <= MARGINS.handles;
+  const totals = Object.fromEntries(
+    (Object.keys(answers) as Who[]).map((w) => [w, Object.values(answers[w]).reduce((a, b) => a + b, 0)]),
+  );
+  const serverErrors = (Object.keys(answers) as Who[]).flatMap((w) =>
+    Object.entries(answers[w])
+      .filter(([code]) => /^5/.test(code))
+      .map(([code, n]) => `${w} ${code} ×${n}`),
+  );
+  const result = {
+    when: new Date().toISOString(),
+    durationSeconds: DURATION,
+    warmupSeconds: WARMUP,
+    requests: totals,
+    answers,
+    serverErrors,
+    rssMiB: {
+      afterWarmup: mib(rssAfter),
+      lastMinute: mib(rssLast),
+      growth: mib(rssGrowth),
+      peak: mib(peak),
+      flat: rssFlat,
+      margin: `${MARGINS.rssMiB} MiB or ${MARGINS.rssPercent} %`,
+    },
+    openHandles: {
+      afterWarmup: handlesAfter,
+      lastMinute: handlesLast,
+      atEnd: samples.at(-1)?.handles,
+      max: Math.max(...samples.map((x) => x.handles)),
+      flat: handlesFlat,
+      margin: MARGINS.handles,
+    },
+    samples: samples.map((x) => ({ t: Math.round(x.t), rssMiB: mib(x.rss), handles: x.handles })),
+  };
+  mkdirSync(dirname(values.out!), { recursive: true });
+  writeFileSync(values.out!, `${JSON.stringify(result, null, 2)}\n`);
+  log(
+    `requests ${JSON.stringify(totals)}; 5xx: ${serverErrors.length ? serverErrors.join(', ') : 'none'}; RSS ${result.rssMiB.afterWarmup} -> ${result.rssMiB.lastMinute} MiB (${rssFlat ? 'flat' : 'GROWING'}); open handles ${handlesAfter} -> ${handlesLast} (${handlesFlat ? 'flat' : 'GROWING'}); ${values.out}`,
+  );
+  cleanup();
+  live.dataDir = undefined;
+  process.exitCode = rssFlat && handlesFlat && serverErrors.length === 0 ? 0 : 1;
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
