@@ -4,6 +4,7 @@ import {
   InvalidArgumentError,
   type LinuxContainerSecurityContext,
   type LinuxSandboxSecurityContext,
+  type Mount,
   MountPropagation,
   NamespaceMode,
   PodSandboxConfig,
@@ -237,12 +238,29 @@ describe('containerCreateOptions', () => {
     ]);
   });
 
-  it('refuses a recursive read-only mount, which its runtime handler does not advertise', () => {
-    const rro = ContainerConfig.fromPartial({
-      ...containerConfig,
-      mounts: [{ hostPath: '/h', containerPath: '/c', readonly: true, recursiveReadOnly: true }],
-    });
-    expect(() => containerCreateOptions(rro, cparams)).toThrow(InvalidArgumentError);
+  it('makes a recursive read-only mount where the Engine can (API 1.44+), and refuses it as the CRI says', () => {
+    const rro = (m: Partial<Mount>) =>
+      ContainerConfig.fromPartial({
+        ...containerConfig,
+        mounts: [{ hostPath: '/h', containerPath: '/c', readonly: true, recursiveReadOnly: true, ...m }],
+      });
+    expect(
+      containerCreateOptions(rro({}), { ...cparams, engineApiVersion: '1.44' }).HostConfig?.Mounts,
+    ).toEqual([
+      {
+        Type: 'bind',
+        Source: '/h',
+        Target: '/c',
+        ReadOnly: true,
+        BindOptions: { Propagation: 'rprivate', ReadOnlyForceRecursive: true },
+      },
+    ]);
+    const on144 = { ...cparams, engineApiVersion: '1.44' };
+    expect(() => containerCreateOptions(rro({}), cparams)).toThrow(/needs Docker Engine API 1.44/);
+    expect(() => containerCreateOptions(rro({ readonly: false }), on144)).toThrow(/must be read-only/);
+    expect(() =>
+      containerCreateOptions(rro({ propagation: MountPropagation.PROPAGATION_HOST_TO_CONTAINER }), on144),
+    ).toThrow(/must have private propagation/);
   });
 
   it('maps resources with swap disabled and the security context', () => {

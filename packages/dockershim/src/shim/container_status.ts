@@ -51,6 +51,14 @@ export function containerStatusFromInspect(
   }
   const imageName = dockerLabels[LabelKeys.image] ?? info.Config.Image;
   const imageRef = image?.RepoDigests?.[0] ?? info.Image;
+  // Inspect's Mounts cannot say a bind is recursively read-only; the HostConfig it was created with can.
+  const hostMounts = (info.HostConfig.Mounts ?? []) as {
+    Target?: string;
+    BindOptions?: { ReadOnlyForceRecursive?: boolean };
+  }[];
+  const forcedRecursive = new Set(
+    hostMounts.filter((m) => m.BindOptions?.ReadOnlyForceRecursive).map((m) => m.Target ?? ''),
+  );
   return {
     id: info.Id,
     metadata: containerMetadataFrom(dockerLabels, info.Name),
@@ -74,7 +82,7 @@ export function containerStatusFromInspect(
       propagation: propagationFromDocker(m.Propagation),
       uidMappings: [],
       gidMappings: [],
-      recursiveReadOnly: false,
+      recursiveReadOnly: forcedRecursive.has(m.Destination),
       image: undefined,
       imageSubPath: '',
       mountOptions: [],

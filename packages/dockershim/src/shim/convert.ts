@@ -114,10 +114,11 @@ export function toDockerBind(mount: Mount): string {
 
 /**
  * Engine API 1.44 (Docker 25) made a read-only bind recursively read-only unless
- * BindOptions.ReadOnlyNonRecursive says otherwise (moby#47391); the CRI's `readonly` alone is not
- * recursive, so from that version on read-only binds go through Mounts, which can say so.
+ * BindOptions.ReadOnlyNonRecursive says otherwise (moby#47391), and added ReadOnlyForceRecursive.
+ * The CRI's `readonly` alone is not recursive, so from that version on read-only binds go through
+ * Mounts, which can say which one is meant.
  */
-export const NON_RECURSIVE_READONLY_API = '1.44';
+export const BIND_READONLY_OPTIONS_API = '1.44';
 
 /** Numeric comparison of Engine API versions ("1.41" < "1.44" < "1.100"). */
 export function apiAtLeast(version: string, min: string): boolean {
@@ -126,13 +127,34 @@ export function apiAtLeast(version: string, min: string): boolean {
   return a !== c ? a > c : b >= d;
 }
 
-/** A read-only bind in HostConfig.Mounts, with the BindOptions field API 1.44 added. */
+/** A read-only bind in HostConfig.Mounts, with the BindOptions fields API 1.44 added. */
 export interface DockerBindMount {
   Type: 'bind';
   Source: string;
   Target: string;
   ReadOnly: true;
-  BindOptions: { Propagation: 'rprivate' | 'rslave' | 'rshared'; ReadOnlyNonRecursive: true };
+  BindOptions: {
+    Propagation: 'rprivate' | 'rslave' | 'rshared';
+    ReadOnlyNonRecursive?: true;
+    ReadOnlyForceRecursive?: true;
+  };
+}
+
+/** Whether recursive read-only mounts can be asked of an Engine (the runtime handler's feature). */
+export function supportsRecursiveReadOnly(apiVersion: string): boolean {
+  return apiAtLeast(apiVersion, BIND_READONLY_OPTIONS_API);
+}
+
+/** Checks a recursive read-only mount as the CRI defines it: read-only, private propagation. */
+function checkRecursiveReadOnly(m: Mount, apiVersion: string): void {
+  const where = JSON.stringify(m.containerPath);
+  if (!m.readonly) throw new InvalidArgumentError(`recursive read-only mount of ${where} must be read-only`);
+  if (m.propagation !== MountPropagation.PROPAGATION_PRIVATE)
+    throw new InvalidArgumentError(`recursive read-only mount of ${where} must have private propagation`);
+  if (!supportsRecursiveReadOnly(apiVersion))
+    throw new InvalidArgumentError(
+      `recursive read-only mount of ${where} needs Docker Engine API ${BIND_READONLY_OPTIONS_API}; this engine speaks ${apiVersion}`,
+    );
 }
 
 /** The HostConfig fields of a container's CRI mounts on an Engine speaking `apiVersion`. */
@@ -140,16 +162,8 @@ export function toDockerMounts(
   mounts: readonly Mount[],
   apiVersion: string,
 ): { Binds: string[] | undefined; Mounts: DockerBindMount[] | undefined } {
-  for (const m of mounts) {
-    // Not advertised in the runtime handler's features, so a kubelet never asks for it.
-    if (m.recursiveReadOnly)
-      throw new InvalidArgumentError(
-        `recursive read-only mount of ${JSON.stringify(m.containerPath)} is not supported`,
-      );
-  }
-  const viaMounts = apiAtLeast(apiVersion, NON_RECURSIVE_READONLY_API)
-    ? mounts.filter((m) => m.readonly)
-    : [];
+  for (const m of mounts) if (m.recursiveReadOnly) checkRecursiveReadOnly(m, apiVersion);
+  const viaMounts = supportsRecursiveReadOnly(apiVersion) ? mounts.filter((m) => m.readonly) : [];
   const binds = mounts.filter((m) => !viaMounts.includes(m)).map(toDockerBind);
   return {
     Binds: binds.length > 0 ? binds : undefined,
@@ -162,7 +176,7 @@ export function toDockerMounts(
             ReadOnly: true,
             BindOptions: {
               Propagation: PROPAGATION[m.propagation] ?? 'rprivate',
-              ReadOnlyNonRecursive: true,
+              ...(m.recursiveReadOnly ? { ReadOnlyForceRecursive: true } : { ReadOnlyNonRecursive: true }),
             },
           }))
         : undefined,

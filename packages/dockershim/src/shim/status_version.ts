@@ -9,6 +9,7 @@ import {
   type VersionResponse,
 } from '@kh/cri-api';
 import type { ShimContext } from './context.js';
+import { supportsRecursiveReadOnly } from './convert.js';
 import { docker, dockerMessage } from './errors.js';
 import { networkError } from './pod_network.js';
 
@@ -85,7 +86,14 @@ export async function status(ctx: ShimContext, req: StatusRequest): Promise<Part
       restrictOomScoreAdj: ctx.config.restrictOomScoreAdj,
     });
   }
-  return { status: { conditions }, info, runtimeHandlers: [{ name: '', features: undefined }] };
+  // Docker has no per-container user namespaces (only the daemon-wide userns-remap).
+  const recursiveReadOnlyMounts =
+    runtimeReady && supportsRecursiveReadOnly(await ctx.engineApiVersion().catch(() => '0'));
+  return {
+    status: { conditions },
+    info,
+    runtimeHandlers: [{ name: '', features: { recursiveReadOnlyMounts, userNamespaces: false } }],
+  };
 }
 
 export async function runtimeConfig(ctx: ShimContext): Promise<Partial<RuntimeConfigResponse>> {
