@@ -4,7 +4,7 @@ import { KhContainer } from '../src/containers/kh-container.js';
 import { khLabels, runId } from '../src/containers/labels.js';
 import { removeLeftovers } from '../src/containers/leftovers.js';
 import { ensureImages, type ImageRefs, imageRefFor } from '../src/images/ensure.js';
-import { IMAGE_NAMES } from '../src/images/recipes.js';
+import { DEFAULT_NODE_RELEASE, IMAGE_NAMES, nodeImageName } from '../src/images/recipes.js';
 import { docker } from '../src/util/docker.js';
 
 let refs: ImageRefs;
@@ -45,7 +45,9 @@ describe('ensureImages', () => {
       const ref = refs[name];
       expect(ref).toBe(await imageRefFor(name));
       const info = await docker().getImage(ref).inspect();
-      expect(info.Config.Labels).toMatchObject({ 'kh.recipe': name, 'kh.recipe.hash': ref.split(':')[1] });
+      // `node` is the default release's image under a second name.
+      const recipe = name === 'node' ? nodeImageName(DEFAULT_NODE_RELEASE) : name;
+      expect(info.Config.Labels).toMatchObject({ 'kh.recipe': recipe, 'kh.recipe.hash': ref.split(':')[1] });
     }
   });
 

@@ -15,6 +15,7 @@ import {
   type StartedNodeContainer,
 } from '../src/containers/node-container.js';
 import { ensureImages, type ImageRefs } from '../src/images/ensure.js';
+import { nodeImageInfo } from '../src/images/node-image-info.js';
 import { docker, isNotFound } from '../src/util/docker.js';
 
 let refs: ImageRefs<'node' | 'pause' | 'busybox'>;
@@ -63,7 +64,10 @@ describe('containerd node', () => {
     expect(node.criEndpointInNode).toBe('unix:///run/kh/containerd.sock');
     const v = await node.criVersion();
     expect(v).toMatchObject({ runtimeName: 'containerd', runtimeApiVersion: 'v1' });
-    expect(v.runtimeVersion).toMatch(/^1\.6\./);
+    // containerd's own version is the Debian package's upstream part (1.7.24~ds1 of 1.7.24~ds1-6+deb13u1).
+    const { packages } = await nodeImageInfo(refs.node);
+    expect(v.runtimeVersion).toMatch(/^\d+\.\d+\./);
+    expect(packages.containerd?.startsWith(v.runtimeVersion)).toBe(true);
   });
 
   test('runs as configured: labels, memory limit, runtime config, CNI and registry settings', async () => {
@@ -158,7 +162,9 @@ describe('docker node', () => {
     expect((await node.exec(['docker', 'version'])).exitCode).not.toBe(0);
     expect((await docker().getContainer(node.id).inspect()).State.Running).toBe(true);
     await node.startRuntime();
-    expect(await node.execOk(['docker', 'version', '--format', '{{.Server.Version}}'])).toMatch(/^20\./);
+    const server = (await node.execOk(['docker', 'version', '--format', '{{.Server.Version}}'])).trim();
+    expect(server).toMatch(/^\d+\.\d+\./);
+    expect((await nodeImageInfo(refs.node)).packages['docker.io']?.startsWith(server)).toBe(true);
   });
 });
 

@@ -103,7 +103,7 @@ describe('registry with basic auth, as private-registry', () => {
     expect(ref).toBe('private-registry:5000/kh/busybox:private');
     const anonymous = await ctrPull(ref);
     expect(anonymous.exitCode).not.toBe(0);
-    expect(anonymous.stderr).toMatch(/401|unauthorized/i);
+    expect(anonymous.stderr).toMatch(/401|unauthorized|authorization failed/i);
     const authed = await ctrPull(ref, registry.credentials);
     expect(authed.exitCode, authed.stderr).toBe(0);
   });
