@@ -29,8 +29,11 @@ export async function getAllLogs(log: string): Promise<string[]> {
   const dir = dirname(log);
   const name = basename(log);
   const names = await readdir(dir).catch(() => [] as string[]);
+  // In use only: no temporary file, no plain file whose compressed copy is complete.
   const rotated = names
-    .filter((n) => n.startsWith(`${name}.`) && !n.endsWith(TmpSuffix))
+    .filter(
+      (n) => n.startsWith(`${name}.`) && !n.endsWith(TmpSuffix) && !names.includes(`${n}${CompressSuffix}`),
+    )
     .sort()
     .map((n) => join(dir, n));
   return names.includes(name) ? [...rotated, log] : rotated;

@@ -130,10 +130,14 @@ describe('ContainerLogManager', () => {
     expect((await stat(join(dir, 'small.log'))).size).toBe(0);
   });
 
-  it('removes leftovers of an interrupted compression', async () => {
+  it('removes leftovers of an interrupted compression, which getAllLogs never lists', async () => {
     await writeFile(join(dir, 'big.log.20261128-200000.tmp'), 'half');
     await writeFile(join(dir, 'big.log.20261128-200001'), 'done');
     await writeFile(join(dir, 'big.log.20261128-200001.gz'), 'done');
+    expect(await getAllLogs(join(dir, 'big.log'))).toEqual([
+      join(dir, 'big.log.20261128-200001.gz'),
+      join(dir, 'big.log'),
+    ]);
     await manager().rotateLogs();
     expect((await readdir(dir)).filter((n) => n.startsWith('big.log.')).sort()).toEqual([
       'big.log.20261128-200001.gz',
