@@ -1,5 +1,4 @@
 import type { KubectlProcess, Scenario, ScenarioContext } from '@kh/harness';
-import type { PartialKubeletConfiguration } from '@kh/node-agent';
 import { nodeExec } from '../support/faults.js';
 import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
 
@@ -103,7 +102,7 @@ async function logsAfterRotation(ctx: ScenarioContext, follow: KubectlProcess, n
 
 async function withConfig(
   ctx: ScenarioContext,
-  config: PartialKubeletConfiguration,
+  config: Parameters<ScenarioContext['reconfigureAgent']>[0],
   body: () => Promise<void>,
 ) {
   ctx.note('restarting the agent with the log rotation settings upstream uses', config);

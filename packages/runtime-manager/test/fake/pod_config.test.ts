@@ -120,7 +120,7 @@ describe('subPath over the fake runtime', () => {
     await symlink('/', join(vol, 'root'));
     const r = await h.sync(pod);
     const failed = r.steps.filter((s) => s.error);
-    expect(failed.map((s) => [s.error?.reason, s.message])).toEqual([
+    expect(failed.map((s) => [s.reason, s.message])).toEqual([
       ['CreateContainerConfigError', 'failed to prepare subPath for volumeMount "data" of container "app"'],
     ]);
     expect(h.requests('CreateContainer')).toEqual([]);
