@@ -15,7 +15,7 @@ import {
   SubPathError,
   type SubPathMounter,
 } from './subpath.js';
-import { PodVolumes } from './volumes.js';
+import { PodVolumes, type VolumeMountSource } from './volumes.js';
 
 export interface MountSpec {
   containerPath: string;
@@ -66,10 +66,10 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
     container: V1Container,
     podIPs: string[],
   ): Promise<RunContainerOptions> {
-    // Envs first: subPathExpr expands them (the kubelet's makeMounts gets the container's envs).
-    const envs = await makeEnvironmentVariables(pod, container, podIPs, this.objects);
-    const mounts: MountSpec[] = [];
-    for (const [index, vm] of (container.volumeMounts ?? []).entries()) {
+    // Volumes are set up first, as the kubelet's volume manager mounts them before the container's
+    // config is built; sub-paths come after the envs, which subPathExpr expands (makeMounts).
+    const sources: { vm: V1VolumeMount; src: VolumeMountSource }[] = [];
+    for (const vm of container.volumeMounts ?? []) {
       const vol = pod.spec?.volumes?.find((v) => v.name === vm.name);
       if (!vol) {
         throw new SyncStepError(
@@ -84,6 +84,11 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
           `volume "${vol.name}" has a type the default runtime helper does not mount`,
         );
       }
+      sources.push({ vm, src });
+    }
+    const envs = await makeEnvironmentVariables(pod, container, podIPs, this.objects);
+    const mounts: MountSpec[] = [];
+    for (const [index, { vm, src }] of sources.entries()) {
       const hostPath = await this.subPathSource(pod, container, vm, index, src.hostPath, envs);
       mounts.push({ containerPath: vm.mountPath, hostPath, readonly: src.readonly || vm.readOnly === true });
     }
