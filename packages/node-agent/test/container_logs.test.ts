@@ -132,6 +132,33 @@ function get(path: string, token: string | null = 'good-token'): Promise<{ statu
   return httpGet(port, path, { ca: tls.cert, ...(token ? { token } : {}) });
 }
 
+/** GET app's log with follow and tailLines=1: what arrived so far, and a wait for a text. */
+function followApp() {
+  const received: string[] = [];
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    path: '/containerLogs/default/web/app?follow=true&tailLines=1',
+    ca: tls.cert,
+    headers: { Authorization: 'Bearer good-token' },
+  });
+  const got = (text: string) =>
+    new Promise<void>((resolve) => {
+      const check = () => (received.join('').includes(text) ? resolve() : setTimeout(check, 10));
+      check();
+    });
+  const ended = new Promise<void>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => received.push(c));
+      res.on('close', () => resolve());
+    });
+    req.on('error', (e) => ((e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
+  });
+  req.end();
+  return { received, got, req, ended };
+}
+
 const logs = (container: string, query = '') => get(`/containerLogs/default/web/${container}${query}`);
 
 describe('CRI log parsing', () => {
@@ -286,28 +313,7 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
   });
 
   it('follows a running container: appended lines stream until the client leaves', async () => {
-    const received: string[] = [];
-    const req = request({
-      host: '127.0.0.1',
-      port,
-      path: '/containerLogs/default/web/app?follow=true&tailLines=1',
-      ca: tls.cert,
-      headers: { Authorization: 'Bearer good-token' },
-    });
-    const got = (text: string) =>
-      new Promise<void>((resolve) => {
-        const check = () => (received.join('').includes(text) ? resolve() : setTimeout(check, 10));
-        check();
-      });
-    const ended = new Promise<void>((resolve, reject) => {
-      req.on('response', (res) => {
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => received.push(c));
-        res.on('close', () => resolve());
-      });
-      req.on('error', (e) => ((e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
-    });
-    req.end();
+    const { received, got, req, ended } = followApp();
     await got('ready\n');
     appendFileSync(logPath('app'), `${ts(1)} stdout P half \n`);
     appendFileSync(logPath('app'), `${ts(1)} stdout F line\n${ts(2)} stdout F`);
@@ -321,28 +327,7 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
   });
 
   it('follows across a rotation: the renamed file to its end, then the reopened one from its start', async () => {
-    const received: string[] = [];
-    const req = request({
-      host: '127.0.0.1',
-      port,
-      path: '/containerLogs/default/web/app?follow=true&tailLines=1',
-      ca: tls.cert,
-      headers: { Authorization: 'Bearer good-token' },
-    });
-    const got = (text: string) =>
-      new Promise<void>((resolve) => {
-        const check = () => (received.join('').includes(text) ? resolve() : setTimeout(check, 10));
-        check();
-      });
-    const ended = new Promise<void>((resolve, reject) => {
-      req.on('response', (res) => {
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => received.push(c));
-        res.on('close', () => resolve());
-      });
-      req.on('error', (e) => ((e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
-    });
-    req.end();
+    const { received, got, req, ended } = followApp();
     await got('tail\n');
     const path = logPath('app');
     // Written just before the rename, then the runtime reopens and the new file outgrows the old one.
