@@ -124,13 +124,14 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
   const subDir = (s: string) => `${VOLUME_PATH}/${sub(s)}`;
   const inSubpath = `${VOLUME_PATH}/${FILE_NAME}`;
   const inVolume = (s: string) => `${subDir(s)}/${FILE_NAME}`;
-  const fail = (s: string, init: string) =>
-    testPodFailSubpath(ctx, subpathPod(ctx, n(s), d, sub(s), { init }));
+  /** SubpathTestPod for case `s`: its own pod name and sub-path. */
+  const pod = (s: string, c: CaseSpec) => subpathPod(ctx, n(s), d, sub(s), c);
+  const fail = (s: string, init: string) => testPodFailSubpath(ctx, pod(s, { init }));
   return [
     // should support non-existent path
     testOutput(
       ctx,
-      subpathPod(ctx, n('nonexist'), d, sub('nonexist'), {
+      pod('nonexist', {
         initSubpath: writeFile(inSubpath),
         volume: readFile(inVolume('nonexist')),
       }),
@@ -140,7 +141,7 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
     // should support existing directory
     testOutput(
       ctx,
-      subpathPod(ctx, n('dir'), d, sub('dir'), {
+      pod('dir', {
         init: `mkdir -p ${subDir('dir')}`,
         initSubpath: writeFile(inSubpath),
         volume: readFile(inVolume('dir')),
@@ -151,7 +152,7 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
     // should support existing single file: the sub-path is the file's directory here, read from inside
     testOutput(
       ctx,
-      subpathPod(ctx, n('file'), d, sub('file'), {
+      pod('file', {
         init: `mkdir -p ${subDir('file')}; echo "${NEW_FILE}" > ${inVolume('file')}`,
         subpath: readFile(inSubpath),
       }),
@@ -161,7 +162,7 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
     // should support file as subpath: the file itself mounted at VOLUME_PATH
     testOutput(
       ctx,
-      subpathPod(ctx, n('asfile'), d, sub('asfile'), {
+      pod('asfile', {
         init: `echo ${ctx.namespace} > ${subDir('asfile')}`,
         subpath: readFile(VOLUME_PATH),
       }),
@@ -175,7 +176,7 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
     // should support creating multiple subpath from same volumes
     testOutput(
       ctx,
-      subpathPod(ctx, n('multi'), d, sub('multi'), {
+      pod('multi', {
         init: `mkdir -p ${subDir('multi')} ${VOLUME_PATH}/${sub('multi')}-1 ${VOLUME_PATH}/${sub('multi')}-2`,
         subpathMounts: [
           { name: VOLUME_NAME, mountPath: '/test-subpath1', subPath: `${sub('multi')}-1` },
@@ -194,7 +195,7 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
     // should support readOnly directory specified in the volumeMount
     testOutput(
       ctx,
-      subpathPod(ctx, n('rodir'), d, sub('rodir'), {
+      pod('rodir', {
         init: `mkdir -p ${subDir('rodir')}`,
         initVolume: writeFile(inVolume('rodir')),
         readOnly: true,
@@ -206,7 +207,7 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
     // should support readOnly file specified in the volumeMount
     testOutput(
       ctx,
-      subpathPod(ctx, n('rofile'), d, sub('rofile'), {
+      pod('rofile', {
         init: `touch ${subDir('rofile')}`,
         initVolume: writeFile(subDir('rofile')),
         readOnly: true,
@@ -218,7 +219,7 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
     // should be able to unmount after the subpath directory is deleted
     unmountAfterDelete(
       ctx,
-      subpathPod(ctx, n('rmdir'), d, sub('rmdir'), {
+      pod('rmdir', {
         init: `mkdir -p ${subDir('rmdir')}`,
         subpath: 'sleep 3600',
         volume: 'sleep 3600',
