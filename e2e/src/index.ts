@@ -10,6 +10,7 @@ import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { kubectl } from './scenarios/kubectl.js';
+import { logRotation } from './scenarios/log-rotation.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
 import { podConfig } from './scenarios/pod-config.js';
@@ -19,11 +20,13 @@ import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
 import { startup } from './scenarios/startup.js';
 import { statusReporting } from './scenarios/status-reporting.js';
+import { subpath } from './scenarios/subpath.js';
 
 export const scenarios: Scenario[] = [
   nodeRegistration,
   podLifecycle,
   podConfig,
+  subpath,
   probes,
   probesUpstream,
   probesSidecar,
@@ -35,6 +38,7 @@ export const scenarios: Scenario[] = [
   diskEviction,
   diskSoftEviction,
   kubectl,
+  logRotation,
   runtimeCrashStorm,
   agentCrash,
   apiserverRestart,

@@ -38,6 +38,7 @@ import { evictionConfigFrom } from './eviction/thresholds.js';
 import { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
 import { runtimeReclaimer } from './gc/reclaimer.js';
 import { KUBELET_VERSION, Kubelet, type KubeletParts } from './kubelet.js';
+import { ContainerLogManager } from './logs/container_log_manager.js';
 import { KubeletMetrics } from './metrics/metrics.js';
 import { KubeMirrorPodApi } from './mirror/mirror_client.js';
 import { MirrorPodManager } from './mirror/mirror_pods.js';
@@ -164,6 +165,17 @@ export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
       sources.mirrors,
       eviction,
       gc,
+      new ContainerLogManager({
+        cri: deps.cri,
+        policy: {
+          maxSizeBytes: Number(deps.resolved.containerLogMaxSizeBytes),
+          maxFiles: deps.config.containerLogMaxFiles,
+        },
+        maxWorkers: deps.config.containerLogMaxWorkers,
+        monitorIntervalMs: deps.resolved.containerLogMonitorIntervalMs,
+        clock: node.clock,
+        log: deps.log,
+      }),
       new VolumeRefresher({
         volumes: runtime.helper.volumes,
         activePods: () => layer.lifecycle.activePods(),

@@ -72,6 +72,22 @@ describe('defaults', () => {
   });
 });
 
+describe('container log rotation settings', () => {
+  it('default to the kubelet values and refuse a monitor interval under 3s or no workers', async () => {
+    const { config, resolved } = await loadKubeletConfiguration(undefined);
+    expect(config).toMatchObject({ containerLogMaxWorkers: 1, containerLogMonitorInterval: '10s' });
+    expect(resolved.containerLogMonitorIntervalMs).toBe(10_000);
+    expect(
+      await loadErrors(
+        file('logrot.yaml', `${HEADER}containerLogMonitorInterval: 1s\ncontainerLogMaxWorkers: 0\n`),
+      ),
+    ).toEqual([
+      'containerLogMaxWorkers: Invalid value: 0: must be greater than or equal to 1',
+      'containerLogMonitorInterval: Invalid value: "1s": must be a positive time duration greater than or equal to 3s',
+    ]);
+  });
+});
+
 describe('config file', () => {
   it('reads fields with Go durations and quantities', async () => {
     const p = file(

@@ -1,7 +1,7 @@
 // /containerLogs on the kubelet server: CRI log files written for containers the runtime manager
 // ran on the in-memory runtime, read back over TLS with the query options, authn/authz, follow,
 // and `kubectl logs` through the fake apiserver's pods/log proxy.
-import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -130,6 +130,33 @@ afterAll(async () => {
 
 function get(path: string, token: string | null = 'good-token'): Promise<{ status: number; body: string }> {
   return httpGet(port, path, { ca: tls.cert, ...(token ? { token } : {}) });
+}
+
+/** GET app's log with follow and tailLines=1: what arrived so far, and a wait for a text. */
+function followApp() {
+  const received: string[] = [];
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    path: '/containerLogs/default/web/app?follow=true&tailLines=1',
+    ca: tls.cert,
+    headers: { Authorization: 'Bearer good-token' },
+  });
+  const got = (text: string) =>
+    new Promise<void>((resolve) => {
+      const check = () => (received.join('').includes(text) ? resolve() : setTimeout(check, 10));
+      check();
+    });
+  const ended = new Promise<void>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => received.push(c));
+      res.on('close', () => resolve());
+    });
+    req.on('error', (e) => ((e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
+  });
+  req.end();
+  return { received, got, req, ended };
 }
 
 const logs = (container: string, query = '') => get(`/containerLogs/default/web/${container}${query}`);
@@ -286,28 +313,7 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
   });
 
   it('follows a running container: appended lines stream until the client leaves', async () => {
-    const received: string[] = [];
-    const req = request({
-      host: '127.0.0.1',
-      port,
-      path: '/containerLogs/default/web/app?follow=true&tailLines=1',
-      ca: tls.cert,
-      headers: { Authorization: 'Bearer good-token' },
-    });
-    const got = (text: string) =>
-      new Promise<void>((resolve) => {
-        const check = () => (received.join('').includes(text) ? resolve() : setTimeout(check, 10));
-        check();
-      });
-    const ended = new Promise<void>((resolve, reject) => {
-      req.on('response', (res) => {
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => received.push(c));
-        res.on('close', () => resolve());
-      });
-      req.on('error', (e) => ((e as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(e)));
-    });
-    req.end();
+    const { received, got, req, ended } = followApp();
     await got('ready\n');
     appendFileSync(logPath('app'), `${ts(1)} stdout P half \n`);
     appendFileSync(logPath('app'), `${ts(1)} stdout F line\n${ts(2)} stdout F`);
@@ -318,6 +324,23 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
     req.destroy();
     await ended;
     expect(received.join('')).toBe('ready\nhalf line\ntail\n');
+  });
+
+  it('follows across a rotation: the renamed file to its end, then the reopened one from its start', async () => {
+    const { received, got, req, ended } = followApp();
+    await got('tail\n');
+    const path = logPath('app');
+    // Written just before the rename, then the runtime reopens and the new file outgrows the old one.
+    appendFileSync(path, `${ts(2)} stdout F before rotation\n`);
+    renameSync(path, `${path}.20261123-120002`);
+    writeFileSync(path, Array.from({ length: 40 }, (_, i) => `${ts(2)} stdout F after ${i}\n`).join(''));
+    await got('after 39\n');
+    req.destroy();
+    await ended;
+    const lines = Array.from({ length: 40 }, (_, i) => `after ${i}`);
+    expect(received.join('')).toBe(['tail', 'before rotation', ...lines, ''].join('\n'));
+    // Not following: the live file only, as the kubelet reads it.
+    expect((await logs('app')).body).toBe(`${lines.join('\n')}\n`);
   });
 
   it('ends a follow when the container stops, and does not follow an exited one', async () => {

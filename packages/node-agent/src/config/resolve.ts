@@ -33,6 +33,7 @@ export interface ResolvedKubeletConfig {
   kubeReserved: ResourceList;
   systemReserved: ResourceList;
   containerLogMaxSizeBytes: bigint;
+  containerLogMonitorIntervalMs: number;
   authenticationCacheTtlMs: number;
   authorizedCacheTtlMs: number;
   unauthorizedCacheTtlMs: number;
@@ -73,6 +74,7 @@ export function resolveKubeletConfiguration(cfg: KubeletConfiguration): Resolved
     kubeReserved: resources(cfg.kubeReserved),
     systemReserved: resources(cfg.systemReserved),
     containerLogMaxSizeBytes: Quantity.parse(cfg.containerLogMaxSize).value(),
+    containerLogMonitorIntervalMs: parseDuration(cfg.containerLogMonitorInterval),
     authenticationCacheTtlMs: parseDuration(cfg.authentication.webhook.cacheTTL),
     authorizedCacheTtlMs: parseDuration(cfg.authorization.webhook.cacheAuthorizedTTL),
     unauthorizedCacheTtlMs: parseDuration(cfg.authorization.webhook.cacheUnauthorizedTTL),

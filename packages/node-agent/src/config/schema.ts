@@ -121,6 +121,8 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   podLogsDir: { kind: 'string', check: (v) => (v.startsWith('/') ? undefined : 'must be an absolute path') },
   containerLogMaxSize: { kind: 'string', check: nonNegativeQuantity },
   containerLogMaxFiles: { kind: 'int', min: 2 },
+  containerLogMaxWorkers: { kind: 'int', min: 1 },
+  containerLogMonitorInterval: { kind: 'duration', positive: true },
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.
   cgroupsPerQOS: { kind: 'ignored', json: 'boolean' },
   cpuManagerPolicy: { kind: 'ignored', json: 'string' },

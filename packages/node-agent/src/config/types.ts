@@ -80,6 +80,10 @@ export interface KubeletConfiguration {
   podLogsDir: string;
   containerLogMaxSize: string;
   containerLogMaxFiles: number;
+  /** Containers whose logs are rotated at once (the kubelet's default 1). */
+  containerLogMaxWorkers: number;
+  /** How often container logs are checked for rotation (the kubelet's default 10s, at least 3s). */
+  containerLogMonitorInterval: string;
 }
 
 /** The kubelet's v1beta1 defaults for every field this agent reads. */
@@ -142,5 +146,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     podLogsDir: '/var/log/pods',
     containerLogMaxSize: '10Mi',
     containerLogMaxFiles: 5,
+    containerLogMaxWorkers: 1,
+    containerLogMonitorInterval: '10s',
   };
 }

@@ -33,6 +33,13 @@ export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldEr
       `must be greater than imageMinimumGCAge (${cfg.imageMinimumGCAge})`,
     );
   }
+  const monitor = safeDuration(cfg.containerLogMonitorInterval);
+  if (monitor !== undefined && monitor > 0 && monitor < 3_000)
+    errs.invalid(
+      'containerLogMonitorInterval',
+      cfg.containerLogMonitorInterval,
+      'must be a positive time duration greater than or equal to 3s',
+    );
   // A soft threshold without a grace period (or the reverse) can never act as configured. The
   // kubelet refuses to start on the first (ParseThresholdConfig); a threshold switched off needs none.
   for (const [signal, value] of Object.entries(cfg.evictionSoft ?? {})) {

@@ -3,7 +3,7 @@
 // writes for the container ("<RFC3339Nano> <stream> <P|F> <text>" per line) and applies the
 // PodLogOptions the API server passes on: tailLines, limitBytes, timestamps, previous,
 // sinceSeconds / sinceTime and follow.
-import { open, readFile, stat } from 'node:fs/promises';
+import { type FileHandle, open, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Clock, realClock } from '@kh/apimachinery';
 import type { ContainerStatus, Runtime } from '@kh/runtime-manager';
@@ -216,14 +216,29 @@ export class ContainerLogs {
     opts: LogOptions,
     isRunning: () => Promise<boolean>,
   ): Promise<void> {
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (e) {
+    // One descriptor for the read and the follow: a rotation in between cannot swap the file.
+    const fh = await open(path, 'r').catch((e) => {
       // Created but not yet written: an empty log.
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-      text = '';
+      return undefined;
+    });
+    try {
+      await this.send(req, res, path, fh, opts, isRunning);
+    } finally {
+      await fh?.close();
     }
+  }
+
+  private async send(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    fh: FileHandle | undefined,
+    opts: LogOptions,
+    isRunning: () => Promise<boolean>,
+  ): Promise<void> {
+    const data = fh ? await fh.readFile() : Buffer.alloc(0);
+    const text = data.toString('utf8');
     let budget = opts.limitBytes ?? Number.POSITIVE_INFINITY;
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
     // A HEAD has no body to follow; a follow says 200 at once, before any new line comes.
@@ -248,14 +263,19 @@ export class ContainerLogs {
     };
     const more = write(selectRecords(text, opts));
     if (more && opts.follow && (await isRunning()))
-      await this.follow(req, path, Buffer.byteLength(text), opts, write, isRunning);
+      await this.follow(req, path, fh, data.length, opts, write, isRunning);
     res.end();
   }
 
-  /** Streams lines appended after `offset` until the client goes, the limit is hit or the container stops. */
+  /**
+   * Streams lines appended after `offset` until the client goes, the limit is hit or the
+   * container stops. A rotation (the file renamed away and reopened at the same path) is followed
+   * as the kubelet follows it: the renamed file is read to its end, then the new one from its start.
+   */
   private async follow(
     req: IncomingMessage,
     path: string,
+    first: FileHandle | undefined,
     offset: number,
     opts: LogOptions,
     write: (records: LogRecord[]) => boolean,
@@ -265,42 +285,54 @@ export class ContainerLogs {
     req.once('close', () => {
       closed = true;
     });
+    let fh = first;
     let pos = offset;
     let rest = '';
     const pollMs = this.deps.followPollMs ?? 250;
-    const readNew = async (): Promise<boolean> => {
-      const size = await stat(path).then(
-        (s) => s.size,
-        () => pos,
-      );
-      if (size < pos) pos = 0; // truncated or replaced by rotation: start at its beginning
+    /** Writes what the open file has past `pos`; false once the limit is reached. */
+    const drain = async (): Promise<boolean> => {
+      if (!fh) return true;
+      const { size } = await fh.stat();
+      if (size < pos) pos = 0; // truncated in place: start at its beginning
       if (size === pos) return true;
-      const fh = await open(path, 'r');
-      try {
-        const buf = Buffer.alloc(size - pos);
-        const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
-        pos += bytesRead;
-        const lines = (rest + buf.subarray(0, bytesRead).toString('utf8')).split('\n');
-        rest = lines.pop() ?? '';
-        const records = lines.map(parseLogLine).filter((r): r is LogRecord => r !== undefined);
-        const since = opts.sinceMs;
-        return write(since === undefined ? records : records.filter((r) => r.ms >= since));
-      } finally {
-        await fh.close();
-      }
+      const buf = Buffer.alloc(size - pos);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+      pos += bytesRead;
+      const lines = (rest + buf.subarray(0, bytesRead).toString('utf8')).split('\n');
+      rest = lines.pop() ?? '';
+      const records = lines.map(parseLogLine).filter((r): r is LogRecord => r !== undefined);
+      const since = opts.sinceMs;
+      return write(since === undefined ? records : records.filter((r) => r.ms >= since));
     };
-    let lastRunningCheck = Date.now();
-    while (!closed) {
-      await new Promise((r) => setTimeout(r, pollMs));
-      if (closed || !(await readNew())) return;
-      if (Date.now() - lastRunningCheck >= 1_000) {
-        lastRunningCheck = Date.now();
-        if (!(await isRunning())) {
-          // The container is gone: whatever it wrote last, then the end.
-          await readNew();
-          return;
+    /** The open file, or a newer one at `path` once the old one is read to its end. */
+    const readNew = async (): Promise<boolean> => {
+      if (!(await drain())) return false;
+      const now = await stat(path).catch(() => undefined);
+      if (!now) return true; // renamed away and not reopened yet
+      if (fh && (await fh.stat()).ino === now.ino) return true;
+      if (fh !== first) await fh?.close();
+      fh = await open(path, 'r').catch(() => undefined);
+      pos = 0;
+      rest = '';
+      return drain();
+    };
+    try {
+      let lastRunningCheck = Date.now();
+      while (!closed) {
+        await new Promise((r) => setTimeout(r, pollMs));
+        if (closed || !(await readNew())) return;
+        if (Date.now() - lastRunningCheck >= 1_000) {
+          lastRunningCheck = Date.now();
+          if (!(await isRunning())) {
+            // The container is gone: whatever it wrote last, then the end.
+            await readNew();
+            return;
+          }
         }
       }
+    } finally {
+      // The first descriptor is the caller's to close.
+      if (fh !== first) await fh?.close();
     }
   }
 }

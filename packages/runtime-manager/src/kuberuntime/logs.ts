@@ -4,7 +4,7 @@
 // (`<time> <stream> <P|F> <text>` per line). The restart count of a container whose statuses
 // are all gone comes back from those file names; a removed container takes its file along.
 import { open, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { podUid } from './labels.js';
 
@@ -38,8 +38,16 @@ export async function restartCountFromLogDir(dir: string): Promise<number> {
   return max + 1;
 }
 
-/** Removes a container's log file; one already gone is not an error. */
+/**
+ * Removes a container's log file and its rotated files (`<log>.<time>[.gz]`, the container log
+ * manager's); one already gone is not an error.
+ */
 export async function removeContainerLog(path: string): Promise<void> {
+  const dir = dirname(path);
+  const rotated = (await readdir(dir).catch(() => [] as string[])).filter((n) =>
+    n.startsWith(`${basename(path)}.`),
+  );
+  for (const n of rotated) await rm(join(dir, n), { force: true });
   await rm(path, { force: true });
 }
 

@@ -484,6 +484,8 @@ export class KubeGenericRuntimeManager implements Runtime {
   ): Promise<void> {
     const steps = await this.#killPodWithSyncResult(pod, runningPod, gracePeriodOverrideSeconds);
     const failed = steps.filter((s) => s.error);
+    // Nothing of the pod runs any more: its sub-path mounts go (the kubelet's CleanSubPaths).
+    if (!failed.length) await this.#ctx.helper.cleanupPod?.(runningPod.uid);
     if (failed.length) {
       throw new KillPodError(
         `failed to kill pod ${runningPod.namespace}/${runningPod.name}: ${failed.map((s) => `${s.action} ${s.target}: ${s.message}`).join('; ')}`,

@@ -1,13 +1,21 @@
 // What a container needs from the rest of the agent before it can be created: environment
 // variables, volume mounts, and the pod's cgroup and DNS. Config maps, secrets, tokens and the
 // node come from a PodObjectSource (the node agent's, over the API server); without one, a pod
-// that needs them fails with CreateContainerConfigError.
-import { join } from 'node:path';
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+// that needs them fails with CreateContainerConfigError. A mount's subPath (or subPathExpr) is
+// prepared as the kubelet prepares it (subpath.ts): never a path outside its volume.
+import type { V1Container, V1Pod, V1VolumeMount } from '@kubernetes/client-node';
 import { ErrCreateContainerConfig, SyncStepError } from '../container/sync_result.js';
 import { type EnvVar, makeEnvironmentVariables } from './env.js';
 import type { PodObjectSource } from './pod_objects.js';
-import { PodVolumes } from './volumes.js';
+import {
+  cleanSubPaths,
+  hostMounter,
+  mountSubPath,
+  prepareSubPath,
+  SubPathError,
+  type SubPathMounter,
+} from './subpath.js';
+import { PodVolumes, type VolumeMountSource } from './volumes.js';
 
 export interface MountSpec {
   containerPath: string;
@@ -31,6 +39,8 @@ export interface RuntimeHelper {
   podCgroupParent(pod: V1Pod): string;
   /** DNS for the sandbox; undefined keeps the runtime's default (the node's resolv.conf). */
   podDNS(pod: V1Pod): { servers: string[]; searches: string[]; options: string[] } | undefined;
+  /** Releases what the pod's containers were given (sub-path mounts) once none of them runs. */
+  cleanupPod?(podUid: string): Promise<Error[]>;
 }
 
 /**
@@ -42,9 +52,11 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
   readonly volumes: PodVolumes;
 
   constructor(
-    podsDir: string,
+    private readonly podsDir: string,
     private readonly cgroupParent = '',
     private readonly objects?: PodObjectSource,
+    /** Bind mounts for sub-paths; the default runs mount(8) (root, the runtime's mount namespace). */
+    private readonly mounter: SubPathMounter = hostMounter,
   ) {
     this.volumes = new PodVolumes(podsDir, objects);
   }
@@ -54,8 +66,9 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
     container: V1Container,
     podIPs: string[],
   ): Promise<RunContainerOptions> {
-    const mounts: MountSpec[] = [];
-    // Volumes first, as the kubelet mounts them before it builds the container's config.
+    // Volumes are set up first, as the kubelet's volume manager mounts them before the container's
+    // config is built; sub-paths come after the envs, which subPathExpr expands (makeMounts).
+    const sources: { vm: V1VolumeMount; src: VolumeMountSource }[] = [];
     for (const vm of container.volumeMounts ?? []) {
       const vol = pod.spec?.volumes?.find((v) => v.name === vm.name);
       if (!vol) {
@@ -71,11 +84,46 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
           `volume "${vol.name}" has a type the default runtime helper does not mount`,
         );
       }
-      const hostPath = vm.subPath ? join(src.hostPath, vm.subPath) : src.hostPath;
-      mounts.push({ containerPath: vm.mountPath, hostPath, readonly: src.readonly || vm.readOnly === true });
+      sources.push({ vm, src });
     }
     const envs = await makeEnvironmentVariables(pod, container, podIPs, this.objects);
+    const mounts: MountSpec[] = [];
+    for (const [index, { vm, src }] of sources.entries()) {
+      const hostPath = await this.subPathSource(pod, container, vm, index, src.hostPath, envs);
+      mounts.push({ containerPath: vm.mountPath, hostPath, readonly: src.readonly || vm.readOnly === true });
+    }
     return { envs, mounts };
+  }
+
+  /** The volume's path, or its prepared sub-path; a bad one is the kubelet's CreateContainerConfigError. */
+  private async subPathSource(
+    pod: V1Pod,
+    container: V1Container,
+    vm: V1VolumeMount,
+    index: number,
+    volumePath: string,
+    envs: EnvVar[],
+  ): Promise<string> {
+    try {
+      const subPath = mountSubPath(vm, envs);
+      if (!subPath) return volumePath;
+      return await prepareSubPath(this.mounter, {
+        podsDir: this.podsDir,
+        podUid: pod.metadata?.uid ?? '',
+        volumeName: vm.name,
+        containerName: container.name,
+        index,
+        volumePath,
+        subPath,
+      });
+    } catch (err) {
+      if (err instanceof SubPathError) throw new SyncStepError(ErrCreateContainerConfig, err.message);
+      throw err;
+    }
+  }
+
+  cleanupPod(podUid: string): Promise<Error[]> {
+    return cleanSubPaths(this.mounter, this.podsDir, podUid);
   }
 
   podCgroupParent(): string {

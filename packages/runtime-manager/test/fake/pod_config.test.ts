@@ -1,9 +1,11 @@
 // Envs and API volumes end to end through syncPod over the fake runtime: what reaches
 // CreateContainer, and a missing config map that blocks the container until it appears.
+import { mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CreateContainerRequest } from '@kh/cri-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DefaultRuntimeHelper } from '../../src/kuberuntime/runtime_helper.js';
+import type { SubPathMounter } from '../../src/kuberuntime/subpath.js';
 import { FakeObjects } from '../fake_objects.js';
 import { ctr, Harness, IMAGE, makePod } from './harness.js';
 
@@ -76,5 +78,52 @@ describe('pod config over the fake runtime', () => {
     ]);
     // The same sandbox: the pod was never recreated.
     expect(h.requests('RunPodSandbox')).toHaveLength(1);
+  });
+});
+
+describe('subPath over the fake runtime', () => {
+  /** Binds by name only: what the manager hands the runtime, and what killPod releases. */
+  const mounted = new Set<string>();
+  const mounter: SubPathMounter = {
+    bind: async (_source, target) => void mounted.add(target),
+    unmount: async (target) => void mounted.delete(target),
+    isMountPoint: async (target) => mounted.has(target),
+  };
+  beforeEach(async () => {
+    mounted.clear();
+    h.manager = await h.newManager({
+      runtimeHelper: new DefaultRuntimeHelper(h.podsDir, '', objects, mounter),
+    });
+  });
+  const subPathPod = (name: string, subPath: string) =>
+    makePod(name, [ctr('app', { volumeMounts: [{ name: 'data', mountPath: '/d', subPath }] })], {
+      volumes: [{ name: 'data', emptyDir: {} }],
+    });
+
+  it('mounts the prepared volume-subpaths path and killPod unmounts it', async () => {
+    const pod = subPathPod('sub', 'a/b');
+    const r = await h.sync(pod);
+    expect(r.steps.filter((s) => s.error)).toEqual([]);
+    const [req] = h.requests<CreateContainerRequest>('CreateContainer');
+    const target = join(h.podsDir, pod.metadata!.uid!, 'volume-subpaths', 'data', 'app', '0');
+    expect(req!.config!.mounts.find((m) => m.containerPath === '/d')?.hostPath).toBe(target);
+    expect([...mounted]).toEqual([target]);
+    const running = (await h.manager.getPods(false)).find((p) => p.uid === pod.metadata!.uid)!;
+    await h.manager.killPod(pod, running, 0);
+    expect(mounted.size).toBe(0);
+  });
+
+  it('refuses a link out of the volume with CreateContainerConfigError and creates no container', async () => {
+    const pod = subPathPod('escape', 'root');
+    const vol = join(h.podsDir, pod.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'data');
+    await mkdir(vol, { recursive: true });
+    await symlink('/', join(vol, 'root'));
+    const r = await h.sync(pod);
+    const failed = r.steps.filter((s) => s.error);
+    expect(failed.map((s) => [s.reason, s.message])).toEqual([
+      ['CreateContainerConfigError', 'failed to prepare subPath for volumeMount "data" of container "app"'],
+    ]);
+    expect(h.requests('CreateContainer')).toEqual([]);
+    expect(mounted.size).toBe(0);
   });
 });

@@ -60,6 +60,15 @@ describe('log layout', async () => {
     expect(await readdir(dir)).not.toContain('gone.log');
   });
 
+  it('removes the rotated and compressed files with the log, and no other instance', async () => {
+    const d = join(dir, 'rotated');
+    await mkdir(d);
+    for (const n of ['0.log', '0.log.20261128-203105.gz', '0.log.20261128-203106', '10.log', '1.log'])
+      await writeFile(join(d, n), 'x');
+    await removeContainerLog(join(d, '0.log'));
+    expect((await readdir(d)).sort()).toEqual(['1.log', '10.log']);
+  });
+
   it('reads the tail of a file', async () => {
     const f = join(dir, 'tail.log');
     await writeFile(f, 'abcdefgh');
