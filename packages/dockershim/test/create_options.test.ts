@@ -17,9 +17,9 @@ import {
   type ContainerCreateParams,
   containerCreateOptions,
   dockerUser,
-} from '../src/shim/container_create.js';
-import { LabelKeys } from '../src/shim/labels.js';
-import { type SandboxCreateParams, sandboxCreateOptions } from '../src/shim/sandbox_run.js';
+} from '../src/core/container_create.js';
+import { type SandboxCreateParams, sandboxCreateOptions } from '../src/core/sandbox_run.js';
+import { LabelKeys } from '../src/model/labels.js';
 
 function hostConfig(o: Dockerode.ContainerCreateOptions): Dockerode.HostConfig {
   if (!o.HostConfig) throw new Error('no HostConfig');

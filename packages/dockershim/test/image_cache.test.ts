@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ImageCache } from '../src/shim/image_cache.js';
+import { ImageCache } from '../src/state/image_cache.js';
 
 /** Just what ImageCache asks of Dockerode: an event stream it controls and counted image inspects. */
 function fakeDocker(opts: { eventsFail?: boolean } = {}) {

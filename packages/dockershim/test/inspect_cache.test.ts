@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InspectCache } from '../src/shim/inspect_cache.js';
+import { InspectCache } from '../src/state/inspect_cache.js';
 
 /** Just what InspectCache asks of Dockerode: an event stream the test writes to. */
 function fakeDocker(opts: { eventsFail?: boolean } = {}) {

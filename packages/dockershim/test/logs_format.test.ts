@@ -4,15 +4,15 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { describe, expect, it, vi } from 'vitest';
-import { CappedOutput, jsonLines, LineDecoder, StreamType } from '../src/shim/docker_stream.js';
-import { eventTimeNanos } from '../src/shim/events.js';
+import { eventTimeNanos } from '../src/core/events.js';
+import { CappedOutput, jsonLines, LineDecoder, StreamType } from '../src/docker/stream.js';
 import {
   ContainerLogCopier,
   formatCriLogLine,
   parseCriLogLine,
   splitTimestamp,
   timestampToSince,
-} from '../src/shim/logs.js';
+} from '../src/logs/copier.js';
 
 function frame(type: number, text: string): Buffer {
   const payload = Buffer.from(text);

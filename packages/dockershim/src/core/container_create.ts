@@ -11,20 +11,20 @@ import {
   type PodSandboxMetadata,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
-import type { ShimContext } from './context.js';
-import { containerPidMode, nowNanos, signalName, toDockerMounts } from './convert.js';
-import { docker, required } from './errors.js';
-import { hostDevices, withCapabilitiesToDrop } from './host_privileges.js';
 import {
   ContainerType,
   KubernetesLabels,
   LabelKeys,
   makeDockerLabels,
   sandboxMetadataFrom,
-} from './labels.js';
+} from '../model/labels.js';
+import { makeContainerName } from '../model/naming.js';
+import type { ShimContext } from './context.js';
+import { containerPidMode, nowNanos, signalName, toDockerMounts } from './convert.js';
+import { docker, required } from './errors.js';
+import { hostDevices, withCapabilitiesToDrop } from './host_privileges.js';
 import { getManaged } from './lookup.js';
 import { checkMountPropagation } from './mount_propagation.js';
-import { makeContainerName } from './naming.js';
 import {
   emulatesPrivileged,
   loadSeccompProfile,

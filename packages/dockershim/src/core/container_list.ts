@@ -1,8 +1,5 @@
 import type { Container, ListContainersRequest, ListContainersResponse } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
-import type { ShimContext } from './context.js';
-import { toContainerState, unixSecondsToNanos } from './convert.js';
-import { docker } from './errors.js';
 import {
   ContainerType,
   containerMetadataFrom,
@@ -10,7 +7,10 @@ import {
   LabelKeys,
   labelFilters,
   splitDockerLabels,
-} from './labels.js';
+} from '../model/labels.js';
+import type { ShimContext } from './context.js';
+import { toContainerState, unixSecondsToNanos } from './convert.js';
+import { docker } from './errors.js';
 import { findManaged } from './lookup.js';
 
 /** A container as `docker ps` shows it. */

@@ -14,18 +14,19 @@ import type {
   PodSandboxStatsResponse,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
-import { listContainerItems, listPodContainerItems } from './container_list.js';
-import type { ShimContext } from './context.js';
-import { dockerTimeToNanos, nowNanos } from './convert.js';
-import type { CpuSampler } from './cpu_sampler.js';
-import { docker, isDockerNotFound } from './errors.js';
+import { isDockerNotFound } from '../docker/errors.js';
 import {
   ContainerType,
   containerMetadataFrom,
   LabelKeys,
   sandboxMetadataFrom,
   splitDockerLabels,
-} from './labels.js';
+} from '../model/labels.js';
+import type { CpuSampler } from '../state/cpu_sampler.js';
+import { listContainerItems, listPodContainerItems } from './container_list.js';
+import type { ShimContext } from './context.js';
+import { dockerTimeToNanos, nowNanos } from './convert.js';
+import { docker } from './errors.js';
 import { getManaged } from './lookup.js';
 import { cniPodNetworkUsage } from './pod_network.js';
 import { listSandboxItems } from './sandbox_status.js';

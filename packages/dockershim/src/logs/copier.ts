@@ -2,7 +2,7 @@ import { type FileHandle, mkdir, open, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { FailedPreconditionError } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
-import { FrameDecoder, LineDecoder, StreamType } from './docker_stream.js';
+import { FrameDecoder, LineDecoder, StreamType } from '../docker/stream.js';
 
 // Docker keeps container output in its own log driver; kubelet reads the CRI log file at log_path.
 // The shim bridges the two: for every started container it follows `docker logs` (with Docker's

@@ -13,6 +13,7 @@ import {
   UnknownCriError,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
+import { ContainerType } from '../model/labels.js';
 import {
   CniNotReadyError,
   CniPluginError,
@@ -24,7 +25,6 @@ import {
 } from '../network/cni.js';
 import type { ShimContext } from './context.js';
 import { PROTOCOL_NAME } from './convert.js';
-import { ContainerType } from './labels.js';
 import { findManaged } from './lookup.js';
 
 /** Network mode of a pause container whose pod network CNI sets up. */

@@ -16,10 +16,11 @@ import {
   UnknownCriError,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
+import { isDockerNotFound } from '../docker/errors.js';
+import { jsonLines } from '../docker/stream.js';
 import type { ShimContext } from './context.js';
 import { imageUser, splitImageRef } from './convert.js';
-import { jsonLines } from './docker_stream.js';
-import { docker, isDockerNotFound, required, toCriError } from './errors.js';
+import { docker, required, toCriError } from './errors.js';
 
 const NONE_TAG = '<none>:<none>';
 const NONE_DIGEST = '<none>@<none>';

@@ -1,9 +1,10 @@
 import type { StartContainerRequest, StartContainerResponse } from '@kh/cri-api';
 import { FailedPreconditionError, InternalError } from '@kh/cri-api';
+import { dockerMessage, dockerStatusCode } from '../docker/errors.js';
+import { createLogFile } from '../logs/copier.js';
+import { ContainerType, LabelKeys } from '../model/labels.js';
 import type { ShimContext } from './context.js';
-import { dockerMessage, dockerStatusCode, toCriError } from './errors.js';
-import { ContainerType, LabelKeys } from './labels.js';
-import { createLogFile } from './logs.js';
+import { toCriError } from './errors.js';
 import { getManaged } from './lookup.js';
 
 /** StartContainer: start a created container and begin copying its output to the CRI log file. */

@@ -1,8 +1,9 @@
 import { NotFoundError } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
+import { isDockerNotFound } from '../docker/errors.js';
+import { ContainerType, LabelKeys } from '../model/labels.js';
 import type { ShimContext } from './context.js';
-import { isDockerNotFound, required, toCriError } from './errors.js';
-import { ContainerType, LabelKeys } from './labels.js';
+import { required, toCriError } from './errors.js';
 
 const DOCKER_ID_OR_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 

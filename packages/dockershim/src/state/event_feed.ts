@@ -1,5 +1,5 @@
 import type Dockerode from 'dockerode';
-import { jsonLines } from './docker_stream.js';
+import { jsonLines } from '../docker/stream.js';
 
 const RESUBSCRIBE_MS = 1_000;
 

@@ -7,10 +7,10 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
 } from '@kh/cri-api';
+import { CappedOutput, FrameDecoder } from '../docker/stream.js';
+import { ContainerType } from '../model/labels.js';
 import type { ShimContext } from './context.js';
-import { CappedOutput, FrameDecoder } from './docker_stream.js';
 import { docker } from './errors.js';
-import { ContainerType } from './labels.js';
 import { getManaged } from './lookup.js';
 
 type Outcome = { kind: 'done' } | { kind: 'timeout' } | { kind: 'canceled' };

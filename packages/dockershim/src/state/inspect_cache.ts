@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
-import { DockerEventFeed } from './docker_events.js';
-import { LabelKeys } from './labels.js';
+import { LabelKeys } from '../model/labels.js';
+import { DockerEventFeed } from './event_feed.js';
 
 const MAX_CHANGES = 50_000;
 

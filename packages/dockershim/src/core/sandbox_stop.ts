@@ -1,7 +1,8 @@
 import type { StopPodSandboxRequest, StopPodSandboxResponse } from '@kh/cri-api';
+import { dockerStatusCode, isDockerNotFound } from '../docker/errors.js';
 import { findSandboxWithContainers } from './container_list.js';
 import type { ShimContext } from './context.js';
-import { dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
+import { required, toCriError } from './errors.js';
 import { tearDownPodNetwork } from './pod_network.js';
 
 /** Stops a container at once (SIGKILL after a zero grace period). Already stopped or gone is fine. */

@@ -1,7 +1,7 @@
 import type { UpdateContainerResourcesRequest, UpdateContainerResourcesResponse } from '@kh/cri-api';
+import { ContainerType } from '../model/labels.js';
 import type { ShimContext } from './context.js';
 import { docker } from './errors.js';
-import { ContainerType } from './labels.js';
 import { getManaged } from './lookup.js';
 
 /** UpdateContainerResources: CPU and memory limits of a live container (docker update). */

@@ -2,40 +2,40 @@ import { readFile } from 'node:fs/promises';
 import { type CriImageHandlers, type CriRuntimeHandlers, type CriServer, serveCri } from '@kh/cri-api';
 import { StreamingServer } from '@kh/cri-streaming';
 import type Dockerode from 'dockerode';
-import { CniNetworkPlugin } from '../network/cni.js';
-import { createContainer } from './container_create.js';
-import { execSync } from './container_exec.js';
-import { listContainers } from './container_list.js';
-import { reopenContainerLog, resumeLogCopiers } from './container_log.js';
-import { removeContainer } from './container_remove.js';
-import { startContainer } from './container_start.js';
-import { containerStatus } from './container_status.js';
-import { stopContainer } from './container_stop.js';
+import { createContainer } from './core/container_create.js';
+import { execSync } from './core/container_exec.js';
+import { listContainers } from './core/container_list.js';
+import { reopenContainerLog, resumeLogCopiers } from './core/container_log.js';
+import { removeContainer } from './core/container_remove.js';
+import { startContainer } from './core/container_start.js';
+import { containerStatus } from './core/container_status.js';
+import { stopContainer } from './core/container_stop.js';
 import {
   attach,
   DockerStreamingRuntime,
   exec,
   portForward,
   type StreamingUrls,
-} from './container_streaming.js';
-import { updateContainerResources } from './container_update.js';
-import { DEFAULT_CONFIG, type DockerShimConfig, type ShimContext } from './context.js';
-import { CpuSampler } from './cpu_sampler.js';
-import { connectDocker } from './docker_endpoint.js';
-import { docker } from './errors.js';
-import { getContainerEvents } from './events.js';
-import { imageStatus, listImages, pullImage, removeImage } from './image.js';
-import { ImageCache } from './image_cache.js';
-import { imageFsInfo } from './imagefs.js';
-import { InspectCache } from './inspect_cache.js';
-import { KnownIds } from './known_ids.js';
-import { LogManager } from './logs.js';
-import { removePodSandbox } from './sandbox_remove.js';
-import { runPodSandbox } from './sandbox_run.js';
-import { listPodSandbox, podSandboxStatus } from './sandbox_status.js';
-import { stopPodSandbox } from './sandbox_stop.js';
-import { containerStats, listContainerStats, listPodSandboxStats, podSandboxStats } from './stats.js';
-import { runtimeConfig, status, updateRuntimeConfig, version } from './status_version.js';
+} from './core/container_streaming.js';
+import { updateContainerResources } from './core/container_update.js';
+import { DEFAULT_CONFIG, type DockerShimConfig, type ShimContext } from './core/context.js';
+import { docker } from './core/errors.js';
+import { getContainerEvents } from './core/events.js';
+import { imageStatus, listImages, pullImage, removeImage } from './core/image.js';
+import { imageFsInfo } from './core/imagefs.js';
+import { removePodSandbox } from './core/sandbox_remove.js';
+import { runPodSandbox } from './core/sandbox_run.js';
+import { listPodSandbox, podSandboxStatus } from './core/sandbox_status.js';
+import { stopPodSandbox } from './core/sandbox_stop.js';
+import { containerStats, listContainerStats, listPodSandboxStats, podSandboxStats } from './core/stats.js';
+import { runtimeConfig, status, updateRuntimeConfig, version } from './core/status_version.js';
+import { connectDocker } from './docker/dockerode.js';
+import { LogManager } from './logs/copier.js';
+import { CniNetworkPlugin } from './network/cni.js';
+import { CpuSampler } from './state/cpu_sampler.js';
+import { ImageCache } from './state/image_cache.js';
+import { InspectCache } from './state/inspect_cache.js';
+import { KnownIds } from './state/known_ids.js';
 
 export interface DockerShimOptions extends Partial<DockerShimConfig> {
   /** Docker Engine endpoint (ignored when `docker` is given). Default unix:///var/run/docker.sock. */

@@ -1,6 +1,6 @@
 import type Dockerode from 'dockerode';
-import { DockerEventFeed } from './docker_events.js';
-import { isDockerNotFound } from './errors.js';
+import { isDockerNotFound } from '../docker/errors.js';
+import { DockerEventFeed } from './event_feed.js';
 
 /**
  * Image inspects by image id, for ContainerStatus (the image's repo digest is its image_ref). An

@@ -8,8 +8,9 @@ import {
   type UpdateRuntimeConfigResponse,
   type VersionResponse,
 } from '@kh/cri-api';
+import { dockerMessage } from '../docker/errors.js';
 import type { ShimContext } from './context.js';
-import { docker, dockerMessage } from './errors.js';
+import { docker } from './errors.js';
 import { networkError } from './pod_network.js';
 
 /** The CRI API version kubelet expects in Version.version. */

@@ -1,4 +1,5 @@
 import type Dockerode from 'dockerode';
+import type { LogManager } from '../logs/copier.js';
 import {
   type CniNetworkPlugin,
   DEFAULT_CNI_BIN_DIR,
@@ -6,11 +7,10 @@ import {
   DEFAULT_CNI_CONF_DIR,
   DEFAULT_CNI_TIMEOUT_MS,
 } from '../network/cni.js';
-import type { CpuSampler } from './cpu_sampler.js';
-import type { ImageCache } from './image_cache.js';
-import type { InspectCache } from './inspect_cache.js';
-import type { KnownIds } from './known_ids.js';
-import type { LogManager } from './logs.js';
+import type { CpuSampler } from '../state/cpu_sampler.js';
+import type { ImageCache } from '../state/image_cache.js';
+import type { InspectCache } from '../state/inspect_cache.js';
+import type { KnownIds } from '../state/known_ids.js';
 
 /** --network-plugin: pods on CNI (cri-dockerd's default), or on a Docker network as before. */
 export type NetworkPluginName = 'cni' | 'docker';

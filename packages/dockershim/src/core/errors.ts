@@ -7,39 +7,7 @@ import {
   NotFoundError,
   UnavailableError,
 } from '@kh/cri-api';
-
-/** What docker-modem puts on a failed Engine API call. */
-interface DockerApiError {
-  statusCode?: number;
-  json?: { message?: string } | null;
-  reason?: string;
-  code?: string;
-  message?: string;
-}
-
-// Socket-level failures: the engine is down or unreachable, not a bad request.
-const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
-
-export function dockerStatusCode(err: unknown): number | undefined {
-  return (err as DockerApiError | undefined)?.statusCode;
-}
-
-/** The engine's own message ("No such container: abc") rather than docker-modem's wrapper text. */
-export function dockerMessage(err: unknown): string {
-  const e = err as DockerApiError | undefined;
-  const fromJson = e?.json?.message;
-  if (typeof fromJson === 'string' && fromJson !== '') return fromJson;
-  return e?.message ?? String(err);
-}
-
-export function isDockerNotFound(err: unknown): boolean {
-  return dockerStatusCode(err) === 404;
-}
-
-export function isDockerConnectionError(err: unknown): boolean {
-  const code = (err as DockerApiError | undefined)?.code;
-  return typeof code === 'string' && CONNECTION_ERRORS.has(code);
-}
+import { dockerMessage, dockerStatusCode, isDockerConnectionError } from '../docker/errors.js';
 
 /**
  * Maps an Engine API failure to the gRPC status a CRI client expects. `action` says what the shim was

@@ -1,4 +1,4 @@
-import type { ContainerType } from './labels.js';
+import type { ContainerType } from '../model/labels.js';
 
 const MAX_ENTRIES = 50_000;
 

@@ -7,15 +7,16 @@ import {
   type RunPodSandboxResponse,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
+import { dockerStatusCode, isDockerNotFound } from '../docker/errors.js';
+import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from '../model/labels.js';
+import { makeSandboxName } from '../model/naming.js';
 import { CniNotReadyError } from '../network/cni.js';
 import { removeDockerContainer } from './container_remove.js';
 import type { ShimContext } from './context.js';
 import { nowNanos, PROTOCOL_NAME } from './convert.js';
-import { docker, dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
+import { docker, required, toCriError } from './errors.js';
 import { withCapabilitiesToDrop } from './host_privileges.js';
 import { ensureImage } from './image.js';
-import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from './labels.js';
-import { makeSandboxName } from './naming.js';
 import { CNI_NETWORK_MODE, networkError, setUpPodNetwork, tearDownPodNetwork } from './pod_network.js';
 import { loadSeccompProfile, requestedProfile, requestedSeccomp, securityHostConfig } from './security.js';
 

@@ -5,6 +5,13 @@ import {
   type ContainerStatusResponse,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
+import {
+  ContainerType,
+  containerMetadataFrom,
+  createdAtFrom,
+  LabelKeys,
+  splitDockerLabels,
+} from '../model/labels.js';
 import type { ShimContext } from './context.js';
 import {
   dockerTimeToNanos,
@@ -14,13 +21,6 @@ import {
   signalFromDocker,
   toContainerState,
 } from './convert.js';
-import {
-  ContainerType,
-  containerMetadataFrom,
-  createdAtFrom,
-  LabelKeys,
-  splitDockerLabels,
-} from './labels.js';
 import { getManaged } from './lookup.js';
 
 // How long ContainerStatus waits for the last log lines of an exited container to reach the CRI file,

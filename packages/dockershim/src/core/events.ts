@@ -5,12 +5,12 @@ import {
   type GetEventsRequest,
   UnavailableError,
 } from '@kh/cri-api';
+import { jsonLines } from '../docker/stream.js';
+import { ContainerType, LabelKeys } from '../model/labels.js';
 import { listPodContainerItems } from './container_list.js';
 import { getContainerStatus } from './container_status.js';
 import type { ShimContext } from './context.js';
-import { jsonLines } from './docker_stream.js';
 import { docker } from './errors.js';
-import { ContainerType, LabelKeys } from './labels.js';
 import { findManaged } from './lookup.js';
 import { sandboxIps } from './pod_network.js';
 import { sandboxStatusFromInspect } from './sandbox_status.js';

@@ -18,11 +18,11 @@ import type {
   StreamingServer,
   TerminalSize,
 } from '@kh/cri-streaming';
+import { FrameDecoder, StreamType } from '../docker/stream.js';
+import { ContainerType } from '../model/labels.js';
 import { killExecProcess, waitExitCode } from './container_exec.js';
 import type { ShimContext } from './context.js';
-import { FrameDecoder, StreamType } from './docker_stream.js';
 import { docker } from './errors.js';
-import { ContainerType } from './labels.js';
 import { getManaged } from './lookup.js';
 
 // CRI Exec, Attach and PortForward only hand out a URL of the streaming server; the session itself

@@ -4,8 +4,8 @@ import {
   type ReopenContainerLogRequest,
   type ReopenContainerLogResponse,
 } from '@kh/cri-api';
+import { ContainerType, LabelKeys } from '../model/labels.js';
 import type { ShimContext } from './context.js';
-import { ContainerType, LabelKeys } from './labels.js';
 import { getManaged } from './lookup.js';
 
 // The CRI side of container logs; the copying itself is LogManager's (logs.ts).

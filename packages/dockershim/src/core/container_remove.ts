@@ -1,7 +1,8 @@
 import type { RemoveContainerRequest, RemoveContainerResponse } from '@kh/cri-api';
+import { dockerStatusCode, isDockerNotFound } from '../docker/errors.js';
+import { ContainerType } from '../model/labels.js';
 import type { ShimContext } from './context.js';
-import { dockerStatusCode, isDockerNotFound, required, toCriError } from './errors.js';
-import { ContainerType } from './labels.js';
+import { required, toCriError } from './errors.js';
 import { findManaged } from './lookup.js';
 
 /** Force-removes a Docker container and its anonymous volumes; gone already is fine. */

@@ -7,6 +7,14 @@ import type {
   PodSandboxStatusResponse,
 } from '@kh/cri-api';
 import type Dockerode from 'dockerode';
+import {
+  ContainerType,
+  createdAtFrom,
+  LabelKeys,
+  labelFilters,
+  sandboxMetadataFrom,
+  splitDockerLabels,
+} from '../model/labels.js';
 import type { ShimContext } from './context.js';
 import {
   dockerTimeToNanos,
@@ -16,14 +24,6 @@ import {
   unixSecondsToNanos,
 } from './convert.js';
 import { docker } from './errors.js';
-import {
-  ContainerType,
-  createdAtFrom,
-  LabelKeys,
-  labelFilters,
-  sandboxMetadataFrom,
-  splitDockerLabels,
-} from './labels.js';
 import { getManaged } from './lookup.js';
 import { sandboxIps } from './pod_network.js';
 
