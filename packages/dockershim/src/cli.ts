@@ -9,7 +9,7 @@ import {
   DEFAULT_STREAM_IDLE_TIMEOUT_MS,
 } from '@kh/cri-streaming';
 import { DEFAULT_CONFIG, NETWORK_PLUGINS, type NetworkPluginName } from './core/context.js';
-import { connectDocker, DEFAULT_DOCKER_ENDPOINT } from './docker/dockerode.js';
+import { DEFAULT_DOCKER_ENDPOINT, DockerodeClient } from './docker/api_client.js';
 import { dockerMessage } from './docker/errors.js';
 import { enterRuntimeCgroup } from './runtime_cgroups.js';
 import { DEFAULT_STREAMING_ADDRESS, DockerShim } from './service.js';
@@ -92,7 +92,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const endpoint = values['docker-endpoint'];
-  const docker = connectDocker(endpoint);
+  const docker = DockerodeClient.connect(endpoint);
   try {
     await docker.ping();
   } catch (err) {

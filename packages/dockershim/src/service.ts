@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { type CriImageHandlers, type CriRuntimeHandlers, type CriServer, serveCri } from '@kh/cri-api';
 import { StreamingServer } from '@kh/cri-streaming';
-import type Dockerode from 'dockerode';
 import { createContainer } from './core/container_create.js';
 import { execSync } from './core/container_exec.js';
 import { listContainers } from './core/container_list.js';
@@ -29,7 +28,9 @@ import { listPodSandbox, podSandboxStatus } from './core/sandbox_status.js';
 import { stopPodSandbox } from './core/sandbox_stop.js';
 import { containerStats, listContainerStats, listPodSandboxStats, podSandboxStats } from './core/stats.js';
 import { runtimeConfig, status, updateRuntimeConfig, version } from './core/status_version.js';
-import { connectDocker } from './docker/dockerode.js';
+import { DockerodeClient } from './docker/api_client.js';
+import type { DockerClient } from './docker/client.js';
+import { DockerOperationMetrics, instrumentedDockerClient } from './docker/instrumented.js';
 import { LogManager } from './logs/copier.js';
 import { CniNetworkPlugin } from './network/cni.js';
 import { CpuSampler } from './state/cpu_sampler.js';
@@ -40,7 +41,8 @@ import { KnownIds } from './state/known_ids.js';
 export interface DockerShimOptions extends Partial<DockerShimConfig> {
   /** Docker Engine endpoint (ignored when `docker` is given). Default unix:///var/run/docker.sock. */
   dockerEndpoint?: string;
-  docker?: Dockerode;
+  /** The Engine client: DockerodeClient, or FakeDockerClient in tests. Its calls are timed. */
+  docker?: DockerClient;
   /** Where to listen: a unix socket path, or an address such as tcp://127.0.0.1:0. */
   socketPath?: string;
   address?: string;
@@ -114,6 +116,8 @@ export class DockerShim {
     private readonly streaming: StreamingServer,
     private readonly runtime: DockerStreamingRuntime,
     readonly context: ShimContext,
+    /** Latency and errors of every Engine call the shim made (cri-dockerd's docker_operations_*). */
+    readonly dockerOperations: DockerOperationMetrics,
   ) {}
 
   get endpoint(): string {
@@ -127,7 +131,11 @@ export class DockerShim {
 
   static async start(options: DockerShimOptions): Promise<DockerShim> {
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
-    const client = options.docker ?? connectDocker(options.dockerEndpoint);
+    const metrics = new DockerOperationMetrics();
+    const client = instrumentedDockerClient(
+      options.docker ?? DockerodeClient.connect(options.dockerEndpoint),
+      metrics,
+    );
     const address = options.address ?? 'tcp://127.0.0.1:0';
     const config: DockerShimConfig = { ...DEFAULT_CONFIG };
     for (const [key, value] of Object.entries(options))
@@ -147,7 +155,7 @@ export class DockerShim {
               log,
             })
           : undefined,
-      logs: new LogManager((id, err) =>
+      logs: new LogManager(client, (id, err) =>
         log(`dockershim: log copier of container ${id} failed: ${String(err)}`),
       ),
       cpu: new CpuSampler(),
@@ -156,9 +164,7 @@ export class DockerShim {
       known: new KnownIds(),
       ownOomScoreAdj: await readOwnOomScoreAdj(),
       dockerRootDir: cachedUntilFailure(() =>
-        docker('docker info', () => client.info()).then(
-          (i) => (i as { DockerRootDir: string }).DockerRootDir,
-        ),
+        docker('docker info', () => client.info()).then((i) => i.DockerRootDir),
       ),
       engineApiVersion: cachedUntilFailure(() =>
         docker('docker version', () => client.version()).then((v) => v.ApiVersion),
@@ -180,7 +186,7 @@ export class DockerShim {
         { name: 'dockershim', ...dockerShimHandlers(ctx, streaming) },
         options.socketPath ? { socketPath: options.socketPath } : { address },
       );
-      return new DockerShim(server, streaming, runtime, ctx);
+      return new DockerShim(server, streaming, runtime, ctx, metrics);
     } catch (err) {
       await streaming.close();
       throw err;

@@ -10,7 +10,7 @@ import {
   NamespaceMode,
   type PodSandboxMetadata,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerCreateRequest } from '../docker/client.js';
 import {
   ContainerType,
   KubernetesLabels,
@@ -71,7 +71,7 @@ export function dockerUser(config: ContainerConfig): string | undefined {
 export function containerCreateOptions(
   config: ContainerConfig,
   params: ContainerCreateParams,
-): Dockerode.ContainerCreateOptions {
+): ContainerCreateRequest {
   const md = required(config.metadata, 'config.metadata');
   const image = required(config.image?.image, 'config.image.image');
   const sc = config.linux?.securityContext;
@@ -198,7 +198,7 @@ export async function createContainer(
   const privileged = sc?.privileged ?? false;
   const seccompJson = await loadSeccompProfile(requestedSeccomp(sc), privileged);
   const engineApiVersion = await ctx.engineApiVersion();
-  const container = await withCapabilitiesToDrop(async (missingCapabilities) => {
+  const containerId = await withCapabilitiesToDrop(async (missingCapabilities) => {
     const options = containerCreateOptions(config, {
       sandboxId: sandbox.Id,
       sandboxMetadata: sandboxMetadataFrom(sandboxLabels, sandbox.Name),
@@ -218,8 +218,8 @@ export async function createContainer(
     await checkMountPropagation(config.mounts);
     return docker(`create container ${JSON.stringify(md.name)}`, () => ctx.docker.createContainer(options));
   });
-  ctx.known.add(container.id, ContainerType.container);
-  return { containerId: container.id };
+  ctx.known.add(containerId, ContainerType.container);
+  return { containerId };
 }
 
 async function createMissingSources(mounts: readonly { Source?: string }[]): Promise<void> {

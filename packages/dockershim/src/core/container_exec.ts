@@ -7,6 +7,7 @@ import {
   FailedPreconditionError,
   InvalidArgumentError,
 } from '@kh/cri-api';
+import type { DockerClient } from '../docker/client.js';
 import { CappedOutput, FrameDecoder } from '../docker/stream.js';
 import { ContainerType } from '../model/labels.js';
 import type { ShimContext } from './context.js';
@@ -32,15 +33,15 @@ export async function execSync(
   }
   const what = `exec ${JSON.stringify(req.cmd)} in container ${JSON.stringify(req.containerId)}`;
   const exec = await docker(what, () =>
-    ctx.docker
-      .getContainer(info.Id)
-      .exec({ Cmd: req.cmd, AttachStdout: true, AttachStderr: true, Tty: false }),
+    ctx.docker.createExec(info.Id, {
+      Cmd: req.cmd,
+      AttachStdin: false,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+    }),
   );
-  const stream = (await docker(what, () =>
-    exec.start({ hijack: true, stdin: false }),
-  )) as NodeJS.ReadableStream & {
-    destroy(): void;
-  };
+  const stream = await docker(what, () => ctx.docker.startExec(exec, { stdin: false, tty: false }));
   const output = new CappedOutput(ctx.config.execOutputLimitBytes);
   const frames = new FrameDecoder();
   const finished = new Promise<Outcome>((resolve, reject) => {
@@ -66,7 +67,7 @@ export async function execSync(
   const outcome = await Promise.race([finished, timedOut, canceled]).finally(() => clearTimeout(timer));
   if (outcome.kind !== 'done') {
     stream.destroy();
-    await killExecProcess(exec);
+    await killExecProcess(ctx.docker, exec);
     if (outcome.kind === 'timeout') {
       throw new DeadlineExceededError(
         `command ${JSON.stringify(req.cmd)} timed out after ${timeoutSeconds}s`,
@@ -74,7 +75,7 @@ export async function execSync(
     }
     throw new CanceledError(`exec ${JSON.stringify(req.cmd)} canceled by the client`);
   }
-  const exitCode = await waitExitCode(exec);
+  const exitCode = await waitExitCode(ctx.docker, exec);
   return { stdout: Buffer.concat(output.stdout), stderr: Buffer.concat(output.stderr), exitCode };
 }
 
@@ -84,11 +85,9 @@ export async function execSync(
  * namespace; it is only ours if the process sits in the container's cgroup (whose path holds the
  * container id), so anything else is left alone rather than risk killing an unrelated process.
  */
-export async function killExecProcess(exec: {
-  inspect(): Promise<{ Pid: number; Running: boolean; ContainerID: string }>;
-}): Promise<void> {
+export async function killExecProcess(docker: DockerClient, execId: string): Promise<void> {
   try {
-    const { Pid, Running, ContainerID } = await exec.inspect();
+    const { Pid, Running, ContainerID } = await docker.inspectExec(execId);
     if (Running && Pid > 0) await killProcessTree(Pid, ContainerID);
   } catch {
     // Best effort: the process may be gone already.
@@ -137,12 +136,10 @@ async function childPids(pid: number): Promise<number[]> {
   return lists.flatMap((l) => l.split(' ').filter(Boolean).map(Number));
 }
 
-export async function waitExitCode(exec: {
-  inspect(): Promise<{ ExitCode: number | null; Running: boolean }>;
-}): Promise<number> {
+export async function waitExitCode(docker: DockerClient, execId: string): Promise<number> {
   // The output stream can close a moment before the Engine records the exit code.
   for (let i = 0; i < 50; i++) {
-    const r = await exec.inspect();
+    const r = await docker.inspectExec(execId);
     if (!r.Running && r.ExitCode !== null) return r.ExitCode;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -1,5 +1,5 @@
 import type { Container, ListContainersRequest, ListContainersResponse } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerSummary } from '../docker/client.js';
 import {
   ContainerType,
   containerMetadataFrom,
@@ -14,7 +14,7 @@ import { docker } from './errors.js';
 import { findManaged } from './lookup.js';
 
 /** A container as `docker ps` shows it. */
-export function containerFromListItem(item: Dockerode.ContainerInfo): Container {
+export function containerFromListItem(item: ContainerSummary): Container {
   const dockerLabels = item.Labels ?? {};
   const { labels, annotations } = splitDockerLabels(dockerLabels);
   const image = dockerLabels[LabelKeys.image] ?? item.Image;
@@ -37,7 +37,7 @@ export async function listContainerItems(
   ctx: ShimContext,
   selector: Record<string, string> | undefined,
   opts: { size?: boolean } = {},
-): Promise<Dockerode.ContainerInfo[]> {
+): Promise<ContainerSummary[]> {
   return docker('list containers', () =>
     ctx.docker.listContainers({
       all: true,
@@ -48,10 +48,7 @@ export async function listContainerItems(
 }
 
 /** Every application container of one sandbox. */
-export function listPodContainerItems(
-  ctx: ShimContext,
-  sandboxId: string,
-): Promise<Dockerode.ContainerInfo[]> {
+export function listPodContainerItems(ctx: ShimContext, sandboxId: string): Promise<ContainerSummary[]> {
   return listContainerItems(ctx, { [LabelKeys.sandboxId]: sandboxId });
 }
 
@@ -65,7 +62,7 @@ export function listPodContainerItems(
 export async function findSandboxWithContainers(
   ctx: ShimContext,
   id: string,
-): Promise<{ sandboxId: string | undefined; containers: Dockerode.ContainerInfo[] }> {
+): Promise<{ sandboxId: string | undefined; containers: ContainerSummary[] }> {
   const [sandboxId, containers] = await Promise.all([
     ctx.known.kindOf(id) === ContainerType.sandbox
       ? id

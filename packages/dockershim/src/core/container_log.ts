@@ -32,7 +32,7 @@ export async function reopenContainerLog(
       `the log of container ${JSON.stringify(req.containerId)} is written by the shim at ${owner ?? '(unknown)'}, not this one`,
     );
   }
-  ctx.logs.follow(ctx.docker.getContainer(info.Id), path, info.Config.Tty);
+  ctx.logs.follow(info.Id, path, info.Config.Tty);
   await ctx.logs.reopen(info.Id);
   return {};
 }
@@ -62,8 +62,8 @@ export async function resumeLogCopiers(ctx: ShimContext): Promise<number> {
       () => false,
     );
     if (item.State !== 'running' && !fileKept) continue;
-    const info = await ctx.docker.getContainer(item.Id).inspect();
-    ctx.logs.follow(ctx.docker.getContainer(item.Id), path, info.Config.Tty);
+    const info = await ctx.docker.inspectContainer(item.Id);
+    ctx.logs.follow(item.Id, path, info.Config.Tty);
     resumed++;
   }
   return resumed;

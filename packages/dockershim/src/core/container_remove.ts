@@ -9,7 +9,7 @@ import { findManaged } from './lookup.js';
 export async function removeDockerContainer(ctx: ShimContext, id: string): Promise<void> {
   ctx.logs.forget(id);
   try {
-    await ctx.docker.getContainer(id).remove({ force: true, v: true });
+    await ctx.docker.removeContainer(id);
   } catch (err) {
     // 409 "removal already in progress": someone else is removing it.
     if (dockerStatusCode(err) === 409) return;

@@ -18,7 +18,6 @@ export async function startContainer(
       `container ${JSON.stringify(req.containerId)} is ${info.State.Status}, not created`,
     );
   }
-  const container = ctx.docker.getContainer(info.Id);
   const logPath = info.Config.Labels?.[LabelKeys.logPath];
   // A client may read the log as soon as StartContainer returns, before the copier wrote anything.
   if (logPath) {
@@ -27,7 +26,7 @@ export async function startContainer(
     });
   }
   try {
-    await container.start();
+    await ctx.docker.startContainer(info.Id);
   } catch (err) {
     if (dockerStatusCode(err) === 500) {
       // The runtime could not run it (bad command, bad mount...): Docker's message says why.
@@ -41,6 +40,6 @@ export async function startContainer(
     // and Docker's event saying so can arrive after this call has returned.
     ctx.inspects.evict(info.Id);
   }
-  if (logPath) ctx.logs.follow(container, logPath, info.Config.Tty);
+  if (logPath) ctx.logs.follow(info.Id, logPath, info.Config.Tty);
   return {};
 }

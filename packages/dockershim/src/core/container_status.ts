@@ -4,7 +4,7 @@ import {
   type ContainerStatusRequest,
   type ContainerStatusResponse,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerInspect, ImageInspect } from '../docker/client.js';
 import {
   ContainerType,
   containerMetadataFrom,
@@ -29,8 +29,8 @@ const LOG_DRAIN_MS = 2_000;
 
 /** ContainerStatus from `docker inspect` of the container and (for the digest) of its image. */
 export function containerStatusFromInspect(
-  info: Dockerode.ContainerInspectInfo,
-  image: Dockerode.ImageInspectInfo | undefined,
+  info: ContainerInspect,
+  image: ImageInspect | undefined,
 ): ContainerStatus {
   const dockerLabels = info.Config.Labels ?? {};
   const { labels, annotations } = splitDockerLabels(dockerLabels);
@@ -91,7 +91,7 @@ export async function getContainerStatus(
   ctx: ShimContext,
   id: string,
   field: string,
-): Promise<{ status: ContainerStatus; info: Dockerode.ContainerInspectInfo }> {
+): Promise<{ status: ContainerStatus; info: ContainerInspect }> {
   const info = await getManaged(ctx, id, ContainerType.container, field);
   if (!info.State.Running) await ctx.logs.drained(info.Id, LOG_DRAIN_MS);
   const image = await ctx.images.inspect(info.Image);

@@ -23,7 +23,7 @@ export async function stopContainer(
   }
   const t = Math.max(0, Number(req.timeout));
   try {
-    await ctx.docker.getContainer(id).stop({ t });
+    await ctx.docker.stopContainer(id, t);
   } catch (err) {
     if (dockerStatusCode(err) === 304 || isDockerNotFound(err)) return {};
     throw toCriError(err, `stop container ${JSON.stringify(req.containerId)}`);

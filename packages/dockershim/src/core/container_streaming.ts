@@ -84,8 +84,9 @@ export class DockerStreamingRuntime implements StreamingRuntime {
     // CRI Exec checked the container when it handed out the URL; should it have gone or stopped
     // since, Docker's 404 / 409 answer maps to NOT_FOUND / FAILED_PRECONDITION.
     const what = `exec ${JSON.stringify(cmd)} in container ${JSON.stringify(containerId)}`;
+    const engine = this.ctx.docker;
     const execution = await docker(what, () =>
-      this.ctx.docker.getContainer(containerId).exec({
+      engine.createExec(containerId, {
         Cmd: cmd,
         AttachStdin: io.stdin !== undefined,
         AttachStdout: io.stdout !== undefined,
@@ -93,46 +94,40 @@ export class DockerStreamingRuntime implements StreamingRuntime {
         Tty: io.tty,
       }),
     );
-    const connection = (await docker(what, () =>
-      execution.start({ hijack: true, stdin: io.stdin !== undefined, Tty: io.tty }),
-    )) as Duplex;
-    const ended = await relay(connection, io, signal, (size) =>
-      execution.resize({ h: size.height, w: size.width }),
+    const connection = await docker(what, () =>
+      engine.startExec(execution, { stdin: io.stdin !== undefined, tty: io.tty }),
     );
+    const ended = await relay(connection, io, signal, (size) => engine.resizeExecTty(execution, size));
     if (!ended) {
       // The client went away: nobody can read the command's output or end it any more.
-      await killExecProcess(execution);
+      await killExecProcess(engine, execution);
       throw signal.reason ?? new Error('client disconnected');
     }
     // No more output can come: the client gets its end while the exit code is looked up.
     io.stdout?.end();
     io.stderr?.end();
-    let exitCode = await waitExitCode(execution);
+    let exitCode = await waitExitCode(engine, execution);
     if (exitCode === -1) {
       // Output closed while the command runs on (it handed its stdout to a daemon, say): end it.
-      await killExecProcess(execution);
-      exitCode = await waitExitCode(execution);
+      await killExecProcess(engine, execution);
+      exitCode = await waitExitCode(engine, execution);
     }
     return { exitCode };
   }
 
   async attach(containerId: string, io: StreamIO, signal: AbortSignal): Promise<void> {
     const info = await runningContainer(this.ctx, containerId);
-    const container = this.ctx.docker.getContainer(info.Id);
     const stdin = io.stdin !== undefined && info.Config.OpenStdin;
-    const connection = (await docker(`attach to container ${JSON.stringify(containerId)}`, () =>
-      container.attach({
-        stream: true,
-        logs: false,
-        hijack: true,
+    const connection = await docker(`attach to container ${JSON.stringify(containerId)}`, () =>
+      this.ctx.docker.attachContainer(info.Id, {
         stdin,
         stdout: io.stdout !== undefined,
         stderr: io.stderr !== undefined,
       }),
-    )) as Duplex;
+    );
     const tty = info.Config.Tty;
     await relay(connection, { ...io, stdin: stdin ? io.stdin : undefined, tty }, signal, (size) =>
-      tty ? container.resize({ h: size.height, w: size.width }) : Promise.resolve(),
+      tty ? this.ctx.docker.resizeContainerTty(info.Id, size) : Promise.resolve(),
     );
   }
 

@@ -1,4 +1,5 @@
 import type { UpdateContainerResourcesRequest, UpdateContainerResourcesResponse } from '@kh/cri-api';
+import type { ResourceUpdate } from '../docker/client.js';
 import { ContainerType } from '../model/labels.js';
 import type { ShimContext } from './context.js';
 import { docker } from './errors.js';
@@ -14,7 +15,7 @@ export async function updateContainerResources(
   if (!r) return {};
   const memory = Number(r.memoryLimitInBytes);
   const swap = Number(r.memorySwapLimitInBytes);
-  const update: Record<string, number | string> = {};
+  const update: ResourceUpdate = {};
   if (r.cpuShares > 0n) update.CpuShares = Number(r.cpuShares);
   if (r.cpuQuota !== 0n) update.CpuQuota = Number(r.cpuQuota);
   if (r.cpuPeriod > 0n) update.CpuPeriod = Number(r.cpuPeriod);
@@ -26,7 +27,7 @@ export async function updateContainerResources(
   }
   try {
     await docker(`update container ${JSON.stringify(req.containerId)}`, () =>
-      ctx.docker.getContainer(info.Id).update(update),
+      ctx.docker.updateContainer(info.Id, update),
     );
   } finally {
     ctx.inspects.evict(info.Id);

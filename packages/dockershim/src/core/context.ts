@@ -1,4 +1,4 @@
-import type Dockerode from 'dockerode';
+import type { DockerClient } from '../docker/client.js';
 import type { LogManager } from '../logs/copier.js';
 import {
   type CniNetworkPlugin,
@@ -56,7 +56,7 @@ export const DEFAULT_CONFIG: DockerShimConfig = {
 
 /** What every handler gets: the Engine client, the config and the shim's little in-memory state. */
 export interface ShimContext {
-  docker: Dockerode;
+  docker: DockerClient;
   config: DockerShimConfig;
   /** This shim's endpoint as configured; it labels the containers the shim creates. */
   instance: string;

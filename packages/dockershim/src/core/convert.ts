@@ -11,6 +11,7 @@ import {
   Protocol,
   Signal,
 } from '@kh/cri-api';
+import type { BindMount } from '../docker/client.js';
 
 // Pure conversions between Docker Engine API values and CRI values. No I/O here, so all of it is
 // unit-tested without a daemon.
@@ -127,19 +128,11 @@ export function apiAtLeast(version: string, min: string): boolean {
 }
 
 /** A read-only bind in HostConfig.Mounts, with the BindOptions field API 1.44 added. */
-export interface DockerBindMount {
-  Type: 'bind';
-  Source: string;
-  Target: string;
-  ReadOnly: true;
-  BindOptions: { Propagation: 'rprivate' | 'rslave' | 'rshared'; ReadOnlyNonRecursive: true };
-}
-
 /** The HostConfig fields of a container's CRI mounts on an Engine speaking `apiVersion`. */
 export function toDockerMounts(
   mounts: readonly Mount[],
   apiVersion: string,
-): { Binds: string[] | undefined; Mounts: DockerBindMount[] | undefined } {
+): { Binds: string[] | undefined; Mounts: BindMount[] | undefined } {
   for (const m of mounts) {
     // Not advertised in the runtime handler's features, so a kubelet never asks for it.
     if (m.recursiveReadOnly)

@@ -5,6 +5,7 @@ import {
   type GetEventsRequest,
   UnavailableError,
 } from '@kh/cri-api';
+import type { DockerEvent } from '../docker/client.js';
 import { jsonLines } from '../docker/stream.js';
 import { ContainerType, LabelKeys } from '../model/labels.js';
 import { listPodContainerItems } from './container_list.js';
@@ -14,13 +15,6 @@ import { docker } from './errors.js';
 import { findManaged } from './lookup.js';
 import { sandboxIps } from './pod_network.js';
 import { sandboxStatusFromInspect } from './sandbox_status.js';
-
-interface DockerEvent {
-  Type?: string;
-  Action?: string;
-  Actor?: { ID?: string; Attributes?: Record<string, string> };
-  time?: number;
-}
 
 const EVENT_TYPES: Record<string, ContainerEventType> = {
   create: ContainerEventType.CONTAINER_CREATED_EVENT,
@@ -69,15 +63,13 @@ export async function* getContainerEvents(
   _req: GetEventsRequest,
   signal: AbortSignal,
 ): AsyncGenerator<ContainerEventResponse> {
-  const stream = (await docker('subscribe to docker events', () =>
-    ctx.docker.getEvents({
-      filters: { type: ['container'], label: [LabelKeys.containerType] },
-    } as object),
-  )) as NodeJS.ReadableStream & { destroy(): void };
+  const stream = await docker('subscribe to docker events', () =>
+    ctx.docker.events({ type: ['container'], label: [LabelKeys.containerType] }),
+  );
   const onAbort = () => stream.destroy();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    for await (const { value, raw } of jsonLines<DockerEvent>(stream as AsyncIterable<Buffer>)) {
+    for await (const { value, raw } of jsonLines<DockerEvent>(stream)) {
       const type = EVENT_TYPES[value.Action ?? ''];
       const id = value.Actor?.ID;
       if (type === undefined || !id) continue;

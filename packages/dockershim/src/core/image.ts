@@ -15,7 +15,7 @@ import {
   UnauthenticatedError,
   UnknownCriError,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ImageInspect, ImageSummary } from '../docker/client.js';
 import { isDockerNotFound } from '../docker/errors.js';
 import { jsonLines } from '../docker/stream.js';
 import type { ShimContext } from './context.js';
@@ -56,7 +56,7 @@ export function pullError(ref: string, message: string): Error {
   return new UnknownCriError(text);
 }
 
-export function imageFromInspect(info: Dockerode.ImageInspectInfo, pinnedRef: string): Image {
+export function imageFromInspect(info: ImageInspect, pinnedRef: string): Image {
   const { uid, username } = imageUser(info.Config?.User);
   const repoTags = (info.RepoTags ?? []).filter((t) => t !== NONE_TAG);
   return {
@@ -71,7 +71,7 @@ export function imageFromInspect(info: Dockerode.ImageInspectInfo, pinnedRef: st
   };
 }
 
-function imageFromListItem(item: Dockerode.ImageInfo, pinnedRef: string): Image {
+function imageFromListItem(item: ImageSummary, pinnedRef: string): Image {
   const repoTags = (item.RepoTags ?? []).filter((t) => t !== NONE_TAG);
   return {
     id: item.Id,
@@ -100,13 +100,10 @@ function checkReference(ref: string): void {
   }
 }
 
-export async function inspectImage(
-  ctx: ShimContext,
-  ref: string,
-): Promise<Dockerode.ImageInspectInfo | undefined> {
+export async function inspectImage(ctx: ShimContext, ref: string): Promise<ImageInspect | undefined> {
   checkReference(ref);
   try {
-    return await ctx.docker.getImage(ref).inspect();
+    return await ctx.docker.inspectImage(ref);
   } catch (err) {
     if (isDockerNotFound(err)) return undefined;
     throw toCriError(err, `inspect image ${JSON.stringify(ref)}`);
@@ -117,13 +114,9 @@ export async function inspectImage(
 async function pull(ctx: ShimContext, ref: string, auth: AuthConfig | undefined): Promise<string> {
   checkReference(ref);
   const { repository, tag } = splitImageRef(ref);
-  const stream = (await docker(`pull image ${JSON.stringify(ref)}`, () =>
-    ctx.docker.createImage({
-      fromImage: repository,
-      tag,
-      ...(auth ? { authconfig: toDockerAuth(auth, ref) } : {}),
-    }),
-  )) as AsyncIterable<Buffer>;
+  const stream = await docker(`pull image ${JSON.stringify(ref)}`, () =>
+    ctx.docker.pullImage({ repository, tag, ...(auth ? { auth: toDockerAuth(auth, ref) } : {}) }),
+  );
   for await (const { value } of jsonLines<{ error?: string; errorDetail?: { message?: string } }>(stream)) {
     if (value.error) throw pullError(ref, value.errorDetail?.message ?? value.error);
   }
@@ -198,10 +191,10 @@ export async function removeImage(
   const what = `remove image ${JSON.stringify(ref)}`;
   const ignoreGone = (err: unknown) => (isDockerNotFound(err) ? undefined : Promise.reject(err));
   for (const tag of (info.RepoTags ?? []).filter((t) => t !== NONE_TAG)) {
-    await docker(what, () => ctx.docker.getImage(tag).remove().catch(ignoreGone));
+    await docker(what, () => ctx.docker.removeImage(tag).catch(ignoreGone));
   }
   if (await inspectImage(ctx, info.Id)) {
-    await docker(what, () => ctx.docker.getImage(info.Id).remove().catch(ignoreGone));
+    await docker(what, () => ctx.docker.removeImage(info.Id).catch(ignoreGone));
   }
   return {};
 }

@@ -4,11 +4,6 @@ import type { ShimContext } from './context.js';
 import { nowNanos } from './convert.js';
 import { docker } from './errors.js';
 
-interface DiskUsage {
-  LayersSize?: number;
-  Containers?: { SizeRw?: number }[];
-}
-
 /** Inodes in use on the filesystem holding `path`, if the shim can see it (it runs next to dockerd). */
 async function inodesUsed(path: string): Promise<bigint | undefined> {
   try {
@@ -25,7 +20,7 @@ async function inodesUsed(path: string): Promise<bigint | undefined> {
  */
 export async function imageFsInfo(ctx: ShimContext): Promise<Partial<ImageFsInfoResponse>> {
   const root = await ctx.dockerRootDir();
-  const df = (await docker('disk usage', () => ctx.docker.df())) as DiskUsage;
+  const df = await docker('disk usage', () => ctx.docker.diskUsage());
   const inodes = await inodesUsed(root);
   const timestamp = nowNanos();
   const usage = (bytes: number): FilesystemUsage => ({

@@ -1,5 +1,5 @@
 import { NotFoundError } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerInspect } from '../docker/client.js';
 import { isDockerNotFound } from '../docker/errors.js';
 import { ContainerType, LabelKeys } from '../model/labels.js';
 import type { ShimContext } from './context.js';
@@ -18,7 +18,7 @@ export async function findManaged(
   ctx: ShimContext,
   id: string,
   kind: ContainerType,
-): Promise<Dockerode.ContainerInspectInfo | undefined> {
+): Promise<ContainerInspect | undefined> {
   // Docker's ids are hex and its names [a-zA-Z0-9][a-zA-Z0-9_.-]*: anything else names no
   // container, and must not reach the Engine's URL path ("../x" draws a redirect docker-modem
   // follows off the socket, to a host named by the path).
@@ -28,9 +28,9 @@ export async function findManaged(
   const cached = ctx.inspects.get(id);
   if (cached) return cached.Config.Labels?.[LabelKeys.containerType] === kind ? cached : undefined;
   const mark = ctx.inspects.mark();
-  let info: Dockerode.ContainerInspectInfo;
+  let info: ContainerInspect;
   try {
-    info = await ctx.docker.getContainer(id).inspect();
+    info = await ctx.docker.inspectContainer(id);
   } catch (err) {
     if (isDockerNotFound(err)) return undefined;
     throw toCriError(err, `inspect ${NOUN[kind]} ${JSON.stringify(id)}`);
@@ -49,7 +49,7 @@ export async function getManaged(
   id: string,
   kind: ContainerType,
   field: string,
-): Promise<Dockerode.ContainerInspectInfo> {
+): Promise<ContainerInspect> {
   required(id, field);
   const info = await findManaged(ctx, id, kind);
   if (!info) throw new NotFoundError(`${NOUN[kind]} ${JSON.stringify(id)} not found`);

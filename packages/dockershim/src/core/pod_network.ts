@@ -12,7 +12,7 @@ import {
   type PodSandboxConfig,
   UnknownCriError,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerInspect } from '../docker/client.js';
 import { ContainerType } from '../model/labels.js';
 import {
   CniNotReadyError,
@@ -47,7 +47,7 @@ export function networkError(err: unknown, action: string): CriError {
  * (its cgroup path names the container), so a stale inspect never points DEL at another
  * process's namespace. Empty when it does not run: DEL then releases by container id alone.
  */
-export async function pauseNetns(info: Dockerode.ContainerInspectInfo | undefined): Promise<string> {
+export async function pauseNetns(info: ContainerInspect | undefined): Promise<string> {
   const pid = info?.State.Running ? info.State.Pid : 0;
   if (!info || pid <= 0) return '';
   const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
@@ -87,7 +87,7 @@ export function podNetwork(config: PodSandboxConfig, sandboxId: string, netns: s
 export async function setUpPodNetwork(
   ctx: ShimContext,
   config: PodSandboxConfig,
-  info: Dockerode.ContainerInspectInfo,
+  info: ContainerInspect,
 ): Promise<void> {
   const network = ctx.network!;
   const pod = podNetwork(config, info.Id, await pauseNetns(info));
@@ -123,7 +123,7 @@ export async function tearDownPodNetwork(ctx: ShimContext, sandboxId: string): P
  * The pod's IPs, IPv4 first: the CNI result's for a `none`-mode sandbox, Docker's address on its
  * network otherwise; none for a stopped or host-network sandbox.
  */
-export async function sandboxIps(ctx: ShimContext, info: Dockerode.ContainerInspectInfo): Promise<string[]> {
+export async function sandboxIps(ctx: ShimContext, info: ContainerInspect): Promise<string[]> {
   const mode = info.HostConfig.NetworkMode;
   if (!info.State.Running || mode === 'host') return [];
   if (mode === CNI_NETWORK_MODE) return (await ctx.network?.podIps(info.Id)) ?? [];

@@ -6,7 +6,7 @@ import {
   type RunPodSandboxRequest,
   type RunPodSandboxResponse,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerCreateRequest } from '../docker/client.js';
 import { dockerStatusCode, isDockerNotFound } from '../docker/errors.js';
 import { ContainerType, KubernetesLabels, LabelKeys, makeDockerLabels } from '../model/labels.js';
 import { makeSandboxName } from '../model/naming.js';
@@ -58,7 +58,7 @@ export interface SandboxCreateParams {
 export function sandboxCreateOptions(
   config: PodSandboxConfig,
   params: SandboxCreateParams,
-): Dockerode.ContainerCreateOptions {
+): ContainerCreateRequest {
   const md = required(config.metadata, 'config.metadata');
   const sc = config.linux?.securityContext;
   const ns = sc?.namespaceOptions;
@@ -159,42 +159,42 @@ export async function runPodSandbox(
     );
   // The pause image is there but for the first sandbox: pull it only when Docker says it is missing,
   // rather than inspecting it before every create.
-  const container = await create().catch(async (err: unknown) => {
+  const id = await create().catch(async (err: unknown) => {
     if (!(err instanceof NotFoundError) || !/no such image/i.test(err.message)) throw err;
     await ensureImage(ctx, image);
     return create();
   });
-  ctx.known.add(container.id, ContainerType.sandbox);
+  ctx.known.add(id, ContainerType.sandbox);
   try {
-    await container.start();
+    await ctx.docker.startContainer(id);
   } catch (err) {
     // A sandbox that cannot start is useless and would block the name: remove it, report the cause.
-    await container.remove({ force: true }).catch(() => undefined);
+    await ctx.docker.removeContainer(id).catch(() => undefined);
     throw toCriError(err, `start sandbox for pod ${JSON.stringify(md.name)}`);
   }
   // Its containers and the client's PodSandboxStatus come next: keep the sandbox's inspect for them.
   const mark = ctx.inspects.mark();
-  const info = await docker('inspect sandbox', () => container.inspect());
+  const info = await docker('inspect sandbox', () => ctx.docker.inspectContainer(id));
   ctx.inspects.put(info, mark);
   if (ctx.network && !hostNetwork) {
     try {
       await setUpPodNetwork(ctx, config, info);
     } catch (err) {
       // No half-made sandbox stays behind: the plugin's error is the answer.
-      await removeDockerContainer(ctx, container.id).catch(() => undefined);
+      await removeDockerContainer(ctx, id).catch(() => undefined);
       throw err;
     }
   }
   // A client gone before the answer never learns this id, so nothing would ever remove the sandbox
   // (critest -benchmark exits with RunPodSandbox calls in flight): undo it, as containerd does.
   if (signal?.aborted) {
-    await tearDownPodNetwork(ctx, container.id);
-    await removeDockerContainer(ctx, container.id);
+    await tearDownPodNetwork(ctx, id);
+    await removeDockerContainer(ctx, id);
     throw new CanceledError(
       `run sandbox for pod ${JSON.stringify(md.name)}: cancelled by the client; removed`,
     );
   }
-  return { podSandboxId: container.id };
+  return { podSandboxId: id };
 }
 
 /**
@@ -203,19 +203,18 @@ export async function runPodSandbox(
  */
 export async function createReplacingDead(
   ctx: ShimContext,
-  options: Dockerode.ContainerCreateOptions,
+  options: ContainerCreateRequest,
   action: string,
-): Promise<Dockerode.Container> {
+): Promise<string> {
   try {
     return await ctx.docker.createContainer(options);
   } catch (err) {
     if (dockerStatusCode(err) !== 409 || !options.name) throw toCriError(err, action);
-    const existing = ctx.docker.getContainer(options.name);
-    const info = await existing
-      .inspect()
+    const info = await ctx.docker
+      .inspectContainer(options.name)
       .catch((e: unknown) => (isDockerNotFound(e) ? undefined : Promise.reject(e)));
     if (info?.State.Running) throw toCriError(err, action);
-    await existing.remove({ force: true }).catch(() => undefined);
+    await ctx.docker.removeContainer(options.name).catch(() => undefined);
     return docker(action, () => ctx.docker.createContainer(options));
   }
 }

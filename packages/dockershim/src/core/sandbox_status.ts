@@ -6,7 +6,7 @@ import type {
   PodSandboxStatusRequest,
   PodSandboxStatusResponse,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerInspect, ContainerSummary } from '../docker/client.js';
 import {
   ContainerType,
   createdAtFrom,
@@ -28,10 +28,7 @@ import { getManaged } from './lookup.js';
 import { sandboxIps } from './pod_network.js';
 
 /** PodSandboxStatus rebuilt from the pause container and the pod's IPs (sandboxIps), IPv4 first. */
-export function sandboxStatusFromInspect(
-  info: Dockerode.ContainerInspectInfo,
-  ips: readonly string[],
-): PodSandboxStatus {
+export function sandboxStatusFromInspect(info: ContainerInspect, ips: readonly string[]): PodSandboxStatus {
   const dockerLabels = info.Config.Labels ?? {};
   const { labels, annotations } = splitDockerLabels(dockerLabels);
   return {
@@ -71,7 +68,7 @@ export async function podSandboxStatus(
 }
 
 /** A sandbox as `docker ps` shows it; the fields list results carry without one inspect per item. */
-export function sandboxFromListItem(item: Dockerode.ContainerInfo): PodSandbox {
+export function sandboxFromListItem(item: ContainerSummary): PodSandbox {
   const dockerLabels = item.Labels ?? {};
   const { labels, annotations } = splitDockerLabels(dockerLabels);
   return {
@@ -89,7 +86,7 @@ export function sandboxFromListItem(item: Dockerode.ContainerInfo): PodSandbox {
 export async function listSandboxItems(
   ctx: ShimContext,
   selector: Record<string, string> | undefined,
-): Promise<Dockerode.ContainerInfo[]> {
+): Promise<ContainerSummary[]> {
   return docker('list sandboxes', () =>
     ctx.docker.listContainers({
       all: true,

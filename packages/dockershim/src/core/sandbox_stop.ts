@@ -8,7 +8,7 @@ import { tearDownPodNetwork } from './pod_network.js';
 /** Stops a container at once (SIGKILL after a zero grace period). Already stopped or gone is fine. */
 export async function stopNow(ctx: ShimContext, id: string): Promise<void> {
   try {
-    await ctx.docker.getContainer(id).stop({ t: 0 });
+    await ctx.docker.stopContainer(id, 0);
   } catch (err) {
     const code = dockerStatusCode(err);
     if (code === 304 || isDockerNotFound(err)) return;

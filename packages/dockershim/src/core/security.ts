@@ -6,7 +6,7 @@ import {
   type SecurityProfile,
   SecurityProfile_ProfileType,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { HostConfig } from '../docker/client.js';
 
 // Security profiles, capabilities and privilege of sandboxes and containers, as Docker HostConfig
 // fields. The choices follow containerd 1.6's CRI plugin, so a pod behaves the same on both:
@@ -133,7 +133,7 @@ export interface SecurityRequest {
 }
 
 type SecurityFields = Pick<
-  Dockerode.HostConfig,
+  HostConfig,
   'Privileged' | 'CapAdd' | 'CapDrop' | 'SecurityOpt' | 'MaskedPaths' | 'ReadonlyPaths' | 'DeviceCgroupRules'
 >;
 

@@ -13,7 +13,7 @@ import type {
   PodSandboxStatsRequest,
   PodSandboxStatsResponse,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { ContainerStatsSample, ContainerSummary } from '../docker/client.js';
 import { isDockerNotFound } from '../docker/errors.js';
 import {
   ContainerType,
@@ -31,18 +31,9 @@ import { getManaged } from './lookup.js';
 import { cniPodNetworkUsage } from './pod_network.js';
 import { listSandboxItems } from './sandbox_status.js';
 
-/** The part of Docker's /containers/{id}/stats answer the shim reads (cgroup v1 and v2 keys). */
-export interface DockerStats {
-  read: string;
-  cpu_stats?: { cpu_usage?: { total_usage?: number } };
-  memory_stats?: { usage?: number; limit?: number; stats?: Record<string, number> };
-  pids_stats?: { current?: number };
-  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number }>;
-}
-
 const u64 = (v: number | bigint | undefined) => (v === undefined ? undefined : { value: BigInt(v) });
 
-export function cpuUsage(sampler: CpuSampler, id: string, s: DockerStats): CpuUsage {
+export function cpuUsage(sampler: CpuSampler, id: string, s: ContainerStatsSample): CpuUsage {
   const timestamp = dockerTimeToNanos(s.read);
   const total = BigInt(s.cpu_stats?.cpu_usage?.total_usage ?? 0);
   return {
@@ -54,7 +45,7 @@ export function cpuUsage(sampler: CpuSampler, id: string, s: DockerStats): CpuUs
 }
 
 /** Working set = usage minus inactive file pages, kubelet's eviction signal. */
-export function memoryUsage(s: DockerStats): MemoryUsage {
+export function memoryUsage(s: ContainerStatsSample): MemoryUsage {
   const m = s.memory_stats ?? {};
   const st = m.stats ?? {};
   const usage = m.usage ?? 0;
@@ -72,7 +63,7 @@ export function memoryUsage(s: DockerStats): MemoryUsage {
   };
 }
 
-export function networkUsage(s: DockerStats): NetworkUsage | undefined {
+export function networkUsage(s: ContainerStatsSample): NetworkUsage | undefined {
   const entries = Object.entries(s.networks ?? {});
   if (entries.length === 0) return undefined;
   const interfaces = entries.map(([name, n]) => ({
@@ -87,11 +78,9 @@ export function networkUsage(s: DockerStats): NetworkUsage | undefined {
 }
 
 /** One-shot stats of a running container; undefined when it is not running (or just vanished). */
-async function dockerStats(ctx: ShimContext, id: string): Promise<DockerStats | undefined> {
+async function dockerStats(ctx: ShimContext, id: string): Promise<ContainerStatsSample | undefined> {
   try {
-    return (await ctx.docker
-      .getContainer(id)
-      .stats({ stream: false, 'one-shot': true } as { stream: false })) as unknown as DockerStats;
+    return await ctx.docker.containerStats(id);
   } catch (err) {
     if (isDockerNotFound(err)) return undefined;
     throw err;
@@ -124,7 +113,7 @@ async function containerStatsOf(ctx: ShimContext, c: StatsSource, root: string):
   };
 }
 
-const fromListItem = (i: Dockerode.ContainerInfo): StatsSource => ({
+const fromListItem = (i: ContainerSummary): StatsSource => ({
   id: i.Id,
   labels: i.Labels ?? {},
   name: i.Names[0] ?? '',

@@ -35,7 +35,7 @@ async function networkProblem(ctx: ShimContext): Promise<string | undefined> {
     return problem ? `Network plugin returns error: ${problem}` : undefined;
   }
   try {
-    await ctx.docker.getNetwork(ctx.config.network).inspect();
+    await ctx.docker.inspectNetwork(ctx.config.network);
     return undefined;
   } catch (err) {
     return `docker network ${JSON.stringify(ctx.config.network)}: ${dockerMessage(err)}`;
@@ -90,7 +90,7 @@ export async function status(ctx: ShimContext, req: StatusRequest): Promise<Part
 }
 
 export async function runtimeConfig(ctx: ShimContext): Promise<Partial<RuntimeConfigResponse>> {
-  const info = (await docker('docker info', () => ctx.docker.info())) as { CgroupDriver?: string };
+  const info = await docker('docker info', () => ctx.docker.info());
   return {
     linux: { cgroupDriver: info.CgroupDriver === 'systemd' ? CgroupDriver.SYSTEMD : CgroupDriver.CGROUPFS },
   };

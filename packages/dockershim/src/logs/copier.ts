@@ -1,7 +1,8 @@
 import { type FileHandle, mkdir, open, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { FailedPreconditionError } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
+import type { DockerClient } from '../docker/client.js';
 import { FrameDecoder, LineDecoder, StreamType } from '../docker/stream.js';
 
 // Docker keeps container output in its own log driver; kubelet reads the CRI log file at log_path.
@@ -131,14 +132,15 @@ async function* dockerLogEntries(
 export class ContainerLogCopier {
   private file: FileHandle | undefined;
   private queue: Promise<unknown> = Promise.resolve();
-  private stream: NodeJS.ReadableStream | undefined;
+  private stream: Readable | undefined;
   private stopped = false;
   /** The last entry written ("<timestamp> <stream>"), where a later read resumes. */
   private last: { timestamp: string; key: string } | undefined;
   readonly done: Promise<void>;
 
   constructor(
-    private readonly container: Dockerode.Container,
+    private readonly docker: DockerClient,
+    private readonly id: string,
     readonly path: string,
     private readonly tty: boolean,
     private readonly onError: (err: unknown) => void,
@@ -177,22 +179,14 @@ export class ContainerLogCopier {
   /** One `docker logs` read from the last entry written (Docker's `since` is inclusive: skip to after it). */
   private async copy(follow: boolean): Promise<void> {
     const since = this.last;
-    const result = (await this.container.logs({
+    const result = await this.docker.containerLogs(this.id, {
       follow,
-      stdout: true,
-      stderr: true,
-      timestamps: true,
       ...(since ? { since: timestampToSince(since.timestamp) } : {}),
-    } as Dockerode.ContainerLogsOptions & { follow: true })) as NodeJS.ReadableStream | Buffer;
-    let chunks: AsyncIterable<Buffer> | Iterable<Buffer>;
-    if (Buffer.isBuffer(result)) {
-      chunks = [result];
-    } else {
-      this.stream = result;
-      // stop() may have run while the logs request was in flight.
-      if (this.stopped) (result as { destroy?: () => void }).destroy?.();
-      chunks = result as AsyncIterable<Buffer>;
-    }
+    });
+    this.stream = result;
+    // stop() may have run while the logs request was in flight.
+    if (this.stopped) result.destroy();
+    const chunks = result as AsyncIterable<Buffer>;
     let skipping = since !== undefined;
     for await (const { stream, entry } of dockerLogEntries(chunks, this.tty)) {
       const { timestamp, message } = splitTimestamp(entry);
@@ -232,7 +226,7 @@ export class ContainerLogCopier {
   /** Stops following (the container is being removed). */
   stop(): void {
     this.stopped = true;
-    (this.stream as { destroy?: () => void } | undefined)?.destroy?.();
+    this.stream?.destroy();
   }
 }
 
@@ -240,15 +234,18 @@ export class ContainerLogCopier {
 export class LogManager {
   private readonly copiers = new Map<string, ContainerLogCopier>();
 
-  constructor(private readonly onError: (id: string, err: unknown) => void = () => undefined) {}
+  constructor(
+    private readonly docker: DockerClient,
+    private readonly onError: (id: string, err: unknown) => void = () => undefined,
+  ) {}
 
   /** Starts copying a container's output, unless a copier for it is already live. */
-  follow(container: Dockerode.Container, path: string, tty: boolean): ContainerLogCopier {
-    const existing = this.copiers.get(container.id);
+  follow(id: string, path: string, tty: boolean): ContainerLogCopier {
+    const existing = this.copiers.get(id);
     if (existing?.active) return existing;
-    const copier = new ContainerLogCopier(container, path, tty, (err) => this.onError(container.id, err));
+    const copier = new ContainerLogCopier(this.docker, id, path, tty, (err) => this.onError(id, err));
     // A finished copier stays in the map until the container is removed: drained() waits on it.
-    this.copiers.set(container.id, copier);
+    this.copiers.set(id, copier);
     return copier;
   }
 

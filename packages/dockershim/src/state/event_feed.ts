@@ -1,14 +1,7 @@
-import type Dockerode from 'dockerode';
+import type { DockerClient, DockerEvent, JsonStream } from '../docker/client.js';
 import { jsonLines } from '../docker/stream.js';
 
 const RESUBSCRIBE_MS = 1_000;
-
-/** One Engine event as the shim's caches read it. */
-export interface DockerEvent {
-  Type?: string;
-  Action?: string;
-  Actor?: { ID?: string };
-}
 
 /**
  * A subscription to Docker's event stream that keeps a cache exact: `live` only while the stream
@@ -17,12 +10,12 @@ export interface DockerEvent {
  */
 export class DockerEventFeed {
   live = false;
-  private stream: (NodeJS.ReadableStream & { destroy(): void }) | undefined;
+  private stream: JsonStream | undefined;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly docker: Dockerode,
+    private readonly docker: DockerClient,
     private readonly filters: Record<string, string[]>,
     private readonly onEvent: (event: DockerEvent) => void,
     private readonly reset: () => void,
@@ -31,11 +24,7 @@ export class DockerEventFeed {
   /** Subscribes; resolves once the subscription is live (or has failed, and will be retried). */
   async start(): Promise<void> {
     try {
-      const stream = (await this.docker.getEvents({
-        filters: this.filters,
-      } as object)) as NodeJS.ReadableStream & {
-        destroy(): void;
-      };
+      const stream = await this.docker.events(this.filters);
       if (this.closed) {
         stream.destroy();
         return;

@@ -1,4 +1,4 @@
-import type Dockerode from 'dockerode';
+import type { DockerClient, ImageInspect } from '../docker/client.js';
 import { isDockerNotFound } from '../docker/errors.js';
 import { DockerEventFeed } from './event_feed.js';
 
@@ -9,12 +9,12 @@ import { DockerEventFeed } from './event_feed.js';
  * the event stream is down nothing is cached.
  */
 export class ImageCache {
-  private readonly byId = new Map<string, Dockerode.ImageInspectInfo>();
+  private readonly byId = new Map<string, ImageInspect>();
   /** Bumped by every image event: an inspect that started before one must not be stored. */
   private generation = 0;
   private readonly feed: DockerEventFeed;
 
-  constructor(private readonly docker: Dockerode) {
+  constructor(private readonly docker: DockerClient) {
     this.feed = new DockerEventFeed(
       docker,
       { type: ['image'] },
@@ -33,12 +33,12 @@ export class ImageCache {
   }
 
   /** The image's inspect, or undefined when the image is gone. */
-  async inspect(id: string): Promise<Dockerode.ImageInspectInfo | undefined> {
+  async inspect(id: string): Promise<ImageInspect | undefined> {
     const cached = this.feed.live ? this.byId.get(id) : undefined;
     if (cached) return cached;
     const generation = this.generation;
     try {
-      const info = await this.docker.getImage(id).inspect();
+      const info = await this.docker.inspectImage(id);
       if (this.feed.live && generation === this.generation) this.byId.set(id, info);
       return info;
     } catch (err) {

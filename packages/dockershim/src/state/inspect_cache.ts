@@ -1,4 +1,4 @@
-import type Dockerode from 'dockerode';
+import type { ContainerInspect, DockerClient } from '../docker/client.js';
 import { LabelKeys } from '../model/labels.js';
 import { DockerEventFeed } from './event_feed.js';
 
@@ -36,7 +36,7 @@ const CHANGING_ACTIONS = [
  *   so it is never trusted blind.
  */
 export class InspectCache {
-  private readonly entries = new Map<string, Dockerode.ContainerInspectInfo>();
+  private readonly entries = new Map<string, ContainerInspect>();
   /** The tick at which each id last changed, the oldest first; a mark older than that is stale. */
   private readonly changed = new Map<string, number>();
   private tick = 0;
@@ -44,7 +44,7 @@ export class InspectCache {
   private resetTick = 0;
   private readonly feed: DockerEventFeed;
 
-  constructor(docker: Dockerode) {
+  constructor(docker: DockerClient) {
     this.feed = new DockerEventFeed(
       docker,
       { type: ['container'], event: CHANGING_ACTIONS, label: [LabelKeys.containerType] },
@@ -65,7 +65,7 @@ export class InspectCache {
     return this.feed.start();
   }
 
-  get(id: string): Dockerode.ContainerInspectInfo | undefined {
+  get(id: string): ContainerInspect | undefined {
     return this.feed.live ? this.entries.get(id) : undefined;
   }
 
@@ -75,7 +75,7 @@ export class InspectCache {
   }
 
   /** Keeps an inspect made after `mark`, unless its container changed since. */
-  put(info: Dockerode.ContainerInspectInfo, mark: number): void {
+  put(info: ContainerInspect, mark: number): void {
     if (!this.feed.live || mark < this.resetTick) return;
     if ((this.changed.get(info.Id) ?? -1) > mark) return;
     this.entries.set(info.Id, info);
