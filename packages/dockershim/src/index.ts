@@ -15,6 +15,7 @@ export {
   DockerOperationMetrics,
   type DockerOperationStats,
   instrumentedDockerClient,
+  LATENCY_BUCKETS_SECONDS,
 } from './docker/instrumented.js';
 export { type CriLogEntry, formatCriLogLine, parseCriLogLine } from './logs/copier.js';
 export { ContainerType, KubernetesLabels, LabelKeys } from './model/labels.js';

@@ -5,11 +5,15 @@ import { join } from 'node:path';
 import { type ContainerConfig, CriClient, type DeepPartial, type PodSandboxConfig } from '@kh/cri-api';
 import { ensureImages } from '@kh/testkit';
 import Dockerode from 'dockerode';
-import { DockerShim, type DockerShimOptions } from '../src/index.js';
+import { DockerShim, type DockerShimOptions, type FakeDockerClient } from '../src/index.js';
 
 export const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
 
-/** One shim on the host dockerd, a client, a scratch dir, and cleanup of everything labelled with the run id. */
+/**
+ * One shim, a client, a scratch dir, and cleanup of everything labelled with the run id. The shim
+ * drives the host dockerd, or, given `fake`, an Engine in memory (FakeDockerClient): no daemon,
+ * no image, no process, so the CRI verbs' own logic is tested through the real gRPC server.
+ */
 export class ShimHarness {
   readonly runId = `dockershim-${randomBytes(4).toString('hex')}`;
   shim!: DockerShim;
@@ -18,8 +22,10 @@ export class ShimHarness {
   images!: { pause: string; busybox: string; httpd: string };
   private counter = 0;
 
+  constructor(readonly fake?: FakeDockerClient) {}
+
   async start(options: Partial<DockerShimOptions> = {}): Promise<this> {
-    this.images = await ensureImages(['pause', 'busybox', 'httpd']);
+    this.images = this.fake ? fakeImages(this.fake) : await ensureImages(['pause', 'busybox', 'httpd']);
     this.dir = await mkdtemp(join(tmpdir(), 'kh-dockershim-'));
     await this.startShim(options);
     return this;
@@ -36,6 +42,7 @@ export class ShimHarness {
       networkPlugin: 'docker',
       restrictOomScoreAdj: true,
       log: () => undefined,
+      ...(this.fake ? { docker: this.fake } : {}),
       ...options,
     });
     this.client = await CriClient.connect(this.shim.endpoint);
@@ -101,10 +108,12 @@ export class ShimHarness {
       this.client?.close();
       await this.shim?.close();
     } finally {
-      const leftovers = await docker.listContainers({
-        all: true,
-        filters: { label: [`kh.run=${this.runId}`] },
-      });
+      const leftovers = this.fake
+        ? []
+        : await docker.listContainers({
+            all: true,
+            filters: { label: [`kh.run=${this.runId}`] },
+          });
       await Promise.all(
         leftovers.map((c) =>
           docker
@@ -116,6 +125,17 @@ export class ShimHarness {
       if (this.dir) await rm(this.dir, { recursive: true, force: true });
     }
   }
+}
+
+/** The images a test asks for, present in the fake Engine under names no registry serves. */
+function fakeImages(fake: FakeDockerClient): ShimHarness['images'] {
+  const images = {
+    pause: 'kubelet-harness/pause:fake',
+    busybox: 'kubelet-harness/busybox:fake',
+    httpd: 'kubelet-harness/httpd:fake',
+  };
+  for (const ref of Object.values(images)) fake.addImage([ref]);
+  return images;
 }
 
 export async function waitFor<T>(
