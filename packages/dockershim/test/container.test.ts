@@ -5,22 +5,15 @@ import {
   InvalidArgumentError,
   NotFoundError,
 } from '@kh/cri-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeDockerClient, LabelKeys } from '../src/index.js';
-import { ShimHarness, waitFor } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { LabelKeys } from '../src/index.js';
+import { fakeShim, waitFor } from './harness.js';
 
 // The container verbs' own logic on the fake Engine: filters, states, removal in every state, bad
 // requests, a sandbox dead behind the shim's back, ExecSync's answer, resource updates, events.
 // What the container's process does (its exit codes, its cgroup, its output) is for the
 // real-engine suite.
-const fake = new FakeDockerClient();
-const h = new ShimHarness(fake);
-beforeAll(async () => {
-  await h.start();
-});
-afterAll(async () => {
-  await h.cleanup();
-});
+const { fake, h } = fakeShim();
 
 describe('containers', () => {
   it('walks created -> running -> exited, with the reason of its exit code', async () => {

@@ -4,10 +4,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ContainerConfig, CriClient, type DeepPartial, type PodSandboxConfig } from '@kh/cri-api';
 import { ensureImages } from '@kh/testkit';
-import Dockerode from 'dockerode';
-import { DockerShim, type DockerShimOptions, type FakeDockerClient } from '../src/index.js';
+import { afterAll, beforeAll } from 'vitest';
+import {
+  connectDocker,
+  DEFAULT_DOCKER_ENDPOINT,
+  DockerShim,
+  type DockerShimOptions,
+  FakeDockerClient,
+} from '../src/index.js';
 
-export const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
+/**
+ * The Engine of the real-engine suite: the dockerd of the node it runs in (scripts/test-in-node.mjs
+ * sets DOCKER_HOST), else the default socket.
+ */
+export const ENGINE_ENDPOINT = process.env.DOCKER_HOST || DEFAULT_DOCKER_ENDPOINT;
+export const docker = connectDocker(ENGINE_ENDPOINT);
+
+/** The test images: those the node was given (KH_TEST_IMAGES), else built on the host. */
+async function testImages(): Promise<ShimHarness['images']> {
+  const given = process.env.KH_TEST_IMAGES;
+  return given ? (JSON.parse(given) as ShimHarness['images']) : ensureImages(['pause', 'busybox', 'httpd']);
+}
 
 /**
  * One shim, a client, a scratch dir, and cleanup of everything labelled with the run id. The shim
@@ -25,7 +42,7 @@ export class ShimHarness {
   constructor(readonly fake?: FakeDockerClient) {}
 
   async start(options: Partial<DockerShimOptions> = {}): Promise<this> {
-    this.images = this.fake ? fakeImages(this.fake) : await ensureImages(['pause', 'busybox', 'httpd']);
+    this.images = this.fake ? fakeImages(this.fake) : await testImages();
     this.dir = await mkdtemp(join(tmpdir(), 'kh-dockershim-'));
     await this.startShim(options);
     return this;
@@ -42,7 +59,7 @@ export class ShimHarness {
       networkPlugin: 'docker',
       restrictOomScoreAdj: true,
       log: () => undefined,
-      ...(this.fake ? { docker: this.fake } : {}),
+      ...(this.fake ? { docker: this.fake } : { dockerEndpoint: ENGINE_ENDPOINT }),
       ...options,
     });
     this.client = await CriClient.connect(this.shim.endpoint);
@@ -125,6 +142,22 @@ export class ShimHarness {
       if (this.dir) await rm(this.dir, { recursive: true, force: true });
     }
   }
+}
+
+/** A shim on a fake Engine for the tests of this file: started before them, closed after. */
+export function fakeShim(options: Partial<DockerShimOptions> = {}): {
+  fake: FakeDockerClient;
+  h: ShimHarness;
+} {
+  const fake = new FakeDockerClient();
+  const h = new ShimHarness(fake);
+  beforeAll(async () => {
+    await h.start(options);
+  });
+  afterAll(async () => {
+    await h.cleanup();
+  });
+  return { fake, h };
 }
 
 /** The images a test asks for, present in the fake Engine under names no registry serves. */

@@ -1,17 +1,9 @@
 import { InvalidArgumentError, NotFoundError } from '@kh/cri-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeDockerClient } from '../src/index.js';
-import { ShimHarness } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { fakeShim } from './harness.js';
 
 // The ImageService on the fake Engine: status, listing, removal of every tag, pulls and their errors.
-const fake = new FakeDockerClient();
-const h = new ShimHarness(fake);
-beforeAll(async () => {
-  await h.start();
-});
-afterAll(async () => {
-  await h.cleanup();
-});
+const { fake, h } = fakeShim();
 
 describe('images', () => {
   it('reports status, lists with a filter, and removes every tag idempotently', async () => {

@@ -9,7 +9,7 @@ import {
 } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerShim, LabelKeys, parseCriLogLine } from '../src/index.js';
-import { docker, ShimHarness, waitFor } from './harness.js';
+import { docker, ENGINE_ENDPOINT, ShimHarness, waitFor } from './harness.js';
 
 const h = new ShimHarness();
 beforeAll(async () => {
@@ -442,6 +442,7 @@ describe('restart', () => {
     const path = join(config.logDirectory as string, 'mine/0.log');
     await waitFor(async () => ((await logLines(path)).length > 2 ? true : undefined), 'first lines');
     const other = await DockerShim.start({
+      dockerEndpoint: ENGINE_ENDPOINT,
       socketPath: join(h.dir, 'other.sock'),
       podInfraContainerImage: h.images.pause,
       log: () => undefined,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CriClient } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ShimHarness, waitFor } from './harness.js';
+import { ENGINE_ENDPOINT, ShimHarness, waitFor } from './harness.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const NODE = process.execPath;
@@ -55,6 +55,8 @@ describe('CLI', () => {
     const run = runCli([
       '--listen',
       `unix://${socket}`,
+      '--docker-endpoint',
+      ENGINE_ENDPOINT,
       '--pod-infra-container-image',
       h.images.pause,
       '--runtime-cgroups',

@@ -1,18 +1,10 @@
 import { CgroupDriver, UnavailableError } from '@kh/cri-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeDockerClient, LATENCY_BUCKETS_SECONDS } from '../src/index.js';
-import { ShimHarness } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { LATENCY_BUCKETS_SECONDS } from '../src/index.js';
+import { fakeShim } from './harness.js';
 
 // Version, Status, RuntimeConfig and the timing of Engine calls, on the fake Engine.
-const fake = new FakeDockerClient();
-const h = new ShimHarness(fake);
-beforeAll(async () => {
-  await h.start();
-});
-afterAll(async () => {
-  fake.down = false;
-  await h.cleanup();
-});
+const { fake, h } = fakeShim();
 
 describe('runtime info', () => {
   it("reports docker and the Engine's version", async () => {

@@ -1,19 +1,12 @@
 import { CriClient, NotFoundError, PodSandboxState } from '@kh/cri-api';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DockerShim, FakeDockerClient, LabelKeys } from '../src/index.js';
-import { ShimHarness, waitFor } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { DockerShim, LabelKeys } from '../src/index.js';
+import { fakeShim, waitFor } from './harness.js';
 
 // The sandbox verbs' own logic on the fake Engine: listing, idempotence, kinds, a pause container
 // gone or dead behind the shim's back, the pause image pull. What needs a running pause process
 // (its network, DNS, ports) is in lifecycle.int.test.ts.
-const fake = new FakeDockerClient();
-const h = new ShimHarness(fake);
-beforeAll(async () => {
-  await h.start();
-});
-afterAll(async () => {
-  await h.cleanup();
-});
+const { fake, h } = fakeShim();
 
 describe('sandboxes', () => {
   it('runs the pause container with the CRI state in its labels, and reports it', async () => {
