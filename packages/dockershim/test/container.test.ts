@@ -210,13 +210,15 @@ describe('events', () => {
         `event ${type}`,
       );
     await saw(ContainerEventType.CONTAINER_STARTED_EVENT);
-    // Read (and cached) while running, then it dies behind the shim's back: the stopped event's
-    // snapshot must still show it exited.
+    // Read (and cached) while running, then it dies behind the shim's back, and the inspect cache
+    // hears of it late (its own subscription): the stopped event's snapshot must still show it exited.
     expect((await h.client.containerStatus({ containerId: id })).status?.state).toBe(
       ContainerState.CONTAINER_RUNNING,
     );
+    fake.holdEvents((filters) => filters.event !== undefined);
     fake.exit(id, 137);
     await saw(ContainerEventType.CONTAINER_STOPPED_EVENT);
+    fake.releaseEvents();
     await h.client.removeContainer({ containerId: id });
     await saw(ContainerEventType.CONTAINER_DELETED_EVENT);
     abort.abort();

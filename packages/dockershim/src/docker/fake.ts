@@ -92,6 +92,8 @@ export class FakeDockerClient implements DockerClient {
   /** Images a pull finds, by repository:tag. */
   readonly registry = new Map<string, ImageInspect>();
   private readonly subscribers = new Set<{ stream: PassThrough; filters: Record<string, string[]> }>();
+  private holding: ((filters: Record<string, string[]>) => boolean) | undefined;
+  private readonly held: { stream: PassThrough; line: string }[] = [];
   engineVersion: EngineVersion = { Version: '26.1.5', ApiVersion: '1.45' };
   rootDir = '/var/lib/docker';
 
@@ -144,7 +146,11 @@ export class FakeDockerClient implements DockerClient {
     };
     // timeNano exceeds 2^53: write its digits exactly, as the Engine does.
     const line = `${JSON.stringify(event).replace(/"timeNano":\d+/, `"timeNano":${nanos}`)}\n`;
-    for (const s of this.subscribers) if (matches(s.filters, event)) s.stream.write(line);
+    for (const s of this.subscribers) {
+      if (!matches(s.filters, event)) continue;
+      if (this.holding?.(s.filters)) this.held.push({ stream: s.stream, line });
+      else s.stream.write(line);
+    }
   }
 
   private containerEvent(c: FakeContainer, action: string): void {
@@ -456,6 +462,20 @@ export class FakeDockerClient implements DockerClient {
     this.subscribers.add(subscriber);
     subscriber.stream.on('close', () => this.subscribers.delete(subscriber));
     return subscriber.stream;
+  }
+
+  /**
+   * Holds back the events of the subscriptions `which` selects (by their filters) until
+   * releaseEvents(): the Engine promises no order between subscriptions, so no consumer may count
+   * on another one having seen an event.
+   */
+  holdEvents(which: (filters: Record<string, string[]>) => boolean): void {
+    this.holding = which;
+  }
+
+  releaseEvents(): void {
+    this.holding = undefined;
+    for (const { stream, line } of this.held.splice(0)) stream.write(line);
   }
 
   /** Ends every event stream, as a restarting Engine does. */
