@@ -11,8 +11,8 @@ import { parseArgs } from 'node:util';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
 import { cleanUpOnInterrupt, criTools, ensureImages, HostContainerd, NodeContainer } from '@kh/testkit';
-import { connectDocker } from '../src/shim/docker_endpoint.js';
-import { DockerShim } from '../src/shim/service.js';
+import { connectDocker, DockerodeClient } from '../src/docker/api_client.js';
+import { DockerShim } from '../src/service.js';
 import { CRITEST_OPERATIONS, type CritestBenchmarkParams, runCritestBenchmark } from './critest.js';
 import { benchExec, EXEC_PATHS, type ExecPath, execRoundTrips } from './exec.js';
 import { type LatencySummary, percentile, summarize } from './stats.js';
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
   const docker = connectDocker();
   const dir = await mkdtemp(join(tmpdir(), 'kh-bench-'));
   const shim = await DockerShim.start({
-    docker,
+    docker: new DockerodeClient(docker),
     socketPath: join(dir, 'dockershim.sock'),
     podInfraContainerImage: refs.pause,
     restrictOomScoreAdj: true,

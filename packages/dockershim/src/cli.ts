@@ -8,11 +8,11 @@ import {
   DEFAULT_STREAM_CREATION_TIMEOUT_MS,
   DEFAULT_STREAM_IDLE_TIMEOUT_MS,
 } from '@kh/cri-streaming';
+import { DEFAULT_CONFIG, NETWORK_PLUGINS, type NetworkPluginName } from './core/context.js';
+import { DEFAULT_DOCKER_ENDPOINT, DockerodeClient } from './docker/api_client.js';
+import { dockerMessage } from './docker/errors.js';
 import { enterRuntimeCgroup } from './runtime_cgroups.js';
-import { DEFAULT_CONFIG, NETWORK_PLUGINS, type NetworkPluginName } from './shim/context.js';
-import { connectDocker, DEFAULT_DOCKER_ENDPOINT } from './shim/docker_endpoint.js';
-import { dockerMessage } from './shim/errors.js';
-import { DEFAULT_STREAMING_ADDRESS, DockerShim } from './shim/service.js';
+import { DEFAULT_STREAMING_ADDRESS, DockerShim } from './service.js';
 
 const mib = (bytes: number) => `${bytes / 2 ** 20} MiB`;
 
@@ -92,7 +92,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const endpoint = values['docker-endpoint'];
-  const docker = connectDocker(endpoint);
+  const docker = DockerodeClient.connect(endpoint);
   try {
     await docker.ping();
   } catch (err) {

@@ -1,6 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { networkError, parseNetDev } from '../src/core/pod_network.js';
 import {
   CniNetworkPlugin,
   CniNotReadyError,
@@ -12,7 +13,6 @@ import {
   TEMPLATED_CONF_FILE,
 } from '../src/network/cni.js';
 import { parseConf, parseConfList } from '../src/network/config.js';
-import { networkError, parseNetDev } from '../src/shim/pod_network.js';
 import { conflist, FakeCni } from './fake_cni.js';
 
 // The CNI client against fake plugins (Node scripts that record their invocations): libcni's

@@ -15,7 +15,7 @@ import {
   toContainerState,
   toDockerBind,
   toSandboxState,
-} from '../src/shim/convert.js';
+} from '../src/core/convert.js';
 
 describe('timestamps', () => {
   it('keeps all nine fractional digits as int64 ns', () => {

@@ -12,17 +12,17 @@ import {
   SecurityProfile_ProfileType,
   Signal,
 } from '@kh/cri-api';
-import type Dockerode from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import {
   type ContainerCreateParams,
   containerCreateOptions,
   dockerUser,
-} from '../src/shim/container_create.js';
-import { LabelKeys } from '../src/shim/labels.js';
-import { type SandboxCreateParams, sandboxCreateOptions } from '../src/shim/sandbox_run.js';
+} from '../src/core/container_create.js';
+import { type SandboxCreateParams, sandboxCreateOptions } from '../src/core/sandbox_run.js';
+import type { ContainerCreateRequest, HostConfig } from '../src/docker/client.js';
+import { LabelKeys } from '../src/model/labels.js';
 
-function hostConfig(o: Dockerode.ContainerCreateOptions): Dockerode.HostConfig {
+function hostConfig(o: ContainerCreateRequest): HostConfig {
   if (!o.HostConfig) throw new Error('no HostConfig');
   return o.HostConfig;
 }

@@ -4,12 +4,33 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ContainerConfig, CriClient, type DeepPartial, type PodSandboxConfig } from '@kh/cri-api';
 import { ensureImages } from '@kh/testkit';
-import Dockerode from 'dockerode';
-import { DockerShim, type DockerShimOptions } from '../src/index.js';
+import { afterAll, beforeAll } from 'vitest';
+import {
+  connectDocker,
+  DEFAULT_DOCKER_ENDPOINT,
+  DockerShim,
+  type DockerShimOptions,
+  FakeDockerClient,
+} from '../src/index.js';
 
-export const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
+/**
+ * The Engine of the real-engine suite: the dockerd of the node it runs in (scripts/test-in-node.mjs
+ * sets DOCKER_HOST), else the default socket.
+ */
+export const ENGINE_ENDPOINT = process.env.DOCKER_HOST || DEFAULT_DOCKER_ENDPOINT;
+export const docker = connectDocker(ENGINE_ENDPOINT);
 
-/** One shim on the host dockerd, a client, a scratch dir, and cleanup of everything labelled with the run id. */
+/** The test images: those the node was given (KH_TEST_IMAGES), else built on the host. */
+async function testImages(): Promise<ShimHarness['images']> {
+  const given = process.env.KH_TEST_IMAGES;
+  return given ? (JSON.parse(given) as ShimHarness['images']) : ensureImages(['pause', 'busybox', 'httpd']);
+}
+
+/**
+ * One shim, a client, a scratch dir, and cleanup of everything labelled with the run id. The shim
+ * drives the host dockerd, or, given `fake`, an Engine in memory (FakeDockerClient): no daemon,
+ * no image, no process, so the CRI verbs' own logic is tested through the real gRPC server.
+ */
 export class ShimHarness {
   readonly runId = `dockershim-${randomBytes(4).toString('hex')}`;
   shim!: DockerShim;
@@ -18,8 +39,10 @@ export class ShimHarness {
   images!: { pause: string; busybox: string; httpd: string };
   private counter = 0;
 
+  constructor(readonly fake?: FakeDockerClient) {}
+
   async start(options: Partial<DockerShimOptions> = {}): Promise<this> {
-    this.images = await ensureImages(['pause', 'busybox', 'httpd']);
+    this.images = this.fake ? fakeImages(this.fake) : await testImages();
     this.dir = await mkdtemp(join(tmpdir(), 'kh-dockershim-'));
     await this.startShim(options);
     return this;
@@ -36,6 +59,7 @@ export class ShimHarness {
       networkPlugin: 'docker',
       restrictOomScoreAdj: true,
       log: () => undefined,
+      ...(this.fake ? { docker: this.fake } : { dockerEndpoint: ENGINE_ENDPOINT }),
       ...options,
     });
     this.client = await CriClient.connect(this.shim.endpoint);
@@ -101,10 +125,12 @@ export class ShimHarness {
       this.client?.close();
       await this.shim?.close();
     } finally {
-      const leftovers = await docker.listContainers({
-        all: true,
-        filters: { label: [`kh.run=${this.runId}`] },
-      });
+      const leftovers = this.fake
+        ? []
+        : await docker.listContainers({
+            all: true,
+            filters: { label: [`kh.run=${this.runId}`] },
+          });
       await Promise.all(
         leftovers.map((c) =>
           docker
@@ -116,6 +142,33 @@ export class ShimHarness {
       if (this.dir) await rm(this.dir, { recursive: true, force: true });
     }
   }
+}
+
+/** A shim on a fake Engine for the tests of this file: started before them, closed after. */
+export function fakeShim(options: Partial<DockerShimOptions> = {}): {
+  fake: FakeDockerClient;
+  h: ShimHarness;
+} {
+  const fake = new FakeDockerClient();
+  const h = new ShimHarness(fake);
+  beforeAll(async () => {
+    await h.start(options);
+  });
+  afterAll(async () => {
+    await h.cleanup();
+  });
+  return { fake, h };
+}
+
+/** The images a test asks for, present in the fake Engine under names no registry serves. */
+function fakeImages(fake: FakeDockerClient): ShimHarness['images'] {
+  const images = {
+    pause: 'kubelet-harness/pause:fake',
+    busybox: 'kubelet-harness/busybox:fake',
+    httpd: 'kubelet-harness/httpd:fake',
+  };
+  for (const ref of Object.values(images)) fake.addImage([ref]);
+  return images;
 }
 
 export async function waitFor<T>(

@@ -1,6 +1,6 @@
 import { AuthConfig, NotFoundError, UnauthenticatedError, UnknownCriError } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
-import { pullError, toDockerAuth } from '../src/shim/image.js';
+import { pullError, toDockerAuth } from '../src/core/image.js';
 
 describe('registry auth for pulls', () => {
   it('passes user and password, with the registry of the image as server', () => {

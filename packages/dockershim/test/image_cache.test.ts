@@ -1,29 +1,27 @@
 import { PassThrough } from 'node:stream';
-import type Dockerode from 'dockerode';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ImageCache } from '../src/shim/image_cache.js';
+import type { DockerClient } from '../src/docker/client.js';
+import { ImageCache } from '../src/state/image_cache.js';
 
-/** Just what ImageCache asks of Dockerode: an event stream it controls and counted image inspects. */
+/** Just what ImageCache asks of the Engine: an event stream it controls and counted image inspects. */
 function fakeDocker(opts: { eventsFail?: boolean } = {}) {
   const events = new PassThrough();
   const digests = new Map<string, string[]>([['sha256:a', ['busybox@sha256:1']]]);
   const calls = { inspect: 0, filters: undefined as unknown };
   const docker = {
-    getEvents: async (o: { filters: unknown }) => {
-      calls.filters = o.filters;
+    events: async (filters: unknown) => {
+      calls.filters = filters;
       if (opts.eventsFail) throw new Error('events down');
       return events;
     },
-    getImage: (id: string) => ({
-      inspect: async () => {
-        calls.inspect++;
-        const repoDigests = digests.get(id);
-        if (!repoDigests) throw Object.assign(new Error('No such image'), { statusCode: 404 });
-        return { Id: id, RepoDigests: [...repoDigests] };
-      },
-    }),
+    inspectImage: async (id: string) => {
+      calls.inspect++;
+      const repoDigests = digests.get(id);
+      if (!repoDigests) throw Object.assign(new Error('No such image'), { statusCode: 404 });
+      return { Id: id, RepoDigests: [...repoDigests] };
+    },
   };
-  return { docker: docker as unknown as Dockerode, events, digests, calls };
+  return { docker: docker as unknown as DockerClient, events, digests, calls };
 }
 
 const flush = () => new Promise((r) => setImmediate(r));

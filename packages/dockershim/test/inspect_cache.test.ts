@@ -1,24 +1,24 @@
 import { PassThrough } from 'node:stream';
-import type Dockerode from 'dockerode';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InspectCache } from '../src/shim/inspect_cache.js';
+import type { ContainerInspect, DockerClient } from '../src/docker/client.js';
+import { InspectCache } from '../src/state/inspect_cache.js';
 
-/** Just what InspectCache asks of Dockerode: an event stream the test writes to. */
+/** Just what InspectCache asks of the Engine: an event stream the test writes to. */
 function fakeDocker(opts: { eventsFail?: boolean } = {}) {
   const events = new PassThrough();
   const calls = { filters: undefined as unknown };
   const docker = {
-    getEvents: async (o: { filters: unknown }) => {
-      calls.filters = o.filters;
+    events: async (filters: unknown) => {
+      calls.filters = filters;
       if (opts.eventsFail) throw new Error('events down');
       return events;
     },
   };
-  return { docker: docker as unknown as Dockerode, events, calls };
+  return { docker: docker as unknown as DockerClient, events, calls };
 }
 
 const inspect = (id: string, status: string) =>
-  ({ Id: id, State: { Status: status } }) as unknown as Dockerode.ContainerInspectInfo;
+  ({ Id: id, State: { Status: status } }) as unknown as ContainerInspect;
 const event = (action: string, id: string) =>
   `${JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id } })}\n`;
 const flush = () => new Promise((r) => setImmediate(r));

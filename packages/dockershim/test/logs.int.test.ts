@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { ContainerState, CriClient, FailedPreconditionError } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerShim, parseCriLogLine } from '../src/index.js';
-import { docker, ShimHarness, waitFor } from './harness.js';
+import { docker, ENGINE_ENDPOINT, ShimHarness, waitFor } from './harness.js';
 
 // The CRI log file as kubelet uses it: there as soon as the container starts, rotated by rename +
 // ReopenContainerLog, and complete, without duplicates, across shim restarts.
@@ -122,6 +122,7 @@ describe('log file', () => {
     const { podId, config } = await h.runPod();
     const id = await h.runContainer(podId, config, 'owned');
     const other = await DockerShim.start({
+      dockerEndpoint: ENGINE_ENDPOINT,
       socketPath: join(h.dir, 'other.sock'),
       podInfraContainerImage: h.images.pause,
       log: () => undefined,

@@ -2,17 +2,17 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import type Dockerode from 'dockerode';
 import { describe, expect, it, vi } from 'vitest';
-import { CappedOutput, jsonLines, LineDecoder, StreamType } from '../src/shim/docker_stream.js';
-import { eventTimeNanos } from '../src/shim/events.js';
+import { eventTimeNanos } from '../src/core/events.js';
+import type { DockerClient } from '../src/docker/client.js';
+import { CappedOutput, jsonLines, LineDecoder, StreamType } from '../src/docker/stream.js';
 import {
   ContainerLogCopier,
   formatCriLogLine,
   parseCriLogLine,
   splitTimestamp,
   timestampToSince,
-} from '../src/shim/logs.js';
+} from '../src/logs/copier.js';
 
 function frame(type: number, text: string): Buffer {
   const payload = Buffer.from(text);
@@ -95,8 +95,8 @@ describe('ContainerLogCopier', () => {
     // A follow stream that ignores destroy(), as a stream outliving a shim's shutdown would.
     const stream = new PassThrough();
     stream.destroy = () => stream;
-    const container = { logs: async () => stream } as unknown as Dockerode.Container;
-    const copier = new ContainerLogCopier(container, path, false, () => {});
+    const docker = { containerLogs: async () => stream } as unknown as DockerClient;
+    const copier = new ContainerLogCopier(docker, 'c1', path, false, () => {});
     const ts = (s: number) => `2026-11-22T23:15:0${s}.000000000Z`;
     try {
       stream.write(frame(StreamType.Stdout, `${ts(1)} before\n`));

@@ -8,13 +8,13 @@ import {
   makeDockerLabels,
   sandboxMetadataFrom,
   splitDockerLabels,
-} from '../src/shim/labels.js';
+} from '../src/model/labels.js';
 import {
   makeContainerName,
   makeSandboxName,
   parseContainerName,
   parseSandboxName,
-} from '../src/shim/naming.js';
+} from '../src/model/naming.js';
 
 const pod = { name: 'web', namespace: 'default', uid: 'u-1', attempt: 2 };
 

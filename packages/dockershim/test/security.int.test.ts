@@ -13,7 +13,7 @@ import {
   SecurityProfile_ProfileType,
 } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { hostDevices } from '../src/shim/host_privileges.js';
+import { hostDevices } from '../src/core/host_privileges.js';
 import { docker, ShimHarness, waitFor } from './harness.js';
 
 // Security context, privilege and mount propagation against the host dockerd, checked from inside

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError, Mount, MountPropagation, SecurityProfile_ProfileType } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostDevices, missingCapabilities, rejectedCapability } from '../src/shim/host_privileges.js';
-import { mountOf, parseMountInfo, propagationProblem } from '../src/shim/mount_propagation.js';
-import { loadSeccompProfile } from '../src/shim/security.js';
+import { hostDevices, missingCapabilities, rejectedCapability } from '../src/core/host_privileges.js';
+import { mountOf, parseMountInfo, propagationProblem } from '../src/core/mount_propagation.js';
+import { loadSeccompProfile } from '../src/core/security.js';
 
 describe('capabilities the host cannot grant', () => {
   it('are the known capabilities missing from the bounding set', () => {

@@ -7,7 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { Duplex, PassThrough } from 'node:stream';
 import { FailedPreconditionError, NotFoundError } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIALER_NAME, DockerStreamingRuntime } from '../src/shim/container_streaming.js';
+import { DIALER_NAME, DockerStreamingRuntime } from '../src/core/container_streaming.js';
 import { docker, ShimHarness, waitFor } from './harness.js';
 import { awaitSize, hostNetworkHttpd, processes, Sink, Sizes } from './streaming_helpers.js';
 

@@ -1,0 +1,45 @@
+import type { StartContainerRequest, StartContainerResponse } from '@kh/cri-api';
+import { FailedPreconditionError, InternalError } from '@kh/cri-api';
+import { dockerMessage, dockerStatusCode } from '../docker/errors.js';
+import { createLogFile } from '../logs/copier.js';
+import { ContainerType, LabelKeys } from '../model/labels.js';
+import type { ShimContext } from './context.js';
+import { toCriError } from './errors.js';
+import { getManaged } from './lookup.js';
+
+/** StartContainer: start a created container and begin copying its output to the CRI log file. */
+export async function startContainer(
+  ctx: ShimContext,
+  req: StartContainerRequest,
+): Promise<Partial<StartContainerResponse>> {
+  const info = await getManaged(ctx, req.containerId, ContainerType.container, 'container_id');
+  if (info.State.Status !== 'created') {
+    throw new FailedPreconditionError(
+      `container ${JSON.stringify(req.containerId)} is ${info.State.Status}, not created`,
+    );
+  }
+  const logPath = info.Config.Labels?.[LabelKeys.logPath];
+  // A client may read the log as soon as StartContainer returns, before the copier wrote anything.
+  if (logPath) {
+    await createLogFile(logPath).catch((err: Error) => {
+      throw new InternalError(`cannot create the log file ${JSON.stringify(logPath)}: ${err.message}`);
+    });
+  }
+  try {
+    await ctx.docker.startContainer(info.Id);
+  } catch (err) {
+    if (dockerStatusCode(err) === 500) {
+      // The runtime could not run it (bad command, bad mount...): Docker's message says why.
+      throw new InternalError(
+        `failed to start container ${JSON.stringify(req.containerId)}: ${dockerMessage(err)}`,
+      );
+    }
+    throw toCriError(err, `start container ${JSON.stringify(req.containerId)}`);
+  } finally {
+    // Started, or failed and left with an exit code: either way its status reads differently now,
+    // and Docker's event saying so can arrive after this call has returned.
+    ctx.inspects.evict(info.Id);
+  }
+  if (logPath) ctx.logs.follow(info.Id, logPath, info.Config.Tty);
+  return {};
+}

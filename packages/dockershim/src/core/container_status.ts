@@ -1,0 +1,125 @@
+import {
+  ContainerState,
+  type ContainerStatus,
+  type ContainerStatusRequest,
+  type ContainerStatusResponse,
+} from '@kh/cri-api';
+import type { ContainerInspect, ImageInspect } from '../docker/client.js';
+import {
+  ContainerType,
+  containerMetadataFrom,
+  createdAtFrom,
+  LabelKeys,
+  splitDockerLabels,
+} from '../model/labels.js';
+import type { ShimContext } from './context.js';
+import {
+  dockerTimeToNanos,
+  exitReason,
+  propagationFromDocker,
+  resourcesFromHostConfig,
+  signalFromDocker,
+  toContainerState,
+} from './convert.js';
+import { getManaged } from './lookup.js';
+
+// How long ContainerStatus waits for the last log lines of an exited container to reach the CRI file,
+// so a client that sees EXITED can read the complete log.
+const LOG_DRAIN_MS = 2_000;
+
+/** ContainerStatus from `docker inspect` of the container and (for the digest) of its image. */
+export function containerStatusFromInspect(
+  info: ContainerInspect,
+  image: ImageInspect | undefined,
+): ContainerStatus {
+  const dockerLabels = info.Config.Labels ?? {};
+  const { labels, annotations } = splitDockerLabels(dockerLabels);
+  const s = info.State;
+  let state = toContainerState(s.Status);
+  let reason = '';
+  let startedAt = dockerTimeToNanos(s.StartedAt);
+  let finishedAt = dockerTimeToNanos(s.FinishedAt);
+  const created = createdAtFrom(dockerLabels, dockerTimeToNanos(info.Created));
+  if (state === ContainerState.CONTAINER_EXITED) {
+    reason = exitReason(s);
+  } else if (state === ContainerState.CONTAINER_CREATED && s.ExitCode !== 0) {
+    // Docker leaves a container whose start failed in "created" with an exit code: it ran and failed.
+    state = ContainerState.CONTAINER_EXITED;
+    reason = 'ContainerCannotRun';
+    startedAt = created;
+    finishedAt = created;
+  }
+  const imageName = dockerLabels[LabelKeys.image] ?? info.Config.Image;
+  const imageRef = image?.RepoDigests?.[0] ?? info.Image;
+  // Inspect's Mounts cannot say a bind is recursively read-only; the HostConfig it was created with can.
+  const forcedRecursive = new Set(
+    (info.HostConfig.Mounts ?? []).filter((m) => m.BindOptions?.ReadOnlyForceRecursive).map((m) => m.Target),
+  );
+  return {
+    id: info.Id,
+    metadata: containerMetadataFrom(dockerLabels, info.Name),
+    state,
+    createdAt: created,
+    startedAt,
+    finishedAt,
+    exitCode: s.ExitCode,
+    image: { image: imageName, annotations: {}, userSpecifiedImage: imageName, runtimeHandler: '', imageRef },
+    imageRef,
+    imageId: info.Image,
+    reason,
+    message: s.Error ?? '',
+    labels,
+    annotations,
+    mounts: (info.Mounts ?? []).map((m) => ({
+      containerPath: m.Destination,
+      hostPath: m.Source,
+      readonly: !m.RW,
+      selinuxRelabel: false,
+      propagation: propagationFromDocker(m.Propagation),
+      uidMappings: [],
+      gidMappings: [],
+      recursiveReadOnly: forcedRecursive.has(m.Destination),
+      image: undefined,
+      imageSubPath: '',
+      mountOptions: [],
+    })),
+    logPath: dockerLabels[LabelKeys.logPath] ?? '',
+    resources: { linux: resourcesFromHostConfig(info.HostConfig), windows: undefined },
+    user: undefined,
+    stopSignal: signalFromDocker((info.Config as { StopSignal?: string }).StopSignal),
+  };
+}
+
+/** ContainerStatus of a container, and the inspect it was made from. */
+export async function getContainerStatus(
+  ctx: ShimContext,
+  id: string,
+  field: string,
+): Promise<{ status: ContainerStatus; info: ContainerInspect }> {
+  const info = await getManaged(ctx, id, ContainerType.container, field);
+  if (!info.State.Running) await ctx.logs.drained(info.Id, LOG_DRAIN_MS);
+  const image = await ctx.images.inspect(info.Image);
+  return { status: containerStatusFromInspect(info, image), info };
+}
+
+export async function containerStatus(
+  ctx: ShimContext,
+  req: ContainerStatusRequest,
+): Promise<Partial<ContainerStatusResponse>> {
+  const { status, info: raw } = await getContainerStatus(ctx, req.containerId, 'container_id');
+  const info: Record<string, string> = {};
+  if (req.verbose) {
+    info.info = JSON.stringify({
+      sandboxID: raw.Config.Labels?.[LabelKeys.sandboxId],
+      pid: raw.State.Pid,
+      hostConfig: raw.HostConfig,
+      config: {
+        env: raw.Config.Env,
+        user: raw.Config.User,
+        cmd: raw.Config.Cmd,
+        entrypoint: raw.Config.Entrypoint,
+      },
+    });
+  }
+  return { status, info };
+}

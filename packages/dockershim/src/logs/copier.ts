@@ -1,0 +1,295 @@
+import { type FileHandle, mkdir, open, readdir } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { FailedPreconditionError } from '@kh/cri-api';
+import type { DockerClient } from '../docker/client.js';
+import { FrameDecoder, LineDecoder, StreamType } from '../docker/stream.js';
+
+// Docker keeps container output in its own log driver; kubelet reads the CRI log file at log_path.
+// The shim bridges the two: for every started container it follows `docker logs` (with Docker's
+// timestamps) and appends each entry to the CRI file in the CRI format:
+//   <RFC3339Nano timestamp> <stdout|stderr> <P|F> <message>\n
+// P marks a partial line (Docker splits long lines and we keep that split), F a full one.
+
+export type LogStream = 'stdout' | 'stderr';
+
+/** One Docker log entry as `docker logs --timestamps` sends it: "<timestamp> <message>". */
+export function splitTimestamp(entry: Buffer): { timestamp: string; message: Buffer } {
+  const space = entry.indexOf(0x20);
+  if (space <= 0) throw new Error('docker log entry without timestamp');
+  return { timestamp: entry.subarray(0, space).toString('latin1'), message: entry.subarray(space + 1) };
+}
+
+/** Formats one Docker log entry as one CRI log line. A message without trailing newline is partial. */
+export function formatCriLogLine(timestamp: string, stream: LogStream, message: Buffer): Buffer {
+  let body = message;
+  let tag = 'P';
+  if (body.length > 0 && body[body.length - 1] === 0x0a) {
+    tag = 'F';
+    body = body.subarray(0, body.length - 1);
+    if (body.length > 0 && body[body.length - 1] === 0x0d) body = body.subarray(0, body.length - 1);
+  }
+  return Buffer.concat([Buffer.from(`${timestamp} ${stream} ${tag} `), body, Buffer.from('\n')]);
+}
+
+export interface CriLogEntry {
+  timestamp: string;
+  stream: LogStream;
+  tag: 'P' | 'F';
+  message: string;
+}
+
+/** Parses one CRI log line (used by tests and to resume after a restart). */
+export function parseCriLogLine(line: string): CriLogEntry | undefined {
+  const m = /^(\S+) (stdout|stderr) ([PF]) (.*)$/s.exec(line);
+  if (!m) return undefined;
+  return { timestamp: m[1] ?? '', stream: m[2] as LogStream, tag: m[3] as 'P' | 'F', message: m[4] ?? '' };
+}
+
+/** Docker's fixed-width UTC timestamps sort as strings; this turns one into the `since` query value. */
+export function timestampToSince(timestamp: string): string {
+  const m = /^(.*?)(?:\.(\d{1,9}))?Z$/.exec(timestamp);
+  if (!m) return '0';
+  const seconds = Math.floor(Date.parse(`${m[1]}Z`) / 1000);
+  return `${seconds}.${(m[2] ?? '').padEnd(9, '0')}`;
+}
+
+const TAIL_BYTES = 64 * 1024;
+
+/** The last entry of an existing CRI log file (after a shim restart), to resume after it. */
+async function lastEntryIn(path: string): Promise<CriLogEntry | undefined> {
+  let text: string;
+  try {
+    const fh = await open(path, 'r');
+    try {
+      const { size } = await fh.stat();
+      const start = Math.max(0, size - TAIL_BYTES);
+      const buf = Buffer.alloc(size - start);
+      await fh.read(buf, 0, buf.length, start);
+      text = buf.toString('utf8');
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    return undefined;
+  }
+  const lines = text.split('\n').filter(Boolean);
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const entry = parseCriLogLine(lines[i] ?? '');
+    if (entry) return entry;
+  }
+  return undefined;
+}
+
+/**
+ * Where copying resumes: after the last entry of the CRI file, or, when kubelet has just rotated it
+ * (renamed to `<file>.<timestamp>`, the newest left uncompressed) and the new file is still empty,
+ * after the last entry of the newest rotated file, so its lines are not copied a second time.
+ */
+export async function resumePoint(path: string): Promise<CriLogEntry | undefined> {
+  const current = await lastEntryIn(path);
+  if (current) return current;
+  const prefix = `${basename(path)}.`;
+  const rotated = (await readdir(dirname(path)).catch(() => []))
+    .filter((name) => name.startsWith(prefix) && !name.endsWith('.gz') && !name.endsWith('.tmp'))
+    .sort();
+  const newest = rotated[rotated.length - 1];
+  return newest ? lastEntryIn(join(dirname(path), newest)) : undefined;
+}
+
+/** Opens the CRI log file for appending, creating it and its directory when missing. */
+async function openLogFile(path: string): Promise<FileHandle> {
+  await mkdir(dirname(path), { recursive: true });
+  return open(path, 'a', 0o640);
+}
+
+/** Creates the (empty) CRI log file, so it exists as soon as its container starts, however briefly it runs. */
+export async function createLogFile(path: string): Promise<void> {
+  await (await openLogFile(path)).close();
+}
+
+/** Splits a raw `docker logs` byte stream into entries: frames, or lines for a TTY container. */
+async function* dockerLogEntries(
+  chunks: AsyncIterable<Buffer> | Iterable<Buffer>,
+  tty: boolean,
+): AsyncGenerator<{ stream: LogStream; entry: Buffer }> {
+  const frames = new FrameDecoder();
+  const lines = new LineDecoder();
+  for await (const chunk of chunks) {
+    if (tty) {
+      for (const entry of lines.push(chunk)) yield { stream: 'stdout', entry };
+    } else {
+      for (const f of frames.push(chunk)) {
+        yield { stream: f.stream === StreamType.Stderr ? 'stderr' : 'stdout', entry: f.payload };
+      }
+    }
+  }
+  const rest = lines.flush();
+  if (rest) yield { stream: 'stdout', entry: rest };
+}
+
+/** Follows one container's Docker log stream into its CRI log file until the container stops. */
+export class ContainerLogCopier {
+  private file: FileHandle | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private stream: Readable | undefined;
+  private stopped = false;
+  /** The last entry written ("<timestamp> <stream>"), where a later read resumes. */
+  private last: { timestamp: string; key: string } | undefined;
+  readonly done: Promise<void>;
+
+  constructor(
+    private readonly docker: DockerClient,
+    private readonly id: string,
+    readonly path: string,
+    private readonly tty: boolean,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    this.done = this.run().catch((err: unknown) => {
+      if (!this.stopped) this.onError(err);
+    });
+  }
+
+  /** Serialises file operations so a reopen never interleaves with a write. */
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async run(): Promise<void> {
+    // After a shim restart the file may already hold entries: resume after the last one.
+    const previous = await resumePoint(this.path);
+    if (previous)
+      this.last = { timestamp: previous.timestamp, key: `${previous.timestamp} ${previous.stream}` };
+    this.file = await openLogFile(this.path);
+    try {
+      await this.copy(true);
+      // Docker's follow mode sometimes ends before it delivers the last entries of a container that
+      // just exited (measured: a final partial line, 3 times in 20). One plain read catches up.
+      if (!this.stopped) await this.copy(false);
+    } finally {
+      await this.locked(async () => {
+        await this.file?.close();
+        this.file = undefined;
+      });
+    }
+  }
+
+  /** One `docker logs` read from the last entry written (Docker's `since` is inclusive: skip to after it). */
+  private async copy(follow: boolean): Promise<void> {
+    const since = this.last;
+    const result = await this.docker.containerLogs(this.id, {
+      follow,
+      ...(since ? { since: timestampToSince(since.timestamp) } : {}),
+    });
+    this.stream = result;
+    // stop() may have run while the logs request was in flight.
+    if (this.stopped) result.destroy();
+    const chunks = result as AsyncIterable<Buffer>;
+    let skipping = since !== undefined;
+    for await (const { stream, entry } of dockerLogEntries(chunks, this.tty)) {
+      const { timestamp, message } = splitTimestamp(entry);
+      const key = `${timestamp} ${stream}`;
+      if (skipping && since) {
+        if (key === since.key) {
+          skipping = false;
+          continue;
+        }
+        if (timestamp <= since.timestamp) continue;
+        skipping = false;
+      }
+      // A stopped copier never writes, even if its stream outlives stop(): after a shim restart
+      // the new shim's copier owns the file, and two writers would duplicate every line.
+      if (this.stopped) return;
+      this.last = { timestamp, key };
+      await this.locked(async () => {
+        await this.file?.write(formatCriLogLine(timestamp, stream, message));
+      });
+    }
+  }
+
+  /** Closes and reopens the file at the same path: kubelet renamed it away to rotate it. */
+  reopen(): Promise<void> {
+    return this.locked(async () => {
+      if (!this.file)
+        throw new FailedPreconditionError(`log of container is not being written (container not running)`);
+      await this.file.close();
+      this.file = await openLogFile(this.path);
+    });
+  }
+
+  get active(): boolean {
+    return this.file !== undefined;
+  }
+
+  /** Stops following (the container is being removed). */
+  stop(): void {
+    this.stopped = true;
+    this.stream?.destroy();
+  }
+}
+
+/** The set of log copiers, keyed by container id. */
+export class LogManager {
+  private readonly copiers = new Map<string, ContainerLogCopier>();
+
+  constructor(
+    private readonly docker: DockerClient,
+    private readonly onError: (id: string, err: unknown) => void = () => undefined,
+  ) {}
+
+  /** Starts copying a container's output, unless a copier for it is already live. */
+  follow(id: string, path: string, tty: boolean): ContainerLogCopier {
+    const existing = this.copiers.get(id);
+    if (existing?.active) return existing;
+    const copier = new ContainerLogCopier(this.docker, id, path, tty, (err) => this.onError(id, err));
+    // A finished copier stays in the map until the container is removed: drained() waits on it.
+    this.copiers.set(id, copier);
+    return copier;
+  }
+
+  async reopen(id: string): Promise<void> {
+    const copier = this.copiers.get(id);
+    if (!copier?.active) {
+      throw new FailedPreconditionError(
+        `container ${JSON.stringify(id)} is not running: its log cannot be reopened`,
+      );
+    }
+    await copier.reopen();
+  }
+
+  /** Waits (bounded) until everything Docker logged for an exited container is in the CRI file. */
+  async drained(id: string, timeoutMs: number): Promise<void> {
+    const copier = this.copiers.get(id);
+    if (!copier) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      copier.done,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
+  forget(id: string): void {
+    this.copiers.get(id)?.stop();
+    this.copiers.delete(id);
+  }
+
+  /** Stops every copier; waits for them at most `timeoutMs` so a shutdown never hangs. */
+  async close(timeoutMs = 5_000): Promise<void> {
+    const all = [...this.copiers.values()];
+    for (const c of all) c.stop();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(all.map((c) => c.done)),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    this.copiers.clear();
+  }
+}

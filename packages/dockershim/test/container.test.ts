@@ -1,0 +1,262 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  ContainerEventType,
+  ContainerState,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+} from '@kh/cri-api';
+import { describe, expect, it } from 'vitest';
+import { LabelKeys } from '../src/index.js';
+import { fakeShim, waitFor } from './harness.js';
+
+// The container verbs' own logic on the fake Engine: filters, states, removal in every state, bad
+// requests, a sandbox dead behind the shim's back, ExecSync's answer, resource updates, events.
+// What the container's process does (its exit codes, its cgroup, its output) is for the
+// real-engine suite.
+const { fake, h } = fakeShim();
+
+describe('containers', () => {
+  it('walks created -> running -> exited, with the reason of its exit code', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'walk', {}, false);
+    const state = async () => (await h.client.containerStatus({ containerId: id })).status;
+    expect((await state())?.state).toBe(ContainerState.CONTAINER_CREATED);
+    await h.client.startContainer({ containerId: id });
+    expect((await state())?.state).toBe(ContainerState.CONTAINER_RUNNING);
+    await expect(h.client.startContainer({ containerId: id })).rejects.toBeInstanceOf(
+      FailedPreconditionError,
+    );
+    fake.exit(id, 3);
+    const exited = await waitFor(async () => {
+      const s = await state();
+      return s?.state === ContainerState.CONTAINER_EXITED ? s : undefined;
+    }, 'exit');
+    expect(exited).toMatchObject({ exitCode: 3, reason: 'Error' });
+    expect(exited.finishedAt).toBeGreaterThanOrEqual(exited.startedAt);
+    const oom = await h.runContainer(podId, config, 'oom');
+    fake.exit(oom, 137, true);
+    await waitFor(async () => {
+      const s = (await h.client.containerStatus({ containerId: oom })).status;
+      return s?.reason === 'OOMKilled' ? true : undefined;
+    }, 'OOMKilled');
+  });
+
+  it('lists containers with every filter and removes them in every state', async () => {
+    const { podId, config } = await h.runPod();
+    const createdId = await h.runContainer(podId, config, 'c1', { labels: { role: 'a' } }, false);
+    const runningId = await h.runContainer(podId, config, 'c2', { labels: { role: 'b' } });
+    const exitedId = await h.runContainer(podId, config, 'c3');
+    fake.exit(exitedId, 0);
+
+    const ids = async (filter: object) =>
+      (await h.client.listContainers({ filter })).containers.map((c) => c.id).sort();
+    expect(await ids({ podSandboxId: podId })).toEqual([createdId, runningId, exitedId].sort());
+    expect(await ids({ podSandboxId: podId, state: { state: ContainerState.CONTAINER_RUNNING } })).toEqual([
+      runningId,
+    ]);
+    expect(await ids({ podSandboxId: podId, state: { state: ContainerState.CONTAINER_CREATED } })).toEqual([
+      createdId,
+    ]);
+    expect(await ids({ podSandboxId: podId, state: { state: ContainerState.CONTAINER_EXITED } })).toEqual([
+      exitedId,
+    ]);
+    expect(await ids({ labelSelector: { role: 'a', 'kh.run': h.runId } })).toEqual([createdId]);
+    expect(await ids({ id: runningId.slice(0, 10) })).toEqual([runningId]);
+    const listed = (await h.client.listContainers({ filter: { id: runningId } })).containers[0];
+    expect(listed).toMatchObject({
+      podSandboxId: podId,
+      metadata: { name: 'c2', attempt: 0 },
+      labels: { role: 'b' },
+      image: { image: h.images.busybox },
+    });
+
+    for (const id of [createdId, runningId, exitedId]) {
+      await h.client.removeContainer({ containerId: id });
+      await h.client.removeContainer({ containerId: id });
+      await expect(h.client.containerStatus({ containerId: id })).rejects.toBeInstanceOf(NotFoundError);
+    }
+  });
+
+  it('answers INVALID_ARGUMENT and NOT_FOUND for bad requests, without asking the Engine about bad ids', async () => {
+    await expect(h.client.startContainer({ containerId: '' })).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(h.client.containerStatus({ containerId: 'nope' })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(
+      h.client.createContainer({ podSandboxId: 'nope', config: h.containerConfig('x') }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    const { podId, config } = await h.runPod();
+    await expect(
+      h.client.createContainer({
+        podSandboxId: podId,
+        config: { metadata: { name: 'x' } },
+        sandboxConfig: config,
+      }),
+    ).rejects.toThrow(/config.image.image is required/);
+    await expect(h.client.runPodSandbox({ config: { metadata: { name: 'x' } } })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    // A sandbox id is not a container id.
+    await expect(h.client.containerStatus({ containerId: podId })).rejects.toBeInstanceOf(NotFoundError);
+    const calls = fake.calls.length;
+    await expect(h.client.containerStatus({ containerId: '../images/x' })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+    expect(fake.calls.slice(calls)).toEqual([]);
+  });
+
+  it('creates the container in the sandbox namespaces, with its labels and log path', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(
+      podId,
+      config,
+      'ns',
+      { envs: [{ key: 'A', value: Buffer.from('b') }] },
+      false,
+    );
+    const request = fake.requestOf(id);
+    expect(request.HostConfig).toMatchObject({
+      NetworkMode: `container:${podId}`,
+      IpcMode: `container:${podId}`,
+    });
+    expect(request.Env).toEqual(['A=b']);
+    expect(request.Labels?.[LabelKeys.sandboxId]).toBe(podId);
+    expect(request.Labels?.[LabelKeys.logPath]).toBe(`${config.logDirectory}/ns/0.log`);
+  });
+
+  it('announces recursive read-only mounts on an API 1.44+ Engine, makes them so and reports them', async () => {
+    const { runtimeHandlers } = await h.client.status({});
+    expect(runtimeHandlers).toEqual([
+      { name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: false } },
+    ]);
+    const { podId, config } = await h.runPod();
+    const dir = await mkdtemp(join(tmpdir(), 'kh-rro-'));
+    const id = await h.runContainer(podId, config, 'rro', {
+      mounts: [{ hostPath: dir, containerPath: '/data', readonly: true, recursiveReadOnly: true }],
+    });
+    expect(fake.requestOf(id).HostConfig.Mounts).toEqual([
+      expect.objectContaining({
+        Target: '/data',
+        BindOptions: { Propagation: 'rprivate', ReadOnlyForceRecursive: true },
+      }),
+    ]);
+    const { status } = await h.client.containerStatus({ containerId: id });
+    expect(status?.mounts).toEqual([
+      expect.objectContaining({ containerPath: '/data', readonly: true, recursiveReadOnly: true }),
+    ]);
+    await rm(dir, { recursive: true });
+  });
+
+  it('updates CPU and memory limits through the Engine', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'upd');
+    await h.client.updateContainerResources({
+      containerId: id,
+      linux: { cpuQuota: 50_000n, cpuPeriod: 100_000n, memoryLimitInBytes: 64n << 20n },
+    });
+    expect(fake.resourcesOf(id)).toMatchObject({
+      CpuQuota: 50_000,
+      CpuPeriod: 100_000,
+      Memory: 64 << 20,
+      MemorySwap: 64 << 20,
+    });
+  });
+});
+
+describe('ExecSync', () => {
+  it('returns the output and exit code, and refuses a container that does not run', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'exec');
+    fake.execHandler = (_c, cmd) =>
+      cmd[0] === 'fail' ? { stderr: 'boom\n', exitCode: 2 } : { stdout: `${cmd.join(' ')}\n` };
+    const ok = await h.client.execSync({ containerId: id, cmd: ['echo', 'hi'], timeout: 5n });
+    expect(Buffer.from(ok.stdout).toString()).toBe('echo hi\n');
+    expect(ok.exitCode).toBe(0);
+    const failed = await h.client.execSync({ containerId: id, cmd: ['fail'], timeout: 5n });
+    expect(Buffer.from(failed.stderr).toString()).toBe('boom\n');
+    expect(failed.exitCode).toBe(2);
+    await expect(h.client.execSync({ containerId: id, cmd: [], timeout: 5n })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    fake.exit(id, 0);
+    await waitFor(
+      () =>
+        h.client.execSync({ containerId: id, cmd: ['true'], timeout: 5n }).then(
+          () => undefined,
+          (err: unknown) => (err instanceof FailedPreconditionError ? true : undefined),
+        ),
+      'ExecSync to see the exit',
+    );
+  });
+
+  it('keeps stdout and stderr together within the output budget', async () => {
+    await h.stopShim();
+    await h.startShim({ execOutputLimitBytes: 10 });
+    try {
+      const { podId, config } = await h.runPod();
+      const id = await h.runContainer(podId, config, 'capped');
+      fake.execHandler = () => ({ stdout: '1234567', stderr: 'abcdefg' });
+      const r = await h.client.execSync({ containerId: id, cmd: ['x'], timeout: 5n });
+      expect(Buffer.from(r.stdout).toString()).toBe('1234567');
+      expect(Buffer.from(r.stderr).toString()).toBe('abc');
+    } finally {
+      await h.stopShim();
+      await h.startShim();
+    }
+  });
+});
+
+describe('events', () => {
+  it('streams created, started, stopped and deleted events with a pod snapshot', async () => {
+    const { podId, config } = await h.runPod();
+    const abort = new AbortController();
+    const seen: { type: ContainerEventType; id: string; pod?: string; n: number; state?: ContainerState }[] =
+      [];
+    const collecting = (async () => {
+      for await (const e of h.client.getContainerEvents({}, { signal: abort.signal })) {
+        seen.push({
+          type: e.containerEventType,
+          id: e.containerId,
+          pod: e.podSandboxStatus?.id,
+          n: e.containersStatuses.length,
+          state: e.containersStatuses.find((c) => c.id === e.containerId)?.state,
+        });
+      }
+    })().catch(() => undefined);
+    // The subscription is live once the fake has a subscriber for container events.
+    await waitFor(
+      async () => (fake.calls.filter((c) => c === 'events').length >= 3 ? true : undefined),
+      'subscription',
+    );
+    const id = await h.runContainer(podId, config, 'ev');
+    const saw = (type: ContainerEventType) =>
+      waitFor(
+        async () => (seen.some((e) => e.id === id && e.type === type) ? true : undefined),
+        `event ${type}`,
+      );
+    await saw(ContainerEventType.CONTAINER_STARTED_EVENT);
+    // Read (and cached) while running, then it dies behind the shim's back, and the inspect cache
+    // hears of it late (its own subscription): the stopped event's snapshot must still show it exited.
+    expect((await h.client.containerStatus({ containerId: id })).status?.state).toBe(
+      ContainerState.CONTAINER_RUNNING,
+    );
+    fake.holdEvents((filters) => filters.event !== undefined);
+    fake.exit(id, 137);
+    await saw(ContainerEventType.CONTAINER_STOPPED_EVENT);
+    fake.releaseEvents();
+    await h.client.removeContainer({ containerId: id });
+    await saw(ContainerEventType.CONTAINER_DELETED_EVENT);
+    abort.abort();
+    await collecting;
+    const mine = seen.filter((e) => e.id === id);
+    expect(mine.map((e) => e.type)).toEqual([
+      ContainerEventType.CONTAINER_CREATED_EVENT,
+      ContainerEventType.CONTAINER_STARTED_EVENT,
+      ContainerEventType.CONTAINER_STOPPED_EVENT,
+      ContainerEventType.CONTAINER_DELETED_EVENT,
+    ]);
+    expect(mine[1]).toMatchObject({ pod: podId, n: 1, state: ContainerState.CONTAINER_RUNNING });
+    expect(mine[2]).toMatchObject({ pod: podId, n: 1, state: ContainerState.CONTAINER_EXITED });
+  });
+});
