@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
-import type { RunResults } from '../results/model.js';
+import type { CellResult, RunResults } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
 import { withStartupTargets } from '../results/startup.js';
 import { errorMessage } from '../support/errors.js';
@@ -156,16 +156,20 @@ async function runCells<W extends World>(
         )
         .then((result) => {
           run.cells.push(result);
-          const secs = (result.durationMs / 1000).toFixed(1);
-          if (result.outcome === 'passed')
-            child.ok(`${scenario.name} passed (${secs}s, ${result.assertions.length} assertions)`);
-          else child.fail(`${scenario.name} failed (${secs}s): ${result.reason}`);
+          reportCell(result, child);
         });
     },
     deps.signal,
   );
   for (const cell of scheduler.waiting())
     run.cells.push(skippedCell(cell.runtime, cell.scenario, 'run interrupted'));
+}
+
+function reportCell(result: CellResult, progress: Progress): void {
+  const secs = (result.durationMs / 1000).toFixed(1);
+  if (result.outcome === 'passed')
+    progress.ok(`${result.scenario} passed (${secs}s, ${result.assertions.length} assertions)`);
+  else progress.fail(`${result.scenario} failed (${secs}s): ${result.reason}`);
 }
 
 /** The run's results: cells in registry × suite order, runtimes with their CRI call statistics. */
