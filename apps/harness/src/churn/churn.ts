@@ -45,6 +45,8 @@ export interface ChurnSummary {
   roundsPlanned: number;
   rounds: ChurnRound[];
   sandboxesTornDown: number;
+  /** From the first round's start to the last teardown's end (or the hang's diagnosis), in ms. */
+  roundsMs: number;
   /** The hang, when there was one: the reason, where the dump went, what it shows. */
   hang?: { afterRound: number; reason: string; stacksFile?: string; libnetworkDeadlock: boolean };
 }
@@ -101,6 +103,7 @@ export async function runChurn(
       roundsPlanned: opts.rounds,
       rounds: [],
       sandboxesTornDown: 0,
+      roundsMs: 0,
     };
     progress.ok(
       `${started.runtimeName} ${started.runtimeVersion}: ${opts.rounds} rounds of ${opts.pods} pods`,
@@ -121,6 +124,7 @@ export async function runChurn(
       round.errors.push(...done.errors);
       summary.sandboxesTornDown += done.removed;
     };
+    const roundsStart = Date.now();
     try {
       for (let round = 1; round <= opts.rounds && !signal?.aborted; round++) {
         const previous = tearing;
@@ -153,6 +157,7 @@ export async function runChurn(
         break;
       }
       await finish(tearing);
+      summary.roundsMs = Date.now() - roundsStart;
     } finally {
       polling.abort();
       await poller;

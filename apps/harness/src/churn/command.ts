@@ -101,10 +101,10 @@ export async function runChurnCommand(
   io.out(
     summary.hang
       ? `${backend.name} (${summary.runtimeName} ${summary.runtimeVersion}) hung after round ${summary.hang.afterRound} ` +
-          `(${summary.sandboxesTornDown} sandboxes torn down): ${summary.hang.reason}` +
+          `(${summary.sandboxesTornDown} sandboxes torn down in ${Math.round(summary.roundsMs / 1000)} s): ${summary.hang.reason}` +
           `${summary.hang.libnetworkDeadlock ? '; the dump shows libnetwork#2649 (processEndpointDelete against sandbox.Delete)' : ''}; ${file}\n`
       : `${backend.name} (${summary.runtimeName} ${summary.runtimeVersion}): no hang in ${done} rounds of ${pods} pods ` +
-          `(${summary.sandboxesTornDown} sandboxes torn down); ${file}\n`,
+          `(${summary.sandboxesTornDown} sandboxes torn down in ${Math.round(summary.roundsMs / 1000)} s); ${file}\n`,
   );
   return summary.hang ? 1 : 0;
 }

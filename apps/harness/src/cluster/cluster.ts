@@ -11,7 +11,7 @@ import { selectBackends } from '../backends/registry.js';
 import type { RuntimeBackend } from '../backends/types.js';
 import { startNode } from '../run/node.js';
 import { list } from '../run/options.js';
-import { errorMessage } from '../run/runner.js';
+import { errorMessage } from '../support/errors.js';
 import type { Progress } from '../support/progress.js';
 import { removeRunLeftovers } from '../world/leftovers.js';
 import type { ReadyNode } from '../world/types.js';

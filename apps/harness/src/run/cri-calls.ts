@@ -1,9 +1,12 @@
 // The agent's CRI calls in a cell's results. A busy agent makes thousands of calls per scenario
 // (the PLEG relists every second), so results.json keeps every call only in per-method statistics,
-// and the timeline gets a bounded selection: the calls that explain a failure first.
+// and the timeline gets a bounded selection: the calls that explain a failure first. The calls are
+// read from each node's log as its cells end, and counted per cell and per runtime.
 import type { AgentCriCall } from '../node/cri-call-log.js';
 import { summarize } from '../report/stats.js';
-import type { CriCallSource, CriCallStats, TimelineEntry } from '../results/model.js';
+import type { CellResult, CriCallSource, CriCallStats, TimelineEntry } from '../results/model.js';
+import { errorMessage } from '../support/errors.js';
+import type { ReadyNode } from '../world/types.js';
 
 /** Agent calls kept in one cell's timeline. */
 export const AGENT_CALLS_IN_TIMELINE = 200;
@@ -95,4 +98,80 @@ export function agentCallEntry(c: AgentCriCall, cellStart: number): TimelineEntr
     durationMs: c.durationMs,
     code: c.code,
   };
+}
+
+/**
+ * The agent's CRI call log of one node, read for every cell that ends on it. Cells may share the
+ * node, so what was read stays until no open cell can want it, and each call is counted once in
+ * the runtime's tally.
+ */
+export class NodeCriCalls {
+  private calls: AgentCriCall[] = [];
+  private readonly open: number[] = [];
+  private reading: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly node: Pick<ReadyNode, 'agentCriCalls'>,
+    readonly tally: CriCallTally,
+  ) {}
+
+  begin(start: number): void {
+    this.open.push(start);
+  }
+
+  /** The calls since `start`, up to what the log holds now; ends the cell that began at `start`. */
+  async end(start: number): Promise<AgentCriCall[]> {
+    const read = this.reading.then(async () => {
+      const fresh = await this.node.agentCriCalls();
+      for (const c of fresh) this.tally.add('agent', c);
+      this.calls.push(...fresh);
+    });
+    this.reading = read.catch(() => {});
+    try {
+      await read;
+      return this.calls.filter((c) => c.at >= start);
+    } finally {
+      this.open.splice(this.open.indexOf(start), 1);
+      const keepFrom = Math.min(...this.open);
+      this.calls = this.calls.filter((c) => c.at >= keepFrom);
+    }
+  }
+}
+
+/**
+ * Puts a bounded selection of the agent's CRI calls during this cell into its timeline (near
+ * failures first), and counts every call, the harness's own too, in the cell's statistics and the
+ * harness's in the runtime's (the agent's are counted there as they are read). Returns the cell's
+ * statistics.
+ */
+export async function mergeAgentCriCalls(
+  calls: NodeCriCalls,
+  start: number,
+  timeline: TimelineEntry[],
+  failuresAt: number[],
+): Promise<CellResult['criCalls'] & {}> {
+  const cellTally = new CriCallTally();
+  for (const e of timeline) {
+    if (e.kind !== 'cri-call' || !e.method || e.durationMs === undefined || e.source === 'agent') continue;
+    const call = { method: e.method, durationMs: e.durationMs, ...(e.code ? { code: e.code } : {}) };
+    cellTally.add('harness', call);
+    calls.tally.add('harness', call);
+  }
+  let inCell: AgentCriCall[] = [];
+  try {
+    inCell = await calls.end(start);
+  } catch (err) {
+    timeline.push({
+      t: Date.now() - start,
+      kind: 'note',
+      summary: `agent CRI calls not read: ${errorMessage(err)}`,
+    });
+  }
+  for (const c of inCell) cellTally.add('agent', c);
+  const kept = selectAgentCalls(inCell, start, failuresAt).map((c) => agentCallEntry(c, start));
+  if (kept.length > 0) {
+    timeline.push(...kept);
+    timeline.sort((a, b) => a.t - b.t);
+  }
+  return cellTally.stats();
 }

@@ -11,6 +11,7 @@ import type { RunResults } from '../results/model.js';
 import { applyQuarantine } from '../results/quarantine.js';
 import { countOutcomes, countsLine, formatMatrix } from '../results/table.js';
 import { writeResults } from '../results/writer.js';
+import { errorMessage } from '../support/errors.js';
 import type { Progress } from '../support/progress.js';
 import { projectConfig, type QuarantineEntry } from '../support/project-config.js';
 import { RunLedger } from '../world/ledger.js';
@@ -23,7 +24,7 @@ import {
   type RunOptions,
   selectScenarios,
 } from './options.js';
-import { errorMessage, type MatrixDeps, runMatrix } from './runner.js';
+import { type MatrixDeps, runMatrix } from './runner.js';
 import { estimateCells, loadDurations, selectShard } from './shard.js';
 
 const execFileP = promisify(execFile);

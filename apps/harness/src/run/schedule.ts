@@ -3,7 +3,9 @@
 // has a node to itself, a 'world' cell runs alone in the run. Cells naming the same host resource
 // (`exclusive`) never overlap, on any runtime. The kubelet's own node e2e suite makes the same
 // split between parallel and [Serial] specs; lanes let the serial ones run side by side, each on
-// its own node.
+// its own node. `runScheduled` is the run's loop: it starts what the scheduler places, and waits
+// for a cell to end or a held-back heavy cell's time to come.
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Isolation } from '../framework/scenario.js';
 
 export interface PlannedCell {
@@ -192,3 +194,39 @@ export function lanesFor(cells: readonly PlannedCell[], max: number): number {
   const shared = cells.some((c) => c.isolation === 'namespace') ? 1 : 0;
   return Math.max(1, Math.min(max, alone + shared));
 }
+
+/**
+ * Runs the cells as `scheduler` places them, until every one has ended or `signal` aborts; then
+ * waits for those still running. Cells never placed stay in `scheduler.waiting()`.
+ */
+export async function runScheduled<N>(
+  scheduler: CellScheduler<N>,
+  run: (placement: Placement<N>) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<void> {
+  const inFlight = new Set<Promise<void>>();
+  while (!scheduler.done && !signal?.aborted) {
+    for (const placement of scheduler.take()) {
+      const running = run(placement).finally(() => {
+        scheduler.finish(placement.cell);
+        inFlight.delete(running);
+      });
+      inFlight.add(running);
+    }
+    const wakeAt = scheduler.wakeAt();
+    if (inFlight.size === 0 && wakeAt === undefined) break;
+    const waits = [...inFlight].map((p) => p.catch(() => {}));
+    // The wake-up timer is dropped once anything ends the wait: it must not hold the process.
+    const woken = new AbortController();
+    if (wakeAt !== undefined) waits.push(sleepUntil(wakeAt, woken.signal, signal));
+    await Promise.race(waits);
+    woken.abort();
+  }
+  await Promise.allSettled([...inFlight]);
+}
+
+/** Resolves at `at` (epoch ms), or as soon as one of `signals` aborts. */
+const sleepUntil = (at: number, ...signals: (AbortSignal | undefined)[]): Promise<void> =>
+  delay(Math.max(0, at - Date.now()), undefined, {
+    signal: AbortSignal.any(signals.filter((s) => s !== undefined)),
+  }).catch(() => {});

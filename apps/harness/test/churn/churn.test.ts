@@ -99,6 +99,8 @@ test('tears pods down round after round and stops at the hang, with the dump and
   expect(summary.hang).toMatchObject({ afterRound: 2, libnetworkDeadlock: true });
   expect(summary.hang?.reason).toMatch(/^runtime hung: CRI Version answers \(docker 20\.10\.24\)/);
   expect(await readFile(summary.hang!.stacksFile!, 'utf8')).toContain('processEndpointDelete');
+  // The rounds' wall time covers the 10 s Status deadline that named the hang.
+  expect(summary.roundsMs).toBeGreaterThanOrEqual(10_000);
 }, 60_000);
 
 test('runs every round when the runtime never hangs, and tears every pod down', async () => {
