@@ -54,7 +54,7 @@ async function npx(...args: string[]) {
 }
 
 const CALLS: [string, string[], RegExp][] = [
-  ['kubelet-harness', ['list'], /^runtimes:\n {2}containerd /],
+  ['kubelet-harness', ['list'], /^runtimes \(\* in the default matrix[^\n]*\n[ *] containerd-\d/],
   ['cri-conformance', ['--help'], /^Usage: cri-conformance /],
   ['dockershim', ['--help'], /^Usage: dockershim /],
   ['fake-apiserver', ['--help'], /^Usage: fake-apiserver /],

@@ -81,7 +81,8 @@ describe('orphanedRuns', () => {
 
   it('finds and removes the volumes of a container that was removed without them', async () => {
     const { id, volume } = await leftover(volumeRun, DEAD_PID);
-    await docker.getContainer(id).remove({ v: false });
+    // force: `true` may not have exited yet on a loaded machine; v: false keeps the volume behind.
+    await docker.getContainer(id).remove({ v: false, force: true });
     expect(await orphanedRuns({ runId: volumeRun })).toEqual([volumeRun]);
     const lines: string[] = [];
     const removed = await removeRunLeftovers(volumeRun, { progress: (l) => lines.push(l) });
