@@ -10,6 +10,7 @@ import { BackendUnavailableError, type RuntimeBackend } from '../backends/types.
 import { createChecks } from '../framework/checks.js';
 import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
+import { withCriContract } from '../results/contract.js';
 import type {
   CellResult,
   LogExcerpt,
@@ -278,7 +279,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       runtimes: withStartupTargets(
         runtimes.map((r) => {
           const tally = tallies.get(r.name);
-          return tally?.size ? { ...r, criCalls: tally.stats() } : r;
+          return withCriContract(tally?.size ? { ...r, criCalls: tally.stats() } : r);
         }),
         cells,
       ),
