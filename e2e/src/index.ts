@@ -2,6 +2,7 @@
 import type { Scenario } from '@kh/harness';
 import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
+import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
 import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
@@ -35,6 +36,7 @@ export const scenarios: Scenario[] = [
   diskEviction,
   diskSoftEviction,
   kubectl,
+  criSurface,
   runtimeCrashStorm,
   agentCrash,
   apiserverRestart,
