@@ -2,6 +2,7 @@
 import type { Scenario } from '@kh/harness';
 import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
+import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
 import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
@@ -39,6 +40,7 @@ export const scenarios: Scenario[] = [
   diskSoftEviction,
   kubectl,
   logRotation,
+  criSurface,
   runtimeCrashStorm,
   agentCrash,
   apiserverRestart,

@@ -60,7 +60,10 @@ export interface KubeletParts {
   pleg?: Pick<Pleg, 'start' | 'stop' | 'watch'>;
   /** Loops that run and stop with the Kubelet (status manager, mirror pods, eviction, GC). */
   managers: { run(signal: AbortSignal): Promise<void> }[];
-  servers?: Pick<KubeletServerOptions, 'pods' | 'runningPods' | 'stats' | 'logs' | 'streaming' | 'startup'>;
+  servers?: Pick<
+    KubeletServerOptions,
+    'pods' | 'runningPods' | 'stats' | 'logs' | 'streaming' | 'startup' | 'checkpoint'
+  >;
 }
 
 export class Kubelet {

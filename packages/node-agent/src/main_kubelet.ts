@@ -26,6 +26,7 @@ import { AdmitHandlers } from './admission/handler.js';
 import { PredicateAdmitHandler } from './admission/predicate.js';
 import { KubeNodeApi, type NodeApi } from './api/node_api.js';
 import type { PodApi } from './api/pod_api.js';
+import { featureEnabled } from './config/feature_gates.js';
 import type { AgentOptions } from './config/flags.js';
 import type { ResolvedKubeletConfig } from './config/resolve.js';
 import type { KubeletConfiguration } from './config/types.js';
@@ -64,6 +65,7 @@ import { PodStartupTracker } from './pods/startup_tracker.js';
 import type { SyncHandler } from './pods/types.js';
 import { ProberManager, type ProberManagerDeps } from './prober/manager.js';
 import { ProbeResultsStore } from './prober/results.js';
+import { cgroupDriverFromCri } from './runtime/cgroup_driver.js';
 import type { NodeRuntime } from './runtime/node_runtime.js';
 import { runtimeSandboxImage } from './runtime/sandbox_image.js';
 import { RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
@@ -76,6 +78,7 @@ import {
   SubjectAccessReviewAuthorizer,
   TokenReviewAuthenticator,
 } from './server/auth.js';
+import { ContainerCheckpoint } from './server/checkpoint.js';
 import { ContainerLogs } from './server/container_logs.js';
 import { runningPodsProvider } from './server/running_pods.js';
 import { ContainerStreaming } from './server/streaming.js';
@@ -110,7 +113,20 @@ export interface MainKubeletDeps {
  * health); with an API server, the pod side (status manager, prober, pod workers, lifecycle),
  * the pod sources, eviction and garbage collection, and the servers' providers; then the Kubelet.
  */
-export async function newMainKubelet(deps: MainKubeletDeps): Promise<Kubelet> {
+export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
+  // The kubelet settles its cgroup driver with the runtime before it builds anything on it.
+  const deps = featureEnabled(given.config, 'KubeletCgroupDriverFromCRI')
+    ? {
+        ...given,
+        config: {
+          ...given.config,
+          cgroupDriver: await cgroupDriverFromCri(given.cri, {
+            configured: given.config.cgroupDriver,
+            log: given.log,
+          }),
+        },
+      }
+    : given;
   const node = nodeBasics(deps);
   const runtime = await newRuntime(deps, node);
   const nodeSide = await newNodeSide(deps, node, runtime);
@@ -444,7 +460,19 @@ function newServerProviders(
       nodeName: node.hostname,
       rootDir: options.rootDir,
       clock: node.clock,
+      podAndContainerStatsFromCRI: featureEnabled(deps.config, 'PodAndContainerStatsFromCRI'),
+      log,
     }),
+    ...(featureEnabled(deps.config, 'ContainerCheckpoint')
+      ? {
+          checkpoint: new ContainerCheckpoint({
+            getPods: () => pods.getPods(),
+            runtime: runtime.manager,
+            cri,
+            checkpointsDir: join(options.rootDir, 'checkpoints'),
+          }),
+        }
+      : {}),
   };
 }
 

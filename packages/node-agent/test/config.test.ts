@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatFieldError } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
+import { featureEnabled } from '../src/config/feature_gates.js';
 import { ConfigError } from '../src/config/field_errors.js';
 import { parseFlags } from '../src/config/flags.js';
 import { decodeKubeletConfiguration, loadKubeletConfiguration } from '../src/config/load.js';
@@ -100,10 +101,16 @@ evictionSoft: { memory.available: 500Mi }
 evictionSoftGracePeriod: { memory.available: 1m }
 registerWithTaints: [{ key: dedicated, value: gpu, effect: NoSchedule }]
 authentication: { anonymous: { enabled: true } }
+featureGates: { PodAndContainerStatsFromCRI: true, SomeGateOfAnotherPart: false }
 `,
     );
     const { config, resolved } = await loadKubeletConfiguration(p);
     expect(config.maxPods).toBe(20);
+    expect(config.featureGates).toEqual({ PodAndContainerStatsFromCRI: true, SomeGateOfAnotherPart: false });
+    expect(featureEnabled(config, 'PodAndContainerStatsFromCRI')).toBe(true);
+    // Unset gates keep kubelet 1.33's defaults.
+    expect(featureEnabled(config, 'ContainerCheckpoint')).toBe(true);
+    expect(featureEnabled(defaultKubeletConfiguration(), 'PodAndContainerStatsFromCRI')).toBe(false);
     expect(resolved.nodeStatusUpdateFrequencyMs).toBe(90_000);
     expect(resolved.kubeReserved.cpu?.milliValue()).toBe(100n);
     expect(resolved.evictionSoft[0]).toMatchObject({ signal: 'memory.available', gracePeriodMs: 60_000 });
@@ -140,6 +147,7 @@ registerWithTaints: [{ key: "", effect: Sometimes }]
 serializeImagePulls: "yes"
 frobnicate: true
 authentication: { anonymous: { enabled: false, extra: 1 } }
+featureGates: { ContainerCheckpoint: "on" }
 `,
     );
     const errors = await loadErrors(p);
@@ -165,9 +173,10 @@ authentication: { anonymous: { enabled: false, extra: 1 } }
         'serializeImagePulls: Invalid value: "yes": must be of type boolean',
         'frobnicate: unknown field',
         'authentication.anonymous.extra: unknown field',
+        'featureGates[ContainerCheckpoint]: Invalid value: "on": must be a boolean',
       ]),
     );
-    expect(errors).toHaveLength(16);
+    expect(errors).toHaveLength(17);
   });
 
   it('reports YAML syntax errors with their position', async () => {

@@ -289,5 +289,6 @@ describe('kubelet server (TLS, authn, authz)', () => {
     expect(subresourceFor('/containerLogs/ns/pod/c')).toBe('proxy');
     expect(subresourceFor('/logs/')).toBe('log');
     expect(subresourceFor('/runningpods/')).toBe('proxy');
+    expect(subresourceFor('/checkpoint/ns/pod/c')).toBe('checkpoint');
   });
 });

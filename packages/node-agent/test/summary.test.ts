@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { formatResourceMetrics } from '../src/stats/resource_metrics.js';
 import { SummaryProvider } from '../src/stats/summary.js';
 
 const host = mkdtempSync(join(tmpdir(), 'kh-stats-'));
@@ -80,5 +81,149 @@ describe('SummaryProvider', () => {
     const second = await p.summary();
     expect(second.node.cpu.usageNanoCores).toBe(1_500_000_000);
     expect(second.pods[0]?.containers[0]?.cpu.usageNanoCores).toBe(0);
+  });
+});
+
+describe('SummaryProvider with PodAndContainerStatsFromCRI', () => {
+  const u64 = (value: number) => ({ value: BigInt(value) });
+  /** The fake runtime's CRI, with ListPodSandboxStats answering as a runtime that has it would. */
+  async function withSandboxStats() {
+    const { items } = await cri.listPodSandbox({});
+    const { stats } = await cri.listContainerStats({});
+    let listContainerStatsCalls = 0;
+    const client = {
+      listPodSandbox: cri.listPodSandbox.bind(cri),
+      listContainers: cri.listContainers.bind(cri),
+      imageFsInfo: cri.imageFsInfo.bind(cri),
+      listContainerStats: async (req: object) => {
+        listContainerStatsCalls++;
+        return cri.listContainerStats(req);
+      },
+      listPodSandboxStats: async () => ({
+        stats: items.map((sb) => ({
+          attributes: { id: sb.id, metadata: sb.metadata, labels: {}, annotations: {} },
+          // The pod's own cgroup: more than its one container (the pause process, overhead).
+          linux: {
+            cpu: { timestamp: 0n, usageCoreNanoSeconds: u64(3_000_000_000), usageNanoCores: undefined },
+            memory: { workingSetBytes: u64(80 * 1024 * 1024), usageBytes: u64(90 * 1024 * 1024) },
+            containers: stats,
+          },
+          windows: undefined,
+        })),
+      }),
+    };
+    return { client, calls: () => listContainerStatsCalls };
+  }
+
+  it("takes pods' own CPU and memory, and their containers, from ListPodSandboxStats", async () => {
+    const { client, calls } = await withSandboxStats();
+    const p = new SummaryProvider({
+      cri: client as never,
+      nodeName: 'node-a',
+      rootDir: host,
+      clock: new FakeClock(),
+      hostRoot: host,
+      podAndContainerStatsFromCRI: true,
+    });
+    stat(1000);
+    const { pods } = await p.summary();
+    expect(pods).toHaveLength(1);
+    expect(pods[0]).toMatchObject({
+      podRef: { name: 'web', namespace: 'default', uid: 'u1' },
+      cpu: { usageCoreNanoSeconds: 3_000_000_000 },
+      memory: { workingSetBytes: 80 * 1024 * 1024, usageBytes: 90 * 1024 * 1024 },
+      containers: [
+        { name: 'main', memory: { workingSetBytes: 64 * 1024 * 1024 }, rootfs: { usedBytes: 4096 } },
+      ],
+      'ephemeral-storage': { usedBytes: 4096 },
+    });
+    expect(calls()).toBe(0);
+  });
+
+  it('falls back to ListContainerStats when the runtime answers UNIMPLEMENTED, and says so once', async () => {
+    const errors: string[] = [];
+    const log = { info() {}, v() {}, error: (m: string) => void errors.push(m) };
+    // The fake runtime does not implement ListPodSandboxStats.
+    const p = new SummaryProvider({
+      cri,
+      nodeName: 'node-a',
+      rootDir: host,
+      clock: new FakeClock(),
+      hostRoot: host,
+      podAndContainerStatsFromCRI: true,
+      log: log as never,
+    });
+    stat(1000);
+    const first = await p.summary();
+    await p.summary();
+    expect(first.pods[0]).toMatchObject({
+      cpu: { usageCoreNanoSeconds: 2_000_000_000 },
+      memory: { workingSetBytes: 64 * 1024 * 1024 },
+    });
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain('ListPodSandboxStats');
+  });
+
+  it('does not call ListPodSandboxStats with the gate off', async () => {
+    const { client, calls } = await withSandboxStats();
+    let sandboxCalls = 0;
+    const p = new SummaryProvider({
+      cri: {
+        ...client,
+        listPodSandboxStats: async () => {
+          sandboxCalls++;
+          return client.listPodSandboxStats();
+        },
+      } as never,
+      nodeName: 'node-a',
+      rootDir: host,
+      clock: new FakeClock(),
+      hostRoot: host,
+    });
+    stat(1000);
+    expect((await p.summary()).pods[0]?.cpu.usageCoreNanoSeconds).toBe(2_000_000_000);
+    expect([sandboxCalls, calls()]).toEqual([0, 1]);
+  });
+});
+
+describe('formatResourceMetrics (/metrics/resource)', () => {
+  it("writes the kubelet's resource metrics from the summary, stamped with the stats' time", async () => {
+    const clock = new FakeClock();
+    stat(1000);
+    const summary = await new SummaryProvider({
+      cri,
+      nodeName: 'node-a',
+      rootDir: host,
+      clock,
+      hostRoot: host,
+    }).summary();
+    const text = formatResourceMetrics(summary);
+    const at = clock.now();
+    expect(text).toContain(
+      '# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time consumed by the container in core-seconds\n# TYPE container_cpu_usage_seconds_total counter\n',
+    );
+    expect(text).toContain(
+      `container_cpu_usage_seconds_total{container="main",namespace="default",pod="web"} 2 ${at}\n`,
+    );
+    expect(text).toContain(
+      `container_memory_working_set_bytes{container="main",namespace="default",pod="web"} ${64 * 1024 * 1024} ${at}\n`,
+    );
+    expect(text).toContain(`pod_cpu_usage_seconds_total{namespace="default",pod="web"} 2 ${at}\n`);
+    expect(text).toContain(
+      `pod_memory_working_set_bytes{namespace="default",pod="web"} ${64 * 1024 * 1024} ${at}\n`,
+    );
+    expect(text).toContain(`node_cpu_usage_seconds_total 10 ${at}\n`);
+    expect(text).toContain(`node_memory_working_set_bytes ${2_500_000 * 1024} ${at}\n`);
+    expect(text).toMatch(
+      /^container_start_time_seconds\{container="main",namespace="default",pod="web"\} \d+(\.\d+)? \d+$/m,
+    );
+    expect(text).toContain('\nresource_scrape_error 0\n');
+  });
+
+  it('says only scrape_error 1 when the stats could not be read', () => {
+    const text = formatResourceMetrics(undefined);
+    expect(text).toContain('\nresource_scrape_error 1\n');
+    expect(text).toContain('\nscrape_error 1\n');
+    expect(text).not.toContain('node_cpu_usage_seconds_total');
   });
 });

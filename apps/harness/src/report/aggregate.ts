@@ -1,9 +1,11 @@
+import { contractText, criContract, KUBELET_CRI_METHODS } from '../results/contract.js';
 import type { CellResult, CriCallSource, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
 import { heldByQuarantine } from '../results/quarantine.js';
 import { startupBreakdown, startupTargets } from '../results/startup.js';
 import { cellId, compareRuns, DEFAULT_THRESHOLDS } from './compare.js';
 import type {
   BaselineSummary,
+  ContractTableRow,
   CriMethodLatency,
   OutcomeCounts,
   RegressionThresholds,
@@ -139,6 +141,37 @@ export interface BuildReportOptions {
   now?: Date;
 }
 
+/**
+ * The contract table: a row per method of any runtime's contract, kubelet 1.33's methods first in
+ * their order. Results written before the contract existed get one from their CRI statistics.
+ */
+export function contractTable(runtimes: readonly RuntimeInfo[]): ContractTableRow[] {
+  const rows = new Map<string, ContractTableRow>();
+  const when = new Map(KUBELET_CRI_METHODS.map((m) => [m.method, m.when]));
+  for (const rt of runtimes) {
+    const contract = rt.criContract ?? (rt.criCalls ? criContract(rt.criCalls) : []);
+    for (const r of contract) {
+      let row = rows.get(r.method);
+      if (!row) {
+        const w = when.get(r.method);
+        row = {
+          method: r.method,
+          ...(r.service ? { service: r.service } : {}),
+          ...(w ? { when: w } : {}),
+          runtimes: {},
+        };
+        rows.set(r.method, row);
+      }
+      row.runtimes[rt.name] = { status: r.status, text: contractText(r) };
+    }
+  }
+  const order = new Map(KUBELET_CRI_METHODS.map((m, i) => [m.method, i]));
+  const rank = (m: string) => order.get(m) ?? order.size;
+  return [...rows.values()].sort(
+    (a, b) => rank(a.method) - rank(b.method) || a.method.localeCompare(b.method),
+  );
+}
+
 export function buildReportModel(results: RunResults, options: BuildReportOptions = {}): ReportModel {
   const { runtimes, scenarios } = matrixAxes(results);
   const thresholds = options.thresholds ?? DEFAULT_THRESHOLDS;
@@ -194,6 +227,7 @@ export function buildReportModel(results: RunResults, options: BuildReportOption
     podStartup: podStartupByRuntime(results, runtimes),
     startupBreakdown: startupBreakdownByRuntime(results, runtimes),
     criLatency: criLatencyByMethod(results, runtimes),
+    criContract: contractTable(runtimes),
     benchmarks: results.benchmarks ?? [],
   };
 }

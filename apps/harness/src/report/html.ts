@@ -133,6 +133,11 @@ const REPORT_BODY = `
     <h3 id="cri-heading">CRI call latency by method</h3>
     <div id="chart-cri"></div>
   </section>
+  <section class="card" id="contract-section" aria-labelledby="contract-heading">
+    <h2 id="contract-heading">CRI contract (kubelet 1.33)</h2>
+    <p class="hint">Every CRI method kubelet 1.33 can call, and what the agent's calls to each runtime came to in this run.</p>
+    <div id="contract"></div>
+  </section>
   <section class="card" id="benchmarks-section" aria-labelledby="benchmarks-heading">
     <h2 id="benchmarks-heading">Benchmarks</h2>
     <div id="benchmarks"></div>

@@ -6,6 +6,7 @@ import type {
   BenchmarkResult,
   CellResult,
   CriCallSource,
+  CriContractStatus,
   Outcome,
   RunResults,
   RuntimeInfo,
@@ -92,6 +93,16 @@ export interface CriRegression {
   baselineP99: number;
 }
 
+/** One CRI method of the contract table, and what each runtime column made of it. */
+export interface ContractTableRow {
+  method: string;
+  service?: string;
+  /** When kubelet 1.33 calls it; absent for a method the agent called that the kubelet does not. */
+  when?: string;
+  /** Per runtime name; a runtime whose results have no contract has no entry. */
+  runtimes: Record<string, { status: CriContractStatus; text: string }>;
+}
+
 export interface ReportCell extends CellResult {
   /** `${runtime}/${scenario}`: the cell's key in the URL hash. */
   id: string;
@@ -124,5 +135,7 @@ export interface ReportModel {
   podStartup: RuntimeLatency[];
   startupBreakdown: RuntimeStartupBreakdown[];
   criLatency: CriMethodLatency[];
+  /** The kubelet's CRI contract, method by method, per runtime (runtimes[].criContract). */
+  criContract: ContractTableRow[];
   benchmarks: BenchmarkResult[];
 }

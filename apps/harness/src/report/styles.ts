@@ -103,6 +103,7 @@ table.compact th, table.compact td { border-bottom: 1px solid var(--line); paddi
 table.compact thead th { color: var(--muted); font-weight: 600; background: var(--bg); }
 td.num, .timeline td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
 .empty { color: var(--muted); }
+.contract--called { color: var(--pass-fg); } .contract--unimplemented { color: var(--warn-fg); background: var(--warn-bg); font-weight: 600; } .contract--not-called { color: var(--skip-fg); }
 
 dialog#cell-dialog { margin: 0 0 0 auto; height: 100vh; max-height: 100vh; width: min(980px, 100vw); max-width: 100vw; border: 0; padding: 0; box-shadow: -8px 0 24px rgba(0,0,0,0.2); }
 dialog#cell-dialog::backdrop { background: rgba(31, 35, 40, 0.45); }

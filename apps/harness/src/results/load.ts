@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RESULTS_SCHEMA_VERSION, type RunResults, STARTUP_STAGES } from './model.js';
+import { type CriContractStatus, RESULTS_SCHEMA_VERSION, type RunResults, STARTUP_STAGES } from './model.js';
 
 /** A results file that cannot be read or does not match the results model. */
 export class ResultsFileError extends Error {
@@ -9,6 +9,11 @@ export class ResultsFileError extends Error {
 
 const OUTCOMES = new Set(['passed', 'failed', 'skipped']);
 const CRI_CALL_SOURCES = new Set(['agent', 'harness']);
+const CONTRACT_STATUSES: ReadonlySet<string> = new Set<CriContractStatus>([
+  'called',
+  'unimplemented',
+  'not-called',
+]);
 const TIMELINE_KINDS = new Set([
   'pod-phase',
   'container-state',
@@ -63,6 +68,24 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
       if (!CRI_CALL_SOURCES.has(stats.source as string)) fail(`${at}.source`, 'must be agent or harness');
       str(stats, 'method', at);
       for (const key of ['count', 'errors', 'min', 'p50', 'p90', 'p99', 'max']) num(stats, key, at);
+      codes(stats, at);
+    }
+  };
+  function codes(o: Json, path: string) {
+    if (o.codes === undefined) return;
+    const c = object(o.codes, `${path}.codes`);
+    for (const key of Object.keys(c)) num(c, key, `${path}.codes`);
+  }
+  const criContract = (o: Json, path: string) => {
+    if (o.criContract === undefined) return;
+    for (const [j, r] of array(o, 'criContract', path).entries()) {
+      const at = `${path}.criContract[${j}]`;
+      const row = object(r, at);
+      str(row, 'method', at);
+      if (!CONTRACT_STATUSES.has(row.status as string))
+        fail(`${at}.status`, 'must be called, unimplemented or not-called');
+      num(row, 'count', at);
+      codes(row, at);
     }
   };
   const percentiles = (v: unknown, path: string) => {
@@ -115,6 +138,7 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
         if (typeof w !== 'string') fail(`${path}.warnings[${j}]`, 'must be a string');
     }
     criCalls(runtime, path);
+    criContract(runtime, path);
     if (runtime.startupTarget !== undefined) {
       const target = object(runtime.startupTarget, `${path}.startupTarget`);
       for (const key of ['p50Ms', 'floorMs', 'ratio', 'limit']) num(target, key, `${path}.startupTarget`);

@@ -1,6 +1,8 @@
 // `kubelet-harness merge`: the results of `run --shard i/n` jobs (or of runs on several hosts) as
 // one run. Cells are taken as they are; what a shard knows of the whole matrix (`shard.matrix`)
 // tells which cells no part ran.
+
+import { withCriContract } from './contract.js';
 import type { CellResult, CriCallStats, RunResults, RuntimeInfo } from './model.js';
 import { RESULTS_SCHEMA_VERSION } from './model.js';
 import { withStartupTargets } from './startup.js';
@@ -128,6 +130,7 @@ function mergeRuntimes(parts: readonly RunResults[], matrix: readonly string[]):
                 ...s,
                 count: s.count + c.count,
                 errors: s.errors + c.errors,
+                ...mergedCodes(s.codes, c.codes),
                 min: Math.min(s.min, c.min),
                 p50: Math.max(s.p50, c.p50),
                 p90: Math.max(s.p90, c.p90),
@@ -138,11 +141,22 @@ function mergeRuntimes(parts: readonly RunResults[], matrix: readonly string[]):
         );
       }
     }
-    const { criCalls: _, startupMs: __, ...info } = known;
-    return {
+    const { criCalls: _, startupMs: __, criContract: ___, ...info } = known;
+    return withCriContract({
       ...info,
       ...(startups.length > 0 ? { startupMs: Math.max(...startups) } : {}),
       ...(stats.size > 0 ? { criCalls: [...stats.values()] } : {}),
-    };
+    });
   });
+}
+
+/** Both parts' failed calls by code, summed; nothing when neither has any. */
+function mergedCodes(
+  a: Record<string, number> | undefined,
+  b: Record<string, number> | undefined,
+): { codes?: Record<string, number> } {
+  if (!a && !b) return {};
+  const codes = { ...a };
+  for (const [code, n] of Object.entries(b ?? {})) codes[code] = (codes[code] ?? 0) + n;
+  return { codes };
 }

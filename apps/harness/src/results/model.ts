@@ -49,6 +49,8 @@ export interface CriCallStats {
   count: number;
   /** Calls that ended with a gRPC code other than OK. */
   errors: number;
+  /** Those calls by gRPC code name (UNIMPLEMENTED, NOT_FOUND...); absent when there were none. */
+  codes?: Record<string, number>;
   min: number;
   p50: number;
   p90: number;
@@ -146,6 +148,26 @@ export interface QuarantineRecord {
   reason: string;
 }
 
+export type CriServiceName = 'RuntimeService' | 'ImageService';
+
+/**
+ * A row of a runtime's CRI contract table (results/contract.ts):
+ * - called: the agent called it, whatever the answers (see `codes`);
+ * - unimplemented: the runtime answered at least one call with UNIMPLEMENTED;
+ * - not-called: the agent never called it in this run.
+ */
+export type CriContractStatus = 'called' | 'unimplemented' | 'not-called';
+
+export interface CriContractRow {
+  method: string;
+  /** Absent for a method the agent called that kubelet 1.33 does not. */
+  service?: CriServiceName;
+  status: CriContractStatus;
+  count: number;
+  /** Failed calls by gRPC code name; absent when none failed. */
+  codes?: Record<string, number>;
+}
+
 /**
  * One named case of a cell (one upstream case of a scenario, issue 34). A cell without cases is
  * one case; the history keeps a row per case when the cell has them.
@@ -205,6 +227,8 @@ export interface RuntimeInfo {
   nodes?: number;
   /** Every CRI call to this runtime during the run (agent from its start, harness), per method. */
   criCalls?: CriCallStats[];
+  /** Every CRI method kubelet 1.33 can call, and what came of the agent's calls (from criCalls). */
+  criContract?: CriContractRow[];
   /** Pod start-up against the floor, when the run measured one (the startup scenario). */
   startupTarget?: StartupTarget;
 }

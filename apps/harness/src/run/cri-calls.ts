@@ -19,18 +19,21 @@ const SLOWEST_READS = 20;
 export class CriCallTally {
   private readonly byKey = new Map<
     string,
-    { source: CriCallSource; method: string; ms: number[]; errors: number }
+    { source: CriCallSource; method: string; ms: number[]; errors: number; codes: Record<string, number> }
   >();
 
   add(source: CriCallSource, call: { method: string; durationMs: number; code?: string }): void {
     const key = `${source}\u0000${call.method}`;
     let t = this.byKey.get(key);
     if (!t) {
-      t = { source, method: call.method, ms: [], errors: 0 };
+      t = { source, method: call.method, ms: [], errors: 0, codes: {} };
       this.byKey.set(key, t);
     }
     t.ms.push(call.durationMs);
-    if (call.code !== undefined && call.code !== 'OK') t.errors++;
+    if (call.code !== undefined && call.code !== 'OK') {
+      t.errors++;
+      t.codes[call.code] = (t.codes[call.code] ?? 0) + 1;
+    }
   }
 
   get size(): number {
@@ -41,7 +44,14 @@ export class CriCallTally {
     const out: CriCallStats[] = [];
     for (const t of this.byKey.values()) {
       const s = summarize(t.ms);
-      if (s) out.push({ source: t.source, method: t.method, errors: t.errors, ...s });
+      if (s)
+        out.push({
+          source: t.source,
+          method: t.method,
+          errors: t.errors,
+          ...(t.errors > 0 ? { codes: t.codes } : {}),
+          ...s,
+        });
     }
     return out.sort((a, b) => a.source.localeCompare(b.source) || a.method.localeCompare(b.method));
   }

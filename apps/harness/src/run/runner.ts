@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
+import { withCriContract } from '../results/contract.js';
 import type { CellResult, RunResults } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
 import { withStartupTargets } from '../results/startup.js';
@@ -200,7 +201,7 @@ function matrixResults(
     runtimes: withStartupTargets(
       run.runtimes.map((r) => {
         const tally = run.tallies.get(r.name);
-        return tally?.size ? { ...r, criCalls: tally.stats() } : r;
+        return withCriContract(tally?.size ? { ...r, criCalls: tally.stats() } : r);
       }),
       cells,
     ),

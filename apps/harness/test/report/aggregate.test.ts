@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   buildReportModel,
+  contractTable,
   countCells,
   criLatencyByMethod,
   matrixAxes,
@@ -137,6 +138,55 @@ describe('latency aggregation', () => {
       ['Version', 'containerd', 'harness', 4, 0, 40],
       ['Version', 'fake', 'harness', 1, 0, 1],
     ]);
+  });
+});
+
+describe('contractTable', () => {
+  const stat = { min: 1, p50: 1, p90: 1, p99: 1, max: 1 };
+  it('has a row per method, kubelet order first, a column per runtime, and never drops Unimplemented', () => {
+    const rows = contractTable([
+      {
+        name: 'containerd',
+        runtimeName: 'containerd',
+        runtimeVersion: '1.6',
+        // No criContract (an older results file): built from the statistics.
+        criCalls: [
+          {
+            source: 'agent',
+            method: 'RuntimeConfig',
+            count: 1,
+            errors: 1,
+            codes: { UNIMPLEMENTED: 1 },
+            ...stat,
+          },
+          { source: 'agent', method: 'StreamImages', count: 1, errors: 0, ...stat },
+        ],
+      },
+      {
+        name: 'docker',
+        runtimeName: 'docker',
+        runtimeVersion: '20',
+        criContract: [{ method: 'RuntimeConfig', service: 'RuntimeService', status: 'called', count: 2 }],
+      },
+      // Nothing recorded: no column entries rather than a column of "not called".
+      { name: 'fake', runtimeName: 'fake', runtimeVersion: '0.1' },
+    ]);
+    const rc = rows.find((r) => r.method === 'RuntimeConfig')!;
+    expect(rc).toMatchObject({ service: 'RuntimeService', when: expect.stringContaining('cgroup driver') });
+    expect(rc.runtimes).toEqual({
+      containerd: { status: 'unimplemented', text: 'Unimplemented: 1 call, UNIMPLEMENTED ×1' },
+      docker: { status: 'called', text: '2 calls' },
+    });
+    expect(rows[0]!.method).toBe('Version');
+    expect(rows.find((r) => r.method === 'UpdateContainerResources')!.runtimes.containerd).toEqual({
+      status: 'not-called',
+      text: 'not called',
+    });
+    expect(rows.at(-1)).toMatchObject({
+      method: 'StreamImages',
+      runtimes: { containerd: { status: 'called' } },
+    });
+    expect(rows.at(-1)!.when).toBeUndefined();
   });
 });
 

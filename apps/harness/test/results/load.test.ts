@@ -55,6 +55,49 @@ describe('validateResults', () => {
       /runtimes\[0\]\.criCalls\[0\]\.count must be a number/,
     ],
     [
+      'CRI call statistics with a code count that is not a number',
+      (r) => ({
+        ...r,
+        runtimes: [
+          {
+            name: 'a',
+            runtimeName: 'a',
+            runtimeVersion: '1',
+            criCalls: [
+              {
+                source: 'agent',
+                method: 'Version',
+                count: 1,
+                errors: 1,
+                codes: { UNKNOWN: 'x' },
+                min: 1,
+                p50: 1,
+                p90: 1,
+                p99: 1,
+                max: 1,
+              },
+            ],
+          },
+        ],
+      }),
+      /runtimes\[0\]\.criCalls\[0\]\.codes\.UNKNOWN must be a number/,
+    ],
+    [
+      'a contract row with an unknown status',
+      (r) => ({
+        ...r,
+        runtimes: [
+          {
+            name: 'a',
+            runtimeName: 'a',
+            runtimeVersion: '1',
+            criContract: [{ method: 'Version', status: 'hidden', count: 1 }],
+          },
+        ],
+      }),
+      /runtimes\[0\]\.criContract\[0\]\.status must be called, unimplemented or not-called/,
+    ],
+    [
       "a cell's CRI call statistics with a bad source",
       (r) => ({ ...r, cells: [{ ...cell('a', 'b'), criCalls: [{ source: 'x' }] }] }),
       /cells\[0\]\.criCalls\[0\]\.source must be agent or harness/,

@@ -46,7 +46,7 @@ describe('mergeResults', () => {
     const parts = [shard(1, ['b/y', 'a/x']), shard(2, ['a/y']), shard(3, ['b/x'])];
     parts[0]!.runtimes[1]!.criCalls = [stats(40, 3)];
     parts[0]!.runtimes[1]!.startupMs = 5_000;
-    parts[1]!.runtimes[0]!.criCalls = [stats(10, 5)];
+    parts[1]!.runtimes[0]!.criCalls = [{ ...stats(10, 5), errors: 1, codes: { UNIMPLEMENTED: 1 } }];
     parts[1]!.runtimes[0]!.startupMs = 6_000;
     const { results, missing, duplicates } = mergeResults(parts);
     expect(missing).toEqual([]);
@@ -56,7 +56,15 @@ describe('mergeResults', () => {
     // Runtime a ran in shards 1 and 2: counts add up, percentiles are the higher (an upper bound).
     expect(results.runtimes[0]).toMatchObject({
       startupMs: 6_000,
-      criCalls: [{ count: 8, p99: 40, p50: 20, min: 1 }],
+      criCalls: [{ count: 8, errors: 1, codes: { UNIMPLEMENTED: 1 }, p99: 40, p50: 20, min: 1 }],
+    });
+    // The contract table is rebuilt from the merged statistics.
+    expect(results.runtimes[0]!.criContract?.find((r) => r.method === 'ListPodSandbox')).toEqual({
+      method: 'ListPodSandbox',
+      service: 'RuntimeService',
+      status: 'unimplemented',
+      count: 8,
+      codes: { UNIMPLEMENTED: 1 },
     });
     expect(results).toMatchObject({
       runId: 's1+s2+s3',

@@ -29,6 +29,7 @@ describe('CriCallTally', () => {
         method: 'ContainerStatus',
         count: 1,
         errors: 1,
+        codes: { NOT_FOUND: 1 },
         min: 5,
         p50: 5,
         p90: 5,

@@ -28,6 +28,8 @@ export type FieldSpec =
   | { kind: 'stringList' }
   | { kind: 'taints' }
   | { kind: 'map'; values: 'quantity' | 'threshold' | 'duration'; keys: readonly string[] }
+  /** name: true|false, any name (the kubelet's featureGates). */
+  | { kind: 'boolMap' }
   | { kind: 'object'; fields: Record<string, FieldSpec> }
   /** Accepted for compatibility with real kubelet files, type-checked, otherwise ignored. */
   | { kind: 'ignored'; json: 'string' | 'number' | 'boolean' | 'object' | 'array' };
@@ -123,13 +125,13 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   containerLogMaxFiles: { kind: 'int', min: 2 },
   containerLogMaxWorkers: { kind: 'int', min: 1 },
   containerLogMonitorInterval: { kind: 'duration', positive: true },
+  featureGates: { kind: 'boolMap' },
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.
   cgroupsPerQOS: { kind: 'ignored', json: 'boolean' },
   cpuManagerPolicy: { kind: 'ignored', json: 'string' },
   cpuManagerReconcilePeriod: { kind: 'ignored', json: 'string' },
   enforceNodeAllocatable: { kind: 'ignored', json: 'array' },
   failSwapOn: { kind: 'ignored', json: 'boolean' },
-  featureGates: { kind: 'ignored', json: 'object' },
   hairpinMode: { kind: 'ignored', json: 'string' },
   httpCheckFrequency: { kind: 'ignored', json: 'string' },
   logging: { kind: 'ignored', json: 'object' },
@@ -215,6 +217,7 @@ function expectedJsonType(spec: FieldSpec): string {
     case 'taints':
       return 'array';
     case 'map':
+    case 'boolMap':
     case 'object':
       return 'object';
     default:
@@ -280,6 +283,12 @@ export function checkField(value: unknown, spec: FieldSpec, field: string, errs:
         }
         checkMapValue(v, spec.values, f, errs);
       }
+      return;
+    case 'boolMap':
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        return errs.invalid(field, value, 'must be a map of booleans');
+      for (const [k, v] of Object.entries(value))
+        if (typeof v !== 'boolean') errs.invalid(`${field}[${k}]`, v, 'must be a boolean');
       return;
     case 'object':
       if (value === null || typeof value !== 'object') return errs.invalid(field, value, 'must be an object');

@@ -41,8 +41,11 @@ export interface KubeletConfiguration {
   containerRuntimeEndpoint: string;
   imageServiceEndpoint: string;
   runtimeRequestTimeout: string;
+  /** With KubeletCgroupDriverFromCRI (on by default), the runtime's answer replaces it at start-up. */
   cgroupDriver: 'cgroupfs' | 'systemd';
   cgroupRoot: string;
+  /** Feature gates by name (config/feature_gates.ts has the ones the agent acts on). */
+  featureGates: Record<string, boolean>;
   // node
   registerNode: boolean;
   registerWithTaints: Taint[];
@@ -109,6 +112,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     runtimeRequestTimeout: '2m0s',
     cgroupDriver: 'cgroupfs',
     cgroupRoot: '',
+    featureGates: {},
     registerNode: true,
     registerWithTaints: [],
     maxPods: 110,

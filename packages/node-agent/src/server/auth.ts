@@ -219,6 +219,7 @@ export function subresourceFor(path: string): string {
   if (under('/configz')) return 'configz';
   if (under('/healthz')) return 'healthz';
   if (under('/pods')) return 'pods';
+  if (under('/checkpoint')) return 'checkpoint';
   return 'proxy';
 }
 

@@ -11,6 +11,8 @@ import type { TLSSocket } from 'node:tls';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeletMetrics } from '../metrics/metrics.js';
 import type { PodStartupRecord } from '../pods/startup_tracker.js';
+import { formatResourceMetrics, RESOURCE_METRICS_CONTENT_TYPE } from '../stats/resource_metrics.js';
+import type { Summary } from '../stats/summary.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import {
   ANONYMOUS,
@@ -22,6 +24,7 @@ import {
   userFromClientCertificate,
 } from './auth.js';
 import type { ServingCert } from './certs.js';
+import type { ContainerCheckpoint } from './checkpoint.js';
 import type { ContainerLogs } from './container_logs.js';
 import type { HealthChecker } from './healthz.js';
 import { closeServer, listen } from './listen.js';
@@ -45,9 +48,9 @@ export interface StartupProvider {
   list(namespace?: string): PodStartupRecord[];
 }
 
-/** The stats/summary API (GET /stats/summary): node and pod CPU, memory, filesystem. */
+/** The stats/summary API (GET /stats/summary) and the resource metrics made from it (GET /metrics/resource). */
 export interface StatsProvider {
-  summary(): Promise<unknown>;
+  summary(): Promise<Summary>;
 }
 
 export interface KubeletServerOptions {
@@ -71,12 +74,16 @@ export interface KubeletServerOptions {
   logs?: Pick<ContainerLogs, 'handle'>;
   /** /exec, /attach, /portForward and /run. */
   streaming?: Pick<ContainerStreaming, 'handle'>;
+  /** POST /checkpoint/{namespace}/{pod}/{container}, when the ContainerCheckpoint gate is on. */
+  checkpoint?: Pick<ContainerCheckpoint, 'handle'>;
   log?: Logger;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, upgrade?: UpgradeSocket) => Promise<void> | void;
 
 const STREAMING_ROUTES = ['/exec/*', '/attach/*', '/portForward/*', '/run/*'];
+/** Routes that only take POST; the others take GET and HEAD (streaming ones any method). */
+const POST_ROUTES = ['/checkpoint/*'];
 
 export class KubeletServer {
   private server: Server | undefined;
@@ -97,13 +104,26 @@ export class KubeletServer {
       this.routes.set('/runningpods', async (_req, res) =>
         json(res, 200, podList(await runningPods.getRunningPods())),
       );
-    if (stats) this.routes.set('/stats/summary', async (_req, res) => json(res, 200, await stats.summary()));
+    if (stats) {
+      this.routes.set('/stats/summary', async (_req, res) => json(res, 200, await stats.summary()));
+      this.routes.set('/metrics/resource', async (_req, res) => {
+        const summary = await stats.summary().catch((err: unknown) => {
+          (opts.log ?? silentLogger).error('Resource metrics: reading stats failed', { err });
+          return undefined;
+        });
+        text(res, 200, formatResourceMetrics(summary), RESOURCE_METRICS_CONTENT_TYPE);
+      });
+    }
     if (startup)
       this.routes.set('/debug/startup', (req, res) => {
         const namespace = new URL(req.url ?? '/', 'http://x').searchParams.get('namespace') ?? undefined;
         json(res, 200, { kind: 'PodStartupList', items: startup.list(namespace) });
       });
     if (logs) this.routes.set('/containerLogs/*', (req, res) => logs.handle(req, res));
+    if (opts.checkpoint) {
+      const { checkpoint } = opts;
+      this.routes.set('/checkpoint/*', (req, res) => checkpoint.handle(req, res));
+    }
     const { streaming } = opts;
     if (streaming)
       for (const r of STREAMING_ROUTES)
@@ -170,9 +190,13 @@ export class KubeletServer {
       }
       const handler = this.routes.get(path) ?? this.routes.get(`/${path.split('/')[1]}/*`);
       if (!handler) return text(res, 404, '404 page not found\n');
-      const streaming = STREAMING_ROUTES.includes(`/${path.split('/')[1]}/*`);
-      if (!streaming && req.method !== 'GET' && req.method !== 'HEAD')
-        return text(res, 405, 'Method Not Allowed\n');
+      const route = `/${path.split('/')[1]}/*`;
+      const allowed = STREAMING_ROUTES.includes(route)
+        ? true
+        : POST_ROUTES.includes(route)
+          ? req.method === 'POST'
+          : req.method === 'GET' || req.method === 'HEAD';
+      if (!allowed) return text(res, 405, 'Method Not Allowed\n');
       await handler(req, res, upgrade);
     } catch (e) {
       log.error('Kubelet API request failed', { path, err: e });

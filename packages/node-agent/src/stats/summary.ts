@@ -1,14 +1,26 @@
 // /stats/summary (stats/v1alpha1): node CPU and memory from /proc, the node filesystem by
 // statfs of the root dir, the image filesystem from CRI ImageFsInfo, and per-pod and
-// per-container CPU, memory and writable-layer usage from CRI ListContainerStats. CPU rates
-// (usageNanoCores) come from the previous sample, as the kubelet computes them.
+// per-container CPU, memory and writable-layer usage from CRI ListContainerStats. With the
+// PodAndContainerStatsFromCRI gate, pods and their containers come from ListPodSandboxStats
+// instead (the pod's own cgroup, not the sum of its containers), and a runtime that answers
+// UNIMPLEMENTED falls back to the ListContainerStats path, as the kubelet's CRI stats provider
+// does. CPU rates (usageNanoCores) come from the previous sample, as the kubelet computes them.
 import { readFile, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '@kh/apimachinery';
-import { type CriClient, PodSandboxState } from '@kh/cri-api';
-import type { StatsProvider } from '../server/server.js';
+import {
+  type Container,
+  type ContainerStats,
+  type CriClient,
+  isUnimplemented,
+  PodSandboxState,
+} from '@kh/cri-api';
+import { type Logger, silentLogger } from '../util/log.js';
 
-type Cri = Pick<CriClient, 'listContainerStats' | 'listContainers' | 'listPodSandbox' | 'imageFsInfo'>;
+type Cri = Pick<
+  CriClient,
+  'listContainerStats' | 'listPodSandboxStats' | 'listContainers' | 'listPodSandbox' | 'imageFsInfo'
+>;
 
 export interface CpuStats {
   time: string;
@@ -64,7 +76,7 @@ export interface Summary {
 // /proc/stat counts in USER_HZ, 100 per second on Linux.
 const NS_PER_TICK = 10_000_000;
 
-export class SummaryProvider implements StatsProvider {
+export class SummaryProvider {
   private readonly lastCpu = new Map<string, { at: number; ns: number }>();
 
   constructor(
@@ -76,8 +88,14 @@ export class SummaryProvider implements StatsProvider {
       rootDir: string;
       clock: Clock;
       hostRoot?: string;
+      /** The PodAndContainerStatsFromCRI feature gate. */
+      podAndContainerStatsFromCRI?: boolean;
+      log?: Logger;
     },
   ) {}
+
+  /** Told once that the runtime lacks ListPodSandboxStats. */
+  private warnedUnimplemented = false;
 
   async summary(): Promise<Summary> {
     const now = this.opts.clock.now();
@@ -162,10 +180,9 @@ export class SummaryProvider implements StatsProvider {
   }
 
   private async pods(now: number, time: string): Promise<PodSummary[]> {
-    const [{ items: sandboxes }, { containers }, { stats }] = await Promise.all([
+    const [{ items: sandboxes }, { containers }] = await Promise.all([
       this.opts.cri.listPodSandbox({}),
       this.opts.cri.listContainers({}),
-      this.opts.cri.listContainerStats({}),
     ]);
     const containerById = new Map(containers.map((c) => [c.id, c]));
     const byPod = new Map<string, PodSummary>();
@@ -181,18 +198,30 @@ export class SummaryProvider implements StatsProvider {
         'ephemeral-storage': { time, usedBytes: 0 },
       });
     }
+    const seen = this.opts.podAndContainerStatsFromCRI
+      ? await this.fromSandboxStats(byPod, containerById, now, time)
+      : undefined;
+    const measured = seen ?? (await this.fromContainerStats(byPod, containerById, now, time));
+    // Forget rate samples of pods and containers that are gone.
+    for (const key of this.lastCpu.keys()) if (key !== 'node' && !measured.has(key)) this.lastCpu.delete(key);
+    return [...byPod.values()];
+  }
+
+  /** Containers' stats summed into their pods. Returns the rate keys it used. */
+  private async fromContainerStats(
+    byPod: Map<string, PodSummary>,
+    containerById: Map<string, Container>,
+    now: number,
+    time: string,
+  ): Promise<Set<string>> {
+    const { stats } = await this.opts.cri.listContainerStats({});
+    const seen = new Set<string>();
     for (const s of stats) {
       const id = s.attributes?.id ?? '';
       const pod = byPod.get(containerById.get(id)?.podSandboxId ?? '');
       if (!pod) continue;
-      const cpuNs = Number(s.cpu?.usageCoreNanoSeconds?.value ?? 0n);
-      const c: ContainerSummary = {
-        name: s.attributes?.metadata?.name ?? '',
-        startTime: new Date(Number((containerById.get(id)?.createdAt ?? 0n) / 1_000_000n)).toISOString(),
-        cpu: this.cpu(`container/${id}`, cpuNs, now, time),
-        memory: { time, workingSetBytes: Number(s.memory?.workingSetBytes?.value ?? 0n) },
-        rootfs: { time, usedBytes: Number(s.writableLayer?.usedBytes?.value ?? 0n) },
-      };
+      seen.add(`container/${id}`);
+      const c = this.container(s, containerById, now, time);
       pod.containers.push(c);
       pod.cpu.usageCoreNanoSeconds += c.cpu.usageCoreNanoSeconds;
       if (c.cpu.usageNanoCores !== undefined)
@@ -200,10 +229,68 @@ export class SummaryProvider implements StatsProvider {
       pod.memory.workingSetBytes += c.memory.workingSetBytes;
       pod['ephemeral-storage'].usedBytes += c.rootfs.usedBytes;
     }
-    // Forget rate samples of containers that are gone.
-    const seen = new Set(stats.map((s) => `container/${s.attributes?.id ?? ''}`));
-    for (const key of this.lastCpu.keys())
-      if (key.startsWith('container/') && !seen.has(key)) this.lastCpu.delete(key);
-    return [...byPod.values()];
+    return seen;
+  }
+
+  /**
+   * Pods (their own CPU and memory) and their containers from ListPodSandboxStats. Undefined when
+   * the runtime does not implement it: the caller falls back to ListContainerStats.
+   */
+  private async fromSandboxStats(
+    byPod: Map<string, PodSummary>,
+    containerById: Map<string, Container>,
+    now: number,
+    time: string,
+  ): Promise<Set<string> | undefined> {
+    let stats: Awaited<ReturnType<Cri['listPodSandboxStats']>>['stats'];
+    try {
+      ({ stats } = await this.opts.cri.listPodSandboxStats({}));
+    } catch (err) {
+      if (!isUnimplemented(err)) throw err;
+      if (!this.warnedUnimplemented)
+        (this.opts.log ?? silentLogger).error(
+          'CRI implementation must be updated to support ListPodSandboxStats if PodAndContainerStatsFromCRI feature gate is enabled; falling back to ListContainerStats',
+          { err },
+        );
+      this.warnedUnimplemented = true;
+      return undefined;
+    }
+    const seen = new Set<string>();
+    for (const sb of stats) {
+      const id = sb.attributes?.id ?? '';
+      const pod = byPod.get(id);
+      if (!pod || !sb.linux) continue;
+      seen.add(`pod/${id}`);
+      pod.cpu = this.cpu(`pod/${id}`, Number(sb.linux.cpu?.usageCoreNanoSeconds?.value ?? 0n), now, time);
+      pod.memory = {
+        time,
+        workingSetBytes: Number(sb.linux.memory?.workingSetBytes?.value ?? 0n),
+        ...(sb.linux.memory?.usageBytes ? { usageBytes: Number(sb.linux.memory.usageBytes.value) } : {}),
+      };
+      for (const s of sb.linux.containers) {
+        seen.add(`container/${s.attributes?.id ?? ''}`);
+        const c = this.container(s, containerById, now, time);
+        pod.containers.push(c);
+        pod['ephemeral-storage'].usedBytes += c.rootfs.usedBytes;
+      }
+    }
+    return seen;
+  }
+
+  private container(
+    s: ContainerStats,
+    containerById: Map<string, Container>,
+    now: number,
+    time: string,
+  ): ContainerSummary {
+    const id = s.attributes?.id ?? '';
+    const cpuNs = Number(s.cpu?.usageCoreNanoSeconds?.value ?? 0n);
+    return {
+      name: s.attributes?.metadata?.name ?? '',
+      startTime: new Date(Number((containerById.get(id)?.createdAt ?? 0n) / 1_000_000n)).toISOString(),
+      cpu: this.cpu(`container/${id}`, cpuNs, now, time),
+      memory: { time, workingSetBytes: Number(s.memory?.workingSetBytes?.value ?? 0n) },
+      rootfs: { time, usedBytes: Number(s.writableLayer?.usedBytes?.value ?? 0n) },
+    };
   }
 }

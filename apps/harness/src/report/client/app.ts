@@ -7,6 +7,7 @@
 // to the filter form, the matrix, the charts and the drill-down.
 import type { ReportCell, ReportModel } from '../model.js';
 import { renderCharts, runtimeColours } from './charts.js';
+import { renderContract } from './contract.js';
 import { CellDialog } from './drilldown.js';
 import { FilterForm } from './filters.js';
 import { decodeHash, encodeHash, normalizeState, type ViewState } from './state.js';
@@ -37,6 +38,7 @@ class ReportPage {
     });
     renderHeader(model);
     renderSummary(model, this.colours, open);
+    renderContract(model);
     renderBenchmarks(model);
   }
 

@@ -8,6 +8,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../../src/report/cli.js';
+import { KUBELET_CRI_METHODS } from '../../../src/results/contract.js';
 import { BASELINE_PATH, cell, loadFixture, run, SAMPLE_PATH } from '../fixtures.js';
 import { axeViolations, launchChromium, TrackedPage, waitForMatrix } from './chromium.js';
 
@@ -399,6 +400,7 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
       'Summary',
       'Results by scenario and runtime',
       'Latency',
+      'CRI contract (kubelet 1.33)',
       'Benchmarks',
     ]);
     expect(await page.getByRole('grid', { name: 'Results by scenario and runtime' }).count()).toBe(1);
@@ -463,6 +465,53 @@ describe('accessibility audit (axe-core) in Chromium', { timeout: 60_000 }, () =
 });
 
 describe('a sparse run in Chromium', { timeout: 60_000 }, () => {
+  it('shows the CRI contract per runtime: called, Unimplemented and not called, in words', async () => {
+    const stat = { min: 1, p50: 1, p90: 1, p99: 1, max: 1 };
+    const results = run([cell('containerd', 'a'), cell('docker', 'a')], {
+      runtimes: [
+        {
+          name: 'containerd',
+          runtimeName: 'containerd',
+          runtimeVersion: '1.6.20',
+          criCalls: [{ source: 'agent', method: 'RuntimeConfig', count: 1, errors: 0, ...stat }],
+        },
+        {
+          name: 'docker',
+          runtimeName: 'docker',
+          runtimeVersion: '20.10.24',
+          criCalls: [
+            {
+              source: 'agent',
+              method: 'RuntimeConfig',
+              count: 1,
+              errors: 1,
+              codes: { UNIMPLEMENTED: 1 },
+              ...stat,
+            },
+          ],
+        },
+      ],
+    });
+    const input = join(dir, 'contract.json');
+    const out = join(dir, 'contract.html');
+    await writeFile(input, JSON.stringify(results));
+    expect(await runReportCommand(['-i', input, '-o', out], { stdout: quiet, stderr: quiet })).toBe(0);
+    const page = await open(pathToFileURL(out).href);
+    const table = page.locator('table.contract');
+    expect(await table.locator('thead th').allTextContents()).toEqual([
+      'Method',
+      'The kubelet calls it on',
+      'containerd',
+      'docker',
+    ]);
+    expect(await table.locator('tbody tr').count()).toBe(KUBELET_CRI_METHODS.length);
+    const at = (method: string, runtime: string) =>
+      table.locator(`tr[data-method="${method}"] td[data-runtime="${runtime}"]`).textContent();
+    expect(await at('RuntimeConfig', 'containerd')).toBe('✓ 1 call');
+    expect(await at('RuntimeConfig', 'docker')).toBe('⚠ Unimplemented: 1 call, UNIMPLEMENTED ×1');
+    expect(await at('UpdateContainerResources', 'docker')).toBe('– not called');
+  });
+
   it('shows cells that did not run, and empty sections instead of errors', async () => {
     // Partial results: two cells of a 2x2 matrix, nothing recorded inside them, no benchmarks.
     const results = run([

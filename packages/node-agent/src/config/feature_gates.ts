@@ -1,0 +1,21 @@
+// The kubelet feature gates this agent acts on, with kubelet 1.33's defaults. Other gate names in
+// `featureGates` are accepted (a real node's config carries many) and have no effect here.
+import type { KubeletConfiguration } from './types.js';
+
+export const FEATURE_GATE_DEFAULTS = {
+  /** Beta in 1.33: the kubelet API's /checkpoint/{namespace}/{pod}/{container}. */
+  ContainerCheckpoint: true,
+  /** Beta in 1.33: the cgroup driver comes from the runtime's RuntimeConfig. */
+  KubeletCgroupDriverFromCRI: true,
+  /** Alpha in 1.33: pod and container stats from ListPodSandboxStats instead of cAdvisor. */
+  PodAndContainerStatsFromCRI: false,
+} as const;
+
+export type FeatureGate = keyof typeof FEATURE_GATE_DEFAULTS;
+
+export function featureEnabled(
+  config: Pick<KubeletConfiguration, 'featureGates'>,
+  gate: FeatureGate,
+): boolean {
+  return config.featureGates[gate] ?? FEATURE_GATE_DEFAULTS[gate];
+}
