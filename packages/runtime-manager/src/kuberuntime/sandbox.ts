@@ -8,12 +8,14 @@ import {
   PodSandboxState,
   type PodSandboxStatus,
   Protocol,
+  SecurityProfile_ProfileType,
 } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { SandboxStatus } from '../container/runtime.js';
 import { type ManagerContext, nsToMs, toRuntimePath } from './context.js';
 import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
 import { podLogDirOf } from './logs.js';
+import { normalizeSysctlName, toSELinuxOption } from './security_context.js';
 
 function protocolOf(p: string | undefined): Protocol {
   if (p === 'UDP') return Protocol.UDP;
@@ -53,7 +55,7 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
       })),
   );
   const sysctls: Record<string, string> = {};
-  for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value;
+  for (const s of sc?.sysctls ?? []) sysctls[normalizeSysctlName(s.name)] = s.value;
   const dns = ctx.helper.podDNS(pod);
   return {
     metadata: { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', uid, attempt },
@@ -67,16 +69,21 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
       cgroupParent: ctx.helper.podCgroupParent(pod),
       securityContext: {
         namespaceOptions: { ...namespaceOptions(pod, false), targetId: '', usernsOptions: undefined },
-        selinuxOptions: undefined,
+        selinuxOptions: toSELinuxOption(sc?.seLinuxOptions),
         runAsUser: sc?.runAsUser != null ? { value: BigInt(sc.runAsUser) } : undefined,
         runAsGroup: sc?.runAsGroup != null ? { value: BigInt(sc.runAsGroup) } : undefined,
         readonlyRootfs: false,
-        supplementalGroups: (sc?.supplementalGroups ?? []).map((g) => BigInt(g)),
+        supplementalGroups: [
+          ...(sc?.fsGroup != null ? [sc.fsGroup] : []),
+          ...(sc?.supplementalGroups ?? []),
+        ].map((g) => BigInt(g)),
         supplementalGroupsPolicy: 0,
         privileged: [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
           (c) => c.securityContext?.privileged === true,
         ),
-        seccomp: undefined,
+        // The kubelet always confines the sandbox with the runtime's default profile, so that a
+        // pod-level profile need not allow what the pause process does (kubernetes#84623).
+        seccomp: { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' },
         apparmor: undefined,
         seccompProfilePath: '',
       },
