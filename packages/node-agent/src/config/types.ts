@@ -80,6 +80,11 @@ export interface KubeletConfiguration {
   podLogsDir: string;
   containerLogMaxSize: string;
   containerLogMaxFiles: number;
+  // security
+  /** RuntimeDefault seccomp for every container that names no profile. */
+  seccompDefault: boolean;
+  /** Unsafe sysctls (names or `prefix*`) pods may set besides the safe ones. */
+  allowedUnsafeSysctls: string[];
 }
 
 /** The kubelet's v1beta1 defaults for every field this agent reads. */
@@ -142,5 +147,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     podLogsDir: '/var/log/pods',
     containerLogMaxSize: '10Mi',
     containerLogMaxFiles: 5,
+    seccompDefault: false,
+    allowedUnsafeSysctls: [],
   };
 }
