@@ -96,6 +96,25 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
 }
 
 /**
+ * hostUsers: false asks for a user namespace. The kubelet first asks the runtime (CRI Status,
+ * runtime_handlers[].features) whether the pod's handler supports one and fails the sandbox
+ * when it does not; this agent allocates no UID/GID ranges, so it fails the sandbox either way,
+ * saying which of the two is missing.
+ */
+async function refuseUserNamespace(ctx: ManagerContext, runtimeHandler: string): Promise<never> {
+  const handlers = (await ctx.cri.status({ verbose: false })).runtimeHandlers;
+  const handler = handlers.find((h) => h.name === runtimeHandler);
+  if (!handler?.features?.userNamespaces) {
+    throw new Error(
+      `RuntimeClass handler ${JSON.stringify(runtimeHandler)} does not support user namespaces`,
+    );
+  }
+  throw new Error(
+    'hostUsers: false needs user namespace ID mappings, which this node agent does not allocate',
+  );
+}
+
+/**
  * Creates the sandbox (and its log directory) with the pod's runtime handler; returns its id and
  * the config used. Without a resolver (standalone, as the kubelet without an API server) every
  * pod runs on the default handler.
@@ -108,6 +127,7 @@ export async function createPodSandbox(
   const runtimeHandler = ctx.runtimeClasses
     ? await ctx.runtimeClasses.lookupRuntimeHandler(pod.spec?.runtimeClassName)
     : '';
+  if (pod.spec?.hostUsers === false) await refuseUserNamespace(ctx, runtimeHandler);
   const config = generatePodSandboxConfig(ctx, pod, attempt);
   await mkdir(podLogDirOf(ctx.podLogsRootDir, pod), { recursive: true, mode: 0o755 });
   const res = await ctx.cri.runPodSandbox({ config, runtimeHandler });

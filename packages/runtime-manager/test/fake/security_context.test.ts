@@ -77,3 +77,22 @@ describe('security context over the fake runtime', () => {
     expect(sc.runAsUser).toEqual({ value: 1234n });
   });
 });
+
+describe('hostUsers: false', () => {
+  it('fails the sandbox, saying the runtime handler does not support user namespaces', async () => {
+    const pod = makePod('userns', [ctr('app')], { hostUsers: false });
+    const r = await h.sync(pod);
+    expect(r.steps.find((s) => s.action === 'CreatePodSandbox')?.error?.message).toBe(
+      'RuntimeClass handler "" does not support user namespaces',
+    );
+    expect(h.requests('RunPodSandbox')).toEqual([]);
+    expect(h.events.find((e) => e.reason === 'FailedCreatePodSandBox')?.message).toContain(
+      'does not support user namespaces',
+    );
+  });
+
+  it('leaves hostUsers: true pods in the host user namespace', async () => {
+    const r = await h.sync(makePod('host-users', [ctr('app')], { hostUsers: true }));
+    expect(r.steps.filter((s) => s.error)).toEqual([]);
+  });
+});
