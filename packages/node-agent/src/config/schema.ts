@@ -256,11 +256,14 @@ export function checkField(value: unknown, spec: FieldSpec, field: string, errs:
     case 'ipList':
     case 'stringList':
       if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of strings');
-      value.forEach((v, i) => {
-        if (typeof v !== 'string') return errs.invalid(`${field}[${i}]`, v, 'must be a string');
+      for (const [i, v] of value.entries()) {
+        if (typeof v !== 'string') {
+          errs.invalid(`${field}[${i}]`, v, 'must be a string');
+          continue;
+        }
         const why = spec.kind === 'ipList' ? ip(v) : spec.check?.(v);
         if (why) errs.invalid(`${field}[${i}]`, v, why);
-      });
+      }
       return;
     case 'taints':
       if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of taints');
