@@ -17,6 +17,7 @@ import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
+import { securityContext } from './scenarios/security-context.js';
 import { startup } from './scenarios/startup.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 
@@ -35,6 +36,7 @@ export const scenarios: Scenario[] = [
   diskEviction,
   diskSoftEviction,
   kubectl,
+  securityContext,
   runtimeCrashStorm,
   agentCrash,
   apiserverRestart,
