@@ -60,8 +60,8 @@ describe('security context over the fake runtime', () => {
     const pod = makePod('root-image', [ctr('app', { securityContext: { runAsNonRoot: true } })]);
     const r = await h.sync(pod);
     const failed = r.steps.find((s) => s.action === 'StartContainer');
-    expect(failed?.error?.reason).toBe(ErrCreateContainerConfig);
-    expect(failed?.error?.message).toContain('container has runAsNonRoot and image will run as root');
+    expect(failed?.reason).toBe(ErrCreateContainerConfig);
+    expect(failed?.message).toContain('container has runAsNonRoot and image will run as root');
     expect(h.requests('CreateContainer')).toEqual([]);
     expect(h.events.find((e) => e.reason === 'Failed')?.message).toMatch(
       /^Error: container has runAsNonRoot/,
@@ -82,9 +82,10 @@ describe('hostUsers: false', () => {
   it('fails the sandbox, saying the runtime handler does not support user namespaces', async () => {
     const pod = makePod('userns', [ctr('app')], { hostUsers: false });
     const r = await h.sync(pod);
-    expect(r.steps.find((s) => s.action === 'CreatePodSandbox')?.error?.message).toBe(
-      'RuntimeClass handler "" does not support user namespaces',
-    );
+    expect(r.steps.find((s) => s.action === 'CreatePodSandbox')).toMatchObject({
+      reason: 'CreatePodSandboxError',
+      message: 'Failed to create pod sandbox: RuntimeClass handler "" does not support user namespaces',
+    });
     expect(h.requests('RunPodSandbox')).toEqual([]);
     expect(h.events.find((e) => e.reason === 'FailedCreatePodSandBox')?.message).toContain(
       'does not support user namespaces',
