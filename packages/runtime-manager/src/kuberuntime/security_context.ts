@@ -75,16 +75,12 @@ const profile = (profileType: SecurityProfile_ProfileType, localhostRef = ''): S
 });
 
 /**
- * The seccomp profile of a container (or, without one, the pod): its own field, else the pod's,
+ * The seccomp profile of a container: its own field, else the pod's,
  * else RuntimeDefault under seccompDefault and Unconfined without. Localhost profiles are files
  * under the seccomp root.
  */
-export function seccompProfile(
-  opts: SecurityOptions,
-  pod: V1Pod,
-  container: V1Container | undefined,
-): SecurityProfile {
-  const field = container?.securityContext?.seccompProfile ?? pod.spec?.securityContext?.seccompProfile;
+export function seccompProfile(opts: SecurityOptions, pod: V1Pod, container: V1Container): SecurityProfile {
+  const field = container.securityContext?.seccompProfile ?? pod.spec?.securityContext?.seccompProfile;
   if (!field) {
     return profile(
       opts.seccompDefault
