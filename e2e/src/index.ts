@@ -19,6 +19,7 @@ import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
+import { securityContext } from './scenarios/security-context.js';
 import { startup } from './scenarios/startup.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 import { subpath } from './scenarios/subpath.js';
@@ -41,6 +42,7 @@ export const scenarios: Scenario[] = [
   kubectl,
   logRotation,
   criSurface,
+  securityContext,
   runtimeCrashStorm,
   agentCrash,
   apiserverRestart,

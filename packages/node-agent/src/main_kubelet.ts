@@ -22,6 +22,7 @@ import {
   type RuntimeManagerOptions,
 } from '@kh/runtime-manager';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { AppArmorAdmitHandler, hostAppArmorEnabled } from './admission/apparmor.js';
 import { AdmitHandlers } from './admission/handler.js';
 import { PredicateAdmitHandler } from './admission/predicate.js';
 import { KubeNodeApi, type NodeApi } from './api/node_api.js';
@@ -85,6 +86,7 @@ import { ContainerStreaming } from './server/streaming.js';
 import { SummaryProvider } from './stats/summary.js';
 import { ReasonCache } from './status/reason_cache.js';
 import { PodStatusManager } from './status/status_manager.js';
+import { SysctlAllowlist, safeSysctls } from './sysctl/allowlist.js';
 import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
 import { type Logger, silentLogger } from './util/log.js';
@@ -201,9 +203,11 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     ],
     servers: newServerProviders(deps, node, runtime, layer),
   });
-  // Fit on this node first, then node pressure; the first rejection wins.
+  // Fit on this node first, then node pressure, sysctls and AppArmor; the first rejection wins.
   admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
   admitHandlers.add(eviction);
+  admitHandlers.add(new SysctlAllowlist([...safeSysctls(), ...deps.config.allowedUnsafeSysctls]));
+  admitHandlers.add(new AppArmorAdmitHandler(hostAppArmorEnabled()));
   return kubelet;
 }
 
@@ -287,6 +291,7 @@ async function newRuntime(deps: MainKubeletDeps, node: NodeBasics): Promise<Runt
     podsDir,
     podLogsRootDir: config.podLogsDir,
     cgroupParent: config.cgroupRoot,
+    security: { seccompDefault: config.seccompDefault, seccompProfileRoot: join(options.rootDir, 'seccomp') },
     runtimeHelper: helper,
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
     ...(kubeConfig

@@ -302,3 +302,29 @@ describe('flags', () => {
     expect(await loadErrors(undefined)).toEqual([]);
   });
 });
+
+describe('security fields', () => {
+  it('default to seccompDefault false and no unsafe sysctls, and are read from the file', async () => {
+    expect(defaultKubeletConfiguration()).toMatchObject({ seccompDefault: false, allowedUnsafeSysctls: [] });
+    const { config } = await loadKubeletConfiguration(
+      file(
+        'sec.yaml',
+        `${HEADER}seccompDefault: true\nallowedUnsafeSysctls: ["kernel.msg*", "net.core.somaxconn"]\n`,
+      ),
+    );
+    expect(config.seccompDefault).toBe(true);
+    expect(config.allowedUnsafeSysctls).toEqual(['kernel.msg*', 'net.core.somaxconn']);
+  });
+
+  it('reject an unsafe sysctl pattern the kubelet would refuse at start', async () => {
+    const errors = await loadErrors(
+      file('sysctl.yaml', `${HEADER}allowedUnsafeSysctls: ["vm.swappiness", "Bad..name"]\n`),
+    );
+    expect(errors).toEqual([
+      'allowedUnsafeSysctls[0]: Invalid value: "vm.swappiness": the sysctls "vm.swappiness" are not known to be namespaced',
+      expect.stringMatching(
+        /^allowedUnsafeSysctls\[1\]: Invalid value: "Bad\.\.name": sysctl "Bad\.\.name" must have at most 253/,
+      ),
+    ]);
+  });
+});

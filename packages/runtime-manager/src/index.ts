@@ -63,6 +63,14 @@ export {
   type RuntimeHelper,
 } from './kuberuntime/runtime_helper.js';
 export { podHostname } from './kuberuntime/sandbox.js';
+export {
+  AppArmorAnnotationPrefix,
+  DefaultMaskedPaths,
+  DefaultReadonlyPaths,
+  normalizeSysctlName,
+  podRequiresAppArmor,
+  type SecurityOptions,
+} from './kuberuntime/security_context.js';
 export { readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
 export { PodVolumes } from './kuberuntime/volumes.js';
 export { DefaultGlobalCacheUpdatePeriodMs, EventedPLEG, type EventedPlegOptions } from './pleg/evented.js';

@@ -218,6 +218,29 @@ export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
   }
   for (const k of Object.keys(spec.nodeSelector ?? {})) checkQualifiedKey(errs, 'spec.nodeSelector', k);
   validateTolerations(spec.tolerations, errs, 'spec.tolerations');
+  validateSysctls(spec.securityContext?.sysctls, errs);
+}
+
+// A sysctl name: segments of lower-case alphanumerics, `-` and `_`, separated by `.` or `/`.
+const SYSCTL_NAME = /^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$/;
+const SYSCTL_MAX_LENGTH = 253;
+
+/** Sysctl names, as ValidatePodSecurityContext checks them: present, well-formed, not repeated. */
+function validateSysctls(sysctls: KObject[] | undefined, errs: FieldErrors) {
+  const seen = new Set<string>();
+  (sysctls ?? []).forEach((s: KObject, i: number) => {
+    const field = `spec.securityContext.sysctls[${i}].name`;
+    const name = s?.name;
+    if (typeof name !== 'string' || name === '') errs.required(field);
+    else if (name.length > SYSCTL_MAX_LENGTH || !SYSCTL_NAME.test(name)) {
+      errs.invalid(
+        field,
+        name,
+        `must have at most ${SYSCTL_MAX_LENGTH} characters and match regex ${SYSCTL_NAME.source}`,
+      );
+    } else if (seen.has(name)) errs.duplicate(field, name);
+    if (typeof name === 'string') seen.add(name);
+  });
 }
 
 /** Tolerations as a pod and a RuntimeClass's scheduling carry them. */

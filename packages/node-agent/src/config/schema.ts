@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 import type { ErrorList } from '@kh/apimachinery';
 import { QuantityError } from '@kh/apimachinery';
+import { invalidSysctlPattern } from '../sysctl/allowlist.js';
 import { parseDuration } from '../util/duration.js';
 import { parseQuantityOrPercent, Quantity } from '../util/quantity.js';
 
@@ -25,7 +26,7 @@ export type FieldSpec =
   | { kind: 'bool' }
   | { kind: 'duration'; positive?: boolean }
   | { kind: 'ipList' }
-  | { kind: 'stringList' }
+  | { kind: 'stringList'; check?: (v: string) => string | undefined }
   | { kind: 'taints' }
   | { kind: 'map'; values: 'quantity' | 'threshold' | 'duration'; keys: readonly string[] }
   /** name: true|false, any name (the kubelet's featureGates). */
@@ -126,6 +127,9 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   containerLogMaxWorkers: { kind: 'int', min: 1 },
   containerLogMonitorInterval: { kind: 'duration', positive: true },
   featureGates: { kind: 'boolMap' },
+  // security
+  seccompDefault: { kind: 'bool' },
+  allowedUnsafeSysctls: { kind: 'stringList', check: invalidSysctlPattern },
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.
   cgroupsPerQOS: { kind: 'ignored', json: 'boolean' },
   cpuManagerPolicy: { kind: 'ignored', json: 'string' },
@@ -257,11 +261,14 @@ export function checkField(value: unknown, spec: FieldSpec, field: string, errs:
     case 'ipList':
     case 'stringList':
       if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of strings');
-      value.forEach((v, i) => {
-        if (typeof v !== 'string') errs.invalid(`${field}[${i}]`, v, 'must be a string');
-        else if (spec.kind === 'ipList' && !isIP(v))
-          errs.invalid(`${field}[${i}]`, v, 'must be a valid IP address');
-      });
+      for (const [i, v] of value.entries()) {
+        if (typeof v !== 'string') {
+          errs.invalid(`${field}[${i}]`, v, 'must be a string');
+          continue;
+        }
+        const why = spec.kind === 'ipList' ? ip(v) : spec.check?.(v);
+        if (why) errs.invalid(`${field}[${i}]`, v, why);
+      }
       return;
     case 'taints':
       if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of taints');

@@ -87,6 +87,11 @@ export interface KubeletConfiguration {
   containerLogMaxWorkers: number;
   /** How often container logs are checked for rotation (the kubelet's default 10s, at least 3s). */
   containerLogMonitorInterval: string;
+  // security
+  /** RuntimeDefault seccomp for every container that names no profile. */
+  seccompDefault: boolean;
+  /** Unsafe sysctls (names or `prefix*`) pods may set besides the safe ones. */
+  allowedUnsafeSysctls: string[];
 }
 
 /** The kubelet's v1beta1 defaults for every field this agent reads. */
@@ -152,5 +157,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     containerLogMaxFiles: 5,
     containerLogMaxWorkers: 1,
     containerLogMonitorInterval: '10s',
+    seccompDefault: false,
+    allowedUnsafeSysctls: [],
   };
 }

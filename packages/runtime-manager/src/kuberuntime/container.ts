@@ -47,6 +47,7 @@ import {
 import { containerLogPath, podLogDirOf, removeContainerLog, restartCountFromLogDir } from './logs.js';
 import { linuxResources } from './resources.js';
 import { namespaceOptions } from './sandbox.js';
+import { linuxContainerSecurityContext, needsImageUser, verifyRunAsNonRoot } from './security_context.js';
 import { readTerminationMessage } from './termination_message.js';
 
 /** Containers always get at least this long to stop, so a zero grace period is not an instant SIGKILL. */
@@ -151,10 +152,10 @@ export async function generateContainerConfig(
       terminationMessageDir ?? makeTerminationMessageDir(ctx, pod, container),
     )),
   ];
-  const sc = container.securityContext;
-  const psc = pod.spec?.securityContext;
-  const runAsUser = sc?.runAsUser ?? psc?.runAsUser;
-  const runAsGroup = sc?.runAsGroup ?? psc?.runAsGroup;
+  // Only runAsNonRoot without runAsUser depends on the image's user: otherwise the runtime picks
+  // the same user from the image itself, and an ImageStatus call would buy nothing.
+  const imageUser = needsImageUser(pod, container) ? await ctx.imageUser(imageRef) : undefined;
+  verifyRunAsNonRoot(pod, container, imageUser);
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: {
@@ -192,29 +193,8 @@ export async function generateContainerConfig(
     linux: {
       resources: linuxResources(container),
       securityContext: {
-        capabilities: sc?.capabilities
-          ? {
-              addCapabilities: sc.capabilities.add ?? [],
-              dropCapabilities: sc.capabilities.drop ?? [],
-              addAmbientCapabilities: [],
-            }
-          : undefined,
-        privileged: sc?.privileged === true,
+        ...linuxContainerSecurityContext(ctx.security, pod, container, imageUser),
         namespaceOptions: { ...namespaceOptions(pod, true), targetId: '', usernsOptions: undefined },
-        selinuxOptions: undefined,
-        runAsUser: runAsUser != null ? { value: BigInt(runAsUser) } : undefined,
-        runAsGroup: runAsGroup != null ? { value: BigInt(runAsGroup) } : undefined,
-        runAsUsername: '',
-        readonlyRootfs: sc?.readOnlyRootFilesystem === true,
-        supplementalGroups: (psc?.supplementalGroups ?? []).map((g) => BigInt(g)),
-        supplementalGroupsPolicy: 0,
-        noNewPrivs: sc?.allowPrivilegeEscalation === false,
-        maskedPaths: [],
-        readonlyPaths: [],
-        seccomp: undefined,
-        apparmor: undefined,
-        apparmorProfile: '',
-        seccompProfilePath: '',
       },
     },
     windows: undefined,

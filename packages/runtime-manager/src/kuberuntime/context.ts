@@ -4,6 +4,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock, EventRecorder, ProbeResults } from '../container/runtime.js';
 import type { ImageManager } from '../images/image_manager.js';
 import type { RuntimeHelper } from './runtime_helper.js';
+import type { ImageUser, SecurityOptions } from './security_context.js';
 
 /**
  * Resolves a pod's spec.runtimeClassName to the CRI runtime handler (the kubelet's
@@ -37,6 +38,10 @@ export interface ManagerContext {
   extraLabels: Record<string, string>;
   /** runtimeClassName → CRI runtime handler; undefined runs every pod on the default handler. */
   runtimeClasses: RuntimeHandlerResolver | undefined;
+  /** seccompDefault and the Localhost seccomp root. */
+  security: SecurityOptions;
+  /** The user an image runs as (CRI ImageStatus), for the runAsNonRoot check. */
+  imageUser(imageRef: string): Promise<ImageUser>;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Clock, EventRecorder, Image, ImageGCPolicy, ImageStats } from '../
 import { ImageGCManager } from '../images/image_gc.js';
 import { ImageManager, type ImageManagerOptions } from '../images/image_manager.js';
 import { applyDefaultImageTag } from '../images/image_ref.js';
+import { type ImageUser, imageUserOf } from './security_context.js';
 
 /** Pull policy knobs (serializeImagePulls, maxParallelImagePulls, registryPullQPS, registryBurst). */
 export type ImagePullOptions = Omit<ImageManagerOptions, 'clock' | 'recorder'>;
@@ -73,6 +74,11 @@ export class RuntimeImages {
 
   async getImageRef(image: string): Promise<string | undefined> {
     return (await this.#imageCri.imageStatus({ image: { image } })).image?.id || undefined;
+  }
+
+  /** The user the image runs as, as ImageStatus reports it (the kubelet's getImageUser). */
+  async imageUser(image: string): Promise<ImageUser> {
+    return imageUserOf((await this.#imageCri.imageStatus({ image: { image } })).image);
   }
 
   async listImages(): Promise<Image[]> {

@@ -61,6 +61,7 @@ import { type ImagePullOptions, RuntimeImages } from './image.js';
 import { getPodStatus, getPods, podStatusFromEvent, runningPodFromStatus } from './pod_status.js';
 import { DefaultRuntimeHelper, type RuntimeHelper } from './runtime_helper.js';
 import { createPodSandbox, generatePodSandboxConfig } from './sandbox.js';
+import { DefaultSecurityOptions, type SecurityOptions } from './security_context.js';
 
 export interface RuntimeManagerOptions {
   cri: CriClient;
@@ -102,6 +103,8 @@ export interface RuntimeManagerOptions {
    * reported mountpoint, which needs the agent on the runtime's host.
    */
   imageFsCapacity?: (mountpoint: string) => Promise<number>;
+  /** KubeletConfiguration seccompDefault and the seccomp profile root. Default: off, /var/lib/kubelet/seccomp. */
+  security?: Partial<SecurityOptions>;
 }
 
 const keepAll: PodStateProvider = {
@@ -189,6 +192,8 @@ export class KubeGenericRuntimeManager implements Runtime {
       pathMapping: opts.pathMapping,
       extraLabels: opts.extraLabels ?? {},
       runtimeClasses: opts.runtimeClassManager,
+      security: { ...DefaultSecurityOptions, ...opts.security },
+      imageUser: (image) => images.imageUser(image),
     };
     const version = {
       runtimeName: v.runtimeName,

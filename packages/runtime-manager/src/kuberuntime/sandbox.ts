@@ -8,12 +8,14 @@ import {
   PodSandboxState,
   type PodSandboxStatus,
   Protocol,
+  SecurityProfile_ProfileType,
 } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { SandboxStatus } from '../container/runtime.js';
 import { type ManagerContext, nsToMs, toRuntimePath } from './context.js';
 import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
 import { podLogDirOf } from './logs.js';
+import { normalizeSysctlName, toSELinuxOption } from './security_context.js';
 
 function protocolOf(p: string | undefined): Protocol {
   if (p === 'UDP') return Protocol.UDP;
@@ -53,7 +55,7 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
       })),
   );
   const sysctls: Record<string, string> = {};
-  for (const s of sc?.sysctls ?? []) sysctls[s.name] = s.value;
+  for (const s of sc?.sysctls ?? []) sysctls[normalizeSysctlName(s.name)] = s.value;
   const dns = ctx.helper.podDNS(pod);
   return {
     metadata: { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', uid, attempt },
@@ -67,16 +69,21 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
       cgroupParent: ctx.helper.podCgroupParent(pod),
       securityContext: {
         namespaceOptions: { ...namespaceOptions(pod, false), targetId: '', usernsOptions: undefined },
-        selinuxOptions: undefined,
+        selinuxOptions: toSELinuxOption(sc?.seLinuxOptions),
         runAsUser: sc?.runAsUser != null ? { value: BigInt(sc.runAsUser) } : undefined,
         runAsGroup: sc?.runAsGroup != null ? { value: BigInt(sc.runAsGroup) } : undefined,
         readonlyRootfs: false,
-        supplementalGroups: (sc?.supplementalGroups ?? []).map((g) => BigInt(g)),
+        supplementalGroups: [
+          ...(sc?.fsGroup != null ? [sc.fsGroup] : []),
+          ...(sc?.supplementalGroups ?? []),
+        ].map((g) => BigInt(g)),
         supplementalGroupsPolicy: 0,
         privileged: [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
           (c) => c.securityContext?.privileged === true,
         ),
-        seccomp: undefined,
+        // The kubelet always confines the sandbox with the runtime's default profile, so that a
+        // pod-level profile need not allow what the pause process does (kubernetes#84623).
+        seccomp: { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' },
         apparmor: undefined,
         seccompProfilePath: '',
       },
@@ -86,6 +93,25 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
     },
     windows: undefined,
   };
+}
+
+/**
+ * hostUsers: false asks for a user namespace. The kubelet first asks the runtime (CRI Status,
+ * runtime_handlers[].features) whether the pod's handler supports one and fails the sandbox
+ * when it does not; this agent allocates no UID/GID ranges, so it fails the sandbox either way,
+ * saying which of the two is missing.
+ */
+async function refuseUserNamespace(ctx: ManagerContext, runtimeHandler: string): Promise<never> {
+  const handlers = (await ctx.cri.status({ verbose: false })).runtimeHandlers;
+  const handler = handlers.find((h) => h.name === runtimeHandler);
+  if (!handler?.features?.userNamespaces) {
+    throw new Error(
+      `RuntimeClass handler ${JSON.stringify(runtimeHandler)} does not support user namespaces`,
+    );
+  }
+  throw new Error(
+    'hostUsers: false needs user namespace ID mappings, which this node agent does not allocate',
+  );
 }
 
 /**
@@ -101,6 +127,7 @@ export async function createPodSandbox(
   const runtimeHandler = ctx.runtimeClasses
     ? await ctx.runtimeClasses.lookupRuntimeHandler(pod.spec?.runtimeClassName)
     : '';
+  if (pod.spec?.hostUsers === false) await refuseUserNamespace(ctx, runtimeHandler);
   const config = generatePodSandboxConfig(ctx, pod, attempt);
   await mkdir(podLogDirOf(ctx.podLogsRootDir, pod), { recursive: true, mode: 0o755 });
   const res = await ctx.cri.runPodSandbox({ config, runtimeHandler });

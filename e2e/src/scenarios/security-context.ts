@@ -1,0 +1,333 @@
+import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { allChecks } from '../support/concurrent.js';
+import { createPod, eventsFor, podFor, podSummary, sh, waitForPod } from '../support/pods.js';
+
+// Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), each with its own
+// pod and upstream's command and expectation, all at once; then the confinement the kubelet
+// always applies (issue 35): RuntimeDefault seccomp in force, /proc/kcore masked, /proc/sys
+// read-only, on every runtime.
+const SECURITY_CONTEXT_FILE = 'test/e2e/common/node/security_context.go';
+const SYSCTL_FILE = 'test/e2e/common/node/sysctl.go';
+
+/** Upstream's PodStartTimeout is 5 min; a pod here starts in seconds. */
+const POD_TIMEOUT_MS = 120_000;
+
+const succeeded = (p: V1Pod) => p.status?.phase === 'Succeeded';
+const failed = (p: V1Pod) => p.status?.phase === 'Failed';
+const finished = (p: V1Pod) => succeeded(p) || failed(p);
+
+function onePod(
+  ctx: ScenarioContext,
+  name: string,
+  container: Partial<V1Container> & { command: string[] },
+  spec: Partial<V1PodSpec> = {},
+): Promise<V1Pod> {
+  return createPod(
+    ctx,
+    podFor(ctx, name, {
+      restartPolicy: 'Never',
+      containers: [{ name, image: ctx.images.busybox, imagePullPolicy: 'IfNotPresent', ...container }],
+      ...spec,
+    }),
+  );
+}
+
+const logOf = (ctx: ScenarioContext, name: string, container = name) =>
+  ctx.core.readNamespacedPodLog({ name, namespace: ctx.namespace, container });
+
+/** podClient.WaitForSuccess: the pod ends Succeeded (Failed ends the wait early). */
+async function waitForSuccess(ctx: ScenarioContext, name: string): Promise<V1Pod> {
+  const p = await waitForPod(ctx, name, 'finished', finished, POD_TIMEOUT_MS);
+  ctx.check.equal(`pod ${name} succeeded`, p.status?.phase, 'Succeeded');
+  return p;
+}
+
+/** MatchContainerOutput: the container's log holds the expected text. */
+async function expectOutput(ctx: ScenarioContext, name: string, want: string, container = name) {
+  const log = await logOf(ctx, name, container);
+  ctx.check.ok(`pod ${name} log contains ${JSON.stringify(want)}`, log.includes(want), log, want);
+}
+
+/**
+ * WaitForErrorEventOrSuccess then Expect(ev.Reason): the first Warning event about the pod, or
+ * undefined when it succeeds first.
+ */
+async function errorEventOrSuccess(ctx: ScenarioContext, name: string) {
+  const seen = await ctx.check.eventually(
+    `pod ${name} has a Warning event or succeeded`,
+    async () => ({
+      pod: await ctx.core.readNamespacedPod({ name, namespace: ctx.namespace }),
+      warnings: (await eventsFor(ctx, name)).filter((e) => e.type === 'Warning'),
+    }),
+    (s) => s.warnings.length > 0 || succeeded(s.pod),
+    {
+      timeoutMs: POD_TIMEOUT_MS,
+      expected: 'a Warning event, or phase Succeeded',
+      describe: (s) => ({ status: podSummary(s.pod), warnings: s.warnings }),
+    },
+  );
+  return seen.warnings[0];
+}
+
+interface Case {
+  file: string;
+  case: string;
+  run(ctx: ScenarioContext): Promise<void>;
+}
+
+const RUN_AS_USER = 'Security Context When creating a container with runAsUser';
+const RUN_AS_NON_ROOT = 'Security Context When creating a container with runAsNonRoot';
+const READ_ONLY = 'Security Context When creating a pod with readOnlyRootFilesystem';
+const PRIVILEGED = 'Security Context When creating a pod with privileged';
+
+const runAsUserCase = (uid: number): Case => ({
+  file: SECURITY_CONTEXT_FILE,
+  case: `${RUN_AS_USER} should run the container with uid ${uid} [LinuxOnly]`,
+  async run(ctx) {
+    const name = `busybox-user-${uid}`;
+    await onePod(ctx, name, {
+      command: ['sh', '-c', `test $(id -u) -eq ${uid}`],
+      securityContext: { runAsUser: uid },
+    });
+    await waitForSuccess(ctx, name);
+  },
+});
+
+const readOnlyCase = (readOnly: boolean): Case => ({
+  file: SECURITY_CONTEXT_FILE,
+  case: readOnly
+    ? `${READ_ONLY} should run the container with readonly rootfs when readOnlyRootFilesystem=true [LinuxOnly]`
+    : `${READ_ONLY} should run the container with writable rootfs when readOnlyRootFilesystem=false`,
+  async run(ctx) {
+    const name = `busybox-readonly-${readOnly}`;
+    await onePod(ctx, name, {
+      command: ['sh', '-c', 'touch checkfile'],
+      securityContext: { readOnlyRootFilesystem: readOnly },
+    });
+    if (readOnly) await waitForPod(ctx, name, 'failed (the write was refused)', failed, POD_TIMEOUT_MS);
+    else await waitForSuccess(ctx, name);
+  },
+});
+
+const privilegedCase = (privileged: boolean): Case => ({
+  file: SECURITY_CONTEXT_FILE,
+  case: privileged
+    ? `${PRIVILEGED} should run the container as privileged when true [LinuxOnly]`
+    : `${PRIVILEGED} should run the container as unprivileged when false [LinuxOnly]`,
+  async run(ctx) {
+    const name = `busybox-privileged-${privileged}`;
+    await onePod(ctx, name, {
+      command: ['sh', '-c', 'ip link add dummy0 type dummy || true'],
+      securityContext: { privileged },
+    });
+    await waitForSuccess(ctx, name);
+    const log = await logOf(ctx, name);
+    ctx.check.equal(
+      privileged
+        ? `pod ${name}: a privileged container may create a dummy device`
+        : `pod ${name}: an unprivileged container may not create a dummy device`,
+      log.includes('Operation not permitted'),
+      !privileged,
+    );
+  },
+});
+
+/** The sysctl cases' pod: busybox's sysctl prints the value the sandbox was given. */
+const sysctlCase = (it: string, name: string, sysctl: string): Case => ({
+  file: SYSCTL_FILE,
+  case: `Sysctls [LinuxOnly] ${it}`,
+  async run(ctx) {
+    await onePod(
+      ctx,
+      name,
+      { command: ['/bin/sysctl', sysctl] },
+      { securityContext: { sysctls: [{ name: sysctl, value: '1' }] } },
+    );
+    ctx.check.equal(`pod ${name}: no error event`, await errorEventOrSuccess(ctx, name), undefined);
+    await waitForSuccess(ctx, name);
+    await expectOutput(ctx, name, 'kernel.shm_rmid_forced = 1');
+  },
+});
+
+const CASES: Case[] = [
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: 'Security Context When creating a pod with HostUsers must not create the user namespace if set to true [LinuxOnly]',
+    async run(ctx) {
+      // The host's user namespace maps all 2^32-1 ids.
+      const name = 'userns-host';
+      await onePod(ctx, name, { command: ['cat', '/proc/self/uid_map'] }, { hostUsers: true });
+      await waitForSuccess(ctx, name);
+      await expectOutput(ctx, name, '4294967295');
+    },
+  },
+  runAsUserCase(65534),
+  runAsUserCase(0),
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${RUN_AS_NON_ROOT} should run with an explicit non-root user ID [LinuxOnly]`,
+    async run(ctx) {
+      const name = 'explicit-nonroot-uid';
+      await onePod(ctx, name, {
+        command: ['id', '-u'],
+        securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+      });
+      await waitForSuccess(ctx, name);
+      await expectOutput(ctx, name, '1000');
+    },
+  },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${RUN_AS_NON_ROOT} should not run without a specified user ID`,
+    async run(ctx) {
+      // busybox names no USER: the kubelet treats it as root.
+      const name = 'implicit-root-uid';
+      await onePod(ctx, name, { command: ['id', '-u'], securityContext: { runAsNonRoot: true } });
+      const ev = await errorEventOrSuccess(ctx, name);
+      ctx.check.equal(
+        `pod ${name}: the error event is FailedToCreateContainer ("Failed")`,
+        ev?.reason,
+        'Failed',
+      );
+      ctx.check.ok(
+        `pod ${name}: the event says the image would run as root`,
+        ev?.message.includes('container has runAsNonRoot and image will run as root') === true,
+        ev?.message,
+      );
+      await waitForPod(
+        ctx,
+        name,
+        'waiting with CreateContainerConfigError',
+        (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError',
+        POD_TIMEOUT_MS,
+      );
+    },
+  },
+  readOnlyCase(true),
+  readOnlyCase(false),
+  privilegedCase(false),
+  privilegedCase(true),
+  sysctlCase('should support sysctls', 'sysctl-dots', 'kernel.shm_rmid_forced'),
+  sysctlCase('should support sysctls with slashes as separator', 'sysctl-slashes', 'kernel/shm_rmid_forced'),
+  {
+    file: SYSCTL_FILE,
+    case: 'Sysctls [LinuxOnly] should reject invalid sysctls',
+    async run(ctx) {
+      const pod = podFor(ctx, 'sysctl-invalid', {
+        restartPolicy: 'Never',
+        securityContext: {
+          sysctls: [
+            { name: 'foo-', value: 'bar' },
+            { name: 'kernel.shmmax', value: '100000000' },
+            { name: 'safe-and-unsafe', value: '100000000' },
+            { name: 'bar..', value: '42' },
+          ],
+        },
+        containers: [sh(ctx, 'test-container', 'true')],
+      });
+      const err = await createPod(ctx, pod).then(
+        () => '',
+        // client-node's ApiException carries the Status as its JSON body.
+        (e: unknown) => {
+          const body = (e as { body?: unknown }).body;
+          const status = typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : undefined;
+          return status?.message ?? String(e);
+        },
+      );
+      for (const want of ['Invalid value: "foo-"', 'Invalid value: "bar.."']) {
+        ctx.check.ok(`the apiserver refuses the pod: ${want}`, err.includes(want), err, want);
+      }
+      for (const valid of ['safe-and-unsafe', 'kernel.shmmax']) {
+        ctx.check.ok(
+          `the apiserver does not name the valid ${valid}`,
+          err !== '' && !err.includes(valid),
+          err,
+        );
+      }
+    },
+  },
+  {
+    file: SYSCTL_FILE,
+    case: 'Sysctls [LinuxOnly] should not launch unsafe, but not explicitly enabled sysctls on the node',
+    async run(ctx) {
+      const name = 'sysctl-unsafe';
+      await onePod(
+        ctx,
+        name,
+        { command: ['/bin/sysctl', 'kernel.msgmax'] },
+        { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '10000000000' }] } },
+      );
+      // Refused at admission: the pod never starts, so it gets no startTime to wait for first.
+      await ctx.check.eventually(
+        `pod ${name} Failed with reason SysctlForbidden`,
+        () => ctx.core.readNamespacedPod({ name, namespace: ctx.namespace }),
+        (p) => failed(p) && p.status?.reason === 'SysctlForbidden',
+        { timeoutMs: POD_TIMEOUT_MS, expected: 'phase Failed, reason SysctlForbidden', describe: podSummary },
+      );
+    },
+  },
+];
+
+/** Issue 35's own checks: what the kubelet's defaults confine, read from inside the container. */
+async function confinement(ctx: ScenarioContext): Promise<void> {
+  const script =
+    'grep ^Seccomp: /proc/self/status; ' +
+    // A masked file is /dev/null bound over it; a read-only path is a ro mount of its own. A path
+    // the kernel lacks is skipped by the runtime (this host's kernel has no /proc/kcore).
+    '[ -e /proc/kcore ] || echo kcore=absent; ' +
+    "grep -q ' /proc/kcore ' /proc/self/mountinfo && echo kcore=masked; " +
+    "grep -q ' /proc/keys ' /proc/self/mountinfo && echo keys=masked; " +
+    "grep -q ' /proc/timer_list ' /proc/self/mountinfo && echo timer_list=masked; " +
+    "grep ' /proc/sys ' /proc/self/mountinfo | grep -q ' ro[ ,]' && echo sys=ro; " +
+    'echo kcore-bytes=$(head -c 16 /proc/kcore 2>/dev/null | wc -c)';
+  const pods = [
+    { name: 'seccomp-runtime-default', seccomp: { type: 'RuntimeDefault' }, want: 'Seccomp:\t2' },
+    { name: 'seccomp-unset', seccomp: undefined, want: 'Seccomp:\t0' },
+  ];
+  await allChecks(
+    pods.map(async (p) => {
+      await createPod(
+        ctx,
+        podFor(ctx, p.name, {
+          restartPolicy: 'Never',
+          ...(p.seccomp ? { securityContext: { seccompProfile: p.seccomp } } : {}),
+          containers: [sh(ctx, 'c', script)],
+        }),
+      );
+      await waitForSuccess(ctx, p.name);
+      const log = await logOf(ctx, p.name, 'c');
+      ctx.check.ok(
+        `${p.name}: /proc/self/status shows ${JSON.stringify(p.want)} (${p.seccomp ? 'RuntimeDefault asked' : 'no profile, seccompDefault off: Unconfined'})`,
+        log.includes(p.want),
+        log,
+        p.want,
+      );
+      ctx.check.ok(
+        `${p.name}: /proc/kcore is masked (or absent from this kernel)`,
+        (log.includes('kcore=masked') || log.includes('kcore=absent')) && log.includes('kcore-bytes=0'),
+        log,
+      );
+      ctx.check.ok(
+        `${p.name}: /proc/keys and /proc/timer_list are masked`,
+        log.includes('keys=masked') && log.includes('timer_list=masked'),
+        log,
+      );
+      ctx.check.ok(`${p.name}: /proc/sys is read-only`, log.includes('sys=ro'), log);
+    }),
+  );
+}
+
+export const securityContext: Scenario = {
+  name: 'security-context',
+  estimateMs: 60_000,
+  isolation: 'namespace',
+  description:
+    "security_context.go and sysctl.go cases (runAsUser, runAsNonRoot, readOnlyRootFilesystem, privileged, safe and unsafe sysctls) and the kubelet's defaults from inside: RuntimeDefault seccomp (Seccomp: 2), /proc/kcore masked, /proc/sys read-only",
+  needs: ['real-containers'],
+  upstream: CASES.map((c) => ({ file: c.file, case: c.case })),
+  timeoutMs: 300_000,
+  async run(ctx) {
+    await allChecks([...CASES.map((c) => c.run(ctx)), confinement(ctx)]);
+  },
+};
