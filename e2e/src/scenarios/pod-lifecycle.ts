@@ -45,7 +45,9 @@ export const podLifecycle: Scenario = {
     await Promise.all([
       createPod(
         ctx,
-        podFor(ctx, 'phases', { restartPolicy: 'Never', containers: [sh(ctx, 'main', 'sleep 4; exit 0')] }),
+        // Long enough for Running to be posted and polled while CI's other cells (log rotation's
+        // chatty pods among them) load both cores: 4 s was missed with the agent doing it right.
+        podFor(ctx, 'phases', { restartPolicy: 'Never', containers: [sh(ctx, 'main', 'sleep 15; exit 0')] }),
       ),
       createPod(
         ctx,
