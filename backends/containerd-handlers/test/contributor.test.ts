@@ -20,16 +20,25 @@ afterAll(async () => {
 });
 
 describe('a backend package loaded by module name', () => {
-  test('registers containerd-crun and containerd-gvisor after the built-ins', async () => {
+  test("registers a crun and a gVisor column per release after the built-ins, the default release's under the short names", async () => {
     // cwd without a kh.config.json, env without KH_BACKENDS: only --backend names the module.
     const registry = await loadBackends({ modules: [MODULE], env: {}, cwd: dir });
-    expect(registry.registered.filter((e) => e.module === MODULE).map((e) => e.backend.name)).toEqual([
-      'containerd-crun',
-      'containerd-gvisor',
+    const ours = registry.registered.filter((e) => e.module === MODULE).map((e) => e.backend);
+    expect(ours.map((b) => b.name)).toEqual([
+      'containerd-2.1-crun',
+      'containerd-1.7-crun',
+      'containerd-1.6-crun',
+      'containerd-2.1-gvisor',
+      'containerd-1.7-gvisor',
+      'containerd-1.6-gvisor',
+    ]);
+    expect(ours.filter((b) => b.aliases?.length).map((b) => [b.name, b.aliases])).toEqual([
+      ['containerd-1.7-crun', ['containerd-crun']],
+      ['containerd-1.7-gvisor', ['containerd-gvisor']],
     ]);
   });
 
-  test('runs node-registration and pod-lifecycle end to end on containerd-crun', async () => {
+  test('runs node-registration and pod-lifecycle end to end on containerd-crun (the default release)', async () => {
     const registry = await loadBackends({ modules: [MODULE], env: {}, cwd: dir });
     const { results } = await runHarness(
       { runtimes: ['containerd-crun'], scenarios: ['node-registration', 'pod-lifecycle'], outDir: dir },
@@ -37,7 +46,7 @@ describe('a backend package loaded by module name', () => {
       { progress: consoleProgress((l) => console.log(l)) },
       { backends: registry.backends },
     );
-    expect(results.runtimes).toMatchObject([{ name: 'containerd-crun', runtimeName: 'containerd' }]);
+    expect(results.runtimes).toMatchObject([{ name: 'containerd-1.7-crun', runtimeName: 'containerd' }]);
     expect(results.cells.map((c) => [c.scenario, c.outcome, c.reason ?? ''])).toEqual([
       ['node-registration', 'passed', ''],
       ['pod-lifecycle', 'passed', ''],
