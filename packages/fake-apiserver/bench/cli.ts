@@ -4,7 +4,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runLoad } from './load.js';
-import { cleanUpOnExit, cpuSeconds, memory } from './proc.js';
+import { cleanUpOnExit, cpuSeconds, memory, servingUrl } from './proc.js';
 
 /** Kubernetes' published scalability thresholds (issue 21, item 5). */
 const TARGETS = { writeP99Ms: 25, watchDeliveryP99Ms: 100, listAllPodsMs: 2000, peakRssBytes: 4 * 2 ** 30 };
@@ -39,15 +39,7 @@ async function runStep(s: StepConfig) {
   ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   live.child = child;
-  const url = await new Promise<string>((resolve, reject) => {
-    let err = '';
-    child.stderr!.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /listening on (\S+)/.exec(err);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`apiserver exited ${code}: ${err}`)));
-  });
+  const url = await servingUrl(child);
   const pods = s.nodes * s.podsPerNode;
   const watchers = Math.max(3, Math.round(s.nodes * s.watchersPerNode));
   log(

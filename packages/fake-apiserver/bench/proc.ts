@@ -1,6 +1,21 @@
 // What the benchmarks read of the apiserver process, from /proc.
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { READY_LINE } from '@kh/fake-apiserver/command';
+
+/** The URL the apiserver child prints in its ready line; rejects with its stderr if it exits first. */
+export function servingUrl(child: ChildProcess): Promise<string> {
+  const ready = new RegExp(`${READY_LINE} (\\S+)`);
+  return new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr?.on('data', (c: Buffer) => {
+      err += c.toString();
+      const m = ready.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`apiserver exited ${code}: ${err}`)));
+  });
+}
 
 /** VmRSS / VmHWM of a process. */
 export function memory(pid: number): { rss: number; peak: number } {

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BenchClient } from './client.js';
-import { cleanUpOnExit, memory, openHandles } from './proc.js';
+import { cleanUpOnExit, memory, openHandles, servingUrl } from './proc.js';
 
 const { values } = parseArgs({
   options: {
@@ -88,15 +88,7 @@ async function main() {
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   live.child = child;
-  const url = await new Promise<string>((resolve, reject) => {
-    let err = '';
-    child.stderr!.on('data', (c: Buffer) => {
-      err += c.toString();
-      const m = /listening on (\S+)/.exec(err);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`apiserver exited ${code}: ${err}`)));
-  });
+  const url = await servingUrl(child);
   const pid = child.pid!;
   const admin = new BenchClient(url, TOKENS.admin);
   const node = new BenchClient(url, TOKENS.node);
