@@ -10,7 +10,6 @@ export {
   type Scenario,
   type ScenarioContext,
 } from './framework/scenario.js';
-export { AGENT_HEALTHZ_PORT } from './node/agent-config.js';
 export type * from './node/host.js';
 export { toJUnit } from './results/junit.js';
 export * from './results/model.js';

@@ -1,7 +1,7 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { nodeExec } from '../support/faults.js';
-import { nodeCondition, pressureCondition, startAgent } from '../support/node.js';
+import { nodeCondition, pressureCondition } from '../support/node.js';
 import { createPod, podFor, readPod, sh } from '../support/pods.js';
 
 /**
@@ -38,7 +38,7 @@ export const diskFull: Scenario = {
     await ctx.agent.stop();
     await nodeExec(ctx, ['mount', '-t', 'tmpfs', '-o', `size=${NODEFS_SIZE}`, 'kh-nodefs', AGENT_ROOT_DIR]);
     try {
-      await startAgent(ctx);
+      await ctx.agent.start();
       // dd stops at ENOSPC: the filesystem is full when it ends.
       await ctx.backend.host.exec(['dd', 'if=/dev/zero', `of=${FILL}`, 'bs=1M']);
       const avail = (await nodeExec(ctx, ['df', '-B1', '--output=avail', AGENT_ROOT_DIR]))
@@ -90,7 +90,7 @@ export const diskFull: Scenario = {
       await ctx.core.deleteNamespacedPod({ name: 'refused', namespace: ctx.namespace }).catch(() => {});
       await ctx.agent.stop();
       await nodeExec(ctx, ['umount', AGENT_ROOT_DIR]);
-      await startAgent(ctx);
+      await ctx.agent.start();
     }
   },
 };

@@ -11,7 +11,6 @@ import {
 } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { podsByName } from '../support/faults.js';
-import { startAgent } from '../support/node.js';
 import { createPod, podFor, sh } from '../support/pods.js';
 
 const PODS = 30;
@@ -49,7 +48,7 @@ export const startup: Scenario = {
     try {
       floor = await measureFloor(ctx);
     } finally {
-      await startAgent(ctx);
+      await ctx.agent.start();
     }
     ctx.note(
       `bare floor over CRI: one pod ${ms(floor.singleMs)} (median of ${FLOOR_RUNS}); ${PODS} at once p50 ${ms(floor.burst.p50)}, p99 ${ms(floor.burst.p99)}`,

@@ -1,4 +1,4 @@
-import { AGENT_HEALTHZ_PORT, type RuntimeRestart, type ScenarioContext } from '@kh/harness';
+import type { RuntimeRestart, ScenarioContext } from '@kh/harness';
 
 export const nodeCondition = async (ctx: ScenarioContext, type: string) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
@@ -11,27 +11,6 @@ export function runtimeRestart(ctx: ScenarioContext): RuntimeRestart {
   const restart = ctx.backend.restart;
   if (!restart) throw new Error(`${ctx.runtime}'s nodes cannot stop or restart their runtime`);
   return restart;
-}
-
-/** Starts the agent and waits until it has started and posted node status again. */
-export async function startAgent(ctx: ScenarioContext): Promise<void> {
-  const since = Date.now();
-  await ctx.agent.start();
-  // The agent listens only after its start-up writes (the serving certificate in its root dir). A
-  // Ready heartbeat alone can be the stopped agent's last one, and a scenario that fills the disk
-  // right after it made the new agent die of ENOSPC before it had started.
-  await ctx.check.eventually(
-    'agent started: its healthz port listens',
-    () => ctx.backend.host.exec(['ss', '-Hltn', `sport = :${AGENT_HEALTHZ_PORT}`]),
-    (r) => r.exitCode === 0 && r.output.trim() !== '',
-    { timeoutMs: 60_000, intervalMs: 250, describe: (r) => r.output.trim() || '(nothing listens)' },
-  );
-  await ctx.check.eventually(
-    'agent started: node Ready with a fresh heartbeat',
-    () => nodeCondition(ctx, 'Ready'),
-    (c) => c?.status === 'True' && new Date(c.lastHeartbeatTime ?? 0).getTime() >= since - 1_000,
-    { timeoutMs: 60_000, intervalMs: 500 },
-  );
 }
 
 /**

@@ -91,7 +91,11 @@ export interface ScenarioContext {
    * one that refuses anonymous pulls (private-registry:5000, basic auth with these credentials).
    */
   registry: { host: string; private: { host: string; username: string; password: string } };
-  /** Node agent control, for scenarios that stop, kill (SIGKILL, a crash) and restart it. */
+  /**
+   * Node agent control, for scenarios that stop, kill (SIGKILL, a crash) and restart it. start()
+   * (and reconfigureAgent) return once the new agent serves: healthz listens and it has posted a
+   * Ready heartbeat of its own.
+   */
   agent: { stop(): Promise<void>; start(): Promise<void>; kill(): Promise<void> };
   /**
    * The run's apiserver: restart() kills it and starts it again on its data dir (as etcd keeps the

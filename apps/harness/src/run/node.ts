@@ -7,7 +7,9 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { startedNode } from '../backends/started-node.js';
 import type { RuntimeBackend, StartedNode } from '../backends/types.js';
 import { agentPath, NodeAgent } from '../node/agent.js';
+import { AGENT_HEALTHZ_PORT } from '../node/agent-config.js';
 import { AGENT_CRI_CALL_LOG, CriCallLogReader } from '../node/cri-call-log.js';
+import type { NodeHost } from '../node/host.js';
 import type { Progress } from '../support/progress.js';
 import type { ReadyNode } from '../world/types.js';
 import type { HarnessWorld } from '../world/world.js';
@@ -69,7 +71,9 @@ export async function startNode(
   }
   const startupMs = Date.now() - t0;
   progress.ok(`node ${nodeName} Ready after ${(startupMs / 1000).toFixed(1)}s`);
-  return readyNode(backend, started, agent, startupMs);
+  return readyNode(backend, started, agent, startupMs, (since) =>
+    waitAgentStarted(world.core, started.host, nodeName, agent, since),
+  );
 }
 
 function readyNode(
@@ -77,23 +81,69 @@ function readyNode(
   started: StartedNode,
   agent: NodeAgent,
   startupMs: number,
+  waitStarted: (since: number) => Promise<void>,
 ): ReadyNode {
   const criCallLog = new CriCallLogReader(started.host, agentPath(AGENT_CRI_CALL_LOG, started.agent?.dir));
+  // A (re)start returns once the new agent serves, so the next step or cell never measures the
+  // agent's start-up: its first status post, its registration events, its healthz not listening.
+  const start = async (begin: () => Promise<void>) => {
+    const since = Date.now();
+    await begin();
+    await waitStarted(since);
+  };
   return {
     backend,
     started,
     startupMs,
     agentLogs: (n) => agent.tail(n),
     stopAgent: () => agent.stop(),
-    startAgent: () => agent.start(),
+    startAgent: () => start(() => agent.start()),
     killAgent: () => agent.kill(),
-    reconfigureAgent: (o) => agent.reconfigure(o),
+    reconfigureAgent: async (o) => {
+      // Stopped first, so that the old agent's last heartbeat is older than the new one's start.
+      await agent.stop();
+      await start(() => agent.reconfigure(o));
+    },
     agentCriCalls: () => criCallLog.readNew(),
     stop: async () => {
       await agent.stop().catch(() => {});
       await started.stop();
     },
   };
+}
+
+/**
+ * Waits until an agent started at `since` serves: its healthz port listens (it does so only after
+ * its start-up writes) and it has posted a Ready heartbeat of its own. The Node's Ready condition
+ * alone can be the stopped agent's last post; heartbeats have whole seconds, so one in the second
+ * `since` falls in may be the old agent's and only a later second counts.
+ */
+async function waitAgentStarted(
+  core: CoreV1Api,
+  host: NodeHost,
+  nodeName: string,
+  agent: { running: boolean },
+  since: number,
+): Promise<void> {
+  const fresh = Math.ceil(since / 1000) * 1000;
+  await until(
+    async () => {
+      if (!agent.running) throw new Error(`node-agent on ${nodeName} exited while starting`);
+      const ss = await host.exec(['ss', '-Hltn', `sport = :${AGENT_HEALTHZ_PORT}`]);
+      if (ss.exitCode !== 0 || ss.output.trim() === '')
+        return notYet(`healthz port ${AGENT_HEALTHZ_PORT} not listening`);
+      const ready = await core
+        .readNode({ name: nodeName })
+        .then((n) => n.status?.conditions?.find((c) => c.type === 'Ready'))
+        .catch(() => undefined);
+      const heartbeat = new Date(ready?.lastHeartbeatTime ?? 0).getTime();
+      if (ready?.status === 'True' && heartbeat >= fresh) return done(undefined);
+      return notYet(
+        `Ready=${ready?.status} with heartbeat ${ready?.lastHeartbeatTime} (the new agent's from ${new Date(fresh).toISOString()})`,
+      );
+    },
+    { timeoutMs: NODE_READY_TIMEOUT_MS, intervalMs: 500, describe: `node-agent on ${nodeName} started` },
+  );
 }
 
 /** Polls the Node's Ready condition; fails early when the agent exits. */

@@ -6,6 +6,7 @@ import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fakeBackend } from '../../src/backends/fake.js';
 import type { RuntimeBackend } from '../../src/backends/types.js';
+import { AGENT_HEALTHZ_PORT } from '../../src/node/agent-config.js';
 import { startNode } from '../../src/run/node.js';
 import { HarnessWorld, nodeNameFor } from '../../src/world/world.js';
 import { silentProgress } from '../run/fakes.js';
@@ -46,6 +47,19 @@ describe('HarnessWorld with the fake backend', () => {
         expect((await world.core.readNode({ name: node.started.nodeName })).metadata?.uid).toBe(
           n.metadata?.uid,
         );
+        // A reconfigured agent counts as started once it serves and has posted its own status, not
+        // when its process is spawned: the next cell must not see its start-up.
+        const before = Date.now();
+        await node.reconfigureAgent({ nodeStatusReportFrequency: '2m' });
+        const ready = (await world.core.readNode({ name: node.started.nodeName })).status?.conditions?.find(
+          (c) => c.type === 'Ready',
+        );
+        expect(ready?.status).toBe('True');
+        expect(new Date(ready?.lastHeartbeatTime ?? 0).getTime()).toBeGreaterThanOrEqual(
+          Math.ceil(before / 1000) * 1000,
+        );
+        const healthz = await node.started.host.exec(['ss', '-Hltn', `sport = :${AGENT_HEALTHZ_PORT}`]);
+        expect(healthz.output.trim()).not.toBe('');
       } finally {
         await node.stop();
       }
