@@ -125,6 +125,9 @@ export const logRotation: Scenario = {
   name: 'log-rotation',
   estimateMs: 330_000,
   isolation: 'node',
+  // Upstream's writers fork a `sleep` per line, ~1000 a second each, for 5 min. Beside the probe
+  // suites it starved their 1 s probes on Docker 26 (ExecSync of /bin/false took 2-5 s).
+  load: 'heavy',
   description:
     'containerLogMaxSize/MaxFiles/MaxWorkers/MonitorInterval: logs rotate (gzip, ReopenContainerLog) to the file limit; kubectl logs, --since and -f keep working',
   needs: ['real-containers'],

@@ -370,6 +370,9 @@ export const subpath: Scenario = {
   name: 'subpath',
   estimateMs: 90_000,
   isolation: 'namespace',
+  // Its pods all start at once: beside a probe suite on Docker 26 that burst made RunPodSandbox
+  // take 48 s and ExecSync 5-10 s, and liveness probes that must never fail timed out.
+  load: 'heavy',
   description:
     'subPath as upstream testsuites/subpath.go checks it on emptyDir, hostPath and configMap volumes; links out of the volume fail with CreateContainerConfigError',
   needs: ['real-containers'],

@@ -30,8 +30,8 @@ export interface Scenario {
    */
   isolation?: Isolation;
   /**
-   * 'heavy': the cell keeps the host's CPUs busy for most of its length (dozens of pods probed
-   * every second or two). At most half of the run's parallel cells are heavy at once, and their
+   * 'heavy': the cell keeps the host's CPUs busy for much of its length (dozens of pods probed
+   * every second or two, all started at once, or writing logs as fast as they can). At most half of the run's parallel cells are heavy at once, and their
    * starts are spaced (the runner's HEAVY_START_SPACING_MS), so that upstream's 1 s probe
    * timeouts still hold beside them on a small host.
    */
