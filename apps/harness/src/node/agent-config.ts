@@ -5,7 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface AgentConfigInput {
   criEndpoint: string;
-  /** `<node container's cgroup>/kubepods`, so the node's memory limit bounds its pods. */
+  /** The node container's own cgroup: the agent's kubepods tree goes under it, so the node's memory limit bounds its pods. */
   cgroupRoot?: string;
   /** Path on the node of the CA that signed the apiserver's kubelet client certificate. */
   clientCAFile?: string;

@@ -7,6 +7,19 @@ export type CgroupName = readonly string[];
 
 export const ROOT_CGROUP: CgroupName = [];
 
+/** The node's pods cgroup under cgroupRoot (the kubelet's defaultNodeAllocatableCgroupName). */
+export const KUBEPODS_CGROUP = 'kubepods';
+
+/**
+ * The cgroupRoot (cgroupfs) under which the agent's `kubepods` is this path: for a harness that
+ * knows where its node's pods must land and configures the agent to put them there.
+ */
+export function cgroupRootForKubepods(kubepods: string): string {
+  const suffix = `/${KUBEPODS_CGROUP}`;
+  if (!kubepods.endsWith(suffix)) throw new Error(`${kubepods} is not a ${KUBEPODS_CGROUP} cgroup`);
+  return kubepods.slice(0, -suffix.length) || '/';
+}
+
 /** `/` plus the components joined with `/` (the cgroupfs driver's path). */
 export function cgroupNameToCgroupfs(name: CgroupName): string {
   return `/${name.join('/')}`;

@@ -6,11 +6,10 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { podRequests } from '../admission/resources.js';
 import { podQOSClass, type QOSClass } from '../types/qos.js';
 import type { CgroupManager } from './cgroup_manager.js';
-import type { CgroupName } from './cgroup_name.js';
+import { type CgroupName, KUBEPODS_CGROUP } from './cgroup_name.js';
 import { MIN_SHARES, milliCPUToShares, type ResourceConfig } from './helpers.js';
 
-/** The fixed names under the cgroup root (defaultNodeAllocatableCgroupName and the QoS tiers). */
-export const KUBEPODS_CGROUP = 'kubepods';
+/** The QoS tiers' fixed names under kubepods. */
 export const BURSTABLE_CGROUP = 'burstable';
 export const BESTEFFORT_CGROUP = 'besteffort';
 

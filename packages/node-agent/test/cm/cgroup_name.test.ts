@@ -4,6 +4,7 @@ import {
   cgroupNameToCgroupfs,
   cgroupNameToSystemd,
   cgroupNameToSystemdBasename,
+  cgroupRootForKubepods,
   parseCgroupfsToCgroupName,
   parseSystemdToCgroupName,
 } from '../../src/cm/cgroup_name.js';
@@ -51,4 +52,10 @@ test('parsing inverts the names', () => {
     parseSystemdToCgroupName('/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1_2.slice'),
   ).toEqual(['kubepods', 'besteffort', 'pod1-2']);
   expect(parseSystemdToCgroupName('/')).toEqual([]);
+});
+
+test('cgroupRootForKubepods: the root whose kubepods is the given path', () => {
+  expect(cgroupRootForKubepods('/docker/abc/kubepods')).toBe('/docker/abc');
+  expect(cgroupRootForKubepods('/kubepods')).toBe('/');
+  expect(() => cgroupRootForKubepods('/docker/abc')).toThrow('/docker/abc is not a kubepods cgroup');
 });
