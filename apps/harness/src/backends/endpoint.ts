@@ -2,7 +2,7 @@
 // the agent runs on this machine against the socket, its files under a temp dir of its own. The
 // host is shared, so nothing that needs a node of its own (a memory limit for eviction, a runtime
 // the harness may stop, a runtime that resolves the run's registry) is claimed: those scenarios
-// are skipped with the capability they lack, and the agent makes no pod or QoS cgroups.
+// are skipped with the capability they lack.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,9 +49,6 @@ export function endpointBackend(criEndpoint: string | undefined): RuntimeBackend
             imageGCHighThresholdPercent: 100,
             imageGCLowThresholdPercent: 99,
             evictionHard: { 'memory.available': '100Mi' },
-            // The host's cgroup tree is the user's too: no kubepods tree at its root, and the
-            // runtime places the pods as it would without a kubelet's cgroupParent.
-            cgroupsPerQOS: false,
           },
         },
         runtimeLogs: async () => [],

@@ -60,7 +60,9 @@ export function kubeletConfiguration({
     registryPullQPS: 5,
     registryBurst: 10,
     clusterDomain: 'cluster.local',
-    ...(cgroupRoot ? { cgroupRoot } : {}),
+    // A node without a cgroup of its own for its pods (the fake runtime's, the endpoint's host)
+    // shares the host's tree: no kubepods tree at the host's root.
+    ...(cgroupRoot ? { cgroupRoot } : { cgroupsPerQOS: false }),
     ...overrides,
   };
 }
