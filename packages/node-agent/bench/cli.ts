@@ -24,6 +24,7 @@ import { createApiServer } from '@kh/fake-apiserver';
 import { ensureImages, NodeContainer } from '@kh/testkit';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../src/api/node_api.js';
+import { cgroupRootForKubepods } from '../src/cm/cgroup_name.js';
 import { KubePodListWatch } from '../src/podconfig/apiserver_source.js';
 import { summarizeHeapSnapshot } from './heap_summary.js';
 import { PodStarts } from './pod_starts.js';
@@ -338,7 +339,7 @@ async function main(): Promise<void> {
       `--kubeconfig=${kubeconfig}`,
       `--container-runtime-endpoint=${node.criEndpointOnHost}`,
       `--root-dir=${join(dir, 'root')}`,
-      `--cgroup-root=${node.cgroupParent}`,
+      `--cgroup-root=${cgroupRootForKubepods(node.cgroupParent)}`,
       '--hostname-override=bench-node',
       '--node-ip=127.0.0.1',
       '--address=127.0.0.1',

@@ -19,6 +19,7 @@ export {
 } from './api/node_api.js';
 export type { PodApi } from './api/pod_api.js';
 export { newKubeletCommand, run, runKubelet } from './cli.js';
+export { type PodCgroups, startContainerManager } from './cm/container_manager.js';
 export { ConfigError } from './config/field_errors.js';
 export { type AgentOptions, FLAGS, parseFlags } from './config/flags.js';
 export {

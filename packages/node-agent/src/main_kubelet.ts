@@ -21,12 +21,13 @@ import {
   type Runtime,
   type RuntimeManagerOptions,
 } from '@kh/runtime-manager';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { AppArmorAdmitHandler, hostAppArmorEnabled } from './admission/apparmor.js';
 import { AdmitHandlers } from './admission/handler.js';
 import { PredicateAdmitHandler } from './admission/predicate.js';
 import { KubeNodeApi, type NodeApi } from './api/node_api.js';
 import type { PodApi } from './api/pod_api.js';
+import { type PodCgroups, startContainerManager } from './cm/container_manager.js';
 import { featureEnabled } from './config/feature_gates.js';
 import type { AgentOptions } from './config/flags.js';
 import type { ResolvedKubeletConfig } from './config/resolve.js';
@@ -130,7 +131,18 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
       }
     : given;
   const node = nodeBasics(deps);
-  const runtime = await newRuntime(deps, node);
+  // The container manager makes the QoS cgroups before any sandbox needs its pod's cgroup. Its
+  // Burstable shares count the active pods, which the pod layer built below knows.
+  let activePods: () => V1Pod[] = () => [];
+  const podCgroups = await startContainerManager({
+    cgroupsPerQOS: deps.config.cgroupsPerQOS,
+    cgroupRoot: deps.config.cgroupRoot,
+    cgroupDriver: deps.config.cgroupDriver,
+    podPidsLimit: deps.config.podPidsLimit,
+    activePods: () => activePods(),
+    log: deps.log,
+  });
+  const runtime = await newRuntime(deps, node, podCgroups);
   const nodeSide = await newNodeSide(deps, node, runtime);
   // Standalone: no API server, so no pods, admission, eviction or mirrors either.
   const { kubeConfig } = deps;
@@ -151,8 +163,10 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     probing: { runtime: runtime.manager, results: runtime.probeResults, metrics: deps.metrics },
     recorder: node.recorder,
     startup: runtime.startup,
+    podCgroups,
     log: deps.log,
   });
+  activePods = () => layer.lifecycle.activePods();
   const sources = newPodSources(deps, node, kubeConfig, runtime.startup, layer);
   const containerPolicy = DEFAULT_CONTAINER_GC_POLICY;
   const eviction = await newEvictionManager(deps, node, runtime, layer, {
@@ -260,7 +274,11 @@ interface RuntimeParts {
   podCache: PodCache;
 }
 
-async function newRuntime(deps: MainKubeletDeps, node: NodeBasics): Promise<RuntimeParts> {
+async function newRuntime(
+  deps: MainKubeletDeps,
+  node: NodeBasics,
+  podCgroups: PodCgroups,
+): Promise<RuntimeParts> {
   const { options, config, resolved, cri, imageCri, kubeConfig, log } = deps;
   const { clock, hostname, podsDir, recorder } = node;
   const podManager = new PodManager();
@@ -269,7 +287,7 @@ async function newRuntime(deps: MainKubeletDeps, node: NodeBasics): Promise<Runt
   const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
   const helper = new DefaultRuntimeHelper(
     deps.runtimeManager?.podsDir ?? podsDir,
-    deps.runtimeManager?.cgroupParent ?? config.cgroupRoot,
+    (pod) => podCgroups.cgroupParent(pod),
     kubeConfig
       ? new ApiPodObjectSource({ api: new KubePodObjectsApi(kubeConfig), nodeName: hostname, clock })
       : undefined,
@@ -290,7 +308,6 @@ async function newRuntime(deps: MainKubeletDeps, node: NodeBasics): Promise<Runt
     },
     podsDir,
     podLogsRootDir: config.podLogsDir,
-    cgroupParent: config.cgroupRoot,
     security: { seccompDefault: config.seccompDefault, seccompProfileRoot: join(options.rootDir, 'seccomp') },
     runtimeHelper: helper,
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
@@ -657,6 +674,8 @@ export interface PodLayer {
   workers: PodWorkerPool;
   statusManager: PodStatusManager;
   prober?: ProberManager;
+  /** The pods' cgroups (the container manager); `update(pod)` re-applies a pod's limits after a resize. */
+  podCgroups?: PodCgroups;
 }
 
 /**
@@ -687,6 +706,8 @@ export function newPodLayer(opts: {
   recorder?: KubeletEventRecorder;
   /** Told each pod's start-up steps; sees the status patches. */
   startup?: PodStartupTracker;
+  /** Pod cgroups: made before a pod's sandbox, removed by housekeeping once it no longer runs. */
+  podCgroups?: PodCgroups;
   log?: Logger;
 }): PodLayer {
   const { probing, startup } = opts;
@@ -715,6 +736,7 @@ export function newPodLayer(opts: {
     clock: opts.clock,
     nodeIP: opts.nodeIP,
     pullSecrets: (pod) => podPullSecrets(opts.api, pod, opts.log),
+    ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
     ...(prober ? { prober, probes: prober.results.forStatus } : {}),
   });
   const workers = new PodWorkerPool({
@@ -738,6 +760,7 @@ export function newPodLayer(opts: {
     ...(prober ? { prober } : {}),
     ...(opts.recorder ? { recorder: opts.recorder } : {}),
     ...(startup ? { startup } : {}),
+    ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
     ...(opts.log ? { log: opts.log } : {}),
   });
   // Readiness goes straight into the cached status; liveness failures and startup changes need a
@@ -748,5 +771,11 @@ export function newPodLayer(opts: {
     else if (u.type === 'startup' || u.result === 'failure')
       lifecycle.handleProbeSync(u.pod.metadata?.uid ?? '');
   });
-  return { lifecycle, workers, statusManager, ...(prober ? { prober } : {}) };
+  return {
+    lifecycle,
+    workers,
+    statusManager,
+    ...(prober ? { prober } : {}),
+    ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
+  };
 }

@@ -262,6 +262,19 @@ describe('flags', () => {
     expect(config.port).toBe(11250);
   });
 
+  it('cgroupsPerQOS (default true) and podPidsLimit from the file, and their kubelet flags', async () => {
+    expect(defaultKubeletConfiguration().cgroupsPerQOS).toBe(true);
+    const p = file('cgroups.yaml', `${HEADER}cgroupsPerQOS: false\npodPidsLimit: 100\n`);
+    expect((await loadKubeletConfiguration(p, {})).config).toMatchObject({
+      cgroupsPerQOS: false,
+      podPidsLimit: 100,
+    });
+    const flags = parseFlags(['--cgroups-per-qos=false', '--pod-max-pids=42']);
+    const { config } = await loadKubeletConfiguration(undefined, flags.configOverrides);
+    expect(config).toMatchObject({ cgroupsPerQOS: false, podPidsLimit: 42 });
+    expect(await loadErrors(file('cgroups-bad.yaml', `${HEADER}cgroupsPerQOS: maybe\n`))).toHaveLength(1);
+  });
+
   it('report every bad flag', () => {
     const { errors } = parseFlags([
       '--no-such-flag=1',

@@ -11,6 +11,7 @@ import { ContainerState } from '@kh/cri-api';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KubeNodeApi } from '../src/api/node_api.js';
 import { run } from '../src/cli.js';
+import { cgroupRootForKubepods } from '../src/cm/cgroup_name.js';
 import { parseFlags } from '../src/config/flags.js';
 import { loadKubeletConfiguration } from '../src/config/load.js';
 import { runtimeSandboxImage } from '../src/runtime/sandbox_image.js';
@@ -58,7 +59,7 @@ beforeAll(async () => {
     `--kubeconfig=${kubeconfig}`,
     `--container-runtime-endpoint=${node.criEndpointOnHost}`,
     `--root-dir=${join(dir, 'root')}`,
-    `--cgroup-root=${node.cgroupParent}`,
+    `--cgroup-root=${cgroupRootForKubepods(node.cgroupParent)}`,
     ...(await loopbackFlags('containerd-node')),
     '--anonymous-auth',
     '--authorization-mode=AlwaysAllow',

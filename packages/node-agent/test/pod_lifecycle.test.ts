@@ -10,6 +10,7 @@ import {
 import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
+import type { PodCgroups } from '../src/cm/container_manager.js';
 import { newPodLayer } from '../src/main_kubelet.js';
 import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
 import { PodManager } from '../src/pods/pod_manager.js';
@@ -63,7 +64,7 @@ afterEach(() => {
   for (const stop of stops.splice(0)) stop();
 });
 
-function setup(opts: { startup?: PodStartupTracker } = {}) {
+function setup(opts: { startup?: PodStartupTracker; podCgroups?: PodCgroups } = {}) {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
   const runtime = new RecordingRuntime();
@@ -347,5 +348,60 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     await t.lifecycle.handlePodAdditions([a]);
     await t.workers.settle();
     expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(false);
+  });
+});
+
+describe('pod cgroups (the container manager)', () => {
+  /** Writes its calls into `log` (point it at the runtime's calls to see the order). */
+  class RecordingPodCgroups implements PodCgroups {
+    log: string[] = [];
+    kept: string[][] = [];
+    constructor(private readonly failFor?: string) {}
+    cgroupParent = (p: V1Pod) => `/kubepods/pod${p.metadata?.uid}`;
+    ensureExists = async (p: V1Pod) => {
+      this.log.push(`cgroup ${p.metadata?.name}`);
+      if (p.metadata?.name === this.failFor)
+        throw new Error('mkdir /sys/fs/cgroup/pids/kubepods: read-only file system');
+    };
+    update = async () => {};
+    cleanupOrphaned = async (keep: ReadonlySet<string>) => {
+      this.kept.push([...keep].sort());
+    };
+  }
+
+  it("makes the pod's cgroup before the runtime syncs the pod", async () => {
+    const podCgroups = new RecordingPodCgroups();
+    const { runtime, lifecycle, workers } = setup({ podCgroups });
+    podCgroups.log = runtime.calls;
+    await lifecycle.handlePodAdditions([pod('a')]);
+    await workers.settle();
+    expect(runtime.calls).toEqual(['cgroup a', 'sync a']);
+  });
+
+  it('a pod whose cgroup cannot be made never reaches the runtime, and the pass fails with why', async () => {
+    const podCgroups = new RecordingPodCgroups('a');
+    const { runtime, lifecycle, workers } = setup({ podCgroups });
+    podCgroups.log = runtime.calls;
+    await lifecycle.handlePodAdditions([pod('a'), pod('b')]);
+    await workers.settle();
+    expect(runtime.calls).toEqual(['cgroup a', 'cgroup b', 'sync b']);
+  });
+
+  it('housekeeping keeps the cgroups of pods that may still run and lets the rest go', async () => {
+    const podCgroups = new RecordingPodCgroups();
+    const { runtime, lifecycle, workers } = setup({ podCgroups });
+    await lifecycle.handlePodAdditions([pod('a'), pod('b')]);
+    await workers.settle();
+    // b is removed and its worker stops it; the runtime still lists a ghost nobody wants.
+    await lifecycle.handlePodRemoves([pod('b')]);
+    await workers.settle();
+    runtime.running = [{ uid: 'ghost', name: 'ghost', namespace: 'default', sandboxes: [], containers: [] }];
+    await lifecycle.handlePodCleanups();
+    expect(podCgroups.kept.at(-1)).toEqual(['a', 'ghost']);
+    await workers.settle();
+    runtime.running = [];
+    await new Promise((r) => setTimeout(r, 0));
+    await lifecycle.handlePodCleanups();
+    expect(podCgroups.kept.at(-1)).toEqual(['a']);
   });
 });

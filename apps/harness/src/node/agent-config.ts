@@ -5,7 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 
 export interface AgentConfigInput {
   criEndpoint: string;
-  /** `<node container's cgroup>/kubepods`, so the node's memory limit bounds its pods. */
+  /** The node container's own cgroup: the agent's kubepods tree goes under it, so the node's memory limit bounds its pods. */
   cgroupRoot?: string;
   /** Path on the node of the CA that signed the apiserver's kubelet client certificate. */
   clientCAFile?: string;
@@ -60,7 +60,9 @@ export function kubeletConfiguration({
     registryPullQPS: 5,
     registryBurst: 10,
     clusterDomain: 'cluster.local',
-    ...(cgroupRoot ? { cgroupRoot } : {}),
+    // A node without a cgroup of its own for its pods (the fake runtime's, the endpoint's host)
+    // shares the host's tree: no kubepods tree at the host's root.
+    ...(cgroupRoot ? { cgroupRoot } : { cgroupsPerQOS: false }),
     ...overrides,
   };
 }

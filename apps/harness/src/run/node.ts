@@ -2,6 +2,7 @@
 // agent on the node with its own KubeletConfiguration and kubeconfig, and the node counts as
 // ready once the API shows it Ready (the agent's own verdict, as a user would see it).
 
+import { cgroupRootForKubepods } from '@kh/node-agent/command';
 import { done, notYet, until } from '@kh/testkit';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { startedNode } from '../backends/started-node.js';
@@ -57,7 +58,8 @@ export async function startNode(
       : {}),
     clientCA: world.apiserverCA,
     nodeIp: started.nodeIp,
-    ...(started.cgroupParent ? { cgroupRoot: started.cgroupParent } : {}),
+    // The agent makes its kubepods tree under the node's own cgroup, where the node's pods go.
+    ...(started.cgroupParent ? { cgroupRoot: cgroupRootForKubepods(started.cgroupParent) } : {}),
   });
   try {
     progress.step('starting node-agent');

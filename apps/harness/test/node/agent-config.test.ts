@@ -26,16 +26,19 @@ describe('kubeletConfiguration', () => {
     });
     expect((c.evictionHard as Record<string, string>)['memory.available']).toBe('100Mi');
     expect(c).not.toHaveProperty('cgroupRoot');
+    // Without a cgroup root of its own the agent makes no pod or QoS cgroups on the host.
+    expect(c.cgroupsPerQOS).toBe(false);
   });
 
   it('sets the cgroup root and lets overrides win', () => {
     const c = kubeletConfiguration({
       criEndpoint: 'unix:///x.sock',
-      cgroupRoot: '/docker/abc/kubepods',
+      cgroupRoot: '/docker/abc',
       overrides: { imageGCHighThresholdPercent: 1, maxPods: 5 },
     });
+    expect(c).not.toHaveProperty('cgroupsPerQOS');
     expect(c).toMatchObject({
-      cgroupRoot: '/docker/abc/kubepods',
+      cgroupRoot: '/docker/abc',
       imageGCHighThresholdPercent: 1,
       maxPods: 5,
     });

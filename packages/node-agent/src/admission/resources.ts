@@ -1,4 +1,5 @@
-// A pod's effective resource requests, computed as Kubernetes does, for admission's fit check.
+// A pod's effective resource requests and limits, computed as Kubernetes does, for admission's fit
+// check and the pod cgroup's limits (cm/helpers.ts).
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { Quantity } from '../util/quantity.js';
 
@@ -26,12 +27,37 @@ function max(into: ResourceTotals, r: ResourceTotals): void {
  * pod overhead.
  */
 export function podRequests(pod: V1Pod): ResourceTotals {
+  const sum = podTotals(pod, containerRequests);
+  for (const [k, v] of Object.entries(pod.spec?.overhead ?? {}))
+    add(sum, { [k]: Quantity.parse(String(v)).milliValue() });
+  return sum;
+}
+
+/**
+ * Effective limits, summed as the requests are (PodLimits); the overhead is added only to a
+ * resource that has a limit. `each` sees every container's own limits, so a caller can tell
+ * whether all of them declared one.
+ */
+export function podLimits(pod: V1Pod, each?: (limits: ResourceTotals) => void): ResourceTotals {
+  const sum = podTotals(pod, (c) => {
+    const out: ResourceTotals = {};
+    for (const [name, value] of Object.entries(c.resources?.limits ?? {}))
+      out[name] = Quantity.parse(String(value)).milliValue();
+    each?.(out);
+    return out;
+  });
+  for (const [k, v] of Object.entries(pod.spec?.overhead ?? {}))
+    if (sum[k] !== undefined) add(sum, { [k]: Quantity.parse(String(v)).milliValue() });
+  return sum;
+}
+
+function podTotals(pod: V1Pod, of: (c: V1Container) => ResourceTotals): ResourceTotals {
   const sum: ResourceTotals = {};
-  for (const c of pod.spec?.containers ?? []) add(sum, containerRequests(c));
+  for (const c of pod.spec?.containers ?? []) add(sum, of(c));
   const initPeak: ResourceTotals = {};
   const sidecars: ResourceTotals = {};
   for (const c of pod.spec?.initContainers ?? []) {
-    const r = containerRequests(c);
+    const r = of(c);
     if (c.restartPolicy === 'Always') {
       add(sidecars, r);
       continue;
@@ -42,7 +68,5 @@ export function podRequests(pod: V1Pod): ResourceTotals {
   }
   add(sum, sidecars);
   max(sum, initPeak);
-  for (const [k, v] of Object.entries(pod.spec?.overhead ?? {}))
-    add(sum, { [k]: Quantity.parse(String(v)).milliValue() });
   return sum;
 }

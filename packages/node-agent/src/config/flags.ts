@@ -266,7 +266,24 @@ export const FLAGS: readonly FlagSpec[] = [
     config: 'nodeStatusMaxImages',
     help: 'Images reported in node status (-1: all).',
   },
-  { name: 'cgroup-root', kind: 'string', config: 'cgroupRoot', help: 'Parent cgroup for pods.' },
+  {
+    name: 'cgroup-root',
+    kind: 'string',
+    config: 'cgroupRoot',
+    help: 'Root cgroup for pods; with --cgroups-per-qos the pods go under <root>/kubepods.',
+  },
+  {
+    name: 'cgroups-per-qos',
+    kind: 'bool',
+    config: 'cgroupsPerQOS',
+    help: 'Create the QoS cgroups (kubepods, burstable, besteffort) and a cgroup per pod (default true).',
+  },
+  {
+    name: 'pod-max-pids',
+    kind: 'int',
+    config: 'podPidsLimit',
+    help: 'Max processes per pod (-1: unlimited).',
+  },
 ];
 
 export function defaultAgentOptions(): AgentOptions {

@@ -92,6 +92,7 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   runtimeRequestTimeout: { kind: 'duration', positive: true },
   cgroupDriver: { kind: 'enum', values: ['cgroupfs', 'systemd'] },
   cgroupRoot: { kind: 'string' },
+  cgroupsPerQOS: { kind: 'bool' },
   registerNode: { kind: 'bool' },
   registerWithTaints: { kind: 'taints' },
   maxPods: { kind: 'int', min: 0 },
@@ -131,7 +132,6 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   seccompDefault: { kind: 'bool' },
   allowedUnsafeSysctls: { kind: 'stringList', check: invalidSysctlPattern },
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.
-  cgroupsPerQOS: { kind: 'ignored', json: 'boolean' },
   cpuManagerPolicy: { kind: 'ignored', json: 'string' },
   cpuManagerReconcilePeriod: { kind: 'ignored', json: 'string' },
   enforceNodeAllocatable: { kind: 'ignored', json: 'array' },

@@ -44,6 +44,8 @@ export interface KubeletConfiguration {
   /** With KubeletCgroupDriverFromCRI (on by default), the runtime's answer replaces it at start-up. */
   cgroupDriver: 'cgroupfs' | 'systemd';
   cgroupRoot: string;
+  /** The kubepods / QoS / pod cgroup hierarchy under cgroupRoot (cm/); false puts every pod in cgroupRoot. */
+  cgroupsPerQOS: boolean;
   /** Feature gates by name (config/feature_gates.ts has the ones the agent acts on). */
   featureGates: Record<string, boolean>;
   // node
@@ -117,6 +119,7 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     runtimeRequestTimeout: '2m0s',
     cgroupDriver: 'cgroupfs',
     cgroupRoot: '',
+    cgroupsPerQOS: true,
     featureGates: {},
     registerNode: true,
     registerWithTaints: [],

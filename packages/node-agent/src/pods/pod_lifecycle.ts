@@ -8,6 +8,7 @@ import type { Clock } from '@kh/apimachinery';
 import type { EventRecorder, PodCache, PodLifecycleEvent, Runtime } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
+import type { PodCgroups } from '../cm/container_manager.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import type { ReasonCache } from '../status/reason_cache.js';
 import type { StatusManager } from '../status/types.js';
@@ -35,6 +36,8 @@ export interface PodLifecycleDeps {
   recorder?: EventRecorder;
   /** Told when a pod is admitted (the start-up breakdown). */
   startup?: Pick<StartupEvents, 'admitted'>;
+  /** Housekeeping removes the cgroups of pods that can no longer be running. */
+  podCgroups?: Pick<PodCgroups, 'cleanupOrphaned'>;
   log?: Logger;
 }
 
@@ -176,6 +179,7 @@ export class PodLifecycle implements SyncHandler, PodKiller {
           .finally(() => this.killingOrphans.delete(rp.uid)),
       );
     }
+    await this.cleanupOrphanedPodCgroups(running.map((rp) => rp.uid));
     workers.syncKnownPods(pods.getPods());
     const desired = pods.uids();
     this.deps.statusManager.removeOrphanedStatuses(desired);
@@ -187,6 +191,25 @@ export class PodLifecycle implements SyncHandler, PodKiller {
           .flatMap((p) => (workers.isPodTerminated(p.metadata?.uid ?? '') ? [] : [p.metadata?.uid ?? ''])),
       ),
     );
+  }
+
+  /**
+   * The kubelet's cleanupOrphanedPodCgroups: a pod cgroup stays while its pod may still run (the
+   * runtime runs some of it, or its worker has not finished it); every other one is removed.
+   */
+  private async cleanupOrphanedPodCgroups(runningUids: string[]): Promise<void> {
+    const { podCgroups, pods, workers } = this.deps;
+    if (!podCgroups) return;
+    const keep = new Set([
+      ...runningUids,
+      ...this.killingOrphans.keys(),
+      ...[...pods.uids()].filter((uid) => !workers.isPodTerminated(uid)),
+    ]);
+    await podCgroups
+      .cleanupOrphaned(keep)
+      .catch((err) =>
+        (this.deps.log ?? silentLogger).error('Failed to clean up orphaned pod cgroups', { err }),
+      );
   }
 
   /** PodKiller: the eviction manager's kill, which leaves the pod Failed with reason Evicted. */

@@ -24,6 +24,7 @@ import {
   type SyncStepResult,
 } from '@kh/runtime-manager';
 import type { V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
+import type { PodCgroups } from '../cm/container_manager.js';
 import type { EvictionStatus } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { ReasonCache } from '../status/reason_cache.js';
@@ -47,6 +48,8 @@ export interface PodSyncDeps {
   prober?: Pick<PodProber, 'stopLivenessAndStartup' | 'removePod'>;
   /** The pod's image pull secrets, read for every sync. */
   pullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
+  /** Makes the pod's cgroup (the container manager) before the runtime creates its sandbox. */
+  podCgroups?: Pick<PodCgroups, 'ensureExists'>;
 }
 
 export class PodSync implements PodSyncer {
@@ -59,6 +62,11 @@ export class PodSync implements PodSyncer {
     const current = statusManager.getPodStatus(uid);
     // Ran to completion: its worker tears down what is left (the sandbox) and never starts it again.
     if (current?.phase === 'Succeeded' || current?.phase === 'Failed') return true;
+    await this.deps.podCgroups?.ensureExists(pod).catch((err: Error) => {
+      throw new Error(
+        `failed to ensure that the pod: ${uid} cgroups exist and are correctly applied: ${err.message}`,
+      );
+    });
     const secrets = (await this.deps.pullSecrets?.(pod)) ?? [];
     const result = await runtime.syncPod(pod, status, secrets, this.deps.backoff, signal);
     this.deps.reasons.update(uid, result);

@@ -54,9 +54,14 @@ export function startAgent(args: string[]): RunningAgent {
   };
 }
 
-/** The flags that put an in-process agent on loopback: its node name, addresses and ports. */
+/**
+ * The flags that put an in-process agent on loopback: its node name, addresses and ports. Its
+ * pods stay in one flat cgroup root (no QoS or pod cgroups): an agent in a test process must not
+ * write the test host's /sys/fs/cgroup.
+ */
 export async function loopbackFlags(nodeName: string, healthzPort = 0): Promise<string[]> {
   return [
+    '--cgroups-per-qos=false',
     `--hostname-override=${nodeName}`,
     '--node-ip=127.0.0.1',
     '--address=127.0.0.1',

@@ -53,7 +53,8 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
 
   constructor(
     private readonly podsDir: string,
-    private readonly cgroupParent = '',
+    /** The sandbox's cgroup parent: one for every pod, or the pod's own (the agent's podCgroups). */
+    private readonly cgroupParent: string | ((pod: V1Pod) => string) = '',
     private readonly objects?: PodObjectSource,
     /** Bind mounts for sub-paths; the default runs mount(8) (root, the runtime's mount namespace). */
     private readonly mounter: SubPathMounter = hostMounter,
@@ -126,8 +127,8 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
     return cleanSubPaths(this.mounter, this.podsDir, podUid);
   }
 
-  podCgroupParent(): string {
-    return this.cgroupParent;
+  podCgroupParent(pod: V1Pod): string {
+    return typeof this.cgroupParent === 'string' ? this.cgroupParent : this.cgroupParent(pod);
   }
 
   podDNS(pod: V1Pod) {

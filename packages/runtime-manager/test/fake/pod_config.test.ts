@@ -2,7 +2,7 @@
 // CreateContainer, and a missing config map that blocks the container until it appears.
 import { mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { CreateContainerRequest } from '@kh/cri-api';
+import type { CreateContainerRequest, RunPodSandboxRequest } from '@kh/cri-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DefaultRuntimeHelper } from '../../src/kuberuntime/runtime_helper.js';
 import type { SubPathMounter } from '../../src/kuberuntime/subpath.js';
@@ -125,5 +125,18 @@ describe('subPath over the fake runtime', () => {
     ]);
     expect(h.requests('CreateContainer')).toEqual([]);
     expect(mounted.size).toBe(0);
+  });
+});
+
+describe('the sandbox cgroup parent', () => {
+  it('is what the helper gives this pod (the agent: its pod cgroup)', async () => {
+    h.manager = await h.newManager({
+      runtimeHelper: new DefaultRuntimeHelper(h.podsDir, (p) => `/kubepods/besteffort/pod${p.metadata?.uid}`),
+    });
+    const pod = makePod('cg', [ctr('app')]);
+    const r = await h.sync(pod);
+    expect(r.steps.filter((s) => s.error)).toEqual([]);
+    const [req] = h.requests<RunPodSandboxRequest>('RunPodSandbox');
+    expect(req!.config!.linux!.cgroupParent).toBe(`/kubepods/besteffort/pod${pod.metadata!.uid}`);
   });
 });
