@@ -21,10 +21,11 @@ import {
   type Runtime,
   type RuntimeManagerOptions,
 } from '@kh/runtime-manager';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { AppArmorAdmitHandler, hostAppArmorEnabled } from './admission/apparmor.js';
 import { AdmitHandlers } from './admission/handler.js';
 import { PredicateAdmitHandler } from './admission/predicate.js';
+import { AllocationManager } from './allocation/allocation_manager.js';
 import { KubeNodeApi, type NodeApi } from './api/node_api.js';
 import type { PodApi } from './api/pod_api.js';
 import { featureEnabled } from './config/feature_gates.js';
@@ -130,15 +131,26 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
       }
     : given;
   const node = nodeBasics(deps);
-  const runtime = await newRuntime(deps, node);
+  const admitHandlers = new AdmitHandlers();
+  // Its node and active pods exist once the node side and the pod layer do; only pods use them.
+  let kubelet: Kubelet | undefined;
+  let layer: PodLayer | undefined;
+  const allocation = featureEnabled(deps.config, 'InPlacePodVerticalScaling')
+    ? new AllocationManager({
+        rootDir: deps.options.rootDir,
+        node: () => kubelet!.nodeStatus.currentNode(),
+        activePods: () => layer!.lifecycle.activePods(),
+        admit: admitHandlers,
+      })
+    : undefined;
+  const runtime = await newRuntime(deps, node, allocation);
   const nodeSide = await newNodeSide(deps, node, runtime);
   // Standalone: no API server, so no pods, admission, eviction or mirrors either.
   const { kubeConfig } = deps;
   if (!kubeConfig || !node.recorder) return newKubelet(nodeSide);
 
   const api = new KubeNodeApi(kubeConfig);
-  const admitHandlers = new AdmitHandlers();
-  const layer = newPodLayer({
+  layer = newPodLayer({
     api,
     pods: runtime.podManager,
     runtime: runtime.manager,
@@ -152,6 +164,24 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     recorder: node.recorder,
     startup: runtime.startup,
     log: deps.log,
+    ...(allocation
+      ? {
+          resize: {
+            allocation,
+            refreshStatus: async (pod: V1Pod) => {
+              const at = runtime.podCache.now();
+              const status = await runtime.manager.getPodStatus(
+                pod.metadata?.uid ?? '',
+                pod.metadata?.name ?? '',
+                pod.metadata?.namespace ?? '',
+              );
+              runtime.podCache.set(status, at);
+              return status;
+            },
+            allocatedStatus: featureEnabled(deps.config, 'InPlacePodVerticalScalingAllocatedStatus'),
+          },
+        }
+      : {}),
   });
   const sources = newPodSources(deps, node, kubeConfig, runtime.startup, layer);
   const containerPolicy = DEFAULT_CONTAINER_GC_POLICY;
@@ -170,7 +200,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     clock: node.clock,
     log: deps.log,
   });
-  const kubelet = newKubelet({
+  kubelet = newKubelet({
     ...nodeSide,
     api,
     kubeConfig,
@@ -260,7 +290,11 @@ interface RuntimeParts {
   podCache: PodCache;
 }
 
-async function newRuntime(deps: MainKubeletDeps, node: NodeBasics): Promise<RuntimeParts> {
+async function newRuntime(
+  deps: MainKubeletDeps,
+  node: NodeBasics,
+  allocation: AllocationManager | undefined,
+): Promise<RuntimeParts> {
   const { options, config, resolved, cri, imageCri, kubeConfig, log } = deps;
   const { clock, hostname, podsDir, recorder } = node;
   const podManager = new PodManager();
@@ -293,6 +327,7 @@ async function newRuntime(deps: MainKubeletDeps, node: NodeBasics): Promise<Runt
     cgroupParent: config.cgroupRoot,
     security: { seccompDefault: config.seccompDefault, seccompProfileRoot: join(options.rootDir, 'seccomp') },
     runtimeHelper: helper,
+    ...(allocation ? { actuatedResources: allocation } : {}),
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
     ...(kubeConfig
       ? { runtimeClassManager: new RuntimeClassManager({ api: new KubeRuntimeClassApi(kubeConfig), clock }) }
@@ -688,6 +723,8 @@ export function newPodLayer(opts: {
   /** Told each pod's start-up steps; sees the status patches. */
   startup?: PodStartupTracker;
   log?: Logger;
+  /** In-place resize: the allocation manager and how a pass reads the runtime's status anew. */
+  resize?: Omit<NonNullable<PodSyncDeps['resize']>, 'allocation'> & { allocation: AllocationManager };
 }): PodLayer {
   const { probing, startup } = opts;
   const statusManager = new PodStatusManager({
@@ -716,6 +753,7 @@ export function newPodLayer(opts: {
     nodeIP: opts.nodeIP,
     pullSecrets: (pod) => podPullSecrets(opts.api, pod, opts.log),
     ...(prober ? { prober, probes: prober.results.forStatus } : {}),
+    ...(opts.resize ? { resize: opts.resize } : {}),
   });
   const workers = new PodWorkerPool({
     syncer: sync,
@@ -739,6 +777,7 @@ export function newPodLayer(opts: {
     ...(opts.recorder ? { recorder: opts.recorder } : {}),
     ...(startup ? { startup } : {}),
     ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.resize ? { allocation: opts.resize.allocation } : {}),
   });
   // Readiness goes straight into the cached status; liveness failures and startup changes need a
   // sync, where the runtime manager kills or releases the container.

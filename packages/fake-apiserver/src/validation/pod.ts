@@ -305,7 +305,7 @@ export function validatePodStatus(status: KObject | undefined, errs: FieldErrors
 
 /** Keys of `after` that `before` had and `after` lost. */
 const removed = (after: KObject | undefined, before: KObject | undefined) =>
-  Object.keys(before ?? {}).some((k) => RESIZABLE.includes(k) && (after ?? {})[k] === undefined);
+  Object.keys(before ?? {}).some((k) => RESIZABLE.includes(k) && after?.[k] === undefined);
 
 /**
  * ValidatePodResize (kube-apiserver 1.33) over a pods/resize write: `pod` is the stored pod with
