@@ -16,6 +16,7 @@ import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
 import { podConfig } from './scenarios/pod-config.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
+import { podResize } from './scenarios/pod-resize.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
@@ -43,6 +44,7 @@ export const scenarios: Scenario[] = [
   logRotation,
   criSurface,
   securityContext,
+  podResize,
   runtimeCrashStorm,
   agentCrash,
   apiserverRestart,

@@ -120,6 +120,14 @@ describe('AllocationManager', () => {
     m.setActuatedResources('i', 'c1', size('200m', '64Mi'));
     m.afterSync(p, status, { steps: [] });
     expect(m.conditions('i', false)).toEqual([]);
+    // A memory request moves no cgroup: once nothing is in progress it counts as actuated.
+    const request = pod('i', {
+      requests: { cpu: '200m', memory: '32Mi' },
+      limits: { cpu: '200m', memory: '64Mi' },
+    });
+    m.afterSync(request, status, { steps: [] });
+    expect(m.conditions('i', false)).toEqual([]);
+    expect(m.getActuatedResources('i', 'c1')?.requests?.memory).toBe('32Mi');
   });
 });
 

@@ -218,8 +218,17 @@ export class AllocationManager implements ActuatedResources {
       this.set(uid, PodResizeInProgress, PodReasonError, failed.message ?? failed.error?.message ?? '');
       return;
     }
-    if (this.isPodResizeInProgress(pod, status)) this.set(uid, PodResizeInProgress);
-    else this.clear(uid, PodResizeInProgress);
+    if (this.isPodResizeInProgress(pod, status)) {
+      this.set(uid, PodResizeInProgress);
+      return;
+    }
+    this.clear(uid, PodResizeInProgress);
+    // Done: a change no cgroup shows (a memory request) is actuated too, so the status reports it.
+    for (const c of pod.spec?.containers ?? []) {
+      const actuated = this.actuated.get(uid, c.name);
+      if (actuated !== undefined && !sameResources(actuated, c.resources ?? {}))
+        this.actuated.set(uid, c.name, c.resources ?? {});
+    }
   }
 
   /** Whether any running container's cgroup values (actuated) differ from its allocation. */
