@@ -274,6 +274,7 @@ function sameResources(a: V1ResourceRequirements, b: V1ResourceRequirements): bo
   const same = (x: Record<string, string> = {}, y: Record<string, string> = {}) => {
     const keys = new Set([...Object.keys(x), ...Object.keys(y)]);
     for (const k of keys) {
+      if (x[k] === y[k]) continue;
       if (x[k] === undefined || y[k] === undefined) return false;
       if (Quantity.parse(String(x[k])).cmp(Quantity.parse(String(y[k]))) !== 0) return false;
     }
