@@ -36,8 +36,12 @@ async function start(withActuated = true) {
   h = await Harness.start({
     ...(withActuated ? { actuatedResources: actuated } : {}),
     podCgroups: {
+      // The pod's limits, and how many container updates the runtime had seen by then.
       update: async (pod) => {
-        order.push(`pod:${pod.spec!.containers.map((c) => c.resources?.limits?.memory ?? '-').join(',')}`);
+        const updated = h!.fake.calls.filter((m) => m === 'UpdateContainerResources').length;
+        order.push(
+          `pod:${pod.spec!.containers.map((c) => c.resources?.limits?.memory ?? '-').join(',')}@${updated}`,
+        );
       },
     },
   });
@@ -98,8 +102,8 @@ describe('in-place pod resize (syncPod with actuated resources)', () => {
     const again = h.fake.callLog.length;
     await h.sync(bigger);
     expect(updates(h, again)).toEqual([]);
-    // The pod cgroup grew before the containers' memory, never after a grow.
-    expect(order).toEqual(['pod:128Mi', 'pod:128Mi']);
+    // The pod cgroup grew before the container's memory, then before its cpu; never after a grow.
+    expect(order).toEqual(['pod:128Mi@0', 'pod:128Mi@1']);
   });
 
   it('applies decreases before increases and shrinks the pod cgroup after its containers', async () => {
@@ -117,12 +121,15 @@ describe('in-place pod resize (syncPod with actuated resources)', () => {
       'down:32',
       'up:96',
     ]);
-    // One container grows and one shrinks: the pod cgroup is set before and after.
-    expect(order).toEqual(['pod:96Mi,32Mi', 'pod:96Mi,32Mi']);
+    // One container grows and one shrinks: the pod cgroup is set before and after both.
+    const before = order[0]!.split('@')[1];
+    expect(order).toEqual([`pod:96Mi,32Mi@${before}`, `pod:96Mi,32Mi@${Number(before) + 2}`]);
 
     order.length = 0;
     await h.sync(resized(pod, { up: res('100m', '48Mi'), down: res('100m', '32Mi') }));
-    expect(order).toEqual(['pod:48Mi,32Mi']);
+    // A shrink only: after the container.
+    const shrunk = Number(before) + 3;
+    expect(order).toEqual([`pod:48Mi,32Mi@${shrunk}`]);
   });
 
   it('restarts a container whose resizePolicy says RestartContainer for the resource that changed', async () => {
