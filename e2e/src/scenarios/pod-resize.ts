@@ -247,6 +247,7 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
   await waitForPod(ctx, pod, 'Running at its original size', (p) => resized(p, c.original, 0));
   await expectCgroup(ctx, pod, c.original, 'before the resize');
 
+  const patchedAt = Date.now();
   const out = await resize(ctx, pod, c.patch);
   ctx.check.equal(`${pod}: kubectl 1.33 patch --subresource resize`, out.stdout.trim(), `pod/${pod} patched`);
   const restarts = c.restarts ?? 0;
@@ -257,6 +258,8 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
     (p) => resized(p, c.expected, restarts),
     60_000,
   );
+  // Informational: kubectl's patch to the size in the pod's status (the wait polls every second).
+  ctx.note(`${pod}: resized in ${Date.now() - patchedAt} ms`, { case: c.name });
   await expectCgroup(ctx, pod, c.expected, 'after the resize');
 
   if (c.rollback) {
