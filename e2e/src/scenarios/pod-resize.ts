@@ -258,7 +258,7 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
     (p) => resized(p, c.expected, restarts),
     60_000,
   );
-  // Informational: kubectl's patch to the size in the pod's status (the wait polls every second).
+  // Informational: kubectl's patch to the size in the pod's status (the wait polls every 500 ms).
   ctx.note(`${pod}: resized in ${Date.now() - patchedAt} ms`, { case: c.name });
   await expectCgroup(ctx, pod, c.expected, 'after the resize');
 
