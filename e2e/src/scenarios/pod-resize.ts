@@ -327,7 +327,7 @@ async function bestEffort(ctx: ScenarioContext): Promise<void> {
     out,
   );
   const p = await readPod(ctx, pod);
-  ctx.check.equal(`${pod}: spec unchanged`, p.spec?.containers?.[0]?.resources ?? {}, {});
+  ctx.check.equal(`${pod}: spec unchanged`, JSON.stringify(p.spec?.containers?.[0]?.resources ?? {}), '{}');
 }
 
 export const podResize: Scenario = {
