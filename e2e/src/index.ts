@@ -17,6 +17,7 @@ import { partition } from './scenarios/partition.js';
 import { podConfig } from './scenarios/pod-config.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { podsContainerManager } from './scenarios/pods-container-manager.js';
+import { podResize } from './scenarios/pod-resize.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
@@ -45,6 +46,7 @@ export const scenarios: Scenario[] = [
   criSurface,
   securityContext,
   podsContainerManager,
+  podResize,
   runtimeCrashStorm,
   agentCrash,
   apiserverRestart,

@@ -25,6 +25,7 @@ import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { AppArmorAdmitHandler, hostAppArmorEnabled } from './admission/apparmor.js';
 import { AdmitHandlers } from './admission/handler.js';
 import { PredicateAdmitHandler } from './admission/predicate.js';
+import { AllocationManager } from './allocation/allocation_manager.js';
 import { KubeNodeApi, type NodeApi } from './api/node_api.js';
 import type { PodApi } from './api/pod_api.js';
 import { type PodCgroups, startContainerManager } from './cm/container_manager.js';
@@ -142,15 +143,26 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     activePods: () => activePods(),
     log: deps.log,
   });
-  const runtime = await newRuntime(deps, node, podCgroups);
+  const admitHandlers = new AdmitHandlers();
+  // Its node and active pods exist once the node side and the pod layer do; only pods use them.
+  let kubelet: Kubelet | undefined;
+  let layer: PodLayer | undefined;
+  const allocation = featureEnabled(deps.config, 'InPlacePodVerticalScaling')
+    ? new AllocationManager({
+        rootDir: deps.options.rootDir,
+        node: () => kubelet!.nodeStatus.currentNode(),
+        activePods: () => layer!.lifecycle.activePods(),
+        admit: admitHandlers,
+      })
+    : undefined;
+  const runtime = await newRuntime(deps, node, podCgroups, allocation);
   const nodeSide = await newNodeSide(deps, node, runtime);
   // Standalone: no API server, so no pods, admission, eviction or mirrors either.
   const { kubeConfig } = deps;
   if (!kubeConfig || !node.recorder) return newKubelet(nodeSide);
 
   const api = new KubeNodeApi(kubeConfig);
-  const admitHandlers = new AdmitHandlers();
-  const layer = newPodLayer({
+  const podLayer = newPodLayer({
     api,
     pods: runtime.podManager,
     runtime: runtime.manager,
@@ -165,11 +177,30 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     startup: runtime.startup,
     podCgroups,
     log: deps.log,
+    ...(allocation
+      ? {
+          resize: {
+            allocation,
+            refreshStatus: async (pod: V1Pod) => {
+              const at = runtime.podCache.now();
+              const status = await runtime.manager.getPodStatus(
+                pod.metadata?.uid ?? '',
+                pod.metadata?.name ?? '',
+                pod.metadata?.namespace ?? '',
+              );
+              runtime.podCache.set(status, at);
+              return status;
+            },
+            allocatedStatus: featureEnabled(deps.config, 'InPlacePodVerticalScalingAllocatedStatus'),
+          },
+        }
+      : {}),
   });
-  activePods = () => layer.lifecycle.activePods();
-  const sources = newPodSources(deps, node, kubeConfig, runtime.startup, layer);
+  layer = podLayer;
+  activePods = () => podLayer.lifecycle.activePods();
+  const sources = newPodSources(deps, node, kubeConfig, runtime.startup, podLayer);
   const containerPolicy = DEFAULT_CONTAINER_GC_POLICY;
-  const eviction = await newEvictionManager(deps, node, runtime, layer, {
+  const eviction = await newEvictionManager(deps, node, runtime, podLayer, {
     recorder: node.recorder,
     containerPolicy,
     allSourcesReady: sources.allReady,
@@ -184,16 +215,16 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     clock: node.clock,
     log: deps.log,
   });
-  const kubelet = newKubelet({
+  kubelet = newKubelet({
     ...nodeSide,
     api,
     kubeConfig,
     recorder: node.recorder,
     pressure: eviction,
     podSources: sources.podSources,
-    syncHandler: layer.lifecycle,
+    syncHandler: podLayer.lifecycle,
     managers: [
-      layer.statusManager,
+      podLayer.statusManager,
       sources.mirrors,
       eviction,
       gc,
@@ -210,12 +241,12 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
       }),
       new VolumeRefresher({
         volumes: runtime.helper.volumes,
-        activePods: () => layer.lifecycle.activePods(),
+        activePods: () => podLayer.lifecycle.activePods(),
         clock: node.clock,
         log: deps.log,
       }),
     ],
-    servers: newServerProviders(deps, node, runtime, layer),
+    servers: newServerProviders(deps, node, runtime, podLayer),
   });
   // Fit on this node first, then node pressure, sysctls and AppArmor; the first rejection wins.
   admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
@@ -278,6 +309,7 @@ async function newRuntime(
   deps: MainKubeletDeps,
   node: NodeBasics,
   podCgroups: PodCgroups,
+  allocation: AllocationManager | undefined,
 ): Promise<RuntimeParts> {
   const { options, config, resolved, cri, imageCri, kubeConfig, log } = deps;
   const { clock, hostname, podsDir, recorder } = node;
@@ -310,6 +342,9 @@ async function newRuntime(
     podLogsRootDir: config.podLogsDir,
     security: { seccompDefault: config.seccompDefault, seccompProfileRoot: join(options.rootDir, 'seccomp') },
     runtimeHelper: helper,
+    // A resize changes the pod cgroup before the containers grow and after they shrink.
+    podCgroups,
+    ...(allocation ? { actuatedResources: allocation } : {}),
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
     ...(kubeConfig
       ? { runtimeClassManager: new RuntimeClassManager({ api: new KubeRuntimeClassApi(kubeConfig), clock }) }
@@ -709,6 +744,8 @@ export function newPodLayer(opts: {
   /** Pod cgroups: made before a pod's sandbox, removed by housekeeping once it no longer runs. */
   podCgroups?: PodCgroups;
   log?: Logger;
+  /** In-place resize: the allocation manager and how a pass reads the runtime's status anew. */
+  resize?: Omit<NonNullable<PodSyncDeps['resize']>, 'allocation'> & { allocation: AllocationManager };
 }): PodLayer {
   const { probing, startup } = opts;
   const statusManager = new PodStatusManager({
@@ -738,6 +775,7 @@ export function newPodLayer(opts: {
     pullSecrets: (pod) => podPullSecrets(opts.api, pod, opts.log),
     ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
     ...(prober ? { prober, probes: prober.results.forStatus } : {}),
+    ...(opts.resize ? { resize: opts.resize } : {}),
   });
   const workers = new PodWorkerPool({
     syncer: sync,
@@ -762,6 +800,7 @@ export function newPodLayer(opts: {
     ...(startup ? { startup } : {}),
     ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
     ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.resize ? { allocation: opts.resize.allocation } : {}),
   });
   // Readiness goes straight into the cached status; liveness failures and startup changes need a
   // sync, where the runtime manager kills or releases the container.

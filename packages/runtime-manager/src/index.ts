@@ -57,6 +57,17 @@ export {
 export type { ObjectKind, PodObjectSource } from './kuberuntime/pod_objects.js';
 export { runningPodFromStatus } from './kuberuntime/pod_status.js';
 export {
+  type ActuatedResources,
+  type ContainersToUpdate,
+  computePodResizeAction,
+  doPodResizeAction,
+  type PodCgroups,
+  type ResizableResource,
+  resourceChanged,
+  withResource,
+} from './kuberuntime/resize.js';
+export { linuxResources } from './kuberuntime/resources.js';
+export {
   DefaultRuntimeHelper,
   type MountSpec,
   type RunContainerOptions,

@@ -1,3 +1,4 @@
+import { Quantity } from '@kh/apimachinery';
 import type { KObject } from '../meta/object.js';
 
 function defaultProbe(p: KObject | undefined) {
@@ -81,16 +82,23 @@ export function defaultPod(pod: KObject) {
 /** The QoS class the kubelet and the apiserver derive from requests and limits. */
 export function qosClass(spec: KObject): 'Guaranteed' | 'Burstable' | 'BestEffort' {
   const containers: KObject[] = [...(spec.containers ?? []), ...(spec.initContainers ?? [])];
+  // Only non-zero cpu and memory count, compared as quantities (1 == 1000m), as GetPodQOS.
+  const compute = (list: KObject | undefined) => {
+    const out = new Map<string, Quantity>();
+    for (const r of ['cpu', 'memory']) {
+      const q = list?.[r] === undefined ? undefined : Quantity.tryFromJSON(list[r]);
+      if (q !== undefined && !q.isZero()) out.set(r, q);
+    }
+    return out;
+  };
   let any = false;
   let guaranteed = true;
   for (const c of containers) {
-    const req = c.resources?.requests ?? {};
-    const lim = c.resources?.limits ?? {};
-    if (Object.keys(req).length > 0 || Object.keys(lim).length > 0) any = true;
-    for (const r of ['cpu', 'memory']) {
-      if (lim[r] === undefined || (req[r] !== undefined && String(req[r]) !== String(lim[r])))
-        guaranteed = false;
-    }
+    const req = compute(c.resources?.requests);
+    const lim = compute(c.resources?.limits);
+    if (req.size > 0 || lim.size > 0) any = true;
+    if (lim.size < 2) guaranteed = false;
+    for (const [r, q] of req) if (lim.get(r)?.cmp(q) !== 0) guaranteed = false;
   }
   if (!any) return 'BestEffort';
   return guaranteed ? 'Guaranteed' : 'Burstable';

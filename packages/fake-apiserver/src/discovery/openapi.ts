@@ -123,6 +123,13 @@ function paths(defs: ResourceDef[], flavor: Flavor): KObject {
         patch: write('patch', 'patchStatus', patchTypes),
       };
     }
+    if (d.resize) {
+      out[`${base}/{name}/resize`] = {
+        get: op('get', 'readResize', { responses: response(d.typeName) }),
+        put: write('put', 'replaceResize'),
+        patch: write('patch', 'patchResize', patchTypes),
+      };
+    }
     if (d.namespaced)
       out[`${prefix}/${d.resource}`] = {
         get: op('list', 'listAllNamespaces', { responses: response(`${d.typeName}List`) }),

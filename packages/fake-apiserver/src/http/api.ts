@@ -19,6 +19,7 @@ import type {
   FieldValidation,
   PatchType,
   RestStorage,
+  SubresourceWrite,
   WriteOptions,
 } from '../registry/rest.js';
 import type { ServiceAccountTokens } from '../registry/serviceaccounts.js';
@@ -454,14 +455,16 @@ export class ApiHandler {
     const method = req.method ?? 'GET';
     const { def, subresource } = r;
     const name = r.name!;
-    if (subresource === 'status' && def.hasStatus) {
+    // status and resize: the whole object in, the whole object out, one part of it written.
+    if ((subresource === 'status' && def.hasStatus) || (subresource === 'resize' && def.resize)) {
       const warnings: string[] = [];
-      const o: WriteOptions = {
+      const o: SubresourceWrite = {
         dryRun: r.query.get('dryRun') === 'All',
         fieldValidation: fieldValidation(r.query),
         warnings,
-        admit: this.admitter(r, 'status', warnings),
-        admitBeforeValidation: this.admitter(r, 'status', warnings, this.opts.mutatingAdmission),
+        admit: this.admitter(r, subresource, warnings),
+        admitBeforeValidation: this.admitter(r, subresource, warnings, this.opts.mutatingAdmission),
+        [subresource]: true,
       };
       let out: KObject;
       if (method === 'GET') out = this.rest.get(def, r.namespace, name);
@@ -470,9 +473,9 @@ export class ApiHandler {
           decodeObject(await readBody(req, this.opts.maxBodyBytes), mediaType(req)),
           def.kind,
         );
-        out = this.rest.update(def, r.namespace, name, body, { ...o, status: true });
+        out = this.rest.update(def, r.namespace, name, body, o);
       } else if (method === 'PATCH') {
-        out = this.rest.patch(def, r.namespace, name, ...(await this.patchBody(req)), { ...o, status: true });
+        out = this.rest.patch(def, r.namespace, name, ...(await this.patchBody(req)), o);
       } else throw methodNotAllowed(method, def.kind);
       await this.rest.store.sync();
       addWarnings(res, o.warnings!);

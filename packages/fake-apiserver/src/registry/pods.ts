@@ -1,7 +1,13 @@
 import { defaultPod, qosClass } from '../defaults/pod.js';
+import type { KObject } from '../meta/object.js';
 import { metadataFields } from '../selectors/field.js';
 import { validateObjectMeta } from '../validation/meta.js';
-import { validatePodSpec, validatePodSpecUpdate, validatePodStatus } from '../validation/pod.js';
+import {
+  validatePodResize,
+  validatePodSpec,
+  validatePodSpecUpdate,
+  validatePodStatus,
+} from '../validation/pod.js';
 import { podColumns } from './printers.js';
 import { ALL_VERBS, type ResourceDef } from './resource.js';
 
@@ -17,7 +23,7 @@ export const pods: ResourceDef = {
   typeName: 'io.k8s.api.core.v1.Pod',
   storage: 'pods',
   verbs: ALL_VERBS,
-  subresources: ['binding', 'eviction', 'log'],
+  subresources: ['binding', 'eviction', 'log', 'resize'],
   hasStatus: true,
   tracksGeneration: true,
   fields: {
@@ -46,6 +52,27 @@ export const pods: ResourceDef = {
     validatePodSpec(pod.spec, errs);
     if (old !== undefined) validatePodSpecUpdate(pod.spec, old.spec, errs);
     validatePodStatus(pod.status, errs);
+  },
+  // pods/resize (1.33): the request's containers' resources and resizePolicy over the stored pod;
+  // anything else it carries is dropped. Names travel with them so validation sees a reordering.
+  resize: {
+    prepare(pod, old) {
+      defaultPod(pod);
+      const next = structuredClone(old);
+      next.metadata.resourceVersion = pod.metadata.resourceVersion;
+      (pod.spec?.containers ?? []).forEach((c: KObject, i: number) => {
+        const target = next.spec.containers[i];
+        if (target === undefined) return;
+        target.name = c.name;
+        target.resources = c.resources;
+        if (c.resizePolicy === undefined) delete target.resizePolicy;
+        else target.resizePolicy = c.resizePolicy;
+      });
+      if ((pod.spec?.containers ?? []).length !== next.spec.containers.length)
+        next.spec.containers = pod.spec?.containers ?? [];
+      return next;
+    },
+    validate: (pod, errs, old) => validatePodResize(pod, old, errs),
   },
   gracePeriod(pod, requested) {
     // Pods never bound to a node and finished pods have nothing to stop: delete at once.

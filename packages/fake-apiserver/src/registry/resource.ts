@@ -41,7 +41,7 @@ export interface ResourceDef {
   /** Store table; two API views of one storage (events) share it. */
   storage: string;
   verbs: string[];
-  /** Subresources besides status that take a POST/GET (binding, eviction, log). */
+  /** Subresources besides status (binding, eviction, log, resize). */
   subresources: string[];
   /** status is its own subresource: writes to the main resource keep it, and vice versa. */
   hasStatus: boolean;
@@ -55,6 +55,14 @@ export interface ResourceDef {
   /** Adjusts an update before validation (old is the stored object). */
   prepareForUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): void;
   validate?(obj: KObject, errs: FieldErrors, old: KObject | undefined): void;
+  /**
+   * A subresource written through the generic update path that changes one part of the object
+   * (pods/resize): `prepare` builds the next object from the stored one and the request's.
+   */
+  resize?: {
+    prepare(obj: KObject, old: KObject): KObject;
+    validate(obj: KObject, errs: FieldErrors, old: KObject): void;
+  };
   /** Grace period for deletion, when the resource supports graceful deletion (pods). */
   gracePeriod?(obj: KObject, requested: number | undefined): number;
   /** A create-only review that is answered, never stored (SelfSubjectReview, TokenReview...). */

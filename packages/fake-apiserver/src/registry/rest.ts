@@ -41,6 +41,9 @@ export interface DeleteOptions {
   admit?: (old: KObject) => void;
 }
 
+/** A write to the main resource, or to its status or resize subresource. */
+export type SubresourceWrite = WriteOptions & { status?: boolean; resize?: boolean };
+
 export type PatchType = 'json' | 'merge' | 'strategic';
 
 const ref = (d: ResourceDef): ResourceRef => ({ group: d.group, resource: d.resource });
@@ -179,14 +182,8 @@ export class RestStorage {
     return this.view(def, this.store.write(def.storage, 'ADDED', obj));
   }
 
-  /** PUT of the main resource or of its status subresource. */
-  update(
-    def: ResourceDef,
-    ns: string,
-    name: string,
-    body: KObject,
-    opts: WriteOptions & { status?: boolean } = {},
-  ): KObject {
+  /** PUT of the main resource or of its status or resize subresource. */
+  update(def: ResourceDef, ns: string, name: string, body: KObject, opts: SubresourceWrite = {}): KObject {
     const obj = this.decode(def, body, opts);
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
       throw badRequest(
@@ -205,7 +202,7 @@ export class RestStorage {
     }
     const old = this.store.get(def.storage, key, name);
     if (old === undefined) {
-      if (def.allowCreateOnUpdate && !opts.status) {
+      if (def.allowCreateOnUpdate && !opts.status && !opts.resize) {
         delete obj.metadata.resourceVersion;
         return this.createDecoded(def, ns, obj, opts);
       }
@@ -215,17 +212,16 @@ export class RestStorage {
   }
 
   /** Applies an already decoded object over the stored `old`. */
-  private updateFrom(
-    def: ResourceDef,
-    old: KObject,
-    obj: KObject,
-    opts: WriteOptions & { status?: boolean },
-  ): KObject {
+  private updateFrom(def: ResourceDef, old: KObject, obj: KObject, opts: SubresourceWrite): KObject {
     const rv = obj.metadata.resourceVersion;
     if (rv !== undefined && rv !== '' && rv !== old.metadata.resourceVersion)
       throw staleConflict(ref(def), old.metadata.name);
     let next: KObject;
-    if (opts.status) {
+    const resize = opts.resize ? def.resize : undefined;
+    if (opts.resize && resize === undefined)
+      throw notFound({ group: def.group, resource: `${def.resource}/resize` }, old.metadata.name);
+    if (resize !== undefined) next = resize.prepare(obj, old);
+    else if (opts.status) {
       // A status write changes status (and labels/annotations); everything else stays.
       next = clone(old);
       next.status = obj.status;
@@ -262,11 +258,15 @@ export class RestStorage {
         );
       }
     }
-    def.prepareForUpdate?.(next, old, this.ctx);
+    if (resize === undefined) def.prepareForUpdate?.(next, old, this.ctx);
     if (def.tracksGeneration && !deepEqual(specOf(next), specOf(old)))
       md.generation = (old.metadata.generation ?? 0) + 1;
     opts.admitBeforeValidation?.('UPDATE', next, old);
-    this.validate(def, next, old);
+    if (resize !== undefined) {
+      const errs = new FieldErrors();
+      resize.validate(next, errs, old);
+      errs.throwIfAny(def.kind, md.name, def.group);
+    } else this.validate(def, next, old);
     opts.admit?.('UPDATE', next, old);
     md.resourceVersion = old.metadata.resourceVersion;
     if (opts.dryRun) return this.view(def, next);
@@ -286,7 +286,7 @@ export class RestStorage {
     name: string,
     type: PatchType,
     patch: unknown,
-    opts: WriteOptions & { status?: boolean } = {},
+    opts: SubresourceWrite = {},
   ): KObject {
     const stored = this.store.get(def.storage, def.namespaced ? ns : '', name);
     if (stored === undefined) throw notFound(ref(def), name);

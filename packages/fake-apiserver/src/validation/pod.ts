@@ -1,4 +1,5 @@
 import { Quantity } from '@kh/apimachinery';
+import { qosClass } from '../defaults/pod.js';
 import { deepEqual } from '../meta/equal.js';
 import type { KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
@@ -10,6 +11,8 @@ const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'];
 const PROTOCOLS = ['TCP', 'UDP', 'SCTP'];
 const TOLERATION_OPS = ['Exists', 'Equal'];
 const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+const RESIZABLE = ['cpu', 'memory'];
+const RESIZE_RESTART_POLICIES = ['NotRequired', 'RestartContainer'];
 const PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
 
 const PROBE_INTS = [
@@ -118,6 +121,16 @@ function validateContainers(
           errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be greater than or equal to 0');
       }
     }
+    const policies = new Set<string>();
+    (c.resizePolicy ?? []).forEach((p: KObject, j: number) => {
+      const pf = `${f}.resizePolicy[${j}]`;
+      if (!RESIZABLE.includes(p.resourceName))
+        errs.notSupported(`${pf}.resourceName`, p.resourceName, RESIZABLE);
+      else if (policies.has(p.resourceName)) errs.duplicate(`${pf}.resourceName`, p.resourceName);
+      policies.add(p.resourceName);
+      if (!RESIZE_RESTART_POLICIES.includes(p.restartPolicy))
+        errs.notSupported(`${pf}.restartPolicy`, p.restartPolicy, RESIZE_RESTART_POLICIES);
+    });
     for (const [r, q] of Object.entries(c.resources?.requests ?? {})) {
       const lim = c.resources?.limits?.[r];
       // Most requests come without a limit; a failed parse throws (and captures a stack).
@@ -288,4 +301,66 @@ export function validatePodStatus(status: KObject | undefined, errs: FieldErrors
       errs.notSupported(`status.conditions[${i}].status`, c.status, ['True', 'False', 'Unknown']);
     }
   });
+}
+
+/** Keys of `after` that `before` had and `after` lost. */
+const removed = (after: KObject | undefined, before: KObject | undefined) =>
+  Object.keys(before ?? {}).some((k) => RESIZABLE.includes(k) && after?.[k] === undefined);
+
+/**
+ * ValidatePodResize (kube-apiserver 1.33) over a pods/resize write: `pod` is the stored pod with
+ * the request's containers' resources and resizePolicy (and names, to catch reordering) in it.
+ */
+export function validatePodResize(pod: KObject, old: KObject, errs: FieldErrors) {
+  validatePodSpec(pod.spec, errs);
+  if (old.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined) {
+    errs.forbidden('', 'static pods cannot be resized');
+    return;
+  }
+  if (old.spec?.os?.name === 'windows') {
+    errs.forbidden('', 'windows pods cannot be resized');
+    return;
+  }
+  const oldQos = old.status?.qosClass ?? qosClass(old.spec);
+  if (qosClass(pod.spec) !== oldQos)
+    errs.invalid('spec', oldQos, 'Pod QOS Class may not change as a result of resizing');
+  // Version skew guard: a node that reports no resources for its running containers cannot resize.
+  const running = (old.status?.containerStatuses ?? []).find((s: KObject) => s.state?.running);
+  if (running !== undefined && running.resources === undefined)
+    errs.forbidden('spec', 'Pod running on node without support for resize');
+  const ctrs: KObject[] = pod.spec?.containers ?? [];
+  const oldCtrs: KObject[] = old.spec?.containers ?? [];
+  if (ctrs.length !== oldCtrs.length) {
+    errs.forbidden('spec.containers', 'containers may not be added or removed on resize');
+    return;
+  }
+  let reordered = false;
+  oldCtrs.forEach((c, i) => {
+    if (ctrs[i]!.name === c.name) return;
+    errs.forbidden(`spec.containers[${i}].name`, 'containers may not be renamed or reordered on resize');
+    reordered = true;
+  });
+  if (reordered) return;
+  oldCtrs.forEach((c, i) => {
+    const f = `spec.containers[${i}].resources`;
+    const now = ctrs[i]!.resources ?? {};
+    if (removed(now.requests, c.resources?.requests))
+      errs.forbidden(`${f}.requests`, 'resource requests cannot be removed');
+    if (removed(now.limits, c.resources?.limits))
+      errs.forbidden(`${f}.limits`, 'resource limits cannot be removed');
+  });
+  // With cpu and memory put back as they were, nothing else may differ.
+  const rest = (s: KObject) => {
+    const c = structuredClone(s);
+    for (const x of c.containers ?? []) {
+      delete x.resizePolicy;
+      for (const kind of ['requests', 'limits']) {
+        for (const r of RESIZABLE) delete x.resources?.[kind]?.[r];
+        if (x.resources?.[kind] && Object.keys(x.resources[kind]).length === 0) delete x.resources[kind];
+      }
+    }
+    return c;
+  };
+  if (!deepEqual(rest(pod.spec ?? {}), rest(old.spec ?? {})))
+    errs.forbidden('spec', 'only cpu and memory resources are mutable');
 }

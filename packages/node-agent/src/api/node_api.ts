@@ -30,11 +30,19 @@ export function podStatusPatch(
   const missing = (o: object, k: string) => (o as Record<string, unknown>)[k] === undefined;
   for (const k of Object.keys(stored ?? {})) if (missing(next, k)) patch[k] = null;
   if (strategy === PatchStrategy.StrategicMergePatch && next.conditions) {
-    patch.conditions = next.conditions.map((c) => {
-      const before = stored?.conditions?.find((b) => b.type === c.type);
-      const gone = Object.keys(before ?? {}).filter((k) => missing(c, k));
-      return { ...c, ...Object.fromEntries(gone.map((k) => [k, null])) };
-    });
+    const types = new Set(next.conditions.map((c) => c.type));
+    patch.conditions = [
+      ...next.conditions.map((c) => {
+        const before = stored?.conditions?.find((b) => b.type === c.type);
+        const gone = Object.keys(before ?? {}).filter((k) => missing(c, k));
+        return { ...c, ...Object.fromEntries(gone.map((k) => [k, null])) };
+      }),
+      // A condition the status no longer has (a cleared PodResizePending) is deleted by its key,
+      // as a two-way strategic merge patch does; list merging alone would keep it.
+      ...(stored?.conditions ?? [])
+        .filter((b) => !types.has(b.type))
+        .map((b) => ({ type: b.type, $patch: 'delete' })),
+    ];
   }
   return patch;
 }

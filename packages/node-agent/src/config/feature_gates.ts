@@ -5,6 +5,10 @@ import type { KubeletConfiguration } from './types.js';
 export const FEATURE_GATE_DEFAULTS = {
   /** Beta in 1.33: the kubelet API's /checkpoint/{namespace}/{pod}/{container}. */
   ContainerCheckpoint: true,
+  /** Beta in 1.33: pods are resized in place (pods/resize) through UpdateContainerResources. */
+  InPlacePodVerticalScaling: true,
+  /** Alpha in 1.33: containerStatuses[].allocatedResources is reported. */
+  InPlacePodVerticalScalingAllocatedStatus: false,
   /** Beta in 1.33: the cgroup driver comes from the runtime's RuntimeConfig. */
   KubeletCgroupDriverFromCRI: true,
   /** Alpha in 1.33: pod and container stats from ListPodSandboxStats instead of cAdvisor. */

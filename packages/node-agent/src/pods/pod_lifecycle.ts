@@ -9,6 +9,7 @@ import type { EventRecorder, PodCache, PodLifecycleEvent, Runtime } from '@kh/ru
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
 import type { PodCgroups } from '../cm/container_manager.js';
+import type { AllocationManager } from '../allocation/allocation_manager.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import type { ReasonCache } from '../status/reason_cache.js';
 import type { StatusManager } from '../status/types.js';
@@ -38,6 +39,8 @@ export interface PodLifecycleDeps {
   startup?: Pick<StartupEvents, 'admitted'>;
   /** Housekeeping removes the cgroups of pods that can no longer be running. */
   podCgroups?: Pick<PodCgroups, 'cleanupOrphaned'>;
+  /** In-place resize: admitted pods' allocations, which admission counts instead of their specs. */
+  allocation?: Pick<AllocationManager, 'addPod' | 'updatePodFromAllocation' | 'removeOrphanedPods'>;
   log?: Logger;
 }
 
@@ -76,16 +79,20 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     );
     for (const pod of ordered) {
       const uid = pod.metadata?.uid ?? '';
-      const active = this.activePods();
+      const allocation = this.deps.allocation;
+      const active = this.activePods().map((p) => allocation?.updatePodFromAllocation(p).pod ?? p);
       this.deps.pods.setPod(pod);
       if (isTerminalPhase(pod)) continue;
       if (!pod.metadata?.deletionTimestamp) {
-        const verdict = this.deps.admit.admit({ pod, otherPods: active });
+        // A pod re-admitted after a restart is admitted at the size it was allocated.
+        const admitted = allocation?.updatePodFromAllocation(pod).pod ?? pod;
+        const verdict = this.deps.admit.admit({ pod: admitted, otherPods: active });
         if (!verdict.admit) {
           this.rejectPod(pod, verdict.reason, verdict.message);
           continue;
         }
       }
+      allocation?.addPod(pod);
       this.deps.startup?.admitted(uid);
       this.deps.prober?.addPod(pod);
       this.deps.workers.updatePod({ pod, op: 'create' });
@@ -184,6 +191,7 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     const desired = pods.uids();
     this.deps.statusManager.removeOrphanedStatuses(desired);
     this.deps.reasons.removeOrphaned(desired);
+    this.deps.allocation?.removeOrphanedPods(desired);
     this.deps.prober?.cleanupPods(
       new Set(
         pods

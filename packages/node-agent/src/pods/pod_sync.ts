@@ -25,6 +25,7 @@ import {
 } from '@kh/runtime-manager';
 import type { V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
 import type { PodCgroups } from '../cm/container_manager.js';
+import type { AllocationManager } from '../allocation/allocation_manager.js';
 import type { EvictionStatus } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { ReasonCache } from '../status/reason_cache.js';
@@ -50,14 +51,32 @@ export interface PodSyncDeps {
   pullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
   /** Makes the pod's cgroup (the container manager) before the runtime creates its sandbox. */
   podCgroups?: Pick<PodCgroups, 'ensureExists'>;
+  /**
+   * In-place resize: each pass syncs the pod with its allocated resources, after the allocation
+   * manager decided on a changed spec; `allocatedStatus` reports containers' allocatedResources.
+   */
+  resize?: {
+    allocation: Pick<
+      AllocationManager,
+      'handlePodResourcesResize' | 'afterSync' | 'conditions' | 'getActuatedResources'
+    >;
+    /**
+     * The runtime's status of the pod, read now and put in the pod cache (the PLEG's
+     * UpdateCache): a resize changes no container state, so no PLEG event brings it.
+     */
+    refreshStatus(pod: V1Pod): Promise<PodStatus>;
+    allocatedStatus: boolean;
+  };
 }
 
 export class PodSync implements PodSyncer {
   constructor(private readonly deps: PodSyncDeps) {}
 
-  async syncPod(pod: V1Pod, status: PodStatus, signal?: AbortSignal): Promise<boolean> {
-    const { runtime, statusManager } = this.deps;
-    const uid = pod.metadata?.uid ?? '';
+  async syncPod(specPod: V1Pod, status: PodStatus, signal?: AbortSignal): Promise<boolean> {
+    const { runtime, statusManager, resize } = this.deps;
+    const uid = specPod.metadata?.uid ?? '';
+    // Before anything else, so the whole pass sees one view of the pod: its allocated resources.
+    const pod = resize ? resize.allocation.handlePodResourcesResize(specPod) : specPod;
     this.report(pod, status);
     const current = statusManager.getPodStatus(uid);
     // Ran to completion: its worker tears down what is left (the sandbox) and never starts it again.
@@ -72,7 +91,14 @@ export class PodSync implements PodSyncer {
     this.deps.reasons.update(uid, result);
     // Aborted: the terminating pass that follows reports, with the pod object showing the deletion.
     if (result.aborted) return false;
-    if (result.steps.some((s) => s.error)) this.report(pod, status);
+    if (resize && result.steps.some((s) => s.action === 'ResizePodInPlace')) {
+      const now = await resize.refreshStatus(pod);
+      resize.allocation.afterSync(pod, now, result);
+      this.report(pod, now);
+    } else if (resize) {
+      resize.allocation.afterSync(pod, status, result);
+      if (result.steps.some((s) => s.error)) this.report(pod, status);
+    } else if (result.steps.some((s) => s.error)) this.report(pod, status);
     const failed =
       result.syncError ?? result.steps.find((s) => s.error && s.reason !== ErrCrashLoopBackOff)?.error;
     if (failed) throw failed;
@@ -116,6 +142,16 @@ export class PodSync implements PodSyncer {
     this.deps.statusManager.terminatePod(pod);
   }
 
+  private resizeStatus(pod: V1Pod, terminal: boolean) {
+    const { allocation, allocatedStatus } = this.deps.resize!;
+    const uid = pod.metadata?.uid ?? '';
+    return {
+      conditions: allocation.conditions(uid, terminal),
+      actuated: (name: string) => allocation.getActuatedResources(uid, name),
+      allocatedStatus,
+    };
+  }
+
   private report(pod: V1Pod, runtimeStatus: PodStatus, terminal = false): void {
     const uid = pod.metadata?.uid ?? '';
     const status = generateAPIPodStatus({
@@ -127,6 +163,7 @@ export class PodSync implements PodSyncer {
       nodeIP: this.deps.nodeIP,
       now: new Date(this.deps.clock.now()),
       ...(this.deps.probes ? { probes: this.deps.probes } : {}),
+      ...(this.deps.resize ? { resize: this.resizeStatus(pod, terminal) } : {}),
     });
     const eviction = this.deps.pods.evictionStatus(uid);
     this.deps.statusManager.setPodStatus(pod, eviction ? withEviction(status, eviction) : status);

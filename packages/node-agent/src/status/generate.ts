@@ -3,7 +3,12 @@
 // reasons and container states. Pod workers call this around each sync and hand the result to
 // the status manager.
 
-import { type ContainerStatus, type PodStatus, shouldContainerBeRestarted } from '@kh/runtime-manager';
+import {
+  type ContainerStatus,
+  linuxResources,
+  type PodStatus,
+  shouldContainerBeRestarted,
+} from '@kh/runtime-manager';
 import type {
   V1Container,
   V1ContainerState,
@@ -11,6 +16,7 @@ import type {
   V1Pod,
   V1PodCondition,
   V1PodStatus,
+  V1ResourceRequirements,
 } from '@kubernetes/client-node';
 import { podQOSClass } from '../types/qos.js';
 import type { ReasonLookup } from './reason_cache.js';
@@ -33,6 +39,56 @@ export interface GenerateStatusInput {
   nodeIP: string;
   now: Date;
   probes?: ProbeResults;
+  /**
+   * In-place resize (the pod passed is the allocated one): its PodResizePending and
+   * PodResizeInProgress conditions, what each container's cgroup was last given, and whether
+   * allocatedResources is reported (InPlacePodVerticalScalingAllocatedStatus).
+   */
+  resize?: {
+    conditions: V1PodCondition[];
+    actuated(containerName: string): V1ResourceRequirements | undefined;
+    allocatedStatus: boolean;
+  };
+}
+
+/**
+ * A running container's resources: cpu and memory limits and the cpu request as the runtime
+ * reports its cgroup (kept in the allocation's form when they match it), else as last applied,
+ * else as allocated; the memory request is the allocation's.
+ */
+export function containerStatusResources(
+  spec: V1Container,
+  current: ContainerStatus,
+  actuated: V1ResourceRequirements | undefined,
+): V1ResourceRequirements {
+  const allocated = spec.resources ?? {};
+  const reported = current.resources;
+  if (reported === undefined) return structuredClone(actuated ?? allocated);
+  const want = linuxResources(spec);
+  const requests: Record<string, string> = { ...(allocated.requests ?? {}) };
+  const limits: Record<string, string> = { ...(allocated.limits ?? {}) };
+  const put = (into: Record<string, string>, name: string, same: boolean, value: string | undefined) => {
+    if (same) return;
+    if (value === undefined) delete into[name];
+    else into[name] = value;
+  };
+  // The kubelet's sharesToMilliCPU / quotaToMilliCPU.
+  const sharesMilli = reported.cpuShares >= 2n ? (reported.cpuShares * 1000n + 1023n) / 1024n : 0n;
+  put(
+    requests,
+    'cpu',
+    reported.cpuShares === want.cpuShares,
+    sharesMilli > 0n ? `${sharesMilli}m` : undefined,
+  );
+  const quotaMilli =
+    reported.cpuQuota > 0n && reported.cpuPeriod > 0n ? (reported.cpuQuota * 1000n) / reported.cpuPeriod : 0n;
+  put(limits, 'cpu', reported.cpuQuota === want.cpuQuota, quotaMilli > 0n ? `${quotaMilli}m` : undefined);
+  const mem = reported.memoryLimitInBytes;
+  put(limits, 'memory', mem === want.memoryLimitInBytes, mem > 0n ? String(mem) : undefined);
+  return {
+    ...(Object.keys(requests).length > 0 ? { requests } : {}),
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+  };
 }
 
 /**
@@ -119,6 +175,7 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     readinessCondition('ContainersReady', unready, completed),
     readinessCondition('Ready', unready, completed),
     { type: 'PodScheduled', status: 'True' },
+    ...(input.resize?.conditions ?? []),
   ];
 
   return {
@@ -169,7 +226,20 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
       restartCount: current?.restartCount ?? prior?.restartCount ?? 0,
       state,
       lastState: lastState ?? {},
+      ...resizeFields(spec, current),
     };
+  }
+
+  /** resources of a running container; allocatedResources (the allocated requests) when reported. */
+  function resizeFields(spec: V1Container, current: ContainerStatus | undefined): Partial<V1ContainerStatus> {
+    const resize = input.resize;
+    if (resize === undefined) return {};
+    const out: Partial<V1ContainerStatus> = {};
+    if (resize.allocatedStatus && spec.resources?.requests)
+      out.allocatedResources = { ...spec.resources.requests };
+    if (current?.state === 'running')
+      out.resources = containerStatusResources(spec, current, resize.actuated(spec.name));
+    return out;
   }
 
   /** The kubelet's ShouldContainerBeRestarted, with a completed init container never rerun. */

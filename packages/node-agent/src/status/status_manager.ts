@@ -27,6 +27,9 @@ export const KUBELET_POD_CONDITIONS = [
   'Initialized',
   'ContainersReady',
   'Ready',
+  // In-place resize: present while a resize waits or is being applied, removed after.
+  'PodResizePending',
+  'PodResizeInProgress',
 ];
 
 export const STATUS_SYNC_PERIOD_MS = 10_000;

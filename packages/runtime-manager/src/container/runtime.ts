@@ -34,6 +34,8 @@ export interface ContainerStatus {
   message?: string;
   /** Host path of the container's log file (CRI log format). */
   logPath?: string;
+  /** The cgroup values the runtime reports for a running container (CRI ContainerStatus.resources). */
+  resources?: { cpuShares: bigint; cpuQuota: bigint; cpuPeriod: bigint; memoryLimitInBytes: bigint };
 }
 
 export interface SandboxStatus {
@@ -82,7 +84,8 @@ export type SyncAction =
   | 'ConfigPodSandbox'
   | 'StartContainer'
   | 'KillContainer'
-  | 'InitContainer';
+  | 'InitContainer'
+  | 'ResizePodInPlace';
 
 /** One step of a sync, with the kubelet's reason when it failed (ErrImagePull, CrashLoopBackOff...). */
 export interface SyncStepResult {

@@ -7,6 +7,7 @@ export const ErrCreatePodSandbox = 'CreatePodSandboxError';
 export const ErrConfigPodSandbox = 'ConfigPodSandboxError';
 export const ErrKillPodSandbox = 'KillPodSandboxError';
 export const ErrKillContainer = 'KillContainerError';
+export const ErrResizePodInPlace = 'ResizePodInPlaceError';
 export const ErrRunInitContainer = 'RunInitContainerError';
 export const ErrCreateContainerConfig = 'CreateContainerConfigError';
 export const ErrCreateContainer = 'CreateContainerError';

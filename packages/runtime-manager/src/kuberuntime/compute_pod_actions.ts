@@ -3,6 +3,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ContainerID, ContainerStatus, PodStatus, ProbeResults } from '../container/runtime.js';
 import { hashContainer } from './hash.js';
+import { type ActuatedResources, type ContainersToUpdate, computePodResizeAction } from './resize.js';
 
 export interface ContainerToKill {
   id: ContainerID;
@@ -29,6 +30,8 @@ export interface PodActions {
   containersToStart: number[];
   /** Keyed by runtime container id. */
   containersToKill: Map<string, ContainerToKill>;
+  /** Running containers resized in place (UpdateContainerResources), per resource. */
+  containersToUpdate: ContainersToUpdate;
 }
 
 const noProbes: ProbeResults = { liveness: () => undefined, startup: () => undefined };
@@ -179,10 +182,16 @@ function computeInitContainerActions(
   return true;
 }
 
+/**
+ * `actuated`: what each container's cgroup was last given; with it, running containers whose
+ * (allocated) resources in `pod` differ are resized in place, or restarted when their
+ * resizePolicy says RestartContainer.
+ */
 export function computePodActions(
   pod: V1Pod,
   status: PodStatus,
   probes: ProbeResults = noProbes,
+  actuated?: ActuatedResources,
 ): PodActions {
   const sandbox = podSandboxChanged(pod, status);
   const changes: PodActions = {
@@ -194,6 +203,7 @@ export function computePodActions(
     initContainersToStart: [],
     containersToStart: [],
     containersToKill: new Map(),
+    containersToUpdate: { memory: [], cpu: [] },
   };
   const containers = pod.spec?.containers ?? [];
   const inits = pod.spec?.initContainers ?? [];
@@ -252,6 +262,16 @@ export function computePodActions(
       s.id.id,
       killEntry(s, c, kill.reason, restart ? `${kill.message}, will be restarted` : kill.message),
     );
+  }
+
+  if (actuated) {
+    const resize = computePodResizeAction(pod, status, actuated, new Set(changes.containersToKill.keys()));
+    changes.containersToUpdate = resize.update;
+    for (const r of resize.restart) {
+      const message = `Container ${r.container.name} resize requires restart`;
+      changes.containersToKill.set(r.status.id.id, killEntry(r.status, r.container, 'Resize', message));
+      changes.containersToStart.push(r.index);
+    }
   }
 
   if (keepCount === 0 && changes.containersToStart.length === 0) {

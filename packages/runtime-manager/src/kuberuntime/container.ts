@@ -90,6 +90,11 @@ export async function toContainerStatus(
     restartCount: ann.restartCount,
     logPath: s.logPath ? toAgentPath(ctx, s.logPath) : undefined,
   };
+  const linux = s.resources?.linux;
+  if (linux && state === 'running') {
+    const { cpuShares, cpuQuota, cpuPeriod, memoryLimitInBytes } = linux;
+    out.resources = { cpuShares, cpuQuota, cpuPeriod, memoryLimitInBytes };
+  }
   if (s.startedAt > 0n) out.startedAt = new Date(nsToMs(s.startedAt));
   if (s.finishedAt > 0n) out.finishedAt = new Date(nsToMs(s.finishedAt));
   if (s.reason) out.reason = s.reason;

@@ -34,6 +34,7 @@ import {
   ErrCreatePodSandbox,
   ErrKillContainer,
   ErrKillPodSandbox,
+  ErrResizePodInPlace,
   ErrRunContainer,
   failStep,
   formatDuration,
@@ -59,6 +60,7 @@ import { ContainerGC, type ContainerGCReport } from './gc.js';
 import { hashContainer } from './hash.js';
 import { type ImagePullOptions, RuntimeImages } from './image.js';
 import { getPodStatus, getPods, podStatusFromEvent, runningPodFromStatus } from './pod_status.js';
+import { type ActuatedResources, doPodResizeAction, type PodCgroups } from './resize.js';
 import { DefaultRuntimeHelper, type RuntimeHelper } from './runtime_helper.js';
 import { createPodSandbox, generatePodSandboxConfig } from './sandbox.js';
 import { DefaultSecurityOptions, type SecurityOptions } from './security_context.js';
@@ -105,6 +107,13 @@ export interface RuntimeManagerOptions {
   imageFsCapacity?: (mountpoint: string) => Promise<number>;
   /** KubeletConfiguration seccompDefault and the seccomp profile root. Default: off, /var/lib/kubelet/seccomp. */
   security?: Partial<SecurityOptions>;
+  /**
+   * The agent's record of what each container's cgroup was given (allocation manager). With it,
+   * syncPod resizes running containers in place to the pod's resources; without it, never.
+   */
+  actuatedResources?: ActuatedResources;
+  /** The pod-level cgroup, resized around a pod's containers. Default: none. */
+  podCgroups?: PodCgroups;
 }
 
 const keepAll: PodStateProvider = {
@@ -146,6 +155,8 @@ export class KubeGenericRuntimeManager implements Runtime {
   readonly #version: { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string };
   readonly #images: RuntimeImages;
   readonly #containerGC: ContainerGC;
+  readonly #actuated: ActuatedResources | undefined;
+  readonly #podCgroups: PodCgroups | undefined;
   readonly imageGC: ImageGCManager;
 
   private constructor(
@@ -158,6 +169,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     this.#version = version;
     this.#images = images;
     this.#containerGC = new ContainerGC(ctx, opts.podStateProvider ?? keepAll);
+    this.#actuated = opts.actuatedResources;
+    this.#podCgroups = opts.podCgroups;
     this.imageGC = images.newImageGC(opts.imageGCPolicy, {
       clock: ctx.clock,
       sandboxImage: opts.podSandboxImage,
@@ -296,13 +309,14 @@ export class KubeGenericRuntimeManager implements Runtime {
         };
     if (!sandbox) return result;
     if (!(await this.#startInitContainers(pass, actions, sandbox))) return result;
+    if (!(await this.#resizeContainers(pass, actions))) return result;
     await this.#startContainers(pass, actions, sandbox);
     return result;
   }
 
   /** Step 1: the actions, and the SandboxChanged event when an existing sandbox is replaced. */
   #computePodActions(pass: SyncPass): PodActions {
-    const actions = computePodActions(pass.pod, pass.podStatus, this.#ctx.probes);
+    const actions = computePodActions(pass.pod, pass.podStatus, this.#ctx.probes, this.#actuated);
     if (actions.createSandbox && actions.sandboxId) {
       recordEvent(
         this.#ctx,
@@ -412,7 +426,34 @@ export class KubeGenericRuntimeManager implements Runtime {
     return true;
   }
 
-  /** Step 6: the pod's containers. */
+  /** Step 6: running containers resized in place. False when an update failed. */
+  async #resizeContainers(pass: SyncPass, actions: PodActions): Promise<boolean> {
+    const { memory, cpu } = actions.containersToUpdate;
+    if (this.#actuated === undefined || (memory.length === 0 && cpu.length === 0)) return true;
+    if (pass.aborted()) return false;
+    const step: SyncStepResult = { action: 'ResizePodInPlace', target: pass.pod.metadata?.name ?? '' };
+    pass.result.steps.push(step);
+    try {
+      await doPodResizeAction(pass.pod, actions.containersToUpdate, {
+        actuated: this.#actuated,
+        podCgroups: this.#podCgroups,
+        update: async (containerId, linux) => {
+          await this.#ctx.cri.updateContainerResources({
+            containerId,
+            linux,
+            windows: undefined,
+            annotations: {},
+          });
+        },
+      });
+      return true;
+    } catch (err) {
+      failStep(step, ErrResizePodInPlace, err);
+      return false;
+    }
+  }
+
+  /** Step 7: the pod's containers. */
   async #startContainers(pass: SyncPass, actions: PodActions, sandbox: PassSandbox): Promise<void> {
     const containers = pass.pod.spec?.containers ?? [];
     for (const i of actions.containersToStart) {
@@ -448,6 +489,11 @@ export class KubeGenericRuntimeManager implements Runtime {
         podIPs: sandbox.podIPs,
         prep: sandbox.preps.get(container),
       });
+      this.#actuated?.setActuatedResources(
+        pass.pod.metadata?.uid ?? '',
+        container.name,
+        container.resources ?? {},
+      );
       return true;
     } catch (err) {
       failStep(step, err instanceof SyncStepError ? err.reason : ErrRunContainer, err);

@@ -1,0 +1,348 @@
+import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import { allChecks } from '../support/concurrent.js';
+import { createPod, podFor, podSummary, readPod, sh, waitForPod } from '../support/pods.js';
+
+// Upstream's in-place resize cases (pod_resize.go, 1.33) that one node can run: each pod is
+// resized with kubectl 1.33 `patch --subresource resize`, then judged by upstream's expectations
+// on the pod's status and, from inside the container, on its own cgroup files (cgroup v1 or v2,
+// whichever the node has), after the rollback too where upstream rolls back.
+const FILE = 'test/e2e/common/node/pod_resize.go';
+const DESCRIBE = 'Pod InPlace Resize Container';
+
+/** Upstream's sizes (pod_resize.go 1.33). */
+const CPU = {
+  original: '20m',
+  originalLimit: '30m',
+  reduced: '15m',
+  increased: '25m',
+  increasedLimit: '35m',
+};
+const MEM = {
+  original: '20Mi',
+  originalLimit: '30Mi',
+  reduced: '15Mi',
+  increased: '25Mi',
+  increasedLimit: '35Mi',
+};
+
+interface Size {
+  cpuReq?: string;
+  cpuLim?: string;
+  memReq?: string;
+  memLim?: string;
+}
+
+const requirements = (s: Size): V1ResourceRequirements => {
+  const requests: Record<string, string> = {};
+  const limits: Record<string, string> = {};
+  if (s.cpuReq) requests.cpu = s.cpuReq;
+  if (s.memReq) requests.memory = s.memReq;
+  if (s.cpuLim) limits.cpu = s.cpuLim;
+  if (s.memLim) limits.memory = s.memLim;
+  return {
+    ...(Object.keys(requests).length > 0 ? { requests } : {}),
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+  };
+};
+
+const guaranteed = (cpu: string, mem: string): Size => ({
+  cpuReq: cpu,
+  cpuLim: cpu,
+  memReq: mem,
+  memLim: mem,
+});
+const burstable = (over: Size = {}): Size => ({
+  cpuReq: CPU.original,
+  cpuLim: CPU.originalLimit,
+  memReq: MEM.original,
+  memLim: MEM.originalLimit,
+  ...over,
+});
+
+interface Case {
+  name: string;
+  original: Size;
+  /** The patch's resources for c1, as upstream's patchString has them. */
+  patch: Size;
+  expected: Size;
+  memPolicy?: 'NotRequired' | 'RestartContainer';
+  restarts?: number;
+  rollback?: boolean;
+}
+
+const CASES: Case[] = [
+  {
+    name: 'Guaranteed QoS pod, one container - increase CPU & memory',
+    original: guaranteed(CPU.original, MEM.original),
+    patch: guaranteed(CPU.increased, MEM.increased),
+    expected: guaranteed(CPU.increased, MEM.increased),
+  },
+  {
+    name: 'Guaranteed QoS pod, one container - decrease CPU only',
+    original: guaranteed(CPU.original, MEM.original),
+    patch: { cpuReq: CPU.reduced, cpuLim: CPU.reduced },
+    expected: guaranteed(CPU.reduced, MEM.original),
+    rollback: true,
+  },
+  {
+    name: 'Burstable QoS pod, one container with cpu & memory requests + limits - decrease memory requests only',
+    original: burstable(),
+    patch: { memReq: MEM.reduced },
+    expected: burstable({ memReq: MEM.reduced }),
+    rollback: true,
+  },
+  {
+    name: 'Burstable QoS pod, one container with cpu & memory requests + limits - increase CPU requests and limits',
+    original: burstable(),
+    patch: { cpuReq: CPU.increased, cpuLim: CPU.increasedLimit },
+    expected: burstable({ cpuReq: CPU.increased, cpuLim: CPU.increasedLimit }),
+  },
+  {
+    name: 'Burstable QoS pod, one container with cpu & memory requests + limits - increase memory requests and limits',
+    original: burstable(),
+    patch: { memReq: MEM.increased, memLim: MEM.increasedLimit },
+    expected: burstable({ memReq: MEM.increased, memLim: MEM.increasedLimit }),
+  },
+  {
+    name: 'Guaranteed QoS pod, one container - increase CPU (NotRequired) & memory (RestartContainer)',
+    original: guaranteed(CPU.original, MEM.original),
+    patch: guaranteed(CPU.increased, MEM.increased),
+    expected: guaranteed(CPU.increased, MEM.increased),
+    memPolicy: 'RestartContainer',
+    restarts: 1,
+  },
+];
+
+/** The kubelet's MilliCPUToShares / MilliCPUToQuota and cgroup v2's shares-to-weight. */
+function cgroupWant(s: Size) {
+  const milli = (q: string | undefined) =>
+    q === undefined ? 0 : q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000;
+  const mi = (q: string | undefined) => (q === undefined ? 0 : Number(q.replace(/Mi$/, '')) * 1024 * 1024);
+  const req = milli(s.cpuReq ?? s.cpuLim);
+  const shares = req === 0 ? 2 : Math.max(2, Math.floor((req * 1024) / 1000));
+  const lim = milli(s.cpuLim);
+  return {
+    shares,
+    weight: 1 + Math.floor(((shares - 2) * 9999) / 262142),
+    quota: lim === 0 ? -1 : Math.max(1000, Math.floor((lim * 100_000) / 1000)),
+    memory: mi(s.memLim),
+  };
+}
+
+/** cgroup v1 cpu.cfs_quota_us, cpu.shares, memory.limit_in_bytes or v2 cpu.max, cpu.weight, memory.max. */
+const CGROUP_SCRIPT =
+  'if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo v2; cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu.weight /sys/fs/cgroup/memory.max; ' +
+  'else echo v1; cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.shares /sys/fs/cgroup/memory/memory.limit_in_bytes; fi';
+
+async function cgroupOf(ctx: ScenarioContext, pod: string) {
+  const r = await ctx.kubectl([
+    '-n',
+    ctx.namespace,
+    'exec',
+    pod,
+    '-c',
+    'c1',
+    '--',
+    'sh',
+    '-c',
+    CGROUP_SCRIPT,
+  ]);
+  const lines = r.stdout.trim().split('\n');
+  if (lines[0] === 'v2') {
+    const [quota] = (lines[1] ?? '').split(' ');
+    const memory = lines[3] === 'max' ? 0 : Number(lines[3]);
+    return {
+      version: 'v2',
+      raw: r,
+      quota: quota === 'max' ? -1 : Number(quota),
+      weight: Number(lines[2]),
+      memory,
+    };
+  }
+  // An unlimited v1 memory cgroup shows a page-rounded huge number.
+  const memory = Number(lines[3]) > 2 ** 60 ? 0 : Number(lines[3]);
+  return { version: 'v1', raw: r, quota: Number(lines[1]), shares: Number(lines[2]), memory };
+}
+
+/** The container's own cgroup files hold the size: VerifyPodContainersCgroupValues. */
+async function expectCgroup(ctx: ScenarioContext, pod: string, size: Size, when: string) {
+  const want = cgroupWant(size);
+  const got = await ctx.check.eventually(
+    `${pod} ${when}: its cgroup files hold the size`,
+    () => cgroupOf(ctx, pod),
+    (g) =>
+      g.quota === want.quota &&
+      g.memory === want.memory &&
+      (g.version === 'v2' ? g.weight === want.weight : g.shares === want.shares),
+    { timeoutMs: 30_000, intervalMs: 1000, expected: want },
+  );
+  ctx.note(`${pod} ${when}: cgroup ${got.version}`, { quota: got.quota, memory: got.memory });
+}
+
+const sameSize = (r: V1ResourceRequirements | undefined, s: Size) =>
+  JSON.stringify(requirements(s)) ===
+  JSON.stringify({
+    ...(r?.requests
+      ? {
+          requests: {
+            ...(r.requests.cpu ? { cpu: r.requests.cpu } : {}),
+            ...(r.requests.memory ? { memory: r.requests.memory } : {}),
+          },
+        }
+      : {}),
+    ...(r?.limits
+      ? {
+          limits: {
+            ...(r.limits.cpu ? { cpu: r.limits.cpu } : {}),
+            ...(r.limits.memory ? { memory: r.limits.memory } : {}),
+          },
+        }
+      : {}),
+  });
+
+/** WaitForPodResizeActuation: spec, status.resources and restarts as expected, no resize condition left. */
+function resized(p: V1Pod, size: Size, restarts: number): boolean {
+  const c = p.spec?.containers?.[0];
+  const s = p.status?.containerStatuses?.[0];
+  const resizing = (p.status?.conditions ?? []).some(
+    (x) => x.type === 'PodResizePending' || x.type === 'PodResizeInProgress',
+  );
+  return (
+    !resizing &&
+    sameSize(c?.resources, size) &&
+    sameSize(s?.resources, size) &&
+    s?.restartCount === restarts &&
+    s.state?.running !== undefined
+  );
+}
+
+async function resize(ctx: ScenarioContext, pod: string, size: Size) {
+  const patch = { spec: { containers: [{ name: 'c1', resources: requirements(size) }] } };
+  return ctx.kubectl(
+    ['-n', ctx.namespace, 'patch', 'pod', pod, '--subresource', 'resize', '--patch', JSON.stringify(patch)],
+    {
+      version: '1.33',
+    },
+  );
+}
+
+async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<void> {
+  const pod = `resize-${index}`;
+  const policy = [
+    { resourceName: 'cpu', restartPolicy: 'NotRequired' },
+    { resourceName: 'memory', restartPolicy: c.memPolicy ?? 'NotRequired' },
+  ];
+  await createPod(
+    ctx,
+    podFor(ctx, pod, {
+      containers: [
+        sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done', {
+          resources: requirements(c.original),
+          resizePolicy: policy,
+        }),
+      ],
+    }),
+  );
+  await waitForPod(ctx, pod, 'Running at its original size', (p) => resized(p, c.original, 0));
+  await expectCgroup(ctx, pod, c.original, 'before the resize');
+
+  const patchedAt = Date.now();
+  const out = await resize(ctx, pod, c.patch);
+  ctx.check.equal(`${pod}: kubectl 1.33 patch --subresource resize`, out.stdout.trim(), `pod/${pod} patched`);
+  const restarts = c.restarts ?? 0;
+  await waitForPod(
+    ctx,
+    pod,
+    `resized (${JSON.stringify(c.expected)}, ${restarts} restarts)`,
+    (p) => resized(p, c.expected, restarts),
+    60_000,
+  );
+  // Informational: kubectl's patch to the size in the pod's status (the wait polls every 500 ms).
+  ctx.note(`${pod}: resized in ${Date.now() - patchedAt} ms`, { case: c.name });
+  await expectCgroup(ctx, pod, c.expected, 'after the resize');
+
+  if (c.rollback) {
+    await resize(ctx, pod, c.original);
+    await waitForPod(
+      ctx,
+      pod,
+      'rolled back to its original size',
+      (p) => resized(p, c.original, restarts),
+      60_000,
+    );
+    await expectCgroup(ctx, pod, c.original, 'after the rollback');
+  }
+}
+
+/** A resize beyond the node's allocatable: PodResizePending, reason Infeasible, the old size kept. */
+async function infeasible(ctx: ScenarioContext): Promise<void> {
+  const pod = 'resize-infeasible';
+  const size = guaranteed(CPU.original, MEM.original);
+  await createPod(
+    ctx,
+    podFor(ctx, pod, {
+      containers: [
+        sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done', { resources: requirements(size) }),
+      ],
+    }),
+  );
+  await waitForPod(ctx, pod, 'Running', (p) => resized(p, size, 0));
+  await resize(ctx, pod, guaranteed('1000', MEM.original));
+  const p = await waitForPod(ctx, pod, 'PodResizePending Infeasible', (q) =>
+    (q.status?.conditions ?? []).some((x) => x.type === 'PodResizePending' && x.reason === 'Infeasible'),
+  );
+  const cond = p.status?.conditions?.find((x) => x.type === 'PodResizePending');
+  ctx.check.ok(
+    `${pod}: the Infeasible message names cpu and the node's capacity`,
+    /^Node didn't have enough capacity: cpu, requested: 1000000, capacity: \d+$/.test(cond?.message ?? ''),
+    cond,
+  );
+  ctx.check.ok(
+    `${pod}: still runs at its allocated size`,
+    sameSize(p.status?.containerStatuses?.[0]?.resources, size),
+    podSummary(p),
+  );
+  await expectCgroup(ctx, pod, size, 'after the infeasible resize');
+}
+
+/** doPodResizeErrorTests: a BestEffort pod asking for memory would change its QoS class. */
+const BEST_EFFORT = 'BestEffort pod - try requesting memory, expect error';
+async function bestEffort(ctx: ScenarioContext): Promise<void> {
+  const pod = 'resize-besteffort';
+  await createPod(
+    ctx,
+    podFor(ctx, pod, { containers: [sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done')] }),
+  );
+  await waitForPod(
+    ctx,
+    pod,
+    'Running',
+    (p) => p.status?.containerStatuses?.[0]?.state?.running !== undefined,
+  );
+  const out = await resize(ctx, pod, { memReq: '400Mi' });
+  ctx.check.ok(
+    `${pod}: kubectl patch --subresource resize is refused: Pod QOS Class may not change as a result of resizing`,
+    out.code !== 0 && out.stderr.includes('Pod QOS Class may not change as a result of resizing'),
+    out,
+  );
+  const p = await readPod(ctx, pod);
+  ctx.check.equal(`${pod}: spec unchanged`, JSON.stringify(p.spec?.containers?.[0]?.resources ?? {}), '{}');
+}
+
+export const podResize: Scenario = {
+  name: 'pod-resize',
+  estimateMs: 70_000,
+  isolation: 'namespace',
+  description:
+    'pod_resize.go (1.33): Guaranteed and Burstable pods resized up and down in place with kubectl 1.33 patch --subresource resize, judged from the container cgroup files (v1 or v2); RestartContainer restarts; an infeasible resize stays PodResizePending/Infeasible; a QoS-changing resize is refused',
+  needs: ['real-containers'],
+  upstream: [
+    ...CASES.map((c) => ({ file: FILE, case: `${DESCRIBE} ${c.name}` })),
+    { file: FILE, case: `${DESCRIBE} ${BEST_EFFORT}` },
+  ],
+  timeoutMs: 240_000,
+  async run(ctx) {
+    await allChecks([...CASES.map((c, i) => runCase(ctx, c, i)), infeasible(ctx), bestEffort(ctx)]);
+  },
+};

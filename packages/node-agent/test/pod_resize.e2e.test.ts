@@ -1,0 +1,188 @@
+// In-place pod resize end to end in one process: kubectl 1.33 patch --subresource resize against
+// the fake apiserver, the node-agent command over the in-memory CRI runtime. An accepted resize
+// reaches the container through UpdateContainerResources and the pod's status; one beyond the
+// node's capacity stays PodResizePending/Infeasible; a RestartContainer policy restarts; the
+// allocation survives an agent restart.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeRuntime, type UpdateContainerResourcesRequest } from '@kh/cri-api';
+import type { V1Pod, V1PodCondition } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ACTUATED_PODS_STATE, ALLOCATED_PODS_STATE } from '../src/allocation/allocation_manager.js';
+import type { KubeNodeApi } from '../src/api/node_api.js';
+import { loopbackFlags, type RunningAgent, startAgent } from './helpers/agent.js';
+import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
+import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'kh-resize-e2e-'));
+const root = join(dir, 'root');
+let fake: FakeRuntime;
+let apiserver: TestApiServer;
+let kubeconfig: string;
+let api: KubeNodeApi;
+let agent: RunningAgent;
+let agentArgs: string[];
+const Mi = 1024n * 1024n;
+
+beforeAll(async () => {
+  fake = await FakeRuntime.start({ socketPath: join(dir, 'cri.sock') });
+  fake.addImage('docker.io/library/busybox:latest', 1_000_000);
+  apiserver = await startTestApiServer();
+  ({ kubeconfig, api } = apiserver);
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: ${join(dir, 'logs')}\n`,
+  );
+  agentArgs = [
+    `--kubeconfig=${kubeconfig}`,
+    `--container-runtime-endpoint=${fake.endpoint}`,
+    `--root-dir=${root}`,
+    `--config=${config}`,
+    ...(await loopbackFlags('resize-node')),
+  ];
+  agent = startAgent(agentArgs);
+  expect(await waitForNodeReady(kubeconfig, 'resize-node')).toContain('condition met');
+}, 60_000);
+
+afterAll(async () => {
+  expect(await agent.stop()).toBe(0);
+  await apiserver?.stop();
+  await fake?.stop();
+});
+
+const size = (cpu: string, memory: string) => ({ requests: { cpu, memory }, limits: { cpu, memory } });
+
+async function createPod(name: string, memoryPolicy = 'NotRequired'): Promise<V1Pod> {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'default' },
+      spec: {
+        nodeName: 'resize-node',
+        containers: [
+          {
+            name: 'c1',
+            image: 'busybox',
+            command: ['sleep', '3600'],
+            resources: size('100m', '64Mi'),
+            resizePolicy: [
+              { resourceName: 'cpu', restartPolicy: 'NotRequired' },
+              { resourceName: 'memory', restartPolicy: memoryPolicy },
+            ],
+          },
+        ],
+      },
+    }),
+  );
+  await kubectl(kubeconfig, 'apply', '-f', file);
+  return agent.until(`${name} Running with its resources`, async () => {
+    const p = await api.getPod('default', name);
+    return p?.status?.containerStatuses?.[0]?.resources ? p : undefined;
+  });
+}
+
+const resize = (name: string, patch: object) =>
+  kubectl(kubeconfig, 'patch', 'pod', name, '--subresource', 'resize', '--patch', JSON.stringify(patch));
+const patchC1 = (resources: object) => ({ spec: { containers: [{ name: 'c1', resources }] } });
+const condition = (p: V1Pod | undefined, type: string): V1PodCondition | undefined =>
+  p?.status?.conditions?.find((c) => c.type === type);
+
+function updatesFor(containerId: string): UpdateContainerResourcesRequest[] {
+  return fake.callLog
+    .filter((c) => c.method === 'UpdateContainerResources')
+    .map((c) => c.request as UpdateContainerResourcesRequest)
+    .filter((r) => r.containerId === containerId);
+}
+
+it('resizes a Guaranteed pod up and down in place, memory before cpu, and reports the new size', async () => {
+  const before = await createPod('guaranteed');
+  const cs = before.status!.containerStatuses![0]!;
+  expect(cs.resources).toEqual(size('100m', '64Mi'));
+  const id = cs.containerID!.split('://')[1]!;
+
+  expect(await resize('guaranteed', patchC1(size('200m', '128Mi')))).toContain('pod/guaranteed patched');
+  const grown = await agent.until('the grown size in status', async () => {
+    const p = await api.getPod('default', 'guaranteed');
+    const r = p?.status?.containerStatuses?.[0]?.resources;
+    return r?.limits?.memory === '128Mi' && r.limits.cpu === '200m' && !condition(p, 'PodResizeInProgress')
+      ? p
+      : undefined;
+  });
+  expect(grown.status!.containerStatuses![0]).toMatchObject({ restartCount: 0, containerID: cs.containerID });
+  expect(condition(grown, 'PodResizePending')).toBeUndefined();
+  const up = updatesFor(id);
+  expect(up.map((u) => [u.linux!.memoryLimitInBytes, u.linux!.cpuQuota])).toEqual([
+    [128n * Mi, 10_000n],
+    [128n * Mi, 20_000n],
+  ]);
+
+  expect(await resize('guaranteed', patchC1(size('50m', '32Mi')))).toContain('pod/guaranteed patched');
+  await agent.until('the shrunk size in status', async () => {
+    const p = await api.getPod('default', 'guaranteed');
+    return p?.status?.containerStatuses?.[0]?.resources?.limits?.memory === '32Mi' ? p : undefined;
+  });
+  const down = updatesFor(id).slice(2);
+  expect(down.map((u) => [u.linux!.memoryLimitInBytes, u.linux!.cpuQuota, u.linux!.cpuShares])).toEqual([
+    [32n * Mi, 20_000n, 204n],
+    [32n * Mi, 5_000n, 51n],
+  ]);
+  const allocated = JSON.parse(readFileSync(join(root, ALLOCATED_PODS_STATE), 'utf8'));
+  const uid = grown.metadata!.uid!;
+  expect(allocated.podResources[uid].c1).toEqual(size('50m', '32Mi'));
+  const actuated = JSON.parse(readFileSync(join(root, ACTUATED_PODS_STATE), 'utf8'));
+  expect(actuated.podResources[uid].c1).toEqual(size('50m', '32Mi'));
+}, 60_000);
+
+it('keeps an infeasible resize PodResizePending with reason Infeasible and the old size', async () => {
+  await createPod('infeasible');
+  await resize('infeasible', patchC1(size('1000', '64Mi')));
+  const p = await agent.until('PodResizePending', async () => {
+    const q = await api.getPod('default', 'infeasible');
+    return condition(q, 'PodResizePending') ? q : undefined;
+  });
+  const c = condition(p, 'PodResizePending')!;
+  expect(c).toMatchObject({ status: 'True', reason: 'Infeasible' });
+  expect(c.message).toMatch(/^Node didn't have enough capacity: cpu, requested: 1000000, capacity: \d+$/);
+  expect(p.status!.containerStatuses![0]!.resources).toEqual(size('100m', '64Mi'));
+  // Asking for what fits again clears it.
+  await resize('infeasible', patchC1(size('100m', '64Mi')));
+  await agent.until('PodResizePending cleared', async () => {
+    const q = await api.getPod('default', 'infeasible');
+    return q && !condition(q, 'PodResizePending') ? q : undefined;
+  });
+}, 60_000);
+
+it('restarts the container when its memory resizePolicy is RestartContainer', async () => {
+  await createPod('restart', 'RestartContainer');
+  await resize('restart', patchC1(size('100m', '96Mi')));
+  const p = await agent.until('restarted at the new size', async () => {
+    const q = await api.getPod('default', 'restart');
+    const s = q?.status?.containerStatuses?.[0];
+    return s?.restartCount === 1 && s.state?.running && s.resources?.limits?.memory === '96Mi'
+      ? q
+      : undefined;
+  });
+  expect(p.status!.containerStatuses![0]!.lastState?.terminated).toBeDefined();
+}, 60_000);
+
+it('keeps the allocation across an agent restart: nothing is resized again', async () => {
+  expect(await agent.stop()).toBe(0);
+  const mark = fake.callLog.length;
+  agent = startAgent(agentArgs);
+  expect(await waitForNodeReady(kubeconfig, 'resize-node')).toContain('condition met');
+  const p = await agent.until('guaranteed synced again', async () => {
+    const q = await api.getPod('default', 'guaranteed');
+    return fake.callLog.length > mark && q?.status?.containerStatuses?.[0]?.ready ? q : undefined;
+  });
+  expect(p.status!.containerStatuses![0]!.resources).toEqual(size('50m', '32Mi'));
+  // Give the restarted agent a moment of syncs; it must not resize or restart anything.
+  await new Promise((r) => setTimeout(r, 2000));
+  const after = fake.callLog.slice(mark).map((c) => c.method);
+  expect(after).not.toContain('UpdateContainerResources');
+  expect(after).not.toContain('StopContainer');
+}, 60_000);

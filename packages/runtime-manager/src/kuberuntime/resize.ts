@@ -1,0 +1,182 @@
+// In-place pod resize (InPlacePodVerticalScaling), the runtime manager's half: which running
+// containers' cgroups differ from the resources the agent allocated them (computePodResizeAction)
+// and the UpdateContainerResources calls that close the gap, in the kubelet's order
+// (doPodResizeAction): memory first, then cpu; per resource, decreases before increases; the pod
+// cgroup grows before its containers and shrinks after them.
+import type { LinuxContainerResources } from '@kh/cri-api';
+import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import type { ContainerID, ContainerStatus, PodStatus } from '../container/runtime.js';
+import { hashContainer } from './hash.js';
+import { linuxResources } from './resources.js';
+
+export type ResizableResource = 'memory' | 'cpu';
+
+/**
+ * The kubelet's actuated resources: what was last applied to each container (at its start or
+ * by a resize). The agent's allocation manager keeps them, checkpointed.
+ */
+export interface ActuatedResources {
+  getActuatedResources(podUid: string, containerName: string): V1ResourceRequirements | undefined;
+  setActuatedResources(podUid: string, containerName: string, resources: V1ResourceRequirements): void;
+}
+
+/** The pod-level cgroup, resized around its containers (the kubelet's pod container manager). */
+export interface PodCgroups {
+  update(pod: V1Pod): Promise<void>;
+}
+
+export interface ContainerToUpdate {
+  name: string;
+  id: ContainerID;
+  container: V1Container;
+  /** What the cgroup has (from the actuated record) and what the allocation wants. */
+  current: LinuxContainerResources;
+  desired: LinuxContainerResources;
+}
+
+export type ContainersToUpdate = Record<ResizableResource, ContainerToUpdate[]>;
+
+/** The cgroup values a resource sets: memory.limit, cpu shares and quota. */
+function cgroupValues(r: LinuxContainerResources, name: ResizableResource): bigint[] {
+  return name === 'memory' ? [r.memoryLimitInBytes] : [r.cpuShares, r.cpuQuota];
+}
+
+/** -1, 0 or 1: how the resource moves from current to desired (a limit of 0 is unlimited). */
+function direction(u: ContainerToUpdate, name: ResizableResource): number {
+  const from = cgroupValues(u.current, name);
+  const to = cgroupValues(u.desired, name);
+  const unlimited = (v: bigint) => (v === 0n ? BigInt(Number.MAX_SAFE_INTEGER) : v);
+  // Shares are a weight (0 never means unlimited); quota and memory limits 0 mean no limit.
+  const weight = name === 'cpu' ? [(v: bigint) => v, unlimited] : [unlimited];
+  for (const [i, f] of weight.entries()) {
+    const a = f(from[i]!);
+    const b = f(to[i]!);
+    if (a !== b) return b > a ? 1 : -1;
+  }
+  return 0;
+}
+
+/** Whether a resource's cgroup values differ between the two. */
+export function resourceChanged(
+  current: LinuxContainerResources,
+  desired: LinuxContainerResources,
+  name: ResizableResource,
+): boolean {
+  const a = cgroupValues(current, name);
+  const b = cgroupValues(desired, name);
+  return a.some((v, i) => v !== b[i]);
+}
+
+function restartOnResize(c: V1Container, name: ResizableResource): boolean {
+  return (c.resizePolicy ?? []).some(
+    (p) => p.resourceName === name && p.restartPolicy === 'RestartContainer',
+  );
+}
+
+export interface ResizeDecision {
+  update: ContainersToUpdate;
+  /** Containers whose resize policy asks for a restart: killed and started with the new size. */
+  restart: { index: number; status: ContainerStatus; container: V1Container }[];
+}
+
+/**
+ * computePodResizeAction: for each running app container (same spec hash, not otherwise being
+ * restarted) whose actuated resources differ from the pod's (allocated) ones. A container
+ * without an actuated record counts as zero-sized, as the kubelet does: one idempotent update.
+ */
+export function computePodResizeAction(
+  pod: V1Pod,
+  status: PodStatus,
+  actuated: ActuatedResources,
+  skip: ReadonlySet<string>,
+): ResizeDecision {
+  const out: ResizeDecision = { update: { memory: [], cpu: [] }, restart: [] };
+  if (pod.metadata?.deletionTimestamp) return out;
+  const uid = pod.metadata?.uid ?? '';
+  for (const [index, c] of (pod.spec?.containers ?? []).entries()) {
+    const s = status.containerStatuses.find((x) => x.name === c.name);
+    if (s?.state !== 'running' || skip.has(s.id.id) || s.hash !== hashContainer(c)) continue;
+    const desired = linuxResources(c);
+    const current = linuxResources({
+      name: c.name,
+      resources: actuated.getActuatedResources(uid, c.name) ?? {},
+    });
+    const changed = (['memory', 'cpu'] as const).filter((r) => resourceChanged(current, desired, r));
+    if (changed.length === 0) continue;
+    if (changed.some((r) => restartOnResize(c, r))) {
+      out.restart.push({ index, status: s, container: c });
+      continue;
+    }
+    for (const r of changed) {
+      const u: ContainerToUpdate = { name: c.name, id: s.id, container: c, current, desired };
+      // Decreases first, so the pod's total never overshoots while its containers move.
+      if (direction(u, r) < 0) out.update[r].unshift(u);
+      else out.update[r].push(u);
+    }
+  }
+  return out;
+}
+
+/** The actuated record after `name` was applied: that resource's requests and limits from the allocation. */
+export function withResource(
+  actuated: V1ResourceRequirements | undefined,
+  allocated: V1ResourceRequirements | undefined,
+  name: ResizableResource,
+): V1ResourceRequirements {
+  const pick = (from: Record<string, string> | undefined, into: Record<string, string> | undefined) => {
+    const out: Record<string, string> = { ...(into ?? {}) };
+    delete out[name];
+    if (from?.[name] !== undefined) out[name] = from[name]!;
+    return out;
+  };
+  const requests = pick(allocated?.requests, actuated?.requests);
+  const limits = pick(allocated?.limits, actuated?.limits);
+  return {
+    ...(Object.keys(requests).length > 0 ? { requests } : {}),
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+  };
+}
+
+export interface ResizeDeps {
+  update(id: string, resources: LinuxContainerResources): Promise<void>;
+  actuated: ActuatedResources;
+  podCgroups?: PodCgroups;
+}
+
+/**
+ * doPodResizeAction: per resource (memory, then cpu), the pod cgroup first when it grows, the
+ * containers (decreases first), the pod cgroup last when it shrinks. Each container's other
+ * resource keeps its current value until its own turn; the actuated record follows each call.
+ * Throws at the first failure, leaving the record at what was applied.
+ */
+export async function doPodResizeAction(
+  pod: V1Pod,
+  update: ContainersToUpdate,
+  deps: ResizeDeps,
+): Promise<void> {
+  const uid = pod.metadata?.uid ?? '';
+  const applied = new Map<string, LinuxContainerResources>();
+  for (const name of ['memory', 'cpu'] as const) {
+    const list = update[name];
+    if (list.length === 0) continue;
+    const moves = list.map((u) => direction(u, name));
+    if (moves.some((d) => d > 0)) await deps.podCgroups?.update(pod);
+    for (const u of list) {
+      const base = applied.get(u.name) ?? u.current;
+      const next: LinuxContainerResources =
+        name === 'memory'
+          ? { ...base, memoryLimitInBytes: u.desired.memoryLimitInBytes }
+          : {
+              ...base,
+              cpuShares: u.desired.cpuShares,
+              cpuQuota: u.desired.cpuQuota,
+              cpuPeriod: u.desired.cpuPeriod,
+            };
+      await deps.update(u.id.id, next);
+      applied.set(u.name, next);
+      const record = deps.actuated.getActuatedResources(uid, u.name);
+      deps.actuated.setActuatedResources(uid, u.name, withResource(record, u.container.resources, name));
+    }
+    if (moves.some((d) => d < 0)) await deps.podCgroups?.update(pod);
+  }
+}

@@ -1,0 +1,192 @@
+// In-place resize through syncPod: which UpdateContainerResources calls a changed (allocated)
+// pod spec makes, in the kubelet's order, against the fake runtime.
+import type { LinuxContainerResources, UpdateContainerResourcesRequest } from '@kh/cri-api';
+import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ActuatedResources } from '../../src/kuberuntime/resize.js';
+import { ctr, Harness, IMAGE, makePod } from './harness.js';
+
+class Actuated implements ActuatedResources {
+  readonly records = new Map<string, V1ResourceRequirements>();
+  getActuatedResources(uid: string, name: string) {
+    return this.records.get(`${uid}/${name}`);
+  }
+  setActuatedResources(uid: string, name: string, r: V1ResourceRequirements) {
+    this.records.set(`${uid}/${name}`, structuredClone(r));
+  }
+}
+
+const res = (cpu: string, memory: string, limits = true): V1ResourceRequirements => ({
+  requests: { cpu, memory },
+  ...(limits ? { limits: { cpu, memory } } : {}),
+});
+
+/** The pod with new resources per container name, as the API (and the allocation) would have it. */
+function resized(pod: V1Pod, by: Record<string, V1ResourceRequirements>): V1Pod {
+  const next = structuredClone(pod);
+  for (const c of next.spec!.containers) if (by[c.name]) c.resources = by[c.name];
+  return next;
+}
+
+let h: Harness | undefined;
+const order: string[] = [];
+async function start(withActuated = true) {
+  order.length = 0;
+  const actuated = new Actuated();
+  h = await Harness.start({
+    ...(withActuated ? { actuatedResources: actuated } : {}),
+    podCgroups: {
+      // The pod's limits, and how many container updates the runtime had seen by then.
+      update: async (pod) => {
+        const updated = h!.fake.calls.filter((m) => m === 'UpdateContainerResources').length;
+        order.push(
+          `pod:${pod.spec!.containers.map((c) => c.resources?.limits?.memory ?? '-').join(',')}@${updated}`,
+        );
+      },
+    },
+  });
+  h.fake.addImage(IMAGE, 1000);
+  return { h, actuated };
+}
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+function updates(hh: Harness, mark: number): { id: string; linux: Partial<LinuxContainerResources> }[] {
+  return hh.fake.callLog.slice(mark).flatMap((c) => {
+    if (c.method !== 'UpdateContainerResources') return [];
+    const r = c.request as UpdateContainerResourcesRequest;
+    const { cpuShares, cpuQuota, cpuPeriod, memoryLimitInBytes } = r.linux!;
+    return [{ id: r.containerId, linux: { cpuShares, cpuQuota, cpuPeriod, memoryLimitInBytes } }];
+  });
+}
+
+const Mi = 1024n * 1024n;
+
+describe('in-place pod resize (syncPod with actuated resources)', () => {
+  it('records what a start applied, then grows memory before cpu with UpdateContainerResources, once', async () => {
+    const { h, actuated } = await start();
+    const pod = makePod('grow', [ctr('c1', { resources: res('100m', '64Mi') })]);
+    await h.sync(pod);
+    const uid = pod.metadata!.uid!;
+    expect(actuated.getActuatedResources(uid, 'c1')).toEqual(res('100m', '64Mi'));
+    const id = (await h.status(pod)).containerStatuses[0]!.id.id;
+
+    const mark = h.fake.callLog.length;
+    const bigger = resized(pod, { c1: res('200m', '128Mi') });
+    const result = await h.sync(bigger);
+    expect(result.steps).toEqual([{ action: 'ResizePodInPlace', target: 'grow' }]);
+    expect(updates(h, mark)).toEqual([
+      {
+        id,
+        linux: { cpuShares: 102n, cpuQuota: 10_000n, cpuPeriod: 100_000n, memoryLimitInBytes: 128n * Mi },
+      },
+      {
+        id,
+        linux: { cpuShares: 204n, cpuQuota: 20_000n, cpuPeriod: 100_000n, memoryLimitInBytes: 128n * Mi },
+      },
+    ]);
+    // In place: nothing stopped or created.
+    expect(h.callsSince(mark)).not.toContain('StopContainer');
+    expect(h.callsSince(mark)).not.toContain('CreateContainer');
+    expect(actuated.getActuatedResources(uid, 'c1')).toEqual(res('200m', '128Mi'));
+    // The runtime reports what it applied.
+    expect((await h.status(bigger)).containerStatuses[0]!.resources).toEqual({
+      cpuShares: 204n,
+      cpuQuota: 20_000n,
+      cpuPeriod: 100_000n,
+      memoryLimitInBytes: 128n * Mi,
+    });
+    // Done: the next sync changes nothing.
+    const again = h.fake.callLog.length;
+    await h.sync(bigger);
+    expect(updates(h, again)).toEqual([]);
+    // The pod cgroup grew before the container's memory, then before its cpu; never after a grow.
+    expect(order).toEqual(['pod:128Mi@0', 'pod:128Mi@1']);
+  });
+
+  it('applies decreases before increases and shrinks the pod cgroup after its containers', async () => {
+    const { h } = await start();
+    const pod = makePod('mixed', [
+      ctr('up', { resources: res('100m', '64Mi') }),
+      ctr('down', { resources: res('100m', '128Mi') }),
+    ]);
+    await h.sync(pod);
+    const ids = new Map((await h.status(pod)).containerStatuses.map((s) => [s.id.id, s.name]));
+    const mark = h.fake.callLog.length;
+    order.length = 0;
+    await h.sync(resized(pod, { up: res('100m', '96Mi'), down: res('100m', '32Mi') }));
+    expect(updates(h, mark).map((u) => `${ids.get(u.id)}:${u.linux.memoryLimitInBytes! / Mi}`)).toEqual([
+      'down:32',
+      'up:96',
+    ]);
+    // One container grows and one shrinks: the pod cgroup is set before and after both.
+    const before = order[0]!.split('@')[1];
+    expect(order).toEqual([`pod:96Mi,32Mi@${before}`, `pod:96Mi,32Mi@${Number(before) + 2}`]);
+
+    order.length = 0;
+    await h.sync(resized(pod, { up: res('100m', '48Mi'), down: res('100m', '32Mi') }));
+    // A shrink only: after the container.
+    const shrunk = Number(before) + 3;
+    expect(order).toEqual([`pod:48Mi,32Mi@${shrunk}`]);
+  });
+
+  it('restarts a container whose resizePolicy says RestartContainer for the resource that changed', async () => {
+    const { h, actuated } = await start();
+    const policy = [
+      { resourceName: 'cpu', restartPolicy: 'NotRequired' },
+      { resourceName: 'memory', restartPolicy: 'RestartContainer' },
+    ];
+    const pod = makePod('policy', [ctr('c1', { resources: res('100m', '64Mi'), resizePolicy: policy })]);
+    await h.sync(pod);
+    const uid = pod.metadata!.uid!;
+    // cpu only: resized in place.
+    let mark = h.fake.callLog.length;
+    const cpu = resized(pod, { c1: res('200m', '64Mi') });
+    await h.sync(cpu);
+    expect(updates(h, mark)).toHaveLength(1);
+    expect(h.callsSince(mark)).not.toContain('StopContainer');
+    // memory: stopped and started again with the new size.
+    mark = h.fake.callLog.length;
+    const mem = resized(cpu, { c1: res('200m', '128Mi') });
+    await h.sync(mem);
+    expect(updates(h, mark)).toEqual([]);
+    expect(h.callsSince(mark)).toEqual(
+      expect.arrayContaining(['StopContainer', 'CreateContainer', 'StartContainer']),
+    );
+    expect(h.events.map((e) => e.message)).toContain('Container c1 resize requires restart');
+    expect(actuated.getActuatedResources(uid, 'c1')).toEqual(res('200m', '128Mi'));
+    const created = h.requests<{ config: { linux: { resources: LinuxContainerResources } } }>(
+      'CreateContainer',
+    );
+    expect(created.at(-1)!.config.linux.resources.memoryLimitInBytes).toBe(128n * Mi);
+  });
+
+  it('fails the step with ResizePodInPlaceError and keeps the actuated record when an update fails', async () => {
+    const { h, actuated } = await start();
+    const pod = makePod('fails', [ctr('c1', { resources: res('100m', '64Mi') })]);
+    await h.sync(pod);
+    h.fake.failNext('UpdateContainerResources', new Error('device or resource busy'));
+    const result = await h.sync(resized(pod, { c1: res('100m', '32Mi') }));
+    expect(result.steps).toMatchObject([
+      { action: 'ResizePodInPlace', target: 'fails', reason: 'ResizePodInPlaceError' },
+    ]);
+    expect(result.steps[0]!.message).toContain('device or resource busy');
+    expect(actuated.getActuatedResources(pod.metadata!.uid!, 'c1')).toEqual(res('100m', '64Mi'));
+    // The next sync tries again.
+    const mark = h.fake.callLog.length;
+    await h.sync(resized(pod, { c1: res('100m', '32Mi') }));
+    expect(updates(h, mark)).toHaveLength(1);
+  });
+
+  it('never resizes without an actuated record keeper', async () => {
+    const { h } = await start(false);
+    const pod = makePod('off', [ctr('c1', { resources: res('100m', '64Mi') })]);
+    await h.sync(pod);
+    const mark = h.fake.callLog.length;
+    await h.sync(resized(pod, { c1: res('200m', '128Mi') }));
+    expect(updates(h, mark)).toEqual([]);
+    expect(h.callsSince(mark)).not.toContain('StopContainer');
+  });
+});
