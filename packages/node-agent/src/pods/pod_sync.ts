@@ -24,8 +24,8 @@ import {
   type SyncStepResult,
 } from '@kh/runtime-manager';
 import type { V1Pod, V1PodStatus, V1Secret } from '@kubernetes/client-node';
-import type { PodCgroups } from '../cm/container_manager.js';
 import type { AllocationManager } from '../allocation/allocation_manager.js';
+import type { PodCgroups } from '../cm/container_manager.js';
 import type { EvictionStatus } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { ReasonCache } from '../status/reason_cache.js';
