@@ -32,6 +32,11 @@ export interface PodActions {
   containersToKill: Map<string, ContainerToKill>;
   /** Running containers resized in place (UpdateContainerResources), per resource. */
   containersToUpdate: ContainersToUpdate;
+  /**
+   * The pod cgroup takes the pod's new size although no container is updated in place: a resize
+   * restarts containers (RestartContainer), which start with limits the old pod cgroup may refuse.
+   */
+  updatePodResources?: boolean;
 }
 
 const noProbes: ProbeResults = { liveness: () => undefined, startup: () => undefined };
@@ -271,6 +276,7 @@ export function computePodActions(
       const message = `Container ${r.container.name} resize requires restart`;
       changes.containersToKill.set(r.status.id.id, killEntry(r.status, r.container, 'Resize', message));
       changes.containersToStart.push(r.index);
+      changes.updatePodResources = true;
     }
   }
 

@@ -429,11 +429,18 @@ export class KubeGenericRuntimeManager implements Runtime {
   /** Step 6: running containers resized in place. False when an update failed. */
   async #resizeContainers(pass: SyncPass, actions: PodActions): Promise<boolean> {
     const { memory, cpu } = actions.containersToUpdate;
-    if (this.#actuated === undefined || (memory.length === 0 && cpu.length === 0)) return true;
+    if (this.#actuated === undefined) return true;
+    const inPlace = memory.length > 0 || cpu.length > 0;
+    if (!inPlace && !actions.updatePodResources) return true;
     if (pass.aborted()) return false;
     const step: SyncStepResult = { action: 'ResizePodInPlace', target: pass.pod.metadata?.name ?? '' };
     pass.result.steps.push(step);
     try {
+      // Containers restarted for a resize start with limits the old pod cgroup may refuse.
+      if (!inPlace) {
+        await this.#podCgroups?.update(pass.pod);
+        return true;
+      }
       await doPodResizeAction(pass.pod, actions.containersToUpdate, {
         actuated: this.#actuated,
         podCgroups: this.#podCgroups,
