@@ -127,33 +127,29 @@ async function waitAgentStarted(
   agent: { running: boolean },
   since: number,
 ): Promise<void> {
-  const fresh = Math.ceil(since / 1000) * 1000;
   await until(
     async () => {
       if (!agent.running) throw new Error(`node-agent on ${nodeName} exited while starting`);
       const ss = await host.exec(['ss', '-Hltn', `sport = :${AGENT_HEALTHZ_PORT}`]);
-      if (ss.exitCode !== 0 || ss.output.trim() === '')
-        return notYet(`healthz port ${AGENT_HEALTHZ_PORT} not listening`);
-      const ready = await core
-        .readNode({ name: nodeName })
-        .then((n) => n.status?.conditions?.find((c) => c.type === 'Ready'))
-        .catch(() => undefined);
-      const heartbeat = new Date(ready?.lastHeartbeatTime ?? 0).getTime();
-      if (ready?.status === 'True' && heartbeat >= fresh) return done(undefined);
-      return notYet(
-        `Ready=${ready?.status} with heartbeat ${ready?.lastHeartbeatTime} (the new agent's from ${new Date(fresh).toISOString()})`,
-      );
+      return ss.exitCode === 0 && ss.output.trim() !== ''
+        ? done(undefined)
+        : notYet(`healthz port ${AGENT_HEALTHZ_PORT} not listening`);
     },
-    { timeoutMs: NODE_READY_TIMEOUT_MS, intervalMs: 500, describe: `node-agent on ${nodeName} started` },
+    { timeoutMs: NODE_READY_TIMEOUT_MS, intervalMs: 500, describe: `node-agent on ${nodeName} listening` },
   );
+  await waitNodeReady(core, nodeName, agent, NODE_READY_TIMEOUT_MS, Math.ceil(since / 1000) * 1000);
 }
 
-/** Polls the Node's Ready condition; fails early when the agent exits. */
+/**
+ * Polls the Node's Ready condition, with a heartbeat at or after `heartbeatFrom` (epoch ms) when
+ * given; fails early when the agent exits.
+ */
 export async function waitNodeReady(
   core: CoreV1Api,
   nodeName: string,
   agent: { running: boolean },
   timeoutMs: number,
+  heartbeatFrom = 0,
 ): Promise<void> {
   await until(
     async () => {
@@ -161,9 +157,12 @@ export async function waitNodeReady(
       try {
         const node = await core.readNode({ name: nodeName });
         const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
-        if (ready?.status === 'True') return done(undefined);
+        const heartbeat = new Date(ready?.lastHeartbeatTime ?? 0).getTime();
+        if (ready?.status === 'True' && heartbeat >= heartbeatFrom) return done(undefined);
         return notYet(
-          ready ? `Ready=${ready.status} (${ready.reason}: ${ready.message})` : 'no Ready condition',
+          ready
+            ? `Ready=${ready.status} (${ready.reason}: ${ready.message}), heartbeat ${ready.lastHeartbeatTime}`
+            : 'no Ready condition',
         );
       } catch {
         return notYet('not registered');
