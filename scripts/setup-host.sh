@@ -75,8 +75,11 @@ else
   fi
   step "docker: starting dockerd in the background (log: ${DOCKERD_LOG})"
   mkdir -p "$(dirname "$DOCKERD_LOG")"
-  # setsid + nohup: dockerd must outlive this script and the CI step's shell.
-  setsid nohup dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &
+  # setsid + nohup: dockerd must outlive this script and the CI step's shell. It must not keep the
+  # caller's other open files either: under `flock <lock> bash .ci/run` it would hold the machine
+  # lock for as long as it runs, and every later `flock` would wait for ever.
+  setsid nohup bash -c 'for fd in /proc/self/fd/*; do fd=${fd##*/}; ((fd > 2)) && eval "exec $fd>&-"; done 2>/dev/null; exec dockerd' \
+    >>"$DOCKERD_LOG" 2>&1 </dev/null &
 fi
 
 step "docker: waiting up to ${DOCKERD_WAIT_SECONDS} s for the engine"
