@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
@@ -141,11 +141,19 @@ describe('kh-node-init and kh-runtime', () => {
     }
     throw new Error(`timed out waiting for ${what}`);
   };
-  const start = () => {
+  /** `slowRm`: the supervisor's `rm` lingers after removing, as a busy machine can make it. */
+  const start = ({ slowRm = false } = {}) => {
     dir = mkdtempSync(join(tmpdir(), 'kh-init-test-'));
     const init = script('init', nodeInitScript(dir));
     const ctl = script('ctl', runtimeCtlScript(dir));
-    const child = spawn(init, ['sleep', '600'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let env = process.env;
+    if (slowRm) {
+      const bin = join(dir, 'bin');
+      mkdirSync(bin);
+      script('bin/rm', '#!/bin/sh\n/bin/rm "$@"; sleep 0.5\n');
+      env = { ...process.env, PATH: `${bin}:${process.env.PATH}` };
+    }
+    const child = spawn(init, ['sleep', '600'], { stdio: ['ignore', 'ignore', 'pipe'], env });
     let stderr = '';
     child.stderr.on('data', (b: Buffer) => {
       stderr += b.toString();
@@ -203,6 +211,29 @@ describe('kh-node-init and kh-runtime', () => {
       expect(second).not.toBe(first);
       expect(alive(second)).toBe(true);
       expect(runCtl('status').stdout).toBe('running\n');
+      expect(child.exitCode).toBeNull();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  test('a kill answered while the supervisor is slow after reaping still restarts the runtime', async () => {
+    // kh-runtime kill sees the pid file go and starts the runtime, removing the stop flag, while
+    // the supervisor has not yet looked at that flag.
+    const { child, runCtl, stderr } = start({ slowRm: true });
+    try {
+      await waitFor('the runtime pid', () => {
+        try {
+          return pidOf() > 0;
+        } catch {
+          return false;
+        }
+      });
+      const first = pidOf();
+      expect(runCtl('kill').status).toBe(0);
+      await waitFor('the supervisor to log the kill', () => stderr().includes('sleep stopped (exit 137)'));
+      expect(stderr()).not.toMatch(/without kh-runtime stop/);
+      expect(pidOf()).not.toBe(first);
       expect(child.exitCode).toBeNull();
     } finally {
       child.kill('SIGKILL');

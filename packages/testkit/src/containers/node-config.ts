@@ -72,8 +72,12 @@ while :; do
   wait "$pid"
   code=$?
   pid=
+  # The flag is read before the pid file goes: \`kh-runtime kill\` waits for that file to go and
+  # then starts the runtime, which removes the flag; read after, a kill would look like a crash.
+  stopped=
+  [ -e "$flag" ] && stopped=1
   rm -f "$pidfile"
-  if [ ! -e "$flag" ]; then
+  if [ -z "$stopped" ]; then
     echo "kh-node-init: $1 exited with code $code without kh-runtime stop; the node ends" >&2
     exit "$code"
   fi
