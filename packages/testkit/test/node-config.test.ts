@@ -141,6 +141,14 @@ describe('kh-node-init and kh-runtime', () => {
     }
     throw new Error(`timed out waiting for ${what}`);
   };
+  const runtimeStarted = () =>
+    waitFor('the runtime pid', () => {
+      try {
+        return pidOf() > 0;
+      } catch {
+        return false;
+      }
+    });
   /** `slowRm`: the supervisor's `rm` lingers after removing, as a busy machine can make it. */
   const start = ({ slowRm = false } = {}) => {
     dir = mkdtempSync(join(tmpdir(), 'kh-init-test-'));
@@ -167,13 +175,7 @@ describe('kh-node-init and kh-runtime', () => {
   test('stop keeps the node alive, start runs the runtime again, TERM ends both', async () => {
     const { child, exited, runCtl, stderr } = start();
     try {
-      await waitFor('the runtime pid', () => {
-        try {
-          return pidOf() > 0;
-        } catch {
-          return false;
-        }
-      });
+      await runtimeStarted();
       const first = pidOf();
       expect(runCtl('status').stdout).toBe('running\n');
       expect(runCtl('stop').status).toBe(0);
@@ -196,13 +198,7 @@ describe('kh-node-init and kh-runtime', () => {
   test('kill SIGKILLs the runtime and the supervisor runs a new one; the node lives on', async () => {
     const { child, runCtl, stderr } = start();
     try {
-      await waitFor('the runtime pid', () => {
-        try {
-          return pidOf() > 0;
-        } catch {
-          return false;
-        }
-      });
+      await runtimeStarted();
       const first = pidOf();
       expect(runCtl('kill').status).toBe(0);
       expect(alive(first)).toBe(false);
@@ -222,13 +218,7 @@ describe('kh-node-init and kh-runtime', () => {
     // the supervisor has not yet looked at that flag.
     const { child, runCtl, stderr } = start({ slowRm: true });
     try {
-      await waitFor('the runtime pid', () => {
-        try {
-          return pidOf() > 0;
-        } catch {
-          return false;
-        }
-      });
+      await runtimeStarted();
       const first = pidOf();
       expect(runCtl('kill').status).toBe(0);
       await waitFor('the supervisor to log the kill', () => stderr().includes('sleep stopped (exit 137)'));
@@ -243,13 +233,7 @@ describe('kh-node-init and kh-runtime', () => {
   test('a runtime exit nobody asked for ends the node with its code', async () => {
     const { child, exited, stderr } = start();
     try {
-      await waitFor('the runtime pid', () => {
-        try {
-          return pidOf() > 0;
-        } catch {
-          return false;
-        }
-      });
+      await runtimeStarted();
       process.kill(pidOf(), 'SIGKILL');
       expect(await exited).toBe(137);
       expect(stderr()).toMatch(/sleep exited with code 137 without kh-runtime stop/);
