@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { flakeAttemptsOf } from '../src/critest/cli.js';
+import { runtimeLogLines, troubledSpecs } from '../src/critest/report.js';
 import { critestArgs, imagesFile } from '../src/critest/run.js';
 import { literalPattern } from '../src/critest/skips.js';
 import {
@@ -95,6 +97,35 @@ describe('formatComparison', () => {
     expect(one).toMatch(/\nA: 2 passed, 2 failed, 1 skipped$/);
   });
 
+  it('shows a pass that took a retry as flaky, with the earlier failure and the runtime log, not as a regression', () => {
+    const flakySide: Side = {
+      label: 'docker 26',
+      results: [
+        {
+          id: 'logs › short-lived container',
+          status: 'passed',
+          attempts: 2,
+          message: 'attempt 1 failed: stop container "c0" timeout.',
+          runtimeLog: [
+            'level=info msg="Container failed to exit within 1m0s of signal 15 - using the force"',
+          ],
+        },
+      ],
+    };
+    const comparison = compareSides([reference, flakySide]);
+    expect(comparison.regressions).toBe(0);
+    expect(comparison.flaky).toBe(1);
+    const flakyText = formatComparison(comparison);
+    expect(flakyText).toContain(
+      'Passed, but only on a retry (1):\n  A     B     case\n  pass  flaky logs › short-lived container\n' +
+        '        B: attempt 1 failed: stop container "c0" timeout.\n' +
+        '          B log: level=info msg="Container failed to exit within 1m0s of signal 15 - using the force"\n',
+    );
+    expect(flakyText).not.toMatch(/The same[^]*short-lived/);
+    expect(flakyText).toContain('B: 1 passed (1 only on a retry), 0 failed, 0 skipped');
+    expect(text).not.toContain('retry');
+  });
+
   it('cuts long messages', () => {
     const long = formatComparison(
       compareSides([{ label: 'x', results: [{ id: 'c', status: 'failed', message: 'y'.repeat(1000) }] }]),
@@ -182,6 +213,49 @@ describe('parseGinkgoReport', () => {
     expect(parsed[3]?.message).toBe('apparmor is not enabled');
   });
 
+  it('reads a pass after a failed attempt as flaky: its attempts, the earlier failure, and the ids it logged', () => {
+    const id = 'a509c9f05d75b602aa67361f30c7c55182ff3ffc19605626c773235fba073f0d';
+    const sandbox = 'f'.repeat(64);
+    const [flaky, failed] = parseGinkgoReport(
+      report([
+        {
+          ...spec(
+            ['[k8s.io] Idempotence', 'StopContainer'],
+            'should not return an error if already stopped',
+            'passed',
+          ),
+          NumAttempts: 2,
+          AdditionalFailures: [
+            {
+              Failure: {
+                Message: `Failure recorded during attempt 1:\nstop container "${id}" timeout.\n`,
+                Location: { FileName: '/x/container.go', LineNumber: 459 },
+                FailureNodeType: 'It',
+              },
+            },
+          ],
+          CapturedGinkgoWriterOutput: `STEP: create sandbox\nCreated PodSandbox "${sandbox}"\nStopped container "${'e'.repeat(64)}"`,
+        },
+        {
+          ...spec(['[k8s.io] Container'], 'should support stopping container', 'failed', {
+            Message: `stop container "${id}" timeout.`,
+          }),
+          NumAttempts: 2,
+        },
+      ]),
+      [],
+    );
+    expect(flaky).toMatchObject({
+      status: 'passed',
+      attempts: 2,
+      message: `attempt 1 failed: stop container "${id}" timeout. (container.go:459)`,
+    });
+    expect(flaky?.objectIds?.sort()).toEqual([id, 'e'.repeat(64), sandbox].sort());
+    expect(failed).toMatchObject({ status: 'failed', attempts: 2, objectIds: [id] });
+    expect(parsed[2]).not.toHaveProperty('attempts');
+    expect(troubledSpecs([flaky!, failed!, parsed[2]!, parsed[1]!])).toEqual([flaky, failed]);
+  });
+
   it('throws when a suite node failed, since then no spec result means anything', () => {
     expect(() =>
       parseGinkgoReport(
@@ -220,6 +294,35 @@ describe('critest invocation', () => {
     expect(imagesFile({ busybox: 'docker.io/x/busybox:1', httpd: 'h:2' })).toBe(
       'defaultTestContainerImage: "docker.io/x/busybox:1"\nwebServerTestImage: "h:2"\n',
     );
+  });
+
+  it('asks ginkgo for retries only when more than one attempt is wanted', () => {
+    const files = { images: '/i', report: '/r' };
+    const base = { endpoint: 'unix:///x.sock', images: { busybox: 'b', httpd: 'h' } };
+    expect(critestArgs({ ...base, flakeAttempts: 2 }, files)).toContain('--ginkgo.flake-attempts=2');
+    expect(critestArgs({ ...base, flakeAttempts: 1 }, files).join(' ')).not.toContain('flake');
+    expect(critestArgs(base, files).join(' ')).not.toContain('flake');
+    expect([
+      flakeAttemptsOf('3'),
+      flakeAttemptsOf('0'),
+      flakeAttemptsOf('1.5'),
+      flakeAttemptsOf('x'),
+    ]).toEqual([3, undefined, undefined, undefined]);
+  });
+
+  it("finds the runtime's log lines that name a spec's ids, the last few", () => {
+    const id = 'c'.repeat(64);
+    const log = [
+      `time="t1" level=info msg="starting" container=${id}`,
+      'time="t2" level=info msg="unrelated"',
+      `time="t3" level=info msg="Container failed to exit within 1m0s of signal 15 - using the force" container=${id}`,
+      `  time="t4" level=info msg="ignoring event" container=${id}  `,
+    ].join('\n');
+    expect(runtimeLogLines(log, [id], 2)).toEqual([
+      `time="t3" level=info msg="Container failed to exit within 1m0s of signal 15 - using the force" container=${id}`,
+      `time="t4" level=info msg="ignoring event" container=${id}`,
+    ]);
+    expect(runtimeLogLines(log, [])).toEqual([]);
   });
 
   it('skips are literal text: regex characters in a spec name are escaped', () => {

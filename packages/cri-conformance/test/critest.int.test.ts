@@ -22,6 +22,16 @@ import {
 /** The judge: cri-tools of Kubernetes 1.33's era, built by `bash scripts/cri-tools.sh 1.33.0`. */
 const CRITEST_VERSION = '1.33.0';
 
+/**
+ * Runs per spec, on every side alike: a spec passes on its second attempt as CRI-O's own critest gate
+ * allows three. On this 2-core machine, with the other packages' tests alongside, stopping `top`
+ * right after StartContainer outlasted critest's 60 s twice in ten CI runs, both on the shim's
+ * docker mode ("stop container … timeout"), and never in 20 runs of that spec on a quiet or
+ * CPU-loaded machine (see `CritestOptions.flakeAttempts`). A pass on a retry is listed as flaky, with
+ * the failed attempt and the runtime's log lines about its containers.
+ */
+const FLAKE_ATTEMPTS = 2;
+
 /** Specs containerd itself fails on this release, each with its error and why. Empty: none. */
 const CONTAINERD_FAILS: Record<string, { error: RegExp; reason: string }> = {};
 
@@ -43,6 +53,7 @@ beforeAll(async () => {
     release: DEFAULT_NODE_RELEASE,
     critestVersion: CRITEST_VERSION,
     sides: ['containerd', 'dockershim', 'dockershim-docker'],
+    flakeAttempts: FLAKE_ATTEMPTS,
     progress,
   });
   [containerd, shims.cni, shims.docker] = run.results as [CritestResult, CritestResult, CritestResult];

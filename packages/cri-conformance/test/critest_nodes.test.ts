@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { dockershimCli } from '../src/critest/nodes.js';
+import { dockershimCli, withRuntimeLog } from '../src/critest/nodes.js';
 import { critestNodesMain } from '../src/critest/nodes-cli.js';
 import {
   type CritestSite,
@@ -135,6 +135,30 @@ describe('critest at a site', () => {
   });
 });
 
+describe("the runtime's log for troubled specs", () => {
+  const id = 'd'.repeat(64);
+  const other = 'e'.repeat(64);
+  const specs = [
+    { id: 'failed', status: 'failed' as const, durationMs: 1, objectIds: [id] },
+    { id: 'flaky', status: 'passed' as const, durationMs: 1, attempts: 2, objectIds: [other] },
+    { id: 'fine', status: 'passed' as const, durationMs: 1, objectIds: [id] },
+  ];
+  const log = `level=info msg="Container failed to exit within 1m0s of signal 15 - using the force" container=${id}\nlevel=info msg="stopped" container=${other}`;
+
+  it("adds the node's log lines about a failed or flaky spec's objects, and reads the log only then", async () => {
+    const node = { logs: vi.fn(async () => log) };
+    const [failed, flaky, fine] = await withRuntimeLog(node, specs);
+    expect(failed?.runtimeLog).toEqual([
+      `level=info msg="Container failed to exit within 1m0s of signal 15 - using the force" container=${id}`,
+    ]);
+    expect(flaky?.runtimeLog).toEqual([`level=info msg="stopped" container=${other}`]);
+    expect(fine).not.toHaveProperty('runtimeLog');
+    const quiet = { logs: vi.fn(async () => log) };
+    expect(await withRuntimeLog(quiet, [specs[2]!])).toEqual([specs[2]]);
+    expect(quiet.logs).not.toHaveBeenCalled();
+  });
+});
+
 describe('the run header', () => {
   it('names the release, the node image packages, the critest version and the shim flags', () => {
     const run = {
@@ -163,6 +187,7 @@ describe('cri-conformance critest-nodes', () => {
     [['--release', 'buster'], /unknown --release buster/],
     [['--side', 'cri-o'], /unknown --side cri-o/],
     [['--timeout', '0'], /--timeout must be a positive number/],
+    [['--flake-attempts', '0'], /--flake-attempts must be a whole number of at least 1/],
   ])('refuses %j before it starts anything (exit 2)', async (args, message) => {
     stderr.mockClear();
     expect(await critestNodesMain(args)).toBe(2);

@@ -18,6 +18,7 @@ Options:
   --critest <path>           critest binary (default: on PATH, else the cri-tools cache)
   --focus <regex>            --ginkgo.focus (Go regexp; repeatable)
   --skip <regex>             --ginkgo.skip, added to the built-in list (repeatable)
+  --flake-attempts <n>       runs per spec before it fails (default 1); a later pass shows as flaky
   --json <file>              write every endpoint's specs and the comparison
   --timeout <minutes>        per critest run (default 20)
   -h, --help
@@ -31,8 +32,15 @@ export const CRITEST_RUN_OPTIONS = {
   skip: { type: 'string', multiple: true },
   json: { type: 'string' },
   timeout: { type: 'string', default: '20' },
+  'flake-attempts': { type: 'string', default: '1' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const;
+
+/** `--flake-attempts`: a whole number, at least 1; undefined when it is not one. */
+export function flakeAttemptsOf(value: string): number | undefined {
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 1 ? n : undefined;
+}
 
 /**
  * The reference is the first result: exit code 1 when another fails a spec it passes; with one
@@ -76,6 +84,13 @@ export async function critestMain(args: string[]): Promise<number> {
     );
     return 2;
   }
+  const flakeAttempts = flakeAttemptsOf(values['flake-attempts']);
+  if (flakeAttempts === undefined) {
+    process.stderr.write(
+      `cri-conformance critest: --flake-attempts must be a whole number of at least 1\n\n${CRITEST_USAGE}\n`,
+    );
+    return 2;
+  }
   const results: CritestResult[] = [];
   for (const endpoint of endpoints) {
     results.push(
@@ -85,6 +100,7 @@ export async function critestMain(args: string[]): Promise<number> {
         critest: values.critest,
         focus: values.focus,
         skip: values.skip,
+        flakeAttempts,
         timeoutMs: Number(values.timeout) * 60_000,
         progress: (line) => process.stderr.write(`${line}\n`),
       }),

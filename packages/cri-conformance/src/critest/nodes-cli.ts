@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_CRI_TOOLS_VERSION, DEFAULT_NODE_RELEASE, isNodeRelease, NODE_RELEASES } from '@kh/testkit';
 import { writeOut } from '../framework/output.js';
 import { compareSides, formatComparison } from '../suite/compare.js';
-import { CRITEST_RUN_OPTIONS, critestExitCode, critestSides } from './cli.js';
+import { CRITEST_RUN_OPTIONS, critestExitCode, critestSides, flakeAttemptsOf } from './cli.js';
 import {
   DEFAULT_NODE_SIDES,
   NODE_SIDES,
@@ -30,6 +30,7 @@ Options:
                              default ${DEFAULT_NODE_SIDES.join(', ')})
   --focus <regex>            --ginkgo.focus (Go regexp; repeatable)
   --skip <regex>             --ginkgo.skip, added to the built-in list (repeatable)
+  --flake-attempts <n>       runs per spec before it fails (default 1); a later pass shows as flaky
   --json <file>              write the release, node image packages, every side's specs and the comparison
   --timeout <minutes>        per critest run (default 20)
   -h, --help
@@ -77,6 +78,8 @@ export async function critestNodesMain(argv: string[]): Promise<number> {
   if (unknownSide) return usageError(`unknown --side ${unknownSide}`);
   const timeout = Number(values.timeout);
   if (!(timeout > 0)) return usageError(`--timeout must be a positive number of minutes`);
+  const flakeAttempts = flakeAttemptsOf(values['flake-attempts']);
+  if (flakeAttempts === undefined) return usageError(`--flake-attempts must be a whole number of at least 1`);
   const isVersion = /^\d+\.\d+\.\d+$/.test(values.critest);
 
   const run = await runCritestInNodes({
@@ -86,6 +89,7 @@ export async function critestNodesMain(argv: string[]): Promise<number> {
     shimArgs,
     focus: values.focus,
     skip: values.skip,
+    flakeAttempts,
     timeoutMs: timeout * 60_000,
     progress: (line) => process.stderr.write(`${line}\n`),
   });

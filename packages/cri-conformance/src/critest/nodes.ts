@@ -22,6 +22,7 @@ import {
   type StartedNodeContainer,
   until,
 } from '@kh/testkit';
+import { runtimeLogLines, type SpecResult, troubledSpecs } from './report.js';
 import { type CritestOptions, type CritestResult, type CritestSite, critestAt, runtimeOf } from './run.js';
 
 // Upstream critest run *inside* a kind-style node (testkit's NodeContainer), next to the runtime:
@@ -46,11 +47,13 @@ const SHIM_NETWORK: Partial<Record<NodeSide, readonly string[]>> = {
 
 /** Where the static critest binary is mounted (read-only) in a node. */
 const CRITEST_IN_NODE = '/usr/local/bin/critest';
+/** How much of the runtime's log (the node's output) a failed spec's lines are looked up in. */
+const RUNTIME_LOG_LINES = 100_000;
 /** Where the checkout is mounted (read-only) in a docker node, for the dockershim. */
 const PROJECT_IN_NODE = '/opt/kh';
 
 export interface NodeCritestOptions
-  extends Pick<CritestOptions, 'focus' | 'skip' | 'skips' | 'timeoutMs' | 'progress'> {
+  extends Pick<CritestOptions, 'focus' | 'skip' | 'skips' | 'flakeAttempts' | 'timeoutMs' | 'progress'> {
   /** The Debian release whose node image both sides run (default trixie). */
   release?: NodeRelease;
   /** The cri-tools release built by `scripts/cri-tools.sh <version>` (default 1.26.0). */
@@ -137,7 +140,22 @@ export async function runCritestInNode(
       return { code: exitCode, output };
     },
   };
-  return critestAt(site, await runtimeOf(node.criEndpointOnHost), opts);
+  const result = await critestAt(site, await runtimeOf(node.criEndpointOnHost), opts);
+  return { ...result, specs: await withRuntimeLog(node, result.specs) };
+}
+
+/** Each failed or flaky spec with what the node's runtime logged about its sandboxes and containers. */
+export async function withRuntimeLog(
+  node: Pick<StartedNodeContainer, 'logs'>,
+  specs: SpecResult[],
+): Promise<SpecResult[]> {
+  const troubled = new Set(troubledSpecs(specs));
+  if (troubled.size === 0) return specs;
+  const log = await node.logs(RUNTIME_LOG_LINES);
+  return specs.map((s) => {
+    const lines = troubled.has(s) ? runtimeLogLines(log, s.objectIds ?? []) : [];
+    return lines.length > 0 ? { ...s, runtimeLog: lines } : s;
+  });
 }
 
 /**

@@ -4,7 +4,17 @@ import type { CaseStatus, SuiteResult } from './runner.js';
 export interface Side {
   /** e.g. "containerd 1.6.20 (unix:///...)". */
   label: string;
-  results: ReadonlyArray<{ id: string; status: CaseStatus; message?: string | undefined }>;
+  results: ReadonlyArray<SideResult>;
+}
+
+export interface SideResult {
+  id: string;
+  status: CaseStatus;
+  message?: string | undefined;
+  /** Runs it took, when more than one: a pass after a failed attempt is flaky. */
+  attempts?: number | undefined;
+  /** The runtime's log about the case's objects, for a failed or flaky case. */
+  runtimeLog?: readonly string[] | undefined;
 }
 
 /** A suite result as one side of the table: cases named "group › case". */
@@ -24,6 +34,10 @@ export interface ComparisonRow {
   /** Per side, in the order given; undefined where that side has no such case. */
   statuses: Array<CaseStatus | undefined>;
   messages: Array<string | undefined>;
+  /** Per side: it passed, but only on a retry. */
+  flaky: boolean[];
+  /** Per side: the runtime's log lines about the case's objects. */
+  logs: Array<readonly string[] | undefined>;
   /** The sides disagree (a missing result counts as disagreeing). */
   differs: boolean;
   /** The first side (the reference) passed and another side failed. */
@@ -35,13 +49,15 @@ export interface Comparison {
   rows: ComparisonRow[];
   regressions: number;
   differences: number;
+  /** Cases that passed on some side only on a retry. */
+  flaky: number;
 }
 
 /** Lines up the results of several backends case by case; the first side is the reference. */
 export function compareSides(sides: readonly Side[]): Comparison {
   const ids: string[] = [];
   const bySide = sides.map((side) => {
-    const map = new Map<string, { status: CaseStatus; message?: string | undefined }>();
+    const map = new Map<string, SideResult>();
     for (const r of side.results) {
       if (!ids.includes(r.id)) ids.push(r.id);
       map.set(r.id, r);
@@ -56,6 +72,8 @@ export function compareSides(sides: readonly Side[]): Comparison {
       id,
       statuses,
       messages: found.map((f) => f?.message),
+      flaky: found.map((f) => f?.status === 'passed' && (f.attempts ?? 1) > 1),
+      logs: found.map((f) => f?.runtimeLog),
       differs: statuses.some((s) => s !== reference),
       regression: reference === 'passed' && others.some((s) => s === 'failed'),
     };
@@ -65,6 +83,7 @@ export function compareSides(sides: readonly Side[]): Comparison {
     rows,
     regressions: rows.filter((r) => r.regression).length,
     differences: rows.filter((r) => r.differs).length,
+    flaky: rows.filter((r) => r.flaky.some(Boolean)).length,
   };
 }
 
@@ -86,13 +105,15 @@ export function formatComparison(comparison: Comparison): string {
   const several = comparison.labels.length > 1;
   const letters = comparison.labels.map((_, i) => String.fromCharCode(65 + i));
   const lines = comparison.labels.map((label, i) => `${letters[i]} = ${label}`);
-  const cells = (r: ComparisonRow) => r.statuses.map((s) => (s ? CELL[s] : '-').padEnd(5)).join(' ');
+  const cells = (r: ComparisonRow) =>
+    r.statuses.map((s, i) => (r.flaky[i] ? 'flaky' : s ? CELL[s] : '-').padEnd(5)).join(' ');
   const header = `  ${letters.map((l) => l.padEnd(5)).join(' ')} case`;
   const withMessages = (r: ComparisonRow) => [
     `  ${cells(r)} ${r.id}`,
-    ...r.messages.flatMap((m, i) =>
-      m && r.statuses[i] !== 'passed' ? [`        ${letters[i]}: ${excerpt(m)}`] : [],
-    ),
+    ...r.messages.flatMap((m, i) => [
+      ...(m && (r.statuses[i] !== 'passed' || r.flaky[i]) ? [`        ${letters[i]}: ${excerpt(m)}`] : []),
+      ...(r.logs[i] ?? []).map((line) => `          ${letters[i]} log: ${excerpt(line)}`),
+    ]),
   ];
   const oneLine = (r: ComparisonRow) => {
     const reason = r.statuses[0] === 'skipped' && r.messages[0] ? `  (${excerpt(r.messages[0])})` : '';
@@ -105,15 +126,20 @@ export function formatComparison(comparison: Comparison): string {
       ...(rows.length > 0 ? [header, ...rows.flatMap(render)] : ['  (none)']),
     );
   };
+  const flaky = (r: ComparisonRow) => r.flaky.some(Boolean);
   const differing = comparison.rows.filter((r) => r.differs);
   const failed = comparison.rows.filter((r) => !r.differs && r.statuses[0] === 'failed');
-  const rest = comparison.rows.filter((r) => !r.differs && r.statuses[0] !== 'failed');
+  const retried = comparison.rows.filter((r) => !r.differs && r.statuses[0] === 'passed' && flaky(r));
+  const rest = comparison.rows.filter((r) => !r.differs && r.statuses[0] !== 'failed' && !flaky(r));
   if (several) section('Where they differ', differing, withMessages);
   if (failed.length > 0) section(several ? 'Failed on every side' : 'Failed', failed, withMessages);
+  if (retried.length > 0) section('Passed, but only on a retry', retried, withMessages);
   section(several ? 'The same' : 'Passed or skipped', rest, (r) => [oneLine(r)]);
   const totals = comparison.labels.map((_, i) => {
     const count = (s: CaseStatus) => comparison.rows.filter((r) => r.statuses[i] === s).length;
-    return `${letters[i]}: ${count('passed')} passed, ${count('failed')} failed, ${count('skipped')} skipped`;
+    const retries = comparison.rows.filter((r) => r.flaky[i]).length;
+    const onRetry = retries > 0 ? ` (${retries} only on a retry)` : '';
+    return `${letters[i]}: ${count('passed')} passed${onRetry}, ${count('failed')} failed, ${count('skipped')} skipped`;
   });
   lines.push('', totals.join('; '));
   if (several) {
