@@ -114,6 +114,10 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   evictionMinimumReclaim: { kind: 'map', values: 'threshold', keys: EVICTION_SIGNALS },
   kubeReserved: { kind: 'map', values: 'quantity', keys: RESERVABLE_RESOURCES },
   systemReserved: { kind: 'map', values: 'quantity', keys: RESERVABLE_RESOURCES },
+  // Its values and the cgroups it needs are checked together in validation.ts.
+  enforceNodeAllocatable: { kind: 'stringList' },
+  kubeReservedCgroup: { kind: 'string' },
+  systemReservedCgroup: { kind: 'string' },
   imageGCHighThresholdPercent: { kind: 'int', min: 0, max: 100 },
   imageGCLowThresholdPercent: { kind: 'int', min: 0, max: 100 },
   imageMinimumGCAge: { kind: 'duration' },
@@ -134,7 +138,6 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.
   cpuManagerPolicy: { kind: 'ignored', json: 'string' },
   cpuManagerReconcilePeriod: { kind: 'ignored', json: 'string' },
-  enforceNodeAllocatable: { kind: 'ignored', json: 'array' },
   failSwapOn: { kind: 'ignored', json: 'boolean' },
   hairpinMode: { kind: 'ignored', json: 'string' },
   httpCheckFrequency: { kind: 'ignored', json: 'string' },
