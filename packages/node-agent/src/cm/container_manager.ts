@@ -8,7 +8,16 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
 import { type CgroupFs, hostCgroupFs } from './cgroup_fs.js';
 import { type CgroupDriver, CgroupManager } from './cgroup_manager.js';
-import { parseCgroupfsToCgroupName, parseSystemdToCgroupName } from './cgroup_name.js';
+import {
+  ENFORCE_KUBE_RESERVED,
+  ENFORCE_SYSTEM_RESERVED,
+  nodeAllocatableProblem,
+} from './node_allocatable.js';
+import {
+  type NodeAllocatableOptions,
+  NodeContainerManager,
+  parseConfiguredCgroup,
+} from './node_container_manager.js';
 import { PodContainerManager } from './pod_container_manager.js';
 import { QOSContainerManager } from './qos_container_manager.js';
 
@@ -29,6 +38,8 @@ export interface ContainerManagerOptions {
   cgroupRoot: string;
   cgroupDriver: CgroupDriver;
   podPidsLimit: number;
+  /** Reservations, their enforcement, and the capacity they are taken from. */
+  nodeAllocatable: NodeAllocatableOptions;
   /** Pods that count for the QoS tiers' shares (admitted, not terminal, not being killed). */
   activePods: () => V1Pod[];
   fs?: CgroupFs;
@@ -37,28 +48,46 @@ export interface ContainerManagerOptions {
   log?: Logger;
 }
 
-/** Starts the container manager: with cgroupsPerQOS it checks the controllers and makes the QoS tiers. */
+/**
+ * Starts the container manager (the kubelet's Start): it refuses reservations larger than the
+ * capacity; with cgroupsPerQOS it checks the controllers, makes the QoS tiers and sets kubepods'
+ * limits; then it enforces the system-reserved and kube-reserved cgroups when asked to.
+ */
 export async function startContainerManager(opts: ContainerManagerOptions): Promise<PodCgroups> {
-  if (!opts.cgroupsPerQOS) return new FlatPodCgroups(opts.cgroupRoot);
+  const na = opts.nodeAllocatable;
+  const problem = nodeAllocatableProblem(na, na.capacity);
+  if (problem) throw new Error(problem);
+  const reservedCgroups =
+    na.enforce.includes(ENFORCE_SYSTEM_RESERVED) || na.enforce.includes(ENFORCE_KUBE_RESERVED);
+  if (!opts.cgroupsPerQOS && !reservedCgroups) return new FlatPodCgroups(opts.cgroupRoot);
+  const log = opts.log ?? silentLogger;
   const cgroups = await CgroupManager.detect({
     driver: opts.cgroupDriver,
     fs: opts.fs ?? hostCgroupFs,
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
-  const root = opts.cgroupRoot.endsWith('.slice')
-    ? parseSystemdToCgroupName(opts.cgroupRoot)
-    : parseCgroupfsToCgroupName(opts.cgroupRoot);
-  if (root.length > 0 && !(await cgroups.exists(root)))
-    throw new Error(`invalid configuration: cgroupRoot ${JSON.stringify(opts.cgroupRoot)} does not exist`);
-  const qos = new QOSContainerManager(cgroups, root, opts.activePods);
-  await qos.start();
-  const pods = new PodContainerManager(cgroups, qos, { podPidsLimit: opts.podPidsLimit });
-  (opts.log ?? silentLogger).info('Container manager started', {
-    cgroupVersion: cgroups.version,
-    cgroupDriver: opts.cgroupDriver,
-    kubepods: cgroups.name(qos.containers.guaranteed),
+  const node = new NodeContainerManager(cgroups, na, log);
+  let podCgroups: PodCgroups = new FlatPodCgroups(opts.cgroupRoot);
+  if (opts.cgroupsPerQOS) {
+    const root = parseConfiguredCgroup(opts.cgroupRoot);
+    if (root.length > 0 && !(await cgroups.exists(root)))
+      throw new Error(`invalid configuration: cgroupRoot ${JSON.stringify(opts.cgroupRoot)} does not exist`);
+    const qos = new QOSContainerManager(cgroups, root, opts.activePods);
+    await qos.start();
+    await node.enforceKubepods(qos.containers.guaranteed);
+    const pods = new PodContainerManager(cgroups, qos, { podPidsLimit: opts.podPidsLimit });
+    log.info('Container manager started', {
+      cgroupVersion: cgroups.version,
+      cgroupDriver: opts.cgroupDriver,
+      kubepods: cgroups.name(qos.containers.guaranteed),
+    });
+    podCgroups = new QOSPodCgroups(cgroups, qos, pods, log);
+  }
+  await node.enforceReserved().catch((err) => {
+    node.stop();
+    throw err;
   });
-  return new QOSPodCgroups(cgroups, qos, pods, opts.log ?? silentLogger);
+  return podCgroups;
 }
 
 /** cgroupsPerQOS off: every pod's parent is cgroupRoot and the agent makes no cgroup. */
