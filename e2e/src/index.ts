@@ -12,6 +12,7 @@ import { gcLayouts } from './scenarios/gc-layouts.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { logRotation } from './scenarios/log-rotation.js';
+import { nodeAllocatable } from './scenarios/node-allocatable.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
 import { podConfig } from './scenarios/pod-config.js';
@@ -46,6 +47,7 @@ export const scenarios: Scenario[] = [
   criSurface,
   securityContext,
   podsContainerManager,
+  nodeAllocatable,
   podResize,
   runtimeCrashStorm,
   agentCrash,
