@@ -215,6 +215,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     recorder: node.recorder,
     containerPolicy,
     allSourcesReady: sources.allReady,
+    kubepodsMemoryDir: podCgroups.kubepodsMemoryDir(),
   });
   const gc = new GarbageCollector({
     runtime: runtime.manager,
@@ -480,8 +481,11 @@ async function newEvictionManager(
     recorder: KubeletEventRecorder;
     containerPolicy: ContainerGCPolicy;
     allSourcesReady: () => boolean;
+    /** The kubepods memory cgroup, whose limit is node allocatable (allocatableMemory.available). */
+    kubepodsMemoryDir: string | undefined;
   },
 ): Promise<EvictionManager> {
+  const { kubepodsMemoryDir } = opts;
   const { options, config, resolved, cri, imageCri, metrics, log } = deps;
   // ImageFsInfo belongs to the image service: ask its own endpoint when it has one.
   const statsCri: ImageFsInfoClient & ContainerStatsClient = imageCri
@@ -495,6 +499,7 @@ async function newEvictionManager(
     signals: new NodeSignalSource({
       // In a node container the agent's memory cgroup is the node's, and it bounds the pods too.
       memoryCgroupDir: (await memoryCgroupDir())?.dir ?? '',
+      ...(kubepodsMemoryDir ? { allocatableMemoryCgroupDir: kubepodsMemoryDir } : {}),
       rootDir: options.rootDir,
       imageFs: criImageFs(statsCri),
       log,

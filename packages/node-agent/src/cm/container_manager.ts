@@ -32,6 +32,12 @@ export interface PodCgroups {
   cleanupOrphaned(keep: ReadonlySet<string>): Promise<void>;
 }
 
+/** What the started container manager gives the agent: the pod cgroups, and kubepods for eviction. */
+export interface ContainerManager extends PodCgroups {
+  /** The kubepods memory cgroup's directory (allocatableMemory.available); none without kubepods. */
+  kubepodsMemoryDir(): string | undefined;
+}
+
 export interface ContainerManagerOptions {
   cgroupsPerQOS: boolean;
   /** '' or '/' is the root of the hierarchy; a `.slice` name is read as systemd's. */
@@ -53,7 +59,7 @@ export interface ContainerManagerOptions {
  * capacity; with cgroupsPerQOS it checks the controllers, makes the QoS tiers and sets kubepods'
  * limits; then it enforces the system-reserved and kube-reserved cgroups when asked to.
  */
-export async function startContainerManager(opts: ContainerManagerOptions): Promise<PodCgroups> {
+export async function startContainerManager(opts: ContainerManagerOptions): Promise<ContainerManager> {
   const na = opts.nodeAllocatable;
   const problem = nodeAllocatableProblem(na, na.capacity);
   if (problem) throw new Error(problem);
@@ -67,7 +73,7 @@ export async function startContainerManager(opts: ContainerManagerOptions): Prom
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
   const node = new NodeContainerManager(cgroups, na, log);
-  let podCgroups: PodCgroups = new FlatPodCgroups(opts.cgroupRoot);
+  let podCgroups: ContainerManager = new FlatPodCgroups(opts.cgroupRoot);
   if (opts.cgroupsPerQOS) {
     const root = parseConfiguredCgroup(opts.cgroupRoot);
     if (root.length > 0 && !(await cgroups.exists(root)))
@@ -91,7 +97,7 @@ export async function startContainerManager(opts: ContainerManagerOptions): Prom
 }
 
 /** cgroupsPerQOS off: every pod's parent is cgroupRoot and the agent makes no cgroup. */
-class FlatPodCgroups implements PodCgroups {
+class FlatPodCgroups implements ContainerManager {
   constructor(private readonly cgroupRoot: string) {}
   cgroupParent(): string {
     return this.cgroupRoot;
@@ -99,9 +105,12 @@ class FlatPodCgroups implements PodCgroups {
   async ensureExists(): Promise<void> {}
   async update(): Promise<void> {}
   async cleanupOrphaned(): Promise<void> {}
+  kubepodsMemoryDir(): undefined {
+    return undefined;
+  }
 }
 
-class QOSPodCgroups implements PodCgroups {
+class QOSPodCgroups implements ContainerManager {
   constructor(
     private readonly cgroups: CgroupManager,
     private readonly qos: QOSContainerManager,
@@ -111,6 +120,10 @@ class QOSPodCgroups implements PodCgroups {
 
   cgroupParent(pod: V1Pod): string {
     return this.cgroups.name(this.pods.podCgroup(pod));
+  }
+
+  kubepodsMemoryDir(): string {
+    return this.cgroups.dir(this.cgroups.version === 2 ? '' : 'memory', this.qos.containers.guaranteed);
   }
 
   async ensureExists(pod: V1Pod): Promise<void> {

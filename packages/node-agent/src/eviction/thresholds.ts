@@ -4,6 +4,7 @@
 // checks that need the whole eviction section and turns it into one EvictionConfig.
 
 import { ErrorList } from '@kh/apimachinery';
+import { ENFORCE_PODS } from '../cm/node_allocatable.js';
 import { ConfigError } from '../config/field_errors.js';
 import type { EvictionThreshold, ResolvedKubeletConfig } from '../config/resolve.js';
 import type { KubeletConfiguration } from '../config/types.js';
@@ -62,9 +63,15 @@ export function evictionConfigFrom(
   check('evictionHard', resolved.evictionHard);
   check('evictionSoft', resolved.evictionSoft);
   if (errs.errors.length > 0) throw new ConfigError('eviction configuration', errs.errors);
+  // With `pods` enforced, each hard memory.available threshold also applies to what is left of
+  // node allocatable in kubepods (the kubelet's addAllocatableThresholds).
+  const allocatable = cfg.enforceNodeAllocatable.includes(ENFORCE_PODS)
+    ? resolved.evictionHard.filter((t) => t.signal === 'memory.available')
+    : [];
   return {
     thresholds: [
       ...resolved.evictionHard.map((t) => ({ ...t, signal: t.signal as EvictionSignal, hard: true })),
+      ...allocatable.map((t) => ({ ...t, signal: 'allocatableMemory.available' as const, hard: true })),
       ...resolved.evictionSoft.map((t) => ({ ...t, signal: t.signal as EvictionSignal, hard: false })),
     ],
     pressureTransitionPeriodMs: resolved.evictionPressureTransitionPeriodMs,
