@@ -12,6 +12,7 @@ import { gcLayouts } from './scenarios/gc-layouts.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { logRotation } from './scenarios/log-rotation.js';
+import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
 import { nodeAllocatable } from './scenarios/node-allocatable.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
@@ -48,6 +49,7 @@ export const scenarios: Scenario[] = [
   securityContext,
   podsContainerManager,
   nodeAllocatable,
+  memoryAllocatableEviction,
   podResize,
   runtimeCrashStorm,
   agentCrash,
