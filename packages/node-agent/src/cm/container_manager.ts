@@ -5,14 +5,11 @@
 // cgroupParent, the pod cgroup made before the sandbox, re-applied after a resize, and removed
 // by housekeeping once the pod no longer runs.
 import type { V1Pod } from '@kubernetes/client-node';
+import { ENFORCE_KUBE_RESERVED, ENFORCE_SYSTEM_RESERVED } from '../config/schema.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { type CgroupFs, hostCgroupFs } from './cgroup_fs.js';
 import { type CgroupDriver, CgroupManager } from './cgroup_manager.js';
-import {
-  ENFORCE_KUBE_RESERVED,
-  ENFORCE_SYSTEM_RESERVED,
-  nodeAllocatableProblem,
-} from './node_allocatable.js';
+import { nodeAllocatableProblem } from './node_allocatable.js';
 import {
   type NodeAllocatableOptions,
   NodeContainerManager,

@@ -10,18 +10,6 @@ import type { EvictionThreshold, ResourceList } from '../config/resolve.js';
 import { Quantity } from '../util/quantity.js';
 import { milliCPUToShares, type ResourceConfig } from './helpers.js';
 
-/** enforceNodeAllocatable's values (the kubelet's NodeAllocatableEnforcementKey and friends). */
-export const ENFORCE_PODS = 'pods';
-export const ENFORCE_SYSTEM_RESERVED = 'system-reserved';
-export const ENFORCE_KUBE_RESERVED = 'kube-reserved';
-export const ENFORCE_NONE = 'none';
-export const NODE_ALLOCATABLE_ENFORCEMENT_KEYS = [
-  ENFORCE_PODS,
-  ENFORCE_SYSTEM_RESERVED,
-  ENFORCE_KUBE_RESERVED,
-  ENFORCE_NONE,
-] as const;
-
 /** Process IDs as a reservable resource (pidlimit.PIDs): only cgroups use it. */
 export const PID_RESOURCE = 'pid';
 

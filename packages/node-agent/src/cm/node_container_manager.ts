@@ -6,15 +6,13 @@
 // - `system-reserved` / `kube-reserved` limit an existing cgroup to the reservation; a missing
 //   cgroup or a failed write stops the agent, as it stops the kubelet.
 import type { ResourceList } from '../config/resolve.js';
+import { ENFORCE_KUBE_RESERVED, ENFORCE_PODS, ENFORCE_SYSTEM_RESERVED } from '../config/schema.js';
 import type { Logger } from '../util/log.js';
 import { Quantity } from '../util/quantity.js';
 import type { CgroupManager } from './cgroup_manager.js';
 import { type CgroupName, parseCgroupfsToCgroupName, parseSystemdToCgroupName } from './cgroup_name.js';
 import {
   cgroupConfigFor,
-  ENFORCE_KUBE_RESERVED,
-  ENFORCE_PODS,
-  ENFORCE_SYSTEM_RESERVED,
   FAILED_NODE_ALLOCATABLE_ENFORCEMENT,
   NODE_ALLOCATABLE_ENFORCED,
   nodeAllocatableAbsolute,

@@ -49,6 +49,18 @@ export const EVICTION_SIGNALS = [
 
 export const RESERVABLE_RESOURCES = ['cpu', 'memory', 'ephemeral-storage', 'pid'] as const;
 
+/** enforceNodeAllocatable's values (the kubelet's NodeAllocatableEnforcementKey and friends). */
+export const ENFORCE_PODS = 'pods';
+export const ENFORCE_SYSTEM_RESERVED = 'system-reserved';
+export const ENFORCE_KUBE_RESERVED = 'kube-reserved';
+export const ENFORCE_NONE = 'none';
+export const NODE_ALLOCATABLE_ENFORCEMENT_KEYS = [
+  ENFORCE_PODS,
+  ENFORCE_SYSTEM_RESERVED,
+  ENFORCE_KUBE_RESERVED,
+  ENFORCE_NONE,
+] as const;
+
 const ip = (v: string) => (isIP(v) ? undefined : 'must be a valid IP address');
 const port = { kind: 'int', min: 0, max: 65535 } as const;
 function nonNegativeQuantity(v: string): string | undefined {

@@ -2,14 +2,16 @@
 // fields together. Returns all problems; the caller decides to fail.
 
 import { ErrorList, type FieldError } from '@kh/apimachinery';
+import { parseDuration } from '../util/duration.js';
 import {
+  checkField,
   ENFORCE_KUBE_RESERVED,
   ENFORCE_NONE,
   ENFORCE_SYSTEM_RESERVED,
+  isDisabledThreshold,
+  KUBELET_CONFIG_SCHEMA,
   NODE_ALLOCATABLE_ENFORCEMENT_KEYS,
-} from '../cm/node_allocatable.js';
-import { parseDuration } from '../util/duration.js';
-import { checkField, isDisabledThreshold, KUBELET_CONFIG_SCHEMA } from './schema.js';
+} from './schema.js';
 import { KUBELET_CONFIG_API_VERSION, KUBELET_CONFIG_KIND, type KubeletConfiguration } from './types.js';
 
 export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldError[] {

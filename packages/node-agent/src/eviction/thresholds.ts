@@ -4,9 +4,9 @@
 // checks that need the whole eviction section and turns it into one EvictionConfig.
 
 import { ErrorList } from '@kh/apimachinery';
-import { ENFORCE_PODS } from '../cm/node_allocatable.js';
 import { ConfigError } from '../config/field_errors.js';
 import type { EvictionThreshold, ResolvedKubeletConfig } from '../config/resolve.js';
+import { ENFORCE_PODS } from '../config/schema.js';
 import type { KubeletConfiguration } from '../config/types.js';
 import type { QuantityOrPercent } from '../util/quantity.js';
 import type { EvictionSignal, Observations } from './types.js';
