@@ -78,9 +78,10 @@ export class NodeContainerManager {
       }
       this.log.info('Enforced node allocatable on kubepods', {
         cgroup: this.cgroups.name(kubepods),
-        cpuShares: config.cpuShares,
-        memory: config.memory,
-        pidsLimit: config.pidsLimit,
+        // The log line is JSON, which has no bigint.
+        cpuShares: config.cpuShares?.toString(),
+        memory: config.memory?.toString(),
+        pidsLimit: config.pidsLimit?.toString(),
       });
       this.opts.record?.('Normal', NODE_ALLOCATABLE_ENFORCED, 'Updated Node Allocatable limit across pods');
       return true;
