@@ -5,6 +5,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { type ContainerManagerOptions, startContainerManager } from '../../src/cm/container_manager.js';
 import type { NodeAllocatableOptions } from '../../src/cm/node_container_manager.js';
 import type { ResourceList } from '../../src/config/resolve.js';
+import { stderrLogger } from '../../src/util/log.js';
 import { Quantity } from '../../src/util/quantity.js';
 import { FakeCgroupFs } from './fake_cgroup_fs.js';
 
@@ -68,6 +69,14 @@ describe('cgroup v1, cgroupfs: the upstream e2e configuration', () => {
       String(8n * 1024n * Mi - 200n * Mi),
     );
     expect(fs.files.get(`${kubepods('pids')}/pids.max`)).toBe(String(4194304n - 1738n));
+  });
+
+  test("the agent's log line names the kubepods limits", async () => {
+    const lines: string[] = [];
+    await start(v1(...reserved), upstreamConfig(), { log: stderrLogger(0, (l) => lines.push(l)) });
+    expect(lines.find((l) => l.includes('Enforced node allocatable on kubepods'))).toContain(
+      `memory="${8n * 1024n * Mi - 200n * Mi}"`,
+    );
   });
 
   test('kube-reserved and system-reserved get their reservations', async () => {
