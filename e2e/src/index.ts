@@ -12,6 +12,8 @@ import { gcLayouts } from './scenarios/gc-layouts.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { logRotation } from './scenarios/log-rotation.js';
+import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
+import { nodeAllocatable } from './scenarios/node-allocatable.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
 import { podConfig } from './scenarios/pod-config.js';
@@ -46,6 +48,8 @@ export const scenarios: Scenario[] = [
   criSurface,
   securityContext,
   podsContainerManager,
+  nodeAllocatable,
+  memoryAllocatableEviction,
   podResize,
   runtimeCrashStorm,
   agentCrash,

@@ -1,7 +1,7 @@
 import type { Scenario } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
 import { nodeMemoryWorkingSetBytes, pressureCondition } from '../support/node.js';
-import { createPod, eventsFor, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, eventsFor, memhog, podFor, sh, waitForPod } from '../support/pods.js';
 
 const Mi = 2 ** 20;
 
@@ -49,20 +49,8 @@ export const eviction: Scenario = {
       podFor(ctx, 'hog', {
         priority: 0,
         restartPolicy: 'Never',
-        containers: [
-          {
-            name: 'hog',
-            image: ctx.images.memhog,
-            imagePullPolicy: 'IfNotPresent',
-            env: [
-              { name: 'MEMHOG_MB', value: String(targetMiB) },
-              { name: 'MEMHOG_STEP_MB', value: String(step) },
-              // No pause between steps: on a loaded 2-core machine 1s pauses made the growth
-              // outlast the wait; the size, not the speed, keeps the node above the OOM line.
-              { name: 'MEMHOG_INTERVAL_S', value: '0' },
-            ],
-          },
-        ],
+        // No pause between steps: the size, not the speed, keeps the node above the OOM line.
+        containers: [memhog(ctx, 'hog', targetMiB, step)],
       }),
     );
 

@@ -50,12 +50,15 @@ export async function nodeFsAvailableBytes(ctx: ScenarioContext, path: string): 
 /**
  * The node's memory working set (usage minus inactive file pages) as the kubelet computes
  * memory.available, read from the node container's own cgroup: the pods' cgroup root minus
- * "/kubepods". cgroup v1 and v2.
+ * "/kubepods"; or kubepods' own (allocatableMemory.available). cgroup v1 and v2.
  */
-export async function nodeMemoryWorkingSetBytes(ctx: ScenarioContext): Promise<number> {
+export async function nodeMemoryWorkingSetBytes(
+  ctx: ScenarioContext,
+  of: 'node' | 'kubepods' = 'node',
+): Promise<number> {
   const parent = ctx.backend.cgroupParent;
   if (!parent) throw new Error(`node ${ctx.nodeName} has no cgroup root`);
-  const cgroup = parent.replace(/\/kubepods$/, '');
+  const cgroup = of === 'kubepods' ? parent : parent.replace(/\/kubepods$/, '');
   const v1 = `/sys/fs/cgroup/memory${cgroup}`;
   const v2 = `/sys/fs/cgroup${cgroup}`;
   const script = `if [ -f ${v1}/memory.usage_in_bytes ]; then cat ${v1}/memory.usage_in_bytes; grep '^total_inactive_file ' ${v1}/memory.stat; else cat ${v2}/memory.current; grep '^inactive_file ' ${v2}/memory.stat; fi`;

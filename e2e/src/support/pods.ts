@@ -31,6 +31,23 @@ export function sh(
   };
 }
 
+/**
+ * The memhog container: it grows to `targetMiB` in `stepMiB` steps with no pause between them
+ * (on a loaded 2-core machine 1 s pauses made the growth outlast the waits) and holds it.
+ */
+export function memhog(ctx: ScenarioContext, name: string, targetMiB: number, stepMiB: number): V1Container {
+  return {
+    name,
+    image: ctx.images.memhog,
+    imagePullPolicy: 'IfNotPresent',
+    env: [
+      { name: 'MEMHOG_MB', value: String(targetMiB) },
+      { name: 'MEMHOG_STEP_MB', value: String(stepMiB) },
+      { name: 'MEMHOG_INTERVAL_S', value: '0' },
+    ],
+  };
+}
+
 export async function createPod(ctx: ScenarioContext, pod: V1Pod): Promise<V1Pod> {
   return ctx.core.createNamespacedPod({ namespace: ctx.namespace, body: pod });
 }

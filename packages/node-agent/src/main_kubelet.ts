@@ -5,6 +5,7 @@
 // both hold comes first, so nothing is set after construction: the pod manager sits between the
 // runtime manager and the pod workers, the pod cache between the PLEG and the pod workers, and
 // the admit handlers between the pod lifecycle and the eviction manager.
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { realClock, type TimerClock } from '@kh/apimachinery';
 import type { CriClient } from '@kh/cri-api';
@@ -29,6 +30,8 @@ import { AllocationManager } from './allocation/allocation_manager.js';
 import { KubeNodeApi, type NodeApi } from './api/node_api.js';
 import type { PodApi } from './api/pod_api.js';
 import { type PodCgroups, startContainerManager } from './cm/container_manager.js';
+import { readMaxPID } from './cm/node_allocatable.js';
+import type { NodeAllocatableOptions } from './cm/node_container_manager.js';
 import { featureEnabled } from './config/feature_gates.js';
 import type { AgentOptions } from './config/flags.js';
 import type { ResolvedKubeletConfig } from './config/resolve.js';
@@ -47,7 +50,13 @@ import { KubeletMetrics } from './metrics/metrics.js';
 import { KubeMirrorPodApi } from './mirror/mirror_client.js';
 import { MirrorPodManager } from './mirror/mirror_pods.js';
 import { NodeLeaseController } from './nodelease/controller.js';
-import { goArch, type MachineInfo, memoryCgroupDir, readMachineInfo } from './nodestatus/machine_info.js';
+import {
+  goArch,
+  type MachineInfo,
+  machineCapacity,
+  memoryCgroupDir,
+  readMachineInfo,
+} from './nodestatus/machine_info.js';
 import { type NodeIdentity, nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
 import { PodCidrUpdater } from './nodestatus/pod_cidr.js';
 import { NodeRegistrar } from './nodestatus/registration.js';
@@ -132,6 +141,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
       }
     : given;
   const node = nodeBasics(deps);
+  const machine = await readMachineInfo({ rootDir: deps.options.rootDir });
   // The container manager makes the QoS cgroups before any sandbox needs its pod's cgroup. Its
   // Burstable shares count the active pods, which the pod layer built below knows.
   let activePods: () => V1Pod[] = () => [];
@@ -140,6 +150,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     cgroupRoot: deps.config.cgroupRoot,
     cgroupDriver: deps.config.cgroupDriver,
     podPidsLimit: deps.config.podPidsLimit,
+    nodeAllocatable: await nodeAllocatableOptions(deps, machine, node.recorder),
     activePods: () => activePods(),
     log: deps.log,
   });
@@ -156,7 +167,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
       })
     : undefined;
   const runtime = await newRuntime(deps, node, podCgroups, allocation);
-  const nodeSide = await newNodeSide(deps, node, runtime);
+  const nodeSide = await newNodeSide(deps, node, runtime, machine);
   // Standalone: no API server, so no pods, admission, eviction or mirrors either.
   const { kubeConfig } = deps;
   if (!kubeConfig || !node.recorder) return newKubelet(nodeSide);
@@ -204,6 +215,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     recorder: node.recorder,
     containerPolicy,
     allSourcesReady: sources.allReady,
+    kubepodsMemoryDir: podCgroups.kubepodsMemoryDir(),
   });
   const gc = new GarbageCollector({
     runtime: runtime.manager,
@@ -254,6 +266,26 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
   admitHandlers.add(new SysctlAllowlist([...safeSysctls(), ...deps.config.allowedUnsafeSysctls]));
   admitHandlers.add(new AppArmorAdmitHandler(hostAppArmorEnabled()));
   return kubelet;
+}
+
+/** The reservations and their enforcement, over the capacity node status reports. */
+async function nodeAllocatableOptions(
+  { config, resolved }: MainKubeletDeps,
+  machine: MachineInfo,
+  recorder: KubeletEventRecorder | undefined,
+): Promise<NodeAllocatableOptions> {
+  const maxPID = await readMaxPID((path) => readFile(path, 'utf8').catch(() => undefined));
+  return {
+    enforce: config.enforceNodeAllocatable,
+    kubeReserved: resolved.kubeReserved,
+    systemReserved: resolved.systemReserved,
+    evictionHard: resolved.evictionHard,
+    kubeReservedCgroup: config.kubeReservedCgroup,
+    systemReservedCgroup: config.systemReservedCgroup,
+    capacity: machineCapacity(machine),
+    ...(maxPID !== undefined ? { maxPID } : {}),
+    ...(recorder ? { record: (type, reason, message) => recorder.nodeEvent(type, reason, message) } : {}),
+  };
 }
 
 /** Who and where this node is, the clock everything runs on, and its event recorder. */
@@ -375,6 +407,7 @@ async function newNodeSide(
   deps: MainKubeletDeps,
   node: NodeBasics,
   runtime: RuntimeParts,
+  machineInfo: MachineInfo,
 ): Promise<KubeletDeps> {
   const { options, config, resolved, metrics, log } = deps;
   return {
@@ -389,7 +422,7 @@ async function newNodeSide(
       taints: config.registerWithTaints,
     },
     nodeIP: node.nodeIP,
-    machineInfo: await readMachineInfo({ rootDir: options.rootDir }),
+    machineInfo,
     certDir: options.certDir,
     runtime: runtime.manager,
     pleg: runtime.pleg,
@@ -448,8 +481,11 @@ async function newEvictionManager(
     recorder: KubeletEventRecorder;
     containerPolicy: ContainerGCPolicy;
     allSourcesReady: () => boolean;
+    /** The kubepods memory cgroup, whose limit is node allocatable (allocatableMemory.available). */
+    kubepodsMemoryDir: string | undefined;
   },
 ): Promise<EvictionManager> {
+  const { kubepodsMemoryDir } = opts;
   const { options, config, resolved, cri, imageCri, metrics, log } = deps;
   // ImageFsInfo belongs to the image service: ask its own endpoint when it has one.
   const statsCri: ImageFsInfoClient & ContainerStatsClient = imageCri
@@ -463,6 +499,7 @@ async function newEvictionManager(
     signals: new NodeSignalSource({
       // In a node container the agent's memory cgroup is the node's, and it bounds the pods too.
       memoryCgroupDir: (await memoryCgroupDir())?.dir ?? '',
+      ...(kubepodsMemoryDir ? { allocatableMemoryCgroupDir: kubepodsMemoryDir } : {}),
       rootDir: options.rootDir,
       imageFs: criImageFs(statsCri),
       log,

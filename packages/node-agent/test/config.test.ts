@@ -341,3 +341,64 @@ describe('security fields', () => {
     ]);
   });
 });
+
+describe('node allocatable enforcement (the kubelet validation cases)', () => {
+  it('defaults to [pods] with no reserved cgroups', () => {
+    expect(defaultKubeletConfiguration()).toMatchObject({
+      enforceNodeAllocatable: ['pods'],
+      kubeReservedCgroup: '',
+      systemReservedCgroup: '',
+    });
+  });
+
+  it('accepts every key with the cgroups the reserved ones need, from the file and from flags', async () => {
+    const { config } = await loadKubeletConfiguration(
+      file(
+        'alloc.yaml',
+        `${HEADER}enforceNodeAllocatable: [pods, system-reserved, kube-reserved]\nsystemReservedCgroup: /system.slice\nkubeReservedCgroup: /kube-reserved\n`,
+      ),
+    );
+    expect(config.enforceNodeAllocatable).toEqual(['pods', 'system-reserved', 'kube-reserved']);
+    const flags = parseFlags(['--enforce-node-allocatable=kube-reserved', '--kube-reserved-cgroup=/kube']);
+    const fromFlags = await loadKubeletConfiguration(undefined, flags.configOverrides);
+    expect(fromFlags.config).toMatchObject({
+      enforceNodeAllocatable: ['kube-reserved'],
+      kubeReservedCgroup: '/kube',
+    });
+    expect(
+      (await loadKubeletConfiguration(file('none.yaml', `${HEADER}enforceNodeAllocatable: [none]\n`))).config,
+    ).toMatchObject({ enforceNodeAllocatable: ['none'] });
+  });
+
+  it('requires systemReservedCgroup for system-reserved and kubeReservedCgroup for kube-reserved', async () => {
+    expect(await loadErrors(file('sr.yaml', `${HEADER}enforceNodeAllocatable: [system-reserved]\n`))).toEqual(
+      [
+        'systemReservedCgroup: Required value: must be specified when "system-reserved" is contained in enforceNodeAllocatable',
+      ],
+    );
+    expect(await loadErrors(undefined, ['--enforce-node-allocatable=pods,kube-reserved'])).toEqual([
+      'kubeReservedCgroup: Required value: must be specified when "kube-reserved" is contained in enforceNodeAllocatable',
+    ]);
+  });
+
+  it('refuses none with other keys, and unknown keys', async () => {
+    expect(
+      await loadErrors(undefined, [
+        '--enforce-node-allocatable=none,kube-reserved',
+        '--kube-reserved-cgroup=/k',
+      ]),
+    ).toEqual([
+      'enforceNodeAllocatable: Invalid value: ["none","kube-reserved"]: may not contain additional enforcements when "none" is specified',
+    ]);
+    expect(
+      await loadErrors(
+        file('bad.yaml', `${HEADER}enforceNodeAllocatable: [invalid-enforce-node-allocatable]\n`),
+      ),
+    ).toEqual([
+      'enforceNodeAllocatable[0]: Unsupported value: "invalid-enforce-node-allocatable": supported values: "pods", "system-reserved", "kube-reserved", "none"',
+    ]);
+    expect(await loadErrors(file('type.yaml', `${HEADER}enforceNodeAllocatable: pods\n`))).toEqual([
+      'enforceNodeAllocatable: Invalid value: "pods": must be of type array',
+    ]);
+  });
+});

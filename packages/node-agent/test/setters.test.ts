@@ -36,8 +36,9 @@ describe('node status setters', () => {
       'ephemeral-storage': '100Gi',
       pods: '110',
     });
-    // memory: 16Gi - 1Gi - 512Mi - 100Mi (memory.available); storage: 100Gi - 1Gi - 10% of 100Gi.
-    const storage = 100n * GiB - GiB - (100n * GiB) / 10n;
+    // memory: 16Gi - 1Gi - 512Mi - 100Mi (memory.available); storage: 100Gi - 1Gi - 10% of 100Gi,
+    // where 10% is the kubelet's float32 0.1: 10737418400 bytes, 160 more than a tenth.
+    const storage = 100n * GiB - GiB - 10737418400n;
     expect(node.status?.allocatable).toEqual({
       cpu: '1700m',
       memory: `${16 * 1024 - 1024 - 512 - 100}Mi`,

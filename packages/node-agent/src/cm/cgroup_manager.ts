@@ -93,6 +93,14 @@ export class CgroupManager {
     for (const hierarchy of await this.allHierarchies()) await this.removeTree(this.dir(hierarchy, cgroup));
   }
 
+  /** The cgroup's memory use in bytes (memory.current, or memory.usage_in_bytes on v1). */
+  async memoryUsage(cgroup: CgroupName): Promise<bigint | undefined> {
+    const [hierarchy, file] =
+      this.version === 2 ? ['', 'memory.current'] : ['memory', 'memory.usage_in_bytes'];
+    const text = (await this.opts.fs.read(join(this.dir(hierarchy, cgroup), file)))?.trim();
+    return text && /^\d+$/.test(text) ? BigInt(text) : undefined;
+  }
+
   /** The names of the child cgroups of `cgroup`, seen in any hierarchy. */
   async children(cgroup: CgroupName): Promise<string[]> {
     const names = new Set<string>();

@@ -5,10 +5,16 @@
 // cgroupParent, the pod cgroup made before the sandbox, re-applied after a resize, and removed
 // by housekeeping once the pod no longer runs.
 import type { V1Pod } from '@kubernetes/client-node';
+import { ENFORCE_KUBE_RESERVED, ENFORCE_SYSTEM_RESERVED } from '../config/schema.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { type CgroupFs, hostCgroupFs } from './cgroup_fs.js';
 import { type CgroupDriver, CgroupManager } from './cgroup_manager.js';
-import { parseCgroupfsToCgroupName, parseSystemdToCgroupName } from './cgroup_name.js';
+import { nodeAllocatableProblem } from './node_allocatable.js';
+import {
+  type NodeAllocatableOptions,
+  NodeContainerManager,
+  parseConfiguredCgroup,
+} from './node_container_manager.js';
 import { PodContainerManager } from './pod_container_manager.js';
 import { QOSContainerManager } from './qos_container_manager.js';
 
@@ -23,12 +29,20 @@ export interface PodCgroups {
   cleanupOrphaned(keep: ReadonlySet<string>): Promise<void>;
 }
 
+/** What the started container manager gives the agent: the pod cgroups, and kubepods for eviction. */
+export interface ContainerManager extends PodCgroups {
+  /** The kubepods memory cgroup's directory (allocatableMemory.available); none without kubepods. */
+  kubepodsMemoryDir(): string | undefined;
+}
+
 export interface ContainerManagerOptions {
   cgroupsPerQOS: boolean;
   /** '' or '/' is the root of the hierarchy; a `.slice` name is read as systemd's. */
   cgroupRoot: string;
   cgroupDriver: CgroupDriver;
   podPidsLimit: number;
+  /** Reservations, their enforcement, and the capacity they are taken from. */
+  nodeAllocatable: NodeAllocatableOptions;
   /** Pods that count for the QoS tiers' shares (admitted, not terminal, not being killed). */
   activePods: () => V1Pod[];
   fs?: CgroupFs;
@@ -37,32 +51,50 @@ export interface ContainerManagerOptions {
   log?: Logger;
 }
 
-/** Starts the container manager: with cgroupsPerQOS it checks the controllers and makes the QoS tiers. */
-export async function startContainerManager(opts: ContainerManagerOptions): Promise<PodCgroups> {
-  if (!opts.cgroupsPerQOS) return new FlatPodCgroups(opts.cgroupRoot);
+/**
+ * Starts the container manager (the kubelet's Start): it refuses reservations larger than the
+ * capacity; with cgroupsPerQOS it checks the controllers, makes the QoS tiers and sets kubepods'
+ * limits; then it enforces the system-reserved and kube-reserved cgroups when asked to.
+ */
+export async function startContainerManager(opts: ContainerManagerOptions): Promise<ContainerManager> {
+  const na = opts.nodeAllocatable;
+  const problem = nodeAllocatableProblem(na, na.capacity);
+  if (problem) throw new Error(problem);
+  const reservedCgroups =
+    na.enforce.includes(ENFORCE_SYSTEM_RESERVED) || na.enforce.includes(ENFORCE_KUBE_RESERVED);
+  if (!opts.cgroupsPerQOS && !reservedCgroups) return new FlatPodCgroups(opts.cgroupRoot);
+  const log = opts.log ?? silentLogger;
   const cgroups = await CgroupManager.detect({
     driver: opts.cgroupDriver,
     fs: opts.fs ?? hostCgroupFs,
     ...(opts.mount ? { mount: opts.mount } : {}),
   });
-  const root = opts.cgroupRoot.endsWith('.slice')
-    ? parseSystemdToCgroupName(opts.cgroupRoot)
-    : parseCgroupfsToCgroupName(opts.cgroupRoot);
-  if (root.length > 0 && !(await cgroups.exists(root)))
-    throw new Error(`invalid configuration: cgroupRoot ${JSON.stringify(opts.cgroupRoot)} does not exist`);
-  const qos = new QOSContainerManager(cgroups, root, opts.activePods);
-  await qos.start();
-  const pods = new PodContainerManager(cgroups, qos, { podPidsLimit: opts.podPidsLimit });
-  (opts.log ?? silentLogger).info('Container manager started', {
-    cgroupVersion: cgroups.version,
-    cgroupDriver: opts.cgroupDriver,
-    kubepods: cgroups.name(qos.containers.guaranteed),
+  const node = new NodeContainerManager(cgroups, na, log);
+  let podCgroups: ContainerManager = new FlatPodCgroups(opts.cgroupRoot);
+  if (opts.cgroupsPerQOS) {
+    const root = parseConfiguredCgroup(opts.cgroupRoot);
+    if (root.length > 0 && !(await cgroups.exists(root)))
+      throw new Error(`invalid configuration: cgroupRoot ${JSON.stringify(opts.cgroupRoot)} does not exist`);
+    const qos = new QOSContainerManager(cgroups, root, opts.activePods);
+    await qos.start();
+    await node.enforceKubepods(qos.containers.guaranteed);
+    const pods = new PodContainerManager(cgroups, qos, { podPidsLimit: opts.podPidsLimit });
+    log.info('Container manager started', {
+      cgroupVersion: cgroups.version,
+      cgroupDriver: opts.cgroupDriver,
+      kubepods: cgroups.name(qos.containers.guaranteed),
+    });
+    podCgroups = new QOSPodCgroups(cgroups, qos, pods, log);
+  }
+  await node.enforceReserved().catch((err) => {
+    node.stop();
+    throw err;
   });
-  return new QOSPodCgroups(cgroups, qos, pods, opts.log ?? silentLogger);
+  return podCgroups;
 }
 
 /** cgroupsPerQOS off: every pod's parent is cgroupRoot and the agent makes no cgroup. */
-class FlatPodCgroups implements PodCgroups {
+class FlatPodCgroups implements ContainerManager {
   constructor(private readonly cgroupRoot: string) {}
   cgroupParent(): string {
     return this.cgroupRoot;
@@ -70,9 +102,12 @@ class FlatPodCgroups implements PodCgroups {
   async ensureExists(): Promise<void> {}
   async update(): Promise<void> {}
   async cleanupOrphaned(): Promise<void> {}
+  kubepodsMemoryDir(): undefined {
+    return undefined;
+  }
 }
 
-class QOSPodCgroups implements PodCgroups {
+class QOSPodCgroups implements ContainerManager {
   constructor(
     private readonly cgroups: CgroupManager,
     private readonly qos: QOSContainerManager,
@@ -82,6 +117,10 @@ class QOSPodCgroups implements PodCgroups {
 
   cgroupParent(pod: V1Pod): string {
     return this.cgroups.name(this.pods.podCgroup(pod));
+  }
+
+  kubepodsMemoryDir(): string {
+    return this.cgroups.dir(this.cgroups.version === 2 ? '' : 'memory', this.qos.containers.guaranteed);
   }
 
   async ensureExists(pod: V1Pod): Promise<void> {

@@ -36,6 +36,7 @@ type FlagKind =
   | 'float'
   | 'duration'
   | 'ipList'
+  | 'list'
   | 'labels'
   | 'evictionMap'
   | 'keyValueMap'
@@ -241,6 +242,24 @@ export const FLAGS: readonly FlagSpec[] = [
     help: 'Resources reserved for the system (cpu=100m,...).',
   },
   {
+    name: 'enforce-node-allocatable',
+    kind: 'list',
+    config: 'enforceNodeAllocatable',
+    help: 'What node allocatable limits: pods, system-reserved, kube-reserved, or none (default pods).',
+  },
+  {
+    name: 'kube-reserved-cgroup',
+    kind: 'string',
+    config: 'kubeReservedCgroup',
+    help: 'Existing cgroup that kube-reserved enforcement limits to --kube-reserved.',
+  },
+  {
+    name: 'system-reserved-cgroup',
+    kind: 'string',
+    config: 'systemReservedCgroup',
+    help: 'Existing cgroup that system-reserved enforcement limits to --system-reserved.',
+  },
+  {
     name: 'image-gc-high-threshold',
     kind: 'int',
     config: 'imageGCHighThresholdPercent',
@@ -396,6 +415,8 @@ function convert(spec: FlagSpec, raw: string, errs: ErrorList): unknown {
       errs.invalid(field, raw, `not IP addresses: ${bad.join(', ')}`);
       return undefined;
     }
+    case 'list':
+      return splitList(raw);
     case 'labels':
       return parseNodeLabels(raw, field, errs);
     case 'keyValueMap':

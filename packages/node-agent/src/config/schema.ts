@@ -49,6 +49,18 @@ export const EVICTION_SIGNALS = [
 
 export const RESERVABLE_RESOURCES = ['cpu', 'memory', 'ephemeral-storage', 'pid'] as const;
 
+/** enforceNodeAllocatable's values (the kubelet's NodeAllocatableEnforcementKey and friends). */
+export const ENFORCE_PODS = 'pods';
+export const ENFORCE_SYSTEM_RESERVED = 'system-reserved';
+export const ENFORCE_KUBE_RESERVED = 'kube-reserved';
+export const ENFORCE_NONE = 'none';
+export const NODE_ALLOCATABLE_ENFORCEMENT_KEYS = [
+  ENFORCE_PODS,
+  ENFORCE_SYSTEM_RESERVED,
+  ENFORCE_KUBE_RESERVED,
+  ENFORCE_NONE,
+] as const;
+
 const ip = (v: string) => (isIP(v) ? undefined : 'must be a valid IP address');
 const port = { kind: 'int', min: 0, max: 65535 } as const;
 function nonNegativeQuantity(v: string): string | undefined {
@@ -114,6 +126,10 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   evictionMinimumReclaim: { kind: 'map', values: 'threshold', keys: EVICTION_SIGNALS },
   kubeReserved: { kind: 'map', values: 'quantity', keys: RESERVABLE_RESOURCES },
   systemReserved: { kind: 'map', values: 'quantity', keys: RESERVABLE_RESOURCES },
+  // Its values and the cgroups it needs are checked together in validation.ts.
+  enforceNodeAllocatable: { kind: 'stringList' },
+  kubeReservedCgroup: { kind: 'string' },
+  systemReservedCgroup: { kind: 'string' },
   imageGCHighThresholdPercent: { kind: 'int', min: 0, max: 100 },
   imageGCLowThresholdPercent: { kind: 'int', min: 0, max: 100 },
   imageMinimumGCAge: { kind: 'duration' },
@@ -134,7 +150,6 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.
   cpuManagerPolicy: { kind: 'ignored', json: 'string' },
   cpuManagerReconcilePeriod: { kind: 'ignored', json: 'string' },
-  enforceNodeAllocatable: { kind: 'ignored', json: 'array' },
   failSwapOn: { kind: 'ignored', json: 'boolean' },
   hairpinMode: { kind: 'ignored', json: 'string' },
   httpCheckFrequency: { kind: 'ignored', json: 'string' },

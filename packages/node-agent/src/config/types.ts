@@ -72,6 +72,12 @@ export interface KubeletConfiguration {
   evictionMinimumReclaim: Record<string, string>;
   kubeReserved: Record<string, string>;
   systemReserved: Record<string, string>;
+  /** What node allocatable limits: `pods` (the kubepods cgroup), `system-reserved`, `kube-reserved`, or `none`. */
+  enforceNodeAllocatable: string[];
+  /** The existing cgroup that `kube-reserved` enforcement limits to kubeReserved (absolute name). */
+  kubeReservedCgroup: string;
+  /** The existing cgroup that `system-reserved` enforcement limits to systemReserved (absolute name). */
+  systemReservedCgroup: string;
   // images
   imageGCHighThresholdPercent: number;
   imageGCLowThresholdPercent: number;
@@ -147,6 +153,9 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     evictionMinimumReclaim: {},
     kubeReserved: {},
     systemReserved: {},
+    enforceNodeAllocatable: ['pods'],
+    kubeReservedCgroup: '',
+    systemReservedCgroup: '',
     imageGCHighThresholdPercent: 85,
     imageGCLowThresholdPercent: 80,
     imageMinimumGCAge: '2m0s',

@@ -3,7 +3,15 @@
 
 import { ErrorList, type FieldError } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
-import { checkField, isDisabledThreshold, KUBELET_CONFIG_SCHEMA } from './schema.js';
+import {
+  checkField,
+  ENFORCE_KUBE_RESERVED,
+  ENFORCE_NONE,
+  ENFORCE_SYSTEM_RESERVED,
+  isDisabledThreshold,
+  KUBELET_CONFIG_SCHEMA,
+  NODE_ALLOCATABLE_ENFORCEMENT_KEYS,
+} from './schema.js';
 import { KUBELET_CONFIG_API_VERSION, KUBELET_CONFIG_KIND, type KubeletConfiguration } from './types.js';
 
 export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldError[] {
@@ -71,7 +79,30 @@ export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldEr
       'must be 1 or unset when serializeImagePulls is true',
     );
   }
+  validateEnforceNodeAllocatable(cfg, errs);
   return errs.errors;
+}
+
+/** The kubelet's rules: known keys only, `none` alone, and a cgroup for each reserved key. */
+function validateEnforceNodeAllocatable(cfg: KubeletConfiguration, errs: ErrorList) {
+  const keys = cfg.enforceNodeAllocatable;
+  if (!Array.isArray(keys)) return;
+  for (const [i, key] of keys.entries()) {
+    if (typeof key !== 'string') continue;
+    if (!(NODE_ALLOCATABLE_ENFORCEMENT_KEYS as readonly string[]).includes(key)) {
+      errs.notSupported(`enforceNodeAllocatable[${i}]`, key, NODE_ALLOCATABLE_ENFORCEMENT_KEYS);
+    } else if (key === ENFORCE_NONE && keys.length > 1) {
+      errs.invalid(
+        'enforceNodeAllocatable',
+        keys,
+        `may not contain additional enforcements when "${ENFORCE_NONE}" is specified`,
+      );
+    } else if (key === ENFORCE_SYSTEM_RESERVED || key === ENFORCE_KUBE_RESERVED) {
+      const field = key === ENFORCE_SYSTEM_RESERVED ? 'systemReservedCgroup' : 'kubeReservedCgroup';
+      if (cfg[field] === '')
+        errs.required(field, `must be specified when "${key}" is contained in enforceNodeAllocatable`);
+    }
+  }
 }
 
 function safeDuration(text: string): number | undefined {

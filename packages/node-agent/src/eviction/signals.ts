@@ -1,6 +1,8 @@
 // Reads the node-level signals the way the kubelet does:
 // - memory.available: capacity (the cgroup's limit when it has one, else MemTotal) minus the
 //   working set, which is usage minus inactive file pages (reclaimable page cache);
+// - allocatableMemory.available: the same for the kubepods cgroup, whose limit is node
+//   allocatable when enforceNodeAllocatable has `pods`;
 // - nodefs.available / nodefs.inodesFree: statfs of the agent's root dir;
 // - imagefs.available / imagefs.inodesFree: CRI ImageFsInfo's usage against the image
 //   filesystem's capacity;
@@ -32,6 +34,8 @@ export interface ImageFsUsage {
 export interface NodeSignalSourceOptions {
   /** The memory cgroup of the node (v1: .../memory/<path>, v2: .../<path>); '' reads /proc/meminfo only. */
   memoryCgroupDir: string;
+  /** The kubepods memory cgroup (allocatableMemory.available); omitted: no such signal. */
+  allocatableMemoryCgroupDir?: string;
   /** Where /proc lives ('/proc'). */
   procRoot?: string;
   /** The kubelet's root dir, whose filesystem is nodefs. */
@@ -75,6 +79,10 @@ export class NodeSignalSource implements SignalSource {
     const obs: Observations = {};
     const memory = await this.memory();
     if (memory) obs['memory.available'] = memory;
+    const allocatable = this.opts.allocatableMemoryCgroupDir
+      ? await this.memory(this.opts.allocatableMemoryCgroupDir)
+      : undefined;
+    if (allocatable) obs['allocatableMemory.available'] = allocatable;
     const fs = this.statfs(this.opts.rootDir);
     obs['nodefs.available'] = { available: fs.bavail * fs.bsize, capacity: fs.blocks * fs.bsize };
     obs['nodefs.inodesFree'] = { available: fs.ffree, capacity: fs.files };
@@ -102,13 +110,14 @@ export class NodeSignalSource implements SignalSource {
     return obs;
   }
 
-  /** memory.available from the cgroup (v2 or v1), falling back to /proc/meminfo for the root. */
-  async memory(): Promise<{ available: number; capacity: number } | undefined> {
+  /** Memory available in a cgroup (v2 or v1), falling back to /proc/meminfo for the root. */
+  async memory(
+    dir = this.opts.memoryCgroupDir,
+  ): Promise<{ available: number; capacity: number } | undefined> {
     const meminfoText = await readText(join(this.procRoot, 'meminfo'));
     // /proc/meminfo is in kB.
     const meminfo = meminfoText ? parseKeyValues(meminfoText, /\s+/) : new Map<string, number>();
     const memTotal = (meminfo.get('MemTotal') ?? 0) * 1024;
-    const dir = this.opts.memoryCgroupDir;
     let usage: number | undefined;
     let inactiveFile = 0;
     let limit = UNLIMITED;

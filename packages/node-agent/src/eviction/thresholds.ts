@@ -6,6 +6,7 @@
 import { ErrorList } from '@kh/apimachinery';
 import { ConfigError } from '../config/field_errors.js';
 import type { EvictionThreshold, ResolvedKubeletConfig } from '../config/resolve.js';
+import { ENFORCE_PODS } from '../config/schema.js';
 import type { KubeletConfiguration } from '../config/types.js';
 import type { QuantityOrPercent } from '../util/quantity.js';
 import type { EvictionSignal, Observations } from './types.js';
@@ -62,9 +63,15 @@ export function evictionConfigFrom(
   check('evictionHard', resolved.evictionHard);
   check('evictionSoft', resolved.evictionSoft);
   if (errs.errors.length > 0) throw new ConfigError('eviction configuration', errs.errors);
+  // With `pods` enforced, each hard memory.available threshold also applies to what is left of
+  // node allocatable in kubepods (the kubelet's addAllocatableThresholds).
+  const allocatable = cfg.enforceNodeAllocatable.includes(ENFORCE_PODS)
+    ? resolved.evictionHard.filter((t) => t.signal === 'memory.available')
+    : [];
   return {
     thresholds: [
       ...resolved.evictionHard.map((t) => ({ ...t, signal: t.signal as EvictionSignal, hard: true })),
+      ...allocatable.map((t) => ({ ...t, signal: 'allocatableMemory.available' as const, hard: true })),
       ...resolved.evictionSoft.map((t) => ({ ...t, signal: t.signal as EvictionSignal, hard: false })),
     ],
     pressureTransitionPeriodMs: resolved.evictionPressureTransitionPeriodMs,

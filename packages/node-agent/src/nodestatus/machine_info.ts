@@ -3,6 +3,8 @@
 import { readFile, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
+import type { ResourceList } from '../config/resolve.js';
+import { Quantity } from '../util/quantity.js';
 
 export interface MachineInfo {
   numCores: number;
@@ -18,6 +20,15 @@ export interface MachineInfo {
   osImage: string;
   operatingSystem: string;
   architecture: string;
+}
+
+/** The machine's capacity as node status reports it (cAdvisor's, plus the root filesystem). */
+export function machineCapacity(m: MachineInfo): ResourceList {
+  return {
+    cpu: Quantity.fromValue(m.numCores, 'DecimalSI'),
+    memory: Quantity.fromValue(m.memoryCapacityBytes, 'BinarySI'),
+    'ephemeral-storage': Quantity.fromValue(m.rootfsCapacityBytes, 'BinarySI'),
+  };
 }
 
 export interface MachineInfoOptions {

@@ -5,10 +5,11 @@
 
 import type { Image } from '@kh/runtime-manager';
 import type { V1Node } from '@kubernetes/client-node';
+import { allocatableFrom, nodeAllocatableReservation } from '../cm/node_allocatable.js';
 import type { EvictionThreshold, ResourceList } from '../config/resolve.js';
 import { Quantity } from '../util/quantity.js';
 import { NodeConditionType, upsertCondition } from './conditions.js';
-import type { MachineInfo } from './machine_info.js';
+import { type MachineInfo, machineCapacity } from './machine_info.js';
 
 export interface NodeStatusSnapshot {
   hostname: string;
@@ -47,51 +48,12 @@ export const nodeAddress: NodeStatusSetter = (node, s) => {
 export const machineInfo: NodeStatusSetter = (node, s) => {
   node.status ??= {};
   const capacity: ResourceList = {
-    cpu: Quantity.fromValue(s.machine.numCores, 'DecimalSI'),
-    memory: Quantity.fromValue(s.machine.memoryCapacityBytes, 'BinarySI'),
-    'ephemeral-storage': Quantity.fromValue(s.machine.rootfsCapacityBytes, 'BinarySI'),
+    ...machineCapacity(s.machine),
     pods: Quantity.fromValue(s.maxPods, 'DecimalSI'),
   };
-  const reservation = allocatableReservation(s, capacity);
-  const allocatable: ResourceList = {};
-  for (const [name, cap] of Object.entries(capacity)) {
-    const reserved = reservation[name];
-    let value = reserved ? cap.sub(reserved) : cap;
-    if (value.sign() < 0) value = Quantity.fromMilli(0n, cap.format);
-    allocatable[name] = value;
-  }
   node.status.capacity = toStrings(capacity);
-  node.status.allocatable = toStrings(allocatable);
+  node.status.allocatable = toStrings(allocatableFrom(capacity, nodeAllocatableReservation(s, capacity)));
 };
-
-// Hard eviction thresholds reserve room so pods are evicted before the node itself runs short.
-const EVICTION_SIGNAL_RESOURCE: Record<string, string> = {
-  'memory.available': 'memory',
-  'nodefs.available': 'ephemeral-storage',
-};
-
-export function allocatableReservation(s: NodeStatusSnapshot, capacity: ResourceList): ResourceList {
-  const out: ResourceList = {};
-  const add = (name: string, q: Quantity) => {
-    out[name] = out[name] ? (out[name] as Quantity).add(q) : q;
-  };
-  for (const list of [s.kubeReserved, s.systemReserved]) for (const [k, q] of Object.entries(list)) add(k, q);
-  for (const t of s.evictionHard) {
-    const resource = EVICTION_SIGNAL_RESOURCE[t.signal];
-    const cap = resource ? capacity[resource] : undefined;
-    if (!resource || !cap) continue;
-    if ('quantity' in t.value) add(resource, t.value.quantity);
-    else
-      add(
-        resource,
-        Quantity.fromValue(
-          (cap.value() * BigInt(Math.round(t.value.percentage * 1e6))) / 1_000_000n,
-          'BinarySI',
-        ),
-      );
-  }
-  return out;
-}
 
 function toStrings(list: ResourceList): Record<string, string> {
   return Object.fromEntries(Object.entries(list).map(([k, v]) => [k, v.toString()]));

@@ -33,6 +33,16 @@ async function start(fs: FakeCgroupFs, extra: Partial<ContainerManagerOptions> =
     cgroupRoot: NODE,
     cgroupDriver: 'cgroupfs',
     podPidsLimit: -1,
+    // No capacity: kubepods gets no limits here (node_container_manager.test.ts covers them).
+    nodeAllocatable: {
+      enforce: ['pods'],
+      kubeReserved: {},
+      systemReserved: {},
+      evictionHard: [],
+      kubeReservedCgroup: '',
+      systemReservedCgroup: '',
+      capacity: {},
+    },
     activePods: () => active,
     fs,
     mount: '/cg',

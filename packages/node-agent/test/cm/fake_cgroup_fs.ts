@@ -63,6 +63,8 @@ export class FakeCgroupFs implements CgroupFs {
     if (fresh && enabled !== undefined) {
       this.files.set(`${path}/cgroup.controllers`, enabled);
       this.files.set(`${path}/cgroup.subtree_control`, '');
+      // With the memory controller a new cgroup starts with nothing charged to it.
+      if (enabled.split(/\s+/).includes('memory')) this.files.set(`${path}/memory.current`, '0');
     }
   }
 

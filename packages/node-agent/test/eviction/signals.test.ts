@@ -53,6 +53,34 @@ describe('NodeSignalSource', () => {
     expect(obs['imagefs.available']).toBeUndefined();
   });
 
+  it('reads allocatableMemory.available from the kubepods cgroup, against its limit', async () => {
+    const s = new NodeSignalSource({
+      procRoot: fakeProc('alloc', { MemTotal: 16 * 1024 * 1024, MemFree: 1 }),
+      memoryCgroupDir: cgroup('alloc-node', {
+        'memory.usage_in_bytes': `${2 * Gi}\n`,
+        'memory.limit_in_bytes': `${4 * Gi}\n`,
+        'memory.stat': 'total_inactive_file 0\n',
+      }),
+      allocatableMemoryCgroupDir: cgroup('alloc-kubepods', {
+        'memory.usage_in_bytes': `${260 * Mi}\n`,
+        'memory.limit_in_bytes': `${300 * Mi}\n`,
+        'memory.stat': `total_inactive_file ${10 * Mi}\n`,
+      }),
+      rootDir: '/',
+      statfs,
+    });
+    const obs = await s.observe();
+    expect(obs['allocatableMemory.available']).toEqual({ available: 50 * Mi, capacity: 300 * Mi });
+    expect(obs['memory.available']).toEqual({ available: 2 * Gi, capacity: 4 * Gi });
+    const without = new NodeSignalSource({
+      memoryCgroupDir: '',
+      procRoot: fakeProc('alloc', {}),
+      rootDir: '/',
+      statfs,
+    });
+    expect((await without.observe())['allocatableMemory.available']).toBeUndefined();
+  });
+
   it('uses MemTotal as capacity when the v2 cgroup is unlimited', async () => {
     const s = new NodeSignalSource({
       procRoot: fakeProc('v2max', { MemTotal: 2 * 1024 * 1024 }),

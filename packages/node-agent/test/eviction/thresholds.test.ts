@@ -22,6 +22,8 @@ describe('evictionConfigFrom', () => {
       ['nodefs.available', true, 0],
       ['nodefs.inodesFree', true, 0],
       ['imagefs.available', true, 0],
+      // enforceNodeAllocatable defaults to [pods]: memory.available also guards kubepods.
+      ['allocatableMemory.available', true, 0],
     ]);
     expect(c.thresholds[0]?.value).toEqual({ quantity: Quantity.parse('100Mi') });
     expect(c.thresholds[1]?.value).toEqual({ percentage: 0.1 });
@@ -30,6 +32,27 @@ describe('evictionConfigFrom', () => {
     expect(c.pressureTransitionPeriodMs).toBe(300_000);
     expect(c.monitoringIntervalMs).toBe(10_000);
     expect(c.maxPodGracePeriodSeconds).toBe(0);
+  });
+
+  it('copies the hard memory.available threshold to allocatableMemory.available only when pods are enforced', () => {
+    const evictionHard = { 'memory.available': '5%', 'nodefs.available': '10%' };
+    const evictionMinimumReclaim = { 'memory.available': '50Mi' };
+    const withPods = configOf({ evictionHard, evictionMinimumReclaim, enforceNodeAllocatable: ['pods'] });
+    expect(withPods.thresholds.find((t) => t.signal === 'allocatableMemory.available')).toMatchObject({
+      hard: true,
+      value: { percentage: 0.05 },
+      minReclaim: { quantity: Quantity.parse('50Mi') },
+    });
+    const soft = configOf({
+      evictionHard: {},
+      evictionSoft: { 'memory.available': '200Mi' },
+      evictionSoftGracePeriod: { 'memory.available': '1m' },
+    });
+    expect(soft.thresholds.map((t) => t.signal)).toEqual(['memory.available']);
+    for (const enforce of [['none'], []])
+      expect(
+        configOf({ evictionHard, enforceNodeAllocatable: enforce }).thresholds.map((t) => t.signal),
+      ).toEqual(['memory.available', 'nodefs.available']);
   });
 
   it('adds soft thresholds with their grace periods, minimum reclaim and the max pod grace period', () => {
