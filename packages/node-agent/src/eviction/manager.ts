@@ -88,7 +88,7 @@ export interface SynchronizeResult {
 const RANKED: Record<string, RankedResource | undefined> = {
   memory: 'memory',
   'ephemeral-storage': 'ephemeral-storage',
-  inodes: 'ephemeral-storage',
+  inodes: 'inodes',
   pids: 'pids',
 };
 

@@ -468,6 +468,53 @@ describe('disk and pid pressure', () => {
     });
   });
 
+  // eviction_test InodeEviction's pods, plus a byte-heavy one: inode pressure ranks by inodes
+  // (writable layers, logs and disk-backed emptyDirs), not by bytes.
+  it('ranks nodefs.inodesFree pressure by inode use, not bytes', async () => {
+    const t = setup({ evictionHard: { 'nodefs.inodesFree': '100k' } });
+    const innocentResources = { requests: { 'ephemeral-storage': '50Mi', memory: '50Mi' } };
+    t.setPods([
+      pod('innocent', { containers: [{ name: 'app', image: 'busybox', resources: innocentResources }] }),
+      pod('bytes'),
+      pod('inode-hog', { volumes: [{ name: 'test-volume', emptyDir: {} }] }),
+      pod('tmpfs-files', { volumes: [{ name: 'ram', emptyDir: { medium: 'Memory' } }] }),
+    ]);
+    t.stats.current = [
+      {
+        uid: 'uid-innocent',
+        containers: [{ name: 'app', ephemeralStorageBytes: Mi, inodesUsed: 20 }],
+        volumes: [],
+      },
+      {
+        uid: 'uid-bytes',
+        containers: [{ name: 'app', ephemeralStorageBytes: 3 * Gi, inodesUsed: 30 }],
+        volumes: [],
+      },
+      {
+        uid: 'uid-inode-hog',
+        containers: [{ name: 'app', ephemeralStorageBytes: 0, inodesUsed: 10 }],
+        volumes: [{ name: 'test-volume', usedBytes: 4096, inodesUsed: 150_000 }],
+      },
+      // Files in memory take no inode of the node's disk.
+      {
+        uid: 'uid-tmpfs-files',
+        containers: [],
+        volumes: [{ name: 'ram', usedBytes: 0, inodesUsed: 900_000 }],
+      },
+    ];
+    t.signals.current = {
+      ...memoryObs(4 * Gi),
+      'nodefs.inodesFree': { available: 50_000, capacity: 6_000_000 },
+    };
+    const r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['DiskPressure']);
+    expect(r.evicted?.metadata?.name).toBe('inode-hog');
+    expect(t.killer.evicted[0]?.status.message).toBe(
+      'The node was low on resource: inodes. Threshold quantity: 100k, available: 50k. ',
+    );
+    expect(t.events.events[0]?.annotations).toMatchObject({ starved_resource: 'inodes' });
+  });
+
   it('ranks pid pressure by priority, then process count', async () => {
     const t = setup({ evictionHard: { 'pid.available': '1000' } });
     t.setPods([pod('many', { priority: 10 }), pod('few-low'), pod('more-low')]);
