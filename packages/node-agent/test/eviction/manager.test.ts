@@ -585,6 +585,55 @@ describe('local storage isolation', () => {
     expect(t.events.events[0]).toMatchObject({ pod: 'p', reason: 'Evicted', message });
   });
 
+  // eviction_test LocalStorageCapacityIsolationEviction's six pods, as the agent measures them:
+  // the three over their budgets go in one pass, as the kubelet evicts every violator at once;
+  // the memory-backed emptyDir is full at its sizeLimit (its tmpfs is that large) and stays.
+  it("evicts upstream's violators together in one pass and keeps the rest", async () => {
+    const t = setup();
+    const limit = { limits: { 'ephemeral-storage': '100Mi' } };
+    const vol = (emptyDir: object) => ({ volumes: [{ name: 'test-volume', emptyDir }] });
+    const ctr = (resources?: object) => ({
+      containers: [{ name: 'app', image: 'x', ...(resources ? { resources } : {}) }],
+    });
+    t.setPods([
+      pod('emptydir-disk-sizelimit', vol({ sizeLimit: '100Mi' })),
+      pod('container-disk-limit', ctr(limit)),
+      pod('container-emptydir-disk-limit', { ...ctr(limit), ...vol({}) }),
+      pod('emptydir-memory-sizelimit', vol({ medium: 'Memory', sizeLimit: '100Mi' })),
+      pod('emptydir-disk-below-sizelimit', vol({ sizeLimit: '100Mi' })),
+      pod('container-disk-below-sizelimit', ctr(limit)),
+    ]);
+    const inVolume = (mib: number) => ({
+      containers: [{ name: 'app', ephemeralStorageBytes: 8192 }],
+      volumes: [{ name: 'test-volume', usedBytes: mib * Mi }],
+    });
+    const inLayer = (mib: number) => ({
+      containers: [{ name: 'app', ephemeralStorageBytes: mib * Mi }],
+      volumes: [],
+    });
+    t.stats.current = [
+      { uid: 'uid-emptydir-disk-sizelimit', ...inVolume(101) },
+      { uid: 'uid-container-disk-limit', ...inLayer(101) },
+      { uid: 'uid-container-emptydir-disk-limit', ...inVolume(101) },
+      { uid: 'uid-emptydir-memory-sizelimit', ...inVolume(100) },
+      { uid: 'uid-emptydir-disk-below-sizelimit', ...inVolume(99) },
+      { uid: 'uid-container-disk-below-sizelimit', ...inLayer(99) },
+    ];
+    const r = await t.manager.synchronize();
+    expect(r.conditions).toEqual([]);
+    expect(r.evictedPods?.map((p) => p.metadata?.name)).toEqual([
+      'emptydir-disk-sizelimit',
+      'container-disk-limit',
+      'container-emptydir-disk-limit',
+    ]);
+    expect(t.killer.evicted.map((e) => e.status.message)).toEqual([
+      'Usage of EmptyDir volume "test-volume" exceeds the limit "100Mi". ',
+      'Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. ',
+      'Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. ',
+    ]);
+    expect(t.killer.evicted.every((e) => e.status.conditions[0]?.type === 'DisruptionTarget')).toBe(true);
+  });
+
   it('leaves pods within their limits alone', async () => {
     const t = setup();
     t.setPods([pod('p', { volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '100Mi' } }] })]);
