@@ -304,13 +304,14 @@ describe('emptyDir volumes', () => {
     await v.setUp(pod([]), emptyDir('disk', undefined, '100Mi'));
     expect(tmpfs.mounted.size).toBe(0);
     expect((await stat(join(dir, 'u1/volumes/kubernetes.io~empty-dir/disk'))).isDirectory()).toBe(true);
-    const failing = new PodVolumes(dir, undefined, {
-      ...tmpfs,
+    const refusing: TmpfsMounter = {
       isMountPoint: async () => false,
+      unmount: async () => {},
       mountTmpfs: async () => {
         throw new Error('mount: permission denied');
       },
-    } as TmpfsMounter);
+    };
+    const failing = new PodVolumes(dir, undefined, refusing);
     await expect(failing.setUp(pod([]), emptyDir('mem', 'Memory'))).rejects.toMatchObject({
       reason: 'ContainerCreating',
       message: expect.stringContaining('volume "mem"'),
