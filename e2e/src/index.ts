@@ -10,16 +10,20 @@ import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
+import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
+import { localStorageIsolation } from './scenarios/local-storage-isolation.js';
 import { logRotation } from './scenarios/log-rotation.js';
 import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
 import { nodeAllocatable } from './scenarios/node-allocatable.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
+import { pidEviction } from './scenarios/pid-eviction.js';
 import { podConfig } from './scenarios/pod-config.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { podResize } from './scenarios/pod-resize.js';
 import { podsContainerManager } from './scenarios/pods-container-manager.js';
+import { priorityDiskEviction, priorityMemoryEviction } from './scenarios/priority-eviction.js';
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
@@ -43,6 +47,11 @@ export const scenarios: Scenario[] = [
   eviction,
   diskEviction,
   diskSoftEviction,
+  localStorageIsolation,
+  priorityMemoryEviction,
+  priorityDiskEviction,
+  pidEviction,
+  inodeEviction,
   kubectl,
   logRotation,
   criSurface,

@@ -1,5 +1,5 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
-import { AGENT_ROOT_DIR } from '../support/disk.js';
+import { AGENT_ROOT_DIR, withOwnNodefs } from '../support/disk.js';
 import { nodeExec } from '../support/faults.js';
 import { nodeCondition, pressureCondition } from '../support/node.js';
 import { createPod, podFor, readPod, sh } from '../support/pods.js';
@@ -35,62 +35,57 @@ export const diskFull: Scenario = {
   timeoutMs: 240_000,
   async run(ctx) {
     const { check } = ctx;
-    await ctx.agent.stop();
-    await nodeExec(ctx, ['mount', '-t', 'tmpfs', '-o', `size=${NODEFS_SIZE}`, 'kh-nodefs', AGENT_ROOT_DIR]);
-    try {
-      await ctx.agent.start();
-      // dd stops at ENOSPC: the filesystem is full when it ends.
-      await ctx.backend.host.exec(['dd', 'if=/dev/zero', `of=${FILL}`, 'bs=1M']);
-      const avail = (await nodeExec(ctx, ['df', '-B1', '--output=avail', AGENT_ROOT_DIR]))
-        .trim()
-        .split('\n')
-        .pop();
-      check.equal('nodefs full: 0 bytes available', Number(avail), 0);
-      const fullAt = Date.now();
+    await withOwnNodefs(ctx, `size=${NODEFS_SIZE}`, async () => {
+      try {
+        // dd stops at ENOSPC: the filesystem is full when it ends.
+        await ctx.backend.host.exec(['dd', 'if=/dev/zero', `of=${FILL}`, 'bs=1M']);
+        const avail = (await nodeExec(ctx, ['df', '-B1', '--output=avail', AGENT_ROOT_DIR]))
+          .trim()
+          .split('\n')
+          .pop();
+        check.equal('nodefs full: 0 bytes available', Number(avail), 0);
+        const fullAt = Date.now();
 
-      await pressureCondition(
-        ctx,
-        'DiskPressure',
-        { status: 'True', reason: 'KubeletHasDiskPressure' },
-        60_000,
-      );
-      await createPod(ctx, podFor(ctx, 'refused', { containers: [sh(ctx, 'c', 'sleep 60')] }));
-      const refused = await check.eventually(
-        'a new pod is refused while the disk is full',
-        () => readPod(ctx, 'refused'),
-        (p) => p.status?.phase === 'Failed',
-        { timeoutMs: 30_000, intervalMs: 500, describe: (p) => p.status ?? {} },
-      );
-      check.equal('refusal reason', refused.status?.reason, 'Evicted');
-      check.ok(
-        'refusal message names DiskPressure',
-        /DiskPressure/.test(refused.status?.message ?? ''),
-        refused.status?.message,
-      );
-      await check.eventually(
-        'the agent keeps running: lease renewed on a full disk',
-        () => leaseRenewTime(ctx),
-        (t) => t > fullAt,
-        {
-          timeoutMs: 25_000,
-          intervalMs: 500,
-        },
-      );
+        await pressureCondition(
+          ctx,
+          'DiskPressure',
+          { status: 'True', reason: 'KubeletHasDiskPressure' },
+          60_000,
+        );
+        await createPod(ctx, podFor(ctx, 'refused', { containers: [sh(ctx, 'c', 'sleep 60')] }));
+        const refused = await check.eventually(
+          'a new pod is refused while the disk is full',
+          () => readPod(ctx, 'refused'),
+          (p) => p.status?.phase === 'Failed',
+          { timeoutMs: 30_000, intervalMs: 500, describe: (p) => p.status ?? {} },
+        );
+        check.equal('refusal reason', refused.status?.reason, 'Evicted');
+        check.ok(
+          'refusal message names DiskPressure',
+          /DiskPressure/.test(refused.status?.message ?? ''),
+          refused.status?.message,
+        );
+        await check.eventually(
+          'the agent keeps running: lease renewed on a full disk',
+          () => leaseRenewTime(ctx),
+          (t) => t > fullAt,
+          {
+            timeoutMs: 25_000,
+            intervalMs: 500,
+          },
+        );
 
-      await nodeExec(ctx, ['rm', '-f', FILL]);
-      await pressureCondition(
-        ctx,
-        'DiskPressure',
-        { status: 'False', name: 'DiskPressure clears once the space is back' },
-        90_000,
-      );
-      check.equal('node Ready throughout', (await nodeCondition(ctx, 'Ready'))?.status, 'True');
-    } finally {
-      // The agent goes back to the node's own root dir, for the cells after this one.
-      await ctx.core.deleteNamespacedPod({ name: 'refused', namespace: ctx.namespace }).catch(() => {});
-      await ctx.agent.stop();
-      await nodeExec(ctx, ['umount', AGENT_ROOT_DIR]);
-      await ctx.agent.start();
-    }
+        await nodeExec(ctx, ['rm', '-f', FILL]);
+        await pressureCondition(
+          ctx,
+          'DiskPressure',
+          { status: 'False', name: 'DiskPressure clears once the space is back' },
+          90_000,
+        );
+        check.equal('node Ready throughout', (await nodeCondition(ctx, 'Ready'))?.status, 'True');
+      } finally {
+        await ctx.core.deleteNamespacedPod({ name: 'refused', namespace: ctx.namespace }).catch(() => {});
+      }
+    });
   },
 };

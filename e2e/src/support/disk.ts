@@ -3,6 +3,7 @@
 // starts, and the hog writes well past them.
 import type { ScenarioContext } from '@kh/harness';
 import type { V1Container } from '@kubernetes/client-node';
+import { nodeExec } from './faults.js';
 import { nodeFsAvailableBytes } from './node.js';
 
 const Mi = 2 ** 20;
@@ -40,3 +41,22 @@ export const diskHog = (ctx: ScenarioContext): V1Container => ({
     { name: 'DISKHOG_STEP_MB', value: String(HOG_STEP_MIB) },
   ],
 });
+
+/**
+ * Runs `fn` with the agent's root dir on a tmpfs of its own (`options` for mount -o: size,
+ * nr_inodes), so that filling it takes nothing from the host's disk or the other runtimes'
+ * cells, and 100% means 100% whatever the host holds. The agent restarts onto it, and back
+ * onto the node's own root dir afterwards.
+ */
+export async function withOwnNodefs(ctx: ScenarioContext, options: string, fn: () => Promise<void>) {
+  await ctx.agent.stop();
+  await nodeExec(ctx, ['mount', '-t', 'tmpfs', '-o', options, 'kh-nodefs', AGENT_ROOT_DIR]);
+  try {
+    await ctx.agent.start();
+    await fn();
+  } finally {
+    await ctx.agent.stop();
+    await nodeExec(ctx, ['umount', AGENT_ROOT_DIR]);
+    await ctx.agent.start();
+  }
+}

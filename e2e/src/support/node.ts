@@ -13,14 +13,23 @@ export function runtimeRestart(ctx: ScenarioContext): RuntimeRestart {
   return restart;
 }
 
+export type PressureType = 'MemoryPressure' | 'DiskPressure' | 'PIDPressure';
+
+/** The kubelet's reason for each pressure condition while it is True. */
+const PRESSURE_REASON: Record<PressureType, string> = {
+  MemoryPressure: 'KubeletHasInsufficientMemory',
+  DiskPressure: 'KubeletHasDiskPressure',
+  PIDPressure: 'KubeletHasInsufficientPID',
+};
+
 /**
  * A pressure condition appears (with the kubelet's reason, checked as its own assertion) or
  * clears, as the eviction scenarios watch for it.
  */
 export async function pressureCondition(
   ctx: ScenarioContext,
-  type: 'MemoryPressure' | 'DiskPressure',
-  want: { status: 'True'; reason: string } | { status: 'False'; name: string },
+  type: PressureType,
+  want: { status: 'True'; reason?: string } | { status: 'False'; name: string },
   timeoutMs: number,
 ) {
   const condition = await ctx.check.eventually(
@@ -29,7 +38,8 @@ export async function pressureCondition(
     (c) => c?.status === want.status,
     { timeoutMs, intervalMs: want.status === 'True' ? 1_000 : 2_000, expected: want },
   );
-  if (want.status === 'True') ctx.check.equal(`${type} reason`, condition?.reason, want.reason);
+  if (want.status === 'True')
+    ctx.check.equal(`${type} reason`, condition?.reason, want.reason ?? PRESSURE_REASON[type]);
   return condition;
 }
 

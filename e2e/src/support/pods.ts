@@ -114,6 +114,8 @@ export async function eventsFor(ctx: ScenarioContext, name: string) {
     reason: e.reason ?? '',
     message: e.message ?? '',
     type: e.type ?? '',
+    /** The kubelet's Evicted events carry starved_resource and the offending containers here. */
+    annotations: e.metadata?.annotations ?? {},
     /** When it last happened (an aggregated Event's count went up then). */
     lastAt: new Date(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? 0).getTime(),
   }));

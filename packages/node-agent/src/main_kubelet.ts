@@ -39,7 +39,7 @@ import type { KubeletConfiguration } from './config/types.js';
 import { KubeletEventRecorder } from './events/recorder.js';
 import { CorrelatingEventSink, KubeEventSink } from './events/sink.js';
 import { EvictionManager } from './eviction/manager.js';
-import { type ContainerStatsClient, CriPodStatsSource } from './eviction/pod_stats.js';
+import { type ContainerStatsClient, CriPodStatsSource, podCgroupProcessCount } from './eviction/pod_stats.js';
 import { criImageFs, type ImageFsInfoClient, NodeSignalSource } from './eviction/signals.js';
 import { evictionConfigFrom } from './eviction/thresholds.js';
 import { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
@@ -212,6 +212,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
   const sources = newPodSources(deps, node, kubeConfig, runtime.startup, podLayer);
   const containerPolicy = DEFAULT_CONTAINER_GC_POLICY;
   const eviction = await newEvictionManager(deps, node, runtime, podLayer, {
+    podCgroups,
     recorder: node.recorder,
     containerPolicy,
     allSourcesReady: sources.allReady,
@@ -478,6 +479,7 @@ async function newEvictionManager(
   runtime: RuntimeParts,
   layer: PodLayer,
   opts: {
+    podCgroups: PodCgroups;
     recorder: KubeletEventRecorder;
     containerPolicy: ContainerGCPolicy;
     allSourcesReady: () => boolean;
@@ -504,7 +506,19 @@ async function newEvictionManager(
       imageFs: criImageFs(statsCri),
       log,
     }),
-    podStats: new CriPodStatsSource(statsCri, { podsDir: node.podsDir, podLogsDir: config.podLogsDir }),
+    podStats: new CriPodStatsSource(statsCri, {
+      podsDir: node.podsDir,
+      podLogsDir: config.podLogsDir,
+      // Without pod cgroups every pod shares one parent, which counts nothing of a single pod.
+      ...(config.cgroupsPerQOS
+        ? {
+            processCount: podCgroupProcessCount({
+              pod: (uid) => runtime.podManager.getPod(uid),
+              cgroup: (pod) => opts.podCgroups.cgroupParent(pod),
+            }),
+          }
+        : {}),
+    }),
     activePods: () => layer.lifecycle.activePods(),
     killer: layer.lifecycle,
     podCleanedUp: (pod) => layer.lifecycle.podResourcesAreReclaimed(pod),

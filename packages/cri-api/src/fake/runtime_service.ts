@@ -60,6 +60,7 @@ function statsOf(state: FakeState, c: ContainerRecord) {
       timestamp,
       fsId: { mountpoint: WRITABLE_LAYER_MOUNT },
       usedBytes: { value: BigInt(s.writableLayerUsedBytes ?? 0) },
+      inodesUsed: { value: BigInt(s.writableLayerInodesUsed ?? 0) },
     },
   };
 }

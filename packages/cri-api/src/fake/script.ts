@@ -45,6 +45,7 @@ export interface ContainerStatsScript {
   cpuUsageCoreNanoSeconds?: bigint | number;
   memoryWorkingSetBytes?: bigint | number;
   writableLayerUsedBytes?: bigint | number;
+  writableLayerInodesUsed?: bigint | number;
 }
 
 export interface PullFailure {

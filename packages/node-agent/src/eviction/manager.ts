@@ -80,7 +80,10 @@ export interface SynchronizeResult {
   /** Thresholds acted on this round (soft ones past their grace period). */
   thresholds: Threshold[];
   conditions: PressureCondition[];
+  /** The first pod evicted this round (a pressure round evicts at most one). */
   evicted?: V1Pod;
+  /** Every pod evicted this round: local storage isolation evicts every violator at once. */
+  evictedPods?: V1Pod[];
   /** Set when disk pressure was relieved by node-level reclaim alone. */
   reclaimedAtNodeLevel?: boolean;
 }
@@ -88,7 +91,7 @@ export interface SynchronizeResult {
 const RANKED: Record<string, RankedResource | undefined> = {
   memory: 'memory',
   'ephemeral-storage': 'ephemeral-storage',
-  inodes: 'ephemeral-storage',
+  inodes: 'inodes',
   pids: 'pids',
 };
 
@@ -131,14 +134,15 @@ export class EvictionManager implements PressureSource, AdmitHandler {
   async run(signal: AbortSignal): Promise<void> {
     const waker = new Waker();
     while (!signal.aborted) {
-      let evicted: V1Pod | undefined;
+      let evicted: V1Pod[] = [];
       try {
-        evicted = (await this.synchronize()).evicted;
+        evicted = (await this.synchronize()).evictedPods ?? [];
       } catch (err) {
         this.log.error('Eviction manager: failed to synchronize', { err });
       }
-      // As the kubelet does: after an eviction, look again as soon as the pod is cleaned up.
-      if (evicted && this.deps.podCleanedUp) await this.waitForPodCleanup(evicted, signal);
+      // As the kubelet does: after an eviction, look again as soon as the pods are cleaned up.
+      if (evicted.length > 0 && this.deps.podCleanedUp)
+        await Promise.all(evicted.map((pod) => this.waitForPodCleanup(pod, signal)));
       else await waker.wait(this.deps.clock, this.deps.config.monitoringIntervalMs, signal);
     }
   }
@@ -210,7 +214,7 @@ export class EvictionManager implements PressureSource, AdmitHandler {
 
     if (this.deps.localStorageIsolation ?? true) {
       const evicted = await this.localStorageEviction(active, await podStats());
-      if (evicted) return { ...result, evicted };
+      if (evicted.length > 0) return { ...result, evicted: evicted[0], evictedPods: evicted };
     }
     if (actionable.length === 0) return result;
 
@@ -237,7 +241,7 @@ export class EvictionManager implements PressureSource, AdmitHandler {
       const grace = toReclaim.hard ? IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS : this.softGracePeriod(pod);
       if (await this.evict(pod, grace, message, annotations)) {
         this.deps.metrics?.evictions.inc({ eviction_signal: toReclaim.signal });
-        return { ...result, evicted: pod };
+        return { ...result, evicted: pod, evictedPods: [pod] };
       }
     }
     this.log.info('Eviction manager: unable to evict any pods from the node');
@@ -257,18 +261,17 @@ export class EvictionManager implements PressureSource, AdmitHandler {
     return Math.max(IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, grace);
   }
 
-  private async localStorageEviction(
-    pods: V1Pod[],
-    stats: Map<string, PodUsage>,
-  ): Promise<V1Pod | undefined> {
+  /** Evicts every pod over its own local storage budget in one pass, as the kubelet does. */
+  private async localStorageEviction(pods: V1Pod[], stats: Map<string, PodUsage>): Promise<V1Pod[]> {
+    const evicted: V1Pod[] = [];
     for (const pod of pods) {
       const usage = stats.get(pod.metadata?.uid ?? '');
       if (!usage || isCriticalPod(pod)) continue;
       const message = localStorageViolation(pod, usage);
       if (message && (await this.evict(pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, message, {})))
-        return pod;
+        evicted.push(pod);
     }
-    return undefined;
+    return evicted;
   }
 
   /** Disk pressure first removes dead containers and unused images; true when that was enough. */

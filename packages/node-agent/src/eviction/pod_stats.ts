@@ -1,9 +1,10 @@
 // Per-pod consumption for ranking and local storage isolation: memory working set and writable
-// layer from CRI ListContainerStats, plus what lives on the node's disk for the pod (container
-// logs, emptyDir volumes, memory-backed ones included) measured like du.
-import { lstat, readdir } from 'node:fs/promises';
+// layer (bytes and inodes) from CRI ListContainerStats, plus what lives on the node's disk for the
+// pod (container logs, emptyDir volumes, memory-backed ones included) measured like du.
+import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ContainerNameLabel, PodNameLabel, PodNamespaceLabel, PodUidLabel } from '@kh/runtime-manager';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { PodStatsSource, PodUsage } from './types.js';
 
 /** The CRI call this reads (a CriClient fits). */
@@ -12,25 +13,62 @@ export interface ContainerStatsClient {
     stats: {
       attributes?: { labels: Record<string, string>; metadata?: { name: string } };
       memory?: { workingSetBytes?: { value: bigint } };
-      writableLayer?: { usedBytes?: { value: bigint } };
+      writableLayer?: { usedBytes?: { value: bigint }; inodesUsed?: { value: bigint } };
     }[];
   }>;
 }
 
-/** Bytes a directory tree occupies on disk (allocated blocks, as du counts); 0 when absent. */
-export async function diskUsage(path: string): Promise<number> {
+export interface FsUsage {
+  /** Allocated blocks in bytes, as du counts them. */
+  bytes: number;
+  /** Files and directories, the tree's root included (du --inodes). */
+  inodes: number;
+}
+
+/** What a directory tree occupies on disk; zero when absent. */
+export async function fsUsage(path: string): Promise<FsUsage> {
   let st: Awaited<ReturnType<typeof lstat>>;
   try {
     st = await lstat(path);
   } catch {
-    return 0;
+    return { bytes: 0, inodes: 0 };
   }
-  let total = Number(st.blocks) * 512;
+  const total = { bytes: Number(st.blocks) * 512, inodes: 1 };
   if (st.isDirectory()) {
     const entries = await readdir(path).catch(() => [] as string[]);
-    for (const e of entries) total += await diskUsage(join(path, e));
+    for (const e of entries) {
+      const u = await fsUsage(join(path, e));
+      total.bytes += u.bytes;
+      total.inodes += u.inodes;
+    }
   }
   return total;
+}
+
+/**
+ * Processes in a pod as cAdvisor counts them for the kubelet's pid ranking: the pod cgroup's
+ * pids.current (v1: under the pids hierarchy; v2: in the cgroup itself). Undefined when the pod or
+ * its cgroup is unknown, so such a pod ranks as one without stats.
+ */
+export function podCgroupProcessCount(opts: {
+  pod: (uid: string) => V1Pod | undefined;
+  /** The pod's cgroup as given to the runtime (cgroupfs path or expanded systemd slices). */
+  cgroup: (pod: V1Pod) => string;
+  /** Where the cgroup filesystems are mounted (/sys/fs/cgroup). */
+  mount?: string;
+}): (uid: string) => Promise<number | undefined> {
+  const mount = opts.mount ?? '/sys/fs/cgroup';
+  return async (uid) => {
+    const pod = opts.pod(uid);
+    if (!pod) return undefined;
+    const cgroup = opts.cgroup(pod);
+    for (const dir of [join(mount, 'pids', cgroup), join(mount, cgroup)]) {
+      const text = await readFile(join(dir, 'pids.current'), 'utf8').catch(() => undefined);
+      const n = text === undefined ? Number.NaN : Number.parseInt(text, 10);
+      if (!Number.isNaN(n)) return n;
+    }
+    return undefined;
+  };
 }
 
 export interface CriPodStatsOptions {
@@ -64,18 +102,22 @@ export class CriPodStatsSource implements PodStatsSource {
         pods.set(uid, pod);
       }
       const name = labels[ContainerNameLabel] ?? s.attributes?.metadata?.name ?? '';
-      const logs = pod.logDir ? await diskUsage(join(pod.logDir, name)) : 0;
+      const logs = pod.logDir ? await fsUsage(join(pod.logDir, name)) : { bytes: 0, inodes: 0 };
       pod.containers.push({
         name,
         memoryWorkingSetBytes: s.memory?.workingSetBytes ? Number(s.memory.workingSetBytes.value) : undefined,
-        ephemeralStorageBytes: Number(s.writableLayer?.usedBytes?.value ?? 0n) + logs,
+        ephemeralStorageBytes: Number(s.writableLayer?.usedBytes?.value ?? 0n) + logs.bytes,
+        inodesUsed: Number(s.writableLayer?.inodesUsed?.value ?? 0n) + logs.inodes,
       });
     }
     const out: PodUsage[] = [];
     for (const { logDir: _, ...pod } of pods.values()) {
       const volDir = join(this.opts.podsDir, pod.uid, 'volumes', 'kubernetes.io~empty-dir');
       const names = await readdir(volDir).catch(() => [] as string[]);
-      for (const name of names) pod.volumes.push({ name, usedBytes: await diskUsage(join(volDir, name)) });
+      for (const name of names) {
+        const u = await fsUsage(join(volDir, name));
+        pod.volumes.push({ name, usedBytes: u.bytes, inodesUsed: u.inodes });
+      }
       const procs = await this.opts.processCount?.(pod.uid);
       out.push(procs === undefined ? pod : { ...pod, processCount: procs });
     }

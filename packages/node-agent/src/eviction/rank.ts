@@ -1,7 +1,7 @@
-// Which pod goes first. Like the kubelet: for memory and disk, pods using more than they
-// requested go before pods within their requests, then lower priority first, then the larger
-// use above request; for pids, lower priority first, then more processes. A pod without stats
-// goes first: nothing shows it is innocent.
+// Which pod goes first. Like the kubelet: for memory, disk bytes and inodes, pods using more than
+// they requested go before pods within their requests (nothing requests inodes), then lower
+// priority first, then the larger use above request; for pids, lower priority first, then more
+// processes. A pod without stats goes first: nothing shows it is innocent.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { ConfigMirrorAnnotation, ConfigSourceAnnotation } from '../types/pod_update.js';
 import { Quantity } from '../util/quantity.js';
@@ -18,7 +18,7 @@ export function isCriticalPod(pod: V1Pod): boolean {
   return (pod.spec?.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY;
 }
 
-export type RankedResource = 'memory' | 'ephemeral-storage' | 'pids';
+export type RankedResource = 'memory' | 'ephemeral-storage' | 'inodes' | 'pids';
 
 export function containerRequest(c: V1Container, resource: string): number {
   const v = c.resources?.requests?.[resource] ?? c.resources?.limits?.[resource];
@@ -34,14 +34,30 @@ export function podMemoryUsage(u: PodUsage): number {
   return u.containers.reduce((s, c) => s + (c.memoryWorkingSetBytes ?? 0), 0);
 }
 
-/** Containers' writable layers and logs plus the pod's disk-backed emptyDir volumes. */
-export function podEphemeralUsage(pod: V1Pod, u: PodUsage): number {
+function diskVolumes(pod: V1Pod, u: PodUsage) {
   const memoryBacked = new Set(
     (pod.spec?.volumes ?? []).filter((v) => v.emptyDir?.medium === 'Memory').map((v) => v.name),
   );
-  const volumes = u.volumes.filter((v) => !memoryBacked.has(v.name)).reduce((s, v) => s + v.usedBytes, 0);
+  return u.volumes.filter((v) => !memoryBacked.has(v.name));
+}
+
+/** Containers' writable layers and logs plus the pod's disk-backed emptyDir volumes. */
+export function podEphemeralUsage(pod: V1Pod, u: PodUsage): number {
+  const volumes = diskVolumes(pod, u).reduce((s, v) => s + v.usedBytes, 0);
   return volumes + u.containers.reduce((s, c) => s + (c.ephemeralStorageBytes ?? 0), 0);
 }
+
+/** The same places counted in inodes. */
+export function podInodeUsage(pod: V1Pod, u: PodUsage): number {
+  const volumes = diskVolumes(pod, u).reduce((s, v) => s + (v.inodesUsed ?? 0), 0);
+  return volumes + u.containers.reduce((s, c) => s + (c.inodesUsed ?? 0), 0);
+}
+
+const USAGE: Record<Exclude<RankedResource, 'pids'>, (pod: V1Pod, u: PodUsage) => number> = {
+  memory: (_, u) => podMemoryUsage(u),
+  'ephemeral-storage': podEphemeralUsage,
+  inodes: podInodeUsage,
+};
 
 type Cmp = (a: V1Pod, b: V1Pod) => number;
 
@@ -71,8 +87,7 @@ export function rankPods(
   } else {
     const usage = (p: V1Pod) => {
       const u = statsOf(p);
-      if (!u) return 0;
-      return resource === 'memory' ? podMemoryUsage(u) : podEphemeralUsage(p, u);
+      return u ? USAGE[resource](p, u) : 0;
     };
     const above = (p: V1Pod) => usage(p) - podRequest(p, resource);
     cmp = orderedBy(

@@ -6,7 +6,8 @@
 // - nodefs.available / nodefs.inodesFree: statfs of the agent's root dir;
 // - imagefs.available / imagefs.inodesFree: CRI ImageFsInfo's usage against the image
 //   filesystem's capacity;
-// - pid.available: kernel.pid_max minus the tasks running (the 4th field of /proc/loadavg).
+// - pid.available: the lower of kernel.pid_max and kernel.threads-max, minus the tasks on the
+//   node (the 4th field of /proc/loadavg).
 // Every path is configurable so tests read a fake /proc and cgroup tree.
 import { existsSync, statfsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -145,10 +146,16 @@ export class NodeSignalSource implements SignalSource {
   }
 
   async pids(): Promise<{ available: number; capacity: number } | undefined> {
-    const max = Number.parseInt((await readText(join(this.procRoot, 'sys/kernel/pid_max'))) ?? '', 10);
+    // Both kernel.pid_max and kernel.threads-max cap the tasks; the kubelet takes the lower.
+    const limits = await Promise.all(
+      ['sys/kernel/pid_max', 'sys/kernel/threads-max'].map(async (f) =>
+        Number.parseInt((await readText(join(this.procRoot, f))) ?? '', 10),
+      ),
+    );
+    const max = Math.min(...limits.filter((n) => !Number.isNaN(n)));
     const loadavg = (await readText(join(this.procRoot, 'loadavg'))) ?? '';
     const running = Number.parseInt(loadavg.split(/\s+/)[3]?.split('/')[1] ?? '', 10);
-    if (Number.isNaN(max) || Number.isNaN(running)) return undefined;
+    if (!Number.isFinite(max) || Number.isNaN(running)) return undefined;
     return { available: Math.max(0, max - running), capacity: max };
   }
 }

@@ -24,11 +24,14 @@ export interface ContainerUsage {
   memoryWorkingSetBytes?: number;
   /** Writable layer plus logs: the container's share of ephemeral storage. */
   ephemeralStorageBytes?: number;
+  /** Inodes of the writable layer plus logs. */
+  inodesUsed?: number;
 }
 
 export interface VolumeUsage {
   name: string;
   usedBytes: number;
+  inodesUsed?: number;
 }
 
 /** What the manager knows about one running pod's consumption. */

@@ -468,6 +468,53 @@ describe('disk and pid pressure', () => {
     });
   });
 
+  // eviction_test InodeEviction's pods, plus a byte-heavy one: inode pressure ranks by inodes
+  // (writable layers, logs and disk-backed emptyDirs), not by bytes.
+  it('ranks nodefs.inodesFree pressure by inode use, not bytes', async () => {
+    const t = setup({ evictionHard: { 'nodefs.inodesFree': '100k' } });
+    const innocentResources = { requests: { 'ephemeral-storage': '50Mi', memory: '50Mi' } };
+    t.setPods([
+      pod('innocent', { containers: [{ name: 'app', image: 'busybox', resources: innocentResources }] }),
+      pod('bytes'),
+      pod('inode-hog', { volumes: [{ name: 'test-volume', emptyDir: {} }] }),
+      pod('tmpfs-files', { volumes: [{ name: 'ram', emptyDir: { medium: 'Memory' } }] }),
+    ]);
+    t.stats.current = [
+      {
+        uid: 'uid-innocent',
+        containers: [{ name: 'app', ephemeralStorageBytes: Mi, inodesUsed: 20 }],
+        volumes: [],
+      },
+      {
+        uid: 'uid-bytes',
+        containers: [{ name: 'app', ephemeralStorageBytes: 3 * Gi, inodesUsed: 30 }],
+        volumes: [],
+      },
+      {
+        uid: 'uid-inode-hog',
+        containers: [{ name: 'app', ephemeralStorageBytes: 0, inodesUsed: 10 }],
+        volumes: [{ name: 'test-volume', usedBytes: 4096, inodesUsed: 150_000 }],
+      },
+      // Files in memory take no inode of the node's disk.
+      {
+        uid: 'uid-tmpfs-files',
+        containers: [],
+        volumes: [{ name: 'ram', usedBytes: 0, inodesUsed: 900_000 }],
+      },
+    ];
+    t.signals.current = {
+      ...memoryObs(4 * Gi),
+      'nodefs.inodesFree': { available: 50_000, capacity: 6_000_000 },
+    };
+    const r = await t.manager.synchronize();
+    expect(r.conditions).toEqual(['DiskPressure']);
+    expect(r.evicted?.metadata?.name).toBe('inode-hog');
+    expect(t.killer.evicted[0]?.status.message).toBe(
+      'The node was low on resource: inodes. Threshold quantity: 100k, available: 50k. ',
+    );
+    expect(t.events.events[0]?.annotations).toMatchObject({ starved_resource: 'inodes' });
+  });
+
   it('ranks pid pressure by priority, then process count', async () => {
     const t = setup({ evictionHard: { 'pid.available': '1000' } });
     t.setPods([pod('many', { priority: 10 }), pod('few-low'), pod('more-low')]);
@@ -536,6 +583,55 @@ describe('local storage isolation', () => {
     expect(r.evicted?.metadata?.name).toBe('p');
     expect(t.killer.evicted[0]?.status.message).toBe(message);
     expect(t.events.events[0]).toMatchObject({ pod: 'p', reason: 'Evicted', message });
+  });
+
+  // eviction_test LocalStorageCapacityIsolationEviction's six pods, as the agent measures them:
+  // the three over their budgets go in one pass, as the kubelet evicts every violator at once;
+  // the memory-backed emptyDir is full at its sizeLimit (its tmpfs is that large) and stays.
+  it("evicts upstream's violators together in one pass and keeps the rest", async () => {
+    const t = setup();
+    const limit = { limits: { 'ephemeral-storage': '100Mi' } };
+    const vol = (emptyDir: object) => ({ volumes: [{ name: 'test-volume', emptyDir }] });
+    const ctr = (resources?: object) => ({
+      containers: [{ name: 'app', image: 'x', ...(resources ? { resources } : {}) }],
+    });
+    t.setPods([
+      pod('emptydir-disk-sizelimit', vol({ sizeLimit: '100Mi' })),
+      pod('container-disk-limit', ctr(limit)),
+      pod('container-emptydir-disk-limit', { ...ctr(limit), ...vol({}) }),
+      pod('emptydir-memory-sizelimit', vol({ medium: 'Memory', sizeLimit: '100Mi' })),
+      pod('emptydir-disk-below-sizelimit', vol({ sizeLimit: '100Mi' })),
+      pod('container-disk-below-sizelimit', ctr(limit)),
+    ]);
+    const inVolume = (mib: number) => ({
+      containers: [{ name: 'app', ephemeralStorageBytes: 8192 }],
+      volumes: [{ name: 'test-volume', usedBytes: mib * Mi }],
+    });
+    const inLayer = (mib: number) => ({
+      containers: [{ name: 'app', ephemeralStorageBytes: mib * Mi }],
+      volumes: [],
+    });
+    t.stats.current = [
+      { uid: 'uid-emptydir-disk-sizelimit', ...inVolume(101) },
+      { uid: 'uid-container-disk-limit', ...inLayer(101) },
+      { uid: 'uid-container-emptydir-disk-limit', ...inVolume(101) },
+      { uid: 'uid-emptydir-memory-sizelimit', ...inVolume(100) },
+      { uid: 'uid-emptydir-disk-below-sizelimit', ...inVolume(99) },
+      { uid: 'uid-container-disk-below-sizelimit', ...inLayer(99) },
+    ];
+    const r = await t.manager.synchronize();
+    expect(r.conditions).toEqual([]);
+    expect(r.evictedPods?.map((p) => p.metadata?.name)).toEqual([
+      'emptydir-disk-sizelimit',
+      'container-disk-limit',
+      'container-emptydir-disk-limit',
+    ]);
+    expect(t.killer.evicted.map((e) => e.status.message)).toEqual([
+      'Usage of EmptyDir volume "test-volume" exceeds the limit "100Mi". ',
+      'Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. ',
+      'Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. ',
+    ]);
+    expect(t.killer.evicted.every((e) => e.status.conditions[0]?.type === 'DisruptionTarget')).toBe(true);
   });
 
   it('leaves pods within their limits alone', async () => {

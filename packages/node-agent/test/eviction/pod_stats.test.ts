@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CriPodStatsSource, diskUsage } from '../../src/eviction/pod_stats.js';
+import { CriPodStatsSource, fsUsage, podCgroupProcessCount } from '../../src/eviction/pod_stats.js';
 
 const root = mkdtempSync(join(tmpdir(), 'kh-podstats-'));
 let fake: FakeRuntime;
@@ -30,7 +30,11 @@ beforeAll(async () => {
     },
   });
   await cri.startContainer({ containerId });
-  fake.script.containerStats('app', { memoryWorkingSetBytes: 64 << 20, writableLayerUsedBytes: 4096 });
+  fake.script.containerStats('app', {
+    memoryWorkingSetBytes: 64 << 20,
+    writableLayerUsedBytes: 4096,
+    writableLayerInodesUsed: 12,
+  });
 });
 
 afterAll(async () => {
@@ -48,8 +52,11 @@ describe('CriPodStatsSource', () => {
     writeFileSync(join(vol, 'blob'), Buffer.alloc(64 * 1024, 1));
     mkdirSync(join(logsDir, 'default_web_u1', 'app'), { recursive: true });
     writeFileSync(join(logsDir, 'default_web_u1', 'app', '0.log'), Buffer.alloc(32 * 1024, 1));
-    const logs = await diskUsage(join(logsDir, 'default_web_u1', 'app'));
-    expect(logs).toBeGreaterThanOrEqual(32 * 1024);
+    writeFileSync(join(vol, 'empty'), '');
+    const logs = await fsUsage(join(logsDir, 'default_web_u1', 'app'));
+    expect(logs.bytes).toBeGreaterThanOrEqual(32 * 1024);
+    // The directory and its one file.
+    expect(logs.inodes).toBe(2);
 
     const stats = await new CriPodStatsSource(cri, {
       podsDir,
@@ -61,14 +68,48 @@ describe('CriPodStatsSource', () => {
     expect(p?.uid).toBe('u1');
     expect(p?.processCount).toBe(7);
     expect(p?.containers).toEqual([
-      { name: 'app', memoryWorkingSetBytes: 64 << 20, ephemeralStorageBytes: 4096 + logs },
+      {
+        name: 'app',
+        memoryWorkingSetBytes: 64 << 20,
+        ephemeralStorageBytes: 4096 + logs.bytes,
+        inodesUsed: 12 + logs.inodes,
+      },
     ]);
     expect(p?.volumes).toHaveLength(1);
     expect(p?.volumes[0]?.name).toBe('scratch');
     expect(p?.volumes[0]?.usedBytes).toBeGreaterThanOrEqual(64 * 1024);
+    // An empty file takes no block but an inode: the volume's directory and its two files.
+    expect(p?.volumes[0]?.inodesUsed).toBe(3);
   });
 
   it('measures a missing path as zero', async () => {
-    expect(await diskUsage(join(root, 'nope'))).toBe(0);
+    expect(await fsUsage(join(root, 'nope'))).toEqual({ bytes: 0, inodes: 0 });
+  });
+});
+
+describe('podCgroupProcessCount', () => {
+  it("reads the pod cgroup's pids.current under the v1 pids hierarchy or in a v2 cgroup", async () => {
+    const mount = join(root, 'cgroup');
+    const v1 = join(mount, 'pids', 'kubepods', 'besteffort', 'podu1');
+    const v2 = join(mount, 'kubepods.slice', 'kubepods-podu2.slice');
+    mkdirSync(v1, { recursive: true });
+    mkdirSync(v2, { recursive: true });
+    writeFileSync(join(v1, 'pids.current'), '5001\n');
+    writeFileSync(join(v2, 'pids.current'), '42\n');
+    const cgroups: Record<string, string> = {
+      u1: '/kubepods/besteffort/podu1',
+      u2: '/kubepods.slice/kubepods-podu2.slice',
+      u3: '/kubepods/podu3',
+    };
+    const count = podCgroupProcessCount({
+      pod: (uid) => (uid === 'gone' ? undefined : { metadata: { uid } }),
+      cgroup: (pod) => cgroups[pod.metadata?.uid ?? ''] ?? '',
+      mount,
+    });
+    expect(await count('u1')).toBe(5001);
+    expect(await count('u2')).toBe(42);
+    // No cgroup (yet, or any more), or no pod: no count, so the pod ranks as one without stats.
+    expect(await count('u3')).toBeUndefined();
+    expect(await count('gone')).toBeUndefined();
   });
 });

@@ -10,7 +10,13 @@ import { Gi, Mi } from './helpers.js';
 const root = mkdtempSync(join(tmpdir(), 'kh-signals-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function fakeProc(name: string, meminfo: Record<string, number>, pidMax = 4194304, tasks = 321): string {
+function fakeProc(
+  name: string,
+  meminfo: Record<string, number>,
+  pidMax = 4194304,
+  tasks = 321,
+  threadsMax?: number,
+): string {
   const dir = join(root, name, 'proc');
   mkdirSync(join(dir, 'sys/kernel'), { recursive: true });
   writeFileSync(
@@ -20,6 +26,7 @@ function fakeProc(name: string, meminfo: Record<string, number>, pidMax = 419430
       .join('\n'),
   );
   writeFileSync(join(dir, 'sys/kernel/pid_max'), `${pidMax}\n`);
+  if (threadsMax !== undefined) writeFileSync(join(dir, 'sys/kernel/threads-max'), `${threadsMax}\n`);
   writeFileSync(join(dir, 'loadavg'), `0.52 0.58 0.59 3/${tasks} 12345\n`);
   return dir;
 }
@@ -79,6 +86,18 @@ describe('NodeSignalSource', () => {
       statfs,
     });
     expect((await without.observe())['allocatableMemory.available']).toBeUndefined();
+  });
+
+  it('caps pid.available by the lower of kernel.pid_max and kernel.threads-max, as the kubelet does', async () => {
+    const pids = (name: string, pidMax: number, threadsMax: number) =>
+      new NodeSignalSource({
+        procRoot: fakeProc(name, { MemTotal: 1024 }, pidMax, 1000, threadsMax),
+        memoryCgroupDir: '',
+        rootDir: '/',
+        statfs,
+      }).pids();
+    expect(await pids('threads-lower', 4194304, 192729)).toEqual({ available: 191729, capacity: 192729 });
+    expect(await pids('pid-max-lower', 32768, 192729)).toEqual({ available: 31768, capacity: 32768 });
   });
 
   it('uses MemTotal as capacity when the v2 cgroup is unlimited', async () => {

@@ -14,6 +14,7 @@ import {
   prepareSubPath,
   SubPathError,
   type SubPathMounter,
+  type TmpfsMounter,
 } from './subpath.js';
 import { PodVolumes, type VolumeMountSource } from './volumes.js';
 
@@ -39,7 +40,7 @@ export interface RuntimeHelper {
   podCgroupParent(pod: V1Pod): string;
   /** DNS for the sandbox; undefined keeps the runtime's default (the node's resolv.conf). */
   podDNS(pod: V1Pod): { servers: string[]; searches: string[]; options: string[] } | undefined;
-  /** Releases what the pod's containers were given (sub-path mounts) once none of them runs. */
+  /** Releases what the pod's containers were given (sub-path mounts, emptyDir volumes) once none of them runs. */
   cleanupPod?(podUid: string): Promise<Error[]>;
 }
 
@@ -58,8 +59,10 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
     private readonly objects?: PodObjectSource,
     /** Bind mounts for sub-paths; the default runs mount(8) (root, the runtime's mount namespace). */
     private readonly mounter: SubPathMounter = hostMounter,
+    /** tmpfs for memory-backed emptyDir volumes; the default runs mount(8) too. */
+    tmpfs: TmpfsMounter = hostMounter,
   ) {
-    this.volumes = new PodVolumes(podsDir, objects);
+    this.volumes = new PodVolumes(podsDir, objects, tmpfs);
   }
 
   async generateRunContainerOptions(
@@ -123,8 +126,10 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
     }
   }
 
-  cleanupPod(podUid: string): Promise<Error[]> {
-    return cleanSubPaths(this.mounter, this.podsDir, podUid);
+  async cleanupPod(podUid: string): Promise<Error[]> {
+    // Sub-path mounts first: they pin the volumes they were made from.
+    const errors = await cleanSubPaths(this.mounter, this.podsDir, podUid);
+    return [...errors, ...(await this.volumes.tearDownEmptyDirs(podUid))];
   }
 
   podCgroupParent(pod: V1Pod): string {

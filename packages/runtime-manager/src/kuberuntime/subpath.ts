@@ -41,11 +41,23 @@ export interface SubPathMounter {
   isMountPoint(target: string): Promise<boolean>;
 }
 
+/** tmpfs mounts for memory-backed emptyDir volumes. */
+export interface TmpfsMounter {
+  /** A tmpfs at `target`, `sizeBytes` large (undefined: the kernel's default, half of RAM). */
+  mountTmpfs(target: string, sizeBytes: number | undefined): Promise<void>;
+  unmount(target: string): Promise<void>;
+  isMountPoint(target: string): Promise<boolean>;
+}
+
 /** mount(8)/umount(8) on this host: the agent must run as root in the runtime's mount namespace. */
-export const hostMounter: SubPathMounter = {
+export const hostMounter: SubPathMounter & TmpfsMounter = {
   async bind(source, target) {
     // --no-canonicalize: mount must bind the descriptor's file, not re-resolve a path.
     await run('mount', ['--no-canonicalize', '--bind', source, target]);
+  },
+  async mountTmpfs(target, sizeBytes) {
+    const options = sizeBytes === undefined ? [] : ['-o', `size=${sizeBytes}`];
+    await run('mount', ['-t', 'tmpfs', ...options, 'tmpfs', target]);
   },
   async unmount(target) {
     await run('umount', [target]);

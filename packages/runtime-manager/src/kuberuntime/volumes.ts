@@ -1,9 +1,11 @@
 // The pod's volumes on the node, under <podsDir>/<uid>/volumes/<plugin dir>/<name> as the
-// kubelet lays them out: emptyDir as a plain directory; configMap, secret, downwardAPI and
-// projected volumes as files the atomic writer projects from the API objects, mounted read-only
-// and rewritten in place when the objects change (`refresh`).
-import { access, mkdir } from 'node:fs/promises';
+// kubelet lays them out: emptyDir as a plain directory, or a tmpfs sized as the kubelet sizes it
+// for medium Memory; configMap, secret, downwardAPI and projected volumes as files the atomic
+// writer projects from the API objects, mounted read-only and rewritten in place when the
+// objects change (`refresh`). Once nothing of a pod runs, its emptyDir volumes are torn down.
+import { access, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Quantity } from '@kh/apimachinery';
 import type {
   V1ConfigMapProjection,
   V1DownwardAPIVolumeFile,
@@ -16,6 +18,7 @@ import { SyncStepError } from '../container/sync_result.js';
 import { type Payload, writePayload } from './atomic_writer.js';
 import { metadataFieldValue, resourceFieldValue } from './env.js';
 import { type ObjectKind, type PodObjectSource, readObjectData } from './pod_objects.js';
+import { hostMounter, type TmpfsMounter } from './subpath.js';
 
 /** The waiting reason of a container whose volumes cannot be set up yet (the kubelet's). */
 export const ContainerCreating = 'ContainerCreating';
@@ -54,6 +57,7 @@ export class PodVolumes {
   constructor(
     private readonly podsDir: string,
     private readonly objects?: PodObjectSource,
+    private readonly tmpfs: TmpfsMounter = hostMounter,
   ) {}
 
   private dir(pod: V1Pod, plugin: string, name: string): string {
@@ -66,6 +70,12 @@ export class PodVolumes {
     if (vol.emptyDir) {
       const hostPath = this.dir(pod, PluginDirs.emptyDir, vol.name);
       await mkdir(hostPath, { recursive: true, mode: 0o777 });
+      if (vol.emptyDir.medium === 'Memory' && !(await this.tmpfs.isMountPoint(hostPath))) {
+        const size = await this.memoryVolumeSize(pod, vol);
+        await this.tmpfs.mountTmpfs(hostPath, size).catch((err: Error) => {
+          throw volumeError(vol, `mount tmpfs: ${err.message}`);
+        });
+      }
       return { hostPath, readonly: false };
     }
     const type = apiVolumeType(vol);
@@ -73,6 +83,45 @@ export class PodVolumes {
     const hostPath = this.dir(pod, PluginDirs[type], vol.name);
     await this.write(hostPath, pod, vol);
     return { hostPath, readonly: true };
+  }
+
+  /**
+   * The tmpfs size of a memory-backed emptyDir, as the kubelet computes it (SizeMemoryBackedVolumes):
+   * the node's allocatable memory, lowered to the pod's memory limit, lowered to the volume's
+   * sizeLimit. A writer past it gets ENOSPC, so such a volume never outgrows its sizeLimit.
+   * Without a node to read (no object source), the bounds that are known apply.
+   */
+  private async memoryVolumeSize(pod: V1Pod, vol: V1Volume): Promise<number | undefined> {
+    let size: bigint | undefined;
+    const lower = (q: bigint | undefined) => {
+      if (q !== undefined && q > 0n && (size === undefined || q <= size)) size = q;
+    };
+    const allocatable = (await this.objects?.getNode(pod).catch(() => undefined))?.status?.allocatable
+      ?.memory;
+    if (allocatable !== undefined) lower(Quantity.fromJSON(allocatable).value());
+    lower(podMemoryLimit(pod));
+    if (vol.emptyDir?.sizeLimit !== undefined) lower(Quantity.fromJSON(vol.emptyDir.sizeLimit).value());
+    return size === undefined ? undefined : Number(size);
+  }
+
+  /**
+   * Tears the pod's emptyDir volumes down once none of its containers runs (the kubelet unmounts
+   * a terminated pod's volumes, and emptyDir's TearDown deletes the data): tmpfs ones are
+   * unmounted, then every directory is removed. Returns what failed; the rest still goes.
+   */
+  async tearDownEmptyDirs(podUid: string): Promise<Error[]> {
+    const root = join(this.podsDir, podUid, 'volumes', PluginDirs.emptyDir);
+    const errors: Error[] = [];
+    for (const name of await readdir(root).catch(() => [] as string[])) {
+      const dir = join(root, name);
+      try {
+        if (await this.tmpfs.isMountPoint(dir)) await this.tmpfs.unmount(dir);
+        await rm(dir, { recursive: true, force: true });
+      } catch (err) {
+        errors.push(err as Error);
+      }
+    }
+    return errors;
   }
 
   /**
@@ -202,4 +251,27 @@ export class PodVolumes {
       out.set(item.path, { data: Buffer.from(value, 'utf8'), mode: item.mode ?? defaultMode });
     }
   }
+}
+
+/**
+ * The pod cgroup's memory limit (ResourceConfigForPod): the containers' limits summed, or the
+ * largest init container's when that is more; none when any container has no limit.
+ */
+function podMemoryLimit(pod: V1Pod): bigint | undefined {
+  const limit = (c: { resources?: { limits?: Record<string, unknown> } }) => {
+    const v = c.resources?.limits?.memory;
+    return v === undefined ? undefined : Quantity.fromJSON(v as string).value();
+  };
+  let sum = 0n;
+  for (const c of pod.spec?.containers ?? []) {
+    const l = limit(c);
+    if (l === undefined) return undefined;
+    sum += l;
+  }
+  for (const c of pod.spec?.initContainers ?? []) {
+    const l = limit(c);
+    if (l === undefined) return undefined;
+    if (l > sum) sum = l;
+  }
+  return sum;
 }

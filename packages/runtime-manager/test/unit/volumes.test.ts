@@ -1,4 +1,4 @@
-import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat } from 'node:fs/promises';
+import { lstat, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod, V1Volume } from '@kubernetes/client-node';
@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SyncStepError } from '../../src/container/sync_result.js';
 import { validatePayloadPath, writePayload } from '../../src/kuberuntime/atomic_writer.js';
 import { DefaultRuntimeHelper } from '../../src/kuberuntime/runtime_helper.js';
+import type { TmpfsMounter } from '../../src/kuberuntime/subpath.js';
 import { PodVolumes } from '../../src/kuberuntime/volumes.js';
 import { FakeObjects } from '../fake_objects.js';
 
@@ -239,6 +240,100 @@ describe('PodVolumes', () => {
     expect(
       (await readdir(join(dir, 'u1/volumes/kubernetes.io~configmap/cfg'))).filter((e) => e.startsWith('..2')),
     ).toHaveLength(1);
+  });
+});
+
+/** Records tmpfs mounts instead of making them (they need root and would outlive a failed test). */
+class RecordingTmpfs implements TmpfsMounter {
+  readonly mounted = new Map<string, number | undefined>();
+  readonly unmounted: string[] = [];
+  async mountTmpfs(target: string, sizeBytes: number | undefined) {
+    this.mounted.set(target, sizeBytes);
+  }
+  async unmount(target: string) {
+    this.unmounted.push(target);
+    this.mounted.delete(target);
+  }
+  async isMountPoint(target: string) {
+    return this.mounted.has(target);
+  }
+}
+
+const Mi = 2 ** 20;
+
+describe('emptyDir volumes', () => {
+  const emptyDir = (name: string, medium?: string, sizeLimit?: string): V1Volume => ({
+    name,
+    emptyDir: { ...(medium ? { medium } : {}), ...(sizeLimit ? { sizeLimit } : {}) },
+  });
+  const withNode = (memory: string) => {
+    const o = new FakeObjects();
+    o.node = { metadata: { name: 'n' }, status: { allocatable: { memory } } };
+    return o;
+  };
+
+  // The kubelet's calculateEmptyDirMemorySize cases: node allocatable, lowered to the pod's limit,
+  // lowered to the volume's sizeLimit; a bound that is larger (or zero) does not raise it.
+  it.each([
+    ['sizeLimit under the pod limit', '100Mi', '64Mi', 64 * Mi, '1Gi'],
+    ['sizeLimit over the pod limit', '100Mi', '128Mi', 100 * Mi, '1Gi'],
+    ['no sizeLimit: the pod limit', undefined, '64Mi', 64 * Mi, '1Gi'],
+    ['no pod limit: the sizeLimit', '100Mi', undefined, 100 * Mi, '1Gi'],
+    ['nothing smaller: node allocatable', undefined, undefined, 1024 * Mi, '1Gi'],
+    ['a pod limit over allocatable: allocatable', undefined, '2Gi', 1024 * Mi, '1Gi'],
+    ['a zero sizeLimit is no bound', '0', undefined, 1024 * Mi, '1Gi'],
+  ])(
+    'medium Memory is a tmpfs sized as the kubelet sizes it: %s',
+    async (_, sizeLimit, podLimit, want, alloc) => {
+      const tmpfs = new RecordingTmpfs();
+      const v = new PodVolumes(dir, withNode(alloc), tmpfs);
+      const p = pod([emptyDir('mem', 'Memory', sizeLimit)]);
+      p.spec!.containers[0]!.resources = podLimit ? { limits: { memory: podLimit } } : {};
+      const src = await v.setUp(p, p.spec!.volumes![0]!);
+      expect(src).toEqual({ hostPath: join(dir, 'u1/volumes/kubernetes.io~empty-dir/mem'), readonly: false });
+      expect([...tmpfs.mounted]).toEqual([[src!.hostPath, want]]);
+      // Set up again (a second container): mounted once.
+      await v.setUp(p, p.spec!.volumes![0]!);
+      expect(tmpfs.mounted.size).toBe(1);
+    },
+  );
+
+  it('a disk-backed emptyDir is a plain directory; a failed tmpfs mount is ContainerCreating', async () => {
+    const tmpfs = new RecordingTmpfs();
+    const v = new PodVolumes(dir, undefined, tmpfs);
+    await v.setUp(pod([]), emptyDir('disk', undefined, '100Mi'));
+    expect(tmpfs.mounted.size).toBe(0);
+    expect((await stat(join(dir, 'u1/volumes/kubernetes.io~empty-dir/disk'))).isDirectory()).toBe(true);
+    const refusing: TmpfsMounter = {
+      isMountPoint: async () => false,
+      unmount: async () => {},
+      mountTmpfs: async () => {
+        throw new Error('mount: permission denied');
+      },
+    };
+    const failing = new PodVolumes(dir, undefined, refusing);
+    await expect(failing.setUp(pod([]), emptyDir('mem', 'Memory'))).rejects.toMatchObject({
+      reason: 'ContainerCreating',
+      message: expect.stringContaining('volume "mem"'),
+    });
+  });
+
+  it("tearDownEmptyDirs unmounts the tmpfs ones and deletes every emptyDir's data", async () => {
+    const tmpfs = new RecordingTmpfs();
+    const v = new PodVolumes(dir, undefined, tmpfs);
+    const disk = (await v.setUp(pod([]), emptyDir('disk')))!.hostPath;
+    const mem = (await v.setUp(pod([]), emptyDir('mem', 'Memory', '1Mi')))!.hostPath;
+    await writeFile(join(disk, 'data'), 'x');
+    const cfg = (await new PodVolumes(dir, new FakeObjects().configMap('cm', { k: 'v' })).setUp(pod([]), {
+      name: 'cfg',
+      configMap: { name: 'cm' },
+    }))!.hostPath;
+    expect(await v.tearDownEmptyDirs('u1')).toEqual([]);
+    expect(tmpfs.unmounted).toEqual([mem]);
+    expect(await readdir(join(dir, 'u1/volumes/kubernetes.io~empty-dir'))).toEqual([]);
+    // Other volume types are not emptyDir's to delete.
+    expect((await stat(cfg)).isDirectory()).toBe(true);
+    expect(await v.tearDownEmptyDirs('no-such-pod')).toEqual([]);
   });
 });
 

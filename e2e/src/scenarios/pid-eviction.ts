@@ -1,0 +1,129 @@
+import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { V1Pod } from '@kubernetes/client-node';
+import { evictionPod, HIGH_PRIORITY, innocentPod, runEvictionTest } from '../support/eviction.js';
+import { nodeExec } from '../support/faults.js';
+import { sh } from '../support/pods.js';
+
+const FILE = 'test/e2e_node/eviction_test.go';
+const CONTEXT = 'when we run containers that should cause PIDPressure';
+
+/**
+ * The threshold sits this many pids under the node's available pids (upstream 4000), and each
+ * fork bomb starts this many sleeping processes (upstream 5000): either alone crosses it, both
+ * together stay bounded, and they die with their pod (its pid namespace's init goes first).
+ */
+const PIDS_CONSUMED = 1000;
+const PROCESSES = 1500;
+
+/**
+ * Available pids as the agent computes pid.available: the lower of kernel.pid_max and
+ * kernel.threads-max, minus every task on the machine (/proc/loadavg's 4th field); upstream reads
+ * the same from the summary's rlimit stats.
+ */
+async function availablePids(ctx: ScenarioContext): Promise<number> {
+  const out = await nodeExec(ctx, [
+    'cat',
+    '/proc/sys/kernel/pid_max',
+    '/proc/sys/kernel/threads-max',
+    '/proc/loadavg',
+  ]);
+  const [pidMax, threadsMax, loadavg] = out.trim().split('\n');
+  const tasks = Number(loadavg?.split(/\s+/)[3]?.split('/')[1]);
+  const available = Math.min(Number(pidMax), Number(threadsMax)) - tasks;
+  if (!Number.isFinite(available)) throw new Error(`cannot read the node's pids: ${out}`);
+  return available;
+}
+
+/** eviction_test's pidConsumingPod: starts PROCESSES sleeping processes, one every 10 ms, then waits. */
+function pidConsumingPod(ctx: ScenarioContext, name: string, priority?: number): V1Pod {
+  const script = `n=0; while [ $n -lt ${PROCESSES} ]; do usleep 10000; sleep 3600 & n=$((n+1)); done; wait`;
+  return evictionPod(
+    ctx,
+    `${name}-pod`,
+    sh(ctx, `${name}-container`, script),
+    priority !== undefined ? { priority } : {},
+  );
+}
+
+const message = () =>
+  /^The node was low on resource: pids\. Threshold quantity: \d+(\.\d+)?k?, available: \d+(\.\d+)?k?\. $/;
+
+/** Sets pid.available PIDS_CONSUMED under what is free now, as upstream's tempSetCurrentKubeletConfig does. */
+async function pidThreshold(ctx: ScenarioContext, featureGates: Record<string, boolean> = {}) {
+  const available = await availablePids(ctx);
+  ctx.note('pid.available threshold from the available pids', {
+    available,
+    threshold: available - PIDS_CONSUMED,
+  });
+  await ctx.reconfigureAgent({
+    evictionHard: { 'pid.available': String(available - PIDS_CONSUMED) },
+    ...(Object.keys(featureGates).length > 0 ? { featureGates } : {}),
+  });
+}
+
+/**
+ * eviction_test's PriorityPidEvictionOrdering, two of its cases in turn:
+ * - the baseline: one fork bomb, evicted with PIDPressure and the DisruptionTarget condition;
+ * - PodAndContainerStatsFromCRI=false (processes counted in the pod cgroup): a low-priority
+ *   bomb, an innocent pod and a bomb, both at upstream's high priority. The low-priority bomb goes
+ *   first, then the high-priority one, which runs more processes than the innocent pod of its
+ *   priority; the innocent pod never.
+ */
+export const pidEviction: Scenario = {
+  name: 'pid-eviction',
+  estimateMs: 150_000,
+  isolation: 'node',
+  description:
+    'PID pressure from fork bombs: the bomb is evicted with DisruptionTarget; then the low-priority bomb before the high-priority one, the innocent pod of high priority never; PIDPressure appears and clears',
+  needs: ['real-containers'],
+  // pid.available counts every task on the machine: another cell's bombs would move this threshold.
+  exclusive: ['host-pids'],
+  upstream: [
+    {
+      file: FILE,
+      case: `PriorityPidEvictionOrdering ${CONTEXT}; baseline scenario to verify DisruptionTarget is added should eventually evict all of the correct pods`,
+    },
+    {
+      file: FILE,
+      case: 'PriorityPidEvictionOrdering when we run containers with PodAndContainerStatsFromCRI=false that should cause PIDPressure should eventually evict all of the correct pods',
+    },
+  ],
+  timeoutMs: 600_000,
+  async run(ctx) {
+    try {
+      await pidThreshold(ctx);
+      await runEvictionTest(ctx, {
+        condition: 'PIDPressure',
+        pressureTimeoutMs: 120_000,
+        evictionTimeoutMs: 120_000,
+        message,
+        specs: [
+          {
+            evictionPriority: 1,
+            pod: pidConsumingPod(ctx, 'fork-bomb-container'),
+            wantDisruptionTarget: true,
+          },
+        ],
+      });
+
+      await pidThreshold(ctx, { PodAndContainerStatsFromCRI: false });
+      await runEvictionTest(ctx, {
+        condition: 'PIDPressure',
+        pressureTimeoutMs: 120_000,
+        evictionTimeoutMs: 180_000,
+        message,
+        admitPod: 'test-admit-pod-2',
+        specs: [
+          { evictionPriority: 2, pod: pidConsumingPod(ctx, 'fork-bomb-container-with-low-priority') },
+          { evictionPriority: 0, pod: innocentPod(ctx, HIGH_PRIORITY) },
+          {
+            evictionPriority: 1,
+            pod: pidConsumingPod(ctx, 'fork-bomb-container-with-high-priority', HIGH_PRIORITY),
+          },
+        ],
+      });
+    } finally {
+      await ctx.reconfigureAgent({});
+    }
+  },
+};

@@ -1,0 +1,244 @@
+// The frame eviction_test's cases share (its runEvictionTest), for scenarios that mirror them:
+// the pods start together; the node condition appears; pods are evicted in their ranks (rank 0
+// never, a lower rank never while a higher one still runs, every non-zero rank eventually), each
+// with reason Evicted, the kubelet's message and one Evicted event naming the starved resource;
+// the condition clears and stays clear; and a new pod starts afterwards.
+import type { ScenarioContext } from '@kh/harness';
+import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
+import { nodeCondition, type PressureType, pressureCondition } from './node.js';
+import { createPod, eventsFor, podFor, sh, waitForPod } from './pods.js';
+
+export interface PodEvictSpec {
+  /** 0: never evicted; otherwise never before a pod of a higher rank, and eventually. */
+  evictionPriority: number;
+  pod: V1Pod;
+  /** The evicted pod must carry the DisruptionTarget condition (upstream checks it on some cases). */
+  wantDisruptionTarget?: boolean;
+}
+
+export interface EvictionTest {
+  /** The pressure the pods cause; undefined: none (local storage isolation evicts without one). */
+  condition?: PressureType;
+  /** The Evicted events' starved_resource annotation; undefined: not checked (upstream's "none"). */
+  starvedResource?: 'memory' | 'ephemeral-storage' | 'inodes';
+  /** What each evicted pod's status message must match. */
+  message: (spec: PodEvictSpec) => RegExp;
+  pressureTimeoutMs: number;
+  evictionTimeoutMs: number;
+  specs: PodEvictSpec[];
+  /** The pod started after the test (upstream's test-admit-pod); a second case in a cell names its own. */
+  admitPod?: string;
+}
+
+/** Upstream watches 1 minute against a 5 minute transition period; the harness's is 20 s. */
+const STABLE_MS = 20_000;
+const POLL_MS = 2_000;
+
+const phaseOf = (pods: V1Pod[], name: string) => pods.find((p) => p.metadata?.name === name)?.status?.phase;
+
+interface Look {
+  pods: V1Pod[];
+  /** Rank violations: a lower rank failed while a higher one runs, rank 0 failed, or a pod succeeded. */
+  violations: string[];
+  /** Non-zero ranks not evicted yet. */
+  pending: string[];
+}
+
+async function look(ctx: ScenarioContext, specs: PodEvictSpec[]): Promise<Look> {
+  const pods = (await ctx.core.listNamespacedPod({ namespace: ctx.namespace })).items;
+  const violations: string[] = [];
+  const pending: string[] = [];
+  for (const s of specs) {
+    const name = s.pod.metadata?.name ?? '';
+    const phase = phaseOf(pods, name);
+    if (phase === 'Succeeded') violations.push(`${name} succeeded`);
+    if (phase === 'Failed' && s.evictionPriority === 0) violations.push(`rank 0 pod ${name} failed`);
+    for (const other of specs) {
+      const otherName = other.pod.metadata?.name ?? '';
+      if (
+        s.evictionPriority < other.evictionPriority &&
+        phase === 'Failed' &&
+        phaseOf(pods, otherName) === 'Running'
+      )
+        violations.push(
+          `rank ${s.evictionPriority} pod ${name} failed before rank ${other.evictionPriority} pod ${otherName}`,
+        );
+    }
+    if (s.evictionPriority !== 0 && phase !== 'Failed') pending.push(name);
+  }
+  return { pods, violations, pending };
+}
+
+const describeLook = (l: Look) => ({
+  violations: l.violations,
+  pending: l.pending,
+  pods: l.pods.map((p) => ({ name: p.metadata?.name, phase: p.status?.phase, reason: p.status?.reason })),
+});
+
+/** Runs the case; the caller has configured the agent's thresholds and restores them after. */
+export async function runEvictionTest(ctx: ScenarioContext, t: EvictionTest): Promise<void> {
+  const { check } = ctx;
+  const names = t.specs.map((s) => s.pod.metadata?.name ?? '');
+  await Promise.all(t.specs.map((s) => createPod(ctx, s.pod)));
+  // Started: running, or (a fast hog) already evicted; never stuck in admission.
+  await Promise.all(
+    names.map((n) =>
+      waitForPod(ctx, n, 'starts', (p) => p.status?.phase === 'Running' || p.status?.phase === 'Failed'),
+    ),
+  );
+  try {
+    if (t.condition) {
+      await pressureCondition(ctx, t.condition, { status: 'True' }, t.pressureTimeoutMs);
+    }
+    const done = await check.eventually(
+      'pods evicted in rank order',
+      () => look(ctx, t.specs),
+      (l) => l.violations.length > 0 || l.pending.length === 0,
+      { timeoutMs: t.evictionTimeoutMs, intervalMs: POLL_MS, describe: describeLook },
+    );
+    check.equal('no pod evicted out of rank, none of rank 0', done.violations, []);
+
+    for (const s of t.specs.filter((x) => x.evictionPriority !== 0)) {
+      const name = s.pod.metadata?.name ?? '';
+      const pod = done.pods.find((p) => p.metadata?.name === name);
+      check.equal(`${name}: reason`, pod?.status?.reason, 'Evicted');
+      const pattern = t.message(s);
+      check.ok(`${name}: message ${pattern}`, pattern.test(pod?.status?.message ?? ''), pod?.status?.message);
+      if (s.wantDisruptionTarget) {
+        const c = pod?.status?.conditions?.find((x) => x.type === 'DisruptionTarget');
+        check.equal(
+          `${name}: DisruptionTarget`,
+          { status: c?.status, reason: c?.reason },
+          {
+            status: 'True',
+            reason: 'TerminationByKubelet',
+          },
+        );
+      }
+    }
+
+    if (t.condition) {
+      await pressureCondition(ctx, t.condition, { status: 'False', name: `${t.condition} clears` }, 120_000);
+    }
+    // Stable: the condition stays away and nothing else is evicted.
+    const until = Date.now() + STABLE_MS;
+    while (Date.now() < until) {
+      const l = await look(ctx, t.specs);
+      check.ok('stable afterwards: no pod evicted out of rank', l.violations.length === 0, describeLook(l));
+      if (t.condition) {
+        const c = await nodeCondition(ctx, t.condition);
+        check.ok(`stable afterwards: ${t.condition} stays False`, c?.status !== 'True', c);
+      }
+      await ctx.sleep(POLL_MS);
+    }
+
+    for (const s of t.specs.filter((x) => x.evictionPriority !== 0)) {
+      const name = s.pod.metadata?.name ?? '';
+      const evicted = (await eventsFor(ctx, name)).filter((e) => e.reason === 'Evicted');
+      check.equal(`${name}: one Evicted event`, evicted.length, 1);
+      const event = evicted[0];
+      if (!event || !t.starvedResource) continue;
+      check.equal(`${name}: starved_resource`, event.annotations.starved_resource, t.starvedResource);
+      if (t.starvedResource === 'memory') {
+        const container = s.pod.spec?.containers[0]?.name;
+        check.equal(`${name}: offending_containers`, event.annotations.offending_containers, container);
+        const usage = event.annotations.offending_containers_usage ?? '';
+        check.ok(`${name}: offending container usage recorded`, /^\d+(\.\d+)?[KMGT]?i?$/.test(usage), usage);
+      }
+    }
+  } finally {
+    // Upstream's AfterEach: the pods go, the condition clears, a new pod starts.
+    await Promise.all(
+      names.map((name) =>
+        ctx.core
+          .deleteNamespacedPod({ name, namespace: ctx.namespace, gracePeriodSeconds: 0 })
+          .catch(() => undefined),
+      ),
+    );
+  }
+  if (t.condition) {
+    await pressureCondition(
+      ctx,
+      t.condition,
+      { status: 'False', name: `${t.condition} gone after the test` },
+      120_000,
+    );
+  }
+  const admit = t.admitPod ?? 'test-admit-pod';
+  await createPod(
+    ctx,
+    podFor(ctx, admit, { restartPolicy: 'Never', containers: [sh(ctx, 'c', 'sleep 600')] }),
+  );
+  await waitForPod(ctx, admit, 'a new pod starts after the test', (p) => p.status?.phase === 'Running');
+}
+
+const VOLUME = 'test-volume';
+const MOUNT = '/test-mnt';
+
+/** An eviction_test pod: restartPolicy Never and a 1 s grace period, as upstream's podWithCommand. */
+export function evictionPod(
+  ctx: ScenarioContext,
+  name: string,
+  container: V1Container,
+  extra: { volume?: Omit<V1Volume, 'name'>; priority?: number } = {},
+): V1Pod {
+  const pod = podFor(ctx, name, {
+    restartPolicy: 'Never',
+    terminationGracePeriodSeconds: 1,
+    ...(extra.priority !== undefined ? { priority: extra.priority } : {}),
+    containers: [
+      extra.volume ? { ...container, volumeMounts: [{ name: VOLUME, mountPath: MOUNT }] } : container,
+    ],
+    ...(extra.volume ? { volumes: [{ name: VOLUME, ...extra.volume }] } : {}),
+  });
+  return pod;
+}
+
+/**
+ * eviction_test's diskConsumingPod: writes `mib` MiB, 1 MiB every 0.1 s, into its volume when it
+ * has one, else into its writable layer, then holds it. `mib` must be a multiple of the step.
+ */
+export function diskConsumingPod(
+  ctx: ScenarioContext,
+  name: string,
+  mib: number,
+  opts: {
+    volume?: Omit<V1Volume, 'name'>;
+    resources?: V1ResourceRequirements;
+    priority?: number;
+    /** Faster than upstream's 1 MiB per 0.1 s, for writers that must fill a margin of a gigabyte. */
+    stepMib?: number;
+    intervalS?: number;
+  } = {},
+): V1Pod {
+  if (mib % (opts.stepMib ?? 1) !== 0) throw new Error(`${name}: ${mib} MiB is no multiple of the step`);
+  const container: V1Container = {
+    name: `${name}-container`,
+    image: ctx.images.diskhog,
+    imagePullPolicy: 'IfNotPresent',
+    env: [
+      { name: 'DISKHOG_MB', value: String(mib) },
+      { name: 'DISKHOG_STEP_MB', value: String(opts.stepMib ?? 1) },
+      { name: 'DISKHOG_INTERVAL_S', value: String(opts.intervalS ?? 0.1) },
+      ...(opts.volume ? [{ name: 'DISKHOG_DIR', value: MOUNT }] : []),
+    ],
+    ...(opts.resources ? { resources: opts.resources } : {}),
+  };
+  return evictionPod(ctx, `${name}-pod`, container, opts);
+}
+
+/** eviction_test's innocentPod: sleeps, within its 50Mi requests and limits of memory and disk. */
+export function innocentPod(ctx: ScenarioContext, priority?: number): V1Pod {
+  const fifty = { 'ephemeral-storage': '50Mi', memory: '50Mi' };
+  return evictionPod(
+    ctx,
+    'innocent-pod',
+    sh(ctx, 'innocent-container', 'while true; do sleep 5; done', {
+      resources: { requests: fifty, limits: fifty },
+    }),
+    priority !== undefined ? { priority } : {},
+  );
+}
+
+/** The value upstream's high-priority PriorityClass gives its pods (the API has no PriorityClasses here). */
+export const HIGH_PRIORITY = 999_999_999;
