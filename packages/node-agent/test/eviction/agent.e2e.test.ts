@@ -1,6 +1,8 @@
 // The eviction manager wired into the agent: the node-agent command against the fake apiserver
-// and the in-memory CRI runtime, with an evictionHard memory threshold no node can meet, so the
-// node is under memory pressure from the first pass. Node status, admission and eviction must all
+// and the in-memory CRI runtime, with an evictionHard memory threshold no busy node meets (99 % of
+// its memory available; a fixed 1Pi would exceed capacity, which the kubelet refuses to start
+// with, as Node Allocatable cannot be negative), so the node is under memory pressure from the
+// first pass. Node status, admission and eviction must all
 // follow from that one decision.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +23,7 @@ let api: KubeNodeApi;
 let core: CoreV1Api;
 let agent: RunningAgent;
 
-// Requests cpu only: allocatable memory is zero under this threshold, and BestEffort pods are refused.
+// Requests cpu only: allocatable memory is 1 % of capacity under this threshold, and BestEffort pods are refused.
 const pod = (name: string, priority: number, burstable = false): V1Pod => ({
   metadata: { name, namespace: 'default' },
   spec: {
@@ -62,7 +64,7 @@ beforeAll(async () => {
       'kind: KubeletConfiguration',
       `podLogsDir: ${join(dir, 'logs')}`,
       'evictionHard:',
-      '  memory.available: 1Pi',
+      '  memory.available: 99%',
     ].join('\n'),
   );
   agent = startAgent([
