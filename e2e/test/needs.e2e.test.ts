@@ -41,6 +41,7 @@ function stubMatrix(capabilities: RuntimeBackend['capabilities'], restart: boole
     startupMs: 0,
     agentLogs: () => [],
     agentCriCalls: async () => [],
+    gone: async () => undefined,
     stop: () => Promise.resolve(),
   } as unknown as ReadyNode;
   return runMatrix({

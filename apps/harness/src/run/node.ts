@@ -11,12 +11,15 @@ import { agentPath, NodeAgent } from '../node/agent.js';
 import { AGENT_HEALTHZ_PORT } from '../node/agent-config.js';
 import { AGENT_CRI_CALL_LOG, CriCallLogReader } from '../node/cri-call-log.js';
 import type { NodeHost } from '../node/host.js';
+import { errorMessage } from '../support/errors.js';
 import type { Progress } from '../support/progress.js';
 import type { ReadyNode } from '../world/types.js';
 import type { HarnessWorld } from '../world/world.js';
 import { nodeNameFor } from '../world/world.js';
 
 const NODE_READY_TIMEOUT_MS = 90_000;
+/** How long `true` may take on a live node, however loaded. */
+const NODE_PROBE_TIMEOUT_MS = 30_000;
 
 export async function startNode(
   world: HarnessWorld,
@@ -107,6 +110,14 @@ function readyNode(
       await start(() => agent.reconfigure(o));
     },
     agentCriCalls: () => criCallLog.readNew(),
+    gone: async () => {
+      try {
+        const { exitCode, output } = await started.host.exec(['true'], { timeoutMs: NODE_PROBE_TIMEOUT_MS });
+        return exitCode === 0 ? undefined : `\`true\` exited with ${exitCode} on it: ${output.trim()}`;
+      } catch (err) {
+        return `it runs no command: ${errorMessage(err)}`;
+      }
+    },
     stop: async () => {
       await agent.stop().catch(() => {});
       await started.stop();

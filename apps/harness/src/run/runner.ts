@@ -155,15 +155,48 @@ async function runCells<W extends World>(
           },
           (busy) => child.info(`${scenario.name} waits for ${busy.join(', ')}`),
         )
-        .then((result) => {
+        .then(async (result) => {
           run.cells.push(result);
           reportCell(result, child);
+          if (result.outcome === 'failed' && !deps.signal?.aborted)
+            await retireIfGone(node, scheduler, cell.scenario, child, run);
         });
     },
     deps.signal,
   );
   for (const cell of scheduler.waiting())
     run.cells.push(skippedCell(cell.runtime, cell.scenario, 'run interrupted'));
+}
+
+/**
+ * After a failed cell: a node that can run nothing more (its container ended) takes no more cells,
+ * and the runtime's later cells go to its other nodes; with none left, they fail at once, naming
+ * the node and the cell it died in, instead of each failing on the dead node.
+ */
+async function retireIfGone(
+  node: ReadyNode,
+  scheduler: CellScheduler<ReadyNode>,
+  scenario: string,
+  progress: Progress,
+  run: MatrixRun,
+): Promise<void> {
+  const why = await node.gone();
+  if (!why) return;
+  const name = node.started.nodeName;
+  const stranded = scheduler.retire(node);
+  progress.fail(
+    stranded.length > 0
+      ? `node ${name} is gone after ${scenario} (${why}), and no other node of ${node.backend.name} is left: ${stranded.length} cell(s) not run`
+      : `node ${name} is gone after ${scenario} (${why}); later cells run on ${node.backend.name}'s other nodes`,
+  );
+  for (const cell of stranded)
+    run.cells.push(
+      failedCell(
+        cell.runtime,
+        cell.scenario,
+        `not run: node ${name}, the last of ${cell.runtime}, was gone after ${scenario}: ${why}`,
+      ),
+    );
 }
 
 function reportCell(result: CellResult, progress: Progress): void {

@@ -40,6 +40,8 @@ export interface Pacing {
 interface Lane<N> {
   node: N;
   running: PlannedCell[];
+  /** Out of service (`retire`): its running cells end as they will, nothing new is placed on it. */
+  retired?: boolean;
 }
 
 /**
@@ -114,7 +116,7 @@ export class CellScheduler<N> {
         // Nothing after a waiting world cell starts, or it would wait for ever.
         if (this.running() > 0) break;
         this.worldRunning = true;
-        out.push(this.start(cell, this.lanes.get(cell.runtime)![0]!));
+        out.push(this.start(cell, this.inService(cell.runtime)[0]!));
         break;
       }
       if (cell.exclusive.some((name) => this.held.has(name))) continue;
@@ -144,6 +146,24 @@ export class CellScheduler<N> {
     if (cell.isolation === 'world') this.worldRunning = false;
   }
 
+  /**
+   * Takes `node` out of service, for a node that can run no more cells (its container is gone):
+   * the runtime's later cells go to its other nodes. Returns the cells that can no longer run at
+   * all, the pending ones of a runtime that has no node left; they leave the schedule.
+   */
+  retire(node: N): PlannedCell[] {
+    for (const [runtime, lanes] of this.lanes) {
+      const lane = lanes.find((l) => l.node === node);
+      if (!lane || lane.retired) continue;
+      lane.retired = true;
+      if (this.inService(runtime).length > 0) return [];
+      const stranded = this.pending.filter((c) => c.runtime === runtime);
+      for (const c of stranded) this.pending.splice(this.pending.indexOf(c), 1);
+      return stranded;
+    }
+    return [];
+  }
+
   /** The scenarios running on the same node as `cell`, which was placed. */
   besides(cell: PlannedCell): string[] {
     const lane = this.lanes.get(cell.runtime)?.find((l) => l.running.includes(cell));
@@ -159,8 +179,12 @@ export class CellScheduler<N> {
     return Math.max(Number.NEGATIVE_INFINITY, ...this.heavyStarts.values()) + this.spacingMs;
   }
 
+  private inService(runtime: string): Lane<N>[] {
+    return (this.lanes.get(runtime) ?? []).filter((l) => !l.retired);
+  }
+
   private laneFor(cell: PlannedCell): Lane<N> | undefined {
-    const lanes = this.lanes.get(cell.runtime)!;
+    const lanes = this.inService(cell.runtime);
     if (cell.isolation === 'node') return lanes.find((l) => l.running.length === 0);
     // Shared cells pack onto the fullest node that still has room, which leaves whole nodes
     // free for the cells that need one.

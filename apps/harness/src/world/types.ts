@@ -46,5 +46,10 @@ export interface ReadyNode {
   reconfigureAgent(overrides: PartialKubeletConfiguration): Promise<void>;
   /** The CRI calls the agent logged on the node since the last call (`--cri-call-log`). */
   agentCriCalls(): Promise<AgentCriCall[]>;
+  /**
+   * Why the node can run no more cells (its container is gone, it runs no command), or undefined
+   * while it can. Asked after a failed cell, so that one dead node does not fail every later cell.
+   */
+  gone(): Promise<string | undefined>;
   stop(): Promise<void>;
 }

@@ -66,6 +66,7 @@ export function fakeNode(backend: RuntimeBackend, journal: Journal, index = 0): 
     killAgent: async () => {},
     reconfigureAgent: async () => {},
     agentCriCalls: async () => [],
+    gone: async () => undefined,
     stop: async () => {
       journal.events.push(`node ${started.nodeName.slice(5)} stopped`);
     },

@@ -611,5 +611,64 @@ describe('runMatrix', () => {
       ]);
       expect(warnings).toEqual(['1 of 2 nodes did not start: no memory']);
     });
+
+    /** Node 0 of `alpha` dies in the cell `kills`; the cells run one at a time, `kills` first. */
+    const deadNodeRun = (nodesPerRuntime: number, failures: string[]) => {
+      let dead = false;
+      const kills = scenario(
+        'kills',
+        async () => {
+          dead = true;
+          throw new Error('node container exited');
+        },
+        { isolation: 'node', estimateMs: 60_000 },
+      );
+      return runMatrix(
+        deps(
+          { events: [] },
+          {
+            backends: [fakeBackend('alpha')],
+            scenarios: [kills, timed([], 'later-1', 'node'), timed([], 'later-2', 'node')],
+            nodesPerRuntime,
+            maxParallelCells: 1,
+            progress: {
+              ...silentProgress,
+              child: () => ({ ...silentProgress, fail: (m: string) => failures.push(m) }),
+            },
+            startNode: async (_w: unknown, b: ReturnType<typeof fakeBackend>, _p: unknown, i: number) => ({
+              ...fakeNode(b, { events: [] }, i),
+              gone: async () =>
+                i === 0 && dead ? 'it runs no command: container is not running' : undefined,
+            }),
+          },
+        ),
+      );
+    };
+
+    it("moves a runtime's later cells off a node that died in a failed cell", async () => {
+      const failures: string[] = [];
+      const r = await deadNodeRun(2, failures);
+      expect(r.cells.map((c) => `${c.scenario}:${c.outcome}:${c.node}`)).toEqual([
+        'kills:failed:node-alpha',
+        'later-1:passed:node-alpha-2',
+        'later-2:passed:node-alpha-2',
+      ]);
+      expect(failures).toContain(
+        "node node-alpha is gone after kills (it runs no command: container is not running); later cells run on alpha's other nodes",
+      );
+    });
+
+    it('fails the rest of a runtime at once, naming the dead node, when it was the last', async () => {
+      const failures: string[] = [];
+      const r = await deadNodeRun(1, failures);
+      const reason =
+        'not run: node node-alpha, the last of alpha, was gone after kills: it runs no command: container is not running';
+      expect(r.cells.map((c) => [c.scenario, c.outcome, c.reason])).toEqual([
+        ['kills', 'failed', 'node container exited'],
+        ['later-1', 'failed', reason],
+        ['later-2', 'failed', reason],
+      ]);
+      expect(failures.at(-1)).toMatch(/no other node of alpha is left: 2 cell\(s\) not run$/);
+    });
   });
 });

@@ -44,6 +44,55 @@ describe('CellScheduler', () => {
     expect(s.done).toBe(false);
   });
 
+  it('places nothing more on a retired node; its running cells still count until they finish', () => {
+    const dying = cell('dying', 'node', 90);
+    const [w, x, y] = [cell('w', 'world', 1), cell('x', 'node', 50), cell('y', 'node', 40)];
+    const other = cell('other', 'node', 10, [], 'rt2');
+    const s = new CellScheduler(
+      [dying, w, x, y, other],
+      new Map([
+        ['rt', ['n1', 'n2']],
+        ['rt2', ['m1']],
+      ]),
+      8,
+      2,
+    );
+    // The world cell goes first, alone.
+    expect(names(s.take())).toEqual(['w@n1']);
+    s.finish(w);
+    expect(names(s.take())).toEqual(['dying@n1', 'x@n2']);
+    expect(s.retire('n1')).toEqual([]);
+    expect(s.retire('n1')).toEqual([]);
+    // Two cells run (one on the retired node): the cap of 2 holds.
+    expect(s.take()).toEqual([]);
+    s.finish(dying);
+    // n1 is empty but retired: y waits for n2, other runs on its own runtime's node.
+    expect(names(s.take())).toEqual(['other@m1']);
+    s.finish(x);
+    expect(names(s.take())).toEqual(['y@n2']);
+  });
+
+  it("hands back a runtime's pending cells when its last node retires, and runs the others", () => {
+    const [a, b, c] = [cell('a', 'node', 30), cell('b', 'node', 20), cell('c', 'namespace', 10)];
+    const elsewhere = cell('elsewhere', 'node', 5, [], 'rt2');
+    const s = new CellScheduler(
+      [a, b, c, elsewhere],
+      new Map([
+        ['rt', ['n1']],
+        ['rt2', ['m1']],
+      ]),
+      8,
+      1,
+    );
+    expect(names(s.take())).toEqual(['a@n1']);
+    expect(s.retire('n1').map((p) => p.scenario)).toEqual(['b', 'c']);
+    s.finish(a);
+    expect(names(s.take())).toEqual(['elsewhere@m1']);
+    s.finish(elsewhere);
+    expect(s.done).toBe(true);
+    expect(s.waiting()).toEqual([]);
+  });
+
   it('never puts a node cell beside another cell, and starts it when its node empties', () => {
     const ns = cell('ns', 'namespace', 50);
     const alone = cell('alone', 'node', 40);
