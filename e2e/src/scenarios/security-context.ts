@@ -17,10 +17,11 @@ const succeeded = (p: V1Pod) => p.status?.phase === 'Succeeded';
 const failed = (p: V1Pod) => p.status?.phase === 'Failed';
 const finished = (p: V1Pod) => succeeded(p) || failed(p);
 
+/** A pod of one container named like the pod, busybox unless `container` names an image. */
 function onePod(
   ctx: ScenarioContext,
   name: string,
-  container: Partial<V1Container> & { command: string[] },
+  container: Partial<V1Container>,
   spec: Partial<V1PodSpec> = {},
 ): Promise<V1Pod> {
   return createPod(
@@ -70,6 +71,36 @@ async function errorEventOrSuccess(ctx: ScenarioContext, name: string) {
   return seen.warnings[0];
 }
 
+/**
+ * The kubelet refuses to create the container (verifyRunAsNonRoot): a FailedToCreateContainer
+ * ("Failed") Warning event, the reason upstream checks, and the container left waiting with
+ * CreateContainerConfigError; both carry the check's message.
+ */
+async function expectCreateContainerConfigError(ctx: ScenarioContext, name: string, message: string) {
+  const ev = await errorEventOrSuccess(ctx, name);
+  ctx.check.equal(`pod ${name}: the error event is FailedToCreateContainer ("Failed")`, ev?.reason, 'Failed');
+  ctx.check.ok(
+    `pod ${name}: the event says ${JSON.stringify(message)}`,
+    ev?.message.includes(message) === true,
+    ev?.message,
+    message,
+  );
+  const p = await waitForPod(
+    ctx,
+    name,
+    'waiting with CreateContainerConfigError',
+    (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError',
+    POD_TIMEOUT_MS,
+  );
+  const waiting = p.status?.containerStatuses?.[0]?.state?.waiting;
+  ctx.check.ok(
+    `pod ${name}: the waiting message says ${JSON.stringify(message)}`,
+    waiting?.message?.includes(message) === true,
+    waiting?.message,
+    message,
+  );
+}
+
 interface Case {
   file: string;
   case: string;
@@ -80,6 +111,10 @@ const RUN_AS_USER = 'Security Context When creating a container with runAsUser';
 const RUN_AS_NON_ROOT = 'Security Context When creating a container with runAsNonRoot';
 const READ_ONLY = 'Security Context When creating a pod with readOnlyRootFilesystem';
 const PRIVILEGED = 'Security Context When creating a pod with privileged';
+const ESCALATION = 'Security Context when creating containers with AllowPrivilegeEscalation';
+
+/** Upstream's nonRootTestUserID. */
+const NON_ROOT_UID = 1000;
 
 const runAsUserCase = (uid: number): Case => ({
   file: SECURITY_CONTEXT_FILE,
@@ -133,6 +168,36 @@ const privilegedCase = (privileged: boolean): Case => ({
   },
 });
 
+/**
+ * The nonewprivs image's setuid-root program, run as uid 1000: it gains root unless
+ * allowPrivilegeEscalation is false, which sets no_new_privs.
+ */
+const escalationCase = (allow: boolean | undefined): Case => {
+  const label = allow === undefined ? 'nil' : String(allow);
+  const want = `Effective uid: ${allow === false ? NON_ROOT_UID : 0}`;
+  return {
+    file: SECURITY_CONTEXT_FILE,
+    case:
+      allow === undefined
+        ? `${ESCALATION} should allow privilege escalation when not explicitly set and uid != 0 [LinuxOnly]`
+        : allow
+          ? `${ESCALATION} should allow privilege escalation when true [LinuxOnly]`
+          : `${ESCALATION} should not allow privilege escalation when false [LinuxOnly]`,
+    async run(ctx) {
+      const name = `alpine-nnp-${label}`;
+      await onePod(ctx, name, {
+        image: ctx.images.nonewprivs,
+        securityContext: {
+          runAsUser: NON_ROOT_UID,
+          ...(allow === undefined ? {} : { allowPrivilegeEscalation: allow }),
+        },
+      });
+      await waitForSuccess(ctx, name);
+      await expectOutput(ctx, name, want);
+    },
+  };
+};
+
 /** The sysctl cases' pod: busybox's sysctl prints the value the sandbox was given. */
 const sysctlCase = (it: string, name: string, sysctl: string): Case => ({
   file: SYSCTL_FILE,
@@ -184,26 +249,45 @@ const CASES: Case[] = [
       // busybox names no USER: the kubelet treats it as root.
       const name = 'implicit-root-uid';
       await onePod(ctx, name, { command: ['id', '-u'], securityContext: { runAsNonRoot: true } });
-      const ev = await errorEventOrSuccess(ctx, name);
-      ctx.check.equal(
-        `pod ${name}: the error event is FailedToCreateContainer ("Failed")`,
-        ev?.reason,
-        'Failed',
-      );
-      ctx.check.ok(
-        `pod ${name}: the event says the image would run as root`,
-        ev?.message.includes('container has runAsNonRoot and image will run as root') === true,
-        ev?.message,
-      );
-      await waitForPod(
+      await expectCreateContainerConfigError(
         ctx,
         name,
-        'waiting with CreateContainerConfigError',
-        (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError',
-        POD_TIMEOUT_MS,
+        'container has runAsNonRoot and image will run as root',
       );
     },
   },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${RUN_AS_NON_ROOT} should not run with an explicit root user ID [LinuxOnly]`,
+    async run(ctx) {
+      // The image's USER 1234 does not matter: an explicit runAsUser 0 breaks the policy.
+      const name = 'explicit-root-uid';
+      await onePod(ctx, name, {
+        image: ctx.images.nonroot,
+        command: ['id', '-u'],
+        securityContext: { runAsNonRoot: true, runAsUser: 0 },
+      });
+      await expectCreateContainerConfigError(ctx, name, "container's runAsUser breaks non-root policy");
+    },
+  },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${RUN_AS_NON_ROOT} should run with an image specified user ID`,
+    async run(ctx) {
+      // No runAsUser: the kubelet reads USER 1234 from the image (CRI ImageStatus) and lets it run.
+      const name = 'implicit-nonroot-uid';
+      await onePod(ctx, name, {
+        image: ctx.images.nonroot,
+        command: ['id', '-u'],
+        securityContext: { runAsNonRoot: true },
+      });
+      await waitForSuccess(ctx, name);
+      await expectOutput(ctx, name, '1234');
+    },
+  },
+  escalationCase(undefined),
+  escalationCase(false),
+  escalationCase(true),
   readOnlyCase(true),
   readOnlyCase(false),
   privilegedCase(false),
@@ -323,7 +407,7 @@ export const securityContext: Scenario = {
   estimateMs: 60_000,
   isolation: 'namespace',
   description:
-    "security_context.go and sysctl.go cases (runAsUser, runAsNonRoot, readOnlyRootFilesystem, privileged, safe and unsafe sysctls) and the kubelet's defaults from inside: RuntimeDefault seccomp (Seccomp: 2), /proc/kcore masked, /proc/sys read-only",
+    "security_context.go and sysctl.go cases (runAsUser, runAsNonRoot with explicit and image users, readOnlyRootFilesystem, privileged, allowPrivilegeEscalation, safe and unsafe sysctls) and the kubelet's defaults from inside: RuntimeDefault seccomp (Seccomp: 2), /proc/kcore masked, /proc/sys read-only",
   needs: ['real-containers'],
   upstream: CASES.map((c) => ({ file: c.file, case: c.case })),
   timeoutMs: 300_000,
