@@ -8,6 +8,7 @@ import {
   type SELinuxOption,
   type SecurityProfile,
   SecurityProfile_ProfileType,
+  SupplementalGroupsPolicy,
 } from '@kh/cri-api';
 import type { V1Container, V1Pod, V1SELinuxOptions, V1SecurityContext } from '@kubernetes/client-node';
 
@@ -239,6 +240,13 @@ export function verifyRunAsNonRoot(
   }
 }
 
+/** The pod's supplementalGroupsPolicy for CRI: Strict, or Merge (the default, and anything else). */
+export function supplementalGroupsPolicy(pod: V1Pod): SupplementalGroupsPolicy {
+  return pod.spec?.securityContext?.supplementalGroupsPolicy === 'Strict'
+    ? SupplementalGroupsPolicy.Strict
+    : SupplementalGroupsPolicy.Merge;
+}
+
 export function toSELinuxOption(o: V1SELinuxOptions | undefined): SELinuxOption | undefined {
   return o ? { user: o.user ?? '', role: o.role ?? '', type: o.type ?? '', level: o.level ?? '' } : undefined;
 }
@@ -287,7 +295,7 @@ export function linuxContainerSecurityContext(
       ...(psc?.fsGroup != null ? [psc.fsGroup] : []),
       ...(psc?.supplementalGroups ?? []),
     ].map((g) => BigInt(g)),
-    supplementalGroupsPolicy: 0,
+    supplementalGroupsPolicy: supplementalGroupsPolicy(pod),
     // Only an explicit allowPrivilegeEscalation: false sets no_new_privs.
     noNewPrivs: sc.allowPrivilegeEscalation === false,
     maskedPaths: maskedPaths(sc),
