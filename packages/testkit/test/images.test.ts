@@ -152,6 +152,10 @@ describe('image behaviour', () => {
     );
   });
 
+  test("usergroups' uid 1000 gets group 50000 from the image's /etc/group", async () => {
+    expect(await runToEnd(refs.usergroups, { user: '1000', cmd: ['id', '-G'] })).toBe('1000 50000\n');
+  });
+
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {
     const c = await run(refs.diskhog, {
       DISKHOG_MB: '24',

@@ -7,7 +7,14 @@ import { requireTool, run } from '../util/process.js';
 import { type Progress, timed } from '../util/progress.js';
 import type { RecipeInputs } from './hash.js';
 import { BUSYBOX_PATH } from './hash.js';
-import type { BusyboxRecipe, DebootstrapRecipe, ImageConfig, Recipe } from './recipes.js';
+import {
+  BUSYBOX_GROUP,
+  BUSYBOX_PASSWD,
+  type BusyboxRecipe,
+  type DebootstrapRecipe,
+  type ImageConfig,
+  type Recipe,
+} from './recipes.js';
 
 export const RECIPE_LABEL = 'kh.recipe';
 export const RECIPE_HASH_LABEL = 'kh.recipe.hash';
@@ -76,11 +83,8 @@ async function busyboxRootfs(recipe: BusyboxRecipe, root: string): Promise<void>
   await copyFile(BUSYBOX_PATH, join(root, 'bin/busybox'));
   await chmod(join(root, 'bin/busybox'), 0o755);
   for (const applet of applets) await symlink('busybox', join(root, 'bin', applet));
-  await writeFile(
-    join(root, 'etc/passwd'),
-    'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
-  );
-  await writeFile(join(root, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
+  await writeFile(join(root, 'etc/passwd'), BUSYBOX_PASSWD);
+  await writeFile(join(root, 'etc/group'), BUSYBOX_GROUP);
   for (const [path, file] of Object.entries(recipe.files)) {
     const target = join(root, path);
     await mkdir(dirname(target), { recursive: true });

@@ -28,6 +28,7 @@ export const WORKLOAD_IMAGES = [
   'diskhog',
   'nonroot',
   'nonewprivs',
+  'usergroups',
 ] as const;
 export type WorkloadImageName = (typeof WORKLOAD_IMAGES)[number];
 /**
@@ -111,6 +112,10 @@ export interface DebootstrapRecipe {
 }
 
 export type Recipe = BusyboxRecipe | DebootstrapRecipe;
+
+/** Every busybox image's /etc/passwd and /etc/group; a recipe file of the same path replaces them. */
+export const BUSYBOX_PASSWD = 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n';
+export const BUSYBOX_GROUP = 'root:x:0:\nnogroup:x:65534:\n';
 
 /** PID 1 ignores SIGTERM without a handler; the trap lets a runtime stop these images at once. */
 const STOP_ON_TERM = "trap 'exit 0' TERM INT";
@@ -276,6 +281,23 @@ export const RECIPES: Record<ImageName, Recipe> = {
     files: {},
     programs: { '/usr/local/bin/nnp': { source: NNP, mode: 0o4755 } },
     config: { cmd: ['/usr/local/bin/nnp'] },
+  },
+  usergroups: {
+    kind: 'busybox',
+    name: 'usergroups',
+    description:
+      "busybox whose /etc/group puts user-defined-in-image (uid 1000) in group-defined-in-image (gid 50000), as upstream's agnhost does for the SupplementalGroupsPolicy cases.",
+    files: {
+      '/etc/passwd': {
+        content: `${BUSYBOX_PASSWD}user-defined-in-image:x:1000:1000::/:/bin/sh\n`,
+        mode: 0o644,
+      },
+      '/etc/group': {
+        content: `${BUSYBOX_GROUP}user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n`,
+        mode: 0o644,
+      },
+    },
+    config: { cmd: ['/bin/sh'] },
   },
   node: nodeRecipe(DEFAULT_NODE_RELEASE),
   'go-trixie': {
