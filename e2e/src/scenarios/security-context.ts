@@ -1,7 +1,17 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { allChecks } from '../support/concurrent.js';
-import { createPod, eventsFor, podFor, podSummary, sh, waitForPod } from '../support/pods.js';
+import {
+  containerStatus,
+  createPod,
+  eventsFor,
+  podFor,
+  podSummary,
+  readPod,
+  sh,
+  waitForPod,
+} from '../support/pods.js';
 
 // Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), each with its own
 // pod and upstream's command and expectation, all at once; then the confinement the kubelet
@@ -198,6 +208,154 @@ const escalationCase = (allow: boolean | undefined): Case => {
   };
 };
 
+const SGP = 'Security Context SupplementalGroupsPolicy [LinuxOnly]';
+/** The user the usergroups image defines, the group its /etc/group adds it to, and the pod's group. */
+const UID_IN_IMAGE = 1000;
+const GID_IN_IMAGE = 50000;
+const SUPPLEMENTAL_GROUP = 60000;
+/** Upstream's timeout for the user, log and event waits of these cases. */
+const SGP_TIMEOUT_MS = 60_000;
+
+/** Upstream's nodeSupportsSupplementalGroupsPolicy: the node's status.features says so. */
+async function nodeSupportsSupplementalGroupsPolicy(ctx: ScenarioContext): Promise<boolean> {
+  const node = await ctx.core.readNode({ name: ctx.nodeName });
+  return node.status?.features?.supplementalGroupsPolicy === true;
+}
+
+/** Upstream's mkPod: uid 1000 from the image, group 60000 from the pod, `id -G` then wait. */
+function supplementalGroupsPod(ctx: ScenarioContext, name: string, policy: 'Merge' | 'Strict' | undefined) {
+  return createPod(
+    ctx,
+    podFor(ctx, name, {
+      restartPolicy: 'Never',
+      securityContext: {
+        runAsUser: UID_IN_IMAGE,
+        supplementalGroups: [SUPPLEMENTAL_GROUP],
+        ...(policy ? { supplementalGroupsPolicy: policy } : {}),
+      },
+      containers: [
+        {
+          name: 'test-container',
+          image: ctx.images.usergroups,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sh', '-c', 'id -G; while :; do sleep 1; done'],
+        },
+      ],
+    }),
+  );
+}
+
+/**
+ * expectMergePolicyInEffect / expectStrictPolicyInEffect: the groups the container's process got,
+ * in containerStatuses[].user (only where the node supports the policy), its log and an exec.
+ */
+async function expectGroups(ctx: ScenarioContext, name: string, groups: number[], supported: boolean) {
+  await waitForPod(ctx, name, 'running', (p) => p.status?.phase === 'Running', POD_TIMEOUT_MS);
+  const want = groups.join(' ');
+  if (supported) {
+    const user = { linux: { uid: UID_IN_IMAGE, gid: UID_IN_IMAGE, supplementalGroups: groups } };
+    await ctx.check.eventually(
+      `pod ${name}: containerStatuses[].user is ${JSON.stringify(user)}`,
+      () => readPod(ctx, name),
+      // client-node hands back class instances; compare their plain data.
+      (p) =>
+        isDeepStrictEqual(
+          JSON.parse(JSON.stringify(containerStatus(p, 'test-container')?.user ?? null)),
+          user,
+        ),
+      { timeoutMs: SGP_TIMEOUT_MS, expected: user, describe: (p) => containerStatus(p, 'test-container') },
+    );
+  }
+  await ctx.check.eventually(
+    `pod ${name}: the log is ${JSON.stringify(`${want}\n`)}`,
+    () => logOf(ctx, name, 'test-container'),
+    (log) => log === `${want}\n`,
+    { timeoutMs: SGP_TIMEOUT_MS, expected: `${want}\n` },
+  );
+  const exec = await ctx.kubectl([
+    '-n',
+    ctx.namespace,
+    'exec',
+    name,
+    '-c',
+    'test-container',
+    '--',
+    'id',
+    '-G',
+  ]);
+  ctx.check.equal(
+    `pod ${name}: exec id -G prints ${want}`,
+    { stdout: exec.stdout.trim(), code: exec.code },
+    { stdout: want, code: 0 },
+  );
+}
+
+/** expectRejectionEventIssued: one Warning event SupplementalGroupsPolicyNotSupported; the pod fails. */
+async function expectRejected(ctx: ScenarioContext, name: string) {
+  const reason = 'SupplementalGroupsPolicyNotSupported';
+  await ctx.check.eventually(
+    `pod ${name}: one Warning event ${reason}`,
+    async () => (await eventsFor(ctx, name)).filter((e) => e.type === 'Warning' && e.reason === reason),
+    (events) => events.length === 1,
+    { timeoutMs: SGP_TIMEOUT_MS, expected: `one Warning ${reason} event` },
+  );
+  await ctx.check.eventually(
+    `pod ${name} Failed with reason ${reason}`,
+    () => readPod(ctx, name),
+    (p) => failed(p) && p.status?.reason === reason,
+    { timeoutMs: POD_TIMEOUT_MS, expected: `phase Failed, reason ${reason}`, describe: podSummary },
+  );
+}
+
+/**
+ * Upstream runs each case's pod on the node it lands on and skips the case whose node support
+ * does not match; so does this, with a note. (Upstream's "nil" context creates a Merge pod and its
+ * "Merge" context a pod without a policy; mirrored as written.)
+ */
+const supplementalGroupsCase = (
+  context: string,
+  policy: 'Merge' | 'Strict' | undefined,
+  supported: boolean,
+): Case => {
+  const it =
+    policy === 'Strict'
+      ? supported
+        ? 'it should NOT add SupplementalGroups to them [LinuxOnly]'
+        : 'it should reject the pod [LinuxOnly]'
+      : 'it should add SupplementalGroups to them [LinuxOnly]';
+  const when = supported
+    ? 'when scheduled node supports SupplementalGroupsPolicy'
+    : 'when scheduled node does not support SupplementalGroupsPolicy';
+  return {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${SGP} ${context} ${when} ${it}`,
+    async run(ctx) {
+      if ((await nodeSupportsSupplementalGroupsPolicy(ctx)) !== supported) {
+        ctx.note(
+          `skipped, as upstream skips it: this node ${supported ? 'does not support' : 'supports'} SupplementalGroupsPolicy`,
+          { case: `${context} ${when}` },
+        );
+        return;
+      }
+      const name = `sppl-grp-plcy-${(policy ?? 'nil').toLowerCase()}`;
+      await supplementalGroupsPod(ctx, name, policy);
+      if (policy === 'Strict' && !supported) return expectRejected(ctx, name);
+      const groups =
+        policy === 'Strict'
+          ? [UID_IN_IMAGE, SUPPLEMENTAL_GROUP]
+          : [UID_IN_IMAGE, GID_IN_IMAGE, SUPPLEMENTAL_GROUP];
+      await expectGroups(ctx, name, groups, supported);
+    },
+  };
+};
+
+const SGP_NIL =
+  "when SupplementalGroupsPolicy nil in SecurityContext when if the container's primary UID belongs to some groups in the image";
+const SGP_MERGE =
+  "when SupplementalGroupsPolicy was set to Merge in PodSpec when the container's primary UID belongs to some groups in the image";
+const SGP_STRICT =
+  "when SupplementalGroupsPolicy was set to Strict in PodSpec when the container's primary UID belongs to some groups in the image";
+
 /** The sysctl cases' pod: busybox's sysctl prints the value the sandbox was given. */
 const sysctlCase = (it: string, name: string, sysctl: string): Case => ({
   file: SYSCTL_FILE,
@@ -288,6 +446,11 @@ const CASES: Case[] = [
   escalationCase(undefined),
   escalationCase(false),
   escalationCase(true),
+  ...[false, true].flatMap((supported) => [
+    supplementalGroupsCase(SGP_NIL, 'Merge', supported),
+    supplementalGroupsCase(SGP_MERGE, undefined, supported),
+    supplementalGroupsCase(SGP_STRICT, 'Strict', supported),
+  ]),
   readOnlyCase(true),
   readOnlyCase(false),
   privilegedCase(false),
