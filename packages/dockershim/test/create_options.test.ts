@@ -11,6 +11,7 @@ import {
   Protocol,
   SecurityProfile_ProfileType,
   Signal,
+  SupplementalGroupsPolicy,
 } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
 import {
@@ -294,6 +295,22 @@ describe('containerCreateOptions', () => {
     expect(
       containerCreateOptions(containerConfig, { ...cparams, oomScoreAdjFloor: -500 }).HostConfig?.OomScoreAdj,
     ).toBe(-500);
+  });
+
+  it('refuses SupplementalGroupsPolicy Strict with INVALID_ARGUMENT rather than merge the image groups', () => {
+    const withPolicy = (supplementalGroupsPolicy: SupplementalGroupsPolicy) =>
+      containerCreateOptions(
+        ContainerConfig.fromPartial({
+          ...containerConfig,
+          linux: { securityContext: { supplementalGroupsPolicy } },
+        }),
+        cparams,
+      );
+    expect(() => withPolicy(SupplementalGroupsPolicy.Strict)).toThrow(
+      /supplemental_groups_policy Strict is not supported by docker/,
+    );
+    expect(() => withPolicy(SupplementalGroupsPolicy.Strict)).toThrow(InvalidArgumentError);
+    expect(() => withPolicy(SupplementalGroupsPolicy.Merge)).not.toThrow();
   });
 
   it('rejects a group without a user, and missing fields', () => {

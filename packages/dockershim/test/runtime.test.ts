@@ -20,6 +20,15 @@ describe('runtime info', () => {
     expect(linux?.cgroupDriver).toBe(CgroupDriver.SYSTEMD);
   });
 
+  it('says it cannot do SupplementalGroupsPolicy Strict (the Engine always merges the image groups)', async () => {
+    const { features } = await h.client.status({});
+    expect(features).toEqual({
+      supplementalGroupsPolicy: false,
+      userNamespacesHostNetwork: false,
+      mountOptions: false,
+    });
+  });
+
   it('is ready while the Engine answers and the Docker network exists', async () => {
     const s = await h.client.status({});
     expect(s.status?.conditions.map((c) => [c.type, c.status])).toEqual([

@@ -2,7 +2,7 @@
 // and the Ready condition reads the state's errors. Health checks (PLEG) plug in by name.
 
 import { sleep, type TimerClock } from '@kh/apimachinery';
-import type { RuntimeCondition, RuntimeStatus } from '@kh/runtime-manager';
+import type { RuntimeCondition, RuntimeFeatures, RuntimeStatus } from '@kh/runtime-manager';
 import { type Logger, silentLogger } from './util/log.js';
 
 /** The kubelet declares the runtime down when Status has not succeeded for this long. */
@@ -16,6 +16,7 @@ export class RuntimeState {
   private lastRuntimeSync = 0;
   private runtimeError: string | undefined;
   private networkError: string | undefined;
+  private features: RuntimeFeatures | undefined;
   private readonly healthChecks: { name: string; fn: HealthCheck }[] = [];
 
   constructor(
@@ -38,6 +39,15 @@ export class RuntimeState {
 
   setNetworkError(message: string | undefined): void {
     this.networkError = message;
+  }
+
+  /** What the runtime's last Status said it implements; undefined until it says (node status features). */
+  setRuntimeFeatures(features: RuntimeFeatures | undefined): void {
+    this.features = features;
+  }
+
+  runtimeFeatures(): RuntimeFeatures | undefined {
+    return this.features;
   }
 
   runtimeErrors(): string[] {
@@ -87,6 +97,7 @@ export class RuntimeHealthMonitor {
     const log = this.opts.log ?? silentLogger;
     try {
       const status = await this.opts.runtime.status();
+      state.setRuntimeFeatures(status.features);
       const network = status.conditions.find((c) => c.type === 'NetworkReady');
       state.setNetworkError(
         network?.status

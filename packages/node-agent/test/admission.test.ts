@@ -123,6 +123,30 @@ describe('the predicate admit handler', () => {
     expect(admits(affinity('DoesNotExist', undefined, 'disk'))).toBe(false);
   });
 
+  it('rejects SupplementalGroupsPolicy Strict unless the node says its runtime implements it', () => {
+    const strict = pod('s', [{}], { securityContext: { supplementalGroupsPolicy: 'Strict' } });
+    const merge = pod('m', [{}], { securityContext: { supplementalGroupsPolicy: 'Merge' } });
+    const withFeature = (supplementalGroupsPolicy?: boolean) =>
+      new PredicateAdmitHandler(() => ({
+        ...node,
+        status: {
+          ...node.status,
+          ...(supplementalGroupsPolicy === undefined ? {} : { features: { supplementalGroupsPolicy } }),
+        },
+      }));
+    const refused = {
+      admit: false,
+      reason: 'SupplementalGroupsPolicyNotSupported',
+      message: 'SupplementalGroupsPolicy=Strict is not supported in this node',
+    };
+    // No features reported (an older runtime) is "not supported", as is an explicit false.
+    expect(withFeature(undefined).admit({ pod: strict, otherPods: [] })).toEqual(refused);
+    expect(withFeature(false).admit({ pod: strict, otherPods: [] })).toEqual(refused);
+    expect(withFeature(true).admit({ pod: strict, otherPods: [] })).toEqual({ admit: true });
+    expect(withFeature(false).admit({ pod: merge, otherPods: [] })).toEqual({ admit: true });
+    expect(withFeature(false).admit({ pod: pod('none'), otherPods: [] })).toEqual({ admit: true });
+  });
+
   it('rejects a host port already taken', () => {
     const withPort = (name: string, hostIP?: string) =>
       pod(name, [{ ports: [{ containerPort: 80, hostPort: 8080, ...(hostIP ? { hostIP } : {}) }] }]);

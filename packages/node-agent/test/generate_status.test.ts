@@ -119,6 +119,21 @@ describe('generateAPIPodStatus', () => {
     }
   });
 
+  it("reports the identity the runtime gave the container's first process as user.linux", () => {
+    const user = { uid: 1000n, gid: 1000n, supplementalGroups: [1000n, 50000n, 60000n] };
+    const s = generateAPIPodStatus({
+      pod: pod(),
+      runtime: runtime([container('a', 'running', { user }), container('b', 'running')]),
+      nodeIP: 'n',
+      now,
+    });
+    expect(s.containerStatuses?.[0]?.user).toEqual({
+      linux: { uid: 1000, gid: 1000, supplementalGroups: [1000, 50000, 60000] },
+    });
+    // A runtime that reports no user (no SupplementalGroupsPolicy support) leaves the field out.
+    expect(s.containerStatuses?.[1]).not.toHaveProperty('user');
+  });
+
   it('is Pending with ContainerCreating before containers exist', () => {
     const s = generateAPIPodStatus({ pod: pod(), runtime: runtime([], false), nodeIP: 'n', now });
     expect(s.phase).toBe('Pending');

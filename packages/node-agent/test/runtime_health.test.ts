@@ -84,6 +84,17 @@ describe('runtime health', () => {
     ]);
   });
 
+  it("keeps the features of the runtime's last Status, or none when it sends none", async () => {
+    const { state, monitor, respond } = setup();
+    expect(state.runtimeFeatures()).toBeUndefined();
+    respond(async () => ({ ...healthy, features: { supplementalGroupsPolicy: true } }));
+    await monitor.check();
+    expect(state.runtimeFeatures()).toEqual({ supplementalGroupsPolicy: true });
+    respond(async () => healthy);
+    await monitor.check();
+    expect(state.runtimeFeatures()).toBeUndefined();
+  });
+
   it('includes failing health checks such as PLEG', async () => {
     const { state, monitor } = setup();
     let pleg = { ok: true, message: '' };

@@ -77,6 +77,16 @@ describe('node status setters', () => {
     expect(node.status?.nodeInfo?.containerRuntimeVersion).toBe('containerd://1.6.20');
   });
 
+  it("report the runtime's features once it reports any, as status.features", () => {
+    const node: V1Node = {};
+    run(node, snapshot(), new Date(0));
+    expect(node.status?.features).toBeUndefined();
+    run(node, snapshot({ features: { supplementalGroupsPolicy: false } }), new Date(1));
+    expect(node.status?.features).toEqual({ supplementalGroupsPolicy: false });
+    run(node, snapshot({ features: { supplementalGroupsPolicy: true } }), new Date(2));
+    expect(node.status?.features).toEqual({ supplementalGroupsPolicy: true });
+  });
+
   it('list the biggest images first, capped by nodeStatusMaxImages', () => {
     const node: V1Node = {};
     const img = (id: string, size: number, tags: string[] = [`${id}:1`]) => ({

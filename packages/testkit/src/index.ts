@@ -78,6 +78,7 @@ export {
   RECIPES,
   TOOLCHAIN_IMAGES,
   WORKLOAD_IMAGES,
+  type WorkloadImageName,
 } from './images/recipes.js';
 export { cleanUpOnInterrupt } from './util/interrupt.js';
 export { withFileLock } from './util/lock.js';

@@ -1,3 +1,4 @@
+import { demuxBuffer } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { KhContainer } from '../src/containers/kh-container.js';
@@ -28,6 +29,36 @@ async function run(
   const c = await (cmd ? container.withCommand(cmd) : container).start();
   started.push(c);
   return c;
+}
+
+/**
+ * Runs `image` to completion and returns its output; `noNewPrivs` is what
+ * allowPrivilegeEscalation: false asks a runtime for.
+ */
+async function runToEnd(
+  image: string,
+  opts: { user?: string; cmd?: string[]; noNewPrivs?: boolean } = {},
+): Promise<string> {
+  const c = await docker().createContainer({
+    Image: image,
+    ...(opts.user ? { User: opts.user } : {}),
+    ...(opts.cmd ? { Cmd: opts.cmd } : {}),
+    Labels: khLabels('image-test'),
+    HostConfig: { SecurityOpt: opts.noNewPrivs ? ['no-new-privileges'] : [] },
+  });
+  try {
+    await c.start();
+    const { StatusCode } = (await c.wait()) as { StatusCode: number };
+    const raw = (await c.logs({ stdout: true, stderr: true })) as unknown as Buffer;
+    // Without a TTY the Engine frames each write with a stream header.
+    const logs = demuxBuffer(raw)
+      .map((f) => f.payload.toString('utf8'))
+      .join('');
+    expect(StatusCode, logs).toBe(0);
+    return logs;
+  } finally {
+    await c.remove({ force: true });
+  }
 }
 
 async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
@@ -107,6 +138,22 @@ describe('image behaviour', () => {
       memory_stats: { usage: number };
     };
     expect(stats.memory_stats.usage).toBeGreaterThan(48 * 1024 * 1024);
+  });
+
+  test('nonroot runs as its image user, 1234, unless told otherwise', async () => {
+    expect((await docker().getImage(refs.nonroot).inspect()).Config.User).toBe('1234');
+    expect(await runToEnd(refs.nonroot, { cmd: ['id', '-u'] })).toBe('1234\n');
+  });
+
+  test("nonewprivs' setuid-root nnp gains root as uid 1000, and does not under no_new_privs", async () => {
+    expect(await runToEnd(refs.nonewprivs, { user: '1000' })).toBe('Real uid: 1000\nEffective uid: 0\n');
+    expect(await runToEnd(refs.nonewprivs, { user: '1000', noNewPrivs: true })).toBe(
+      'Real uid: 1000\nEffective uid: 1000\n',
+    );
+  });
+
+  test("usergroups' uid 1000 gets group 50000 from the image's /etc/group", async () => {
+    expect(await runToEnd(refs.usergroups, { user: '1000', cmd: ['id', '-G'] })).toBe('1000 50000\n');
   });
 
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { parseDpkgStatus } from '../src/images/build.js';
-import { canonicalJson, imageRef, type RecipeInputs, recipeHash } from '../src/images/hash.js';
+import { canonicalJson, imageRef, type RecipeInputs, recipeHash, resolveInputs } from '../src/images/hash.js';
 import {
   DEFAULT_NODE_RELEASE,
   IMAGE_NAMES,
@@ -54,6 +54,45 @@ describe('recipe hashing', () => {
     expect(
       recipeHash(RECIPES.node, { kind: 'debootstrap', mirror: 'http://mirror.example/debian' }),
     ).not.toBe(recipeHash(RECIPES.node, nodeInputs));
+  });
+
+  test("changes with a program's source, its mode and the compiler that builds it", () => {
+    const compiler = { gcc: 'gcc (Debian 12.2.0-14+deb12u1) 12.2.0', libcSha256: 'c'.repeat(64) };
+    const inputs: RecipeInputs = { ...busyboxInputs, compiler };
+    const base = recipeHash(RECIPES.nonewprivs, inputs);
+    const edit = (change: (p: { source: string; mode: number }) => void) => {
+      const r = clone(RECIPES.nonewprivs);
+      if (r.kind !== 'busybox' || !r.programs)
+        throw new Error('nonewprivs is a busybox recipe with programs');
+      change(r.programs['/usr/local/bin/nnp']!);
+      return recipeHash(r, inputs);
+    };
+    expect(
+      edit((p) => {
+        p.source += '/* changed */\n';
+      }),
+    ).not.toBe(base);
+    expect(
+      edit((p) => {
+        p.mode = 0o755;
+      }),
+    ).not.toBe(base);
+    expect(recipeHash(RECIPES.nonewprivs, { ...inputs, compiler: { ...compiler, gcc: 'gcc 13' } })).not.toBe(
+      base,
+    );
+    expect(
+      recipeHash(RECIPES.nonewprivs, { ...inputs, compiler: { ...compiler, libcSha256: 'd'.repeat(64) } }),
+    ).not.toBe(base);
+  });
+
+  test("resolves the host's gcc and libc.a only for recipes with programs", async () => {
+    const plain = await resolveInputs(RECIPES.busybox);
+    expect(plain).not.toHaveProperty('compiler');
+    const withPrograms = await resolveInputs(RECIPES.nonewprivs);
+    expect(withPrograms.kind === 'busybox' && withPrograms.compiler).toEqual({
+      gcc: expect.stringMatching(/^gcc /),
+      libcSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
   });
 
   test('gives every image its own hash, so images never share a tag by accident', () => {

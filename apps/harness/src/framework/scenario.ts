@@ -2,6 +2,7 @@
 // user would: through the API (client-node and kubectl) and, for counting containers, through CRI.
 
 import type { PartialKubeletConfiguration } from '@kh/node-agent';
+import type { WorkloadImageName } from '@kh/testkit';
 import type { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { BackendCapability, StartedNode } from '../backends/types.js';
 import type { AssertionResult, StartupFloor, TimelineEntry } from '../results/model.js';
@@ -106,7 +107,7 @@ export interface ScenarioContext {
    * Workload images as pods name them: pushed to the run's registry (registry:5000/kh/<name>:<hash>);
    * `private` is busybox in the private registry (private-registry:5000/kh/private:<hash>).
    */
-  images: Record<'busybox' | 'httpd' | 'memhog' | 'diskhog' | 'pause' | 'private', string>;
+  images: Record<WorkloadImageName | 'private', string>;
   /** Rewrites the agent's KubeletConfiguration (merged over the run's) and restarts the agent. */
   reconfigureAgent(overrides: PartialKubeletConfiguration): Promise<void>;
 

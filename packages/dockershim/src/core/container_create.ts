@@ -9,6 +9,7 @@ import {
   InvalidArgumentError,
   NamespaceMode,
   type PodSandboxMetadata,
+  SupplementalGroupsPolicy,
 } from '@kh/cri-api';
 import type { ContainerCreateRequest } from '../docker/client.js';
 import {
@@ -77,6 +78,12 @@ export function containerCreateOptions(
   const sc = config.linux?.securityContext;
   const res = config.linux?.resources;
   const ns = sc?.namespaceOptions;
+  // Docker adds the groups the image's /etc/group gives the user and cannot be told not to.
+  if (sc?.supplementalGroupsPolicy === SupplementalGroupsPolicy.Strict) {
+    throw new InvalidArgumentError(
+      "supplemental_groups_policy Strict is not supported by docker: it always adds the user's groups from the image's /etc/group",
+    );
+  }
   for (const m of config.mounts) {
     if (m.image)
       throw new InvalidArgumentError(`image volume mounts (${m.containerPath}) are not supported by docker`);

@@ -94,6 +94,8 @@ export async function status(ctx: ShimContext, req: StatusRequest): Promise<Part
     status: { conditions },
     info,
     runtimeHandlers: [{ name: '', features: { recursiveReadOnlyMounts, userNamespaces: false } }],
+    // Strict would need the Engine to leave out the image's groups; it has no such option.
+    features: { supplementalGroupsPolicy: false, userNamespacesHostNetwork: false, mountOptions: false },
   };
 }
 

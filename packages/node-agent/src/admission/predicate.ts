@@ -1,7 +1,8 @@
-// The kubelet's predicate admit handler: the pod must be for this node, match its selector and
+// The kubelet's predicate admit handler: a pod asking for SupplementalGroupsPolicy Strict needs a
+// node whose runtime implements it; the pod must be for this node, match its selector and
 // required affinity, not collide on host ports, and fit in allocatable next to the pods already
-// admitted. A rejected pod fails with the kubelet's reason: OutOfpods, OutOfcpu, OutOfmemory,
-// NodeName, NodeAffinity, NodePorts.
+// admitted. A rejected pod fails with the kubelet's reason: SupplementalGroupsPolicyNotSupported,
+// OutOfpods, OutOfcpu, OutOfmemory, NodeName, NodeAffinity, NodePorts.
 import { podMatchesNodeAffinity } from '@kh/apimachinery';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { Quantity } from '../util/quantity.js';
@@ -9,6 +10,8 @@ import type { AdmitHandler, AdmitResult, PodAdmitAttributes } from './handler.js
 import { podRequests } from './resources.js';
 
 const CHECKED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
+
+export const SupplementalGroupsPolicyNotSupported = 'SupplementalGroupsPolicyNotSupported';
 
 function predicateFailure(name: string, desc: string): AdmitResult {
   return { admit: false, reason: name, message: `Predicate ${name} failed: ${desc}` };
@@ -20,6 +23,17 @@ export class PredicateAdmitHandler implements AdmitHandler {
 
   admit({ pod, otherPods }: PodAdmitAttributes): AdmitResult {
     const node = this.node();
+    // Before the general predicates, as the kubelet checks it: no preemption would help.
+    if (
+      pod.spec?.securityContext?.supplementalGroupsPolicy === 'Strict' &&
+      node.status?.features?.supplementalGroupsPolicy !== true
+    ) {
+      return {
+        admit: false,
+        reason: SupplementalGroupsPolicyNotSupported,
+        message: 'SupplementalGroupsPolicy=Strict is not supported in this node',
+      };
+    }
     const nodeName = node.metadata?.name ?? '';
     if (pod.spec?.nodeName && pod.spec.nodeName !== nodeName) {
       return predicateFailure('NodeName', "node(s) didn't match the requested node name");

@@ -3,7 +3,7 @@
 // event callback, so the status updater gathers inputs first and the setters are unit-tested
 // without a runtime or an API server.
 
-import type { Image } from '@kh/runtime-manager';
+import type { Image, RuntimeFeatures } from '@kh/runtime-manager';
 import type { V1Node } from '@kubernetes/client-node';
 import { allocatableFrom, nodeAllocatableReservation } from '../cm/node_allocatable.js';
 import type { EvictionThreshold, ResourceList } from '../config/resolve.js';
@@ -31,6 +31,8 @@ export interface NodeStatusSnapshot {
   networkErrors: string[];
   /** From the eviction manager (its pressure conditions). */
   pressure: { memory: boolean; disk: boolean; pid: boolean };
+  /** From the runtime's last Status; undefined until a runtime that reports features answered. */
+  features?: RuntimeFeatures;
 }
 
 export type NodeEventFn = (type: 'Normal' | 'Warning', reason: string) => void;
@@ -85,6 +87,13 @@ export const daemonEndpoints: NodeStatusSetter = (node, s) => {
 };
 
 /** The kubelet lists at most this many names per image. */
+/** status.features from the runtime's (the kubelet's NodeFeatures setter); left alone until it reports any. */
+export const nodeFeatures: NodeStatusSetter = (node, s) => {
+  if (!s.features) return;
+  node.status ??= {};
+  node.status.features = { supplementalGroupsPolicy: s.features.supplementalGroupsPolicy };
+};
+
 export const MAX_NAMES_PER_IMAGE = 5;
 
 export const images: NodeStatusSetter = (node, s) => {
@@ -169,6 +178,7 @@ export const defaultNodeStatusSetters: readonly NodeStatusSetter[] = [
   versionInfo,
   daemonEndpoints,
   images,
+  nodeFeatures,
   memoryPressureCondition,
   diskPressureCondition,
   pidPressureCondition,

@@ -3,6 +3,7 @@
 // as the latest snapshot makes it (labels, allocatable).
 
 import type { Clock } from '@kh/apimachinery';
+import type { RuntimeFeatures } from '@kh/runtime-manager';
 import type { V1Node } from '@kubernetes/client-node';
 import type { ResolvedKubeletConfig } from '../config/resolve.js';
 import type { KubeletConfiguration } from '../config/types.js';
@@ -20,8 +21,12 @@ export interface NodeStatusSnapshotterDeps {
   machineInfo: MachineInfo;
   kubeletVersion: string;
   runtime: NodeRuntime;
-  /** The runtime state's errors ("container runtime is down", "PLEG is not healthy: ..."). */
-  runtimeState: { runtimeErrors(): string[]; networkErrors(): string[] };
+  /** The runtime state's errors ("container runtime is down", "PLEG is not healthy: ...") and features. */
+  runtimeState: {
+    runtimeErrors(): string[];
+    networkErrors(): string[];
+    runtimeFeatures(): RuntimeFeatures | undefined;
+  };
   pressure: PressureSource;
   clock: Clock;
 }
@@ -41,6 +46,7 @@ export class NodeStatusSnapshotter {
       deps.runtime.version().catch(() => undefined),
       deps.runtime.listImages().catch(() => undefined),
     ]);
+    const features = deps.runtimeState.runtimeFeatures();
     this.last = {
       hostname: deps.identity.hostname,
       nodeIP: deps.nodeIP,
@@ -56,6 +62,7 @@ export class NodeStatusSnapshotter {
       nodeStatusMaxImages: deps.config.nodeStatusMaxImages,
       runtimeErrors: deps.runtimeState.runtimeErrors(),
       networkErrors: deps.runtimeState.networkErrors(),
+      ...(features ? { features } : {}),
       pressure: {
         memory: deps.pressure.isUnderMemoryPressure(),
         disk: deps.pressure.isUnderDiskPressure(),

@@ -13,6 +13,7 @@ import type {
   V1Container,
   V1ContainerState,
   V1ContainerStatus,
+  V1ContainerUser,
   V1Pod,
   V1PodCondition,
   V1PodStatus,
@@ -227,6 +228,7 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
       state,
       lastState: lastState ?? {},
       ...resizeFields(spec, current),
+      ...(current?.user ? { user: containerUser(current.user) } : {}),
     };
   }
 
@@ -255,6 +257,13 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     if (!spec.readinessProbe) return true;
     return input.probes?.ready(uid, id ?? '') === true;
   }
+}
+
+/** The identity the runtime reports for the container's first process (containerStatuses[].user). */
+function containerUser(u: NonNullable<ContainerStatus['user']>): V1ContainerUser {
+  return {
+    linux: { uid: Number(u.uid), gid: Number(u.gid), supplementalGroups: u.supplementalGroups.map(Number) },
+  };
 }
 
 function toState(c: ContainerStatus): V1ContainerState {

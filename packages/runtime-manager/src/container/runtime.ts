@@ -36,6 +36,11 @@ export interface ContainerStatus {
   logPath?: string;
   /** The cgroup values the runtime reports for a running container (CRI ContainerStatus.resources). */
   resources?: { cpuShares: bigint; cpuQuota: bigint; cpuPeriod: bigint; memoryLimitInBytes: bigint };
+  /**
+   * The identity the container's first process got (CRI ContainerStatus.user.linux); only
+   * runtimes that implement SupplementalGroupsPolicy report it.
+   */
+  user?: { uid: bigint; gid: bigint; supplementalGroups: bigint[] };
 }
 
 export interface SandboxStatus {
@@ -173,8 +178,16 @@ export interface RuntimeCondition {
   message: string;
 }
 
+/** What the runtime says it implements (CRI RuntimeFeatures). */
+export interface RuntimeFeatures {
+  /** SupplementalGroupsPolicy Strict: only the pod's groups, none from the image's /etc/group. */
+  supplementalGroupsPolicy: boolean;
+}
+
 export interface RuntimeStatus {
   conditions: RuntimeCondition[];
+  /** Undefined when the runtime sends none (runtimes older than the field). */
+  features?: RuntimeFeatures;
 }
 
 export interface ExecResult {

@@ -95,6 +95,8 @@ export async function toContainerStatus(
     const { cpuShares, cpuQuota, cpuPeriod, memoryLimitInBytes } = linux;
     out.resources = { cpuShares, cpuQuota, cpuPeriod, memoryLimitInBytes };
   }
+  const user = s.user?.linux;
+  if (user) out.user = { uid: user.uid, gid: user.gid, supplementalGroups: [...user.supplementalGroups] };
   if (s.startedAt > 0n) out.startedAt = new Date(nsToMs(s.startedAt));
   if (s.finishedAt > 0n) out.finishedAt = new Date(nsToMs(s.finishedAt));
   if (s.reason) out.reason = s.reason;

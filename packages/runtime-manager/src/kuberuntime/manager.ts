@@ -237,6 +237,9 @@ export class KubeGenericRuntimeManager implements Runtime {
         reason: c.reason,
         message: c.message,
       })),
+      ...(res.features
+        ? { features: { supplementalGroupsPolicy: res.features.supplementalGroupsPolicy } }
+        : {}),
     };
   }
 

@@ -15,7 +15,7 @@ import type { SandboxStatus } from '../container/runtime.js';
 import { type ManagerContext, nsToMs, toRuntimePath } from './context.js';
 import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
 import { podLogDirOf } from './logs.js';
-import { normalizeSysctlName, toSELinuxOption } from './security_context.js';
+import { normalizeSysctlName, supplementalGroupsPolicy, toSELinuxOption } from './security_context.js';
 
 function protocolOf(p: string | undefined): Protocol {
   if (p === 'UDP') return Protocol.UDP;
@@ -77,7 +77,7 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
           ...(sc?.fsGroup != null ? [sc.fsGroup] : []),
           ...(sc?.supplementalGroups ?? []),
         ].map((g) => BigInt(g)),
-        supplementalGroupsPolicy: 0,
+        supplementalGroupsPolicy: supplementalGroupsPolicy(pod),
         privileged: [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
           (c) => c.securityContext?.privileged === true,
         ),

@@ -8,6 +8,7 @@ import {
   type SELinuxOption,
   type SecurityProfile,
   SecurityProfile_ProfileType,
+  SupplementalGroupsPolicy,
 } from '@kh/cri-api';
 import type { V1Container, V1Pod, V1SELinuxOptions, V1SecurityContext } from '@kubernetes/client-node';
 
@@ -205,9 +206,13 @@ export function imageUserOf(
   return { uid: 0n, username: '' };
 }
 
+/** The largest user id the API accepts (apimachinery IsValidUserID: 0 to MaxInt32). */
+const MAX_USER_ID = 2147483647n;
+
 /**
  * The kubelet's runAsNonRoot check: an explicit runAsUser 0 breaks it; without runAsUser the
- * image's user must be numeric and not 0. The message becomes CreateContainerConfigError's.
+ * image's user must be numeric, not 0 and a valid user id. The message becomes
+ * CreateContainerConfigError's.
  */
 export function verifyRunAsNonRoot(
   pod: V1Pod,
@@ -221,13 +226,25 @@ export function verifyRunAsNonRoot(
     if (sc.runAsUser === 0) throw new Error(`container's runAsUser breaks non-root policy ${where}`);
     return;
   }
-  if (imageUser?.uid === 0n)
-    throw new Error(`container has runAsNonRoot and image will run as root ${where}`);
+  const uid = imageUser?.uid;
+  if (uid === 0n) throw new Error(`container has runAsNonRoot and image will run as root ${where}`);
+  if (uid !== undefined && (uid < 0n || uid > MAX_USER_ID)) {
+    throw new Error(
+      `container has runAsNonRoot and image has an invalid user id (${uid}). (Must be 1-(${MAX_USER_ID})): must be between 0 and ${MAX_USER_ID}, inclusive ${where}`,
+    );
+  }
   if (imageUser?.username) {
     throw new Error(
       `container has runAsNonRoot and image has non-numeric user (${imageUser.username}), cannot verify user is non-root ${where}`,
     );
   }
+}
+
+/** The pod's supplementalGroupsPolicy for CRI: Strict, or Merge (the default, and anything else). */
+export function supplementalGroupsPolicy(pod: V1Pod): SupplementalGroupsPolicy {
+  return pod.spec?.securityContext?.supplementalGroupsPolicy === 'Strict'
+    ? SupplementalGroupsPolicy.Strict
+    : SupplementalGroupsPolicy.Merge;
 }
 
 export function toSELinuxOption(o: V1SELinuxOptions | undefined): SELinuxOption | undefined {
@@ -278,7 +295,7 @@ export function linuxContainerSecurityContext(
       ...(psc?.fsGroup != null ? [psc.fsGroup] : []),
       ...(psc?.supplementalGroups ?? []),
     ].map((g) => BigInt(g)),
-    supplementalGroupsPolicy: 0,
+    supplementalGroupsPolicy: supplementalGroupsPolicy(pod),
     // Only an explicit allowPrivilegeEscalation: false sets no_new_privs.
     noNewPrivs: sc.allowPrivilegeEscalation === false,
     maskedPaths: maskedPaths(sc),

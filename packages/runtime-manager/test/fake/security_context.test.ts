@@ -1,7 +1,7 @@
 // The security context through syncPod over the fake runtime: what RunPodSandbox and
 // CreateContainer receive, and runAsNonRoot's CreateContainerConfigError from the image's user.
 import type { CreateContainerRequest, CriClient, RunPodSandboxRequest } from '@kh/cri-api';
-import { SecurityProfile_ProfileType } from '@kh/cri-api';
+import { SecurityProfile_ProfileType, SupplementalGroupsPolicy } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
 import { ErrCreateContainerConfig } from '../../src/container/sync_result.js';
 import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
@@ -75,6 +75,49 @@ describe('security context over the fake runtime', () => {
     expect(r.steps.filter((s) => s.error)).toEqual([]);
     const sc = h.requests<CreateContainerRequest>('CreateContainer')[0]!.config!.linux!.securityContext!;
     expect(sc.runAsUser).toEqual({ value: 1234n });
+  });
+});
+
+describe('SupplementalGroupsPolicy', () => {
+  it("sends the pod's policy with the sandbox and every container; Merge when unset", async () => {
+    await h.sync(
+      makePod('strict', [ctr('app')], { securityContext: { supplementalGroupsPolicy: 'Strict' } }),
+    );
+    await h.sync(makePod('unset', [ctr('app')]));
+    const sandboxes = h.requests<RunPodSandboxRequest>('RunPodSandbox');
+    const containers = h.requests<CreateContainerRequest>('CreateContainer');
+    expect(sandboxes.map((r) => r.config?.linux?.securityContext?.supplementalGroupsPolicy)).toEqual([
+      SupplementalGroupsPolicy.Strict,
+      SupplementalGroupsPolicy.Merge,
+    ]);
+    expect(containers.map((r) => r.config?.linux?.securityContext?.supplementalGroupsPolicy)).toEqual([
+      SupplementalGroupsPolicy.Strict,
+      SupplementalGroupsPolicy.Merge,
+    ]);
+  });
+
+  it("passes on the runtime's features and the user it reports for a container", async () => {
+    const cri = h.clients[0]!;
+    const user = { uid: 1000n, gid: 1000n, supplementalGroups: [1000n, 60000n] };
+    const reporting: CriClient = Object.create(cri, {
+      status: {
+        value: async (...args: Parameters<CriClient['status']>) => ({
+          ...(await cri.status(...args)),
+          features: { supplementalGroupsPolicy: true, userNamespacesHostNetwork: false, mountOptions: false },
+        }),
+      },
+      containerStatus: {
+        value: async (...args: Parameters<CriClient['containerStatus']>) => {
+          const res = await cri.containerStatus(...args);
+          return res.status ? { ...res, status: { ...res.status, user: { linux: user } } } : res;
+        },
+      },
+    });
+    h.manager = await h.newManager({ cri: reporting });
+    expect((await h.manager.status()).features).toEqual({ supplementalGroupsPolicy: true });
+    const pod = makePod('user', [ctr('app')]);
+    await h.sync(pod);
+    expect((await h.status(pod)).containerStatuses[0]?.user).toEqual(user);
   });
 });
 

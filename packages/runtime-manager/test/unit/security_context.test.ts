@@ -189,6 +189,16 @@ describe('runAsNonRoot', () => {
     ).not.toThrow();
   });
 
+  it("refuses an image uid outside 0..MaxInt32, as the API's IsValidUserID would", () => {
+    const image = (value: bigint) => imageUserOf({ uid: { value }, username: '' });
+    expect(() => verifyRunAsNonRoot(pod(), nonRoot(), image(2147483647n))).not.toThrow();
+    for (const value of [2147483648n, 4294967294n, -5n]) {
+      expect(() => verifyRunAsNonRoot(pod(), nonRoot(), image(value))).toThrow(
+        `container has runAsNonRoot and image has an invalid user id (${value}). (Must be 1-(2147483647)): must be between 0 and 2147483647, inclusive (pod: "p_ns(u1)", container: c)`,
+      );
+    }
+  });
+
   it('takes runAsNonRoot from the pod when the container leaves it unset', () => {
     const p = pod({ securityContext: { runAsNonRoot: true } });
     expect(() => verifyRunAsNonRoot(p, c(), imageUserOf({ uid: { value: 0n }, username: '' }))).toThrow(

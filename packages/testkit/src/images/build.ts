@@ -7,7 +7,14 @@ import { requireTool, run } from '../util/process.js';
 import { type Progress, timed } from '../util/progress.js';
 import type { RecipeInputs } from './hash.js';
 import { BUSYBOX_PATH } from './hash.js';
-import type { BusyboxRecipe, DebootstrapRecipe, ImageConfig, Recipe } from './recipes.js';
+import {
+  BUSYBOX_GROUP,
+  BUSYBOX_PASSWD,
+  type BusyboxRecipe,
+  type DebootstrapRecipe,
+  type ImageConfig,
+  type Recipe,
+} from './recipes.js';
 
 export const RECIPE_LABEL = 'kh.recipe';
 export const RECIPE_HASH_LABEL = 'kh.recipe.hash';
@@ -37,7 +44,13 @@ export async function buildImage(
     else if (inputs.kind === 'debootstrap')
       labels = await debootstrapRootfs(recipe, inputs.mirror, root, progress);
     await timed(progress, `${recipe.name}: import as ${ref}`, () =>
-      importRootfs(root, ref, changes(recipe.config, { ...labels, ...recipeLabels(recipe, hash) })),
+      importRootfs(
+        root,
+        ref,
+        changes(recipe.config, { ...labels, ...recipeLabels(recipe, hash) }),
+        // A busybox image's files all belong to root, whoever builds it (a setuid program must).
+        recipe.kind === 'busybox',
+      ),
     );
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -70,17 +83,36 @@ async function busyboxRootfs(recipe: BusyboxRecipe, root: string): Promise<void>
   await copyFile(BUSYBOX_PATH, join(root, 'bin/busybox'));
   await chmod(join(root, 'bin/busybox'), 0o755);
   for (const applet of applets) await symlink('busybox', join(root, 'bin', applet));
-  await writeFile(
-    join(root, 'etc/passwd'),
-    'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n',
-  );
-  await writeFile(join(root, 'etc/group'), 'root:x:0:\nnogroup:x:65534:\n');
+  await writeFile(join(root, 'etc/passwd'), BUSYBOX_PASSWD);
+  await writeFile(join(root, 'etc/group'), BUSYBOX_GROUP);
   for (const [path, file] of Object.entries(recipe.files)) {
     const target = join(root, path);
     await mkdir(dirname(target), { recursive: true });
     await rm(target, { force: true }); // a recipe file may replace an applet link of the same name
     await writeFile(target, file.content, { mode: file.mode });
     await chmod(target, file.mode);
+  }
+  await compilePrograms(recipe, root);
+}
+
+/** Compiles the recipe's C programs into the root filesystem, static and stripped. */
+async function compilePrograms(recipe: BusyboxRecipe, root: string): Promise<void> {
+  const programs = Object.entries(recipe.programs ?? {});
+  if (programs.length === 0) return;
+  const gcc = await requireTool('gcc', 'gcc');
+  for (const [path, program] of programs) {
+    const target = join(root, path);
+    await mkdir(dirname(target), { recursive: true });
+    await rm(target, { force: true });
+    const source = `${target}.c`;
+    await writeFile(source, program.source);
+    try {
+      await run(gcc, ['-static', '-Os', '-s', '-o', target, source]);
+    } finally {
+      await rm(source, { force: true });
+    }
+    // After the build: gcc writes 0755, and chmod is what sets the setuid bit.
+    await chmod(target, program.mode);
   }
 }
 
@@ -170,6 +202,7 @@ function changes(config: ImageConfig, labels: Record<string, string>): string[] 
   for (const env of config.env ?? ['PATH=/bin']) out.push(`ENV ${env}`);
   for (const port of config.exposedPorts ?? []) out.push(`EXPOSE ${port}`);
   if (config.workdir) out.push(`WORKDIR ${config.workdir}`);
+  if (config.user) out.push(`USER ${config.user}`);
   // Quoted: package versions hold `~`, `+` and `:`.
   out.push(
     `LABEL ${Object.entries(labels)
@@ -179,9 +212,15 @@ function changes(config: ImageConfig, labels: Record<string, string>): string[] 
   return out;
 }
 
-async function importRootfs(root: string, ref: string, imageChanges: string[]): Promise<void> {
+async function importRootfs(
+  root: string,
+  ref: string,
+  imageChanges: string[],
+  rootOwned: boolean,
+): Promise<void> {
   const [repo, tag] = ref.split(':') as [string, string];
-  const tar = spawn('tar', ['--numeric-owner', '--xattrs', '-C', root, '-c', '.'], {
+  const owner = rootOwned ? ['--owner=0', '--group=0'] : [];
+  const tar = spawn('tar', ['--numeric-owner', ...owner, '--xattrs', '-C', root, '-c', '.'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let tarError = '';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { requireFile } from '../util/process.js';
+import { MissingToolError, requireFile, requireTool, run } from '../util/process.js';
 import { debianMirror } from './apt-sources.js';
 import { IMAGE_REPOSITORY_PREFIX, type Recipe } from './recipes.js';
 
@@ -12,19 +12,38 @@ export const BUILDER_VERSION = 1;
 
 export const BUSYBOX_PATH = '/bin/busybox';
 
+/**
+ * What a recipe's static programs are made with: the compiler's version line and the C library
+ * they link in (libc.a), so that a new gcc or glibc on the host builds a new image.
+ */
+export interface CompilerInputs {
+  gcc: string;
+  libcSha256: string;
+}
+
 /** What a recipe's content depends on besides the recipe itself, resolved on this machine. */
 export type RecipeInputs =
-  | { kind: 'busybox'; busyboxSha256: string }
+  | { kind: 'busybox'; busyboxSha256: string; compiler?: CompilerInputs }
   | { kind: 'debootstrap'; mirror: string };
 
 export async function resolveInputs(recipe: Recipe): Promise<RecipeInputs> {
   if (recipe.kind === 'busybox') {
-    return {
-      kind: 'busybox',
-      busyboxSha256: await sha256File(await requireFile(BUSYBOX_PATH, 'busybox-static')),
-    };
+    const busyboxSha256 = await sha256File(await requireFile(BUSYBOX_PATH, 'busybox-static'));
+    // Only recipes with programs depend on the compiler: the others keep their hashes without gcc.
+    return Object.keys(recipe.programs ?? {}).length > 0
+      ? { kind: 'busybox', busyboxSha256, compiler: await compilerInputs() }
+      : { kind: 'busybox', busyboxSha256 };
   }
   return { kind: 'debootstrap', mirror: await debianMirror(recipe.suite) };
+}
+
+async function compilerInputs(): Promise<CompilerInputs> {
+  const gcc = await requireTool('gcc', 'gcc');
+  const version = (await run(gcc, ['--version'])).stdout.split('\n')[0]?.trim() ?? '';
+  // gcc prints the bare name back when it finds no such file in its search path.
+  const libc = (await run(gcc, ['-print-file-name=libc.a'])).stdout.trim();
+  if (!libc.startsWith('/')) throw new MissingToolError('libc.a', 'libc6-dev');
+  return { gcc: version, libcSha256: await sha256File(await requireFile(libc, 'libc6-dev')) };
 }
 
 /** A 12-hex-digit content hash of the recipe, its inputs and the builder version. */

@@ -20,7 +20,17 @@ export const DEFAULT_NODE_RELEASE: NodeRelease = 'trixie';
 export type NodeImageName = `node-${NodeRelease}`;
 export const nodeImageName = (release: NodeRelease): NodeImageName => `node-${release}`;
 
-export const WORKLOAD_IMAGES = ['pause', 'busybox', 'httpd', 'memhog', 'diskhog'] as const;
+export const WORKLOAD_IMAGES = [
+  'pause',
+  'busybox',
+  'httpd',
+  'memhog',
+  'diskhog',
+  'nonroot',
+  'nonewprivs',
+  'usergroups',
+] as const;
+export type WorkloadImageName = (typeof WORKLOAD_IMAGES)[number];
 /**
  * Build environments for tools the host's Debian is too old to build: `go-trixie` has Debian 13's
  * Go (1.24), which cri-tools v1.33 needs (Debian 12's is 1.19; scripts/cri-tools.sh).
@@ -53,6 +63,8 @@ export interface ImageConfig {
   env?: string[];
   exposedPorts?: string[];
   workdir?: string;
+  /** The image's USER: what a runtime runs the container as when the pod names no runAsUser. */
+  user?: string;
 }
 
 export interface ImageFile {
@@ -60,12 +72,24 @@ export interface ImageFile {
   mode: number;
 }
 
-/** A tiny image: the static busybox with every applet linked in /bin, plus a few files. */
+/**
+ * A C program compiled into the image by the host's gcc (Debian `gcc`, `libc6-dev`), statically
+ * linked so it needs nothing from the image. Like every file of a busybox image it belongs to root,
+ * so a mode with the setuid bit (0o4755) makes a setuid-root binary.
+ */
+export interface ImageProgram {
+  source: string;
+  mode: number;
+}
+
+/** A tiny image: the static busybox with every applet linked in /bin, plus a few files and programs. */
 export interface BusyboxRecipe {
   kind: 'busybox';
   name: ImageName;
   description: string;
   files: Record<string, ImageFile>;
+  /** Programs to compile, by path in the image; their compiler is a hash input (hash.ts). */
+  programs?: Record<string, ImageProgram>;
   config: ImageConfig;
 }
 
@@ -88,6 +112,10 @@ export interface DebootstrapRecipe {
 }
 
 export type Recipe = BusyboxRecipe | DebootstrapRecipe;
+
+/** Every busybox image's /etc/passwd and /etc/group; a recipe file of the same path replaces them. */
+export const BUSYBOX_PASSWD = 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n';
+export const BUSYBOX_GROUP = 'root:x:0:\nnogroup:x:65534:\n';
 
 /** PID 1 ignores SIGTERM without a handler; the trap lets a runtime stop these images at once. */
 const STOP_ON_TERM = "trap 'exit 0' TERM INT";
@@ -138,6 +166,20 @@ echo "diskhog: holding \${written} MiB in $dir" >&2
 ${FOREVER} &
 wait
 `);
+
+/**
+ * Prints the real and the effective uid: run as a non-root user, this setuid-root program shows
+ * whether the kernel let it gain root (no_new_privs unset) or not (allowPrivilegeEscalation: false).
+ * The line upstream's AllowPrivilegeEscalation cases look for is `Effective uid: <n>`.
+ */
+const NNP = `#include <stdio.h>
+#include <unistd.h>
+
+int main(void) {
+  printf("Real uid: %u\\nEffective uid: %u\\n", (unsigned)getuid(), (unsigned)geteuid());
+  return 0;
+}
+`;
 
 /** The runtimes a node image carries, with the packages the report names by version. */
 const NODE_RUNTIME_PACKAGES = [
@@ -222,6 +264,40 @@ export const RECIPES: Record<ImageName, Recipe> = {
     description: 'Writes files step by step (DISKHOG_MB, DISKHOG_STEP_MB, DISKHOG_INTERVAL_S, DISKHOG_DIR).',
     files: { '/bin/diskhog': DISKHOG },
     config: { cmd: ['/bin/diskhog'] },
+  },
+  nonroot: {
+    kind: 'busybox',
+    name: 'nonroot',
+    description:
+      'busybox whose image config names USER 1234 (a numeric non-root user), as upstream e2e nonroot.',
+    files: {},
+    config: { cmd: ['/bin/sh'], user: '1234' },
+  },
+  nonewprivs: {
+    kind: 'busybox',
+    name: 'nonewprivs',
+    description:
+      'busybox plus /usr/local/bin/nnp, a setuid-root static program printing its real and effective uid, as upstream e2e nonewprivs.',
+    files: {},
+    programs: { '/usr/local/bin/nnp': { source: NNP, mode: 0o4755 } },
+    config: { cmd: ['/usr/local/bin/nnp'] },
+  },
+  usergroups: {
+    kind: 'busybox',
+    name: 'usergroups',
+    description:
+      "busybox whose /etc/group puts user-defined-in-image (uid 1000) in group-defined-in-image (gid 50000), as upstream's agnhost does for the SupplementalGroupsPolicy cases.",
+    files: {
+      '/etc/passwd': {
+        content: `${BUSYBOX_PASSWD}user-defined-in-image:x:1000:1000::/:/bin/sh\n`,
+        mode: 0o644,
+      },
+      '/etc/group': {
+        content: `${BUSYBOX_GROUP}user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n`,
+        mode: 0o644,
+      },
+    },
+    config: { cmd: ['/bin/sh'] },
   },
   node: nodeRecipe(DEFAULT_NODE_RELEASE),
   'go-trixie': {
