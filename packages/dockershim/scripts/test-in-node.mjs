@@ -39,6 +39,9 @@ const node = await new NodeContainer(refs[image])
     { source: REPO, target: REPO, mode: 'rw' },
     ...(existsSync(tools) ? [{ source: tools, target: tools, mode: 'ro' }] : []),
   ])
+  // A host device or two for security.int's privileged pods, which must get every device of the
+  // node (a kind node, privileged, has them all; ours gets these).
+  .withDevices(['/dev/fuse', '/dev/loop-control'].filter((d) => existsSync(d)))
   .withImages(refs.pause, refs.busybox, refs.httpd)
   .withProgress(progress)
   .start();
