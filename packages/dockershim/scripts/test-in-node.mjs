@@ -55,6 +55,8 @@ try {
     KH_TEST_IMAGES: JSON.stringify({ pause: refs.pause, busybox: refs.busybox, httpd: refs.httpd }),
     KH_IN_NODE: release,
     KH_CRI_TOOLS_DIR: tools,
+    // fuzz.int's case count (README), when the caller chose one.
+    ...(process.env.KH_FUZZ_RUNS ? { KH_FUZZ_RUNS: process.env.KH_FUZZ_RUNS } : {}),
     TESTCONTAINERS_RYUK_DISABLED: 'true',
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: '/root',
