@@ -39,6 +39,9 @@ const node = await new NodeContainer(refs[image])
     { source: REPO, target: REPO, mode: 'rw' },
     ...(existsSync(tools) ? [{ source: tools, target: tools, mode: 'ro' }] : []),
   ])
+  // A host device or two for security.int's privileged pods, which must get every device of the
+  // node (a kind node, privileged, has them all; ours gets these).
+  .withDevices(['/dev/fuse', '/dev/loop-control'].filter((d) => existsSync(d)))
   .withImages(refs.pause, refs.busybox, refs.httpd)
   .withProgress(progress)
   .start();
@@ -52,6 +55,8 @@ try {
     KH_TEST_IMAGES: JSON.stringify({ pause: refs.pause, busybox: refs.busybox, httpd: refs.httpd }),
     KH_IN_NODE: release,
     KH_CRI_TOOLS_DIR: tools,
+    // fuzz.int's case count (README), when the caller chose one.
+    ...(process.env.KH_FUZZ_RUNS ? { KH_FUZZ_RUNS: process.env.KH_FUZZ_RUNS } : {}),
     TESTCONTAINERS_RYUK_DISABLED: 'true',
     PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
     HOME: '/root',

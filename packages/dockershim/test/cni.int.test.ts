@@ -5,16 +5,20 @@ import { CriClient, NamespaceMode, NotFoundError, PodSandboxState, Protocol } fr
 import { HostCniNetwork } from '@kh/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerShim, type DockerShimOptions } from '../src/index.js';
-import { docker, ShimHarness, waitFor } from './harness.js';
+import { docker, ENGINE_ENDPOINT, ShimHarness, waitFor } from './harness.js';
 
-// `--network-plugin=cni` against the host's dockerd and Debian's CNI plugins (/usr/lib/cni), on a
-// private bridge and a /24 no host route uses (testkit's HostCniNetwork), with the conf dir, result
-// cache and host-local leases in its temp dir. Everything is removed afterwards.
+// `--network-plugin=cni` against the Engine under test (the node's dockerd, or the host's) and
+// Debian's CNI plugins (/usr/lib/cni), on a private bridge and a /24 no route of the shim's network
+// namespace uses (testkit's HostCniNetwork), with the conf dir, result cache and host-local leases
+// in its temp dir. Everything is removed afterwards.
 
 const h = new ShimHarness();
 let net: HostCniNetwork;
 
+// Every shim of this file, the extra ones too, on the Engine under test (not the default socket,
+// which a node's dockerd does not use).
 const cniOptions = (): Partial<DockerShimOptions> => ({
+  dockerEndpoint: ENGINE_ENDPOINT,
   networkPlugin: 'cni',
   cniBinDirs: [net.binDir],
   cniConfDir: net.confDir,

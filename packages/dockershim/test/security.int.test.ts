@@ -14,9 +14,9 @@ import {
 } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { hostDevices } from '../src/core/host_privileges.js';
-import { docker, ShimHarness, waitFor } from './harness.js';
+import { docker, ENGINE_ENDPOINT, ShimHarness, waitFor } from './harness.js';
 
-// Security context, privilege and mount propagation against the host dockerd, checked from inside
+// Security context, privilege and mount propagation against the Engine under test, checked from inside
 // the containers (/proc/self/status, syscalls that must fail or succeed), as critest checks them.
 
 const run = promisify(execFile);
@@ -233,6 +233,8 @@ describe('on a node container that Docker 20.10 started with ALL capabilities', 
         cli,
         '--listen',
         `unix://${socket}`,
+        '--docker-endpoint',
+        ENGINE_ENDPOINT,
       ].concat([
         '--pod-infra-container-image',
         h.images.pause,
@@ -333,7 +335,14 @@ describe('mount propagation', () => {
 
   it('refuses rshared and rslave at CreateContainer when the host mount is private', async () => {
     const pod = await h.runPod();
+    // A mount of its own, made private: the mount h.dir lies on need not be (a node container's
+    // root is not, and rslave would be right to accept it).
     const src = await mkdtemp(join(h.dir, 'private-'));
+    await run('mount', ['--bind', src, src]);
+    onTestFinished(async () => {
+      await run('umount', ['-l', src]).catch(() => undefined);
+    });
+    await run('mount', ['--make-private', src]);
     for (const propagation of [
       MountPropagation.PROPAGATION_BIDIRECTIONAL,
       MountPropagation.PROPAGATION_HOST_TO_CONTAINER,

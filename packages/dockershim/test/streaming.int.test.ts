@@ -12,7 +12,7 @@ import { CriClient, FailedPreconditionError, InvalidArgumentError, NotFoundError
 import { PortForwardClient, streamRemoteCommand } from '@kh/cri-streaming';
 import { criTools } from '@kh/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { docker, ShimHarness, waitFor } from './harness.js';
+import { docker, ENGINE_ENDPOINT, ShimHarness, waitFor } from './harness.js';
 import { awaitSize, freePort, hostNetworkHttpd, processes, Sink, Sizes } from './streaming_helpers.js';
 
 const h = new ShimHarness();
@@ -397,6 +397,8 @@ describe('the CLI', () => {
         fileURLToPath(new URL('../dist/cli.js', import.meta.url)),
         '--listen',
         `unix://${socket}`,
+        '--docker-endpoint',
+        ENGINE_ENDPOINT,
         '--pod-infra-container-image',
         h.images.pause,
         '--restrict-oom-score-adj',

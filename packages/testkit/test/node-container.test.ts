@@ -136,9 +136,16 @@ describe('containerd node', () => {
 });
 
 describe('docker node', () => {
-  test('dockerd answers on the socket bind-mounted to the host and accepts loaded images', async () => {
-    const node = await new NodeContainer(refs.node).withRuntime('docker').withImages(refs.busybox).start();
+  test('dockerd answers on the socket bind-mounted to the host and accepts loaded images; the node has its devices', async () => {
+    // A host device the node is given (withDevices): fuse on this project's machines.
+    const device = '/dev/fuse';
+    const node = await new NodeContainer(refs.node)
+      .withRuntime('docker')
+      .withImages(refs.busybox)
+      .withDevices([device])
+      .start();
     nodes.push(node);
+    expect((await node.exec(['test', '-c', device])).exitCode).toBe(0);
     const socketPath = node.runtimeEndpointOnHost.replace('unix://', '');
     const ping = await new Promise<string>((resolve, reject) => {
       http

@@ -65,6 +65,7 @@ export class NodeContainer extends RuntimeBuilder {
   private labels: Record<string, string> = {};
   private env: Record<string, string> = {};
   private binds: BindMount[] = [];
+  private devices: string[] = [];
   private podCidr: string | undefined = POD_SUBNET;
 
   constructor(private readonly image: string) {
@@ -107,6 +108,17 @@ export class NodeContainer extends RuntimeBuilder {
 
   withBindMounts(mounts: BindMount[]): this {
     this.binds.push(...mounts);
+    return this;
+  }
+
+  /**
+   * Host devices (paths under /dev) the node gets at the same path, usable (the node's device
+   * cgroup allows all). A kind node is privileged and has every host device; ours cannot be (the
+   * machine's bounding set lacks CAP_SYS_RESOURCE), so a test that needs one asks for it here, as
+   * the dockershim's privileged-pod test does.
+   */
+  withDevices(paths: string[]): this {
+    this.devices.push(...paths);
     return this;
   }
 
@@ -166,6 +178,11 @@ export class NodeContainer extends RuntimeBuilder {
         // The node must see its cgroup path as the host sees it (see cgroupParent).
         CgroupnsMode: 'host',
         ...(this.memoryBytes ? { Memory: this.memoryBytes, MemorySwap: this.memoryBytes } : {}),
+        Devices: this.devices.map((path) => ({
+          PathOnHost: path,
+          PathInContainer: path,
+          CgroupPermissions: 'rwm',
+        })),
         // Anonymous volumes: the runtimes' overlayfs must not sit on the container's own overlayfs.
         // They go with the container (remove with v), and carry its labels (creator pid included)
         // so that `kubelet-harness cleanup` finds any that outlive it.
