@@ -147,7 +147,13 @@ describe('container status resources', () => {
     const other = { cpuShares: 204n, cpuQuota: 20_000n, cpuPeriod: 100_000n, memoryLimitInBytes: 1048576n };
     expect(containerStatusResources(spec, running(other), undefined)).toEqual({
       requests: { cpu: '200m', memory: '64Mi' },
-      limits: { cpu: '200m', memory: '1048576' },
+      limits: { cpu: '200m', memory: '1Mi' },
+    });
+    // As the kubelet's quantities print them: 1 cpu, not 1000m; bytes that are no power of 1024 as is.
+    const odd = { cpuShares: 1024n, cpuQuota: 100_000n, cpuPeriod: 100_000n, memoryLimitInBytes: 1536n };
+    expect(containerStatusResources(spec, running(odd), undefined)).toEqual({
+      requests: { cpu: '1', memory: '64Mi' },
+      limits: { cpu: '1', memory: '1536' },
     });
   });
 

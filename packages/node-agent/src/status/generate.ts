@@ -3,6 +3,7 @@
 // reasons and container states. Pod workers call this around each sync and hand the result to
 // the status manager.
 
+import { Quantity } from '@kh/apimachinery';
 import {
   type ContainerStatus,
   linuxResources,
@@ -73,19 +74,30 @@ export function containerStatusResources(
     if (value === undefined) delete into[name];
     else into[name] = value;
   };
-  // The kubelet's sharesToMilliCPU / quotaToMilliCPU.
+  // The kubelet's sharesToMilliCPU / quotaToMilliCPU, as quantities print them (DecimalSI milli
+  // cpu: 102m, 1; BinarySI bytes: 15Mi, 1536).
   const sharesMilli = reported.cpuShares >= 2n ? (reported.cpuShares * 1000n + 1023n) / 1024n : 0n;
   put(
     requests,
     'cpu',
     reported.cpuShares === want.cpuShares,
-    sharesMilli > 0n ? `${sharesMilli}m` : undefined,
+    sharesMilli > 0n ? Quantity.fromMilli(sharesMilli).toString() : undefined,
   );
   const quotaMilli =
     reported.cpuQuota > 0n && reported.cpuPeriod > 0n ? (reported.cpuQuota * 1000n) / reported.cpuPeriod : 0n;
-  put(limits, 'cpu', reported.cpuQuota === want.cpuQuota, quotaMilli > 0n ? `${quotaMilli}m` : undefined);
+  put(
+    limits,
+    'cpu',
+    reported.cpuQuota === want.cpuQuota,
+    quotaMilli > 0n ? Quantity.fromMilli(quotaMilli).toString() : undefined,
+  );
   const mem = reported.memoryLimitInBytes;
-  put(limits, 'memory', mem === want.memoryLimitInBytes, mem > 0n ? String(mem) : undefined);
+  put(
+    limits,
+    'memory',
+    mem === want.memoryLimitInBytes,
+    mem > 0n ? Quantity.fromValue(mem, 'BinarySI').toString() : undefined,
+  );
   return {
     ...(Object.keys(requests).length > 0 ? { requests } : {}),
     ...(Object.keys(limits).length > 0 ? { limits } : {}),
