@@ -259,7 +259,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
         log: deps.log,
       }),
     ],
-    servers: newServerProviders(deps, node, runtime, podLayer),
+    servers: newServerProviders(deps, runtime, podLayer),
   });
   // Fit on this node first, then node pressure, sysctls and AppArmor; the first rejection wins.
   admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
@@ -336,6 +336,8 @@ interface RuntimeParts {
   sandboxImage: string | undefined;
   pleg: GenericPLEG;
   podCache: PodCache;
+  /** The stats provider: /stats/summary, /metrics/resource, and the memory a resize checks. */
+  stats: SummaryProvider;
 }
 
 async function newRuntime(
@@ -350,6 +352,15 @@ async function newRuntime(
   const probeResults = new ProbeResultsStore();
   const startup = new PodStartupTracker({ clock });
   const sandboxImage = options.podInfraContainerImage || (await runtimeSandboxImage(cri, log));
+  const stats = new SummaryProvider({
+    cri,
+    ...(imageCri ? { imageCri } : {}),
+    nodeName: hostname,
+    rootDir: options.rootDir,
+    clock,
+    podAndContainerStatsFromCRI: featureEnabled(config, 'PodAndContainerStatsFromCRI'),
+    log,
+  });
   const helper = new DefaultRuntimeHelper(
     deps.runtimeManager?.podsDir ?? podsDir,
     (pod) => podCgroups.cgroupParent(pod),
@@ -378,6 +389,8 @@ async function newRuntime(
     // A resize changes the pod cgroup before the containers grow and after they shrink.
     podCgroups,
     ...(allocation ? { actuatedResources: allocation } : {}),
+    // A resize reads the pods' memory use before it lowers a limit.
+    podStats: stats,
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
     ...(kubeConfig
       ? { runtimeClassManager: new RuntimeClassManager({ api: new KubeRuntimeClassApi(kubeConfig), clock }) }
@@ -401,7 +414,7 @@ async function newRuntime(
     cache: podCache,
     onError: (err) => log.error('PLEG relist failed', { err }),
   });
-  return { manager, podManager, probeResults, startup, helper, sandboxImage, pleg, podCache };
+  return { manager, podManager, probeResults, startup, helper, sandboxImage, pleg, podCache, stats };
 }
 
 async function newNodeSide(
@@ -538,11 +551,10 @@ async function newEvictionManager(
 /** What the kubelet server's endpoints read: pods, start-up records, logs, exec/attach/port-forward, stats. */
 function newServerProviders(
   deps: MainKubeletDeps,
-  node: NodeBasics,
   runtime: RuntimeParts,
   layer: PodLayer,
 ): NonNullable<KubeletParts['servers']> {
-  const { options, cri, imageCri, log } = deps;
+  const { options, cri, log } = deps;
   const pods = runtime.podManager;
   return {
     pods,
@@ -562,15 +574,7 @@ function newServerProviders(
         : {}),
       log,
     }),
-    stats: new SummaryProvider({
-      cri,
-      ...(imageCri ? { imageCri } : {}),
-      nodeName: node.hostname,
-      rootDir: options.rootDir,
-      clock: node.clock,
-      podAndContainerStatsFromCRI: featureEnabled(deps.config, 'PodAndContainerStatsFromCRI'),
-      log,
-    }),
+    stats: runtime.stats,
     ...(featureEnabled(deps.config, 'ContainerCheckpoint')
       ? {
           checkpoint: new ContainerCheckpoint({

@@ -1,7 +1,8 @@
 // In-place pod resize end to end in one process: kubectl 1.33 patch --subresource resize against
 // the fake apiserver, the node-agent command over the in-memory CRI runtime. An accepted resize
 // reaches the container through UpdateContainerResources and the pod's status; one beyond the
-// node's capacity stays PodResizePending/Infeasible; a RestartContainer policy restarts; the
+// node's capacity stays PodResizePending/Infeasible; a memory limit below the container's use
+// stays PodResizeInProgress/Error; a RestartContainer policy restarts; the
 // allocation survives an agent restart.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -154,6 +155,33 @@ it('keeps an infeasible resize PodResizePending with reason Infeasible and the o
   await agent.until('PodResizePending cleared', async () => {
     const q = await api.getPod('default', 'infeasible');
     return q && !condition(q, 'PodResizePending') ? q : undefined;
+  });
+}, 60_000);
+
+it('lowers no memory limit below the use: PodResizeInProgress, reason Error, the old size kept', async () => {
+  // The runtime says this pod's container uses 40Mi.
+  fake.script.containerStats((c) => c.labels['io.kubernetes.pod.name'] === 'below', {
+    memoryWorkingSetBytes: 40 * 1024 * 1024,
+  });
+  const before = await createPod('below');
+  const id = before.status!.containerStatuses![0]!.containerID!.split('://')[1]!;
+  await resize('below', patchC1(size('100m', '32Mi')));
+  const p = await agent.until('PodResizeInProgress with reason Error', async () => {
+    const q = await api.getPod('default', 'below');
+    return condition(q, 'PodResizeInProgress')?.reason === 'Error' ? q : undefined;
+  });
+  expect(condition(p, 'PodResizeInProgress')!.message).toBe(
+    `attempting to set container "c1" memory limit (${32n * Mi}) below current usage (${40n * Mi})`,
+  );
+  expect(condition(p, 'PodResizePending')).toBeUndefined();
+  // The cgroup's limit, as the runtime reports it (the memory request is the allocation's).
+  expect(p.status!.containerStatuses![0]!.resources!.limits).toEqual({ cpu: '100m', memory: '64Mi' });
+  expect(updatesFor(id)).toEqual([]);
+  // Asking for the size it has again ends the resize.
+  await resize('below', patchC1(size('100m', '64Mi')));
+  await agent.until('PodResizeInProgress cleared', async () => {
+    const q = await api.getPod('default', 'below');
+    return q && !condition(q, 'PodResizeInProgress') ? q : undefined;
   });
 }, 60_000);
 

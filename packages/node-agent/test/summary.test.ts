@@ -186,6 +186,81 @@ describe('SummaryProvider with PodAndContainerStatsFromCRI', () => {
   });
 });
 
+describe('SummaryProvider.podMemoryUsage (what a resize that lowers memory limits reads)', () => {
+  const Mi = 1024n * 1024n;
+  async function sandboxOf() {
+    const { items } = await cri.listPodSandbox({});
+    return items[0]!.id;
+  }
+  const web = { metadata: { name: 'web', namespace: 'default', uid: 'u1' } };
+  /** The fake's CRI, recording what it is asked, with PodSandboxStats as a runtime that has it. */
+  function recording(podSandboxStats?: (id: string) => object) {
+    const asked: string[] = [];
+    const client = {
+      listContainerStats: async (req: { filter?: { podSandboxId?: string } }) => {
+        asked.push(`ListContainerStats ${req.filter?.podSandboxId}`);
+        return cri.listContainerStats(req);
+      },
+      podSandboxStats: async ({ podSandboxId }: { podSandboxId: string }) => {
+        asked.push(`PodSandboxStats ${podSandboxId}`);
+        if (!podSandboxStats) return cri.podSandboxStats({ podSandboxId });
+        return { stats: podSandboxStats(podSandboxId) };
+      },
+    };
+    return { client, asked };
+  }
+  const provider = (client: object, gate: boolean, log?: object) =>
+    new SummaryProvider({
+      cri: client as never,
+      nodeName: 'node-a',
+      rootDir: host,
+      clock: new FakeClock(),
+      hostRoot: host,
+      podAndContainerStatsFromCRI: gate,
+      ...(log ? { log: log as never } : {}),
+    });
+
+  it("with the gate, the pod's own use from PodSandboxStats and its containers' from their sandbox's ListContainerStats", async () => {
+    const sandbox = await sandboxOf();
+    const { client, asked } = recording(() => ({
+      linux: { memory: { workingSetBytes: { value: 80n * Mi }, usageBytes: { value: 90n * Mi } } },
+    }));
+    const used = await provider(client, true).podMemoryUsage(web, {
+      sandboxStatuses: [{ id: sandbox }],
+    } as never);
+    expect(asked).toEqual([`PodSandboxStats ${sandbox}`, `ListContainerStats ${sandbox}`]);
+    // The fake reports a working set and no usage for its container.
+    expect(used).toEqual({ pod: 90n * Mi, containers: new Map([['main', 64n * Mi]]) });
+  });
+
+  it("a runtime without PodSandboxStats is told once; the pod's use is its containers' sum", async () => {
+    const sandbox = await sandboxOf();
+    const errors: string[] = [];
+    const log = { info() {}, v() {}, error: (m: string) => void errors.push(m) };
+    const { client } = recording();
+    const p = provider(client, true, log);
+    const status = { sandboxStatuses: [{ id: sandbox }] } as never;
+    expect(await p.podMemoryUsage(web, status)).toEqual({
+      pod: 64n * Mi,
+      containers: new Map([['main', 64n * Mi]]),
+    });
+    await p.podMemoryUsage(web, status);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain('PodSandboxStats');
+  });
+
+  it('without the gate, only ListContainerStats; a pod with no sandbox is an error', async () => {
+    const sandbox = await sandboxOf();
+    const { client, asked } = recording();
+    const p = provider(client, false);
+    await p.podMemoryUsage(web, { sandboxStatuses: [{ id: sandbox }] } as never);
+    expect(asked).toEqual([`ListContainerStats ${sandbox}`]);
+    await expect(p.podMemoryUsage(web, { sandboxStatuses: [] } as never)).rejects.toThrow(
+      'missing sandbox for pod default/web',
+    );
+  });
+});
+
 describe('formatResourceMetrics (/metrics/resource)', () => {
   it("writes the kubelet's resource metrics from the summary, stamped with the stats' time", async () => {
     const clock = new FakeClock();

@@ -62,6 +62,8 @@ export {
   computePodResizeAction,
   doPodResizeAction,
   type PodCgroups,
+  type PodMemoryUsage,
+  type PodStatsProvider,
   type ResizableResource,
   resourceChanged,
   withResource,

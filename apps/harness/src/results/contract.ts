@@ -19,7 +19,9 @@ export interface KubeletCriMethod {
 
 /**
  * The CRI v1 methods kubelet 1.33 calls (its remote runtime and image services), in the proto's
- * order. The Stream* list calls, CheckpointPod and RestorePod came after 1.33 and are not here.
+ * order. The Stream* list calls, CheckpointPod and RestorePod came after 1.33 and are not here;
+ * neither is ContainerStats, which no part of kubelet 1.33 calls (its CRI stats provider reads
+ * ListContainerStats, PodSandboxStats and ListPodSandboxStats; crictl stats is its caller).
  */
 export const KUBELET_CRI_METHODS: readonly KubeletCriMethod[] = [
   { method: 'Version', service: 'RuntimeService', when: 'start-up and every runtime status check' },
@@ -44,12 +46,11 @@ export const KUBELET_CRI_METHODS: readonly KubeletCriMethod[] = [
   { method: 'Exec', service: 'RuntimeService', when: 'kubectl exec' },
   { method: 'Attach', service: 'RuntimeService', when: 'kubectl attach' },
   { method: 'PortForward', service: 'RuntimeService', when: 'kubectl port-forward' },
-  { method: 'ContainerStats', service: 'RuntimeService', when: 'CRI stats of one container' },
   { method: 'ListContainerStats', service: 'RuntimeService', when: '/stats/summary, eviction' },
   {
     method: 'PodSandboxStats',
     service: 'RuntimeService',
-    when: 'CRI stats of one pod (PodAndContainerStatsFromCRI)',
+    when: 'a resize that lowers a memory limit reads the pod (PodAndContainerStatsFromCRI)',
   },
   {
     method: 'ListPodSandboxStats',

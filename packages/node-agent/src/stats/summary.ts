@@ -15,11 +15,18 @@ import {
   isUnimplemented,
   PodSandboxState,
 } from '@kh/cri-api';
+import type { PodMemoryUsage, PodStatsProvider, PodStatus } from '@kh/runtime-manager';
+import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
 
 type Cri = Pick<
   CriClient,
-  'listContainerStats' | 'listPodSandboxStats' | 'listContainers' | 'listPodSandbox' | 'imageFsInfo'
+  | 'listContainerStats'
+  | 'listPodSandboxStats'
+  | 'podSandboxStats'
+  | 'listContainers'
+  | 'listPodSandbox'
+  | 'imageFsInfo'
 >;
 
 export interface CpuStats {
@@ -76,7 +83,12 @@ export interface Summary {
 // /proc/stat counts in USER_HZ, 100 per second on Linux.
 const NS_PER_TICK = 10_000_000;
 
-export class SummaryProvider {
+/** The memory a resize compares a lowered limit with: usage, or the working set where none is given. */
+function memoryInUse(m: { usageBytes?: { value: bigint }; workingSetBytes?: { value: bigint } } | undefined) {
+  return m?.usageBytes?.value ?? m?.workingSetBytes?.value;
+}
+
+export class SummaryProvider implements PodStatsProvider {
   private readonly lastCpu = new Map<string, { at: number; ns: number }>();
 
   constructor(
@@ -94,8 +106,47 @@ export class SummaryProvider {
     },
   ) {}
 
-  /** Told once that the runtime lacks ListPodSandboxStats. */
+  /** Told once that the runtime lacks ListPodSandboxStats, or PodSandboxStats. */
   private warnedUnimplemented = false;
+
+  /**
+   * One pod's memory in use, as the kubelet's PodCPUAndMemoryStats reads it before a resize lowers
+   * memory limits: with PodAndContainerStatsFromCRI the pod's own from PodSandboxStats (a runtime
+   * without it is told once, and the pod's use is its containers' sum), its containers' from
+   * ListContainerStats of its sandbox.
+   */
+  async podMemoryUsage(pod: V1Pod, status: PodStatus): Promise<PodMemoryUsage> {
+    const sandbox = status.sandboxStatuses[0]?.id;
+    if (!sandbox) throw new Error(`missing sandbox for pod ${pod.metadata?.namespace}/${pod.metadata?.name}`);
+    let podUsage: bigint | undefined;
+    if (this.opts.podAndContainerStatsFromCRI) {
+      try {
+        const { stats } = await this.opts.cri.podSandboxStats({ podSandboxId: sandbox });
+        podUsage = memoryInUse(stats?.linux?.memory);
+      } catch (err) {
+        if (!isUnimplemented(err)) throw err;
+        this.warnUnimplemented('PodSandboxStats', err);
+      }
+    }
+    const { stats } = await this.opts.cri.listContainerStats({
+      filter: { id: '', podSandboxId: sandbox, labelSelector: {} },
+    });
+    const containers = new Map<string, bigint>();
+    for (const s of stats) {
+      const used = memoryInUse(s.memory);
+      if (used !== undefined) containers.set(s.attributes?.metadata?.name ?? '', used);
+    }
+    return { pod: podUsage ?? [...containers.values()].reduce((a, b) => a + b, 0n), containers };
+  }
+
+  private warnUnimplemented(method: string, err: unknown): void {
+    if (!this.warnedUnimplemented)
+      (this.opts.log ?? silentLogger).error(
+        `CRI implementation must be updated to support ${method} if PodAndContainerStatsFromCRI feature gate is enabled; falling back to ListContainerStats`,
+        { err },
+      );
+    this.warnedUnimplemented = true;
+  }
 
   async summary(): Promise<Summary> {
     const now = this.opts.clock.now();
@@ -247,12 +298,7 @@ export class SummaryProvider {
       ({ stats } = await this.opts.cri.listPodSandboxStats({}));
     } catch (err) {
       if (!isUnimplemented(err)) throw err;
-      if (!this.warnedUnimplemented)
-        (this.opts.log ?? silentLogger).error(
-          'CRI implementation must be updated to support ListPodSandboxStats if PodAndContainerStatsFromCRI feature gate is enabled; falling back to ListContainerStats',
-          { err },
-        );
-      this.warnedUnimplemented = true;
+      this.warnUnimplemented('ListPodSandboxStats', err);
       return undefined;
     }
     const seen = new Set<string>();

@@ -60,7 +60,12 @@ import { ContainerGC, type ContainerGCReport } from './gc.js';
 import { hashContainer } from './hash.js';
 import { type ImagePullOptions, RuntimeImages } from './image.js';
 import { getPodStatus, getPods, podStatusFromEvent, runningPodFromStatus } from './pod_status.js';
-import { type ActuatedResources, doPodResizeAction, type PodCgroups } from './resize.js';
+import {
+  type ActuatedResources,
+  doPodResizeAction,
+  type PodCgroups,
+  type PodStatsProvider,
+} from './resize.js';
 import { DefaultRuntimeHelper, type RuntimeHelper } from './runtime_helper.js';
 import { createPodSandbox, generatePodSandboxConfig } from './sandbox.js';
 import { DefaultSecurityOptions, type SecurityOptions } from './security_context.js';
@@ -114,6 +119,8 @@ export interface RuntimeManagerOptions {
   actuatedResources?: ActuatedResources;
   /** The pod-level cgroup, resized around a pod's containers. Default: none. */
   podCgroups?: PodCgroups;
+  /** Memory use, read before a resize lowers memory limits. Default: none, limits lowered unchecked. */
+  podStats?: PodStatsProvider;
 }
 
 const keepAll: PodStateProvider = {
@@ -157,6 +164,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   readonly #containerGC: ContainerGC;
   readonly #actuated: ActuatedResources | undefined;
   readonly #podCgroups: PodCgroups | undefined;
+  readonly #podStats: PodStatsProvider | undefined;
   readonly imageGC: ImageGCManager;
 
   private constructor(
@@ -171,6 +179,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     this.#containerGC = new ContainerGC(ctx, opts.podStateProvider ?? keepAll);
     this.#actuated = opts.actuatedResources;
     this.#podCgroups = opts.podCgroups;
+    this.#podStats = opts.podStats;
     this.imageGC = images.newImageGC(opts.imageGCPolicy, {
       clock: ctx.clock,
       sandboxImage: opts.podSandboxImage,
@@ -444,9 +453,11 @@ export class KubeGenericRuntimeManager implements Runtime {
         await this.#podCgroups?.update(pass.pod);
         return true;
       }
+      const stats = this.#podStats;
       await doPodResizeAction(pass.pod, actions.containersToUpdate, {
         actuated: this.#actuated,
         podCgroups: this.#podCgroups,
+        ...(stats ? { memoryUsage: () => stats.podMemoryUsage(pass.pod, pass.podStatus) } : {}),
         update: async (containerId, linux) => {
           await this.#ctx.cri.updateContainerResources({
             containerId,

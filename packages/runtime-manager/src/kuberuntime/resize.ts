@@ -25,6 +25,20 @@ export interface PodCgroups {
   update(pod: V1Pod): Promise<void>;
 }
 
+/** Memory in use, in bytes: the pod's, and each running container's by name. */
+export interface PodMemoryUsage {
+  pod?: bigint;
+  containers: ReadonlyMap<string, bigint>;
+}
+
+/**
+ * The kubelet's stats provider as a resize reads it (PodCPUAndMemoryStats). Optional: without
+ * it, memory limits are lowered unchecked.
+ */
+export interface PodStatsProvider {
+  podMemoryUsage(pod: V1Pod, status: PodStatus): Promise<PodMemoryUsage>;
+}
+
 export interface ContainerToUpdate {
   name: string;
   id: ContainerID;
@@ -141,13 +155,53 @@ export interface ResizeDeps {
   update(id: string, resources: LinuxContainerResources): Promise<void>;
   actuated: ActuatedResources;
   podCgroups?: PodCgroups;
+  /** Read once before any memory limit is lowered. */
+  memoryUsage?: () => Promise<PodMemoryUsage>;
+}
+
+/** A limit (0 is none) below what is in use: the resize's message, as the kubelet words it. */
+function belowUsage(what: string, limit: bigint, usage: bigint | undefined): string | undefined {
+  if (limit === 0n || usage === undefined || usage <= limit) return undefined;
+  return `attempting to set ${what} memory limit (${limit}) below current usage (${usage})`;
+}
+
+/**
+ * The kubelet's best-effort guard for memory limit decreases (KEP-1287): on cgroup v2 a limit
+ * below the use makes the kernel OOM-kill, so when a container's new limit, or the pod's (the sum
+ * of its containers' limits, when all have one), is below what it uses now, nothing is resized
+ * and the step fails; the kubelet retries on every sync, and PodResizeInProgress says why.
+ */
+async function checkMemoryDecreases(
+  pod: V1Pod,
+  lowered: ContainerToUpdate[],
+  usage: () => Promise<PodMemoryUsage>,
+): Promise<void> {
+  if (lowered.length === 0) return;
+  const used = await usage();
+  for (const u of lowered) {
+    const msg = belowUsage(
+      `container "${u.name}"`,
+      u.desired.memoryLimitInBytes,
+      used.containers.get(u.name),
+    );
+    if (msg) throw new Error(msg);
+  }
+  const limits = (pod.spec?.containers ?? []).map((c) => linuxResources(c).memoryLimitInBytes);
+  if (limits.some((l) => l === 0n)) return;
+  const msg = belowUsage(
+    'pod',
+    limits.reduce((a, b) => a + b, 0n),
+    used.pod,
+  );
+  if (msg) throw new Error(msg);
 }
 
 /**
  * doPodResizeAction: per resource (memory, then cpu), the pod cgroup first when it grows, the
  * containers (decreases first), the pod cgroup last when it shrinks. Each container's other
  * resource keeps its current value until its own turn; the actuated record follows each call.
- * Throws at the first failure, leaving the record at what was applied.
+ * A memory limit lowered below the use throws before anything changes; otherwise it throws at
+ * the first failure, leaving the record at what was applied.
  */
 export async function doPodResizeAction(
   pod: V1Pod,
@@ -155,6 +209,12 @@ export async function doPodResizeAction(
   deps: ResizeDeps,
 ): Promise<void> {
   const uid = pod.metadata?.uid ?? '';
+  if (deps.memoryUsage)
+    await checkMemoryDecreases(
+      pod,
+      update.memory.filter((u) => direction(u, 'memory') < 0),
+      deps.memoryUsage,
+    );
   const applied = new Map<string, LinuxContainerResources>();
   for (const name of ['memory', 'cpu'] as const) {
     const list = update[name];

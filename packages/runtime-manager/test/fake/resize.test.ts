@@ -3,7 +3,7 @@
 import type { LinuxContainerResources, UpdateContainerResourcesRequest } from '@kh/cri-api';
 import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ActuatedResources } from '../../src/kuberuntime/resize.js';
+import type { ActuatedResources, PodMemoryUsage, PodStatsProvider } from '../../src/kuberuntime/resize.js';
 import { ctr, Harness, IMAGE, makePod } from './harness.js';
 
 class Actuated implements ActuatedResources {
@@ -30,11 +30,12 @@ function resized(pod: V1Pod, by: Record<string, V1ResourceRequirements>): V1Pod 
 
 let h: Harness | undefined;
 const order: string[] = [];
-async function start(withActuated = true) {
+async function start(withActuated = true, podStats?: PodStatsProvider) {
   order.length = 0;
   const actuated = new Actuated();
   h = await Harness.start({
     ...(withActuated ? { actuatedResources: actuated } : {}),
+    ...(podStats ? { podStats } : {}),
     podCgroups: {
       // The pod's limits, and how many container updates the runtime had seen by then.
       update: async (pod) => {
@@ -182,6 +183,53 @@ describe('in-place pod resize (syncPod with actuated resources)', () => {
     const mark = h.fake.callLog.length;
     await h.sync(resized(pod, { c1: res('100m', '32Mi') }));
     expect(updates(h, mark)).toHaveLength(1);
+  });
+
+  it("lowers no memory limit below the use: the step fails with the kubelet's message, nothing changes", async () => {
+    let used: PodMemoryUsage = { pod: 40n * Mi, containers: new Map([['c1', 20n * Mi]]) };
+    const reads: string[] = [];
+    const { h, actuated } = await start(true, {
+      podMemoryUsage: async (pod, status) => {
+        reads.push(`${pod.metadata!.name}/${status.sandboxStatuses[0]!.id}`);
+        return used;
+      },
+    });
+    const pod = makePod('below', [ctr('c1', { resources: res('100m', '64Mi') })]);
+    await h.sync(pod);
+    const sandbox = (await h.status(pod)).sandboxStatuses[0]!.id;
+    // Growing reads nothing.
+    await h.sync(resized(pod, { c1: res('100m', '96Mi') }));
+    expect(reads).toEqual([]);
+
+    // Below the container's use: no call, no cgroup change, the record kept.
+    let mark = h.fake.callLog.length;
+    order.length = 0;
+    const tiny = resized(pod, { c1: res('100m', '10Ki') });
+    const result = await h.sync(tiny);
+    expect(reads).toEqual([`below/${sandbox}`]);
+    expect(result.steps).toMatchObject([{ action: 'ResizePodInPlace', reason: 'ResizePodInPlaceError' }]);
+    // Upstream's e2e matches /memory limit \(\d+\) below current usage/.
+    expect(result.steps[0]!.message).toBe(
+      `attempting to set container "c1" memory limit (10240) below current usage (${20n * Mi})`,
+    );
+    expect(updates(h, mark)).toEqual([]);
+    expect(order).toEqual([]);
+    expect(actuated.getActuatedResources(pod.metadata!.uid!, 'c1')).toEqual(res('100m', '96Mi'));
+
+    // Above the container's use but below the pod's (its containers' limits summed).
+    used = { pod: 40n * Mi, containers: new Map([['c1', 1n * Mi]]) };
+    const result2 = await h.sync(resized(pod, { c1: res('100m', '32Mi') }));
+    expect(result2.steps[0]!.message).toBe(
+      `attempting to set pod memory limit (${32n * Mi}) below current usage (${40n * Mi})`,
+    );
+    expect(updates(h, mark)).toEqual([]);
+
+    // Once the use is below: lowered, as any decrease.
+    used = { pod: 2n * Mi, containers: new Map([['c1', 1n * Mi]]) };
+    mark = h.fake.callLog.length;
+    const ok = await h.sync(resized(pod, { c1: res('100m', '32Mi') }));
+    expect(ok.steps[0]!.error).toBeUndefined();
+    expect(updates(h, mark).map((u) => u.linux.memoryLimitInBytes)).toEqual([32n * Mi]);
   });
 
   it('never resizes without an actuated record keeper', async () => {
