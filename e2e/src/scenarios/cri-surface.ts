@@ -6,14 +6,15 @@ const outcome = (r: KubectlResult) => ({ code: r.code, stdout: r.stdout.trim(), 
 /**
  * The kubelet API endpoints that reach the CRI methods no pod lifecycle calls (issue 35), through
  * the API server's node proxy as a user reaches them: /stats/summary and /metrics/resource under
- * PodAndContainerStatsFromCRI (ListPodSandboxStats), and /checkpoint (CheckpointContainer), whose
+ * PodAndContainerStatsFromCRI (ListPodSandboxStats), a resize lowering a memory limit
+ * (PodSandboxStats), and /checkpoint (CheckpointContainer), whose
  * answer is the archive's path, or the kubelet's 500 when the runtime does not implement it. The
  * run's CRI contract table then shows what each runtime made of these calls.
  */
 export const criSurface: Scenario = {
   name: 'cri-surface',
   description:
-    '/stats/summary and /metrics/resource from ListPodSandboxStats (PodAndContainerStatsFromCRI), /checkpoint: 404s, then the archive or the kubelet 500 for an unimplemented CheckpointContainer',
+    '/stats/summary and /metrics/resource from ListPodSandboxStats (PodAndContainerStatsFromCRI), a memory limit lowered after PodSandboxStats, /checkpoint: 404s, then the archive or the kubelet 500 for an unimplemented CheckpointContainer',
   // It restarts the agent with a feature gate on.
   isolation: 'node',
   needs: ['real-containers'],
@@ -23,7 +24,11 @@ export const criSurface: Scenario = {
     const { check } = ctx;
     await ctx.reconfigureAgent({ featureGates: { PodAndContainerStatsFromCRI: true } });
     try {
-      await createPod(ctx, podFor(ctx, 'box', { containers: [sh(ctx, 'box', 'sleep 3600')] }));
+      const memory = (m: string) => ({ requests: { memory: m }, limits: { memory: m } });
+      await createPod(
+        ctx,
+        podFor(ctx, 'box', { containers: [sh(ctx, 'box', 'sleep 3600', { resources: memory('20Mi') })] }),
+      );
       await waitForPod(ctx, 'box', 'Running', (p) => p.status?.phase === 'Running');
       const proxy = `/api/v1/nodes/${ctx.nodeName}/proxy`;
 
@@ -58,6 +63,37 @@ export const criSurface: Scenario = {
           ? metrics.stdout.split('\n').filter((l) => /box|scrape_error/.test(l))
           : outcome(metrics),
         'a container_memory_working_set_bytes sample for box, resource_scrape_error 0',
+      );
+
+      // A resize that lowers a memory limit first reads the pod's use (PodSandboxStats, then its
+      // containers' ListContainerStats), as the kubelet's PodCPUAndMemoryStats does.
+      const patch = { spec: { containers: [{ name: 'box', resources: memory('15Mi') }] } };
+      const resize = await ctx.kubectl(
+        [
+          '-n',
+          ctx.namespace,
+          'patch',
+          'pod',
+          'box',
+          '--subresource',
+          'resize',
+          '--patch',
+          JSON.stringify(patch),
+        ],
+        { version: '1.33' },
+      );
+      check.equal(
+        'kubectl 1.33 patch --subresource resize lowers box to 15Mi',
+        resize.stdout.trim(),
+        'pod/box patched',
+      );
+      await waitForPod(
+        ctx,
+        'box',
+        'its memory limit lowered to 15Mi, no resize condition left',
+        (p) =>
+          p.status?.containerStatuses?.[0]?.resources?.limits?.memory === '15Mi' &&
+          !(p.status?.conditions ?? []).some((c) => c.type.startsWith('PodResize')),
       );
 
       // /checkpoint is POST only; kubectl create --raw posts.

@@ -330,19 +330,84 @@ async function bestEffort(ctx: ScenarioContext): Promise<void> {
   ctx.check.equal(`${pod}: spec unchanged`, JSON.stringify(p.spec?.containers?.[0]?.resources ?? {}), '{}');
 }
 
+/**
+ * doPodResizeMemoryLimitDecreaseTest: a slightly lowered memory limit is made; one far below the
+ * container's use is not (PodResizeInProgress, reason Error, the kubelet's "below current usage"
+ * message, the viable size kept); the revert to the original is made.
+ */
+const MEMORY_LIMIT_DECREASE = 'decrease memory limit below usage';
+async function memoryLimitDecrease(ctx: ScenarioContext): Promise<void> {
+  const pod = 'resize-mem-below';
+  const original: Size = { memReq: MEM.original, memLim: MEM.original };
+  const viable: Size = { memReq: MEM.reduced, memLim: MEM.reduced };
+  const nonViable: Size = { memReq: '10Ki', memLim: '10Ki' };
+  await createPod(
+    ctx,
+    podFor(ctx, pod, {
+      containers: [
+        sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done', { resources: requirements(original) }),
+      ],
+    }),
+  );
+  await waitForPod(ctx, pod, 'Running at its original size', (p) => resized(p, original, 0));
+
+  await resize(ctx, pod, viable);
+  await waitForPod(ctx, pod, 'resized to a slightly lowered limit', (p) => resized(p, viable, 0), 60_000);
+  await expectCgroup(ctx, pod, viable, 'after the viable decrease');
+
+  await resize(ctx, pod, nonViable);
+  const inProgress = (q: V1Pod) => q.status?.conditions?.find((x) => x.type === 'PodResizeInProgress');
+  const p = await waitForPod(
+    ctx,
+    pod,
+    'PodResizeInProgress with reason Error, or the resize made',
+    (q) => inProgress(q)?.reason === 'Error' || resized(q, nonViable, 0),
+    60_000,
+  );
+  ctx.check.ok(
+    `${pod}: the non-viable resize is not made, and not pending`,
+    !resized(p, nonViable, 0) && !p.status?.conditions?.some((x) => x.type === 'PodResizePending'),
+    podSummary(p),
+  );
+  ctx.check.ok(
+    `${pod}: PodResizeInProgress says the memory limit is below current usage`,
+    /memory limit \(\d+\) below current usage/.test(inProgress(p)?.message ?? ''),
+    inProgress(p),
+    'a message matching /memory limit \\(\\d+\\) below current usage/',
+  );
+  // Upstream checks the patch's response here; the pod's status says more: the memory limit the
+  // runtime reports is still the viable one.
+  ctx.check.equal(
+    `${pod}: the status memory limit still matches the viable resize`,
+    p.status?.containerStatuses?.[0]?.resources?.limits?.memory,
+    MEM.reduced,
+  );
+  await expectCgroup(ctx, pod, viable, 'after the refused decrease');
+
+  await resize(ctx, pod, original);
+  await waitForPod(ctx, pod, 'reverted to its original size', (q) => resized(q, original, 0), 60_000);
+  await expectCgroup(ctx, pod, original, 'after the revert');
+}
+
 export const podResize: Scenario = {
   name: 'pod-resize',
   estimateMs: 70_000,
   isolation: 'namespace',
   description:
-    'pod_resize.go (1.33): Guaranteed and Burstable pods resized up and down in place with kubectl 1.33 patch --subresource resize, judged from the container cgroup files (v1 or v2); RestartContainer restarts; an infeasible resize stays PodResizePending/Infeasible; a QoS-changing resize is refused',
+    'pod_resize.go (1.33): Guaranteed and Burstable pods resized up and down in place with kubectl 1.33 patch --subresource resize, judged from the container cgroup files (v1 or v2); RestartContainer restarts; an infeasible resize stays PodResizePending/Infeasible; a QoS-changing resize is refused; a memory limit below the use stays PodResizeInProgress/Error',
   needs: ['real-containers'],
   upstream: [
     ...CASES.map((c) => ({ file: FILE, case: `${DESCRIBE} ${c.name}` })),
     { file: FILE, case: `${DESCRIBE} ${BEST_EFFORT}` },
+    { file: FILE, case: `${DESCRIBE} ${MEMORY_LIMIT_DECREASE}` },
   ],
   timeoutMs: 240_000,
   async run(ctx) {
-    await allChecks([...CASES.map((c, i) => runCase(ctx, c, i)), infeasible(ctx), bestEffort(ctx)]);
+    await allChecks([
+      ...CASES.map((c, i) => runCase(ctx, c, i)),
+      infeasible(ctx),
+      bestEffort(ctx),
+      memoryLimitDecrease(ctx),
+    ]);
   },
 };
