@@ -15,6 +15,7 @@ const CPU = {
   original: '20m',
   originalLimit: '30m',
   reduced: '15m',
+  reducedLimit: '25m',
   increased: '25m',
   increasedLimit: '35m',
 };
@@ -22,6 +23,7 @@ const MEM = {
   original: '20Mi',
   originalLimit: '30Mi',
   reduced: '15Mi',
+  reducedLimit: '25Mi',
   increased: '25Mi',
   increasedLimit: '35Mi',
 };
@@ -71,6 +73,17 @@ interface Case {
   rollback?: boolean;
 }
 
+/** A Burstable case of upstream's table: the patch is the expected size, as MakeResizePatch makes it. */
+const BURSTABLE = 'Burstable QoS pod, one container with cpu & memory requests + limits - ';
+const burstableCase = (name: string, to: Size, rollback = false): Case => ({
+  name: `${BURSTABLE}${name}`,
+  original: burstable(),
+  patch: burstable(to),
+  expected: burstable(to),
+  ...(rollback ? { rollback } : {}),
+});
+const requestsOnly = (over: Size): Size => ({ cpuReq: CPU.original, memReq: MEM.original, ...over });
+
 const CASES: Case[] = [
   {
     name: 'Guaranteed QoS pod, one container - increase CPU & memory',
@@ -92,17 +105,63 @@ const CASES: Case[] = [
     expected: burstable({ memReq: MEM.reduced }),
     rollback: true,
   },
+  burstableCase('increase memory requests only', { memReq: MEM.increased }),
+  burstableCase('increase memory limits only', { memLim: MEM.increasedLimit }),
   {
-    name: 'Burstable QoS pod, one container with cpu & memory requests + limits - increase CPU requests and limits',
+    name: 'Burstable QoS pod with memory requests + limits - decrease memory limit',
     original: burstable(),
-    patch: { cpuReq: CPU.increased, cpuLim: CPU.increasedLimit },
-    expected: burstable({ cpuReq: CPU.increased, cpuLim: CPU.increasedLimit }),
+    patch: burstable({ memLim: MEM.reducedLimit }),
+    expected: burstable({ memLim: MEM.reducedLimit }),
+  },
+  burstableCase('decrease CPU requests only', { cpuReq: CPU.reduced }, true),
+  burstableCase('decrease CPU limits only', { cpuLim: CPU.reducedLimit }, true),
+  burstableCase('increase CPU requests only', { cpuReq: CPU.increased }),
+  burstableCase('increase CPU limits only', { cpuLim: CPU.increasedLimit }),
+  burstableCase('decrease CPU requests and limits', { cpuReq: CPU.reduced, cpuLim: CPU.reducedLimit }),
+  burstableCase('increase CPU requests and limits', { cpuReq: CPU.increased, cpuLim: CPU.increasedLimit }),
+  burstableCase('decrease CPU requests and increase CPU limits', {
+    cpuReq: CPU.reduced,
+    cpuLim: CPU.increasedLimit,
+  }),
+  burstableCase('increase CPU requests and decrease CPU limits', {
+    cpuReq: CPU.increased,
+    cpuLim: CPU.reducedLimit,
+  }),
+  burstableCase('increase memory requests and limits', { memReq: MEM.increased, memLim: MEM.increasedLimit }),
+  burstableCase('decrease memory requests and increase memory limits', {
+    memReq: MEM.reduced,
+    memLim: MEM.increasedLimit,
+  }),
+  burstableCase('decrease CPU requests and increase memory limits', {
+    cpuReq: CPU.reduced,
+    memLim: MEM.increasedLimit,
+  }),
+  burstableCase('decrease memory requests and increase CPU limits', {
+    cpuLim: CPU.increasedLimit,
+    memReq: MEM.reduced,
+  }),
+  burstableCase('increase memory requests and decrease CPU limits', {
+    cpuLim: CPU.reducedLimit,
+    memReq: MEM.increased,
+  }),
+  {
+    name: 'Burstable QoS pod, one container with cpu & memory requests - decrease memory request',
+    original: requestsOnly({}),
+    patch: requestsOnly({ memReq: MEM.reduced }),
+    expected: requestsOnly({ memReq: MEM.reduced }),
   },
   {
-    name: 'Burstable QoS pod, one container with cpu & memory requests + limits - increase memory requests and limits',
-    original: burstable(),
-    patch: { memReq: MEM.increased, memLim: MEM.increasedLimit },
-    expected: burstable({ memReq: MEM.increased, memLim: MEM.increasedLimit }),
+    name: 'Burstable QoS pod, one container with cpu & memory requests - increase cpu request',
+    original: requestsOnly({}),
+    patch: requestsOnly({ cpuReq: CPU.increased }),
+    expected: requestsOnly({ cpuReq: CPU.increased }),
+  },
+  {
+    // Both sizes give the same cgroup (2 shares, the 1 ms minimum quota): the resize is done at once.
+    name: 'Burstable QoS pod, one container with cpu requests and limits - resize with equivalents',
+    original: { cpuReq: '2m', cpuLim: '10m' },
+    patch: { cpuReq: '1m', cpuLim: '5m' },
+    expected: { cpuReq: '1m', cpuLim: '5m' },
   },
   {
     name: 'Guaranteed QoS pod, one container - increase CPU (NotRequired) & memory (RestartContainer)',
@@ -391,7 +450,7 @@ async function memoryLimitDecrease(ctx: ScenarioContext): Promise<void> {
 
 export const podResize: Scenario = {
   name: 'pod-resize',
-  estimateMs: 70_000,
+  estimateMs: 120_000,
   isolation: 'namespace',
   description:
     'pod_resize.go (1.33): Guaranteed and Burstable pods resized up and down in place with kubectl 1.33 patch --subresource resize, judged from the container cgroup files (v1 or v2); RestartContainer restarts; an infeasible resize stays PodResizePending/Infeasible; a QoS-changing resize is refused; a memory limit below the use stays PodResizeInProgress/Error',
@@ -401,7 +460,7 @@ export const podResize: Scenario = {
     { file: FILE, case: `${DESCRIBE} ${BEST_EFFORT}` },
     { file: FILE, case: `${DESCRIBE} ${MEMORY_LIMIT_DECREASE}` },
   ],
-  timeoutMs: 240_000,
+  timeoutMs: 360_000,
   async run(ctx) {
     await allChecks([
       ...CASES.map((c, i) => runCase(ctx, c, i)),
