@@ -164,6 +164,20 @@ const CASES: Case[] = [
     expected: { cpuReq: '1m', cpuLim: '5m' },
   },
   {
+    name: 'Burstable QoS pod, one container - decrease memory request (RestartContainer memory resize policy)',
+    original: burstable(),
+    patch: burstable({ memReq: MEM.reduced }),
+    expected: burstable({ memReq: MEM.reduced }),
+    memPolicy: 'RestartContainer',
+    restarts: 1,
+  },
+  {
+    name: 'Burstable QoS pod, one container - increase memory request (NoRestart memory resize policy)',
+    original: burstable(),
+    patch: burstable({ memReq: MEM.increased }),
+    expected: burstable({ memReq: MEM.increased }),
+  },
+  {
     name: 'Guaranteed QoS pod, one container - increase CPU (NotRequired) & memory (RestartContainer)',
     original: guaranteed(CPU.original, MEM.original),
     patch: guaranteed(CPU.increased, MEM.increased),

@@ -3,6 +3,7 @@
 // and the UpdateContainerResources calls that close the gap, in the kubelet's order
 // (doPodResizeAction): memory first, then cpu; per resource, decreases before increases; the pod
 // cgroup grows before its containers and shrinks after them.
+import { Quantity } from '@kh/apimachinery';
 import type { LinuxContainerResources } from '@kh/cri-api';
 import type { V1Container, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import type { ContainerID, ContainerStatus, PodStatus } from '../container/runtime.js';
@@ -81,6 +82,15 @@ export function resourceChanged(
   return a.some((v, i) => v !== b[i]);
 }
 
+/** Whether the memory request moved from what was last applied. */
+function memoryRequestChanged(
+  record: V1ResourceRequirements,
+  allocated: V1ResourceRequirements | undefined,
+): boolean {
+  const bytes = (q: string | undefined) => (q === undefined ? 0n : Quantity.fromJSON(q).value());
+  return bytes(record.requests?.memory) !== bytes(allocated?.requests?.memory);
+}
+
 function restartOnResize(c: V1Container, name: ResizableResource): boolean {
   return (c.resizePolicy ?? []).some(
     (p) => p.resourceName === name && p.restartPolicy === 'RestartContainer',
@@ -111,13 +121,14 @@ export function computePodResizeAction(
     const s = status.containerStatuses.find((x) => x.name === c.name);
     if (s?.state !== 'running' || skip.has(s.id.id) || s.hash !== hashContainer(c)) continue;
     const desired = linuxResources(c);
-    const current = linuxResources({
-      name: c.name,
-      resources: actuated.getActuatedResources(uid, c.name) ?? {},
-    });
+    const record = actuated.getActuatedResources(uid, c.name);
+    const current = linuxResources({ name: c.name, resources: record ?? {} });
     const changed = (['memory', 'cpu'] as const).filter((r) => resourceChanged(current, desired, r));
-    if (changed.length === 0) continue;
-    if (changed.some((r) => restartOnResize(c, r))) {
+    // A memory request sets no cgroup value, so it is never updated in place; yet, as the
+    // kubelet compares requests too, a RestartContainer memory policy restarts for it.
+    const restartFor =
+      record && memoryRequestChanged(record, c.resources) ? [...changed, 'memory' as const] : changed;
+    if (restartFor.some((r) => restartOnResize(c, r))) {
       out.restart.push({ index, status: s, container: c });
       continue;
     }

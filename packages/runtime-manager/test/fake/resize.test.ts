@@ -168,6 +168,37 @@ describe('in-place pod resize (syncPod with actuated resources)', () => {
     expect(created.at(-1)!.config.linux.resources.memoryLimitInBytes).toBe(128n * Mi);
   });
 
+  it('restarts for a memory request change only when the memory policy says RestartContainer', async () => {
+    const { h, actuated } = await start();
+    const req = (memory: string): V1ResourceRequirements => ({
+      requests: { cpu: '100m', memory },
+      limits: { cpu: '200m', memory: '128Mi' },
+    });
+    const policy = (memory: string) => [
+      { resourceName: 'cpu', restartPolicy: 'NotRequired' },
+      { resourceName: 'memory', restartPolicy: memory },
+    ];
+    const restart = makePod('req-restart', [
+      ctr('c1', { resources: req('64Mi'), resizePolicy: policy('RestartContainer') }),
+    ]);
+    const keep = makePod('req-keep', [
+      ctr('c1', { resources: req('64Mi'), resizePolicy: policy('NotRequired') }),
+    ]);
+    await h.sync(restart);
+    await h.sync(keep);
+    let mark = h.fake.callLog.length;
+    await h.sync(resized(restart, { c1: req('32Mi') }));
+    // No cgroup value moves, so no update; the policy still restarts the container.
+    expect(updates(h, mark)).toEqual([]);
+    expect(h.callsSince(mark)).toEqual(expect.arrayContaining(['StopContainer', 'StartContainer']));
+    expect(actuated.getActuatedResources(restart.metadata!.uid!, 'c1')).toEqual(req('32Mi'));
+
+    mark = h.fake.callLog.length;
+    await h.sync(resized(keep, { c1: req('32Mi') }));
+    expect(updates(h, mark)).toEqual([]);
+    expect(h.callsSince(mark)).not.toContain('StopContainer');
+  });
+
   it('fails the step with ResizePodInPlaceError and keeps the actuated record when an update fails', async () => {
     const { h, actuated } = await start();
     const pod = makePod('fails', [ctr('c1', { resources: res('100m', '64Mi') })]);
