@@ -1,6 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
-import { allChecks } from '../support/concurrent.js';
+import { allChecksLimited } from '../support/concurrent.js';
 import { createPod, podFor, podSummary, readPod, sh, waitForPod } from '../support/pods.js';
 
 // Upstream's in-place resize cases (pod_resize.go, 1.33) that one node can run: each pod is
@@ -187,6 +187,178 @@ const CASES: Case[] = [
   },
 ];
 
+type Policy = 'NotRequired' | 'RestartContainer';
+
+/** One container of a multi-container case. */
+interface ContainerCase {
+  name: string;
+  original: Size;
+  expected: Size;
+  cpuPolicy?: Policy;
+  memPolicy?: Policy;
+  restarts?: number;
+}
+
+/** upstream's offsetCPU / offsetMemory: container i of a case is 2i milli-cpu and 2i Mi bigger. */
+const offsetCPU = (i: number, q: string) => `${Number(q.replace(/m$/, '')) + 2 * i}m`;
+const offsetMem = (i: number, q: string) => `${Number(q.replace(/Mi$/, '')) + 2 * i}Mi`;
+const offset = (i: number, s: Size): Size => ({
+  ...(s.cpuReq ? { cpuReq: offsetCPU(i, s.cpuReq) } : {}),
+  ...(s.cpuLim ? { cpuLim: offsetCPU(i, s.cpuLim) } : {}),
+  ...(s.memReq ? { memReq: offsetMem(i, s.memReq) } : {}),
+  ...(s.memLim ? { memLim: offsetMem(i, s.memLim) } : {}),
+});
+const RESTART: Policy = 'RestartContainer';
+
+/** Upstream's cases with more than one container, each container patched to its expected size. */
+const MULTI_CASES: { name: string; containers: ContainerCase[] }[] = [
+  {
+    name: 'Guaranteed QoS pod, three containers (c1, c2, c3) - increase: CPU (c1,c3), memory (c2, c3) ; decrease: CPU (c2)',
+    containers: [
+      {
+        name: 'c1',
+        original: guaranteed(CPU.original, MEM.original),
+        expected: guaranteed(CPU.increased, MEM.original),
+      },
+      {
+        name: 'c2',
+        original: offset(1, guaranteed(CPU.original, MEM.original)),
+        expected: offset(1, guaranteed(CPU.reduced, MEM.increased)),
+      },
+      {
+        name: 'c3',
+        original: offset(2, guaranteed(CPU.original, MEM.original)),
+        expected: offset(2, guaranteed(CPU.increased, MEM.increased)),
+      },
+    ],
+  },
+  {
+    name: 'Burstable QoS pod, three containers - increase c1 resources, no change for c2, decrease c3 resources (no net change for pod)',
+    containers: [
+      {
+        name: 'c1',
+        original: burstable(),
+        expected: burstable({
+          cpuReq: CPU.increased,
+          cpuLim: CPU.increasedLimit,
+          memReq: MEM.increased,
+          memLim: MEM.increasedLimit,
+        }),
+      },
+      { name: 'c2', original: offset(1, burstable()), expected: offset(1, burstable()), memPolicy: RESTART },
+      {
+        name: 'c3',
+        original: offset(2, burstable()),
+        expected: offset(
+          2,
+          burstable({ cpuReq: CPU.reduced, cpuLim: CPU.reducedLimit, memReq: MEM.reduced }),
+        ),
+      },
+    ],
+  },
+  {
+    name: 'Burstable QoS pod, three containers - decrease c1 resources, increase c2 resources, no change for c3 (net increase for pod)',
+    containers: [
+      {
+        name: 'c1',
+        original: burstable(),
+        expected: burstable({ cpuReq: CPU.reduced, cpuLim: CPU.reducedLimit, memReq: MEM.reduced }),
+      },
+      {
+        name: 'c2',
+        original: offset(1, burstable()),
+        // Upstream's table offsets c2's expected size by 2, not 1.
+        expected: offset(
+          2,
+          burstable({
+            cpuReq: CPU.increased,
+            cpuLim: CPU.increasedLimit,
+            memReq: MEM.increased,
+            memLim: MEM.increasedLimit,
+          }),
+        ),
+        memPolicy: RESTART,
+        restarts: 1,
+      },
+      { name: 'c3', original: offset(2, burstable()), expected: offset(2, burstable()) },
+    ],
+  },
+  {
+    name: 'Burstable QoS pod, three containers - no change for c1, increase c2 resources, decrease c3 (net decrease for pod)',
+    containers: [
+      { name: 'c1', original: burstable(), expected: burstable(), cpuPolicy: RESTART, memPolicy: RESTART },
+      {
+        name: 'c2',
+        original: offset(1, burstable()),
+        expected: offset(
+          1,
+          burstable({
+            cpuReq: CPU.increased,
+            cpuLim: CPU.increasedLimit,
+            memReq: MEM.increased,
+            memLim: MEM.increasedLimit,
+          }),
+        ),
+        cpuPolicy: RESTART,
+        restarts: 1,
+      },
+      {
+        name: 'c3',
+        original: offset(2, burstable()),
+        expected: burstable({
+          cpuReq: CPU.reduced,
+          cpuLim: CPU.reducedLimit,
+          memReq: MEM.reduced,
+          memLim: MEM.reducedLimit,
+        }),
+        memPolicy: RESTART,
+        restarts: 1,
+      },
+    ],
+  },
+  {
+    name: 'Burstable QoS pod, mixed containers - scale up cpu and memory',
+    containers: [
+      {
+        name: 'c1',
+        original: guaranteed(CPU.original, MEM.original),
+        expected: guaranteed(CPU.increased, MEM.increased),
+      },
+      { name: 'c2', original: {}, expected: {} },
+    ],
+  },
+  {
+    name: 'Burstable QoS pod, mixed containers - add requests',
+    containers: [
+      {
+        name: 'c1',
+        original: guaranteed(CPU.original, MEM.original),
+        expected: guaranteed(CPU.original, MEM.original),
+      },
+      { name: 'c2', original: {}, expected: { cpuReq: CPU.original, memReq: MEM.original } },
+    ],
+  },
+  {
+    name: 'Burstable QoS pod, mixed containers - add limits',
+    containers: [
+      {
+        name: 'c1',
+        original: guaranteed(CPU.original, MEM.original),
+        expected: guaranteed(CPU.original, MEM.original),
+      },
+      {
+        name: 'c2',
+        original: { cpuReq: CPU.original, memReq: MEM.original },
+        expected: { cpuReq: CPU.original, cpuLim: CPU.originalLimit, memReq: MEM.original },
+      },
+    ],
+  },
+  {
+    name: 'BestEffort QoS pod - empty resize',
+    containers: [{ name: 'c1', original: {}, expected: {} }],
+  },
+];
+
 /** The kubelet's MilliCPUToShares / MilliCPUToQuota and cgroup v2's shares-to-weight. */
 function cgroupWant(s: Size) {
   const milli = (q: string | undefined) =>
@@ -208,14 +380,14 @@ const CGROUP_SCRIPT =
   'if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo v2; cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu.weight /sys/fs/cgroup/memory.max; ' +
   'else echo v1; cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.shares /sys/fs/cgroup/memory/memory.limit_in_bytes; fi';
 
-async function cgroupOf(ctx: ScenarioContext, pod: string) {
+async function cgroupOf(ctx: ScenarioContext, pod: string, container: string) {
   const r = await ctx.kubectl([
     '-n',
     ctx.namespace,
     'exec',
     pod,
     '-c',
-    'c1',
+    container,
     '--',
     'sh',
     '-c',
@@ -239,18 +411,19 @@ async function cgroupOf(ctx: ScenarioContext, pod: string) {
 }
 
 /** The container's own cgroup files hold the size: VerifyPodContainersCgroupValues. */
-async function expectCgroup(ctx: ScenarioContext, pod: string, size: Size, when: string) {
+async function expectCgroup(ctx: ScenarioContext, pod: string, size: Size, when: string, container = 'c1') {
   const want = cgroupWant(size);
+  const who = container === 'c1' ? pod : `${pod}/${container}`;
   const got = await ctx.check.eventually(
-    `${pod} ${when}: its cgroup files hold the size`,
-    () => cgroupOf(ctx, pod),
+    `${who} ${when}: its cgroup files hold the size`,
+    () => cgroupOf(ctx, pod, container),
     (g) =>
       g.quota === want.quota &&
       g.memory === want.memory &&
       (g.version === 'v2' ? g.weight === want.weight : g.shares === want.shares),
     { timeoutMs: 30_000, intervalMs: 1000, expected: want },
   );
-  ctx.note(`${pod} ${when}: cgroup ${got.version}`, { quota: got.quota, memory: got.memory });
+  ctx.note(`${who} ${when}: cgroup ${got.version}`, { quota: got.quota, memory: got.memory });
 }
 
 const sameSize = (r: V1ResourceRequirements | undefined, s: Size) =>
@@ -274,31 +447,55 @@ const sameSize = (r: V1ResourceRequirements | undefined, s: Size) =>
       : {}),
   });
 
+/** What one container should show: its size in spec and status, and its restarts. */
+interface Want {
+  name: string;
+  size: Size;
+  restarts: number;
+}
+
 /** WaitForPodResizeActuation: spec, status.resources and restarts as expected, no resize condition left. */
-function resized(p: V1Pod, size: Size, restarts: number): boolean {
-  const c = p.spec?.containers?.[0];
-  const s = p.status?.containerStatuses?.[0];
+function resizedAll(p: V1Pod, want: Want[]): boolean {
   const resizing = (p.status?.conditions ?? []).some(
     (x) => x.type === 'PodResizePending' || x.type === 'PodResizeInProgress',
   );
   return (
     !resizing &&
-    sameSize(c?.resources, size) &&
-    sameSize(s?.resources, size) &&
-    s?.restartCount === restarts &&
-    s.state?.running !== undefined
+    want.every((w) => {
+      const c = p.spec?.containers?.find((x) => x.name === w.name);
+      const s = p.status?.containerStatuses?.find((x) => x.name === w.name);
+      return (
+        sameSize(c?.resources, w.size) &&
+        sameSize(s?.resources, w.size) &&
+        s?.restartCount === w.restarts &&
+        s.state?.running !== undefined
+      );
+    })
   );
 }
 
-async function resize(ctx: ScenarioContext, pod: string, size: Size) {
-  const patch = { spec: { containers: [{ name: 'c1', resources: requirements(size) }] } };
+const resized = (p: V1Pod, size: Size, restarts: number) => resizedAll(p, [{ name: 'c1', size, restarts }]);
+
+/** kubectl 1.33 patch --subresource resize with each named container's new resources. */
+async function resizeAll(ctx: ScenarioContext, pod: string, sizes: { name: string; size: Size }[]) {
+  const containers = sizes.map((c) => ({ name: c.name, resources: requirements(c.size) }));
   return ctx.kubectl(
-    ['-n', ctx.namespace, 'patch', 'pod', pod, '--subresource', 'resize', '--patch', JSON.stringify(patch)],
-    {
-      version: '1.33',
-    },
+    [
+      '-n',
+      ctx.namespace,
+      'patch',
+      'pod',
+      pod,
+      '--subresource',
+      'resize',
+      '--patch',
+      JSON.stringify({ spec: { containers } }),
+    ],
+    { version: '1.33' },
   );
 }
+
+const resize = (ctx: ScenarioContext, pod: string, size: Size) => resizeAll(ctx, pod, [{ name: 'c1', size }]);
 
 async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<void> {
   const pod = `resize-${index}`;
@@ -346,6 +543,46 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
     );
     await expectCgroup(ctx, pod, c.original, 'after the rollback');
   }
+}
+
+/** A case of several containers: created, patched all at once, judged container by container. */
+async function runMultiCase(
+  ctx: ScenarioContext,
+  c: { name: string; containers: ContainerCase[] },
+  index: number,
+): Promise<void> {
+  const pod = `resize-m${index}`;
+  await createPod(
+    ctx,
+    podFor(ctx, pod, {
+      containers: c.containers.map((x) =>
+        sh(ctx, x.name, 'trap exit TERM; while true; do sleep 1; done', {
+          resources: requirements(x.original),
+          resizePolicy: [
+            { resourceName: 'cpu', restartPolicy: x.cpuPolicy ?? 'NotRequired' },
+            { resourceName: 'memory', restartPolicy: x.memPolicy ?? 'NotRequired' },
+          ],
+        }),
+      ),
+    }),
+  );
+  const before = c.containers.map((x) => ({ name: x.name, size: x.original, restarts: 0 }));
+  await waitForPod(ctx, pod, 'Running at its original sizes', (p) => resizedAll(p, before));
+  const out = await resizeAll(
+    ctx,
+    pod,
+    c.containers.map((x) => ({ name: x.name, size: x.expected })),
+  );
+  // An empty resize changes nothing, and kubectl says so.
+  ctx.check.ok(
+    `${pod}: kubectl 1.33 patch --subresource resize`,
+    [`pod/${pod} patched`, `pod/${pod} patched (no change)`].includes(out.stdout.trim()),
+    out.stdout.trim(),
+    `pod/${pod} patched`,
+  );
+  const after = c.containers.map((x) => ({ name: x.name, size: x.expected, restarts: x.restarts ?? 0 }));
+  await waitForPod(ctx, pod, `resized (${JSON.stringify(after)})`, (p) => resizedAll(p, after), 60_000);
+  for (const x of c.containers) await expectCgroup(ctx, pod, x.expected, 'after the resize', x.name);
 }
 
 /** A resize beyond the node's allocatable: PodResizePending, reason Infeasible, the old size kept. */
@@ -464,23 +701,25 @@ async function memoryLimitDecrease(ctx: ScenarioContext): Promise<void> {
 
 export const podResize: Scenario = {
   name: 'pod-resize',
-  estimateMs: 120_000,
+  estimateMs: 180_000,
   isolation: 'namespace',
   description:
     'pod_resize.go (1.33): Guaranteed and Burstable pods resized up and down in place with kubectl 1.33 patch --subresource resize, judged from the container cgroup files (v1 or v2); RestartContainer restarts; an infeasible resize stays PodResizePending/Infeasible; a QoS-changing resize is refused; a memory limit below the use stays PodResizeInProgress/Error',
   needs: ['real-containers'],
   upstream: [
-    ...CASES.map((c) => ({ file: FILE, case: `${DESCRIBE} ${c.name}` })),
+    ...[...CASES, ...MULTI_CASES].map((c) => ({ file: FILE, case: `${DESCRIBE} ${c.name}` })),
     { file: FILE, case: `${DESCRIBE} ${BEST_EFFORT}` },
     { file: FILE, case: `${DESCRIBE} ${MEMORY_LIMIT_DECREASE}` },
   ],
-  timeoutMs: 360_000,
+  timeoutMs: 480_000,
   async run(ctx) {
-    await allChecks([
-      ...CASES.map((c, i) => runCase(ctx, c, i)),
-      infeasible(ctx),
-      bestEffort(ctx),
-      memoryLimitDecrease(ctx),
+    // A pod per case, ten at a time, so each case's waits measure its own pod, not a crowded node.
+    await allChecksLimited(10, [
+      ...CASES.map((c, i) => () => runCase(ctx, c, i)),
+      ...MULTI_CASES.map((c, i) => () => runMultiCase(ctx, c, i)),
+      () => infeasible(ctx),
+      () => bestEffort(ctx),
+      () => memoryLimitDecrease(ctx),
     ]);
   },
 };
