@@ -184,6 +184,26 @@ const CASES: Case[] = [
     expected: guaranteed(CPU.increased, MEM.increased),
     memPolicy: 'RestartContainer',
     restarts: 1,
+    rollback: true,
+  },
+  {
+    name: 'Burstable QoS pod, one container - decrease CPU (NotRequired) & memory (RestartContainer)',
+    original: burstable(),
+    patch: burstable({
+      cpuReq: CPU.reduced,
+      cpuLim: CPU.reducedLimit,
+      memReq: MEM.reduced,
+      memLim: MEM.reducedLimit,
+    }),
+    expected: burstable({
+      cpuReq: CPU.reduced,
+      cpuLim: CPU.reducedLimit,
+      memReq: MEM.reduced,
+      memLim: MEM.reducedLimit,
+    }),
+    memPolicy: 'RestartContainer',
+    restarts: 1,
+    rollback: true,
   },
 ];
 
@@ -538,7 +558,8 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
       ctx,
       pod,
       'rolled back to its original size',
-      (p) => resized(p, c.original, restarts),
+      // A resize that restarted the container restarts it again on the way back.
+      (p) => resized(p, c.original, restarts * 2),
       60_000,
     );
     await expectCgroup(ctx, pod, c.original, 'after the rollback');
