@@ -82,6 +82,19 @@ const burstableCase = (name: string, to: Size, rollback = false): Case => ({
   expected: burstable(to),
   ...(rollback ? { rollback } : {}),
 });
+/** Every Burstable request and limit moved up, or down, as upstream's three-container cases move them. */
+const BURSTABLE_UP = burstable({
+  cpuReq: CPU.increased,
+  cpuLim: CPU.increasedLimit,
+  memReq: MEM.increased,
+  memLim: MEM.increasedLimit,
+});
+const BURSTABLE_DOWN = burstable({
+  cpuReq: CPU.reduced,
+  cpuLim: CPU.reducedLimit,
+  memReq: MEM.reduced,
+  memLim: MEM.reducedLimit,
+});
 const requestsOnly = (over: Size): Size => ({ cpuReq: CPU.original, memReq: MEM.original, ...over });
 
 const CASES: Case[] = [
@@ -189,18 +202,8 @@ const CASES: Case[] = [
   {
     name: 'Burstable QoS pod, one container - decrease CPU (NotRequired) & memory (RestartContainer)',
     original: burstable(),
-    patch: burstable({
-      cpuReq: CPU.reduced,
-      cpuLim: CPU.reducedLimit,
-      memReq: MEM.reduced,
-      memLim: MEM.reducedLimit,
-    }),
-    expected: burstable({
-      cpuReq: CPU.reduced,
-      cpuLim: CPU.reducedLimit,
-      memReq: MEM.reduced,
-      memLim: MEM.reducedLimit,
-    }),
+    patch: BURSTABLE_DOWN,
+    expected: BURSTABLE_DOWN,
     memPolicy: 'RestartContainer',
     restarts: 1,
     rollback: true,
@@ -258,12 +261,7 @@ const MULTI_CASES: { name: string; containers: ContainerCase[] }[] = [
       {
         name: 'c1',
         original: burstable(),
-        expected: burstable({
-          cpuReq: CPU.increased,
-          cpuLim: CPU.increasedLimit,
-          memReq: MEM.increased,
-          memLim: MEM.increasedLimit,
-        }),
+        expected: BURSTABLE_UP,
       },
       { name: 'c2', original: offset(1, burstable()), expected: offset(1, burstable()), memPolicy: RESTART },
       {
@@ -288,15 +286,7 @@ const MULTI_CASES: { name: string; containers: ContainerCase[] }[] = [
         name: 'c2',
         original: offset(1, burstable()),
         // Upstream's table offsets c2's expected size by 2, not 1.
-        expected: offset(
-          2,
-          burstable({
-            cpuReq: CPU.increased,
-            cpuLim: CPU.increasedLimit,
-            memReq: MEM.increased,
-            memLim: MEM.increasedLimit,
-          }),
-        ),
+        expected: offset(2, BURSTABLE_UP),
         memPolicy: RESTART,
         restarts: 1,
       },
@@ -310,27 +300,14 @@ const MULTI_CASES: { name: string; containers: ContainerCase[] }[] = [
       {
         name: 'c2',
         original: offset(1, burstable()),
-        expected: offset(
-          1,
-          burstable({
-            cpuReq: CPU.increased,
-            cpuLim: CPU.increasedLimit,
-            memReq: MEM.increased,
-            memLim: MEM.increasedLimit,
-          }),
-        ),
+        expected: offset(1, BURSTABLE_UP),
         cpuPolicy: RESTART,
         restarts: 1,
       },
       {
         name: 'c3',
         original: offset(2, burstable()),
-        expected: burstable({
-          cpuReq: CPU.reduced,
-          cpuLim: CPU.reducedLimit,
-          memReq: MEM.reduced,
-          memLim: MEM.reducedLimit,
-        }),
+        expected: BURSTABLE_DOWN,
         memPolicy: RESTART,
         restarts: 1,
       },
