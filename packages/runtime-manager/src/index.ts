@@ -65,6 +65,7 @@ export {
   type PodMemoryUsage,
   type PodStatsProvider,
   type ResizableResource,
+  resizableContainers,
   resourceChanged,
   withResource,
 } from './kuberuntime/resize.js';

@@ -188,6 +188,36 @@ function computeInitContainerActions(
 }
 
 /**
+ * The resize half of the actions: running containers whose allocation moved are updated in place,
+ * or killed and started again when their resizePolicy says RestartContainer. A sidecar whose
+ * startup probe has not succeeded yet waits, as the kubelet resizes it only once started.
+ */
+function addResizeActions(
+  pod: V1Pod,
+  status: PodStatus,
+  probes: ProbeResults,
+  actuated: ActuatedResources,
+  changes: PodActions,
+): void {
+  const skip = new Set(changes.containersToKill.keys());
+  for (const c of pod.spec?.initContainers ?? []) {
+    const s = findContainerStatusByName(status, c.name);
+    if (isRestartableInitContainer(c) && c.startupProbe && s && probes.startup(s.id.id) !== 'success')
+      skip.add(s.id.id);
+  }
+  const resize = computePodResizeAction(pod, status, actuated, skip);
+  changes.containersToUpdate = resize.update;
+  for (const r of resize.restart) {
+    const message = `Container ${r.container.name} resize requires restart`;
+    changes.containersToKill.set(r.status.id.id, killEntry(r.status, r.container, 'Resize', message));
+    (r.init ? changes.initContainersToStart : changes.containersToStart).push(r.index);
+    changes.updatePodResources = true;
+  }
+  // Init containers start in spec order.
+  changes.initContainersToStart.sort((a, b) => a - b);
+}
+
+/**
  * `actuated`: what each container's cgroup was last given; with it, running containers whose
  * (allocated) resources in `pod` differ are resized in place, or restarted when their
  * resizePolicy says RestartContainer.
@@ -237,7 +267,12 @@ export function computePodActions(
     return changes;
   }
 
-  if (!computeInitContainerActions(pod, status, probes, changes)) return changes;
+  const initialized = computeInitContainerActions(pod, status, probes, changes);
+  // Running sidecars are resized while the pod initializes too, as the kubelet does.
+  if (!initialized) {
+    if (actuated && !changes.killPod) addResizeActions(pod, status, probes, actuated, changes);
+    return changes;
+  }
 
   let keepCount = 0;
   for (const [i, c] of containers.entries()) {
@@ -269,16 +304,7 @@ export function computePodActions(
     );
   }
 
-  if (actuated) {
-    const resize = computePodResizeAction(pod, status, actuated, new Set(changes.containersToKill.keys()));
-    changes.containersToUpdate = resize.update;
-    for (const r of resize.restart) {
-      const message = `Container ${r.container.name} resize requires restart`;
-      changes.containersToKill.set(r.status.id.id, killEntry(r.status, r.container, 'Resize', message));
-      changes.containersToStart.push(r.index);
-      changes.updatePodResources = true;
-    }
-  }
+  if (actuated) addResizeActions(pod, status, probes, actuated, changes);
 
   if (keepCount === 0 && changes.containersToStart.length === 0) {
     // Nothing left to run: the pod is done. Sidecars must not keep it alive, so none restarts.

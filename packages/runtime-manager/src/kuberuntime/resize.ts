@@ -99,14 +99,30 @@ function restartOnResize(c: V1Container, name: ResizableResource): boolean {
 
 export interface ResizeDecision {
   update: ContainersToUpdate;
-  /** Containers whose resize policy asks for a restart: killed and started with the new size. */
-  restart: { index: number; status: ContainerStatus; container: V1Container }[];
+  /**
+   * Containers whose resize policy asks for a restart: killed and started with the new size.
+   * `index` is into spec.initContainers for a sidecar (`init`), else into spec.containers.
+   */
+  restart: { index: number; init: boolean; status: ContainerStatus; container: V1Container }[];
 }
 
 /**
- * computePodResizeAction: for each running app container (same spec hash, not otherwise being
- * restarted) whose actuated resources differ from the pod's (allocated) ones. A container
- * without an actuated record counts as zero-sized, as the kubelet does: one idempotent update.
+ * The containers a resize can touch, as the kubelet's isResizableContainer: the restartable init
+ * containers (sidecars), which the kubelet visits first, then the app containers.
+ */
+export function resizableContainers(pod: V1Pod): { index: number; init: boolean; container: V1Container }[] {
+  const sidecars = (pod.spec?.initContainers ?? [])
+    .map((container, index) => ({ index, init: true, container }))
+    .filter((x) => x.container.restartPolicy === 'Always');
+  const apps = (pod.spec?.containers ?? []).map((container, index) => ({ index, init: false, container }));
+  return [...sidecars, ...apps];
+}
+
+/**
+ * computePodResizeAction: for each running sidecar and app container (same spec hash, not
+ * otherwise being restarted) whose actuated resources differ from the pod's (allocated) ones. A
+ * container without an actuated record counts as zero-sized, as the kubelet does: one idempotent
+ * update.
  */
 export function computePodResizeAction(
   pod: V1Pod,
@@ -117,7 +133,7 @@ export function computePodResizeAction(
   const out: ResizeDecision = { update: { memory: [], cpu: [] }, restart: [] };
   if (pod.metadata?.deletionTimestamp) return out;
   const uid = pod.metadata?.uid ?? '';
-  for (const [index, c] of (pod.spec?.containers ?? []).entries()) {
+  for (const { index, init, container: c } of resizableContainers(pod)) {
     const s = status.containerStatuses.find((x) => x.name === c.name);
     if (s?.state !== 'running' || skip.has(s.id.id) || s.hash !== hashContainer(c)) continue;
     const desired = linuxResources(c);
@@ -129,7 +145,7 @@ export function computePodResizeAction(
     const restartFor =
       record && memoryRequestChanged(record, c.resources) ? [...changed, 'memory' as const] : changed;
     if (restartFor.some((r) => restartOnResize(c, r))) {
-      out.restart.push({ index, status: s, container: c });
+      out.restart.push({ index, init, status: s, container: c });
       continue;
     }
     for (const r of changed) {
@@ -178,8 +194,8 @@ function belowUsage(what: string, limit: bigint, usage: bigint | undefined): str
 
 /**
  * The kubelet's best-effort guard for memory limit decreases (KEP-1287): on cgroup v2 a limit
- * below the use makes the kernel OOM-kill, so when a container's new limit, or the pod's (the sum
- * of its containers' limits, when all have one), is below what it uses now, nothing is resized
+ * below the use makes the kernel OOM-kill, so when a container's (or sidecar's) new limit, or the
+ * pod's (podMemoryLimit), is below what it uses now, nothing is resized
  * and the step fails; the kubelet retries on every sync, and PodResizeInProgress says why.
  */
 async function checkMemoryDecreases(
@@ -197,14 +213,31 @@ async function checkMemoryDecreases(
     );
     if (msg) throw new Error(msg);
   }
-  const limits = (pod.spec?.containers ?? []).map((c) => linuxResources(c).memoryLimitInBytes);
-  if (limits.some((l) => l === 0n)) return;
-  const msg = belowUsage(
-    'pod',
-    limits.reduce((a, b) => a + b, 0n),
-    used.pod,
-  );
+  const msg = belowUsage('pod', podMemoryLimit(pod), used.pod);
   if (msg) throw new Error(msg);
+}
+
+/**
+ * The pod cgroup's memory limit as the kubelet's PodLimits makes it: app containers and sidecars
+ * summed, or a regular init container's with the sidecars started before it when that is more;
+ * 0 (none) unless every container has one.
+ */
+function podMemoryLimit(pod: V1Pod): bigint {
+  let sidecars = 0n;
+  let initPeak = 0n;
+  for (const c of pod.spec?.initContainers ?? []) {
+    const limit = linuxResources(c).memoryLimitInBytes;
+    if (limit === 0n) return 0n;
+    if (c.restartPolicy === 'Always') sidecars += limit;
+    else if (sidecars + limit > initPeak) initPeak = sidecars + limit;
+  }
+  let running = sidecars;
+  for (const c of pod.spec?.containers ?? []) {
+    const limit = linuxResources(c).memoryLimitInBytes;
+    if (limit === 0n) return 0n;
+    running += limit;
+  }
+  return running > initPeak ? running : initPeak;
 }
 
 /**

@@ -24,7 +24,8 @@ const res = (cpu: string, memory: string, limits = true): V1ResourceRequirements
 /** The pod with new resources per container name, as the API (and the allocation) would have it. */
 function resized(pod: V1Pod, by: Record<string, V1ResourceRequirements>): V1Pod {
   const next = structuredClone(pod);
-  for (const c of next.spec!.containers) if (by[c.name]) c.resources = by[c.name];
+  for (const c of [...(next.spec!.initContainers ?? []), ...next.spec!.containers])
+    if (by[c.name]) c.resources = by[c.name];
   return next;
 }
 
@@ -261,6 +262,104 @@ describe('in-place pod resize (syncPod with actuated resources)', () => {
     const ok = await h.sync(resized(pod, { c1: res('100m', '32Mi') }));
     expect(ok.steps[0]!.error).toBeUndefined();
     expect(updates(h, mark).map((u) => u.linux.memoryLimitInBytes)).toEqual([32n * Mi]);
+  });
+
+  it('resizes a running sidecar (restartable init container) in place, before the app containers', async () => {
+    const { h, actuated } = await start();
+    const pod = makePod('sidecar', [ctr('c1', { resources: res('100m', '64Mi') })], {
+      initContainers: [ctr('c1-init', { restartPolicy: 'Always', resources: res('100m', '64Mi') })],
+    });
+    await h.sync(pod); // the sidecar
+    await h.sync(pod); // the app container
+    const uid = pod.metadata!.uid!;
+    expect(actuated.getActuatedResources(uid, 'c1-init')).toEqual(res('100m', '64Mi'));
+    const ids = new Map((await h.status(pod)).containerStatuses.map((s) => [s.name, s.id.id]));
+    expect([...ids.keys()].sort()).toEqual(['c1', 'c1-init']);
+
+    const mark = h.fake.callLog.length;
+    const bigger = resized(pod, { 'c1-init': res('200m', '128Mi'), c1: res('50m', '32Mi') });
+    const result = await h.sync(bigger);
+    expect(result.steps).toEqual([{ action: 'ResizePodInPlace', target: 'sidecar' }]);
+    const name = new Map([...ids].map(([n, id]) => [id, n]));
+    // Memory, then cpu; per resource the app container's decrease before the sidecar's increase.
+    expect(
+      updates(h, mark).map(
+        (u) => `${name.get(u.id)}:${u.linux.memoryLimitInBytes! / Mi}/${u.linux.cpuShares}`,
+      ),
+    ).toEqual(['c1:32/102', 'c1-init:128/102', 'c1:32/51', 'c1-init:128/204']);
+    expect(h.callsSince(mark)).not.toContain('StopContainer');
+    expect(actuated.getActuatedResources(uid, 'c1-init')).toEqual(res('200m', '128Mi'));
+    expect(
+      (await h.status(bigger)).containerStatuses.find((s) => s.name === 'c1-init')!.resources,
+    ).toMatchObject({
+      cpuShares: 204n,
+      memoryLimitInBytes: 128n * Mi,
+    });
+    const again = h.fake.callLog.length;
+    await h.sync(bigger);
+    expect(updates(h, again)).toEqual([]);
+  });
+
+  it('restarts a sidecar whose resizePolicy says RestartContainer, leaving the app container running', async () => {
+    const { h, actuated } = await start();
+    const policy = [
+      { resourceName: 'cpu', restartPolicy: 'RestartContainer' },
+      { resourceName: 'memory', restartPolicy: 'NotRequired' },
+    ];
+    const pod = makePod('sidecar-restart', [ctr('c1', { resources: res('100m', '64Mi') })], {
+      initContainers: [
+        ctr('c1-init', { restartPolicy: 'Always', resources: res('100m', '64Mi'), resizePolicy: policy }),
+      ],
+    });
+    await h.sync(pod);
+    await h.sync(pod);
+    const before = new Map((await h.status(pod)).containerStatuses.map((s) => [s.name, s.id.id]));
+    const mark = h.fake.callLog.length;
+    order.length = 0;
+    const cpu = resized(pod, { 'c1-init': res('200m', '64Mi') });
+    await h.sync(cpu);
+    expect(updates(h, mark)).toEqual([]);
+    expect(h.events.map((e) => e.message)).toContain('Container c1-init resize requires restart');
+    const stopped = h.requests<{ containerId: string }>('StopContainer').map((r) => r.containerId);
+    expect(stopped).toContain(before.get('c1-init'));
+    expect(stopped).not.toContain(before.get('c1'));
+    const after = (await h.status(cpu)).containerStatuses.filter((s) => s.state === 'running');
+    expect(after.find((s) => s.name === 'c1')!.id.id).toBe(before.get('c1'));
+    expect(after.find((s) => s.name === 'c1-init')!.id.id).not.toBe(before.get('c1-init'));
+    expect(actuated.getActuatedResources(pod.metadata!.uid!, 'c1-init')).toEqual(res('200m', '64Mi'));
+    const created = h.requests<{ config: { linux: { resources: LinuxContainerResources } } }>(
+      'CreateContainer',
+    );
+    expect(created.at(-1)!.config.linux.resources.cpuShares).toBe(204n);
+    // The pod cgroup took the new size in the same pass.
+    expect(order).toHaveLength(1);
+  });
+
+  it("checks a sidecar's memory limit decrease against its own use and the pod's, sidecars included", async () => {
+    let used: PodMemoryUsage = { pod: 10n * Mi, containers: new Map([['c1-init', 20n * Mi]]) };
+    const { h } = await start(true, { podMemoryUsage: async () => used });
+    const pod = makePod('sidecar-below', [ctr('c1', { resources: res('100m', '64Mi') })], {
+      initContainers: [ctr('c1-init', { restartPolicy: 'Always', resources: res('100m', '64Mi') })],
+    });
+    await h.sync(pod);
+    await h.sync(pod);
+    const mark = h.fake.callLog.length;
+    const small = resized(pod, { 'c1-init': res('100m', '16Mi') });
+    const result = await h.sync(small);
+    expect(result.steps[0]!.message).toBe(
+      `attempting to set container "c1-init" memory limit (${16n * Mi}) below current usage (${20n * Mi})`,
+    );
+    expect(updates(h, mark)).toEqual([]);
+    // The pod's limit is its app containers' and sidecars' summed: 64Mi + 16Mi.
+    used = { pod: 90n * Mi, containers: new Map([['c1-init', 1n * Mi]]) };
+    const result2 = await h.sync(small);
+    expect(result2.steps[0]!.message).toBe(
+      `attempting to set pod memory limit (${80n * Mi}) below current usage (${90n * Mi})`,
+    );
+    used = { pod: 70n * Mi, containers: new Map([['c1-init', 1n * Mi]]) };
+    const ok = await h.sync(small);
+    expect(ok.steps[0]!.error).toBeUndefined();
+    expect(updates(h, mark).map((u) => u.linux.memoryLimitInBytes)).toEqual([16n * Mi]);
   });
 
   it('never resizes without an actuated record keeper', async () => {

@@ -258,3 +258,66 @@ describe('computePodActions: restarts', () => {
     expect([...a.containersToKill.keys()]).toEqual([]);
   });
 });
+
+describe('computePodActions: sidecar resize', () => {
+  const sized = (cpu: string) => ({ requests: { cpu }, limits: { cpu } });
+  /** Each container's actuated resources: what its spec had at `cpu`. */
+  const actuatedAt = (cpu: string) => ({
+    getActuatedResources: () => sized(cpu),
+    setActuatedResources: () => undefined,
+  });
+  const i1 = c('i1');
+  // At its actuated size: only the sidecars move.
+  const app = c('app', { resources: sized('100m') });
+
+  it('resizes a running sidecar while the pod still initializes', () => {
+    const sc = c('sc', { restartPolicy: 'Always', resources: sized('200m') });
+    const p = pod({ containers: [app], initContainers: [sc, i1] });
+    const a = computePodActions(
+      p,
+      status([sandbox()], [cs(sc, 'running'), cs(i1, 'running')]),
+      undefined,
+      actuatedAt('100m'),
+    );
+    expect(a.containersToUpdate.cpu.map((u) => u.name)).toEqual(['sc']);
+    expect(a.containersToUpdate.memory).toEqual([]);
+    expect(a.initContainersToStart).toEqual([]);
+  });
+
+  it('waits for a sidecar startup probe to succeed before resizing it', () => {
+    const sc = c('sc', {
+      restartPolicy: 'Always',
+      resources: sized('200m'),
+      startupProbe: { exec: { command: ['true'] } },
+    });
+    const p = pod({ containers: [app], initContainers: [sc] });
+    const st = status([sandbox()], [cs(app, 'running'), cs(sc, 'running')]);
+    const probes = (r?: 'success'): ProbeResults => ({ liveness: () => undefined, startup: () => r });
+    expect(computePodActions(p, st, probes(), actuatedAt('100m')).containersToUpdate.cpu).toEqual([]);
+    expect(
+      computePodActions(p, st, probes('success'), actuatedAt('100m')).containersToUpdate.cpu.map(
+        (u) => u.name,
+      ),
+    ).toEqual(['sc']);
+  });
+
+  it('restarts sidecars for RestartContainer in spec order with the other init starts', () => {
+    const restart = [{ resourceName: 'cpu', restartPolicy: 'RestartContainer' }];
+    const sc1 = c('sc1', { restartPolicy: 'Always', resources: sized('200m'), resizePolicy: restart });
+    const sc2 = c('sc2', { restartPolicy: 'Always', resources: sized('100m') });
+    const p = pod({ containers: [app], initContainers: [sc1, sc2] });
+    const running = cs(sc1, 'running');
+    const a = computePodActions(
+      p,
+      status([sandbox()], [cs(app, 'running'), running, cs(sc2, 'exited', { exitCode: 1 })]),
+      undefined,
+      actuatedAt('100m'),
+    );
+    expect(a.initContainersToStart).toEqual([0, 1]);
+    expect(a.containersToKill.get(running.id.id)).toMatchObject({
+      reason: 'Resize',
+      message: 'Container sc1 resize requires restart',
+    });
+    expect(a).toMatchObject({ updatePodResources: true, containersToStart: [], killPod: false });
+  });
+});
