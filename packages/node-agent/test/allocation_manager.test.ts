@@ -129,6 +129,57 @@ describe('AllocationManager', () => {
     expect(m.conditions('i', false)).toEqual([]);
     expect(m.getActuatedResources('i', 'c1')?.requests?.memory).toBe('32Mi');
   });
+
+  describe('with a sidecar (restartable init container)', () => {
+    const withInits = (uid: string, sidecar: V1ResourceRequirements, init = size('100m', '64Mi')): V1Pod => {
+      const p = pod(uid, size('100m', '64Mi'));
+      p.spec!.initContainers = [
+        { name: 'init', image: 'busybox', resources: init },
+        { name: 'c1-init', image: 'busybox', restartPolicy: 'Always', resources: sidecar },
+      ];
+      return p;
+    };
+
+    it("allocates a sidecar's resize counting it in the pod's requests, as a new pod of that size", () => {
+      const filler = pod('filler2', size('700m', '100Mi'));
+      const m = manager(undefined, [filler]);
+      m.addPod(filler);
+      m.addPod(withInits('sc', size('100m', '64Mi')));
+      const fits = withInits('sc', size('150m', '96Mi'));
+      expect(m.handlePodResourcesResize(fits)).toBe(fits);
+      expect(m.getContainerResourceAllocation('sc', 'c1-init')).toEqual(size('150m', '96Mi'));
+      // 100m (c1) + 250m (the sidecar) beside the 700m filler is more than the node's 1 cpu.
+      const kept = m.handlePodResourcesResize(withInits('sc', size('250m', '96Mi')));
+      expect(kept.spec!.initContainers![1]!.resources).toEqual(size('150m', '96Mi'));
+      expect(m.conditions('sc', false)[0]).toMatchObject({ type: 'PodResizePending', reason: 'Deferred' });
+    });
+
+    it('is in progress while the running sidecar was given other resources; a regular init container never counts', () => {
+      const m = manager(undefined);
+      const p = withInits('si', size('200m', '64Mi'), size('300m', '64Mi'));
+      m.addPod(p);
+      const status = {
+        containerStatuses: ['c1', 'c1-init', 'init'].map((name) => ({ name, state: 'running' })),
+      } as unknown as PodStatus;
+      m.setActuatedResources('si', 'c1', size('100m', '64Mi'));
+      m.setActuatedResources('si', 'init', size('100m', '64Mi'));
+      m.setActuatedResources('si', 'c1-init', size('100m', '64Mi'));
+      expect(m.isPodResizeInProgress(p, status)).toBe(true);
+      m.afterSync(p, status, { steps: [] });
+      expect(m.conditions('si', false)).toEqual([{ type: 'PodResizeInProgress', status: 'True' }]);
+      m.setActuatedResources('si', 'c1-init', size('200m', '64Mi'));
+      expect(m.isPodResizeInProgress(p, status)).toBe(false);
+      // A sidecar memory request moves no cgroup: once nothing is in progress it counts as actuated.
+      const request = withInits('si', {
+        requests: { cpu: '200m', memory: '32Mi' },
+        limits: size('200m', '64Mi').limits,
+      });
+      m.afterSync(request, status, { steps: [] });
+      expect(m.conditions('si', false)).toEqual([]);
+      expect(m.getActuatedResources('si', 'c1-init')?.requests?.memory).toBe('32Mi');
+      expect(m.getActuatedResources('si', 'init')).toEqual(size('100m', '64Mi'));
+    });
+  });
 });
 
 describe('container status resources', () => {

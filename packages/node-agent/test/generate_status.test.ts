@@ -379,3 +379,33 @@ describe('podPhase', () => {
     );
   });
 });
+
+describe('generateAPIPodStatus: in-place resize of a sidecar', () => {
+  it("reports a running sidecar's resources and allocated requests in initContainerStatuses, as an app container's", () => {
+    const size = (cpu: string, memory: string) => ({ requests: { cpu, memory }, limits: { cpu, memory } });
+    const p = pod({
+      containers: [{ name: 'a', image: 'busybox', resources: size('20m', '20Mi') }],
+      initContainers: [
+        { name: 'c1-init', image: 'busybox', restartPolicy: 'Always', resources: size('25m', '25Mi') },
+      ],
+    });
+    const actuated: Record<string, ReturnType<typeof size>> = {
+      a: size('20m', '20Mi'),
+      'c1-init': size('20m', '20Mi'),
+    };
+    const status = generateAPIPodStatus({
+      pod: p,
+      runtime: runtime([container('a', 'running'), container('c1-init', 'running')]),
+      nodeIP: '10.0.0.1',
+      now,
+      resize: { conditions: [], actuated: (name) => actuated[name], allocatedStatus: true },
+    });
+    // The runtime reports no cgroup values here: the last applied resources, not the allocation.
+    expect(status.initContainerStatuses![0]).toMatchObject({
+      name: 'c1-init',
+      resources: size('20m', '20Mi'),
+      allocatedResources: { cpu: '25m', memory: '25Mi' },
+    });
+    expect(status.containerStatuses![0]!.resources).toEqual(size('20m', '20Mi'));
+  });
+});

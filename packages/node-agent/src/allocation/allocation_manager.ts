@@ -10,6 +10,7 @@ import {
   linuxResources,
   type PodStatus,
   type PodSyncResult,
+  resizableContainers,
   resourceChanged,
 } from '@kh/runtime-manager';
 import type { V1Node, V1Pod, V1PodCondition, V1ResourceRequirements } from '@kubernetes/client-node';
@@ -224,17 +225,20 @@ export class AllocationManager implements ActuatedResources {
     }
     this.clear(uid, PodResizeInProgress);
     // Done: a change no cgroup shows (a memory request) is actuated too, so the status reports it.
-    for (const c of pod.spec?.containers ?? []) {
+    for (const { container: c } of resizableContainers(pod)) {
       const actuated = this.actuated.get(uid, c.name);
       if (actuated !== undefined && !sameResources(actuated, c.resources ?? {}))
         this.actuated.set(uid, c.name, c.resources ?? {});
     }
   }
 
-  /** Whether any running container's cgroup values (actuated) differ from its allocation. */
+  /**
+   * Whether any running sidecar's or app container's cgroup values (actuated) differ from its
+   * allocation; a regular init container is never resized.
+   */
   isPodResizeInProgress(pod: V1Pod, status: PodStatus): boolean {
     const uid = pod.metadata?.uid ?? '';
-    return (pod.spec?.containers ?? []).some((c) => {
+    return resizableContainers(pod).some(({ container: c }) => {
       const running = status.containerStatuses.find((s) => s.name === c.name)?.state === 'running';
       const actuated = this.actuated.get(uid, c.name);
       if (!running || actuated === undefined) return false;
