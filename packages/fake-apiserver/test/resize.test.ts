@@ -219,6 +219,86 @@ describe('pods/resize (InPlacePodVerticalScaling, 1.33)', () => {
     expect((await resize('old-node', setResources({ limits: { cpu: '300m' } }))).status).toBe(200);
   });
 
+  describe('init containers', () => {
+    /** c1 with a sidecar c1-init and a regular init container, all Burstable. */
+    const withInits = (name: string) => {
+      const p = sized(name, burstable);
+      const init = (n: string, restartPolicy?: string) => ({
+        name: n,
+        image: 'busybox:1.36',
+        command: ['true'],
+        resources: burstable,
+        ...(restartPolicy ? { restartPolicy } : {}),
+      });
+      p.spec.initContainers = [init('c1-init', 'Always'), init('setup')];
+      return p;
+    };
+    const initPatch = (name: string, r: KObject, extra: KObject = {}) => ({
+      spec: { initContainers: [{ name, resources: r, ...extra }] },
+    });
+
+    it('kubectl 1.33 resizes a restartable init container (sidecar) and its resizePolicy', async () => {
+      const before = await create(withInits('sidecar'));
+      const kubeconfig = join(h.dir, 'kubeconfig');
+      const up = { requests: { cpu: '150m', memory: '96Mi' }, limits: { cpu: '250m', memory: '160Mi' } };
+      const out = await kubectl(KUBECTL.newest, kubeconfig, [
+        'patch',
+        'pod',
+        'sidecar',
+        '--subresource',
+        'resize',
+        '--patch',
+        JSON.stringify(initPatch('c1-init', up)),
+      ]);
+      expect(out.stderr).toBe('');
+      const after = (await h.api.get(`${NS}/sidecar`)).body;
+      expect(after.spec.initContainers[0].resources).toEqual(up);
+      expect(after.spec.initContainers[1].resources).toEqual(burstable);
+      expect(after.spec.containers[0].resources).toEqual(burstable);
+      expect(after.metadata.generation).toBe(before.metadata.generation + 1);
+      const policy = [{ resourceName: 'cpu', restartPolicy: 'RestartContainer' }];
+      const res = await resize('sidecar', initPatch('c1-init', up, { resizePolicy: policy }));
+      expect(res.status).toBe(200);
+      expect(res.body.spec.initContainers[0].resizePolicy).toEqual(policy);
+    });
+
+    it.each([
+      [
+        'a regular init container',
+        initPatch('setup', { requests: { cpu: '150m' } }),
+        'spec: Forbidden: resources for non-sidecar init containers are immutable',
+      ],
+      [
+        "a sidecar's removed limit",
+        initPatch('c1-init', { limits: { cpu: null } }),
+        'spec.initContainers[0].resources.limits: Forbidden: resource limits cannot be removed',
+      ],
+      [
+        'a sidecar resource other than cpu and memory',
+        initPatch('c1-init', { limits: { 'ephemeral-storage': '1Gi' } }),
+        'spec: Forbidden: only cpu and memory resources are mutable',
+      ],
+      [
+        'reordered init containers',
+        [{ op: 'move', from: '/spec/initContainers/1', path: '/spec/initContainers/0' }],
+        'spec.initContainers[0].name: Forbidden: initContainers may not be renamed or reordered on resize',
+      ],
+      [
+        'a removed init container',
+        [{ op: 'remove', path: '/spec/initContainers/1' }],
+        'spec.initContainers: Forbidden: initContainers may not be added or removed on resize',
+      ],
+    ])('refuses %s with 422 in upstream words', async (_what, patch, message) => {
+      const name = `init-${Math.random().toString(36).slice(2, 8)}`;
+      const before = await create(withInits(name));
+      const res = await resize(name, patch, Array.isArray(patch) ? 'json' : 'strategic');
+      expect(res.status).toBe(422);
+      expect(res.body.message).toContain(message);
+      const after = (await h.api.get(`${NS}/${name}`)).body;
+      expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    });
+  });
+
   it('keeps resources immutable through the pods resource itself', async () => {
     await create(sized('plain', burstable));
     const res = await h.api.patch(`${NS}/plain`, 'strategic', setResources({ limits: { cpu: '300m' } }));

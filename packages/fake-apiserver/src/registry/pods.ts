@@ -53,23 +53,31 @@ export const pods: ResourceDef = {
     if (old !== undefined) validatePodSpecUpdate(pod.spec, old.spec, errs);
     validatePodStatus(pod.status, errs);
   },
-  // pods/resize (1.33): the request's containers' resources and resizePolicy over the stored pod;
-  // anything else it carries is dropped. Names travel with them so validation sees a reordering.
+  // pods/resize (1.33): the request's containers' and init containers' resources and
+  // resizePolicy over the stored pod; anything else it carries is dropped. Names travel with them
+  // so validation sees a reordering; validation refuses any change to a non-sidecar init container.
   resize: {
     prepare(pod, old) {
       defaultPod(pod);
       const next = structuredClone(old);
       next.metadata.resourceVersion = pod.metadata.resourceVersion;
-      (pod.spec?.containers ?? []).forEach((c: KObject, i: number) => {
-        const target = next.spec.containers[i];
-        if (target === undefined) return;
-        target.name = c.name;
-        target.resources = c.resources;
-        if (c.resizePolicy === undefined) delete target.resizePolicy;
-        else target.resizePolicy = c.resizePolicy;
-      });
-      if ((pod.spec?.containers ?? []).length !== next.spec.containers.length)
-        next.spec.containers = pod.spec?.containers ?? [];
+      for (const list of ['containers', 'initContainers']) {
+        const have: KObject[] = next.spec[list] ?? [];
+        const given: KObject[] = pod.spec?.[list] ?? [];
+        given.forEach((c, i) => {
+          const target = have[i];
+          if (target === undefined) return;
+          target.name = c.name;
+          if (c.resources === undefined) delete target.resources;
+          else target.resources = c.resources;
+          if (c.resizePolicy === undefined) delete target.resizePolicy;
+          else target.resizePolicy = c.resizePolicy;
+        });
+        if (given.length !== have.length) {
+          if (given.length > 0) next.spec[list] = given;
+          else delete next.spec[list];
+        }
+      }
       return next;
     },
     validate: (pod, errs, old) => validatePodResize(pod, old, errs),

@@ -328,39 +328,60 @@ export function validatePodResize(pod: KObject, old: KObject, errs: FieldErrors)
   const running = (old.status?.containerStatuses ?? []).find((s: KObject) => s.state?.running);
   if (running !== undefined && running.resources === undefined)
     errs.forbidden('spec', 'Pod running on node without support for resize');
-  const ctrs: KObject[] = pod.spec?.containers ?? [];
-  const oldCtrs: KObject[] = old.spec?.containers ?? [];
-  if (ctrs.length !== oldCtrs.length) {
-    errs.forbidden('spec.containers', 'containers may not be added or removed on resize');
-    return;
-  }
+  // The rest assumes both lists kept their order (validatePodResizeContainerOrdering).
   let reordered = false;
-  oldCtrs.forEach((c, i) => {
-    if (ctrs[i]!.name === c.name) return;
-    errs.forbidden(`spec.containers[${i}].name`, 'containers may not be renamed or reordered on resize');
-    reordered = true;
-  });
+  for (const list of ['containers', 'initContainers'] as const) {
+    const ctrs: KObject[] = pod.spec?.[list] ?? [];
+    const oldCtrs: KObject[] = old.spec?.[list] ?? [];
+    if (ctrs.length !== oldCtrs.length) {
+      errs.forbidden(`spec.${list}`, `${list} may not be added or removed on resize`);
+      reordered = true;
+      continue;
+    }
+    oldCtrs.forEach((c, i) => {
+      if (ctrs[i]!.name === c.name) return;
+      errs.forbidden(`spec.${list}[${i}].name`, `${list} may not be renamed or reordered on resize`);
+      reordered = true;
+    });
+  }
   if (reordered) return;
-  oldCtrs.forEach((c, i) => {
-    const f = `spec.containers[${i}].resources`;
-    const now = ctrs[i]!.resources ?? {};
-    if (removed(now.requests, c.resources?.requests))
-      errs.forbidden(`${f}.requests`, 'resource requests cannot be removed');
-    if (removed(now.limits, c.resources?.limits))
-      errs.forbidden(`${f}.limits`, 'resource limits cannot be removed');
-  });
+  // Sidecars are resized as containers are; a regular init container's resources never change.
+  const resizable = (list: string, c: KObject) => list === 'containers' || c.restartPolicy === 'Always';
+  for (const list of ['initContainers', 'containers'] as const) {
+    (old.spec?.[list] ?? []).forEach((c: KObject, i: number) => {
+      if (!resizable(list, c)) return;
+      const f = `spec.${list}[${i}].resources`;
+      const now = pod.spec[list][i].resources ?? {};
+      if (removed(now.requests, c.resources?.requests))
+        errs.forbidden(`${f}.requests`, 'resource requests cannot be removed');
+      if (removed(now.limits, c.resources?.limits))
+        errs.forbidden(`${f}.limits`, 'resource limits cannot be removed');
+    });
+  }
   // With cpu and memory put back as they were, nothing else may differ.
   const rest = (s: KObject) => {
     const c = structuredClone(s);
-    for (const x of c.containers ?? []) {
-      delete x.resizePolicy;
-      for (const kind of ['requests', 'limits']) {
-        for (const r of RESIZABLE) delete x.resources?.[kind]?.[r];
-        if (x.resources?.[kind] && Object.keys(x.resources[kind]).length === 0) delete x.resources[kind];
+    for (const list of ['containers', 'initContainers'] as const) {
+      for (const x of c[list] ?? []) {
+        if (!resizable(list, x)) continue;
+        delete x.resizePolicy;
+        for (const kind of ['requests', 'limits']) {
+          for (const r of RESIZABLE) delete x.resources?.[kind]?.[r];
+          if (x.resources?.[kind] && Object.keys(x.resources[kind]).length === 0) delete x.resources[kind];
+        }
       }
     }
     return c;
   };
-  if (!deepEqual(rest(pod.spec ?? {}), rest(old.spec ?? {})))
-    errs.forbidden('spec', 'only cpu and memory resources are mutable');
+  const now = rest(pod.spec ?? {});
+  const before = rest(old.spec ?? {});
+  const inits = (old.spec?.initContainers ?? []) as KObject[];
+  if (
+    inits.some(
+      (c, i) =>
+        !resizable('initContainers', c) && !deepEqual(now.initContainers[i], before.initContainers[i]),
+    )
+  )
+    errs.forbidden('spec', 'resources for non-sidecar init containers are immutable');
+  else if (!deepEqual(now, before)) errs.forbidden('spec', 'only cpu and memory resources are mutable');
 }
