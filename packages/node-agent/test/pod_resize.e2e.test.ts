@@ -2,8 +2,8 @@
 // the fake apiserver, the node-agent command over the in-memory CRI runtime. An accepted resize
 // reaches the container through UpdateContainerResources and the pod's status; one beyond the
 // node's capacity stays PodResizePending/Infeasible; a memory limit below the container's use
-// stays PodResizeInProgress/Error; a RestartContainer policy restarts; the
-// allocation survives an agent restart.
+// stays PodResizeInProgress/Error; a RestartContainer policy restarts; a sidecar (restartable init
+// container) is resized in place as a container is; the allocation survives an agent restart.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -196,6 +196,59 @@ it('restarts the container when its memory resizePolicy is RestartContainer', as
       : undefined;
   });
   expect(p.status!.containerStatuses![0]!.lastState?.terminated).toBeDefined();
+}, 60_000);
+
+it('resizes a running sidecar (restartable init container) in place and reports it in initContainerStatuses', async () => {
+  const file = join(dir, 'sidecar.json');
+  const container = (name: string) => ({
+    name,
+    image: 'busybox',
+    command: ['sleep', '3600'],
+    resources: size('100m', '64Mi'),
+  });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'sidecar', namespace: 'default' },
+      spec: {
+        nodeName: 'resize-node',
+        initContainers: [{ ...container('c1-init'), restartPolicy: 'Always' }],
+        containers: [container('c1')],
+      },
+    }),
+  );
+  await kubectl(kubeconfig, 'apply', '-f', file);
+  const before = await agent.until('sidecar and c1 running with their resources', async () => {
+    const p = await api.getPod('default', 'sidecar');
+    const ready =
+      p?.status?.containerStatuses?.[0]?.resources && p.status.initContainerStatuses?.[0]?.resources;
+    return ready ? p : undefined;
+  });
+  const side = before.status!.initContainerStatuses![0]!;
+  expect(side.resources).toEqual(size('100m', '64Mi'));
+  const patch = { spec: { initContainers: [{ name: 'c1-init', resources: size('150m', '96Mi') }] } };
+  expect(await resize('sidecar', patch)).toContain('pod/sidecar patched');
+  const grown = await agent.until('the sidecar grown in status', async () => {
+    const p = await api.getPod('default', 'sidecar');
+    const r = p?.status?.initContainerStatuses?.[0]?.resources;
+    return r?.limits?.memory === '96Mi' && r.limits.cpu === '150m' && !condition(p, 'PodResizeInProgress')
+      ? p
+      : undefined;
+  });
+  expect(grown.status!.initContainerStatuses![0]).toMatchObject({
+    restartCount: 0,
+    containerID: side.containerID,
+  });
+  expect(grown.status!.containerStatuses![0]!.resources).toEqual(size('100m', '64Mi'));
+  const id = side.containerID!.split('://')[1]!;
+  expect(updatesFor(id).map((u) => [u.linux!.memoryLimitInBytes, u.linux!.cpuQuota])).toEqual([
+    [96n * Mi, 10_000n],
+    [96n * Mi, 15_000n],
+  ]);
+  const actuated = JSON.parse(readFileSync(join(root, ACTUATED_PODS_STATE), 'utf8'));
+  expect(actuated.podResources[grown.metadata!.uid!]['c1-init']).toEqual(size('150m', '96Mi'));
 }, 60_000);
 
 it('keeps the allocation across an agent restart: nothing is resized again', async () => {
