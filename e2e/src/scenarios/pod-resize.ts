@@ -220,6 +220,8 @@ interface ContainerCase {
   cpuPolicy?: Policy;
   memPolicy?: Policy;
   restarts?: number;
+  /** A restartable init container (a sidecar): in initContainers with restartPolicy Always. */
+  init?: boolean;
 }
 
 /** upstream's offsetCPU / offsetMemory: container i of a case is 2i milli-cpu and 2i Mi bigger. */
@@ -354,7 +356,60 @@ const MULTI_CASES: { name: string; containers: ContainerCase[] }[] = [
     name: 'BestEffort QoS pod - empty resize',
     containers: [{ name: 'c1', original: {}, expected: {} }],
   },
+  ...sidecarCases(),
 ];
+
+/**
+ * Upstream's restartable init container cases: c1 keeps its size, its sidecar c1-init is resized
+ * (the patch names it in spec.initContainers) and judged in initContainerStatuses.
+ */
+function sidecarCases(): { name: string; containers: ContainerCase[] }[] {
+  const G = guaranteed(CPU.original, MEM.original);
+  const sidecar = (name: string, app: Size, original: Size, expected: Size) => ({
+    name,
+    containers: [
+      { name: 'c1', original: app, expected: app },
+      { name: 'c1-init', init: true, original, expected },
+    ],
+  });
+  const guaranteedCase = (name: string, expected: Size) =>
+    sidecar(`Guaranteed QoS pod, ${name}`, G, G, expected);
+  const BURSTABLE_SC = 'Burstable QoS pod, one container, one restartable init container - ';
+  const burstableSidecar = (name: string, app: Size, expected: Size) =>
+    sidecar(`${BURSTABLE_SC}${name}`, app, burstable(), expected);
+  return [
+    guaranteedCase(
+      'one restartable init container - increase CPU & memory',
+      guaranteed(CPU.increased, MEM.increased),
+    ),
+    guaranteedCase(
+      'one restartable init container - decrease CPU & increase memory',
+      guaranteed(CPU.reduced, MEM.increased),
+    ),
+    guaranteedCase(
+      'one container, one restartable init container - decrease init container CPU',
+      guaranteed(CPU.reduced, MEM.original),
+    ),
+    burstableSidecar('increase init container CPU & memory', burstable(), BURSTABLE_UP),
+    burstableSidecar(
+      'decrease init container CPU only',
+      burstable(),
+      burstable({ cpuReq: CPU.reduced, cpuLim: CPU.reducedLimit }),
+    ),
+    burstableSidecar(
+      'increase init container CPU only',
+      burstable(),
+      burstable({ cpuReq: CPU.increased, cpuLim: CPU.increasedLimit }),
+    ),
+    // In these two upstream keeps c1 Guaranteed.
+    burstableSidecar('decrease init container memory requests only', G, burstable({ memReq: MEM.reduced })),
+    burstableSidecar(
+      'increase init container memory only',
+      G,
+      burstable({ memReq: MEM.increased, memLim: MEM.increasedLimit }),
+    ),
+  ];
+}
 
 /** The kubelet's MilliCPUToShares / MilliCPUToQuota and cgroup v2's shares-to-weight. */
 function cgroupWant(s: Size) {
@@ -444,11 +499,12 @@ const sameSize = (r: V1ResourceRequirements | undefined, s: Size) =>
       : {}),
   });
 
-/** What one container should show: its size in spec and status, and its restarts. */
+/** What one container (or sidecar, `init`) should show: its size in spec and status, and its restarts. */
 interface Want {
   name: string;
   size: Size;
   restarts: number;
+  init?: boolean;
 }
 
 /** WaitForPodResizeActuation: spec, status.resources and restarts as expected, no resize condition left. */
@@ -459,8 +515,10 @@ function resizedAll(p: V1Pod, want: Want[]): boolean {
   return (
     !resizing &&
     want.every((w) => {
-      const c = p.spec?.containers?.find((x) => x.name === w.name);
-      const s = p.status?.containerStatuses?.find((x) => x.name === w.name);
+      const specs = w.init ? p.spec?.initContainers : p.spec?.containers;
+      const statuses = w.init ? p.status?.initContainerStatuses : p.status?.containerStatuses;
+      const c = specs?.find((x) => x.name === w.name);
+      const s = statuses?.find((x) => x.name === w.name);
       return (
         sameSize(c?.resources, w.size) &&
         sameSize(s?.resources, w.size) &&
@@ -473,9 +531,25 @@ function resizedAll(p: V1Pod, want: Want[]): boolean {
 
 const resized = (p: V1Pod, size: Size, restarts: number) => resizedAll(p, [{ name: 'c1', size, restarts }]);
 
-/** kubectl 1.33 patch --subresource resize with each named container's new resources. */
-async function resizeAll(ctx: ScenarioContext, pod: string, sizes: { name: string; size: Size }[]) {
-  const containers = sizes.map((c) => ({ name: c.name, resources: requirements(c.size) }));
+/**
+ * kubectl 1.33 patch --subresource resize with each named container's new resources; a sidecar's
+ * (`init`) go in spec.initContainers.
+ */
+async function resizeAll(
+  ctx: ScenarioContext,
+  pod: string,
+  sizes: { name: string; size: Size; init?: boolean }[],
+) {
+  const entries = (init: boolean) =>
+    sizes
+      .filter((c) => (c.init ?? false) === init)
+      .map((c) => ({ name: c.name, resources: requirements(c.size) }));
+  const containers = entries(false);
+  const initContainers = entries(true);
+  const spec = {
+    ...(containers.length > 0 ? { containers } : {}),
+    ...(initContainers.length > 0 ? { initContainers } : {}),
+  };
   return ctx.kubectl(
     [
       '-n',
@@ -486,7 +560,7 @@ async function resizeAll(ctx: ScenarioContext, pod: string, sizes: { name: strin
       '--subresource',
       'resize',
       '--patch',
-      JSON.stringify({ spec: { containers } }),
+      JSON.stringify({ spec }),
     ],
     { version: '1.33' },
   );
@@ -550,26 +624,34 @@ async function runMultiCase(
   index: number,
 ): Promise<void> {
   const pod = `resize-m${index}`;
+  const container = (x: ContainerCase) =>
+    sh(ctx, x.name, 'trap exit TERM; while true; do sleep 1; done', {
+      resources: requirements(x.original),
+      resizePolicy: [
+        { resourceName: 'cpu', restartPolicy: x.cpuPolicy ?? 'NotRequired' },
+        { resourceName: 'memory', restartPolicy: x.memPolicy ?? 'NotRequired' },
+      ],
+      ...(x.init ? { restartPolicy: 'Always' } : {}),
+    });
+  const sidecars = c.containers.filter((x) => x.init);
   await createPod(
     ctx,
     podFor(ctx, pod, {
-      containers: c.containers.map((x) =>
-        sh(ctx, x.name, 'trap exit TERM; while true; do sleep 1; done', {
-          resources: requirements(x.original),
-          resizePolicy: [
-            { resourceName: 'cpu', restartPolicy: x.cpuPolicy ?? 'NotRequired' },
-            { resourceName: 'memory', restartPolicy: x.memPolicy ?? 'NotRequired' },
-          ],
-        }),
-      ),
+      containers: c.containers.filter((x) => !x.init).map(container),
+      ...(sidecars.length > 0 ? { initContainers: sidecars.map(container) } : {}),
     }),
   );
-  const before = c.containers.map((x) => ({ name: x.name, size: x.original, restarts: 0 }));
+  const want = (size: (x: ContainerCase) => Size, restarts: (x: ContainerCase) => number) =>
+    c.containers.map((x) => ({ name: x.name, size: size(x), restarts: restarts(x), init: x.init }));
+  const before = want(
+    (x) => x.original,
+    () => 0,
+  );
   await waitForPod(ctx, pod, 'Running at its original sizes', (p) => resizedAll(p, before));
   const out = await resizeAll(
     ctx,
     pod,
-    c.containers.map((x) => ({ name: x.name, size: x.expected })),
+    c.containers.map((x) => ({ name: x.name, size: x.expected, init: x.init })),
   );
   // An empty resize changes nothing, and kubectl says so.
   ctx.check.ok(
@@ -578,7 +660,10 @@ async function runMultiCase(
     out.stdout.trim(),
     `pod/${pod} patched`,
   );
-  const after = c.containers.map((x) => ({ name: x.name, size: x.expected, restarts: x.restarts ?? 0 }));
+  const after = want(
+    (x) => x.expected,
+    (x) => x.restarts ?? 0,
+  );
   await waitForPod(ctx, pod, `resized (${JSON.stringify(after)})`, (p) => resizedAll(p, after), 60_000);
   for (const x of c.containers) await expectCgroup(ctx, pod, x.expected, 'after the resize', x.name);
 }
@@ -702,7 +787,7 @@ export const podResize: Scenario = {
   estimateMs: 180_000,
   isolation: 'namespace',
   description:
-    'pod_resize.go (1.33): Guaranteed and Burstable pods resized up and down in place with kubectl 1.33 patch --subresource resize, judged from the container cgroup files (v1 or v2); RestartContainer restarts; an infeasible resize stays PodResizePending/Infeasible; a QoS-changing resize is refused; a memory limit below the use stays PodResizeInProgress/Error',
+    'pod_resize.go (1.33): Guaranteed and Burstable pods resized up and down in place with kubectl 1.33 patch --subresource resize, judged from the container cgroup files (v1 or v2); RestartContainer restarts; an infeasible resize stays PodResizePending/Infeasible; a QoS-changing resize is refused; a memory limit below the use stays PodResizeInProgress/Error; restartable init containers (sidecars) resized in place beside their app container',
   needs: ['real-containers'],
   upstream: [
     ...[...CASES, ...MULTI_CASES].map((c) => ({ file: FILE, case: `${DESCRIBE} ${c.name}` })),
