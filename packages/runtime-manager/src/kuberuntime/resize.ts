@@ -51,24 +51,55 @@ export interface ContainerToUpdate {
 
 export type ContainersToUpdate = Record<ResizableResource, ContainerToUpdate[]>;
 
-/** The cgroup values a resource sets: memory.limit, cpu shares and quota. */
+/** The cgroup values a resource sets, its limit first: memory.limit; cpu quota, then shares. */
 function cgroupValues(r: LinuxContainerResources, name: ResizableResource): bigint[] {
-  return name === 'memory' ? [r.memoryLimitInBytes] : [r.cpuShares, r.cpuQuota];
+  return name === 'memory' ? [r.memoryLimitInBytes] : [r.cpuQuota, r.cpuShares];
 }
 
-/** -1, 0 or 1: how the resource moves from current to desired (a limit of 0 is unlimited). */
+/** Whether value i of a resource is a limit, where 0 means none (shares are a weight). */
+const isLimit = (name: ResizableResource, i: number) => name === 'memory' || i === 0;
+
+/** A value to compare: a limit of 0 (none) is above every limit. */
+const comparable = (name: ResizableResource, i: number, v: bigint) =>
+  isLimit(name, i) && v === 0n ? BigInt(Number.MAX_SAFE_INTEGER) : v;
+
+/**
+ * -1, 0 or 1: how a container's resource moves, by its limit when that changes, else by its
+ * request, as the kubelet's markContainerForUpdate orders them.
+ */
 function direction(u: ContainerToUpdate, name: ResizableResource): number {
   const from = cgroupValues(u.current, name);
   const to = cgroupValues(u.desired, name);
-  const unlimited = (v: bigint) => (v === 0n ? BigInt(Number.MAX_SAFE_INTEGER) : v);
-  // Shares are a weight (0 never means unlimited); quota and memory limits 0 mean no limit.
-  const weight = name === 'cpu' ? [(v: bigint) => v, unlimited] : [unlimited];
-  for (const [i, f] of weight.entries()) {
-    const a = f(from[i]!);
-    const b = f(to[i]!);
+  for (const i of from.keys()) {
+    const a = comparable(name, i, from[i]!);
+    const b = comparable(name, i, to[i]!);
     if (a !== b) return b > a ? 1 : -1;
   }
   return 0;
+}
+
+/**
+ * How each of the pod's totals of a resource moves, limit first (its containers' values summed; no
+ * limit when one of them has none). The kubelet's resizeContainers sets a pod limit that grows
+ * before the containers and one that shrinks after them, so that on cgroup v1 no child ever holds
+ * a quota or limit above its parent's.
+ */
+function podTotalMoves(pod: V1Pod, list: ContainerToUpdate[], name: ResizableResource): number[] {
+  const updated = new Map(list.map((u) => [u.name, u]));
+  const containers = resizableContainers(pod).map((x) => x.container);
+  return cgroupValues(list[0]!.current, name).map((_, i) => {
+    const total = (side: 'current' | 'desired') => {
+      const values = containers.map((c) => {
+        const u = updated.get(c.name);
+        return cgroupValues(u ? u[side] : linuxResources(c), name)[i]!;
+      });
+      return isLimit(name, i) && values.some((v) => v === 0n)
+        ? BigInt(Number.MAX_SAFE_INTEGER)
+        : values.reduce((a, b) => a + b, 0n);
+    };
+    const [a, b] = [total('current'), total('desired')];
+    return a === b ? 0 : b > a ? 1 : -1;
+  });
 }
 
 /** Whether a resource's cgroup values differ between the two. */
@@ -241,8 +272,8 @@ function podMemoryLimit(pod: V1Pod): bigint {
 }
 
 /**
- * doPodResizeAction: per resource (memory, then cpu), the pod cgroup first when it grows, the
- * containers (decreases first), the pod cgroup last when it shrinks. Each container's other
+ * doPodResizeAction: per resource (memory, then cpu), the pod cgroup first when a total of it
+ * grows, the containers (decreases first), the pod cgroup last when a total shrinks. Each container's other
  * resource keeps its current value until its own turn; the actuated record follows each call.
  * A memory limit lowered below the use throws before anything changes; otherwise it throws at
  * the first failure, leaving the record at what was applied.
@@ -263,8 +294,13 @@ export async function doPodResizeAction(
   for (const name of ['memory', 'cpu'] as const) {
     const list = update[name];
     if (list.length === 0) continue;
-    const moves = list.map((u) => direction(u, name));
-    if (moves.some((d) => d > 0)) await deps.podCgroups?.update(pod);
+    // The pod cgroup takes all its values at once, so its limit decides when: before the
+    // containers when it grows, after them when it shrinks; shares (a weight, which no kernel
+    // refuses) go with it, and alone they go before when they grow.
+    const [limit = 0, request = 0] = podTotalMoves(pod, list, name);
+    const grows = limit > 0 || (limit === 0 && request > 0);
+    const shrinks = !grows && (limit < 0 || request < 0);
+    if (grows) await deps.podCgroups?.update(pod);
     for (const u of list) {
       const base = applied.get(u.name) ?? u.current;
       const next: LinuxContainerResources =
@@ -281,6 +317,6 @@ export async function doPodResizeAction(
       const record = deps.actuated.getActuatedResources(uid, u.name);
       deps.actuated.setActuatedResources(uid, u.name, withResource(record, u.container.resources, name));
     }
-    if (moves.some((d) => d < 0)) await deps.podCgroups?.update(pod);
+    if (shrinks) await deps.podCgroups?.update(pod);
   }
 }

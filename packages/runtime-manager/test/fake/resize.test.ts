@@ -123,15 +123,39 @@ describe('in-place pod resize (syncPod with actuated resources)', () => {
       'down:32',
       'up:96',
     ]);
-    // One container grows and one shrinks: the pod cgroup is set before and after both.
-    const before = order[0]!.split('@')[1];
-    expect(order).toEqual([`pod:96Mi,32Mi@${before}`, `pod:96Mi,32Mi@${Number(before) + 2}`]);
+    // One container grows and one shrinks, the pod's total shrinks (192Mi to 128Mi): the pod
+    // cgroup takes it after both.
+    const after = h.fake.calls.filter((m) => m === 'UpdateContainerResources').length;
+    expect(order).toEqual([`pod:96Mi,32Mi@${after}`]);
 
     order.length = 0;
-    await h.sync(resized(pod, { up: res('100m', '48Mi'), down: res('100m', '32Mi') }));
-    // A shrink only: after the container.
-    const shrunk = Number(before) + 3;
-    expect(order).toEqual([`pod:48Mi,32Mi@${shrunk}`]);
+    await h.sync(resized(pod, { up: res('100m', '160Mi'), down: res('100m', '32Mi') }));
+    // The total grows (128Mi to 192Mi): before the container.
+    expect(order).toEqual([`pod:160Mi,32Mi@${after}`]);
+  });
+
+  it("moves cpu by its limit first: a lower request with a higher limit grows the pod's quota before the container's", async () => {
+    const { h } = await start();
+    const burst = (cpu: string, limit: string): V1ResourceRequirements => ({
+      requests: { cpu, memory: '64Mi' },
+      limits: { cpu: limit, memory: '64Mi' },
+    });
+    const pod = makePod('cpu', [ctr('c1', { resources: burst('20m', '30m') })]);
+    await h.sync(pod);
+    const updatesSoFar = () => h.fake.calls.filter((m) => m === 'UpdateContainerResources').length;
+    const n0 = updatesSoFar();
+    order.length = 0;
+    const mark = h.fake.callLog.length;
+    // On cgroup v1 a child's cpu.cfs_quota_us above its parent's is EINVAL.
+    await h.sync(resized(pod, { c1: burst('15m', '35m') }));
+    expect(order).toEqual([`pod:64Mi@${n0}`]);
+    expect(updates(h, mark).map((u) => [u.linux.cpuQuota, u.linux.cpuShares])).toEqual([[3500n, 15n]]);
+
+    // A higher request with a lower limit: the container first, then the pod's smaller quota
+    // (with its larger shares).
+    order.length = 0;
+    await h.sync(resized(pod, { c1: burst('25m', '25m') }));
+    expect(order).toEqual([`pod:64Mi@${n0 + 2}`]);
   });
 
   it('restarts a container whose resizePolicy says RestartContainer for the resource that changed', async () => {
