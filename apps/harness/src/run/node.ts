@@ -2,6 +2,7 @@
 // agent on the node with its own KubeletConfiguration and kubeconfig, and the node counts as
 // ready once the API shows it Ready (the agent's own verdict, as a user would see it).
 
+import { setTimeout as delay } from 'node:timers/promises';
 import { cgroupRootForKubepods } from '@kh/node-agent/command';
 import { done, notYet, until } from '@kh/testkit';
 import type { CoreV1Api } from '@kubernetes/client-node';
@@ -91,11 +92,7 @@ function readyNode(
   const criCallLog = new CriCallLogReader(started.host, agentPath(AGENT_CRI_CALL_LOG, started.agent?.dir));
   // A (re)start returns once the new agent serves, so the next step or cell never measures the
   // agent's start-up: its first status post, its registration events, its healthz not listening.
-  const start = async (begin: () => Promise<void>) => {
-    const since = Date.now();
-    await begin();
-    await waitStarted(since);
-  };
+  const start = (begin: () => Promise<void>) => startOnSecondBoundary(begin, waitStarted);
   return {
     backend,
     started,
@@ -126,10 +123,26 @@ function readyNode(
 }
 
 /**
- * Waits until an agent started at `since` serves: its healthz port listens (it does so only after
- * its start-up writes) and it has posted a Ready heartbeat of its own. The Node's Ready condition
- * alone can be the stopped agent's last post; heartbeats have whole seconds, so one in the second
- * `since` falls in may be the old agent's and only a later second counts.
+ * Starts an agent (`begin`) on the next whole second and waits for it from there. Heartbeats have
+ * whole seconds, and a new agent posts one at once, then not again for nodeStatusReportFrequency:
+ * started on a boundary, its first post always counts and the stopped agent's last one (made before
+ * the boundary) never does.
+ */
+export async function startOnSecondBoundary(
+  begin: () => Promise<void>,
+  waitStarted: (since: number) => Promise<void>,
+): Promise<void> {
+  const since = Math.ceil(Date.now() / 1000) * 1000;
+  await delay(since - Date.now());
+  await begin();
+  await waitStarted(since);
+}
+
+/**
+ * Waits until an agent started at `since` (a whole second, after the old agent stopped) serves: its
+ * healthz port listens (it does so only after its start-up writes) and it has posted a Ready
+ * heartbeat of its own, at or after `since`. The Node's Ready condition alone can be the stopped
+ * agent's last post.
  */
 async function waitAgentStarted(
   core: CoreV1Api,
@@ -148,7 +161,7 @@ async function waitAgentStarted(
     },
     { timeoutMs: NODE_READY_TIMEOUT_MS, intervalMs: 500, describe: `node-agent on ${nodeName} listening` },
   );
-  await waitNodeReady(core, nodeName, agent, NODE_READY_TIMEOUT_MS, Math.ceil(since / 1000) * 1000);
+  await waitNodeReady(core, nodeName, agent, NODE_READY_TIMEOUT_MS, since);
 }
 
 /**
