@@ -55,10 +55,13 @@ interface TestRuntime {
 }
 
 /** The runtime's CRI, over the node's socket; stopping it removes the node and all it ran. */
-async function inNode(node: StartedNodeContainer, webSocketProtocol: string): Promise<TestRuntime> {
+async function inNode(
+  node: StartedNodeContainer,
+  images: { busybox: string; httpd: string },
+  webSocketProtocol: string,
+): Promise<TestRuntime> {
   try {
     const cri = await CriClient.connect(node.criEndpointOnHost);
-    const images = await ensureImages(['busybox', 'httpd']);
     return {
       cri,
       images: { busybox: normalizeImageRef(images.busybox), httpd: normalizeImageRef(images.httpd) },
@@ -91,7 +94,7 @@ const runtimes: Record<string, () => Promise<TestRuntime>> = {
       await node.stop();
       throw err;
     }
-    return inNode(node, 'v5.channel.k8s.io');
+    return inNode(node, images, 'v5.channel.k8s.io');
   },
   containerd: async () => {
     const images = await ensureImages(['pause', 'busybox', 'httpd', 'node']);
@@ -101,7 +104,7 @@ const runtimes: Record<string, () => Promise<TestRuntime>> = {
       .withImages(images.busybox, images.httpd)
       .start();
     // containerd 1.7's streaming server predates v5.
-    return inNode(node, 'v4.channel.k8s.io');
+    return inNode(node, images, 'v4.channel.k8s.io');
   },
 };
 
