@@ -9,6 +9,7 @@ import { critestMain } from './critest/cli.js';
 import { critestNodesMain } from './critest/nodes-cli.js';
 import type { ConformanceOptions } from './framework/framework.js';
 import { writeOut } from './framework/output.js';
+import { SUITE_CLI_OPTIONS } from './suite/cli-args.js';
 import { compareSides, formatComparison, suiteSide } from './suite/compare.js';
 import { formatSummary, toJUnitXml } from './suite/report.js';
 import { runConformance, type SuiteResult } from './suite/runner.js';
@@ -50,26 +51,7 @@ async function main(args: string[]): Promise<number> {
   if (args[0] === 'critest-nodes') return critestNodesMain(args.slice(1));
   const { values } = parseArgs({
     args,
-    options: {
-      endpoint: { type: 'string', multiple: true },
-      'image-prefix': { type: 'string', default: '' },
-      'busybox-image': { type: 'string' },
-      'httpd-image': { type: 'string' },
-      registry: { type: 'string' },
-      'registry-image': { type: 'string', default: 'kh/busybox:conformance' },
-      'registry-auth': { type: 'string' },
-      'log-dir': { type: 'string' },
-      'log-dir-local': { type: 'string' },
-      'host-port-address': { type: 'string', default: '127.0.0.1' },
-      'host-port-ip': { type: 'string', default: '' },
-      'cgroup-parent': { type: 'string', default: '' },
-      'streaming-unreachable': { type: 'string' },
-      focus: { type: 'string' },
-      junit: { type: 'string' },
-      json: { type: 'string' },
-      timeout: { type: 'string', default: '120' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
+    options: SUITE_CLI_OPTIONS,
     strict: true,
   });
   if (values.help) {

@@ -3,7 +3,6 @@
 export { critestSides } from './critest/cli.js';
 export {
   DEFAULT_NODE_SIDES,
-  dockershimCommand,
   NODE_SIDES,
   type NodeCritestOptions,
   type NodeCritestRun,
@@ -30,7 +29,17 @@ export {
   defineGroup,
   Skip,
 } from './framework/framework.js';
+export {
+  cliInNode,
+  conformanceCli,
+  dockershimCli,
+  PROJECT_IN_NODE,
+  withCheckout,
+} from './node/checkout.js';
+export { dockershimCommand, startDockershim } from './node/dockershim.js';
+export { type NodeSuiteRun, runConformanceInNode } from './node/suite.js';
 export { ALL_CASES } from './suite/cases.js';
+export { SUITE_CLI_OPTIONS, type SuiteCliOptions, suiteCliArgs } from './suite/cli-args.js';
 export {
   type Comparison,
   type ComparisonRow,

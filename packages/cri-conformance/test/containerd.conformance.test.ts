@@ -10,13 +10,14 @@ import {
 } from '@kh/testkit';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConformance, type SuiteResult } from '../src/index.js';
-import { EVERY_CASE, expectCase, NODE_CONTAINER_SKIPS } from './expectations.js';
+import { type NodeSuiteRun, runConformanceInNode, withCheckout } from '../src/index.js';
+import { EVERY_CASE, expectCase } from './expectations.js';
 import { nodeSuiteOptions, REGISTRY_IMAGE } from './node_options.js';
 import { pushUniqueImage } from './unique_image.js';
 
 // The same suite against containerd's built-in CRI, in a kind-style node container, pulling from a
-// registry with basic auth on the node's network (as registry:5000).
+// registry with basic auth on the node's network (as registry:5000). The suite runs in the node,
+// next to containerd, as in dockershim-in-node.conformance.test.ts.
 
 const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
 const runId = `conformance-ctrd-${randomBytes(4).toString('hex')}`;
@@ -24,7 +25,6 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 /** Skips allowed on this machine, with the reason they must carry. */
 const ALLOWED_SKIPS: Record<string, RegExp> = {
-  ...NODE_CONTAINER_SKIPS,
   // containerd 1.6 has no GetContainerEvents (added in 1.7).
   'GetContainerEvents streams created, started, stopped and deleted': /GetContainerEvents is not implemented/,
 };
@@ -42,7 +42,7 @@ const KNOWN_FAILURES_1_6: Record<string, RegExp> = {
 let network: StartedTestNetwork;
 let node: StartedNodeContainer;
 let registry: StartedRegistryContainer;
-let result: SuiteResult;
+let run: NodeSuiteRun;
 
 beforeAll(async () => {
   const refs = await ensureImages(['pause', 'busybox', 'httpd', 'node'], { progress });
@@ -51,7 +51,7 @@ beforeAll(async () => {
     .withNetwork(network)
     .withBasicAuth('kh', `pw-${runId}`)
     .start();
-  node = await new NodeContainer(refs.node)
+  node = await withCheckout(new NodeContainer(refs.node))
     .withRuntime('containerd')
     .withNetwork(network)
     .withPauseImage(refs.pause)
@@ -59,7 +59,8 @@ beforeAll(async () => {
     .withProgress(progress)
     .start();
   await pushUniqueImage(docker, refs.busybox, runId, registry, REGISTRY_IMAGE);
-  result = await runConformance(nodeSuiteOptions({ node, network, registry, refs, runId }), { progress });
+  run = await runConformanceInNode(node, nodeSuiteOptions({ node, network, registry, refs }));
+  progress(run.stderr);
 }, 900_000);
 
 afterAll(async () => {
@@ -70,11 +71,11 @@ afterAll(async () => {
 
 describe('conformance of containerd (built-in CRI) in a node container', () => {
   it('is containerd', () => {
-    expect(result.runtime.name).toBe('containerd');
+    expect(run.result?.runtime.name, run.stderr).toBe('containerd');
   });
 
   it.each(EVERY_CASE)('%s', (_, name) => {
-    const failures = /^1\.6\./.test(result.runtime.version) ? KNOWN_FAILURES_1_6 : {};
-    expectCase(result, name, { skips: ALLOWED_SKIPS, failures });
+    const failures = /^1\.6\./.test(run.result?.runtime.version ?? '') ? KNOWN_FAILURES_1_6 : {};
+    expectCase(run.result, name, { skips: ALLOWED_SKIPS, failures });
   });
 });

@@ -3,11 +3,14 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { dockershimCli, withRuntimeLog } from '../src/critest/nodes.js';
+import { withRuntimeLog } from '../src/critest/nodes.js';
 import { critestNodesMain } from '../src/critest/nodes-cli.js';
 import {
   type CritestSite,
+  cliInNode,
+  conformanceCli,
   critestAt,
+  dockershimCli,
   dockershimCommand,
   formatNodeRun,
   type NodeCritestRun,
@@ -47,6 +50,16 @@ describe('the dockershim in a node', () => {
     expect(existsSync(cli)).toBe(true);
     expect(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces).toBeDefined();
     expect(existsSync(join(root, 'node_modules/@grpc/grpc-js'))).toBe(true);
+  });
+});
+
+describe('our commands in a node', () => {
+  it('run from one checkout, mounted at one place in every node', () => {
+    const suite = conformanceCli();
+    expect(suite.root).toBe(dockershimCli().root);
+    expect(existsSync(suite.cli)).toBe(true);
+    expect(cliInNode(suite)).toBe('/opt/kh/packages/cri-conformance/dist/cli.js');
+    expect(cliInNode(dockershimCli())).toBe('/opt/kh/packages/dockershim/dist/cli.js');
   });
 });
 

@@ -45,6 +45,17 @@ describe('runtime configuration', () => {
     expect(toml).toContain('root = "/var/lib/containerd"');
     expect(toml).toContain('disable_apparmor = true');
     expect(toml).not.toContain('netns_mounts_under_state_dir');
+    // containerd's own default (the node's loopback) unless asked.
+    expect(toml).not.toContain('stream_server_address');
+  });
+
+  test("a node's streaming server on the node's own address, for clients outside the node", () => {
+    const toml = containerdConfig({
+      pauseImage: 'p:1',
+      socketPath: '/run/kh/c.sock',
+      streamServerAddress: '',
+    });
+    expect(toml).toContain('stream_server_address = ""');
   });
 
   test("a HostContainerd's containerd keeps everything under its own directory", () => {

@@ -1,27 +1,25 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { dirname, join, relative } from 'node:path';
+import { join } from 'node:path';
 import {
   cleanUpOnInterrupt,
   criToolsDir,
   DEFAULT_CRI_TOOLS_VERSION,
   DEFAULT_NODE_RELEASE,
   DOCKERSHIM_CNI_FLAGS,
-  done,
   ensureImages,
-  NODE_BINARY_IN_NODE,
   NodeContainer,
   type NodeImageInfo,
   type NodeRelease,
   nodeImageInfo,
   nodeImageName,
-  notYet,
   POD_SUBNET,
   type StartedNodeContainer,
-  until,
 } from '@kh/testkit';
+import { dockershimCli, withCheckout } from '../node/checkout.js';
+import { startDockershim } from '../node/dockershim.js';
+import { shellQuote } from '../node/shell.js';
 import { runtimeLogLines, type SpecResult, troubledSpecs } from './report.js';
 import { type CritestOptions, type CritestResult, type CritestSite, critestAt, runtimeOf } from './run.js';
 
@@ -49,8 +47,6 @@ const SHIM_NETWORK: Partial<Record<NodeSide, readonly string[]>> = {
 const CRITEST_IN_NODE = '/usr/local/bin/critest';
 /** How much of the runtime's log (the node's output) a failed spec's lines are looked up in. */
 const RUNTIME_LOG_LINES = 100_000;
-/** Where the checkout is mounted (read-only) in a docker node, for the dockershim. */
-const PROJECT_IN_NODE = '/opt/kh';
 
 export interface NodeCritestOptions
   extends Pick<CritestOptions, 'focus' | 'skip' | 'skips' | 'flakeAttempts' | 'timeoutMs' | 'progress'> {
@@ -74,43 +70,6 @@ export interface NodeCritestRun {
   /** One result per side, in the order of `sides`. */
   results: CritestResult[];
 }
-
-/** The dockershim's CLI and the checkout that holds it (its dependencies resolve inside). */
-export function dockershimCli(): { root: string; cli: string } {
-  let entry: string;
-  try {
-    entry = realpathSync(createRequire(import.meta.url).resolve('@kh/dockershim'));
-  } catch {
-    throw new Error('@kh/dockershim is not installed here: run `npm ci` in the kubelet-harness checkout');
-  }
-  const cli = join(dirname(entry), 'cli.js');
-  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npx turbo run build\` first`);
-  for (let dir = dirname(cli); dir !== dirname(dir); dir = dirname(dir)) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && 'workspaces' in JSON.parse(readFileSync(manifest, 'utf8')))
-      return { root: dir, cli };
-  }
-  throw new Error(`no npm workspace root above ${cli}`);
-}
-
-/** The dockershim's argv in a docker node: serve CRI where the node's CRI endpoint points. */
-export function dockershimCommand(
-  node: Pick<StartedNodeContainer, 'criEndpointInNode' | 'runtimeEndpointInNode'>,
-  o: { cliInNode: string; pauseImage: string; shimArgs?: readonly string[] },
-): string[] {
-  return [
-    NODE_BINARY_IN_NODE,
-    o.cliInNode,
-    `--listen=${node.criEndpointInNode}`,
-    `--docker-endpoint=${node.runtimeEndpointInNode}`,
-    `--pod-infra-container-image=${o.pauseImage}`,
-    // The node lacks CAP_SYS_RESOURCE (PLATFORM.md): a negative oom_score_adj would fail.
-    '--restrict-oom-score-adj',
-    ...(o.shimArgs ?? []),
-  ];
-}
-
-const shellQuote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
 
 /**
  * critest inside a started node, against the node's CRI socket. The images file and report go
@@ -176,7 +135,6 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
   const sides = opts.sides ?? DEFAULT_NODE_SIDES;
   const nodeImage = nodeImageName(release);
   const refs = await ensureImages(['pause', 'busybox', 'httpd', nodeImage], { progress });
-  const shim = sides.some((side) => SHIM_NETWORK[side]) ? dockershimCli() : undefined;
   const results: CritestResult[] = [];
   for (const side of sides) {
     const builder = new NodeContainer(refs[nodeImage])
@@ -185,21 +143,16 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
       .withBindMounts([{ source: critest, target: CRITEST_IN_NODE, mode: 'ro' }])
       .withProgress(progress);
     const shimNetwork = SHIM_NETWORK[side];
-    if (shimNetwork && shim)
-      builder.withHostNode().withBindMounts([{ source: shim.root, target: PROJECT_IN_NODE, mode: 'ro' }]);
+    if (shimNetwork) withCheckout(builder, dockershimCli().root);
     const node = await builder.start();
     // Ctrl-C during a run of several minutes removes the node too.
     const stopNode = cleanUpOnInterrupt(() => node.stop());
     try {
       // The runtime's own names for the images (containerd's normalised ones; Docker resolves them alike).
       const [busybox = '', httpd = ''] = await node.loadImages([refs.busybox, refs.httpd]);
-      if (shimNetwork && shim) {
+      if (shimNetwork) {
         await node.loadImages([refs.pause]);
-        await startDockershim(node, {
-          cliInNode: `${PROJECT_IN_NODE}/${relative(shim.root, shim.cli)}`,
-          pauseImage: refs.pause,
-          shimArgs: [...shimNetwork, ...shimArgs],
-        });
+        await startDockershim(node, { pauseImage: refs.pause, shimArgs: [...shimNetwork, ...shimArgs] });
         // As a kubelet passes on its Node's pod CIDR: the shim writes the node's CNI config from it.
         if (side === 'dockershim') await node.updatePodCidr(POD_SUBNET);
       }
@@ -210,27 +163,4 @@ export async function runCritestInNodes(opts: NodeCritestOptions = {}): Promise<
     }
   }
   return { release, nodeImage: await nodeImageInfo(refs[nodeImage]), critest, shimArgs, results };
-}
-
-/** Starts the dockershim in a docker node, in the background, and waits until it answers CRI. */
-async function startDockershim(
-  node: StartedNodeContainer,
-  o: { cliInNode: string; pauseImage: string; shimArgs: readonly string[] },
-): Promise<void> {
-  const log = `${node.sharedDirInNode}/dockershim.log`;
-  const argv = dockershimCommand(node, o).map(shellQuote).join(' ');
-  await node.execOk(['sh', '-c', `setsid ${argv} > ${log} 2>&1 < /dev/null &`]);
-  await until(
-    async () => {
-      try {
-        return done(await runtimeOf(node.criEndpointOnHost));
-      } catch (err) {
-        const tail = await readFile(join(node.sharedDirOnHost, 'dockershim.log'), 'utf8').catch(() => '');
-        return notYet(
-          `${(err as Error).message}; dockershim.log: ${tail.trim().split('\n').slice(-5).join(' | ')}`,
-        );
-      }
-    },
-    { timeoutMs: 30_000, intervalMs: 200, describe: 'the dockershim in the node to answer CRI' },
-  );
 }

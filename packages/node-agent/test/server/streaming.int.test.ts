@@ -1,6 +1,8 @@
 /**
- * The kubelet server's /exec, /attach, /portForward and /run against real runtimes (our dockershim
- * on the host Docker, and containerd's CRI plugin as a private host process): x509 client
+ * The kubelet server's /exec, /attach, /portForward and /run against real runtimes, each in a
+ * kind-style node container of the default release (our dockershim next to the node's dockerd, and
+ * containerd's CRI plugin); the host's engine only runs the nodes. Their streaming servers listen on
+ * the node's address, where this process, the kubelet server, reaches them. x509 client
  * certificates authenticate, the SubjectAccessReview seam authorizes, CRI hands out the runtime's
  * streaming URL and the agent proxies the client's upgrade to it. The clients are
  * @kh/cri-streaming's SPDY ones and a bare WebSocket, the way kubectl and the API server dial.
@@ -11,6 +13,7 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
+import { normalizeImageRef } from '@kh/apimachinery';
 import {
   type ContainerConfig,
   ContainerState,
@@ -18,10 +21,17 @@ import {
   type DeepPartial,
   PodSandboxState,
 } from '@kh/cri-api';
+import { startDockershim, withCheckout } from '@kh/cri-conformance';
 import { PortForwardClient, type StreamingError, streamRemoteCommand } from '@kh/cri-streaming';
-import { DockerShim } from '@kh/dockershim';
 import type { RunningPod } from '@kh/runtime-manager';
-import { ensureImages, HostContainerd, removeLeftovers, type StartedHostContainerd } from '@kh/testkit';
+import {
+  containerdRuntime,
+  DOCKERSHIM_CNI_FLAGS,
+  ensureImages,
+  NodeContainer,
+  POD_SUBNET,
+  type StartedNodeContainer,
+} from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -44,47 +54,57 @@ interface TestRuntime {
   stop(): Promise<void>;
 }
 
-const runtimes: Record<string, (dir: string) => Promise<TestRuntime>> = {
-  dockershim: async (dir) => {
-    const images = await ensureImages(['pause', 'busybox', 'httpd']);
-    const shim = await DockerShim.start({
-      socketPath: join(dir, 'dockershim.sock'),
-      podInfraContainerImage: images.pause,
-      restrictOomScoreAdj: true,
-      // Docker's bridge: the host has no CNI config.
-      networkPlugin: 'docker',
-      log: () => undefined,
-    });
-    const cri = await CriClient.connect(shim.endpoint);
+/** The runtime's CRI, over the node's socket; stopping it removes the node and all it ran. */
+async function inNode(
+  node: StartedNodeContainer,
+  images: { busybox: string; httpd: string },
+  webSocketProtocol: string,
+): Promise<TestRuntime> {
+  try {
+    const cri = await CriClient.connect(node.criEndpointOnHost);
     return {
       cri,
-      images,
-      webSocketProtocol: 'v5.channel.k8s.io',
+      images: { busybox: normalizeImageRef(images.busybox), httpd: normalizeImageRef(images.httpd) },
+      webSocketProtocol,
       stop: async () => {
         cri.close();
-        await shim.close();
-        // Whatever a failed run left behind, by the run label on every object we created.
-        await removeLeftovers({ runId: RUN });
+        await node.stop();
       },
     };
+  } catch (err) {
+    await node.stop();
+    throw err;
+  }
+}
+
+const runtimes: Record<string, () => Promise<TestRuntime>> = {
+  dockershim: async () => {
+    const images = await ensureImages(['pause', 'busybox', 'httpd', 'node']);
+    const node = await withCheckout(new NodeContainer(images.node))
+      .withRuntime('docker')
+      .withImages(images.pause, images.busybox, images.httpd)
+      .start();
+    try {
+      await startDockershim(node, {
+        pauseImage: images.pause,
+        shimArgs: [...DOCKERSHIM_CNI_FLAGS, `--streaming-address=${node.ipAddress()}:0`],
+      });
+      await node.updatePodCidr(POD_SUBNET);
+    } catch (err) {
+      await node.stop();
+      throw err;
+    }
+    return inNode(node, images, 'v5.channel.k8s.io');
   },
   containerd: async () => {
-    const images = await ensureImages(['pause', 'busybox', 'httpd']);
-    const ctrd: StartedHostContainerd = await new HostContainerd()
+    const images = await ensureImages(['pause', 'busybox', 'httpd', 'node']);
+    const node = await new NodeContainer(images.node)
+      .withRuntime(containerdRuntime({ streamServerAddress: '' }))
       .withPauseImage(images.pause)
-      .withImages([images.busybox, images.httpd])
+      .withImages(images.busybox, images.httpd)
       .start();
-    const cri = await CriClient.connect(ctrd.endpoint);
-    return {
-      cri,
-      images,
-      // containerd 1.6 predates v5.
-      webSocketProtocol: 'v4.channel.k8s.io',
-      stop: () => {
-        cri.close();
-        return ctrd.stop();
-      },
-    };
+    // containerd 1.7's streaming server predates v5.
+    return inNode(node, images, 'v4.channel.k8s.io');
   },
 };
 
@@ -180,7 +200,7 @@ describe.each(Object.keys(runtimes))('kubelet streaming endpoints on %s', (runti
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'kh-agent-streaming-'));
-    rt = await runtimes[runtimeName]!(dir);
+    rt = await runtimes[runtimeName]!();
     ca = await TestCA.create();
     admin = await ca.issue('kube-apiserver-kubelet-client', ['system:masters']);
     tls = await generateSelfSignedCert('node-a', ['127.0.0.1']);

@@ -34,6 +34,8 @@ export function containerdConfig(options: {
   handlers?: Readonly<Record<string, ContainerdHandler>>;
   /** The handler pods get when they name none (default runc). */
   defaultHandler?: string;
+  /** See ContainerdRuntimeOptions.streamServerAddress. */
+  streamServerAddress?: string;
 }): string {
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   const q = JSON.stringify;
@@ -53,6 +55,9 @@ export function containerdConfig(options: {
         ...ifNode([
           "# The node's capabilities and AppArmor come from the outer engine; do not load profiles here.",
           'disable_apparmor = true',
+          ...(options.streamServerAddress === undefined
+            ? []
+            : [`stream_server_address = ${q(options.streamServerAddress)}`]),
         ]),
         ...ifHost([
           "# Network namespaces under our state dir instead of the host's shared /var/run/netns.",
@@ -123,6 +128,12 @@ export interface ContainerdRuntimeOptions {
   setup?: readonly string[];
   /** More files in the node (a handler's wrapper script, its config). */
   files?: readonly NodeFile[];
+  /**
+   * Where the CRI streaming server (the URLs of Exec, Attach, PortForward) listens. Default
+   * containerd's, the node's loopback; '' is the node's own address (containerd picks the default
+   * route's), which a process outside the node can reach.
+   */
+  streamServerAddress?: string;
 }
 
 /** containerd in a kind-style node; with handlers, more OCI runtimes behind the same CRI. */
@@ -143,6 +154,9 @@ export function containerdRuntime(options: ContainerdRuntimeOptions = {}): NodeR
               socketPath: runtimeSocket,
               ...(options.handlers ? { handlers: options.handlers } : {}),
               ...(options.defaultHandler ? { defaultHandler: options.defaultHandler } : {}),
+              ...(options.streamServerAddress === undefined
+                ? {}
+                : { streamServerAddress: options.streamServerAddress }),
             }),
             target: CONTAINERD_CONFIG_PATH,
           },
