@@ -201,7 +201,7 @@ export async function generateContainerConfig(
       resources: linuxResources(container),
       securityContext: {
         ...linuxContainerSecurityContext(ctx.security, pod, container, imageUser),
-        namespaceOptions: { ...namespaceOptions(pod, true), targetId: '', usernsOptions: undefined },
+        namespaceOptions: await namespaceOptions(ctx, pod, true),
       },
     },
     windows: undefined,
