@@ -157,6 +157,20 @@ describe('runMatrix', () => {
     }
   }, 30_000);
 
+  it('records a cell whose scenario skips at run time as skipped with its reason, never passed', async () => {
+    const skips = scenario('skips', async (ctx) => {
+      ctx.note('looked at the node');
+      ctx.skip('runtime fake does not support user namespaces');
+    });
+    const r = await runMatrix(
+      deps({ events: [] }, { scenarios: [skips, passes], backends: [fakeBackend('alpha')] }),
+    );
+    expect(r.cells.map((c) => [c.scenario, c.outcome, c.reason])).toEqual([
+      ['skips', 'skipped', 'runtime fake does not support user namespaces'],
+      ['passes', 'passed', undefined],
+    ]);
+  });
+
   it("records a scenario's start-up floor in its cell, typed, never from a note", async () => {
     const floor = { singleMs: 250, burst: { pods: 30, p50: 4_000, p90: 4_500, p99: 4_700 } };
     const measures = scenario('measures', async (ctx) => {
