@@ -81,7 +81,6 @@ import { cgroupDriverFromCri } from './runtime/cgroup_driver.js';
 import type { NodeRuntime } from './runtime/node_runtime.js';
 import { runtimeSandboxImage } from './runtime/sandbox_image.js';
 import { RuntimeHealthMonitor, RuntimeState } from './runtime_health.js';
-import { UsernsManager } from './userns/userns_manager.js';
 import { KubeRuntimeClassApi } from './runtimeclass/client.js';
 import { RuntimeClassManager } from './runtimeclass/manager.js';
 import {
@@ -101,6 +100,7 @@ import { PodStatusManager } from './status/status_manager.js';
 import { SysctlAllowlist, safeSysctls } from './sysctl/allowlist.js';
 import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
+import { UsernsManager } from './userns/userns_manager.js';
 import { type Logger, silentLogger } from './util/log.js';
 import { KubePodObjectsApi } from './volumemanager/objects_client.js';
 import { ApiPodObjectSource } from './volumemanager/pod_objects.js';

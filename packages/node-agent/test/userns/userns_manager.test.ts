@@ -8,8 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   MAPPINGS_FILE,
   USER_NS_UNIT_LENGTH,
-  type UsernsManagerOptions,
   UsernsManager,
+  type UsernsManagerOptions,
 } from '../../src/userns/userns_manager.js';
 
 const supporting: RuntimeHandler[] = [

@@ -54,8 +54,8 @@ import {
   type ManagerContext,
   type PathMapping,
   type RuntimeHandlerResolver,
-  type UserNamespaceProvider,
   recordEvent,
+  type UserNamespaceProvider,
 } from './context.js';
 import { ContainerGC, type ContainerGCReport } from './gc.js';
 import { hashContainer } from './hash.js';
