@@ -80,6 +80,17 @@ describe('UsernsManager', () => {
     expect(await restarted.getOrCreateUserNamespaceMappings(pod('a', false), '')).toEqual(a);
   });
 
+  it('allocates one at a time: concurrent calls never share a range or give one pod two', async () => {
+    const m = await manager(twoSlots);
+    const [a1, b, a2] = await Promise.all([
+      m.getOrCreateUserNamespaceMappings(pod('a', false), ''),
+      m.getOrCreateUserNamespaceMappings(pod('b', false), ''),
+      m.getOrCreateUserNamespaceMappings(pod('a', false), ''),
+    ]);
+    expect(a2).toEqual(a1);
+    expect(b.uids[0]?.hostId).not.toBe(a1.uids[0]?.hostId);
+  });
+
   it('fails cleanly when the pool is exhausted, and allocates again once a pod is gone', async () => {
     const m = await manager(twoSlots);
     await m.getOrCreateUserNamespaceMappings(pod('a', false), '');
