@@ -157,6 +157,12 @@ describe('user namespaces (UserNamespacesSupport)', () => {
     expect(r.steps.filter((s) => s.error)).toEqual([]);
     const mode = { mode: NamespaceMode.POD, uids: [RANGE], gids: [RANGE] };
     expect(usernsSent()).toEqual([mode, mode, mode]);
+    // Every mount (here the termination message file) is ID-mapped like the pod.
+    const mounts = h
+      .requests<CreateContainerRequest>('CreateContainer')
+      .flatMap((r) => r.config?.mounts ?? []);
+    expect(mounts.length).toBeGreaterThan(0);
+    for (const m of mounts) expect([m.uidMappings, m.gidMappings]).toEqual([[RANGE], [RANGE]]);
     expect(userns.calls).toEqual([
       { pod: 'userns', handler: '' },
       { pod: 'userns', handler: '' },
@@ -170,6 +176,10 @@ describe('user namespaces (UserNamespacesSupport)', () => {
     await h.sync(makePod('host-users', [ctr('app')], { hostUsers: true }));
     const node = { mode: NamespaceMode.NODE, uids: [], gids: [] };
     expect(usernsSent()).toEqual([node, node, node, node]);
+    const mounts = h
+      .requests<CreateContainerRequest>('CreateContainer')
+      .flatMap((r) => r.config?.mounts ?? []);
+    for (const m of mounts) expect([m.uidMappings, m.gidMappings]).toEqual([[], []]);
   });
 
   it("fails the sandbox with the manager's reason before asking the runtime for one", async () => {
