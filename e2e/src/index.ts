@@ -27,7 +27,7 @@ import { priorityDiskEviction, priorityMemoryEviction } from './scenarios/priori
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
-import { securityContext } from './scenarios/security-context.js';
+import { securityContext, securityContextUserns } from './scenarios/security-context.js';
 import { startup } from './scenarios/startup.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 import { subpath } from './scenarios/subpath.js';
@@ -56,6 +56,7 @@ export const scenarios: Scenario[] = [
   logRotation,
   criSurface,
   securityContext,
+  securityContextUserns,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,

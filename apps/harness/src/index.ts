@@ -9,6 +9,7 @@ export {
   type Isolation,
   type Scenario,
   type ScenarioContext,
+  ScenarioSkipped,
 } from './framework/scenario.js';
 export type * from './node/host.js';
 export { toJUnit } from './results/junit.js';

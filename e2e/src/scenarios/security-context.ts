@@ -516,6 +516,126 @@ const CASES: Case[] = [
   },
 ];
 
+const HOST_USERS = 'Security Context When creating a pod with HostUsers';
+
+/**
+ * Upstream's supportsUserNS (e2e_node): the runtime's default handler announces user namespaces,
+ * as the node agent reports it in status.runtimeHandlers from CRI Status. Undefined when it does;
+ * otherwise why not, in the node's and the runtime's words.
+ */
+async function userNamespacesUnsupported(ctx: ScenarioContext): Promise<string | undefined> {
+  const node = await ctx.core.readNode({ name: ctx.nodeName });
+  const handler = node.status?.runtimeHandlers?.find((h) => h.name === '');
+  if (handler?.features?.userNamespaces === true) return undefined;
+  const runtime = `${ctx.backend.runtimeName} ${ctx.backend.runtimeVersion}`;
+  return handler
+    ? `runtime ${runtime} does not support user namespaces: its default handler announces features.userNamespaces=${handler.features?.userNamespaces ?? 'unset'} (node status.runtimeHandlers, from CRI Status)`
+    : `runtime ${runtime} announces no runtime handlers in CRI Status (node status.runtimeHandlers is empty), so no user namespace support`;
+}
+
+/** Upstream's makePod(false): busybox printing its uid_map, in a user namespace of its own. */
+const usernsPod = (ctx: ScenarioContext, name: string) =>
+  onePod(ctx, name, { command: ['cat', '/proc/self/uid_map'] }, { hostUsers: false });
+
+/** Upstream's newConfigMap and secretForTest: three keys each. */
+async function configMapAndSecret(ctx: ScenarioContext, name: string, secret: boolean): Promise<number> {
+  const data = { 'data-1': 'value-1', 'data-2': 'value-2', 'data-3': 'value-3' };
+  await ctx.core.createNamespacedConfigMap({ namespace: ctx.namespace, body: { metadata: { name }, data } });
+  if (secret) {
+    const stringData = Object.fromEntries(Object.entries(data).map(([k, v]) => [k, `${v}\n`]));
+    await ctx.core.createNamespacedSecret({
+      namespace: ctx.namespace,
+      body: { metadata: { name }, stringData },
+    });
+  }
+  return Object.keys(data).length;
+}
+
+/** Prints the numeric group of every file under /vol (the kubelet's symlinks left out). */
+const STAT_GROUPS = "stat -c='%g' $(find /vol/ -type f)";
+
+const USERNS_CASES: Case[] = [
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${HOST_USERS} must create the user namespace if set to false [LinuxOnly]`,
+    async run(ctx) {
+      // Each pod maps 65536 IDs, and no two pods the same ones.
+      const names = ['userns-1', 'userns-2'];
+      await Promise.all(names.map((n) => usernsPod(ctx, n)));
+      const logs = await Promise.all(
+        names.map(async (n) => {
+          await waitForSuccess(ctx, n);
+          return logOf(ctx, n);
+        }),
+      );
+      for (const [i, log] of logs.entries()) {
+        ctx.check.ok(`pod ${names[i]}: its uid_map maps 65536 IDs`, log.includes('65536'), log, '65536');
+      }
+      ctx.check.ok('the two pods run with different user namespace mappings', logs[0] !== logs[1], logs);
+    },
+  },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${HOST_USERS} should mount all volumes with proper permissions with hostUsers=false [LinuxOnly]`,
+    async run(ctx) {
+      // Every file of every volume belongs to root inside the container (group 0).
+      const name = 'pod-userns-volumes';
+      const keys = await configMapAndSecret(ctx, 'userns-volumes-test', true);
+      const items = [{ path: 'name', fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } }];
+      await onePod(
+        ctx,
+        name,
+        {
+          command: ['sh', '-c', STAT_GROUPS],
+          volumeMounts: ['cfg', 'secret', 'downward', 'projected'].map((v) => ({
+            name: v,
+            mountPath: `/vol/${v}/`,
+          })),
+        },
+        {
+          hostUsers: false,
+          volumes: [
+            { name: 'cfg', configMap: { name: 'userns-volumes-test' } },
+            { name: 'secret', secret: { secretName: 'userns-volumes-test' } },
+            { name: 'downward', downwardAPI: { items } },
+            {
+              name: 'projected',
+              projected: {
+                sources: [{ downwardAPI: { items } }, { secret: { name: 'userns-volumes-test' } }],
+              },
+            },
+          ],
+        },
+      );
+      await waitForSuccess(ctx, name);
+      // config map + secret + one downward file + (secret + one downward file) projected.
+      await expectOutput(ctx, name, '=0\n'.repeat(keys + keys + 1 + (keys + 1)));
+    },
+  },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${HOST_USERS} should set FSGroup to user inside the container with hostUsers=false [LinuxOnly]`,
+    async run(ctx) {
+      // The config map's files belong to the pod's fsGroup, seen as the same group inside.
+      const name = 'pod-userns-fsgroup';
+      const fsGroup = 200;
+      const keys = await configMapAndSecret(ctx, 'userns-fsgroup-test', false);
+      await onePod(
+        ctx,
+        name,
+        { command: ['sh', '-c', STAT_GROUPS], volumeMounts: [{ name: 'cfg', mountPath: '/vol/cfg/' }] },
+        {
+          hostUsers: false,
+          securityContext: { fsGroup },
+          volumes: [{ name: 'cfg', configMap: { name: 'userns-fsgroup-test' } }],
+        },
+      );
+      await waitForSuccess(ctx, name);
+      await expectOutput(ctx, name, `=${fsGroup}\n`.repeat(keys));
+    },
+  },
+];
+
 /** Issue 35's own checks: what the kubelet's defaults confine, read from inside the container. */
 async function confinement(ctx: ScenarioContext): Promise<void> {
   const script =
@@ -576,5 +696,26 @@ export const securityContext: Scenario = {
   timeoutMs: 300_000,
   async run(ctx) {
     await allChecks([...CASES.map((c) => c.run(ctx)), confinement(ctx)]);
+  },
+};
+
+/**
+ * Upstream's hostUsers: false cases, apart from security-context because they need what only some
+ * runtimes have: on a node whose runtime does not announce user namespaces (Docker through the
+ * dockershim, containerd before 2.0) the cell is skipped with the runtime's reason, never passed.
+ */
+export const securityContextUserns: Scenario = {
+  name: 'security-context-userns',
+  estimateMs: 30_000,
+  isolation: 'namespace',
+  description:
+    'security_context.go hostUsers: false cases: pods in user namespaces of their own (65536 IDs each, no two alike), every volume root-owned inside, fsGroup kept; skipped where the runtime announces no user namespace support',
+  needs: ['real-containers'],
+  upstream: USERNS_CASES.map((c) => ({ file: c.file, case: c.case })),
+  timeoutMs: 240_000,
+  async run(ctx) {
+    const unsupported = await userNamespacesUnsupported(ctx);
+    if (unsupported) ctx.skip(unsupported);
+    await allChecks(USERNS_CASES.map((c) => c.run(ctx)));
   },
 };

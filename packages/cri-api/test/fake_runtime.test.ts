@@ -449,6 +449,23 @@ describe('FakeRuntime through CriClient over a unix socket', () => {
     expect((await cri.runtimeConfig({})).linux?.cgroupDriver).toBe(CgroupDriver.CGROUPFS);
   });
 
+  it('announces its handlers, with user namespace support only when started with it', async () => {
+    expect((await cri.status({})).runtimeHandlers).toEqual([
+      { name: '', features: { recursiveReadOnlyMounts: false, userNamespaces: false } },
+      { name: 'runc', features: { recursiveReadOnlyMounts: false, userNamespaces: false } },
+    ]);
+    const userns = await FakeRuntime.start({ clock, userNamespaces: true, runtimeHandlers: [] });
+    const client = await CriClient.connect(userns.endpoint, { timeoutMs: 5_000 });
+    try {
+      expect((await client.status({})).runtimeHandlers).toEqual([
+        { name: '', features: { recursiveReadOnlyMounts: false, userNamespaces: true } },
+      ]);
+    } finally {
+      client.close();
+      await userns.stop();
+    }
+  });
+
   it('reports container stats for running containers', async () => {
     const podId = await runPod('p');
     const id = await startContainer(podId, 'app');

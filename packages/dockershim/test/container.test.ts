@@ -6,6 +6,7 @@ import {
   ContainerState,
   FailedPreconditionError,
   InvalidArgumentError,
+  NamespaceMode,
   NotFoundError,
 } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
@@ -104,6 +105,39 @@ describe('containers', () => {
       NotFoundError,
     );
     expect(fake.calls.slice(calls)).toEqual([]);
+  });
+
+  it('refuses a per-pod user namespace with INVALID_ARGUMENT and runs mode NODE as before', async () => {
+    const userns = (mode: NamespaceMode) => ({
+      linux: {
+        securityContext: {
+          namespaceOptions: {
+            usernsOptions: {
+              mode,
+              uids: [{ hostId: 65536, containerId: 0, length: 65536 }],
+              gids: [{ hostId: 65536, containerId: 0, length: 65536 }],
+            },
+          },
+        },
+      },
+    });
+    const calls = fake.calls.length;
+    const refused = h.client.runPodSandbox({ config: h.podConfig(userns(NamespaceMode.POD)) });
+    await expect(refused).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(refused).rejects.toThrow(
+      'user namespace mode POD is not supported by docker: it has no per-pod user namespaces, only the daemon-wide userns-remap',
+    );
+    expect(fake.calls.slice(calls).filter((c) => c.startsWith('create'))).toEqual([]);
+    const { podId, config } = await h.runPod(userns(NamespaceMode.NODE));
+    await expect(
+      h.client.createContainer({
+        podSandboxId: podId,
+        config: h.containerConfig('userns', userns(NamespaceMode.POD)),
+        sandboxConfig: config,
+      }),
+    ).rejects.toBeInstanceOf(InvalidArgumentError);
+    const id = await h.runContainer(podId, config, 'host-users', userns(NamespaceMode.NODE), false);
+    expect(fake.requestOf(id).HostConfig).not.toHaveProperty('UsernsMode');
   });
 
   it('creates the container in the sandbox namespaces, with its labels and log path', async () => {

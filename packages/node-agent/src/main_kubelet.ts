@@ -100,6 +100,7 @@ import { PodStatusManager } from './status/status_manager.js';
 import { SysctlAllowlist, safeSysctls } from './sysctl/allowlist.js';
 import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
+import { UsernsManager } from './userns/userns_manager.js';
 import { type Logger, silentLogger } from './util/log.js';
 import { KubePodObjectsApi } from './volumemanager/objects_client.js';
 import { ApiPodObjectSource } from './volumemanager/pod_objects.js';
@@ -141,6 +142,15 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
       }
     : given;
   const node = nodeBasics(deps);
+  // The runtime's handlers (from its Status) decide whether a hostUsers: false pod may run.
+  const runtimeState = new RuntimeState(node.clock);
+  const userNamespaces = featureEnabled(deps.config, 'UserNamespacesSupport')
+    ? await UsernsManager.create({
+        podsDir: deps.runtimeManager?.podsDir ?? node.podsDir,
+        maxPods: deps.config.maxPods,
+        runtimeHandlers: () => runtimeState.runtimeHandlers(),
+      })
+    : undefined;
   const machine = await readMachineInfo({ rootDir: deps.options.rootDir });
   // The container manager makes the QoS cgroups before any sandbox needs its pod's cgroup. Its
   // Burstable shares count the active pods, which the pod layer built below knows.
@@ -166,8 +176,8 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
         admit: admitHandlers,
       })
     : undefined;
-  const runtime = await newRuntime(deps, node, podCgroups, allocation);
-  const nodeSide = await newNodeSide(deps, node, runtime, machine);
+  const runtime = await newRuntime(deps, node, podCgroups, allocation, userNamespaces);
+  const nodeSide = { ...(await newNodeSide(deps, node, runtime, machine)), runtimeState };
   // Standalone: no API server, so no pods, admission, eviction or mirrors either.
   const { kubeConfig } = deps;
   if (!kubeConfig || !node.recorder) return newKubelet(nodeSide);
@@ -187,6 +197,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     recorder: node.recorder,
     startup: runtime.startup,
     podCgroups,
+    ...(userNamespaces ? { userNamespaces } : {}),
     log: deps.log,
     ...(allocation
       ? {
@@ -345,6 +356,7 @@ async function newRuntime(
   node: NodeBasics,
   podCgroups: PodCgroups,
   allocation: AllocationManager | undefined,
+  userNamespaces: UsernsManager | undefined,
 ): Promise<RuntimeParts> {
   const { options, config, resolved, cri, imageCri, kubeConfig, log } = deps;
   const { clock, hostname, podsDir, recorder } = node;
@@ -389,6 +401,7 @@ async function newRuntime(
     // A resize changes the pod cgroup before the containers grow and after they shrink.
     podCgroups,
     ...(allocation ? { actuatedResources: allocation } : {}),
+    ...(userNamespaces ? { userNamespaces } : {}),
     // A resize reads the pods' memory use before it lowers a limit.
     podStats: stats,
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
@@ -616,6 +629,8 @@ export interface KubeletDeps {
   authenticator?: Authenticator;
   authorizer?: Authorizer;
   servers?: KubeletParts['servers'];
+  /** Shared with the user namespace manager, which reads the runtime's handlers; made here when absent. */
+  runtimeState?: RuntimeState;
 }
 
 /**
@@ -627,7 +642,7 @@ export function newKubelet(deps: KubeletDeps): Kubelet {
   const log = deps.log ?? silentLogger;
   const metrics = deps.metrics ?? new KubeletMetrics();
   const nodeName = deps.identity.nodeName;
-  const runtimeState = new RuntimeState(clock);
+  const runtimeState = deps.runtimeState ?? new RuntimeState(clock);
   const { pleg } = deps;
   if (pleg) runtimeState.addHealthCheck('PLEG', () => pleg.healthy());
   const nodeStatus = new NodeStatusSnapshotter({
@@ -798,6 +813,8 @@ export function newPodLayer(opts: {
   startup?: PodStartupTracker;
   /** Pod cgroups: made before a pod's sandbox, removed by housekeeping once it no longer runs. */
   podCgroups?: PodCgroups;
+  /** Housekeeping frees the user namespaces of pods that are gone. */
+  userNamespaces?: UsernsManager;
   log?: Logger;
   /** In-place resize: the allocation manager and how a pass reads the runtime's status anew. */
   resize?: Omit<NonNullable<PodSyncDeps['resize']>, 'allocation'> & { allocation: AllocationManager };
@@ -854,6 +871,7 @@ export function newPodLayer(opts: {
     ...(opts.recorder ? { recorder: opts.recorder } : {}),
     ...(startup ? { startup } : {}),
     ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
+    ...(opts.userNamespaces ? { userNamespaces: opts.userNamespaces } : {}),
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.resize ? { allocation: opts.resize.allocation } : {}),
   });

@@ -2,7 +2,7 @@
 // and the Ready condition reads the state's errors. Health checks (PLEG) plug in by name.
 
 import { sleep, type TimerClock } from '@kh/apimachinery';
-import type { RuntimeCondition, RuntimeFeatures, RuntimeStatus } from '@kh/runtime-manager';
+import type { RuntimeCondition, RuntimeFeatures, RuntimeHandler, RuntimeStatus } from '@kh/runtime-manager';
 import { type Logger, silentLogger } from './util/log.js';
 
 /** The kubelet declares the runtime down when Status has not succeeded for this long. */
@@ -17,6 +17,7 @@ export class RuntimeState {
   private runtimeError: string | undefined;
   private networkError: string | undefined;
   private features: RuntimeFeatures | undefined;
+  private handlers: readonly RuntimeHandler[] | undefined;
   private readonly healthChecks: { name: string; fn: HealthCheck }[] = [];
 
   constructor(
@@ -48,6 +49,16 @@ export class RuntimeState {
 
   runtimeFeatures(): RuntimeFeatures | undefined {
     return this.features;
+  }
+
+  /** The handlers the runtime's last Status announced (node status, the user namespace check). */
+  setRuntimeHandlers(handlers: readonly RuntimeHandler[]): void {
+    this.handlers = handlers;
+  }
+
+  /** Undefined until the runtime answered Status once. */
+  runtimeHandlers(): readonly RuntimeHandler[] | undefined {
+    return this.handlers;
   }
 
   runtimeErrors(): string[] {
@@ -98,6 +109,7 @@ export class RuntimeHealthMonitor {
     try {
       const status = await this.opts.runtime.status();
       state.setRuntimeFeatures(status.features);
+      state.setRuntimeHandlers(status.runtimeHandlers);
       const network = status.conditions.find((c) => c.type === 'NetworkReady');
       state.setNetworkError(
         network?.status

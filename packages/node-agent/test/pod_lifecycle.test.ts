@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import {
   type ContainerID,
@@ -16,6 +19,7 @@ import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
 import { PodManager } from '../src/pods/pod_manager.js';
 import { PodStartupTracker } from '../src/pods/startup_tracker.js';
 import { ReasonCache } from '../src/status/reason_cache.js';
+import { UsernsManager } from '../src/userns/userns_manager.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { relistingPodCache } from './helpers/pleg.js';
 
@@ -64,7 +68,9 @@ afterEach(() => {
   for (const stop of stops.splice(0)) stop();
 });
 
-function setup(opts: { startup?: PodStartupTracker; podCgroups?: PodCgroups } = {}) {
+function setup(
+  opts: { startup?: PodStartupTracker; podCgroups?: PodCgroups; userNamespaces?: UsernsManager } = {},
+) {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
   const runtime = new RecordingRuntime();
@@ -403,5 +409,38 @@ describe('pod cgroups (the container manager)', () => {
     await new Promise((r) => setTimeout(r, 0));
     await lifecycle.handlePodCleanups();
     expect(podCgroups.kept.at(-1)).toEqual(['a']);
+  });
+
+  it('housekeeping frees the user namespaces of pods neither wanted nor running', async () => {
+    const podsDir = await mkdtemp(join(tmpdir(), 'kh-userns-'));
+    stops.push(() => void rm(podsDir, { recursive: true, force: true }));
+    const userNamespaces = await UsernsManager.create({
+      podsDir,
+      maxPods: 110,
+      runtimeHandlers: () => [
+        { name: '', supportsRecursiveReadOnlyMounts: false, supportsUserNamespaces: true },
+      ],
+    });
+    const { runtime, lifecycle, workers } = setup({ userNamespaces });
+    const userns = (name: string): V1Pod => ({
+      ...pod(name),
+      spec: { ...pod(name).spec!, hostUsers: false },
+    });
+    for (const name of ['a', 'gone', 'ghost'])
+      await userNamespaces.getOrCreateUserNamespaceMappings(userns(name), '');
+    await lifecycle.handlePodAdditions([userns('a')]);
+    await workers.settle();
+    runtime.running = [{ uid: 'ghost', name: 'ghost', namespace: 'default', sandboxes: [], containers: [] }];
+    await lifecycle.handlePodCleanups();
+    expect(['a', 'gone', 'ghost'].map((uid) => userNamespaces.allocatedTo(uid) !== undefined)).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    runtime.running = [];
+    await new Promise((r) => setTimeout(r, 0));
+    await lifecycle.handlePodCleanups();
+    expect(userNamespaces.allocatedTo('ghost')).toBeUndefined();
+    expect(userNamespaces.allocatedTo('a')).toBeDefined();
   });
 });

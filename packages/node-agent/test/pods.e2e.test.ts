@@ -2,10 +2,17 @@
 // in-memory CRI runtime. A pod created with kubectl reaches Running with a full status, a pod
 // that does not fit is rejected with OutOfcpu, and kubectl delete completes once the agent has
 // stopped the pod.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ContainerState, FakeRuntime, PodSandboxState } from '@kh/cri-api';
+import {
+  ContainerState,
+  type CreateContainerRequest,
+  FakeRuntime,
+  NamespaceMode,
+  PodSandboxState,
+  type RunPodSandboxRequest,
+} from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KubeNodeApi } from '../src/api/node_api.js';
@@ -28,7 +35,8 @@ function apply(pod: object): Promise<string> {
 }
 
 beforeAll(async () => {
-  fake = await FakeRuntime.start({ socketPath: join(dir, 'cri.sock') });
+  // Its handlers announce user namespaces, as containerd 2 does.
+  fake = await FakeRuntime.start({ socketPath: join(dir, 'cri.sock'), userNamespaces: true });
   fake.addImage('docker.io/library/busybox:latest', 1_000_000);
   apiserver = await startTestApiServer();
   ({ kubeconfig, api } = apiserver);
@@ -187,6 +195,48 @@ it('restarts a container whose liveness probe fails, and follows readiness into 
   });
   expect(unready.status?.containerStatuses?.[0]?.restartCount).toBe(1);
   await kubectl(kubeconfig, 'delete', 'pod', 'probed', '--timeout=20s');
+}, 40_000);
+
+it('runs a hostUsers: false pod in its own user namespace and frees its range once it is deleted', async () => {
+  const node = await api.getNode('pod-node');
+  expect(node?.status?.runtimeHandlers).toEqual([
+    { name: '', features: { recursiveReadOnlyMounts: false, userNamespaces: true } },
+    { name: 'runc', features: { recursiveReadOnlyMounts: false, userNamespaces: true } },
+  ]);
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'userns', namespace: 'default' },
+    spec: { nodeName: 'pod-node', hostUsers: false, containers: [{ name: 'main', image: 'busybox' }] },
+  });
+  const pod = await agent.until('userns Running', async () => {
+    const p = await api.getPod('default', 'userns');
+    return p?.status?.phase === 'Running' ? p : undefined;
+  });
+  const uid = pod.metadata?.uid ?? '';
+  const sandboxes = fake.callLog
+    .filter((c) => c.method === 'RunPodSandbox')
+    .map((c) => (c.request as RunPodSandboxRequest).config)
+    .filter((config) => config?.metadata?.uid === uid);
+  const containers = fake.callLog
+    .filter((c) => c.method === 'CreateContainer')
+    .map((c) => c.request as CreateContainerRequest)
+    .filter((r) => r.sandboxConfig?.metadata?.uid === uid)
+    .map((r) => r.config);
+  const sent = [...sandboxes, ...containers].map(
+    (config) => config?.linux?.securityContext?.namespaceOptions?.usernsOptions,
+  );
+  const file = JSON.parse(readFileSync(join(dir, 'root', 'pods', uid, 'userns'), 'utf8'));
+  const range = file.uidMappings[0];
+  expect(range).toMatchObject({ containerId: 0, length: 65536 });
+  expect(range.hostId % 65536).toBe(0);
+  expect(file.gidMappings).toEqual([range]);
+  const userns = { mode: NamespaceMode.POD, uids: [range], gids: [range] };
+  expect(sent).toEqual([userns, userns]);
+  await kubectl(kubeconfig, 'delete', 'pod', 'userns', '--timeout=20s');
+  await agent.until('userns file removed', async () =>
+    existsSync(join(dir, 'root', 'pods', uid, 'userns')) ? undefined : true,
+  );
 }, 40_000);
 
 it('leaves pods running on SIGTERM and adopts them on restart', async () => {

@@ -10,6 +10,7 @@ const healthy: RuntimeStatus = {
     { type: 'RuntimeReady', status: true, reason: '', message: '' },
     { type: 'NetworkReady', status: true, reason: '', message: '' },
   ],
+  runtimeHandlers: [{ name: '', supportsRecursiveReadOnlyMounts: false, supportsUserNamespaces: true }],
 };
 
 function setup() {
@@ -33,6 +34,18 @@ describe('runtime health', () => {
   it('is not ready before the first successful Status', () => {
     const { state } = setup();
     expect(state.runtimeErrors()).toEqual(['container runtime status check may not have completed yet']);
+  });
+
+  it('keeps the handlers of the last Status that answered (the user namespace check reads them)', async () => {
+    const { state, monitor, respond } = setup();
+    expect(state.runtimeHandlers()).toBeUndefined();
+    await monitor.check();
+    expect(state.runtimeHandlers()).toEqual(healthy.runtimeHandlers);
+    respond(async () => {
+      throw new Error('connection refused');
+    });
+    await monitor.check();
+    expect(state.runtimeHandlers()).toEqual(healthy.runtimeHandlers);
   });
 
   it('reads "container runtime is down" once Status has failed for 30s, and recovers', async () => {
@@ -68,6 +81,7 @@ describe('runtime health', () => {
           message: 'cni config uninitialized',
         },
       ],
+      runtimeHandlers: [],
     }));
     await monitor.check();
     expect(state.runtimeErrors()).toEqual([
@@ -77,7 +91,7 @@ describe('runtime health', () => {
     expect(state.networkErrors()).toEqual([
       'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized',
     ]);
-    respond(async () => ({ conditions: [] }));
+    respond(async () => ({ conditions: [], runtimeHandlers: [] }));
     await monitor.check();
     expect(state.networkErrors()).toEqual([
       'container runtime network not ready: NetworkReady condition missing',

@@ -87,6 +87,26 @@ describe('node status setters', () => {
     expect(node.status?.features).toEqual({ supplementalGroupsPolicy: true });
   });
 
+  it("report the runtime's handlers and what each supports, as status.runtimeHandlers", () => {
+    const node: V1Node = {};
+    run(node, snapshot(), new Date(0));
+    expect(node.status?.runtimeHandlers).toBeUndefined();
+    run(
+      node,
+      snapshot({
+        runtimeHandlers: [
+          { name: '', supportsRecursiveReadOnlyMounts: true, supportsUserNamespaces: true },
+          { name: 'runc', supportsRecursiveReadOnlyMounts: false, supportsUserNamespaces: false },
+        ],
+      }),
+      new Date(1),
+    );
+    expect(node.status?.runtimeHandlers).toEqual([
+      { name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: true } },
+      { name: 'runc', features: { recursiveReadOnlyMounts: false, userNamespaces: false } },
+    ]);
+  });
+
   it('list the biggest images first, capped by nodeStatusMaxImages', () => {
     const node: V1Node = {};
     const img = (id: string, size: number, tags: string[] = [`${id}:1`]) => ({

@@ -80,7 +80,7 @@ interface Run {
 /** What the manager would send for `pod`, with the log dir and termination file it would make. */
 async function prepareBare(run: Run, pod: V1Pod): Promise<BarePod> {
   const ctx = run.manager.context;
-  const sandbox = generatePodSandboxConfig(ctx, pod, 0);
+  const sandbox = await generatePodSandboxConfig(ctx, pod, 0);
   await mkdir(podLogDirOf(ctx.podLogsRootDir, pod), { recursive: true });
   const container = await generateContainerConfig(ctx, pod, pod.spec!.containers[0]!, 0, run.imageRef, []);
   return { sandbox, container };

@@ -33,7 +33,7 @@ export {
   shouldContainerBeRestarted,
 } from './kuberuntime/compute_pod_actions.js';
 export { gracePeriodSeconds, MinimumGracePeriodSeconds } from './kuberuntime/container.js';
-export type { RuntimeHandlerResolver } from './kuberuntime/context.js';
+export type { RuntimeHandlerResolver, UserNamespaceProvider } from './kuberuntime/context.js';
 export { type EnvVar, expandVars, makeEnvironmentVariables } from './kuberuntime/env.js';
 export { type ContainerGCReport, validateContainerGCPolicy } from './kuberuntime/gc.js';
 export {

@@ -113,6 +113,12 @@ export interface ScenarioContext {
 
   check: Checks;
   note(summary: string, detail?: Record<string, unknown>): void;
+  /**
+   * Ends the cell as skipped with `reason` (never passed): for what only the running node can
+   * say it lacks, such as the runtime announcing no user namespace support in the Node's status,
+   * as upstream's e2eskipper.Skipf does. Anything a backend knows before it starts is a `needs`.
+   */
+  skip(reason: string): never;
   /** The runtime's bare start-up floor, which the `startup` scenario measures (results: `cells[].startupFloor`). */
   recordStartupFloor(floor: StartupFloor): void;
   log(message: string): void;
@@ -161,6 +167,11 @@ export class AssertionFailure extends Error {
     super(assertion.message ?? `${assertion.name} failed`);
     this.name = 'AssertionFailure';
   }
+}
+
+/** Thrown by ScenarioContext.skip: the runner records the cell as skipped with the reason. */
+export class ScenarioSkipped extends Error {
+  override readonly name = 'ScenarioSkipped';
 }
 
 export type TimelineSink = (entry: Omit<TimelineEntry, 't'>) => void;

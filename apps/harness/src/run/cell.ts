@@ -2,7 +2,12 @@
 // timeline, the agent's CRI calls, pod start-up figures and, for a failed cell, the logs around the
 // failure and the runtime's own word when it hung.
 import { createChecks } from '../framework/checks.js';
-import { AssertionFailure, type Scenario, type ScenarioContext } from '../framework/scenario.js';
+import {
+  AssertionFailure,
+  type Scenario,
+  type ScenarioContext,
+  ScenarioSkipped,
+} from '../framework/scenario.js';
 import type { CellResult, LogExcerpt, StartupFloor, TimelineEntry } from '../results/model.js';
 import { errorMessage } from '../support/errors.js';
 import type { Progress } from '../support/progress.js';
@@ -30,7 +35,7 @@ class CellRecording {
 }
 
 interface ScenarioRun {
-  outcome: 'passed' | 'failed';
+  outcome: 'passed' | 'failed' | 'skipped';
   reason?: string;
   /** The world's view of the cell, when it opened. */
   cell?: OpenCell;
@@ -119,6 +124,7 @@ async function runScenario(
     await withDeadline(scenario.run(ctx), scenario.timeoutMs ?? DEFAULT_SCENARIO_TIMEOUT_MS, signal);
     return { outcome: 'passed', cell };
   } catch (err) {
+    if (err instanceof ScenarioSkipped) return { outcome: 'skipped', reason: err.message, cell };
     const reason = err instanceof AssertionFailure ? err.message : errorMessage(err);
     return { outcome: 'failed', reason, cell };
   } finally {
@@ -146,6 +152,9 @@ function scenarioContext(
     namespace,
     check: rec.checks,
     note: (summary, detail) => rec.sink({ kind: 'note', summary, ...(detail ? { detail } : {}) }),
+    skip: (reason) => {
+      throw new ScenarioSkipped(reason);
+    },
     recordStartupFloor: (floor) => {
       rec.startupFloor = floor;
     },

@@ -203,6 +203,7 @@ function reportCell(result: CellResult, progress: Progress): void {
   const secs = (result.durationMs / 1000).toFixed(1);
   if (result.outcome === 'passed')
     progress.ok(`${result.scenario} passed (${secs}s, ${result.assertions.length} assertions)`);
+  else if (result.outcome === 'skipped') progress.skip(`${result.scenario}: ${result.reason}`);
   else progress.fail(`${result.scenario} failed (${secs}s): ${result.reason}`);
 }
 

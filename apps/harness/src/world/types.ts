@@ -8,7 +8,7 @@ import type { TimelineEntry } from '../results/model.js';
 /** The context pieces of one cell that need the apiserver and the node. */
 export type WorldContext = Omit<
   ScenarioContext,
-  'check' | 'note' | 'recordStartupFloor' | 'log' | 'sleep' | 'runtime' | 'namespace'
+  'check' | 'note' | 'skip' | 'recordStartupFloor' | 'log' | 'sleep' | 'runtime' | 'namespace'
 >;
 
 export type TimelineSink = (e: Omit<TimelineEntry, 't'>) => void;

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BackendUnavailableError } from '../../src/backends/types.js';
 import type { Scenario } from '../../src/framework/scenario.js';
 import { runMatrix } from '../../src/run/runner.js';
+import { consoleProgress } from '../../src/support/progress.js';
 import { fakeBackend, fakeNode, fakeWorld, type Journal, scenario, silentProgress } from './fakes.js';
 
 const passes = scenario('passes', async (ctx) => {
@@ -156,6 +157,33 @@ describe('runMatrix', () => {
       await server.close({ graceMs: 0 });
     }
   }, 30_000);
+
+  it('records a cell whose scenario skips at run time as skipped with its reason, never passed', async () => {
+    const skips = scenario('skips', async (ctx) => {
+      ctx.note('looked at the node');
+      ctx.skip('runtime fake does not support user namespaces');
+    });
+    const lines: string[] = [];
+    const r = await runMatrix(
+      deps(
+        { events: [] },
+        {
+          scenarios: [skips, passes],
+          backends: [fakeBackend('alpha')],
+          progress: consoleProgress((l) => lines.push(l)),
+        },
+      ),
+    );
+    expect(r.cells.map((c) => [c.scenario, c.outcome, c.reason])).toEqual([
+      ['skips', 'skipped', 'runtime fake does not support user namespaces'],
+      ['passes', 'passed', undefined],
+    ]);
+    // The progress line says skipped, not failed.
+    expect(lines.filter((l) => l.includes('skips'))).toEqual([
+      expect.stringMatching(/▸ \[alpha\] skips … on/),
+      expect.stringMatching(/– \[alpha\] skips: runtime fake does not support user namespaces$/),
+    ]);
+  });
 
   it("records a scenario's start-up floor in its cell, typed, never from a note", async () => {
     const floor = { singleMs: 250, burst: { pods: 30, p50: 4_000, p90: 4_500, p99: 4_700 } };

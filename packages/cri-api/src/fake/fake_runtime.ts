@@ -22,6 +22,8 @@ export interface FakeRuntimeOptions {
   runtimeHandlers?: string[];
   /** Reported by RuntimeConfig. Default CGROUPFS (this project's hosts use cgroupfs). */
   cgroupDriver?: CgroupDriver;
+  /** Every handler announces user namespace support in Status, as containerd 2 does. Default false. */
+  userNamespaces?: boolean;
 }
 
 export interface RecordedCall {
@@ -64,6 +66,7 @@ export class FakeRuntime {
     const runtime = runtimeService(fake.#state, {
       runtimeHandlers: options.runtimeHandlers ?? ['runc'],
       cgroupDriver: options.cgroupDriver ?? CgroupDriver.CGROUPFS,
+      userNamespaces: options.userNamespaces ?? false,
     });
     const backend = {
       name: FAKE_RUNTIME_NAME,

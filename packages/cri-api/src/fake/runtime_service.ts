@@ -20,6 +20,8 @@ export interface RuntimeServiceOptions {
   /** Runtime handlers (RuntimeClass handlers) besides the default "". Default ["runc"]. */
   runtimeHandlers: string[];
   cgroupDriver: CgroupDriver;
+  /** Whether every handler announces user namespace support (features.userNamespaces). */
+  userNamespaces: boolean;
 }
 
 /** Resolves after `ms` of the fake's clock, or rejects with CANCELLED when the call goes away. */
@@ -199,7 +201,10 @@ export function runtimeService(
           { type: 'NetworkReady', ...state.health.network },
         ],
       },
-      runtimeHandlers: ['', ...options.runtimeHandlers].map((name) => ({ name, features: {} })),
+      runtimeHandlers: ['', ...options.runtimeHandlers].map((name) => ({
+        name,
+        features: { recursiveReadOnlyMounts: false, userNamespaces: options.userNamespaces },
+      })),
       features: {},
     }),
     updateRuntimeConfig: (req) => {

@@ -21,7 +21,7 @@ import {
 } from '../model/labels.js';
 import { makeContainerName } from '../model/naming.js';
 import type { ShimContext } from './context.js';
-import { containerPidMode, nowNanos, signalName, toDockerMounts } from './convert.js';
+import { checkUserNamespace, containerPidMode, nowNanos, signalName, toDockerMounts } from './convert.js';
 import { docker, required } from './errors.js';
 import { hostDevices, withCapabilitiesToDrop } from './host_privileges.js';
 import { getManaged } from './lookup.js';
@@ -78,6 +78,7 @@ export function containerCreateOptions(
   const sc = config.linux?.securityContext;
   const res = config.linux?.resources;
   const ns = sc?.namespaceOptions;
+  checkUserNamespace(ns);
   // Docker adds the groups the image's /etc/group gives the user and cannot be told not to.
   if (sc?.supplementalGroupsPolicy === SupplementalGroupsPolicy.Strict) {
     throw new InvalidArgumentError(

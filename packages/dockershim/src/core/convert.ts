@@ -203,6 +203,19 @@ export function sandboxNamespaceOptions(hc: HostConfigLike | undefined): Namespa
   };
 }
 
+/**
+ * Docker runs every container in the daemon's user namespace (userns-remap is daemon-wide), so
+ * the shim takes only mode NODE (or no option, from kubelets before the field) and refuses a
+ * per-pod user namespace, as Status announces with userNamespaces: false.
+ */
+export function checkUserNamespace(ns: NamespaceOption | undefined): void {
+  const mode = ns?.usernsOptions?.mode;
+  if (mode === undefined || mode === NamespaceMode.NODE) return;
+  throw new InvalidArgumentError(
+    `user namespace mode ${NamespaceMode[mode]} is not supported by docker: it has no per-pod user namespaces, only the daemon-wide userns-remap`,
+  );
+}
+
 /** Docker PidMode for an application container, per CRI NamespaceOption.pid. */
 export function containerPidMode(
   pid: NamespaceMode | undefined,

@@ -13,7 +13,7 @@ import { makeSandboxName } from '../model/naming.js';
 import { CniNotReadyError } from '../network/cni.js';
 import { removeDockerContainer } from './container_remove.js';
 import type { ShimContext } from './context.js';
-import { nowNanos, PROTOCOL_NAME } from './convert.js';
+import { checkUserNamespace, nowNanos, PROTOCOL_NAME } from './convert.js';
 import { docker, required, toCriError } from './errors.js';
 import { withCapabilitiesToDrop } from './host_privileges.js';
 import { ensureImage } from './image.js';
@@ -62,6 +62,7 @@ export function sandboxCreateOptions(
   const md = required(config.metadata, 'config.metadata');
   const sc = config.linux?.securityContext;
   const ns = sc?.namespaceOptions;
+  checkUserNamespace(ns);
   const hostNetwork = ns?.network === NamespaceMode.NODE;
   const cni = params.network === CNI_NETWORK_MODE;
   const { exposed, bindings } = portBindings(config);

@@ -232,6 +232,19 @@ export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
   for (const k of Object.keys(spec.nodeSelector ?? {})) checkQualifiedKey(errs, 'spec.nodeSelector', k);
   validateTolerations(spec.tolerations, errs, 'spec.tolerations');
   validateSysctls(spec.securityContext?.sysctls, errs);
+  validateHostUsers(spec, errs);
+}
+
+/**
+ * A pod in its own user namespace may not share the host's network, PID or IPC namespace, as
+ * ValidatePodSpec rules (the field names keep kube-apiserver's spelling, HostPID and HostIPC).
+ */
+function validateHostUsers(spec: KObject, errs: FieldErrors) {
+  if (spec.hostUsers !== false) return;
+  const detail = 'when `pod.Spec.HostUsers` is false';
+  if (spec.hostNetwork === true) errs.forbidden('spec.hostNetwork', detail);
+  if (spec.hostPID === true) errs.forbidden('spec.HostPID', detail);
+  if (spec.hostIPC === true) errs.forbidden('spec.HostIPC', detail);
 }
 
 // A sysctl name: segments of lower-case alphanumerics, `-` and `_`, separated by `.` or `/`.

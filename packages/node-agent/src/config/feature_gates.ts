@@ -13,6 +13,8 @@ export const FEATURE_GATE_DEFAULTS = {
   KubeletCgroupDriverFromCRI: true,
   /** Alpha in 1.33: pod and container stats from ListPodSandboxStats instead of cAdvisor. */
   PodAndContainerStatsFromCRI: false,
+  /** Beta in 1.33: hostUsers: false pods run in their own user namespace (userns/). */
+  UserNamespacesSupport: true,
 } as const;
 
 export type FeatureGate = keyof typeof FEATURE_GATE_DEFAULTS;

@@ -3,7 +3,7 @@
 // event callback, so the status updater gathers inputs first and the setters are unit-tested
 // without a runtime or an API server.
 
-import type { Image, RuntimeFeatures } from '@kh/runtime-manager';
+import type { Image, RuntimeFeatures, RuntimeHandler } from '@kh/runtime-manager';
 import type { V1Node } from '@kubernetes/client-node';
 import { allocatableFrom, nodeAllocatableReservation } from '../cm/node_allocatable.js';
 import type { EvictionThreshold, ResourceList } from '../config/resolve.js';
@@ -33,6 +33,8 @@ export interface NodeStatusSnapshot {
   pressure: { memory: boolean; disk: boolean; pid: boolean };
   /** From the runtime's last Status; undefined until a runtime that reports features answered. */
   features?: RuntimeFeatures;
+  /** The runtime's handlers from its last Status; undefined until it answered. */
+  runtimeHandlers?: readonly RuntimeHandler[];
 }
 
 export type NodeEventFn = (type: 'Normal' | 'Warning', reason: string) => void;
@@ -92,6 +94,23 @@ export const nodeFeatures: NodeStatusSetter = (node, s) => {
   if (!s.features) return;
   node.status ??= {};
   node.status.features = { supplementalGroupsPolicy: s.features.supplementalGroupsPolicy };
+};
+
+/**
+ * status.runtimeHandlers from the runtime's (the kubelet's RuntimeHandlers setter, with
+ * UserNamespacesSupport and RecursiveReadOnlyMounts on as in 1.33): what each handler supports,
+ * which the scheduler and users read before placing a hostUsers: false pod.
+ */
+export const runtimeHandlers: NodeStatusSetter = (node, s) => {
+  if (!s.runtimeHandlers) return;
+  node.status ??= {};
+  node.status.runtimeHandlers = s.runtimeHandlers.map((h) => ({
+    name: h.name,
+    features: {
+      recursiveReadOnlyMounts: h.supportsRecursiveReadOnlyMounts,
+      userNamespaces: h.supportsUserNamespaces,
+    },
+  }));
 };
 
 export const MAX_NAMES_PER_IMAGE = 5;
@@ -178,6 +197,7 @@ export const defaultNodeStatusSetters: readonly NodeStatusSetter[] = [
   versionInfo,
   daemonEndpoints,
   images,
+  runtimeHandlers,
   nodeFeatures,
   memoryPressureCondition,
   diskPressureCondition,

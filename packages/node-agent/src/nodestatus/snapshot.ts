@@ -3,7 +3,7 @@
 // as the latest snapshot makes it (labels, allocatable).
 
 import type { Clock } from '@kh/apimachinery';
-import type { RuntimeFeatures } from '@kh/runtime-manager';
+import type { RuntimeFeatures, RuntimeHandler } from '@kh/runtime-manager';
 import type { V1Node } from '@kubernetes/client-node';
 import type { ResolvedKubeletConfig } from '../config/resolve.js';
 import type { KubeletConfiguration } from '../config/types.js';
@@ -26,6 +26,7 @@ export interface NodeStatusSnapshotterDeps {
     runtimeErrors(): string[];
     networkErrors(): string[];
     runtimeFeatures(): RuntimeFeatures | undefined;
+    runtimeHandlers(): readonly RuntimeHandler[] | undefined;
   };
   pressure: PressureSource;
   clock: Clock;
@@ -47,6 +48,7 @@ export class NodeStatusSnapshotter {
       deps.runtime.listImages().catch(() => undefined),
     ]);
     const features = deps.runtimeState.runtimeFeatures();
+    const runtimeHandlers = deps.runtimeState.runtimeHandlers();
     this.last = {
       hostname: deps.identity.hostname,
       nodeIP: deps.nodeIP,
@@ -63,6 +65,7 @@ export class NodeStatusSnapshotter {
       runtimeErrors: deps.runtimeState.runtimeErrors(),
       networkErrors: deps.runtimeState.networkErrors(),
       ...(features ? { features } : {}),
+      ...(runtimeHandlers ? { runtimeHandlers } : {}),
       pressure: {
         memory: deps.pressure.isUnderMemoryPressure(),
         disk: deps.pressure.isUnderDiskPressure(),

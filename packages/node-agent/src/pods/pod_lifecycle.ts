@@ -13,6 +13,7 @@ import type { PodCgroups } from '../cm/container_manager.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import type { ReasonCache } from '../status/reason_cache.js';
 import type { StatusManager } from '../status/types.js';
+import type { UsernsManager } from '../userns/userns_manager.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
 import type { PodManager } from './pod_manager.js';
@@ -41,6 +42,8 @@ export interface PodLifecycleDeps {
   podCgroups?: Pick<PodCgroups, 'cleanupOrphaned'>;
   /** In-place resize: admitted pods' allocations, which admission counts instead of their specs. */
   allocation?: Pick<AllocationManager, 'addPod' | 'updatePodFromAllocation' | 'removeOrphanedPods'>;
+  /** Housekeeping frees the user namespace ranges of pods that are neither wanted nor running. */
+  userNamespaces?: Pick<UsernsManager, 'cleanupOrphanedPodUsernsAllocations'>;
   log?: Logger;
 }
 
@@ -187,6 +190,11 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       );
     }
     await this.cleanupOrphanedPodCgroups(running.map((rp) => rp.uid));
+    await this.deps.userNamespaces
+      ?.cleanupOrphanedPodUsernsAllocations(
+        new Set([...pods.uids(), ...running.map((rp) => rp.uid), ...this.killingOrphans.keys()]),
+      )
+      .catch((err) => log.error('Failed to clean up orphaned pod user namespace allocations', { err }));
     workers.syncKnownPods(pods.getPods());
     const desired = pods.uids();
     this.deps.statusManager.removeOrphanedStatuses(desired);

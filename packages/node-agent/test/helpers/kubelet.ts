@@ -29,6 +29,10 @@ export class StubNodeRuntime implements NodeRuntime {
         { type: 'RuntimeReady', status: true, reason: '', message: '' },
         { type: 'NetworkReady', status: true, reason: '', message: '' },
       ],
+      runtimeHandlers: [
+        { name: '', supportsRecursiveReadOnlyMounts: true, supportsUserNamespaces: true },
+        { name: 'runc-old', supportsRecursiveReadOnlyMounts: false, supportsUserNamespaces: false },
+      ],
     };
   }
   async updatePodCIDR(podCidr: string) {

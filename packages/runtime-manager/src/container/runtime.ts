@@ -184,10 +184,19 @@ export interface RuntimeFeatures {
   supplementalGroupsPolicy: boolean;
 }
 
+/** One runtime handler and what it supports (CRI RuntimeHandler); "" is the default handler. */
+export interface RuntimeHandler {
+  name: string;
+  supportsRecursiveReadOnlyMounts: boolean;
+  supportsUserNamespaces: boolean;
+}
+
 export interface RuntimeStatus {
   conditions: RuntimeCondition[];
   /** Undefined when the runtime sends none (runtimes older than the field). */
   features?: RuntimeFeatures;
+  /** The handlers the runtime announces, in its order (empty from runtimes older than the field). */
+  runtimeHandlers: RuntimeHandler[];
 }
 
 export interface ExecResult {

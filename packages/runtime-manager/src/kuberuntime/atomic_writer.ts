@@ -44,7 +44,8 @@ function timestampDirName(now: Date): string {
   return `..${now.getUTCFullYear()}_${p(now.getUTCMonth() + 1)}_${p(now.getUTCDate())}_${p(now.getUTCHours())}_${p(now.getUTCMinutes())}_${p(now.getUTCSeconds())}.${ns}`;
 }
 
-async function unchanged(dir: string, payload: Payload): Promise<boolean> {
+/** `ignoredBits`: mode bits another writer (fsGroup ownership) adds, which are no change. */
+async function unchanged(dir: string, payload: Payload, ignoredBits: number): Promise<boolean> {
   let current: string;
   try {
     current = join(dir, await readlink(join(dir, DATA_DIR)));
@@ -57,7 +58,8 @@ async function unchanged(dir: string, payload: Payload): Promise<boolean> {
     const want = payload.get(f);
     if (!want) return false;
     const [data, st] = await Promise.all([readFile(join(current, f)), stat(join(current, f))]);
-    if (!data.equals(want.data) || (st.mode & 0o777) !== want.mode) return false;
+    if (!data.equals(want.data) || (st.mode & 0o777 & ~ignoredBits) !== (want.mode & ~ignoredBits))
+      return false;
   }
   return true;
 }
@@ -72,11 +74,20 @@ async function listFiles(dir: string, prefix = ''): Promise<string[]> {
   return out;
 }
 
-/** Projects `payload` into `dir`; true when something changed. */
-export async function writePayload(dir: string, payload: Payload, now = new Date()): Promise<boolean> {
+/**
+ * Projects `payload` into `dir`; true when something changed. `setPerms` runs on the volume once
+ * the new files are written and before they become visible (the kubelet's fsGroup ownership).
+ */
+export async function writePayload(
+  dir: string,
+  payload: Payload,
+  now = new Date(),
+  setPerms?: (dir: string) => Promise<void>,
+): Promise<boolean> {
   for (const p of payload.keys()) validatePayloadPath(p);
   await mkdir(dir, { recursive: true });
-  if (await unchanged(dir, payload)) return false;
+  // The group bits are setPerms' to set: without them a pod with fsGroup would be rewritten on every refresh.
+  if (await unchanged(dir, payload, setPerms ? 0o070 : 0)) return false;
   const old = await readlink(join(dir, DATA_DIR)).catch(() => undefined);
 
   const tsName = timestampDirName(now);
@@ -89,6 +100,7 @@ export async function writePayload(dir: string, payload: Payload, now = new Date
     // writeFile's mode is masked by the umask; the projection's mode is exact.
     await chmod(file, f.mode);
   }
+  await setPerms?.(dir);
   await rm(join(dir, DATA_TMP), { force: true });
   await symlink(tsName, join(dir, DATA_TMP));
   await rename(join(dir, DATA_TMP), join(dir, DATA_DIR));

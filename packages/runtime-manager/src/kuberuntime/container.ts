@@ -163,6 +163,10 @@ export async function generateContainerConfig(
   // the same user from the image itself, and an ImageStatus call would buy nothing.
   const imageUser = needsImageUser(pod, container) ? await ctx.imageUser(imageRef) : undefined;
   verifyRunAsNonRoot(pod, container, imageUser);
+  const namespaces = await namespaceOptions(ctx, pod, true);
+  // In a user namespace of its own, every mount is ID-mapped like the pod, so that the files the
+  // agent wrote as root (config maps, secrets) are root's inside, as the kubelet asks the runtime.
+  const userns = namespaces.usernsOptions;
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: {
@@ -183,8 +187,8 @@ export async function generateContainerConfig(
       readonly: m.readonly,
       selinuxRelabel: false,
       propagation: MountPropagation.PROPAGATION_PRIVATE,
-      uidMappings: [],
-      gidMappings: [],
+      uidMappings: userns?.uids ?? [],
+      gidMappings: userns?.gids ?? [],
       recursiveReadOnly: false,
       image: undefined,
       imageSubPath: '',
@@ -201,7 +205,7 @@ export async function generateContainerConfig(
       resources: linuxResources(container),
       securityContext: {
         ...linuxContainerSecurityContext(ctx.security, pod, container, imageUser),
-        namespaceOptions: { ...namespaceOptions(pod, true), targetId: '', usernsOptions: undefined },
+        namespaceOptions: namespaces,
       },
     },
     windows: undefined,

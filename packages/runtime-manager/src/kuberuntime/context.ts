@@ -1,5 +1,5 @@
 // Shared state of one runtime manager, handed to the sandbox, container and GC modules.
-import type { CriClient, PodSandboxConfig } from '@kh/cri-api';
+import type { CriClient, PodSandboxConfig, UserNamespace } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Clock, EventRecorder, ProbeResults } from '../container/runtime.js';
 import type { ImageManager } from '../images/image_manager.js';
@@ -13,6 +13,17 @@ import type { ImageUser, SecurityOptions } from './security_context.js';
  */
 export interface RuntimeHandlerResolver {
   lookupRuntimeHandler(runtimeClassName: string | undefined): Promise<string>;
+}
+
+/**
+ * The kubelet's user namespace manager as its runtime helper exposes it
+ * (GetOrCreateUserNamespaceMappings): the CRI UserNamespace of a pod, mode NODE unless it sets
+ * hostUsers: false, then mode POD with the ID range allocated to it (allocated on first use).
+ * Throws when it cannot give one (the handler lacks support, the pool is exhausted); the message
+ * becomes the FailedCreatePodSandBox event.
+ */
+export interface UserNamespaceProvider {
+  getOrCreateUserNamespaceMappings(pod: V1Pod, runtimeHandler: string): Promise<UserNamespace>;
 }
 
 export interface ManagerContext {
@@ -38,6 +49,11 @@ export interface ManagerContext {
   extraLabels: Record<string, string>;
   /** runtimeClassName → CRI runtime handler; undefined runs every pod on the default handler. */
   runtimeClasses: RuntimeHandlerResolver | undefined;
+  /**
+   * Present when the UserNamespacesSupport gate is on (the node agent's user namespace manager);
+   * without it no pod may set hostUsers, as in a kubelet with the gate off.
+   */
+  userNamespaces: UserNamespaceProvider | undefined;
   /** seccompDefault and the Localhost seccomp root. */
   security: SecurityOptions;
   /** The user an image runs as (CRI ImageStatus), for the runAsNonRoot check. */

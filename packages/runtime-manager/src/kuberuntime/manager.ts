@@ -55,6 +55,7 @@ import {
   type PathMapping,
   type RuntimeHandlerResolver,
   recordEvent,
+  type UserNamespaceProvider,
 } from './context.js';
 import { ContainerGC, type ContainerGCReport } from './gc.js';
 import { hashContainer } from './hash.js';
@@ -110,6 +111,11 @@ export interface RuntimeManagerOptions {
    * reported mountpoint, which needs the agent on the runtime's host.
    */
   imageFsCapacity?: (mountpoint: string) => Promise<number>;
+  /**
+   * The pods' user namespaces (the node agent's user namespace manager, UserNamespacesSupport on).
+   * Default: none, so pods that set hostUsers fail their sandbox, as with the gate off.
+   */
+  userNamespaces?: UserNamespaceProvider;
   /** KubeletConfiguration seccompDefault and the seccomp profile root. Default: off, /var/lib/kubelet/seccomp. */
   security?: Partial<SecurityOptions>;
   /**
@@ -214,6 +220,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       pathMapping: opts.pathMapping,
       extraLabels: opts.extraLabels ?? {},
       runtimeClasses: opts.runtimeClassManager,
+      userNamespaces: opts.userNamespaces,
       security: { ...DefaultSecurityOptions, ...opts.security },
       imageUser: (image) => images.imageUser(image),
     };
@@ -249,6 +256,11 @@ export class KubeGenericRuntimeManager implements Runtime {
       ...(res.features
         ? { features: { supplementalGroupsPolicy: res.features.supplementalGroupsPolicy } }
         : {}),
+      runtimeHandlers: res.runtimeHandlers.map((h) => ({
+        name: h.name,
+        supportsRecursiveReadOnlyMounts: h.features?.recursiveReadOnlyMounts ?? false,
+        supportsUserNamespaces: h.features?.userNamespaces ?? false,
+      })),
     };
   }
 
@@ -315,7 +327,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       ? await this.#createSandbox(pass, actions)
       : {
           id: actions.sandboxId,
-          config: generatePodSandboxConfig(this.#ctx, pod, actions.attempt),
+          config: await generatePodSandboxConfig(this.#ctx, pod, actions.attempt),
           podIPs: podStatus.ips,
           preps: new Map(),
         };

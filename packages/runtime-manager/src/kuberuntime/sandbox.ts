@@ -3,12 +3,14 @@
 import { mkdir } from 'node:fs/promises';
 import {
   NamespaceMode,
+  type NamespaceOption,
   type PodSandbox,
   type PodSandboxConfig,
   PodSandboxState,
   type PodSandboxStatus,
   Protocol,
   SecurityProfile_ProfileType,
+  type UserNamespace,
 } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { SandboxStatus } from '../container/runtime.js';
@@ -29,7 +31,20 @@ export function podHostname(pod: V1Pod): string {
   return name.slice(0, 63).replace(/[-.]+$/, '');
 }
 
-export function namespaceOptions(pod: V1Pod, forContainer: boolean) {
+/** The pod's runtime handler: its RuntimeClass's, or the default "" without a resolver. */
+export async function podRuntimeHandler(ctx: ManagerContext, pod: V1Pod): Promise<string> {
+  return ctx.runtimeClasses ? ctx.runtimeClasses.lookupRuntimeHandler(pod.spec?.runtimeClassName) : '';
+}
+
+/**
+ * The pod's namespaces for its sandbox or one of its containers (the kubelet's namespacesForPod).
+ * The user namespace comes from the provider, which hands out the same mapping on every call.
+ */
+export async function namespaceOptions(
+  ctx: ManagerContext,
+  pod: V1Pod,
+  forContainer: boolean,
+): Promise<NamespaceOption> {
   const spec = pod.spec;
   let pid = NamespaceMode.CONTAINER;
   if (spec?.hostPID) pid = NamespaceMode.NODE;
@@ -38,10 +53,27 @@ export function namespaceOptions(pod: V1Pod, forContainer: boolean) {
     network: spec?.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
     pid,
     ipc: spec?.hostIPC ? NamespaceMode.NODE : NamespaceMode.POD,
+    targetId: '',
+    usernsOptions: await userNamespaceOf(ctx, pod),
   };
 }
 
-export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attempt: number): PodSandboxConfig {
+async function userNamespaceOf(ctx: ManagerContext, pod: V1Pod): Promise<UserNamespace | undefined> {
+  if (ctx.userNamespaces) {
+    return ctx.userNamespaces.getOrCreateUserNamespaceMappings(pod, await podRuntimeHandler(ctx, pod));
+  }
+  // As a kubelet with UserNamespacesSupport off: no option sent, and hostUsers may not be set.
+  if (pod.spec?.hostUsers != null) {
+    throw new Error('the feature gate "UserNamespacesSupport" is disabled: can\'t set spec.HostUsers');
+  }
+  return undefined;
+}
+
+export async function generatePodSandboxConfig(
+  ctx: ManagerContext,
+  pod: V1Pod,
+  attempt: number,
+): Promise<PodSandboxConfig> {
   const uid = podUid(pod);
   const sc = pod.spec?.securityContext;
   const portMappings = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].flatMap((c) =>
@@ -57,6 +89,7 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
   const sysctls: Record<string, string> = {};
   for (const s of sc?.sysctls ?? []) sysctls[normalizeSysctlName(s.name)] = s.value;
   const dns = ctx.helper.podDNS(pod);
+  const namespaces = await namespaceOptions(ctx, pod, false);
   return {
     metadata: { name: pod.metadata?.name ?? '', namespace: pod.metadata?.namespace ?? '', uid, attempt },
     hostname: pod.spec?.hostNetwork ? '' : podHostname(pod),
@@ -68,7 +101,7 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
     linux: {
       cgroupParent: ctx.helper.podCgroupParent(pod),
       securityContext: {
-        namespaceOptions: { ...namespaceOptions(pod, false), targetId: '', usernsOptions: undefined },
+        namespaceOptions: namespaces,
         selinuxOptions: toSELinuxOption(sc?.seLinuxOptions),
         runAsUser: sc?.runAsUser != null ? { value: BigInt(sc.runAsUser) } : undefined,
         runAsGroup: sc?.runAsGroup != null ? { value: BigInt(sc.runAsGroup) } : undefined,
@@ -96,25 +129,6 @@ export function generatePodSandboxConfig(ctx: ManagerContext, pod: V1Pod, attemp
 }
 
 /**
- * hostUsers: false asks for a user namespace. The kubelet first asks the runtime (CRI Status,
- * runtime_handlers[].features) whether the pod's handler supports one and fails the sandbox
- * when it does not; this agent allocates no UID/GID ranges, so it fails the sandbox either way,
- * saying which of the two is missing.
- */
-async function refuseUserNamespace(ctx: ManagerContext, runtimeHandler: string): Promise<never> {
-  const handlers = (await ctx.cri.status({ verbose: false })).runtimeHandlers;
-  const handler = handlers.find((h) => h.name === runtimeHandler);
-  if (!handler?.features?.userNamespaces) {
-    throw new Error(
-      `RuntimeClass handler ${JSON.stringify(runtimeHandler)} does not support user namespaces`,
-    );
-  }
-  throw new Error(
-    'hostUsers: false needs user namespace ID mappings, which this node agent does not allocate',
-  );
-}
-
-/**
  * Creates the sandbox (and its log directory) with the pod's runtime handler; returns its id and
  * the config used. Without a resolver (standalone, as the kubelet without an API server) every
  * pod runs on the default handler.
@@ -124,11 +138,8 @@ export async function createPodSandbox(
   pod: V1Pod,
   attempt: number,
 ): Promise<{ id: string; config: PodSandboxConfig }> {
-  const runtimeHandler = ctx.runtimeClasses
-    ? await ctx.runtimeClasses.lookupRuntimeHandler(pod.spec?.runtimeClassName)
-    : '';
-  if (pod.spec?.hostUsers === false) await refuseUserNamespace(ctx, runtimeHandler);
-  const config = generatePodSandboxConfig(ctx, pod, attempt);
+  const runtimeHandler = await podRuntimeHandler(ctx, pod);
+  const config = await generatePodSandboxConfig(ctx, pod, attempt);
   await mkdir(podLogDirOf(ctx.podLogsRootDir, pod), { recursive: true, mode: 0o755 });
   const res = await ctx.cri.runPodSandbox({ config, runtimeHandler });
   return { id: res.podSandboxId, config };

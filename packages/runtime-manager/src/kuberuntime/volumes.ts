@@ -3,7 +3,7 @@
 // for medium Memory; configMap, secret, downwardAPI and projected volumes as files the atomic
 // writer projects from the API objects, mounted read-only and rewritten in place when the
 // objects change (`refresh`). Once nothing of a pod runs, its emptyDir volumes are torn down.
-import { access, mkdir, readdir, rm } from 'node:fs/promises';
+import { access, chmod, lchown, lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Quantity } from '@kh/apimachinery';
 import type {
@@ -43,6 +43,28 @@ const apiVolumeType = (vol: V1Volume): ApiVolumeType | undefined => API_VOLUME_T
 
 const volumeError = (vol: V1Volume, message: string) =>
   new SyncStepError(ContainerCreating, `MountVolume.SetUp failed for volume "${vol.name}" : ${message}`);
+
+/** The group bits fsGroup ownership adds: read for a read-only volume, read-write otherwise. */
+const RO_GROUP_MASK = 0o440;
+const RW_GROUP_MASK = 0o660;
+const EXEC_MASK = 0o110;
+const SETGID = 0o2000;
+
+/**
+ * The kubelet's SetVolumeOwnership for a pod's fsGroup: everything in the volume belongs to the
+ * group (symlinks too, themselves), files get its read (and for writable volumes write) bits, and
+ * directories are setgid so new files inherit the group. With hostUsers: false the runtime's
+ * ID-mapped mount shows the same group inside the pod's user namespace.
+ */
+export async function setVolumeOwnership(dir: string, fsGroup: number, readonly: boolean): Promise<void> {
+  const st = await lstat(dir);
+  await lchown(dir, -1, fsGroup);
+  if (st.isSymbolicLink()) return;
+  const mask = readonly ? RO_GROUP_MASK : RW_GROUP_MASK;
+  await chmod(dir, (st.mode & 0o7777) | mask | (st.isDirectory() ? SETGID | EXEC_MASK : 0));
+  if (!st.isDirectory()) return;
+  for (const name of await readdir(dir)) await setVolumeOwnership(join(dir, name), fsGroup, readonly);
+}
 
 export interface VolumeMountSource {
   hostPath: string;
@@ -154,7 +176,11 @@ export class PodVolumes {
     const prev = this.writes.get(dir) ?? Promise.resolve();
     const next = prev
       .catch(() => undefined)
-      .then(async () => writePayload(dir, await this.payload(pod, vol)));
+      .then(async () => {
+        const fsGroup = pod.spec?.securityContext?.fsGroup;
+        const setPerms = fsGroup != null ? (d: string) => setVolumeOwnership(d, fsGroup, true) : undefined;
+        return writePayload(dir, await this.payload(pod, vol), new Date(), setPerms);
+      });
     this.writes.set(dir, next);
     // Forget the dir once its last write settled, so removed pods leave nothing behind.
     const forget = () => {

@@ -1,9 +1,11 @@
 // The security context through syncPod over the fake runtime: what RunPodSandbox and
 // CreateContainer receive, and runAsNonRoot's CreateContainerConfigError from the image's user.
-import type { CreateContainerRequest, CriClient, RunPodSandboxRequest } from '@kh/cri-api';
-import { SecurityProfile_ProfileType, SupplementalGroupsPolicy } from '@kh/cri-api';
+import type { CreateContainerRequest, CriClient, RunPodSandboxRequest, UserNamespace } from '@kh/cri-api';
+import { NamespaceMode, SecurityProfile_ProfileType, SupplementalGroupsPolicy } from '@kh/cri-api';
+import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ErrCreateContainerConfig } from '../../src/container/sync_result.js';
+import type { UserNamespaceProvider } from '../../src/kuberuntime/context.js';
 import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
 
 let h: Harness;
@@ -121,22 +123,88 @@ describe('SupplementalGroupsPolicy', () => {
   });
 });
 
-describe('hostUsers: false', () => {
-  it('fails the sandbox, saying the runtime handler does not support user namespaces', async () => {
-    const pod = makePod('userns', [ctr('app')], { hostUsers: false });
+/**
+ * The node agent's user namespace manager behind the runtime manager's narrow interface: mode
+ * NODE for every pod but hostUsers: false ones, which get a fixed range (or the given error).
+ */
+class UserNamespaces implements UserNamespaceProvider {
+  readonly calls: { pod: string; handler: string }[] = [];
+  refusal: string | undefined;
+  async getOrCreateUserNamespaceMappings(pod: V1Pod, handler: string): Promise<UserNamespace> {
+    this.calls.push({ pod: pod.metadata?.name ?? '', handler });
+    if (pod.spec?.hostUsers !== false) return { mode: NamespaceMode.NODE, uids: [], gids: [] };
+    if (this.refusal) throw new Error(this.refusal);
+    return { mode: NamespaceMode.POD, uids: [RANGE], gids: [RANGE] };
+  }
+}
+const RANGE = { hostId: 3 * 65536, containerId: 0, length: 65536 };
+
+const usernsSent = () => [
+  ...h
+    .requests<RunPodSandboxRequest>('RunPodSandbox')
+    .map((r) => r.config?.linux?.securityContext?.namespaceOptions?.usernsOptions),
+  ...h
+    .requests<CreateContainerRequest>('CreateContainer')
+    .map((r) => r.config?.linux?.securityContext?.namespaceOptions?.usernsOptions),
+];
+
+describe('user namespaces (UserNamespacesSupport)', () => {
+  it("sends mode POD with the pod's mappings for hostUsers: false, on the sandbox and each container", async () => {
+    const userns = new UserNamespaces();
+    h.manager = await h.newManager({ userNamespaces: userns });
+    const pod = makePod('userns', [ctr('app'), ctr('sidecar')], { hostUsers: false });
     const r = await h.sync(pod);
-    expect(r.steps.find((s) => s.action === 'CreatePodSandbox')).toMatchObject({
-      reason: 'CreatePodSandboxError',
-      message: 'Failed to create pod sandbox: RuntimeClass handler "" does not support user namespaces',
-    });
-    expect(h.requests('RunPodSandbox')).toEqual([]);
-    expect(h.events.find((e) => e.reason === 'FailedCreatePodSandBox')?.message).toContain(
-      'does not support user namespaces',
-    );
+    expect(r.steps.filter((s) => s.error)).toEqual([]);
+    const mode = { mode: NamespaceMode.POD, uids: [RANGE], gids: [RANGE] };
+    expect(usernsSent()).toEqual([mode, mode, mode]);
+    // Every mount (here the termination message file) is ID-mapped like the pod.
+    const mounts = h
+      .requests<CreateContainerRequest>('CreateContainer')
+      .flatMap((r) => r.config?.mounts ?? []);
+    expect(mounts.length).toBeGreaterThan(0);
+    for (const m of mounts) expect([m.uidMappings, m.gidMappings]).toEqual([[RANGE], [RANGE]]);
+    expect(userns.calls).toEqual([
+      { pod: 'userns', handler: '' },
+      { pod: 'userns', handler: '' },
+      { pod: 'userns', handler: '' },
+    ]);
   });
 
-  it('leaves hostUsers: true pods in the host user namespace', async () => {
-    const r = await h.sync(makePod('host-users', [ctr('app')], { hostUsers: true }));
-    expect(r.steps.filter((s) => s.error)).toEqual([]);
+  it('sends mode NODE for every pod that does not ask for a user namespace', async () => {
+    h.manager = await h.newManager({ userNamespaces: new UserNamespaces() });
+    await h.sync(makePod('plain', [ctr('app')]));
+    await h.sync(makePod('host-users', [ctr('app')], { hostUsers: true }));
+    const node = { mode: NamespaceMode.NODE, uids: [], gids: [] };
+    expect(usernsSent()).toEqual([node, node, node, node]);
+    const mounts = h
+      .requests<CreateContainerRequest>('CreateContainer')
+      .flatMap((r) => r.config?.mounts ?? []);
+    for (const m of mounts) expect([m.uidMappings, m.gidMappings]).toEqual([[], []]);
+  });
+
+  it("fails the sandbox with the manager's reason before asking the runtime for one", async () => {
+    const userns = new UserNamespaces();
+    userns.refusal = "can't set `spec.hostUsers: false`, runtime does not support user namespaces";
+    h.manager = await h.newManager({ userNamespaces: userns });
+    const r = await h.sync(makePod('userns', [ctr('app')], { hostUsers: false }));
+    const message = `Failed to create pod sandbox: ${userns.refusal}`;
+    expect(r.steps.find((s) => s.action === 'CreatePodSandbox')).toMatchObject({
+      reason: 'CreatePodSandboxError',
+      message,
+    });
+    expect(h.requests('RunPodSandbox')).toEqual([]);
+    expect(h.events.find((e) => e.reason === 'FailedCreatePodSandBox')?.message).toBe(message);
+  });
+
+  it('sends no user namespace option with the gate off, and refuses pods that set hostUsers', async () => {
+    await h.sync(makePod('plain', [ctr('app')]));
+    expect(usernsSent()).toEqual([undefined, undefined]);
+    for (const hostUsers of [false, true]) {
+      const r = await h.sync(makePod(`host-users-${hostUsers}`, [ctr('app')], { hostUsers }));
+      expect(r.steps.find((s) => s.action === 'CreatePodSandbox')?.message).toBe(
+        'Failed to create pod sandbox: the feature gate "UserNamespacesSupport" is disabled: can\'t set spec.HostUsers',
+      );
+    }
+    expect(h.requests('RunPodSandbox')).toHaveLength(1);
   });
 });

@@ -104,6 +104,37 @@ describe('PodVolumes', () => {
     expect(await files(src!.hostPath)).toEqual({ a: 'A', b: 'B', bin: '\u0000\u0001' });
   });
 
+  it("gives the pod's fsGroup every file of an API volume, with group read bits and setgid dirs", async () => {
+    const v = new PodVolumes(dir, objects());
+    const p = pod([]);
+    p.spec!.securityContext = { fsGroup: 200 };
+    const vol: V1Volume = {
+      name: 'cfg',
+      configMap: {
+        name: 'cm',
+        items: [
+          { key: 'a', path: 'sub/a', mode: 0o400 },
+          { key: 'b', path: 'b' },
+        ],
+      },
+    };
+    const src = await v.setUp(p, vol);
+    const data = join(src!.hostPath, await readlink(join(src!.hostPath, '..data')));
+    for (const f of [join(data, 'sub/a'), join(data, 'b'), join(src!.hostPath, 'b')]) {
+      expect((await stat(f)).gid).toBe(200);
+    }
+    expect((await lstat(join(src!.hostPath, 'b'))).gid).toBe(200);
+    expect((await stat(join(data, 'sub/a'))).mode & 0o777).toBe(0o440);
+    expect((await stat(join(data, 'b'))).mode & 0o777).toBe(0o644);
+    expect((await stat(join(data, 'sub'))).mode & 0o2000).toBe(0o2000);
+    // The group bits it added are no change: a refresh with the same objects writes nothing.
+    expect(await v.refresh({ ...p, spec: { ...p.spec!, volumes: [vol] } })).toEqual({
+      updated: [],
+      errors: [],
+    });
+    expect(await readlink(join(src!.hostPath, '..data'))).toBe(data.slice(src!.hostPath.length + 1));
+  });
+
   it('projects selected items with their paths and modes, and the defaultMode', async () => {
     const v = new PodVolumes(dir, objects());
     const vol: V1Volume = {

@@ -183,10 +183,12 @@ export class NodeContainer extends RuntimeBuilder {
           PathInContainer: path,
           CgroupPermissions: 'rwm',
         })),
-        // Anonymous volumes: the runtimes' overlayfs must not sit on the container's own overlayfs.
+        // Anonymous volumes: the runtimes' overlayfs must not sit on the container's own overlayfs,
+        // and the agent's pods directory must take ID-mapped mounts (pods with hostUsers: false
+        // get their volumes so), which the container's overlayfs refuses and the host's disk takes.
         // They go with the container (remove with v), and carry its labels (creator pid included)
         // so that `kubelet-harness cleanup` finds any that outlive it.
-        Mounts: ['/var/lib/containerd', '/var/lib/docker'].map((target) => ({
+        Mounts: ['/var/lib/containerd', '/var/lib/docker', '/var/lib/kubelet'].map((target) => ({
           Type: 'volume' as const,
           Source: '',
           Target: target,
