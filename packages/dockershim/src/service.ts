@@ -37,6 +37,7 @@ import { CpuSampler } from './state/cpu_sampler.js';
 import { ImageCache } from './state/image_cache.js';
 import { InspectCache } from './state/inspect_cache.js';
 import { KnownIds } from './state/known_ids.js';
+import { OomEvents } from './state/oom_events.js';
 
 export interface DockerShimOptions extends Partial<DockerShimConfig> {
   /** Docker Engine endpoint (ignored when `docker` is given). Default unix:///var/run/docker.sock. */
@@ -162,6 +163,7 @@ export class DockerShim {
       inspects: new InspectCache(client),
       images: new ImageCache(client),
       known: new KnownIds(),
+      ooms: new OomEvents(client),
       ownOomScoreAdj: await readOwnOomScoreAdj(),
       dockerRootDir: cachedUntilFailure(() =>
         docker('docker info', () => client.info()).then((i) => i.DockerRootDir),
@@ -170,7 +172,7 @@ export class DockerShim {
         docker('docker version', () => client.version()).then((v) => v.ApiVersion),
       ),
     };
-    await Promise.all([ctx.inspects.start(), ctx.images.start()]);
+    await Promise.all([ctx.inspects.start(), ctx.images.start(), ctx.ooms.start()]);
     // Containers that ran while no shim was up still need their output in the CRI files.
     await resumeLogCopiers(ctx).catch((err: unknown) =>
       log(`dockershim: could not resume log copiers: ${String(err)}`),
@@ -199,6 +201,7 @@ export class DockerShim {
     await this.streaming.close();
     this.runtime.close();
     this.context.inspects.close();
+    this.context.ooms.close();
     this.context.images.close();
     await this.context.logs.close();
   }

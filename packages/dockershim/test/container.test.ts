@@ -11,6 +11,7 @@ import {
 } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
 import { LabelKeys } from '../src/index.js';
+import { LATE_OOM_WAIT_MS } from '../src/state/oom_events.js';
 import { fakeShim, waitFor } from './harness.js';
 
 // The container verbs' own logic on the fake Engine: filters, states, removal in every state, bad
@@ -43,6 +44,54 @@ describe('containers', () => {
       const s = (await h.client.containerStatus({ containerId: oom })).status;
       return s?.reason === 'OOMKilled' ? true : undefined;
     }, 'OOMKilled');
+  });
+
+  it('reports OOMKilled when Docker handles the OOM kill after the exit, and waits for no other exit', async () => {
+    const { podId, config } = await h.runPod();
+    const status = async (id: string) => (await h.client.containerStatus({ containerId: id })).status;
+    const timed = async (id: string) => {
+      const t0 = Date.now();
+      return { s: await status(id), ms: Date.now() - t0 };
+    };
+    const engine = fake.engineVersion;
+    try {
+      // Docker 26 sets State.OOMKilled when it handles the oom; 20.10 only emits the event.
+      for (const version of [engine, { Version: '20.10.24', ApiVersion: '1.41' }]) {
+        fake.engineVersion = version;
+        const id = await h.runContainer(podId, config, `late-oom-${version.ApiVersion}`);
+        const calls = fake.calls.length;
+        fake.exit(id, 137);
+        const asked = status(id);
+        // The shim has read the exit (137, not OOMKilled) before Docker hears of the OOM.
+        while (!fake.calls.slice(calls).includes('inspectContainer'))
+          await new Promise((r) => setTimeout(r, 5));
+        fake.oomAfterExit(id);
+        expect(await asked).toMatchObject({
+          state: ContainerState.CONTAINER_EXITED,
+          exitCode: 137,
+          reason: 'OOMKilled',
+        });
+        expect((await status(id))?.reason).toBe('OOMKilled');
+      }
+    } finally {
+      fake.engineVersion = engine;
+    }
+    // Stopped by Docker (its SIGKILL's kill event comes first) or exited with another code: no wait.
+    const stopped = await h.runContainer(podId, config, 'stopped');
+    await h.client.stopContainer({ containerId: stopped, timeout: 0n });
+    const failed = await h.runContainer(podId, config, 'failed');
+    fake.exit(failed, 1);
+    for (const id of [stopped, failed]) {
+      const { s, ms } = await timed(id);
+      expect(s?.reason).toBe('Error');
+      expect(ms).toBeLessThan(LATE_OOM_WAIT_MS);
+    }
+    // SIGKILLed by someone else and no oom follows: Error, once the wait is over.
+    const killed = await h.runContainer(podId, config, 'killed');
+    fake.exit(killed, 137);
+    const { s, ms } = await timed(killed);
+    expect(s).toMatchObject({ exitCode: 137, reason: 'Error' });
+    expect(ms).toBeLessThan(LATE_OOM_WAIT_MS + 2_000);
   });
 
   it('lists containers with every filter and removes them in every state', async () => {
@@ -260,7 +309,7 @@ describe('events', () => {
     })().catch(() => undefined);
     // The subscription is live once the fake has a subscriber for container events.
     await waitFor(
-      async () => (fake.calls.filter((c) => c === 'events').length >= 3 ? true : undefined),
+      async () => (fake.calls.filter((c) => c === 'events').length >= 4 ? true : undefined),
       'subscription',
     );
     const id = await h.runContainer(podId, config, 'ev');

@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
-import { eventTimeNanos } from '../src/core/events.js';
 import type { DockerClient } from '../src/docker/client.js';
-import { CappedOutput, jsonLines, LineDecoder, StreamType } from '../src/docker/stream.js';
+import { CappedOutput, eventTimeNanos, jsonLines, LineDecoder, StreamType } from '../src/docker/stream.js';
 import {
   ContainerLogCopier,
   formatCriLogLine,

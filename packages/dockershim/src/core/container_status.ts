@@ -27,10 +27,17 @@ import { getManaged } from './lookup.js';
 // so a client that sees EXITED can read the complete log.
 const LOG_DRAIN_MS = 2_000;
 
-/** ContainerStatus from `docker inspect` of the container and (for the digest) of its image. */
+// 128 + SIGKILL: how Docker reports a main process the kernel's OOM killer (or anyone) SIGKILLed.
+const EXIT_SIGKILL = 137;
+
+/**
+ * ContainerStatus from `docker inspect` of the container and (for the digest) of its image;
+ * `oomEvent`: Docker's `oom` event says it was OOM-killed, though its State does not (yet).
+ */
 export function containerStatusFromInspect(
   info: ContainerInspect,
   image: ImageInspect | undefined,
+  oomEvent = false,
 ): ContainerStatus {
   const dockerLabels = info.Config.Labels ?? {};
   const { labels, annotations } = splitDockerLabels(dockerLabels);
@@ -41,7 +48,7 @@ export function containerStatusFromInspect(
   let finishedAt = dockerTimeToNanos(s.FinishedAt);
   const created = createdAtFrom(dockerLabels, dockerTimeToNanos(info.Created));
   if (state === ContainerState.CONTAINER_EXITED) {
-    reason = exitReason(s);
+    reason = exitReason({ ExitCode: s.ExitCode, OOMKilled: s.OOMKilled || oomEvent });
   } else if (state === ContainerState.CONTAINER_CREATED && s.ExitCode !== 0) {
     // Docker leaves a container whose start failed in "created" with an exit code: it ran and failed.
     state = ContainerState.CONTAINER_EXITED;
@@ -90,6 +97,19 @@ export function containerStatusFromInspect(
   };
 }
 
+/**
+ * Whether Docker's `oom` event names an exited container whose State does not say OOMKilled. A
+ * SIGKILLed one (137) may be an OOM kill whose event dockerd handles after the exit, so for it the
+ * shim waits a moment (OomEvents.lateOom) unless Docker sent the SIGKILL itself; other exits never wait.
+ */
+async function oomEventAfterExit(ctx: ShimContext, info: ContainerInspect): Promise<boolean> {
+  const s = info.State;
+  if (toContainerState(s.Status) !== ContainerState.CONTAINER_EXITED || s.OOMKilled) return false;
+  const startedAt = dockerTimeToNanos(s.StartedAt);
+  if (s.ExitCode !== EXIT_SIGKILL) return ctx.ooms.seen(info.Id, startedAt);
+  return ctx.ooms.lateOom(info.Id, startedAt, Number(dockerTimeToNanos(s.FinishedAt) / 1_000_000n));
+}
+
 /** ContainerStatus of a container, and the inspect it was made from. */
 export async function getContainerStatus(
   ctx: ShimContext,
@@ -97,9 +117,12 @@ export async function getContainerStatus(
   field: string,
 ): Promise<{ status: ContainerStatus; info: ContainerInspect }> {
   const info = await getManaged(ctx, id, ContainerType.container, field);
-  if (!info.State.Running) await ctx.logs.drained(info.Id, LOG_DRAIN_MS);
+  const [oomEvent] = await Promise.all([
+    oomEventAfterExit(ctx, info),
+    info.State.Running ? undefined : ctx.logs.drained(info.Id, LOG_DRAIN_MS),
+  ]);
   const image = await ctx.images.inspect(info.Image);
-  return { status: containerStatusFromInspect(info, image), info };
+  return { status: containerStatusFromInspect(info, image, oomEvent), info };
 }
 
 export async function containerStatus(

@@ -11,6 +11,7 @@ import type { CpuSampler } from '../state/cpu_sampler.js';
 import type { ImageCache } from '../state/image_cache.js';
 import type { InspectCache } from '../state/inspect_cache.js';
 import type { KnownIds } from '../state/known_ids.js';
+import type { OomEvents } from '../state/oom_events.js';
 
 /** --network-plugin: pods on CNI (cri-dockerd's default), or on a Docker network as before. */
 export type NetworkPluginName = 'cni' | 'docker';
@@ -65,6 +66,8 @@ export interface ShimContext {
   inspects: InspectCache;
   images: ImageCache;
   known: KnownIds;
+  /** Docker's oom, kill and die events: OOM kills Docker reports after the exit. */
+  ooms: OomEvents;
   /** The CNI plugin in `cni` mode; absent in `docker` mode. */
   network: CniNetworkPlugin | undefined;
   /** oom_score_adj of the shim process (the floor when restrictOomScoreAdj is set). */

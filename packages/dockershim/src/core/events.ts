@@ -6,7 +6,7 @@ import {
   UnavailableError,
 } from '@kh/cri-api';
 import type { DockerEvent } from '../docker/client.js';
-import { jsonLines } from '../docker/stream.js';
+import { eventTimeNanos, jsonLines } from '../docker/stream.js';
 import { ContainerType, LabelKeys } from '../model/labels.js';
 import { listPodContainerItems } from './container_list.js';
 import { getContainerStatus } from './container_status.js';
@@ -22,13 +22,6 @@ const EVENT_TYPES: Record<string, ContainerEventType> = {
   die: ContainerEventType.CONTAINER_STOPPED_EVENT,
   destroy: ContainerEventType.CONTAINER_DELETED_EVENT,
 };
-
-/** timeNano exceeds 2^53: read it from the raw JSON text, not from the parsed number. */
-export function eventTimeNanos(raw: string, fallbackSeconds: number | undefined): bigint {
-  const m = /"timeNano":\s*(\d+)/.exec(raw);
-  if (m?.[1]) return BigInt(m[1]);
-  return BigInt(Math.trunc(fallbackSeconds ?? 0)) * 1_000_000_000n;
-}
 
 /** The pod's state at the time of the event: sandbox status plus the status of each container. */
 async function podSnapshot(

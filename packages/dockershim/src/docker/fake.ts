@@ -153,11 +153,12 @@ export class FakeDockerClient implements DockerClient {
     }
   }
 
-  private containerEvent(c: FakeContainer, action: string): void {
+  private containerEvent(c: FakeContainer, action: string, extra: Record<string, string> = {}): void {
     this.emit('container', action, c.inspect.Id, {
       ...(c.inspect.Config.Labels ?? {}),
       name: c.inspect.Name.slice(1),
       image: c.inspect.Config.Image,
+      ...extra,
     });
   }
 
@@ -325,10 +326,25 @@ export class FakeDockerClient implements DockerClient {
     c.followers.clear();
   }
 
+  /**
+   * The Engine handles the cgroup's OOM notification after the exit it caused (containerd publishes
+   * the two apart): the `oom` event, and `State.OOMKilled` only from Docker 24 on (API 1.43); 20.10
+   * keeps the flag the exit carried.
+   */
+  oomAfterExit(id: string): void {
+    const c = this.container(id);
+    const [major = 0, minor = 0] = this.engineVersion.ApiVersion.split('.').map(Number);
+    if (major > 1 || minor >= 43) c.inspect.State.OOMKilled = true;
+    this.containerEvent(c, 'oom');
+  }
+
+  /** Docker's stop of a process that ignores the stop signal: the signal, then SIGKILL (137). */
   async stopContainer(id: string, _timeoutSeconds: number): Promise<void> {
     this.enter('stopContainer');
     const c = this.container(id);
     if (!c.inspect.State.Running) return;
+    this.killEvent(c, 15);
+    this.killEvent(c, 9);
     this.exit(c.inspect.Id, 137);
     this.containerEvent(c, 'stop');
   }
@@ -336,9 +352,15 @@ export class FakeDockerClient implements DockerClient {
   async removeContainer(id: string): Promise<void> {
     this.enter('removeContainer');
     const c = this.container(id);
+    if (c.inspect.State.Running) this.killEvent(c, 9);
     this.exit(c.inspect.Id, 137);
     this.containers.delete(c.inspect.Id);
     this.containerEvent(c, 'destroy');
+  }
+
+  /** Docker's `kill` event, which it emits as it signals the container's main process. */
+  private killEvent(c: FakeContainer, signal: number): void {
+    this.containerEvent(c, 'kill', { signal: String(signal) });
   }
 
   async updateContainer(id: string, update: ResourceUpdate): Promise<void> {

@@ -73,3 +73,10 @@ export async function* jsonLines<T>(
   const raw = buffered.trim();
   if (raw) yield { value: JSON.parse(raw) as T, raw };
 }
+
+/** An event's time: timeNano exceeds 2^53, so it is read from the raw JSON text, not the parsed number. */
+export function eventTimeNanos(raw: string, fallbackSeconds: number | undefined): bigint {
+  const m = /"timeNano":\s*(\d+)/.exec(raw);
+  if (m?.[1]) return BigInt(m[1]);
+  return BigInt(Math.trunc(fallbackSeconds ?? 0)) * 1_000_000_000n;
+}

@@ -17,7 +17,7 @@ export class DockerEventFeed {
   constructor(
     private readonly docker: DockerClient,
     private readonly filters: Record<string, string[]>,
-    private readonly onEvent: (event: DockerEvent) => void,
+    private readonly onEvent: (event: DockerEvent, raw: string) => void,
     private readonly reset: () => void,
   ) {}
 
@@ -41,7 +41,7 @@ export class DockerEventFeed {
 
   private async consume(stream: AsyncIterable<Buffer | string>): Promise<void> {
     try {
-      for await (const { value } of jsonLines<DockerEvent>(stream)) this.onEvent(value);
+      for await (const { value, raw } of jsonLines<DockerEvent>(stream)) this.onEvent(value, raw);
     } catch {
       // Stream broke: fall through to reset.
     }
