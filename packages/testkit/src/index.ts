@@ -29,6 +29,7 @@ export {
   defaultHostNodeBinary,
   NODE_BINARY_IN_NODE,
   NODE_RUNTIMES,
+  NODE_VOLUMES,
   NodeContainer,
   type NodeExecResult,
   StartedNodeContainer,

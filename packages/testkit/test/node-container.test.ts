@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import { join } from 'node:path';
 import { normalizeImageRef } from '@kh/apimachinery';
@@ -11,6 +12,7 @@ import { type StartedTestNetwork, TestNetwork } from '../src/containers/network.
 import { POD_SUBNET } from '../src/containers/node-config.js';
 import {
   NODE_BINARY_IN_NODE,
+  NODE_VOLUMES,
   NodeContainer,
   type StartedNodeContainer,
 } from '../src/containers/node-container.js';
@@ -179,8 +181,9 @@ describe('stop and failures', () => {
   test('stop() removes the container, its anonymous volumes and the shared host directory', async () => {
     const node = await new NodeContainer(refs.node).start();
     const info = await docker().getContainer(node.id).inspect();
-    const volumes = info.Mounts.filter((m) => m.Type === 'volume').map((m) => m.Name!);
-    expect(volumes).toHaveLength(2);
+    const mounts = info.Mounts.filter((m) => m.Type === 'volume');
+    expect(mounts.map((m) => m.Destination).sort()).toEqual([...NODE_VOLUMES].sort());
+    const volumes = mounts.map((m) => m.Name!);
     // Labelled like the container, so that cleanup finds any volume that outlives it.
     for (const v of volumes)
       expect((await docker().getVolume(v).inspect()).Labels).toMatchObject({
@@ -195,6 +198,16 @@ describe('stop and failures', () => {
       await expect(docker().getVolume(v).inspect()).rejects.toMatchObject({ statusCode: 404 });
     }
     await node.stop(); // idempotent
+  });
+
+  test('withSharedDirOnTmpfs: the node sees a tmpfs of that size at /run/kh, and stop() unmounts and removes it', async () => {
+    const node = await new NodeContainer(refs.node).withSharedDirOnTmpfs('size=64m').start();
+    const df = await node.execOk(['df', '-k', '--output=fstype,size', '/run/kh']);
+    expect(df.trim().split('\n').at(-1)?.trim().split(/\s+/)).toEqual(['tmpfs', String(64 * 1024)]);
+    await node.stop();
+    expect(existsSync(node.sharedDirOnHost)).toBe(false);
+    const mounts = await readFile('/proc/self/mounts', 'utf8');
+    expect(mounts).not.toContain(node.sharedDirOnHost);
   });
 
   test('a node that cannot become ready fails start() with the reason and leaves nothing behind', async () => {

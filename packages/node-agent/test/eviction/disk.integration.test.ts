@@ -1,5 +1,5 @@
 // Real disk pressure on real containerd: a busybox disk hog fills an emptyDir on the node's
-// disk against a nodefs threshold computed from the free space at the start, as Kubernetes'
+// nodefs (a 1Gi tmpfs of its own) against a threshold computed from the free space at the start, as Kubernetes'
 // node e2e eviction suite does. Node-level reclaim runs first and cannot help; the hog is
 // evicted by its ephemeral storage, the innocent pod survives, and the condition clears once
 // the hog's volume is cleaned up. Local storage isolation evicts a pod that overfills its
@@ -32,7 +32,9 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
   let podsDir: string;
 
   beforeAll(async () => {
-    containerd = await startContainerdNode(['busybox', 'diskhog']);
+    // The pods' directory on a tmpfs of its own: other writers on the host's disk (the other
+    // packages' tests, image builds) once took 1.6Gi during a case and held the pressure up.
+    containerd = await startContainerdNode(['busybox', 'diskhog'], { sharedDirOnTmpfs: 'size=1g' });
     ({ node, cri, refs, podsDir } = containerd);
     runtime = await containerd.runtimeManager();
   }, 600_000);
@@ -99,7 +101,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
     if (!node) throw new Error('no node');
     const signals = new NodeSignalSource({ memoryCgroupDir: '', rootDir: node.sharedDirOnHost });
     const free0 = (await signals.observe())['nodefs.available']?.available ?? 0;
-    // Leave room for other writers on this disk: the hog writes 600Mi against a 250Mi margin.
+    // The hog writes 600Mi against a 250Mi margin.
     const threshold = `${Math.floor((free0 - 250 * Mi) / Mi)}Mi`;
     console.log(`free ${Math.round(free0 / Mi)}Mi, nodefs threshold ${threshold}`);
     const config: EvictionConfig = {

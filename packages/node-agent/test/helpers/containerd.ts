@@ -23,7 +23,7 @@ export interface ContainerdTestNode<I extends ImageName> {
 /** Builds (or reuses) the images, starts a containerd node with the workload images loaded. */
 export async function startContainerdNode<const I extends ImageName>(
   images: readonly I[],
-  options: { memoryLimitBytes?: number } = {},
+  options: { memoryLimitBytes?: number; sharedDirOnTmpfs?: string } = {},
 ): Promise<ContainerdTestNode<I>> {
   const refs = await ensureImages(['pause', 'node', ...images], { progress: (l) => console.log(l) });
   const builder = new NodeContainer(refs.node)
@@ -31,6 +31,7 @@ export async function startContainerdNode<const I extends ImageName>(
     .withPauseImage(refs.pause)
     .withImages(...images.map((i) => refs[i]));
   if (options.memoryLimitBytes !== undefined) builder.withMemoryLimit(options.memoryLimitBytes);
+  if (options.sharedDirOnTmpfs !== undefined) builder.withSharedDirOnTmpfs(options.sharedDirOnTmpfs);
   const node = await builder.start();
   let cri: CriClient;
   try {

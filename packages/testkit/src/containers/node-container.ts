@@ -1,8 +1,10 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import type { StartedTestContainer } from 'testcontainers';
 import { ensureImages } from '../images/ensure.js';
 import { docker } from '../util/docker.js';
@@ -56,6 +58,13 @@ export function defaultHostNodeBinary(): string {
  * again while the node lives on, see stopRuntime), and the runtime's sockets in a directory
  * shared with the host.
  */
+/**
+ * The node's anonymous volumes: the runtimes' overlayfs must not sit on the container's own
+ * overlayfs, and the agent's pods directory must take ID-mapped mounts (pods with hostUsers: false
+ * get their volumes so), which the container's overlayfs refuses and the host's disk takes.
+ */
+export const NODE_VOLUMES = ['/var/lib/containerd', '/var/lib/docker', '/var/lib/kubelet'] as const;
+
 export class NodeContainer extends RuntimeBuilder {
   private runtime: NodeRuntimeSpec = NODE_RUNTIMES.containerd;
   private network?: StartedTestNetwork;
@@ -67,6 +76,7 @@ export class NodeContainer extends RuntimeBuilder {
   private binds: BindMount[] = [];
   private devices: string[] = [];
   private podCidr: string | undefined = POD_SUBNET;
+  private sharedDirTmpfs?: string;
 
   constructor(private readonly image: string) {
     super(60_000);
@@ -134,6 +144,17 @@ export class NodeContainer extends RuntimeBuilder {
     return this;
   }
 
+  /**
+   * Puts the shared directory (/run/kh: sockets, and the pods' and logs' directories of an agent
+   * that keeps them there) on a tmpfs of its own, with these `mount -o` options (e.g. `size=1g`):
+   * filling it then takes nothing from the host's disk, and no other writer on that disk moves
+   * its free space. Needs root, as mounting does.
+   */
+  withSharedDirOnTmpfs(options: string): this {
+    this.sharedDirTmpfs = options;
+    return this;
+  }
+
   /** Mounts a host Node.js binary read-only at /usr/local/bin/node, for an agent running inside. */
   withHostNode(binary = defaultHostNodeBinary()): this {
     return this.withBindMounts([{ source: binary, target: NODE_BINARY_IN_NODE, mode: 'ro' }]);
@@ -183,12 +204,9 @@ export class NodeContainer extends RuntimeBuilder {
           PathInContainer: path,
           CgroupPermissions: 'rwm',
         })),
-        // Anonymous volumes: the runtimes' overlayfs must not sit on the container's own overlayfs,
-        // and the agent's pods directory must take ID-mapped mounts (pods with hostUsers: false
-        // get their volumes so), which the container's overlayfs refuses and the host's disk takes.
-        // They go with the container (remove with v), and carry its labels (creator pid included)
+        // NODE_VOLUMES. They go with the container (remove with v), and carry its labels (creator pid included)
         // so that `kubelet-harness cleanup` finds any that outlive it.
-        Mounts: ['/var/lib/containerd', '/var/lib/docker', '/var/lib/kubelet'].map((target) => ({
+        Mounts: NODE_VOLUMES.map((target) => ({
           Type: 'volume' as const,
           Source: '',
           Target: target,
@@ -202,6 +220,16 @@ export class NodeContainer extends RuntimeBuilder {
     if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(...this.aliases);
 
     const hostDir = await mkdtemp(join(tmpdir(), 'kh-node-'));
+    if (this.sharedDirTmpfs !== undefined) {
+      try {
+        await promisify(execFile)('mount', ['-t', 'tmpfs', '-o', this.sharedDirTmpfs, 'kh-shared', hostDir]);
+      } catch (err) {
+        await rm(hostDir, { recursive: true, force: true });
+        throw new Error(
+          `cannot mount a tmpfs (${this.sharedDirTmpfs}) on ${hostDir}: ${(err as Error).message}`,
+        );
+      }
+    }
     await chmod(hostDir, 0o755);
     container.withBindMounts([
       { source: '/sys/fs/cgroup', target: '/sys/fs/cgroup', mode: 'rw' },
@@ -213,7 +241,7 @@ export class NodeContainer extends RuntimeBuilder {
     try {
       tc = await timed(this.progress, `${name}: start container`, () => startOrRemove(container, name));
     } catch (err) {
-      await rm(hostDir, { recursive: true, force: true });
+      await removeSharedDir(hostDir);
       throw err;
     }
     const node = new StartedNodeContainer(tc, spec, hostDir, pauseImage, this.image);
@@ -427,6 +455,14 @@ export class StartedNodeContainer {
     } catch {
       await removeContainer(this.id);
     }
-    await rm(this.sharedDirOnHost, { recursive: true, force: true });
+    await removeSharedDir(this.sharedDirOnHost);
   }
+}
+
+/** Removes a node's shared directory, unmounting it first when it is a mount of its own (a tmpfs). */
+async function removeSharedDir(dir: string): Promise<void> {
+  const own = await stat(dir).catch(() => undefined);
+  const parent = await stat(dirname(dir));
+  if (own && own.dev !== parent.dev) await promisify(execFile)('umount', ['-l', dir]);
+  await rm(dir, { recursive: true, force: true });
 }
