@@ -1,33 +1,18 @@
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ContainerInspect, DockerClient } from '../src/docker/client.js';
+import type { ContainerInspect } from '../src/docker/client.js';
 import { InspectCache } from '../src/state/inspect_cache.js';
-
-/** Just what InspectCache asks of the Engine: an event stream the test writes to. */
-function fakeDocker(opts: { eventsFail?: boolean } = {}) {
-  const events = new PassThrough();
-  const calls = { filters: undefined as unknown };
-  const docker = {
-    events: async (filters: unknown) => {
-      calls.filters = filters;
-      if (opts.eventsFail) throw new Error('events down');
-      return events;
-    },
-  };
-  return { docker: docker as unknown as DockerClient, events, calls };
-}
+import { fakeEventEngine, flush } from './fake_event_engine.js';
 
 const inspect = (id: string, status: string) =>
   ({ Id: id, State: { Status: status } }) as unknown as ContainerInspect;
 const event = (action: string, id: string) =>
   `${JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id } })}\n`;
-const flush = () => new Promise((r) => setImmediate(r));
 
 let cache: InspectCache | undefined;
 afterEach(() => cache?.close());
 
 async function started(opts: { eventsFail?: boolean } = {}) {
-  const f = fakeDocker(opts);
+  const f = fakeEventEngine(opts);
   cache = new InspectCache(f.docker);
   await cache.start();
   return { f, cache };

@@ -1,33 +1,17 @@
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { DockerClient } from '../src/docker/client.js';
 import { LATE_OOM_WAIT_MS, OomEvents } from '../src/state/oom_events.js';
-
-/** Just what OomEvents asks of the Engine: an event stream the test writes to. */
-function fakeDocker(opts: { eventsFail?: boolean } = {}) {
-  const events = new PassThrough();
-  const calls = { filters: undefined as unknown };
-  const docker = {
-    events: async (filters: unknown) => {
-      calls.filters = filters;
-      if (opts.eventsFail) throw new Error('events down');
-      return events;
-    },
-  };
-  return { docker: docker as unknown as DockerClient, events, calls };
-}
+import { fakeEventEngine, flush } from './fake_event_engine.js';
 
 // Docker's times are ns since the epoch; timeNano is written with all its digits, as the Engine does.
 const event = (action: string, id: string, timeNano: bigint, attributes: Record<string, string> = {}) =>
   `${JSON.stringify({ Type: 'container', Action: action, Actor: { ID: id, Attributes: attributes }, timeNano: 0 }).replace('"timeNano":0', `"timeNano":${timeNano}`)}\n`;
-const flush = () => new Promise((r) => setImmediate(r));
 const nowNs = () => BigInt(Date.now()) * 1_000_000n;
 
 let ooms: OomEvents | undefined;
 afterEach(() => ooms?.close());
 
 async function started(opts: { eventsFail?: boolean } = {}) {
-  const f = fakeDocker(opts);
+  const f = fakeEventEngine(opts);
   ooms = new OomEvents(f.docker);
   await ooms.start();
   return { f, ooms };
