@@ -312,16 +312,17 @@ export class SpdySession {
   }
 
   /**
-   * Ends the session politely: GOAWAY, then the socket's end once every queued frame is written;
-   * the socket is destroyed if the peer has not closed its side within a few seconds.
+   * Ends the session politely: GOAWAY, then the socket's end. A server ends its socket only once
+   * the peer has closed the connection (or after a grace period), as spdystream's Close waits for
+   * the peer's streams: a spdystream client that reads EOF closes every stream at once and drops
+   * the frames still queued for them, and an exec's status is the last frame (kubectl then reads
+   * an empty error stream as exit 0). A client ends at once, as kubectl does.
    */
   async end(status: number = GoAwayStatus.OK): Promise<void> {
     this.stopWaitingForReaders();
-    if (!this.goneAway) {
-      this.goneAway = true;
-      await this.send({ type: 'GOAWAY', lastGoodStreamId: this.lastPeerStreamId, status });
-    }
+    await this.goAway(status);
     if (this.socket.destroyed) return;
+    if (this.options.role === 'server') await this.peerClosedWithin(CLOSE_GRACE_MS);
     this.socket.end();
     setTimeout(() => this.socket.destroy(), CLOSE_GRACE_MS).unref();
   }
@@ -330,6 +331,26 @@ export class SpdySession {
   destroy(reason?: Error): void {
     this.finish(reason);
     this.socket.destroy();
+  }
+
+  private async goAway(status: number): Promise<void> {
+    if (this.goneAway) return;
+    this.goneAway = true;
+    await this.send({ type: 'GOAWAY', lastGoodStreamId: this.lastPeerStreamId, status });
+  }
+
+  /** Resolves once the read loop has ended (the peer's EOF, or the socket gone), or after `ms`. */
+  private peerClosedWithin(ms: number): Promise<void> {
+    if (this.signal.aborted) return RESOLVED;
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.signal.addEventListener('abort', done, { once: true });
+    });
   }
 
   private stopWaitingForReaders(): void {
@@ -516,7 +537,7 @@ export class SpdySession {
     this.options.onError?.(error);
     const status =
       error instanceof SpdyProtocolError ? GoAwayStatus.PROTOCOL_ERROR : GoAwayStatus.INTERNAL_ERROR;
-    this.end(status).finally(() => this.destroy(error));
+    this.goAway(status).finally(() => this.destroy(error));
   }
 
   private finish(reason?: Error): void {
