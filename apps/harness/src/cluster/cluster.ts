@@ -100,7 +100,12 @@ export async function clusterUp(argv: string[], io: ClusterIO, deps: ClusterDeps
   progress.step(`cluster ${runId}: ${runtimes.join(', ')}`);
   let world: HarnessWorld | undefined;
   try {
-    world = await HarnessWorld.start({ runId, nodes: runtimes.map((r) => nodeNameFor(runId, r)), progress });
+    world = await HarnessWorld.start({
+      runId,
+      nodes: runtimes.map((r) => nodeNameFor(runId, r)),
+      images: backends.flatMap((b) => b.images ?? []),
+      progress,
+    });
     const w = world;
     const nodes: ReadyNode[] = await Promise.all(
       backends.map((b) => startNode(w, b, progress.child(b.name))),

@@ -7,9 +7,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { runId } from '@kh/testkit';
+import { nodeImageName, runId } from '@kh/testkit';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fakeBackend } from '../../src/backends/fake.js';
+import type { RuntimeBackend } from '../../src/backends/types.js';
 import { clusterDown, clusterUp } from '../../src/cluster/cluster.js';
 import { ClusterStateFile } from '../../src/cluster/state.js';
 import { consoleProgress } from '../../src/support/progress.js';
@@ -51,9 +53,27 @@ describe('kubelet-harness up / down', () => {
     const kubeconfig = join(dir, 'admin.kubeconfig');
     const docker = new Docker();
     const label = [`kh.run=${runId}`];
+    // The fake node, from a backend that lists a node image of another release, as the versioned
+    // columns do: up builds what the backends list, as run does.
+    const release = nodeImageName('trixie');
+    let built: string | undefined;
+    const backend: RuntimeBackend = {
+      ...fakeBackend,
+      images: [release],
+      start: (ctx) => {
+        built = ctx.images[release];
+        return fakeBackend.start(ctx);
+      },
+    };
     try {
       const up = io();
-      expect(await clusterUp(['--runtime', 'fake', '--kubeconfig', kubeconfig], up.io, { state })).toBe(0);
+      expect(
+        await clusterUp(['--runtime', 'fake', '--kubeconfig', kubeconfig], up.io, {
+          state,
+          backends: [backend],
+        }),
+      ).toBe(0);
+      expect(built).toMatch(/node-trixie/);
       expect(up.out.join('')).toContain(`kubeconfig (admin): ${kubeconfig}`);
       expect(up.out.join('')).toMatch(/pause +registry:5000\/kh\/pause:/);
       expect(up.lines.some((l) => l.includes('Ready after'))).toBe(true);
