@@ -6,9 +6,12 @@ import { join } from 'node:path';
 import { type CriCallEvent, CriClient } from '@kh/cri-api';
 import { dockershimCli, startDockershim, withCheckout } from '@kh/cri-conformance';
 import {
+  DEFAULT_NODE_RELEASE,
   DOCKERSHIM_CNI_FLAGS,
   ensureImages,
   NodeContainer,
+  type NodeRelease,
+  nodeImageName,
   POD_SUBNET,
   runId,
   type StartedNodeContainer,
@@ -27,21 +30,23 @@ export interface RuntimeNode {
 }
 
 /**
- * A node of the default release. `docker` runs the dockershim from this checkout in the node on
- * CNI, the network a real node's shim has (cri-dockerd's default), the pod CIDR passed on as the
- * agent does.
+ * A node of the release (default: the default release), whose runtime versions are the ones under
+ * test. `docker` runs the dockershim from this checkout in the node on CNI, the network a real
+ * node's shim has (cri-dockerd's default), the pod CIDR passed on as the agent does.
  */
 export async function startRuntimeNode(opts: {
   runtime: 'containerd' | 'docker';
+  release?: NodeRelease;
   onCall?: (e: CriCallEvent) => void;
   progress?: (line: string) => void;
   manager?: Partial<RuntimeManagerOptions>;
 }): Promise<RuntimeNode> {
   const progress = opts.progress ?? (() => undefined);
-  const refs = await ensureImages(['pause', 'busybox', 'node'], { progress });
-  progress(`starting ${opts.runtime} node (run ${runId})`);
+  const image = nodeImageName(opts.release ?? DEFAULT_NODE_RELEASE);
+  const refs = await ensureImages(['pause', 'busybox', image], { progress });
+  progress(`starting ${opts.runtime} ${image} (run ${runId})`);
   const docker = opts.runtime === 'docker';
-  const builder = new NodeContainer(refs.node)
+  const builder = new NodeContainer(refs[image])
     .withRuntime(opts.runtime)
     .withPauseImage(refs.pause)
     .withImages(refs.busybox)

@@ -1,5 +1,6 @@
 // The sync scenarios against real containerd (CRI v1) in a testkit node container; the agent
 // runs on the host and shares the node's /run/kh for logs, termination messages and emptyDirs.
+import { nodeReleaseFromEnv } from '@kh/testkit';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RuntimeNode, startRuntimeNode } from '../../bench/runtime_node.js';
 import { ExponentialBackoff } from '../../src/util/backoff.js';
@@ -13,6 +14,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('runtime manager on rea
     const clock = new SkewClock();
     n = await startRuntimeNode({
       runtime: 'containerd',
+      release: nodeReleaseFromEnv(),
       manager: { clock },
       progress: (l) => console.log(l),
     });

@@ -1,7 +1,9 @@
 // The sync scenarios through our dockershim, run from this checkout next to the dockerd of a
-// testkit node container (Docker of the default release), on CNI with the node's pod CIDR. The
-// agent runs on the host and shares the node's /run/kh; the host's engine only runs the node, so a
-// bug of the host's Docker cannot redden these tests, and removing the node removes all they made.
+// testkit node container (the Docker of KH_NODE_RELEASE, default trixie's 26.1), on CNI with the
+// node's pod CIDR. The agent runs on the host and shares the node's /run/kh; the host's engine only
+// runs the node, so a bug of the host's Docker cannot redden these tests, and removing the node
+// removes all they made.
+import { nodeReleaseFromEnv } from '@kh/testkit';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { type RuntimeNode, startRuntimeNode } from '../../bench/runtime_node.js';
 import { ExponentialBackoff } from '../../src/util/backoff.js';
@@ -15,7 +17,12 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')(
 
     beforeAll(async () => {
       const clock = new SkewClock();
-      n = await startRuntimeNode({ runtime: 'docker', manager: { clock }, progress: (l) => console.log(l) });
+      n = await startRuntimeNode({
+        runtime: 'docker',
+        release: nodeReleaseFromEnv(),
+        manager: { clock },
+        progress: (l) => console.log(l),
+      });
       env = {
         manager: n.manager,
         newManager: n.newManager,
