@@ -30,7 +30,7 @@ export interface RuntimeNode {
 }
 
 /**
- * A node of the release (default: the default release), whose runtime versions are the ones under
+ * A node of `release` (default DEFAULT_NODE_RELEASE), whose runtime versions are the ones under
  * test. `docker` runs the dockershim from this checkout in the node on CNI, the network a real
  * node's shim has (cri-dockerd's default), the pod CIDR passed on as the agent does.
  */
