@@ -10,17 +10,18 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   criToolsDir,
-  DEFAULT_NODE_RELEASE,
   ensureImages,
   NODE_BINARY_IN_NODE,
-  NODE_RELEASES,
   NodeContainer,
   nodeImageName,
+  nodeReleaseFromEnv,
 } from '@kh/testkit';
 
-const release = process.env.KH_NODE_RELEASE || DEFAULT_NODE_RELEASE;
-if (!NODE_RELEASES.includes(release)) {
-  process.stderr.write(`KH_NODE_RELEASE=${release}: must be one of ${NODE_RELEASES.join(', ')}\n`);
+let release;
+try {
+  release = nodeReleaseFromEnv();
+} catch (err) {
+  process.stderr.write(`${err.message}\n`);
   process.exit(2);
 }
 // The repository at the same path inside the node, so that vitest, its cache and every path a

@@ -25,8 +25,8 @@ import { podLogDirOf } from '../src/kuberuntime/logs.js';
 import { KubeGenericRuntimeManager } from '../src/kuberuntime/manager.js';
 import { generatePodSandboxConfig } from '../src/kuberuntime/sandbox.js';
 import { newCrashLoopBackoff } from '../src/util/backoff.js';
-import { startContainerdNode } from './containerd_node.js';
 import { CriTimeline, EssentialCreateCalls, percentile, type Sample } from './overhead.js';
+import { startRuntimeNode } from './runtime_node.js';
 
 const TargetP99Ms = 20;
 
@@ -193,7 +193,8 @@ async function main(): Promise<void> {
   let image: string;
   let cleanup: () => Promise<void>;
   if (runtime === 'containerd') {
-    const node = await startContainerdNode({
+    const node = await startRuntimeNode({
+      runtime: 'containerd',
       onCall: timeline.onCall,
       progress: (l) => console.log(`  ${l}`),
     });

@@ -76,6 +76,7 @@ export {
   type NodeImageName,
   type NodeRelease,
   nodeImageName,
+  nodeReleaseFromEnv,
   RECIPES,
   TOOLCHAIN_IMAGES,
   WORKLOAD_IMAGES,

@@ -6,6 +6,7 @@ import {
   IMAGE_NAMES,
   NODE_RELEASES,
   nodeImageName,
+  nodeReleaseFromEnv,
   RECIPES,
   type Recipe,
 } from '../src/images/recipes.js';
@@ -137,5 +138,20 @@ describe('recipe hashing', () => {
 
   test('names images kubelet-harness/<name>:<hash>', () => {
     expect(imageRef(RECIPES.pause, '0123456789ab')).toBe('kubelet-harness/pause:0123456789ab');
+  });
+});
+
+describe('nodeReleaseFromEnv', () => {
+  test('is KH_NODE_RELEASE, else the default release', () => {
+    expect(nodeReleaseFromEnv({ KH_NODE_RELEASE: 'bookworm' })).toBe('bookworm');
+    expect(nodeReleaseFromEnv({ KH_NODE_RELEASE: 'forky' })).toBe('forky');
+    expect(nodeReleaseFromEnv({})).toBe(DEFAULT_NODE_RELEASE);
+    expect(nodeReleaseFromEnv({ KH_NODE_RELEASE: '' })).toBe(DEFAULT_NODE_RELEASE);
+  });
+
+  test('refuses an unknown release, naming the ones there are', () => {
+    expect(() => nodeReleaseFromEnv({ KH_NODE_RELEASE: 'buster' })).toThrow(
+      'KH_NODE_RELEASE=buster: must be one of bookworm, trixie, forky',
+    );
   });
 });

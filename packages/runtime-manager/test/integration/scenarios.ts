@@ -3,6 +3,7 @@
 
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { POD_SUBNET } from '@kh/testkit';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
 import type { Backoff, Clock, PodStatus, PodSyncResult, Runtime } from '../../src/container/runtime.js';
@@ -24,6 +25,11 @@ export interface RealRuntimeEnv {
   clock: SkewClock;
   backoff: Backoff;
 }
+
+/** A pod IP from the nodes' pod network (testkit's POD_SUBNET, a /16), whichever their runtime. */
+export const POD_IP_PATTERN = new RegExp(
+  `^${POD_SUBNET.replace(/\.0\.0\/16$/, '').replaceAll('.', '\\.')}\\.`,
+);
 
 let seq = 0;
 export function pod(

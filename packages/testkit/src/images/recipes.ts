@@ -327,3 +327,14 @@ export function isImageName(name: string): name is ImageName {
 export function isNodeRelease(name: string): name is NodeRelease {
   return (NODE_RELEASES as readonly string[]).includes(name);
 }
+
+/**
+ * The release whose runtimes a test run drives in its nodes: KH_NODE_RELEASE, else the default.
+ * An unknown name is refused rather than run as the default, which would pass for the wrong versions.
+ */
+export function nodeReleaseFromEnv(env: Record<string, string | undefined> = process.env): NodeRelease {
+  const release = env.KH_NODE_RELEASE || DEFAULT_NODE_RELEASE;
+  if (!isNodeRelease(release))
+    throw new Error(`KH_NODE_RELEASE=${release}: must be one of ${NODE_RELEASES.join(', ')}`);
+  return release;
+}
