@@ -1,14 +1,24 @@
 // `kubelet-harness history` over ten synthetic runs (synthetic.ts: what each row is made to be):
 // every classification, the failure clusters, the alerts and the exit status of each flag, an
 // earlier history extended, the window trimmed, the job summary.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import { runHistoryCommand } from '../../src/history/command.js';
 import type { HistoryModel, HistoryRow } from '../../src/history/model.js';
-import { commitOf, NOW, QUARANTINE, RUNS, runIdOf, startOf, writeSyntheticRuns } from './synthetic.js';
+import type { CaseResult, CellResult, RunResults } from '../../src/results/model.js';
+import {
+  commitOf,
+  NOW,
+  QUARANTINE,
+  RUNS,
+  runIdOf,
+  startOf,
+  syntheticRun,
+  writeSyntheticRuns,
+} from './synthetic.js';
 
 let dir: string;
 let runs: string;
@@ -176,6 +186,85 @@ describe('history over ten runs', () => {
     const html = await readFile(join(out, 'runs', 'nightly-07.html'), 'utf8');
     expect(html).toContain('id="report-data"');
     expect(html).toContain('"runId":"nightly-07"');
+  });
+});
+
+describe('history of cells that report named cases', () => {
+  // Three runs of one cell with upstream's cases (issue 34): a row per case, each drilling into the
+  // cell; the cell's quarantine holds each of its cases.
+  const probes = (run: number, cases: CaseResult[], extra: Partial<CellResult> = {}): RunResults => {
+    const base = syntheticRun(run);
+    const cell: CellResult = {
+      runtime: 'containerd-1.7',
+      scenario: 'probes-upstream',
+      outcome: cases.some((c) => c.outcome === 'failed') ? 'failed' : 'passed',
+      startedAt: startOf(run),
+      durationMs: 60_000,
+      assertions: [],
+      timeline: [],
+      logs: [],
+      cases,
+      ...extra,
+    };
+    return { ...base, scenarios: ['probes-upstream'], cells: [cell] };
+  };
+  const pass = (name: string, more: Partial<CaseResult> = {}): CaseResult => ({
+    name,
+    outcome: 'passed',
+    durationMs: 4000,
+    ...more,
+  });
+  const fail = (name: string, run: number): CaseResult => ({
+    name,
+    outcome: 'failed',
+    durationMs: 9000,
+    reason: `pod liveness-http-${run}7 restarted ${run} times`,
+  });
+
+  it('keeps a row per case with its own verdicts; a whole-cell quarantine holds each case', async () => {
+    const at = join(dir, 'cases');
+    const write = async (run: number, results: RunResults) => {
+      await mkdir(join(at, `run-${run}`), { recursive: true });
+      await writeFile(join(at, `run-${run}`, 'results.json'), JSON.stringify(results));
+    };
+    await write(1, probes(1, [pass('liveness-exec'), fail('liveness-http', 1), pass('readiness-exec')]));
+    await write(
+      2,
+      probes(2, [pass('liveness-exec', { attempts: 2 }), fail('liveness-http', 2), pass('readiness-exec')]),
+    );
+    await write(
+      3,
+      probes(3, [pass('liveness-exec'), fail('liveness-http', 3), fail('readiness-exec', 3)], {
+        quarantine: QUARANTINE,
+      }),
+    );
+    const out = join(dir, 'cases-out');
+    const r = await history([at, '-o', out, '--fail-after', '3']);
+    const m = await read(out);
+    const id = 'containerd-1.7/probes-upstream';
+    expect(m.rows.map((row) => [row.id, row.cell, row.case, outcomes(row)])).toEqual([
+      [`${id} › liveness-exec`, id, 'liveness-exec', 'PPP'],
+      [`${id} › liveness-http`, id, 'liveness-http', 'FFF'],
+      [`${id} › readiness-exec`, id, 'readiness-exec', 'PPF'],
+    ]);
+    const row = (name: string) => m.rows.find((x) => x.case === name)!;
+    expect(row('liveness-exec').flaky).toEqual([`passed only on try 2 in run ${runIdOf(2)}`]);
+    expect(row('liveness-exec').results.map((x) => x?.durationMs)).toEqual([4000, 4000, 4000]);
+    expect(row('liveness-http')).toMatchObject({
+      failingFor: 3,
+      status: 'still-failing',
+      quarantine: QUARANTINE,
+    });
+    expect(row('readiness-exec')).toMatchObject({
+      failingFor: 1,
+      status: 'new-failure',
+      quarantine: QUARANTINE,
+    });
+    // The held case fails three runs in a row without an alert; failures group by case message.
+    expect(r.code).toBe(0);
+    expect(m.clusters.map((c) => [c.failures, c.rows.length, c.signature])).toEqual([
+      [4, 2, 'pod <name> restarted <n> times'],
+    ]);
   });
 });
 
