@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import { runHistoryCommand } from '../../src/history/command.js';
 import type { HistoryModel, HistoryRow } from '../../src/history/model.js';
+import { mergeResults } from '../../src/results/merge.js';
 import type { CaseResult, CellResult, RunResults } from '../../src/results/model.js';
 import {
   commitOf,
@@ -265,6 +266,62 @@ describe('history of cells that report named cases', () => {
     expect(m.clusters.map((c) => [c.failures, c.rows.length, c.signature])).toEqual([
       [4, 2, 'pod <name> restarted <n> times'],
     ]);
+  });
+});
+
+describe("history over a nightly's downloaded artifacts", () => {
+  // What `gh run download` leaves of one nightly: each shard's results beside the merged ones.
+  const shards = (run: number) => {
+    const whole = syntheticRun(run);
+    const matrix = whole.cells.map((c) => `${c.runtime}/${c.scenario}`);
+    return [1, 2].map((index): RunResults => {
+      const cells = whole.cells.filter((_, i) => i % 2 === index - 1);
+      return {
+        ...whole,
+        runId: `${whole.runId}-shard-${index}`,
+        cells,
+        shard: { index, total: 2, cells: cells.map((c) => `${c.runtime}/${c.scenario}`), matrix },
+      };
+    });
+  };
+  const download = async (at: string, run: number, { merged = true } = {}) => {
+    const parts = shards(run);
+    const files: [string, RunResults][] = parts.map((p, i) => [`kh-shard-containerd-${i + 1}`, p]);
+    if (merged) files.push(['kubelet-harness-merged', mergeResults(parts).results]);
+    for (const [name, results] of files) {
+      await mkdir(join(at, name), { recursive: true });
+      await writeFile(join(at, name, 'results.json'), JSON.stringify(results));
+    }
+  };
+
+  it('takes each night once, as its merged results, leaving out the shards it was made from', async () => {
+    const at = join(dir, 'downloaded');
+    await download(join(at, 'night-9'), 9);
+    await download(join(at, 'night-10'), 10);
+    const out = join(dir, 'downloaded-out');
+    expect((await history([at, '-o', out])).code).toBe(0);
+    const m = await read(out);
+    expect(m.runs.map((r) => r.runId)).toEqual([
+      `${runIdOf(10)}-shard-1+${runIdOf(10)}-shard-2`,
+      `${runIdOf(9)}-shard-1+${runIdOf(9)}-shard-2`,
+    ]);
+    expect(m.rows.map((r) => `${r.id} ${outcomes(r)}`)).toContain('docker-26/probes FP');
+    expect(m.rows).toHaveLength(11);
+  });
+
+  it('refuses a shard no merged results were made from, and a directory without results', async () => {
+    const at = join(dir, 'shards-only');
+    await download(at, 10, { merged: false });
+    const r = await history([at, '-o', join(dir, 'shards-only-out')]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(
+      /kh-shard-containerd-1\/results\.json: shard 1\/2 of a run, not a whole run; merge its shards first \(kubelet-harness merge\)/,
+    );
+    const empty = join(dir, 'empty');
+    await mkdir(empty, { recursive: true });
+    const e = await history([empty, '-o', join(dir, 'empty-out')]);
+    expect(e.code).toBe(2);
+    expect(e.err).toContain(`${empty}: no results.json in this directory`);
   });
 });
 
