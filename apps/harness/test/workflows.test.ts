@@ -252,6 +252,71 @@ describe('nightly.yml history', () => {
   });
 });
 
+describe("nightly.yml history: the previous nightly's script", () => {
+  const script = (
+    (load('nightly.yml').jobs.history as Job).steps.find((s) => s.id === 'previous')!.with!.script as string
+  ).trim();
+  type Artifact = { name: string; expired: boolean };
+  // github-script runs the script as the body of an async function of github, context and core.
+  const find = async (runs: { id: number; artifacts: Artifact[] }[], runId = 900) => {
+    const outputs: Record<string, string> = {};
+    const asked: number[] = [];
+    const github = {
+      rest: {
+        actions: {
+          listWorkflowRuns: async (q: { workflow_id: string; status: string }) => {
+            expect(q).toMatchObject({ workflow_id: 'nightly.yml', status: 'completed' });
+            return { data: { workflow_runs: runs.map(({ id }) => ({ id })) } };
+          },
+          listWorkflowRunArtifacts: async (q: { run_id: number }) => {
+            asked.push(q.run_id);
+            return { data: { artifacts: runs.find((r) => r.id === q.run_id)!.artifacts } };
+          },
+        },
+      },
+    };
+    const context = { runId, repo: { owner: 'o', repo: 'r' } };
+    const core = {
+      setOutput: (k: string, v: string) => {
+        outputs[k] = v;
+      },
+      info: () => {},
+    };
+    const body = Object.getPrototypeOf(async () => {}).constructor('github', 'context', 'core', script);
+    await body(github, context, core);
+    return { runId: outputs['run-id'], asked };
+  };
+  const history: Artifact = { name: 'kubelet-harness-history', expired: false };
+  const merged: Artifact = { name: 'kubelet-harness-merged', expired: false };
+
+  it('takes the newest earlier nightly that holds a history', async () => {
+    expect(
+      await find([
+        { id: 899, artifacts: [merged, history] },
+        { id: 898, artifacts: [history] },
+      ]),
+    ).toEqual({
+      runId: '899',
+      asked: [899],
+    });
+  });
+
+  it('passes over nights without one (cancelled before the upload, or expired) rather than start over', async () => {
+    const r = await find([
+      { id: 900, artifacts: [history] },
+      { id: 899, artifacts: [] },
+      { id: 898, artifacts: [merged, { ...history, expired: true }] },
+      { id: 897, artifacts: [history] },
+    ]);
+    expect(r).toEqual({ runId: '897', asked: [899, 898, 897] });
+  });
+
+  it('says none when no earlier nightly holds one', async () => {
+    expect((await find([{ id: 899, artifacts: [merged] }])).runId).toBe('');
+    expect((await find([])).runId).toBe('');
+  });
+});
+
 describe('pr.yml', () => {
   const wf = load('pr.yml');
 

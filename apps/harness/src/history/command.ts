@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { buildReportModel } from '../report/aggregate.js';
 import { loadClientScript, renderReportHtml } from '../report/html.js';
 import { readResultsFile, resultsFilesUnder } from '../results/load.js';
+import type { RunResults } from '../results/model.js';
 import { benchSeries, readBenchRecords } from './bench.js';
 import { buildHistory, entriesOf, type RunEntry, readHistoryFile, runEntry } from './collect.js';
 import { loadHistoryScript, renderHistoryHtml } from './html.js';
@@ -16,8 +17,9 @@ import { markdownSummary } from './summary.js';
 export const HISTORY_USAGE = `Usage: kubelet-harness history [<results.json | dir>...] [options]
 
 Reads the results.json of many runs (files, or directories searched for them, such as downloaded
-CI artifacts) and an earlier history, and writes the history: history.json, history.html (one row
-per cell or case, one column per run, newest first) and each new run's report as runs/<run>.html.
+CI artifacts: a shard's results are left out when the merged results made from it are read, and
+refused otherwise) and an earlier history, and writes the history: history.json, history.html (one
+row per cell or case, one column per run, newest first) and each new run's report as runs/<run>.html.
 
 Options:
       --from <dir|history.json>  an earlier history to extend (its runs are kept, with their reports)
@@ -148,6 +150,32 @@ export interface HistoryResultFiles {
   html: string;
 }
 
+/**
+ * The runs in the inputs. A directory of a nightly's downloaded artifacts holds each shard's
+ * results beside the merged ones: a shard that a merged file was made from is already in that
+ * run, and one that none was is refused, since half a matrix as a column would read as a night
+ * on which the other half did not run.
+ */
+async function wholeRuns(inputs: readonly string[]): Promise<RunResults[]> {
+  const read: { file: string; results: RunResults }[] = [];
+  for (const input of inputs) {
+    const files = await resultsFilesUnder(input);
+    if (files.length === 0) throw new Error(`${input}: no results.json in this directory`);
+    for (const file of files) read.push({ file, results: await readResultsFile(file) });
+  }
+  const merged = new Set(read.flatMap(({ results }) => results.mergedFrom ?? []));
+  const runs: RunResults[] = [];
+  for (const { file, results } of read) {
+    const { shard } = results;
+    if (!shard || shard.total === 1) runs.push(results);
+    else if (!merged.has(results.runId))
+      throw new Error(
+        `${file}: shard ${shard.index}/${shard.total} of a run, not a whole run; merge its shards first (kubelet-harness merge) or read the merged results.json`,
+      );
+  }
+  return runs;
+}
+
 /** Reads, classifies and writes; the alerts are in the returned model. */
 export async function writeHistory(options: HistoryCommandOptions, now: Date): Promise<HistoryResultFiles> {
   const out = resolve(options.out);
@@ -171,22 +199,17 @@ export async function writeHistory(options: HistoryCommandOptions, now: Date): P
     }
   }
   const reportScript = options.reports === 0 ? undefined : await loadClientScript();
-  for (const input of options.inputs)
-    for (const file of await resultsFilesUnder(input)) {
-      const results = await readResultsFile(file);
-      const report = reportScript ? runReportFile(results.runId) : undefined;
-      if (report && reportScript)
-        await writeFile(
-          join(out, report),
-          renderReportHtml(buildReportModel(results, { now }), reportScript),
-        );
-      entries.push(
-        runEntry(results, {
-          ...(report ? { report } : {}),
-          ...(options.runUrl ? { url: options.runUrl } : {}),
-        }),
-      );
-    }
+  for (const results of await wholeRuns(options.inputs)) {
+    const report = reportScript ? runReportFile(results.runId) : undefined;
+    if (report && reportScript)
+      await writeFile(join(out, report), renderReportHtml(buildReportModel(results, { now }), reportScript));
+    entries.push(
+      runEntry(results, {
+        ...(report ? { report } : {}),
+        ...(options.runUrl ? { url: options.runUrl } : {}),
+      }),
+    );
+  }
   benches = benchSeries(options.bench.length ? await readBenchRecords(options.bench) : [], benches);
   const model = buildHistory(entries, benches, options.settings, now);
   // Reports of runs past --reports, and of runs that left the window, go.

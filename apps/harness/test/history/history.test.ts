@@ -1,14 +1,25 @@
 // `kubelet-harness history` over ten synthetic runs (synthetic.ts: what each row is made to be):
 // every classification, the failure clusters, the alerts and the exit status of each flag, an
 // earlier history extended, the window trimmed, the job summary.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli.js';
 import { runHistoryCommand } from '../../src/history/command.js';
 import type { HistoryModel, HistoryRow } from '../../src/history/model.js';
-import { commitOf, NOW, QUARANTINE, RUNS, runIdOf, startOf, writeSyntheticRuns } from './synthetic.js';
+import { mergeResults } from '../../src/results/merge.js';
+import type { CaseResult, CellResult, RunResults } from '../../src/results/model.js';
+import {
+  commitOf,
+  NOW,
+  QUARANTINE,
+  RUNS,
+  runIdOf,
+  startOf,
+  syntheticRun,
+  writeSyntheticRuns,
+} from './synthetic.js';
 
 let dir: string;
 let runs: string;
@@ -176,6 +187,141 @@ describe('history over ten runs', () => {
     const html = await readFile(join(out, 'runs', 'nightly-07.html'), 'utf8');
     expect(html).toContain('id="report-data"');
     expect(html).toContain('"runId":"nightly-07"');
+  });
+});
+
+describe('history of cells that report named cases', () => {
+  // Three runs of one cell with upstream's cases (issue 34): a row per case, each drilling into the
+  // cell; the cell's quarantine holds each of its cases.
+  const probes = (run: number, cases: CaseResult[], extra: Partial<CellResult> = {}): RunResults => {
+    const base = syntheticRun(run);
+    const cell: CellResult = {
+      runtime: 'containerd-1.7',
+      scenario: 'probes-upstream',
+      outcome: cases.some((c) => c.outcome === 'failed') ? 'failed' : 'passed',
+      startedAt: startOf(run),
+      durationMs: 60_000,
+      assertions: [],
+      timeline: [],
+      logs: [],
+      cases,
+      ...extra,
+    };
+    return { ...base, scenarios: ['probes-upstream'], cells: [cell] };
+  };
+  const pass = (name: string, more: Partial<CaseResult> = {}): CaseResult => ({
+    name,
+    outcome: 'passed',
+    durationMs: 4000,
+    ...more,
+  });
+  const fail = (name: string, run: number): CaseResult => ({
+    name,
+    outcome: 'failed',
+    durationMs: 9000,
+    reason: `pod liveness-http-${run}7 restarted ${run} times`,
+  });
+
+  it('keeps a row per case with its own verdicts; a whole-cell quarantine holds each case', async () => {
+    const at = join(dir, 'cases');
+    const write = async (run: number, results: RunResults) => {
+      await mkdir(join(at, `run-${run}`), { recursive: true });
+      await writeFile(join(at, `run-${run}`, 'results.json'), JSON.stringify(results));
+    };
+    await write(1, probes(1, [pass('liveness-exec'), fail('liveness-http', 1), pass('readiness-exec')]));
+    await write(
+      2,
+      probes(2, [pass('liveness-exec', { attempts: 2 }), fail('liveness-http', 2), pass('readiness-exec')]),
+    );
+    await write(
+      3,
+      probes(3, [pass('liveness-exec'), fail('liveness-http', 3), fail('readiness-exec', 3)], {
+        quarantine: QUARANTINE,
+      }),
+    );
+    const out = join(dir, 'cases-out');
+    const r = await history([at, '-o', out, '--fail-after', '3']);
+    const m = await read(out);
+    const id = 'containerd-1.7/probes-upstream';
+    expect(m.rows.map((row) => [row.id, row.cell, row.case, outcomes(row)])).toEqual([
+      [`${id} › liveness-exec`, id, 'liveness-exec', 'PPP'],
+      [`${id} › liveness-http`, id, 'liveness-http', 'FFF'],
+      [`${id} › readiness-exec`, id, 'readiness-exec', 'PPF'],
+    ]);
+    const row = (name: string) => m.rows.find((x) => x.case === name)!;
+    expect(row('liveness-exec').flaky).toEqual([`passed only on try 2 in run ${runIdOf(2)}`]);
+    expect(row('liveness-exec').results.map((x) => x?.durationMs)).toEqual([4000, 4000, 4000]);
+    expect(row('liveness-http')).toMatchObject({
+      failingFor: 3,
+      status: 'still-failing',
+      quarantine: QUARANTINE,
+    });
+    expect(row('readiness-exec')).toMatchObject({
+      failingFor: 1,
+      status: 'new-failure',
+      quarantine: QUARANTINE,
+    });
+    // The held case fails three runs in a row without an alert; failures group by case message.
+    expect(r.code).toBe(0);
+    expect(m.clusters.map((c) => [c.failures, c.rows.length, c.signature])).toEqual([
+      [4, 2, 'pod <name> restarted <n> times'],
+    ]);
+  });
+});
+
+describe("history over a nightly's downloaded artifacts", () => {
+  // What `gh run download` leaves of one nightly: each shard's results beside the merged ones.
+  const shards = (run: number) => {
+    const whole = syntheticRun(run);
+    const matrix = whole.cells.map((c) => `${c.runtime}/${c.scenario}`);
+    return [1, 2].map((index): RunResults => {
+      const cells = whole.cells.filter((_, i) => i % 2 === index - 1);
+      return {
+        ...whole,
+        runId: `${whole.runId}-shard-${index}`,
+        cells,
+        shard: { index, total: 2, cells: cells.map((c) => `${c.runtime}/${c.scenario}`), matrix },
+      };
+    });
+  };
+  const download = async (at: string, run: number, { merged = true } = {}) => {
+    const parts = shards(run);
+    const files: [string, RunResults][] = parts.map((p, i) => [`kh-shard-containerd-${i + 1}`, p]);
+    if (merged) files.push(['kubelet-harness-merged', mergeResults(parts).results]);
+    for (const [name, results] of files) {
+      await mkdir(join(at, name), { recursive: true });
+      await writeFile(join(at, name, 'results.json'), JSON.stringify(results));
+    }
+  };
+
+  it('takes each night once, as its merged results, leaving out the shards it was made from', async () => {
+    const at = join(dir, 'downloaded');
+    await download(join(at, 'night-9'), 9);
+    await download(join(at, 'night-10'), 10);
+    const out = join(dir, 'downloaded-out');
+    expect((await history([at, '-o', out])).code).toBe(0);
+    const m = await read(out);
+    expect(m.runs.map((r) => r.runId)).toEqual([
+      `${runIdOf(10)}-shard-1+${runIdOf(10)}-shard-2`,
+      `${runIdOf(9)}-shard-1+${runIdOf(9)}-shard-2`,
+    ]);
+    expect(m.rows.map((r) => `${r.id} ${outcomes(r)}`)).toContain('docker-26/probes FP');
+    expect(m.rows).toHaveLength(11);
+  });
+
+  it('refuses a shard no merged results were made from, and a directory without results', async () => {
+    const at = join(dir, 'shards-only');
+    await download(at, 10, { merged: false });
+    const r = await history([at, '-o', join(dir, 'shards-only-out')]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(
+      /kh-shard-containerd-1\/results\.json: shard 1\/2 of a run, not a whole run; merge its shards first \(kubelet-harness merge\)/,
+    );
+    const empty = join(dir, 'empty');
+    await mkdir(empty, { recursive: true });
+    const e = await history([empty, '-o', join(dir, 'empty-out')]);
+    expect(e.code).toBe(2);
+    expect(e.err).toContain(`${empty}: no results.json in this directory`);
   });
 });
 

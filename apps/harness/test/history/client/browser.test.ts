@@ -111,6 +111,13 @@ describe('history page in Chromium', { timeout: 60_000 }, () => {
     const kubectl = squares(page, 'containerd-1.7/kubectl');
     expect(await kubectl.first().locator('.status').textContent()).toBe('✗ fail');
     expect(await kubectl.first().getAttribute('data-outcome')).toBe('failed');
+    // Each square has its duration (a skip has none worth showing).
+    expect(await kubectl.first().locator('.duration').textContent()).toBe('17.0 s');
+    expect(await kubectl.last().locator('.status').textContent()).toBe('✓ pass');
+    expect(await kubectl.last().locator('.duration').textContent()).toBe('8.0 s');
+    const skipped = squares(page, 'docker-26/gc').first();
+    expect(await skipped.locator('.status').textContent()).toBe('– skip');
+    expect(await skipped.locator('.duration').count()).toBe(0);
     expect(await squares(page, 'containerd-1.7/pod-lifecycle').last().textContent()).toContain('not run');
     await page.screenshot({ path: join(SCREENSHOTS, 'history-overview.png'), fullPage: true });
   });
