@@ -556,7 +556,7 @@ async function configMapAndSecret(ctx: ScenarioContext, name: string, secret: bo
  * Upstream's kubeletUsernsMappings: the node's range for the kubelet user from `getsubids`, the
  * same for UIDs and GIDs; or why the node has none.
  */
-async function kubeletUsernsMappings(
+export async function kubeletUsernsMappings(
   ctx: ScenarioContext,
 ): Promise<{ firstId: number; length: number } | string> {
   const { host } = ctx.backend;
