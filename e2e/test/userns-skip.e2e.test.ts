@@ -4,7 +4,7 @@
 import { type ScenarioContext, ScenarioSkipped } from '@kh/harness';
 import type { V1NodeRuntimeHandler } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { securityContextUserns } from '../src/scenarios/security-context.js';
+import { kubeletUsernsMappings, securityContextUserns } from '../src/scenarios/security-context.js';
 
 function stubContext(runtimeHandlers: V1NodeRuntimeHandler[] | undefined): ScenarioContext {
   return {
@@ -42,5 +42,52 @@ describe('security-context-userns', () => {
       stubContext([{ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: true } }]),
     );
     await expect(run).rejects.not.toBeInstanceOf(ScenarioSkipped);
+  });
+});
+
+describe("the node's kubelet range (upstream's kubeletUsernsMappings)", () => {
+  /** A node whose commands answer from `answers` (joined argv → exit code and output). */
+  const nodeWith = (answers: Record<string, [number, string]>) =>
+    ({
+      backend: {
+        host: {
+          exec: async (cmd: string[]) => {
+            const [exitCode, output] = answers[cmd.join(' ')] ?? [127, 'not found'];
+            return { exitCode, output };
+          },
+        },
+      },
+    }) as unknown as ScenarioContext;
+  const line = '0: kubelet 65536 7208960\n';
+
+  it('is the one range getsubids prints alike for UIDs and GIDs', async () => {
+    const ctx = nodeWith({
+      'sh -c command -v getsubids': [0, '/usr/bin/getsubids\n'],
+      'getsubids kubelet': [0, line],
+      'getsubids -g kubelet': [0, line],
+    });
+    expect(await kubeletUsernsMappings(ctx)).toEqual({ firstId: 65536, length: 7208960 });
+  });
+
+  it('is why upstream skips the case on a node that is not set up', async () => {
+    expect(await kubeletUsernsMappings(nodeWith({}))).toBe('getsubids binary not found in PATH');
+    const found = { 'sh -c command -v getsubids': [0, '/usr/bin/getsubids\n'] } as Record<
+      string,
+      [number, string]
+    >;
+    expect(
+      await kubeletUsernsMappings(
+        nodeWith({ ...found, 'getsubids kubelet': [1, 'Error fetching ranges\n'] }),
+      ),
+    ).toBe('no additional uids for user "kubelet": Error fetching ranges');
+    expect(
+      await kubeletUsernsMappings(
+        nodeWith({
+          ...found,
+          'getsubids kubelet': [0, line],
+          'getsubids -g kubelet': [0, '0: kubelet 131072 65536\n'],
+        }),
+      ),
+    ).toBe('mismatched subuids and subgids for user "kubelet"');
   });
 });

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Scenario, ScenarioContext } from '@kh/harness';
+import { GETSUBIDS, KUBELET_USER, parseGetSubIdsOutput } from '@kh/node-agent';
 import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { allChecks } from '../support/concurrent.js';
 import {
@@ -551,6 +552,28 @@ async function configMapAndSecret(ctx: ScenarioContext, name: string, secret: bo
   return Object.keys(data).length;
 }
 
+/**
+ * Upstream's kubeletUsernsMappings: the node's range for the kubelet user from `getsubids`, the
+ * same for UIDs and GIDs; or why the node has none.
+ */
+export async function kubeletUsernsMappings(
+  ctx: ScenarioContext,
+): Promise<{ firstId: number; length: number } | string> {
+  const { host } = ctx.backend;
+  if ((await host.exec(['sh', '-c', `command -v ${GETSUBIDS}`])).exitCode !== 0)
+    return `${GETSUBIDS} binary not found in PATH`;
+  const uids = await host.exec([GETSUBIDS, KUBELET_USER]);
+  if (uids.exitCode !== 0) return `no additional uids for user "${KUBELET_USER}": ${uids.output.trim()}`;
+  const gids = await host.exec([GETSUBIDS, '-g', KUBELET_USER]);
+  if (gids.exitCode !== 0) return `no additional gids for user "${KUBELET_USER}"`;
+  if (uids.output !== gids.output) return `mismatched subuids and subgids for user "${KUBELET_USER}"`;
+  try {
+    return parseGetSubIdsOutput(uids.output);
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
 /** Prints the numeric group of every file under /vol (the kubelet's symlinks left out). */
 const STAT_GROUPS = "stat -c='%g' $(find /vol/ -type f)";
 
@@ -572,6 +595,36 @@ const USERNS_CASES: Case[] = [
         ctx.check.ok(`pod ${names[i]}: its uid_map maps 65536 IDs`, log.includes('65536'), log, '65536');
       }
       ctx.check.ok('the two pods run with different user namespace mappings', logs[0] !== logs[1], logs);
+    },
+  },
+  {
+    file: SECURITY_CONTEXT_FILE,
+    case: `${HOST_USERS} must create the user namespace in the configured hostUID/hostGID range [LinuxOnly]`,
+    async run(ctx) {
+      // Upstream reads the node's kubelet range with getsubids and skips the case on a node
+      // without one; four pods in a row must each land in it, by chance about never.
+      const range = await kubeletUsernsMappings(ctx);
+      if (typeof range === 'string') {
+        ctx.note(
+          `skipped, as upstream skips it: node is not setup for userns with kubelet mappings: ${range}`,
+        );
+        return;
+      }
+      const { firstId, length } = range;
+      for (let i = 0; i < 4; i++) {
+        const name = `userns-range-${i}`;
+        await usernsPod(ctx, name);
+        await waitForSuccess(ctx, name);
+        const fields = (await logOf(ctx, name)).trim().split(/\s+/);
+        ctx.check.equal(`pod ${name}: /proc/self/uid_map has one 3-field line`, fields.length, 3);
+        const hostUid = Number(fields[1]);
+        ctx.check.ok(
+          `pod ${name}: its host UID is in the kubelet's range ${firstId}-${firstId + length}`,
+          hostUid >= firstId && hostUid <= firstId + length,
+          hostUid,
+          `${firstId}-${firstId + length}`,
+        );
+      }
     },
   },
   {
@@ -709,7 +762,7 @@ export const securityContextUserns: Scenario = {
   estimateMs: 30_000,
   isolation: 'namespace',
   description:
-    'security_context.go hostUsers: false cases: pods in user namespaces of their own (65536 IDs each, no two alike), every volume root-owned inside, fsGroup kept; skipped where the runtime announces no user namespace support',
+    "security_context.go hostUsers: false cases: pods in user namespaces of their own (65536 IDs each, no two alike, inside the node's kubelet subordinate range), every volume root-owned inside, fsGroup kept; skipped where the runtime announces no user namespace support",
   needs: ['real-containers'],
   upstream: USERNS_CASES.map((c) => ({ file: c.file, case: c.case })),
   timeoutMs: 240_000,

@@ -1,6 +1,7 @@
 // hostUsers: false (a pod in its own user namespace) is refused on create with the host's
 // network, PID or IPC namespace, as kube-apiserver's ValidatePodSpec does: 422 Invalid naming
-// every such field; hostUsers: false alone, or true with host namespaces, is accepted.
+// every such field; hostUsers: false alone, or true with host namespaces, is accepted. With it,
+// the pod security context's fsGroupChangePolicy, whose values ValidatePodSecurityContext checks.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, pod, startHarness } from './helpers.js';
 
@@ -54,6 +55,31 @@ describe('hostUsers validation', () => {
       expect(one.status).toBe(422);
       expect(one.body.details.causes).toHaveLength(1);
     }
+  });
+
+  it('takes fsGroupChangePolicy Always or OnRootMismatch only', async () => {
+    for (const policy of ['Always', 'OnRootMismatch']) {
+      const ok = await h.api.post(
+        PODS,
+        pod(
+          `fsgroup-${policy.toLowerCase()}`,
+          spec({ securityContext: { fsGroup: 200, fsGroupChangePolicy: policy } }),
+        ),
+      );
+      expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    }
+    const bad = await h.api.post(
+      PODS,
+      pod('fsgroup-bad', spec({ securityContext: { fsGroup: 200, fsGroupChangePolicy: 'Sometimes' } })),
+    );
+    expect(bad.status).toBe(422);
+    expect(bad.body.details.causes).toEqual([
+      {
+        reason: 'FieldValueNotSupported',
+        message: 'Unsupported value: "Sometimes": supported values: "Always", "OnRootMismatch"',
+        field: 'spec.securityContext.fsGroupChangePolicy',
+      },
+    ]);
   });
 
   it('accepts a user namespace alone, and host namespaces without one', async () => {

@@ -159,6 +159,7 @@ export {
 } from './types/pod_update.js';
 export { noPressure, type PressureSource } from './types/pressure.js';
 export { podQOSClass, type QOSClass } from './types/qos.js';
+export { GETSUBIDS, KUBELET_USER, parseGetSubIdsOutput } from './userns/kubelet_mappings.js';
 export { Waker } from './util/clock.js';
 export { formatDuration, parseDuration } from './util/duration.js';
 export { type Logger, silentLogger, stderrLogger } from './util/log.js';

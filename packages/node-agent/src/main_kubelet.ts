@@ -100,7 +100,8 @@ import { PodStatusManager } from './status/status_manager.js';
 import { SysctlAllowlist, safeSysctls } from './sysctl/allowlist.js';
 import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
-import { UsernsManager } from './userns/userns_manager.js';
+import { getKubeletMappings } from './userns/kubelet_mappings.js';
+import { USER_NS_UNIT_LENGTH, UsernsManager } from './userns/userns_manager.js';
 import { type Logger, silentLogger } from './util/log.js';
 import { KubePodObjectsApi } from './volumemanager/objects_client.js';
 import { ApiPodObjectSource } from './volumemanager/pod_objects.js';
@@ -144,10 +145,13 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
   const node = nodeBasics(deps);
   // The runtime's handlers (from its Status) decide whether a hostUsers: false pod may run.
   const runtimeState = new RuntimeState(node.clock);
+  const idsPerPod = deps.config.userNamespaces?.idsPerPod ?? USER_NS_UNIT_LENGTH;
   const userNamespaces = featureEnabled(deps.config, 'UserNamespacesSupport')
     ? await UsernsManager.create({
         podsDir: deps.runtimeManager?.podsDir ?? node.podsDir,
         maxPods: deps.config.maxPods,
+        idsPerPod,
+        pool: await getKubeletMappings({ idsPerPod }),
         runtimeHandlers: () => runtimeState.runtimeHandlers(),
       })
     : undefined;

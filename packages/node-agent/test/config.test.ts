@@ -342,6 +342,37 @@ describe('security fields', () => {
   });
 });
 
+describe('userNamespaces.idsPerPod', () => {
+  it('is unset by default, and read from the file', async () => {
+    expect(defaultKubeletConfiguration().userNamespaces).toBeUndefined();
+    const { config } = await loadKubeletConfiguration(
+      file('userns.yaml', `${HEADER}userNamespaces:\n  idsPerPod: 131072\n`),
+    );
+    expect(config.userNamespaces).toEqual({ idsPerPod: 131072 });
+    expect(await loadErrors(file('userns-empty.yaml', `${HEADER}userNamespaces: {}\n`))).toEqual([]);
+  });
+
+  it('must be whole 65536-ID units within the 32-bit ID space, with the kubelet messages', async () => {
+    const errorsFor = (ids: unknown) =>
+      loadErrors(file('userns-bad.yaml', `${HEADER}userNamespaces:\n  idsPerPod: ${JSON.stringify(ids)}\n`));
+    expect(await errorsFor(65535)).toEqual([
+      'userNamespaces.idsPerPod: Invalid value: 65535: must not be less than 65536',
+    ]);
+    expect(await errorsFor(65536 * 2 + 1)).toEqual([
+      'userNamespaces.idsPerPod: Invalid value: 131073: must be a multiple of 65536',
+    ]);
+    expect(await errorsFor(2 ** 32)).toEqual([
+      'userNamespaces.idsPerPod: Invalid value: 4294967296: must not be more than 4294967295',
+    ]);
+    expect(await errorsFor('65536')).toEqual([
+      'userNamespaces.idsPerPod: Invalid value: "65536": must be of type number',
+    ]);
+    expect(
+      await loadErrors(file('userns-unknown.yaml', `${HEADER}userNamespaces:\n  idsPerPods: 65536\n`)),
+    ).toEqual(['userNamespaces.idsPerPods: unknown field']);
+  });
+});
+
 describe('node allocatable enforcement (the kubelet validation cases)', () => {
   it('defaults to [pods] with no reserved cgroups', () => {
     expect(defaultKubeletConfiguration()).toMatchObject({

@@ -21,6 +21,7 @@ import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-pods-e2e-'));
+const IDS_PER_POD = 2 * 65536;
 let fake: FakeRuntime;
 let apiserver: TestApiServer;
 let kubeconfig: string;
@@ -55,7 +56,8 @@ function writeConfig(): string {
   const file = join(dir, 'config.yaml');
   writeFileSync(
     file,
-    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: ${join(dir, 'logs')}\n`,
+    // Two units per pod, so the user namespace test sees the setting reach the manager.
+    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\npodLogsDir: ${join(dir, 'logs')}\nuserNamespaces:\n  idsPerPod: ${IDS_PER_POD}\n`,
   );
   return file;
 }
@@ -197,7 +199,7 @@ it('restarts a container whose liveness probe fails, and follows readiness into 
   await kubectl(kubeconfig, 'delete', 'pod', 'probed', '--timeout=20s');
 }, 40_000);
 
-it('runs a hostUsers: false pod in its own user namespace and frees its range once it is deleted', async () => {
+it('runs a hostUsers: false pod in its own user namespace of idsPerPod IDs and frees its range once it is deleted', async () => {
   const node = await api.getNode('pod-node');
   expect(node?.status?.runtimeHandlers).toEqual([
     { name: '', features: { recursiveReadOnlyMounts: false, userNamespaces: true } },
@@ -228,8 +230,8 @@ it('runs a hostUsers: false pod in its own user namespace and frees its range on
   );
   const file = JSON.parse(readFileSync(join(dir, 'root', 'pods', uid, 'userns'), 'utf8'));
   const range = file.uidMappings[0];
-  expect(range).toMatchObject({ containerId: 0, length: 65536 });
-  expect(range.hostId % 65536).toBe(0);
+  expect(range).toMatchObject({ containerId: 0, length: IDS_PER_POD });
+  expect(range.hostId % IDS_PER_POD).toBe(0);
   expect(file.gidMappings).toEqual([range]);
   const userns = { mode: NamespaceMode.POD, uids: [range], gids: [range] };
   expect(sent).toEqual([userns, userns]);

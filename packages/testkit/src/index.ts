@@ -17,11 +17,13 @@ export { khLabels, OWNER_LABEL, ROLE_LABEL, RUN_LABEL, runId } from './container
 export { type RemovedLeftovers, removeLeftovers } from './containers/leftovers.js';
 export { StartedTestNetwork, TestNetwork } from './containers/network.js';
 export {
+  KUBELET_SUBORDINATE_IDS,
   NODE_SHARED_DIR,
   POD_SUBNET,
   PRIVATE_REGISTRY_HOST,
   REGISTRY_HOST,
   REGISTRY_HOSTS,
+  type SubordinateIds,
 } from './containers/node-config.js';
 export {
   type BindMount,

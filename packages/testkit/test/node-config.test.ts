@@ -7,7 +7,13 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { containerdConfig, registryHostsToml } from '../src/containers/containerd-runtime.js';
 import { dockerdCommand } from '../src/containers/docker-runtime.js';
 import { htpasswdLine } from '../src/containers/htpasswd.js';
-import { cgroupParentFrom, nodeInitScript, runtimeCtlScript } from '../src/containers/node-config.js';
+import {
+  cgroupParentFrom,
+  KUBELET_SUBORDINATE_IDS,
+  kubeletSubordinateIds,
+  nodeInitScript,
+  runtimeCtlScript,
+} from '../src/containers/node-config.js';
 
 describe('cgroupParentFrom', () => {
   test('cgroup v1: the memory controller path plus /kubepods', () => {
@@ -108,6 +114,21 @@ describe('runtime configuration', () => {
     expect(registryHostsToml('registry:5000')).toMatch(
       /server = "http:\/\/registry:5000"[\s\S]*\[host\."http:\/\/registry:5000"\]/,
     );
+  });
+});
+
+describe('kubeletSubordinateIds', () => {
+  test("writes the kubelet user's one range to /etc/subuid and /etc/subgid, and makes the user", () => {
+    const { files, setup } = kubeletSubordinateIds(KUBELET_SUBORDINATE_IDS);
+    expect(files).toEqual([
+      { target: '/etc/subuid', content: 'kubelet:65536:7208960\n', mode: 0o644 },
+      { target: '/etc/subgid', content: 'kubelet:65536:7208960\n', mode: 0o644 },
+    ]);
+    expect(setup).toEqual([
+      'id -u kubelet >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin kubelet',
+    ]);
+    // Upstream's sizing: whole 65536-ID ranges from 65536, one for each of the kubelet's default 110 pods.
+    expect(KUBELET_SUBORDINATE_IDS.count / 65536).toBe(110);
   });
 });
 

@@ -5,6 +5,7 @@ import {
   type BuiltinNodeRuntime,
   DEFAULT_NODE_RELEASE,
   done,
+  KUBELET_SUBORDINATE_IDS,
   NodeContainer,
   type NodeRelease,
   type NodeRuntimeSpec,
@@ -40,6 +41,8 @@ export function kindNode(
       // The agent passes on the pod CIDR the apiserver allocated to its Node.
       .withPodCidr(undefined)
       .withBindMounts(projectMounts())
+      // Set up for user namespaces as upstream's nodes are: the agent maps pods into this range.
+      .withKubeletSubordinateIds(KUBELET_SUBORDINATE_IDS)
       .withProgress(ctx.progress)
   );
 }

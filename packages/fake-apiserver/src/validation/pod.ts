@@ -232,8 +232,18 @@ export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
   for (const k of Object.keys(spec.nodeSelector ?? {})) checkQualifiedKey(errs, 'spec.nodeSelector', k);
   validateTolerations(spec.tolerations, errs, 'spec.tolerations');
   validateSysctls(spec.securityContext?.sysctls, errs);
+  const fsGroupChangePolicy = spec.securityContext?.fsGroupChangePolicy;
+  if (fsGroupChangePolicy !== undefined && !FS_GROUP_CHANGE_POLICIES.includes(fsGroupChangePolicy))
+    errs.notSupported(
+      'spec.securityContext.fsGroupChangePolicy',
+      fsGroupChangePolicy,
+      FS_GROUP_CHANGE_POLICIES,
+    );
   validateHostUsers(spec, errs);
 }
+
+/** PodFSGroupChangePolicy's values, in kube-apiserver's (sorted) order. */
+const FS_GROUP_CHANGE_POLICIES = ['Always', 'OnRootMismatch'];
 
 /**
  * A pod in its own user namespace may not share the host's network, PID or IPC namespace, as

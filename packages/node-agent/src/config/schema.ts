@@ -31,7 +31,8 @@ export type FieldSpec =
   | { kind: 'map'; values: 'quantity' | 'threshold' | 'duration'; keys: readonly string[] }
   /** name: true|false, any name (the kubelet's featureGates). */
   | { kind: 'boolMap' }
-  | { kind: 'object'; fields: Record<string, FieldSpec> }
+  /** `optional`: the object, and each of its fields, may be absent (a Go pointer left nil). */
+  | { kind: 'object'; fields: Record<string, FieldSpec>; optional?: boolean }
   /** Accepted for compatibility with real kubelet files, type-checked, otherwise ignored. */
   | { kind: 'ignored'; json: 'string' | 'number' | 'boolean' | 'object' | 'array' };
 
@@ -147,6 +148,8 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   // security
   seccompDefault: { kind: 'bool' },
   allowedUnsafeSysctls: { kind: 'stringList', check: invalidSysctlPattern },
+  // Its bounds, with the kubelet's messages, are in validation.ts.
+  userNamespaces: { kind: 'object', optional: true, fields: { idsPerPod: { kind: 'int' } } },
   // Present in kubeadm-generated files; they configure subsystems this agent does not have.
   cpuManagerPolicy: { kind: 'ignored', json: 'string' },
   cpuManagerReconcilePeriod: { kind: 'ignored', json: 'string' },
@@ -313,9 +316,12 @@ export function checkField(value: unknown, spec: FieldSpec, field: string, errs:
         if (typeof v !== 'boolean') errs.invalid(`${field}[${k}]`, v, 'must be a boolean');
       return;
     case 'object':
+      if (value === undefined && spec.optional) return;
       if (value === null || typeof value !== 'object') return errs.invalid(field, value, 'must be an object');
       for (const [k, s] of Object.entries(spec.fields)) {
-        checkField((value as Record<string, unknown>)[k], s, join(field, k), errs);
+        const v = (value as Record<string, unknown>)[k];
+        if (v === undefined && spec.optional) continue;
+        checkField(v, s, join(field, k), errs);
       }
       return;
     case 'ignored':

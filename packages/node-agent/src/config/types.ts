@@ -100,6 +100,13 @@ export interface KubeletConfiguration {
   seccompDefault: boolean;
   /** Unsafe sysctls (names or `prefix*`) pods may set besides the safe ones. */
   allowedUnsafeSysctls: string[];
+  /** User namespaces of hostUsers: false pods; unset, each pod gets 65536 IDs (USER_NS_UNIT_LENGTH). */
+  userNamespaces?: UserNamespaces;
+}
+
+export interface UserNamespaces {
+  /** IDs mapped per pod: a multiple of 65536, at most 2^32-1. */
+  idsPerPod?: number;
 }
 
 /** The kubelet's v1beta1 defaults for every field this agent reads. */

@@ -2,6 +2,7 @@
 // fields together. Returns all problems; the caller decides to fail.
 
 import { ErrorList, type FieldError } from '@kh/apimachinery';
+import { USER_NS_UNIT_LENGTH } from '../userns/userns_manager.js';
 import { parseDuration } from '../util/duration.js';
 import {
   checkField,
@@ -80,7 +81,19 @@ export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldEr
     );
   }
   validateEnforceNodeAllocatable(cfg, errs);
+  validateUserNamespaces(cfg, errs);
   return errs.errors;
+}
+
+/** userNamespaces.idsPerPod: whole 65536-ID units that fit in the 32-bit ID space (the kubelet's Linux rules). */
+function validateUserNamespaces(cfg: KubeletConfiguration, errs: ErrorList) {
+  const ids = cfg.userNamespaces?.idsPerPod;
+  if (typeof ids !== 'number' || !Number.isInteger(ids)) return;
+  const field = 'userNamespaces.idsPerPod';
+  if (ids < USER_NS_UNIT_LENGTH) errs.invalid(field, ids, `must not be less than ${USER_NS_UNIT_LENGTH}`);
+  else if (ids % USER_NS_UNIT_LENGTH !== 0)
+    errs.invalid(field, ids, `must be a multiple of ${USER_NS_UNIT_LENGTH}`);
+  else if (ids > 0xffffffff) errs.invalid(field, ids, `must not be more than ${0xffffffff}`);
 }
 
 /** The kubelet's rules: known keys only, `none` alone, and a cgroup for each reserved key. */

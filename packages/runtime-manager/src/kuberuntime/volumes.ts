@@ -1,8 +1,8 @@
 // The pod's volumes on the node, under <podsDir>/<uid>/volumes/<plugin dir>/<name> as the
 // kubelet lays them out: emptyDir as a plain directory, or a tmpfs sized as the kubelet sizes it
-// for medium Memory; configMap, secret, downwardAPI and projected volumes as files the atomic
-// writer projects from the API objects, mounted read-only and rewritten in place when the
-// objects change (`refresh`). Once nothing of a pod runs, its emptyDir volumes are torn down.
+// for medium Memory, given to the pod's fsGroup when set up; configMap, secret, downwardAPI and
+// projected volumes as files the atomic writer projects from the API objects, mounted read-only
+// and rewritten in place when the objects change (`refresh`). Once nothing of a pod runs, its emptyDir volumes are torn down.
 import { access, chmod, lchown, lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Quantity } from '@kh/apimachinery';
@@ -53,17 +53,22 @@ const SETGID = 0o2000;
 /**
  * The kubelet's SetVolumeOwnership for a pod's fsGroup: everything in the volume belongs to the
  * group (symlinks too, themselves), files get its read (and for writable volumes write) bits, and
- * directories are setgid so new files inherit the group. With hostUsers: false the runtime's
- * ID-mapped mount shows the same group inside the pod's user namespace.
+ * directories are setgid so new files inherit the group. The volume's root comes last, as in the
+ * kubelet's walk, so an interrupted change is redone in full. The volumes set up here are the
+ * kubelet's emptyDir and API volume plugins, which ignore fsGroupChangePolicy (they pass none):
+ * every call changes the whole tree. With hostUsers: false the runtime's ID-mapped mount shows
+ * the same group inside the pod's user namespace.
  */
-export async function setVolumeOwnership(dir: string, fsGroup: number, readonly: boolean): Promise<void> {
-  const st = await lstat(dir);
-  await lchown(dir, -1, fsGroup);
+export async function setVolumeOwnership(path: string, fsGroup: number, readonly: boolean): Promise<void> {
+  const st = await lstat(path);
+  if (st.isDirectory()) {
+    for (const name of await readdir(path)) await setVolumeOwnership(join(path, name), fsGroup, readonly);
+  }
+  await lchown(path, -1, fsGroup);
+  // chmod would follow a symlink and change its target's mode, which the volume set on purpose.
   if (st.isSymbolicLink()) return;
   const mask = readonly ? RO_GROUP_MASK : RW_GROUP_MASK;
-  await chmod(dir, (st.mode & 0o7777) | mask | (st.isDirectory() ? SETGID | EXEC_MASK : 0));
-  if (!st.isDirectory()) return;
-  for (const name of await readdir(dir)) await setVolumeOwnership(join(dir, name), fsGroup, readonly);
+  await chmod(path, (st.mode & 0o7777) | mask | (st.isDirectory() ? SETGID | EXEC_MASK : 0));
 }
 
 export interface VolumeMountSource {
@@ -91,13 +96,20 @@ export class PodVolumes {
     if (vol.hostPath) return { hostPath: vol.hostPath.path, readonly: false };
     if (vol.emptyDir) {
       const hostPath = this.dir(pod, PluginDirs.emptyDir, vol.name);
-      await mkdir(hostPath, { recursive: true, mode: 0o777 });
+      // World-writable whatever the umask, as the kubelet makes it.
+      let fresh = (await mkdir(hostPath, { recursive: true, mode: 0o777 })) !== undefined;
+      if (fresh) await chmod(hostPath, 0o777);
       if (vol.emptyDir.medium === 'Memory' && !(await this.tmpfs.isMountPoint(hostPath))) {
         const size = await this.memoryVolumeSize(pod, vol);
         await this.tmpfs.mountTmpfs(hostPath, size).catch((err: Error) => {
           throw volumeError(vol, `mount tmpfs: ${err.message}`);
         });
+        fresh = true;
       }
+      // Only when it is set up, as the kubelet's emptyDir does before it marks the volume ready:
+      // what the pod wrote since keeps the owners and modes it gave.
+      const fsGroup = pod.spec?.securityContext?.fsGroup;
+      if (fresh && fsGroup != null) await setVolumeOwnership(hostPath, fsGroup, false);
       return { hostPath, readonly: false };
     }
     const type = apiVolumeType(vol);

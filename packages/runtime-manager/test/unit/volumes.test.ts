@@ -135,6 +135,22 @@ describe('PodVolumes', () => {
     expect(await readlink(join(src!.hostPath, '..data'))).toBe(data.slice(src!.hostPath.length + 1));
   });
 
+  it('re-owns an API volume on every write whatever fsGroupChangePolicy says, as the kubelet does', async () => {
+    // The kubelet's API volume plugins pass no policy: OnRootMismatch with a matching root skips nothing.
+    const objs = objects();
+    const v = new PodVolumes(dir, objs);
+    const p = pod([]);
+    p.spec!.securityContext = { fsGroup: 200, fsGroupChangePolicy: 'OnRootMismatch' };
+    const vol: V1Volume = { name: 'cfg', configMap: { name: 'cm' } };
+    const { hostPath } = (await v.setUp(p, vol))!;
+    expect((await stat(hostPath)).gid).toBe(200);
+    objs.configMap('cm', { a: 'changed' });
+    expect((await v.refresh({ ...p, spec: { ...p.spec!, volumes: [vol] } })).updated).toEqual(['cfg']);
+    const st = await stat(join(hostPath, 'a'));
+    expect(st.gid).toBe(200);
+    expect(st.mode & 0o777).toBe(0o644);
+  });
+
   it('projects selected items with their paths and modes, and the defaultMode', async () => {
     const v = new PodVolumes(dir, objects());
     const vol: V1Volume = {
@@ -347,6 +363,38 @@ describe('emptyDir volumes', () => {
       reason: 'ContainerCreating',
       message: expect.stringContaining('volume "mem"'),
     });
+  });
+
+  it("gives a new emptyDir to the pod's fsGroup (rwx for the group, setgid), once: later writes keep theirs", async () => {
+    const tmpfs = new RecordingTmpfs();
+    const v = new PodVolumes(dir, undefined, tmpfs);
+    const p = pod([]);
+    p.spec!.securityContext = { fsGroup: 200 };
+    for (const vol of [emptyDir('disk'), emptyDir('mem', 'Memory')]) {
+      const { hostPath } = (await v.setUp(p, vol))!;
+      const st = await stat(hostPath);
+      expect(st.gid).toBe(200);
+      expect(st.mode & 0o7777).toBe(0o2777);
+      // A file written later inherits the group (setgid) and keeps its mode: a second
+      // container's set-up changes nothing.
+      await writeFile(join(hostPath, 'private'), 'x', { mode: 0o600 });
+      await v.setUp(p, vol);
+      const f = await stat(join(hostPath, 'private'));
+      expect(f.gid).toBe(200);
+      expect(f.mode & 0o777).toBe(0o600);
+    }
+  });
+
+  it('a new emptyDir is world-writable whatever the umask, and without fsGroup keeps its group', async () => {
+    const old = process.umask(0o077);
+    try {
+      const { hostPath } = (await new PodVolumes(dir).setUp(pod([]), emptyDir('disk')))!;
+      const st = await stat(hostPath);
+      expect(st.mode & 0o7777).toBe(0o777);
+      expect(st.gid).toBe(0);
+    } finally {
+      process.umask(old);
+    }
   });
 
   it("tearDownEmptyDirs unmounts the tmpfs ones and deletes every emptyDir's data", async () => {

@@ -3,6 +3,7 @@
  * networks, its init and runtime-control scripts and its pod cgroup root. Each runtime's own files
  * are in its spec (containerd-runtime.ts, docker-runtime.ts).
  */
+import type { NodeFile } from './node-runtime.js';
 
 /** Where a node's sockets live inside it; the directory is bind-mounted from a host temp dir. */
 export const NODE_SHARED_DIR = '/run/kh';
@@ -19,6 +20,39 @@ export const REGISTRY_HOSTS = [REGISTRY_HOST, PRIVATE_REGISTRY_HOST] as const;
 export const POD_SUBNET = '10.88.0.0/16';
 /** dockerd's own bridge, away from 172.17/16 which the host engine already uses. */
 export const DOCKER_BRIDGE_IP = '10.89.0.1/16';
+
+/** The user whose subordinate IDs a kubelet gives its pods' user namespaces (`getsubids kubelet`). */
+export const KUBELET_USER = 'kubelet';
+
+/** A range of subordinate IDs: the first one and how many. */
+export interface SubordinateIds {
+  firstId: number;
+  count: number;
+}
+
+/**
+ * The range a node configures for its kubelet, as upstream's node e2e nodes do: from 65536, just
+ * enough 65536-ID ranges for the kubelet's default 110 pods, so a pod mapped outside it is caught.
+ */
+export const KUBELET_SUBORDINATE_IDS: SubordinateIds = { firstId: 65536, count: 110 * 65536 };
+
+/**
+ * What configures a node's kubelet user namespace range: a system user `kubelet` (made at node
+ * start, as the image has none) and its one range in /etc/subuid and /etc/subgid, where the
+ * image's getsubids (shadow's `uidmap`) reads it.
+ */
+export function kubeletSubordinateIds(ids: SubordinateIds): { files: NodeFile[]; setup: string[] } {
+  const entry = `${KUBELET_USER}:${ids.firstId}:${ids.count}\n`;
+  return {
+    files: [
+      { target: '/etc/subuid', content: entry, mode: 0o644 },
+      { target: '/etc/subgid', content: entry, mode: 0o644 },
+    ],
+    setup: [
+      `id -u ${KUBELET_USER} >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin ${KUBELET_USER}`,
+    ],
+  };
+}
 
 /**
  * The pod cgroup root for a node: its own cgroup (from /proc/self/cgroup, read inside it) plus

@@ -19,12 +19,15 @@ import { khLabels, uniqueName } from './labels.js';
 import type { StartedTestNetwork } from './network.js';
 import {
   cgroupParentFrom,
+  KUBELET_SUBORDINATE_IDS,
+  kubeletSubordinateIds,
   NODE_INIT_PATH,
   NODE_SHARED_DIR,
   nodeInitScript,
   POD_SUBNET,
   RUNTIME_CTL_PATH,
   runtimeCtlScript,
+  type SubordinateIds,
 } from './node-config.js';
 import type { NodeFile, NodeRuntimeSpec } from './node-runtime.js';
 import { RuntimeBuilder } from './runtime-builder.js';
@@ -77,6 +80,7 @@ export class NodeContainer extends RuntimeBuilder {
   private devices: string[] = [];
   private podCidr: string | undefined = POD_SUBNET;
   private sharedDirTmpfs?: string;
+  private subordinateIds?: SubordinateIds;
 
   constructor(private readonly image: string) {
     super(60_000);
@@ -155,6 +159,15 @@ export class NodeContainer extends RuntimeBuilder {
     return this;
   }
 
+  /**
+   * Gives the node's kubelet user this range of subordinate UIDs and GIDs, as an operator sets a
+   * node up for user namespaces: an agent in it then maps its pods' user namespaces there.
+   */
+  withKubeletSubordinateIds(ids: SubordinateIds = KUBELET_SUBORDINATE_IDS): this {
+    this.subordinateIds = ids;
+    return this;
+  }
+
   /** Mounts a host Node.js binary read-only at /usr/local/bin/node, for an agent running inside. */
   withHostNode(binary = defaultHostNodeBinary()): this {
     return this.withBindMounts([{ source: binary, target: NODE_BINARY_IN_NODE, mode: 'ro' }]);
@@ -167,16 +180,19 @@ export class NodeContainer extends RuntimeBuilder {
     const pauseImage =
       this.pauseImage ?? (spec.preloadsSandboxImage ? (await ensureImages(['pause'])).pause : undefined);
     const launch = spec.launch({ runtimeSocket, sandboxImage: pauseImage });
+    const subIds = this.subordinateIds ? kubeletSubordinateIds(this.subordinateIds) : undefined;
     const files: NodeFile[] = [
       { content: nodeInitScript(), target: NODE_INIT_PATH, mode: 0o755 },
       { content: runtimeCtlScript(), target: RUNTIME_CTL_PATH, mode: 0o755 },
+      ...(subIds?.files ?? []),
       ...launch.files,
     ];
     const init = [NODE_INIT_PATH, ...launch.command];
     // Setup runs once, before the init takes over as the runtime's supervisor; `set -e` ends the
     // node on the first failing step, and the node's log (its output) says which.
-    const command = spec.setup?.length
-      ? ['sh', '-ec', `${spec.setup.join('\n')}\nexec "$@"`, 'kh-node-setup', ...init]
+    const setup = [...(subIds?.setup ?? []), ...(spec.setup ?? [])];
+    const command = setup.length
+      ? ['sh', '-ec', `${setup.join('\n')}\nexec "$@"`, 'kh-node-setup', ...init]
       : init;
 
     const labels = { ...khLabels('node', { 'kh.runtime': spec.name }), ...this.labels };

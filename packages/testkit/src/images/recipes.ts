@@ -210,6 +210,9 @@ function nodeRecipe(release: NodeRelease): DebootstrapRecipe {
       'tini',
       'procps',
       'iproute2',
+      // getsubids, through which the kubelet (and upstream's e2e) reads the kubelet user's
+      // subordinate IDs for user namespaces.
+      'uidmap',
     ],
     recordVersions: [...NODE_RUNTIME_PACKAGES, 'iptables'],
     config: {
