@@ -350,15 +350,19 @@ describe('runMatrix', () => {
       },
       { load: 'heavy', isolation: 'node' },
     );
+    // The scheduler stamps a heavy cell's start before its scenario runs, so the scenarios' own
+    // start times may be closer than the spacing on a loaded machine; the run's start bounds the
+    // first stamp from below. Without spacing the second cell would start within milliseconds.
+    const before = Date.now();
     const r = await runMatrix(
       deps(
         { events: [] },
-        { scenarios: [heavy], nodesPerRuntime: 2, maxParallelCells: 4, heavyStartSpacingMs: 100 },
+        { scenarios: [heavy], nodesPerRuntime: 2, maxParallelCells: 4, heavyStartSpacingMs: 1_000 },
       ),
     );
     expect(r.cells.map((c) => c.outcome)).toEqual(['passed', 'passed']);
     // Timers may fire up to a millisecond early against Date.now.
-    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(99);
+    expect(starts[1]! - before).toBeGreaterThanOrEqual(999);
   });
 
   it('fails a cell that outlives its timeout', async () => {
