@@ -220,7 +220,7 @@ async function runCommand(argv: string[], io: CliIO): Promise<number> {
     return results.cells.some(failsRun) ? 1 : 0;
   } catch (err) {
     io.err(`kubelet-harness run: ${(err as Error).message}\n`);
-    return /^unknown (runtime|scenario)/.test((err as Error).message) ? 2 : 1;
+    return /^(unknown (runtime|scenario)|no case matches)/.test((err as Error).message) ? 2 : 1;
   }
 }
 
