@@ -10,6 +10,7 @@ function stubContext(runtimeHandlers: V1NodeRuntimeHandler[] | undefined): Scena
   return {
     nodeName: 'node-a',
     namespace: 'ns',
+    images: { busybox: 'busybox' },
     backend: { runtimeName: 'containerd', runtimeVersion: '1.7.24~ds1' },
     core: {
       readNode: async () => ({ status: runtimeHandlers ? { runtimeHandlers } : {} }),
@@ -24,23 +25,24 @@ function stubContext(runtimeHandlers: V1NodeRuntimeHandler[] | undefined): Scena
 }
 
 describe('security-context-userns', () => {
+  const setup = (ctx: ScenarioContext) => securityContextUserns.setup!(ctx);
+
   it("skips with the runtime's reason where the default handler announces no user namespaces", async () => {
     await expect(
-      securityContextUserns.run(
-        stubContext([{ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: false } }]),
-      ),
+      setup(stubContext([{ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: false } }])),
     ).rejects.toThrow(
       new ScenarioSkipped(
         'runtime containerd 1.7.24~ds1 does not support user namespaces: its default handler announces features.userNamespaces=false (node status.runtimeHandlers, from CRI Status)',
       ),
     );
-    await expect(securityContextUserns.run(stubContext(undefined))).rejects.toBeInstanceOf(ScenarioSkipped);
+    await expect(setup(stubContext(undefined))).rejects.toBeInstanceOf(ScenarioSkipped);
   });
 
   it('runs its cases where the default handler announces them', async () => {
-    const run = securityContextUserns.run(
-      stubContext([{ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: true } }]),
-    );
-    await expect(run).rejects.not.toBeInstanceOf(ScenarioSkipped);
+    const ctx = stubContext([
+      { name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: true } },
+    ]);
+    await expect(setup(ctx)).resolves.toBeUndefined();
+    for (const c of securityContextUserns.cases) await expect(c.run(ctx)).rejects.toThrow('the scenario ran');
   });
 });
