@@ -29,7 +29,12 @@ export {
 } from './results/startup.js';
 export { countOutcomes, countsLine, formatMatrix } from './results/table.js';
 export { writeResults } from './results/writer.js';
-export { type CaseSelection, caseSelected, NODE_CONFORMANCE } from './run/cases.js';
+export {
+  type CaseSelection,
+  caseSelected,
+  NODE_CONFORMANCE,
+  scenariosWithSelectedCases,
+} from './run/cases.js';
 export { type HarnessDeps, type HarnessIO, type HarnessRunResult, runHarness } from './run/harness.js';
 export { parseRunOptions, type RunOptions, selectScenarios } from './run/options.js';
 export { type MatrixDeps, runMatrix } from './run/runner.js';
