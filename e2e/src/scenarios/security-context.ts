@@ -7,10 +7,12 @@ import {
   createPod,
   eventsFor,
   podFor,
+  podLog,
   podSummary,
   readPod,
   sh,
   waitForPod,
+  waitForSuccess,
 } from '../support/pods.js';
 
 // Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), each with its own
@@ -25,7 +27,6 @@ const POD_TIMEOUT_MS = 120_000;
 
 const succeeded = (p: V1Pod) => p.status?.phase === 'Succeeded';
 const failed = (p: V1Pod) => p.status?.phase === 'Failed';
-const finished = (p: V1Pod) => succeeded(p) || failed(p);
 
 /** A pod of one container named like the pod, busybox unless `container` names an image. */
 function onePod(
@@ -44,19 +45,9 @@ function onePod(
   );
 }
 
-const logOf = (ctx: ScenarioContext, name: string, container = name) =>
-  ctx.core.readNamespacedPodLog({ name, namespace: ctx.namespace, container });
-
-/** podClient.WaitForSuccess: the pod ends Succeeded (Failed ends the wait early). */
-async function waitForSuccess(ctx: ScenarioContext, name: string): Promise<V1Pod> {
-  const p = await waitForPod(ctx, name, 'finished', finished, POD_TIMEOUT_MS);
-  ctx.check.equal(`pod ${name} succeeded`, p.status?.phase, 'Succeeded');
-  return p;
-}
-
 /** MatchContainerOutput: the container's log holds the expected text. */
 async function expectOutput(ctx: ScenarioContext, name: string, want: string, container = name) {
-  const log = await logOf(ctx, name, container);
+  const log = await podLog(ctx, name, container);
   ctx.check.ok(`pod ${name} log contains ${JSON.stringify(want)}`, log.includes(want), log, want);
 }
 
@@ -171,7 +162,7 @@ const privilegedCase = (privileged: boolean): Case => ({
       securityContext: { privileged },
     });
     await waitForSuccess(ctx, name);
-    const log = await logOf(ctx, name);
+    const log = await podLog(ctx, name, name);
     ctx.check.equal(
       privileged
         ? `pod ${name}: a privileged container may create a dummy device`
@@ -273,7 +264,7 @@ async function expectGroups(ctx: ScenarioContext, name: string, groups: number[]
   }
   await ctx.check.eventually(
     `pod ${name}: the log is ${JSON.stringify(`${want}\n`)}`,
-    () => logOf(ctx, name, 'test-container'),
+    () => podLog(ctx, name, 'test-container'),
     (log) => log === `${want}\n`,
     { timeoutMs: SGP_TIMEOUT_MS, expected: `${want}\n` },
   );
@@ -582,7 +573,7 @@ const USERNS_CASES: Case[] = [
       const logs = await Promise.all(
         names.map(async (n) => {
           await waitForSuccess(ctx, n);
-          return logOf(ctx, n);
+          return podLog(ctx, n, n);
         }),
       );
       for (const [i, log] of logs.entries()) {
@@ -691,7 +682,7 @@ async function confinement(ctx: ScenarioContext): Promise<void> {
         }),
       );
       await waitForSuccess(ctx, p.name);
-      const log = await logOf(ctx, p.name, 'c');
+      const log = await podLog(ctx, p.name, 'c');
       ctx.check.ok(
         `${p.name}: /proc/self/status shows ${JSON.stringify(p.want)} (${p.seccomp ? 'RuntimeDefault asked' : 'no profile, seccompDefault off: Unconfined'})`,
         log.includes(p.want),
