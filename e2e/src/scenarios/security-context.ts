@@ -15,10 +15,10 @@ import {
   waitForSuccess,
 } from '../support/pods.js';
 
-// Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), each with its own
-// pod and upstream's command and expectation, all at once; then the confinement the kubelet
-// always applies (issue 35): RuntimeDefault seccomp in force, /proc/kcore masked, /proc/sys
-// read-only, on every runtime.
+// Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), declared as named
+// cases with upstream's labels, each with its own pod and upstream's command and expectation, run
+// side by side; and a case of our own for the confinement the kubelet always applies (issue 35):
+// RuntimeDefault seccomp in force, /proc/kcore masked, /proc/sys read-only, on every runtime.
 const SECURITY_CONTEXT_FILE = 'test/e2e/common/node/security_context.go';
 const SYSCTL_FILE = 'test/e2e/common/node/sysctl.go';
 

@@ -69,7 +69,11 @@ async function run(name: string, ...args: string[]) {
 }
 
 const outcomes = (r: RunResults) =>
-  r.cells.flatMap((c) => (c.cases ?? []).map((k) => `${c.scenario} › ${k.name.slice(-30)}: ${k.outcome}`));
+  r.cells.flatMap((c) =>
+    (c.cases ?? []).map(
+      (k) => `${c.scenario} › ${k.name.replace('Probing container should ', '')}: ${k.outcome}`,
+    ),
+  );
 
 describe('kubelet-harness run with declared cases', () => {
   it('records every case, fails the cell and the run on a failed case, and writes a testcase per case', async () => {
@@ -81,9 +85,9 @@ describe('kubelet-harness run with declared cases', () => {
       'declared:failed',
     ]);
     expect(outcomes(results)).toEqual([
-      'declared › ed with a /healthz http liveness probe: passed',
-      'declared › th a local redirect http liveness probe: failed',
-      'declared › estarted with a GRPC liveness probe: skipped',
+      'declared › be restarted with a /healthz http liveness probe: passed',
+      'declared › be restarted with a local redirect http liveness probe: failed',
+      'declared › *not* be restarted with a GRPC liveness probe: skipped',
     ]);
     expect(junit).toContain('tests="4" failures="1" skipped="1"');
     expect(junit).toContain(
@@ -98,18 +102,18 @@ describe('kubelet-harness run with declared cases', () => {
     const { results } = await focused.read();
     expect(results.scenarios).toEqual(['declared']);
     expect(outcomes(results)).toEqual([
-      'declared › ed with a /healthz http liveness probe: passed',
-      'declared › th a local redirect http liveness probe: skipped',
-      'declared › estarted with a GRPC liveness probe: skipped',
+      'declared › be restarted with a /healthz http liveness probe: passed',
+      'declared › be restarted with a local redirect http liveness probe: skipped',
+      'declared › *not* be restarted with a GRPC liveness probe: skipped',
     ]);
     expect(results.cells[0]?.cases?.[1]?.reason).toBe('not selected by --case healthz');
 
     const conformance = await run('conformance', '--conformance');
     expect(conformance.code, conformance.stderr).toBe(0);
     expect(outcomes((await conformance.read()).results)).toEqual([
-      'declared › ed with a /healthz http liveness probe: passed',
-      'declared › th a local redirect http liveness probe: skipped',
-      'declared › estarted with a GRPC liveness probe: skipped',
+      'declared › be restarted with a /healthz http liveness probe: passed',
+      'declared › be restarted with a local redirect http liveness probe: skipped',
+      'declared › *not* be restarted with a GRPC liveness probe: skipped',
     ]);
 
     const none = await run('none', '--case', 'no such case');
