@@ -68,7 +68,7 @@ export interface CasesScenario<S = unknown> extends ScenarioBase {
   /** What every case shares (pods, config maps); a failure fails every selected case. */
   setup?(ctx: ScenarioContext): Promise<S>;
   cases: readonly ScenarioCase<S>[];
-  /** Runs after the cases, whatever they did; a failure fails the cell, not the cases. */
+  /** Runs after the cases once `setup` succeeded, whatever they did; a failure fails the cell, not the cases. */
   teardown?(ctx: ScenarioContext, shared: S): Promise<void>;
   run?: undefined;
 }
