@@ -40,6 +40,29 @@ describe('coverage', () => {
     assert.match(doc, /\| A two \| not covered: needs a kernel feature \|/);
   });
 
+  it("reads a scenario's declared cases with a file, showing their labels; cases of our own are not upstream's", () => {
+    const model = coverage(list, [
+      {
+        name: 'declared',
+        cases: [
+          { name: 'A one', file: 'a_test.go', tags: ['NodeConformance', 'Conformance'] },
+          { name: 'our own check' },
+        ],
+      },
+    ]);
+    assert.deepEqual(model.problems, []);
+    assert.deepEqual(model.other, []);
+    const doc = render(model);
+    assert.match(doc, /\| A one \[NodeConformance\] \[Conformance\] \| `declared` \|/);
+    assert.match(doc, /\*\*1 of 2 cases covered \(50%\)\.\*\*/);
+    // A declared case naming a case the list lacks is a problem, as an `upstream` entry is.
+    const unknown = coverage(list, [{ name: 'typo', cases: [{ name: 'A three', file: 'a_test.go' }] }]);
+    assert.equal(
+      unknown.problems[0],
+      'scenario typo names a case the list does not have: a_test.go: A three',
+    );
+  });
+
   it('reports unknown cases, covered cases that keep a reason and uncovered ones without', () => {
     const model = coverage(
       {

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:e2e` (and `npx turbo run test:e2e -- --runtime containerd`): the harness's matrix as
 // a vitest run, one test per cell, with the JSON report scripts/test-summary.mjs counts. Filter
-// flags become KH_RUNTIME / KH_SCENARIO, which the test reads like `kubelet-harness run` does.
+// flags become KH_RUNTIME / KH_SCENARIO / KH_CASE / KH_CONFORMANCE, which the test reads like
+// `kubelet-harness run` does.
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 
@@ -9,6 +10,8 @@ const { values } = parseArgs({
   options: {
     runtime: { type: 'string', short: 'r' },
     scenario: { type: 'string', short: 's' },
+    case: { type: 'string' },
+    conformance: { type: 'boolean' },
     out: { type: 'string', short: 'o' },
   },
   strict: true,
@@ -16,6 +19,8 @@ const { values } = parseArgs({
 const env = { ...process.env, TESTCONTAINERS_RYUK_DISABLED: 'true' };
 if (values.runtime) env.KH_RUNTIME = values.runtime;
 if (values.scenario) env.KH_SCENARIO = values.scenario;
+if (values.case) env.KH_CASE = values.case;
+if (values.conformance) env.KH_CONFORMANCE = '1';
 if (values.out) env.KH_OUT = values.out;
 
 const child = spawn(

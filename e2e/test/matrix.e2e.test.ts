@@ -1,6 +1,6 @@
 // The end-to-end matrix as vitest tests: the harness runs every selected cell once (beforeAll),
-// then each cell is one test that passes, fails with the cell's reason and failed assertions, or
-// is skipped with its reason. results.json and junit.xml land in KH_OUT (default .reports/e2e).
+// then each cell is one test that passes, fails with the cell's reason (a cell with cases names
+// its failed cases) and failed assertions, or is skipped with its reason. results.json and junit.xml land in KH_OUT (default .reports/e2e).
 import {
   type CellResult,
   consoleProgress,
@@ -10,6 +10,7 @@ import {
   type QuarantineRecord,
   type RunResults,
   runHarness,
+  scenariosWithSelectedCases,
   selectBackends,
   selectScenarios,
 } from '@kh/harness';
@@ -27,7 +28,8 @@ const options = parseRunOptions([], process.env);
 // The registered backends: built-ins and the modules of kh.config.json, KH_BACKENDS.
 const registry = await loadBackends({ criEndpoint: options.criEndpoint });
 const backends = selectBackends(options.runtimes, registry.backends);
-const selected = selectScenarios(scenarios, options.scenarios);
+// KH_CASE / KH_CONFORMANCE leave out the scenarios without a selected case, as `run` does.
+const selected = scenariosWithSelectedCases(selectScenarios(scenarios, options.scenarios), options.cases);
 let results: RunResults | undefined;
 
 beforeAll(async () => {

@@ -10,7 +10,18 @@ function stubContext(runtimeHandlers: V1NodeRuntimeHandler[] | undefined): Scena
   return {
     nodeName: 'node-a',
     namespace: 'ns',
-    backend: { runtimeName: 'containerd', runtimeVersion: '1.7.24~ds1' },
+    images: { busybox: 'busybox' },
+    backend: {
+      runtimeName: 'containerd',
+      runtimeVersion: '1.7.24~ds1',
+      // A node with the kubelet's subordinate range, so the range case goes on to its pods.
+      host: {
+        exec: async (cmd: string[]) => ({
+          exitCode: 0,
+          output: cmd[0] === 'sh' ? '/usr/bin/getsubids\n' : '0: kubelet 65536 7208960\n',
+        }),
+      },
+    },
     core: {
       readNode: async () => ({ status: runtimeHandlers ? { runtimeHandlers } : {} }),
       createNamespacedPod: () => Promise.reject(new Error('the scenario ran')),
@@ -24,24 +35,25 @@ function stubContext(runtimeHandlers: V1NodeRuntimeHandler[] | undefined): Scena
 }
 
 describe('security-context-userns', () => {
+  const setup = (ctx: ScenarioContext) => securityContextUserns.setup!(ctx);
+
   it("skips with the runtime's reason where the default handler announces no user namespaces", async () => {
     await expect(
-      securityContextUserns.run(
-        stubContext([{ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: false } }]),
-      ),
+      setup(stubContext([{ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: false } }])),
     ).rejects.toThrow(
       new ScenarioSkipped(
         'runtime containerd 1.7.24~ds1 does not support user namespaces: its default handler announces features.userNamespaces=false (node status.runtimeHandlers, from CRI Status)',
       ),
     );
-    await expect(securityContextUserns.run(stubContext(undefined))).rejects.toBeInstanceOf(ScenarioSkipped);
+    await expect(setup(stubContext(undefined))).rejects.toBeInstanceOf(ScenarioSkipped);
   });
 
   it('runs its cases where the default handler announces them', async () => {
-    const run = securityContextUserns.run(
-      stubContext([{ name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: true } }]),
-    );
-    await expect(run).rejects.not.toBeInstanceOf(ScenarioSkipped);
+    const ctx = stubContext([
+      { name: '', features: { recursiveReadOnlyMounts: true, userNamespaces: true } },
+    ]);
+    await expect(setup(ctx)).resolves.toBeUndefined();
+    for (const c of securityContextUserns.cases) await expect(c.run(ctx)).rejects.toThrow('the scenario ran');
   });
 });
 

@@ -13,6 +13,7 @@ import type { Scenario } from './framework/scenario.js';
 import { runHistoryCommand } from './history/command.js';
 import { runReportCommand } from './report/cli.js';
 import { runMergeCommand } from './report/merge-command.js';
+import { caseTitle } from './results/cases.js';
 import { failsRun } from './results/quarantine.js';
 import { runHarness } from './run/harness.js';
 import { parseRunOptions, RUN_USAGE } from './run/options.js';
@@ -176,7 +177,20 @@ async function listCommand(argv: string[], io: CliIO): Promise<number> {
       capabilities: [...backend.capabilities],
       module,
     }));
-    const scenarios = suite.map((s) => ({ name: s.name, description: s.description, needs: s.needs ?? [] }));
+    const scenarios = suite.map((s) => ({
+      name: s.name,
+      description: s.description,
+      needs: s.needs ?? [],
+      ...(s.cases
+        ? {
+            cases: s.cases.map((c) => ({
+              name: c.name,
+              tags: c.tags ?? [],
+              ...(c.file ? { file: c.file } : {}),
+            })),
+          }
+        : {}),
+    }));
     io.out(`${JSON.stringify({ runtimes, scenarios })}\n`);
     return 0;
   }
@@ -187,7 +201,11 @@ async function listCommand(argv: string[], io: CliIO): Promise<number> {
     io.out(`${mark} ${backend.name.padEnd(24)} ${backend.description}${aliases} (${module})\n`);
   }
   io.out('scenarios:\n');
-  for (const s of suite) io.out(`  ${s.name.padEnd(18)} ${s.description}\n`);
+  for (const s of suite) {
+    io.out(`  ${s.name.padEnd(18)} ${s.description}\n`);
+    // Declared cases as `--case` matches them, like ginkgo --dry-run -v.
+    for (const c of s.cases ?? []) io.out(`      ${caseTitle(c)}\n`);
+  }
   return 0;
 }
 
@@ -220,7 +238,7 @@ async function runCommand(argv: string[], io: CliIO): Promise<number> {
     return results.cells.some(failsRun) ? 1 : 0;
   } catch (err) {
     io.err(`kubelet-harness run: ${(err as Error).message}\n`);
-    return /^unknown (runtime|scenario)/.test((err as Error).message) ? 2 : 1;
+    return /^(unknown (runtime|scenario)|no case matches)/.test((err as Error).message) ? 2 : 1;
   }
 }
 

@@ -3,15 +3,20 @@ export type * from './backends/types.js';
 export { createChecks } from './framework/checks.js';
 export {
   AssertionFailure,
+  type CasesScenario,
   type Checks,
+  type ClosureScenario,
   type CriItem,
   type CriView,
   type Isolation,
   type Scenario,
+  type ScenarioCase,
   type ScenarioContext,
   ScenarioSkipped,
+  type UpstreamCase,
 } from './framework/scenario.js';
 export type * from './node/host.js';
+export { caseEvents, caseTitle, outcomeOfCases } from './results/cases.js';
 export { toJUnit } from './results/junit.js';
 export * from './results/model.js';
 export { applyQuarantine, failsRun, heldByQuarantine } from './results/quarantine.js';
@@ -24,6 +29,12 @@ export {
 } from './results/startup.js';
 export { countOutcomes, countsLine, formatMatrix } from './results/table.js';
 export { writeResults } from './results/writer.js';
+export {
+  type CaseSelection,
+  caseSelected,
+  NODE_CONFORMANCE,
+  scenariosWithSelectedCases,
+} from './run/cases.js';
 export { type HarnessDeps, type HarnessIO, type HarnessRunResult, runHarness } from './run/harness.js';
 export { parseRunOptions, type RunOptions, selectScenarios } from './run/options.js';
 export { type MatrixDeps, runMatrix } from './run/runner.js';

@@ -80,6 +80,39 @@ describe('kubelet-harness CLI', () => {
     expect(sc).toMatchObject({ code: 2, err: expect.stringContaining('unknown scenario "two"; known: one') });
   });
 
+  it("list names a scenario's declared cases with their labels, as --case matches them", async () => {
+    const cases = join(dir, 'cases.mjs');
+    await writeFile(
+      cases,
+      `export const scenarios = [{ name: 'probing', description: 'd', cases: [
+  { name: 'Probing container should be restarted with a /healthz http liveness probe', file: 'container_probe.go', tags: ['NodeConformance', 'Conformance'], run: async () => {} },
+  { name: 'our own check', run: async () => {} },
+] }];\n`,
+    );
+    const json = JSON.parse((await cli(['list', '--json', '--suite', cases])).out) as {
+      scenarios: unknown[];
+    };
+    expect(json.scenarios).toEqual([
+      {
+        name: 'probing',
+        description: 'd',
+        needs: [],
+        cases: [
+          {
+            name: 'Probing container should be restarted with a /healthz http liveness probe',
+            tags: ['NodeConformance', 'Conformance'],
+            file: 'container_probe.go',
+          },
+          { name: 'our own check', tags: [] },
+        ],
+      },
+    ]);
+    const text = (await cli(['list', '--suite', cases])).out;
+    expect(text).toContain(
+      '  probing            d\n      Probing container should be restarted with a /healthz http liveness probe [NodeConformance] [Conformance]\n      our own check\n',
+    );
+  });
+
   it('run fails clearly on a suite module without scenarios', async () => {
     const bad = join(dir, 'bad.mjs');
     await writeFile(bad, 'export const nothing = 1;\n');

@@ -6,7 +6,9 @@ import {
   containerStatus,
   createPod,
   eventsFor,
+  finished,
   podFor,
+  podLog,
   podSummary,
   sh,
   waitForPod,
@@ -23,8 +25,8 @@ const SECRET = 'sec';
 /** Bytes no text encoding would keep (upstream's binary data case writes a random blob). */
 const BINARY = Buffer.from([0xde, 0xca, 0xfe, 0xba, 0xd0, 0xfe]);
 
-const logs = (ctx: ScenarioContext, name: string) =>
-  ctx.core.readNamespacedPodLog({ name, namespace: ctx.namespace, container: 'c' });
+/** Every pod here logs from its container `c`. */
+const logs = (ctx: ScenarioContext, name: string) => podLog(ctx, name, 'c');
 
 const lineSet = (log: string) => new Set(log.split('\n').map((l) => l.trim()));
 
@@ -50,13 +52,7 @@ async function finishedOutput(ctx: ScenarioContext, pod: string, what: string, l
 }
 
 const done = (ctx: ScenarioContext, name: string) =>
-  waitForPod(
-    ctx,
-    name,
-    'Succeeded',
-    (p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed',
-    POD_START_MS,
-  );
+  waitForPod(ctx, name, 'Succeeded', finished, POD_START_MS);
 
 const waiting = (p: V1Pod) => containerStatus(p, 'c')?.state?.waiting;
 

@@ -1,6 +1,5 @@
-import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { CasesScenario, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
-import { allChecks } from '../support/concurrent.js';
 import {
   containerStatus,
   createPod,
@@ -24,6 +23,10 @@ const INITIAL_DELAY_S = 15;
 const PROBED = 'probed';
 
 type Layout = 'container' | 'sidecar';
+const CONFORMANCE = ['NodeConformance', 'Conformance'];
+const NODE_CONFORMANCE = ['NodeConformance'];
+/** The restartable init container suite's describe labels, which every case of it carries. */
+const SIDECAR_LABELS = ['NodeFeature:SidecarContainers', 'Feature:SidecarContainers'];
 /** container_probe.go runs every case twice: as an app container and as a restartable init container. */
 const SUITE: Record<Layout, string> = {
   container: 'Probing container',
@@ -74,6 +77,8 @@ interface CaseRun {
 interface ProbeCase {
   /** The case's ginkgo.It text, the same in both suites of container_probe.go. */
   it: string;
+  /** Its labels in the app-container suite (the sidecar suite's describe has labels of its own). */
+  labels?: readonly string[];
   pod: string;
   /** The probed container; its name is set to PROBED. */
   container(ctx: ScenarioContext): Omit<V1Container, 'name'>;
@@ -198,6 +203,7 @@ async function unreadyWhileTerminating(run: CaseRun): Promise<number> {
 const CASES: ProbeCase[] = [
   {
     it: 'with readiness probe should not be ready before initial delay and never restart',
+    labels: CONFORMANCE,
     pod: 'readiness-initial-delay',
     container: (ctx) =>
       webserver(ctx, {
@@ -221,6 +227,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'with readiness probe that fails should never be ready and never restart',
+    labels: CONFORMANCE,
     pod: 'readiness-failing',
     container: (ctx) => webserver(ctx, { readinessProbe: { httpGet: { path: '/', port: 81 } } }),
     async verify(run) {
@@ -230,6 +237,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should be restarted with a exec "cat /tmp/health" liveness probe',
+    labels: CONFORMANCE,
     pod: 'liveness-exec',
     container: (ctx) =>
       busybox(ctx, 'echo ok >/tmp/health; sleep 10; rm -rf /tmp/health; sleep 600', {
@@ -244,6 +252,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should *not* be restarted with a exec "cat /tmp/health" liveness probe',
+    labels: CONFORMANCE,
     pod: 'liveness-exec-ok',
     container: (ctx) =>
       busybox(ctx, 'echo ok >/tmp/health; sleep 600', {
@@ -258,6 +267,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should be restarted with a /healthz http liveness probe',
+    labels: CONFORMANCE,
     pod: 'liveness-http',
     container: (ctx) =>
       server(ctx, {
@@ -271,6 +281,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should *not* be restarted with a tcp:8080 liveness probe',
+    labels: CONFORMANCE,
     pod: 'liveness-tcp',
     container: (ctx) =>
       server(ctx, {
@@ -280,6 +291,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should have monotonically increasing restart count',
+    labels: CONFORMANCE,
     pod: 'liveness-monotonic',
     container: (ctx) =>
       server(ctx, {
@@ -295,6 +307,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should *not* be restarted with a /healthz http liveness probe',
+    labels: CONFORMANCE,
     pod: 'liveness-http-ok',
     container: (ctx) =>
       webserver(ctx, {
@@ -309,6 +322,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should be restarted with an exec liveness probe with timeout [MinimumKubeletVersion:1.20]',
+    labels: NODE_CONFORMANCE,
     pod: 'liveness-exec-timeout',
     container: (ctx) =>
       busybox(ctx, 'sleep 600', {
@@ -323,6 +337,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should not be ready with an exec readiness probe timeout [MinimumKubeletVersion:1.20]',
+    labels: NODE_CONFORMANCE,
     pod: 'readiness-exec-timeout',
     container: (ctx) =>
       busybox(ctx, 'sleep 600', {
@@ -459,6 +474,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should override timeoutGracePeriodSeconds when LivenessProbe field is set',
+    labels: NODE_CONFORMANCE,
     pod: 'liveness-grace',
     // `sleep` ignores SIGTERM as PID 1: only the probe's 5 s grace, not the pod's 500 s, lets it restart in time.
     container: (ctx) =>
@@ -475,6 +491,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should override timeoutGracePeriodSeconds when StartupProbe field is set',
+    labels: NODE_CONFORMANCE,
     pod: 'startup-grace',
     container: (ctx) =>
       busybox(ctx, 'sleep 1000', {
@@ -491,6 +508,7 @@ const CASES: ProbeCase[] = [
   },
   {
     it: 'should be restarted with a GRPC liveness probe',
+    labels: CONFORMANCE,
     pod: 'liveness-grpc-wrong-port',
     // Upstream's pod serves gRPC health on 5000 and probes 2333, where nothing listens; so does this one.
     container: (ctx) =>
@@ -585,7 +603,7 @@ function podOf(ctx: ScenarioContext, c: ProbeCase, layout: Layout, name: string)
  * timing bounds, events and observation windows. Every pod starts at once and is checked
  * concurrently, so the cell lasts about one observation window (4 min) instead of their sum.
  */
-function probeSuite(layout: Layout, name: string, description: string): Scenario {
+function probeSuite(layout: Layout, name: string, description: string): CasesScenario<void> {
   return {
     name,
     description,
@@ -595,34 +613,36 @@ function probeSuite(layout: Layout, name: string, description: string): Scenario
     // 22 pods probed every 1-10 s, most by exec, for about 6 minutes.
     load: 'heavy',
     estimateMs: 415_000,
-    upstream: CASES.map((c) => ({ file: FILE, case: `${SUITE[layout]} ${c.it}` })),
     timeoutMs: 10 * 60_000,
-    async run(ctx) {
-      const runs = CASES.map((c) => ({ c, run: { ctx, pod: c.pod, label: c.pod } satisfies CaseRun }));
-      await Promise.all(runs.map(({ c, run }) => createPod(ctx, podOf(ctx, c, layout, run.pod))));
-      try {
-        await allChecks(runs.map(({ c, run }) => c.verify(run)));
-      } finally {
-        // Two pods have a 500 s grace period and ignore SIGTERM: do not leave them, or the agent
-        // still stopping 22 pods, to the next cell on this node.
-        await ctx.core.deleteCollectionNamespacedPod({ namespace: ctx.namespace, gracePeriodSeconds: 0 });
-        // Not an assertion of this cell: a note says how long the agent took, or what it left running.
-        const t0 = Date.now();
-        let running = -1;
-        for (let first = true; running !== 0 && Date.now() - t0 < 120_000; first = false) {
-          if (!first) await ctx.sleep(2_000);
-          const all = await look(() =>
-            ctx.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace } }),
-          );
-          running = all ? all.filter((c) => c.state !== 'exited').length : running;
-        }
-        ctx.note(
-          `containers still running ${Math.round((Date.now() - t0) / 1000)} s after the pods were deleted`,
-          {
-            running,
-          },
+    cases: CASES.map((c) => ({
+      name: `${SUITE[layout]} ${c.it}`,
+      file: FILE,
+      tags: layout === 'container' ? (c.labels ?? []) : SIDECAR_LABELS,
+      async run(ctx) {
+        await createPod(ctx, podOf(ctx, c, layout, c.pod));
+        await c.verify({ ctx, pod: c.pod, label: c.pod });
+      },
+    })),
+    async teardown(ctx) {
+      // Two pods have a 500 s grace period and ignore SIGTERM: do not leave them, or the agent
+      // still stopping 22 pods, to the next cell on this node.
+      await ctx.core.deleteCollectionNamespacedPod({ namespace: ctx.namespace, gracePeriodSeconds: 0 });
+      // Not an assertion of this cell: a note says how long the agent took, or what it left running.
+      const t0 = Date.now();
+      let running = -1;
+      for (let first = true; running !== 0 && Date.now() - t0 < 120_000; first = false) {
+        if (!first) await ctx.sleep(2_000);
+        const all = await look(() =>
+          ctx.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace } }),
         );
+        running = all ? all.filter((c) => c.state !== 'exited').length : running;
       }
+      ctx.note(
+        `containers still running ${Math.round((Date.now() - t0) / 1000)} s after the pods were deleted`,
+        {
+          running,
+        },
+      );
     },
   };
 }

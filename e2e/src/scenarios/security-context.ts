@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import { GETSUBIDS, KUBELET_USER, parseGetSubIdsOutput } from '@kh/node-agent';
 import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { allChecks } from '../support/concurrent.js';
@@ -8,16 +8,18 @@ import {
   createPod,
   eventsFor,
   podFor,
+  podLog,
   podSummary,
   readPod,
   sh,
   waitForPod,
+  waitForSuccess,
 } from '../support/pods.js';
 
-// Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), each with its own
-// pod and upstream's command and expectation, all at once; then the confinement the kubelet
-// always applies (issue 35): RuntimeDefault seccomp in force, /proc/kcore masked, /proc/sys
-// read-only, on every runtime.
+// Upstream's security_context.go and sysctl.go cases (test/e2e/common/node), declared as named
+// cases with upstream's labels, each with its own pod and upstream's command and expectation, run
+// side by side; and a case of our own for the confinement the kubelet always applies (issue 35):
+// RuntimeDefault seccomp in force, /proc/kcore masked, /proc/sys read-only, on every runtime.
 const SECURITY_CONTEXT_FILE = 'test/e2e/common/node/security_context.go';
 const SYSCTL_FILE = 'test/e2e/common/node/sysctl.go';
 
@@ -26,7 +28,6 @@ const POD_TIMEOUT_MS = 120_000;
 
 const succeeded = (p: V1Pod) => p.status?.phase === 'Succeeded';
 const failed = (p: V1Pod) => p.status?.phase === 'Failed';
-const finished = (p: V1Pod) => succeeded(p) || failed(p);
 
 /** A pod of one container named like the pod, busybox unless `container` names an image. */
 function onePod(
@@ -45,19 +46,9 @@ function onePod(
   );
 }
 
-const logOf = (ctx: ScenarioContext, name: string, container = name) =>
-  ctx.core.readNamespacedPodLog({ name, namespace: ctx.namespace, container });
-
-/** podClient.WaitForSuccess: the pod ends Succeeded (Failed ends the wait early). */
-async function waitForSuccess(ctx: ScenarioContext, name: string): Promise<V1Pod> {
-  const p = await waitForPod(ctx, name, 'finished', finished, POD_TIMEOUT_MS);
-  ctx.check.equal(`pod ${name} succeeded`, p.status?.phase, 'Succeeded');
-  return p;
-}
-
 /** MatchContainerOutput: the container's log holds the expected text. */
 async function expectOutput(ctx: ScenarioContext, name: string, want: string, container = name) {
-  const log = await logOf(ctx, name, container);
+  const log = await podLog(ctx, name, container);
   ctx.check.ok(`pod ${name} log contains ${JSON.stringify(want)}`, log.includes(want), log, want);
 }
 
@@ -112,11 +103,12 @@ async function expectCreateContainerConfigError(ctx: ScenarioContext, name: stri
   );
 }
 
-interface Case {
-  file: string;
-  case: string;
-  run(ctx: ScenarioContext): Promise<void>;
-}
+type Case = ScenarioCase<void>;
+
+/** Upstream's labels: NodeConformance alone, or with Conformance (framework.ConformanceIt). */
+const NODE_CONFORMANCE = ['NodeConformance'];
+const CONFORMANCE = ['NodeConformance', 'Conformance'];
+const USER_NAMESPACES = ['Feature:UserNamespacesSupport'];
 
 const RUN_AS_USER = 'Security Context When creating a container with runAsUser';
 const RUN_AS_NON_ROOT = 'Security Context When creating a container with runAsNonRoot';
@@ -129,7 +121,8 @@ const NON_ROOT_UID = 1000;
 
 const runAsUserCase = (uid: number): Case => ({
   file: SECURITY_CONTEXT_FILE,
-  case: `${RUN_AS_USER} should run the container with uid ${uid} [LinuxOnly]`,
+  name: `${RUN_AS_USER} should run the container with uid ${uid} [LinuxOnly]`,
+  tags: uid === 0 ? NODE_CONFORMANCE : CONFORMANCE,
   async run(ctx) {
     const name = `busybox-user-${uid}`;
     await onePod(ctx, name, {
@@ -142,9 +135,10 @@ const runAsUserCase = (uid: number): Case => ({
 
 const readOnlyCase = (readOnly: boolean): Case => ({
   file: SECURITY_CONTEXT_FILE,
-  case: readOnly
+  name: readOnly
     ? `${READ_ONLY} should run the container with readonly rootfs when readOnlyRootFilesystem=true [LinuxOnly]`
     : `${READ_ONLY} should run the container with writable rootfs when readOnlyRootFilesystem=false`,
+  tags: readOnly ? NODE_CONFORMANCE : CONFORMANCE,
   async run(ctx) {
     const name = `busybox-readonly-${readOnly}`;
     await onePod(ctx, name, {
@@ -158,9 +152,10 @@ const readOnlyCase = (readOnly: boolean): Case => ({
 
 const privilegedCase = (privileged: boolean): Case => ({
   file: SECURITY_CONTEXT_FILE,
-  case: privileged
+  name: privileged
     ? `${PRIVILEGED} should run the container as privileged when true [LinuxOnly]`
     : `${PRIVILEGED} should run the container as unprivileged when false [LinuxOnly]`,
+  tags: privileged ? ['Feature:HostAccess'] : CONFORMANCE,
   async run(ctx) {
     const name = `busybox-privileged-${privileged}`;
     await onePod(ctx, name, {
@@ -168,7 +163,7 @@ const privilegedCase = (privileged: boolean): Case => ({
       securityContext: { privileged },
     });
     await waitForSuccess(ctx, name);
-    const log = await logOf(ctx, name);
+    const log = await podLog(ctx, name, name);
     ctx.check.equal(
       privileged
         ? `pod ${name}: a privileged container may create a dummy device`
@@ -188,12 +183,13 @@ const escalationCase = (allow: boolean | undefined): Case => {
   const want = `Effective uid: ${allow === false ? NON_ROOT_UID : 0}`;
   return {
     file: SECURITY_CONTEXT_FILE,
-    case:
+    name:
       allow === undefined
         ? `${ESCALATION} should allow privilege escalation when not explicitly set and uid != 0 [LinuxOnly]`
         : allow
           ? `${ESCALATION} should allow privilege escalation when true [LinuxOnly]`
           : `${ESCALATION} should not allow privilege escalation when false [LinuxOnly]`,
+    tags: allow === false ? CONFORMANCE : NODE_CONFORMANCE,
     async run(ctx) {
       const name = `alpine-nnp-${label}`;
       await onePod(ctx, name, {
@@ -269,7 +265,7 @@ async function expectGroups(ctx: ScenarioContext, name: string, groups: number[]
   }
   await ctx.check.eventually(
     `pod ${name}: the log is ${JSON.stringify(`${want}\n`)}`,
-    () => logOf(ctx, name, 'test-container'),
+    () => podLog(ctx, name, 'test-container'),
     (log) => log === `${want}\n`,
     { timeoutMs: SGP_TIMEOUT_MS, expected: `${want}\n` },
   );
@@ -329,15 +325,15 @@ const supplementalGroupsCase = (
     : 'when scheduled node does not support SupplementalGroupsPolicy';
   return {
     file: SECURITY_CONTEXT_FILE,
-    case: `${SGP} ${context} ${when} ${it}`,
+    name: `${SGP} ${context} ${when} ${it}`,
+    // framework.WithFeatureGate's stage label is left out.
+    tags: ['Feature:SupplementalGroupsPolicy', 'FeatureGate:SupplementalGroupsPolicy'],
     async run(ctx) {
-      if ((await nodeSupportsSupplementalGroupsPolicy(ctx)) !== supported) {
-        ctx.note(
-          `skipped, as upstream skips it: this node ${supported ? 'does not support' : 'supports'} SupplementalGroupsPolicy`,
-          { case: `${context} ${when}` },
+      // Upstream's BeforeEach skips the case on a node of the other kind, in these words.
+      if ((await nodeSupportsSupplementalGroupsPolicy(ctx)) !== supported)
+        ctx.skip(
+          `scheduled node ${supported ? 'does not support' : 'does support'} SupplementalGroupsPolicy`,
         );
-        return;
-      }
       const name = `sppl-grp-plcy-${(policy ?? 'nil').toLowerCase()}`;
       await supplementalGroupsPod(ctx, name, policy);
       if (policy === 'Strict' && !supported) return expectRejected(ctx, name);
@@ -358,9 +354,10 @@ const SGP_STRICT =
   "when SupplementalGroupsPolicy was set to Strict in PodSpec when the container's primary UID belongs to some groups in the image";
 
 /** The sysctl cases' pod: busybox's sysctl prints the value the sandbox was given. */
-const sysctlCase = (it: string, name: string, sysctl: string): Case => ({
+const sysctlCase = (it: string, name: string, sysctl: string, tags: string[]): Case => ({
   file: SYSCTL_FILE,
-  case: `Sysctls [LinuxOnly] ${it}`,
+  name: `Sysctls [LinuxOnly] ${it}`,
+  tags,
   async run(ctx) {
     await onePod(
       ctx,
@@ -377,7 +374,8 @@ const sysctlCase = (it: string, name: string, sysctl: string): Case => ({
 const CASES: Case[] = [
   {
     file: SECURITY_CONTEXT_FILE,
-    case: 'Security Context When creating a pod with HostUsers must not create the user namespace if set to true [LinuxOnly]',
+    name: 'Security Context When creating a pod with HostUsers must not create the user namespace if set to true [LinuxOnly]',
+    tags: USER_NAMESPACES,
     async run(ctx) {
       // The host's user namespace maps all 2^32-1 ids.
       const name = 'userns-host';
@@ -390,7 +388,7 @@ const CASES: Case[] = [
   runAsUserCase(0),
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${RUN_AS_NON_ROOT} should run with an explicit non-root user ID [LinuxOnly]`,
+    name: `${RUN_AS_NON_ROOT} should run with an explicit non-root user ID [LinuxOnly]`,
     async run(ctx) {
       const name = 'explicit-nonroot-uid';
       await onePod(ctx, name, {
@@ -403,7 +401,7 @@ const CASES: Case[] = [
   },
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${RUN_AS_NON_ROOT} should not run without a specified user ID`,
+    name: `${RUN_AS_NON_ROOT} should not run without a specified user ID`,
     async run(ctx) {
       // busybox names no USER: the kubelet treats it as root.
       const name = 'implicit-root-uid';
@@ -417,7 +415,7 @@ const CASES: Case[] = [
   },
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${RUN_AS_NON_ROOT} should not run with an explicit root user ID [LinuxOnly]`,
+    name: `${RUN_AS_NON_ROOT} should not run with an explicit root user ID [LinuxOnly]`,
     async run(ctx) {
       // The image's USER 1234 does not matter: an explicit runAsUser 0 breaks the policy.
       const name = 'explicit-root-uid';
@@ -431,7 +429,7 @@ const CASES: Case[] = [
   },
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${RUN_AS_NON_ROOT} should run with an image specified user ID`,
+    name: `${RUN_AS_NON_ROOT} should run with an image specified user ID`,
     async run(ctx) {
       // No runAsUser: the kubelet reads USER 1234 from the image (CRI ImageStatus) and lets it run.
       const name = 'implicit-nonroot-uid';
@@ -456,11 +454,19 @@ const CASES: Case[] = [
   readOnlyCase(false),
   privilegedCase(false),
   privilegedCase(true),
-  sysctlCase('should support sysctls', 'sysctl-dots', 'kernel.shm_rmid_forced'),
-  sysctlCase('should support sysctls with slashes as separator', 'sysctl-slashes', 'kernel/shm_rmid_forced'),
+  // sysctl.go's describe carries NodeConformance for all four.
+  sysctlCase('should support sysctls', 'sysctl-dots', 'kernel.shm_rmid_forced', [
+    ...CONFORMANCE,
+    'Environment:NotInUserNS',
+  ]),
+  sysctlCase('should support sysctls with slashes as separator', 'sysctl-slashes', 'kernel/shm_rmid_forced', [
+    ...NODE_CONFORMANCE,
+    'Environment:NotInUserNS',
+  ]),
   {
     file: SYSCTL_FILE,
-    case: 'Sysctls [LinuxOnly] should reject invalid sysctls',
+    name: 'Sysctls [LinuxOnly] should reject invalid sysctls',
+    tags: CONFORMANCE,
     async run(ctx) {
       const pod = podFor(ctx, 'sysctl-invalid', {
         restartPolicy: 'Never',
@@ -497,7 +503,8 @@ const CASES: Case[] = [
   },
   {
     file: SYSCTL_FILE,
-    case: 'Sysctls [LinuxOnly] should not launch unsafe, but not explicitly enabled sysctls on the node',
+    name: 'Sysctls [LinuxOnly] should not launch unsafe, but not explicitly enabled sysctls on the node',
+    tags: NODE_CONFORMANCE,
     async run(ctx) {
       const name = 'sysctl-unsafe';
       await onePod(
@@ -580,7 +587,8 @@ const STAT_GROUPS = "stat -c='%g' $(find /vol/ -type f)";
 const USERNS_CASES: Case[] = [
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${HOST_USERS} must create the user namespace if set to false [LinuxOnly]`,
+    name: `${HOST_USERS} must create the user namespace if set to false [LinuxOnly]`,
+    tags: USER_NAMESPACES,
     async run(ctx) {
       // Each pod maps 65536 IDs, and no two pods the same ones.
       const names = ['userns-1', 'userns-2'];
@@ -588,7 +596,7 @@ const USERNS_CASES: Case[] = [
       const logs = await Promise.all(
         names.map(async (n) => {
           await waitForSuccess(ctx, n);
-          return logOf(ctx, n);
+          return podLog(ctx, n, n);
         }),
       );
       for (const [i, log] of logs.entries()) {
@@ -599,23 +607,20 @@ const USERNS_CASES: Case[] = [
   },
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${HOST_USERS} must create the user namespace in the configured hostUID/hostGID range [LinuxOnly]`,
+    name: `${HOST_USERS} must create the user namespace in the configured hostUID/hostGID range [LinuxOnly]`,
+    tags: USER_NAMESPACES,
     async run(ctx) {
       // Upstream reads the node's kubelet range with getsubids and skips the case on a node
       // without one; four pods in a row must each land in it, by chance about never.
       const range = await kubeletUsernsMappings(ctx);
-      if (typeof range === 'string') {
-        ctx.note(
-          `skipped, as upstream skips it: node is not setup for userns with kubelet mappings: ${range}`,
-        );
-        return;
-      }
+      if (typeof range === 'string')
+        return ctx.skip(`node is not setup for userns with kubelet mappings: ${range}`);
       const { firstId, length } = range;
       for (let i = 0; i < 4; i++) {
         const name = `userns-range-${i}`;
         await usernsPod(ctx, name);
         await waitForSuccess(ctx, name);
-        const fields = (await logOf(ctx, name)).trim().split(/\s+/);
+        const fields = (await podLog(ctx, name, name)).trim().split(/\s+/);
         ctx.check.equal(`pod ${name}: /proc/self/uid_map has one 3-field line`, fields.length, 3);
         const hostUid = Number(fields[1]);
         ctx.check.ok(
@@ -629,7 +634,8 @@ const USERNS_CASES: Case[] = [
   },
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${HOST_USERS} should mount all volumes with proper permissions with hostUsers=false [LinuxOnly]`,
+    name: `${HOST_USERS} should mount all volumes with proper permissions with hostUsers=false [LinuxOnly]`,
+    tags: USER_NAMESPACES,
     async run(ctx) {
       // Every file of every volume belongs to root inside the container (group 0).
       const name = 'pod-userns-volumes';
@@ -667,7 +673,8 @@ const USERNS_CASES: Case[] = [
   },
   {
     file: SECURITY_CONTEXT_FILE,
-    case: `${HOST_USERS} should set FSGroup to user inside the container with hostUsers=false [LinuxOnly]`,
+    name: `${HOST_USERS} should set FSGroup to user inside the container with hostUsers=false [LinuxOnly]`,
+    tags: USER_NAMESPACES,
     async run(ctx) {
       // The config map's files belong to the pod's fsGroup, seen as the same group inside.
       const name = 'pod-userns-fsgroup';
@@ -690,6 +697,15 @@ const USERNS_CASES: Case[] = [
 ];
 
 /** Issue 35's own checks: what the kubelet's defaults confine, read from inside the container. */
+/**
+ * The confinement the kubelet always applies (issue 35), seen from inside: no upstream case reads
+ * it, so this case is named in our words.
+ */
+const CONFINEMENT: Case = {
+  name: 'the kubelet confines every container: RuntimeDefault seccomp when asked, /proc paths masked, /proc/sys read-only',
+  run: (ctx) => confinement(ctx),
+};
+
 async function confinement(ctx: ScenarioContext): Promise<void> {
   const script =
     'grep ^Seccomp: /proc/self/status; ' +
@@ -716,7 +732,7 @@ async function confinement(ctx: ScenarioContext): Promise<void> {
         }),
       );
       await waitForSuccess(ctx, p.name);
-      const log = await logOf(ctx, p.name, 'c');
+      const log = await podLog(ctx, p.name, 'c');
       ctx.check.ok(
         `${p.name}: /proc/self/status shows ${JSON.stringify(p.want)} (${p.seccomp ? 'RuntimeDefault asked' : 'no profile, seccompDefault off: Unconfined'})`,
         log.includes(p.want),
@@ -738,18 +754,15 @@ async function confinement(ctx: ScenarioContext): Promise<void> {
   );
 }
 
-export const securityContext: Scenario = {
+export const securityContext: CasesScenario<void> = {
   name: 'security-context',
   estimateMs: 60_000,
   isolation: 'namespace',
   description:
     "security_context.go and sysctl.go cases (runAsUser, runAsNonRoot with explicit and image users, readOnlyRootFilesystem, privileged, allowPrivilegeEscalation, safe and unsafe sysctls) and the kubelet's defaults from inside: RuntimeDefault seccomp (Seccomp: 2), /proc/kcore masked, /proc/sys read-only",
   needs: ['real-containers'],
-  upstream: CASES.map((c) => ({ file: c.file, case: c.case })),
   timeoutMs: 300_000,
-  async run(ctx) {
-    await allChecks([...CASES.map((c) => c.run(ctx)), confinement(ctx)]);
-  },
+  cases: [...CASES, CONFINEMENT],
 };
 
 /**
@@ -757,18 +770,17 @@ export const securityContext: Scenario = {
  * runtimes have: on a node whose runtime does not announce user namespaces (Docker through the
  * dockershim, containerd before 2.0) the cell is skipped with the runtime's reason, never passed.
  */
-export const securityContextUserns: Scenario = {
+export const securityContextUserns: CasesScenario<void> = {
   name: 'security-context-userns',
   estimateMs: 30_000,
   isolation: 'namespace',
   description:
     "security_context.go hostUsers: false cases: pods in user namespaces of their own (65536 IDs each, no two alike, inside the node's kubelet subordinate range), every volume root-owned inside, fsGroup kept; skipped where the runtime announces no user namespace support",
   needs: ['real-containers'],
-  upstream: USERNS_CASES.map((c) => ({ file: c.file, case: c.case })),
   timeoutMs: 240_000,
-  async run(ctx) {
+  async setup(ctx) {
     const unsupported = await userNamespacesUnsupported(ctx);
     if (unsupported) ctx.skip(unsupported);
-    await allChecks(USERNS_CASES.map((c) => c.run(ctx)));
   },
+  cases: USERNS_CASES,
 };

@@ -1,7 +1,15 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1Pod, V1Volume, V1VolumeMount } from '@kubernetes/client-node';
 import { allChecks } from '../support/concurrent.js';
-import { containerStatus, createPod, podFor, sh, waitForPod } from '../support/pods.js';
+import {
+  containerStatus,
+  createPod,
+  podFor,
+  podLog,
+  sh,
+  waitForPod,
+  waitForSuccess,
+} from '../support/pods.js';
 
 /** framework.PodStartTimeout: how long upstream waits for a pod's output or its subPath error. */
 const POD_START_MS = 5 * 60_000;
@@ -67,23 +75,13 @@ function subpathPod(ctx: ScenarioContext, name: string, d: Driver, subPath: stri
   });
 }
 
-const logOf = (ctx: ScenarioContext, pod: string, container: string) =>
-  ctx.core.readNamespacedPodLog({ name: pod, namespace: ctx.namespace, container }).catch(() => '');
-
 /** e2eoutput.TestContainerOutput: the pod succeeds and the container's log has every line. */
 async function testOutput(ctx: ScenarioContext, pod: V1Pod, container: string, lines: string[]) {
   const name = pod.metadata!.name!;
   await createPod(ctx, pod);
-  const done = await waitForPod(
-    ctx,
-    name,
-    'Succeeded',
-    (p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed',
-    POD_START_MS,
-  );
-  const log = await logOf(ctx, name, container);
+  await waitForSuccess(ctx, name, POD_START_MS);
+  const log = await podLog(ctx, name, container).catch(() => '');
   const got = new Set(log.split('\n'));
-  ctx.check.ok(`pod ${name} succeeded`, done.status?.phase === 'Succeeded', done.status, 'Succeeded');
   ctx.check.ok(
     `pod ${name}: ${container} printed the expected content`,
     lines.every((l) => got.has(l)),

@@ -93,6 +93,27 @@ export async function waitForPod(
   });
 }
 
+/** The pod has ended: Succeeded or Failed. */
+export const finished = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+
+/**
+ * podClient.WaitForSuccess: the pod ends Succeeded; Failed ends the wait early and is recorded
+ * with its status. Upstream allows PodStartTimeout (5 min); a pod here starts in seconds.
+ */
+export async function waitForSuccess(
+  ctx: ScenarioContext,
+  name: string,
+  timeoutMs = 120_000,
+): Promise<V1Pod> {
+  const p = await waitForPod(ctx, name, 'finished', finished, timeoutMs);
+  ctx.check.ok(`pod ${name} succeeded`, p.status?.phase === 'Succeeded', podSummary(p), 'Succeeded');
+  return p;
+}
+
+/** One container's log. */
+export const podLog = (ctx: ScenarioContext, name: string, container: string): Promise<string> =>
+  ctx.core.readNamespacedPodLog({ name, namespace: ctx.namespace, container });
+
 export const containerStatus = (pod: V1Pod, container: string) =>
   [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
     (c) => c.name === container,

@@ -8,7 +8,7 @@ import type { BackendCapability, StartedNode } from '../backends/types.js';
 import type { AssertionResult, StartupFloor, TimelineEntry } from '../results/model.js';
 import type { KubectlOptions, KubectlProcess, KubectlResult } from '../support/kubectl.js';
 
-export interface Scenario {
+interface ScenarioBase {
   /** Kebab-case name used on the command line and in the matrix (node-registration, probes, ...). */
   name: string;
   description: string;
@@ -51,7 +51,43 @@ export interface Scenario {
    * generated from these.
    */
   upstream?: readonly UpstreamCase[];
+}
+
+/** A scenario that is one closure: the cell has one result. */
+export interface ClosureScenario extends ScenarioBase {
   run(ctx: ScenarioContext): Promise<void>;
+  cases?: undefined;
+}
+
+/**
+ * A scenario that declares its cases, as a Ginkgo container declares its specs: `setup` runs once
+ * (the shared BeforeEach), then the selected cases side by side, each with its own result, then
+ * `teardown`. The cell passes only when every case that ran passed.
+ */
+export interface CasesScenario<S = unknown> extends ScenarioBase {
+  /** What every case shares (pods, config maps); a failure fails every selected case. */
+  setup?(ctx: ScenarioContext): Promise<S>;
+  cases: readonly ScenarioCase<S>[];
+  /** Runs after the cases once `setup` succeeded, whatever they did; a failure fails the cell, not the cases. */
+  teardown?(ctx: ScenarioContext, shared: S): Promise<void>;
+  run?: undefined;
+}
+
+export type Scenario = ClosureScenario | CasesScenario;
+
+/**
+ * One case of a scenario. `name` is the upstream case it mirrors as Ginkgo names it (describe,
+ * contexts and It, labels left out), the same text scripts/node-e2e-upstream-cases.json lists;
+ * `tags` are upstream's labels (NodeConformance, Conformance, Serial, Slow, NodeFeature:…), shown
+ * in brackets after the name, as Ginkgo's full text shows them.
+ */
+export interface ScenarioCase<S = unknown> {
+  name: string;
+  /** The kubernetes/kubernetes file whose case this is; absent for a case of our own. */
+  file?: string;
+  tags?: readonly string[];
+  /** The case's context has its own `check` and `skip`: its assertions and outcome are its own. */
+  run(ctx: ScenarioContext, shared: S): Promise<void>;
 }
 
 export type Isolation = 'namespace' | 'node' | 'world';

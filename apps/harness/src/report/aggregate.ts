@@ -1,5 +1,13 @@
+import { caseEvents, caseTitle } from '../results/cases.js';
 import { contractText, criContract, KUBELET_CRI_METHODS } from '../results/contract.js';
-import type { CellResult, CriCallSource, Outcome, RunResults, RuntimeInfo } from '../results/model.js';
+import type {
+  CaseResult,
+  CellResult,
+  CriCallSource,
+  Outcome,
+  RunResults,
+  RuntimeInfo,
+} from '../results/model.js';
 import { heldByQuarantine } from '../results/quarantine.js';
 import { startupBreakdown, startupTargets } from '../results/startup.js';
 import { cellId, compareRuns, DEFAULT_THRESHOLDS } from './compare.js';
@@ -9,6 +17,7 @@ import type {
   CriMethodLatency,
   OutcomeCounts,
   RegressionThresholds,
+  ReportCase,
   ReportCell,
   ReportModel,
   RuntimeLatency,
@@ -184,7 +193,13 @@ export function buildReportModel(results: RunResults, options: BuildReportOption
     .map((cell) => {
       const id = cellId(cell);
       const cmp = comparison?.byCell.get(id);
-      return cmp ? { ...cell, id, comparison: cmp } : { ...cell, id };
+      const { cases, ...rest } = cell;
+      return {
+        ...rest,
+        id,
+        ...(cmp ? { comparison: cmp } : {}),
+        ...(cases ? { cases: cases.map((k) => reportCase(cell, k)) } : {}),
+      };
     })
     .sort(
       (a, b) =>
@@ -231,3 +246,10 @@ export function buildReportModel(results: RunResults, options: BuildReportOption
     benchmarks: results.benchmarks ?? [],
   };
 }
+
+/** A case with its title and, when it failed, its pods' events (results/cases.ts). */
+export const reportCase = (cell: CellResult, k: CaseResult): ReportCase => ({
+  ...k,
+  title: caseTitle(k),
+  events: k.outcome === 'failed' ? caseEvents(cell, k) : [],
+});

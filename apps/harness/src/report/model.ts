@@ -4,6 +4,7 @@
 
 import type {
   BenchmarkResult,
+  CaseResult,
   CellResult,
   CriCallSource,
   CriContractStatus,
@@ -13,6 +14,7 @@ import type {
   StartupBreakdown,
   StartupFloor,
   StartupTarget,
+  TimelineEntry,
 } from '../results/model.js';
 
 export interface OutcomeCounts {
@@ -103,10 +105,19 @@ export interface ContractTableRow {
   runtimes: Record<string, { status: CriContractStatus; text: string }>;
 }
 
-export interface ReportCell extends CellResult {
+export interface ReportCell extends Omit<CellResult, 'cases'> {
   /** `${runtime}/${scenario}`: the cell's key in the URL hash. */
   id: string;
   comparison?: CellComparison;
+  cases?: ReportCase[];
+}
+
+/** A named case as the drill-down shows it. */
+export interface ReportCase extends CaseResult {
+  /** The name with its [labels], as Ginkgo's full text. */
+  title: string;
+  /** For a failed case: the events of the pods it created. */
+  events: TimelineEntry[];
 }
 
 export interface BaselineSummary {

@@ -120,6 +120,11 @@ dialog#cell-dialog::backdrop { background: rgba(31, 35, 40, 0.45); }
 .compare { color: var(--muted); }
 .assertions .message { color: var(--muted); font-weight: 400; margin-top: 2px; }
 .assertion--failed th { color: var(--fail-fg); }
+.cases .message, .cases .case-file { color: var(--muted); font-weight: 400; margin-top: 2px; }
+.case--failed > th { color: var(--fail-fg); }
+.case-failure { font-weight: 400; color: var(--fg); margin-top: 6px; }
+.case-assertion pre.value { display: inline; }
+.case-events { margin: 4px 0 0; padding-left: 18px; font-size: 0.88rem; }
 pre.value { margin: 0; white-space: pre-wrap; word-break: break-word; }
 .assertion--failed .expected pre { background: var(--pass-bg); padding: 4px 6px; border-radius: 4px; }
 .assertion--failed .actual pre { background: var(--fail-bg); padding: 4px 6px; border-radius: 4px; }

@@ -148,6 +148,15 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
   for (const [i, sc] of array(top, 'scenarios', '$').entries()) {
     if (typeof sc !== 'string') fail(`$.scenarios[${i}]`, 'must be a string');
   }
+  // A cell's assertions, and a case's own.
+  function assertions(o: Json, path: string) {
+    for (const [j, a] of array(o, 'assertions', path).entries()) {
+      const assertion = object(a, `${path}.assertions[${j}]`);
+      str(assertion, 'name', `${path}.assertions[${j}]`);
+      if (!OUTCOMES.has(assertion.outcome as string))
+        fail(`${path}.assertions[${j}].outcome`, 'is not an outcome');
+    }
+  }
   const seen = new Set<string>();
   for (const [i, c] of array(top, 'cells', '$').entries()) {
     const path = `$.cells[${i}]`;
@@ -160,12 +169,7 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
     const id = `${cell.runtime}/${cell.scenario}`;
     if (seen.has(id)) fail(path, `repeats the cell ${id}`);
     seen.add(id);
-    for (const [j, a] of array(cell, 'assertions', path).entries()) {
-      const assertion = object(a, `${path}.assertions[${j}]`);
-      str(assertion, 'name', `${path}.assertions[${j}]`);
-      if (!OUTCOMES.has(assertion.outcome as string))
-        fail(`${path}.assertions[${j}].outcome`, 'is not an outcome');
-    }
+    assertions(cell, path);
     for (const [j, e] of array(cell, 'timeline', path).entries()) {
       const at = `${path}.timeline[${j}]`;
       const entry = object(e, at);
@@ -190,6 +194,12 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
         str(item, 'name', at);
         if (!OUTCOMES.has(item.outcome as string)) fail(`${at}.outcome`, 'must be passed, failed or skipped');
         if (item.durationMs !== undefined) num(item, 'durationMs', at);
+        if (item.offsetMs !== undefined) num(item, 'offsetMs', at);
+        if (item.file !== undefined) str(item, 'file', at);
+        for (const key of ['tags', 'pods'])
+          if (item[key] !== undefined && !array(item, key, at).every((t) => typeof t === 'string'))
+            fail(`${at}.${key}`, 'must be an array of strings');
+        if (item.assertions !== undefined) assertions(item, at);
         outcomeExtras(item, at);
       }
     }

@@ -173,10 +173,21 @@ export interface CriContractRow {
  * one case; the history keeps a row per case when the cell has them.
  */
 export interface CaseResult {
+  /** Upstream's Ginkgo text without its labels (or our own words for a case upstream lacks). */
   name: string;
+  /** Upstream's labels (NodeConformance, Conformance, Slow, NodeFeature:…), from the scenario. */
+  tags?: string[];
+  /** The kubernetes/kubernetes file of the upstream case. */
+  file?: string;
   outcome: Outcome;
+  /** When it started, in ms since its cell started (the cell's timeline clock). */
+  offsetMs?: number;
   durationMs?: number;
   reason?: string;
+  /** The case's own assertions, in order (the cell's `assertions` has them too). */
+  assertions?: AssertionResult[];
+  /** Pods the case created: their events in the cell's timeline are the case's (caseEvents). */
+  pods?: string[];
   /** Tries it took when the suite retries (ginkgo's flake attempts): passed with attempts > 1 passed on a retry. */
   attempts?: number;
   quarantine?: QuarantineRecord;

@@ -8,10 +8,18 @@ import {
   type ScenarioContext,
   ScenarioSkipped,
 } from '../framework/scenario.js';
-import type { CellResult, LogExcerpt, StartupFloor, TimelineEntry } from '../results/model.js';
+import type {
+  AssertionResult,
+  CaseResult,
+  CellResult,
+  LogExcerpt,
+  StartupFloor,
+  TimelineEntry,
+} from '../results/model.js';
 import { errorMessage } from '../support/errors.js';
 import type { Progress } from '../support/progress.js';
 import type { OpenCell, ReadyNode, World } from '../world/types.js';
+import { CaseRun, type CaseSelection } from './cases.js';
 import { mergeAgentCriCalls, type NodeCriCalls } from './cri-calls.js';
 import { excerptAround } from './log-excerpt.js';
 import { detectRuntimeHang } from './runtime-hang.js';
@@ -29,9 +37,13 @@ class CellRecording {
   readonly logs: string[] = [];
   startupFloor: StartupFloor | undefined;
   readonly sink = (e: Omit<TimelineEntry, 't'>) => this.timeline.push({ t: Date.now() - this.start, ...e });
-  readonly checks = createChecks(
-    (a) => a.outcome === 'failed' && this.sink({ kind: 'note', summary: `assertion failed: ${a.name}` }),
-  );
+  /** Every assertion of the cell, its cases' included, in the order they were made. */
+  readonly assertions: AssertionResult[] = [];
+  readonly record = (a: AssertionResult) => {
+    this.assertions.push(a);
+    if (a.outcome === 'failed') this.sink({ kind: 'note', summary: `assertion failed: ${a.name}` });
+  };
+  readonly checks = createChecks(this.record);
 }
 
 interface ScenarioRun {
@@ -39,6 +51,8 @@ interface ScenarioRun {
   reason?: string;
   /** The world's view of the cell, when it opened. */
   cell?: OpenCell;
+  /** The scenario's cases, when it declares them. */
+  cases?: CaseResult[];
 }
 
 export async function runCell(
@@ -49,6 +63,7 @@ export async function runCell(
   calls: NodeCriCalls,
   beside: readonly string[],
   signal: AbortSignal | undefined,
+  selection?: CaseSelection,
 ): Promise<CellResult> {
   const runtime = node.backend.name;
   const namespace = cellNamespace(scenario.name, runtime);
@@ -57,7 +72,7 @@ export async function runCell(
   // Cells beside this one share the node's events and the agent's calls in its timeline.
   if (beside.length > 0)
     rec.sink({ kind: 'note', summary: `shares node ${node.started.nodeName} with ${beside.join(', ')}` });
-  const ran = await runScenario(world, node, scenario, namespace, rec, progress, signal);
+  const ran = await runScenario(world, node, scenario, namespace, rec, progress, signal, selection);
   // Collecting results (agent calls, logs) is not part of the scenario's duration.
   const durationMs = Date.now() - rec.start;
   const failuresAt = failureTimes(rec.timeline, ran.outcome === 'failed' ? durationMs : undefined);
@@ -89,13 +104,14 @@ export async function runCell(
     ...(reason ? { reason } : {}),
     startedAt: new Date(rec.start).toISOString(),
     durationMs,
-    assertions: rec.checks.results(),
+    assertions: rec.assertions,
     timeline: rec.timeline,
     logs: ran.outcome === 'failed' ? excerpts : [],
     ...(podStartupMs.length > 0 ? { podStartupMs } : {}),
     ...(startupBreakdown ? { startupBreakdown } : {}),
     ...(rec.startupFloor ? { startupFloor: rec.startupFloor } : {}),
     ...(criCalls.length > 0 ? { criCalls } : {}),
+    ...(ran.cases ? { cases: ran.cases } : {}),
   };
 }
 
@@ -115,18 +131,26 @@ async function runScenario(
   rec: CellRecording,
   progress: Progress,
   signal: AbortSignal | undefined,
+  selection: CaseSelection | undefined,
 ): Promise<ScenarioRun> {
   let cell: OpenCell | undefined;
+  const cases = scenario.cases && new CaseRun(scenario, selection, rec.start, rec.sink, rec.record);
+  const ended = (run: Omit<ScenarioRun, 'cases'>): ScenarioRun =>
+    cases ? { ...run, cases: cases.results(run) } : run;
   try {
     cell = await world.openCell(node, namespace, rec.sink);
     await world.createNamespace(namespace);
     const ctx = scenarioContext(cell, node.backend.name, namespace, rec, progress);
-    await withDeadline(scenario.run(ctx), scenario.timeoutMs ?? DEFAULT_SCENARIO_TIMEOUT_MS, signal);
-    return { outcome: 'passed', cell };
+    await withDeadline(
+      scenario.cases ? cases!.run(ctx) : scenario.run(ctx),
+      scenario.timeoutMs ?? DEFAULT_SCENARIO_TIMEOUT_MS,
+      signal,
+    );
+    return ended({ outcome: 'passed', cell });
   } catch (err) {
-    if (err instanceof ScenarioSkipped) return { outcome: 'skipped', reason: err.message, cell };
+    if (err instanceof ScenarioSkipped) return ended({ outcome: 'skipped', reason: err.message, cell });
     const reason = err instanceof AssertionFailure ? err.message : errorMessage(err);
-    return { outcome: 'failed', reason, cell };
+    return ended({ outcome: 'failed', reason, cell });
   } finally {
     await world.deleteNamespace(namespace).catch(() => {});
     // One cell's removal of the sandbox image must not fail every later cell on the node.

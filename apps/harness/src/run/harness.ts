@@ -17,6 +17,7 @@ import { projectConfig, type QuarantineEntry } from '../support/project-config.j
 import { RunLedger } from '../world/ledger.js';
 import { removeRunLeftovers } from '../world/leftovers.js';
 import { HarnessWorld, nodeNameFor } from '../world/world.js';
+import { scenariosWithSelectedCases } from './cases.js';
 import { startNode } from './node.js';
 import {
   DEFAULT_NODES_PER_RUNTIME,
@@ -78,7 +79,7 @@ export async function runHarness(
   // Read first: a bad entry in kh.config.json stops the run before it starts anything.
   const quarantine = deps.quarantine ?? projectConfig(process.env, process.cwd())?.quarantine ?? [];
   const selected = selectBackends(opts.runtimes, deps.backends);
-  const scenarios = selectScenarios(suite, opts.scenarios);
+  const scenarios = scenariosWithSelectedCases(selectScenarios(suite, opts.scenarios), opts.cases);
   const durations = await loadDurations(opts.durations ?? []);
   const shard = opts.shard && selectShard(opts.shard, selected, scenarios, durations);
   const cells = shard ? new Set(shard.cells) : undefined;
@@ -121,6 +122,7 @@ export async function runHarness(
       estimates: estimateCells(backends, scenarios, durations),
       ...(io.signal ? { signal: io.signal } : {}),
       ...(cells ? { cells } : {}),
+      ...(opts.cases ? { cases: opts.cases } : {}),
     });
     const commit = deps.commit ?? (await checkoutCommit());
     const held = applyQuarantine(results, quarantine, deps.now?.() ?? new Date());

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import type { Scenario } from '../framework/scenario.js';
+import type { CaseSelection } from './cases.js';
 import { parseShard } from './shard.js';
 
 export interface RunOptions {
@@ -21,6 +22,8 @@ export interface RunOptions {
   nodesPerRuntime?: number;
   /** Cells running at once in the run (`--max-parallel-cells`); default defaultMaxParallelCells(). */
   maxParallelCells?: number;
+  /** Which declared cases run (`--case`, `--conformance`); absent: all of them. */
+  cases?: CaseSelection;
 }
 
 /**
@@ -49,6 +52,10 @@ Options:
                          containerd-1.7); default: the default release's columns and
                          the fake; "all": every column        (env KH_RUNTIME)
   -s, --scenario <a,b>   scenarios to run, default all             (env KH_SCENARIO)
+      --case <regex>     run only the declared cases whose name (with its [labels])
+                         matches, as ginkgo's --focus; scenarios without such a case
+                         are left out                                (env KH_CASE)
+      --conformance      run only the [NodeConformance] cases      (env KH_CONFORMANCE=1)
   -o, --out <dir>        where results go, default .reports/e2e    (env KH_OUT)
       --suite <module>   scenario suite module, default kh.config.json's "suite"
       --backend <module> load a backend module (package name or path); repeatable, added to
@@ -89,6 +96,8 @@ export function parseRunOptions(
     options: {
       runtime: { type: 'string', short: 'r' },
       scenario: { type: 'string', short: 's' },
+      case: { type: 'string' },
+      conformance: { type: 'boolean' },
       out: { type: 'string', short: 'o' },
       suite: { type: 'string' },
       backend: { type: 'string', multiple: true },
@@ -109,7 +118,12 @@ export function parseRunOptions(
     'max-parallel-cells',
     values['max-parallel-cells'] ?? env.KH_MAX_PARALLEL_CELLS,
   );
+  const cases = caseSelection(
+    values.case ?? env.KH_CASE,
+    values.conformance ?? (env.KH_CONFORMANCE === '1' || env.KH_CONFORMANCE === 'true'),
+  );
   return {
+    ...(cases ? { cases } : {}),
     ...(nodesPerRuntime !== undefined ? { nodesPerRuntime } : {}),
     ...(maxParallelCells !== undefined ? { maxParallelCells } : {}),
     ...(shard ? { shard: parseShard(shard) } : {}),
@@ -122,6 +136,20 @@ export function parseRunOptions(
     ...(values['cri-endpoint'] ? { criEndpoint: values['cri-endpoint'] } : {}),
     help: values.help ?? false,
   };
+}
+
+/** `--case` and `--conformance`; undefined when they select every case. */
+function caseSelection(pattern: string | undefined, conformance: boolean): CaseSelection | undefined {
+  let re: RegExp | undefined;
+  if (pattern) {
+    try {
+      re = new RegExp(pattern);
+    } catch (err) {
+      throw new Error(`--case is not a regular expression: ${(err as Error).message}`);
+    }
+  }
+  if (!re && !conformance) return undefined;
+  return { ...(re ? { pattern: re } : {}), ...(conformance ? { conformance } : {}) };
 }
 
 /** A `--<flag> n` count: undefined when absent or empty, else a whole number ≥ 1. */

@@ -14,6 +14,7 @@ import { withStartupTargets } from '../results/startup.js';
 import { errorMessage } from '../support/errors.js';
 import type { Progress } from '../support/progress.js';
 import type { ReadyNode, World } from '../world/types.js';
+import type { CaseSelection } from './cases.js';
 import { failedCell, runCell, skippedCell } from './cell.js';
 import { CriCallTally, NodeCriCalls } from './cri-calls.js';
 import { ExclusiveResources } from './exclusive.js';
@@ -33,6 +34,8 @@ export interface MatrixDeps<W extends World = World> {
   progress: Progress;
   /** Aborted on SIGINT: stops scheduling new cells; clean-up still runs. */
   signal?: AbortSignal;
+  /** The cases of case-declaring scenarios to run (`--case`, `--conformance`); absent: all. */
+  cases?: CaseSelection;
   /** Only these cells (`runtime/scenario`, a shard); absent: every runtime × scenario. */
   cells?: ReadonlySet<string>;
   /** Where held host resources are locked across processes; default `defaultLockDir()`. */
@@ -151,7 +154,7 @@ async function runCells<W extends World>(
             child.step(
               `${scenario.name} … on ${node.started.nodeName}${beside.length ? ` beside ${beside.join(', ')}` : ''}`,
             );
-            return runCell(world, node, scenario, child, calls.get(node)!, beside, deps.signal);
+            return runCell(world, node, scenario, child, calls.get(node)!, beside, deps.signal, deps.cases);
           },
           (busy) => child.info(`${scenario.name} waits for ${busy.join(', ')}`),
         )

@@ -1,7 +1,7 @@
 // In-memory stand-ins for the world, nodes and backends, so the runner's bookkeeping (cells,
 // skips, failures, clean-up) is tested without Docker.
 import type { RuntimeBackend, StartedNode, StaticCapability } from '../../src/backends/types.js';
-import type { Scenario } from '../../src/framework/scenario.js';
+import type { ClosureScenario, Scenario } from '../../src/framework/scenario.js';
 import type { Progress } from '../../src/support/progress.js';
 import type { ReadyNode, World, WorldContext } from '../../src/world/types.js';
 
@@ -83,6 +83,10 @@ export const silentProgress: Progress = {
   child: () => silentProgress,
 };
 
-export function scenario(name: string, run: Scenario['run'], extra: Partial<Scenario> = {}): Scenario {
+export function scenario(
+  name: string,
+  run: ClosureScenario['run'],
+  extra: Partial<ClosureScenario> = {},
+): Scenario {
   return { name, description: name, run, ...extra };
 }

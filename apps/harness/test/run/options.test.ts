@@ -112,4 +112,19 @@ describe('selection', () => {
     // The endpoint backend runs on the user's one runtime: never more than one node.
     expect(BACKENDS.find((b) => b.name === 'endpoint')?.maxNodes).toBe(1);
   });
+  it('takes --case as a regular expression and --conformance (or KH_CASE, KH_CONFORMANCE); absent: every case', () => {
+    expect(parseRunOptions([], {}).cases).toBeUndefined();
+    expect(parseRunOptions(['--case', 'liveness.*\\[NodeConformance\\]'], {}).cases?.pattern?.source).toBe(
+      'liveness.*\\[NodeConformance\\]',
+    );
+    expect(parseRunOptions(['--conformance'], {}).cases).toEqual({ conformance: true });
+    expect(parseRunOptions([], { KH_CASE: 'exec', KH_CONFORMANCE: '1' }).cases).toEqual({
+      pattern: /exec/,
+      conformance: true,
+    });
+    expect(parseRunOptions([], { KH_CASE: '', KH_CONFORMANCE: '' }).cases).toBeUndefined();
+    expect(() => parseRunOptions(['--case', '[NodeConformance'], {})).toThrow(
+      /^--case is not a regular expression: /,
+    );
+  });
 });

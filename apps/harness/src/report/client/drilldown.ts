@@ -1,6 +1,6 @@
 // The drill-down: a modal dialog with one cell's details (failure reason, assertions with expected
 // and actual values, timeline, CRI call statistics, pod start-up latencies, log excerpts).
-import type { ReportCell } from '../model.js';
+import type { ReportCase, ReportCell } from '../model.js';
 import { byId, type Child, h, headRow, s } from './dom.js';
 import {
   comparisonBadge,
@@ -73,6 +73,7 @@ export class CellDialog {
             `${quarantineText(cell.quarantine)} (a failure does not fail the run).`,
           )
         : null,
+      casesSection(cell),
       assertionsSection(cell),
       timelineSection(cell),
       criCallsSection(cell),
@@ -133,11 +134,87 @@ function startupSection(cell: ReportCell): HTMLElement | null {
   );
 }
 
+const value = (v: unknown) =>
+  v === undefined ? '—' : h('pre', { class: 'value' }, JSON.stringify(v, null, 2));
+
+/**
+ * The cell's named cases in declaration order, each with its result and duration; a failed one
+ * also with its failed assertions and the events of its pods, which is where to look first.
+ */
+function casesSection(cell: ReportCell): HTMLElement | null {
+  const cases = cell.cases;
+  if (!cases?.length) return null;
+  const count = (o: Outcome) => cases.filter((k) => k.outcome === o).length;
+  const failure = (k: ReportCase) =>
+    k.outcome !== 'failed'
+      ? null
+      : h(
+          'div',
+          { class: 'case-failure' },
+          ...(k.assertions ?? [])
+            .filter((a) => a.outcome === 'failed')
+            .map((a) =>
+              h(
+                'div',
+                { class: 'case-assertion' },
+                h('div', { class: 'message' }, a.message ?? a.name),
+                h('div', {}, 'Expected: ', value(a.expected)),
+                h('div', {}, 'Actual: ', value(a.actual)),
+              ),
+            ),
+          k.events.length
+            ? h(
+                'ul',
+                { class: 'case-events', 'aria-label': 'Events of its pods' },
+                ...k.events.map((e) =>
+                  h('li', {}, `${formatMs(e.t)} ${String(e.detail?.object ?? '')} ${e.summary}`),
+                ),
+              )
+            : null,
+        );
+  return h(
+    'section',
+    { 'aria-labelledby': 'dd-cases' },
+    h(
+      'h3',
+      { id: 'dd-cases' },
+      `Cases (${cases.length}: ${count('passed')} passed, ${count('failed')} failed, ${count('skipped')} skipped)`,
+    ),
+    h(
+      'div',
+      { class: 'scroll' },
+      h(
+        'table',
+        { class: 'compact cases' },
+        headRow('Case', 'Result', 'Duration'),
+        h(
+          'tbody',
+          {},
+          ...cases.map((k) =>
+            h(
+              'tr',
+              { class: `case case--${k.outcome}` },
+              h(
+                'th',
+                { scope: 'row' },
+                k.title,
+                k.file ? h('div', { class: 'case-file' }, k.file) : null,
+                k.reason ? h('div', { class: 'message' }, k.reason) : null,
+                failure(k),
+              ),
+              h('td', {}, statusBadge(k.outcome), quarantineBadge(k.quarantine)),
+              h('td', {}, k.durationMs === undefined ? '—' : formatMs(k.durationMs)),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
 function assertionsSection(cell: ReportCell): HTMLElement {
   const order: Record<Outcome, number> = { failed: 0, skipped: 1, passed: 2 };
   const assertions = [...cell.assertions].sort((a, b) => order[a.outcome] - order[b.outcome]);
-  const value = (v: unknown) =>
-    v === undefined ? '—' : h('pre', { class: 'value' }, JSON.stringify(v, null, 2));
   return h(
     'section',
     { 'aria-labelledby': 'dd-assertions' },

@@ -512,6 +512,89 @@ describe('a sparse run in Chromium', { timeout: 60_000 }, () => {
     expect(await at('UpdateContainerResources', 'docker')).toBe('– not called');
   });
 
+  it("drills into a cell's named cases: each result, a failed case's assertion and its pods' events", async () => {
+    const file = 'test/e2e/common/node/security_context.go';
+    const results = run([
+      cell('containerd', 'security-context', {
+        outcome: 'failed',
+        reason: '1 of 3 cases failed',
+        timeline: [
+          {
+            t: 2_000,
+            kind: 'event',
+            summary: 'Warning Failed: container has runAsNonRoot and image will run as root',
+            detail: { object: 'Pod/implicit-root-uid' },
+          },
+          {
+            t: 2_100,
+            kind: 'event',
+            summary: 'Normal Pulled: <b>pulled</b>',
+            detail: { object: 'Pod/busybox-user-0' },
+          },
+        ],
+        cases: [
+          {
+            name: 'Security Context When creating a container with runAsUser should run the container with uid 0 [LinuxOnly]',
+            tags: ['NodeConformance'],
+            file,
+            outcome: 'passed',
+            durationMs: 4_200,
+            pods: ['busybox-user-0'],
+            assertions: [],
+          },
+          {
+            name: 'Security Context When creating a container with runAsNonRoot should not run without a specified user ID',
+            file,
+            outcome: 'failed',
+            durationMs: 30_000,
+            reason: 'pod implicit-root-uid: Failed event: values differ',
+            pods: ['implicit-root-uid'],
+            assertions: [
+              {
+                name: 'pod implicit-root-uid: Failed event',
+                outcome: 'failed',
+                expected: 'Failed',
+                actual: 'Started',
+                message: 'pod implicit-root-uid: Failed event: values differ',
+              },
+            ],
+          },
+          {
+            name: 'Security Context SupplementalGroupsPolicy [LinuxOnly] when SupplementalGroupsPolicy was set to Strict in PodSpec it should NOT add SupplementalGroups to them [LinuxOnly]',
+            outcome: 'skipped',
+            reason: 'this node does not support SupplementalGroupsPolicy',
+          },
+        ],
+      }),
+    ]);
+    const input = join(dir, 'cases.json');
+    const out = join(dir, 'cases.html');
+    await writeFile(input, JSON.stringify(results));
+    expect(await runReportCommand(['-i', input, '-o', out], { stdout: quiet, stderr: quiet })).toBe(0);
+
+    const page = await open(pathToFileURL(out).href);
+    await cellAt(page, 'containerd/security-context').click();
+    const section = page.locator('#cell-body section[aria-labelledby="dd-cases"]');
+    expect(await section.locator('h3').textContent()).toBe('Cases (3: 1 passed, 1 failed, 1 skipped)');
+    const rows = section.locator('tbody tr');
+    expect(await rows.count()).toBe(3);
+    expect(await rows.nth(0).locator('th').textContent()).toBe(
+      `Security Context When creating a container with runAsUser should run the container with uid 0 [LinuxOnly] [NodeConformance]${file}`,
+    );
+    expect(await rows.nth(0).locator('td').nth(1).textContent()).toBe('4.2 s');
+    const failed = page.locator('tr.case--failed');
+    expect(await failed.locator('.case-assertion .message').textContent()).toBe(
+      'pod implicit-root-uid: Failed event: values differ',
+    );
+    expect(await failed.locator('.case-assertion').textContent()).toContain('Expected: "Failed"');
+    expect(await failed.locator('.case-events li').allTextContents()).toEqual([
+      '2.0 s Pod/implicit-root-uid Warning Failed: container has runAsNonRoot and image will run as root',
+    ]);
+    expect(await page.locator('tr.case--skipped .message').textContent()).toBe(
+      'this node does not support SupplementalGroupsPolicy',
+    );
+  });
+
   it('shows cells that did not run, and empty sections instead of errors', async () => {
     // Partial results: two cells of a 2x2 matrix, nothing recorded inside them, no benchmarks.
     const results = run([
