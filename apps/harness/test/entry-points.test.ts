@@ -73,9 +73,18 @@ describe('docker-compose.yml', () => {
     async () => {
       const stackRun = `${runId}c`;
       const { node } = await ensureImages(['node', 'pause', 'busybox', 'httpd']);
+      // The header's commands, as written: its image command picks the node image just ensured.
+      const header = readFileSync(join(root, 'docker-compose.yml'), 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('#   '))
+        .map((l) => l.slice(4));
+      const imageCommand = header.map((l) => /^export KH_NODE_IMAGE=\$\((.*)\)$/.exec(l)?.[1]).find(Boolean);
+      expect(imageCommand, 'the header exports KH_NODE_IMAGE').toBeDefined();
+      const headerImage = (await run('sh', ['-c', imageCommand!])).stdout.trim();
+      expect(headerImage).toBe(node);
       const env = {
         ...process.env,
-        KH_NODE_IMAGE: node,
+        KH_NODE_IMAGE: headerImage,
         KH_RUN_ID: stackRun,
         KH_COMPOSE_OWNER: 'test',
         KH_APISERVER_PUBLISH: '127.0.0.1:',
@@ -161,20 +170,41 @@ describe('docker-compose.yml', () => {
           expect((await kubectl('exec', pod, '--', 'echo', 'exec-ok')).stdout).toBe('exec-ok\n');
           expect((await kubectl('logs', pod)).stdout).toBe(`hello from ${pod}\n`);
         }
+        // The header's kubectl lines run as written (each fails the test on a non-zero exit), with
+        // the kubeconfig it writes to /tmp/kh.kubeconfig here at a free port.
+        const kubectlLines = header.filter((l) => l.startsWith('kubectl --kubeconfig /tmp/kh.kubeconfig '));
+        expect(kubectlLines.map((l) => l.split(' ')[3])).toEqual(['run', 'wait', 'exec', 'logs']);
+        const answers: string[] = [];
+        for (const line of kubectlLines)
+          answers.push((await kubectl(...line.split(' ').slice(3))).stdout.trim());
+        expect(answers).toEqual(['pod/bb created', 'pod/bb condition met', 'bb', '']);
         // No node holds the admin token; each holds its own node identity, which may not read secrets.
         const adminToken = kc.getCurrentUser()?.token ?? '';
         expect(adminToken).toMatch(/^[0-9a-f]{32}$/);
         for (const nodeName of ['node-containerd', 'node-docker']) {
-          const found = await compose(
-            'exec',
-            '-T',
-            nodeName,
-            'sh',
-            '-c',
-            `grep -rls '${adminToken}' /etc /node /ca /var/lib/kubelet /opt/kh/apps || true`,
-          );
-          expect(found.stdout, nodeName).toBe('');
+          // Files holding a token: the node's whole file system but the kernel's, the checkout's
+          // dependencies and git.
+          const holders = async (token: string) =>
+            (
+              await compose(
+                'exec',
+                '-T',
+                nodeName,
+                'sh',
+                '-c',
+                `grep -rlsF -D skip --exclude-dir=proc --exclude-dir=sys --exclude-dir=node_modules --exclude-dir=.git '${token}' / || true`,
+              )
+            ).stdout;
+          expect(await holders(adminToken), nodeName).toBe('');
+          const [nodeContainer] = await docker.listContainers({
+            filters: { label: [...label, `com.docker.compose.service=${nodeName}`] },
+          });
+          const inspected = await docker.getContainer(nodeContainer?.Id ?? nodeName).inspect();
+          expect(inspected.Config.Env.join('\n')).not.toContain(adminToken);
+          expect(inspected.Mounts.map((m) => m.Name ?? m.Source).join(' ')).not.toMatch(/kh-apiserver/);
           const nodeToken = (await compose('exec', '-T', nodeName, 'cat', '/node/token')).stdout.trim();
+          // The search does see a token where one is: the node's own.
+          expect(await holders(nodeToken), nodeName).toContain('/node/token');
           const asNode = (...args: string[]) => kubectl('--token', nodeToken, ...args);
           expect((await asNode('auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}')).stdout).toBe(
             `system:node:${nodeName}`,

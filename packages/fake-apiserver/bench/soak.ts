@@ -4,8 +4,9 @@
 // node keeps its Lease and status, watches and lists its pods and writes their status and events;
 // an unprivileged user reads what it may and keeps trying what it may not (secrets, an escalating
 // binding, other namespaces, bad selectors, wrong tokens). At the end the RSS and the open handles
-// of the last minute are compared with those of the minute after warm-up: flat means within
-// the stated margins. The figures go to .reports/bench/soak.json.
+// of the last minute are compared with those of the minute after warm-up (by default, once the
+// server's resourceVersion shows its watch cache full, which is memory it holds by design):
+// flat means within the stated margins. The figures go to .reports/bench/soak.json.
 //
 //   npm run soak -w @kh/fake-apiserver -- --duration 600
 import { spawn } from 'node:child_process';
@@ -14,20 +15,20 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { WATCH_CACHE_SIZE } from '@kh/fake-apiserver';
 import { BenchClient } from './client.js';
 import { cleanUpOnExit, memory, openHandles, servingUrl } from './proc.js';
 
 const { values } = parseArgs({
   options: {
     duration: { type: 'string', default: '600' },
-    // The watch cache (50 000 events) fills in the first minutes at this write rate, and the RSS
-    // grows with it: the minute after the warm-up is compared with the last one.
+    // The watch cache (WATCH_CACHE_SIZE events) fills in the first minutes, sooner or later with
+    // the machine's speed, and the RSS grows with it: by default the warm-up ends when it is full.
     'warmup-seconds': { type: 'string' },
     out: { type: 'string', default: join(import.meta.dirname, '..', '..', '.reports', 'bench', 'soak.json') },
   },
 });
 const DURATION = Number(values.duration);
-const WARMUP = Number(values['warmup-seconds'] ?? DURATION / 2);
 /** Flat: the last minute's median within this of the post-warm-up minute's. */
 const MARGINS = { rssMiB: 32, rssPercent: 15, handles: 8 };
 const SAMPLE_MS = 5_000;
@@ -129,10 +130,15 @@ async function main() {
 
   const end = Date.now() + DURATION * 1000;
   const running = () => Date.now() < end;
-  const samples: { t: number; rss: number; handles: number }[] = [];
+  const samples: { t: number; rss: number; handles: number; rv?: number }[] = [];
   const started = Date.now();
   const sampler = setInterval(() => {
-    samples.push({ t: (Date.now() - started) / 1000, rss: memory(pid).rss, handles: openHandles(pid) });
+    const sample = { t: (Date.now() - started) / 1000, rss: memory(pid).rss, handles: openHandles(pid) };
+    samples.push(sample);
+    // Every write takes one resourceVersion and one watch cache slot.
+    void admin
+      .send('GET', '/api/v1/namespaces/soak/configmaps?limit=1')
+      .then((r) => Object.assign(sample, { rv: Number(r.body.metadata?.resourceVersion) }));
   }, SAMPLE_MS);
 
   let seq = 0;
@@ -325,6 +331,14 @@ async function main() {
     return s[Math.floor(s.length / 2)] ?? 0;
   };
   const window = (from: number, to: number) => samples.filter((x) => x.t >= from && x.t < to);
+  const cacheFullAt = samples.find((x) => (x.rv ?? 0) >= WATCH_CACHE_SIZE)?.t;
+  const WARMUP = values['warmup-seconds'] ? Number(values['warmup-seconds']) : (cacheFullAt ?? DURATION);
+  // Two minutes after the warm-up at least, or no verdict: run longer.
+  const judged = WARMUP <= DURATION - 120;
+  if (!judged)
+    log(
+      `the warm-up ended at ${Math.round(WARMUP)} s (watch cache full at ${cacheFullAt ?? 'never'}): run longer`,
+    );
   const after = window(WARMUP, WARMUP + 60);
   const last = window(DURATION - 60, Number.POSITIVE_INFINITY);
   const rssAfter = median(after.map((x) => x.rss));
@@ -332,8 +346,9 @@ async function main() {
   const handlesAfter = median(after.map((x) => x.handles));
   const handlesLast = median(last.map((x) => x.handles));
   const rssGrowth = rssLast - rssAfter;
-  const rssFlat = mib(rssGrowth) <= MARGINS.rssMiB || rssGrowth / rssAfter <= MARGINS.rssPercent / 100;
-  const handlesFlat = handlesLast - handlesAfter <= MARGINS.handles;
+  const rssFlat =
+    judged && (mib(rssGrowth) <= MARGINS.rssMiB || rssGrowth / rssAfter <= MARGINS.rssPercent / 100);
+  const handlesFlat = judged && handlesLast - handlesAfter <= MARGINS.handles;
   const totals = Object.fromEntries(
     (Object.keys(answers) as Who[]).map((w) => [w, Object.values(answers[w]).reduce((a, b) => a + b, 0)]),
   );
@@ -345,7 +360,8 @@ async function main() {
   const result = {
     when: new Date().toISOString(),
     durationSeconds: DURATION,
-    warmupSeconds: WARMUP,
+    warmupSeconds: Math.round(WARMUP),
+    watchCache: { size: WATCH_CACHE_SIZE, fullAtSeconds: cacheFullAt && Math.round(cacheFullAt) },
     requests: totals,
     answers,
     serverErrors,
@@ -365,7 +381,7 @@ async function main() {
       flat: handlesFlat,
       margin: MARGINS.handles,
     },
-    samples: samples.map((x) => ({ t: Math.round(x.t), rssMiB: mib(x.rss), handles: x.handles })),
+    samples: samples.map((x) => ({ t: Math.round(x.t), rssMiB: mib(x.rss), handles: x.handles, rv: x.rv })),
   };
   mkdirSync(dirname(values.out!), { recursive: true });
   writeFileSync(values.out!, `${JSON.stringify(result, null, 2)}\n`);

@@ -14,4 +14,4 @@ export { RESOURCES } from './registry/index.js';
 export { parseFieldSelector } from './selectors/field.js';
 export { parseLabelSelector } from './selectors/label.js';
 export { type ApiServer, type ApiServerOptions, createApiServer } from './server.js';
-export { Store } from './storage/store.js';
+export { Store, WATCH_CACHE_SIZE } from './storage/store.js';

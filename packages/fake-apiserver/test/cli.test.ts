@@ -66,6 +66,42 @@ describe('fake-apiserver CLI', () => {
     expect(await exited).toBe(0);
   });
 
+  // Issue 36: open to this machine only, unless the user says so.
+  it('serves without authentication on loopback only; elsewhere only with --insecure-allow-unauthenticated-remote', async () => {
+    /** Starts the CLI: its URL once it listens, or its exit code and stderr. */
+    const start = (args: string[]) =>
+      new Promise<{ url?: string; code?: number | null; stderr: string; proc: ChildProcess }>((resolve) => {
+        const proc = spawn(process.execPath, [CLI, '--port', '0', ...args], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        let stderr = '';
+        proc.stderr!.on('data', (c: Buffer) => {
+          stderr += c.toString();
+          const url = /listening on (http:\/\/[^\s]+)/.exec(stderr)?.[1];
+          if (url) resolve({ url, stderr, proc });
+        });
+        proc.once('exit', (code) => resolve({ code, stderr, proc }));
+      });
+    const stop = async (proc: ChildProcess) => {
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await exited;
+    };
+    const remote = await start(['--host', '0.0.0.0']);
+    expect(remote.code, remote.stderr).toBe(1);
+    expect(remote.stderr).toMatch(/--insecure-allow-unauthenticated-remote/);
+    const allowed = await start(['--host', '0.0.0.0', '--insecure-allow-unauthenticated-remote']);
+    expect(allowed.url, allowed.stderr).toBeDefined();
+    await stop(allowed.proc);
+    const local = await start([]);
+    expect(local.url, local.stderr).toMatch(/^http:\/\/127\.0\.0\.1:/);
+    try {
+      expect((await fetch(new URL('/api/v1/secrets', local.url))).status).toBe(200);
+    } finally {
+      await stop(local.proc);
+    }
+  });
+
   it('refuses a bad flag value with a clear message', async () => {
     const bad = spawn(process.execPath, [CLI, '--port', 'abc'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';

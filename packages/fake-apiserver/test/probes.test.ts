@@ -15,14 +15,19 @@ const USERS: Record<string, UserInfo> = {
   n1: { name: 'system:node:n1', uid: 'u-n1', groups: ['system:nodes'] },
 };
 type Who = keyof typeof USERS;
-/** What kubectl must say: it succeeded, or an error from the server with this reason/text. */
-type Answer = { ok: RegExp } | { error: RegExp };
+/**
+ * What kubectl must say: it succeeded, an error from the server with this reason/text, or nothing
+ * yet: the server still serves the request (a watch) when kubectl is stopped after `openMs`.
+ */
+type Answer = { ok: RegExp } | { error: RegExp } | { open: true };
+const OPEN = { open: true } as const;
+const openMs = 3_000;
 const FORBIDDEN = { error: /\(Forbidden\)|is forbidden/ };
 
 let s: ApiServer;
+let vaultToken = '';
 const dir = mkdtempSync(join(tmpdir(), 'kh-apiserver-probes-'));
 const files: Record<string, string> = {};
-const run = (who: Who, args: string[]) => kubectl(KUBECTL.newest, files[who]!, args);
 const manifest = (name: string, obj: object) => {
   const path = join(dir, `${name}.json`);
   writeFileSync(path, JSON.stringify(obj));
@@ -61,6 +66,25 @@ beforeAll(async () => {
   await admin.post('/api/v1/nodes', { metadata: { name: 'n2' } });
   await admin.post('/api/v1/namespaces/team/pods', pod('web', { nodeName: 'n2' }));
   await admin.post('/api/v1/namespaces/team/secrets', { metadata: { name: 'db' } });
+  // dev may also get pods and pods/exec: all a WebSocket exec (a GET) used to need.
+  await admin.post('/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles', {
+    metadata: { name: 'exec-getter' },
+    rules: [{ verbs: ['get'], apiGroups: [''], resources: ['pods', 'pods/exec'] }],
+  });
+  await admin.post('/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings', {
+    metadata: { name: 'exec-getter' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'exec-getter' },
+    subjects: [{ kind: 'User', name: 'dev' }],
+  });
+  // A service account token minted for vault, not for the apiserver.
+  await admin.post('/api/v1/namespaces/team/serviceaccounts', { metadata: { name: 'app' } });
+  vaultToken = (
+    await admin.post('/api/v1/namespaces/team/serviceaccounts/app/token', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { audiences: ['vault'] },
+    })
+  ).body.status.token;
 });
 afterAll(async () => {
   await s.close();
@@ -73,13 +97,19 @@ const subPathPod = pod('escape', {
     { name: 'c', image: 'busybox', volumeMounts: [{ name: 'v', mountPath: '/d', subPath: '../../..' }] },
   ],
 });
+const absoluteSubPathPod = pod('etc', {
+  volumes: [{ name: 'v', emptyDir: {} }],
+  containers: [
+    { name: 'c', image: 'busybox', volumeMounts: [{ name: 'v', mountPath: '/d', subPath: '/etc' }] },
+  ],
+});
 const privilegedPod = pod('priv', {
   containers: [{ name: 'c', image: 'busybox', securityContext: { privileged: true } }],
 });
-const vaultReview = (token: string) => ({
+const tokenReview = (token: string, audiences?: string[]) => ({
   apiVersion: 'authentication.k8s.io/v1',
   kind: 'TokenReview',
-  spec: { token, audiences: ['vault'] },
+  spec: { token, audiences },
 });
 
 /** Each probe: kubectl's arguments and the answer per identity, as kube-apiserver answers. */
@@ -107,12 +137,14 @@ const PROBES: { name: string; args: (who: Who) => string[]; answers: Record<Who,
     answers: { admin: { ok: /secret\/db/ }, dev: FORBIDDEN, n1: FORBIDDEN },
   },
   {
-    name: 'exec into a pod (WebSocket first, then SPDY)',
+    name: 'exec into a pod (WebSocket first, then SPDY) with get but not create on pods/exec',
     args: () => ['exec', '-n', 'team', 'web', '--', 'id'],
     answers: {
       // Past authorization: the node has no kubelet endpoint.
       admin: { error: /advertises no kubelet endpoint/ },
-      dev: FORBIDDEN,
+      dev: {
+        error: /User "dev" cannot create resource "pods\/exec" in API group "" in the namespace "team"/,
+      },
       n1: FORBIDDEN,
     },
   },
@@ -121,6 +153,15 @@ const PROBES: { name: string; args: (who: Who) => string[]; answers: Record<Who,
     args: () => ['create', '-n', 'team', '-f', manifest('escape', subPathPod)],
     answers: {
       admin: { error: /subPath: Invalid value: "..\/..\/..": must not contain '..'/ },
+      dev: FORBIDDEN,
+      n1: FORBIDDEN,
+    },
+  },
+  {
+    name: 'a pod with subPath /etc',
+    args: () => ['create', '-n', 'team', '-f', manifest('etc', absoluteSubPathPod)],
+    answers: {
+      admin: { error: /subPath: Invalid value: "\/etc": must be a relative path/ },
       dev: FORBIDDEN,
       n1: FORBIDDEN,
     },
@@ -142,7 +183,19 @@ const PROBES: { name: string; args: (who: Who) => string[]; answers: Record<Who,
       '-o',
       'jsonpath={.status.authenticated}',
       '-f',
-      manifest('review', vaultReview('admin')),
+      manifest('review', tokenReview('admin', ['vault'])),
+    ],
+    answers: { admin: { ok: /^false$/ }, dev: FORBIDDEN, n1: { ok: /^false$/ } },
+  },
+  {
+    name: "TokenReview of a token minted for vault, for the apiserver's audience",
+    args: () => [
+      'create',
+      '--validate=false',
+      '-o',
+      'jsonpath={.status.authenticated}',
+      '-f',
+      manifest('vault-review', tokenReview(vaultToken, ['https://kubernetes.default.svc.cluster.local'])),
     ],
     answers: { admin: { ok: /^false$/ }, dev: FORBIDDEN, n1: { ok: /^false$/ } },
   },
@@ -175,6 +228,40 @@ const PROBES: { name: string; args: (who: Who) => string[]; answers: Record<Who,
     },
   },
   {
+    name: "the apiserver's proxy to a node's kubelet",
+    args: () => ['get', '--raw', '/api/v1/nodes/n1/proxy/healthz'],
+    answers: {
+      // Past authorization: n1 has no address to dial.
+      admin: { error: /advertises no kubelet endpoint/ },
+      dev: FORBIDDEN,
+      n1: FORBIDDEN,
+    },
+  },
+  {
+    name: 'a watch with timeoutSeconds=99999999999',
+    args: () => [
+      'get',
+      '--raw',
+      '/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dn1&timeoutSeconds=99999999999',
+    ],
+    answers: { admin: OPEN, dev: FORBIDDEN, n1: OPEN },
+  },
+  {
+    name: "patch another node's pod status",
+    args: () => [
+      'patch',
+      'pod',
+      'web',
+      '-n',
+      'team',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"message":"x"}}',
+    ],
+    answers: { admin: { ok: /pod\/web patched/ }, dev: FORBIDDEN, n1: FORBIDDEN },
+  },
+  {
     name: 'delete another node',
     args: () => ['delete', 'node', 'n2', '--dry-run=server'],
     answers: { admin: { ok: /node "n2" deleted \(server dry run\)/ }, dev: FORBIDDEN, n1: FORBIDDEN },
@@ -190,9 +277,18 @@ describe("kubectl 1.33 gets kube-apiserver's answers to the security probes", ()
   for (const probe of PROBES) {
     for (const who of Object.keys(USERS) as Who[]) {
       it(`${probe.name}, as ${USERS[who]!.name}`, async () => {
-        const r = await run(who, probe.args(who));
         const want = probe.answers[who]!;
-        if ('ok' in want) {
+        const started = performance.now();
+        const r = await kubectl(
+          KUBECTL.newest,
+          files[who]!,
+          probe.args(who),
+          'open' in want ? openMs : undefined,
+        );
+        if ('open' in want) {
+          expect(r.stderr).toBe('');
+          expect(performance.now() - started).toBeGreaterThanOrEqual(openMs);
+        } else if ('ok' in want) {
           expect(r.code, r.stderr).toBe(0);
           expect(r.stdout.trim()).toMatch(want.ok);
         } else {

@@ -85,7 +85,9 @@ const audits: KObject[] = [];
 const dataDir = mkdtempSync(join(tmpdir(), 'kh-apiserver-security-'));
 beforeAll(async () => {
   s = await start({
-    podSecurity: { exemptions: { usernames: ['exempt-user'], namespaces: ['psa-exempt'] } },
+    podSecurity: {
+      exemptions: { usernames: ['exempt-user'], namespaces: ['psa-exempt'], runtimeClasses: ['sandboxed'] },
+    },
     onPodSecurityAudit: (r) => audits.push(r as unknown as KObject),
   });
   const admin = as(s, 'admin');
@@ -672,11 +674,21 @@ describe('Pod Security admission', () => {
     expect((await as(s, 'admin').post('/api/v1/namespaces/psa-latest/pods', sysctl('new'))).status).toBe(201);
   });
 
-  it('exempts the configured users and namespaces', async () => {
+  it('exempts the configured users, runtime classes and namespaces', async () => {
     await ns('psa-user', { 'pod-security.kubernetes.io/enforce': 'restricted' });
+    expect((await as(s, 'admin2').post('/api/v1/namespaces/psa-user/pods', privileged('nope'))).status).toBe(
+      403,
+    );
     expect(
       (await as(s, 'exempt').post('/api/v1/namespaces/psa-user/pods', privileged('exempt'))).status,
     ).toBe(201);
+    await as(s, 'admin').post('/apis/node.k8s.io/v1/runtimeclasses', {
+      metadata: { name: 'sandboxed' },
+      handler: 'kata',
+    });
+    const sandboxed = privileged('sandboxed');
+    sandboxed.spec.runtimeClassName = 'sandboxed';
+    expect((await as(s, 'admin2').post('/api/v1/namespaces/psa-user/pods', sandboxed)).status).toBe(201);
     await as(s, 'admin').patch('/api/v1/namespaces/psa-exempt', 'merge', {
       metadata: { labels: { 'pod-security.kubernetes.io/enforce': 'restricted' } },
     });

@@ -3,8 +3,11 @@ import { toJson } from './json.js';
 import { type Snapshot, WriteAheadLog } from './wal.js';
 import { type EventType, type StoreEvent, WatchCache } from './watch-cache.js';
 
+/** Events kept for watches that resume from a resourceVersion, unless told otherwise. */
+export const WATCH_CACHE_SIZE = 50_000;
+
 export interface StoreOptions {
-  /** Events kept for watches that resume from a resourceVersion. */
+  /** Events kept for watches that resume from a resourceVersion (WATCH_CACHE_SIZE). */
   watchCacheSize?: number;
   /** Makes the store durable: a write is acknowledged only after it is fsynced. */
   dataDir?: string;
@@ -69,7 +72,7 @@ export class Store {
       if (interrupted) wal.snapshotNow(this.capture());
     }
     // History before a restart is gone: resuming from an older resourceVersion gets 410.
-    this.cache = new WatchCache(opts.watchCacheSize ?? 50_000, this.rvCounter);
+    this.cache = new WatchCache(opts.watchCacheSize ?? WATCH_CACHE_SIZE, this.rvCounter);
   }
 
   get resourceVersion(): number {

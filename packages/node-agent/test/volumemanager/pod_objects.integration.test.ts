@@ -68,7 +68,23 @@ describe('ApiPodObjectSource', () => {
       'kubernetes.io': { pod: { name: 'tok', uid: created.metadata!.uid } },
     });
     // Another audience is another token; the same one comes from the cache.
-    expect(await objects.getServiceAccountToken(created, undefined, 3600)).not.toBe(first);
+    const apiToken = await objects.getServiceAccountToken(created, undefined, 3600);
+    expect(apiToken).not.toBe(first);
+    // A projected token without an audience is the apiserver's: the pod calls the API with it as
+    // its service account; the vault token gets 401 there.
+    const asPod = (token: string) => {
+      const kc = loadKubeConfig(apiserver.kubeconfig);
+      kc.loadFromOptions({
+        clusters: kc.clusters,
+        users: [{ name: 'pod', token }],
+        contexts: [{ name: 'pod', cluster: kc.getCurrentCluster()!.name, user: 'pod' }],
+        currentContext: 'pod',
+      });
+      return kc.makeApiClient(AuthenticationV1Api);
+    };
+    const self = await asPod(apiToken).createSelfSubjectReview({ body: {} });
+    expect(self.status?.userInfo?.username).toBe('system:serviceaccount:default:app');
+    await expect(asPod(first).createSelfSubjectReview({ body: {} })).rejects.toMatchObject({ code: 401 });
     clock.step(0.79 * 3600_000);
     expect(await objects.getServiceAccountToken(created, 'vault', 3600)).toBe(first);
     clock.step(0.02 * 3600_000);
