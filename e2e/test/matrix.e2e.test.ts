@@ -16,6 +16,7 @@ import {
 } from '@kh/harness';
 import { beforeAll, describe, it } from 'vitest';
 import { scenarios } from '../src/index.js';
+import { contractGaps } from '../src/support/cri_contract.js';
 
 declare module 'vitest' {
   interface TaskMeta {
@@ -66,5 +67,13 @@ for (const backend of backends) {
         if (cell.outcome === 'failed') throw new Error(describeFailure(cell));
       });
     }
+    // Issue 35: a passed cell that needs a CRI method the kubelet calls shows it in the contract
+    // table as called or Unimplemented, never as not called.
+    it('CRI contract', (ctx) => {
+      const runtime = results?.runtimes.find((r) => r.name === backend.name);
+      if (!runtime?.criCalls?.length) ctx.skip('no CRI calls of the agent were recorded for this runtime');
+      const gaps = results ? contractGaps(results, backend.name) : [];
+      if (gaps.length > 0) throw new Error(gaps.join('\n'));
+    });
   });
 }

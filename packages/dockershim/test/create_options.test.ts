@@ -338,6 +338,18 @@ describe('containerCreateOptions security', () => {
       ),
     );
 
+  it("passes the kubelet's masked and read-only paths to Docker; empty lists (procMount Unmasked) leave Docker's own, as cri-dockerd's", () => {
+    const masked = ['/proc/kcore', '/proc/keys', '/sys/devices/virtual/powercap'];
+    const readonly = ['/proc/sys', '/proc/sysrq-trigger'];
+    expect(containerWith({ maskedPaths: masked, readonlyPaths: readonly })).toMatchObject({
+      MaskedPaths: masked,
+      ReadonlyPaths: readonly,
+    });
+    const unmasked = containerWith({ maskedPaths: [], readonlyPaths: [] });
+    expect(unmasked.MaskedPaths).toBeUndefined();
+    expect(unmasked.ReadonlyPaths).toBeUndefined();
+  });
+
   it('maps the deprecated seccomp_profile_path as containerd does; the SecurityProfile field wins', () => {
     expect(containerWith({}).SecurityOpt).toEqual(['seccomp=unconfined']);
     expect(containerWith({ seccompProfilePath: 'unconfined' }).SecurityOpt).toEqual(['seccomp=unconfined']);

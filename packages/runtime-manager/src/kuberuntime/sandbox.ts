@@ -111,9 +111,12 @@ export async function generatePodSandboxConfig(
           ...(sc?.supplementalGroups ?? []),
         ].map((g) => BigInt(g)),
         supplementalGroupsPolicy: supplementalGroupsPolicy(pod),
-        privileged: [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
-          (c) => c.securityContext?.privileged === true,
-        ),
+        // Any container of the pod, ephemeral ones too (kubecontainer.HasPrivilegedContainer).
+        privileged: [
+          ...(pod.spec?.initContainers ?? []),
+          ...(pod.spec?.containers ?? []),
+          ...(pod.spec?.ephemeralContainers ?? []),
+        ].some((c) => c.securityContext?.privileged === true),
         // The kubelet always confines the sandbox with the runtime's default profile, so that a
         // pod-level profile need not allow what the pause process does (kubernetes#84623).
         seccomp: { profileType: SecurityProfile_ProfileType.RuntimeDefault, localhostRef: '' },

@@ -48,6 +48,25 @@ describe('security context over the fake runtime', () => {
     expect(sandbox.securityContext?.seccomp?.profileType).toBe(SecurityProfile_ProfileType.RuntimeDefault);
   });
 
+  it('makes the sandbox privileged when any container is, an ephemeral one too', async () => {
+    const privileged = { securityContext: { privileged: true } };
+    await h.sync(makePod('plain', [ctr('app')]));
+    await h.sync(makePod('init', [ctr('app')], { initContainers: [{ ...ctr('setup'), ...privileged }] }));
+    await h.sync(
+      makePod('debugged', [ctr('app')], {
+        ephemeralContainers: [{ ...ctr('debugger'), ...privileged }],
+      }),
+    );
+    const sandboxes = h.requests<RunPodSandboxRequest>('RunPodSandbox');
+    expect(
+      sandboxes.map((r) => [r.config!.metadata!.name, r.config!.linux!.securityContext!.privileged]),
+    ).toEqual([
+      ['plain', false],
+      ['init', true],
+      ['debugged', true],
+    ]);
+  });
+
   it('sends sysctls with dots as separators', async () => {
     const pod = makePod('sysctl', [ctr('app')], {
       securityContext: { sysctls: [{ name: 'kernel/shm_rmid_forced', value: '1' }] },
