@@ -115,22 +115,22 @@ describe('webhook authentication and authorization', () => {
   });
 
   // Issue 36: random bearer tokens must neither grow the agent's memory nor multiply the
-  // apiserver's load; refusals are kept shorter than approvals.
-  it('keeps refusals for a shorter TTL than approvals, as separate success and failure TTLs', async () => {
+  // apiserver's load. The kubelet keeps both answers for authentication.webhook.cacheTTL.
+  it('keeps approvals and refusals for cacheTTL, as the kubelet caches TokenReview answers', async () => {
     let now = 0;
     const authn = new TokenReviewAuthenticator(kc, 120_000, () => now);
     received.length = 0;
     await authn.authenticateToken('good');
     await authn.authenticateToken('bad');
-    now = 29_000;
+    now = 119_000;
     await authn.authenticateToken('good');
     await authn.authenticateToken('bad');
     expect(received).toHaveLength(2);
-    now = 31_000;
+    now = 121_000;
     await authn.authenticateToken('bad');
     await authn.authenticateToken('good');
-    // The refusal was asked again, the approval was not.
-    expect(received.map((r) => r.body.spec.token)).toEqual(['good', 'bad', 'bad']);
+    // Both were asked again once the TTL had passed.
+    expect(received.map((r) => r.body.spec.token)).toEqual(['good', 'bad', 'bad', 'good']);
   });
 
   it('holds a bounded number of verdicts however many random tokens arrive, and drops expired ones', async () => {
@@ -139,7 +139,7 @@ describe('webhook authentication and authorization', () => {
     for (let i = 0; i < 120; i++) await authn.authenticateToken(`random-${i}`);
     expect(authn.cached).toBeLessThanOrEqual(40);
     // Expired refusals go as new entries arrive, without being read again.
-    now = 60_000;
+    now = 121_000;
     await authn.authenticateToken('random-new');
     expect(authn.cached).toBe(1);
   }, 30_000);

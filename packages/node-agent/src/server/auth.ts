@@ -51,13 +51,6 @@ export class StaticTokenAuthenticator implements Authenticator {
 /** Most verdicts one cache keeps (a TokenReview or SubjectAccessReview answer each). */
 export const AUTH_CACHE_MAX_ENTRIES = 10_000;
 /**
- * How long a refused token is remembered at most. Upstream's token cache takes a success and a
- * failure TTL; refusals are kept shorter (as the webhook authorizer keeps 30 s against 5 min), so
- * random tokens neither pile up nor keep a token that became valid refused for long.
- */
-export const AUTHN_FAILURE_TTL_MS = 30_000;
-
-/**
  * Verdicts kept for a TTL, as the kubelet's webhook authenticator and authorizer cache them:
  * bounded (past `maxEntries` the oldest go; expired entries are dropped as the cache turns over),
  * so that a client sending endless random credentials costs a fixed amount of memory.
@@ -102,8 +95,6 @@ export class TtlCache<V> {
 }
 
 export interface TokenCacheOptions {
-  /** How long a refusal is kept (AUTHN_FAILURE_TTL_MS, never longer than the success TTL). */
-  failureTtlMs?: number;
   maxEntries?: number;
 }
 
@@ -114,7 +105,6 @@ export class TokenReviewAuthenticator implements Authenticator {
   private readonly inflight = new Map<string, Promise<UserInfo | undefined>>();
   /** Tokens are keyed by an HMAC under a key of this process: the cache holds no credential. */
   private readonly key = randomBytes(32);
-  private readonly failureTtlMs: number;
 
   constructor(
     kc: KubeConfig,
@@ -124,7 +114,6 @@ export class TokenReviewAuthenticator implements Authenticator {
   ) {
     this.api = kc.makeApiClient(AuthenticationV1Api);
     this.cache = new TtlCache(now, opts.maxEntries);
-    this.failureTtlMs = Math.min(opts.failureTtlMs ?? AUTHN_FAILURE_TTL_MS, ttlMs);
   }
 
   /** Verdicts held (for tests and metrics). */
@@ -158,7 +147,9 @@ export class TokenReviewAuthenticator implements Authenticator {
     const user = u?.username
       ? { username: u.username, uid: u.uid, groups: u.groups ?? [], extra: u.extra }
       : undefined;
-    this.cache.set(key, user ?? null, user ? this.ttlMs : this.failureTtlMs);
+    // One TTL for both answers, as the kubelet's delegating authenticator builds its token cache
+    // (authentication.webhook.cacheTTL); the bound, not a shorter TTL, keeps random tokens cheap.
+    this.cache.set(key, user ?? null, this.ttlMs);
     return user;
   }
 }
