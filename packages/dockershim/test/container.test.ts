@@ -247,7 +247,8 @@ describe('containers', () => {
   });
 
   it("counts a sandbox's processes over its running containers, as containerd does (pause left out)", async () => {
-    const { podId, config } = await h.runPod();
+    const uid = { 'io.kubernetes.pod.uid': `procs-${h.runId}` };
+    const { podId, config } = await h.runPod({ labels: uid });
     fake.setPids(podId, 1);
     const a = await h.runContainer(podId, config, 'procs-a');
     const b = await h.runContainer(podId, config, 'procs-b');
@@ -259,7 +260,8 @@ describe('containers', () => {
     const count = (s: { linux?: { process?: { processCount?: { value: bigint } } } } | undefined) =>
       s?.linux?.process?.processCount?.value;
     expect(count((await h.client.podSandboxStats({ podSandboxId: podId })).stats)).toBe(7n);
-    const listed = await h.client.listPodSandboxStats({ filter: { id: podId } });
+    // The agent asks by the pod's uid label.
+    const listed = await h.client.listPodSandboxStats({ filter: { labelSelector: uid } });
     expect(listed.stats.map(count)).toEqual([7n]);
   });
 });
