@@ -122,7 +122,7 @@ export function render({ files, other }) {
       '',
       '## Other upstream cases mirrored',
       '',
-      'Cases of upstream files outside the five above, named by scenarios; not counted in the totals.',
+      'Cases of upstream files outside those above, named by scenarios; not counted in the totals.',
       '',
       '| upstream file | case | covered by |',
       '|---|---|---|',

@@ -245,6 +245,25 @@ describe('containers', () => {
       MemorySwap: 64 << 20,
     });
   });
+
+  it("counts a sandbox's processes over its running containers, as containerd does (pause left out)", async () => {
+    const uid = { 'io.kubernetes.pod.uid': `procs-${h.runId}` };
+    const { podId, config } = await h.runPod({ labels: uid });
+    fake.setPids(podId, 1);
+    const a = await h.runContainer(podId, config, 'procs-a');
+    const b = await h.runContainer(podId, config, 'procs-b');
+    const stopped = await h.runContainer(podId, config, 'procs-stopped');
+    fake.setPids(a, 3);
+    fake.setPids(b, 4);
+    fake.setPids(stopped, 5);
+    await h.client.stopContainer({ containerId: stopped, timeout: 0n });
+    const count = (s: { linux?: { process?: { processCount?: { value: bigint } } } } | undefined) =>
+      s?.linux?.process?.processCount?.value;
+    expect(count((await h.client.podSandboxStats({ podSandboxId: podId })).stats)).toBe(7n);
+    // The agent asks by the pod's uid label.
+    const listed = await h.client.listPodSandboxStats({ filter: { labelSelector: uid } });
+    expect(listed.stats.map(count)).toEqual([7n]);
+  });
 });
 
 describe('ExecSync', () => {

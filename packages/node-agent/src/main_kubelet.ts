@@ -39,7 +39,12 @@ import type { KubeletConfiguration } from './config/types.js';
 import { KubeletEventRecorder } from './events/recorder.js';
 import { CorrelatingEventSink, KubeEventSink } from './events/sink.js';
 import { EvictionManager } from './eviction/manager.js';
-import { type ContainerStatsClient, CriPodStatsSource, podCgroupProcessCount } from './eviction/pod_stats.js';
+import {
+  type ContainerStatsClient,
+  CriPodStatsSource,
+  podCgroupProcessCount,
+  podProcessCounter,
+} from './eviction/pod_stats.js';
 import { criImageFs, type ImageFsInfoClient, NodeSignalSource } from './eviction/signals.js';
 import { evictionConfigFrom } from './eviction/thresholds.js';
 import { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from './gc/garbage_collector.js';
@@ -526,6 +531,19 @@ async function newEvictionManager(
         listContainerStats: (req) => cri.listContainerStats(req),
       }
     : cri;
+  // Without pod cgroups every pod shares one parent, which counts nothing of a single pod.
+  const cgroupCounter = config.cgroupsPerQOS
+    ? podCgroupProcessCount({
+        pod: (uid) => runtime.podManager.getPod(uid),
+        cgroup: (pod) => opts.podCgroups.cgroupParent(pod),
+      })
+    : undefined;
+  const processCounter = podProcessCounter({
+    podAndContainerStatsFromCRI: featureEnabled(config, 'PodAndContainerStatsFromCRI'),
+    cri,
+    ...(cgroupCounter ? { cgroup: cgroupCounter } : {}),
+    log,
+  });
   return new EvictionManager({
     config: evictionConfigFrom(config, resolved),
     signals: new NodeSignalSource({
@@ -539,15 +557,7 @@ async function newEvictionManager(
     podStats: new CriPodStatsSource(statsCri, {
       podsDir: node.podsDir,
       podLogsDir: config.podLogsDir,
-      // Without pod cgroups every pod shares one parent, which counts nothing of a single pod.
-      ...(config.cgroupsPerQOS
-        ? {
-            processCount: podCgroupProcessCount({
-              pod: (uid) => runtime.podManager.getPod(uid),
-              cgroup: (pod) => opts.podCgroups.cgroupParent(pod),
-            }),
-          }
-        : {}),
+      ...(processCounter ? { processCount: processCounter } : {}),
     }),
     activePods: () => layer.lifecycle.activePods(),
     killer: layer.lifecycle,

@@ -95,10 +95,15 @@ interface StatsSource {
   sizeRw: number;
 }
 
-async function containerStatsOf(ctx: ShimContext, c: StatsSource, root: string): Promise<ContainerStats> {
+/** A container's CRI stats, with its process count (pids.current; 0 when it is not running). */
+async function containerSampleOf(
+  ctx: ShimContext,
+  c: StatsSource,
+  root: string,
+): Promise<{ stats: ContainerStats; pids: number }> {
   const raw = c.running ? await docker(`stats of ${c.id}`, () => dockerStats(ctx, c.id)) : undefined;
   const { labels, annotations } = splitDockerLabels(c.labels);
-  return {
+  const stats: ContainerStats = {
     attributes: { id: c.id, metadata: containerMetadataFrom(c.labels, c.name), labels, annotations },
     cpu: raw ? cpuUsage(ctx.cpu, c.id, raw) : undefined,
     memory: raw ? memoryUsage(raw) : undefined,
@@ -111,7 +116,11 @@ async function containerStatsOf(ctx: ShimContext, c: StatsSource, root: string):
     swap: undefined,
     io: undefined,
   };
+  return { stats, pids: raw?.pids_stats?.current ?? 0 };
 }
+
+const containerStatsOf = async (ctx: ShimContext, c: StatsSource, root: string) =>
+  (await containerSampleOf(ctx, c, root)).stats;
 
 const fromListItem = (i: ContainerSummary): StatsSource => ({
   id: i.Id,
@@ -160,10 +169,11 @@ export async function listContainerStats(
 
 async function podStatsOf(ctx: ShimContext, sandbox: StatsSource, root: string): Promise<PodSandboxStats> {
   const items = await listPodContainerItems(ctx, sandbox.id);
-  const [pause, containers] = await Promise.all([
+  const [pause, samples] = await Promise.all([
     sandbox.running ? dockerStats(ctx, sandbox.id) : undefined,
-    Promise.all(items.map((i) => containerStatsOf(ctx, fromListItem(i), root))),
+    Promise.all(items.map((i) => containerSampleOf(ctx, fromListItem(i), root))),
   ]);
+  const containers = samples.map((s) => s.stats);
   const timestamp = nowNanos();
   const sum = (pick: (c: ContainerStats) => bigint | undefined) =>
     containers.reduce((acc, c) => acc + (pick(c) ?? 0n), 0n);
@@ -201,7 +211,11 @@ async function podStatsOf(ctx: ShimContext, sandbox: StatsSource, root: string):
       network: pause
         ? (networkUsage(pause) ?? (await cniPodNetworkUsage(ctx, sandbox.id, timestamp)))
         : undefined,
-      process: pause ? { timestamp, processCount: u64(pause.pids_stats?.current) } : undefined,
+      // The processes of the pod's running containers, as containerd's CRI counts them (the pause
+      // process is not one of them): what the kubelet's pid ranking reads under PodAndContainerStatsFromCRI.
+      process: pause
+        ? { timestamp, processCount: { value: BigInt(samples.reduce((n, s) => n + s.pids, 0)) } }
+        : undefined,
       containers,
       io: undefined,
     },

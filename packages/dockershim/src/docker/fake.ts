@@ -43,6 +43,8 @@ interface FakeContainer {
   /** Set by updateContainer. */
   resources: ResourceUpdate;
   sizeRw: number;
+  /** Processes in the container's cgroup while it runs (pids.current). */
+  pids: number;
 }
 
 interface FakeExec {
@@ -274,6 +276,7 @@ export class FakeDockerClient implements DockerClient {
       followers: new Set(),
       resources: {},
       sizeRw: 0,
+      pids: 1,
     };
     this.containers.set(id, c);
     this.containerEvent(c, 'create');
@@ -389,6 +392,11 @@ export class FakeDockerClient implements DockerClient {
     return structuredClone(this.container(id).request);
   }
 
+  /** Sets how many processes a container's stats report (one, its init, until told). */
+  setPids(id: string, pids: number): void {
+    this.container(id).pids = pids;
+  }
+
   async containerStats(id: string): Promise<ContainerStatsSample> {
     this.enter('containerStats');
     const c = this.container(id);
@@ -401,7 +409,7 @@ export class FakeDockerClient implements DockerClient {
         limit: c.request.HostConfig.Memory ?? 8 << 30,
         stats: { inactive_file: 1 << 20 },
       },
-      pids_stats: { current: 1 },
+      pids_stats: { current: c.pids },
       networks: { eth0: { rx_bytes: 100, rx_errors: 0, tx_bytes: 50, tx_errors: 0 } },
     };
   }

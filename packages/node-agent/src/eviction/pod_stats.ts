@@ -1,10 +1,13 @@
 // Per-pod consumption for ranking and local storage isolation: memory working set and writable
 // layer (bytes and inodes) from CRI ListContainerStats, plus what lives on the node's disk for the
-// pod (container logs, emptyDir volumes, memory-backed ones included) measured like du.
+// pod (container logs, emptyDir volumes, memory-backed ones included) measured like du, and the
+// pod's process count (from its cgroup, or from CRI ListPodSandboxStats under the gate).
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isUnimplemented } from '@kh/cri-api';
 import { ContainerNameLabel, PodNameLabel, PodNamespaceLabel, PodUidLabel } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
+import { type Logger, silentLogger } from '../util/log.js';
 import type { PodStatsSource, PodUsage } from './types.js';
 
 /** The CRI call this reads (a CriClient fits). */
@@ -71,12 +74,71 @@ export function podCgroupProcessCount(opts: {
   };
 }
 
+/** The CRI call process counts come from under PodAndContainerStatsFromCRI (a CriClient fits). */
+export interface PodSandboxStatsClient {
+  listPodSandboxStats(req: { filter: { id: string; labelSelector: Record<string, string> } }): Promise<{
+    stats: { linux?: { process?: { processCount?: { value: bigint } } } }[];
+  }>;
+}
+
+/**
+ * Processes in a pod as the kubelet's summary has them under PodAndContainerStatsFromCRI: what the
+ * runtime reports for the pod's sandbox (PodSandboxStats.linux.process.processCount from
+ * ListPodSandboxStats), not its cgroup. Undefined when the runtime reports no count (no ready
+ * sandbox). A runtime without ListPodSandboxStats is told once, and `fallback` counts from then
+ * on, as the kubelet falls back to cAdvisor.
+ */
+export function criSandboxProcessCount(opts: {
+  cri: PodSandboxStatsClient;
+  fallback?: (uid: string) => Promise<number | undefined>;
+  log?: Logger;
+}): (uid: string) => Promise<number | undefined> {
+  let unimplemented = false;
+  return async (uid) => {
+    if (!unimplemented) {
+      try {
+        const { stats } = await opts.cri.listPodSandboxStats({
+          filter: { id: '', labelSelector: { [PodUidLabel]: uid } },
+        });
+        const counts = stats.flatMap((s) => s.linux?.process?.processCount?.value ?? []);
+        return counts.length === 0 ? undefined : Number(counts.reduce((a, b) => a + b, 0n));
+      } catch (err) {
+        if (!isUnimplemented(err)) throw err;
+        unimplemented = true;
+        (opts.log ?? silentLogger).error(
+          'CRI implementation must be updated to support ListPodSandboxStats if PodAndContainerStatsFromCRI feature gate is enabled; falling back to the pod cgroup',
+          { err },
+        );
+      }
+    }
+    return opts.fallback?.(uid);
+  };
+}
+
+/**
+ * The pod process counter of the eviction manager's stats: the runtime's (falling back to the
+ * cgroup's) with PodAndContainerStatsFromCRI, else the pod cgroup's (none without pod cgroups).
+ */
+export function podProcessCounter(opts: {
+  podAndContainerStatsFromCRI: boolean;
+  cri: PodSandboxStatsClient;
+  cgroup?: (uid: string) => Promise<number | undefined>;
+  log?: Logger;
+}): ((uid: string) => Promise<number | undefined>) | undefined {
+  if (!opts.podAndContainerStatsFromCRI) return opts.cgroup;
+  return criSandboxProcessCount({
+    cri: opts.cri,
+    ...(opts.cgroup ? { fallback: opts.cgroup } : {}),
+    ...(opts.log ? { log: opts.log } : {}),
+  });
+}
+
 export interface CriPodStatsOptions {
   /** <podsDir>/<uid>/volumes/kubernetes.io~empty-dir/<name> holds emptyDir volumes. */
   podsDir: string;
   /** <podLogsDir>/<ns>_<name>_<uid>/<container>/ holds container logs. */
   podLogsDir?: string;
-  /** Processes in a pod (for pid ranking), when the agent can count them (pod cgroup pids.current). */
+  /** Processes in a pod (for pid ranking): its cgroup's pids.current, or the runtime's count under the gate. */
   processCount?: (uid: string) => Promise<number | undefined>;
 }
 

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CriPodStatsSource, fsUsage, podCgroupProcessCount } from '../../src/eviction/pod_stats.js';
+import {
+  CriPodStatsSource,
+  criSandboxProcessCount,
+  fsUsage,
+  podCgroupProcessCount,
+  podProcessCounter,
+} from '../../src/eviction/pod_stats.js';
+import { silentLogger } from '../../src/util/log.js';
 
 const root = mkdtempSync(join(tmpdir(), 'kh-podstats-'));
 let fake: FakeRuntime;
@@ -111,5 +118,86 @@ describe('podCgroupProcessCount', () => {
     // No cgroup (yet, or any more), or no pod: no count, so the pod ranks as one without stats.
     expect(await count('u3')).toBeUndefined();
     expect(await count('gone')).toBeUndefined();
+  });
+});
+
+describe('criSandboxProcessCount (PodAndContainerStatsFromCRI)', () => {
+  type Req = { filter: { id: string; labelSelector: Record<string, string> } };
+  const scripted = (counts: Record<string, (number | undefined)[]>) => {
+    const requests: Req[] = [];
+    return {
+      requests,
+      cri: {
+        async listPodSandboxStats(req: Req) {
+          requests.push(req);
+          const uid = req.filter.labelSelector['io.kubernetes.pod.uid'] ?? '';
+          return {
+            stats: (counts[uid] ?? []).map((n) => ({
+              linux: n === undefined ? {} : { process: { processCount: { value: BigInt(n) } } },
+            })),
+          };
+        },
+      },
+    };
+  };
+
+  it("takes the runtime's count for the pod's sandboxes, not the cgroup's", async () => {
+    const { cri: runtime, requests } = scripted({ u1: [12], u2: [3, 4], u3: [undefined], u4: [] });
+    const count = criSandboxProcessCount({ cri: runtime, fallback: async () => 999 });
+    expect(await count('u1')).toBe(12);
+    expect(requests[0]).toEqual({ filter: { id: '', labelSelector: { 'io.kubernetes.pod.uid': 'u1' } } });
+    expect(await count('u2')).toBe(7);
+    // A sandbox without a count, or none ready: no count, so the pod ranks as one without stats.
+    expect(await count('u3')).toBeUndefined();
+    expect(await count('u4')).toBeUndefined();
+  });
+
+  it('says once that a runtime lacks ListPodSandboxStats and counts from the cgroup from then on', async () => {
+    const errors: string[] = [];
+    const log = { ...silentLogger, error: (msg: string) => errors.push(msg) };
+    const calls = { fallback: 0 };
+    const count = criSandboxProcessCount({
+      cri, // the in-memory runtime has no ListPodSandboxStats: UNIMPLEMENTED
+      fallback: async (uid) => {
+        calls.fallback++;
+        return uid === 'u1' ? 5 : undefined;
+      },
+      log,
+    });
+    expect(await count('u1')).toBe(5);
+    expect(await count('u2')).toBeUndefined();
+    expect(calls.fallback).toBe(2);
+    expect(errors).toEqual([
+      'CRI implementation must be updated to support ListPodSandboxStats if PodAndContainerStatsFromCRI feature gate is enabled; falling back to the pod cgroup',
+    ]);
+  });
+
+  it('fails the pass on any other error, as the summary does', async () => {
+    const count = criSandboxProcessCount({
+      cri: {
+        listPodSandboxStats: () => Promise.reject(new Error('connection reset')),
+      },
+      fallback: async () => 1,
+    });
+    await expect(count('u1')).rejects.toThrow('connection reset');
+  });
+});
+
+describe('podProcessCounter', () => {
+  const runtime = {
+    listPodSandboxStats: async () => ({ stats: [{ linux: { process: { processCount: { value: 9n } } } }] }),
+  };
+  const cgroup = async () => 2;
+
+  it("counts from the pod cgroup without the gate, and from the runtime's sandbox stats with it", async () => {
+    expect(
+      await podProcessCounter({ podAndContainerStatsFromCRI: false, cri: runtime, cgroup })?.('u1'),
+    ).toBe(2);
+    expect(await podProcessCounter({ podAndContainerStatsFromCRI: true, cri: runtime, cgroup })?.('u1')).toBe(
+      9,
+    );
+    // Without pod cgroups the gate still gives the runtime's count.
+    expect(await podProcessCounter({ podAndContainerStatsFromCRI: true, cri: runtime })?.('u1')).toBe(9);
+    expect(podProcessCounter({ podAndContainerStatsFromCRI: false, cri: runtime })).toBeUndefined();
   });
 });
