@@ -133,7 +133,8 @@ export async function startOnSecondBoundary(
   waitStarted: (since: number) => Promise<void>,
 ): Promise<void> {
   const since = Math.ceil(Date.now() / 1000) * 1000;
-  await delay(since - Date.now());
+  // A timer may fire a millisecond early against the wall clock: wait until Date.now() says so.
+  for (let left = since - Date.now(); left > 0; left = since - Date.now()) await delay(left);
   await begin();
   await waitStarted(since);
 }
