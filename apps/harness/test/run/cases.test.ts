@@ -91,6 +91,15 @@ async function run(scenarios: Scenario[], extra: Partial<Parameters<typeof runMa
 
 const only = (r: RunResults): CellResult => r.cells[0]!;
 
+/** The probing scenario with one case and a teardown that throws. */
+const teardownFails = (): CasesScenario<{ image: string }> => ({
+  ...probing,
+  cases: [probing.cases[0]!],
+  async teardown() {
+    throw new Error('pods left behind');
+  },
+});
+
 describe('declared cases', () => {
   it("records each case's outcome, duration, assertions and pods, and fails the cell when one case fails", async () => {
     const cell = only(await run([probing]));
@@ -177,17 +186,7 @@ describe('declared cases', () => {
   });
 
   it('fails the cell, not its cases, when the teardown fails', async () => {
-    const cell = only(
-      await run([
-        {
-          ...probing,
-          cases: [probing.cases[0]!],
-          async teardown() {
-            throw new Error('pods left behind');
-          },
-        },
-      ]),
-    );
+    const cell = only(await run([teardownFails()]));
     expect([cell.outcome, cell.reason]).toEqual(['failed', 'teardown failed: pods left behind']);
     expect(cell.cases?.map((c) => c.outcome)).toEqual(['passed']);
   });
@@ -307,17 +306,7 @@ describe('JUnit of declared cases', () => {
   });
 
   it("adds the cell's own testcase when it failed outside its cases", async () => {
-    const cell = only(
-      await run([
-        {
-          ...probing,
-          cases: [probing.cases[0]!],
-          async teardown() {
-            throw new Error('pods left behind');
-          },
-        },
-      ]),
-    );
+    const cell = only(await run([teardownFails()]));
     const xml = toJUnit(resultsOf(cell));
     expect(xml).toContain('tests="2" failures="1"');
     expect(xml).toMatch(/name="probing"[^>]*>\s*<failure message="teardown failed: pods left behind">/);
