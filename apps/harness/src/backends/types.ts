@@ -157,6 +157,10 @@ export type BackendCapability = StaticCapability | 'runtime-restart';
  * an OCI runtime refusing the platform): the runner records every cell of the backend as skipped
  * with this message, never as passed. Anything else start() throws fails the cells.
  */
+/** The local images the backends' nodes are made from: what a run or `up` builds besides the workloads. */
+export const nodeImagesOf = (backends: readonly RuntimeBackend[]): ImageName[] =>
+  backends.flatMap((b) => b.images ?? []);
+
 export class BackendUnavailableError extends Error {
   override readonly name = 'BackendUnavailableError';
 }

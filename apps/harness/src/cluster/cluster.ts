@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runId as processRunId } from '@kh/testkit';
 import { selectBackends } from '../backends/registry.js';
-import type { RuntimeBackend } from '../backends/types.js';
+import { nodeImagesOf, type RuntimeBackend } from '../backends/types.js';
 import { startNode } from '../run/node.js';
 import { list } from '../run/options.js';
 import { errorMessage } from '../support/errors.js';
@@ -103,7 +103,7 @@ export async function clusterUp(argv: string[], io: ClusterIO, deps: ClusterDeps
     world = await HarnessWorld.start({
       runId,
       nodes: runtimes.map((r) => nodeNameFor(runId, r)),
-      images: backends.flatMap((b) => b.images ?? []),
+      images: nodeImagesOf(backends),
       progress,
     });
     const w = world;

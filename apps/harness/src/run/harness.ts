@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { runId as processRunId } from '@kh/testkit';
 import { selectBackends } from '../backends/registry.js';
-import type { RuntimeBackend } from '../backends/types.js';
+import { nodeImagesOf, type RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
 import { projectRoot } from '../node/project.js';
 import type { RunResults } from '../results/model.js';
@@ -112,7 +112,7 @@ export async function runHarness(
           HarnessWorld.start({
             runId: id,
             nodes: [...lanes].flatMap(([b, n]) => Array.from({ length: n }, (_, i) => nodeNameFor(id, b, i))),
-            images: backends.flatMap((b) => b.images ?? []),
+            images: nodeImagesOf(backends),
             progress: p,
           })),
       startNode: deps.startNode ?? ((w, b, p, i) => startNode(w as HarnessWorld, b, p, i)),
