@@ -2,6 +2,7 @@
 // exit codes come back as they are, with and without a pseudo-terminal, and a kubectl left
 // running is stopped.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,6 +47,45 @@ describe('runKubectl', () => {
     expect(r.code).toBe(1);
     // On a terminal stderr and stdout are one stream; the refused connection is kubectl's own error.
     expect(r.stdout).toContain('127.0.0.1:1');
+  });
+});
+
+describe('runKubectl past its timeout', () => {
+  // An apiserver that accepts connections and never answers: kubectl waits on its request.
+  let server: Server;
+  const sockets: Socket[] = [];
+  let silent = '';
+  beforeAll(async () => {
+    server = createServer((s) => sockets.push(s));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as { port: number };
+    silent = join(dir, 'silent');
+    await writeFile(
+      silent,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}` } }],
+        users: [{ name: 'u', user: {} }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      }),
+    );
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
+  });
+
+  // A timed-out kubectl under `script` used to come back as exit 0 with no output.
+  it.each([false, true])('says it timed out and where kubectl waited (tty %s)', async (tty) => {
+    const r = await runKubectl(silent, ['get', 'pods'], { tty, timeoutMs: 3_000 });
+    expect(r.timedOut).toBe(true);
+    expect(r.code).toBe(-1);
+    expect(r.stderr).toMatch(/kubectl did not exit within 3 s; waiting in:\n\[[^\]]+\] /);
+    // The dump is summed up: client-go's request frames, not the whole trace.
+    expect(r.stderr).toMatch(/rest\.\(\*Request\)/);
+    expect(`${r.stdout}${r.stderr}`).not.toContain('SIGABRT');
   });
 });
 
