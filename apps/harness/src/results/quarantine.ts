@@ -1,6 +1,7 @@
 // Quarantine (issue 31): kh.config.json names cells, or cases of a cell, whose failures are known
 // and owned. They still run and are reported, failures included, but such a failure does not fail
 // the run until the entry's expiry date has passed; from the next day on it fails the run again.
+// An entry with a symptom holds only the failures that show it.
 import type { QuarantineEntry } from '../support/project-config.js';
 import type { CaseResult, CellResult, QuarantineRecord, RunResults } from './model.js';
 
@@ -49,10 +50,13 @@ export function applyQuarantine(
   now: Date,
 ): QuarantineOutcome {
   const expired = new Map<QuarantineEntry, string[]>();
-  const pick = (cell: CellResult, name: string | undefined, failed: boolean, id: string) => {
+  const pick = (cell: CellResult, item: CellResult | CaseResult, name: string | undefined, id: string) => {
+    const failed = item.outcome === 'failed';
     let held: QuarantineRecord | undefined;
     for (const e of entries) {
       if (e.case !== name || !namesCell(e, cell)) continue;
+      if (e.symptom !== undefined && !(failed && showsOnly(item, new RegExp(e.symptom)))) continue;
+
       if (quarantineActive(e, now)) held ??= record(e);
       else if (failed) expired.set(e, [...(expired.get(e) ?? []), id]);
     }
@@ -61,10 +65,10 @@ export function applyQuarantine(
   const cells = results.cells.map((cell) => {
     const id = `${cell.runtime}/${cell.scenario}`;
     const { quarantine: _stale, ...rest } = cell;
-    const held = pick(cell, undefined, cell.outcome === 'failed', id);
+    const held = pick(cell, cell, undefined, id);
     const cases = cell.cases?.map((c): CaseResult => {
       const { quarantine: _old, ...k } = c;
-      const q = pick(cell, c.name, c.outcome === 'failed', `${id} › ${c.name}`);
+      const q = pick(cell, c, c.name, `${id} › ${c.name}`);
       return q ? { ...k, quarantine: q } : k;
     });
     return { ...rest, ...(cases ? { cases } : {}), ...(held ? { quarantine: held } : {}) };
@@ -73,6 +77,19 @@ export function applyQuarantine(
     results: { ...results, cells },
     expired: [...expired].map(([entry, failures]) => ({ entry, failures })),
   };
+}
+
+/**
+ * Whether every failure of a cell or case shows the symptom: each failed assertion (its message
+ * and what was seen, as JSON), or the reason when no assertion failed (a timeout, a crash).
+ */
+function showsOnly(item: CellResult | CaseResult, symptom: RegExp): boolean {
+  const failed = (item.assertions ?? []).filter((a) => a.outcome === 'failed');
+  const texts =
+    failed.length > 0
+      ? failed.map((a) => `${a.name}: ${a.message ?? ''} ${JSON.stringify(a.actual) ?? ''}`)
+      : [item.reason ?? ''];
+  return texts.every((t) => symptom.test(t));
 }
 
 /**

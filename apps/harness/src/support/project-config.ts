@@ -26,6 +26,11 @@ export interface QuarantineEntry {
   cell: string;
   /** One named case of the cell (issue 34); without it the whole cell is quarantined. */
   case?: string;
+  /**
+   * A regular expression: the entry holds only failures whose reason or failed assertions (what
+   * was seen, as JSON) match it, so a known runtime bug is held and any other failure is not.
+   */
+  symptom?: string;
   owner: string;
   /** YYYY-MM-DD: the last day the quarantine holds. */
   expires: string;
@@ -95,7 +100,15 @@ function quarantineEntries(value: unknown, file: string): QuarantineEntry[] {
       throw new Error(`${at}.expires must be a date, YYYY-MM-DD, got ${JSON.stringify(expires)}`);
     const entry: QuarantineEntry = { cell, owner: text('owner'), expires, reason: text('reason') };
     if (e.case !== undefined) entry.case = text('case');
-    const known = new Set(['cell', 'case', 'owner', 'expires', 'reason']);
+    if (e.symptom !== undefined) {
+      entry.symptom = text('symptom');
+      try {
+        new RegExp(entry.symptom);
+      } catch (err) {
+        throw new Error(`${at}.symptom must be a regular expression: ${(err as Error).message}`);
+      }
+    }
+    const known = new Set(['cell', 'case', 'symptom', 'owner', 'expires', 'reason']);
     const unknown = Object.keys(e).filter((k) => !known.has(k));
     if (unknown.length > 0)
       throw new Error(`${at} has unknown field ${unknown.map((k) => JSON.stringify(k)).join(', ')}`);

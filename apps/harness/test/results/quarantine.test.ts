@@ -51,7 +51,11 @@ describe('kh.config.json quarantine', () => {
   };
 
   it('reads the entries, and none when the file has no list', async () => {
-    const q = [entry(), { ...entry({ cell: '*/probes', case: 'liveness-redirect-remote' }) }];
+    const q = [
+      entry(),
+      { ...entry({ cell: '*/probes', case: 'liveness-redirect-remote' }) },
+      entry({ cell: '*/pod-resize', symptom: 'container init was OOM-killed' }),
+    ];
     expect(readConfigFile(await config({ suite: '@kh/e2e', quarantine: q })).quarantine).toEqual(q);
     expect(readConfigFile(await config({ suite: '@kh/e2e' })).quarantine).toEqual([]);
   });
@@ -66,6 +70,10 @@ describe('kh.config.json quarantine', () => {
     ],
     [{ quarantine: [entry({ expires: 'next week' })] }, /expires must be a date/],
     [{ quarantine: [entry(), { ...entry(), until: 'x' }] }, /quarantine\[1\] has unknown field "until"/],
+    [
+      { quarantine: [entry({ symptom: 'OOM-killed (' })] },
+      /quarantine\[0\]\.symptom must be a regular expression/,
+    ],
   ])('refuses a bad entry, naming it: %j', async (body, message) => {
     await expect(config(body).then(readConfigFile)).rejects.toThrow(message);
   });
@@ -153,5 +161,48 @@ describe('applyQuarantine', () => {
     expect(failsRun(worse)).toBe(true);
     // A failed cell whose cases all passed (it broke outside them) is not held by case entries.
     expect(heldByQuarantine({ ...out, cases: [{ name: 'x', outcome: 'passed' }] })).toBe(false);
+  });
+
+  it('an entry with a symptom holds only failures that show nothing else, in the reason or what each failed assertion saw', () => {
+    const oom = 'runc create failed: unable to start container process: container init was OOM-killed';
+    const q = [entry({ cell: 'containerd-1.7/pod-resize', symptom: 'container init was OOM-killed' })];
+    const seen = (actual: unknown) => ({
+      assertions: [{ name: 'pod Running', outcome: 'failed' as const, expected: 'Running', actual }],
+    });
+    const { results: held } = applyQuarantine(
+      run([
+        cell('containerd-1.7', 'pod-resize', seen({ lastState: { terminated: { message: oom } } })),
+        cell('containerd-1.7', 'pod-resize', { reason: oom }),
+        cell('containerd-1.7', 'pod-resize', seen({ restartCount: 2 })),
+        // The symptom and another failure: the other one fails the run.
+        cell('containerd-1.7', 'pod-resize', {
+          assertions: [
+            ...seen({ message: oom }).assertions,
+            { name: 'cpu.max', outcome: 'failed', expected: '2000 100000', actual: 'max 100000' },
+          ],
+        }),
+        cell('containerd-1.7', 'pod-resize', { outcome: 'passed', reason: undefined }),
+      ]),
+      q,
+      new Date('2026-12-01T00:00:00Z'),
+    );
+    expect(held.cells.map((c) => Boolean(c.quarantine))).toEqual([true, true, false, false, false]);
+    expect(held.cells.map(failsRun)).toEqual([false, false, true, true, false]);
+    // Cases too.
+    const c = cell('containerd-1.7', 'pod-resize', {
+      cases: [
+        { name: 'a', outcome: 'failed', reason: oom },
+        { name: 'b', outcome: 'failed', reason: 'cpu.max differs' },
+      ],
+    });
+    const cases = applyQuarantine(
+      run([c]),
+      [
+        { ...q[0]!, case: 'a' },
+        { ...q[0]!, case: 'b' },
+      ],
+      new Date('2026-12-01'),
+    ).results.cells[0]!.cases!;
+    expect(cases.map((k) => Boolean(k.quarantine))).toEqual([true, false]);
   });
 });
