@@ -16,6 +16,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { spliceConnections } from '@kh/apimachinery';
 import { ContainerState, type CriClient, CriError, GrpcStatus } from '@kh/cri-api';
 import { ContainerNameLabel, PodUidLabel, type RunningPod } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -280,7 +281,7 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (runtimeHead.length > 0) socket.write(runtimeHead);
     if (head.length > 0) runtimeSocket.write(head);
-    splice(socket, runtimeSocket);
+    spliceConnections(socket, runtimeSocket);
   });
   upstream.on('response', (res) => {
     const chunks: Buffer[] = [];
@@ -310,20 +311,4 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     );
   });
   upstream.end();
-}
-
-/**
- * Pipes bytes both ways; an end is passed on (half-close), and when either connection fails or
- * closes the other is destroyed, so a client leaving mid-transfer ends the runtime's session.
- */
-function splice(a: Duplex, b: Duplex): void {
-  a.pipe(b);
-  b.pipe(a);
-  for (const [x, y] of [
-    [a, b],
-    [b, a],
-  ] as const) {
-    x.on('error', () => y.destroy());
-    x.on('close', () => y.destroy());
-  }
 }
