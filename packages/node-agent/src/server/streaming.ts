@@ -21,6 +21,7 @@ import { ContainerState, type CriClient, CriError, GrpcStatus } from '@kh/cri-ap
 import { ContainerNameLabel, PodUidLabel, type RunningPod } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
+import { RuntimeStreamSocket } from './runtime_socket.js';
 
 /** The client's connection once Node handed it over for an upgrade. */
 export interface UpgradeSocket {
@@ -253,9 +254,10 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     const name = req.rawHeaders[i] as string;
     if (!NOT_FORWARDED.has(name.toLowerCase())) headers.push(name, req.rawHeaders[i + 1] as string);
   }
+  const hostname = target.hostname.replace(/^\[|\]$/g, '');
   const upstream = (target.protocol === 'https:' ? https : http).request({
     protocol: target.protocol,
-    hostname: target.hostname.replace(/^\[|\]$/g, ''),
+    hostname,
     port: target.port,
     method: req.method,
     path: `${target.pathname}${query ? `?${query}` : ''}`,
@@ -263,6 +265,10 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     headers: [...headers, 'Host', target.host, ...(req.method === 'GET' ? [] : ['Content-Length', '0'])],
     // The runtime's streaming server is local and serves a self-signed certificate if any.
     rejectUnauthorized: false,
+    // A plain connection keeps the runtime's last frames when a write to it fails; see there.
+    ...(target.protocol === 'https:'
+      ? {}
+      : { createConnection: () => new RuntimeStreamSocket().connect(Number(target.port) || 80, hostname) }),
   });
   const fail = (err: Error) => {
     log.error('Container streaming proxy failed', { url: target.pathname, err });
