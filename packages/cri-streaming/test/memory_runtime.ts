@@ -75,6 +75,14 @@ export class MemoryRuntime implements StreamingRuntime {
         call.aborted = true;
         return { exitCode: 137 };
       }
+      case 'detach': {
+        // detach <ms> <exit code>: containerd's exec with a TTY, whose stdin ending closes stdout
+        // while the process runs on; what it prints then goes nowhere; it exits after <ms>.
+        for await (const _ of io.stdin ?? []);
+        io.stdout?.end();
+        await new Promise((r) => setTimeout(r, Number(args[0] ?? 0)));
+        return { exitCode: Number(args[1] ?? 0) };
+      }
       case 'fail':
         throw new Error(`the runtime broke: ${args.join(' ')}`);
       default:

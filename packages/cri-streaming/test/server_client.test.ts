@@ -90,6 +90,30 @@ describe.each(transports)('exec over $name', ({ client }) => {
     expect(stdout.text()).toBe('hello world\n');
   });
 
+  // kubectl exec -it whose stdin closes at once (v5 close signal, SPDY FIN): containerd then closes
+  // the output and reports the exit code when the process ends; the session waits for it.
+  it.runIf(closesStdin && v4)(
+    'reports the exit code when a TTY runtime closes the output as stdin ends',
+    async () => {
+      const url = server.getExec({
+        containerId: CONTAINER,
+        cmd: ['detach', '200', '5'],
+        tty: true,
+        stdin: true,
+        stdout: true,
+      }).url;
+      const stdout = sink();
+      const result = await streamRemoteCommand(url, {
+        ...client,
+        tty: true,
+        stdin: Readable.from([]),
+        stdout,
+      });
+      expect(result.exitCode).toBe(5);
+      expect(stdout.text()).toBe('');
+    },
+  );
+
   // v2 has no resize stream: a TTY session there gets no sizes (the runtime sees no `resize`).
   it.runIf(hasResize)('passes terminal sizes of a TTY session to the runtime', async () => {
     const url = server.getExec({

@@ -6,6 +6,7 @@ import { request } from 'node:https';
 import { BlockList, isIPv4 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect } from 'node:tls';
+import { spliceConnections } from '@kh/apimachinery';
 import { serveRemoteCommand, streamRemoteCommand, upgradeKind } from '@kh/cri-streaming';
 import type { KObject } from '../meta/object.js';
 import { ApiError, badRequest, notFound } from '../meta/status.js';
@@ -283,8 +284,8 @@ export class KubeletClient {
 
   /**
    * An upgrade passed through: the request goes to the kubelet as it came (minus the caller's credentials), and
-   * from then on bytes are piped both ways whatever the protocol (SPDY, WebSocket), so the
-   * kubelet's 101 or its refusal reaches the client as is. Either side closing ends both.
+   * from then on the connections are spliced whatever the protocol (SPDY, WebSocket), so the
+   * kubelet's 101 or its refusal reaches the client as is.
    */
   private pipeUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest): void {
     const { host, port } = this.endpoint(target.node);
@@ -300,13 +301,13 @@ export class KubeletClient {
     // Stream protocols trade small frames (SYN_STREAM, exit status); Nagle would hold each one
     // for the peer's delayed ACK, ~40 ms per exchange.
     kubelet.setNoDelay(true);
-    const both = () => {
-      kubelet.destroy();
-      socket.destroy();
-    };
+    // A client gone while the kubelet is dialled takes the dial with it.
+    const abandon = () => kubelet.destroy();
+    socket.once('close', abandon);
     let connected = false;
     kubelet.once('secureConnect', () => {
       connected = true;
+      socket.off('close', abandon);
       const lines = [`${req.method} ${target.path} HTTP/1.1`, `Host: ${hostPort(host, port)}`];
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         const name = req.rawHeaders[i]!;
@@ -314,17 +315,13 @@ export class KubeletClient {
       }
       kubelet.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (head.length > 0) kubelet.write(head);
-      kubelet.pipe(socket);
-      socket.pipe(kubelet);
+      spliceConnections(socket, kubelet);
     });
-    kubelet.on('error', (e) => {
-      if (connected) return both();
+    // After the connection, failures are the splice's.
+    kubelet.once('error', (e) => {
+      if (connected) return;
       writeSocketStatus(socket, dialError(req.method, `https://${hostPort(host, port)}${target.path}`, e));
-      kubelet.destroy();
     });
-    kubelet.on('close', () => socket.destroy());
-    socket.on('error', both);
-    socket.on('close', both);
   }
 }
 

@@ -16,10 +16,12 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { spliceConnections } from '@kh/apimachinery';
 import { ContainerState, type CriClient, CriError, GrpcStatus } from '@kh/cri-api';
 import { ContainerNameLabel, PodUidLabel, type RunningPod } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
+import { RuntimeStreamSocket } from './runtime_socket.js';
 
 /** The client's connection once Node handed it over for an upgrade. */
 export interface UpgradeSocket {
@@ -252,9 +254,10 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     const name = req.rawHeaders[i] as string;
     if (!NOT_FORWARDED.has(name.toLowerCase())) headers.push(name, req.rawHeaders[i + 1] as string);
   }
+  const hostname = target.hostname.replace(/^\[|\]$/g, '');
   const upstream = (target.protocol === 'https:' ? https : http).request({
     protocol: target.protocol,
-    hostname: target.hostname.replace(/^\[|\]$/g, ''),
+    hostname,
     port: target.port,
     method: req.method,
     path: `${target.pathname}${query ? `?${query}` : ''}`,
@@ -262,6 +265,10 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     headers: [...headers, 'Host', target.host, ...(req.method === 'GET' ? [] : ['Content-Length', '0'])],
     // The runtime's streaming server is local and serves a self-signed certificate if any.
     rejectUnauthorized: false,
+    // A plain connection keeps the runtime's last frames when a write to it fails; see there.
+    ...(target.protocol === 'https:'
+      ? {}
+      : { createConnection: () => new RuntimeStreamSocket().connect(Number(target.port) || 80, hostname) }),
   });
   const fail = (err: Error) => {
     log.error('Container streaming proxy failed', { url: target.pathname, err });
@@ -280,7 +287,7 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);
     if (runtimeHead.length > 0) socket.write(runtimeHead);
     if (head.length > 0) runtimeSocket.write(head);
-    splice(socket, runtimeSocket);
+    spliceConnections(socket, runtimeSocket);
   });
   upstream.on('response', (res) => {
     const chunks: Buffer[] = [];
@@ -310,20 +317,4 @@ function proxyUpgrade(req: IncomingMessage, client: UpgradeSocket, target: URL, 
     );
   });
   upstream.end();
-}
-
-/**
- * Pipes bytes both ways; an end is passed on (half-close), and when either connection fails or
- * closes the other is destroyed, so a client leaving mid-transfer ends the runtime's session.
- */
-function splice(a: Duplex, b: Duplex): void {
-  a.pipe(b);
-  b.pipe(a);
-  for (const [x, y] of [
-    [a, b],
-    [b, a],
-  ] as const) {
-    x.on('error', () => y.destroy());
-    x.on('close', () => y.destroy());
-  }
 }
