@@ -12,19 +12,25 @@ let dir = '';
 let kubeconfig = '';
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kh-kubectl-test-'));
-  kubeconfig = join(dir, 'kubeconfig');
+  kubeconfig = await writeKubeconfig('kubeconfig', 'http://127.0.0.1:1');
+});
+
+/** A kubeconfig in the test's directory naming `server`, without credentials. */
+async function writeKubeconfig(name: string, server: string): Promise<string> {
+  const file = join(dir, name);
   await writeFile(
-    kubeconfig,
+    file,
     JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: 'http://127.0.0.1:1' } }],
+      clusters: [{ name: 'c', cluster: { server } }],
       users: [{ name: 'u', user: {} }],
       contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
       'current-context': 'x',
     }),
   );
-});
+  return file;
+}
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
@@ -59,18 +65,7 @@ describe('runKubectl past its timeout', () => {
     server = createServer((s) => sockets.push(s));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as { port: number };
-    silent = join(dir, 'silent');
-    await writeFile(
-      silent,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}` } }],
-        users: [{ name: 'u', user: {} }],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
-        'current-context': 'x',
-      }),
-    );
+    silent = await writeKubeconfig('silent', `http://127.0.0.1:${port}`);
   });
   afterAll(async () => {
     for (const s of sockets) s.destroy();
