@@ -32,11 +32,15 @@ export class OrphanedPodDirs {
    */
   async cleanupOrphaned(inUse: (uid: string) => boolean): Promise<string[]> {
     const removed: string[] = [];
+    // As the kubelet logs it: each pod at -v=3, one error per pass, since a stuck pod comes back
+    // every 2 s.
+    let stuck = 0;
     for (const uid of await this.podDirs()) {
       if (inUse(uid)) continue;
       const errors = (await this.deps.helper.cleanupPod?.(uid).catch((err: Error) => [err])) ?? [];
       if (errors.length > 0) {
-        this.log.error('Orphaned pod found, but failed to clean up its volumes', {
+        stuck++;
+        this.log.v(3, 'Orphaned pod found, but failed to clean up its volumes', {
           podUID: uid,
           errors: errors.map((e) => e.message),
         });
@@ -47,7 +51,8 @@ export class OrphanedPodDirs {
         (m) => m === dir || m.startsWith(`${dir}${sep}`),
       );
       if (mounted.length > 0) {
-        this.log.info('Orphaned pod found, but volumes are not cleaned up', { podUID: uid, mounted });
+        stuck++;
+        this.log.v(3, 'Orphaned pod found, but volumes are not cleaned up', { podUID: uid, mounted });
         continue;
       }
       try {
@@ -55,9 +60,14 @@ export class OrphanedPodDirs {
         removed.push(uid);
         this.log.info('Removed the directory of an orphaned pod', { podUID: uid });
       } catch (err) {
-        this.log.error('Failed to remove the directory of an orphaned pod', { podUID: uid, err });
+        stuck++;
+        this.log.v(3, 'Failed to remove the directory of an orphaned pod', { podUID: uid, err });
       }
     }
+    if (stuck > 0)
+      this.log.error('Orphaned pods found, but their directories could not be cleaned up yet', {
+        numErrs: stuck,
+      });
     return removed;
   }
 
