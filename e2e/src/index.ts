@@ -31,12 +31,14 @@ import { securityContext, securityContextUserns } from './scenarios/security-con
 import { startup } from './scenarios/startup.js';
 import { statusReporting } from './scenarios/status-reporting.js';
 import { subpath } from './scenarios/subpath.js';
+import { subpathDisruptive } from './scenarios/subpath-disruptive.js';
 
 export const scenarios: Scenario[] = [
   nodeRegistration,
   podLifecycle,
   podConfig,
   subpath,
+  subpathDisruptive,
   probes,
   probesUpstream,
   probesSidecar,

@@ -6,6 +6,7 @@ import {
   createPod,
   podFor,
   podLog,
+  readPod,
   sh,
   waitForPod,
   waitForSuccess,
@@ -27,13 +28,28 @@ const writeFile = (file: string) => `echo '${NEW_FILE}' > ${file} && chmod 0644 
 const readFile = (file: string) =>
   `for i in $(seq 20); do [ -f ${file} ] && break; sleep 1; done; echo "content of file \\"${file}\\": $(cat ${file})"`;
 
+/** SubpathTestPod's liveness-probe volume: an emptyDir every container mounts at PROBE_VOLUME_PATH. */
+const PROBE_VOLUME_NAME = 'liveness-probe-volume';
+const PROBE_VOLUME_PATH = '/probe-volume';
+const PROBE_FILE = `${PROBE_VOLUME_PATH}/probe-file`;
+/** e2epod.InfiniteSleepCommand and InfiniteSleepCommandWithoutGracefulShutdown. */
+export const INFINITE_SLEEP = 'trap exit TERM; while true; do sleep 1; done';
+const INFINITE_SLEEP_NO_GRACE = 'while true; do sleep 1; done';
+/** framework.Poll, and the minute of unchanged restart counts upstream calls stable. */
+const POLL_MS = 2_000;
+const STABLE_MS = 60_000;
+/** f.Timeouts.PodDelete + PodStart: upstream's wait for the first restart. */
+const RESTART_TIMEOUT_MS = 10 * 60_000;
+/** f.Timeouts.PodStartSlow: upstream's wait for the restarts to stabilize. */
+const STABILIZE_TIMEOUT_MS = 15 * 60_000;
+
 type Driver = 'emptydir' | 'hostPath';
 const drivers: Driver[] = ['emptydir', 'hostPath'];
-const pattern = (d: Driver) =>
+export const pattern = (d: Driver) =>
   `In-tree Volumes [Driver: ${d}] [Testpattern: Inline-volume (default fs)] subPath`;
 
 /** Each driver's inline volume: an emptyDir, or the node's /tmp (upstream's hostPath driver). */
-const volumeSource = (d: Driver): V1Volume =>
+export const volumeSource = (d: Driver): V1Volume =>
   d === 'emptydir' ? { name: VOLUME_NAME, emptyDir: {} } : { name: VOLUME_NAME, hostPath: { path: '/tmp' } };
 
 interface CaseSpec {
@@ -72,6 +88,120 @@ function subpathPod(ctx: ScenarioContext, name: string, d: Driver, subPath: stri
     initContainers: init,
     containers,
     volumes: [volumeSource(d)],
+  });
+}
+
+/**
+ * SubpathTestPod as upstream's restart and reconstruction tests run it (removeUnusedContainers
+ * applied): both containers sleep, every container also mounts the liveness-probe emptyDir, and
+ * init container 0 runs `init` when given.
+ */
+export function sleepingSubpathPod(
+  ctx: ScenarioContext,
+  name: string,
+  volume: V1Volume,
+  subPath: string,
+  opts: { init?: string; sleep: string; restartPolicy: 'Never' | 'OnFailure'; grace: number },
+): V1Pod {
+  const probeMount = { name: PROBE_VOLUME_NAME, mountPath: PROBE_VOLUME_PATH };
+  const volumeMount = { name: VOLUME_NAME, mountPath: VOLUME_PATH };
+  return podFor(ctx, name, {
+    restartPolicy: opts.restartPolicy,
+    terminationGracePeriodSeconds: opts.grace,
+    initContainers: opts.init
+      ? [sh(ctx, 'init-volume', opts.init, { volumeMounts: [volumeMount, probeMount] })]
+      : [],
+    containers: [
+      sh(ctx, 'test-container-subpath', opts.sleep, {
+        volumeMounts: [{ ...volumeMount, subPath }, probeMount],
+      }),
+      sh(ctx, 'test-container-volume', opts.sleep, { volumeMounts: [volumeMount, probeMount] }),
+    ],
+    volumes: [
+      { ...volume, name: VOLUME_NAME },
+      { name: PROBE_VOLUME_NAME, emptyDir: {} },
+    ],
+  });
+}
+
+/** podContainerExec: a shell command in one of the pod's containers through kubectl exec. */
+export async function podContainerExec(ctx: ScenarioContext, pod: string, container: string, cmd: string) {
+  const r = await ctx.kubectl([
+    '-n',
+    ctx.namespace,
+    'exec',
+    pod,
+    '-c',
+    container,
+    '--',
+    '/bin/sh',
+    '-c',
+    cmd,
+  ]);
+  ctx.check.ok(`pod ${pod}: \`${cmd}\` in ${container} succeeded`, r.code === 0, r.stderr, 'exit 0');
+}
+
+const restartCount = (p: V1Pod) => containerStatus(p, 'test-container-subpath')?.restartCount ?? 0;
+
+/**
+ * testPodContainerRestartWithHooks: the pod runs and is ready; `fail` breaks container 0's
+ * liveness probe until it restarts; `fix` repairs it, and its restart count then stays the same
+ * for a minute.
+ */
+async function testPodContainerRestart(
+  ctx: ScenarioContext,
+  pod: V1Pod,
+  liveness: string[],
+  hooks: { fail(): Promise<void>; fix(): Promise<void> },
+) {
+  const name = pod.metadata!.name!;
+  pod.spec!.containers[0]!.livenessProbe = {
+    exec: { command: liveness },
+    initialDelaySeconds: 1,
+    failureThreshold: 1,
+    periodSeconds: 2,
+  };
+  await createPod(ctx, pod);
+  await waitForPod(
+    ctx,
+    name,
+    'is Running and Ready',
+    (p) =>
+      p.status?.phase === 'Running' &&
+      p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+    POD_START_MS,
+  );
+  await hooks.fail();
+  let restarts = restartCount(
+    await waitForPod(
+      ctx,
+      name,
+      'restarted test-container-subpath',
+      (p) => restartCount(p) > 0,
+      RESTART_TIMEOUT_MS,
+    ),
+  );
+  await hooks.fix();
+  let stable = 0;
+  await ctx.check.eventually(
+    `pod ${name}: test-container-subpath stopped restarting (restart count unchanged for a minute)`,
+    async () => {
+      const n = restartCount(await readPod(ctx, name));
+      if (n === restarts) stable++;
+      else [restarts, stable] = [n, 0];
+      return { restarts, stable };
+    },
+    (s) => s.stable > STABLE_MS / POLL_MS,
+    { timeoutMs: STABILIZE_TIMEOUT_MS, intervalMs: POLL_MS, expected: 'the same restart count for a minute' },
+  );
+}
+
+/** testPodContainerRestart: the probe reads the probe file, which container 1 removes and rewrites. */
+function testSubpathContainerRestart(ctx: ScenarioContext, pod: V1Pod) {
+  const name = pod.metadata!.name!;
+  return testPodContainerRestart(ctx, pod, ['cat', PROBE_FILE], {
+    fail: () => podContainerExec(ctx, name, 'test-container-volume', `rm ${PROBE_FILE}`),
+    fix: () => podContainerExec(ctx, name, 'test-container-volume', `echo test-after > ${PROBE_FILE}`),
   });
 }
 
@@ -114,12 +244,19 @@ async function testPodFailSubpath(ctx: ScenarioContext, pod: V1Pod) {
   ctx.check.ok(`pod ${name}: subpath container never ran`, !st?.running && !st?.terminated, st, 'waiting');
 }
 
-/** The testsuite's cases for one driver, each with its own pod and sub-path (upstream's f.Namespace.Name). */
-function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
+/**
+ * Per-case names for one driver: the pod's (`n`), and its own sub-path (upstream's
+ * f.Namespace.Name), since the hostPath driver's /tmp is shared by every case.
+ */
+function caseNames(ctx: ScenarioContext, d: Driver) {
   const n = (s: string) => `${d.toLowerCase()}-${s}`;
-  // Each case its own sub-path: the hostPath driver's /tmp is shared by every case.
   const sub = (s: string) => `${ctx.namespace}-${n(s)}`;
-  const subDir = (s: string) => `${VOLUME_PATH}/${sub(s)}`;
+  return { n, sub, subDir: (s: string) => `${VOLUME_PATH}/${sub(s)}` };
+}
+
+/** The testsuite's cases for one driver that run their pods to an end, each with its own pod and sub-path. */
+function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
+  const { n, sub, subDir } = caseNames(ctx, d);
   const inSubpath = `${VOLUME_PATH}/${FILE_NAME}`;
   const inVolume = (s: string) => `${subDir(s)}/${FILE_NAME}`;
   /** SubpathTestPod for case `s`: its own pod name and sub-path. */
@@ -223,6 +360,34 @@ function driverCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
         volume: 'sleep 3600',
       }),
       subDir('rmdir'),
+    ),
+  ];
+}
+
+/**
+ * The testsuite's container restart cases for one driver: a liveness-driven restart, then a
+ * minute without one. They run after the other cases, so that their 2 s exec probes are not
+ * starved by the burst of pods starting at once.
+ */
+function driverRestartCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
+  const { n, sub, subDir } = caseNames(ctx, d);
+  const restartOpts = { sleep: INFINITE_SLEEP_NO_GRACE, restartPolicy: 'OnFailure', grace: 1 } as const;
+  return [
+    // should support restarting containers using directory as subpath
+    testSubpathContainerRestart(
+      ctx,
+      sleepingSubpathPod(ctx, n('restart-dir'), volumeSource(d), sub('restart-dir'), {
+        init: `mkdir -p ${subDir('restart-dir')}; touch ${PROBE_FILE}`,
+        ...restartOpts,
+      }),
+    ),
+    // should support restarting containers using file as subpath
+    testSubpathContainerRestart(
+      ctx,
+      sleepingSubpathPod(ctx, n('restart-file'), volumeSource(d), sub('restart-file'), {
+        init: `touch ${subDir('restart-file')}; touch ${PROBE_FILE}`,
+        ...restartOpts,
+      }),
     ),
   ];
 }
@@ -333,6 +498,42 @@ async function atomicWriterCases(ctx: ScenarioContext): Promise<void> {
   ]);
 }
 
+/**
+ * TestPodContainerRestartWithConfigmapModified: a config map key mounted by sub-path; the probe
+ * passes while the probe file exists or the mounted key holds the modified value. The probe file
+ * goes, then the config map is updated: a restarted container must see the new value.
+ */
+async function configMapModifiedCase(ctx: ScenarioContext): Promise<void> {
+  const name = 'my-configmap-to-modify';
+  const original = { metadata: { name }, data: { 'configmap-key': 'configmap-value' } };
+  const modified = { metadata: { name }, data: { 'configmap-key': 'configmap-modified-value' } };
+  await ctx.core.createNamespacedConfigMap({ namespace: ctx.namespace, body: original });
+  const pod = sleepingSubpathPod(
+    ctx,
+    'pod-subpath-test-configmap-restart',
+    { name, configMap: { name } },
+    'configmap-key',
+    {
+      init: `touch ${PROBE_FILE}`,
+      sleep: INFINITE_SLEEP_NO_GRACE,
+      restartPolicy: 'OnFailure',
+      grace: 1,
+    },
+  );
+  const podName = pod.metadata!.name!;
+  await testPodContainerRestart(
+    ctx,
+    pod,
+    ['sh', '-c', `cat ${PROBE_FILE} || test \`cat ${VOLUME_PATH}\` = '${modified.data['configmap-key']}'`],
+    {
+      fail: () => podContainerExec(ctx, podName, 'test-container-volume', `rm ${PROBE_FILE}`),
+      fix: async () => {
+        await ctx.core.replaceNamespacedConfigMap({ name, namespace: ctx.namespace, body: modified });
+      },
+    },
+  );
+}
+
 const ATOMIC_WRITER_CASES = [
   'should support subpaths with secret pod',
   'should support subpaths with configmap pod',
@@ -351,6 +552,8 @@ const SUITE_CASES = [
   'should fail if non-existent subpath is outside the volume',
   'should fail if subpath with backstepping is outside the volume',
   'should support creating multiple subpath from same volumes',
+  'should support restarting containers using directory as subpath',
+  'should support restarting containers using file as subpath',
   'should support readOnly directory specified in the volumeMount',
   'should support readOnly file specified in the volumeMount',
   'should be able to unmount after the subpath directory is deleted',
@@ -358,21 +561,23 @@ const SUITE_CASES = [
 
 /**
  * Mirrors test/e2e/storage/testsuites/subpath.go for the emptydir and hostPath in-tree drivers
- * (inline volume) and the atomic writer (secret, configMap, downwardAPI, projected) cases of
- * test/e2e/storage/subpath.go: sub-paths that do not
+ * (inline volume) and the atomic writer (secret, configMap, downwardAPI, projected) and container
+ * restart cases of test/e2e/storage/subpath.go: sub-paths that do not
  * exist yet are created inside the volume, files and directories mount by sub-path, and the four
  * traversal cases (a link to a directory, a file, a missing path outside the volume, and `../`)
- * leave the container waiting with CreateContainerConfigError naming subPath.
+ * leave the container waiting with CreateContainerConfigError naming subPath. A container killed
+ * by its liveness probe starts again on its sub-path (a directory, a file, a config map key that
+ * changed meanwhile) and then stays up. The cases that stop the agent are `subpath-disruptive`.
  */
 export const subpath: Scenario = {
   name: 'subpath',
-  estimateMs: 90_000,
+  estimateMs: 180_000,
   isolation: 'namespace',
   // Its pods all start at once: beside a probe suite on Docker 26 that burst made RunPodSandbox
   // take 48 s and ExecSync 5-10 s, and liveness probes that must never fail timed out.
   load: 'heavy',
   description:
-    'subPath as upstream testsuites/subpath.go checks it on emptyDir, hostPath and configMap volumes; links out of the volume fail with CreateContainerConfigError',
+    'subPath as upstream testsuites/subpath.go checks it on emptyDir, hostPath and configMap volumes; links out of the volume fail with CreateContainerConfigError; containers restarted by their liveness probe start again on their sub-path',
   needs: ['real-containers'],
   timeoutMs: 420_000,
   upstream: [
@@ -386,8 +591,13 @@ export const subpath: Scenario = {
       file: 'test/e2e/storage/subpath.go',
       case: `Subpath Atomic writer volumes ${c}`,
     })),
+    {
+      file: 'test/e2e/storage/subpath.go',
+      case: 'Subpath Container restart should verify that container can restart successfully after configmaps modified',
+    },
   ],
   async run(ctx) {
     await allChecks([...drivers.flatMap((d) => driverCases(ctx, d)), atomicWriterCases(ctx)]);
+    await allChecks([...drivers.flatMap((d) => driverRestartCases(ctx, d)), configMapModifiedCase(ctx)]);
   },
 };

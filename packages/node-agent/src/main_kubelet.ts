@@ -109,6 +109,7 @@ import { getKubeletMappings } from './userns/kubelet_mappings.js';
 import { USER_NS_UNIT_LENGTH, UsernsManager } from './userns/userns_manager.js';
 import { type Logger, silentLogger } from './util/log.js';
 import { KubePodObjectsApi } from './volumemanager/objects_client.js';
+import { OrphanedPodDirs } from './volumemanager/orphaned_pod_dirs.js';
 import { ApiPodObjectSource } from './volumemanager/pod_objects.js';
 import { VolumeRefresher } from './volumemanager/volume_refresher.js';
 
@@ -207,6 +208,11 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     startup: runtime.startup,
     podCgroups,
     ...(userNamespaces ? { userNamespaces } : {}),
+    podDirs: new OrphanedPodDirs({
+      podsDir: deps.runtimeManager?.podsDir ?? node.podsDir,
+      helper: deps.runtimeManager?.runtimeHelper ?? runtime.helper,
+      log: deps.log,
+    }),
     log: deps.log,
     ...(allocation
       ? {
@@ -829,6 +835,8 @@ export function newPodLayer(opts: {
   podCgroups?: PodCgroups;
   /** Housekeeping frees the user namespaces of pods that are gone. */
   userNamespaces?: UsernsManager;
+  /** Housekeeping releases and removes the directories of pods that are gone. */
+  podDirs?: OrphanedPodDirs;
   log?: Logger;
   /** In-place resize: the allocation manager and how a pass reads the runtime's status anew. */
   resize?: Omit<NonNullable<PodSyncDeps['resize']>, 'allocation'> & { allocation: AllocationManager };
@@ -886,6 +894,7 @@ export function newPodLayer(opts: {
     ...(startup ? { startup } : {}),
     ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
     ...(opts.userNamespaces ? { userNamespaces: opts.userNamespaces } : {}),
+    ...(opts.podDirs ? { podDirs: opts.podDirs } : {}),
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.resize ? { allocation: opts.resize.allocation } : {}),
   });

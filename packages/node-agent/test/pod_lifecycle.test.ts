@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
@@ -20,6 +20,7 @@ import { PodManager } from '../src/pods/pod_manager.js';
 import { PodStartupTracker } from '../src/pods/startup_tracker.js';
 import { ReasonCache } from '../src/status/reason_cache.js';
 import { UsernsManager } from '../src/userns/userns_manager.js';
+import { OrphanedPodDirs } from '../src/volumemanager/orphaned_pod_dirs.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { relistingPodCache } from './helpers/pleg.js';
 
@@ -69,7 +70,12 @@ afterEach(() => {
 });
 
 function setup(
-  opts: { startup?: PodStartupTracker; podCgroups?: PodCgroups; userNamespaces?: UsernsManager } = {},
+  opts: {
+    startup?: PodStartupTracker;
+    podCgroups?: PodCgroups;
+    userNamespaces?: UsernsManager;
+    podDirs?: OrphanedPodDirs;
+  } = {},
 ) {
   const api = new MemoryNodeApi();
   const clock = new FakeClock();
@@ -442,5 +448,48 @@ describe('pod cgroups (the container manager)', () => {
     await lifecycle.handlePodCleanups();
     expect(userNamespaces.allocatedTo('ghost')).toBeUndefined();
     expect(userNamespaces.allocatedTo('a')).toBeDefined();
+  });
+});
+
+describe('pod directories (the kubelet cleanupOrphanedPodDirs)', () => {
+  it('housekeeping removes the directories of pods neither wanted, running nor being stopped', async () => {
+    const podsDir = await mkdtemp(join(tmpdir(), 'kh-pod-dirs-'));
+    stops.push(() => void rm(podsDir, { recursive: true, force: true }));
+    const released: string[] = [];
+    const podDirs = new OrphanedPodDirs({
+      podsDir,
+      helper: {
+        cleanupPod: async (uid) => {
+          released.push(uid);
+          return [];
+        },
+      },
+      mountPoints: async () => [],
+    });
+    const { runtime, lifecycle, workers } = setup({ podDirs });
+    // gone: deleted while the agent was down, nothing of it runs; ghost: an orphan still running.
+    for (const uid of ['a', 'b', 'ghost', 'gone'])
+      await mkdir(join(podsDir, uid, 'volume-subpaths'), { recursive: true });
+    await lifecycle.handlePodAdditions([pod('a'), pod('b')]);
+    await workers.settle();
+    let release = () => {};
+    runtime.killGate = new Promise((r) => {
+      release = r;
+    });
+    // b's worker is stopping it: its directory is the worker's to clean.
+    await lifecycle.handlePodRemoves([pod('b')]);
+    await vi.waitFor(() => expect(runtime.calls).toContain('kill b'));
+    runtime.running = [{ uid: 'ghost', name: 'ghost', namespace: 'default', sandboxes: [], containers: [] }];
+    await lifecycle.handlePodCleanups();
+    expect(released).toEqual(['gone']);
+    expect((await readdir(podsDir)).sort()).toEqual(['a', 'b', 'ghost']);
+
+    release();
+    await workers.settle();
+    runtime.running = [];
+    await new Promise((r) => setTimeout(r, 0));
+    await lifecycle.handlePodCleanups();
+    expect(released.sort()).toEqual(['b', 'ghost', 'gone']);
+    expect(await readdir(podsDir)).toEqual(['a']);
   });
 });

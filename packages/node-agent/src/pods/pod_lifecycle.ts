@@ -15,6 +15,7 @@ import type { ReasonCache } from '../status/reason_cache.js';
 import type { StatusManager } from '../status/types.js';
 import type { UsernsManager } from '../userns/userns_manager.js';
 import { type Logger, silentLogger } from '../util/log.js';
+import type { OrphanedPodDirs } from '../volumemanager/orphaned_pod_dirs.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
 import type { PodManager } from './pod_manager.js';
 import type { StartupEvents } from './startup_tracker.js';
@@ -44,6 +45,8 @@ export interface PodLifecycleDeps {
   allocation?: Pick<AllocationManager, 'addPod' | 'updatePodFromAllocation' | 'removeOrphanedPods'>;
   /** Housekeeping frees the user namespace ranges of pods that are neither wanted nor running. */
   userNamespaces?: Pick<UsernsManager, 'cleanupOrphanedPodUsernsAllocations'>;
+  /** Housekeeping releases and removes the directories of pods that are neither wanted nor running. */
+  podDirs?: Pick<OrphanedPodDirs, 'cleanupOrphaned'>;
   log?: Logger;
 }
 
@@ -195,6 +198,7 @@ export class PodLifecycle implements SyncHandler, PodKiller {
         new Set([...pods.uids(), ...running.map((rp) => rp.uid), ...this.killingOrphans.keys()]),
       )
       .catch((err) => log.error('Failed to clean up orphaned pod user namespace allocations', { err }));
+    await this.cleanupOrphanedPodDirs(running.map((rp) => rp.uid));
     workers.syncKnownPods(pods.getPods());
     const desired = pods.uids();
     this.deps.statusManager.removeOrphanedStatuses(desired);
@@ -225,6 +229,28 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       .cleanupOrphaned(keep)
       .catch((err) =>
         (this.deps.log ?? silentLogger).error('Failed to clean up orphaned pod cgroups', { err }),
+      );
+  }
+
+  /**
+   * The kubelet's cleanupOrphanedPodDirs: a pod's directory stays while a source lists the pod,
+   * the runtime runs some of it, or a kill of it is under way (an orphan's, or its worker's, which
+   * cleans up itself); every other one is released and removed.
+   */
+  private async cleanupOrphanedPodDirs(runningUids: string[]): Promise<void> {
+    const { podDirs, pods, workers } = this.deps;
+    if (!podDirs) return;
+    const running = new Set(runningUids);
+    await podDirs
+      .cleanupOrphaned(
+        (uid) =>
+          pods.has(uid) ||
+          running.has(uid) ||
+          this.killingOrphans.has(uid) ||
+          (workers.isPodTerminationRequested(uid) && !workers.isPodTerminated(uid)),
+      )
+      .catch((err) =>
+        (this.deps.log ?? silentLogger).error('Failed to clean up orphaned pod directories', { err }),
       );
   }
 

@@ -127,9 +127,11 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
   }
 
   async cleanupPod(podUid: string): Promise<Error[]> {
-    // Sub-path mounts first: they pin the volumes they were made from.
+    // Sub-path mounts first: they pin the volumes they were made from. One still mounted keeps
+    // the emptyDir data it shows, as the kubelet does not tear a volume down under its sub-paths.
     const errors = await cleanSubPaths(this.mounter, this.podsDir, podUid);
-    return [...errors, ...(await this.volumes.tearDownEmptyDirs(podUid))];
+    if (errors.length > 0) return errors;
+    return this.volumes.tearDownEmptyDirs(podUid);
   }
 
   podCgroupParent(pod: V1Pod): string {

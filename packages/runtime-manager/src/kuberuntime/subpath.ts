@@ -63,10 +63,18 @@ export const hostMounter: SubPathMounter & TmpfsMounter = {
     await run('umount', [target]);
   },
   async isMountPoint(target) {
-    const info = await readFile('/proc/self/mountinfo', 'utf8');
-    return info.split('\n').some((line) => unescapeMountPath(line.split(' ')[4] ?? '') === target);
+    return (await mountPoints()).includes(target);
   },
 };
+
+/** Every mount point in this mount namespace (the agent's, which is the runtime's), from mountinfo. */
+export async function mountPoints(): Promise<string[]> {
+  const info = await readFile('/proc/self/mountinfo', 'utf8');
+  return info
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => unescapeMountPath(line.split(' ')[4] ?? ''));
+}
 
 /** mountinfo escapes space, tab, newline and backslash as octal. */
 const unescapeMountPath = (p: string) =>

@@ -237,4 +237,19 @@ describe('DefaultRuntimeHelper sub-paths', () => {
     expect(await helper.cleanupPod('uid1')).toEqual([]);
     expect(mounter.mounted.size).toBe(0);
   });
+
+  it('cleanupPod leaves an emptyDir alone while a sub-path of it stays mounted', async () => {
+    const busy = new Error('umount: target is busy');
+    mounter.unmount = async () => {
+      throw busy;
+    };
+    const helper = new DefaultRuntimeHelper(pods, '', undefined, mounter);
+    const p = pod({ subPath: 'x' });
+    p.spec!.volumes = [{ name: 'test-volume', emptyDir: {} }];
+    await helper.generateRunContainerOptions(p, p.spec!.containers[0]!, []);
+    const data = join(pods, 'uid1', 'volumes', 'kubernetes.io~empty-dir', 'test-volume', 'x', 'f');
+    await writeFile(data, 'pod data');
+    expect(await helper.cleanupPod('uid1')).toEqual([busy]);
+    expect(await readFile(data, 'utf8')).toBe('pod data');
+  });
 });
