@@ -1,8 +1,14 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
-import { evictionPod, HIGH_PRIORITY, innocentPod, runEvictionTest } from '../support/eviction.js';
+import {
+  evictionPod,
+  HIGH_PRIORITY,
+  innocentPod,
+  inOwnNamespace,
+  runEvictionTest,
+} from '../support/eviction.js';
 import { nodeExec } from '../support/faults.js';
-import { readPod, sh } from '../support/pods.js';
+import { sh } from '../support/pods.js';
 
 const FILE = 'test/e2e_node/eviction_test.go';
 const CONTEXT = 'when we run containers that should cause PIDPressure';
@@ -74,14 +80,13 @@ async function pidThreshold(ctx: ScenarioContext, featureGates: Record<string, b
  * priority (counted in the pod cgroup with the gate off, by the runtime's ListPodSandboxStats with
  * it on); the innocent pod never.
  */
-async function priorityOrdering(ctx: ScenarioContext, statsFromCRI: boolean, admitPod: string) {
+async function priorityOrdering(ctx: ScenarioContext, statsFromCRI: boolean) {
   await pidThreshold(ctx, { PodAndContainerStatsFromCRI: statsFromCRI });
   await runEvictionTest(ctx, {
     condition: 'PIDPressure',
     pressureTimeoutMs: 300_000,
     evictionTimeoutMs: 300_000,
     message,
-    admitPod,
     specs: [
       { evictionPriority: 2, pod: pidConsumingPod(ctx, 'fork-bomb-container-with-low-priority') },
       { evictionPriority: 0, pod: innocentPod(ctx, HIGH_PRIORITY) },
@@ -91,25 +96,6 @@ async function priorityOrdering(ctx: ScenarioContext, statsFromCRI: boolean, adm
       },
     ],
   });
-}
-
-/** The pods of one case are deleted at its end; the next case reuses their names. */
-async function podsGone(ctx: ScenarioContext, names: string[]) {
-  const deadline = Date.now() + 60_000;
-  for (const name of names) {
-    while (
-      await readPod(ctx, name).then(
-        () => true,
-        (err: { code?: number }) => {
-          if (err.code === 404) return false;
-          throw err;
-        },
-      )
-    ) {
-      if (Date.now() > deadline) throw new Error(`pod ${name} of the previous case is still there`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
 }
 
 /**
@@ -138,30 +124,26 @@ export const pidEviction: Scenario = {
   ],
   timeoutMs: 1_500_000,
   async run(ctx) {
+    // Each case in a namespace of its own, as upstream's Its: both ordering cases name their pods alike.
     try {
-      await pidThreshold(ctx);
-      await runEvictionTest(ctx, {
-        condition: 'PIDPressure',
-        pressureTimeoutMs: 300_000,
-        evictionTimeoutMs: 300_000,
-        message,
-        specs: [
-          {
-            evictionPriority: 1,
-            pod: pidConsumingPod(ctx, 'fork-bomb-container'),
-            wantDisruptionTarget: true,
-          },
-        ],
+      await inOwnNamespace(ctx, 'baseline', async (ctx) => {
+        await pidThreshold(ctx);
+        await runEvictionTest(ctx, {
+          condition: 'PIDPressure',
+          pressureTimeoutMs: 300_000,
+          evictionTimeoutMs: 300_000,
+          message,
+          specs: [
+            {
+              evictionPriority: 1,
+              pod: pidConsumingPod(ctx, 'fork-bomb-container'),
+              wantDisruptionTarget: true,
+            },
+          ],
+        });
       });
-
-      await priorityOrdering(ctx, false, 'test-admit-pod-2');
-      await podsGone(
-        ctx,
-        ['fork-bomb-container-with-low-priority', 'innocent', 'fork-bomb-container-with-high-priority'].map(
-          (n) => `${n}-pod`,
-        ),
-      );
-      await priorityOrdering(ctx, true, 'test-admit-pod-3');
+      for (const statsFromCRI of [false, true])
+        await inOwnNamespace(ctx, `cri-${statsFromCRI}`, (ctx) => priorityOrdering(ctx, statsFromCRI));
     } finally {
       await ctx.reconfigureAgent({});
     }
