@@ -1,6 +1,12 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
-import { evictionPod, HIGH_PRIORITY, innocentPod, runEvictionTest } from '../support/eviction.js';
+import {
+  evictionPod,
+  HIGH_PRIORITY,
+  innocentPod,
+  inOwnNamespace,
+  runEvictionTest,
+} from '../support/eviction.js';
 import { nodeExec } from '../support/faults.js';
 import { sh } from '../support/pods.js';
 
@@ -68,19 +74,41 @@ async function pidThreshold(ctx: ScenarioContext, featureGates: Record<string, b
 }
 
 /**
- * eviction_test's PriorityPidEvictionOrdering, two of its cases in turn:
+ * eviction_test's ordering case, run once per PodAndContainerStatsFromCRI value: a low-priority
+ * bomb, an innocent pod and a bomb, both at upstream's high priority. The low-priority bomb goes
+ * first, then the high-priority one, which runs more processes than the innocent pod of its
+ * priority (counted in the pod cgroup with the gate off, by the runtime's ListPodSandboxStats with
+ * it on); the innocent pod never.
+ */
+async function priorityOrdering(ctx: ScenarioContext, statsFromCRI: boolean) {
+  await pidThreshold(ctx, { PodAndContainerStatsFromCRI: statsFromCRI });
+  await runEvictionTest(ctx, {
+    condition: 'PIDPressure',
+    pressureTimeoutMs: 300_000,
+    evictionTimeoutMs: 300_000,
+    message,
+    specs: [
+      { evictionPriority: 2, pod: pidConsumingPod(ctx, 'fork-bomb-container-with-low-priority') },
+      { evictionPriority: 0, pod: innocentPod(ctx, HIGH_PRIORITY) },
+      {
+        evictionPriority: 1,
+        pod: pidConsumingPod(ctx, 'fork-bomb-container-with-high-priority', HIGH_PRIORITY),
+      },
+    ],
+  });
+}
+
+/**
+ * eviction_test's PriorityPidEvictionOrdering, its three cases in turn:
  * - the baseline: one fork bomb, evicted with PIDPressure and the DisruptionTarget condition;
- * - PodAndContainerStatsFromCRI=false (processes counted in the pod cgroup): a low-priority
- *   bomb, an innocent pod and a bomb, both at upstream's high priority. The low-priority bomb goes
- *   first, then the high-priority one, which runs more processes than the innocent pod of its
- *   priority; the innocent pod never.
+ * - the ordering case with PodAndContainerStatsFromCRI=false, then with it true.
  */
 export const pidEviction: Scenario = {
   name: 'pid-eviction',
-  estimateMs: 300_000,
+  estimateMs: 420_000,
   isolation: 'node',
   description:
-    'PID pressure from fork bombs: the bomb is evicted with DisruptionTarget; then the low-priority bomb before the high-priority one, the innocent pod of high priority never; PIDPressure appears and clears',
+    'PID pressure from fork bombs: the bomb is evicted with DisruptionTarget; then the low-priority bomb before the high-priority one, the innocent pod of high priority never, with processes counted in the pod cgroup and then by the runtime (PodAndContainerStatsFromCRI); PIDPressure appears and clears',
   needs: ['real-containers'],
   // pid.available counts every task on the machine: another cell's bombs would move this threshold.
   exclusive: ['host-pids'],
@@ -89,45 +117,33 @@ export const pidEviction: Scenario = {
       file: FILE,
       case: `PriorityPidEvictionOrdering ${CONTEXT}; baseline scenario to verify DisruptionTarget is added should eventually evict all of the correct pods`,
     },
-    {
+    ...[false, true].map((gate) => ({
       file: FILE,
-      case: 'PriorityPidEvictionOrdering when we run containers with PodAndContainerStatsFromCRI=false that should cause PIDPressure should eventually evict all of the correct pods',
-    },
+      case: `PriorityPidEvictionOrdering when we run containers with PodAndContainerStatsFromCRI=${gate} that should cause PIDPressure should eventually evict all of the correct pods`,
+    })),
   ],
-  timeoutMs: 900_000,
+  timeoutMs: 1_500_000,
   async run(ctx) {
+    // Each case in a namespace of its own, as upstream's Its: both ordering cases name their pods alike.
     try {
-      await pidThreshold(ctx);
-      await runEvictionTest(ctx, {
-        condition: 'PIDPressure',
-        pressureTimeoutMs: 300_000,
-        evictionTimeoutMs: 300_000,
-        message,
-        specs: [
-          {
-            evictionPriority: 1,
-            pod: pidConsumingPod(ctx, 'fork-bomb-container'),
-            wantDisruptionTarget: true,
-          },
-        ],
+      await inOwnNamespace(ctx, 'baseline', async (ctx) => {
+        await pidThreshold(ctx);
+        await runEvictionTest(ctx, {
+          condition: 'PIDPressure',
+          pressureTimeoutMs: 300_000,
+          evictionTimeoutMs: 300_000,
+          message,
+          specs: [
+            {
+              evictionPriority: 1,
+              pod: pidConsumingPod(ctx, 'fork-bomb-container'),
+              wantDisruptionTarget: true,
+            },
+          ],
+        });
       });
-
-      await pidThreshold(ctx, { PodAndContainerStatsFromCRI: false });
-      await runEvictionTest(ctx, {
-        condition: 'PIDPressure',
-        pressureTimeoutMs: 300_000,
-        evictionTimeoutMs: 300_000,
-        message,
-        admitPod: 'test-admit-pod-2',
-        specs: [
-          { evictionPriority: 2, pod: pidConsumingPod(ctx, 'fork-bomb-container-with-low-priority') },
-          { evictionPriority: 0, pod: innocentPod(ctx, HIGH_PRIORITY) },
-          {
-            evictionPriority: 1,
-            pod: pidConsumingPod(ctx, 'fork-bomb-container-with-high-priority', HIGH_PRIORITY),
-          },
-        ],
-      });
+      for (const statsFromCRI of [false, true])
+        await inOwnNamespace(ctx, `cri-${statsFromCRI}`, (ctx) => priorityOrdering(ctx, statsFromCRI));
     } finally {
       await ctx.reconfigureAgent({});
     }

@@ -724,6 +724,84 @@ async function bestEffort(ctx: ScenarioContext): Promise<void> {
 }
 
 /**
+ * The rest of doPodResizeErrorTests: patches the apiserver refuses, sent as upstream's
+ * MakeResizePatch makes them (a two-way merge patch: null for a removed value, $setElementOrder for
+ * a new order). Each cause of the refusal is in kubectl's answer, and the pod keeps its size in
+ * spec and status.
+ */
+const REORDERED = 'containers may not be renamed or reordered on resize';
+const REFUSED: { name: string; containers: Size[]; patch: object; causes: string[] }[] = [
+  {
+    name: `${BURSTABLE}remove memory limits`,
+    containers: [burstable()],
+    patch: { containers: [{ name: 'c1', resources: { limits: { memory: null } } }] },
+    causes: ['resource limits cannot be removed'],
+  },
+  {
+    name: `${BURSTABLE}remove CPU limits`,
+    containers: [burstable()],
+    patch: { containers: [{ name: 'c1', resources: { limits: { cpu: null } } }] },
+    causes: ['resource limits cannot be removed'],
+  },
+  {
+    name: 'Burstable QoS pod, one container with memory requests + limits, cpu requests - remove CPU requests',
+    containers: [{ cpuReq: CPU.original, memReq: MEM.original, memLim: MEM.originalLimit }],
+    patch: { containers: [{ name: 'c1', resources: { requests: { cpu: null } } }] },
+    causes: ['resource requests cannot be removed'],
+  },
+  {
+    name: 'Burstable QoS pod, one container with CPU requests + limits, cpu requests - remove memory requests',
+    containers: [{ cpuReq: CPU.original, cpuLim: CPU.originalLimit, memReq: MEM.original }],
+    patch: { containers: [{ name: 'c1', resources: { requests: { memory: null } } }] },
+    causes: ['resource requests cannot be removed'],
+  },
+  {
+    name: 'Burstable QoS pod, two containers with cpu & memory requests + limits - reorder containers',
+    containers: [burstable(), burstable()],
+    patch: { '$setElementOrder/containers': [{ name: 'c2' }, { name: 'c1' }] },
+    causes: [
+      `spec.containers[0].name: Forbidden: ${REORDERED}`,
+      `spec.containers[1].name: Forbidden: ${REORDERED}`,
+    ],
+  },
+];
+
+async function refused(ctx: ScenarioContext, c: (typeof REFUSED)[number], index: number): Promise<void> {
+  const pod = `resize-refused-${index}`;
+  const want = c.containers.map((size, i) => ({ name: `c${i + 1}`, size, restarts: 0 }));
+  await createPod(
+    ctx,
+    podFor(ctx, pod, {
+      containers: want.map((w) =>
+        sh(ctx, w.name, 'trap exit TERM; while true; do sleep 1; done', { resources: requirements(w.size) }),
+      ),
+    }),
+  );
+  await waitForPod(ctx, pod, 'Running at its size', (p) => resizedAll(p, want));
+  const out = await ctx.kubectl(
+    [
+      '-n',
+      ctx.namespace,
+      'patch',
+      'pod',
+      pod,
+      '--subresource',
+      'resize',
+      '--patch',
+      JSON.stringify({ spec: c.patch }),
+    ],
+    { version: '1.33' },
+  );
+  ctx.check.ok(
+    `${pod}: kubectl patch --subresource resize is refused: ${c.causes.join('; ')}`,
+    out.code !== 0 && c.causes.every((cause) => out.stderr.includes(cause)),
+    out,
+  );
+  const p = await readPod(ctx, pod);
+  ctx.check.ok(`${pod}: spec and status keep the size`, resizedAll(p, want), podSummary(p));
+}
+
+/**
  * doPodResizeMemoryLimitDecreaseTest: a slightly lowered memory limit is made; one far below the
  * container's use is not (PodResizeInProgress, reason Error, the kubelet's "below current usage"
  * message, the viable size kept); the revert to the original is made.
@@ -792,6 +870,7 @@ export const podResize: Scenario = {
   upstream: [
     ...[...CASES, ...MULTI_CASES].map((c) => ({ file: FILE, case: `${DESCRIBE} ${c.name}` })),
     { file: FILE, case: `${DESCRIBE} ${BEST_EFFORT}` },
+    ...REFUSED.map((c) => ({ file: FILE, case: `${DESCRIBE} ${c.name}` })),
     { file: FILE, case: `${DESCRIBE} ${MEMORY_LIMIT_DECREASE}` },
   ],
   timeoutMs: 480_000,
@@ -802,6 +881,7 @@ export const podResize: Scenario = {
       ...MULTI_CASES.map((c, i) => () => runMultiCase(ctx, c, i)),
       () => infeasible(ctx),
       () => bestEffort(ctx),
+      ...REFUSED.map((c, i) => () => refused(ctx, c, i)),
       () => memoryLimitDecrease(ctx),
     ]);
   },

@@ -26,8 +26,6 @@ export interface EvictionTest {
   pressureTimeoutMs: number;
   evictionTimeoutMs: number;
   specs: PodEvictSpec[];
-  /** The pod started after the test (upstream's test-admit-pod); a second case in a cell names its own. */
-  admitPod?: string;
 }
 
 /** Upstream watches 1 minute against a 5 minute transition period; the harness's is 20 s. */
@@ -164,12 +162,38 @@ export async function runEvictionTest(ctx: ScenarioContext, t: EvictionTest): Pr
       120_000,
     );
   }
-  const admit = t.admitPod ?? 'test-admit-pod';
+  const admit = 'test-admit-pod';
   await createPod(
     ctx,
     podFor(ctx, admit, { restartPolicy: 'Never', containers: [sh(ctx, 'c', 'sleep 600')] }),
   );
   await waitForPod(ctx, admit, 'a new pod starts after the test', (p) => p.status?.phase === 'Running');
+}
+
+/**
+ * Runs one of the eviction_test cases a cell runs in turn as Ginkgo runs an It: in a namespace of
+ * its own (the framework's f.Namespace), deleted with all in it after the case, whatever happened,
+ * and gone before the next case starts. Cases that share pod names are so each judged on their own
+ * pods and Evicted events, and no pod of an earlier case (its test-admit-pod) is left for a later
+ * case's pressure to evict.
+ */
+export async function inOwnNamespace(
+  ctx: ScenarioContext,
+  suffix: string,
+  run: (ctx: ScenarioContext) => Promise<void>,
+): Promise<void> {
+  const namespace = await ctx.createNamespace(suffix);
+  try {
+    await run({ ...ctx, namespace });
+  } finally {
+    await ctx.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+  }
+  await ctx.check.eventually(
+    `namespace ${namespace} deleted`,
+    async () => (await ctx.core.listNamespace()).items.map((n) => n.metadata?.name),
+    (names) => !names.includes(namespace),
+    { timeoutMs: 120_000, intervalMs: 1_000 },
+  );
 }
 
 const VOLUME = 'test-volume';

@@ -103,6 +103,12 @@ export interface ScenarioContext {
   nodeName: string;
   /** A namespace created for this cell and deleted after it. */
   namespace: string;
+  /**
+   * Creates a further namespace of this cell, `<namespace>-<suffix>`, and returns its name: for a
+   * scenario that runs upstream cases in turn, as Ginkgo gives each It a namespace of its own. Its
+   * pods and events reach the cell's timeline; the cell's end deletes it with the cell's own.
+   */
+  createNamespace(suffix: string): Promise<string>;
   backend: StartedNode;
   /**
    * What the backend supports. A check the scenario cannot make without a capability belongs in

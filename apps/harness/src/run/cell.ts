@@ -137,10 +137,20 @@ async function runScenario(
   const cases = scenario.cases && new CaseRun(scenario, selection, rec.start, rec.sink, rec.record);
   const ended = (run: Omit<ScenarioRun, 'cases'>): ScenarioRun =>
     cases ? { ...run, cases: cases.results(run) } : run;
+  // The cell's namespace and those the scenario adds (ScenarioContext.createNamespace): all go at its end.
+  const namespaces = [namespace];
   try {
-    cell = await world.openCell(node, namespace, rec.sink);
+    const opened = await world.openCell(node, namespace, rec.sink);
+    cell = opened;
     await world.createNamespace(namespace);
-    const ctx = scenarioContext(cell, node.backend.name, namespace, rec, progress);
+    const createNamespace = async (suffix: string) => {
+      const name = `${namespace}-${suffix}`;
+      await world.createNamespace(name);
+      namespaces.push(name);
+      opened.claim(name);
+      return name;
+    };
+    const ctx = scenarioContext(cell, node.backend.name, namespace, createNamespace, rec, progress);
     await withDeadline(
       scenario.cases ? cases!.run(ctx) : scenario.run(ctx),
       scenario.timeoutMs ?? DEFAULT_SCENARIO_TIMEOUT_MS,
@@ -152,7 +162,7 @@ async function runScenario(
     const reason = err instanceof AssertionFailure ? err.message : errorMessage(err);
     return ended({ outcome: 'failed', reason, cell });
   } finally {
-    await world.deleteNamespace(namespace).catch(() => {});
+    await Promise.all(namespaces.map((ns) => world.deleteNamespace(ns).catch(() => {})));
     // One cell's removal of the sandbox image must not fail every later cell on the node.
     if (await node.started.restoreSandboxImage?.().catch(() => false))
       rec.sink({
@@ -167,6 +177,7 @@ function scenarioContext(
   cell: OpenCell,
   runtime: string,
   namespace: string,
+  createNamespace: ScenarioContext['createNamespace'],
   rec: CellRecording,
   progress: Progress,
 ): ScenarioContext {
@@ -174,6 +185,7 @@ function scenarioContext(
     ...cell.context,
     runtime,
     namespace,
+    createNamespace,
     check: rec.checks,
     note: (summary, detail) => rec.sink({ kind: 'note', summary, ...(detail ? { detail } : {}) }),
     skip: (reason) => {

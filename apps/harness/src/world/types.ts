@@ -8,7 +8,15 @@ import type { TimelineEntry } from '../results/model.js';
 /** The context pieces of one cell that need the apiserver and the node. */
 export type WorldContext = Omit<
   ScenarioContext,
-  'check' | 'note' | 'skip' | 'recordStartupFloor' | 'log' | 'sleep' | 'runtime' | 'namespace'
+  | 'check'
+  | 'note'
+  | 'skip'
+  | 'recordStartupFloor'
+  | 'log'
+  | 'sleep'
+  | 'runtime'
+  | 'namespace'
+  | 'createNamespace'
 >;
 
 export type TimelineSink = (e: Omit<TimelineEntry, 't'>) => void;
@@ -16,6 +24,8 @@ export type TimelineSink = (e: Omit<TimelineEntry, 't'>) => void;
 /** A cell's view of the world, open until `close`. */
 export interface OpenCell {
   context: WorldContext;
+  /** Routes a further namespace's timeline (its pods and events) to the cell as well, until `close`. */
+  claim(namespace: string): void;
   close(): void;
 }
 

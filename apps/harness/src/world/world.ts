@@ -198,13 +198,17 @@ export class HarnessWorld implements World {
     // A view per cell, so that its calls land in its own timeline when cells share the node.
     const cri = await HostCriView.connect(node.started.hostCriEndpoint, () => sink);
     this.criViews.add(cri);
-    const keys = [namespace, nodeName];
-    for (const key of keys) {
+    const keys = new Set<string>();
+    const claim = (key: string) => {
+      keys.add(key);
       const sinks = this.routes.get(key) ?? new Set();
       this.routes.set(key, sinks.add(sink));
-    }
+    };
+    claim(namespace);
+    claim(nodeName);
     return {
       context: this.contextOf(node, cri),
+      claim,
       close: () => {
         cri.close();
         this.criViews.delete(cri);

@@ -29,6 +29,9 @@ export function fakeWorld(journal: Journal, opts: { stopFails?: boolean } = {}):
           backend: node.started,
           capabilities: node.backend.capabilities,
         } as unknown as WorldContext,
+        claim: (ns) => {
+          journal.events.push(`claim ${ns}`);
+        },
         close: () => {
           journal.events.push(`close ${namespace}`);
         },

@@ -238,6 +238,31 @@ describe('runMatrix', () => {
     expect(journal.events.at(-1)).toBe('world stopped');
   });
 
+  it("gives a scenario further namespaces of its cell, routed to its timeline and deleted at the cell's end", async () => {
+    const journal: Journal = { events: [] };
+    const names: string[] = [];
+    const twoIts = scenario('two-its', async (ctx) => {
+      names.push(await ctx.createNamespace('first'), await ctx.createNamespace('second'));
+      throw new Error('the second It failed');
+    });
+    await runMatrix(deps(journal, { scenarios: [twoIts], backends: [fakeBackend('alpha')] }));
+    expect(names).toEqual(['two-its-alpha-first', 'two-its-alpha-second']);
+    expect(journal.events).toEqual(
+      expect.arrayContaining([
+        'create ns two-its-alpha-first',
+        'claim two-its-alpha-first',
+        'claim two-its-alpha-second',
+        'delete ns two-its-alpha',
+        'delete ns two-its-alpha-first',
+        'delete ns two-its-alpha-second',
+      ]),
+    );
+    // Deleted before the cell lets go of the timeline, so the deletions still reach it.
+    expect(journal.events.indexOf('delete ns two-its-alpha-second')).toBeLessThan(
+      journal.events.indexOf('close two-its-alpha'),
+    );
+  });
+
   it('fails every cell of a node that did not start, runs the others and still cleans up', async () => {
     const journal: Journal = { events: [] };
     const r = await runMatrix(
