@@ -28,11 +28,16 @@ const MEM = {
   increasedLimit: '35Mi',
 };
 
+/** Upstream's fakeExtendedResource, which its extended-resource case adds to every node's status. */
+const EXTENDED = 'dummy.com/dummy';
+
 interface Size {
   cpuReq?: string;
   cpuLim?: string;
   memReq?: string;
   memLim?: string;
+  /** The extended resource's request and limit (upstream's ExtendedResourceReq/Lim, always equal). */
+  extended?: string;
 }
 
 const requirements = (s: Size): V1ResourceRequirements => {
@@ -42,6 +47,10 @@ const requirements = (s: Size): V1ResourceRequirements => {
   if (s.memReq) requests.memory = s.memReq;
   if (s.cpuLim) limits.cpu = s.cpuLim;
   if (s.memLim) limits.memory = s.memLim;
+  if (s.extended) {
+    requests[EXTENDED] = s.extended;
+    limits[EXTENDED] = s.extended;
+  }
   return {
     ...(Object.keys(requests).length > 0 ? { requests } : {}),
     ...(Object.keys(limits).length > 0 ? { limits } : {}),
@@ -71,6 +80,8 @@ interface Case {
   memPolicy?: 'NotRequired' | 'RestartContainer';
   restarts?: number;
   rollback?: boolean;
+  /** The node's status lists EXTENDED (123 of it) while the case runs, as upstream adds it. */
+  addExtendedResource?: boolean;
 }
 
 /** A Burstable case of upstream's table: the patch is the expected size, as MakeResizePatch makes it. */
@@ -103,6 +114,14 @@ const CASES: Case[] = [
     original: guaranteed(CPU.original, MEM.original),
     patch: guaranteed(CPU.increased, MEM.increased),
     expected: guaranteed(CPU.increased, MEM.increased),
+  },
+  {
+    name: 'Guaranteed QoS pod, one container - increase CPU & memory with an extended resource',
+    original: { ...guaranteed(CPU.original, MEM.original), extended: '1' },
+    // The patch names cpu and memory only: the extended resource stays as it was.
+    patch: guaranteed(CPU.increased, MEM.increased),
+    expected: { ...guaranteed(CPU.increased, MEM.increased), extended: '1' },
+    addExtendedResource: true,
   },
   {
     name: 'Guaranteed QoS pod, one container - decrease CPU only',
@@ -478,26 +497,17 @@ async function expectCgroup(ctx: ScenarioContext, pod: string, size: Size, when:
   ctx.note(`${who} ${when}: cgroup ${got.version}`, { quota: got.quota, memory: got.memory });
 }
 
-const sameSize = (r: V1ResourceRequirements | undefined, s: Size) =>
-  JSON.stringify(requirements(s)) ===
-  JSON.stringify({
-    ...(r?.requests
-      ? {
-          requests: {
-            ...(r.requests.cpu ? { cpu: r.requests.cpu } : {}),
-            ...(r.requests.memory ? { memory: r.requests.memory } : {}),
-          },
-        }
-      : {}),
-    ...(r?.limits
-      ? {
-          limits: {
-            ...(r.limits.cpu ? { cpu: r.limits.cpu } : {}),
-            ...(r.limits.memory ? { memory: r.limits.memory } : {}),
-          },
-        }
-      : {}),
-  });
+const sameSize = (r: V1ResourceRequirements | undefined, s: Size) => {
+  const pick = (list: Record<string, string>) =>
+    Object.fromEntries(['cpu', 'memory', EXTENDED].filter((k) => list[k]).map((k) => [k, list[k]]));
+  return (
+    JSON.stringify(requirements(s)) ===
+    JSON.stringify({
+      ...(r?.requests ? { requests: pick(r.requests) } : {}),
+      ...(r?.limits ? { limits: pick(r.limits) } : {}),
+    })
+  );
+};
 
 /** What one container (or sidecar, `init`) should show: its size in spec and status, and its restarts. */
 interface Want {
@@ -568,7 +578,49 @@ async function resizeAll(
 
 const resize = (ctx: ScenarioContext, pod: string, size: Size) => resizeAll(ctx, pod, [{ name: 'c1', size }]);
 
+/** kubectl 1.33 strategic merge patch of this node's status subresource, as AddExtendedResource sends. */
+const patchNodeStatus = (ctx: ScenarioContext, list: Record<string, string | null>) =>
+  ctx.kubectl(
+    [
+      'patch',
+      'node',
+      ctx.nodeName,
+      '--subresource',
+      'status',
+      '--type',
+      'strategic',
+      '--patch',
+      JSON.stringify({ status: { capacity: list, allocatable: list } }),
+    ],
+    { version: '1.33' },
+  );
+
+/** e2enode.AddExtendedResource, `body`, then RemoveExtendedResource, each waited for in the node's capacity. */
+async function withExtendedResource(ctx: ScenarioContext, body: () => Promise<void>): Promise<void> {
+  const capacity = async () => (await ctx.core.readNode({ name: ctx.nodeName })).status?.capacity?.[EXTENDED];
+  await patchNodeStatus(ctx, { [EXTENDED]: '123' });
+  await ctx.check.eventually(`node has ${EXTENDED} capacity`, capacity, (q) => q === '123', {
+    timeoutMs: 30_000,
+    intervalMs: 1_000,
+    expected: '123',
+  });
+  try {
+    await body();
+  } finally {
+    await patchNodeStatus(ctx, { [EXTENDED]: null });
+    await ctx.check.eventually(`node ${EXTENDED} capacity removed`, capacity, (q) => q === undefined, {
+      timeoutMs: 30_000,
+      intervalMs: 1_000,
+      expected: 'no such capacity',
+    });
+  }
+}
+
 async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<void> {
+  if (c.addExtendedResource) {
+    const { addExtendedResource: _, ...rest } = c;
+    return withExtendedResource(ctx, () => runCase(ctx, rest, index));
+  }
   const pod = `resize-${index}`;
   const policy = [
     { resourceName: 'cpu', restartPolicy: 'NotRequired' },

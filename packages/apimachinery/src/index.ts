@@ -12,6 +12,7 @@ export {
   splitImageReference,
 } from './reference/image_ref.js';
 export { verbForMethod } from './request/verb.js';
+export { isExtendedResourceName, isHugePageResourceName, isNativeResource } from './resource/names.js';
 export { Quantity, QuantityError, type QuantityFormat } from './resource/quantity.js';
 export {
   type AffinityNode,
@@ -40,3 +41,4 @@ export {
   type FieldError,
   formatFieldError,
 } from './validation/field/errors.js';
+export { qualifiedNameProblem } from './validation/qualified_name.js';

@@ -1,4 +1,4 @@
-import { CriClient, NotFoundError, PodSandboxState } from '@kh/cri-api';
+import { ContainerState, CriClient, NotFoundError, PodSandboxState } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
 import { DockerShim, LabelKeys } from '../src/index.js';
 import { fakeShim, waitFor } from './harness.js';
@@ -48,6 +48,26 @@ describe('sandboxes', () => {
     await h.client.removePodSandbox({ podSandboxId: podId });
     await expect(h.client.podSandboxStatus({ podSandboxId: podId })).rejects.toBeInstanceOf(NotFoundError);
     await h.client.stopPodSandbox({ podSandboxId: 'doesnotexist' });
+  });
+
+  it("returns from a stop once Docker's own list shows it, which lags the stop by a moment", async () => {
+    const { podId, config } = await h.runPod({ labels: { lag: 'list' } });
+    const id = await h.runContainer(podId, config, 'lagging');
+    fake.listLagAfterStop = 2;
+    try {
+      await h.client.stopContainer({ containerId: id, timeout: 0n });
+      const running = await h.client.listContainers({
+        filter: { id, state: { state: ContainerState.CONTAINER_RUNNING } },
+      });
+      expect(running.containers).toEqual([]);
+      await h.client.stopPodSandbox({ podSandboxId: podId });
+      const ready = await h.client.listPodSandbox({
+        filter: { state: { state: PodSandboxState.SANDBOX_READY }, labelSelector: { lag: 'list' } },
+      });
+      expect(ready.items).toEqual([]);
+    } finally {
+      fake.listLagAfterStop = 0;
+    }
   });
 
   it('never stops or removes across kinds, though it skips the inspect for ids it made', async () => {

@@ -326,6 +326,37 @@ describe('API semantics', () => {
         ),
       );
       expect(equal.status, equal.text).toBe(201);
+      // Extended resources: integers, never overcommitted, and names that follow the standard.
+      const dummy = 'dummy.com/dummy';
+      const extended = await api.post(
+        PODS,
+        pod(
+          'bad-extended',
+          container({
+            requests: { [dummy]: '500m', 'example.com/gpu': '1', 'hugepages-2Mi': '2Mi', widgets: '1' },
+            limits: { [dummy]: '1', 'example.com/gpu': '2', 'hugepages-2Mi': '4Mi', 'Bad.example/x': '1' },
+          }),
+        ),
+      );
+      expect(extended.status).toBe(422);
+      expect(causes(extended)).toEqual(
+        expect.arrayContaining([
+          `spec.containers[0].resources.requests[${dummy}]: Invalid value: "500m": must be an integer`,
+          'spec.containers[0].resources.requests: Invalid value: "1": must be equal to example.com/gpu limit of 2',
+          'spec.containers[0].resources.requests: Invalid value: "2Mi": must be equal to hugepages-2Mi limit of 4Mi',
+          'spec.containers[0].resources.requests[widgets]: Invalid value: "widgets": must be a standard resource for containers',
+          expect.stringMatching(
+            /^spec\.containers\[0\]\.resources\.limits\[Bad\.example\/x\]: .*prefix part/,
+          ),
+        ]),
+      );
+      const noLimit = await api.post(PODS, pod('no-limit', container({ requests: { [dummy]: '1' } })));
+      expect(causes(noLimit)).toEqual([
+        'spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources',
+      ]);
+      const fits = await api.post(PODS, pod('extended', container({ limits: { [dummy]: '1' } })));
+      expect(fits.status, fits.text).toBe(201);
+      expect(fits.body.spec.containers[0].resources.requests).toEqual({ [dummy]: '1' });
       const node = readyNode('bad-capacity');
       node.status.capacity.memory = '8GB';
       const badNode = await api.post('/api/v1/nodes', node);

@@ -681,7 +681,14 @@ export function newKubelet(deps: KubeletDeps): Kubelet {
   // A new pod CIDR may make the runtime's network ready: check it before the status is computed.
   const recheck = (): Promise<void> => runtimeHealth.check();
   const apiNode: KubeletParts['node'] = deps.api
-    ? nodeParts(deps.api, deps, { nodeName, clock, log, snapshot, onPodCidrChange: recheck })
+    ? nodeParts(deps.api, deps, {
+        nodeName,
+        clock,
+        log,
+        snapshot,
+        onPodCidrChange: recheck,
+        onNode: (node) => nodeStatus.observe(node),
+      })
     : undefined;
   const runtimeHealth: RuntimeHealthMonitor = new RuntimeHealthMonitor({
     runtime: deps.runtime,
@@ -724,6 +731,7 @@ function nodeParts(
     log: Logger;
     snapshot: NodeStatusUpdaterOptions['snapshot'];
     onPodCidrChange: () => Promise<void>;
+    onNode: NonNullable<NodeStatusUpdaterOptions['onNode']>;
   },
 ): NonNullable<KubeletParts['node']> {
   const { nodeName, clock, log, snapshot } = ctx;
@@ -749,6 +757,7 @@ function nodeParts(
     log,
     podCidr: new PodCidrUpdater(deps.runtime, log),
     onPodCidrChange: ctx.onPodCidrChange,
+    onNode: ctx.onNode,
   });
   const leaseController = new NodeLeaseController({
     api,

@@ -95,6 +95,40 @@ describe('the predicate admit handler', () => {
     });
   });
 
+  it('fits extended resources the node lists, drops those it does not, and has no hugepages it lacks', () => {
+    const dummy = 'dummy.com/dummy';
+    const withDummy = new PredicateAdmitHandler(() => ({
+      ...node,
+      status: { allocatable: { ...node.status?.allocatable, [dummy]: '123' } },
+    }));
+    const active = [pod('x', [req({ [dummy]: '100' }, { [dummy]: '100' })])];
+    expect(
+      withDummy.admit({ pod: pod('a', [req({ [dummy]: '23' }, { [dummy]: '23' })]), otherPods: active }),
+    ).toEqual({
+      admit: true,
+    });
+    expect(
+      withDummy.admit({ pod: pod('b', [req({ [dummy]: '24' }, { [dummy]: '24' })]), otherPods: active }),
+    ).toEqual({
+      admit: false,
+      reason: `OutOf${dummy}`,
+      message: `Node didn't have enough resource: ${dummy}, requested: 24, used: 100, capacity: 123`,
+    });
+    // Not on this node: a cluster-level resource, which the kubelet leaves to the scheduler.
+    expect(
+      admitPod(pod('c', [req({ 'example.com/cluster-wide': '5' }, { 'example.com/cluster-wide': '5' })])),
+    ).toEqual({
+      admit: true,
+    });
+    expect(
+      admitPod(pod('d', [req({ 'hugepages-2Mi': '2Mi', memory: '2Mi' }, { 'hugepages-2Mi': '2Mi' })])),
+    ).toEqual({
+      admit: false,
+      reason: 'OutOfhugepages-2Mi',
+      message: `Node didn't have enough resource: hugepages-2Mi, requested: ${2 << 20}, used: 0, capacity: 0`,
+    });
+  });
+
   it('rejects a pod for another node, or one whose selector or affinity does not match', () => {
     expect(admitPod(pod('a', [{}], { nodeName: 'node-b' }))).toMatchObject({
       reason: 'NodeName',

@@ -1,7 +1,7 @@
 import { FakeClock } from '@kh/apimachinery';
 import { type FakeRuntime, UnavailableError } from '@kh/cri-api';
 import type { KubeGenericRuntimeManager } from '@kh/runtime-manager';
-import type { V1NodeStatus } from '@kubernetes/client-node';
+import type { V1Node, V1NodeStatus } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KubeletEventRecorder } from '../src/events/recorder.js';
 import { NODE_LEASE_NAMESPACE, NodeLeaseController } from '../src/nodelease/controller.js';
@@ -15,6 +15,7 @@ import {
   fillInitialNodeStatus,
   NodeStatusUpdater,
   type NodeStatusUpdaterOptions,
+  statusPatch,
 } from '../src/nodestatus/status_updater.js';
 import { fakeRuntimeManager } from './helpers/fake_runtime.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
@@ -169,6 +170,36 @@ describe('status updates', () => {
     const hb = findCondition(api.nodes.get('node-a')!, 'Ready');
     expect(hb?.lastHeartbeatTime).toEqual(new Date(reportedAt + 300_000));
     expect(hb?.lastTransitionTime).toEqual(new Date(reportedAt));
+  });
+
+  it('mirrors an extended resource an operator patches into capacity, and drops it when they remove it', async () => {
+    const seen: V1Node[] = [];
+    const { api, registrar, updater } = setup(() => ({}), { onNode: (n) => seen.push(n) });
+    await registrar.tryRegister();
+    const dummy = 'dummy.com/dummy';
+    await api.patchNodeStatus('node-a', { capacity: { [dummy]: '123' } });
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    expect(api.nodes.get('node-a')?.status?.allocatable?.[dummy]).toBe('123');
+    expect(seen.at(-1)?.status?.capacity?.[dummy]).toBe('123');
+    await api.patchNodeStatus('node-a', { capacity: { [dummy]: null } });
+    expect(await updater.syncNodeStatus()).toBe('patched');
+    expect(api.nodes.get('node-a')?.status?.allocatable).not.toHaveProperty(dummy);
+    expect(api.statusPatches.at(-1)?.status).toMatchObject({ allocatable: { [dummy]: null } });
+    expect(await updater.syncNodeStatus()).toBe('unchanged');
+    expect(seen).toHaveLength(3);
+  });
+
+  it('patches only the capacity and allocatable entries it changed, so a removal made meanwhile stands', () => {
+    const dummy = 'dummy.com/dummy';
+    const read = { capacity: { cpu: '2', [dummy]: '123' }, allocatable: { cpu: '2', [dummy]: '123' } };
+    const computed: V1NodeStatus = { ...read, phase: 'Running' };
+    // Unchanged maps are left out: had the operator removed the resource after the read, the
+    // patch would not put it back.
+    expect(statusPatch(read, computed)).toEqual({ phase: 'Running' });
+    expect(statusPatch(read, { capacity: { cpu: '4', [dummy]: '123' }, allocatable: { cpu: '4' } })).toEqual({
+      capacity: { cpu: '4' },
+      allocatable: { cpu: '4', [dummy]: null },
+    });
   });
 
   it('kick() posts a change at once instead of at the next tick', async () => {

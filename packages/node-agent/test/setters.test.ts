@@ -47,6 +47,25 @@ describe('node status setters', () => {
     });
   });
 
+  it('keep extended resources others patched into capacity, and drop them from allocatable with it', () => {
+    const node: V1Node = {
+      status: {
+        capacity: { cpu: '64', 'dummy.com/dummy': '123', 'kubernetes.io/made-up': '1' },
+        allocatable: { 'dummy.com/dummy': '5', 'example.com/gone': '2' },
+      },
+    };
+    run(node, snapshot(), new Date(0));
+    expect(node.status?.capacity).toEqual({
+      cpu: '2',
+      memory: '16Gi',
+      'ephemeral-storage': '100Gi',
+      pods: '110',
+      'dummy.com/dummy': '123',
+    });
+    expect(node.status?.allocatable?.['dummy.com/dummy']).toBe('123');
+    expect(node.status?.allocatable).not.toHaveProperty('example.com/gone');
+  });
+
   it('never reports negative allocatable', () => {
     const node: V1Node = {};
     run(node, snapshot({ kubeReserved: { cpu: Quantity.parse('3') } }), new Date(0));

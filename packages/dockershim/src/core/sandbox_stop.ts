@@ -1,6 +1,7 @@
 import type { StopPodSandboxRequest, StopPodSandboxResponse } from '@kh/cri-api';
 import { dockerStatusCode, isDockerNotFound } from '../docker/errors.js';
 import { findSandboxWithContainers } from './container_list.js';
+import { untilListedStopped } from './container_stop.js';
 import type { ShimContext } from './context.js';
 import { required, toCriError } from './errors.js';
 import { tearDownPodNetwork } from './pod_network.js';
@@ -17,6 +18,7 @@ export async function stopNow(ctx: ShimContext, id: string): Promise<void> {
     // Its die event can arrive after this call has returned.
     ctx.inspects.evict(id);
   }
+  await untilListedStopped(ctx, id);
 }
 
 /**

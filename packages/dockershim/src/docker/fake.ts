@@ -98,6 +98,13 @@ export class FakeDockerClient implements DockerClient {
   private readonly held: { stream: PassThrough; line: string }[] = [];
   engineVersion: EngineVersion = { Version: '26.1.5', ApiVersion: '1.45' };
   rootDir = '/var/lib/docker';
+  /**
+   * How many list calls after a stop still show the container running: Docker's stop returns once
+   * the container's state says stopped, and `docker ps` reads a view the daemon updates just after
+   * (handleContainerExit's SetStopped, then CheckpointTo the replica).
+   */
+  listLagAfterStop = 0;
+  private readonly staleRunning = new Map<string, number>();
 
   /** Adds an image under its tags; returns its id. */
   addImage(tags: string[], extra: Partial<ImageInspect> = {}): string {
@@ -194,11 +201,13 @@ export class FakeDockerClient implements DockerClient {
   async listContainers(options: ListContainersOptions): Promise<ContainerSummary[]> {
     this.enter('listContainers');
     const f = options.filters ?? {};
-    return [...this.containers.values()]
-      .filter((c) => options.all || c.inspect.State.Running)
+    const status = (c: FakeContainer) =>
+      this.staleRunning.has(c.inspect.Id) ? 'running' : c.inspect.State.Status;
+    const listed = [...this.containers.values()]
+      .filter((c) => options.all || status(c) === 'running')
       .filter((c) => !f.id || f.id.some((id) => c.inspect.Id.startsWith(id)))
       .filter((c) => !f.name || f.name.some((n) => c.inspect.Name.includes(n)))
-      .filter((c) => !f.status || f.status.includes(c.inspect.State.Status))
+      .filter((c) => !f.status || f.status.includes(status(c)))
       .filter((c) => (f.label ?? []).every((l) => hasLabel(c.inspect.Config.Labels ?? {}, l)))
       .map((c) => ({
         Id: c.inspect.Id,
@@ -206,10 +215,14 @@ export class FakeDockerClient implements DockerClient {
         Image: c.inspect.Config.Image,
         ImageID: c.inspect.Image,
         Created: Math.floor(Date.parse(c.inspect.Created) / 1000),
-        State: c.inspect.State.Status,
+        State: status(c),
         Labels: { ...(c.inspect.Config.Labels ?? {}) },
         ...(options.size ? { SizeRw: c.sizeRw } : {}),
       }));
+    for (const [id, left] of this.staleRunning)
+      if (left > 1) this.staleRunning.set(id, left - 1);
+      else this.staleRunning.delete(id);
+    return listed;
   }
 
   async inspectContainer(idOrName: string): Promise<ContainerInspect> {
@@ -350,6 +363,7 @@ export class FakeDockerClient implements DockerClient {
     this.killEvent(c, 9);
     this.exit(c.inspect.Id, 137);
     this.containerEvent(c, 'stop');
+    if (this.listLagAfterStop > 0) this.staleRunning.set(c.inspect.Id, this.listLagAfterStop);
   }
 
   async removeContainer(id: string): Promise<void> {

@@ -1,4 +1,10 @@
-import { Quantity } from '@kh/apimachinery';
+import {
+  isExtendedResourceName,
+  isHugePageResourceName,
+  isNativeResource,
+  Quantity,
+  qualifiedNameProblem,
+} from '@kh/apimachinery';
 import { qosClass } from '../defaults/pod.js';
 import { deepEqual } from '../meta/equal.js';
 import type { KObject } from '../meta/object.js';
@@ -115,10 +121,14 @@ function validateContainers(
     });
     for (const kind of ['requests', 'limits'] as const) {
       for (const [r, q] of Object.entries(c.resources?.[kind] ?? {})) {
+        const rf = `${f}.resources.${kind}[${r}]`;
+        const nameProblem = containerResourceNameProblem(r);
+        if (nameProblem) errs.invalid(rf, r, nameProblem);
         const v = Quantity.tryFromJSON(q);
-        if (v === undefined) errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be a valid quantity');
-        else if (v.sign() < 0)
-          errs.invalid(`${f}.resources.${kind}[${r}]`, q, 'must be greater than or equal to 0');
+        if (v === undefined) errs.invalid(rf, q, 'must be a valid quantity');
+        else if (v.sign() < 0) errs.invalid(rf, q, 'must be greater than or equal to 0');
+        else if (isExtendedResourceName(r) && v.milliValue() % 1000n !== 0n)
+          errs.invalid(rf, v.toString(), 'must be an integer');
       }
     }
     const policies = new Set<string>();
@@ -133,11 +143,24 @@ function validateContainers(
     });
     for (const [r, q] of Object.entries(c.resources?.requests ?? {})) {
       const lim = c.resources?.limits?.[r];
-      // Most requests come without a limit; a failed parse throws (and captures a stack).
-      if (lim === undefined) continue;
+      // Extended resources and hugepages cannot be overcommitted: their request is their limit.
+      const overcommit = isNativeResource(r) && !isHugePageResourceName(r);
+      if (lim === undefined) {
+        if (!overcommit)
+          errs.required(`${f}.resources.limits`, 'Limit must be set for non overcommitable resources');
+        // Most requests come without a limit; a failed parse throws (and captures a stack).
+        continue;
+      }
       const request = Quantity.tryFromJSON(q);
       const limit = Quantity.tryFromJSON(lim);
-      if (request !== undefined && limit !== undefined && request.cmp(limit) > 0) {
+      if (request === undefined || limit === undefined) continue;
+      if (!overcommit && request.cmp(limit) !== 0) {
+        errs.invalid(
+          `${f}.resources.requests`,
+          request.toString(),
+          `must be equal to ${r} limit of ${limit.toString()}`,
+        );
+      } else if (request.cmp(limit) > 0) {
         errs.invalid(`${f}.resources.requests`, q, `must be less than or equal to ${r} limit of ${lim}`);
       }
     }
@@ -407,4 +430,19 @@ export function validatePodResize(pod: KObject, old: KObject, errs: FieldErrors)
   )
     errs.forbidden('spec', 'resources for non-sidecar init containers are immutable');
   else if (!deepEqual(now, before)) errs.forbidden('spec', 'only cpu and memory resources are mutable');
+}
+
+const STANDARD_CONTAINER_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
+
+/** A container resource is a standard one, one in kubernetes.io's namespace, or an extended one. */
+function containerResourceNameProblem(name: string): string | undefined {
+  const qualified = qualifiedNameProblem(name);
+  if (qualified) return qualified;
+  if (!name.includes('/'))
+    return STANDARD_CONTAINER_RESOURCES.includes(name) || isHugePageResourceName(name)
+      ? undefined
+      : 'must be a standard resource for containers';
+  if (!isNativeResource(name) && !isExtendedResourceName(name))
+    return "doesn't follow extended resource name standard";
+  return undefined;
 }

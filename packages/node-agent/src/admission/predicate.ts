@@ -1,9 +1,10 @@
 // The kubelet's predicate admit handler: a pod asking for SupplementalGroupsPolicy Strict needs a
 // node whose runtime implements it; the pod must be for this node, match its selector and
 // required affinity, not collide on host ports, and fit in allocatable next to the pods already
-// admitted. A rejected pod fails with the kubelet's reason: SupplementalGroupsPolicyNotSupported,
-// OutOfpods, OutOfcpu, OutOfmemory, NodeName, NodeAffinity, NodePorts.
-import { podMatchesNodeAffinity } from '@kh/apimachinery';
+// admitted, extended resources and hugepages included. A rejected pod fails with the kubelet's
+// reason: SupplementalGroupsPolicyNotSupported, OutOfpods, OutOf<resource> (OutOfcpu,
+// OutOfmemory, OutOfexample.com/foo), NodeName, NodeAffinity, NodePorts.
+import { isExtendedResourceName, isHugePageResourceName, podMatchesNodeAffinity } from '@kh/apimachinery';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { Quantity } from '../util/quantity.js';
 import type { AdmitHandler, AdmitResult, PodAdmitAttributes } from './handler.js';
@@ -58,10 +59,15 @@ function resourceFit(pod: V1Pod, node: V1Node, otherPods: V1Pod[]): AdmitResult 
   const used: Record<string, bigint> = {};
   for (const p of otherPods)
     for (const [k, v] of Object.entries(podRequests(p))) used[k] = (used[k] ?? 0n) + v;
-  for (const r of CHECKED_RESOURCES) {
+  for (const r of [...CHECKED_RESOURCES, ...Object.keys(want).filter(isScalarResource)]) {
     const req = want[r] ?? 0n;
-    if (req === 0n || allocatable[r] === undefined) continue;
-    const cap = Quantity.parse(allocatable[r]).milliValue();
+    if (req === 0n) continue;
+    const available = allocatable[r];
+    // A node that reports no cpu, memory or ephemeral-storage is not checked for it; an extended
+    // resource it does not list is the cluster's, not the node's, and the kubelet drops it from
+    // the pod's requests (removeMissingExtendedResources); hugepages it lacks it has none of.
+    if (available === undefined && !isHugePageResourceName(r)) continue;
+    const cap = available === undefined ? 0n : Quantity.parse(available).milliValue();
     const inUse = used[r] ?? 0n;
     if (req + inUse > cap) {
       // Kubernetes prints cpu in millicores and everything else in whole units.
@@ -71,6 +77,9 @@ function resourceFit(pod: V1Pod, node: V1Node, otherPods: V1Pod[]): AdmitResult 
   }
   return undefined;
 }
+
+/** The fit's scalar resources: hugepages and extended resources, as the scheduler's Resource keeps them. */
+const isScalarResource = (r: string) => isHugePageResourceName(r) || isExtendedResourceName(r);
 
 function insufficient(resource: string, requested: bigint, used: bigint, capacity: bigint): AdmitResult {
   return {

@@ -54,8 +54,8 @@ export interface NodeApi {
   createNode(node: V1Node): Promise<V1Node>;
   /** Merge patch of the Node object (metadata, spec). */
   patchNode(name: string, patch: object): Promise<V1Node>;
-  /** Patch of the status subresource; `status` holds the complete status the agent computed. */
-  patchNodeStatus(name: string, status: V1Node['status']): Promise<V1Node>;
+  /** Patch of the status subresource: a strategic (else merge) patch of `status`; null removes. */
+  patchNodeStatus(name: string, status: object): Promise<V1Node>;
   getLease(namespace: string, name: string): Promise<V1Lease | undefined>;
   createLease(lease: V1Lease): Promise<V1Lease>;
   /** Optimistic-concurrency update: fails with 409 when resourceVersion is stale. */
@@ -143,7 +143,7 @@ export class KubeNodeApi implements NodeApi, PodApi {
     );
   }
 
-  patchNodeStatus(name: string, status: V1Node['status']) {
+  patchNodeStatus(name: string, status: object) {
     return this.statusPatchWithFallback((strategy) =>
       this.core.patchNodeStatus({ name, body: { status } }, setHeaderOptions('Content-Type', strategy)),
     );

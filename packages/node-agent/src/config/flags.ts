@@ -3,10 +3,10 @@
 // the latter are applied over the --config file, as in the kubelet.
 import { maxHeaderSize } from 'node:http';
 import { isIP } from 'node:net';
-import { ErrorList, type FieldError } from '@kh/apimachinery';
+import { ErrorList, type FieldError, qualifiedNameProblem } from '@kh/apimachinery';
 import { parseDuration } from '../util/duration.js';
 import type { PartialKubeletConfiguration } from './load.js';
-import { LABEL_VALUE, LABEL_VALUE_HELP, qualifiedNameProblem } from './schema.js';
+import { LABEL_VALUE, LABEL_VALUE_HELP } from './schema.js';
 import type { KubeletConfiguration, Taint, TaintEffect } from './types.js';
 
 export interface AgentOptions {

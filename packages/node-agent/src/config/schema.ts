@@ -3,7 +3,7 @@
 // but that have no meaning here). Decoding, unknown-field reporting and validation all walk it.
 import { isIP } from 'node:net';
 import type { ErrorList } from '@kh/apimachinery';
-import { QuantityError } from '@kh/apimachinery';
+import { QuantityError, qualifiedNameProblem } from '@kh/apimachinery';
 import { invalidSysctlPattern } from '../sysctl/allowlist.js';
 import { parseDuration } from '../util/duration.js';
 import { parseQuantityOrPercent, Quantity } from '../util/quantity.js';
@@ -396,24 +396,6 @@ function checkTaint(t: unknown, field: string, errs: ErrorList) {
   }
 }
 
-const NAME_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 export const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$/;
 export const LABEL_VALUE_HELP =
   "a valid label value must be 63 characters or less and must be empty or begin and end with an alphanumeric character ('[A-Za-z0-9]') with '-', '_' or '.' between";
-
-/** Why `name` is not a qualified name (label or taint key), or undefined when it is. */
-export function qualifiedNameProblem(name: string): string | undefined {
-  const parts = name.split('/');
-  if (parts.length > 2)
-    return "a qualified name must consist of an optional DNS subdomain prefix and '/' and a name";
-  const [a, b] = parts as [string, string | undefined];
-  const namePart = b ?? a;
-  if (b !== undefined && (a.length === 0 || a.length > 253 || !DNS_SUBDOMAIN.test(a))) {
-    return 'prefix part must be a lowercase DNS subdomain of at most 253 characters';
-  }
-  if (!NAME_PART.test(namePart)) {
-    return "name part must be 63 characters or less, consist of alphanumeric characters, '-', '_' or '.', and begin and end with an alphanumeric character";
-  }
-  return undefined;
-}

@@ -3,6 +3,7 @@
 // event callback, so the status updater gathers inputs first and the setters are unit-tested
 // without a runtime or an API server.
 
+import { isExtendedResourceName } from '@kh/apimachinery';
 import type { Image, RuntimeFeatures, RuntimeHandler } from '@kh/runtime-manager';
 import type { V1Node } from '@kubernetes/client-node';
 import { allocatableFrom, nodeAllocatableReservation } from '../cm/node_allocatable.js';
@@ -48,16 +49,32 @@ export const nodeAddress: NodeStatusSetter = (node, s) => {
   ];
 };
 
-/** Capacity from the machine; allocatable is capacity minus kube/system reservations and hard eviction. */
+/**
+ * Capacity from the machine, keeping the extended resources others patched into it (the kubelet's
+ * MachineInfo setter starts from the API's Node); allocatable is every capacity entry minus
+ * kube/system reservations and hard eviction, so an extended resource gone from capacity leaves
+ * allocatable too.
+ */
 export const machineInfo: NodeStatusSetter = (node, s) => {
   node.status ??= {};
   const capacity: ResourceList = {
+    ...extendedResources(node.status.capacity),
     ...machineCapacity(s.machine),
     pods: Quantity.fromValue(s.maxPods, 'DecimalSI'),
   };
   node.status.capacity = toStrings(capacity);
   node.status.allocatable = toStrings(allocatableFrom(capacity, nodeAllocatableReservation(s, capacity)));
 };
+
+function extendedResources(list: Record<string, string> | undefined): ResourceList {
+  const out: ResourceList = {};
+  for (const [name, value] of Object.entries(list ?? {})) {
+    if (!isExtendedResourceName(name)) continue;
+    const q = Quantity.tryFromJSON(value);
+    if (q) out[name] = q;
+  }
+  return out;
+}
 
 function toStrings(list: ResourceList): Record<string, string> {
   return Object.fromEntries(Object.entries(list).map(([k, v]) => [k, v.toString()]));

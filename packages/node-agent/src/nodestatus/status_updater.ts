@@ -43,6 +43,8 @@ export interface NodeStatusUpdaterOptions {
    * runtime again (updateRuntimeUp), so a network the CIDR made ready is in this very update.
    */
   onPodCidrChange?: () => Promise<void>;
+  /** The API server's Node as each sync left it: what the kubelet's node lister would hold. */
+  onNode?: (node: V1Node) => void;
 }
 
 /** The event the kubelet posts for a condition that changed: "Node a status is now: NodeReady". */
@@ -114,6 +116,7 @@ export class NodeStatusUpdater {
     const node = await api.getNode(nodeName);
     if (!node) throw new ApiError(404, `nodes "${nodeName}" not found`, 'NotFound');
     const podCidrChanged = await this.updatePodCidr(node);
+    const original = structuredClone(node.status ?? {});
     const before = comparableStatus(node.status);
     const events: ['Normal' | 'Warning', string][] = [];
     const now = clock.now();
@@ -127,9 +130,13 @@ export class NodeStatusUpdater {
     const changed = podCidrChanged || comparableStatus(node.status) !== before;
     const reportDue =
       this.lastReportAt === undefined || now - this.lastReportAt >= this.opts.reportFrequencyMs;
-    if (!changed && !reportDue) return 'unchanged';
-    await api.patchNodeStatus(nodeName, node.status);
+    if (!changed && !reportDue) {
+      this.opts.onNode?.(node);
+      return 'unchanged';
+    }
+    await api.patchNodeStatus(nodeName, statusPatch(original, node.status ?? {}));
     this.lastReportAt = now;
+    this.opts.onNode?.(node);
     // Only transitions that reached the API server are announced.
     const record = statusEvent(this.opts.recorder, nodeName);
     for (const [type, reason] of events) record(type, reason);
@@ -167,6 +174,27 @@ export class NodeStatusUpdater {
       await this.waker.wait(this.opts.clock, this.opts.updateFrequencyMs, signal);
     }
   }
+}
+
+/**
+ * The status to patch: whole, except capacity and allocatable, which carry only the entries this
+ * update changed, and null for those it dropped. Entries others own (an extended resource an
+ * operator patches in or out) are left as the API server has them, as the kubelet's two-way
+ * patch from the Node it read leaves them.
+ */
+export function statusPatch(original: V1NodeStatus, updated: V1NodeStatus): object {
+  const { capacity, allocatable, ...rest } = updated;
+  const out: Record<string, unknown> = { ...rest };
+  for (const [key, before, after] of [
+    ['capacity', original.capacity, capacity],
+    ['allocatable', original.allocatable, allocatable],
+  ] as const) {
+    const diff: Record<string, string | null> = {};
+    for (const [name, value] of Object.entries(after ?? {})) if (before?.[name] !== value) diff[name] = value;
+    for (const name of Object.keys(before ?? {})) if (after?.[name] === undefined) diff[name] = null;
+    if (Object.keys(diff).length > 0) out[key] = diff;
+  }
+  return out;
 }
 
 /** Status as canonical JSON without heartbeat times, which change on every computation. */

@@ -56,12 +56,13 @@ export class MemoryNodeApi implements NodeApi, PodApi {
     return this.stamp(n);
   }
 
-  async patchNodeStatus(name: string, status: V1Node['status']) {
+  async patchNodeStatus(name: string, status: object) {
     this.enter('patchNodeStatus');
     const n = this.nodes.get(name);
     if (!n) throw new ApiError(404, `nodes "${name}" not found`, 'NotFound');
-    n.status = structuredClone(status);
-    this.statusPatches.push({ name, status: structuredClone(status) });
+    // As a merge patch applies: maps merge, null removes, lists and scalars replace.
+    n.status = mergePatch(n.status ?? {}, structuredClone(status)) as V1Node['status'];
+    this.statusPatches.push({ name, status: structuredClone(status) as V1Node['status'] });
     return this.stamp(n);
   }
 
@@ -152,4 +153,15 @@ export class MemoryNodeApi implements NodeApi, PodApi {
     const l = this.leases.get(`${namespace}/${name}`);
     if (l) this.stamp(l);
   }
+}
+
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
 }

@@ -1,0 +1,85 @@
+import { FakeClock } from '@kh/apimachinery';
+import type { V1Node } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { PredicateAdmitHandler } from '../src/admission/predicate.js';
+import { resolveKubeletConfiguration } from '../src/config/resolve.js';
+import { defaultKubeletConfiguration } from '../src/config/types.js';
+import { NodeStatusSnapshotter } from '../src/nodestatus/snapshot.js';
+import type { NodeRuntime } from '../src/runtime/node_runtime.js';
+import { noPressure } from '../src/types/pressure.js';
+import { testSnapshot } from './helpers/snapshot.js';
+
+function snapshotter() {
+  const config = defaultKubeletConfiguration();
+  const runtime = {
+    type: () => 'containerd',
+    version: async () => '1.7.24',
+    listImages: async () => [],
+  } as unknown as NodeRuntime;
+  return new NodeStatusSnapshotter({
+    config,
+    resolved: resolveKubeletConfiguration(config),
+    identity: {
+      nodeName: 'node-a',
+      hostname: 'node-a',
+      os: 'linux',
+      arch: 'amd64',
+      nodeLabels: {},
+      taints: [],
+    },
+    nodeIP: '10.0.0.5',
+    machineInfo: testSnapshot().machine,
+    kubeletVersion: 'v1.33.0-kh',
+    runtime,
+    runtimeState: {
+      runtimeErrors: () => [],
+      networkErrors: () => [],
+      runtimeFeatures: () => undefined,
+      runtimeHandlers: () => undefined,
+    },
+    pressure: noPressure,
+    clock: new FakeClock(),
+  });
+}
+
+const dummyPod = {
+  metadata: { name: 'p', namespace: 'default', uid: 'p' },
+  spec: {
+    nodeName: 'node-a',
+    nodeSelector: { 'example.com/pool': 'blue' },
+    containers: [
+      {
+        name: 'c',
+        image: 'busybox',
+        resources: { requests: { 'dummy.com/dummy': '200' }, limits: { 'dummy.com/dummy': '200' } },
+      },
+    ],
+  },
+};
+
+describe('the node admission sees', () => {
+  it('is the API server Node once a status sync read it: labels and extended resources others set', async () => {
+    const s = snapshotter();
+    await s.snapshot();
+    const admit = new PredicateAdmitHandler(() => s.currentNode());
+    // Before any sync: the node this agent registers, without the operator's label.
+    expect(admit.admit({ pod: dummyPod, otherPods: [] })).toMatchObject({
+      admit: false,
+      reason: 'NodeAffinity',
+    });
+    const api: V1Node = {
+      metadata: {
+        name: 'node-a',
+        labels: { 'kubernetes.io/hostname': 'node-a', 'example.com/pool': 'blue' },
+      },
+      status: { capacity: { 'dummy.com/dummy': '123' }, allocatable: { 'dummy.com/dummy': '123' } },
+    };
+    s.observe(api);
+    api.metadata!.labels = {}; // the snapshotter keeps its own copy
+    expect(s.currentNode().status?.capacity).toMatchObject({ cpu: '2', 'dummy.com/dummy': '123' });
+    expect(admit.admit({ pod: dummyPod, otherPods: [] })).toMatchObject({
+      admit: false,
+      reason: 'OutOfdummy.com/dummy',
+    });
+  });
+});
