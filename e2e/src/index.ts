@@ -6,6 +6,7 @@ import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
 import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
+import { downwardApiVolume } from './scenarios/downward-api-volume.js';
 import { emptyDir } from './scenarios/empty-dir.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
@@ -43,6 +44,7 @@ export const scenarios: Scenario[] = [
   subpathDisruptive,
   emptyDir,
   hostPath,
+  downwardApiVolume,
   probes,
   probesUpstream,
   probesSidecar,

@@ -26,17 +26,21 @@ export interface MounttestFlags {
   fileContent?: string;
   fileContentInLoop?: string;
   retryTime?: number;
+  /** --break_on_expected_content (default true): stop the loop once the content is mounttest's. */
+  breakOnExpectedContent?: boolean;
 }
 
-// `mode P` prints os.FileMode.String() of P (stat follows links, as os.Stat does): `d` for a
-// directory, then setuid `u`, setgid `g`, sticky `t` in Go's order, `-` when none, then rwx;
-// `mode P perm` prints Mode().Perm(). Regular files and directories are all the cases stat.
-// A failed step prints mounttest's error line and the script still runs the rest, then exits 1.
+// `mode P` prints os.FileMode.String() of P, following links as os.Stat does (a downwardAPI
+// file is a link into ..data): `d` for a directory, then setuid `u`, setgid `g`, sticky `t` in
+// Go's order, `-` when none, then rwx; `mode P perm` prints Mode().Perm(). Regular files and
+// directories are all the cases stat. `read_file P` sets $c to P's content exactly, its last newline
+// kept (the `.` guards it from $(...)), as mounttest prints it. A failed step prints mounttest's
+// error line and the script still runs the rest, then exits 1.
 const FUNCTIONS = `umask 0
 rc=0
 fail() { echo "$1"; rc=1; }
 mode() {
-  f=$(stat -c %f "$1") || return 1
+  f=$(stat -L -c %f "$1") || return 1
   m=$((0x$f)); s=
   if [ "$2" != perm ]; then
     [ $((m & 61440)) = 16384 ] && s=d
@@ -50,14 +54,15 @@ mode() {
   done
   echo "$s"
 }
+read_file() { c=$(cat "$1" 2>/dev/null && echo .) || return 1; c=\${c%.}; }
 fs_type() {
   t=$(stat -f -c %t "$1") || { fail "error from statfs(\\"$1\\")"; return; }
   if [ "$t" = ${TMPFS_MAGIC_HEX} ]; then t=tmpfs; else t=$((0x$t)); fi
   echo "mount type of \\"$1\\": $t"
 }
 content() {
-  c=$(cat "$1") || { fail "error reading file content for \\"$1\\""; return; }
-  printf 'content of file "%s": %s\\n\\n' "$1" "$c"
+  read_file "$1" || { fail "error reading file content for \\"$1\\""; return; }
+  printf 'content of file "%s": %s\\n' "$1" "$c"
 }
 new_file() {
   { echo '${MOUNTTEST_CONTENT}' > "$1" && chmod "$2" "$1"; } || { fail "error writing new file \\"$1\\""; return; }
@@ -66,17 +71,21 @@ new_file() {
 file_mode() { s=$(mode "$1") || { fail "error from Stat(\\"$1\\")"; return; }; echo "mode of file \\"$1\\": $s"; }
 file_perm() { s=$(mode "$1" perm) || { fail "error from Stat(\\"$1\\")"; return; }; echo "perms of file \\"$1\\": $s"; }
 file_owner() {
-  o=$(stat -c '%u %g' "$1") || { fail "error from stat(\\"$1\\")"; return; }
+  o=$(stat -L -c '%u %g' "$1") || { fail "error from stat(\\"$1\\")"; return; }
   echo "owner UID of \\"$1\\": \${o% *}"
   echo "owner GID of \\"$1\\": \${o#* }"
 }
+# $2: retry seconds; $3: break on the expected content (true/false).
 content_in_loop() {
   end=$(($(date +%s) + $2)); ok=1
   while [ "$(date +%s)" -lt $end ]; do
-    if c=$(cat "$1" 2>/dev/null); then
-      ok=0; printf 'content of file "%s": %s\\n\\n' "$1" "$c"
-      [ "$c" = '${MOUNTTEST_CONTENT}' ] && break
-      echo 'Unexpected content. Retrying'
+    if read_file "$1"; then
+      ok=0; printf 'content of file "%s": %s\\n' "$1" "$c"
+      if [ $3 = true ]; then
+        [ "$c" = '${MOUNTTEST_CONTENT}
+' ] && break
+        echo 'Unexpected content. Retrying'
+      fi
     else
       ok=1; echo "Error reading file $1, retrying"
     fi
@@ -99,7 +108,7 @@ export function mounttest(f: MounttestFlags): string {
     [f.filePerm, 'file_perm'],
     [f.fileOwner, 'file_owner'],
     [f.fileContent, 'content'],
-    [f.fileContentInLoop, `content_in_loop {} ${f.retryTime ?? 180}`],
+    [f.fileContentInLoop, `content_in_loop {} ${f.retryTime ?? 180} ${f.breakOnExpectedContent ?? true}`],
   ];
   const run = steps
     .filter((s): s is [string, string] => s[0] !== undefined)
