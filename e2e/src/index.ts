@@ -6,9 +6,12 @@ import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
 import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
+import { downwardApiVolume } from './scenarios/downward-api-volume.js';
+import { emptyDir } from './scenarios/empty-dir.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
+import { hostPath } from './scenarios/host-path.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
@@ -39,6 +42,9 @@ export const scenarios: Scenario[] = [
   podConfig,
   subpath,
   subpathDisruptive,
+  emptyDir,
+  hostPath,
+  downwardApiVolume,
   probes,
   probesUpstream,
   probesSidecar,

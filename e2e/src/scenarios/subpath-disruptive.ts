@@ -3,8 +3,8 @@ import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { nodeCondition } from '../support/node.js';
-import { createPod, readPod, waitForPod } from '../support/pods.js';
-import { INFINITE_SLEEP, pattern, podContainerExec, sleepingSubpathPod, volumeSource } from './subpath.js';
+import { createPod, INFINITE_SLEEP, readPod, waitForPod } from '../support/pods.js';
+import { pattern, podContainerExec, sleepingSubpathPod, volumeSource } from './subpath.js';
 
 /** framework.PodStartTimeout and PodDeleteTimeout. */
 const POD_START_MS = 5 * 60_000;

@@ -5,11 +5,10 @@ import {
   containerStatus,
   createPod,
   podFor,
-  podLog,
   readPod,
   sh,
+  testContainerOutput,
   waitForPod,
-  waitForSuccess,
 } from '../support/pods.js';
 
 /** framework.PodStartTimeout: how long upstream waits for a pod's output or its subPath error. */
@@ -32,8 +31,7 @@ const readFile = (file: string) =>
 const PROBE_VOLUME_NAME = 'liveness-probe-volume';
 const PROBE_VOLUME_PATH = '/probe-volume';
 const PROBE_FILE = `${PROBE_VOLUME_PATH}/probe-file`;
-/** e2epod.InfiniteSleepCommand and InfiniteSleepCommandWithoutGracefulShutdown. */
-export const INFINITE_SLEEP = 'trap exit TERM; while true; do sleep 1; done';
+/** e2epod.InfiniteSleepCommandWithoutGracefulShutdown. */
 const INFINITE_SLEEP_NO_GRACE = 'while true; do sleep 1; done';
 /** framework.Poll, and the minute of unchanged restart counts upstream calls stable. */
 const POLL_MS = 2_000;
@@ -205,20 +203,9 @@ function testSubpathContainerRestart(ctx: ScenarioContext, pod: V1Pod) {
   });
 }
 
-/** e2eoutput.TestContainerOutput: the pod succeeds and the container's log has every line. */
-async function testOutput(ctx: ScenarioContext, pod: V1Pod, container: string, lines: string[]) {
-  const name = pod.metadata!.name!;
-  await createPod(ctx, pod);
-  await waitForSuccess(ctx, name, POD_START_MS);
-  const log = await podLog(ctx, name, container).catch(() => '');
-  const got = new Set(log.split('\n'));
-  ctx.check.ok(
-    `pod ${name}: ${container} printed the expected content`,
-    lines.every((l) => got.has(l)),
-    log,
-    lines,
-  );
-}
+/** e2eoutput.TestContainerOutput with upstream's PodStartTimeout. */
+const testOutput = (ctx: ScenarioContext, pod: V1Pod, container: string, lines: string[]) =>
+  testContainerOutput(ctx, pod, container, lines, POD_START_MS);
 
 /**
  * waitForPodSubpathError: the sub-path container waits with CreateContainerConfigError and a

@@ -6,19 +6,29 @@ export async function allChecks(checks: Promise<unknown>[]): Promise<void> {
 }
 
 /**
- * allChecks over tasks started at most `limit` at a time: many pods at once on a 2-core node make
- * every one of them slow, while each check's timeout is about its own pod.
+ * A gate that lets at most `limit` tasks run at once, the others starting in turn as one ends:
+ * many pods at once on a 2-core node make every one of them slow, while each check's timeout is
+ * about its own pod.
  */
-export async function allChecksLimited(limit: number, tasks: (() => Promise<unknown>)[]): Promise<void> {
-  const queue = [...tasks];
-  const started: Promise<unknown>[] = [];
-  const runner = async () => {
-    for (let task = queue.shift(); task; task = queue.shift()) {
-      const run = task();
-      started.push(run);
-      await run.catch(() => undefined);
+export function limiter(limit: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (task) => {
+    // A task that ends hands its place to the next one waiting, so `running` stays the same.
+    if (running < limit) running++;
+    else await new Promise<void>((resolve) => waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
     }
   };
-  await Promise.all(Array.from({ length: Math.min(limit, queue.length) }, runner));
-  await allChecks(started);
+}
+
+/** allChecks over tasks started at most `limit` at a time (see limiter). */
+export async function allChecksLimited(limit: number, tasks: (() => Promise<unknown>)[]): Promise<void> {
+  const gate = limiter(limit);
+  await allChecks(tasks.map((task) => gate(task)));
 }

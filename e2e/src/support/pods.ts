@@ -15,6 +15,9 @@ export function podFor(
   };
 }
 
+/** e2epod.InfiniteSleepCommand: sleeps until stopped, and ends at once on SIGTERM. */
+export const INFINITE_SLEEP = 'trap exit TERM; while true; do sleep 1; done';
+
 /** A busybox container running a shell script. */
 export function sh(
   ctx: ScenarioContext,
@@ -140,4 +143,28 @@ export async function eventsFor(ctx: ScenarioContext, name: string) {
     /** When it last happened (an aggregated Event's count went up then). */
     lastAt: new Date(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? 0).getTime(),
   }));
+}
+
+/**
+ * e2eoutput.TestContainerOutput (and TestContainerOutputRegexp): the pod is created and succeeds,
+ * and the container's log contains every string, or matches every pattern.
+ */
+export async function testContainerOutput(
+  ctx: ScenarioContext,
+  pod: V1Pod,
+  container: string,
+  expected: (string | RegExp)[],
+  timeoutMs?: number,
+): Promise<void> {
+  const name = pod.metadata!.name!;
+  await createPod(ctx, pod);
+  await waitForSuccess(ctx, name, timeoutMs);
+  const log = await podLog(ctx, name, container).catch(() => '');
+  for (const want of expected)
+    ctx.check.ok(
+      `pod ${name}: ${container} printed ${String(want)}`,
+      typeof want === 'string' ? log.includes(want) : want.test(log),
+      log,
+      String(want),
+    );
 }

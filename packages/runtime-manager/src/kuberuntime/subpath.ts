@@ -6,6 +6,7 @@
 import { execFile } from 'node:child_process';
 import { constants } from 'node:fs';
 import {
+  chmod,
   lstat,
   mkdir,
   open,
@@ -30,9 +31,6 @@ const O_PATH = 0o10000000;
 
 /** The directory under a pod's dir that holds its prepared sub-path mounts (the kubelet's name). */
 export const VolumeSubpathsDir = 'volume-subpaths';
-
-/** Mode of a sub-path directory the agent creates inside a volume (the kubelet's 0755). */
-const SubPathDirMode = 0o755;
 
 /** Bind mounts for prepared sub-paths. */
 export interface SubPathMounter {
@@ -126,9 +124,10 @@ const isNotFound = (err: unknown) => (err as NodeJS.ErrnoException).code === 'EN
 /**
  * Creates the missing directories of `subPath` inside `base` (real, absolute) one at a time (the
  * kubelet's SafeMakeDir): an existing component that is a link must resolve to a directory inside
- * the volume; a created one must be a directory, not a link raced in.
+ * the volume; a created one must be a directory, not a link raced in. Each created one gets `mode`
+ * whatever the umask, setgid and sticky bits included (the kubelet's fchmod after mkdirat).
  */
-async function safeMakeDir(base: string, subPath: string): Promise<void> {
+async function safeMakeDir(base: string, subPath: string, mode: number): Promise<void> {
   let current = base;
   for (const seg of subPath.split('/').filter((s) => s !== '' && s !== '.')) {
     current = join(current, seg);
@@ -137,8 +136,9 @@ async function safeMakeDir(base: string, subPath: string): Promise<void> {
       throw err;
     });
     if (!st) {
-      await mkdir(current, { mode: SubPathDirMode });
+      await mkdir(current, { mode });
       st = await lstat(current);
+      if (st.isDirectory()) await chmod(current, mode);
     }
     if (st.isSymbolicLink()) {
       const target = await realpath(current);
@@ -179,7 +179,9 @@ export async function prepareSubPath(mounter: SubPathMounter, p: PrepareSubPath)
         throw err;
       },
     );
-    if (!exists) await safeMakeDir(base, p.subPath);
+    // The volume root's mode, as the kubelet's makeMounts passes it (GetMode): on an fsGroup
+    // volume the sub-path is setgid and group-writable like its root, so the group can use it.
+    if (!exists) await safeMakeDir(base, p.subPath, (await stat(base)).mode & 0o7777);
   } catch {
     throw new SubPathError(`failed to create subPath directory ${what}`);
   }

@@ -1,4 +1,15 @@
-import { mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -90,6 +101,18 @@ describe('prepareSubPath', () => {
     expect((await stat(join(vol, 'a', 'b'))).isDirectory()).toBe(true);
     expect((await stat(target)).isDirectory()).toBe(true);
     expect(mounter.mounted.get(target)).toBe(join(vol, 'a', 'b'));
+  });
+
+  it("creates missing directories with the volume root's mode, setgid and sticky included, whatever the umask", async () => {
+    // An fsGroup tmpfs emptyDir's root: tmpfs's 1777 plus fsGroup's setgid.
+    await chmod(vol, 0o3777);
+    const umask = process.umask(0o022);
+    try {
+      await prep('a/b');
+    } finally {
+      process.umask(umask);
+    }
+    for (const d of [join(vol, 'a'), join(vol, 'a', 'b')]) expect((await stat(d)).mode & 0o7777).toBe(0o3777);
   });
 
   it('binds an existing file onto a file target', async () => {
