@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
 import type { StartedTestContainer } from 'testcontainers';
 import { ensureImages } from '../images/ensure.js';
@@ -519,6 +519,24 @@ export class StartedNodeContainer {
   }
 }
 
+/** The host directories a node binds from the temp dir: its shared dir and its volumes' tmpfs. */
+const NODE_HOST_DIR = /^kh-(node|volumes)-/;
+
+/**
+ * The node host directories among a removed container's bind mount sources, for a clean-up that
+ * finds the container without its StartedNodeContainer: a tmpfs of a node's own holds RAM until
+ * it is unmounted.
+ */
+export function nodeHostDirs(mounts: readonly { Type: string; Source: string }[]): string[] {
+  const dirs = mounts.flatMap((m) => {
+    const first = relative(tmpdir(), m.Source).split(sep)[0] ?? '';
+    return m.Type === 'bind' && !first.startsWith('..') && NODE_HOST_DIR.test(first)
+      ? [join(tmpdir(), first)]
+      : [];
+  });
+  return [...new Set(dirs)];
+}
+
 /** A new host directory (mode 755), with a tmpfs mounted on it when given its `mount -o` options. */
 async function hostDirOn(tmpfs: string | undefined, prefix: string, device: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
@@ -535,7 +553,7 @@ async function hostDirOn(tmpfs: string | undefined, prefix: string, device: stri
 }
 
 /** Removes a node's host directory, unmounting it first when it is a mount of its own (a tmpfs). */
-async function removeHostDir(dir: string): Promise<void> {
+export async function removeHostDir(dir: string): Promise<void> {
   const own = await stat(dir).catch(() => undefined);
   const parent = await stat(dirname(dir));
   if (own && own.dev !== parent.dev) await promisify(execFile)('umount', ['-l', dir]);
