@@ -20,6 +20,8 @@ export {
 export {
   kindNode,
   NODE_MEMORY_LIMIT_BYTES,
+  nodeMemoryLimitBytes,
+  OWN_DISK_BYTES,
   probePod,
   restoreSandboxImage,
   waitForCri,

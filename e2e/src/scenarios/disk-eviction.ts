@@ -10,9 +10,9 @@ interface Sample {
 }
 
 /**
- * Modelled on eviction_test's local storage cases: a nodefs.available threshold set 1000Mi under
- * the space free when the scenario starts (as the node e2e suite does), so that a disk hog writing
- * into its writable layer is real disk pressure on any machine. The agent must first reclaim at
+ * Modelled on eviction_test's local storage cases: a nodefs.available threshold set
+ * support/disk's MARGIN_MIB under the space free when the scenario starts (as the node e2e suite
+ * does), so that a disk hog writing into its writable layer is real disk pressure on any machine. The agent must first reclaim at
  * node level (an unused image goes), then evict the hog, not the innocent pod; DiskPressure
  * appears and clears once the hog's layer is gone.
  */
@@ -23,8 +23,8 @@ export const diskEviction: Scenario = {
   description:
     'disk pressure reclaims unused images first, then evicts the disk hog, not the innocent pod; DiskPressure appears and clears; Evicted reason and event',
   needs: ['real-containers', 'registry-pull'],
-  // Every node's nodefs is the host's disk: another runtime's hog would move this cell's threshold.
-  exclusive: ['host-disk'],
+  // The hog's layer and nodefs on a disk no other cell writes to, so cells run side by side.
+  ownDisk: true,
   upstream: [
     {
       file: 'test/e2e_node/eviction_test.go',

@@ -44,8 +44,8 @@ export const diskSoftEviction: Scenario = {
   description:
     'a soft nodefs threshold sets DiskPressure at once and evicts the disk hog only after its grace period, not the innocent pod; the kill uses min(evictionMaxPodGracePeriod, the pod grace period); Evicted reason and event',
   needs: ['real-containers', 'registry-pull'],
-  // Every node's nodefs is the host's disk: another runtime's hog would move this cell's threshold.
-  exclusive: ['host-disk'],
+  // The hogs' layers and nodefs on a disk no other cell writes to, so cells run side by side.
+  ownDisk: true,
   upstream: [
     { file: FILE, case: SOFT_CASE },
     { file: FILE, case: NOT_OVERWRITE_CASE },

@@ -108,12 +108,18 @@ export const priorityMemoryEviction: Scenario = {
   },
 };
 
-/** What the test writes past the threshold it sets from the node's free disk. */
-const DISK_CONSUMED_MIB = 1000;
+/**
+ * What the test writes past the threshold it sets from the node's free disk: upstream 4Gi on a
+ * node's real disk; here the node has a disk of its own (Scenario.ownDisk, 2 GiB of RAM) that no
+ * other writer shares, so a margin over the third pod's 297 MiB is enough.
+ */
+const DISK_CONSUMED_MIB = 400;
+/** Each writer's total: either alone passes the threshold; all three (1697 MiB) fit the node's disk. */
+const WRITER_MIB = 700;
 
 /**
  * eviction_test's PriorityLocalStorageEvictionOrdering: a nodefs.available threshold under the
- * disk free when it starts (upstream 4Gi; here 1000Mi, as disk-eviction); a low-priority and a
+ * disk free when it starts (DISK_CONSUMED_MIB); a low-priority and a
  * high-priority writer filling emptyDirs, and a pod writing 297 MiB within its 300Mi
  * ephemeral-storage request and limit. The low-priority writer goes first, then the
  * high-priority one; the pod within its request never.
@@ -125,8 +131,8 @@ export const priorityDiskEviction: Scenario = {
   description:
     'disk pressure evicts the low-priority writer, then the high-priority writer, never the pod within its ephemeral-storage request; DiskPressure appears and clears; Evicted events name ephemeral-storage',
   needs: ['real-containers'],
-  // Every node's nodefs is the host's disk: another runtime's writers would move this cell's threshold.
-  exclusive: ['host-disk'],
+  // The writers' emptyDirs on a disk no other cell writes to, so cells run side by side.
+  ownDisk: true,
   upstream: [
     {
       file: FILE,
@@ -140,10 +146,8 @@ export const priorityDiskEviction: Scenario = {
     if (thresholdMiB <= 0) throw new Error(`only ${freeMiB}Mi free on nodefs; too little`);
     ctx.note('nodefs threshold from the free space', { freeMiB, thresholdMiB });
     const fixed = { 'ephemeral-storage': '300Mi' };
-    // Either writer alone passes the threshold (next to the 297 MiB of the third pod), and the
-    // writers stop well before the disk would fill.
     const writer = (name: string, priority?: number) =>
-      diskConsumingPod(ctx, name, 2 * DISK_CONSUMED_MIB, {
+      diskConsumingPod(ctx, name, WRITER_MIB, {
         volume: { emptyDir: {} },
         stepMib: 10,
         intervalS: 0.5,

@@ -230,7 +230,7 @@ export function diskConsumingPod(
     volume?: Omit<V1Volume, 'name'>;
     resources?: V1ResourceRequirements;
     priority?: number;
-    /** Faster than upstream's 1 MiB per 0.1 s, for writers that must fill a margin of a gigabyte. */
+    /** Faster than upstream's 1 MiB per 0.1 s, for writers that must fill a margin of hundreds of MiB. */
     stepMib?: number;
     intervalS?: number;
   } = {},

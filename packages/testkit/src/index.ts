@@ -34,6 +34,8 @@ export {
   NODE_VOLUMES,
   NodeContainer,
   type NodeExecResult,
+  type NodeVolumeMount,
+  nodeVolumeMounts,
   StartedNodeContainer,
 } from './containers/node-container.js';
 export type { NodeFile, NodeRuntimeSpec, RuntimeLaunch, RuntimeNode } from './containers/node-runtime.js';

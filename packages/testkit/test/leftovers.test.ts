@@ -1,5 +1,9 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { removeContainer } from '../src/containers/kh-container.js';
 import { uniqueName } from '../src/containers/labels.js';
@@ -96,6 +100,27 @@ describe('removeLeftovers on a container with a frozen process', () => {
     ]);
     // The engine removed the container's cgroups, the frozen one included.
     await expect(readFile(join(dir, 'cgroup.procs'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('removeLeftovers on a node container with its volumes on a tmpfs of its own', () => {
+  test('unmounts and removes the tmpfs with the container, which would otherwise hold its RAM', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kh-volumes-'));
+    await promisify(execFile)('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'kh-volumes', dir]);
+    await mkdir(join(dir, 'kubelet'));
+    const run = `${runId}-tmpfs`;
+    const started = await new KhContainer(busybox)
+      .withName(uniqueName('tmpfs-test'))
+      .withLabels({ ...khLabels('tmpfs-test'), 'kh.run': run })
+      .withCommand(['sleep', '600'])
+      .withBindMounts([{ source: join(dir, 'kubelet'), target: '/var/lib/kubelet' }])
+      .start();
+    created.push(started.getId());
+    const lines: string[] = [];
+    await removeLeftovers({ runId: run, progress: (l) => lines.push(l) });
+    expect(lines).toContain(`removed host directory ${dir}`);
+    expect(existsSync(dir)).toBe(false);
+    expect(await readFile('/proc/self/mounts', 'utf8')).not.toContain(dir);
   });
 });
 

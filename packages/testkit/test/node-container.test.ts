@@ -210,6 +210,39 @@ describe('stop and failures', () => {
     expect(mounts).not.toContain(node.sharedDirOnHost);
   });
 
+  test('withVolumesOnTmpfs: the node volumes are one tmpfs of that size, images load and a container runs on it; stop() removes it', async () => {
+    const node = await new NodeContainer(refs.node)
+      .withVolumesOnTmpfs('size=256m')
+      .withImages(refs.busybox)
+      .start();
+    const info = await docker().getContainer(node.id).inspect();
+    expect(info.Mounts.filter((m) => m.Type === 'volume')).toEqual([]);
+    // One filesystem: statfs of every volume reports the same tmpfs (nodefs and imagefs shared).
+    const df = await node.execOk(['stat', '-f', '-c', '%T %b %S %i', ...NODE_VOLUMES]);
+    const fs = df.trim().split('\n');
+    expect(new Set(fs).size).toBe(1);
+    const [type, blocks, bsize] = fs[0]!.split(' ');
+    expect(type).toBe('tmpfs');
+    expect(Number(blocks) * Number(bsize)).toBe(256 * 2 ** 20);
+    // containerd's overlayfs snapshotter works on it: a container writes into its layer there.
+    const busybox = `docker.io/${refs.busybox}`;
+    await node.execOk([
+      'ctr',
+      '-n',
+      'k8s.io',
+      'run',
+      '--rm',
+      busybox,
+      'on-tmpfs',
+      'sh',
+      '-c',
+      'dd if=/dev/zero of=/f bs=1M count=8',
+    ]);
+    await node.stop();
+    expect(existsSync(node.volumesDirOnHost!)).toBe(false);
+    expect(await readFile('/proc/self/mounts', 'utf8')).not.toContain(node.volumesDirOnHost!);
+  });
+
   test('a node that cannot become ready fails start() with the reason and leaves nothing behind', async () => {
     const before = await docker().listContainers({ all: true, filters: { label: [`kh.run=${runId}`] } });
     await expect(

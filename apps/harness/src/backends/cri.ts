@@ -21,8 +21,23 @@ import type { BackendContext } from './types.js';
 export const NODE_MEMORY_LIMIT_BYTES = 2 * 1024 ** 3;
 
 /**
- * A node on the run's network under the node's name, with the checkout mounted; not started. Its
- * image is `release`'s node image, which the backend lists in its `images`.
+ * A node's own disk (BackendContext.ownDisk): a tmpfs of this size under its volumes (testkit's
+ * withVolumesOnTmpfs). Its pages are RAM only once written; the disk-pressure scenarios write
+ * under 1.5 GiB, so two such cells at once stay within a few GiB of the host's RAM.
+ */
+export const OWN_DISK_BYTES = 2 * 1024 ** 3;
+
+/**
+ * The node's memory limit: tmpfs pages are charged to the node's cgroup as they are written, so
+ * a node with a disk of its own gets its size on top, and its pods keep the memory others get.
+ */
+export const nodeMemoryLimitBytes = (ctx: Pick<BackendContext, 'ownDisk'>): number =>
+  NODE_MEMORY_LIMIT_BYTES + (ctx.ownDisk ? OWN_DISK_BYTES : 0);
+
+/**
+ * A node on the run's network under the node's name, with the checkout mounted, and a disk of its
+ * own when the context asks for one; not started. Its image is `release`'s node image, which the
+ * backend lists in its `images`.
  */
 export function kindNode(
   ctx: BackendContext,
@@ -32,19 +47,18 @@ export function kindNode(
   const image = ctx.images[nodeImageName(release)];
   if (!image)
     throw new Error(`the run did not build ${nodeImageName(release)}: list it in the backend's images`);
-  return (
-    new NodeContainer(image)
-      .withRuntime(runtime)
-      .withName(ctx.nodeName)
-      .withNetwork(ctx.network, ctx.nodeName)
-      .withMemoryLimit(NODE_MEMORY_LIMIT_BYTES)
-      // The agent passes on the pod CIDR the apiserver allocated to its Node.
-      .withPodCidr(undefined)
-      .withBindMounts(projectMounts())
-      // Set up for user namespaces as upstream's nodes are: the agent maps pods into this range.
-      .withKubeletSubordinateIds(KUBELET_SUBORDINATE_IDS)
-      .withProgress(ctx.progress)
-  );
+  const node = new NodeContainer(image)
+    .withRuntime(runtime)
+    .withName(ctx.nodeName)
+    .withNetwork(ctx.network, ctx.nodeName)
+    .withMemoryLimit(nodeMemoryLimitBytes(ctx))
+    // The agent passes on the pod CIDR the apiserver allocated to its Node.
+    .withPodCidr(undefined)
+    .withBindMounts(projectMounts())
+    // Set up for user namespaces as upstream's nodes are: the agent maps pods into this range.
+    .withKubeletSubordinateIds(KUBELET_SUBORDINATE_IDS)
+    .withProgress(ctx.progress);
+  return ctx.ownDisk ? node.withVolumesOnTmpfs(`size=${OWN_DISK_BYTES}`) : node;
 }
 
 /**

@@ -13,7 +13,7 @@ import {
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
 import type { NodeProcess } from '../node/host.js';
-import { kindNode, NODE_MEMORY_LIMIT_BYTES, restoreSandboxImage, waitForCri } from './cri.js';
+import { kindNode, nodeMemoryLimitBytes, restoreSandboxImage, waitForCri } from './cri.js';
 import type { BackendContext, RuntimeBackend, StartedBackend, StaticCapability } from './types.js';
 
 /** A CRI server that the harness starts in the node, in front of a runtime that has none. */
@@ -85,7 +85,7 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
           restoreSandboxImage: () => restoreSandboxImage(started, ctx.images.pause),
           nodeIp: started.ipAddress(ctx.network),
           host,
-          memoryLimitBytes: NODE_MEMORY_LIMIT_BYTES,
+          memoryLimitBytes: nodeMemoryLimitBytes(ctx),
           cgroupParent: started.cgroupParent,
           restart: {
             // The runtime really exits, as `systemctl stop` would; a shim stays up, so the agent

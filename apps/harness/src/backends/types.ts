@@ -18,6 +18,11 @@ export interface BackendContext {
   nodeName: string;
   /** Progress output ("starting containerd ..."). */
   progress(message: string): void;
+  /**
+   * Give the node a disk of its own (Scenario.ownDisk): its agent's root dir and its runtime's
+   * root on one size-bounded filesystem of its own. A backend without one ignores it.
+   */
+  ownDisk?: boolean;
 }
 
 /**

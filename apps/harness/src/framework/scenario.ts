@@ -15,10 +15,18 @@ interface ScenarioBase {
   /** Backend capabilities the scenario needs; missing ones skip the cell with a reason. */
   needs?: BackendCapability[];
   /**
-   * Host resources the cell holds alone, such as 'host-disk' (every node's filesystem is the
-   * host's): cells of scenarios naming the same resource on other runtimes wait their turn.
+   * Host resources the cell holds alone, such as 'host-pids' (pid.available counts every task on
+   * the machine): cells of scenarios naming the same resource on other runtimes wait their turn.
    */
   exclusive?: readonly string[];
+  /**
+   * The cell's node has a disk of its own: its agent's root dir (nodefs) and its runtime's root
+   * (imagefs, the containers' writable layers) on one size-bounded filesystem that nothing else
+   * writes to (the backend's BackendContext.ownDisk). A disk-pressure cell then needs no host-disk
+   * lock: no other cell's writes move its thresholds. Such cells run on nodes started for them,
+   * one cell at a time (isolation 'node').
+   */
+  ownDisk?: boolean;
   /**
    * What the cell may share (default 'node'):
    * - 'namespace': it touches only its own namespace's pods, so cells of other such scenarios

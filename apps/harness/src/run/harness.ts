@@ -115,7 +115,7 @@ export async function runHarness(
             images: nodeImagesOf(backends),
             progress: p,
           })),
-      startNode: deps.startNode ?? ((w, b, p, i) => startNode(w as HarnessWorld, b, p, i)),
+      startNode: deps.startNode ?? ((w, b, p, i, o) => startNode(w as HarnessWorld, b, p, i, o)),
       progress,
       nodesPerRuntime: opts.nodesPerRuntime ?? DEFAULT_NODES_PER_RUNTIME,
       maxParallelCells: opts.maxParallelCells ?? defaultMaxParallelCells(),

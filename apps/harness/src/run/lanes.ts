@@ -15,11 +15,18 @@ export interface MatrixRecord {
   runtimes: RuntimeInfo[];
 }
 
+/** What a node of the plan must have besides its runtime. */
+export interface NodeOptions {
+  /** A disk of its own (BackendContext.ownDisk), for Scenario.ownDisk cells. */
+  ownDisk?: boolean;
+}
+
 export type StartNode<W extends World> = (
   world: W,
   backend: RuntimeBackend,
   progress: Progress,
   index: number,
+  opts: NodeOptions,
 ) => Promise<ReadyNode>;
 
 /** A runtime the run could not ask for its name and version. */
@@ -41,8 +48,12 @@ export async function startLanes<W extends World>(
   const started = await Promise.all(
     plan.backends.map((b) => {
       const child = progress.child(b.name);
+      const total = plan.lanes.get(b.name)!;
+      const plain = total - (plan.ownDiskLanes.get(b.name) ?? 0);
       return Promise.allSettled(
-        Array.from({ length: plan.lanes.get(b.name)! }, (_, i) => startNode(world, b, child, i)),
+        Array.from({ length: total }, (_, i) =>
+          startNode(world, b, child, i, i >= plain ? { ownDisk: true } : {}),
+        ),
       );
     }),
   );

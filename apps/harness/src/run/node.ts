@@ -17,6 +17,7 @@ import type { Progress } from '../support/progress.js';
 import type { ReadyNode } from '../world/types.js';
 import type { HarnessWorld } from '../world/world.js';
 import { nodeNameFor } from '../world/world.js';
+import type { NodeOptions } from './lanes.js';
 
 const NODE_READY_TIMEOUT_MS = 90_000;
 /** How long `true` may take on a live node, however loaded. */
@@ -28,16 +29,18 @@ export async function startNode(
   progress: Progress,
   /** Which of the runtime's nodes (lanes) this is; the first is 0. */
   index = 0,
+  opts: NodeOptions = {},
 ): Promise<ReadyNode> {
   const t0 = Date.now();
   const nodeName = nodeNameFor(world.runId, backend.name, index);
-  progress.step(`starting node ${nodeName}`);
+  progress.step(`starting node ${nodeName}${opts.ownDisk ? ' (a disk of its own)' : ''}`);
   const ctx = {
     runId: world.runId,
     network: world.networkHandle,
     images: world.refs,
     nodeName,
     progress: (m: string) => progress.info(m),
+    ...(opts.ownDisk ? { ownDisk: true } : {}),
   };
   const fromBackend = await backend.start(ctx);
   let started: StartedNode;
@@ -77,7 +80,7 @@ export async function startNode(
   }
   const startupMs = Date.now() - t0;
   progress.ok(`node ${nodeName} Ready after ${(startupMs / 1000).toFixed(1)}s`);
-  return readyNode(backend, started, agent, startupMs, (since) =>
+  return readyNode(backend, started, agent, startupMs, opts, (since) =>
     waitAgentStarted(world.core, started.host, nodeName, agent, since),
   );
 }
@@ -87,6 +90,7 @@ function readyNode(
   started: StartedNode,
   agent: NodeAgent,
   startupMs: number,
+  opts: NodeOptions,
   waitStarted: (since: number) => Promise<void>,
 ): ReadyNode {
   const criCallLog = new CriCallLogReader(started.host, agentPath(AGENT_CRI_CALL_LOG, started.agent?.dir));
@@ -97,6 +101,7 @@ function readyNode(
     backend,
     started,
     startupMs,
+    ...(opts.ownDisk ? { ownDisk: true } : {}),
     agentLogs: (n) => agent.tail(n),
     stopAgent: () => agent.stop(),
     startAgent: () => start(() => agent.start()),

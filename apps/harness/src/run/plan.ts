@@ -4,7 +4,7 @@ import { missingNeeds } from '../backends/started-node.js';
 import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
 import type { ReadyNode } from '../world/types.js';
-import { lanesFor, type PlannedCell } from './schedule.js';
+import { lanesWithOwnDisk, type PlannedCell } from './schedule.js';
 import { UNKNOWN_SCENARIO_MS } from './shard.js';
 
 export interface MatrixPlan {
@@ -15,6 +15,8 @@ export interface MatrixPlan {
   planned: Map<string, PlannedCell[]>;
   /** Nodes per runtime. */
   lanes: Map<string, number>;
+  /** How many of them, the last ones, have a disk of their own (for Scenario.ownDisk cells). */
+  ownDiskLanes: Map<string, number>;
   /** A runtime's scenarios in this run, in suite order. */
   scenariosOf(runtime: string): Scenario[];
   /** What `backend` (or its started `node`) lacks for `scenario`; empty when it can run it. */
@@ -46,16 +48,18 @@ export function planMatrix(
         .map((s) => plannedCell(b, s, opts.estimates)),
     ]),
   );
-  const lanes = new Map(
-    backends.map((b) => [
-      b.name,
-      Math.min(
-        b.maxNodes ?? Number.POSITIVE_INFINITY,
-        lanesFor(planned.get(b.name)!, opts.nodesPerRuntime ?? 1),
-      ),
-    ]),
-  );
-  return { backends, scenarios, planned, lanes, scenariosOf, missingFor };
+  const lanes = new Map<string, number>();
+  const ownDiskLanes = new Map<string, number>();
+  for (const b of backends) {
+    const want = lanesWithOwnDisk(planned.get(b.name)!, opts.nodesPerRuntime ?? 1);
+    // A backend's cap keeps the plain nodes first: ownDisk cells can run on those, not the reverse.
+    const cap = b.maxNodes ?? Number.POSITIVE_INFINITY;
+    const plain = Math.min(cap, want.plain);
+    const ownDisk = Math.min(cap - plain, want.ownDisk);
+    lanes.set(b.name, plain + ownDisk);
+    ownDiskLanes.set(b.name, ownDisk);
+  }
+  return { backends, scenarios, planned, lanes, ownDiskLanes, scenariosOf, missingFor };
 }
 
 function plannedCell(
@@ -68,6 +72,7 @@ function plannedCell(
     scenario: scenario.name,
     isolation: scenario.isolation ?? 'node',
     exclusive: scenario.exclusive ?? [],
+    ...(scenario.ownDisk ? { ownDisk: true } : {}),
     estimateMs:
       estimates?.get(`${backend.name}/${scenario.name}`) ?? scenario.estimateMs ?? UNKNOWN_SCENARIO_MS,
     heavy: scenario.load === 'heavy',

@@ -139,6 +139,7 @@ async function runCells<W extends World>(
     deps.cellsPerNode ?? DEFAULT_CELLS_PER_NODE,
     deps.maxParallelCells,
     { heavyStartSpacingMs: deps.heavyStartSpacingMs ?? HEAVY_START_SPACING_MS },
+    (node) => node.ownDisk === true,
   );
   const byName = new Map(plan.scenarios.map((s) => [s.name, s]));
   await runScheduled(

@@ -15,6 +15,8 @@ export interface PlannedCell {
   exclusive: readonly string[];
   /** Expected duration, for the order: the longest chains first. */
   estimateMs: number;
+  /** Runs on a node with a disk of its own (Scenario.ownDisk), one of the nodes started for such cells. */
+  ownDisk?: boolean;
   /**
    * Keeps the CPUs busy (Scenario.load 'heavy'): at most half of maxRunning such cells at once,
    * and none starts while another started less than `heavyStartSpacingMs` ago.
@@ -39,6 +41,8 @@ export interface Pacing {
 
 interface Lane<N> {
   node: N;
+  /** The node has a disk of its own: only ownDisk cells go there. */
+  ownDisk: boolean;
   running: PlannedCell[];
   /** Out of service (`retire`): its running cells end as they will, nothing new is placed on it. */
   retired?: boolean;
@@ -82,6 +86,7 @@ export class CellScheduler<N> {
    * @param nodes each runtime's started nodes; a cell of a runtime without nodes is never placed
    * @param maxPerNode how many 'namespace' cells share one node at most
    * @param maxRunning how many cells run at once in the whole run: the nodes share the host's CPUs
+   * @param ownDisk whether a node has a disk of its own (ownDisk cells go only there, others never)
    */
   constructor(
     cells: readonly PlannedCell[],
@@ -89,6 +94,7 @@ export class CellScheduler<N> {
     private readonly maxPerNode: number,
     private readonly maxRunning = Number.POSITIVE_INFINITY,
     pacing: Pacing = {},
+    ownDisk: (node: N) => boolean = () => false,
   ) {
     this.maxHeavy = Math.max(1, Math.floor(maxRunning / 2));
     this.spacingMs = pacing.heavyStartSpacingMs ?? 0;
@@ -99,7 +105,7 @@ export class CellScheduler<N> {
     for (const [runtime, ns] of nodes)
       this.lanes.set(
         runtime,
-        ns.map((node) => ({ node, running: [] })),
+        ns.map((node) => ({ node, ownDisk: ownDisk(node), running: [] })),
       );
   }
 
@@ -184,7 +190,11 @@ export class CellScheduler<N> {
   }
 
   private laneFor(cell: PlannedCell): Lane<N> | undefined {
-    const lanes = this.inService(cell.runtime);
+    const all = this.inService(cell.runtime);
+    const own = all.filter((l) => l.ownDisk === Boolean(cell.ownDisk));
+    // Cells whose kind of node did not start (or is gone) take the runtime's other nodes rather
+    // than none: a disk cell on a node without a disk of its own may see other writers, but runs.
+    const lanes = own.length > 0 ? own : all;
     if (cell.isolation === 'node') return lanes.find((l) => l.running.length === 0);
     // Shared cells pack onto the fullest node that still has room, which leaves whole nodes
     // free for the cells that need one.
@@ -217,6 +227,20 @@ export function lanesFor(cells: readonly PlannedCell[], max: number): number {
   const alone = cells.filter((c) => c.isolation !== 'namespace').length;
   const shared = cells.some((c) => c.isolation === 'namespace') ? 1 : 0;
   return Math.max(1, Math.min(max, alone + shared));
+}
+
+/**
+ * How many of a runtime's nodes have a disk of their own: one per ownDisk cell, at most `max`
+ * (they run one cell at a time); the others' lanes (lanesFor) come on top, none when every cell
+ * has its own disk.
+ */
+export function lanesWithOwnDisk(
+  cells: readonly PlannedCell[],
+  max: number,
+): { plain: number; ownDisk: number } {
+  const disk = cells.filter((c) => c.ownDisk).length;
+  const plain = cells.filter((c) => !c.ownDisk);
+  return { plain: disk > 0 && plain.length === 0 ? 0 : lanesFor(plain, max), ownDisk: Math.min(max, disk) };
 }
 
 /**

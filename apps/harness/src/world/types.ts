@@ -48,6 +48,8 @@ export interface ReadyNode {
   backend: RuntimeBackend;
   started: StartedNode;
   startupMs: number;
+  /** Started with a disk of its own (BackendContext.ownDisk), for Scenario.ownDisk cells. */
+  ownDisk?: boolean;
   agentLogs(lines: number): string[];
   stopAgent(): Promise<void>;
   startAgent(): Promise<void>;

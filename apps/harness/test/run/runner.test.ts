@@ -567,6 +567,44 @@ describe('runMatrix', () => {
       expect(journal.events.filter((e) => / stopped$/.test(e) && e.startsWith('node '))).toHaveLength(3);
     });
 
+    it('starts a node with a disk of its own per ownDisk cell and runs those cells there, side by side', async () => {
+      const spans: Span[] = [];
+      const asked: { index: number; ownDisk: boolean }[] = [];
+      const disk = (name: string) => ({ ...timed(spans, name, 'node'), ownDisk: true });
+      const r = await runMatrix(
+        deps(
+          { events: [] },
+          {
+            backends: [fakeBackend('alpha')],
+            scenarios: [disk('disk-a'), disk('disk-b'), timed(spans, 'plain', 'node')],
+            nodesPerRuntime: 4,
+            startNode: async (
+              _w: unknown,
+              b: ReturnType<typeof fakeBackend>,
+              _p: unknown,
+              i: number,
+              o: { ownDisk?: boolean },
+            ) => {
+              asked.push({ index: i, ownDisk: o.ownDisk === true });
+              return { ...fakeNode(b, { events: [] }, i), ...(o.ownDisk ? { ownDisk: true } : {}) };
+            },
+          },
+        ),
+      );
+      expect(r.cells.filter((c) => c.outcome !== 'passed')).toEqual([]);
+      // The plain lanes come first, then the disk nodes.
+      expect(asked.sort((x, y) => x.index - y.index)).toEqual([
+        { index: 0, ownDisk: false },
+        { index: 1, ownDisk: true },
+        { index: 2, ownDisk: true },
+      ]);
+      const node = Object.fromEntries(r.cells.map((c) => [c.scenario, c.node]));
+      expect(node.plain).toBe('node-alpha');
+      expect([node['disk-a'], node['disk-b']].sort()).toEqual(['node-alpha-2', 'node-alpha-3']);
+      const by = Object.fromEntries(spans.map((x) => [x.name, x]));
+      expect(overlap(by['disk-a']!, by['disk-b']!)).toBe(true);
+    });
+
     it('runs a world cell with nothing beside it', async () => {
       const spans: Span[] = [];
       const r = await runMatrix(

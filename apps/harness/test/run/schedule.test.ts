@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Isolation } from '../../src/framework/scenario.js';
-import { CellScheduler, lanesFor, type PlannedCell, scheduleOrder } from '../../src/run/schedule.js';
+import {
+  CellScheduler,
+  lanesFor,
+  lanesWithOwnDisk,
+  type PlannedCell,
+  scheduleOrder,
+} from '../../src/run/schedule.js';
 
 const cell = (
   scenario: string,
@@ -197,6 +203,39 @@ describe('CellScheduler', () => {
     expect(names(s.take())).toEqual(['h@n1']);
   });
 
+  it('runs ownDisk cells side by side, each on a node with a disk of its own, and other cells never there', () => {
+    const disk = (name: string, runtime = 'rt') => ({
+      ...cell(name, 'node', 100, [], runtime),
+      ownDisk: true,
+    });
+    const s = new CellScheduler(
+      [disk('disk-a'), disk('disk-b'), disk('disk-c'), cell('plain', 'node', 50), disk('disk-a', 'rt2')],
+      new Map([
+        ['rt', ['n1', 'd1', 'd2']],
+        ['rt2', ['d3']],
+      ]),
+      8,
+      Number.POSITIVE_INFINITY,
+      {},
+      (node) => node.startsWith('d'),
+    );
+    // Three disk cells of one runtime and one of another at once; the third of rt waits for a disk node.
+    expect(names(s.take())).toEqual(['disk-a@d1', 'disk-b@d2', 'disk-a@d3', 'plain@n1']);
+    expect(s.waiting().map((c) => c.scenario)).toEqual(['disk-c']);
+  });
+
+  it('puts an ownDisk cell on a plain node when its runtime has no disk node, rather than never', () => {
+    const s = new CellScheduler(
+      [{ ...cell('disk', 'node'), ownDisk: true }],
+      new Map([['rt', ['n1']]]),
+      8,
+      Number.POSITIVE_INFINITY,
+      {},
+      () => false,
+    );
+    expect(names(s.take())).toEqual(['disk@n1']);
+  });
+
   it('lists the cells it has not placed, and refuses a cell whose runtime has no node', () => {
     const s = new CellScheduler([cell('a', 'node'), cell('b', 'node')], new Map([['rt', ['n1']]]), 8);
     s.take();
@@ -213,5 +252,16 @@ describe('lanesFor', () => {
     expect(lanesFor(cells, 10)).toBe(3);
     expect(lanesFor(cells, 2)).toBe(2);
     expect(lanesFor([], 4)).toBe(1);
+  });
+});
+
+describe('lanesWithOwnDisk', () => {
+  const disk = (name: string) => ({ ...cell(name, 'node'), ownDisk: true });
+  it('asks one disk node per ownDisk cell within the cap, besides the plain nodes of the other cells', () => {
+    const cells = [disk('a'), disk('b'), disk('c'), cell('d', 'node'), cell('e', 'namespace')];
+    expect(lanesWithOwnDisk(cells, 4)).toEqual({ plain: 2, ownDisk: 3 });
+    expect(lanesWithOwnDisk(cells, 2)).toEqual({ plain: 2, ownDisk: 2 });
+    expect(lanesWithOwnDisk([disk('a')], 4)).toEqual({ plain: 0, ownDisk: 1 });
+    expect(lanesWithOwnDisk([], 4)).toEqual({ plain: 1, ownDisk: 0 });
   });
 });

@@ -2,6 +2,7 @@ import { docker, isNotFound } from '../util/docker.js';
 import { type Progress, silent } from '../util/progress.js';
 import { describeRemoved, removeContainer } from './kh-container.js';
 import { RUN_LABEL } from './labels.js';
+import { nodeHostDirs, removeHostDir } from './node-container.js';
 
 export interface RemovedLeftovers {
   containers: number;
@@ -11,7 +12,8 @@ export interface RemovedLeftovers {
 }
 
 /**
- * Removes containers (thawing frozen cgroups first, with their anonymous volumes), then networks,
+ * Removes containers (thawing frozen cgroups first, with their anonymous volumes and a node's host
+ * directories in the temp dir, unmounting its tmpfs), then networks,
  * then volumes that carry the kh.run label: all of them, or only those of one run. Pass `runId`
  * from tests, because other test processes may be running at the same time. Each removal is
  * reported through `progress`.
@@ -32,6 +34,10 @@ export async function removeLeftovers(
     progress(`removed container ${describeRemoved(r)}`);
     removed.containers++;
     removed.volumes += r.volumes.length;
+    for (const dir of nodeHostDirs(c.Mounts ?? [])) {
+      await removeHostDir(dir);
+      progress(`removed host directory ${dir}`);
+    }
   }
   for (const n of await docker().listNetworks({ filters: { label } })) {
     await docker().getNetwork(n.Id).remove().catch(ignoreGone);

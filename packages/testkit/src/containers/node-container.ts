@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
 import type { StartedTestContainer } from 'testcontainers';
 import { ensureImages } from '../images/ensure.js';
@@ -68,6 +68,36 @@ export function defaultHostNodeBinary(): string {
  */
 export const NODE_VOLUMES = ['/var/lib/containerd', '/var/lib/docker', '/var/lib/kubelet'] as const;
 
+/** One entry of the engine API's HostConfig.Mounts, as the node's volumes use it. */
+export interface NodeVolumeMount {
+  Type: 'volume' | 'bind';
+  Source: string;
+  Target: string;
+  VolumeOptions?: {
+    NoCopy: boolean;
+    Labels: Record<string, string>;
+    DriverConfig: { Name: string; Options: Record<string, string> };
+  };
+}
+
+/**
+ * How NODE_VOLUMES reach the node: anonymous volumes carrying `labels` (so that `kubelet-harness
+ * cleanup` finds any that outlive the node), or, given `onHost` (see withVolumesOnTmpfs), each
+ * bound from a subdirectory of that one host directory, named after the target's last part.
+ */
+export function nodeVolumeMounts(labels: Record<string, string>, onHost?: string): NodeVolumeMount[] {
+  return NODE_VOLUMES.map((target) =>
+    onHost
+      ? { Type: 'bind', Source: join(onHost, basename(target)), Target: target }
+      : {
+          Type: 'volume',
+          Source: '',
+          Target: target,
+          VolumeOptions: { NoCopy: false, Labels: labels, DriverConfig: { Name: 'local', Options: {} } },
+        },
+  );
+}
+
 export class NodeContainer extends RuntimeBuilder {
   private runtime: NodeRuntimeSpec = NODE_RUNTIMES.containerd;
   private network?: StartedTestNetwork;
@@ -80,6 +110,7 @@ export class NodeContainer extends RuntimeBuilder {
   private devices: string[] = [];
   private podCidr: string | undefined = POD_SUBNET;
   private sharedDirTmpfs?: string;
+  private volumesTmpfs?: string;
   private subordinateIds?: SubordinateIds;
 
   constructor(private readonly image: string) {
@@ -160,6 +191,21 @@ export class NodeContainer extends RuntimeBuilder {
   }
 
   /**
+   * Puts the node's volumes (NODE_VOLUMES: the agent's root dir, nodefs, and the runtimes' roots,
+   * imagefs with the containers' writable layers) on one tmpfs of their own, with these `mount -o`
+   * options (e.g. `size=2g`), mounted on the host and bound in: the node's disk is then that size
+   * whatever the host's disk holds, nodefs and imagefs are one filesystem as on a node with one
+   * disk, and nothing written on another node or the host moves its free space. Its pages are
+   * memory charged to whoever writes them (pods, the runtime), so a memory limit must leave room
+   * for them. The runtimes' overlayfs works on tmpfs, and the agent's ID-mapped mounts do too (Linux
+   * 6.3 and later). Needs root, as mounting does.
+   */
+  withVolumesOnTmpfs(options: string): this {
+    this.volumesTmpfs = options;
+    return this;
+  }
+
+  /**
    * Gives the node's kubelet user this range of subordinate UIDs and GIDs, as an operator sets a
    * node up for user namespaces: an agent in it then maps its pods' user namespaces there.
    */
@@ -220,33 +266,27 @@ export class NodeContainer extends RuntimeBuilder {
           PathInContainer: path,
           CgroupPermissions: 'rwm',
         })),
-        // NODE_VOLUMES. They go with the container (remove with v), and carry its labels (creator pid included)
-        // so that `kubelet-harness cleanup` finds any that outlive it.
-        Mounts: NODE_VOLUMES.map((target) => ({
-          Type: 'volume' as const,
-          Source: '',
-          Target: target,
-          VolumeOptions: {
-            NoCopy: false,
-            Labels: { ...labels, [KhContainer.creatorPidLabel]: String(process.pid) },
-            DriverConfig: { Name: 'local', Options: {} },
-          },
-        })),
       });
     if (this.network) container.withNetworkMode(this.network.name).withNetworkAliases(...this.aliases);
 
-    const hostDir = await mkdtemp(join(tmpdir(), 'kh-node-'));
-    if (this.sharedDirTmpfs !== undefined) {
-      try {
-        await promisify(execFile)('mount', ['-t', 'tmpfs', '-o', this.sharedDirTmpfs, 'kh-shared', hostDir]);
-      } catch (err) {
-        await rm(hostDir, { recursive: true, force: true });
-        throw new Error(
-          `cannot mount a tmpfs (${this.sharedDirTmpfs}) on ${hostDir}: ${(err as Error).message}`,
-        );
-      }
+    const hostDir = await hostDirOn(this.sharedDirTmpfs, 'kh-node-', 'kh-shared');
+    let volumesDir: string | undefined;
+    try {
+      volumesDir =
+        this.volumesTmpfs === undefined
+          ? undefined
+          : await hostDirOn(this.volumesTmpfs, 'kh-volumes-', 'kh-volumes');
+      if (volumesDir) for (const target of NODE_VOLUMES) await mkdir(join(volumesDir, basename(target)));
+    } catch (err) {
+      await removeHostDir(hostDir);
+      if (volumesDir) await removeHostDir(volumesDir);
+      throw err;
     }
-    await chmod(hostDir, 0o755);
+    container.withRawHostConfig({
+      // NODE_VOLUMES. Anonymous ones go with the container (remove with v), and carry its labels
+      // (creator pid included); a tmpfs of the node's own goes in stop().
+      Mounts: nodeVolumeMounts({ ...labels, [KhContainer.creatorPidLabel]: String(process.pid) }, volumesDir),
+    });
     container.withBindMounts([
       { source: '/sys/fs/cgroup', target: '/sys/fs/cgroup', mode: 'rw' },
       { source: hostDir, target: NODE_SHARED_DIR, mode: 'rw' },
@@ -257,10 +297,11 @@ export class NodeContainer extends RuntimeBuilder {
     try {
       tc = await timed(this.progress, `${name}: start container`, () => startOrRemove(container, name));
     } catch (err) {
-      await removeSharedDir(hostDir);
+      await removeHostDir(hostDir);
+      if (volumesDir) await removeHostDir(volumesDir);
       throw err;
     }
-    const node = new StartedNodeContainer(tc, spec, hostDir, pauseImage, this.image);
+    const node = new StartedNodeContainer(tc, spec, hostDir, pauseImage, this.image, volumesDir);
     try {
       await timed(this.progress, `${name}: wait for ${spec.name}`, () => node.waitReady(this.readyTimeoutMs));
       node.readyAfterMs = performance.now() - started;
@@ -298,6 +339,8 @@ export class StartedNodeContainer {
     readonly pauseImage: string | undefined,
     /** The node image it runs (host engine reference). */
     readonly image: string,
+    /** The host tmpfs whose subdirectories are the node's volumes (withVolumesOnTmpfs), if any. */
+    readonly volumesDirOnHost?: string,
   ) {}
 
   get id(): string {
@@ -460,8 +503,8 @@ export class StartedNodeContainer {
   }
 
   /**
-   * Removes the container, its anonymous volumes and the shared host directory. (The engine
-   * removes the node's cgroup with the pod cgroups nested in it.)
+   * Removes the container, its anonymous volumes or its volumes' tmpfs, and the shared host
+   * directory. (The engine removes the node's cgroup with the pod cgroups nested in it.)
    */
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -471,12 +514,46 @@ export class StartedNodeContainer {
     } catch {
       await removeContainer(this.id);
     }
-    await removeSharedDir(this.sharedDirOnHost);
+    await removeHostDir(this.sharedDirOnHost);
+    if (this.volumesDirOnHost) await removeHostDir(this.volumesDirOnHost);
   }
 }
 
-/** Removes a node's shared directory, unmounting it first when it is a mount of its own (a tmpfs). */
-async function removeSharedDir(dir: string): Promise<void> {
+/** The host directories a node binds from the temp dir: its shared dir and its volumes' tmpfs. */
+const NODE_HOST_DIR = /^kh-(node|volumes)-/;
+
+/**
+ * The node host directories among a removed container's bind mount sources, for a clean-up that
+ * finds the container without its StartedNodeContainer: a tmpfs of a node's own holds RAM until
+ * it is unmounted.
+ */
+export function nodeHostDirs(mounts: readonly { Type: string; Source: string }[]): string[] {
+  const dirs = mounts.flatMap((m) => {
+    const first = relative(tmpdir(), m.Source).split(sep)[0] ?? '';
+    return m.Type === 'bind' && !first.startsWith('..') && NODE_HOST_DIR.test(first)
+      ? [join(tmpdir(), first)]
+      : [];
+  });
+  return [...new Set(dirs)];
+}
+
+/** A new host directory (mode 755), with a tmpfs mounted on it when given its `mount -o` options. */
+async function hostDirOn(tmpfs: string | undefined, prefix: string, device: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  if (tmpfs !== undefined) {
+    try {
+      await promisify(execFile)('mount', ['-t', 'tmpfs', '-o', tmpfs, device, dir]);
+    } catch (err) {
+      await rm(dir, { recursive: true, force: true });
+      throw new Error(`cannot mount a tmpfs (${tmpfs}) on ${dir}: ${(err as Error).message}`);
+    }
+  }
+  await chmod(dir, 0o755);
+  return dir;
+}
+
+/** Removes a node's host directory, unmounting it first when it is a mount of its own (a tmpfs). */
+export async function removeHostDir(dir: string): Promise<void> {
   const own = await stat(dir).catch(() => undefined);
   const parent = await stat(dirname(dir));
   if (own && own.dev !== parent.dev) await promisify(execFile)('umount', ['-l', dir]);
