@@ -156,7 +156,7 @@ describe('image behaviour', () => {
     expect(await runToEnd(refs.usergroups, { user: '1000', cmd: ['id', '-G'] })).toBe('1000 50000\n');
   });
 
-  test("entrypoint runs ENTRYPOINT /agnhost with CMD pause, and prints its argv as entrypoint-tester", async () => {
+  test('entrypoint runs ENTRYPOINT /agnhost with CMD pause, and prints its argv as entrypoint-tester', async () => {
     const config = (await docker().getImage(refs.entrypoint).inspect()).Config;
     expect([config.Entrypoint, config.Cmd]).toEqual([['/agnhost'], ['pause']]);
     expect(await runToEnd(refs.entrypoint, { cmd: ['entrypoint-tester', 'override', 'arguments'] })).toBe(

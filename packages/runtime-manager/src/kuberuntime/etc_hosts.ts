@@ -6,7 +6,7 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1HostAlias, V1Pod } from '@kubernetes/client-node';
-import { podHostname } from './sandbox.js';
+import { podHostDomain, podHostname } from './hostname.js';
 
 export const ETC_HOSTS_PATH = '/etc/hosts';
 export const MANAGED_HOSTS_HEADER = '# Kubernetes-managed hosts file.\n';
@@ -37,12 +37,6 @@ export function managedHostsFileContent(
     ...podIPs.map((ip) => `${ip}\t${names}\n`),
     hostAliasEntries(aliases),
   ].join('');
-}
-
-/** The kubelet's pod domain: `<subdomain>.<namespace>.svc.<clusterDomain>` when the pod names a subdomain. */
-export function podHostDomain(pod: V1Pod, clusterDomain: string): string {
-  const sub = pod.spec?.subdomain;
-  return sub ? `${sub}.${pod.metadata?.namespace ?? ''}.svc.${clusterDomain}` : '';
 }
 
 export interface HostsFileOptions {
