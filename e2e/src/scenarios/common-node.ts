@@ -128,7 +128,7 @@ const CONTAINERS_CASES: Case[] = [
 
 export const containers: CasesScenario<void> = {
   name: 'containers',
-  estimateMs: 15_000,
+  estimateMs: 10_000,
   isolation: 'namespace',
   description:
     "containers.go: the image's ENTRYPOINT and CMD by default, args replacing CMD, command replacing both, on the entrypoint image (agnhost's pause and entrypoint-tester)",
@@ -377,7 +377,7 @@ const EXPANSION_CASES: Case[] = [
 export const variableExpansion: CasesScenario<void> = {
   name: 'variable-expansion',
   // The lifecycle case holds upstream's PodStartShortTimeout (2 min) window of "not running".
-  estimateMs: 150_000,
+  estimateMs: 140_000,
   isolation: 'namespace',
   description:
     'expansion.go: $(VAR) in env, command and args; subPathExpr from an env and from an annotation (a bad one, `..` or absolute, is CreateContainerConfigError; fixing the annotation lets the container start)',
@@ -468,7 +468,7 @@ const ETC_HOSTS_CASE: Case = {
 
 export const kubeletEtcHosts: CasesScenario<void> = {
   name: 'kubelet-etc-hosts',
-  estimateMs: 20_000,
+  estimateMs: 15_000,
   isolation: 'namespace',
   description:
     "kubelet_etc_hosts.go: the kubelet's managed /etc/hosts in a pod's containers, not in one that mounts the node's file there, not in a hostNetwork pod's",
@@ -656,7 +656,7 @@ const DOWNWARD_API_CASES: Case[] = [
 
 export const downwardApi: CasesScenario<void> = {
   name: 'downward-api',
-  estimateMs: 20_000,
+  estimateMs: 12_000,
   isolation: 'namespace',
   description:
     "downwardapi.go env cases: pod name, namespace, IP and UID, host IP, a hostNetwork pod's pod IP equal to its host IP, limits and requests, limits defaulted from node allocatable, hugepages (none asked for: 0)",
