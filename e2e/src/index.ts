@@ -2,6 +2,7 @@
 import type { Scenario } from '@kh/harness';
 import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
+import { containers, downwardApi, kubeletEtcHosts, variableExpansion } from './scenarios/common-node.js';
 import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
@@ -65,6 +66,10 @@ export const scenarios: Scenario[] = [
   criSurface,
   securityContext,
   securityContextUserns,
+  containers,
+  variableExpansion,
+  kubeletEtcHosts,
+  downwardApi,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,

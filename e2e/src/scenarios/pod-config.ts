@@ -115,18 +115,6 @@ const UPSTREAM: Record<string, string[]> = {
     'Secrets should be consumable from pods in env vars',
     'Secrets should be consumable via the environment',
   ],
-  'test/e2e/common/node/downwardapi.go': [
-    'Downward API should provide pod name, namespace and IP address as env vars',
-    'Downward API should provide host IP as an env var',
-    'Downward API should provide pod UID as env vars',
-    "Downward API should provide container's limits.cpu/memory and requests.cpu/memory as env vars",
-    'Downward API should provide default limits.cpu/memory from node allocatable',
-  ],
-  'test/e2e/common/node/expansion.go': [
-    'Variable Expansion should allow composing env vars into new env vars',
-    "Variable Expansion should allow substituting values in a container's command",
-    "Variable Expansion should allow substituting values in a container's args",
-  ],
   'test/e2e/common/storage/configmap_volume.go': [
     'ConfigMap should be consumable from pods in volume',
     'ConfigMap should be consumable from pods in volume with mappings and Item mode set',

@@ -394,6 +394,9 @@ async function newRuntime(
     kubeConfig
       ? new ApiPodObjectSource({ api: new KubePodObjectsApi(kubeConfig), nodeName: hostname, clock })
       : undefined,
+    undefined,
+    undefined,
+    { clusterDomain: config.clusterDomain },
   );
   const manager = await KubeGenericRuntimeManager.create({
     cri: startup.cri(cri),

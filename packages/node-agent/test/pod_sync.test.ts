@@ -95,6 +95,16 @@ describe('PodSync', () => {
     });
   });
 
+  it("hands the runtime a hostNetwork pod's status with the node's IP, as the kubelet copies the API status's", async () => {
+    const t = setup();
+    const hostNet: V1Pod = { ...pod, spec: { ...pod.spec!, hostNetwork: true } };
+    const handed = { ...podStatus([]), ips: [] };
+    await t.sync.syncPod(hostNet, handed);
+    expect(t.synced[0]?.ips).toEqual(['10.0.0.5']);
+    // The status it was handed (the pod cache's) is left as the runtime reported it.
+    expect(handed.ips).toEqual([]);
+  });
+
   it('reports a failed start again at once, with its reason, on the status the pass began with', async () => {
     const pullFailed = new SyncStepError('ErrImagePull', 'failed to pull image "busybox": not found');
     const t = setup([{ action: 'StartContainer', target: 'app', error: pullFailed, reason: 'ErrImagePull' }]);

@@ -45,6 +45,7 @@ export {
   selectSandboxesToEvict,
 } from './kuberuntime/gc_policy.js';
 export { fnv32a, hashContainer } from './kuberuntime/hash.js';
+export { podHostname } from './kuberuntime/hostname.js';
 export type { ImagePullOptions } from './kuberuntime/image.js';
 export * from './kuberuntime/labels.js';
 export { parseCriLog, podLogDir } from './kuberuntime/logs.js';
@@ -76,7 +77,6 @@ export {
   type RunContainerOptions,
   type RuntimeHelper,
 } from './kuberuntime/runtime_helper.js';
-export { podHostname } from './kuberuntime/sandbox.js';
 export {
   AppArmorAnnotationPrefix,
   DefaultMaskedPaths,

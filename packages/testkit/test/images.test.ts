@@ -156,6 +156,20 @@ describe('image behaviour', () => {
     expect(await runToEnd(refs.usergroups, { user: '1000', cmd: ['id', '-G'] })).toBe('1000 50000\n');
   });
 
+  test('entrypoint runs ENTRYPOINT /agnhost with CMD pause, and prints its argv as entrypoint-tester', async () => {
+    const config = (await docker().getImage(refs.entrypoint).inspect()).Config;
+    expect([config.Entrypoint, config.Cmd]).toEqual([['/agnhost'], ['pause']]);
+    expect(await runToEnd(refs.entrypoint, { cmd: ['entrypoint-tester', 'override', 'arguments'] })).toBe(
+      '[/agnhost entrypoint-tester override arguments]\n',
+    );
+    const c = await run(refs.entrypoint, {});
+    const logs = await until(
+      async () => (await docker().getContainer(c.getId()).logs({ stdout: true, stderr: true })).toString(),
+      (l) => l.includes('Paused'),
+    );
+    expect(logs).toContain('Paused');
+  });
+
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {
     const c = await run(refs.diskhog, {
       DISKHOG_MB: '24',

@@ -87,7 +87,10 @@ export class PodSync implements PodSyncer {
       );
     });
     const secrets = (await this.deps.pullSecrets?.(pod)) ?? [];
-    const result = await runtime.syncPod(pod, status, secrets, this.deps.backoff, signal);
+    // As the kubelet copies the API status's IPs into the runtime's view: a hostNetwork pod's are
+    // the node's, which its containers see as status.podIP and in their /etc/hosts.
+    const runtimeStatus = pod.spec?.hostNetwork ? { ...status, ips: [this.deps.nodeIP] } : status;
+    const result = await runtime.syncPod(pod, runtimeStatus, secrets, this.deps.backoff, signal);
     this.deps.reasons.update(uid, result);
     // Aborted: the terminating pass that follows reports, with the pod object showing the deletion.
     if (result.aborted) return false;

@@ -90,7 +90,8 @@ async function envFieldValue(
 }
 
 /**
- * A container's resource as a downward API value: limits default to the node's allocatable,
+ * A container's resource as a downward API value: limits of cpu, memory and ephemeral storage
+ * default to the node's allocatable (hugepages are never overcommitted, so an unset one is 0),
  * the result is divided by the divisor (default 1) and rounded up, as the kubelet does.
  */
 export async function resourceFieldValue(
@@ -99,11 +100,11 @@ export async function resourceFieldValue(
   ref: V1ResourceFieldSelector,
   objects: PodObjectSource | undefined,
 ): Promise<string> {
-  const m = /^(limits|requests)\.(cpu|memory|ephemeral-storage)$/.exec(ref.resource);
+  const m = /^(limits|requests)\.(cpu|memory|ephemeral-storage|hugepages-.+)$/.exec(ref.resource);
   if (!m) throw configError(`unsupported container resource "${ref.resource}"`);
   const [, kind, name] = m as unknown as [string, 'limits' | 'requests', string];
   let raw: string | number | undefined = container.resources?.[kind]?.[name];
-  if (raw === undefined && kind === 'limits') {
+  if (raw === undefined && kind === 'limits' && !name.startsWith('hugepages-')) {
     const node = await objects?.getNode(pod);
     raw = node?.status?.allocatable?.[name];
     if (raw === undefined) throw configError(`node allocatable ${name} is unknown for ${ref.resource}`);

@@ -425,8 +425,10 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
     try {
       const st = (await ctx.cri.podSandboxStatus({ podSandboxId: created.id })).status;
-      const podIPs =
-        !pod.spec?.hostNetwork && st?.network?.ip
+      // A hostNetwork pod keeps the IPs the caller put in its status (the kubelet's: the node's).
+      const podIPs = pod.spec?.hostNetwork
+        ? pass.podStatus.ips
+        : st?.network?.ip
           ? [st.network.ip, ...st.network.additionalIps.map((i) => i.ip)]
           : [];
       return { ...created, podIPs, preps };

@@ -2,10 +2,13 @@
 // variables, volume mounts, and the pod's cgroup and DNS. Config maps, secrets, tokens and the
 // node come from a PodObjectSource (the node agent's, over the API server); without one, a pod
 // that needs them fails with CreateContainerConfigError. A mount's subPath (or subPathExpr) is
-// prepared as the kubelet prepares it (subpath.ts): never a path outside its volume.
+// prepared as the kubelet prepares it (subpath.ts): never a path outside its volume. Once the pod
+// has IPs, a container that mounts nothing at /etc/hosts gets the pod's managed hosts file (etc_hosts.ts).
+import { join } from 'node:path';
 import type { V1Container, V1Pod, V1VolumeMount } from '@kubernetes/client-node';
 import { ErrCreateContainerConfig, SyncStepError } from '../container/sync_result.js';
 import { type EnvVar, makeEnvironmentVariables } from './env.js';
+import { ETC_HOSTS_PATH, ensureHostsFile } from './etc_hosts.js';
 import type { PodObjectSource } from './pod_objects.js';
 import {
   cleanSubPaths,
@@ -61,6 +64,8 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
     private readonly mounter: SubPathMounter = hostMounter,
     /** tmpfs for memory-backed emptyDir volumes; the default runs mount(8) too. */
     tmpfs: TmpfsMounter = hostMounter,
+    /** The kubelet's clusterDomain (a pod's subdomain names in /etc/hosts) and the node's hosts file. */
+    private readonly hosts: { clusterDomain?: string; nodeHostsPath?: string } = {},
   ) {
     this.volumes = new PodVolumes(podsDir, objects, tmpfs);
   }
@@ -96,7 +101,31 @@ export class DefaultRuntimeHelper implements RuntimeHelper {
       const hostPath = await this.subPathSource(pod, container, vm, index, src.hostPath, envs);
       mounts.push({ containerPath: vm.mountPath, hostPath, readonly: src.readonly || vm.readOnly === true });
     }
+    // Without IPs (the sandbox's network is not known yet) the kubelet leaves /etc/hosts to the runtime.
+    if (podIPs.length > 0 && !(container.volumeMounts ?? []).some((vm) => vm.mountPath === ETC_HOSTS_PATH)) {
+      mounts.push({
+        containerPath: ETC_HOSTS_PATH,
+        hostPath: await this.hostsFile(pod, podIPs),
+        readonly: false,
+      });
+    }
     return { envs, mounts };
+  }
+
+  private async hostsFile(pod: V1Pod, podIPs: string[]): Promise<string> {
+    try {
+      return await ensureHostsFile(pod, {
+        podDir: join(this.podsDir, pod.metadata?.uid ?? ''),
+        podIPs,
+        clusterDomain: this.hosts.clusterDomain ?? '',
+        ...(this.hosts.nodeHostsPath ? { nodeHostsPath: this.hosts.nodeHostsPath } : {}),
+      });
+    } catch (err) {
+      throw new SyncStepError(
+        ErrCreateContainerConfig,
+        `failed to write the pod's hosts file: ${(err as Error).message}`,
+      );
+    }
   }
 
   /** The volume's path, or its prepared sub-path; a bad one is the kubelet's CreateContainerConfigError. */

@@ -15,6 +15,7 @@ import {
 import type { V1Pod } from '@kubernetes/client-node';
 import type { SandboxStatus } from '../container/runtime.js';
 import { type ManagerContext, nsToMs, toRuntimePath } from './context.js';
+import { podHostname } from './hostname.js';
 import { newPodAnnotations, newPodLabels, podUid } from './labels.js';
 import { podLogDirOf } from './logs.js';
 import { normalizeSysctlName, supplementalGroupsPolicy, toSELinuxOption } from './security_context.js';
@@ -23,12 +24,6 @@ function protocolOf(p: string | undefined): Protocol {
   if (p === 'UDP') return Protocol.UDP;
   if (p === 'SCTP') return Protocol.SCTP;
   return Protocol.TCP;
-}
-
-/** Hostname rules of the kubelet: spec.hostname or the pod name, cut to 63 characters. */
-export function podHostname(pod: V1Pod): string {
-  const name = pod.spec?.hostname || pod.metadata?.name || '';
-  return name.slice(0, 63).replace(/[-.]+$/, '');
 }
 
 /** The pod's runtime handler: its RuntimeClass's, or the default "" without a resolver. */

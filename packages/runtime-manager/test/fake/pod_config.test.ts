@@ -58,6 +58,22 @@ describe('pod config over the fake runtime', () => {
     });
   });
 
+  it("gives a hostNetwork pod the IPs its caller set (the node's) for status.podIP and a managed /etc/hosts", async () => {
+    const pod = makePod(
+      'hostnet',
+      [ctr('app', { env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }] })],
+      { hostNetwork: true },
+    );
+    const status = { ...(await h.status(pod)), ips: ['172.18.0.2'] };
+    const r = await h.manager.syncPod(pod, status, [], h.backoff);
+    expect(r.steps.filter((s) => s.error)).toEqual([]);
+    const [req] = h.requests<CreateContainerRequest>('CreateContainer');
+    expect(env(req!)).toEqual({ POD_IP: '172.18.0.2' });
+    expect(req!.config!.mounts.find((m) => m.containerPath === '/etc/hosts')).toMatchObject({
+      hostPath: join(h.podsDir, pod.metadata!.uid!, 'etc-hosts'),
+    });
+  });
+
   it('fails with CreateContainerConfigError while the config map is missing and starts once it exists', async () => {
     const pod = makePod('late', [ctr('app', { envFrom: [{ configMapRef: { name: 'late-cfg' } }] })]);
     const r = await h.sync(pod);

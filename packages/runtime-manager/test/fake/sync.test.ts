@@ -41,8 +41,10 @@ describe('syncPod over the fake runtime', () => {
       'io.kubernetes.pod.terminationGracePeriod': '30',
     });
     expect(app.logPath).toBe('app/0.log');
-    expect(app.mounts.map((m) => m.containerPath)).toContain('/dev/termination-log');
-    expect(app.mounts[0]!.hostPath.startsWith(join(h.podsDir, pod.metadata!.uid!, 'containers', 'app'))).toBe(
+    // The kubelet's order: the pod's managed /etc/hosts (it has an IP), then the termination log.
+    expect(app.mounts.map((m) => m.containerPath)).toEqual(['/etc/hosts', '/dev/termination-log']);
+    expect(app.mounts[0]!.hostPath).toBe(join(h.podsDir, pod.metadata!.uid!, 'etc-hosts'));
+    expect(app.mounts[1]!.hostPath.startsWith(join(h.podsDir, pod.metadata!.uid!, 'containers', 'app'))).toBe(
       true,
     );
 

@@ -143,9 +143,15 @@ describe('makeEnvironmentVariables', () => {
         ref('MEM_REQ_32MI', { resourceFieldRef: { resource: 'requests.memory', divisor: '32Mi' } }),
         ref('MEM_LIMIT', { resourceFieldRef: { resource: 'limits.memory' } }),
         ref('SIDE_CPU', { resourceFieldRef: { containerName: 'side', resource: 'limits.cpu' } }),
+        ref('SIDE_HP', { resourceFieldRef: { containerName: 'side', resource: 'requests.hugepages-2Mi' } }),
+        // No hugepages limit and none in allocatable: 0, never the node's.
+        ref('HP_LIMIT', { resourceFieldRef: { resource: 'limits.hugepages-2Mi' } }),
       ],
     };
-    const side: V1Container = { name: 'side', resources: { limits: { cpu: '3' } } };
+    const side: V1Container = {
+      name: 'side',
+      resources: { limits: { cpu: '3', 'hugepages-2Mi': '4Mi' }, requests: { 'hugepages-2Mi': '4Mi' } },
+    };
     expect(await envs(c, objects, pod([c, side]))).toEqual({
       CPU_LIMIT: '2',
       CPU_REQ_M: '250',
@@ -153,6 +159,8 @@ describe('makeEnvironmentVariables', () => {
       MEM_REQ_32MI: '2',
       MEM_LIMIT: String(4 * 1024 ** 3),
       SIDE_CPU: '3',
+      SIDE_HP: String(4 * 1024 ** 2),
+      HP_LIMIT: '0',
     });
   });
 });

@@ -29,6 +29,7 @@ export const WORKLOAD_IMAGES = [
   'nonroot',
   'nonewprivs',
   'usergroups',
+  'entrypoint',
 ] as const;
 export type WorkloadImageName = (typeof WORKLOAD_IMAGES)[number];
 /**
@@ -181,6 +182,21 @@ int main(void) {
 }
 `;
 
+/**
+ * The two agnhost subcommands upstream's Containers cases drive through the image's ENTRYPOINT
+ * and CMD: `pause` prints "Paused" and waits, `entrypoint-tester` prints its argv as Go's
+ * fmt.Println(os.Args) does, so the output names the program the runtime ran ($0) and its args.
+ */
+const AGNHOST_ENTRYPOINT = sh(`${STOP_ON_TERM}
+if [ "$1" = pause ]; then
+  echo Paused
+  ${FOREVER} &
+  wait
+  exit 0
+fi
+echo "[$0 $*]"
+`);
+
 /** The runtimes a node image carries, with the packages the report names by version. */
 const NODE_RUNTIME_PACKAGES = [
   'containerd',
@@ -301,6 +317,14 @@ export const RECIPES: Record<ImageName, Recipe> = {
       },
     },
     config: { cmd: ['/bin/sh'] },
+  },
+  entrypoint: {
+    kind: 'busybox',
+    name: 'entrypoint',
+    description:
+      "busybox with agnhost's pause and entrypoint-tester as /agnhost and /agnhost-2 (ENTRYPOINT /agnhost, CMD pause), for upstream's Containers cases.",
+    files: { '/agnhost': AGNHOST_ENTRYPOINT, '/agnhost-2': AGNHOST_ENTRYPOINT },
+    config: { entrypoint: ['/agnhost'], cmd: ['pause'] },
   },
   node: nodeRecipe(DEFAULT_NODE_RELEASE),
   'go-trixie': {
