@@ -3,12 +3,13 @@ import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1EnvVar, V1Pod, V1PodSpec, V1VolumeMount } from '@kubernetes/client-node';
 import {
   createPod,
+  type LogMatcher,
   podFor,
   podLog,
   podSummary,
   readPod,
+  testContainerOutput,
   waitForPod,
-  waitForSuccess,
   waitingReason,
 } from '../support/pods.js';
 
@@ -33,31 +34,9 @@ function onePod(ctx: ScenarioContext, name: string, container: V1Container, spec
   return podFor(ctx, name, { restartPolicy: 'Never', containers: [container], ...spec });
 }
 
-/** A pattern the log must match: a RegExp, or a check of our own with a name. */
-interface LogMatcher {
-  test(log: string): boolean;
-  toString(): string;
-}
-
-/**
- * e2epodoutput.TestContainerOutput(Regexp): the pod succeeds, then its container's log contains
- * every string, or matches every pattern.
- */
-async function testContainerOutput(ctx: ScenarioContext, pod: V1Pod, expected: (string | LogMatcher)[]) {
-  const name = pod.metadata?.name ?? '';
-  const container = pod.spec?.containers[0]?.name ?? '';
-  await createPod(ctx, pod);
-  await waitForSuccess(ctx, name);
-  const log = await podLog(ctx, name, container);
-  for (const want of expected) {
-    ctx.check.ok(
-      `pod ${name} log ${typeof want === 'string' ? 'contains' : 'matches'} ${String(want)}`,
-      typeof want === 'string' ? log.includes(want) : want.test(log),
-      log,
-      String(want),
-    );
-  }
-}
+/** TestContainerOutput of the pod's one container. */
+const testOutput = (ctx: ScenarioContext, pod: V1Pod, expected: (string | LogMatcher)[]) =>
+  testContainerOutput(ctx, pod, pod.spec?.containers[0]?.name ?? '', expected);
 
 /** ExecShellInPod / ExecCommandInContainer: kubectl exec, its output and exit code. */
 async function exec(ctx: ScenarioContext, pod: string, container: string, command: string[]) {
@@ -84,7 +63,7 @@ const containersCase = (it: string, name: string, over: Partial<V1Container>, wa
   file: CONTAINERS_FILE,
   name: `Containers ${it}`,
   tags: CONFORMANCE,
-  run: (ctx) => testContainerOutput(ctx, entrypointTestPod(ctx, name, over), [want]),
+  run: (ctx) => testOutput(ctx, entrypointTestPod(ctx, name, over), [want]),
 });
 
 const CONTAINERS_CASES: Case[] = [
@@ -243,7 +222,7 @@ const EXPANSION_CASES: Case[] = [
     name: `${EXPANSION} should allow composing env vars into new env vars`,
     tags: CONFORMANCE,
     run: (ctx) =>
-      testContainerOutput(
+      testOutput(
         ctx,
         expansionPod(ctx, 'var-expansion-env', {
           command: ['sh', '-c', 'env'],
@@ -261,7 +240,7 @@ const EXPANSION_CASES: Case[] = [
     name: `${EXPANSION} should allow substituting values in a container's command`,
     tags: CONFORMANCE,
     run: (ctx) =>
-      testContainerOutput(
+      testOutput(
         ctx,
         expansionPod(ctx, 'var-expansion-command', {
           command: ['sh', '-c', 'TEST_VAR=wrong echo "$(TEST_VAR)"'],
@@ -275,7 +254,7 @@ const EXPANSION_CASES: Case[] = [
     name: `${EXPANSION} should allow substituting values in a container's args`,
     tags: CONFORMANCE,
     run: (ctx) =>
-      testContainerOutput(
+      testOutput(
         ctx,
         expansionPod(ctx, 'var-expansion-args', {
           command: ['sh', '-c'],
@@ -291,7 +270,7 @@ const EXPANSION_CASES: Case[] = [
     tags: ['Conformance'],
     run(ctx) {
       const name = 'var-expansion-subpath';
-      return testContainerOutput(
+      return testOutput(
         ctx,
         expansionPod(
           ctx,
@@ -527,7 +506,7 @@ const downwardCase = (
   file: DOWNWARD_API_FILE,
   name: `${describe} ${it}`,
   tags,
-  run: (ctx) => testContainerOutput(ctx, pod(ctx), expected(ctx)),
+  run: (ctx) => testOutput(ctx, pod(ctx), expected(ctx)),
 });
 
 const HOST_IP_ENV = [field('HOST_IP', 'status.hostIP')];

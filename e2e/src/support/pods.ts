@@ -145,6 +145,12 @@ export async function eventsFor(ctx: ScenarioContext, name: string) {
   }));
 }
 
+/** A pattern a log must match: a RegExp, or a check of a scenario's own with a name. */
+export interface LogMatcher {
+  test(log: string): boolean;
+  toString(): string;
+}
+
 /**
  * e2eoutput.TestContainerOutput (and TestContainerOutputRegexp): the pod is created and succeeds,
  * and the container's log contains every string, or matches every pattern.
@@ -153,7 +159,7 @@ export async function testContainerOutput(
   ctx: ScenarioContext,
   pod: V1Pod,
   container: string,
-  expected: (string | RegExp)[],
+  expected: (string | LogMatcher)[],
   timeoutMs?: number,
 ): Promise<void> {
   const name = pod.metadata!.name!;
