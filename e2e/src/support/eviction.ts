@@ -116,7 +116,22 @@ export async function runEvictionTest(ctx: ScenarioContext, t: EvictionTest): Pr
     }
 
     if (t.condition) {
-      await pressureCondition(ctx, t.condition, { status: 'False', name: `${t.condition} clears` }, 120_000);
+      // After the last eviction: pressure that lifted between two evictions shows False in node
+      // status until the sync that reports the last one's True (up to nodeStatusUpdateFrequency).
+      const evictedAt = await Promise.all(
+        t.specs
+          .filter((x) => x.evictionPriority !== 0)
+          .map(async (x) =>
+            (await eventsFor(ctx, x.pod.metadata?.name ?? '')).filter((e) => e.reason === 'Evicted'),
+          ),
+      );
+      const since = Math.max(0, ...evictedAt.flat().map((e) => e.lastAt));
+      await pressureCondition(
+        ctx,
+        t.condition,
+        { status: 'False', name: `${t.condition} clears`, since },
+        120_000,
+      );
     }
     // Stable: the condition stays away and nothing else is evicted.
     const until = Date.now() + STABLE_MS;

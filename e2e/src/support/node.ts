@@ -24,18 +24,21 @@ const PRESSURE_REASON: Record<PressureType, string> = {
 
 /**
  * A pressure condition appears (with the kubelet's reason, checked as its own assertion) or
- * clears, as the eviction scenarios watch for it.
+ * clears, as the eviction scenarios watch for it. `since` (ms): it must have cleared at or after
+ * that moment, not in an earlier lull that node status has not yet reported the end of.
  */
 export async function pressureCondition(
   ctx: ScenarioContext,
   type: PressureType,
-  want: { status: 'True'; reason?: string } | { status: 'False'; name: string },
+  want: { status: 'True'; reason?: string } | { status: 'False'; name: string; since?: number },
   timeoutMs: number,
 ) {
+  // Condition times are whole seconds on a real apiserver.
+  const since = want.status === 'False' && want.since ? Math.floor(want.since / 1000) * 1000 : 0;
   const condition = await ctx.check.eventually(
     want.status === 'True' ? `${type}=True appears` : want.name,
     () => nodeCondition(ctx, type),
-    (c) => c?.status === want.status,
+    (c) => c?.status === want.status && new Date(c.lastTransitionTime ?? 0).getTime() >= since,
     { timeoutMs, intervalMs: want.status === 'True' ? 1_000 : 2_000, expected: want },
   );
   if (want.status === 'True')
