@@ -2,7 +2,15 @@ import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1EmptyDirVolumeSource, V1Pod } from '@kubernetes/client-node';
 import { limiter } from '../support/concurrent.js';
 import { MOUNTTEST_CONTENT, type MounttestFlags, mounttest } from '../support/mounttest.js';
-import { createPod, INFINITE_SLEEP, podFor, sh, testContainerOutput, waitForPod } from '../support/pods.js';
+import {
+  createPod,
+  execShellInContainer,
+  INFINITE_SLEEP,
+  podFor,
+  sh,
+  testContainerOutput,
+  waitForPod,
+} from '../support/pods.js';
 
 // Upstream's empty_dir.go (test/e2e/common/storage) as named cases, each with its own pod and
 // upstream's expectations: the volume's mode and fs type, files created with a mode as root and
@@ -205,24 +213,6 @@ const CASES: Case[] = [
 const MAIN = 'busybox-main-container';
 const MAIN_MOUNT = '/usr/share/volumeshare';
 
-/** e2epod.ExecShellInContainer: `sh -c cmd` in the container, its stdout trimmed. */
-async function execShell(ctx: ScenarioContext, pod: string, container: string, cmd: string) {
-  const r = await ctx.kubectl([
-    '-n',
-    ctx.namespace,
-    'exec',
-    pod,
-    '-c',
-    container,
-    '--',
-    '/bin/sh',
-    '-c',
-    cmd,
-  ]);
-  ctx.check.ok(`pod ${pod}: \`${cmd}\` in ${container} succeeded`, r.code === 0, r.stderr, 'exit 0');
-  return r.stdout.trim();
-}
-
 const running = (p: V1Pod) => p.status?.phase === 'Running';
 
 /** The sub container writes into the shared emptyDir; the main one reads it at its own mount path. */
@@ -244,7 +234,7 @@ async function sharedVolumes(ctx: ScenarioContext) {
     }),
   );
   await waitForPod(ctx, name, 'is Running', running);
-  const got = await execShell(ctx, name, MAIN, `cat ${MAIN_MOUNT}/shareddata.txt`);
+  const got = await execShellInContainer(ctx, name, MAIN, `cat ${MAIN_MOUNT}/shareddata.txt`);
   ctx.check.equal(`pod ${name}: the main container reads what the sub container wrote`, got, message);
 }
 
@@ -263,7 +253,7 @@ async function memoryBackedSize(ctx: ScenarioContext) {
     }),
   );
   await waitForPod(ctx, name, 'is Running', running);
-  const got = await execShell(ctx, name, MAIN, `df | grep ${MAIN_MOUNT} | awk '{print $2}'`);
+  const got = await execShellInContainer(ctx, name, MAIN, `df | grep ${MAIN_MOUNT} | awk '{print $2}'`);
   ctx.check.equal(`pod ${name}: df shows the volume's size in 1K blocks`, got, '10240');
 }
 

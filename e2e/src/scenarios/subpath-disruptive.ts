@@ -3,8 +3,8 @@ import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { nodeCondition } from '../support/node.js';
-import { createPod, INFINITE_SLEEP, readPod, waitForPod } from '../support/pods.js';
-import { pattern, podContainerExec, sleepingSubpathPod, volumeSource } from './subpath.js';
+import { createPod, execShellInContainer, INFINITE_SLEEP, readPod, waitForPod } from '../support/pods.js';
+import { pattern, sleepingSubpathPod, volumeSource } from './subpath.js';
 
 /** framework.PodStartTimeout and PodDeleteTimeout. */
 const POD_START_MS = 5 * 60_000;
@@ -53,8 +53,8 @@ async function expectMounted(ctx: ScenarioContext, pod: V1Pod): Promise<void> {
   const subpath = await onNode(ctx, `cat /proc/self/mountinfo | grep ${uid} | grep volume-subpaths`);
   ctx.check.ok(`pod ${name}: its volume subpath mount is found`, subpath.code === 0, subpath.out, 'exit 0');
   const encoded = randomBytes(WRITE_BYTES).toString('base64');
-  await podContainerExec(ctx, name, 'test-container-subpath', `echo ${encoded} | base64 -d | sha256sum`);
-  await podContainerExec(
+  await execShellInContainer(ctx, name, 'test-container-subpath', `echo ${encoded} | base64 -d | sha256sum`);
+  await execShellInContainer(
     ctx,
     name,
     'test-container-subpath',

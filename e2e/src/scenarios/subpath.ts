@@ -4,6 +4,7 @@ import { allChecks } from '../support/concurrent.js';
 import {
   containerStatus,
   createPod,
+  execShellInContainer,
   podFor,
   readPod,
   sh,
@@ -122,23 +123,6 @@ export function sleepingSubpathPod(
   });
 }
 
-/** podContainerExec: a shell command in one of the pod's containers through kubectl exec. */
-export async function podContainerExec(ctx: ScenarioContext, pod: string, container: string, cmd: string) {
-  const r = await ctx.kubectl([
-    '-n',
-    ctx.namespace,
-    'exec',
-    pod,
-    '-c',
-    container,
-    '--',
-    '/bin/sh',
-    '-c',
-    cmd,
-  ]);
-  ctx.check.ok(`pod ${pod}: \`${cmd}\` in ${container} succeeded`, r.code === 0, r.stderr, 'exit 0');
-}
-
 const restartCount = (p: V1Pod) => containerStatus(p, 'test-container-subpath')?.restartCount ?? 0;
 
 /**
@@ -150,7 +134,7 @@ async function testPodContainerRestart(
   ctx: ScenarioContext,
   pod: V1Pod,
   liveness: string[],
-  hooks: { fail(): Promise<void>; fix(): Promise<void> },
+  hooks: { fail(): Promise<unknown>; fix(): Promise<unknown> },
 ) {
   const name = pod.metadata!.name!;
   pod.spec!.containers[0]!.livenessProbe = {
@@ -198,8 +182,8 @@ async function testPodContainerRestart(
 function testSubpathContainerRestart(ctx: ScenarioContext, pod: V1Pod) {
   const name = pod.metadata!.name!;
   return testPodContainerRestart(ctx, pod, ['cat', PROBE_FILE], {
-    fail: () => podContainerExec(ctx, name, 'test-container-volume', `rm ${PROBE_FILE}`),
-    fix: () => podContainerExec(ctx, name, 'test-container-volume', `echo test-after > ${PROBE_FILE}`),
+    fail: () => execShellInContainer(ctx, name, 'test-container-volume', `rm ${PROBE_FILE}`),
+    fix: () => execShellInContainer(ctx, name, 'test-container-volume', `echo test-after > ${PROBE_FILE}`),
   });
 }
 
@@ -513,7 +497,7 @@ async function configMapModifiedCase(ctx: ScenarioContext): Promise<void> {
     pod,
     ['sh', '-c', `cat ${PROBE_FILE} || test \`cat ${VOLUME_PATH}\` = '${modified.data['configmap-key']}'`],
     {
-      fail: () => podContainerExec(ctx, podName, 'test-container-volume', `rm ${PROBE_FILE}`),
+      fail: () => execShellInContainer(ctx, podName, 'test-container-volume', `rm ${PROBE_FILE}`),
       fix: async () => {
         await ctx.core.replaceNamespacedConfigMap({ name, namespace: ctx.namespace, body: modified });
       },

@@ -174,3 +174,26 @@ export async function testContainerOutput(
       String(want),
     );
 }
+
+/** e2epod.ExecShellInContainer: `sh -c cmd` in the container, its stdout trimmed. */
+export async function execShellInContainer(
+  ctx: ScenarioContext,
+  pod: string,
+  container: string,
+  cmd: string,
+) {
+  const r = await ctx.kubectl([
+    '-n',
+    ctx.namespace,
+    'exec',
+    pod,
+    '-c',
+    container,
+    '--',
+    '/bin/sh',
+    '-c',
+    cmd,
+  ]);
+  ctx.check.ok(`pod ${pod}: \`${cmd}\` in ${container} succeeded`, r.code === 0, r.stderr, 'exit 0');
+  return r.stdout.trim();
+}
