@@ -60,6 +60,14 @@ function pidConsumingPod(ctx: ScenarioContext, name: string, priority?: number):
 const message = () =>
   /^The node was low on resource: pids\. Threshold quantity: \d+(\.\d+)?k?, available: \d+(\.\d+)?k?\. $/;
 
+/** What every case waits for: PIDPressure, the bombs evicted with the kubelet's message. */
+const PID_PRESSURE = {
+  condition: 'PIDPressure',
+  pressureTimeoutMs: 300_000,
+  evictionTimeoutMs: 300_000,
+  message,
+} as const;
+
 /** Sets pid.available PIDS_CONSUMED under what is free now, as upstream's tempSetCurrentKubeletConfig does. */
 async function pidThreshold(ctx: ScenarioContext, featureGates: Record<string, boolean> = {}) {
   const available = await availablePids(ctx);
@@ -83,10 +91,7 @@ async function pidThreshold(ctx: ScenarioContext, featureGates: Record<string, b
 async function priorityOrdering(ctx: ScenarioContext, statsFromCRI: boolean) {
   await pidThreshold(ctx, { PodAndContainerStatsFromCRI: statsFromCRI });
   await runEvictionTest(ctx, {
-    condition: 'PIDPressure',
-    pressureTimeoutMs: 300_000,
-    evictionTimeoutMs: 300_000,
-    message,
+    ...PID_PRESSURE,
     specs: [
       { evictionPriority: 2, pod: pidConsumingPod(ctx, 'fork-bomb-container-with-low-priority') },
       { evictionPriority: 0, pod: innocentPod(ctx, HIGH_PRIORITY) },
@@ -129,10 +134,7 @@ export const pidEviction: Scenario = {
       await inOwnNamespace(ctx, 'baseline', async (ctx) => {
         await pidThreshold(ctx);
         await runEvictionTest(ctx, {
-          condition: 'PIDPressure',
-          pressureTimeoutMs: 300_000,
-          evictionTimeoutMs: 300_000,
-          message,
+          ...PID_PRESSURE,
           specs: [
             {
               evictionPriority: 1,

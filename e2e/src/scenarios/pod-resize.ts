@@ -1,7 +1,7 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { allChecksLimited } from '../support/concurrent.js';
-import { createPod, podFor, podSummary, readPod, sh, waitForPod } from '../support/pods.js';
+import { createPod, INFINITE_SLEEP, podFor, podSummary, readPod, sh, waitForPod } from '../support/pods.js';
 
 // Upstream's in-place resize cases (pod_resize.go, 1.33) that one node can run: each pod is
 // resized with kubectl 1.33 `patch --subresource resize`, then judged by upstream's expectations
@@ -560,7 +560,12 @@ async function resizeAll(
     ...(containers.length > 0 ? { containers } : {}),
     ...(initContainers.length > 0 ? { initContainers } : {}),
   };
-  return ctx.kubectl(
+  return patchResize(ctx, pod, spec);
+}
+
+/** kubectl 1.33 patch --subresource resize of the pod's spec. */
+const patchResize = (ctx: ScenarioContext, pod: string, spec: object) =>
+  ctx.kubectl(
     [
       '-n',
       ctx.namespace,
@@ -574,7 +579,6 @@ async function resizeAll(
     ],
     { version: '1.33' },
   );
-}
 
 const resize = (ctx: ScenarioContext, pod: string, size: Size) => resizeAll(ctx, pod, [{ name: 'c1', size }]);
 
@@ -630,7 +634,7 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
     ctx,
     podFor(ctx, pod, {
       containers: [
-        sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done', {
+        sh(ctx, 'c1', INFINITE_SLEEP, {
           resources: requirements(c.original),
           resizePolicy: policy,
         }),
@@ -677,7 +681,7 @@ async function runMultiCase(
 ): Promise<void> {
   const pod = `resize-m${index}`;
   const container = (x: ContainerCase) =>
-    sh(ctx, x.name, 'trap exit TERM; while true; do sleep 1; done', {
+    sh(ctx, x.name, INFINITE_SLEEP, {
       resources: requirements(x.original),
       resizePolicy: [
         { resourceName: 'cpu', restartPolicy: x.cpuPolicy ?? 'NotRequired' },
@@ -727,9 +731,7 @@ async function infeasible(ctx: ScenarioContext): Promise<void> {
   await createPod(
     ctx,
     podFor(ctx, pod, {
-      containers: [
-        sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done', { resources: requirements(size) }),
-      ],
+      containers: [sh(ctx, 'c1', INFINITE_SLEEP, { resources: requirements(size) })],
     }),
   );
   await waitForPod(ctx, pod, 'Running', (p) => resized(p, size, 0));
@@ -755,10 +757,7 @@ async function infeasible(ctx: ScenarioContext): Promise<void> {
 const BEST_EFFORT = 'BestEffort pod - try requesting memory, expect error';
 async function bestEffort(ctx: ScenarioContext): Promise<void> {
   const pod = 'resize-besteffort';
-  await createPod(
-    ctx,
-    podFor(ctx, pod, { containers: [sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done')] }),
-  );
+  await createPod(ctx, podFor(ctx, pod, { containers: [sh(ctx, 'c1', INFINITE_SLEEP)] }));
   await waitForPod(
     ctx,
     pod,
@@ -824,26 +823,11 @@ async function refused(ctx: ScenarioContext, c: (typeof REFUSED)[number], index:
   await createPod(
     ctx,
     podFor(ctx, pod, {
-      containers: want.map((w) =>
-        sh(ctx, w.name, 'trap exit TERM; while true; do sleep 1; done', { resources: requirements(w.size) }),
-      ),
+      containers: want.map((w) => sh(ctx, w.name, INFINITE_SLEEP, { resources: requirements(w.size) })),
     }),
   );
   await waitForPod(ctx, pod, 'Running at its size', (p) => resizedAll(p, want));
-  const out = await ctx.kubectl(
-    [
-      '-n',
-      ctx.namespace,
-      'patch',
-      'pod',
-      pod,
-      '--subresource',
-      'resize',
-      '--patch',
-      JSON.stringify({ spec: c.patch }),
-    ],
-    { version: '1.33' },
-  );
+  const out = await patchResize(ctx, pod, c.patch);
   ctx.check.ok(
     `${pod}: kubectl patch --subresource resize is refused: ${c.causes.join('; ')}`,
     out.code !== 0 && c.causes.every((cause) => out.stderr.includes(cause)),
@@ -867,9 +851,7 @@ async function memoryLimitDecrease(ctx: ScenarioContext): Promise<void> {
   await createPod(
     ctx,
     podFor(ctx, pod, {
-      containers: [
-        sh(ctx, 'c1', 'trap exit TERM; while true; do sleep 1; done', { resources: requirements(original) }),
-      ],
+      containers: [sh(ctx, 'c1', INFINITE_SLEEP, { resources: requirements(original) })],
     }),
   );
   await waitForPod(ctx, pod, 'Running at its original size', (p) => resized(p, original, 0));
