@@ -1,5 +1,5 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { type CriContractStatus, RESULTS_SCHEMA_VERSION, type RunResults, STARTUP_STAGES } from './model.js';
 
 /** A results file that cannot be read or does not match the results model. */
@@ -235,15 +235,17 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
   return top as unknown as RunResults;
 }
 
-/** A file as is; a directory: every results.json below it (CI artifacts unpack into folders), in name order. */
+/** A file as is; a directory: every results.json below it outside node_modules (CI artifacts unpack into folders, and a checkout holds one), in name order. */
 export async function resultsFilesUnder(path: string): Promise<string[]> {
   const info = await stat(path).catch(() => undefined);
   if (!info) throw new ResultsFileError(`${path}: no such file or directory`);
   if (!info.isDirectory()) return [path];
   const entries = await readdir(path, { recursive: true, withFileTypes: true });
+  // vitest's cache in a checkout writes a results.json of its own under node_modules.
   return entries
     .filter((e) => e.isFile() && e.name === 'results.json')
     .map((e) => join(e.parentPath, e.name))
+    .filter((file) => !relative(path, file).split(sep).includes('node_modules'))
     .sort();
 }
 

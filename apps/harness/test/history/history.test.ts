@@ -309,6 +309,20 @@ describe("history over a nightly's downloaded artifacts", () => {
     expect(m.rows).toHaveLength(11);
   });
 
+  it('reads a checkout that ran the matrix: the run in .reports, not the results.json of vitest under node_modules', async () => {
+    const at = join(dir, 'checkout');
+    await mkdir(join(at, 'e2e/.reports/e2e'), { recursive: true });
+    await writeFile(join(at, 'e2e/.reports/e2e/results.json'), JSON.stringify(syntheticRun(3)));
+    const cache = join(at, 'apps/harness/node_modules/.vite/vitest/da39a3ee');
+    await mkdir(cache, { recursive: true });
+    await writeFile(join(cache, 'results.json'), JSON.stringify({ version: '3.2.4', results: [] }));
+    const out = join(dir, 'checkout-out');
+    const r = await history([at, '-o', out]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect((await read(out)).runs.map((run) => run.runId)).toEqual([runIdOf(3)]);
+  });
+
   it('refuses a shard no merged results were made from, and a directory without results', async () => {
     const at = join(dir, 'shards-only');
     await download(at, 10, { merged: false });
