@@ -31,6 +31,7 @@ import { priorityDiskEviction, priorityMemoryEviction } from './scenarios/priori
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
+import { secrets } from './scenarios/secrets.js';
 import { securityContext, securityContextUserns } from './scenarios/security-context.js';
 import { startup } from './scenarios/startup.js';
 import { statusReporting } from './scenarios/status-reporting.js';
@@ -46,6 +47,7 @@ export const scenarios: Scenario[] = [
   emptyDir,
   hostPath,
   downwardApiVolume,
+  secrets,
   probes,
   probesUpstream,
   probesSidecar,

@@ -111,18 +111,11 @@ const UPSTREAM: Record<string, string[]> = {
     'ConfigMap should be consumable via environment variable',
     'ConfigMap should be consumable via the environment',
   ],
-  'test/e2e/common/node/secrets.go': [
-    'Secrets should be consumable from pods in env vars',
-    'Secrets should be consumable via the environment',
-  ],
   'test/e2e/common/storage/configmap_volume.go': [
     'ConfigMap should be consumable from pods in volume',
     'ConfigMap should be consumable from pods in volume with mappings and Item mode set',
     'ConfigMap binary data should be reflected in volume',
     'ConfigMap updates should be reflected in volume',
-  ],
-  'test/e2e/common/storage/secrets_volume.go': [
-    'Secrets should be consumable from pods in volume with defaultMode set',
   ],
   'test/e2e/common/storage/downwardapi_volume.go': [
     'Downward API volume should provide podname only',
@@ -136,7 +129,7 @@ const UPSTREAM: Record<string, string[]> = {
 /**
  * Config maps, secrets, the downward API and service account tokens reach containers as the
  * kubelet delivers them: env (envFrom, valueFrom, $(VAR) expansion) and volumes (configMap,
- * secret, downwardAPI, projected) with their modes, binary data, updates and read-only mounts;
+ * downwardAPI, projected with a secret source; secrets.ts has secrets' own cases) with their modes, binary data, updates and read-only mounts;
  * a missing config map blocks the container (CreateContainerConfigError for env, ContainerCreating
  * for a volume) until it is created.
  */
@@ -146,7 +139,7 @@ export const podConfig: Scenario = {
   // Only its namespace's pods: it shares a node with other such cells.
   isolation: 'namespace',
   description:
-    'configMap/secret/downwardAPI/projected volumes and envFrom/valueFrom/$(VAR) env as upstream configmap, secrets, downwardapi, expansion and projected cases check them; a missing configMap blocks the container until it exists',
+    'configMap/downwardAPI/projected volumes and envFrom/valueFrom/$(VAR) env as upstream configmap, downwardapi, expansion and projected cases check them; a missing configMap blocks the container until it exists',
   needs: ['real-containers'],
   timeoutMs: 300_000,
   upstream: Object.entries(UPSTREAM).flatMap(([file, cases]) => cases.map((c) => ({ file, case: c }))),
@@ -176,14 +169,9 @@ export const podConfig: Scenario = {
           containers: [
             sh(ctx, 'c', 'env | sort; echo "command: $(FOOBAR)"', {
               resources,
-              envFrom: [
-                { configMapRef: { name: CM } },
-                { prefix: 'p_', configMapRef: { name: CM } },
-                { prefix: 's_', secretRef: { name: SECRET } },
-              ],
+              envFrom: [{ configMapRef: { name: CM } }, { prefix: 'p_', configMapRef: { name: CM } }],
               env: [
                 { name: 'CONFIG_DATA_1', valueFrom: { configMapKeyRef: { name: CM, key: 'data_1' } } },
-                { name: 'SECRET_DATA', valueFrom: { secretKeyRef: { name: SECRET, key: 'data_1' } } },
                 field('POD_NAME', 'metadata.name'),
                 field('POD_NAMESPACE', 'metadata.namespace'),
                 field('POD_IP', 'status.podIP'),
@@ -237,7 +225,6 @@ export const podConfig: Scenario = {
               `cat /etc/cfg/data_1; echo
 od -An -tx1 /etc/cfg/dump.bin
 echo "mapped: $(cat /etc/cfg-map/path/to/data_2) $(stat -L -c %a /etc/cfg-map/path/to/data_2)"
-echo "secret: $(cat /etc/secret/data_1) $(stat -L -c %a /etc/secret/data_1)"
 echo "podname: $(cat /etc/podinfo/podname)"
 echo "projected: $(cat /etc/projected/cm-data_1) $(cat /etc/projected/secret-data_1) $(cat /etc/projected/podname)"
 echo "token: $(cat /etc/projected/token)"
@@ -247,7 +234,6 @@ while true; do echo "now: $(cat /etc/cfg/data_1)"; echo "labels: $(cat /etc/podi
                 volumeMounts: [
                   { name: 'cfg', mountPath: '/etc/cfg' },
                   { name: 'cfg-map', mountPath: '/etc/cfg-map' },
-                  { name: 'secret', mountPath: '/etc/secret' },
                   { name: 'podinfo', mountPath: '/etc/podinfo' },
                   { name: 'projected', mountPath: '/etc/projected' },
                 ],
@@ -260,7 +246,6 @@ while true; do echo "now: $(cat /etc/cfg/data_1)"; echo "labels: $(cat /etc/podi
               name: 'cfg-map',
               configMap: { name: CM, items: [{ key: 'data_2', path: 'path/to/data_2', mode: 0o400 }] },
             },
-            { name: 'secret', secret: { secretName: SECRET, defaultMode: 0o400 } },
             {
               name: 'podinfo',
               downwardAPI: {
@@ -321,12 +306,10 @@ while true; do echo "now: $(cat /etc/cfg/data_1)"; echo "labels: $(cat /etc/podi
       (async () => {
         const p = await done(ctx, 'env');
         check.equal('pod env: Succeeded', p.status?.phase, 'Succeeded');
-        await finishedOutput(ctx, 'env', 'sees config map, secret, pod fields, resources and expanded vars', [
+        await finishedOutput(ctx, 'env', 'sees config map, pod fields, resources and expanded vars', [
           'CONFIG_DATA_1=value-1',
           'data_1=value-1',
           'p_data_1=value-1',
-          'SECRET_DATA=secret-1',
-          's_data_1=secret-1',
           'POD_NAME=env',
           `POD_NAMESPACE=${namespace}`,
           `POD_IP=${p.status?.podIP}`,
@@ -361,7 +344,6 @@ while true; do echo "now: $(cat /etc/cfg/data_1)"; echo "labels: $(cat /etc/podi
           'value-1',
           ` ${hex}`,
           'mapped: value-2 400',
-          'secret: secret-1 400',
           'podname: volumes',
           'projected: value-1 secret-1 volumes',
           'cfg: read-only',

@@ -1,3 +1,4 @@
+import { deepEqual } from '../meta/equal.js';
 import type { KObject } from '../meta/object.js';
 import { metadataFields } from '../selectors/field.js';
 import { validateObjectMeta } from '../validation/meta.js';
@@ -52,5 +53,11 @@ export const secrets: ResourceDef = {
       errs.required('data[.dockerconfigjson]');
     }
     if (old !== undefined && old.type !== s.type) errs.invalid('type', s.type, 'field is immutable');
+    // ValidateSecretUpdate: once immutable, neither the mark nor the data may change (422 Invalid).
+    if (old?.immutable === true) {
+      if (s.immutable !== true) errs.forbidden('immutable', 'field is immutable when `immutable` is set');
+      if (!deepEqual(s.data ?? {}, old.data ?? {}))
+        errs.forbidden('data', 'field is immutable when `immutable` is set');
+    }
   },
 };

@@ -116,7 +116,11 @@ export async function resourceFieldValue(
   return String((num + den - 1n) / den);
 }
 
-const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+/**
+ * IsRelaxedEnvVarName: printable ASCII but '=' (RelaxedEnvironmentVariableValidation, on by
+ * default since 1.32, GA in 1.34), so an envFrom prefix like "1-" or "#@!" makes no key invalid.
+ */
+const ENV_NAME = /^[\x20-\x3c\x3e-\x7e]+$/;
 
 /** The container's envs in order; a later definition of a name replaces the earlier value. */
 export async function makeEnvironmentVariables(

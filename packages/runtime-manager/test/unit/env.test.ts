@@ -37,7 +37,7 @@ describe('expandVars', () => {
 describe('makeEnvironmentVariables', () => {
   it('reads envFrom config maps and secrets with their prefix, skipping invalid names', async () => {
     const objects = new FakeObjects()
-      .configMap('cm', { A: '1', 'bad key': 'x', B: '2' })
+      .configMap('cm', { A: '1', 'bad=key': 'x', 'bad\tkey': 'x', B: '2' })
       .secret('s', { PASS: 'hunter2' });
     const c: V1Container = {
       name: 'app',
@@ -45,6 +45,21 @@ describe('makeEnvironmentVariables', () => {
       env: [{ name: 'B', value: 'override $(A)' }],
     };
     expect(await envs(c, objects)).toEqual({ A: '1', B: 'override 1', S_PASS: 'hunter2' });
+  });
+
+  it('takes any printable ASCII name but "=" from a prefix and key, as the relaxed validation does', async () => {
+    const objects = new FakeObjects().secret('s', { 'data-1': 'value-1' });
+    const c: V1Container = {
+      name: 'app',
+      envFrom: ['', '1-', '$_-', 'ABC_', '#@!'].map((prefix) => ({ prefix, secretRef: { name: 's' } })),
+    };
+    expect(await envs(c, objects)).toEqual({
+      'data-1': 'value-1',
+      '1-data-1': 'value-1',
+      '$_-data-1': 'value-1',
+      'ABC_data-1': 'value-1',
+      '#@!data-1': 'value-1',
+    });
   });
 
   it('skips optional sources that do not exist', async () => {
