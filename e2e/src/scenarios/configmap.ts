@@ -37,6 +37,8 @@ const MOUNTTEST = 'agnhost-container';
 
 type Limit = <T>(task: () => Promise<T>) => Promise<T>;
 type Case = ScenarioCase<Limit>;
+/** A case of one volume file, named after its It, run under the cell's limit on pods at once. */
+type It = (name: string, tags: readonly string[], run: (ctx: ScenarioContext) => Promise<void>) => Case;
 
 /** newConfigMap: three keys. */
 const DATA = { 'data-1': 'value-1', 'data-2': 'value-2', 'data-3': 'value-3' };
@@ -150,7 +152,7 @@ const inLoop = (path: string): MounttestFlags => ({
 function volumeCases(f: VolumeFile): Case[] {
   const cm = `${f.prefix}configmap`;
   const mount = `/etc/${cm}-volume`;
-  const it = (name: string, tags: readonly string[], run: (ctx: ScenarioContext) => Promise<void>): Case => ({
+  const it: It = (name, tags, run) => ({
     file: f.file,
     name: `${f.describe} ${name}`,
     tags,
@@ -314,11 +316,7 @@ function volumeCases(f: VolumeFile): Case[] {
 }
 
 /** A text key read in a loop by mounttest, and a binary key hexdumped by a second container. */
-const binaryDataCase = (
-  f: VolumeFile,
-  it: (name: string, tags: readonly string[], run: (ctx: ScenarioContext) => Promise<void>) => Case,
-  mount: string,
-): Case =>
+const binaryDataCase = (f: VolumeFile, it: It, mount: string): Case =>
   it('binary data should be reflected in volume', CONFORMANCE, async (ctx) => {
     const ref = 'configmap-test-binary';
     const name = 'pod-configmaps-binary';
