@@ -3,6 +3,7 @@ import type { Scenario } from '@kh/harness';
 import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { containers, downwardApi, kubeletEtcHosts, variableExpansion } from './scenarios/common-node.js';
+import { configMap } from './scenarios/configmap.js';
 import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
@@ -47,6 +48,7 @@ export const scenarios: Scenario[] = [
   emptyDir,
   hostPath,
   downwardApiVolume,
+  configMap,
   secrets,
   probes,
   probesUpstream,

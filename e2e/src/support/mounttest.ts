@@ -117,3 +117,11 @@ export function mounttest(f: MounttestFlags): string {
     );
   return `(\n${FUNCTIONS}\n${run.join('\n')}\nexit $rc\n)`;
 }
+
+/** Go's os.FileMode(mode).String() for a regular file, e.g. -rw-r--r-- for 0644. */
+function fileModeString(mode: number): string {
+  return `-${[...'rwxrwxrwx'].map((c, i) => (mode & (0o400 >> i) ? c : '-')).join('')}`;
+}
+
+/** getFileModeRegex's Linux line: what `fileMode` prints for a file of `mode` (the kubelet's 0644 default). */
+export const fileModeLine = (path: string, mode = 0o644) => `mode of file "${path}": ${fileModeString(mode)}`;

@@ -1,10 +1,11 @@
 import { deepEqual } from '../meta/equal.js';
 import { metadataFields } from '../selectors/field.js';
+import { checkConfigKey } from '../validation/config_key.js';
 import { validateObjectMeta } from '../validation/meta.js';
 import { configMapColumns } from './printers.js';
 import { ALL_VERBS, type ResourceDef } from './resource.js';
 
-const KEY = /^[-._a-zA-Z0-9]+$/;
+const IMMUTABLE = 'field is immutable when `immutable` is set';
 
 export const configmaps: ResourceDef = {
   group: '',
@@ -21,18 +22,20 @@ export const configmaps: ResourceDef = {
   hasStatus: false,
   fields: metadataFields,
   columns: configMapColumns,
+  // ValidateConfigMap, and ValidateConfigMapUpdate's immutability: once set, `immutable` stays
+  // true and data and binaryData stay as they are (metadata may still change).
   validate(cm, errs, old) {
     validateObjectMeta(cm, errs, true);
-    for (const k of [...Object.keys(cm.data ?? {}), ...Object.keys(cm.binaryData ?? {})]) {
-      if (!KEY.test(k))
-        errs.invalid(
-          `data[${k}]`,
-          k,
-          "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
-        );
+    const binary = cm.binaryData ?? {};
+    for (const k of Object.keys(cm.data ?? {})) {
+      checkConfigKey(errs, `data[${k}]`, k);
+      if (Object.hasOwn(binary, k)) errs.invalid(`data[${k}]`, k, 'duplicate of key present in binaryData');
     }
-    if (old?.immutable && !deepEqual([cm.data, cm.binaryData], [old.data, old.binaryData])) {
-      errs.forbidden('data', 'field is immutable when `immutable` is set');
+    for (const k of Object.keys(binary)) checkConfigKey(errs, `binaryData[${k}]`, k);
+    if (old?.immutable === true) {
+      if (cm.immutable !== true) errs.forbidden('immutable', IMMUTABLE);
+      if (!deepEqual(cm.data, old.data)) errs.forbidden('data', IMMUTABLE);
+      if (!deepEqual(cm.binaryData, old.binaryData)) errs.forbidden('binaryData', IMMUTABLE);
     }
   },
 };
