@@ -24,6 +24,17 @@ describe('secrets', () => {
     expect(res.body).toMatchObject({ kind: 'Status', reason: 'Invalid' });
   });
 
+  it("refuses the keys a volume's atomic writer owns: '.', '..' and a '..' prefix (IsConfigMapKey)", async () => {
+    for (const key of ['.', '..', '..data']) {
+      const res = await api.post(SECRETS, { metadata: { name: 'dot-key' }, data: { [key]: b64('v') } });
+      expect(res.status, key).toBe(422);
+      expect(JSON.stringify(res.body.details?.causes), key).toContain(`data[${key}]`);
+    }
+    expect(
+      (await api.post(SECRETS, { metadata: { name: 'dot-key' }, data: { '.dot': b64('v') } })).status,
+    ).toBe(201);
+  });
+
   it('patches a secret, lists it in all namespaces and deletes it by its new label', async () => {
     const created = await api.post(SECRETS, {
       metadata: { name: 'patched', labels: { 'testsecret-constant': 'true' } },

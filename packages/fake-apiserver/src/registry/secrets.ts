@@ -1,11 +1,10 @@
 import { deepEqual } from '../meta/equal.js';
 import type { KObject } from '../meta/object.js';
 import { metadataFields } from '../selectors/field.js';
+import { checkConfigKey } from '../validation/config_key.js';
 import { validateObjectMeta } from '../validation/meta.js';
 import { secretColumns } from './printers.js';
 import { ALL_VERBS, type ResourceDef } from './resource.js';
-
-const KEY = /^[-._a-zA-Z0-9]+$/;
 
 /** stringData is write-only: it is merged into data (base64) before storing. */
 function foldStringData(s: KObject) {
@@ -40,12 +39,7 @@ export const secrets: ResourceDef = {
   validate(s, errs, old) {
     validateObjectMeta(s, errs, true);
     for (const [k, v] of Object.entries(s.data ?? {})) {
-      if (!KEY.test(k))
-        errs.invalid(
-          `data[${k}]`,
-          k,
-          "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
-        );
+      checkConfigKey(errs, `data[${k}]`, k);
       if (typeof v !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(v))
         errs.invalid(`data[${k}]`, '<value>', 'must be base64');
     }
