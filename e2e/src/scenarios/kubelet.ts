@@ -100,7 +100,7 @@ const hostAliasesCase = (name: string, it: string, tags: readonly string[], host
   },
 });
 
-/** `ip link add dummy1 type dummy` in a container of the privileged pod, through kubectl exec. */
+/** `ip link ARGS` in a container of the privileged pod, through kubectl exec. */
 const ipLink = (ctx: ScenarioContext, container: string, args: string[]) =>
   ctx.kubectl(['-n', ctx.namespace, 'exec', 'privileged-pod', '-c', container, '--', 'ip', 'link', ...args]);
 
@@ -209,16 +209,25 @@ const CASES: Case[] = [
           containers: [sleeper('privileged-container', true), sleeper('not-privileged-container', false)],
         }),
       );
-      const add = ['add', 'dummy1', 'type', 'dummy'];
-      const privileged = await ipLink(ctx, 'privileged-container', add);
+      // Upstream adds a dummy link. A kernel without the dummy type (no module, no modprobe in
+      // CI's VMs) answers EOPNOTSUPP even to a privileged container: a veth link, built into
+      // such kernels and needing the same CAP_NET_ADMIN, stands in then, as a note says.
+      let add = ['add', 'dummy1', 'type', 'dummy'];
+      let privileged = await ipLink(ctx, 'privileged-container', add);
+      if (privileged.code !== 0 && /Operation not supported/.test(privileged.stderr)) {
+        ctx.note('the kernel has no dummy link type: the privileged commands add a veth link instead', {
+          stderr: privileged.stderr.trim(),
+        });
+        add = ['add', 'dummy1', 'type', 'veth'];
+        privileged = await ipLink(ctx, 'privileged-container', add);
+      }
       ctx.check.equal(
-        'the privileged container adds a dummy link',
+        `the privileged container runs ip link ${add.join(' ')}`,
         { code: privileged.code, stderr: privileged.stderr.trim() },
         { code: 0, stderr: '' },
       );
-      // The link lives in the pod's network namespace; upstream removes it all the same.
       const del = await ipLink(ctx, 'privileged-container', ['del', 'dummy1']);
-      ctx.check.equal('the privileged container removes the dummy link', del.code, 0);
+      ctx.check.equal('the privileged container removes link dummy1', del.code, 0);
       const unprivileged = await ipLink(ctx, 'not-privileged-container', add);
       ctx.check.ok(
         'the unprivileged container cannot add a link',
