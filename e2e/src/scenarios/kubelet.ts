@@ -209,9 +209,9 @@ const CASES: Case[] = [
           containers: [sleeper('privileged-container', true), sleeper('not-privileged-container', false)],
         }),
       );
-      // Upstream adds a dummy link. A kernel without the dummy type (no module, no modprobe in
-      // CI's VMs) answers EOPNOTSUPP even to a privileged container: a veth link, built into
-      // such kernels and needing the same CAP_NET_ADMIN, stands in then, as a note says.
+      // Upstream adds a dummy link. A kernel without the dummy type (the harness machine's: no
+      // module, no modprobe) answers EOPNOTSUPP even to a privileged container: a veth link,
+      // built into such kernels and needing the same CAP_NET_ADMIN, stands in then, with a note.
       let add = ['add', 'dummy1', 'type', 'dummy'];
       let privileged = await ipLink(ctx, 'privileged-container', add);
       if (privileged.code !== 0 && /Operation not supported/.test(privileged.stderr)) {
