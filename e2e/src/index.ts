@@ -8,15 +8,17 @@ import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
 import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
-import { downwardApiVolume } from './scenarios/downward-api-volume.js';
+import { downwardApiVolume, projectedDownwardApiVolume } from './scenarios/downward-api-volume.js';
 import { emptyDir } from './scenarios/empty-dir.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
 import { hostPath } from './scenarios/host-path.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
+import { initContainer } from './scenarios/init-container.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
+import { kubelet } from './scenarios/kubelet.js';
 import { localStorageIsolation } from './scenarios/local-storage-isolation.js';
 import { logRotation } from './scenarios/log-rotation.js';
 import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
@@ -42,6 +44,7 @@ import { subpathDisruptive } from './scenarios/subpath-disruptive.js';
 export const scenarios: Scenario[] = [
   nodeRegistration,
   podLifecycle,
+  initContainer,
   podConfig,
   subpath,
   subpathDisruptive,
@@ -50,6 +53,7 @@ export const scenarios: Scenario[] = [
   downwardApiVolume,
   configMap,
   secrets,
+  projectedDownwardApiVolume,
   probes,
   probesUpstream,
   probesSidecar,
@@ -66,6 +70,7 @@ export const scenarios: Scenario[] = [
   pidEviction,
   inodeEviction,
   kubectl,
+  kubelet,
   logRotation,
   criSurface,
   securityContext,

@@ -1,15 +1,20 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
-import type { V1Container, V1Pod, V1PodSecurityContext } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1DownwardAPIVolumeFile,
+  V1Pod,
+  V1PodSecurityContext,
+  V1Volume,
+} from '@kubernetes/client-node';
 import { limiter } from '../support/concurrent.js';
 import { type MounttestFlags, mounttest } from '../support/mounttest.js';
 import { createPod, podFor, podLog, sh, testContainerOutput, waitForPod } from '../support/pods.js';
 
-// Upstream's downwardapi_volume.go (test/e2e/common/storage) as named cases: a downwardAPI
-// volume's files (pod name, the container's cpu and memory requests and limits, node allocatable
-// when it sets no limit) with their default and item modes, as uid 1000 with an fsGroup, and its
-// labels and annotations files rewritten when the pod's metadata changes.
-const FILE = 'test/e2e/common/storage/downwardapi_volume.go';
-const DESCRIBE = 'Downward API volume';
+// Upstream's downwardapi_volume.go and projected_downwardapi.go (test/e2e/common/storage) as named
+// cases, one scenario each from the same builders: a downwardAPI volume's files, or a projected
+// volume's downwardAPI source's (pod name, the container's cpu and memory requests and limits,
+// node allocatable when it sets no limit) with their default and item modes, as uid 1000 with
+// an fsGroup, and its labels and annotations files rewritten when the pod's metadata changes.
 const CONFORMANCE = ['NodeConformance', 'Conformance'];
 
 const CONTAINER = 'client-container';
@@ -23,6 +28,37 @@ const POD_LOG_MS = 3 * 60_000;
 /** framework.Poll. */
 const POLL_MS = 2_000;
 
+/** Where the files come from: the upstream file mirrored, its describe, and the volume's form. */
+interface Variant {
+  file: string;
+  describe: string;
+  /** The podinfo volume with these items and, when given, this defaultMode. */
+  volume(items: V1DownwardAPIVolumeFile[], defaultMode?: number): V1Volume;
+  /** mounttest's --retry_time in the update cases. */
+  updateRetrySeconds: number;
+}
+
+const withMode = (defaultMode?: number) => (defaultMode !== undefined ? { defaultMode } : {});
+
+const DOWNWARD_API: Variant = {
+  file: 'test/e2e/common/storage/downwardapi_volume.go',
+  describe: 'Downward API volume',
+  volume: (items, defaultMode) => ({ name: 'podinfo', downwardAPI: { ...withMode(defaultMode), items } }),
+  updateRetrySeconds: 120,
+};
+
+// Upstream's podname, fsGroup and resource cases here build their pods with downwardapi_volume.go's
+// helpers, a plain downwardAPI volume; their descriptions (and this variant) use a projected one.
+const PROJECTED: Variant = {
+  file: 'test/e2e/common/storage/projected_downwardapi.go',
+  describe: 'Projected downwardAPI',
+  volume: (items, defaultMode) => ({
+    name: 'podinfo',
+    projected: { ...withMode(defaultMode), sources: [{ downwardAPI: { items } }] },
+  }),
+  updateRetrySeconds: 1200,
+};
+
 type Limit = <T>(task: () => Promise<T>) => Promise<T>;
 type Case = ScenarioCase<Limit>;
 
@@ -31,6 +67,7 @@ type Case = ScenarioCase<Limit>;
  * cpu and memory limits and requests, and its labels and annotations files when it has any.
  */
 function basePod(
+  v: Variant,
   ctx: ScenarioContext,
   name: string,
   container: V1Container,
@@ -52,24 +89,21 @@ function basePod(
     ...(opts.securityContext ? { securityContext: opts.securityContext } : {}),
     containers: [{ ...container, volumeMounts: [{ name: 'podinfo', mountPath: MOUNT }] }],
     volumes: [
-      {
-        name: 'podinfo',
-        downwardAPI: {
-          ...(opts.defaultMode !== undefined ? { defaultMode: opts.defaultMode } : {}),
-          items: [
-            {
-              ...field('podname', 'metadata.name'),
-              ...(opts.itemMode !== undefined ? { mode: opts.itemMode } : {}),
-            },
-            resource('cpu_limit', 'limits.cpu'),
-            resource('cpu_request', 'requests.cpu'),
-            resource('memory_limit', 'limits.memory'),
-            resource('memory_request', 'requests.memory'),
-            ...(opts.labels ? [field('labels', 'metadata.labels')] : []),
-            ...(opts.annotations ? [field('annotations', 'metadata.annotations')] : []),
-          ],
-        },
-      },
+      v.volume(
+        [
+          {
+            ...field('podname', 'metadata.name'),
+            ...(opts.itemMode !== undefined ? { mode: opts.itemMode } : {}),
+          },
+          resource('cpu_limit', 'limits.cpu'),
+          resource('cpu_request', 'requests.cpu'),
+          resource('memory_limit', 'limits.memory'),
+          resource('memory_request', 'requests.memory'),
+          ...(opts.labels ? [field('labels', 'metadata.labels')] : []),
+          ...(opts.annotations ? [field('annotations', 'metadata.annotations')] : []),
+        ],
+        opts.defaultMode,
+      ),
     ],
   });
   pod.metadata!.labels = { ...pod.metadata!.labels, ...opts.labels };
@@ -82,14 +116,15 @@ const client = (ctx: ScenarioContext, flags: MounttestFlags, extra: Partial<V1Co
 
 /** A pod whose client container's output is checked, under the cell's limit on pods at once. */
 const outputCase = (
+  v: Variant,
   name: string,
   tags: readonly string[],
   pod: (ctx: ScenarioContext, podName: string) => V1Pod,
   podName: string,
   expected: (podName: string) => (string | RegExp)[],
 ): Case => ({
-  file: FILE,
-  name: `${DESCRIBE} ${name}`,
+  file: v.file,
+  name: `${v.describe} ${name}`,
   tags,
   run: (ctx, limit) => limit(() => testContainerOutput(ctx, pod(ctx, podName), CONTAINER, expected(podName))),
 });
@@ -103,30 +138,35 @@ const RESOURCES = {
 };
 
 /** The file holds the value in the container's resources, rounded up to whole units (divisor 1). */
-const resourceCase = (what: string, file: string, value: string): Case =>
+const resourceCase = (v: Variant, what: string, file: string, value: string): Case =>
   outputCase(
+    v,
     `should provide container's ${what}`,
     CONFORMANCE,
-    (ctx, n) => basePod(ctx, n, client(ctx, { fileContent: `${MOUNT}/${file}` }, { resources: RESOURCES })),
+    (ctx, n) =>
+      basePod(v, ctx, n, client(ctx, { fileContent: `${MOUNT}/${file}` }, { resources: RESOURCES })),
     `downwardapi-volume-${file.replace('_', '-')}`,
     () => [`${value}\n`],
   );
 
 /** Without a limit the file holds the node's allocatable (upstream only asks for a digit). */
-const allocatableCase = (what: 'cpu' | 'memory'): Case =>
+const allocatableCase = (v: Variant, what: 'cpu' | 'memory'): Case =>
   outputCase(
+    v,
     `should provide node allocatable (${what}) as default ${what} limit if the limit is not set`,
     CONFORMANCE,
-    (ctx, n) => basePod(ctx, n, client(ctx, { fileContent: `${MOUNT}/${what}_limit` })),
+    (ctx, n) => basePod(v, ctx, n, client(ctx, { fileContent: `${MOUNT}/${what}_limit` })),
     `downwardapi-volume-default-${what}-limit`,
     () => [/[1-9]/],
   );
 
 /**
  * downwardAPIVolumePodForUpdateTest: mounttest prints the labels or annotations file every 2 s
- * for 120 s; once the log shows `before`, the pod is updated and the log must show `after`.
+ * for the variant's retry time; once the log shows `before`, the pod is updated and the log must
+ * show `after`.
  */
 const updateCase = (
+  v: Variant,
   what: 'labels' | 'annotations',
   podName: string,
   meta: Record<string, string>,
@@ -134,17 +174,17 @@ const updateCase = (
   before: string,
   after: string,
 ): Case => ({
-  file: FILE,
-  name: `${DESCRIBE} should update ${what} on modification`,
+  file: v.file,
+  name: `${v.describe} should update ${what} on modification`,
   tags: CONFORMANCE,
   run: (ctx, limit) =>
     limit(async () => {
       const container = client(ctx, {
         fileContentInLoop: `${MOUNT}/${what}`,
-        retryTime: 120,
+        retryTime: v.updateRetrySeconds,
         breakOnExpectedContent: false,
       });
-      await createPod(ctx, basePod(ctx, podName, container, { [what]: meta }));
+      await createPod(ctx, basePod(v, ctx, podName, container, { [what]: meta }));
       await waitForPod(ctx, podName, 'is Running', (p) => p.status?.phase === 'Running');
       const logShows = (want: string) =>
         ctx.check.eventually(
@@ -161,41 +201,48 @@ const updateCase = (
     }),
 });
 
-const CASES: Case[] = [
+/** Every case of the variant's upstream file, in upstream's order. */
+const casesFor = (v: Variant): Case[] => [
   outputCase(
+    v,
     'should provide podname only',
     CONFORMANCE,
-    (ctx, n) => basePod(ctx, n, client(ctx, { fileContent: PODNAME })),
+    (ctx, n) => basePod(v, ctx, n, client(ctx, { fileContent: PODNAME })),
     'downwardapi-volume-podname',
     (n) => [`${n}\n`],
   ),
   outputCase(
+    v,
     'should set DefaultMode on files [LinuxOnly]',
     CONFORMANCE,
-    (ctx, n) => basePod(ctx, n, client(ctx, { fileMode: PODNAME }), { defaultMode: 0o400 }),
+    (ctx, n) => basePod(v, ctx, n, client(ctx, { fileMode: PODNAME }), { defaultMode: 0o400 }),
     'downwardapi-volume-defaultmode',
     () => [`mode of file "${PODNAME}": -r--------`],
   ),
   outputCase(
+    v,
     'should set mode on item file [LinuxOnly]',
     CONFORMANCE,
-    (ctx, n) => basePod(ctx, n, client(ctx, { fileMode: PODNAME }), { itemMode: 0o400 }),
+    (ctx, n) => basePod(v, ctx, n, client(ctx, { fileMode: PODNAME }), { itemMode: 0o400 }),
     'downwardapi-volume-itemmode',
     () => [`mode of file "${PODNAME}": -r--------`],
   ),
   outputCase(
+    v,
     'should provide podname as non-root with fsgroup [LinuxOnly]',
     [],
-    (ctx, n) => basePod(ctx, n, client(ctx, { fileContent: PODNAME }), { securityContext: nonRootFsGroup }),
+    (ctx, n) =>
+      basePod(v, ctx, n, client(ctx, { fileContent: PODNAME }), { securityContext: nonRootFsGroup }),
     'metadata-volume-fsgroup',
     (n) => [`${n}\n`],
   ),
   // Upstream: setting fsGroup sets the mode to at least 0440.
   outputCase(
+    v,
     'should provide podname as non-root with fsgroup and defaultMode [LinuxOnly]',
     [],
     (ctx, n) =>
-      basePod(ctx, n, client(ctx, { fileMode: PODNAME }), {
+      basePod(v, ctx, n, client(ctx, { fileMode: PODNAME }), {
         itemMode: 0o440,
         securityContext: nonRootFsGroup,
       }),
@@ -203,6 +250,7 @@ const CASES: Case[] = [
     () => [`mode of file "${PODNAME}": -r--r-----`],
   ),
   updateCase(
+    v,
     'labels',
     'labelsupdate',
     { key1: 'value1', key2: 'value2' },
@@ -213,6 +261,7 @@ const CASES: Case[] = [
     'key3="value3"\n',
   ),
   updateCase(
+    v,
     'annotations',
     'annotationupdate',
     { builder: 'bar' },
@@ -222,22 +271,28 @@ const CASES: Case[] = [
     'builder="bar"\n',
     'builder="foo"\n',
   ),
-  resourceCase('cpu limit', 'cpu_limit', '2'),
-  resourceCase('memory limit', 'memory_limit', '134217728'),
-  resourceCase('cpu request', 'cpu_request', '1'),
-  resourceCase('memory request', 'memory_request', '33554432'),
-  allocatableCase('cpu'),
-  allocatableCase('memory'),
+  resourceCase(v, 'cpu limit', 'cpu_limit', '2'),
+  resourceCase(v, 'memory limit', 'memory_limit', '134217728'),
+  resourceCase(v, 'cpu request', 'cpu_request', '1'),
+  resourceCase(v, 'memory request', 'memory_request', '33554432'),
+  allocatableCase(v, 'cpu'),
+  allocatableCase(v, 'memory'),
 ];
 
-export const downwardApiVolume: CasesScenario<Limit> = {
-  name: 'downward-api-volume',
+const scenarioFor = (v: Variant, name: string, volume: string): CasesScenario<Limit> => ({
+  name,
   estimateMs: 60_000,
   isolation: 'namespace',
-  description:
-    "downwardapi_volume.go cases: a downwardAPI volume's pod name, cpu and memory request and limit files (node allocatable without a limit), default and item modes, as uid 1000 with an fsGroup, and labels and annotations files rewritten on update",
+  description: `${v.file.split('/').pop()} cases: ${volume}'s pod name, cpu and memory request and limit files (node allocatable without a limit), default and item modes, as uid 1000 with an fsGroup, and labels and annotations files rewritten on update`,
   needs: ['real-containers'],
   timeoutMs: 300_000,
   setup: async () => limiter(8),
-  cases: CASES,
-};
+  cases: casesFor(v),
+});
+
+export const downwardApiVolume = scenarioFor(DOWNWARD_API, 'downward-api-volume', 'a downwardAPI volume');
+export const projectedDownwardApiVolume = scenarioFor(
+  PROJECTED,
+  'projected-downward-api-volume',
+  "a projected volume's downwardAPI source",
+);

@@ -181,6 +181,29 @@ describe('the predicate admit handler', () => {
     expect(withFeature(false).admit({ pod: pod('none'), otherPods: [] })).toEqual({ admit: true });
   });
 
+  it('rejects a pod for another OS, by its kubernetes.io/os label or its spec.os, before the other checks', () => {
+    const labelled = (os: string) => {
+      const p = pod(`l-${os}`);
+      p.metadata!.labels = { 'kubernetes.io/os': os };
+      return p;
+    };
+    expect(admitPod(labelled('windows'))).toEqual({
+      admit: false,
+      reason: 'PodOSSelectorNodeLabelDoesNotMatch',
+      message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+    });
+    expect(admitPod(labelled('linux'))).toEqual({ admit: true });
+    const notSupported = {
+      admit: false,
+      reason: 'PodOSNotSupported',
+      message: "Failed to admit pod as the OS field doesn't match node OS",
+    };
+    expect(admitPod(pod('w', [{}], { os: { name: 'windows' } }))).toEqual(notSupported);
+    // Even a pod too big for the node is refused for its OS first.
+    expect(admitPod(pod('big', [req({ cpu: '64' })], { os: { name: 'windows' } }))).toEqual(notSupported);
+    expect(admitPod(pod('l', [{}], { os: { name: 'linux' } }))).toEqual({ admit: true });
+  });
+
   it('rejects a host port already taken', () => {
     const withPort = (name: string, hostIP?: string) =>
       pod(name, [{ ports: [{ containerPort: 80, hostPort: 8080, ...(hostIP ? { hostIP } : {}) }] }]);

@@ -268,6 +268,33 @@ describe('generateAPIPodStatus', () => {
     expect(s.initContainerStatuses?.[0]?.ready).toBe(false);
   });
 
+  it('shows containers not created yet as PodInitializing, and a completed init container as ready', () => {
+    const p = pod({
+      initContainers: [
+        { name: 'init1', image: 'busybox' },
+        { name: 'init2', image: 'busybox' },
+      ],
+    });
+    const gen = (containers: ContainerStatus[]) =>
+      generateAPIPodStatus({ pod: p, runtime: runtime(containers), nodeIP: 'n', now });
+    const first = gen([container('init1', 'running')]);
+    expect(first.initContainerStatuses?.map((c) => [c.ready, c.state])).toEqual([
+      [false, { running: { startedAt: new Date(2000) } }],
+      [false, { waiting: { reason: 'PodInitializing' } }],
+    ]);
+    expect(first.containerStatuses?.map((c) => c.state?.waiting?.reason)).toEqual([
+      'PodInitializing',
+      'PodInitializing',
+    ]);
+    const failed = gen([
+      container('init1', 'exited', { exitCode: 0 }),
+      container('init2', 'exited', { exitCode: 1 }),
+    ]);
+    expect(failed.initContainerStatuses?.map((c) => c.ready)).toEqual([true, false]);
+    expect(cond(failed, 'Initialized')?.message).toBe('containers with incomplete status: [init2]');
+    expect(failed.containerStatuses?.[0]?.state?.waiting?.reason).toBe('PodInitializing');
+  });
+
   it('waits for the readiness prober before a probed container is ready', () => {
     const p = pod({
       containers: [{ name: 'a', image: 'busybox', readinessProbe: { exec: { command: ['true'] } } }],

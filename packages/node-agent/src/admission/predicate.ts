@@ -1,13 +1,15 @@
-// The kubelet's predicate admit handler: a pod asking for SupplementalGroupsPolicy Strict needs a
-// node whose runtime implements it; the pod must be for this node, match its selector and
-// required affinity, not collide on host ports, and fit in allocatable next to the pods already
-// admitted, extended resources and hugepages included. A rejected pod fails with the kubelet's
-// reason: SupplementalGroupsPolicyNotSupported, OutOfpods, OutOf<resource> (OutOfcpu,
+// The kubelet's predicate admit handler: a pod must be for this node's OS; a pod asking for
+// SupplementalGroupsPolicy Strict needs a node whose runtime implements it; the pod must be for
+// this node, match its selector and required affinity, not collide on host ports, and fit in
+// allocatable next to the pods already admitted, extended resources and hugepages included. A
+// rejected pod fails with the kubelet's reason: PodOSSelectorNodeLabelDoesNotMatch,
+// PodOSNotSupported, SupplementalGroupsPolicyNotSupported, OutOfpods, OutOf<resource> (OutOfcpu,
 // OutOfmemory, OutOfexample.com/foo), NodeName, NodeAffinity, NodePorts.
 import { isExtendedResourceName, isHugePageResourceName, podMatchesNodeAffinity } from '@kh/apimachinery';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { Quantity } from '../util/quantity.js';
 import type { AdmitHandler, AdmitResult, PodAdmitAttributes } from './handler.js';
+import { podOSRejection } from './pod_os.js';
 import { podRequests } from './resources.js';
 
 const CHECKED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
@@ -24,7 +26,9 @@ export class PredicateAdmitHandler implements AdmitHandler {
 
   admit({ pod, otherPods }: PodAdmitAttributes): AdmitResult {
     const node = this.node();
-    // Before the general predicates, as the kubelet checks it: no preemption would help.
+    // Before the general predicates, as the kubelet checks them: no preemption would help.
+    const wrongOS = podOSRejection(pod);
+    if (wrongOS) return wrongOS;
     if (
       pod.spec?.securityContext?.supplementalGroupsPolicy === 'Strict' &&
       node.status?.features?.supplementalGroupsPolicy !== true

@@ -215,11 +215,17 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     const prior = old?.find((o) => o.name === spec.name);
     const id = current ? `${current.id.type}://${current.id.id}` : undefined;
     const running = current?.state === 'running';
-    const ready = !isInit || spec.restartPolicy === 'Always' ? running && probeReady(spec, id) : false;
+    // An init container that ran to completion is ready (the prober manager's UpdatePodStatus).
+    const ready =
+      !isInit || spec.restartPolicy === 'Always'
+        ? running && probeReady(spec, id)
+        : current?.state === 'exited' && current.exitCode === 0;
     const started = running && (spec.startupProbe ? ctx.probes?.started(uid, id ?? '') === true : true);
+    // convertToAPIContainerStatuses' default state: a pod with init containers shows every
+    // container not created yet as PodInitializing.
     const observed: V1ContainerState = current
       ? toState(current)
-      : { waiting: { reason: 'ContainerCreating' } };
+      : { waiting: { reason: initSpecs.length > 0 ? 'PodInitializing' : 'ContainerCreating' } };
     let state = observed;
     let lastState = previous ? toState(previous) : prior?.lastState;
     // A container that will be started again and whose last start failed waits with that reason
