@@ -170,6 +170,21 @@ describe('image behaviour', () => {
     expect(logs).toContain('Paused');
   });
 
+  test("netexec answers /echo and /dial as agnhost's netexec does and logs each request line", async () => {
+    const c = await run(refs.netexec, {}, ['netexec', '--http-port', '8080', '--udp-port', '-1']);
+    const echo = await until(
+      () => c.exec(['curl', 'http://127.0.0.1:8080/echo?msg=poststart']),
+      (r) => r.exitCode === 0,
+    );
+    expect(echo.stdout).toBe('poststart');
+    const dial = await c.exec(['curl', 'http://127.0.0.1:8080/dial?host=127.0.0.1&port=8080&request=echo%3Fmsg%3Dprestop']);
+    expect(dial.stdout).toBe('{"responses":["prestop"]}');
+    expect((await c.exec(['curl', 'http://127.0.0.1:8080/dial?host=127.0.0.1&port=1&request=echo'])).exitCode).not.toBe(0);
+    const logs = (await docker().getContainer(c.getId()).logs({ stdout: true, stderr: true })).toString();
+    expect(logs).toMatch(/GET \/echo\?msg=poststart/);
+    expect(logs).toMatch(/GET \/echo\?msg=prestop/);
+  });
+
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {
     const c = await run(refs.diskhog, {
       DISKHOG_MB: '24',

@@ -30,6 +30,7 @@ export const WORKLOAD_IMAGES = [
   'nonewprivs',
   'usergroups',
   'entrypoint',
+  'netexec',
 ] as const;
 export type WorkloadImageName = (typeof WORKLOAD_IMAGES)[number];
 /**
@@ -187,15 +188,63 @@ int main(void) {
  * and CMD: `pause` prints "Paused" and waits, `entrypoint-tester` prints its argv as Go's
  * fmt.Println(os.Args) does, so the output names the program the runtime ran ($0) and its args.
  */
-const AGNHOST_ENTRYPOINT = sh(`${STOP_ON_TERM}
-if [ "$1" = pause ]; then
+const AGNHOST_PAUSE = `if [ "$1" = pause ]; then
   echo Paused
   ${FOREVER} &
   wait
   exit 0
-fi
+fi`;
+const AGNHOST_ENTRYPOINT = sh(`${STOP_ON_TERM}
+${AGNHOST_PAUSE}
 echo "[$0 $*]"
 `);
+
+/**
+ * agnhost's netexec as far as upstream's lifecycle hook cases use it: an HTTP server on
+ * --http-port (8080) that logs each request line ("GET /echo?msg=poststart") to its log, answers
+ * /echo?msg=M with M, and /dial?host=H&port=P&request=R by requesting http://H:P/R and returning
+ * {"responses":[...]}. busybox nc runs NETEXEC_HANDLER once per connection; its stderr is the log.
+ */
+const NETEXEC = sh(`${STOP_ON_TERM}
+${AGNHOST_PAUSE}
+[ "$1" = netexec ] || { echo "unknown command: $1" >&2; exit 1; }
+shift
+port=8080
+while [ $# -gt 0 ]; do
+  case $1 in
+    --http-port) port=$2; shift ;;
+    --udp-port) shift ;; # no UDP server: upstream's hook cases turn it off (-1)
+  esac
+  shift
+done
+echo "Started HTTP server on port $port"
+nc -ll -p "$port" -e /netexec-handler &
+wait
+`);
+const NETEXEC_HANDLER = sh(`CR=$(printf '\\r')
+read -r method target _
+target=\${target%"$CR"}
+while read -r line && [ -n "\${line%"$CR"}" ]; do :; done
+echo "$method $target" >&2
+reply() { printf 'HTTP/1.1 %s\\r\\nContent-Type: text/plain\\r\\nContent-Length: %s\\r\\nConnection: close\\r\\n\\r\\n%s' "$1" "\${#2}" "$2"; }
+query=\${target#*\\?}
+[ "$query" = "$target" ] && query=
+# A query parameter, URL-decoded (httpd -d).
+arg() { for kv in $(echo "$query" | tr '&' ' '); do [ "\${kv%%=*}" = "$1" ] && httpd -d "\${kv#*=}" && return; done; }
+case \${target%%\\?*} in
+  /echo) reply '200 OK' "$(arg msg)" ;;
+  # busybox wget's own -T crashes (static 1.35), so timeout bounds the request.
+  /dial)
+    if out=$(timeout 5 wget -q -O - "http://$(arg host):$(arg port)/$(arg request)" 2>&1); then
+      reply '200 OK' "{\\"responses\\":[\\"$out\\"]}"
+    else
+      reply '500 Internal Server Error' "{\\"errors\\":[\\"$out\\"]}"
+    fi ;;
+  *) reply '404 Not Found' '404 page not found' ;;
+esac
+`);
+/** The agnhost image carries curl, which upstream's exec hooks call; busybox wget does the GET. */
+const CURL = sh('exec wget -q -O - "$1"\n');
 
 /** The runtimes a node image carries, with the packages the report names by version. */
 const NODE_RUNTIME_PACKAGES = [
@@ -325,6 +374,14 @@ export const RECIPES: Record<ImageName, Recipe> = {
       "busybox with agnhost's pause and entrypoint-tester as /agnhost and /agnhost-2 (ENTRYPOINT /agnhost, CMD pause), for upstream's Containers cases.",
     files: { '/agnhost': AGNHOST_ENTRYPOINT, '/agnhost-2': AGNHOST_ENTRYPOINT },
     config: { entrypoint: ['/agnhost'], cmd: ['pause'] },
+  },
+  netexec: {
+    kind: 'busybox',
+    name: 'netexec',
+    description:
+      "busybox with agnhost's pause (the default CMD) and netexec (HTTP /echo and /dial, requests logged) as /agnhost, and a curl for GETs, for upstream's lifecycle hook cases.",
+    files: { '/agnhost': NETEXEC, '/netexec-handler': NETEXEC_HANDLER, '/usr/bin/curl': CURL },
+    config: { entrypoint: ['/agnhost'], cmd: ['pause'], exposedPorts: ['8080/tcp'] },
   },
   node: nodeRecipe(DEFAULT_NODE_RELEASE),
   'go-trixie': {
