@@ -177,9 +177,14 @@ describe('image behaviour', () => {
       (r) => r.exitCode === 0,
     );
     expect(echo.stdout).toBe('poststart');
-    const dial = await c.exec(['curl', 'http://127.0.0.1:8080/dial?host=127.0.0.1&port=8080&request=echo%3Fmsg%3Dprestop']);
+    const dial = await c.exec([
+      'curl',
+      'http://127.0.0.1:8080/dial?host=127.0.0.1&port=8080&request=echo%3Fmsg%3Dprestop',
+    ]);
     expect(dial.stdout).toBe('{"responses":["prestop"]}');
-    expect((await c.exec(['curl', 'http://127.0.0.1:8080/dial?host=127.0.0.1&port=1&request=echo'])).exitCode).not.toBe(0);
+    expect(
+      (await c.exec(['curl', 'http://127.0.0.1:8080/dial?host=127.0.0.1&port=1&request=echo'])).exitCode,
+    ).not.toBe(0);
     const logs = (await docker().getContainer(c.getId()).logs({ stdout: true, stderr: true })).toString();
     expect(logs).toMatch(/GET \/echo\?msg=poststart/);
     expect(logs).toMatch(/GET \/echo\?msg=prestop/);
