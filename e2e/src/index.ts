@@ -3,6 +3,7 @@ import type { Scenario } from '@kh/harness';
 import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { containers, downwardApi, kubeletEtcHosts, variableExpansion } from './scenarios/common-node.js';
+import { containerRuntime } from './scenarios/container-runtime.js';
 import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
@@ -16,6 +17,7 @@ import { hostPath } from './scenarios/host-path.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
+import { lifecycleHook } from './scenarios/lifecycle-hook.js';
 import { localStorageIsolation } from './scenarios/local-storage-isolation.js';
 import { logRotation } from './scenarios/log-rotation.js';
 import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
@@ -70,6 +72,8 @@ export const scenarios: Scenario[] = [
   variableExpansion,
   kubeletEtcHosts,
   downwardApi,
+  lifecycleHook,
+  containerRuntime,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,
