@@ -112,7 +112,8 @@ function hookCase(sidecar: boolean, kind: HookKind, phase: HookPhase, n: number)
           restartPolicy: 'Always',
           startupProbe: { httpGet: { scheme: 'HTTP', path: '/echo?msg=startup', port: 8080 } },
         };
-        const pod = podFor(ctx, name, {
+        // Numbered: the two describes' pods share upstream's names.
+        const pod = podFor(ctx, `${name}-${n}`, {
           terminationGracePeriodSeconds: DEFAULT_GRACE_S,
           ...(sidecar
             ? {
@@ -122,7 +123,6 @@ function hookCase(sidecar: boolean, kind: HookKind, phase: HookPhase, n: number)
               }
             : { initContainers: [redirect], containers: [hooked] }),
         });
-        pod.metadata!.name = `${name}-${n}`;
         await createSync(ctx, pod);
         const seen = (msg: HookPhase, timeoutMs: number) =>
           ctx.check.eventually(
