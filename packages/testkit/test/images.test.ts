@@ -190,6 +190,24 @@ describe('image behaviour', () => {
     expect(logs).toMatch(/GET \/echo\?msg=prestop/);
   });
 
+  test("netexec serves HTTPS with agnhost's localhost pair when given --tls-cert-file", async () => {
+    const c = await run(refs.netexec, {}, [
+      'netexec',
+      '--udp-port',
+      '-1',
+      '--tls-cert-file',
+      '/localhost.crt',
+      '--tls-private-key-file',
+      '/localhost.key',
+    ]);
+    const get = ['wget', '-q', '-O', '-', '--no-check-certificate', 'https://127.0.0.1:8080/echo?msg=tls'];
+    const r = await until(
+      () => c.exec(get),
+      (x) => x.exitCode === 0,
+    );
+    expect(r.stdout).toBe('tls');
+  });
+
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {
     const c = await run(refs.diskhog, {
       DISKHOG_MB: '24',
