@@ -12,7 +12,7 @@ import {
 } from '../support/pods.js';
 
 // Upstream's lifecycle_hook.go (test/e2e/common/node) as named cases: postStart and preStop exec
-// and httpGet hooks on a container and on a sidecar (restartable init container), each reaching a
+// and httpGet (HTTP and HTTPS) hooks on a container and on a sidecar (restartable init container), each reaching a
 // handler pod whose netexec logs the request, and the preStop sleep action's timing.
 const FILE = 'test/e2e/common/node/lifecycle_hook.go';
 const CONFORMANCE = ['NodeConformance', 'Conformance'];
@@ -60,16 +60,17 @@ const HANDLER_CONTAINER = 'container-handle-http-request';
 const netexecConnect = (target: string, req: string) =>
   `/dial?host=${target}&port=8080&request=${encodeURIComponent(req.replace(/^\/+/, ''))}`;
 
-type HookKind = 'exec' | 'http';
+type HookKind = 'exec' | 'http' | 'https';
 type HookPhase = 'poststart' | 'prestop';
 
 /** The case's lifecycle: exec curls the handler pod, httpGet asks the redirect sidecar to. */
 function lifecycleFor(kind: HookKind, phase: HookPhase, targetIP: string): V1Lifecycle {
   const url = targetIP.includes(':') ? `[${targetIP}]` : targetIP;
+  const path = netexecConnect(targetIP, `/echo?msg=${phase}`);
   const handler =
     kind === 'exec'
       ? { exec: { command: ['sh', '-c', `curl http://${url}:8080/echo?msg=${phase}`] } }
-      : { httpGet: { path: netexecConnect(targetIP, `/echo?msg=${phase}`), port: 8080 } };
+      : { httpGet: { ...(kind === 'https' ? { scheme: 'HTTPS' } : {}), path, port: 8080 } };
   return phase === 'poststart' ? { postStart: handler } : { preStop: handler };
 }
 
@@ -85,8 +86,8 @@ function hookCase(sidecar: boolean, kind: HookKind, phase: HookPhase, n: number)
   return {
     file: FILE,
     name: `${describe} when create a pod with lifecycle hook ${it}`,
-    // The sidecar describe is NodeConformance as a whole; its Its are not ConformanceIt.
-    tags: sidecar ? NODE_CONFORMANCE : CONFORMANCE,
+    // The sidecar describe is NodeConformance as a whole; its Its and the https ones are not ConformanceIt.
+    tags: sidecar || kind === 'https' ? NODE_CONFORMANCE : CONFORMANCE,
     run: (ctx, limit) =>
       limit(async () => {
         const handlerName = `pod-handle-http-request-${n}`;
@@ -107,10 +108,17 @@ function hookCase(sidecar: boolean, kind: HookKind, phase: HookPhase, n: number)
           imagePullPolicy: 'IfNotPresent',
           lifecycle: lifecycleFor(kind, phase, targetIP),
         };
+        // The sidecar serves the hook's scheme: HTTPS with agnhost's localhost pair.
+        const tls =
+          kind === 'https'
+            ? ['--tls-cert-file', '/localhost.crt', '--tls-private-key-file', '/localhost.key']
+            : [];
         const redirect: V1Container = {
-          ...agnhost(ctx, 'container-redirect', ['netexec', '--udp-port', '-1']),
+          ...agnhost(ctx, 'container-redirect', ['netexec', '--udp-port', '-1', ...tls]),
           restartPolicy: 'Always',
-          startupProbe: { httpGet: { scheme: 'HTTP', path: '/echo?msg=startup', port: 8080 } },
+          startupProbe: {
+            httpGet: { scheme: kind === 'https' ? 'HTTPS' : 'HTTP', path: '/echo?msg=startup', port: 8080 },
+          },
         };
         // Numbered: the two describes' pods share upstream's names.
         const pod = podFor(ctx, `${name}-${n}`, {
@@ -138,10 +146,11 @@ function hookCase(sidecar: boolean, kind: HookKind, phase: HookPhase, n: number)
   };
 }
 
-const HOOK_CASES: Case[] = [false, true].flatMap((sidecar) =>
-  (['exec', 'http'] as const).flatMap((kind) =>
+const HOOK_KINDS = ['exec', 'http', 'https'] as const;
+const HOOK_CASES: Case[] = [false, true].flatMap((sidecar, s) =>
+  HOOK_KINDS.flatMap((kind, k) =>
     (['poststart', 'prestop'] as const).map((phase, i) =>
-      hookCase(sidecar, kind, phase, (sidecar ? 4 : 0) + (kind === 'http' ? 2 : 0) + i),
+      hookCase(sidecar, kind, phase, (s * HOOK_KINDS.length + k) * 2 + i),
     ),
   ),
 );
@@ -326,7 +335,7 @@ export const lifecycleHook: CasesScenario<Limit> = {
   estimateMs: 70_000,
   isolation: 'namespace',
   description:
-    'lifecycle_hook.go cases: postStart/preStop exec and httpGet hooks on a container and on a sidecar reach a netexec handler pod, and the preStop sleep action holds the kill for its seconds, within the grace period, not for a container that exited, and not at all for zero',
+    'lifecycle_hook.go cases: postStart/preStop exec, httpGet and HTTPS httpGet hooks on a container and on a sidecar reach a netexec handler pod, and the preStop sleep action holds the kill for its seconds, within the grace period, not for a container that exited, and not at all for zero',
   needs: ['real-containers'],
   timeoutMs: 300_000,
   // Each hook case runs two pods of three containers; the sleep cases run outside the gate.
