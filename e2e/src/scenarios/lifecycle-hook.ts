@@ -339,6 +339,6 @@ export const lifecycleHook: CasesScenario<Limit> = {
   needs: ['real-containers'],
   timeoutMs: 300_000,
   // Each hook case runs two pods of three containers; the sleep cases run outside the gate.
-  setup: async () => limiter(4),
+  setup: async () => limiter(6),
   cases: [...HOOK_CASES, ...SLEEP_CASES],
 };

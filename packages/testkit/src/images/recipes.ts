@@ -546,7 +546,7 @@ export const RECIPES: Record<ImageName, Recipe> = {
     files: {
       '/agnhost': NETEXEC,
       '/netexec-handler': NETEXEC_HANDLER,
-      '/usr/bin/curl': CURL,
+      '/bin/curl': CURL,
       '/localhost.crt': { content: LOCALHOST_CRT, mode: 0o644 },
       '/localhost.key': { content: LOCALHOST_KEY, mode: 0o644 },
     },
