@@ -1,3 +1,4 @@
+import { get as httpsGet } from 'node:https';
 import { demuxBuffer } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -200,12 +201,21 @@ describe('image behaviour', () => {
       '--tls-private-key-file',
       '/localhost.key',
     ]);
-    const get = ['wget', '-q', '-O', '-', '--no-check-certificate', 'https://127.0.0.1:8080/echo?msg=tls'];
-    const r = await until(
-      () => c.exec(get),
-      (x) => x.exitCode === 0,
-    );
-    expect(r.stdout).toBe('tls');
+    // From the host, as a kubelet calls it: TLS without verifying the self-signed certificate.
+    const ip = Object.values((await docker().getContainer(c.getId()).inspect()).NetworkSettings.Networks)[0]
+      ?.IPAddress;
+    const get = () =>
+      new Promise<string>((resolve) => {
+        const req = httpsGet(`https://${ip}:8080/echo?msg=tls`, { rejectUnauthorized: false }, (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => {
+            body += d.toString();
+          });
+          res.on('end', () => resolve(body));
+        });
+        req.on('error', () => resolve(''));
+      });
+    expect(await until(get, (body) => body === 'tls')).toBe('tls');
   });
 
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {
