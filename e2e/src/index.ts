@@ -4,6 +4,7 @@ import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { containers, downwardApi, kubeletEtcHosts, variableExpansion } from './scenarios/common-node.js';
 import { configMap } from './scenarios/configmap.js';
+import { containerRuntime } from './scenarios/container-runtime.js';
 import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
@@ -19,6 +20,7 @@ import { initContainer } from './scenarios/init-container.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { kubelet } from './scenarios/kubelet.js';
+import { lifecycleHook } from './scenarios/lifecycle-hook.js';
 import { localStorageIsolation } from './scenarios/local-storage-isolation.js';
 import { logRotation } from './scenarios/log-rotation.js';
 import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
@@ -79,6 +81,8 @@ export const scenarios: Scenario[] = [
   variableExpansion,
   kubeletEtcHosts,
   downwardApi,
+  lifecycleHook,
+  containerRuntime,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,

@@ -3,6 +3,7 @@ import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1EnvVar, V1Pod, V1PodSpec, V1VolumeMount } from '@kubernetes/client-node';
 import {
   createPod,
+  deletePodWithWait,
   type LogMatcher,
   podFor,
   podLog,
@@ -171,21 +172,6 @@ const setAnnotation = (ctx: ScenarioContext, name: string, value: string) =>
 /** WaitTimeoutForPodRunningInNamespace with PodStartShortTimeout. */
 const waitRunning = (ctx: ScenarioContext, name: string) =>
   waitForPod(ctx, name, 'running', running, POD_START_SHORT_MS);
-
-/** e2epod.DeletePodWithWait: delete it and wait until the object is gone. */
-async function deletePodWithWait(ctx: ScenarioContext, name: string) {
-  await ctx.core.deleteNamespacedPod({ name, namespace: ctx.namespace });
-  await ctx.check.eventually(
-    `pod ${name} deleted`,
-    () =>
-      readPod(ctx, name).then(
-        () => false,
-        () => true,
-      ),
-    (gone) => gone,
-    { timeoutMs: POD_START_SHORT_MS, expected: 'the pod object gone' },
-  );
-}
 
 /** testPodFailSubpath: the container waits with CreateContainerConfigError (WaitForPodContainerToFail). */
 const failSubpathCase = (it: string, name: string, value: string): Case => ({

@@ -197,3 +197,29 @@ export async function execShellInContainer(
   ctx.check.ok(`pod ${pod}: \`${cmd}\` in ${container} succeeded`, r.code === 0, r.stderr, 'exit 0');
   return r.stdout.trim();
 }
+
+/**
+ * e2epod.DeletePodWithWait (podClient.DeleteSync with a grace period): deleted, with
+ * `graceSeconds` when given (else the pod's own), then waited for until the object is gone.
+ */
+export async function deletePodWithWait(
+  ctx: ScenarioContext,
+  name: string,
+  opts: { graceSeconds?: number; timeoutMs?: number } = {},
+): Promise<void> {
+  await ctx.core.deleteNamespacedPod({
+    name,
+    namespace: ctx.namespace,
+    ...(opts.graceSeconds !== undefined ? { gracePeriodSeconds: opts.graceSeconds } : {}),
+  });
+  await ctx.check.eventually(
+    `pod ${name} deleted`,
+    () =>
+      readPod(ctx, name).then(
+        () => false,
+        () => true,
+      ),
+    (gone) => gone,
+    { timeoutMs: opts.timeoutMs ?? 120_000, expected: 'the pod object gone' },
+  );
+}

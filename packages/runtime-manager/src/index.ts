@@ -102,3 +102,4 @@ export {
   newCrashLoopBackoff,
   newImagePullBackoff,
 } from './util/backoff.js';
+export { httpGet } from './util/http_get.js';

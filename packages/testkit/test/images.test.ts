@@ -1,3 +1,4 @@
+import { get as httpsGet } from 'node:https';
 import { demuxBuffer } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -168,6 +169,53 @@ describe('image behaviour', () => {
       (l) => l.includes('Paused'),
     );
     expect(logs).toContain('Paused');
+  });
+
+  test("netexec answers /echo and /dial as agnhost's netexec does and logs each request line", async () => {
+    const c = await run(refs.netexec, {}, ['netexec', '--http-port', '8080', '--udp-port', '-1']);
+    const echo = await until(
+      () => c.exec(['curl', 'http://127.0.0.1:8080/echo?msg=poststart']),
+      (r) => r.exitCode === 0,
+    );
+    expect(echo.stdout).toBe('poststart');
+    const dial = await c.exec([
+      'curl',
+      'http://127.0.0.1:8080/dial?host=127.0.0.1&port=8080&request=echo%3Fmsg%3Dprestop',
+    ]);
+    expect(dial.stdout).toBe('{"responses":["prestop"]}');
+    expect(
+      (await c.exec(['curl', 'http://127.0.0.1:8080/dial?host=127.0.0.1&port=1&request=echo'])).exitCode,
+    ).not.toBe(0);
+    const logs = (await docker().getContainer(c.getId()).logs({ stdout: true, stderr: true })).toString();
+    expect(logs).toMatch(/GET \/echo\?msg=poststart/);
+    expect(logs).toMatch(/GET \/echo\?msg=prestop/);
+  });
+
+  test("netexec serves HTTPS with agnhost's localhost pair when given --tls-cert-file", async () => {
+    const c = await run(refs.netexec, {}, [
+      'netexec',
+      '--udp-port',
+      '-1',
+      '--tls-cert-file',
+      '/localhost.crt',
+      '--tls-private-key-file',
+      '/localhost.key',
+    ]);
+    // From the host, as a kubelet calls it: TLS without verifying the self-signed certificate.
+    const ip = Object.values((await docker().getContainer(c.getId()).inspect()).NetworkSettings.Networks)[0]
+      ?.IPAddress;
+    const get = () =>
+      new Promise<string>((resolve) => {
+        const req = httpsGet(`https://${ip}:8080/echo?msg=tls`, { rejectUnauthorized: false }, (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => {
+            body += d.toString();
+          });
+          res.on('end', () => resolve(body));
+        });
+        req.on('error', () => resolve(''));
+      });
+    expect(await until(get, (body) => body === 'tls')).toBe('tls');
   });
 
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {

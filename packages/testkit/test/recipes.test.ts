@@ -96,6 +96,21 @@ describe('recipe hashing', () => {
     });
   });
 
+  test('resolves the static libraries a program links (netexec: OpenSSL), so a new libssl builds a new image', async () => {
+    const inputs = await resolveInputs(RECIPES.netexec);
+    const sha = expect.stringMatching(/^[0-9a-f]{64}$/);
+    expect(inputs.kind === 'busybox' && inputs.compiler?.libsSha256).toEqual({
+      ssl: sha,
+      crypto: sha,
+      pthread: sha,
+    });
+    if (inputs.kind !== 'busybox' || !inputs.compiler) throw new Error('netexec has programs');
+    const other = { ...inputs.compiler, libsSha256: { ...inputs.compiler.libsSha256, ssl: 'e'.repeat(64) } };
+    expect(recipeHash(RECIPES.netexec, { ...inputs, compiler: other })).not.toBe(
+      recipeHash(RECIPES.netexec, inputs),
+    );
+  });
+
   test('gives every image its own hash, so images never share a tag by accident', () => {
     const names = IMAGE_NAMES.filter((n) => n !== 'node');
     const hashes = names.map((n) =>

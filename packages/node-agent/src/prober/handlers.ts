@@ -1,17 +1,15 @@
 // The four probe actions. Each answers success, warning (success with a note, such as a
 // redirect off the pod) or failure with the output the kubelet would show in the Unhealthy
 // event; an error thrown means the probe could not run at all and its result is discarded.
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { isDeadlineExceeded } from '@kh/cri-api';
-import type { ContainerID, Runtime } from '@kh/runtime-manager';
+import { type ContainerID, httpGet, type Runtime } from '@kh/runtime-manager';
 
 export type ProbeOutcome = { result: 'success' | 'warning' | 'failure'; output: string };
 
 export const PROBE_USER_AGENT = 'kube-probe/1.33';
-const MAX_BODY = 10 * 1024;
 const MAX_REDIRECTS = 10;
 
 export async function execProbe(
@@ -69,7 +67,7 @@ export async function httpProbe(
     let res: IncomingMessage;
     let body: string;
     try {
-      ({ res, body } = await get(url, target.headers, deadline));
+      ({ res, body } = await httpGet(url, PROBE_USER_AGENT, target.headers, deadline));
     } catch (err) {
       const why = deadline.aborted
         ? 'context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
@@ -90,33 +88,6 @@ export async function httpProbe(
     if (code >= 200 && code < 400) return { result: 'success', output: body };
     return { result: 'failure', output: `HTTP probe failed with statuscode: ${code}` };
   }
-}
-
-function get(
-  url: URL,
-  headers: { name: string; value: string }[],
-  signal: AbortSignal,
-): Promise<{ res: IncomingMessage; body: string }> {
-  const h: Record<string, string> = { 'User-Agent': PROBE_USER_AGENT, Accept: '*/*' };
-  for (const { name, value } of headers) h[name] = value;
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise((resolve, reject) => {
-    // No keep-alive, as the kubelet's prober: each probe dials anew, never reusing a socket the
-    // container may have closed meanwhile.
-    const options = { method: 'GET', headers: h, signal, rejectUnauthorized: false, agent: false };
-    const req = send(url, options, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        if (size < MAX_BODY) chunks.push(c);
-        size += c.length;
-      });
-      res.on('end', () => resolve({ res, body: Buffer.concat(chunks).toString('utf8').slice(0, MAX_BODY) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 export function tcpProbe(host: string, port: number, timeoutMs: number): Promise<ProbeOutcome> {

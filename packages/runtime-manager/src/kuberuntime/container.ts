@@ -3,7 +3,7 @@
 // the grace period) and a pod's kills in sidecar order, removal with its log, and the status the
 // runtime reports back.
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   type ContainerConfig,
@@ -136,7 +136,9 @@ async function terminationMessageMount(container: V1Container, dir: Promise<stri
   const d = await dir;
   if (!d) return [];
   const hostPath = join(d, randomBytes(4).toString('hex'));
-  await writeFile(hostPath, '', { mode: 0o666 });
+  await writeFile(hostPath, '');
+  // World-writable whatever the umask, as the kubelet chmods it: a non-root container writes it.
+  await chmod(hostPath, 0o666);
   return [{ containerPath: terminationMessagePath(container), hostPath, readonly: false }];
 }
 

@@ -1,6 +1,11 @@
 // Lifecycle handlers (postStart, preStop): exec through CRI ExecSync, httpGet against the pod
-// IP (or the handler's host), and sleep.
+// IP (or the handler's host; HTTPS without verifying the certificate, as the kubelet), and sleep.
 import type { V1ContainerPort, V1LifecycleHandler } from '@kubernetes/client-node';
+import { httpGet } from '../util/http_get.js';
+
+/** The kubelet's User-Agent for httpGet hooks. */
+export const LIFECYCLE_USER_AGENT = 'kube-lifecycle/1.33';
+const MAX_REDIRECTS = 10;
 
 export interface HookTarget {
   containerId: string;
@@ -53,17 +58,23 @@ export async function runHandler(
     const scheme = (h.scheme ?? 'HTTP').toLowerCase();
     const path = h.path ? (h.path.startsWith('/') ? h.path : `/${h.path}`) : '/';
     const hostPart = host.includes(':') ? `[${host}]` : host;
-    const url = `${scheme}://${hostPart}:${port}${path}`;
-    const headers: Record<string, string> = {};
-    for (const hd of h.httpHeaders ?? []) headers[hd.name] = hd.value;
-    const res = await fetch(url, {
-      headers,
-      signal: AbortSignal.timeout(Math.max(1, timeoutSeconds) * 1000),
-    });
-    await res.arrayBuffer();
-    if (res.status < 200 || res.status >= 400) {
+    let url = new URL(`${scheme}://${hostPart}:${port}${path}`);
+    const signal = AbortSignal.timeout(Math.max(1, timeoutSeconds) * 1000);
+    let status: number;
+    // Redirects are followed while they stay on the hook's host (the kubelet's redirect checker);
+    // one that leaves it is the answer.
+    for (let hop = 0; ; hop++) {
+      const { res } = await httpGet(url, LIFECYCLE_USER_AGENT, h.httpHeaders ?? [], signal);
+      status = res.statusCode ?? 0;
+      const location = res.headers.location;
+      if (status < 300 || status >= 400 || !location || hop >= MAX_REDIRECTS) break;
+      const next = new URL(location, url);
+      if (next.hostname !== url.hostname) break;
+      url = next;
+    }
+    if (status < 200 || status >= 400) {
       throw new Error(
-        `HTTP lifecycle hook (${path}) for Container "${target.containerName}" failed - error: HTTP status ${res.status}`,
+        `HTTP lifecycle hook (${path}) for Container "${target.containerName}" failed - error: HTTP status ${status}`,
       );
     }
     return;

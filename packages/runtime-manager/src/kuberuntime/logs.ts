@@ -67,21 +67,24 @@ export async function readTail(path: string, max: number): Promise<Buffer> {
 
 /**
  * Message text from CRI log lines (`<time> <stream> <P|F> <text>`): partial (P) lines join the
- * next line; lines in another format are kept whole. Returns complete lines in order.
+ * next line; lines in another format are kept whole. Returns complete lines in order, then any
+ * partial text the log ends with. With `newlines`, each complete line keeps its newline and the
+ * partial end has none: the bytes the container wrote, as the kubelet's ReadLogs gives them.
  */
-export function parseCriLog(text: string): string[] {
+export function parseCriLog(text: string, opts: { newlines?: boolean } = {}): string[] {
+  const nl = opts.newlines ? '\n' : '';
   const out: string[] = [];
   let partial = '';
   for (const line of text.split('\n')) {
     if (line === '') continue;
     const m = /^\S+ (stdout|stderr) ([PF]) (.*)$/s.exec(line) ?? /^\S+ (stdout|stderr) ([PF])$/.exec(line);
     if (!m) {
-      out.push(line);
+      out.push(line + nl);
       continue;
     }
     partial += m[3] ?? '';
     if (m[2] === 'F') {
-      out.push(partial);
+      out.push(partial + nl);
       partial = '';
     }
   }

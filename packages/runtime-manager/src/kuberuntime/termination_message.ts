@@ -21,14 +21,17 @@ async function readHead(path: string, max: number): Promise<Buffer> {
   }
 }
 
-/** Last `maxLines` lines of a CRI log, newline-terminated, trimmed to the last `maxBytes` bytes. */
+/**
+ * Last `maxLines` lines of a CRI log as the container wrote them (a last line without its newline
+ * stays without), trimmed to the last `maxBytes` bytes.
+ */
 export function tailLogMessage(
   text: string,
   maxLines = MaxTerminationMessageLogLines,
   maxBytes = MaxTerminationMessageLogBytes,
 ): string {
-  const lines = parseCriLog(text).slice(-maxLines);
-  const joined = Buffer.from(lines.map((l) => l + '\n').join(''), 'utf8');
+  const lines = parseCriLog(text, { newlines: true }).slice(-maxLines);
+  const joined = Buffer.from(lines.join(''), 'utf8');
   return joined.subarray(Math.max(0, joined.length - maxBytes)).toString('utf8');
 }
 

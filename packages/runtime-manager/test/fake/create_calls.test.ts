@@ -1,7 +1,7 @@
 // What a pod create costs the runtime: the CRI calls of a syncPod for a new pod, and what runs
 // while the sandbox is being created. The runtime manager's benchmark counts every
 // call beyond RunPodSandbox, CreateContainer and StartContainer as overhead unless it overlaps one.
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type CriClient, UnavailableError } from '@kh/cri-api';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -74,6 +74,16 @@ describe('the CRI calls of a pod create', () => {
       ].sort(),
     );
     expect(log.at(-1)).toBe('RunPodSandbox end');
+  });
+
+  it('mounts a world-writable termination message file, whatever the umask, for non-root containers', async () => {
+    const pod = makePod('tmsg', [ctr('app')]);
+    const r = await h.sync(pod);
+    expect(r.steps.filter((s) => s.error)).toEqual([]);
+    const dir = join(h.podsDir, pod.metadata!.uid!, 'containers', 'app');
+    const files = readdirSync(dir);
+    expect(files).toHaveLength(1);
+    expect(statSync(join(dir, files[0]!)).mode & 0o777).toBe(0o666);
   });
 
   it('still fails the container with ImageInspectError when that early check fails', async () => {

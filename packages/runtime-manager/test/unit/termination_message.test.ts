@@ -16,6 +16,10 @@ describe('the termination message from logs', () => {
     const long = Array.from({ length: 10 }, () => line('stdout', 'F', 'x'.repeat(500))).join('\n');
     expect(Buffer.byteLength(tailLogMessage(long))).toBe(2048);
   });
+  it('ends as the container ended: `echo -n DONE; false` gives DONE, without a newline', () => {
+    expect(tailLogMessage(line('stdout', 'P', 'DONE'))).toBe('DONE');
+    expect(tailLogMessage([line('stdout', 'F', 'a'), line('stdout', 'P', 'b'), ''].join('\n'))).toBe('a\nb');
+  });
 });
 
 describe('readTerminationMessage', async () => {

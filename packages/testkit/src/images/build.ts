@@ -107,7 +107,15 @@ async function compilePrograms(recipe: BusyboxRecipe, root: string): Promise<voi
     const source = `${target}.c`;
     await writeFile(source, program.source);
     try {
-      await run(gcc, ['-static', '-Os', '-s', '-o', target, source]);
+      await run(gcc, [
+        '-static',
+        '-Os',
+        '-s',
+        '-o',
+        target,
+        source,
+        ...Object.keys(program.libs ?? {}).map((l) => `-l${l}`),
+      ]);
     } finally {
       await rm(source, { force: true });
     }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { MissingToolError, requireFile, requireTool, run } from '../util/process.js';
 import { debianMirror } from './apt-sources.js';
-import { IMAGE_REPOSITORY_PREFIX, type Recipe } from './recipes.js';
+import { type BusyboxRecipe, IMAGE_REPOSITORY_PREFIX, type Recipe } from './recipes.js';
 
 /**
  * Bump when the way recipes are turned into images changes (build.ts), so every image is rebuilt
@@ -19,6 +19,8 @@ export const BUSYBOX_PATH = '/bin/busybox';
 export interface CompilerInputs {
   gcc: string;
   libcSha256: string;
+  /** The static libraries the programs link besides libc (lib<name>.a), by name. */
+  libsSha256?: Record<string, string>;
 }
 
 /** What a recipe's content depends on besides the recipe itself, resolved on this machine. */
@@ -31,19 +33,32 @@ export async function resolveInputs(recipe: Recipe): Promise<RecipeInputs> {
     const busyboxSha256 = await sha256File(await requireFile(BUSYBOX_PATH, 'busybox-static'));
     // Only recipes with programs depend on the compiler: the others keep their hashes without gcc.
     return Object.keys(recipe.programs ?? {}).length > 0
-      ? { kind: 'busybox', busyboxSha256, compiler: await compilerInputs() }
+      ? { kind: 'busybox', busyboxSha256, compiler: await compilerInputs(recipe) }
       : { kind: 'busybox', busyboxSha256 };
   }
   return { kind: 'debootstrap', mirror: await debianMirror(recipe.suite) };
 }
 
-async function compilerInputs(): Promise<CompilerInputs> {
+async function compilerInputs(recipe: BusyboxRecipe): Promise<CompilerInputs> {
   const gcc = await requireTool('gcc', 'gcc');
   const version = (await run(gcc, ['--version'])).stdout.split('\n')[0]?.trim() ?? '';
   // gcc prints the bare name back when it finds no such file in its search path.
-  const libc = (await run(gcc, ['-print-file-name=libc.a'])).stdout.trim();
-  if (!libc.startsWith('/')) throw new MissingToolError('libc.a', 'libc6-dev');
-  return { gcc: version, libcSha256: await sha256File(await requireFile(libc, 'libc6-dev')) };
+  const archive = async (name: string, pkg: string) => {
+    const path = (await run(gcc, [`-print-file-name=lib${name}.a`])).stdout.trim();
+    if (!path.startsWith('/')) throw new MissingToolError(`lib${name}.a`, pkg);
+    return sha256File(await requireFile(path, pkg));
+  };
+  const libs = Object.assign({}, ...Object.values(recipe.programs ?? {}).map((p) => p.libs ?? {})) as Record<
+    string,
+    string
+  >;
+  const libsSha256: Record<string, string> = {};
+  for (const [name, pkg] of Object.entries(libs)) libsSha256[name] = await archive(name, pkg);
+  return {
+    gcc: version,
+    libcSha256: await archive('c', 'libc6-dev'),
+    ...(Object.keys(libs).length > 0 ? { libsSha256 } : {}),
+  };
 }
 
 /** A 12-hex-digit content hash of the recipe, its inputs and the builder version. */

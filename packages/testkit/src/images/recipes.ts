@@ -30,6 +30,7 @@ export const WORKLOAD_IMAGES = [
   'nonewprivs',
   'usergroups',
   'entrypoint',
+  'netexec',
 ] as const;
 export type WorkloadImageName = (typeof WORKLOAD_IMAGES)[number];
 /**
@@ -81,6 +82,8 @@ export interface ImageFile {
 export interface ImageProgram {
   source: string;
   mode: number;
+  /** Static libraries it links besides libc: `-l` name to the Debian package that ships lib<name>.a. */
+  libs?: Record<string, string>;
 }
 
 /** A tiny image: the static busybox with every applet linked in /bin, plus a few files and programs. */
@@ -187,15 +190,224 @@ int main(void) {
  * and CMD: `pause` prints "Paused" and waits, `entrypoint-tester` prints its argv as Go's
  * fmt.Println(os.Args) does, so the output names the program the runtime ran ($0) and its args.
  */
-const AGNHOST_ENTRYPOINT = sh(`${STOP_ON_TERM}
-if [ "$1" = pause ]; then
+const AGNHOST_PAUSE = `if [ "$1" = pause ]; then
   echo Paused
   ${FOREVER} &
   wait
   exit 0
-fi
+fi`;
+const AGNHOST_ENTRYPOINT = sh(`${STOP_ON_TERM}
+${AGNHOST_PAUSE}
 echo "[$0 $*]"
 `);
+
+/**
+ * agnhost's netexec as far as upstream's lifecycle hook cases use it: an HTTP server on
+ * --http-port (8080) that logs each request line ("GET /echo?msg=poststart") to its log, answers
+ * /echo?msg=M with M, and /dial?host=H&port=P&request=R by requesting http://H:P/R and returning
+ * {"responses":[...]}. busybox nc runs NETEXEC_HANDLER once per connection; its stderr is the log.
+ */
+const NETEXEC = sh(`${STOP_ON_TERM}
+${AGNHOST_PAUSE}
+[ "$1" = netexec ] || { echo "unknown command: $1" >&2; exit 1; }
+shift
+port=8080
+cert=
+key=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --http-port) port=$2; shift ;;
+    --udp-port) shift ;; # no UDP server: upstream's hook cases turn it off (-1)
+    --tls-cert-file) cert=$2; shift ;;
+    --tls-private-key-file) key=$2; shift ;;
+  esac
+  shift
+done
+if [ -n "$cert" ]; then
+  # HTTPS on the port: tlsproxy relays each connection to the plain server on port + 10000.
+  plain=$((port + 10000))
+  nc -ll -p "$plain" -e /netexec-handler &
+  /tlsproxy "$cert" "$key" "$port" "$plain" &
+  echo "Started HTTPS server on port $port"
+else
+  nc -ll -p "$port" -e /netexec-handler &
+  echo "Started HTTP server on port $port"
+fi
+wait
+`);
+const NETEXEC_HANDLER = sh(`CR=$(printf '\\r')
+read -r method target _
+target=\${target%"$CR"}
+while read -r line && [ -n "\${line%"$CR"}" ]; do :; done
+echo "$method $target" >&2
+reply() { printf 'HTTP/1.1 %s\\r\\nContent-Type: text/plain\\r\\nContent-Length: %s\\r\\nConnection: close\\r\\n\\r\\n%s' "$1" "\${#2}" "$2"; }
+query=\${target#*\\?}
+[ "$query" = "$target" ] && query=
+# A query parameter, URL-decoded (httpd -d).
+arg() { for kv in $(echo "$query" | tr '&' ' '); do [ "\${kv%%=*}" = "$1" ] && httpd -d "\${kv#*=}" && return; done; }
+case \${target%%\\?*} in
+  /echo) reply '200 OK' "$(arg msg)" ;;
+  # busybox wget's own -T crashes (static 1.35), so timeout bounds the request.
+  /dial)
+    if out=$(timeout 5 wget -q -O - "http://$(arg host):$(arg port)/$(arg request)" 2>&1); then
+      reply '200 OK' "{\\"responses\\":[\\"$out\\"]}"
+    else
+      reply '500 Internal Server Error' "{\\"errors\\":[\\"$out\\"]}"
+    fi ;;
+  *) reply '404 Not Found' '404 page not found' ;;
+esac
+`);
+/**
+ * TLS in front of netexec's plain server: accepts on one port and relays each connection,
+ * decrypted, to the plain one on loopback (busybox has no TLS server). Linked against the host's
+ * static OpenSSL (Debian `libssl-dev`).
+ */
+const TLSPROXY = `/*
+ * tlsproxy CERT KEY PORT BACKEND_PORT: accepts TLS on PORT and relays each connection, decrypted,
+ * to 127.0.0.1:BACKEND_PORT, one process per connection.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int listen_on(int port) {
+  int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 64) < 0) return -1;
+  return s;
+}
+
+static int dial_backend(int port) {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) return -1;
+  return s;
+}
+
+static void relay(SSL_CTX *ctx, int client, int backend_port) {
+  SSL *ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, client);
+  if (SSL_accept(ssl) != 1) return;
+  int backend = dial_backend(backend_port);
+  if (backend < 0) return;
+  char buf[16384];
+  for (;;) {
+    struct pollfd fds[2] = {{client, POLLIN, 0}, {backend, POLLIN, 0}};
+    /* Bytes SSL has already decrypted are not visible to poll. */
+    if (SSL_pending(ssl) == 0 && poll(fds, 2, -1) < 0) return;
+    if (SSL_pending(ssl) > 0 || fds[0].revents) {
+      int n = SSL_read(ssl, buf, sizeof buf);
+      if (n <= 0 || write(backend, buf, n) != n) return;
+    }
+    if (fds[1].revents) {
+      ssize_t n = read(backend, buf, sizeof buf);
+      if (n <= 0 || SSL_write(ssl, buf, (int)n) <= 0) {
+        SSL_shutdown(ssl);
+        return;
+      }
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc != 5) {
+    fprintf(stderr, "usage: %s CERT KEY PORT BACKEND_PORT\\n", argv[0]);
+    return 2;
+  }
+  signal(SIGCHLD, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+  SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+  if (!ctx || SSL_CTX_use_certificate_chain_file(ctx, argv[1]) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, argv[2], SSL_FILETYPE_PEM) != 1) {
+    ERR_print_errors_fp(stderr);
+    return 1;
+  }
+  int ls = listen_on(atoi(argv[3]));
+  if (ls < 0) {
+    perror("listen");
+    return 1;
+  }
+  for (;;) {
+    int c = accept(ls, NULL, NULL);
+    if (c < 0) continue;
+    if (fork() == 0) {
+      close(ls);
+      relay(ctx, c, atoi(argv[4]));
+      _exit(0);
+    }
+    close(c);
+  }
+}
+`;
+/** agnhost's /localhost.crt and /localhost.key: a self-signed pair for CN localhost, for tests only. */
+const LOCALHOST_CRT = `-----BEGIN CERTIFICATE-----
+MIIDJzCCAg+gAwIBAgIUOxZrdwJGqODJg5yP+0ZR1AEJr40wDQYJKoZIhvcNAQEL
+BQAwFDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTEzMDAyNTMzN1oYDzIxMjYx
+MTA2MDI1MzM3WjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwggEiMA0GCSqGSIb3DQEB
+AQUAA4IBDwAwggEKAoIBAQCsCC2Xb2uN9mhDTGRqNZg38yOttT1LlBcm0YXmHc7X
+2d4YIYe4ahlS44cdEpIDqemx0DVMn8YWwrWRL+Z942XJMY8SAjvLvanjlxgr0pcC
+Mlouc/VRBZNeGdvDMvneXviTRhzhzHWeJBURUDlz4Lv5dP4Tkw6WcUKjJe3eYLM2
+w7pNeEi+sp7Tz19hZaNzeOsvmlsRIiU4RppPQk/R3fEaYZY+D4guYJW84zdORovF
+umZ9q5K8zmKZg15+RNRBblhP5zaKiBhepBTc53MXTOs1Nw+jyj6zePwRE2Uo3pf1
+9MrE5vMGfhPYW34oKNPcYhHZKpKkI2UFSn+Y3mFCVSNNAgMBAAGjbzBtMB0GA1Ud
+DgQWBBTOw0mY10G0r0qDt+3XQA5ReZSkHzAfBgNVHSMEGDAWgBTOw0mY10G0r0qD
+t+3XQA5ReZSkHzAPBgNVHRMBAf8EBTADAQH/MBoGA1UdEQQTMBGCCWxvY2FsaG9z
+dIcEfwAAATANBgkqhkiG9w0BAQsFAAOCAQEAaynHCDIOQ/e6yCNiUPVl7OjM6kEN
+iYn/9mmVKgSapWs1g70P69itQcVZfy/KTXhsARUkkN9M7X70CvDmVOGksl4IgN5f
+uLIvnK/C7YRr3l3qNRIylx4KmbeWblYwq3BV6OmtGdpSHxnpPmZs6YZTo5Ti4NoY
+X9TrhPOiwXV0Fs7oXItoqbSFJZTE89qnCJaXQWA20r+zbRHXT7/8mhWUSDI0iFRd
+waQMImLEtQ7RNqaDRC2JkiZaAi7qAOqBL3DvdRD0zY2RKlnw/Lsz+fIKSTn2NOoZ
+JkEcrvhaSTHlmRtl/wEzG2GbwJQ6v4uucVR3KpTT2l5FZl0FwBuGOTvmqQ==
+-----END CERTIFICATE-----
+`;
+const LOCALHOST_KEY = `-----BEGIN PRIVATE KEY-----
+MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCsCC2Xb2uN9mhD
+TGRqNZg38yOttT1LlBcm0YXmHc7X2d4YIYe4ahlS44cdEpIDqemx0DVMn8YWwrWR
+L+Z942XJMY8SAjvLvanjlxgr0pcCMlouc/VRBZNeGdvDMvneXviTRhzhzHWeJBUR
+UDlz4Lv5dP4Tkw6WcUKjJe3eYLM2w7pNeEi+sp7Tz19hZaNzeOsvmlsRIiU4RppP
+Qk/R3fEaYZY+D4guYJW84zdORovFumZ9q5K8zmKZg15+RNRBblhP5zaKiBhepBTc
+53MXTOs1Nw+jyj6zePwRE2Uo3pf19MrE5vMGfhPYW34oKNPcYhHZKpKkI2UFSn+Y
+3mFCVSNNAgMBAAECggEAEsiIedVqOpjh73SC2O87IeNuoi58yn4ZPQgkL5OnnFJ8
+eR6yxpmcZDwq6ith5/vVuVrQxv9W+Js6iedfVPV5jUss95Fo3VO7HfocYy8zhRjh
+rIVwDpr7k+BiP2DsfrGDQJ6nfqaoB6P27OoD1o7TghGaava5NrHtIwp8JgthkKQG
+cMTsXOalkOb2lRhKODzULe8P+lC/EyK6nU8tXKyzuUBEx6RTpXTkTdDCnACrc5P6
+O00FL6Otolye/FH061LcxtOUw+xC6KPMnqzkEaR/aGjEvN9YUwgF8GwYgmUSBbqW
+qMzP0jYvUkGfSNegy7X9aqgox/39n3FAa+1QWktwXQKBgQDaqLus1m9SIsS3+h24
+A4Wrov2g83bqrhy+tCW/ZEufdIDG1PXlRUPbF8Z24I9cZsfjqSXRncBwccYbqi+7
+POr7ma9eLc4wJhIgBNNiiMav+Dw3cgZc92BB3gAhaFA9uBNgBzyj7EchHNGP072U
+F5U5yETX2r7pw/n7sCaM4jM+2wKBgQDJaQOMO1iRynWVHrJCEUkbdb4oIAEQlz2a
+ZahykomikAsSgWBOpHN4X+50V4M79ILBDulcWloRLvHpIOtHdOGFRNTqbEOOAn/b
+Ql+9XukH0dlIEP3U48Jy8SOd3as1bHNkcT4+ZO0iriYSu6KnrGuvJq0ayq06PzJA
+90/qJCfa9wKBgEOV/hSJX3VS291GCSOUqx+HTMAQIQSe9rGXe0dyV9GcsCVFNBA+
+3Z999NFPzeAwwL5EzTTCfvYCpMpuSzyjsro8IbGJlP7a9aVB+JivUEKaBvrYWtEn
+gXA6j23EEXFSUWLQOdUtNjss7jV3rFR3CaAHoAfcTEBzW/SI2RGY5WAbAoGATib3
+f3SPu5KJ6aENnmFCsusPLFau0xc8iiqkIEEIMxIdmcKl8h4RyEXBK1fBzoPkMLFu
+j61ngX9r0wA5C3MpByNcUtJLrFD/975blAm99pDQ9QvS0sbF7v/uyBT5mDNK21Ct
+zFwxP+G/WEmCpflbl400Yk7+xLk88MSGN95rsKUCgYEAu+yyu3JEMGhQ1UNjEJek
+OJAfJ3tl2IwdUwXuBSuMBKhDCfdkpkMElIGBp0DZ6Xg9c1FThJsNaeVJIpkucn+k
+kXXo7vn9FvQ4o6WWSzEnMT0BPvbTxqly6tfrxucueR/RG/BYmQpf6ms//oLTD3wh
+TgbNSdbQowz7EvWLgFUwQLU=
+-----END PRIVATE KEY-----
+`;
+/** The agnhost image carries curl, which upstream's exec hooks call; busybox wget does the GET. */
+const CURL = sh('exec wget -q -O - "$1"\n');
 
 /** The runtimes a node image carries, with the packages the report names by version. */
 const NODE_RUNTIME_PACKAGES = [
@@ -325,6 +537,27 @@ export const RECIPES: Record<ImageName, Recipe> = {
       "busybox with agnhost's pause and entrypoint-tester as /agnhost and /agnhost-2 (ENTRYPOINT /agnhost, CMD pause), for upstream's Containers cases.",
     files: { '/agnhost': AGNHOST_ENTRYPOINT, '/agnhost-2': AGNHOST_ENTRYPOINT },
     config: { entrypoint: ['/agnhost'], cmd: ['pause'] },
+  },
+  netexec: {
+    kind: 'busybox',
+    name: 'netexec',
+    description:
+      "busybox with agnhost's pause (the default CMD) and netexec (HTTP or, with --tls-cert-file, HTTPS /echo and /dial, requests logged) as /agnhost, agnhost's /localhost.crt and .key, and a curl for GETs, for upstream's lifecycle hook cases.",
+    files: {
+      '/agnhost': NETEXEC,
+      '/netexec-handler': NETEXEC_HANDLER,
+      '/bin/curl': CURL,
+      '/localhost.crt': { content: LOCALHOST_CRT, mode: 0o644 },
+      '/localhost.key': { content: LOCALHOST_KEY, mode: 0o644 },
+    },
+    programs: {
+      '/tlsproxy': {
+        source: TLSPROXY,
+        mode: 0o755,
+        libs: { ssl: 'libssl-dev', crypto: 'libssl-dev', pthread: 'libc6-dev' },
+      },
+    },
+    config: { entrypoint: ['/agnhost'], cmd: ['pause'], exposedPorts: ['8080/tcp'] },
   },
   node: nodeRecipe(DEFAULT_NODE_RELEASE),
   'go-trixie': {
