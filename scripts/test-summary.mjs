@@ -24,13 +24,27 @@ if (pairs.length === 0 || pairs.some((p) => p.length !== 2) || (checksAt >= 0 &&
   process.exit(2);
 }
 const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'));
-// Colour codes stripped, cut to one line a reader can take in.
-const firstLine = (text) =>
-  stripVTControlCharacters(text ?? '')
-    .split('\n')
-    .find((l) => l.trim() !== '')
-    ?.trim()
-    .slice(0, 200) ?? '';
+// A message's lines before its stack trace, colour codes stripped, blank lines dropped, each cut
+// to 200 characters. A failure shows up to MESSAGE_LINES of them: CI keeps only the log's tail, and
+// an assertion's own message (a command's output, say) often starts on the line after its name.
+const MESSAGE_LINES = 8;
+const messageLines = (text) => {
+  const lines = stripVTControlCharacters(text ?? '').split('\n');
+  const stack = lines.findIndex((l) => /^\s*at /.test(l));
+  return lines
+    .slice(0, stack < 0 ? undefined : stack)
+    .map((l) => l.trim().slice(0, 200))
+    .filter((l) => l !== '');
+};
+const firstLine = (text) => messageLines(text)[0] ?? '';
+/** `    ✗ <what>: <first line>`, then the message's next lines indented under it. */
+const printFailure = (what, text) => {
+  const [first = '', ...rest] = messageLines(text);
+  console.log(`    ✗ ${what}: ${first}`);
+  for (const line of rest.slice(0, MESSAGE_LINES - 1)) console.log(`        ${line}`);
+  if (rest.length > MESSAGE_LINES - 1)
+    console.log(`        … ${rest.length - MESSAGE_LINES + 1} more line(s)`);
+};
 
 const workspaces = readJson(join(root, 'package.json')).workspaces.flatMap((pattern) => {
   if (!pattern.endsWith('/*')) return [pattern];
@@ -82,10 +96,9 @@ for (const [script, reportName] of pairs)
     for (const suite of r.testResults ?? []) {
       const file = suite.name ? suite.name.slice(join(root, dir).length + 1) : '?';
       if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0)
-        console.log(`    ✗ ${file}: ${firstLine(suite.message)}`);
+        printFailure(file, suite.message);
       for (const t of suite.assertionResults ?? [])
-        if (t.status === 'failed')
-          console.log(`    ✗ ${file} > ${t.fullName}: ${firstLine(t.failureMessages?.[0])}`);
+        if (t.status === 'failed') printFailure(`${file} > ${t.fullName}`, t.failureMessages?.[0]);
     }
     for (const { suite, t } of held) {
       const file = suite.name ? suite.name.slice(join(root, dir).length + 1) : '?';

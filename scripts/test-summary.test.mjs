@@ -22,7 +22,7 @@ writeFileSync(join(root, 'package.json'), JSON.stringify({ workspaces: ['package
 pkg('green', () => ({ numPassedTests: 3, numFailedTests: 0, numPendingTests: 1, testResults: [] }));
 pkg('red', (dir) => ({
   numPassedTests: 1,
-  numFailedTests: 1,
+  numFailedTests: 2,
   testResults: [
     {
       name: join(dir, 'test/a.test.ts'),
@@ -33,6 +33,14 @@ pkg('red', (dir) => ({
           fullName: 'a fails',
           status: 'failed',
           failureMessages: ['\u001b[31mAssertionError\u001b[39m: expected 1 to be 2\n    at stack'],
+        },
+        {
+          fullName: 'a says why below',
+          status: 'failed',
+          // A custom message that starts with a newline (a command's output), longer than eight lines.
+          failureMessages: [
+            `AssertionError: \n${Array.from({ length: 9 }, (_, i) => `out ${i + 1}`).join('\n')}\n\n: expected 1 to be 0\n    at stack\n    at more`,
+          ],
         },
       ],
     },
@@ -47,7 +55,7 @@ pkg('red', (dir) => ({
 pkg('silent');
 pkg('unhandled', () => ({ numPassedTests: 2, numFailedTests: 0, success: false, testResults: [] }));
 
-it('counts every package, names each failure with its first line, and counts a missing report or an unhandled error as a failure', () => {
+it('counts every package, names each failure with its message up to eight lines before the stack, and counts a missing report or an unhandled error as a failure', () => {
   const r = spawnSync(process.execPath, [SCRIPT, 'test=vitest.json'], {
     env: { ...process.env, KH_REPO_ROOT: root },
     encoding: 'utf8',
@@ -56,13 +64,16 @@ it('counts every package, names each failure with its first line, and counts a m
   const lines = r.stdout.trimEnd().split('\n');
   assert.deepEqual(lines, [
     '  @t/green test: 3 passed, 0 failed, 1 skipped',
-    '  @t/red test: 1 passed, 2 failed, 0 skipped',
+    '  @t/red test: 1 passed, 3 failed, 0 skipped',
     '    ✗ test/a.test.ts > a fails: AssertionError: expected 1 to be 2',
+    '    ✗ test/a.test.ts > a says why below: AssertionError:',
+    ...[1, 2, 3, 4, 5, 6, 7].map((i) => `        out ${i}`),
+    '        … 3 more line(s)',
     '    ✗ test/b.test.ts: Cannot find module x',
     '  @t/silent: no vitest.json (the test task failed before reporting)',
     '  @t/unhandled test: 2 passed, 1 failed, 0 skipped',
     '    ✗ an error outside any test (unhandled error or rejection; see the log)',
-    '6 passed, 4 failed, 1 skipped',
+    '6 passed, 5 failed, 1 skipped',
   ]);
 });
 
@@ -80,9 +91,9 @@ it('counts each failed check named in --checks as a failure, and a missing check
   assert.deepEqual(lines.slice(-3), [
     '  ✗ check failed: lint (npx biome ci .)',
     '  ✗ check failed: typecheck (npx turbo run typecheck)',
-    '6 passed, 6 failed, 1 skipped',
+    '6 passed, 7 failed, 1 skipped',
   ]);
-  assert.equal(run(join(root, 'absent.txt')).at(-1), '6 passed, 4 failed, 1 skipped');
+  assert.equal(run(join(root, 'absent.txt')).at(-1), '6 passed, 5 failed, 1 skipped');
 });
 
 it('counts a failure held by a quarantine (skipped, meta.quarantined) as quarantined, not skipped, and names it', () => {
