@@ -8,6 +8,7 @@ import { CappedOutput, eventTimeNanos, jsonLines, LineDecoder, StreamType } from
 import {
   ContainerLogCopier,
   formatCriLogLine,
+  LogManager,
   parseCriLogLine,
   splitTimestamp,
   timestampToSince,
@@ -106,6 +107,57 @@ describe('ContainerLogCopier', () => {
       await copier.done;
       expect(readFileSync(path, 'utf8')).toBe(`${ts(1)} stdout F before\n`);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('LogManager.drained', () => {
+  it("waits for an exited container's copier, and bounds the wait once per container, not per call", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-logdrain-'));
+    const streams = new Map<string, PassThrough>();
+    const docker = {
+      // The follow stream stays open until a test ends it; the catch-up read after it is empty.
+      containerLogs: async (id: string, { follow }: { follow: boolean }) => {
+        const s = new PassThrough();
+        if (follow) streams.set(id, s);
+        else s.end();
+        return s;
+      },
+    } as unknown as DockerClient;
+    const logs = new LogManager(docker);
+    try {
+      // A copier whose stream ends while drained() waits: it returns when the copy is done.
+      const done = logs.follow('ends', join(dir, 'ends/0.log'), false);
+      await vi.waitFor(() => expect(streams.has('ends')).toBe(true));
+      let drained = false;
+      const waiting = logs.drained('ends', 60_000).then(() => {
+        drained = true;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(drained).toBe(false);
+      streams.get('ends')?.end();
+      await waiting;
+      await done.done;
+      // A copier whose stream never ends: the first call waits out the bound, later ones return.
+      logs.follow('hangs', join(dir, 'hangs/0.log'), false);
+      let first = false;
+      const firstWait = logs.drained('hangs', 300).then(() => {
+        first = true;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(first).toBe(false);
+      await firstWait;
+      let second = false;
+      await Promise.race([
+        logs.drained('hangs', 300).then(() => {
+          second = true;
+        }),
+        new Promise((r) => setTimeout(r, 100)),
+      ]);
+      expect(second).toBe(true);
+    } finally {
+      await logs.close(100);
       rmSync(dir, { recursive: true, force: true });
     }
   });

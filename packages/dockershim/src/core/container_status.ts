@@ -23,9 +23,11 @@ import {
 } from './convert.js';
 import { getManaged } from './lookup.js';
 
-// How long ContainerStatus waits for the last log lines of an exited container to reach the CRI file,
-// so a client that sees EXITED can read the complete log.
-const LOG_DRAIN_MS = 2_000;
+// How long ContainerStatus waits, in all, for the last log lines of an exited container to reach the
+// CRI file, so a client that sees EXITED can read the complete log. Quiet, the copier is done within
+// milliseconds of the exit, but it makes two Docker requests after it (the follow stream's end, one
+// catch-up read), and a dockerd busy with other suites on two cores can take seconds for them.
+const LOG_DRAIN_MS = 10_000;
 
 // 128 + SIGKILL: how Docker reports a main process the kernel's OOM killer (or anyone) SIGKILLed.
 const EXIT_SIGKILL = 137;

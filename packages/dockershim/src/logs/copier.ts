@@ -233,6 +233,8 @@ export class ContainerLogCopier {
 /** The set of log copiers, keyed by container id. */
 export class LogManager {
   private readonly copiers = new Map<string, ContainerLogCopier>();
+  /** When drained() stops waiting for a container's copier (set by its first call). */
+  private readonly drainDeadlines = new Map<string, number>();
 
   constructor(
     private readonly docker: DockerClient,
@@ -246,6 +248,7 @@ export class LogManager {
     const copier = new ContainerLogCopier(this.docker, id, path, tty, (err) => this.onError(id, err));
     // A finished copier stays in the map until the container is removed: drained() waits on it.
     this.copiers.set(id, copier);
+    this.drainDeadlines.delete(id);
     return copier;
   }
 
@@ -259,15 +262,23 @@ export class LogManager {
     await copier.reopen();
   }
 
-  /** Waits (bounded) until everything Docker logged for an exited container is in the CRI file. */
+  /**
+   * Waits until everything Docker logged for an exited container is in the CRI file, for at most
+   * `timeoutMs` in all: the bound starts at the first call for the container, so a copier whose
+   * Docker stream hangs delays one ContainerStatus, not every one after it.
+   */
   async drained(id: string, timeoutMs: number): Promise<void> {
     const copier = this.copiers.get(id);
     if (!copier) return;
+    const deadline = this.drainDeadlines.get(id) ?? Date.now() + timeoutMs;
+    this.drainDeadlines.set(id, deadline);
+    const left = deadline - Date.now();
+    if (left <= 0) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       copier.done,
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, timeoutMs);
+        timer = setTimeout(resolve, left);
       }),
     ]);
     clearTimeout(timer);
@@ -276,6 +287,7 @@ export class LogManager {
   forget(id: string): void {
     this.copiers.get(id)?.stop();
     this.copiers.delete(id);
+    this.drainDeadlines.delete(id);
   }
 
   /** Stops every copier; waits for them at most `timeoutMs` so a shutdown never hangs. */
@@ -291,5 +303,6 @@ export class LogManager {
     ]);
     clearTimeout(timer);
     this.copiers.clear();
+    this.drainDeadlines.clear();
   }
 }
