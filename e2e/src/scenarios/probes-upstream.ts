@@ -33,32 +33,6 @@ const SUITE: Record<Layout, string> = {
   sidecar: 'Probing restartable init container',
 };
 
-/**
- * agnhost liveness's endpoints, on busybox httpd port 8080 as CGI scripts (no image can be pulled
- * here): /cgi-bin/healthz answers 200 for the container's first 10 s and 500 after, and
- * /cgi-bin/redirect?loc=X answers 302 to X with agnhost's body. The scripts fork nothing: under
- * load a forking CGI outlived the probe's 1 s timeout.
- */
-const LIVENESS_SERVER = [
-  'mkdir -p /srv/cgi-bin',
-  'touch /srv/healthy',
-  '(sleep 10; rm -f /srv/healthy) &',
-  "cat > /srv/cgi-bin/healthz <<'EOF'",
-  '#!/bin/sh',
-  "if [ -f /srv/healthy ]; then printf 'Status: 200 OK\\r\\n\\r\\nok'; else printf 'Status: 500 Internal Server Error\\r\\n\\r\\nerror: running for more than 10s'; fi",
-  'EOF',
-  "cat > /srv/cgi-bin/redirect <<'EOF'",
-  '#!/bin/sh',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
-  'loc=${QUERY_STRING#loc=}',
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: shell parameter expansion
-  'loc=${loc//%/\\\\x}',
-  'printf \'Status: 302 Found\\r\\nLocation: %b\\r\\n\\r\\n<a href="%b">Found</a>.\' "$loc" "$loc"',
-  'EOF',
-  'chmod +x /srv/cgi-bin/healthz /srv/cgi-bin/redirect',
-  'exec httpd -f -p 8080 -h /srv',
-].join('\n');
-
 /** A container that, on SIGTERM, drops its readiness (and liveness) files and exits `after` s later. */
 const terminating = (files: string, after: number) =>
   `_term() { rm -f ${files}; sleep ${after}; exit 0; }
@@ -89,8 +63,14 @@ interface ProbeCase {
 const restarts = (p: V1Pod) => containerStatus(p, PROBED)?.restartCount ?? 0;
 const busybox = (ctx: ScenarioContext, script: string, extra: Partial<V1Container> = {}) =>
   sh(ctx, PROBED, script, extra);
-const server = (ctx: ScenarioContext, extra: Partial<V1Container>) =>
-  busybox(ctx, LIVENESS_SERVER, { ports: [{ containerPort: 8080 }], ...extra });
+/** upstream's livenessPodSpec container: agnhost liveness (/healthz healthy for 10 s, /redirect) on 8080. */
+const server = (ctx: ScenarioContext, extra: Partial<V1Container>) => ({
+  image: ctx.images.netexec,
+  imagePullPolicy: 'IfNotPresent',
+  args: ['liveness'],
+  ports: [{ containerPort: 8080 }],
+  ...extra,
+});
 const webserver = (ctx: ScenarioContext, extra: Partial<V1Container>) => ({
   image: ctx.images.httpd,
   imagePullPolicy: 'IfNotPresent',
@@ -272,7 +252,7 @@ const CASES: ProbeCase[] = [
     container: (ctx) =>
       server(ctx, {
         livenessProbe: {
-          httpGet: { path: '/cgi-bin/healthz', port: 8080 },
+          httpGet: { path: '/healthz', port: 8080 },
           initialDelaySeconds: 15,
           failureThreshold: 1,
         },
@@ -296,7 +276,7 @@ const CASES: ProbeCase[] = [
     container: (ctx) =>
       server(ctx, {
         livenessProbe: {
-          httpGet: { path: '/cgi-bin/healthz', port: 8080 },
+          httpGet: { path: '/healthz', port: 8080 },
           initialDelaySeconds: 5,
           failureThreshold: 1,
         },
@@ -370,7 +350,7 @@ const CASES: ProbeCase[] = [
     container: (ctx) =>
       server(ctx, {
         livenessProbe: {
-          httpGet: { path: `/cgi-bin/redirect?loc=${encodeURIComponent('/cgi-bin/healthz')}`, port: 8080 },
+          httpGet: { path: `/redirect?loc=${encodeURIComponent('/healthz')}`, port: 8080 },
           initialDelaySeconds: 15,
           failureThreshold: 1,
         },
@@ -383,7 +363,7 @@ const CASES: ProbeCase[] = [
     container: (ctx) =>
       server(ctx, {
         livenessProbe: {
-          httpGet: { path: `/cgi-bin/redirect?loc=${encodeURIComponent('http://0.0.0.0/')}`, port: 8080 },
+          httpGet: { path: `/redirect?loc=${encodeURIComponent('http://0.0.0.0/')}`, port: 8080 },
           initialDelaySeconds: 15,
           failureThreshold: 1,
         },

@@ -191,6 +191,33 @@ describe('image behaviour', () => {
     expect(logs).toMatch(/GET \/echo\?msg=prestop/);
   });
 
+  test("netexec's liveness answers /healthz and /redirect as agnhost's liveness does, in its own process", async () => {
+    const c = await run(refs.netexec, {}, ['liveness']);
+    const get = (path: string) => c.exec(['wget', '-S', '-q', '-O', '-', `http://127.0.0.1:8080${path}`]);
+    const healthz = await until(
+      () => get('/healthz'),
+      (r) => r.exitCode === 0,
+    );
+    expect(healthz.stdout).toBe('ok');
+    const redirect = await get(`/redirect?loc=${encodeURIComponent('http://0.0.0.0/')}`);
+    expect(redirect.stderr).toMatch(/HTTP\/1\.1 302 Found/);
+    expect(redirect.stderr).toMatch(/Location: http:\/\/0\.0\.0\.0\//);
+    expect((await get('/redirect?loc=%zz')).stderr).toMatch(/400 Bad Request/);
+    expect((await get('/nothing')).stderr).toMatch(/404 Not Found/);
+    // Nothing but the server runs: no shell or httpd forks a child per request.
+    expect((await c.exec(['ps', '-o', 'comm'])).stdout.trim().split('\n').slice(1).sort()).toEqual([
+      'liveness',
+      'ps',
+    ]);
+    // After its first 10 s, /healthz fails with 500, as agnhost's does (upstream's restart cases rely on it).
+    const failing = await until(
+      () => get('/healthz'),
+      (r) => /500 Internal Server Error/.test(r.stderr),
+      20_000,
+    );
+    expect(failing.stderr).toMatch(/500 Internal Server Error/);
+  });
+
   test("netexec serves HTTPS with agnhost's localhost pair when given --tls-cert-file", async () => {
     const c = await run(refs.netexec, {}, [
       'netexec',

@@ -209,6 +209,7 @@ echo "[$0 $*]"
  */
 const NETEXEC = sh(`${STOP_ON_TERM}
 ${AGNHOST_PAUSE}
+[ "$1" = liveness ] && exec /liveness
 [ "$1" = netexec ] || { echo "unknown command: $1" >&2; exit 1; }
 shift
 port=8080
@@ -257,6 +258,171 @@ case \${target%%\\?*} in
   *) reply '404 Not Found' '404 page not found' ;;
 esac
 `);
+/**
+ * agnhost's liveness, for upstream's container_probe.go cases: an HTTP server on port 8080 whose
+ * /healthz answers 200 "ok" for its first 10 s and 500 after, and /redirect?loc=L 302 to L with
+ * Go's http.Redirect body. It answers in its own process: busybox httpd's CGI forked a shell per
+ * probe, and under the matrix's load that outlived upstream's 1 s probe timeout.
+ */
+const LIVENESS = `/* liveness: agnhost liveness's /healthz and /redirect on :8080, one connection at a time. */
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static void stop(int sig) {
+  (void)sig;
+  _exit(0);
+}
+
+static int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* url.QueryUnescape: %XX and '+' for a space; 0 when an escape is malformed. */
+static int unescape(const char *in, size_t n, char *out, size_t cap) {
+  size_t o = 0;
+  for (size_t i = 0; i < n && o + 1 < cap; i++) {
+    if (in[i] == '+') {
+      out[o++] = ' ';
+    } else if (in[i] == '%') {
+      if (i + 2 >= n) return 0;
+      int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
+      if (hi < 0 || lo < 0) return 0;
+      out[o++] = (char)(hi * 16 + lo);
+      i += 2;
+    } else {
+      out[o++] = in[i];
+    }
+  }
+  out[o] = 0;
+  return 1;
+}
+
+/* Go's htmlEscape, as http.Redirect applies it to the body's link. */
+static void escape_html(const char *in, char *out, size_t cap) {
+  size_t o = 0;
+  for (; *in && o + 6 < cap; in++) {
+    const char *r = *in == '&' ? "&amp;" : *in == '<' ? "&lt;" : *in == '>' ? "&gt;"
+                  : *in == '"' ? "&#34;" : *in == '\\'' ? "&#39;" : 0;
+    if (r) {
+      strcpy(out + o, r);
+      o += strlen(r);
+    } else {
+      out[o++] = *in;
+    }
+  }
+  out[o] = 0;
+}
+
+static void reply(int fd, const char *status, const char *headers, const char *type, const char *body) {
+  char buf[12288];
+  int n = snprintf(buf, sizeof buf,
+                   "HTTP/1.1 %s\\r\\n%sContent-Type: %s\\r\\nContent-Length: %zu\\r\\nConnection: close\\r\\n\\r\\n%s",
+                   status, headers, type, strlen(body), body);
+  if (n < 0) return;
+  if ((size_t)n > sizeof buf) n = sizeof buf;
+  for (int off = 0; off < n;) {
+    ssize_t w = write(fd, buf + off, (size_t)(n - off));
+    if (w <= 0) return;
+    off += (int)w;
+  }
+}
+
+static void serve(int fd, double up) {
+  char req[4096];
+  size_t len = 0;
+  while (len + 1 < sizeof req) {
+    ssize_t r = read(fd, req + len, sizeof req - 1 - len);
+    if (r <= 0) break;
+    len += (size_t)r;
+    req[len] = 0;
+    if (strstr(req, "\\r\\n\\r\\n")) break;
+  }
+  req[len] = 0;
+  char method[16], target[2048];
+  if (sscanf(req, "%15s %2047s", method, target) != 2) {
+    reply(fd, "400 Bad Request", "", "text/plain; charset=utf-8", "400 Bad Request");
+    return;
+  }
+  char *query = strchr(target, '?');
+  if (query) *query++ = 0;
+  const char *text = "text/plain; charset=utf-8";
+  if (strcmp(target, "/healthz") == 0) {
+    char body[64];
+    if (up > 10) {
+      snprintf(body, sizeof body, "error: %g", up);
+      reply(fd, "500 Internal Server Error", "", text, body);
+    } else {
+      reply(fd, "200 OK", "", text, "ok");
+    }
+  } else if (strcmp(target, "/redirect") == 0) {
+    const char *loc = "";
+    size_t n = 0;
+    for (char *p = query; p && *p;) {
+      char *end = strchr(p, '&');
+      size_t plen = end ? (size_t)(end - p) : strlen(p);
+      if (plen >= 4 && strncmp(p, "loc=", 4) == 0) {
+        loc = p + 4;
+        n = plen - 4;
+        break;
+      }
+      p = end ? end + 1 : 0;
+    }
+    char to[2048], escaped[8192], headers[2560], body[8256];
+    if (!unescape(loc, n, to, sizeof to)) {
+      snprintf(body, sizeof body, "invalid redirect: \\"%.*s\\"\\n", (int)n, loc);
+      reply(fd, "400 Bad Request", "X-Content-Type-Options: nosniff\\r\\n", text, body);
+      return;
+    }
+    escape_html(to, escaped, sizeof escaped);
+    snprintf(headers, sizeof headers, "Location: %s\\r\\n", to);
+    snprintf(body, sizeof body, "<a href=\\"%s\\">Found</a>.\\n\\n", escaped);
+    reply(fd, "302 Found", headers, "text/html; charset=utf-8", body);
+  } else {
+    reply(fd, "404 Not Found", "X-Content-Type-Options: nosniff\\r\\n", text, "404 page not found\\n");
+  }
+}
+
+int main(void) {
+  signal(SIGTERM, stop);
+  signal(SIGINT, stop);
+  signal(SIGPIPE, SIG_IGN);
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in addr = {0};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(8080);
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (s < 0 || bind(s, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(s, 128) < 0) {
+    perror("liveness: listen on :8080");
+    return 1;
+  }
+  printf("Started HTTP server on port 8080\\n");
+  fflush(stdout);
+  for (;;) {
+    int fd = accept(s, 0, 0);
+    if (fd < 0) continue;
+    /* A client that sends nothing holds the one connection at a time for 2 s at most. */
+    struct timeval t = {2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &t, sizeof t);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    serve(fd, (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9);
+    close(fd);
+  }
+}
+`;
 /**
  * TLS in front of netexec's plain server: accepts on one port and relays each connection,
  * decrypted, to the plain one on loopback (busybox has no TLS server). Linked against the host's
@@ -542,7 +708,7 @@ export const RECIPES: Record<ImageName, Recipe> = {
     kind: 'busybox',
     name: 'netexec',
     description:
-      "busybox with agnhost's pause (the default CMD) and netexec (HTTP or, with --tls-cert-file, HTTPS /echo and /dial, requests logged) as /agnhost, agnhost's /localhost.crt and .key, and a curl for GETs, for upstream's lifecycle hook cases.",
+      "busybox with agnhost's pause (the default CMD), liveness (/healthz and /redirect on 8080, answered in-process) and netexec (HTTP or, with --tls-cert-file, HTTPS /echo and /dial, requests logged) as /agnhost, agnhost's /localhost.crt and .key, and a curl for GETs, for upstream's lifecycle hook and probe cases.",
     files: {
       '/agnhost': NETEXEC,
       '/netexec-handler': NETEXEC_HANDLER,
@@ -551,6 +717,7 @@ export const RECIPES: Record<ImageName, Recipe> = {
       '/localhost.key': { content: LOCALHOST_KEY, mode: 0o644 },
     },
     programs: {
+      '/liveness': { source: LIVENESS, mode: 0o755 },
       '/tlsproxy': {
         source: TLSPROXY,
         mode: 0o755,
