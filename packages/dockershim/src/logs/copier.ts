@@ -134,6 +134,8 @@ export class ContainerLogCopier {
   private queue: Promise<unknown> = Promise.resolve();
   private stream: Readable | undefined;
   private stopped = false;
+  /** When drained() stops waiting (set by its first call). */
+  private drainDeadline: number | undefined;
   /** The last entry written ("<timestamp> <stream>"), where a later read resumes. */
   private last: { timestamp: string; key: string } | undefined;
   readonly done: Promise<void>;
@@ -223,6 +225,24 @@ export class ContainerLogCopier {
     return this.file !== undefined;
   }
 
+  /**
+   * Waits until the copy is done, for at most `timeoutMs` in all: the bound starts at the first
+   * call, so a copier whose Docker stream hangs delays one ContainerStatus, not every one after it.
+   */
+  async drained(timeoutMs: number): Promise<void> {
+    this.drainDeadline ??= Date.now() + timeoutMs;
+    const left = this.drainDeadline - Date.now();
+    if (left <= 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.done,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, left);
+      }),
+    ]);
+    clearTimeout(timer);
+  }
+
   /** Stops following (the container is being removed). */
   stop(): void {
     this.stopped = true;
@@ -233,8 +253,6 @@ export class ContainerLogCopier {
 /** The set of log copiers, keyed by container id. */
 export class LogManager {
   private readonly copiers = new Map<string, ContainerLogCopier>();
-  /** When drained() stops waiting for a container's copier (set by its first call). */
-  private readonly drainDeadlines = new Map<string, number>();
 
   constructor(
     private readonly docker: DockerClient,
@@ -248,7 +266,6 @@ export class LogManager {
     const copier = new ContainerLogCopier(this.docker, id, path, tty, (err) => this.onError(id, err));
     // A finished copier stays in the map until the container is removed: drained() waits on it.
     this.copiers.set(id, copier);
-    this.drainDeadlines.delete(id);
     return copier;
   }
 
@@ -262,32 +279,14 @@ export class LogManager {
     await copier.reopen();
   }
 
-  /**
-   * Waits until everything Docker logged for an exited container is in the CRI file, for at most
-   * `timeoutMs` in all: the bound starts at the first call for the container, so a copier whose
-   * Docker stream hangs delays one ContainerStatus, not every one after it.
-   */
+  /** Waits until everything Docker logged for an exited container is in the CRI file (see ContainerLogCopier.drained). */
   async drained(id: string, timeoutMs: number): Promise<void> {
-    const copier = this.copiers.get(id);
-    if (!copier) return;
-    const deadline = this.drainDeadlines.get(id) ?? Date.now() + timeoutMs;
-    this.drainDeadlines.set(id, deadline);
-    const left = deadline - Date.now();
-    if (left <= 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      copier.done,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, left);
-      }),
-    ]);
-    clearTimeout(timer);
+    await this.copiers.get(id)?.drained(timeoutMs);
   }
 
   forget(id: string): void {
     this.copiers.get(id)?.stop();
     this.copiers.delete(id);
-    this.drainDeadlines.delete(id);
   }
 
   /** Stops every copier; waits for them at most `timeoutMs` so a shutdown never hangs. */
@@ -303,6 +302,5 @@ export class LogManager {
     ]);
     clearTimeout(timer);
     this.copiers.clear();
-    this.drainDeadlines.clear();
   }
 }
