@@ -36,6 +36,7 @@ export {
   resolveKubeletConfiguration,
 } from './config/resolve.js';
 export { EVICTION_SIGNALS } from './config/schema.js';
+export { IMAGE_GC_PERIOD_FLAG, type TestOnlySettings, testOnlyFlags } from './config/test_only.js';
 export { defaultKubeletConfiguration, type KubeletConfiguration, type Taint } from './config/types.js';
 export { validateKubeletConfiguration } from './config/validation.js';
 export {

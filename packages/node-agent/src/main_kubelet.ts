@@ -107,6 +107,7 @@ import type { PodSource } from './types/pod_update.js';
 import { noPressure, type PressureSource } from './types/pressure.js';
 import { getKubeletMappings } from './userns/kubelet_mappings.js';
 import { USER_NS_UNIT_LENGTH, UsernsManager } from './userns/userns_manager.js';
+import { parseDuration } from './util/duration.js';
 import { type Logger, silentLogger } from './util/log.js';
 import { KubePodObjectsApi } from './volumemanager/objects_client.js';
 import { OrphanedPodDirs } from './volumemanager/orphaned_pod_dirs.js';
@@ -253,6 +254,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     metrics: deps.metrics,
     clock: node.clock,
     log: deps.log,
+    ...(deps.options.imageGcPeriod ? { imageGCPeriodMs: parseDuration(deps.options.imageGcPeriod) } : {}),
   });
   kubelet = newKubelet({
     ...nodeSide,

@@ -5,8 +5,9 @@ import { formatFieldError } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
 import { featureEnabled } from '../src/config/feature_gates.js';
 import { ConfigError } from '../src/config/field_errors.js';
-import { parseFlags } from '../src/config/flags.js';
+import { flagsHelp, parseFlags } from '../src/config/flags.js';
 import { decodeKubeletConfiguration, loadKubeletConfiguration } from '../src/config/load.js';
+import { IMAGE_GC_PERIOD_FLAG, testOnlyFlags } from '../src/config/test_only.js';
 import { defaultKubeletConfiguration } from '../src/config/types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kh-config-'));
@@ -251,6 +252,21 @@ describe('flags', () => {
       kubeReserved: { cpu: '100m', memory: '500Mi' },
       authentication: { anonymous: { enabled: true } },
     });
+  });
+
+  it('take the test-only image GC period as a hidden flag, never a configuration field', () => {
+    const parsed = parseFlags(testOnlyFlags({ imageGCPeriod: '15s' }));
+    expect(parsed.errors).toEqual([]);
+    expect(parsed.options.imageGcPeriod).toBe('15s');
+    expect(parsed.configOverrides).toEqual({});
+    expect(parseFlags([]).options.imageGcPeriod).toBe('');
+    expect(testOnlyFlags({})).toEqual([]);
+    expect(flagsHelp()).not.toContain(IMAGE_GC_PERIOD_FLAG);
+    expect(flagsHelp()).toContain('--runtime-streaming-address');
+    const zero = parseFlags([`--${IMAGE_GC_PERIOD_FLAG}=0s`]).errors.map(formatFieldError);
+    expect(zero).toEqual([expect.stringContaining('must be greater than 0')]);
+    expect(zero[0]).toContain(`--${IMAGE_GC_PERIOD_FLAG}`);
+    expect(parseFlags([`--${IMAGE_GC_PERIOD_FLAG}=soon`]).errors).toHaveLength(1);
   });
 
   it('override the config file', async () => {

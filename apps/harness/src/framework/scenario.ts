@@ -1,7 +1,7 @@
 // What a scenario is and what it sees. Scenarios live in e2e/ and only talk to the world the way a
 // user would: through the API (client-node and kubectl) and, for counting containers, through CRI.
 
-import type { PartialKubeletConfiguration } from '@kh/node-agent';
+import type { PartialKubeletConfiguration, TestOnlySettings } from '@kh/node-agent';
 import type { WorkloadImageName } from '@kh/testkit';
 import type { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { BackendCapability, StartedNode } from '../backends/types.js';
@@ -158,8 +158,12 @@ export interface ScenarioContext {
    * `private` is busybox in the private registry (private-registry:5000/kh/private:<hash>).
    */
   images: Record<WorkloadImageName | 'private', string>;
-  /** Rewrites the agent's KubeletConfiguration (merged over the run's) and restarts the agent. */
-  reconfigureAgent(overrides: PartialKubeletConfiguration): Promise<void>;
+  /**
+   * Rewrites the agent's KubeletConfiguration (merged over the run's) and restarts the agent;
+   * `testOnly` shortens periods the kubelet hard-codes (hidden agent flags). Both hold until the
+   * next call; `({})` restores the run's agent.
+   */
+  reconfigureAgent(overrides: PartialKubeletConfiguration, testOnly?: TestOnlySettings): Promise<void>;
 
   check: Checks;
   note(summary: string, detail?: Record<string, unknown>): void;

@@ -3,7 +3,7 @@
 // reconfigure it for scenarios that need the agent silent or differently tuned.
 
 import { join } from 'node:path';
-import type { PartialKubeletConfiguration } from '@kh/node-agent';
+import { type PartialKubeletConfiguration, type TestOnlySettings, testOnlyFlags } from '@kh/node-agent';
 import { kubeletConfiguration } from './agent-config.js';
 import { AGENT_CRI_CALL_LOG } from './cri-call-log.js';
 import type { NodeHost, NodeProcess } from './host.js';
@@ -40,6 +40,7 @@ export const agentPath = (path: string, dir?: string): string => (dir ? join(dir
 export class NodeAgent {
   private process: NodeProcess | undefined;
   private overrides: PartialKubeletConfiguration = {};
+  private testOnly: TestOnlySettings = {};
   /** Lines of earlier agent processes (a restart must not lose what the report shows). */
   private previous: string[] = [];
 
@@ -60,6 +61,7 @@ export class NodeAgent {
       // Not a kubelet flag: our agent's log of its own CRI calls, merged into the report.
       `--cri-call-log=${at(AGENT_CRI_CALL_LOG)}`,
       ...(this.opts.nodeIp ? [`--node-ip=${this.opts.nodeIp}`] : []),
+      ...testOnlyFlags(this.testOnly),
     ];
     return (this.opts.command ?? ((a) => inContainer('nodeAgent', a)))(args);
   }
@@ -111,10 +113,15 @@ export class NodeAgent {
     this.previous.splice(0, Math.max(0, this.previous.length - 400));
   }
 
-  /** Restarts the agent with `overrides` merged over the harness's configuration ({} resets). */
-  async reconfigure(overrides: PartialKubeletConfiguration): Promise<void> {
+  /**
+   * Restarts the agent with `overrides` merged over the harness's configuration and with the
+   * test-only settings `testOnly` (hidden agent flags); both last until the next reconfigure, and
+   * `({})` resets them.
+   */
+  async reconfigure(overrides: PartialKubeletConfiguration, testOnly: TestOnlySettings = {}): Promise<void> {
     await this.stop();
     this.overrides = overrides;
+    this.testOnly = testOnly;
     await this.start();
   }
 

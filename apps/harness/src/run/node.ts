@@ -106,10 +106,10 @@ function readyNode(
     stopAgent: () => agent.stop(),
     startAgent: () => start(() => agent.start()),
     killAgent: () => agent.kill(),
-    reconfigureAgent: async (o) => {
+    reconfigureAgent: async (o, testOnly) => {
       // Stopped first, so that the old agent's last heartbeat is older than the new one's start.
       await agent.stop();
-      await start(() => agent.reconfigure(o));
+      await start(() => agent.reconfigure(o, testOnly));
     },
     agentCriCalls: () => criCallLog.readNew(),
     gone: async () => {

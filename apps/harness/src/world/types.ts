@@ -1,5 +1,5 @@
 // What the runner needs from a run's world and from a started node; world.ts and run/node.ts build them.
-import type { PartialKubeletConfiguration } from '@kh/node-agent';
+import type { PartialKubeletConfiguration, TestOnlySettings } from '@kh/node-agent';
 import type { RuntimeBackend, StartedNode } from '../backends/types.js';
 import type { ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
@@ -55,7 +55,7 @@ export interface ReadyNode {
   startAgent(): Promise<void>;
   /** SIGKILLs the agent (a crash); startAgent runs it again. */
   killAgent(): Promise<void>;
-  reconfigureAgent(overrides: PartialKubeletConfiguration): Promise<void>;
+  reconfigureAgent(overrides: PartialKubeletConfiguration, testOnly?: TestOnlySettings): Promise<void>;
   /** The CRI calls the agent logged on the node since the last call (`--cri-call-log`). */
   agentCriCalls(): Promise<AgentCriCall[]>;
   /**

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PartialKubeletConfiguration } from '@kh/node-agent';
+import type { PartialKubeletConfiguration, TestOnlySettings } from '@kh/node-agent';
 import {
   ensureImages,
   type ImageName,
@@ -243,7 +243,8 @@ export class HarnessWorld implements World {
       agent: { stop: () => node.stopAgent(), start: () => node.startAgent(), kill: () => node.killAgent() },
       apiserver: { restart: () => this.restartApiserver() },
       images: this.images,
-      reconfigureAgent: (overrides: PartialKubeletConfiguration) => node.reconfigureAgent(overrides),
+      reconfigureAgent: (overrides: PartialKubeletConfiguration, testOnly?: TestOnlySettings) =>
+        node.reconfigureAgent(overrides, testOnly),
     };
   }
 

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadKubeletConfiguration } from '@kh/node-agent';
+import { IMAGE_GC_PERIOD_FLAG, loadKubeletConfiguration } from '@kh/node-agent';
 import { describe, expect, it } from 'vitest';
 import {
   AGENT_CLIENT_CA_PATH,
@@ -155,6 +155,20 @@ describe('NodeAgent', () => {
     expect(JSON.parse(h.files.get(AGENT_CONFIG_PATH)!).imageGCHighThresholdPercent).toBe(85);
     expect(h.spawned).toHaveLength(3);
     expect(agent.tail(10)).toEqual(['line of agent 1', 'line of agent 2', 'line of agent 3']);
+  });
+
+  it('reconfigure passes test-only settings as hidden flags, keeps them across restarts, and {} drops them', async () => {
+    const h = recordingHost();
+    const agent = new NodeAgent(h.host, opts);
+    await agent.start();
+    expect(h.spawned[0]!.some((a) => a.includes(IMAGE_GC_PERIOD_FLAG))).toBe(false);
+    await agent.reconfigure({}, { imageGCPeriod: '10s' });
+    expect(h.spawned[1]).toContain(`--${IMAGE_GC_PERIOD_FLAG}=10s`);
+    await agent.stop();
+    await agent.start();
+    expect(h.spawned[2]).toContain(`--${IMAGE_GC_PERIOD_FLAG}=10s`);
+    await agent.reconfigure({});
+    expect(h.spawned[3]!.some((a) => a.includes(IMAGE_GC_PERIOD_FLAG))).toBe(false);
   });
 
   it('kill() ends the agent with SIGKILL, keeps its lines, and start() runs it again', async () => {

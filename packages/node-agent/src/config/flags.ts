@@ -7,6 +7,7 @@ import { ErrorList, type FieldError, qualifiedNameProblem } from '@kh/apimachine
 import { parseDuration } from '../util/duration.js';
 import type { PartialKubeletConfiguration } from './load.js';
 import { LABEL_VALUE, LABEL_VALUE_HELP } from './schema.js';
+import { IMAGE_GC_PERIOD_FLAG } from './test_only.js';
 import type { KubeletConfiguration, Taint, TaintEffect } from './types.js';
 
 export interface AgentOptions {
@@ -24,6 +25,8 @@ export interface AgentOptions {
   podInfraContainerImage: string;
   /** Harness extension: where a runtime that answers CRI Exec/Attach/PortForward with a bare path serves it. */
   runtimeStreamingAddress: string;
+  /** Test-only (hidden): how often image GC runs; empty: the kubelet's 5 minutes. */
+  imageGcPeriod: string;
   v: number;
   help: boolean;
   version: boolean;
@@ -46,6 +49,8 @@ interface FlagSpec {
   name: string;
   kind: FlagKind;
   help: string;
+  /** Parsed but left out of --help, as pflag's MarkHidden. */
+  hidden?: true;
   option?: keyof AgentOptions;
   config?: keyof KubeletConfiguration | 'anonymousAuth' | 'clientCAFile' | 'authorizationMode';
 }
@@ -110,6 +115,13 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: 'string',
     option: 'runtimeStreamingAddress',
     help: "Harness extension, not a kubelet flag: the runtime's streaming server (host:port or URL), against which a bare-path URL from CRI Exec, Attach or PortForward is resolved.",
+  },
+  {
+    name: IMAGE_GC_PERIOD_FLAG,
+    kind: 'duration',
+    option: 'imageGcPeriod',
+    hidden: true,
+    help: "Test-only: how often image garbage collection runs, instead of the kubelet's fixed 5m.",
   },
   { name: 'v', kind: 'int', option: 'v', help: 'Log verbosity.' },
   { name: 'help', kind: 'bool', option: 'help', help: 'Show this help.' },
@@ -317,6 +329,7 @@ export function defaultAgentOptions(): AgentOptions {
     criCallLog: '',
     podInfraContainerImage: '',
     runtimeStreamingAddress: '',
+    imageGcPeriod: '',
     v: 0,
     help: false,
     version: false,
@@ -378,6 +391,8 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
       overrides[spec.config] = value;
     }
   }
+  if (options.imageGcPeriod && parseDuration(options.imageGcPeriod) <= 0)
+    errs.invalid(`--${IMAGE_GC_PERIOD_FLAG}`, options.imageGcPeriod, 'must be greater than 0');
   if (!options.certDir) options.certDir = `${options.rootDir.replace(/\/$/, '')}/pki`;
   return { options, configOverrides: overrides as PartialKubeletConfiguration, errors: errs.errors };
 }
@@ -523,6 +538,7 @@ function parseTaints(raw: string, field: string, errs: ErrorList): Taint[] | und
 }
 
 export function flagsHelp(): string {
-  const width = Math.max(...FLAGS.map((f) => f.name.length)) + 4;
-  return FLAGS.map((f) => `  --${f.name.padEnd(width)}${f.help}`).join('\n');
+  const shown = FLAGS.filter((f) => !f.hidden);
+  const width = Math.max(...shown.map((f) => f.name.length)) + 4;
+  return shown.map((f) => `  --${f.name.padEnd(width)}${f.help}`).join('\n');
 }

@@ -14,7 +14,7 @@ import { DEFAULT_CONTAINER_GC_POLICY, GarbageCollector } from '../../src/gc/garb
 import { runtimeReclaimer } from '../../src/gc/reclaimer.js';
 import { KubeletMetrics } from '../../src/metrics/metrics.js';
 
-function scripted() {
+function scripted(periods: { imageGCPeriodMs?: number } = {}) {
   const clock = new FakeClock();
   const gcCalls: [ContainerGCPolicy, boolean, boolean][] = [];
   const containerErrors: (Error | undefined)[] = [];
@@ -44,6 +44,7 @@ function scripted() {
     recorder: { nodeEvent: (type, reason, message) => events.push([type, reason, message]) },
     metrics,
     clock,
+    ...periods,
   });
   return {
     clock,
@@ -89,6 +90,22 @@ describe('GarbageCollector', () => {
     const runs = await t.metrics.registry.getSingleMetricAsString('kh_garbage_collection_runs_total');
     expect(runs).toContain('kh_garbage_collection_runs_total{kind="container",result="success"} 6');
     expect(runs).toContain('kh_garbage_collection_runs_total{kind="image",result="success"} 2');
+  });
+
+  it('runs image GC at the test-only period when one is given', async () => {
+    const t = scripted({ imageGCPeriodMs: 10_000 });
+    const ac = new AbortController();
+    const done = t.gc.run(ac.signal);
+    await t.clock.advance(0);
+    expect(t.imageCalls()).toBe(1);
+    await t.clock.advance(9_999);
+    expect(t.imageCalls()).toBe(1);
+    await t.clock.advance(1);
+    expect(t.imageCalls()).toBe(2);
+    await t.clock.advance(30_000);
+    expect(t.imageCalls()).toBe(5);
+    ac.abort();
+    await done;
   });
 
   it('records ContainerGCFailed for every failed container GC', async () => {
