@@ -11,7 +11,11 @@ describe('RuntimeClass admission', () => {
     h = await startHarness({ scheduler: false, nodeLifecycle: false });
     const classes = [
       { metadata: { name: 'plain' }, handler: 'runc' },
-      { metadata: { name: 'costly' }, handler: 'runc', overhead: { podFixed: { cpu: '10m', memory: '1Mi' } } },
+      {
+        metadata: { name: 'costly' },
+        handler: 'runc',
+        overhead: { podFixed: { cpu: '10m', memory: '1Mi' } },
+      },
       {
         metadata: { name: 'steered' },
         handler: 'runc',
@@ -22,7 +26,11 @@ describe('RuntimeClass admission', () => {
       },
     ];
     for (const rc of classes) {
-      const r = await h.api.post(RUNTIMECLASSES, { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', ...rc });
+      const r = await h.api.post(RUNTIMECLASSES, {
+        apiVersion: 'node.k8s.io/v1',
+        kind: 'RuntimeClass',
+        ...rc,
+      });
       expect(r.status).toBe(201);
     }
   });
@@ -59,9 +67,15 @@ describe('RuntimeClass admission', () => {
   });
 
   it("accepts a pod's own overhead equal by value, refuses one that differs", async () => {
-    const same = await create('same', { runtimeClassName: 'costly', overhead: { cpu: '0.01', memory: '1Mi' } });
+    const same = await create('same', {
+      runtimeClassName: 'costly',
+      overhead: { cpu: '0.01', memory: '1Mi' },
+    });
     expect(same.status).toBe(201);
-    const other = await create('other', { runtimeClassName: 'costly', overhead: { cpu: '20m', memory: '1Mi' } });
+    const other = await create('other', {
+      runtimeClassName: 'costly',
+      overhead: { cpu: '20m', memory: '1Mi' },
+    });
     expect(other.status).toBe(403);
     expect(other.body.message).toBe(
       `pods "other" is forbidden: pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead`,
@@ -138,8 +152,8 @@ describe('RuntimeClass admission helpers', () => {
     expect(isSuperset(long, short)).toBe(true);
     expect(isSuperset(short, long)).toBe(false);
     expect(isSuperset({ key: 'k', operator: 'Exists', effect: 'NoExecute' }, long)).toBe(true);
-    expect(isSuperset({ key: 'k', operator: 'Equal', value: 'v' }, { key: 'k', operator: 'Equal', value: 'w' })).toBe(
-      false,
-    );
+    expect(
+      isSuperset({ key: 'k', operator: 'Equal', value: 'v' }, { key: 'k', operator: 'Equal', value: 'w' }),
+    ).toBe(false);
   });
 });
