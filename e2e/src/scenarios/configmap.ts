@@ -7,6 +7,7 @@ import {
   type V1Pod,
   type V1PodSecurityContext,
 } from '@kubernetes/client-node';
+import { refusal } from '../support/api-status.js';
 import {
   type ApiVolume,
   type ApiVolumeOptions,
@@ -14,7 +15,6 @@ import {
   NON_ROOT_UID,
   projectedConfigMapVolume,
 } from '../support/api-volume.js';
-import { refusal } from '../support/api-status.js';
 import { limiter } from '../support/concurrent.js';
 import { fileModeLine, type MounttestFlags, mounttest } from '../support/mounttest.js';
 import { createPod, podFor, podLog, sh, testContainerOutput, waitForPod } from '../support/pods.js';

@@ -115,12 +115,12 @@ describe('runtime configuration', () => {
         toml
           .slice(toml.indexOf(`runtimes.${name}]`))
           .split('\n[plugins')[0]
-          .replace(name, 'X');
+          ?.replace(name, 'X');
       const options = (name: string) =>
         toml
           .slice(toml.indexOf(`runtimes.${name}.options]`))
           .split('\n[')[0]
-          .replace(name, 'X');
+          ?.replace(name, 'X');
       expect(table('"test-handler"')).toBe(table('runc'));
       expect(options('"test-handler"')).toBe(options('runc'));
       expect(options('runc')).toContain('SystemdCgroup = false');
