@@ -339,7 +339,7 @@ async function apiOperations(ctx: ScenarioContext): Promise<void> {
 
 export const runtimeClass: CasesScenario<void> = {
   name: 'runtimeclass',
-  estimateMs: 40_000,
+  estimateMs: 10_000,
   isolation: 'namespace',
   description:
     "runtimeclass.go: RuntimeClass admission (a missing or deleted class is Forbidden, the class's overhead set on the pod), a class whose handler the runtime lacks leaves its pod Pending with FailedCreatePodSandBox, a pod on upstream's test-handler runs, and the RuntimeClass API's verbs",
