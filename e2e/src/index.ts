@@ -36,6 +36,7 @@ import { priorityDiskEviction, priorityMemoryEviction } from './scenarios/priori
 import { probes } from './scenarios/probes.js';
 import { probesSidecar, probesUpstream } from './scenarios/probes-upstream.js';
 import { runtimeCrashStorm } from './scenarios/runtime-crash-storm.js';
+import { runtimeClass } from './scenarios/runtimeclass.js';
 import { secrets } from './scenarios/secrets.js';
 import { securityContext, securityContextUserns } from './scenarios/security-context.js';
 import { startup } from './scenarios/startup.js';
@@ -83,6 +84,7 @@ export const scenarios: Scenario[] = [
   downwardApi,
   lifecycleHook,
   containerRuntime,
+  runtimeClass,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,

@@ -13,6 +13,7 @@ export {
   type NodeFile,
   type NodeRelease,
   type NodeRuntimeSpec,
+  PRECONFIGURED_RUNTIME_HANDLER,
   type RuntimeLaunch,
   type RuntimeNode,
   type StartedNodeContainer,

@@ -1,3 +1,4 @@
+export { PRECONFIGURED_RUNTIME_HANDLER } from '@kh/testkit';
 export { BACKENDS, BackendRegistry, loadBackends, selectBackends } from './backends/registry.js';
 export type * from './backends/types.js';
 export { createChecks } from './framework/checks.js';

@@ -21,7 +21,7 @@ import {
   type RuntimeBackend,
 } from '@kh/harness/backend';
 
-const CAPABILITIES = ['real-containers', 'memory-pressure', 'registry-pull'] as const;
+const CAPABILITIES = ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-handler'] as const;
 
 /**
  * crun 1.8 refuses cgroup v1 with a cgroup2 mount beside it ("cgroups in hybrid mode not

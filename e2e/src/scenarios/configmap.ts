@@ -7,6 +7,7 @@ import {
   type V1Pod,
   type V1PodSecurityContext,
 } from '@kubernetes/client-node';
+import { refusal } from '../support/api-status.js';
 import {
   type ApiVolume,
   type ApiVolumeOptions,
@@ -52,21 +53,6 @@ async function createConfigMap(
     namespace: ctx.namespace,
     body: { metadata: { name }, ...body },
   });
-}
-
-/** Status `code` and `reason` of a refused API call (client-node's ApiException carries the Status). */
-async function refusal(
-  call: Promise<unknown>,
-): Promise<{ code?: number; reason?: string; message?: string }> {
-  try {
-    await call;
-    return {};
-  } catch (e) {
-    const { code, body } = e as { code?: number; body?: unknown };
-    const status =
-      typeof body === 'string' ? (JSON.parse(body) as { reason?: string; message?: string }) : {};
-    return { code, reason: status.reason, message: status.message };
-  }
 }
 
 /** One of the twin volume files: its names, and how its volume reaches the config map. */

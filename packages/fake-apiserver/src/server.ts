@@ -12,6 +12,7 @@ import {
   podSecurity,
 } from './admission/podsecurity.js';
 import { rbacEscalationCheck } from './admission/rbac-escalation.js';
+import { runtimeClassAdmit, runtimeClassValidate } from './admission/runtimeclass.js';
 import {
   type AuthorizationMode,
   alwaysAllow,
@@ -215,14 +216,19 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
       m === 'Node' ? nodeAuthorizer(store, nodeRules) : m === 'RBAC' ? rbacAuthorizer(store) : alwaysAllow,
     ),
   );
-  // In kube-apiserver's order: before validation RBAC's escalation check (its storage's) and
+  // In kube-apiserver's order: before validation RBAC's escalation check (its storage's),
   // NodeRestriction (a mutating plugin; as kubeadm runs it, with Node), which narrows the writes
-  // the Node authorizer lets through; after validation Pod Security (a validating plugin).
+  // the Node authorizer lets through, and RuntimeClass's mutating half; after validation Pod
+  // Security and RuntimeClass's validating half (validating plugins).
   const mutatingAdmission = admissionChain([
     rbacEscalationCheck(store, authz),
     ...(modes.includes('Node') ? [nodeRestriction(store)] : []),
+    runtimeClassAdmit(store),
   ]);
-  const admission = podSecurity(store, { config: opts.podSecurity, onAudit: opts.onPodSecurityAudit });
+  const admission = admissionChain([
+    podSecurity(store, { config: opts.podSecurity, onAudit: opts.onPodSecurityAudit }),
+    runtimeClassValidate(store),
+  ]);
   const tls =
     opts.tls === true
       ? await (opts.dataDir ? persistentTls(opts.dataDir, opts.tlsHosts) : generateTls(opts.tlsHosts))

@@ -1,7 +1,9 @@
 // runtimeClassName end to end in one process: the node-agent command against the fake apiserver
-// and the in-memory CRI runtime (which knows the handler "runsc"). A pod whose class does not
-// exist stays Pending with the kubelet's FailedCreatePodSandBox event and is retried; once the
-// class is created the pod runs, and its sandbox was created with the class's handler.
+// and the in-memory CRI runtime (which knows the handler "runsc"). A pod whose class is gone by
+// the time it reaches the node (the apiserver's RuntimeClass admission refuses a pod naming a
+// missing class, so the class is deleted between admission and binding) stays Pending with the
+// kubelet's FailedCreatePodSandBox event and is retried; once the class is created again the pod
+// runs, and its sandbox was created with the class's handler.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,17 +60,44 @@ afterAll(async () => {
   await fake?.stop();
 });
 
+const GVISOR = {
+  apiVersion: 'node.k8s.io/v1',
+  kind: 'RuntimeClass',
+  metadata: { name: 'gvisor' },
+  handler: 'runsc',
+};
+
 it('keeps a pod of a missing RuntimeClass Pending with FailedCreatePodSandBox, and runs it on the handler once the class exists', async () => {
+  await apply(GVISOR);
+  // Unbound (this apiserver schedules nothing) until its class is gone.
   await apply({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'sandboxed', namespace: 'default' },
     spec: {
-      nodeName: 'rc-node',
       runtimeClassName: 'gvisor',
       containers: [{ name: 'main', image: 'busybox', command: ['sleep', '3600'] }],
     },
   });
+  await kubectl(kubeconfig, 'delete', 'runtimeclass', 'gvisor');
+  const binding = join(dir, 'binding.json');
+  writeFileSync(
+    binding,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: 'sandboxed' },
+      target: { name: 'rc-node' },
+    }),
+  );
+  await kubectl(
+    kubeconfig,
+    'create',
+    '--raw',
+    '/api/v1/namespaces/default/pods/sandboxed/binding',
+    '-f',
+    binding,
+  );
   const message = await agent.until('FailedCreatePodSandBox event', async () => {
     const out = await kubectl(
       kubeconfig,
@@ -85,12 +114,7 @@ it('keeps a pod of a missing RuntimeClass Pending with FailedCreatePodSandBox, a
   expect((await api.getPod('default', 'sandboxed'))?.status?.phase).toBe('Pending');
   expect(handlersOf('sandboxed')).toEqual([]);
 
-  await apply({
-    apiVersion: 'node.k8s.io/v1',
-    kind: 'RuntimeClass',
-    metadata: { name: 'gvisor' },
-    handler: 'runsc',
-  });
+  await apply(GVISOR);
   // The pod worker retries a failed sync after 10 s.
   await agent.until(
     'sandboxed Running',

@@ -9,6 +9,7 @@ export {
   type ContainerdHandler,
   type ContainerdRuntimeOptions,
   containerdRuntime,
+  PRECONFIGURED_RUNTIME_HANDLER,
 } from './containers/containerd-runtime.js';
 export { type CriVersion, criVersion } from './containers/cri-probe.js';
 export { dockerRuntime } from './containers/docker-runtime.js';

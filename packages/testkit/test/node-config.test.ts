@@ -104,10 +104,37 @@ describe('runtime configuration', () => {
     expect(toml).toContain('runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"');
   });
 
+  test("upstream's preconfigured test-handler is runc by another name, in a node and on the host", () => {
+    for (const hostDir of [undefined, '/d']) {
+      const toml = containerdConfig({
+        pauseImage: 'p:1',
+        socketPath: '/d/c.sock',
+        ...(hostDir ? { hostDir } : {}),
+      });
+      const table = (name: string) =>
+        toml
+          .slice(toml.indexOf(`runtimes.${name}]`))
+          .split('\n[plugins')[0]
+          ?.replace(name, 'X');
+      const options = (name: string) =>
+        toml
+          .slice(toml.indexOf(`runtimes.${name}.options]`))
+          .split('\n[')[0]
+          ?.replace(name, 'X');
+      expect(table('"test-handler"')).toBe(table('runc'));
+      expect(options('"test-handler"')).toBe(options('runc'));
+      expect(options('runc')).toContain('SystemdCgroup = false');
+    }
+  });
+
   test('dockerd trusts both test registries for plain http', () => {
     const cmd = dockerdCommand('/run/kh/docker.sock').join(' ');
     expect(cmd).toContain('--insecure-registry registry:5000');
     expect(cmd).toContain('--insecure-registry private-registry:5000');
+  });
+
+  test("dockerd has upstream's preconfigured test-handler as a runtime running runc", () => {
+    expect(dockerdCommand('/run/kh/docker.sock').join(' ')).toContain('--add-runtime test-handler=runc');
   });
 
   test('the registry host is reached over plain http', () => {

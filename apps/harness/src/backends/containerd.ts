@@ -11,7 +11,7 @@ export const containerdBackends = COLUMN_RELEASES.map((release) => {
     name: `containerd-${containerd}`,
     aliases: aliasesFor(release, 'containerd'),
     description: `containerd ${containerd} (CRI plugin) in a kind-style node container (Debian ${debian})`,
-    capabilities: ['real-containers', 'memory-pressure', 'registry-pull'],
+    capabilities: ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-handler'],
     release,
     expectedVersion: containerd,
     runtime: containerdRuntime(),

@@ -26,7 +26,7 @@ export function dockerBackend(
     name: `docker-${docker}`,
     aliases: aliasesFor(release, 'docker'),
     description: `dockerd ${docker} behind our dockershim, in a kind-style node container (Debian ${debian})`,
-    capabilities: ['real-containers', 'memory-pressure', 'registry-pull'],
+    capabilities: ['real-containers', 'memory-pressure', 'registry-pull', 'runtime-handler'],
     release,
     expectedVersion: docker,
     runtime: dockerRuntime(),

@@ -152,7 +152,8 @@ export type StaticCapability =
   | 'real-containers' // processes really run; probes hit real servers
   | 'memory-pressure' // node memory limit is enforced on pods
   | 'disk-pressure'
-  | 'registry-pull'; // the runtime pulls from the run's registry
+  | 'registry-pull' // the runtime pulls from the run's registry
+  | 'runtime-handler'; // the runtime has upstream's preconfigured RuntimeClass handler, test-handler
 
 /** What a scenario may need: the static capabilities, and a started node's `restart`. */
 export type BackendCapability = StaticCapability | 'runtime-restart';

@@ -11,6 +11,13 @@ import type { NodeFile, NodeRuntimeSpec } from './node-runtime.js';
 /** The runc v2 shim; other OCI runtimes run through it with options.BinaryName. */
 const RUNC_SHIM = 'io.containerd.runc.v2';
 
+/**
+ * The runtime handler upstream's e2e expects every node's runtime to have besides the default
+ * (its PreconfiguredRuntimeClassHandler): plain runc under another name, which RuntimeClass cases
+ * name. Both node runtimes configure it (containerd's config, dockerd's --add-runtime).
+ */
+export const PRECONFIGURED_RUNTIME_HANDLER = 'test-handler';
+
 /** A containerd runtime handler: what a RuntimeClass's `handler` names. */
 export interface ContainerdHandler {
   /** The shim (default io.containerd.runc.v2). */
@@ -71,17 +78,20 @@ export function containerdConfig(options: {
       `${cri}.containerd`,
       ['snapshotter = "overlayfs"', `default_runtime_name = ${q(options.defaultHandler ?? 'runc')}`],
     ],
-    [`${cri}.containerd.runtimes.runc`, [`runtime_type = ${q(RUNC_SHIM)}`]],
-    [
-      `${cri}.containerd.runtimes.runc.options`,
+    // runc, and upstream's test handler as a second name for it (the same shim and options).
+    ...['runc', q(PRECONFIGURED_RUNTIME_HANDLER)].flatMap((name): [string, string[]][] => [
+      [`${cri}.containerd.runtimes.${name}`, [`runtime_type = ${q(RUNC_SHIM)}`]],
       [
-        'SystemdCgroup = false',
-        ...ifHost([
-          "# runc's state under our dir, not the shared /run/containerd/runc/k8s.io: stop() finds our containers there.",
-          `Root = ${own('runc', '')}`,
-        ]),
+        `${cri}.containerd.runtimes.${name}.options`,
+        [
+          'SystemdCgroup = false',
+          ...ifHost([
+            "# runc's state under our dir, not the shared /run/containerd/runc/k8s.io: stop() finds our containers there.",
+            `Root = ${own('runc', '')}`,
+          ]),
+        ],
       ],
-    ],
+    ]),
     ...Object.entries(options.handlers ?? {}).flatMap(([name, h]): [string, string[]][] => [
       [`${cri}.containerd.runtimes.${q(name)}`, [`runtime_type = ${q(h.runtimeType ?? RUNC_SHIM)}`]],
       [

@@ -1,4 +1,5 @@
 import { CNI_CONF_TEMPLATE, CNI_CONF_TEMPLATE_PATH } from './cni.js';
+import { PRECONFIGURED_RUNTIME_HANDLER } from './containerd-runtime.js';
 import { DOCKER_BRIDGE_IP, REGISTRY_HOSTS } from './node-config.js';
 import type { NodeRuntimeSpec } from './node-runtime.js';
 
@@ -15,6 +16,9 @@ export function dockerdCommand(socketPath: string): string[] {
     DOCKER_BRIDGE_IP,
     '--exec-opt',
     'native.cgroupdriver=cgroupfs',
+    // A Docker runtime per RuntimeClass handler the dockershim may be asked for: runc by another name.
+    '--add-runtime',
+    `${PRECONFIGURED_RUNTIME_HANDLER}=runc`,
   ];
 }
 
