@@ -27,11 +27,13 @@ export {
   computePodActions,
   findContainerStatusByName,
   isRestartableInitContainer,
+  type PodActionFeatures,
   type PodActions,
   podSandboxChanged,
   restartPolicyOf,
   shouldContainerBeRestarted,
 } from './kuberuntime/compute_pod_actions.js';
+export { containerShouldRestart } from './kuberuntime/restart_rules.js';
 export { gracePeriodSeconds, MinimumGracePeriodSeconds } from './kuberuntime/container.js';
 export type { RuntimeHandlerResolver, UserNamespaceProvider } from './kuberuntime/context.js';
 export { type EnvVar, expandVars, makeEnvironmentVariables } from './kuberuntime/env.js';
