@@ -16,7 +16,8 @@ export function parseFeatureGates(flag: string): ApiFeatureGates {
   const out: ApiFeatureGates = { ...API_FEATURE_GATE_DEFAULTS };
   for (const pair of flag.split(',').filter((p) => p.trim() !== '')) {
     const [name = '', value] = pair.split('=').map((s) => s.trim());
-    if (!(name in API_FEATURE_GATE_DEFAULTS)) throw new Error(`--feature-gates: unrecognized feature gate: ${name}`);
+    if (!(name in API_FEATURE_GATE_DEFAULTS))
+      throw new Error(`--feature-gates: unrecognized feature gate: ${name}`);
     if (value !== 'true' && value !== 'false')
       throw new Error(`--feature-gates: invalid value of ${name}=${value}, err: must be true or false`);
     out[name as ApiFeatureGate] = value === 'true';

@@ -40,7 +40,10 @@ describe('container restart rules validation', () => {
 
   it('with the gate on keeps a regular container policy and rules', async () => {
     setFeatureGates({ ContainerRestartRules: true });
-    const res = await h.api.post(PODS, pod('rules-on', app({ restartPolicy: 'Never', restartPolicyRules: [RULE] })));
+    const res = await h.api.post(
+      PODS,
+      pod('rules-on', app({ restartPolicy: 'Never', restartPolicyRules: [RULE] })),
+    );
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body.spec.containers[0]).toMatchObject({ restartPolicy: 'Never', restartPolicyRules: [RULE] });
   });
@@ -71,7 +74,10 @@ describe('container restart rules validation', () => {
   });
 
   it('with the gate off drops a regular container policy and rules and keeps sidecars Always-only', async () => {
-    const res = await h.api.post(PODS, pod('rules-off', app({ restartPolicy: 'Never', restartPolicyRules: [RULE] })));
+    const res = await h.api.post(
+      PODS,
+      pod('rules-off', app({ restartPolicy: 'Never', restartPolicyRules: [RULE] })),
+    );
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     expect(res.body.spec.containers[0].restartPolicy).toBeUndefined();
     expect(res.body.spec.containers[0].restartPolicyRules).toBeUndefined();

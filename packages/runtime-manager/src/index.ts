@@ -33,7 +33,6 @@ export {
   restartPolicyOf,
   shouldContainerBeRestarted,
 } from './kuberuntime/compute_pod_actions.js';
-export { containerShouldRestart } from './kuberuntime/restart_rules.js';
 export { gracePeriodSeconds, MinimumGracePeriodSeconds } from './kuberuntime/container.js';
 export type { RuntimeHandlerResolver, UserNamespaceProvider } from './kuberuntime/context.js';
 export { type EnvVar, expandVars, makeEnvironmentVariables } from './kuberuntime/env.js';
@@ -73,6 +72,7 @@ export {
   withResource,
 } from './kuberuntime/resize.js';
 export { linuxResources } from './kuberuntime/resources.js';
+export { containerShouldRestart } from './kuberuntime/restart_rules.js';
 export {
   DefaultRuntimeHelper,
   type MountSpec,

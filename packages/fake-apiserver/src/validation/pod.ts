@@ -6,8 +6,8 @@ import {
   qualifiedNameProblem,
 } from '@kh/apimachinery';
 import { qosClass } from '../defaults/pod.js';
-import { deepEqual } from '../meta/equal.js';
 import { type ApiFeatureGates, featureGates } from '../features.js';
+import { deepEqual } from '../meta/equal.js';
 import type { KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
 import { checkDnsLabel, checkQualifiedKey } from './meta.js';
@@ -128,7 +128,8 @@ function validateContainerRestartPolicy(
 ) {
   const set = c.restartPolicy !== undefined && c.restartPolicy !== null;
   const allowed = init && !gates.ContainerRestartRules ? ['Always'] : CONTAINER_RESTART_POLICIES;
-  if (set && !allowed.includes(c.restartPolicy)) errs.notSupported(`${f}.restartPolicy`, c.restartPolicy, allowed);
+  if (set && !allowed.includes(c.restartPolicy))
+    errs.notSupported(`${f}.restartPolicy`, c.restartPolicy, allowed);
   if (Array.isArray(c.restartPolicyRules) && c.restartPolicyRules.length > 0 && !set)
     errs.required(`${f}.restartPolicy`, 'must specify restartPolicy when restart rules are used');
   validateRestartPolicyRules(c.restartPolicyRules, `${f}.restartPolicyRules`, errs);

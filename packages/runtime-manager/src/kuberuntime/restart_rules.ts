@@ -25,7 +25,11 @@ const byPolicy = (policy: string | undefined, exitCode: number): boolean => {
  * Whether a container that exited with `exitCode` runs again: its first matching rule, else its
  * own restartPolicy, else the pod's (rules only apply to a container that sets a policy).
  */
-export function containerShouldRestart(container: V1Container, spec: V1PodSpec | undefined, exitCode: number): boolean {
+export function containerShouldRestart(
+  container: V1Container,
+  spec: V1PodSpec | undefined,
+  exitCode: number,
+): boolean {
   if (container.restartPolicy !== undefined && container.restartPolicy !== null) {
     const rule = matchedRule(container, exitCode);
     if (rule) return rule.action === 'Restart';

@@ -17,8 +17,13 @@ const restartOn = (operator: string, values: number[]): V1ContainerRestartRule[]
 /** Starts of the pod's one container after it exited with `exitCode`. */
 function starts(podPolicy: string, container: V1Container, exitCode: number, features = ON): number[] {
   const p = pod({ containers: [container], restartPolicy: podPolicy });
-  return computePodActions(p, status([sandbox()], [cs(container, 'exited', { exitCode })]), undefined, undefined, features)
-    .containersToStart;
+  return computePodActions(
+    p,
+    status([sandbox()], [cs(container, 'exited', { exitCode })]),
+    undefined,
+    undefined,
+    features,
+  ).containersToStart;
 }
 
 describe('ContainerRestartRules', () => {
@@ -75,7 +80,10 @@ describe('ContainerRestartRules', () => {
   it('a probe-killed container restarts per its own policy, there being no exit code', () => {
     const main = c('main', { restartPolicy: 'Always' });
     const s = cs(main, 'running');
-    const probes: ProbeResults = { liveness: (id) => (id === s.id.id ? 'failure' : undefined), startup: () => undefined };
+    const probes: ProbeResults = {
+      liveness: (id) => (id === s.id.id ? 'failure' : undefined),
+      startup: () => undefined,
+    };
     const a = computePodActions(
       pod({ containers: [main], restartPolicy: 'Never' }),
       status([sandbox()], [s]),
@@ -84,7 +92,9 @@ describe('ContainerRestartRules', () => {
       ON,
     );
     expect(a.containersToStart).toEqual([0]);
-    expect(a.containersToKill.get(s.id.id)?.message).toBe('Container main failed liveness probe, will be restarted');
+    expect(a.containersToKill.get(s.id.id)?.message).toBe(
+      'Container main failed liveness probe, will be restarted',
+    );
   });
 
   it('a failed init container with its own OnFailure reruns under a pod Never', () => {
