@@ -5,10 +5,10 @@ import { parse as parseYaml } from 'yaml';
 import type { PodSecurityConfiguration } from './admission/podsecurity.js';
 import { parseAuthorizationModes } from './auth/authorizer.js';
 import { readyLine } from './command.js';
-import { parseFeatureGates, setFeatureGates } from './features.js';
 import { MAX_YAML_DEPTH } from './http/body.js';
 import { MAX_BUFFERED } from './http/watch.js';
 import { MAX_DEPTH } from './meta/depth.js';
+import { parseFeatureGates, setFeatureGates } from './meta/features.js';
 import type { KObject } from './meta/object.js';
 import { createApiServer, LIMITS } from './server.js';
 

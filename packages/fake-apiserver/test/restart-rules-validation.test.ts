@@ -3,7 +3,7 @@
 // problem); with it off kube-apiserver drops those fields from a new pod and only a sidecar's
 // restartPolicy: Always is accepted.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { API_FEATURE_GATE_DEFAULTS, parseFeatureGates, setFeatureGates } from '../src/features.js';
+import { API_FEATURE_GATE_DEFAULTS, parseFeatureGates, setFeatureGates } from '../src/meta/features.js';
 import { type Harness, pod, startHarness } from './helpers.js';
 
 const PODS = '/api/v1/namespaces/default/pods';

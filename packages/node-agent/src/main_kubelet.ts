@@ -867,6 +867,7 @@ export function newPodLayer(opts: {
   const prober = probing
     ? new ProberManager({
         ...probing,
+        ...(opts.containerRestartRules ? { containerRestartRules: true } : {}),
         recorder: opts.recorder ?? noEvents,
         podStatus: (uid) => statusManager.getPodStatus(uid),
         clock: opts.clock,

@@ -6,8 +6,8 @@ import {
   qualifiedNameProblem,
 } from '@kh/apimachinery';
 import { qosClass } from '../defaults/pod.js';
-import { type ApiFeatureGates, featureGates } from '../features.js';
 import { deepEqual } from '../meta/equal.js';
+import { type ApiFeatureGates, featureGates } from '../meta/features.js';
 import type { KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
 import { checkDnsLabel, checkQualifiedKey } from './meta.js';

@@ -5,11 +5,11 @@
 import type { V1Container, V1ContainerRestartRule } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { ProbeResults } from '../../src/container/runtime.js';
-import { computePodActions } from '../../src/kuberuntime/compute_pod_actions.js';
+import { computePodActions, type PodActionFeatures } from '../../src/kuberuntime/compute_pod_actions.js';
 import { containerShouldRestart } from '../../src/kuberuntime/restart_rules.js';
 import { c, cs, pod, sandbox, status } from './helpers.js';
 
-const ON = { containerRestartRules: true };
+const ON: PodActionFeatures = { containerRestartRules: true };
 const restartOn = (operator: string, values: number[]): V1ContainerRestartRule[] => [
   { action: 'Restart', exitCodes: { operator, values } },
 ];
