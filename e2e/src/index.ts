@@ -4,6 +4,7 @@ import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { containers, downwardApi, kubeletEtcHosts, variableExpansion } from './scenarios/common-node.js';
 import { configMap } from './scenarios/configmap.js';
+import { containerRestartPolicy } from './scenarios/container-restart-policy.js';
 import { containerRuntime } from './scenarios/container-runtime.js';
 import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
@@ -85,6 +86,7 @@ export const scenarios: Scenario[] = [
   lifecycleHook,
   containerRuntime,
   runtimeClass,
+  containerRestartPolicy,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,

@@ -8,6 +8,7 @@ import { readyLine } from './command.js';
 import { MAX_YAML_DEPTH } from './http/body.js';
 import { MAX_BUFFERED } from './http/watch.js';
 import { MAX_DEPTH } from './meta/depth.js';
+import { parseFeatureGates, setFeatureGates } from './meta/features.js';
 import type { KObject } from './meta/object.js';
 import { createApiServer, LIMITS } from './server.js';
 
@@ -45,6 +46,8 @@ const USAGE = `Usage: fake-apiserver [options]
   --cluster-cidr <cidrs>     the pods' range, one CIDR or one per IP family (e.g. 10.244.0.0/16)
   --node-cidr-mask-size <n>  size of each node's subnet, single-stack (default 24 for IPv4, 64 for IPv6)
   --node-cidr-mask-size-ipv4 <n>, --node-cidr-mask-size-ipv6 <n>  the same per family, for dual-stack
+  --feature-gates <g=bool,..>  kube-apiserver's feature gates this server acts on:
+                             ContainerRestartRules (alpha in 1.34, off by default)
   --print-kubeconfig         print a kubeconfig for this server on stdout
   --kubeconfig-out <file>    also write the kubeconfig to a file
   --kubeconfig-server <url>  server URL to put in the kubeconfig (e.g. https://apiserver:6443)
@@ -108,6 +111,7 @@ async function main() {
       'node-cidr-mask-size': { type: 'string' },
       'node-cidr-mask-size-ipv4': { type: 'string' },
       'node-cidr-mask-size-ipv6': { type: 'string' },
+      'feature-gates': { type: 'string' },
       'print-kubeconfig': { type: 'boolean', default: false },
       'kubeconfig-out': { type: 'string' },
       'kubeconfig-server': { type: 'string' },
@@ -122,6 +126,7 @@ async function main() {
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port: ${values.port}`);
   const modes = parseAuthorizationModes(values['authorization-mode']);
+  if (values['feature-gates'] !== undefined) setFeatureGates(parseFeatureGates(values['feature-gates']));
   const cert = values['kubelet-client-certificate'];
   const key = values['kubelet-client-key'];
   if ((cert === undefined) !== (key === undefined))

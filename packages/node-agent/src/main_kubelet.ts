@@ -209,6 +209,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     startup: runtime.startup,
     podCgroups,
     ...(userNamespaces ? { userNamespaces } : {}),
+    containerRestartRules: featureEnabled(deps.config, 'ContainerRestartRules'),
     podDirs: new OrphanedPodDirs({
       podsDir: deps.runtimeManager?.podsDir ?? node.podsDir,
       helper: deps.runtimeManager?.runtimeHelper ?? runtime.helper,
@@ -422,6 +423,7 @@ async function newRuntime(
     podCgroups,
     ...(allocation ? { actuatedResources: allocation } : {}),
     ...(userNamespaces ? { userNamespaces } : {}),
+    podActionFeatures: { containerRestartRules: featureEnabled(config, 'ContainerRestartRules') },
     // A resize reads the pods' memory use before it lowers a limit.
     podStats: stats,
     // Without an API server there are no RuntimeClasses: every pod runs on the default handler.
@@ -851,6 +853,8 @@ export function newPodLayer(opts: {
   userNamespaces?: UsernsManager;
   /** Housekeeping releases and removes the directories of pods that are gone. */
   podDirs?: OrphanedPodDirs;
+  /** The ContainerRestartRules gate: containers' own restart rules decide the pod phase too. */
+  containerRestartRules?: boolean;
   log?: Logger;
   /** In-place resize: the allocation manager and how a pass reads the runtime's status anew. */
   resize?: Omit<NonNullable<PodSyncDeps['resize']>, 'allocation'> & { allocation: AllocationManager };
@@ -865,6 +869,7 @@ export function newPodLayer(opts: {
   const prober = probing
     ? new ProberManager({
         ...probing,
+        ...(opts.containerRestartRules ? { containerRestartRules: true } : {}),
         recorder: opts.recorder ?? noEvents,
         podStatus: (uid) => statusManager.getPodStatus(uid),
         clock: opts.clock,
@@ -884,6 +889,7 @@ export function newPodLayer(opts: {
     ...(opts.podCgroups ? { podCgroups: opts.podCgroups } : {}),
     ...(prober ? { prober, probes: prober.results.forStatus } : {}),
     ...(opts.resize ? { resize: opts.resize } : {}),
+    ...(opts.containerRestartRules ? { containerRestartRules: true } : {}),
   });
   const workers = new PodWorkerPool({
     syncer: sync,

@@ -27,6 +27,7 @@ export {
   computePodActions,
   findContainerStatusByName,
   isRestartableInitContainer,
+  type PodActionFeatures,
   type PodActions,
   podSandboxChanged,
   restartPolicyOf,
@@ -71,6 +72,7 @@ export {
   withResource,
 } from './kuberuntime/resize.js';
 export { linuxResources } from './kuberuntime/resources.js';
+export { containerShouldRestart } from './kuberuntime/restart_rules.js';
 export {
   DefaultRuntimeHelper,
   type MountSpec,

@@ -95,6 +95,9 @@ export class ApiServerContainer {
           // own Node, Lease and pods (Node authorizer and NodeRestriction), and a user without
           // bindings (kh-unprivileged) is refused with 403.
           '--authorization-mode=Node,RBAC',
+          // Alpha API fields the node e2e cases use (container-restart-policy); each case's node
+          // agent turns its own side of the gate on.
+          '--feature-gates=ContainerRestartRules=true',
           '--allocate-node-cidrs',
           `--cluster-cidr=${CLUSTER_CIDR}`,
           `--node-cidr-mask-size=${NODE_CIDR_MASK_SIZE}`,

@@ -3,6 +3,7 @@ import type { KObject } from '../meta/object.js';
 import { metadataFields } from '../selectors/field.js';
 import { validateObjectMeta } from '../validation/meta.js';
 import {
+  dropDisabledRestartFields,
   validatePodResize,
   validatePodSpec,
   validatePodSpecUpdate,
@@ -39,10 +40,12 @@ export const pods: ResourceDef = {
   },
   columns: podColumns,
   prepareForCreate(pod) {
+    dropDisabledRestartFields(pod.spec, undefined);
     defaultPod(pod);
     pod.status = { phase: 'Pending', qosClass: qosClass(pod.spec) };
   },
   prepareForUpdate(pod, old) {
+    dropDisabledRestartFields(pod.spec, old.spec);
     defaultPod(pod);
     // The QoS class is fixed at creation.
     if (pod.status && old.status?.qosClass) pod.status.qosClass = old.status.qosClass;

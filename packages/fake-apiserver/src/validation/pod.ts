@@ -7,6 +7,7 @@ import {
 } from '@kh/apimachinery';
 import { qosClass } from '../defaults/pod.js';
 import { deepEqual } from '../meta/equal.js';
+import { type ApiFeatureGates, featureGates } from '../meta/features.js';
 import type { KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
 import { checkDnsLabel, checkQualifiedKey } from './meta.js';
@@ -87,15 +88,64 @@ const PROBES = [
   ['startupProbe', 'startup'],
 ] as const;
 
+const CONTAINER_RESTART_POLICIES = ['Always', 'OnFailure', 'Never'];
+const RESTART_RULE_ACTIONS = ['Restart'];
+const EXIT_CODE_OPERATORS = ['In', 'NotIn'];
+
+/** A container's restartPolicyRules (ContainerRestartRules): Restart on listed exit codes. */
+function validateRestartPolicyRules(rules: unknown, field: string, errs: FieldErrors) {
+  if (!Array.isArray(rules)) return;
+  rules.forEach((rule: KObject, i: number) => {
+    const rf = `${field}[${i}]`;
+    if (!RESTART_RULE_ACTIONS.includes(rule?.action))
+      errs.notSupported(`${rf}.action`, rule?.action, RESTART_RULE_ACTIONS);
+    const codes = rule?.exitCodes;
+    if (codes === undefined || codes === null) {
+      errs.required(`${rf}.exitCodes`, 'must be specified');
+      return;
+    }
+    if (!EXIT_CODE_OPERATORS.includes(codes.operator))
+      errs.notSupported(`${rf}.exitCodes.operator`, codes.operator, EXIT_CODE_OPERATORS);
+    const seen = new Set<unknown>();
+    (Array.isArray(codes.values) ? codes.values : []).forEach((v: unknown, j: number) => {
+      if (seen.has(v)) errs.duplicate(`${rf}.exitCodes.values[${j}]`, v);
+      seen.add(v);
+    });
+  });
+}
+
+/**
+ * A container's own restart policy. Without ContainerRestartRules an init container may set only
+ * Always (a sidecar), and a regular container's fields were dropped unless the stored pod used
+ * them (dropDisabledRestartFields); what remains is checked as with the gate on.
+ */
+function validateContainerRestartPolicy(
+  c: KObject,
+  f: string,
+  init: boolean,
+  errs: FieldErrors,
+  gates: ApiFeatureGates,
+) {
+  const set = c.restartPolicy !== undefined && c.restartPolicy !== null;
+  const allowed = init && !gates.ContainerRestartRules ? ['Always'] : CONTAINER_RESTART_POLICIES;
+  if (set && !allowed.includes(c.restartPolicy))
+    errs.notSupported(`${f}.restartPolicy`, c.restartPolicy, allowed);
+  if (Array.isArray(c.restartPolicyRules) && c.restartPolicyRules.length > 0 && !set)
+    errs.required(`${f}.restartPolicy`, 'must specify restartPolicy when restart rules are used');
+  validateRestartPolicyRules(c.restartPolicyRules, `${f}.restartPolicyRules`, errs);
+}
+
 function validateContainers(
   list: KObject[],
   field: string,
   volumes: Set<string>,
   errs: FieldErrors,
   seen: Set<string>,
+  gates: ApiFeatureGates,
 ) {
   list.forEach((c, i) => {
     const f = `${field}[${i}]`;
+    validateContainerRestartPolicy(c, f, field === 'spec.initContainers', errs, gates);
     if (!c.name) errs.required(`${f}.name`);
     else {
       checkDnsLabel(errs, `${f}.name`, c.name);
@@ -218,8 +268,34 @@ function validateVolumeItemPaths(v: KObject, field: string, errs: FieldErrors) {
   });
 }
 
+const usesRestartRules = (spec: KObject | undefined) =>
+  (spec?.containers ?? []).some(
+    (c: KObject) => (c.restartPolicy ?? null) !== null || (c.restartPolicyRules?.length ?? 0) > 0,
+  ) || (spec?.initContainers ?? []).some((c: KObject) => (c.restartPolicyRules?.length ?? 0) > 0);
+
+/**
+ * As kube-apiserver's dropDisabledPodFields: without ContainerRestartRules a new pod's regular
+ * container restartPolicy and every restartPolicyRules are dropped, unless the stored pod uses them.
+ */
+export function dropDisabledRestartFields(
+  spec: KObject | undefined,
+  old: KObject | undefined,
+  gates: ApiFeatureGates = featureGates(),
+) {
+  if (gates.ContainerRestartRules || usesRestartRules(old) || spec === undefined || spec === null) return;
+  for (const c of spec.containers ?? []) {
+    delete c.restartPolicy;
+    delete c.restartPolicyRules;
+  }
+  for (const c of spec.initContainers ?? []) delete c.restartPolicyRules;
+}
+
 /** Pod validation close to Kubernetes' ValidatePodCreate. */
-export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
+export function validatePodSpec(
+  spec: KObject | undefined,
+  errs: FieldErrors,
+  gates: ApiFeatureGates = featureGates(),
+) {
   if (spec === undefined || spec === null) {
     errs.required('spec');
     return;
@@ -236,8 +312,8 @@ export function validatePodSpec(spec: KObject | undefined, errs: FieldErrors) {
   });
   if (!Array.isArray(spec.containers) || spec.containers.length === 0) errs.required('spec.containers');
   const names = new Set<string>();
-  validateContainers(spec.containers ?? [], 'spec.containers', volumes, errs, names);
-  validateContainers(spec.initContainers ?? [], 'spec.initContainers', volumes, errs, names);
+  validateContainers(spec.containers ?? [], 'spec.containers', volumes, errs, names, gates);
+  validateContainers(spec.initContainers ?? [], 'spec.initContainers', volumes, errs, names, gates);
   if (!RESTART_POLICIES.includes(spec.restartPolicy))
     errs.notSupported('spec.restartPolicy', spec.restartPolicy, RESTART_POLICIES);
   if (!DNS_POLICIES.includes(spec.dnsPolicy))

@@ -3,6 +3,11 @@
 import type { KubeletConfiguration } from './types.js';
 
 export const FEATURE_GATE_DEFAULTS = {
+  /**
+   * Alpha in 1.34 (KEP-5307): a container's own restartPolicy and restartPolicyRules decide
+   * whether it restarts, and the pod phase follows.
+   */
+  ContainerRestartRules: false,
   /** Beta in 1.33: the kubelet API's /checkpoint/{namespace}/{pod}/{container}. */
   ContainerCheckpoint: true,
   /** Beta in 1.33: pods are resized in place (pods/resize) through UpdateContainerResources. */

@@ -51,6 +51,8 @@ export interface PodSyncDeps {
   pullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
   /** Makes the pod's cgroup (the container manager) before the runtime creates its sandbox. */
   podCgroups?: Pick<PodCgroups, 'ensureExists'>;
+  /** The ContainerRestartRules gate, for the generated status. */
+  containerRestartRules?: boolean;
   /**
    * In-place resize: each pass syncs the pod with its allocated resources, after the allocation
    * manager decided on a changed spec; `allocatedStatus` reports containers' allocatedResources.
@@ -166,6 +168,7 @@ export class PodSync implements PodSyncer {
       nodeIP: this.deps.nodeIP,
       now: new Date(this.deps.clock.now()),
       ...(this.deps.probes ? { probes: this.deps.probes } : {}),
+      ...(this.deps.containerRestartRules ? { containerRestartRules: true } : {}),
       ...(this.deps.resize ? { resize: this.resizeStatus(pod, terminal) } : {}),
     });
     const eviction = this.deps.pods.evictionStatus(uid);

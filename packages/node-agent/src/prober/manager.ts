@@ -28,6 +28,8 @@ export interface ProberManagerDeps {
   runner?: ProbeRunner;
   /** Where results go; shared with the runtime manager, which is built before the prober. */
   results?: ProbeResultsStore;
+  /** The ContainerRestartRules gate: an exited container is probed on while it will restart. */
+  containerRestartRules?: boolean;
 }
 
 const TYPES: readonly ProbeType[] = ['startup', 'liveness', 'readiness'];
@@ -139,6 +141,7 @@ export class ProberManager {
           runProbe: (req) => this.timedProbe(req),
           observed: (worker, outcome) => this.observed(worker, outcome),
           ended: () => this.workers.delete(key),
+          containerRestartRules: this.deps.containerRestartRules ?? false,
         });
         this.workers.set(key, w);
         w.start();

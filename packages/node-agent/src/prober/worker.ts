@@ -4,6 +4,7 @@
 // startup probe holds the worker until the container is replaced, so one failure causes one kill.
 
 import type { TimerClock } from '@kh/apimachinery';
+import { containerShouldRestart } from '@kh/runtime-manager';
 import type { V1Container, V1ContainerStatus, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { bareContainerId } from '../types/container_id.js';
 import type { ProbeOutcome } from './handlers.js';
@@ -31,6 +32,8 @@ export interface WorkerHooks {
   observed: (w: ProbeWorker, outcome: ProbeOutcome | Error) => void;
   /** The worker ended by itself (the pod finished, or it is terminating and this is not readiness). */
   ended: (w: ProbeWorker) => void;
+  /** ContainerRestartRules: whether an exited container restarts is its own rules' and policy's call. */
+  containerRestartRules?: boolean;
 }
 
 const INITIAL: Record<ProbeType, Result> = { liveness: 'success', readiness: 'failure', startup: 'unknown' };
@@ -144,7 +147,10 @@ export class ProbeWorker {
     if (this.onHold) return true;
     if (!c.state?.running) {
       cache.set(id, 'failure', this.pod);
-      return !c.state?.terminated || this.pod.spec?.restartPolicy !== 'Never';
+      const t = c.state?.terminated;
+      if (t && this.hooks.containerRestartRules)
+        return containerShouldRestart(this.container, this.pod.spec, t.exitCode);
+      return !t || this.pod.spec?.restartPolicy !== 'Never';
     }
     if (this.pod.metadata?.deletionTimestamp) {
       // A terminating pod is not ready and is no longer checked for liveness.

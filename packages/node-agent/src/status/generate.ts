@@ -6,6 +6,7 @@
 import { Quantity } from '@kh/apimachinery';
 import {
   type ContainerStatus,
+  containerShouldRestart,
   linuxResources,
   type PodStatus,
   shouldContainerBeRestarted,
@@ -41,6 +42,8 @@ export interface GenerateStatusInput {
   nodeIP: string;
   now: Date;
   probes?: ProbeResults;
+  /** The ContainerRestartRules gate: containers' own restart rules decide restarts and the phase. */
+  containerRestartRules?: boolean;
   /**
    * In-place resize (the pod passed is the allocated one): its PodResizePending and
    * PodResizeInProgress conditions, what each container's cgroup was last given, and whether
@@ -148,7 +151,9 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
   );
   const statuses = specs.map((c) => containerStatus(c, input, input.oldStatus?.containerStatuses, false));
 
-  const phase = podPhase(pod, initStatuses, statuses, input.podIsTerminal ?? false);
+  const phase = podPhase(pod, initStatuses, statuses, input.podIsTerminal ?? false, {
+    containerRestartRules: input.containerRestartRules ?? false,
+  });
   const sandbox = runtime.sandboxStatuses[0];
   // Only a ready sandbox has a network worth reporting.
   const ips =
@@ -268,7 +273,9 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     if (isInit && spec.restartPolicy === 'Always')
       return !pod.metadata?.deletionTimestamp && current?.state !== 'running';
     if (isInit && current?.state === 'exited' && current.exitCode === 0) return false;
-    return shouldContainerBeRestarted(spec, pod, runtime);
+    return shouldContainerBeRestarted(spec, pod, runtime, {
+      containerRestartRules: input.containerRestartRules ?? false,
+    });
   }
 
   function probeReady(spec: V1Container, id: string | undefined): boolean {
@@ -308,39 +315,53 @@ function toState(c: ContainerStatus): V1ContainerState {
   }
 }
 
-/** The kubelet's phase rules over init and app container states. */
+/**
+ * The kubelet's phase rules over init and app container states. With ContainerRestartRules a
+ * stopped container counts as restarting or not by its own rules and policy, not the pod's.
+ */
 export function podPhase(
   pod: V1Pod,
   initStatuses: V1ContainerStatus[],
   statuses: V1ContainerStatus[],
   podIsTerminal: boolean,
+  features: { containerRestartRules?: boolean } = {},
 ): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
   const restartPolicy = pod.spec?.restartPolicy ?? 'Always';
+  const restarts = (spec: V1Container | undefined, exitCode: number) =>
+    spec !== undefined && containerShouldRestart(spec, pod.spec, exitCode);
   const inits = pod.spec?.initContainers ?? [];
   for (const [i, spec] of inits.entries()) {
     if (spec.restartPolicy === 'Always') continue; // sidecars do not gate initialisation
     const t = initStatuses[i]?.state?.terminated;
-    if (t && t.exitCode !== 0 && restartPolicy === 'Never') return 'Failed';
+    const fails = features.containerRestartRules
+      ? (exitCode: number) => !restarts(spec, exitCode)
+      : () => restartPolicy === 'Never';
+    if (t && t.exitCode !== 0 && fails(t.exitCode)) return 'Failed';
     if (!t || t.exitCode !== 0) return podIsTerminal ? 'Failed' : 'Pending';
   }
+  const specs = pod.spec?.containers ?? [];
   let running = 0;
   let waiting = 0;
   let stopped = 0;
+  let stoppedNotRestartable = 0;
   let succeeded = 0;
-  for (const s of statuses) {
+  for (const [i, s] of statuses.entries()) {
+    // Waiting to restart after an exit (CrashLoopBackOff) counts as stopped.
+    const t = s.state?.running ? undefined : (s.state?.terminated ?? s.lastState?.terminated);
     if (s.state?.running) running++;
-    else if (s.state?.terminated) {
+    else if (t) {
       stopped++;
-      if (s.state.terminated.exitCode === 0) succeeded++;
-    } else if (s.lastState?.terminated) {
-      // Waiting to restart after an exit (CrashLoopBackOff): counts as stopped.
-      stopped++;
-      if (s.lastState.terminated.exitCode === 0) succeeded++;
+      if (t.exitCode === 0) succeeded++;
+      if (!restarts(specs[i], t.exitCode)) stoppedNotRestartable++;
     } else waiting++;
   }
   if (waiting > 0) return 'Pending';
   if (running > 0) return 'Running';
   if (stopped > 0) {
+    if (features.containerRestartRules && !podIsTerminal) {
+      if (stopped !== stoppedNotRestartable) return 'Running';
+      return stopped === succeeded ? 'Succeeded' : 'Failed';
+    }
     if (stopped === succeeded && restartPolicy !== 'Always') return 'Succeeded';
     if (podIsTerminal) return stopped === succeeded ? 'Succeeded' : 'Failed';
     if (restartPolicy === 'Always') return 'Running';

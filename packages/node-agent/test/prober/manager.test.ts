@@ -5,7 +5,7 @@ import type { V1Container, V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { KubeletMetrics } from '../../src/metrics/metrics.js';
 import type { ProbeOutcome } from '../../src/prober/handlers.js';
-import { ProberManager } from '../../src/prober/manager.js';
+import { ProberManager, type ProberManagerDeps } from '../../src/prober/manager.js';
 import type { ResultUpdate } from '../../src/prober/results.js';
 import type { ProbeRequest } from '../../src/prober/worker.js';
 
@@ -38,7 +38,7 @@ function running(id: string, startedAtMs = START, podIP = '10.88.0.5'): V1PodSta
 
 type Script = Partial<Record<string, ProbeOutcome | Error>>;
 
-function setup() {
+function setup(extra: Partial<ProberManagerDeps> = {}) {
   const clock = new FakeClock(START);
   const statuses = new Map<string, V1PodStatus>();
   const script: Script = {};
@@ -60,6 +60,7 @@ function setup() {
       if (o instanceof Error) throw o;
       return o;
     },
+    ...extra,
   });
   const updates: ResultUpdate[] = [];
   m.results.onUpdate((u) => updates.push(u));
@@ -410,5 +411,26 @@ describe('with the real handlers', () => {
     } finally {
       m.stop();
     }
+  });
+});
+
+describe('ContainerRestartRules', () => {
+  /** Probes on (true) or ends (false) once the container exited 1 in a pod Never, per the gate. */
+  async function keepsProbing(containerRestartRules: boolean): Promise<boolean> {
+    const t = setup({ containerRestartRules });
+    t.statuses.set('uid-web', running('c1'));
+    const container = { restartPolicy: 'Always', readinessProbe: { exec: { command: ['r'] } } };
+    t.m.addPod(makePod(container, { restartPolicy: 'Never' }));
+    await t.tick(0);
+    const exited = running('c1');
+    exited.containerStatuses![0]!.state = { terminated: { exitCode: 1 } };
+    t.statuses.set('uid-web', exited);
+    await t.tick(10_000);
+    return t.m.workerCount() === 1;
+  }
+
+  it("keeps probing an exited container that its own policy restarts, unlike the pod's", async () => {
+    expect(await keepsProbing(true)).toBe(true);
+    expect(await keepsProbing(false)).toBe(false);
   });
 });

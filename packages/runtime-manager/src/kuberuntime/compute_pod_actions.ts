@@ -4,6 +4,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { ContainerID, ContainerStatus, PodStatus, ProbeResults } from '../container/runtime.js';
 import { hashContainer } from './hash.js';
 import { type ActuatedResources, type ContainersToUpdate, computePodResizeAction } from './resize.js';
+import { containerShouldRestart, restartsWithoutExitCode } from './restart_rules.js';
 
 export interface ContainerToKill {
   id: ContainerID;
@@ -39,6 +40,12 @@ export interface PodActions {
   updatePodResources?: boolean;
 }
 
+/** The kubelet feature gates computePodActions acts on. */
+export interface PodActionFeatures {
+  /** ContainerRestartRules: a container's own restartPolicy and rules decide whether it restarts. */
+  containerRestartRules?: boolean;
+}
+
 const noProbes: ProbeResults = { liveness: () => undefined, startup: () => undefined };
 
 export function restartPolicyOf(pod: V1Pod): 'Always' | 'OnFailure' | 'Never' {
@@ -48,6 +55,15 @@ export function restartPolicyOf(pod: V1Pod): 'Always' | 'OnFailure' | 'Never' {
 
 export function shouldRestartOnFailure(pod: V1Pod): boolean {
   return restartPolicyOf(pod) !== 'Never';
+}
+
+/**
+ * Whether a container that fails without an exit code to match rules against (an init container
+ * the kubelet re-runs, a running one a probe kills) starts again.
+ */
+function restartsOnFailure(pod: V1Pod, c: V1Container, features: PodActionFeatures): boolean {
+  const pods = shouldRestartOnFailure(pod);
+  return features.containerRestartRules ? restartsWithoutExitCode(c, pods) : pods;
 }
 
 /** Sidecars are init containers with restartPolicy Always. */
@@ -64,13 +80,22 @@ function succeeded(s: ContainerStatus | undefined): boolean {
   return s?.state === 'exited' && s.exitCode === 0;
 }
 
-/** Whether a container that is not running should be started again, per the pod's restartPolicy. */
-export function shouldContainerBeRestarted(container: V1Container, pod: V1Pod, status: PodStatus): boolean {
+/**
+ * Whether a container that is not running should be started again, per the pod's restartPolicy
+ * or, with ContainerRestartRules, the container's own rules and policy first.
+ */
+export function shouldContainerBeRestarted(
+  container: V1Container,
+  pod: V1Pod,
+  status: PodStatus,
+  features: PodActionFeatures = {},
+): boolean {
   if (pod.metadata?.deletionTimestamp) return false;
   const s = findContainerStatusByName(status, container.name);
   if (!s) return true;
   if (s.state === 'running') return false;
   if (s.state === 'unknown' || s.state === 'created') return true;
+  if (features.containerRestartRules) return containerShouldRestart(container, pod.spec, s.exitCode ?? 0);
   const policy = restartPolicyOf(pod);
   if (policy === 'Never') return false;
   if (policy === 'OnFailure' && s.exitCode === 0) return false;
@@ -132,6 +157,7 @@ function computeInitContainerActions(
   status: PodStatus,
   probes: ProbeResults,
   changes: PodActions,
+  features: PodActionFeatures,
 ): boolean {
   const inits = pod.spec?.initContainers ?? [];
   if (inits.length === 0) return true;
@@ -173,7 +199,7 @@ function computeInitContainerActions(
     }
     if (s.state === 'running') return false;
     if (succeeded(s)) continue;
-    if (s.state === 'exited' && !shouldRestartOnFailure(pod)) {
+    if (s.state === 'exited' && !restartsOnFailure(pod, c, features)) {
       // A failed init container with restartPolicy Never fails the pod.
       changes.killPod = true;
       return false;
@@ -227,6 +253,7 @@ export function computePodActions(
   status: PodStatus,
   probes: ProbeResults = noProbes,
   actuated?: ActuatedResources,
+  features: PodActionFeatures = {},
 ): PodActions {
   const sandbox = podSandboxChanged(pod, status);
   const changes: PodActions = {
@@ -267,7 +294,7 @@ export function computePodActions(
     return changes;
   }
 
-  const initialized = computeInitContainerActions(pod, status, probes, changes);
+  const initialized = computeInitContainerActions(pod, status, probes, changes, features);
   // Running sidecars are resized while the pod initializes too, as the kubelet does.
   if (!initialized) {
     if (actuated && !changes.killPod) addResizeActions(pod, status, probes, actuated, changes);
@@ -278,7 +305,7 @@ export function computePodActions(
   for (const [i, c] of containers.entries()) {
     const s = findContainerStatusByName(status, c.name);
     if (!s || s.state !== 'running') {
-      if (shouldContainerBeRestarted(c, pod, status)) {
+      if (shouldContainerBeRestarted(c, pod, status, features)) {
         changes.containersToStart.push(i);
         if (s?.state === 'unknown') {
           changes.containersToKill.set(
@@ -296,7 +323,8 @@ export function computePodActions(
     }
     // A changed spec restarts the container whatever the restart policy; a terminating pod starts nothing.
     const restart =
-      !pod.metadata?.deletionTimestamp && (kill.reason === 'SpecChanged' || shouldRestartOnFailure(pod));
+      !pod.metadata?.deletionTimestamp &&
+      (kill.reason === 'SpecChanged' || restartsOnFailure(pod, c, features));
     if (restart) changes.containersToStart.push(i);
     changes.containersToKill.set(
       s.id.id,

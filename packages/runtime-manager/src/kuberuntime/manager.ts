@@ -41,7 +41,12 @@ import {
   SyncStepError,
 } from '../container/sync_result.js';
 import type { ImageGCManager } from '../images/image_gc.js';
-import { computePodActions, isRestartableInitContainer, type PodActions } from './compute_pod_actions.js';
+import {
+  computePodActions,
+  isRestartableInitContainer,
+  type PodActionFeatures,
+  type PodActions,
+} from './compute_pod_actions.js';
 import {
   type ContainerStartPrep,
   killContainer,
@@ -116,6 +121,8 @@ export interface RuntimeManagerOptions {
    * Default: none, so pods that set hostUsers fail their sandbox, as with the gate off.
    */
   userNamespaces?: UserNamespaceProvider;
+  /** The kubelet feature gates deciding restarts (ContainerRestartRules). */
+  podActionFeatures?: PodActionFeatures;
   /** KubeletConfiguration seccompDefault and the seccomp profile root. Default: off, /var/lib/kubelet/seccomp. */
   security?: Partial<SecurityOptions>;
   /**
@@ -165,6 +172,7 @@ interface PassSandbox {
 
 export class KubeGenericRuntimeManager implements Runtime {
   readonly #ctx: ManagerContext;
+  readonly #podActionFeatures: PodActionFeatures;
   readonly #version: { runtimeName: string; runtimeVersion: string; runtimeApiVersion: string };
   readonly #images: RuntimeImages;
   readonly #containerGC: ContainerGC;
@@ -180,6 +188,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     opts: RuntimeManagerOptions,
   ) {
     this.#ctx = ctx;
+    this.#podActionFeatures = opts.podActionFeatures ?? {};
     this.#version = version;
     this.#images = images;
     this.#containerGC = new ContainerGC(ctx, opts.podStateProvider ?? keepAll);
@@ -340,7 +349,13 @@ export class KubeGenericRuntimeManager implements Runtime {
 
   /** Step 1: the actions, and the SandboxChanged event when an existing sandbox is replaced. */
   #computePodActions(pass: SyncPass): PodActions {
-    const actions = computePodActions(pass.pod, pass.podStatus, this.#ctx.probes, this.#actuated);
+    const actions = computePodActions(
+      pass.pod,
+      pass.podStatus,
+      this.#ctx.probes,
+      this.#actuated,
+      this.#podActionFeatures,
+    );
     if (actions.createSandbox && actions.sandboxId) {
       recordEvent(
         this.#ctx,
