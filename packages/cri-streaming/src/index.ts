@@ -13,7 +13,7 @@ export {
   type RemoteCommandResult,
   streamRemoteCommand,
 } from './client/remotecommand.js';
-
+export { BINARY_STREAM_WS_PROTOCOLS, serveBinaryStream } from './protocol/binary_stream.js';
 // Protocol handlers, for other endpoints that serve the same protocols (the node agent's
 // /exec, /attach, /portForward; an apiserver proxy, and its pod logs over WebSocket).
 export {
@@ -25,7 +25,6 @@ export {
   REMOTE_COMMAND_WS_PROTOCOLS,
   upgradeKind,
 } from './protocol/negotiate.js';
-export { BINARY_STREAM_WS_PROTOCOLS, serveBinaryStream } from './protocol/binary_stream.js';
 export { servePortForward } from './protocol/portforward.js';
 export type { PortForwardHandler, PortForwardOptions } from './protocol/portforward_session.js';
 export { portsFromQuery } from './protocol/portforward_ws.js';

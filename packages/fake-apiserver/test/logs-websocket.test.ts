@@ -55,7 +55,9 @@ describe('pods/log over WebSocket', () => {
   }
 
   it('binary.k8s.io: the log as binary messages until the kubelet ends it, then a normal close', async () => {
-    const r = await read(open('/api/v1/namespaces/default/pods/chatty/log?container=c&tailLines=1', ['binary.k8s.io']));
+    const r = await read(
+      open('/api/v1/namespaces/default/pods/chatty/log?container=c&tailLines=1', ['binary.k8s.io']),
+    );
     expect(r.protocol).toBe('binary.k8s.io');
     expect(r.code).toBe(1000);
     expect(r.messages.every((m) => m.binary)).toBe(true);
@@ -64,7 +66,9 @@ describe('pods/log over WebSocket', () => {
   });
 
   it('base64.binary.k8s.io: text messages', async () => {
-    const r = await read(open('/api/v1/namespaces/default/pods/chatty/log?container=c', ['base64.binary.k8s.io']));
+    const r = await read(
+      open('/api/v1/namespaces/default/pods/chatty/log?container=c', ['base64.binary.k8s.io']),
+    );
     expect(r.protocol).toBe('base64.binary.k8s.io');
     const text = r.messages.map((m) => Buffer.from(m.data.toString(), 'base64').toString()).join('');
     expect(text).toBe('container is alive\nbye\n');
@@ -78,10 +82,14 @@ describe('pods/log over WebSocket', () => {
   }
 
   it('refusals come as HTTP Status answers: a kubelet 404, an unknown container, no credentials', async () => {
-    const gone = await refusal(open('/api/v1/namespaces/default/pods/chatty/log?container=gone', ['binary.k8s.io']));
+    const gone = await refusal(
+      open('/api/v1/namespaces/default/pods/chatty/log?container=gone', ['binary.k8s.io']),
+    );
     expect(gone.status).toBe(404);
     expect(gone.body.message).toBe('container "gone" not found');
-    const bad = await refusal(open('/api/v1/namespaces/default/pods/chatty/log?container=nope', ['binary.k8s.io']));
+    const bad = await refusal(
+      open('/api/v1/namespaces/default/pods/chatty/log?container=nope', ['binary.k8s.io']),
+    );
     expect(bad.status).toBe(400);
     expect(bad.body.message).toBe('container nope is not valid for pod chatty');
     const anon = await refusal(open('/api/v1/namespaces/default/pods/chatty/log?container=c', [], 'wrong'));

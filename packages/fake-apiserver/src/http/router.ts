@@ -122,7 +122,8 @@ function kubeletRequest(
  * do): the log streamed over it, authorized as the GET it is, as a plain log request would be.
  */
 function logUpgradeRequest(store: Store, segs: string[], url: URL) {
-  if (segs[0] !== 'api' || segs[1] !== 'v1' || segs[2] !== 'namespaces' || segs[4] !== 'pods') return undefined;
+  if (segs[0] !== 'api' || segs[1] !== 'v1' || segs[2] !== 'namespaces' || segs[4] !== 'pods')
+    return undefined;
   if (segs.length !== 7 || segs[6] !== 'log') return undefined;
   return {
     attrs: { namespace: segs[3]!, apiGroup: '', resource: 'pods', subresource: 'log', name: segs[5]! },
