@@ -3,10 +3,19 @@ import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import { PatchStrategy, setHeaderOptions, type V1Pod, Watch } from '@kubernetes/client-node';
 import { WebSocket } from 'ws';
 import { limiter } from '../support/concurrent.js';
-import { createPod, podCondition, podFor, podSummary, readPod, waitForPod } from '../support/pods.js';
+import {
+  createPod,
+  podCondition,
+  podFor,
+  podSummary,
+  readPod,
+  testContainerOutput,
+  waitForPod,
+} from '../support/pods.js';
 
 // Upstream's pods.go (test/e2e/common/node) as named cases, side by side in one cell: host IP,
-// label queries, watches and updates of a pod, activeDeadlineSeconds set on a running pod, exec
+// label queries, watches and updates of a pod, activeDeadlineSeconds set on a running pod, a
+// service's environment variables, exec
 // and logs over WebSocket, readiness gates, deletecollection, and the pod and pod status
 // lifecycle through patch, status update and status patch.
 const FILE = 'test/e2e/common/node/pods.go';
@@ -264,6 +273,60 @@ const CASES: Case[] = [
           (p) => p.status?.phase === 'Failed' && p.status.reason === 'DeadlineExceeded',
           POD_START_MS,
         );
+      }),
+  },
+  {
+    file: FILE,
+    name: 'Pods should contain environment variables for services',
+    tags: CONFORMANCE,
+    run: (ctx, limit) =>
+      limit(async () => {
+        // Upstream's server runs agnhost serve-hostname; only its being there matters, so the
+        // entrypoint image (agnhost's pause) stands in.
+        const serverName = `server-envvars-${uid()}`;
+        const server = podFor(ctx, serverName, {
+          containers: [
+            {
+              name: 'srv',
+              image: ctx.images.entrypoint,
+              imagePullPolicy: 'IfNotPresent',
+              ports: [{ containerPort: 9376 }],
+            },
+          ],
+        });
+        server.metadata!.labels = { ...server.metadata!.labels, name: serverName };
+        await createSync(ctx, server);
+        await ctx.core.createNamespacedService({
+          namespace: ctx.namespace,
+          body: {
+            metadata: { name: 'fooservice', labels: { name: 'fooservice' } },
+            spec: { ports: [{ port: 8765, targetPort: 8080 }], selector: { name: serverName } },
+          },
+        });
+        const podName = `client-envvars-${uid()}`;
+        const client = podFor(ctx, podName, {
+          restartPolicy: 'Never',
+          containers: [
+            {
+              name: 'env3cont',
+              image: ctx.images.busybox,
+              imagePullPolicy: 'IfNotPresent',
+              command: ['sh', '-c', 'env'],
+            },
+          ],
+        });
+        client.metadata!.labels = { ...client.metadata!.labels, name: podName };
+        // Upstream retries up to three times for a kubelet whose service informer lags; this
+        // agent reads the services when it creates the container, so once must do.
+        await testContainerOutput(ctx, client, 'env3cont', [
+          'FOOSERVICE_SERVICE_HOST=',
+          'FOOSERVICE_SERVICE_PORT=',
+          'FOOSERVICE_PORT=',
+          'FOOSERVICE_PORT_8765_TCP_PORT=',
+          'FOOSERVICE_PORT_8765_TCP_PROTO=',
+          'FOOSERVICE_PORT_8765_TCP=',
+          'FOOSERVICE_PORT_8765_TCP_ADDR=',
+        ]);
       }),
   },
   {
@@ -544,7 +607,7 @@ export const pods: CasesScenario<Limit> = {
   estimateMs: 60_000,
   isolation: 'namespace',
   description:
-    'pods.go cases: host IP, label queries, watches and updates, activeDeadlineSeconds set on a running pod, exec and logs over WebSocket, readiness gates, deletecollection, and the pod status lifecycle (update, patch)',
+    'pods.go cases: host IP, label queries, watches and updates, activeDeadlineSeconds set on a running pod, service environment variables, exec and logs over WebSocket, readiness gates, deletecollection, and the pod status lifecycle (update, patch)',
   needs: ['real-containers'],
   timeoutMs: 420_000,
   setup: async () => limiter(6),
