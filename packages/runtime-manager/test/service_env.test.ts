@@ -36,7 +36,7 @@ describe('servicesForPod', () => {
 
 describe('serviceEnvVars', () => {
   it("gives upstream's FOOSERVICE_* variables, named ports and the link variables of every port", () => {
-    expect(serviceEnvVars([FOO])).toEqual([
+    expect([...serviceEnvVars([FOO])].map(([name, value]) => ({ name, value }))).toEqual([
       { name: 'FOOSERVICE_SERVICE_HOST', value: '10.96.12.34' },
       { name: 'FOOSERVICE_SERVICE_PORT', value: '8765' },
       { name: 'FOOSERVICE_PORT', value: 'tcp://10.96.12.34:8765' },
@@ -45,12 +45,14 @@ describe('serviceEnvVars', () => {
       { name: 'FOOSERVICE_PORT_8765_TCP_PORT', value: '8765' },
       { name: 'FOOSERVICE_PORT_8765_TCP_ADDR', value: '10.96.12.34' },
     ]);
-    const named = serviceEnvVars([
-      service('ns', 'my-svc', 'fd00::5', [
-        { name: 'dns-udp', port: 53, protocol: 'UDP' },
-        { name: 'dns', port: 53, protocol: 'TCP' },
+    const named = [
+      ...serviceEnvVars([
+        service('ns', 'my-svc', 'fd00::5', [
+          { name: 'dns-udp', port: 53, protocol: 'UDP' },
+          { name: 'dns', port: 53, protocol: 'TCP' },
+        ]),
       ]),
-    ]);
+    ].map(([name, value]) => ({ name, value }));
     expect(named).toContainEqual({ name: 'MY_SVC_SERVICE_PORT_DNS_UDP', value: '53' });
     expect(named).toContainEqual({ name: 'MY_SVC_PORT', value: 'udp://[fd00::5]:53' });
     expect(named).toContainEqual({ name: 'MY_SVC_PORT_53_TCP_PROTO', value: 'tcp' });

@@ -133,7 +133,7 @@ export async function makeEnvironmentVariables(
 ): Promise<EnvVar[]> {
   const vars = new Map<string, string>();
   const services = objects?.listServices ? servicesForPod(pod, await objects.listServices(pod)) : [];
-  const serviceVars = new Map(serviceEnvVars(services).map((v) => [v.name, v.value]));
+  const serviceVars = serviceEnvVars(services);
   for (const src of container.envFrom ?? []) {
     const ref = src.configMapRef ?? src.secretRef;
     if (!ref?.name) continue;

@@ -5,7 +5,6 @@
 // FOO_PORT_<port>_<PROTO>{,_PROTO,_PORT,_ADDR}.
 import { isIPv6 } from 'node:net';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
-import type { EnvVar } from './env.js';
 
 /** The kubelet's masterServiceNamespace and the services it always exposes from there. */
 export const MASTER_SERVICE_NAMESPACE = 'default';
@@ -34,31 +33,29 @@ export function servicesForPod(pod: V1Pod, services: readonly V1Service[]): V1Se
   return [...byName.values()];
 }
 
-/** envvars.FromServices. */
-export function serviceEnvVars(services: readonly V1Service[]): EnvVar[] {
-  const out: EnvVar[] = [];
+/** envvars.FromServices, name to value in the order it gives them. */
+export function serviceEnvVars(services: readonly V1Service[]): Map<string, string> {
+  const out = new Map<string, string>();
   for (const s of services) {
     if (!ipSet(s)) continue;
     const prefix = envName(s.metadata?.name ?? '');
     const ip = s.spec!.clusterIP!;
     const ports = s.spec?.ports ?? [];
-    out.push({ name: `${prefix}_SERVICE_HOST`, value: ip });
-    if (ports[0]) out.push({ name: `${prefix}_SERVICE_PORT`, value: String(ports[0].port) });
+    out.set(`${prefix}_SERVICE_HOST`, ip);
+    if (ports[0]) out.set(`${prefix}_SERVICE_PORT`, String(ports[0].port));
     for (const p of ports) {
-      if (p.name) out.push({ name: `${prefix}_SERVICE_PORT_${envName(p.name)}`, value: String(p.port) });
+      if (p.name) out.set(`${prefix}_SERVICE_PORT_${envName(p.name)}`, String(p.port));
     }
     const host = isIPv6(ip) ? `[${ip}]` : ip;
     ports.forEach((p, i) => {
       const proto = (p.protocol ?? 'TCP').toLowerCase();
       const url = `${proto}://${host}:${p.port}`;
       const portPrefix = `${prefix}_PORT_${p.port}_${proto.toUpperCase()}`;
-      if (i === 0) out.push({ name: `${prefix}_PORT`, value: url });
-      out.push(
-        { name: portPrefix, value: url },
-        { name: `${portPrefix}_PROTO`, value: proto },
-        { name: `${portPrefix}_PORT`, value: String(p.port) },
-        { name: `${portPrefix}_ADDR`, value: ip },
-      );
+      if (i === 0) out.set(`${prefix}_PORT`, url);
+      out.set(portPrefix, url);
+      out.set(`${portPrefix}_PROTO`, proto);
+      out.set(`${portPrefix}_PORT`, String(p.port));
+      out.set(`${portPrefix}_ADDR`, ip);
     });
   }
   return out;
