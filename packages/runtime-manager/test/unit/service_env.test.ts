@@ -2,10 +2,10 @@
 // variables, and their place among the container's own envs.
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { makeEnvironmentVariables } from '../src/kuberuntime/env.js';
-import type { PodObjectSource } from '../src/kuberuntime/pod_objects.js';
-import { serviceEnvVars, servicesForPod } from '../src/kuberuntime/service_env.js';
-import { FakeObjects } from './fake_objects.js';
+import { makeEnvironmentVariables } from '../../src/kuberuntime/env.js';
+import type { PodObjectSource } from '../../src/kuberuntime/pod_objects.js';
+import { serviceEnvVars, servicesForPod } from '../../src/kuberuntime/service_env.js';
+import { FakeObjects } from '../fake_objects.js';
 
 const service = (namespace: string, name: string, clusterIP: string, ports: object[]): V1Service => ({
   metadata: { namespace, name },
