@@ -1,7 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
-import { PatchStrategy, setHeaderOptions, type V1Pod, Watch } from '@kubernetes/client-node';
-import { WebSocket } from 'ws';
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Container,
+  type V1Pod,
+  Watch,
+} from '@kubernetes/client-node';
+import { type ClientOptions, WebSocket } from 'ws';
 import { limiter } from '../support/concurrent.js';
 import {
   createPod,
@@ -92,7 +98,7 @@ async function watchPods(ctx: ScenarioContext, labelSelector: string, resourceVe
 /** e2ewebsocket.OpenWebSocketForURL: the apiserver path as a WebSocket with the test's credentials. */
 async function openWebSocket(ctx: ScenarioContext, path: string, protocols: string[]): Promise<WebSocket> {
   const server = ctx.kubeConfig.getCurrentCluster()?.server ?? '';
-  const opts: import('ws').ClientOptions = {};
+  const opts: ClientOptions = {};
   await ctx.kubeConfig.applyToHTTPSOptions(opts);
   const ws = new WebSocket(`${server.replace(/^http/, 'ws')}${path}`, protocols, opts);
   await new Promise<void>((resolve, reject) => {
@@ -140,8 +146,13 @@ const aliveContainer = (ctx: ScenarioContext, name: string) => ({
 });
 
 /** A pod of one container with upstream's labels, and the 30 s grace a pod gets by default. */
-function labelledPod(ctx: ScenarioContext, name: string, labels: Record<string, string>, container: object) {
-  const pod = podFor(ctx, name, { containers: [container as never], terminationGracePeriodSeconds: 30 });
+function labelledPod(
+  ctx: ScenarioContext,
+  name: string,
+  labels: Record<string, string>,
+  container: V1Container,
+) {
+  const pod = podFor(ctx, name, { containers: [container], terminationGracePeriodSeconds: 30 });
   pod.metadata!.labels = { ...pod.metadata!.labels, ...labels };
   return pod;
 }
