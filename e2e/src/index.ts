@@ -32,6 +32,7 @@ import { pidEviction } from './scenarios/pid-eviction.js';
 import { podConfig } from './scenarios/pod-config.js';
 import { podLifecycle } from './scenarios/pod-lifecycle.js';
 import { podResize } from './scenarios/pod-resize.js';
+import { pods } from './scenarios/pods.js';
 import { podsContainerManager } from './scenarios/pods-container-manager.js';
 import { priorityDiskEviction, priorityMemoryEviction } from './scenarios/priority-eviction.js';
 import { probes } from './scenarios/probes.js';
@@ -48,6 +49,7 @@ import { subpathDisruptive } from './scenarios/subpath-disruptive.js';
 export const scenarios: Scenario[] = [
   nodeRegistration,
   podLifecycle,
+  pods,
   initContainer,
   podConfig,
   subpath,

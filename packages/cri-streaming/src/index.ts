@@ -13,9 +13,9 @@ export {
   type RemoteCommandResult,
   streamRemoteCommand,
 } from './client/remotecommand.js';
-
+export { BINARY_STREAM_WS_PROTOCOLS, serveBinaryStream } from './protocol/binary_stream.js';
 // Protocol handlers, for other endpoints that serve the same protocols (the node agent's
-// /exec, /attach, /portForward; an apiserver proxy).
+// /exec, /attach, /portForward; an apiserver proxy, and its pod logs over WebSocket).
 export {
   ACCEPTED_PROTOCOLS_HEADER,
   PORT_FORWARD_SPDY_PROTOCOLS,

@@ -921,8 +921,13 @@ export function newPodLayer(opts: {
   // Readiness goes straight into the cached status; liveness failures and startup changes need a
   // sync, where the runtime manager kills or releases the container.
   prober?.results.onUpdate((u) => {
+    // The pod manager's copy carries the readiness gates' conditions as the API last showed them.
     if (u.type === 'readiness')
-      statusManager.setContainerReadiness(u.pod, u.containerId, u.result === 'success');
+      statusManager.setContainerReadiness(
+        opts.pods.getPod(u.pod.metadata?.uid ?? '') ?? u.pod,
+        u.containerId,
+        u.result === 'success',
+      );
     else if (u.type === 'startup' || u.result === 'failure')
       lifecycle.handleProbeSync(u.pod.metadata?.uid ?? '');
   });

@@ -117,6 +117,21 @@ function kubeletRequest(
   return undefined;
 }
 
+/**
+ * pods/log asked as a WebSocket (what e2e's websocket log case and client-go's wsstream readers
+ * do): the log streamed over it, authorized as the GET it is, as a plain log request would be.
+ */
+function logUpgradeRequest(store: Store, segs: string[], url: URL) {
+  if (segs[0] !== 'api' || segs[1] !== 'v1' || segs[2] !== 'namespaces' || segs[4] !== 'pods')
+    return undefined;
+  if (segs.length !== 7 || segs[6] !== 'log') return undefined;
+  return {
+    attrs: { namespace: segs[3]!, apiGroup: '', resource: 'pods', subresource: 'log', name: segs[5]! },
+    upgrade: false,
+    resolve: () => podKubeletRequest(store, segs[3]!, segs[5]!, 'log', url.searchParams),
+  };
+}
+
 type ResourceAttrs = Pick<
   Extract<Attributes, { resourceRequest: true }>,
   'namespace' | 'apiGroup' | 'resource' | 'subresource' | 'name'
@@ -172,7 +187,7 @@ const pathSegments = (url: URL) =>
     .filter((s) => s !== '')
     .map((s) => decodeURIComponent(s));
 
-/** The server's 'upgrade' listener: exec, attach, port-forward and nodes/proxy are proxied; the rest refused. */
+/** The server's 'upgrade' listener: exec, attach, port-forward and nodes/proxy are proxied, pod logs streamed over WebSocket; the rest refused. */
 export function createUpgradeRouter(opts: RouterOptions) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
@@ -180,7 +195,8 @@ export function createUpgradeRouter(opts: RouterOptions) {
       const auth = opts.auth.authenticate(req);
       if ('error' in auth) throw unauthorized();
       const url = requestUrl(req.url);
-      const k = kubeletRequest(opts.store, pathSegments(url), url);
+      const segs = pathSegments(url);
+      const k = kubeletRequest(opts.store, segs, url) ?? logUpgradeRequest(opts.store, segs, url);
       if (k === undefined) throw badRequest(`${url.pathname} cannot be upgraded`);
       authorizeKubeletRequest(opts.authz, auth.user, req.method, k);
       opts.kubelet.proxyUpgrade(req, socket, head, k.resolve());

@@ -1,5 +1,6 @@
 // The apiserver's kubelet client: where a pod's or node's kubelet is, and proxying plain HTTP
-// (logs, nodes/proxy) and upgraded connections (exec, attach, port-forward) to it, authenticated
+// (logs, nodes/proxy), logs over WebSocket and upgraded connections (exec, attach, port-forward)
+// to it, authenticated
 // with the apiserver's kubelet client certificate as kube-apiserver does.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request } from 'node:https';
@@ -7,7 +8,7 @@ import { BlockList, isIPv4 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect } from 'node:tls';
 import { spliceConnections } from '@kh/apimachinery';
-import { serveRemoteCommand, streamRemoteCommand, upgradeKind } from '@kh/cri-streaming';
+import { serveBinaryStream, serveRemoteCommand, streamRemoteCommand, upgradeKind } from '@kh/cri-streaming';
 import type { KObject } from '../meta/object.js';
 import { ApiError, badRequest, notFound } from '../meta/status.js';
 import type { Store } from '../storage/store.js';
@@ -242,9 +243,46 @@ export class KubeletClient {
    * Anything else goes through as bytes.
    */
   proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest): void {
+    if (target.path.startsWith('/containerLogs/')) {
+      if (upgradeKind(req) === 'websocket') this.streamLog(req, socket, head, target);
+      else writeSocketStatus(socket, badRequest('pod logs are served over WebSocket or plain HTTP'));
+      return;
+    }
     const sub = /^\/(exec|attach)\//.exec(target.path)?.[1];
     if (sub && upgradeKind(req) === 'websocket') this.translate(req, socket, head, target, sub);
     else this.pipeUpgrade(req, socket, head, target);
+  }
+
+  /**
+   * A pod's log over WebSocket, as kube-apiserver's log streamer serves one (wsstream.Reader):
+   * the kubelet's answer read over HTTPS, then sent as messages until it ends. A kubelet refusal
+   * reaches the client as its HTTP answer, before any handshake.
+   */
+  private streamLog(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest): void {
+    const { host, port } = this.endpoint(target.node);
+    const url = `https://${hostPort(host, port)}${target.path}`;
+    const upstream = request(url, { ...this.tlsOptions(), method: 'GET', timeout: 30_000 }, (up) => {
+      upstream.setTimeout(0);
+      const code = up.statusCode ?? 502;
+      if (code === 200) {
+        void serveBinaryStream({ req, socket, head }, up);
+        return;
+      }
+      const chunks: Buffer[] = [];
+      up.on('data', (c: Buffer) => chunks.push(c));
+      up.on('end', () => {
+        const body = Buffer.concat(chunks).toString();
+        let message = body;
+        try {
+          message = JSON.parse(body).message ?? body;
+        } catch {}
+        writeSocketStatus(socket, new ApiError(code, code === 404 ? 'NotFound' : 'InternalError', message));
+      });
+    });
+    upstream.on('timeout', () => upstream.destroy(new Error('timeout awaiting response headers')));
+    upstream.on('error', (e) => writeSocketStatus(socket, dialError('GET', url, e)));
+    socket.once('close', () => upstream.destroy());
+    upstream.end();
   }
 
   private translate(req: IncomingMessage, socket: Duplex, head: Buffer, target: KubeletRequest, sub: string) {

@@ -11,6 +11,7 @@ import { runtimeclasses } from './runtimeclasses.js';
 import { secrets } from './secrets.js';
 import { selfsubjectreviews, selfsubjectreviewsV1beta1 } from './selfsubjectreviews.js';
 import { serviceaccounts } from './serviceaccounts.js';
+import { services } from './services.js';
 
 /** Every served resource, in discovery order. */
 export const RESOURCES: ResourceDef[] = [
@@ -21,6 +22,7 @@ export const RESOURCES: ResourceDef[] = [
   pods,
   secrets,
   serviceaccounts,
+  services,
   leases,
   eventsV1,
   selfsubjectreviews,

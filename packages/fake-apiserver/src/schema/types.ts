@@ -611,6 +611,30 @@ topLevel('', 'v1', 'ServiceAccount', core('ServiceAccount'), {
   imagePullSecrets: arr(c('LocalObjectReference')),
   automountServiceAccountToken: bool,
 });
+def(core('ServicePort'), {
+  name: str,
+  protocol: str,
+  appProtocol: str,
+  port: int,
+  targetPort: intOrString,
+  nodePort: int,
+});
+def(core('ServiceSpec'), {
+  ports: keyed(c('ServicePort'), 'port'),
+  selector: map(),
+  clusterIP: str,
+  clusterIPs: arr(str),
+  type: str,
+  externalIPs: arr(str),
+  sessionAffinity: str,
+  externalName: str,
+  externalTrafficPolicy: str,
+  internalTrafficPolicy: str,
+  ipFamilies: arr(str),
+  ipFamilyPolicy: str,
+  publishNotReadyAddresses: bool,
+});
+topLevel('', 'v1', 'Service', core('Service'), { spec: c('ServiceSpec'), status: any });
 def(core('EventSource'), { component: str, host: str });
 def(core('EventSeries'), { count: int, lastObservedTime: microTime });
 topLevel('', 'v1', 'Event', core('Event'), {

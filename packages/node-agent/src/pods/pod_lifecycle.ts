@@ -12,10 +12,12 @@ import type { AllocationManager } from '../allocation/allocation_manager.js';
 import type { PodCgroups } from '../cm/container_manager.js';
 import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import type { ReasonCache } from '../status/reason_cache.js';
+import { needToReconcilePodReadiness } from '../status/reconcile_readiness.js';
 import type { StatusManager } from '../status/types.js';
 import type { UsernsManager } from '../userns/userns_manager.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { OrphanedPodDirs } from '../volumemanager/orphaned_pod_dirs.js';
+import { pastActiveDeadline } from './active_deadline.js';
 import { PodContainerDeletor } from './pod_container_deletor.js';
 import type { PodManager } from './pod_manager.js';
 import type { StartupEvents } from './startup_tracker.js';
@@ -135,8 +137,18 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     }
   }
 
+  /**
+   * A pod whose status alone changed: recorded, and synced again when its readiness gates now
+   * say otherwise than its Ready condition (another writer set a gate's condition).
+   */
   async handlePodReconcile(pods: V1Pod[]): Promise<void> {
-    for (const pod of pods) if (pod.metadata?.uid) this.deps.pods.setPod(pod);
+    for (const pod of pods) {
+      const uid = pod.metadata?.uid;
+      if (!uid) continue;
+      this.deps.pods.setPod(pod);
+      if (this.nextSync.has(uid) && needToReconcilePodReadiness(pod))
+        this.deps.workers.updatePod({ pod, op: 'sync' });
+    }
   }
 
   async handlePodSyncs(pods: V1Pod[]): Promise<void> {
@@ -147,10 +159,16 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     }
   }
 
+  /** Pods due for their periodic resync, and those whose active deadline just passed (getPodsToSync). */
   podsToSync(now: number): V1Pod[] {
-    return [...this.nextSync]
-      .filter(([, at]) => at <= now)
-      .flatMap(([uid]) => this.deps.pods.getPod(uid) ?? []);
+    return [...this.nextSync].flatMap(([uid, at]) => {
+      const pod = this.deps.pods.getPod(uid);
+      if (!pod) return [];
+      if (at <= now) return [pod];
+      const status = this.deps.statusManager.getPodStatus(uid);
+      const terminal = status?.phase === 'Succeeded' || status?.phase === 'Failed';
+      return !terminal && pastActiveDeadline(pod, status?.startTime, now) ? [pod] : [];
+    });
   }
 
   async handlePlegEvent(event: PodLifecycleEvent): Promise<void> {

@@ -10,7 +10,7 @@
 // was requested meanwhile) stops where it is and leaves the report to the terminating pass. A
 // termination stops every container and the sandbox; the terminated pass then reports the final
 // status, read after the kill. Each report is generateAPIPodStatus handed to the status manager,
-// with an evicted pod's Failed status on top.
+// with an evicted pod's Failed status on top, or a pod past its activeDeadlineSeconds failed.
 
 import type { Clock } from '@kh/apimachinery';
 import {
@@ -30,6 +30,7 @@ import type { EvictionStatus } from '../eviction/types.js';
 import { generateAPIPodStatus, type ProbeResults } from '../status/generate.js';
 import type { ReasonCache } from '../status/reason_cache.js';
 import type { StatusManager } from '../status/types.js';
+import { withActiveDeadline } from './active_deadline.js';
 import type { PodManager } from './pod_manager.js';
 import { CrashLoopBackOffError, type PodProber, type PodSyncer } from './types.js';
 
@@ -172,7 +173,10 @@ export class PodSync implements PodSyncer {
       ...(this.deps.resize ? { resize: this.resizeStatus(pod, terminal) } : {}),
     });
     const eviction = this.deps.pods.evictionStatus(uid);
-    this.deps.statusManager.setPodStatus(pod, eviction ? withEviction(status, eviction) : status);
+    this.deps.statusManager.setPodStatus(
+      pod,
+      eviction ? withEviction(status, eviction) : withActiveDeadline(pod, status, this.deps.clock.now()),
+    );
   }
 }
 

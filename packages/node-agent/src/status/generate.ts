@@ -22,6 +22,7 @@ import type {
   V1ResourceRequirements,
 } from '@kubernetes/client-node';
 import { podQOSClass } from '../types/qos.js';
+import { withReadinessGates } from './readiness_gates.js';
 import type { ReasonLookup } from './reason_cache.js';
 
 /** Readiness and startup from the prober manager; undefined means "no result yet". */
@@ -191,7 +192,7 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
           message: `containers with incomplete status: [${incompleteInits.join(' ')}]`,
         },
     readinessCondition('ContainersReady', unready, completed),
-    readinessCondition('Ready', unready, completed),
+    withReadinessGates(pod, readinessCondition('Ready', unready, completed)),
     { type: 'PodScheduled', status: 'True' },
     ...(input.resize?.conditions ?? []),
   ];

@@ -18,6 +18,7 @@ import { canonicalJson } from '../util/canonical_json.js';
 import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { readinessCondition, unreadyContainers } from './generate.js';
+import { withReadinessGates } from './readiness_gates.js';
 import type { StatusManager } from './types.js';
 
 /** Conditions the kubelet owns; any other condition type on the pod belongs to someone else. */
@@ -144,7 +145,7 @@ export class PodStatusManager implements StatusManager {
     status.conditions = [
       ...(status.conditions ?? []).filter((c) => c.type !== 'ContainersReady' && c.type !== 'Ready'),
       readinessCondition('ContainersReady', unready, completed),
-      readinessCondition('Ready', unready, completed),
+      withReadinessGates(pod, readinessCondition('Ready', unready, completed)),
     ];
     this.setPodStatus({ metadata: { uid, namespace: e.namespace, name: e.name } }, status);
   }

@@ -1,9 +1,9 @@
 // The runtime manager's PodObjectSource on the agent: config maps and secrets read through the
 // API server for each use, always named by the pod that needs them (what a node authorizer
-// checks), and service account tokens requested bound to the pod and cached as the kubelet's
+// checks), the services a pod gets variables for, and service account tokens requested bound to the pod and cached as the kubelet's
 // token manager does: reused until 80% of their lifetime or 24 hours have passed.
 import type { Clock } from '@kh/apimachinery';
-import type { PodObjectSource } from '@kh/runtime-manager';
+import { MASTER_SERVICE_NAMESPACE, type PodObjectSource } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodObjectsApi } from './objects_client.js';
 
@@ -39,6 +39,18 @@ export class ApiPodObjectSource implements PodObjectSource {
 
   getNode(pod: V1Pod) {
     return this.deps.api.getNode(pod.spec?.nodeName || this.deps.nodeName);
+  }
+
+  /**
+   * The pod's namespace's services and the master service, read for each container start (the
+   * kubelet reads them from its service informer).
+   */
+  async listServices(pod: V1Pod) {
+    const namespace = pod.metadata?.namespace ?? 'default';
+    const own = await this.deps.api.listServices(namespace);
+    if (namespace === MASTER_SERVICE_NAMESPACE) return own;
+    const master = await this.deps.api.getService(MASTER_SERVICE_NAMESPACE, 'kubernetes');
+    return master ? [...own, master] : own;
   }
 
   async getServiceAccountToken(pod: V1Pod, audience: string | undefined, expirationSeconds: number) {

@@ -1,5 +1,5 @@
-// The agent's PodObjectSource over the fake apiserver: config maps, secrets and the node read in
-// the pod's namespace, and pod-bound service account tokens that TokenReview accepts, cached
+// The agent's PodObjectSource over the fake apiserver: config maps, secrets, services and the node
+// read in the pod's namespace, and pod-bound service account tokens that TokenReview accepts, cached
 // until 80% of their lifetime.
 import { FakeClock } from '@kh/apimachinery';
 import { AuthenticationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
@@ -47,6 +47,22 @@ describe('ApiPodObjectSource', () => {
     const elsewhere: V1Pod = { ...pod, metadata: { ...pod.metadata, namespace: 'kube-system' } };
     expect(await objects.getSecret(elsewhere, 's')).toBeUndefined();
     expect((await objects.getNode(pod))?.metadata?.name).toBe('node-a');
+  });
+
+  it("lists the pod's namespace's services and the master service for its service variables", async () => {
+    const body = (name: string) => ({ metadata: { name }, spec: { ports: [{ port: 443 }] } });
+    await core.createNamespace({ body: { metadata: { name: 'svc-ns' } } });
+    await core.createNamespacedService({ namespace: 'svc-ns', body: body('fooservice') });
+    await core.createNamespacedService({ namespace: 'default', body: body('kubernetes') });
+    await core.createNamespacedService({ namespace: 'default', body: body('other') });
+    const pod: V1Pod = {
+      metadata: { name: 'web', namespace: 'svc-ns', uid: 'u2' },
+      spec: { containers: [] },
+    };
+    const names = (await objects.listServices(pod)).map(
+      (s) => `${s.metadata?.namespace}/${s.metadata?.name}`,
+    );
+    expect(names.sort()).toEqual(['default/kubernetes', 'svc-ns/fooservice']);
   });
 
   it('requests pod-bound tokens, reuses them until 80% of their life, then asks again', async () => {

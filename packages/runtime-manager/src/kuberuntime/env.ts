@@ -1,11 +1,13 @@
 // A container's environment as the kubelet builds it: envFrom (config maps and secrets, with
-// prefix), then env in order, where literal values expand $(VAR) over what came before and
+// prefix), then env in order, where literal values expand $(VAR) over what came before (and the
+// service variables, which follow unless the container set them itself) and
 // valueFrom reads config map and secret keys, pod fields and container resources. The downward
 // API volume shares the field and resource lookups.
 import { Quantity } from '@kh/apimachinery';
 import type { V1Container, V1Pod, V1ResourceFieldSelector } from '@kubernetes/client-node';
 import { ErrCreateContainerConfig, SyncStepError } from '../container/sync_result.js';
 import { type PodObjectSource, readObjectData } from './pod_objects.js';
+import { serviceEnvVars, servicesForPod } from './service_env.js';
 
 export interface EnvVar {
   name: string;
@@ -130,6 +132,8 @@ export async function makeEnvironmentVariables(
   objects: PodObjectSource | undefined,
 ): Promise<EnvVar[]> {
   const vars = new Map<string, string>();
+  const services = objects?.listServices ? servicesForPod(pod, await objects.listServices(pod)) : [];
+  const serviceVars = serviceEnvVars(services);
   for (const src of container.envFrom ?? []) {
     const ref = src.configMapRef ?? src.secretRef;
     if (!ref?.name) continue;
@@ -145,7 +149,7 @@ export async function makeEnvironmentVariables(
   for (const e of container.env ?? []) {
     const from = e.valueFrom;
     let value: string | undefined;
-    if (!from) value = expandVars(e.value ?? '', vars);
+    if (!from) value = expandVars(e.value ?? '', new Map([...serviceVars, ...vars]));
     else if (from.fieldRef) value = await envFieldValue(pod, from.fieldRef.fieldPath, podIPs, objects);
     else if (from.resourceFieldRef) {
       const name = from.resourceFieldRef.containerName || container.name;
@@ -171,5 +175,7 @@ export async function makeEnvironmentVariables(
     }
     vars.set(e.name, value);
   }
+  // Service variables come last, under any the container sets itself.
+  for (const [name, value] of serviceVars) if (!vars.has(name)) vars.set(name, value);
   return [...vars].map(([name, value]) => ({ name, value }));
 }

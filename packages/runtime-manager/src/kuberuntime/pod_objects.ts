@@ -1,8 +1,8 @@
 // The API objects a pod's envs and volumes read: config maps, secrets, its service account's
-// token and its node. The node agent implements
+// token, its node and the services it gets variables for. The node agent implements
 // this over the API server, always in the context of the pod, so a node authorizer can check
 // that the pod is bound to the node.
-import type { V1ConfigMap, V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Node, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import { ErrCreateContainerConfig, SyncStepError } from '../container/sync_result.js';
 
 export interface PodObjectSource {
@@ -18,6 +18,11 @@ export interface PodObjectSource {
   ): Promise<string>;
   /** The pod's node: its allocatable is the default for unset limits, its address the host IP. */
   getNode(pod: V1Pod): Promise<V1Node | undefined>;
+  /**
+   * The services whose environment variables the pod may get: its namespace's and the master
+   * service namespace's. Without it (a node with no API server) a pod gets none, as the kubelet.
+   */
+  listServices?(pod: V1Pod): Promise<V1Service[]>;
 }
 
 /** The key/value data of a config map or secret, decoded. */
