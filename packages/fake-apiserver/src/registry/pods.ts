@@ -3,6 +3,8 @@ import type { KObject } from '../meta/object.js';
 import { metadataFields } from '../selectors/field.js';
 import { validateObjectMeta } from '../validation/meta.js';
 import {
+  validateEphemeralContainersUpdate,
+  validatePodCreate,
   validatePodResize,
   validatePodSpec,
   validatePodSpecUpdate,
@@ -23,7 +25,7 @@ export const pods: ResourceDef = {
   typeName: 'io.k8s.api.core.v1.Pod',
   storage: 'pods',
   verbs: ALL_VERBS,
-  subresources: ['binding', 'eviction', 'log', 'resize'],
+  subresources: ['binding', 'ephemeralcontainers', 'eviction', 'log', 'resize'],
   hasStatus: true,
   tracksGeneration: true,
   fields: {
@@ -50,37 +52,54 @@ export const pods: ResourceDef = {
   validate(pod, errs, old) {
     validateObjectMeta(pod, errs, true);
     validatePodSpec(pod.spec, errs);
-    if (old !== undefined) validatePodSpecUpdate(pod.spec, old.spec, errs);
+    if (old === undefined) validatePodCreate(pod.spec, errs);
+    else validatePodSpecUpdate(pod.spec, old.spec, errs);
     validatePodStatus(pod.status, errs);
   },
-  // pods/resize (1.33): the request's containers' and init containers' resources and
-  // resizePolicy over the stored pod; anything else it carries is dropped. Names travel with them
-  // so validation sees a reordering; validation refuses any change to a non-sidecar init container.
-  resize: {
-    prepare(pod, old) {
-      defaultPod(pod);
-      const next = structuredClone(old);
-      next.metadata.resourceVersion = pod.metadata.resourceVersion;
-      for (const list of ['containers', 'initContainers']) {
-        const have: KObject[] = next.spec[list] ?? [];
-        const given: KObject[] = pod.spec?.[list] ?? [];
-        given.forEach((c, i) => {
-          const target = have[i];
-          if (target === undefined) return;
-          target.name = c.name;
-          if (c.resources === undefined) delete target.resources;
-          else target.resources = c.resources;
-          if (c.resizePolicy === undefined) delete target.resizePolicy;
-          else target.resizePolicy = c.resizePolicy;
-        });
-        if (given.length !== have.length) {
-          if (given.length > 0) next.spec[list] = given;
-          else delete next.spec[list];
+  parts: {
+    // pods/resize (1.33): the request's containers' and init containers' resources and
+    // resizePolicy over the stored pod; anything else it carries is dropped. Names travel with them
+    // so validation sees a reordering; validation refuses any change to a non-sidecar init container.
+    resize: {
+      prepare(pod, old) {
+        defaultPod(pod);
+        const next = structuredClone(old);
+        next.metadata.resourceVersion = pod.metadata.resourceVersion;
+        for (const list of ['containers', 'initContainers']) {
+          const have: KObject[] = next.spec[list] ?? [];
+          const given: KObject[] = pod.spec?.[list] ?? [];
+          given.forEach((c, i) => {
+            const target = have[i];
+            if (target === undefined) return;
+            target.name = c.name;
+            if (c.resources === undefined) delete target.resources;
+            else target.resources = c.resources;
+            if (c.resizePolicy === undefined) delete target.resizePolicy;
+            else target.resizePolicy = c.resizePolicy;
+          });
+          if (given.length !== have.length) {
+            if (given.length > 0) next.spec[list] = given;
+            else delete next.spec[list];
+          }
         }
-      }
-      return next;
+        return next;
+      },
+      validate: (pod, errs, old) => validatePodResize(pod, old, errs),
     },
-    validate: (pod, errs, old) => validatePodResize(pod, old, errs),
+    // pods/ephemeralcontainers: the request's spec.ephemeralContainers over the stored pod (as
+    // dropNonEphemeralContainerUpdates); validation lets them only be added.
+    ephemeralcontainers: {
+      prepare(pod, old) {
+        defaultPod(pod);
+        const next = structuredClone(old);
+        next.metadata.resourceVersion = pod.metadata.resourceVersion;
+        const given = pod.spec?.ephemeralContainers ?? [];
+        if (given.length > 0) next.spec.ephemeralContainers = given;
+        else delete next.spec.ephemeralContainers;
+        return next;
+      },
+      validate: (pod, errs, old) => validateEphemeralContainersUpdate(pod, old, errs),
+    },
   },
   gracePeriod(pod, requested) {
     // Pods never bound to a node and finished pods have nothing to stop: delete at once.
