@@ -172,6 +172,25 @@ describe('pods/ephemeralcontainers', () => {
     );
   });
 
+  it('is judged by PodSecurity as pods are: baseline refuses a privileged debugger', async () => {
+    const ns = { metadata: { name: 'psa-ec', labels: { 'pod-security.kubernetes.io/enforce': 'baseline' } } };
+    expect((await h.api.post('/api/v1/namespaces', ns)).status).toBe(201);
+    const pods = '/api/v1/namespaces/psa-ec/pods';
+    expect((await h.api.post(pods, pod('p', { nodeName: 'node-a' }))).status).toBe(201);
+    const privileged = debuggerC('root', { securityContext: { privileged: true } });
+    const res = await h.api.patch(`${pods}/p/ephemeralcontainers`, 'strategic', {
+      spec: { ephemeralContainers: [privileged] },
+    });
+    expect(res.status).toBe(403);
+    expect(res.body.message).toBe(
+      'pods "p" is forbidden: violates PodSecurity "baseline:latest": privileged (container "root" must not set securityContext.privileged=true)',
+    );
+    const plain = await h.api.patch(`${pods}/p/ephemeralcontainers`, 'strategic', {
+      spec: { ephemeralContainers: [debuggerC('plain')] },
+    });
+    expect(plain.status).toBe(200);
+  });
+
   it.each([
     ['1.27', KUBECTL.oldest],
     ['1.33', KUBECTL.newest],
