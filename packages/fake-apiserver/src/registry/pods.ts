@@ -13,6 +13,17 @@ import {
 import { podColumns } from './printers.js';
 import { ALL_VERBS, type ResourceDef } from './resource.js';
 
+/**
+ * What a part's write starts from: the stored pod, under the request's resourceVersion (its
+ * precondition); the request is defaulted, so the part taken from it is as a pod write has it.
+ */
+function storedWithVersionOf(pod: KObject, old: KObject): KObject {
+  defaultPod(pod);
+  const next = structuredClone(old);
+  next.metadata.resourceVersion = pod.metadata.resourceVersion;
+  return next;
+}
+
 export const pods: ResourceDef = {
   group: '',
   version: 'v1',
@@ -62,9 +73,7 @@ export const pods: ResourceDef = {
     // so validation sees a reordering; validation refuses any change to a non-sidecar init container.
     resize: {
       prepare(pod, old) {
-        defaultPod(pod);
-        const next = structuredClone(old);
-        next.metadata.resourceVersion = pod.metadata.resourceVersion;
+        const next = storedWithVersionOf(pod, old);
         for (const list of ['containers', 'initContainers']) {
           const have: KObject[] = next.spec[list] ?? [];
           const given: KObject[] = pod.spec?.[list] ?? [];
@@ -90,9 +99,7 @@ export const pods: ResourceDef = {
     // dropNonEphemeralContainerUpdates); validation lets them only be added.
     ephemeralcontainers: {
       prepare(pod, old) {
-        defaultPod(pod);
-        const next = structuredClone(old);
-        next.metadata.resourceVersion = pod.metadata.resourceVersion;
+        const next = storedWithVersionOf(pod, old);
         const given = pod.spec?.ephemeralContainers ?? [];
         if (given.length > 0) next.spec.ephemeralContainers = given;
         else delete next.spec.ephemeralContainers;
