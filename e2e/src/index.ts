@@ -12,6 +12,7 @@ import { diskFull } from './scenarios/disk-full.js';
 import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
 import { downwardApiVolume, projectedDownwardApiVolume } from './scenarios/downward-api-volume.js';
 import { emptyDir } from './scenarios/empty-dir.js';
+import { ephemeralContainers } from './scenarios/ephemeral-containers.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
@@ -85,6 +86,7 @@ export const scenarios: Scenario[] = [
   variableExpansion,
   kubeletEtcHosts,
   downwardApi,
+  ephemeralContainers,
   lifecycleHook,
   containerRuntime,
   runtimeClass,

@@ -2,23 +2,14 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { KubectlProcess, KubectlResult, Scenario, ScenarioContext } from '@kh/harness';
+import type { KubectlResult, Scenario, ScenarioContext } from '@kh/harness';
+import { waitForOutput } from '../support/kubectl.js';
 import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
 
 /** The released kubectl binaries the scenario drives, unmodified: the oldest and newest we support. */
 const VERSIONS = ['1.27', '1.33'] as const;
 
 const running = (p: { status?: { phase?: string } }) => p.status?.phase === 'Running';
-
-/** Waits until a running kubectl has written `pattern` to stdout; records what it wrote on timeout. */
-async function waitForOutput(ctx: ScenarioContext, name: string, p: KubectlProcess, pattern: RegExp) {
-  return ctx.check.eventually(
-    name,
-    async () => ({ stdout: p.stdout(), stderr: p.stderr() }),
-    (o) => pattern.test(o.stdout),
-    { timeoutMs: 20_000, intervalMs: 200, expected: `stdout matching ${pattern}` },
-  );
-}
 
 /** A request straight to the apiserver, with its CA and an optional bearer token: the status code. */
 function apiStatus(ctx: ScenarioContext, path: string, token?: string): Promise<number> {

@@ -118,9 +118,11 @@ export const podLog = (ctx: ScenarioContext, name: string, container: string): P
   ctx.core.readNamespacedPodLog({ name, namespace: ctx.namespace, container });
 
 export const containerStatus = (pod: V1Pod, container: string) =>
-  [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find(
-    (c) => c.name === container,
-  );
+  [
+    ...(pod.status?.initContainerStatuses ?? []),
+    ...(pod.status?.containerStatuses ?? []),
+    ...(pod.status?.ephemeralContainerStatuses ?? []),
+  ].find((c) => c.name === container);
 
 export const podCondition = (pod: V1Pod, type: string) =>
   pod.status?.conditions?.find((c) => c.type === type)?.status;

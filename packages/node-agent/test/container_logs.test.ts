@@ -50,6 +50,8 @@ const pod: V1Pod = {
       { name: 'app', image: 'busybox', command: ['sleep', '3600'] },
       { name: 'crash', image: 'busybox', command: ['false'] },
     ],
+    // Started by the second sync, in the sandbox the first made.
+    ephemeralContainers: [{ name: 'debugger', image: 'busybox', command: ['sh'] }],
   },
 };
 let status: PodStatus;
@@ -94,6 +96,7 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
+  writeLog(logPath('debugger'), `${ts(-2)} stdout F polo\n`);
   writeLog(logPath('crash', 1), `${ts(-60)} stderr F first attempt failed\n`);
   writeLog(logPath('crash', 0), `${ts(-1)} stderr F second attempt failed\n`);
 
@@ -206,6 +209,10 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
       status: 200,
       body: 'booting\nhello world\nwarning: disk low\nready\n',
     });
+  });
+
+  it("returns an ephemeral container's log by its name", async () => {
+    expect(await logs('debugger')).toEqual({ status: 200, body: 'polo\n' });
   });
 
   it('honours timestamps, tailLines, limitBytes and sinceSeconds', async () => {
@@ -379,10 +386,16 @@ describe('kubectl logs through the fake apiserver', () => {
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
+    // Ephemeral containers are added after creation, as kubectl debug adds them.
+    const { ephemeralContainers, ...spec } = pod.spec!;
     await core.createNamespacedPod({
       namespace: 'default',
-      body: { metadata: pod.metadata, spec: pod.spec } as V1Pod,
+      body: { metadata: pod.metadata, spec } as V1Pod,
     });
+    await core.patchNamespacedPodEphemeralcontainers(
+      { name: 'web', namespace: 'default', body: { spec: { ephemeralContainers } } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
   });
   afterAll(() => apiserver?.stop());
 
@@ -398,6 +411,7 @@ describe('kubectl logs through the fake apiserver', () => {
         (e: { stderr: string }) => e.stderr,
       );
       expect(err).toContain('previous terminated container "app" in pod "web" not found');
+      expect(await kubectl(kubeconfig, 'logs', 'web', '-c', 'debugger')).toBe('polo\n');
     } finally {
       allowAnonymous = false;
     }

@@ -371,6 +371,61 @@ describe('generateAPIPodStatus', () => {
     });
     expect(s.podIPs).toEqual([{ ip: '172.18.0.2' }]);
   });
+
+  it('reports ephemeral containers apart, never ready, and keeps them out of phase and readiness', () => {
+    const withDebuggers = pod({
+      ephemeralContainers: [
+        { name: 'dbg', image: 'busybox' },
+        { name: 'done', image: 'busybox' },
+        { name: 'pulling', image: 'busybox' },
+      ],
+    });
+    const s = generateAPIPodStatus({
+      pod: withDebuggers,
+      runtime: runtime([
+        container('a', 'running'),
+        container('b', 'running'),
+        container('dbg', 'running'),
+        container('done', 'exited', { exitCode: 1, finishedAt: new Date(3000) }),
+      ]),
+      nodeIP: '172.18.0.2',
+      now,
+      reasons: reasons({ pulling: ['ErrImagePull', 'pull failed'], done: ['Error', 'ignored'] }),
+    });
+    expect(s.containerStatuses?.map((c) => c.name)).toEqual(['a', 'b']);
+    expect(s.ephemeralContainerStatuses).toEqual([
+      {
+        name: 'dbg',
+        image: 'busybox',
+        imageID: 'docker.io/library/busybox@sha256:abc',
+        containerID: 'containerd://dbg-id',
+        ready: false,
+        restartCount: 0,
+        state: { running: { startedAt: new Date(2000) } },
+        lastState: {},
+      },
+      expect.objectContaining({
+        name: 'done',
+        // Never started again: its exit stays its state, whatever a sync said since.
+        state: {
+          terminated: expect.objectContaining({
+            exitCode: 1,
+            reason: 'Error',
+            containerID: 'containerd://done-id',
+          }),
+        },
+      }),
+      expect.objectContaining({
+        name: 'pulling',
+        state: { waiting: { reason: 'ErrImagePull', message: 'pull failed' } },
+      }),
+    ]);
+    expect(s.phase).toBe('Running');
+    expect(cond(s, 'Ready')?.status).toBe('True');
+    expect(
+      generateAPIPodStatus({ pod: pod(), runtime: runtime([]), nodeIP: '1.2.3.4', now }),
+    ).not.toHaveProperty('ephemeralContainerStatuses');
+  });
 });
 
 describe('podPhase', () => {

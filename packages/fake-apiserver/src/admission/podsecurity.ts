@@ -562,8 +562,9 @@ export function podSecurity(store: Store, opts: PodSecurityOptions = {}): Admiss
   };
 
   const admitPod = (a: AdmissionAttributes) => {
-    // Only the pod itself carries a spec to judge; status, binding and eviction do not.
-    if (a.operation === 'DELETE' || a.subresource !== '') return;
+    // Only the pod and its ephemeral containers carry a spec to judge; status, binding, eviction
+    // and the rest do not.
+    if (a.operation === 'DELETE' || (a.subresource !== '' && a.subresource !== 'ephemeralcontainers')) return;
     const pod = a.object ?? {};
     // An update judges only a changed workload (its images), as upstream's significant-update rule.
     if (a.operation === 'UPDATE' && images(pod.spec).join() === images(a.oldObject?.spec).join()) return;

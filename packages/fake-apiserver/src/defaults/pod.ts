@@ -58,6 +58,7 @@ export function defaultPod(pod: KObject) {
   }
   for (const c of s.containers ?? []) defaultContainer(c);
   for (const c of s.initContainers ?? []) defaultContainer(c);
+  for (const c of s.ephemeralContainers ?? []) defaultContainer(c);
   for (const v of s.volumes ?? []) {
     if (v.secret) v.secret.defaultMode ??= 420;
     if (v.configMap) v.configMap.defaultMode ??= 420;

@@ -34,7 +34,7 @@ function subresourcesOf(d: ResourceDef): Sub[] {
     if (s === 'eviction')
       out.push({ name: s, kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'] });
     if (s === 'log') out.push({ name: s, kind: d.kind, verbs: ['get'] });
-    if (s === 'resize') out.push({ name: s, kind: d.kind, verbs: ['get', 'patch', 'update'] });
+    if (d.parts?.[s]) out.push({ name: s, kind: d.kind, verbs: ['get', 'patch', 'update'] });
     if (s === 'token')
       out.push({
         name: s,

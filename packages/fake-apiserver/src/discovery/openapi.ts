@@ -123,11 +123,13 @@ function paths(defs: ResourceDef[], flavor: Flavor): KObject {
         patch: write('patch', 'patchStatus', patchTypes),
       };
     }
-    if (d.resize) {
-      out[`${base}/{name}/resize`] = {
-        get: op('get', 'readResize', { responses: response(d.typeName) }),
-        put: write('put', 'replaceResize'),
-        patch: write('patch', 'patchResize', patchTypes),
+    for (const name of Object.keys(d.parts ?? {})) {
+      // readResize, replaceEphemeralcontainers...: the operation ids kube-apiserver gives them.
+      const id = name[0]!.toUpperCase() + name.slice(1);
+      out[`${base}/{name}/${name}`] = {
+        get: op('get', `read${id}`, { responses: response(d.typeName) }),
+        put: write('put', `replace${id}`),
+        patch: write('patch', `patch${id}`, patchTypes),
       };
     }
     if (d.namespaced)

@@ -455,8 +455,10 @@ export class ApiHandler {
     const method = req.method ?? 'GET';
     const { def, subresource } = r;
     const name = r.name!;
-    // status and resize: the whole object in, the whole object out, one part of it written.
-    if ((subresource === 'status' && def.hasStatus) || (subresource === 'resize' && def.resize)) {
+    // status and the parts (resize, ephemeralcontainers): the whole object in, the whole object
+    // out, one part of it written.
+    const isPart = subresource !== undefined && def.parts?.[subresource] !== undefined;
+    if ((subresource === 'status' && def.hasStatus) || isPart) {
       const warnings: string[] = [];
       const o: SubresourceWrite = {
         dryRun: r.query.get('dryRun') === 'All',
@@ -464,7 +466,7 @@ export class ApiHandler {
         warnings,
         admit: this.admitter(r, subresource, warnings),
         admitBeforeValidation: this.admitter(r, subresource, warnings, this.opts.mutatingAdmission),
-        [subresource]: true,
+        ...(isPart ? { part: subresource } : { status: true }),
       };
       let out: KObject;
       if (method === 'GET') out = this.rest.get(def, r.namespace, name);

@@ -41,7 +41,7 @@ export interface ResourceDef {
   /** Store table; two API views of one storage (events) share it. */
   storage: string;
   verbs: string[];
-  /** Subresources besides status (binding, eviction, log, resize). */
+  /** Subresources besides status (binding, eviction, log, and the keys of `parts`). */
   subresources: string[];
   /** status is its own subresource: writes to the main resource keep it, and vice versa. */
   hasStatus: boolean;
@@ -56,13 +56,10 @@ export interface ResourceDef {
   prepareForUpdate?(obj: KObject, old: KObject, ctx: StrategyContext): void;
   validate?(obj: KObject, errs: FieldErrors, old: KObject | undefined): void;
   /**
-   * A subresource written through the generic update path that changes one part of the object
-   * (pods/resize): `prepare` builds the next object from the stored one and the request's.
+   * Subresources written through the generic update path, each changing one part of the object
+   * (pods/resize, pods/ephemeralcontainers), by name.
    */
-  resize?: {
-    prepare(obj: KObject, old: KObject): KObject;
-    validate(obj: KObject, errs: FieldErrors, old: KObject): void;
-  };
+  parts?: Record<string, PartSubresource>;
   /** Grace period for deletion, when the resource supports graceful deletion (pods). */
   gracePeriod?(obj: KObject, requested: number | undefined): number;
   /** A create-only review that is answered, never stored (SelfSubjectReview, TokenReview...). */
@@ -70,6 +67,13 @@ export interface ResourceDef {
   /** Converts from the stored form to this view and back (events.k8s.io over core events). */
   toView?(stored: KObject): KObject;
   fromView?(obj: KObject): KObject;
+}
+
+/** One part of an object behind its own subresource: the whole object in and out, one part written. */
+export interface PartSubresource {
+  /** The next object: the stored one with the request's part in it. */
+  prepare(obj: KObject, old: KObject): KObject;
+  validate(obj: KObject, errs: FieldErrors, old: KObject): void;
 }
 
 export const apiVersionOf = (d: Pick<ResourceDef, 'group' | 'version'>) =>

@@ -41,8 +41,8 @@ export interface DeleteOptions {
   admit?: (old: KObject) => void;
 }
 
-/** A write to the main resource, or to its status or resize subresource. */
-export type SubresourceWrite = WriteOptions & { status?: boolean; resize?: boolean };
+/** A write to the main resource, or to its status subresource or one of its `parts`. */
+export type SubresourceWrite = WriteOptions & { status?: boolean; part?: string };
 
 export type PatchType = 'json' | 'merge' | 'strategic';
 
@@ -182,7 +182,7 @@ export class RestStorage {
     return this.view(def, this.store.write(def.storage, 'ADDED', obj));
   }
 
-  /** PUT of the main resource or of its status or resize subresource. */
+  /** PUT of the main resource or of its status subresource or one of its `parts`. */
   update(def: ResourceDef, ns: string, name: string, body: KObject, opts: SubresourceWrite = {}): KObject {
     const obj = this.decode(def, body, opts);
     if (obj.metadata.name !== undefined && obj.metadata.name !== name) {
@@ -202,7 +202,7 @@ export class RestStorage {
     }
     const old = this.store.get(def.storage, key, name);
     if (old === undefined) {
-      if (def.allowCreateOnUpdate && !opts.status && !opts.resize) {
+      if (def.allowCreateOnUpdate && !opts.status && opts.part === undefined) {
         delete obj.metadata.resourceVersion;
         return this.createDecoded(def, ns, obj, opts);
       }
@@ -217,10 +217,10 @@ export class RestStorage {
     if (rv !== undefined && rv !== '' && rv !== old.metadata.resourceVersion)
       throw staleConflict(ref(def), old.metadata.name);
     let next: KObject;
-    const resize = opts.resize ? def.resize : undefined;
-    if (opts.resize && resize === undefined)
-      throw notFound({ group: def.group, resource: `${def.resource}/resize` }, old.metadata.name);
-    if (resize !== undefined) next = resize.prepare(obj, old);
+    const part = opts.part === undefined ? undefined : def.parts?.[opts.part];
+    if (opts.part !== undefined && part === undefined)
+      throw notFound({ group: def.group, resource: `${def.resource}/${opts.part}` }, old.metadata.name);
+    if (part !== undefined) next = part.prepare(obj, old);
     else if (opts.status) {
       // A status write changes status (and labels/annotations); everything else stays.
       next = clone(old);
@@ -258,13 +258,13 @@ export class RestStorage {
         );
       }
     }
-    if (resize === undefined) def.prepareForUpdate?.(next, old, this.ctx);
+    if (part === undefined) def.prepareForUpdate?.(next, old, this.ctx);
     if (def.tracksGeneration && !deepEqual(specOf(next), specOf(old)))
       md.generation = (old.metadata.generation ?? 0) + 1;
     opts.admitBeforeValidation?.('UPDATE', next, old);
-    if (resize !== undefined) {
+    if (part !== undefined) {
       const errs = new FieldErrors();
-      resize.validate(next, errs, old);
+      part.validate(next, errs, old);
       errs.throwIfAny(def.kind, md.name, def.group);
     } else this.validate(def, next, old);
     opts.admit?.('UPDATE', next, old);

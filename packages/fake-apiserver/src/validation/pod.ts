@@ -145,7 +145,9 @@ function validateContainers(
 ) {
   list.forEach((c, i) => {
     const f = `${field}[${i}]`;
-    validateContainerRestartPolicy(c, f, field === 'spec.initContainers', errs, gates);
+    // An ephemeral container may set no restart policy at all (EPHEMERAL_FORBIDDEN).
+    if (field !== 'spec.ephemeralContainers')
+      validateContainerRestartPolicy(c, f, field === 'spec.initContainers', errs, gates);
     if (!c.name) errs.required(`${f}.name`);
     else {
       checkDnsLabel(errs, `${f}.name`, c.name);
@@ -224,13 +226,15 @@ function validateContainers(
       if (m.subPath) checkDescendingPath(errs, `${mf}.subPath`, m.subPath);
       if (m.subPathExpr) checkDescendingPath(errs, `${mf}.subPathExpr`, m.subPathExpr);
     });
-    // Only app containers and sidecars (restartable init containers) are probed.
+    // Only app containers and sidecars (restartable init containers) are probed; ephemeral
+    // containers may set no probe at all (EPHEMERAL_FORBIDDEN says so).
     const probed = field === 'spec.containers' || c.restartPolicy === 'Always';
-    for (const [key, kind] of PROBES) {
-      if (probed) validateProbe(c[key], kind, `${f}.${key}`, errs);
-      else if (c[key] !== undefined && c[key] !== null)
-        errs.forbidden(`${f}.${key}`, 'may not be set for init containers without restartPolicy=Always');
-    }
+    if (field !== 'spec.ephemeralContainers')
+      for (const [key, kind] of PROBES) {
+        if (probed) validateProbe(c[key], kind, `${f}.${key}`, errs);
+        else if (c[key] !== undefined && c[key] !== null)
+          errs.forbidden(`${f}.${key}`, 'may not be set for init containers without restartPolicy=Always');
+      }
   });
 }
 
@@ -314,6 +318,7 @@ export function validatePodSpec(
   const names = new Set<string>();
   validateContainers(spec.containers ?? [], 'spec.containers', volumes, errs, names, gates);
   validateContainers(spec.initContainers ?? [], 'spec.initContainers', volumes, errs, names, gates);
+  validateEphemeralContainers(spec, volumes, errs, names, gates);
   if (!RESTART_POLICIES.includes(spec.restartPolicy))
     errs.notSupported('spec.restartPolicy', spec.restartPolicy, RESTART_POLICIES);
   if (!DNS_POLICIES.includes(spec.dnsPolicy))
@@ -339,6 +344,93 @@ export function validatePodSpec(
       FS_GROUP_CHANGE_POLICIES,
     );
   validateHostUsers(spec, errs);
+}
+
+/**
+ * The container fields an ephemeral container may not set: it must not be relied on for the pod's
+ * service (no ports, probes, lifecycle or resources), kube-apiserver's allow list turned around.
+ */
+const EPHEMERAL_FORBIDDEN = [
+  'ports',
+  'resources',
+  'resizePolicy',
+  'restartPolicy',
+  'livenessProbe',
+  'readinessProbe',
+  'startupProbe',
+  'lifecycle',
+];
+
+const isZero = (v: unknown): boolean =>
+  v === undefined ||
+  v === null ||
+  (Array.isArray(v) && v.length === 0) ||
+  (typeof v === 'object' && Object.values(v as KObject).every(isZero));
+
+/**
+ * validateEphemeralContainers: each as a container, named uniquely across all of the pod's
+ * containers (`names` holds the others'), targeting a container or init container, without the
+ * fields EPHEMERAL_FORBIDDEN lists nor subPath mounts (bind mounts that outlive the container).
+ */
+function validateEphemeralContainers(
+  spec: KObject,
+  volumes: Set<string>,
+  errs: FieldErrors,
+  names: Set<string>,
+  gates: ApiFeatureGates,
+) {
+  const list: KObject[] = spec.ephemeralContainers ?? [];
+  const targets = new Set(names);
+  validateContainers(list, 'spec.ephemeralContainers', volumes, errs, names, gates);
+  list.forEach((c, i) => {
+    const f = `spec.ephemeralContainers[${i}]`;
+    if (c.targetContainerName && !targets.has(c.targetContainerName))
+      errs.notFound(`${f}.targetContainerName`, c.targetContainerName);
+    for (const k of EPHEMERAL_FORBIDDEN)
+      if (!isZero(c[k])) errs.forbidden(`${f}.${k}`, 'cannot be set for an Ephemeral Container');
+    (c.volumeMounts ?? []).forEach((m: KObject, j: number) => {
+      for (const k of ['subPath', 'subPathExpr'])
+        if (m?.[k])
+          errs.forbidden(`${f}.volumeMounts[${j}].${k}`, 'cannot be set for an Ephemeral Container');
+    });
+  });
+}
+
+/** A pod is created without ephemeral containers: they are added later, through their subresource. */
+export function validatePodCreate(spec: KObject | undefined, errs: FieldErrors) {
+  if ((spec?.ephemeralContainers ?? []).length > 0)
+    errs.forbidden('spec.ephemeralContainers', 'cannot be set on create');
+}
+
+/**
+ * ValidatePodEphemeralContainersUpdate over a pods/ephemeralcontainers write: `pod` is the stored
+ * pod with the request's ephemeral containers. The spec must stay valid, and those already there
+ * stay as they are: ephemeral containers are only ever added. (Upstream appends a Go diff to the
+ * "changed" message, which has no equivalent here.)
+ */
+export function validateEphemeralContainersUpdate(pod: KObject, old: KObject, errs: FieldErrors) {
+  if (old.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined) {
+    errs.forbidden('', 'static pods do not support ephemeral containers');
+    return;
+  }
+  validatePodSpec(pod.spec, errs);
+  const now = new Map<string, KObject>(
+    (pod.spec?.ephemeralContainers ?? []).map((c: KObject) => [c.name, c]),
+  );
+  for (const before of (old.spec?.ephemeralContainers ?? []) as KObject[]) {
+    const after = now.get(before.name);
+    if (after === undefined) {
+      errs.forbidden(
+        'spec.ephemeralContainers',
+        `existing ephemeral containers ${JSON.stringify(before.name)} may not be removed\n`,
+      );
+    } else if (!deepEqual(after, before)) {
+      errs.forbidden(
+        'spec.ephemeralContainers',
+        `existing ephemeral containers ${JSON.stringify(before.name)} may not be changed\n`,
+      );
+    }
+  }
 }
 
 /** PodFSGroupChangePolicy's values, in kube-apiserver's (sorted) order. */

@@ -169,9 +169,11 @@ export class ContainerLogs {
       .find((p) => p.metadata?.namespace === namespace && p.metadata?.name === podName);
     if (!pod) throw new LogRequestError(404, `pod "${podName}" in namespace "${namespace}" not found`);
     const spec = pod.spec;
-    const known = [...(spec?.containers ?? []), ...(spec?.initContainers ?? [])].some(
-      (c) => c.name === container,
-    );
+    const known = [
+      ...(spec?.containers ?? []),
+      ...(spec?.initContainers ?? []),
+      ...(spec?.ephemeralContainers ?? []),
+    ].some((c) => c.name === container);
     if (!known) throw new LogRequestError(404, `container "${container}" not found in pod "${podName}"`);
     const uid = pod.metadata?.uid ?? '';
     const instances = async (): Promise<ContainerStatus[]> =>
@@ -182,6 +184,7 @@ export class ContainerLogs {
     const status = [
       ...(podStatus?.containerStatuses ?? []),
       ...(podStatus?.initContainerStatuses ?? []),
+      ...(podStatus?.ephemeralContainerStatuses ?? []),
     ].find((c) => c.name === container);
     const wanted = status && statusContainerId(status, previous);
     // As the kubelet does, the instance is the one the pod status names: --previous is

@@ -148,9 +148,13 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
   const initSpecs = pod.spec?.initContainers ?? [];
   const specs = pod.spec?.containers ?? [];
   const initStatuses = initSpecs.map((c) =>
-    containerStatus(c, input, input.oldStatus?.initContainerStatuses, true),
+    containerStatus(c, input, input.oldStatus?.initContainerStatuses, 'init'),
   );
-  const statuses = specs.map((c) => containerStatus(c, input, input.oldStatus?.containerStatuses, false));
+  const statuses = specs.map((c) => containerStatus(c, input, input.oldStatus?.containerStatuses, 'app'));
+  const ephemeralSpecs = pod.spec?.ephemeralContainers ?? [];
+  const ephemeralStatuses = ephemeralSpecs.map((c) =>
+    containerStatus(c, input, input.oldStatus?.ephemeralContainerStatuses, 'ephemeral'),
+  );
 
   const phase = podPhase(pod, initStatuses, statuses, input.podIsTerminal ?? false, {
     containerRestartRules: input.containerRestartRules ?? false,
@@ -207,14 +211,16 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     qosClass: podQOSClass(pod),
     ...(initSpecs.length > 0 ? { initContainerStatuses: initStatuses } : {}),
     containerStatuses: statuses,
+    ...(ephemeralSpecs.length > 0 ? { ephemeralContainerStatuses: ephemeralStatuses } : {}),
   };
 
   function containerStatus(
     spec: V1Container,
     ctx: GenerateStatusInput,
     old: V1ContainerStatus[] | undefined,
-    isInit: boolean,
+    kind: 'init' | 'app' | 'ephemeral',
   ): V1ContainerStatus {
+    const isInit = kind === 'init';
     // The runtime lists instances newest first; the newest is the current one, the next the last state.
     const instances = ctx.runtime.containerStatuses.filter((c) => c.name === spec.name);
     const [current, previous] = instances;
@@ -222,11 +228,17 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     const id = current ? `${current.id.type}://${current.id.id}` : undefined;
     const running = current?.state === 'running';
     // An init container that ran to completion is ready (the prober manager's UpdatePodStatus).
+    // The prober manager knows nothing of ephemeral containers: never ready, started unset.
     const ready =
-      !isInit || spec.restartPolicy === 'Always'
-        ? running && probeReady(spec, id)
-        : current?.state === 'exited' && current.exitCode === 0;
-    const started = running && (spec.startupProbe ? ctx.probes?.started(uid, id ?? '') === true : true);
+      kind === 'ephemeral'
+        ? false
+        : !isInit || spec.restartPolicy === 'Always'
+          ? running && probeReady(spec, id)
+          : current?.state === 'exited' && current.exitCode === 0;
+    const started =
+      kind === 'ephemeral'
+        ? undefined
+        : running && (spec.startupProbe ? ctx.probes?.started(uid, id ?? '') === true : true);
     // convertToAPIContainerStatuses' default state: a pod with init containers shows every
     // container not created yet as PodInitializing.
     const observed: V1ContainerState = current
@@ -236,7 +248,7 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     let lastState = previous ? toState(previous) : prior?.lastState;
     // A container that will be started again and whose last start failed waits with that reason
     // until a start succeeds; the exit it is waiting after becomes its last state.
-    const cached = willStartAgain(spec, current, isInit) ? ctx.reasons?.get(uid, spec.name) : undefined;
+    const cached = willStartAgain(spec, current, kind) ? ctx.reasons?.get(uid, spec.name) : undefined;
     if (cached) {
       state = { waiting: { reason: cached.reason, ...(cached.message ? { message: cached.message } : {}) } };
       if (observed.terminated) lastState = observed;
@@ -247,7 +259,7 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
       imageID: current?.imageId ?? current?.imageRef ?? '',
       ...(id ? { containerID: id } : {}),
       ready,
-      started,
+      ...(started === undefined ? {} : { started }),
       restartCount: current?.restartCount ?? prior?.restartCount ?? 0,
       state,
       lastState: lastState ?? {},
@@ -269,8 +281,15 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
   }
 
   /** The kubelet's ShouldContainerBeRestarted, with a completed init container never rerun. */
-  function willStartAgain(spec: V1Container, current: ContainerStatus | undefined, isInit: boolean): boolean {
+  function willStartAgain(
+    spec: V1Container,
+    current: ContainerStatus | undefined,
+    kind: 'init' | 'app' | 'ephemeral',
+  ): boolean {
     if (input.podIsTerminal) return false;
+    // An ephemeral container starts once and is never restarted.
+    if (kind === 'ephemeral') return current === undefined;
+    const isInit = kind === 'init';
     if (isInit && spec.restartPolicy === 'Always')
       return !pod.metadata?.deletionTimestamp && current?.state !== 'running';
     if (isInit && current?.state === 'exited' && current.exitCode === 0) return false;

@@ -164,7 +164,11 @@ export class PodStatusManager implements StatusManager {
     const uid = pod.metadata?.uid;
     const e = uid ? this.entries.get(uid) : undefined;
     const status = structuredClone(e?.status ?? pod.status ?? {});
-    for (const list of [status.initContainerStatuses, status.containerStatuses]) {
+    for (const list of [
+      status.initContainerStatuses,
+      status.containerStatuses,
+      status.ephemeralContainerStatuses,
+    ]) {
       for (const c of list ?? []) {
         if (c.state?.terminated) continue;
         c.state = {
@@ -289,7 +293,11 @@ export class PodStatusManager implements StatusManager {
 
   private reclaimed(pod: V1Pod, status: V1PodStatus): boolean {
     if (this.opts.podResourcesReclaimed) return this.opts.podResourcesReclaimed(pod, status);
-    const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
+    const all = [
+      ...(status.initContainerStatuses ?? []),
+      ...(status.containerStatuses ?? []),
+      ...(status.ephemeralContainerStatuses ?? []),
+    ];
     return all.every((c) => !c.state?.running);
   }
 

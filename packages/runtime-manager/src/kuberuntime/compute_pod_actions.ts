@@ -29,6 +29,8 @@ export interface PodActions {
   initContainersToStart: number[];
   /** Indexes into spec.containers to start. */
   containersToStart: number[];
+  /** Indexes into spec.ephemeralContainers to start: those never started. */
+  ephemeralContainersToStart: number[];
   /** Keyed by runtime container id. */
   containersToKill: Map<string, ContainerToKill>;
   /** Running containers resized in place (UpdateContainerResources), per resource. */
@@ -264,6 +266,7 @@ export function computePodActions(
     sandboxReason: sandbox.reason,
     initContainersToStart: [],
     containersToStart: [],
+    ephemeralContainersToStart: [],
     containersToKill: new Map(),
     containersToUpdate: { memory: [], cpu: [] },
   };
@@ -292,6 +295,12 @@ export function computePodActions(
     // Every container already succeeded: nothing to run in a new sandbox.
     if (changes.containersToStart.length === 0) changes.createSandbox = false;
     return changes;
+  }
+
+  // Ephemeral containers start in the existing sandbox, initialized or not, and only once: one
+  // that ran (whatever its end) is never started again.
+  for (const [i, c] of (pod.spec?.ephemeralContainers ?? []).entries()) {
+    if (!findContainerStatusByName(status, c.name)) changes.ephemeralContainersToStart.push(i);
   }
 
   const initialized = computeInitContainerActions(pod, status, probes, changes, features);

@@ -11,6 +11,7 @@ import {
   type ContainerStatus as CriContainerStatus,
   isNotFound,
   MountPropagation,
+  NamespaceMode,
   type PodSandboxConfig,
 } from '@kh/cri-api';
 import type { V1Container, V1LifecycleHandler, V1Pod, V1Secret } from '@kubernetes/client-node';
@@ -151,6 +152,8 @@ export async function generateContainerConfig(
   podIPs: string[],
   /** Made ahead (prepareContainerStart); by default it is made here. */
   terminationMessageDir?: Promise<string | undefined>,
+  /** The running container whose PID namespace an ephemeral container joins (targetContainerName). */
+  targetId?: string,
 ): Promise<ContainerConfig> {
   const opts = await ctx.helper.generateRunContainerOptions(pod, container, podIPs);
   const vars = new Map(opts.envs.map((e) => [e.name, e.value]));
@@ -166,6 +169,11 @@ export async function generateContainerConfig(
   const imageUser = needsImageUser(pod, container) ? await ctx.imageUser(imageRef) : undefined;
   verifyRunAsNonRoot(pod, container, imageUser);
   const namespaces = await namespaceOptions(ctx, pod, true);
+  // A pod sharing one PID namespace (or the host's) keeps it; otherwise the target's is joined.
+  if (targetId && namespaces.pid === NamespaceMode.CONTAINER) {
+    namespaces.pid = NamespaceMode.TARGET;
+    namespaces.targetId = targetId;
+  }
   // In a user namespace of its own, every mount is ID-mapped like the pod, so that the files the
   // agent wrote as root (config maps, secrets) are root's inside, as the kubelet asks the runtime.
   const userns = namespaces.usernsOptions;
@@ -257,6 +265,17 @@ export interface StartContainerArgs {
   podIPs: string[];
   /** Started earlier (prepareContainerStart); by default the start prepares itself. */
   prep?: ContainerStartPrep;
+  /** An ephemeral container's targetContainerName: a container of the pod that must be running. */
+  targetContainerName?: string;
+}
+
+/** The runtime ID of the running container an ephemeral container targets (the kubelet's getTargetID). */
+function targetId(status: PodStatus, name: string | undefined): string | undefined {
+  if (!name) return undefined;
+  const target = status.containerStatuses.find((s) => s.name === name);
+  if (target?.state !== 'running')
+    throw new SyncStepError(ErrCreateContainerConfig, `unable to find target container ${name}`);
+  return target.id.id;
 }
 
 /** Image -> CreateContainer -> StartContainer -> postStart. Throws SyncStepError with the kubelet reason. */
@@ -282,6 +301,7 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
       imageRef,
       a.podIPs,
       prep.terminationMessageDir,
+      targetId(a.podStatus, a.targetContainerName),
     );
   } catch (err) {
     const msg = `Error: ${(err as Error).message}`;

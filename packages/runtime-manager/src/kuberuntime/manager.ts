@@ -302,7 +302,8 @@ export class KubeGenericRuntimeManager implements Runtime {
   /**
    * Brings the pod toward its spec in the kubelet's steps: compute the actions; kill the pod
    * when its sandbox must change, else the containers the spec no longer wants; prune dead init
-   * containers; create the sandbox; start init containers, one at a time; start the containers.
+   * containers; create the sandbox; start new ephemeral containers; start init containers, one at
+   * a time; resize; start the containers.
    */
   async syncPod(
     pod: V1Pod,
@@ -341,6 +342,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           preps: new Map(),
         };
     if (!sandbox) return result;
+    await this.#startEphemeralContainers(pass, actions, sandbox);
     if (!(await this.#startInitContainers(pass, actions, sandbox))) return result;
     if (!(await this.#resizeContainers(pass, actions))) return result;
     await this.#startContainers(pass, actions, sandbox);
@@ -455,7 +457,20 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
   }
 
-  /** Step 5: init containers in order. False when a regular one failed to start: it blocks the rest. */
+  /**
+   * Step 5: ephemeral containers, before init containers so that a pod whose init container
+   * fails to start can still be debugged. They only ever join an existing sandbox.
+   */
+  async #startEphemeralContainers(pass: SyncPass, actions: PodActions, sandbox: PassSandbox): Promise<void> {
+    const ecs = pass.pod.spec?.ephemeralContainers ?? [];
+    for (const i of actions.ephemeralContainersToStart) {
+      if (pass.aborted()) return;
+      const ec = ecs[i]!;
+      await this.#startContainer(pass, sandbox, 'StartContainer', ec, ec.targetContainerName);
+    }
+  }
+
+  /** Step 6: init containers in order. False when a regular one failed to start: it blocks the rest. */
   async #startInitContainers(pass: SyncPass, actions: PodActions, sandbox: PassSandbox): Promise<boolean> {
     const inits = pass.pod.spec?.initContainers ?? [];
     for (const i of actions.initContainersToStart) {
@@ -467,7 +482,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     return true;
   }
 
-  /** Step 6: running containers resized in place. False when an update failed. */
+  /** Step 7: running containers resized in place. False when an update failed. */
   async #resizeContainers(pass: SyncPass, actions: PodActions): Promise<boolean> {
     const { memory, cpu } = actions.containersToUpdate;
     if (this.#actuated === undefined) return true;
@@ -503,7 +518,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
   }
 
-  /** Step 7: the pod's containers. */
+  /** Step 8: the pod's containers. */
   async #startContainers(pass: SyncPass, actions: PodActions, sandbox: PassSandbox): Promise<void> {
     const containers = pass.pod.spec?.containers ?? [];
     for (const i of actions.containersToStart) {
@@ -518,6 +533,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     sandbox: PassSandbox,
     action: SyncAction,
     container: V1Container,
+    targetContainerName?: string,
   ): Promise<boolean> {
     const step: SyncStepResult = { action, target: container.name };
     pass.result.steps.push(step);
@@ -538,6 +554,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         sandboxConfig: sandbox.config,
         podIPs: sandbox.podIPs,
         prep: sandbox.preps.get(container),
+        targetContainerName,
       });
       this.#actuated?.setActuatedResources(
         pass.pod.metadata?.uid ?? '',
