@@ -10,12 +10,14 @@ import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
+import { imageId } from './scenarios/image-id.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { localStorageIsolation } from './scenarios/local-storage-isolation.js';
 import { logRotation } from './scenarios/log-rotation.js';
 import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
+import { mirrorPod } from './scenarios/mirror-pod.js';
 import { nodeAllocatable } from './scenarios/node-allocatable.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
@@ -64,6 +66,8 @@ export const scenarios: Scenario[] = [
   variableExpansion,
   kubeletEtcHosts,
   downwardApi,
+  imageId,
+  mirrorPod,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,
