@@ -14,6 +14,7 @@ import { imageId } from './scenarios/image-id.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
+import { kubeletRestart } from './scenarios/kubelet-restart.js';
 import { localStorageIsolation } from './scenarios/local-storage-isolation.js';
 import { logRotation } from './scenarios/log-rotation.js';
 import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
@@ -74,6 +75,7 @@ export const scenarios: Scenario[] = [
   podResize,
   runtimeCrashStorm,
   agentCrash,
+  kubeletRestart,
   apiserverRestart,
   partition,
   diskFull,
