@@ -3,6 +3,7 @@ import type { Scenario } from '@kh/harness';
 import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { containers, downwardApi, kubeletEtcHosts, variableExpansion } from './scenarios/common-node.js';
+import { containerRestart } from './scenarios/container-restart.js';
 import { criSurface } from './scenarios/cri-surface.js';
 import { diskEviction } from './scenarios/disk-eviction.js';
 import { diskFull } from './scenarios/disk-full.js';
@@ -10,8 +11,8 @@ import { diskSoftEviction } from './scenarios/disk-soft-eviction.js';
 import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
-import { imageId } from './scenarios/image-id.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
+import { imageId } from './scenarios/image-id.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { kubeletRestart } from './scenarios/kubelet-restart.js';
@@ -69,6 +70,7 @@ export const scenarios: Scenario[] = [
   downwardApi,
   imageId,
   mirrorPod,
+  containerRestart,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,

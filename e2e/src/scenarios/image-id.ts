@@ -1,5 +1,14 @@
 import type { CasesScenario, ScenarioContext } from '@kh/harness';
-import { createPod, finished, podFor, podLog, podSummary, sh, waitForPod, waitForSuccess } from '../support/pods.js';
+import {
+  createPod,
+  finished,
+  podFor,
+  podLog,
+  podSummary,
+  sh,
+  waitForPod,
+  waitForSuccess,
+} from '../support/pods.js';
 
 // Upstream's image_id_test.go (test/e2e_node): a pod whose image is named by digest reports that
 // digest, as the registry serves it, in its container status's imageID.
@@ -59,7 +68,10 @@ export const imageId: CasesScenario<void> = {
         const name = 'pod-with-repodigest';
         await createPod(
           ctx,
-          podFor(ctx, name, { restartPolicy: 'Never', containers: [{ name: 'test', image: byDigest, command: ['sh'] }] }),
+          podFor(ctx, name, {
+            restartPolicy: 'Never',
+            containers: [{ name: 'test', image: byDigest, command: ['sh'] }],
+          }),
         );
         const pod = await waitForPod(ctx, name, 'is no longer running', finished, POD_START_MS);
         const statuses = pod.status?.containerStatuses ?? [];

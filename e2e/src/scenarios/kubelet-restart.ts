@@ -44,17 +44,25 @@ async function restartAgent(ctx: ScenarioContext, between?: () => Promise<void>)
   await ctx.agent.kill();
   await between?.();
   await ctx.agent.start();
-  await ctx.check.eventually('the node is Ready again', () => nodeCondition(ctx, 'Ready'), (c) => c?.status === 'True', {
-    timeoutMs: 60_000,
-    expected: 'Ready=True',
-  });
+  await ctx.check.eventually(
+    'the node is Ready again',
+    () => nodeCondition(ctx, 'Ready'),
+    (c) => c?.status === 'True',
+    {
+      timeoutMs: 60_000,
+      expected: 'Ready=True',
+    },
+  );
 }
 
 /** checkMirrorPodDisappear: the pod is gone from the API. */
 const podDisappears = (ctx: ScenarioContext, name: string) =>
   ctx.check.eventually(
     `pod ${name} is deleted by the kubelet`,
-    () => readPod(ctx, name).then(podSummary, (e) => ((e as { code?: number }).code === 404 ? 'gone' : Promise.reject(e))),
+    () =>
+      readPod(ctx, name).then(podSummary, (e) =>
+        (e as { code?: number }).code === 404 ? 'gone' : Promise.reject(e),
+      ),
     (s) => s === 'gone',
     { timeoutMs: POD_DELETE_MS, intervalMs: 1_000, expected: 'gone' },
   );
@@ -98,7 +106,10 @@ const CASES: Case[] = [
                   image: ctx.images.busybox,
                   command: ['sh', '-c'],
                   args: [TRAP_SCRIPT],
-                  readinessProbe: { periodSeconds: 1, exec: { command: ['/bin/sh', '-c', 'cat /tmp/trap-marker'] } },
+                  readinessProbe: {
+                    periodSeconds: 1,
+                    exec: { command: ['/bin/sh', '-c', 'cat /tmp/trap-marker'] },
+                  },
                 },
               ],
             }),

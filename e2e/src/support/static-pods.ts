@@ -6,7 +6,8 @@ import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { podSummary } from './pods.js';
 
 /** The agent's staticPodPath on the node under test. */
-export const staticPodDir = (ctx: ScenarioContext) => agentPath(AGENT_STATIC_POD_PATH, ctx.backend.agent?.dir);
+export const staticPodDir = (ctx: ScenarioContext) =>
+  agentPath(AGENT_STATIC_POD_PATH, ctx.backend.agent?.dir);
 
 /** staticPodPath(): `<namespace>-<name>.yaml`. */
 const manifestPath = (ctx: ScenarioContext, name: string, namespace: string) =>
@@ -78,7 +79,13 @@ async function mirrorProblem(ctx: ScenarioContext, pod: V1Pod): Promise<string |
   const refs = pod.metadata?.ownerReferences ?? [];
   if (refs.length !== 1) return `${refs.length} owner references, want 1`;
   const node = await ctx.core.readNode({ name: ctx.nodeName });
-  const want = { apiVersion: 'v1', kind: 'Node', name: ctx.nodeName, uid: node.metadata?.uid, controller: true };
+  const want = {
+    apiVersion: 'v1',
+    kind: 'Node',
+    name: ctx.nodeName,
+    uid: node.metadata?.uid,
+    controller: true,
+  };
   const got = refs[0];
   const same =
     got?.apiVersion === want.apiVersion &&
@@ -132,11 +139,16 @@ export function eventuallyMirror(
   want: MirrorWant,
   timeoutMs = MIRROR_TIMEOUT_MS,
 ): Promise<string | undefined> {
-  return ctx.check.eventually(what, () => mirrorPodProblem(ctx, name, namespace, want), (p) => p === undefined, {
-    timeoutMs,
-    intervalMs: 1_000,
-    expected: want,
-  });
+  return ctx.check.eventually(
+    what,
+    () => mirrorPodProblem(ctx, name, namespace, want),
+    (p) => p === undefined,
+    {
+      timeoutMs,
+      intervalMs: 1_000,
+      expected: want,
+    },
+  );
 }
 
 /** checkMirrorPodDisappear, eventually. */
@@ -145,7 +157,12 @@ export function mirrorPodDisappears(ctx: ScenarioContext, name: string, namespac
     `mirror pod ${name} disappears`,
     () => readMirror(ctx, name, namespace),
     (p) => p === 'not found',
-    { timeoutMs: MIRROR_TIMEOUT_MS, intervalMs: 1_000, expected: 'not found', describe: (p) => (typeof p === 'string' ? p : podSummary(p)) },
+    {
+      timeoutMs: MIRROR_TIMEOUT_MS,
+      intervalMs: 1_000,
+      expected: 'not found',
+      describe: (p) => (typeof p === 'string' ? p : podSummary(p)),
+    },
   );
 }
 

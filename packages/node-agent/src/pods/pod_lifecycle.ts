@@ -205,12 +205,17 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     const restart = workers.syncKnownPods(pods.getPods());
     const restarting = new Set(restart.map((p) => p.metadata?.uid ?? ''));
     const desired = pods.uids();
-    this.deps.statusManager.removeOrphanedStatuses(new Set([...desired].filter((uid) => !restarting.has(uid))));
+    this.deps.statusManager.removeOrphanedStatuses(
+      new Set([...desired].filter((uid) => !restarting.has(uid))),
+    );
     for (const pod of restart) {
-      log.info('Pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)', {
-        pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
-        uid: pod.metadata?.uid,
-      });
+      log.info(
+        'Pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)',
+        {
+          pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
+          uid: pod.metadata?.uid,
+        },
+      );
       workers.updatePod({ pod, op: 'create' });
     }
     this.deps.reasons.removeOrphaned(desired);
