@@ -1,5 +1,5 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
-import type { V1Pod } from '@kubernetes/client-node';
+import { type V1Pod, Watch } from '@kubernetes/client-node';
 import { nodeCondition } from '../support/node.js';
 import { createPod, podFor, podSummary, readPod, waitForPod } from '../support/pods.js';
 
@@ -53,6 +53,48 @@ async function restartAgent(ctx: ScenarioContext, between?: () => Promise<void>)
       expected: 'Ready=True',
     },
   );
+}
+
+/**
+ * True once a pod event after `resourceVersion` satisfies `accept`: a state the kubelet leaves
+ * again within milliseconds (Succeeded, then deleted) is still seen, as upstream's
+ * watchtools.Until from its list's resourceVersion sees it. False (noted) after `timeoutMs` or
+ * when the watch ends first.
+ */
+async function watchPodUntil(
+  ctx: ScenarioContext,
+  name: string,
+  resourceVersion: string,
+  accept: (p: V1Pod) => boolean,
+  timeoutMs: number,
+): Promise<boolean> {
+  let settle: (ok: boolean, why?: string) => void = () => {};
+  const seen: string[] = [];
+  const outcome = new Promise<boolean>((resolve, reject) => {
+    settle = (ok, why) => (ok ? resolve(true) : reject(new Error(why)));
+  });
+  const req = await new Watch(ctx.kubeConfig).watch(
+    `/api/v1/namespaces/${ctx.namespace}/pods`,
+    { fieldSelector: `metadata.name=${name}`, resourceVersion },
+    (type, pod: V1Pod) => {
+      seen.push(`${type} ${pod.status?.phase}`);
+      if (accept(pod)) settle(true);
+    },
+    (err) => settle(false, `watch ended: ${err ?? 'closed'}`),
+  );
+  const timer = setTimeout(() => settle(false, `not within ${timeoutMs} ms`), timeoutMs);
+  try {
+    return await outcome.then(
+      () => true,
+      (e: Error) => {
+        ctx.note(`pod ${name}: ${e.message}`, { events: seen });
+        return false;
+      },
+    );
+  } finally {
+    clearTimeout(timer);
+    req.abort();
+  }
 }
 
 /** checkMirrorPodDisappear: the pod is gone from the API. */
@@ -122,14 +164,17 @@ const CASES: Case[] = [
           (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
           POD_START_MS,
         );
+        const { resourceVersion = '' } =
+          (await ctx.core.listNamespacedPod({ namespace: ctx.namespace })).metadata ?? {};
         await deleteWithGrace(ctx, name);
-        // Upstream watches for the phase; a poll each 100 ms catches it before the kubelet deletes the pod.
-        await ctx.check.eventually(
-          `pod ${name} enters the Succeeded phase`,
-          () => readPod(ctx, name).then((p) => p.status?.phase),
-          (phase) => phase === 'Succeeded',
-          { timeoutMs: POD_START_MS, intervalMs: 100, expected: 'Succeeded' },
+        const succeeded = await watchPodUntil(
+          ctx,
+          name,
+          resourceVersion,
+          (p) => p.status?.phase === 'Succeeded',
+          POD_START_MS,
         );
+        ctx.check.ok(`pod ${name} enters the Succeeded phase`, succeeded, undefined, 'Succeeded');
         // Stopped before it can delete the pod from the API, as issue 116925 needs.
         await restartAgent(ctx);
         await podDisappears(ctx, name);
