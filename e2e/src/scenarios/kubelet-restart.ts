@@ -205,14 +205,48 @@ const CASES: Case[] = [
         await podDisappears(ctx, name);
       }),
   },
+  {
+    name: 'Restart Kubelet should force-delete non-admissible pods that was admitted and running before kubelet restart',
+    file: FILE,
+    tags: TAGS,
+    run: (ctx, t) =>
+      t.take(async () => {
+        const key = 'custom-label-key-required';
+        const name = 'rejected-deleted-run';
+        const label = (arg: string) => ctx.kubectl(['label', 'node', ctx.nodeName, '--overwrite', arg]);
+        await label(`${key}=custom-label-value-required-for-admission`);
+        try {
+          await createPod(
+            ctx,
+            restricted(
+              podFor(ctx, name, {
+                nodeSelector: { [key]: 'custom-label-value-required-for-admission' },
+                terminationGracePeriodSeconds: 30,
+                restartPolicy: 'Never',
+                containers: [{ name, image: ctx.images.pause }],
+              }),
+            ),
+          );
+          await waitForPod(ctx, name, 'is running', (p) => p.status?.phase === 'Running', POD_START_MS);
+          await restartAgent(ctx, async () => {
+            await deleteWithGrace(ctx, name);
+            // Rejected when the restarted kubelet admits it again.
+            await label(`${key}-`);
+          });
+          await podDisappears(ctx, name);
+        } finally {
+          await label(`${key}-`);
+        }
+      }),
+  },
 ];
 
 export const kubeletRestart: CasesScenario<Turns> = {
   name: 'kubelet-restart',
-  estimateMs: 25_000,
+  estimateMs: 40_000,
   isolation: 'node',
   description:
-    'restart_test.go Kubelet cases: the agent killed and started again deletes a pod that went Succeeded with a deletion timestamp, and force-deletes a pod created and deleted while it was down that it does not admit',
+    'restart_test.go Kubelet cases: the agent killed and started again deletes a pod that went Succeeded with a deletion timestamp, and force-deletes pods that are no longer admissible (created and deleted while it was down, or admitted before and deleted while it was down)',
   needs: ['real-containers'],
   timeoutMs: 6 * 60_000,
   setup: async () => turns(),
