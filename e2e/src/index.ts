@@ -4,6 +4,7 @@ import { agentCrash } from './scenarios/agent-crash.js';
 import { apiserverRestart } from './scenarios/apiserver-restart.js';
 import { containers, downwardApi, kubeletEtcHosts, variableExpansion } from './scenarios/common-node.js';
 import { configMap } from './scenarios/configmap.js';
+import { containerRestart } from './scenarios/container-restart.js';
 import { containerRestartPolicy } from './scenarios/container-restart-policy.js';
 import { containerRuntime } from './scenarios/container-runtime.js';
 import { criSurface } from './scenarios/cri-surface.js';
@@ -18,14 +19,17 @@ import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
 import { hostPath } from './scenarios/host-path.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
+import { imageId } from './scenarios/image-id.js';
 import { initContainer } from './scenarios/init-container.js';
 import { inodeEviction } from './scenarios/inode-eviction.js';
 import { kubectl } from './scenarios/kubectl.js';
 import { kubelet } from './scenarios/kubelet.js';
+import { kubeletRestart } from './scenarios/kubelet-restart.js';
 import { lifecycleHook } from './scenarios/lifecycle-hook.js';
 import { localStorageIsolation } from './scenarios/local-storage-isolation.js';
 import { logRotation } from './scenarios/log-rotation.js';
 import { memoryAllocatableEviction } from './scenarios/memory-allocatable-eviction.js';
+import { mirrorPod } from './scenarios/mirror-pod.js';
 import { nodeAllocatable } from './scenarios/node-allocatable.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
 import { partition } from './scenarios/partition.js';
@@ -91,12 +95,16 @@ export const scenarios: Scenario[] = [
   containerRuntime,
   runtimeClass,
   containerRestartPolicy,
+  imageId,
+  mirrorPod,
+  containerRestart,
   podsContainerManager,
   nodeAllocatable,
   memoryAllocatableEviction,
   podResize,
   runtimeCrashStorm,
   agentCrash,
+  kubeletRestart,
   apiserverRestart,
   partition,
   diskFull,

@@ -16,6 +16,7 @@ export {
   ScenarioSkipped,
   type UpstreamCase,
 } from './framework/scenario.js';
+export { AGENT_STATIC_POD_PATH, agentPath } from './node/agent.js';
 export type * from './node/host.js';
 export { caseEvents, caseTitle, outcomeOfCases } from './results/cases.js';
 export { toJUnit } from './results/junit.js';

@@ -63,6 +63,7 @@ import {
   readMachineInfo,
 } from './nodestatus/machine_info.js';
 import { type NodeIdentity, nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
+import { admissionNode, NodeLister } from './nodestatus/node_lister.js';
 import { PodCidrUpdater } from './nodestatus/pod_cidr.js';
 import { NodeRegistrar } from './nodestatus/registration.js';
 import { NodeStatusSnapshotter } from './nodestatus/snapshot.js';
@@ -257,6 +258,12 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     log: deps.log,
     ...(deps.options.imageGcPeriod ? { imageGCPeriodMs: parseDuration(deps.options.imageGcPeriod) } : {}),
   });
+  const nodeLister = new NodeLister({
+    kubeConfig,
+    nodeName: node.hostname,
+    clock: node.clock,
+    log: deps.log,
+  });
   kubelet = newKubelet({
     ...nodeSide,
     api,
@@ -268,6 +275,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     managers: [
       podLayer.statusManager,
       sources.mirrors,
+      nodeLister,
       eviction,
       gc,
       new ContainerLogManager({
@@ -291,7 +299,9 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     servers: newServerProviders(deps, runtime, podLayer),
   });
   // Fit on this node first, then node pressure, sysctls and AppArmor; the first rejection wins.
-  admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
+  admitHandlers.add(
+    new PredicateAdmitHandler(() => admissionNode(kubelet.nodeStatus.currentNode(), nodeLister.get())),
+  );
   admitHandlers.add(eviction);
   admitHandlers.add(new SysctlAllowlist([...safeSysctls(), ...deps.config.allowedUnsafeSysctls]));
   admitHandlers.add(new AppArmorAdmitHandler(hostAppArmorEnabled()));

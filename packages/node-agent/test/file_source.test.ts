@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
@@ -94,18 +94,49 @@ describe('FileStaticPodSource', () => {
     expect(got).toEqual(['ADD a-node-a,b-node-a']);
     expect(errors).toEqual(['Skipping invalid static pod manifest']);
 
-    // A changed manifest is a new UID (the content hash), so the kubelet sees a replacement.
-    writeFileSync(join(dir, 'a.yaml'), manifest('a', 'busybox:2'));
-    rmSync(join(dir, 'b.json'));
-    await clock.advance(19_999);
-    expect(got).toHaveLength(1);
-    await clock.advance(1);
+    // A changed manifest is a new UID (the content hash), so the kubelet sees a replacement. The
+    // directory watch delivers it at once, with no poll (the clock stands still). Replaced by
+    // rename, so that no pass reads a half-written file.
+    writeFileSync(join(dir, '.a.tmp'), manifest('a', 'busybox:2'));
+    renameSync(join(dir, '.a.tmp'), join(dir, 'a.yaml'));
     await until(() => got.length === 3);
-    expect(got.slice(1)).toEqual(['REMOVE a-node-a,b-node-a', 'ADD a-node-a']);
+    expect(got.slice(1)).toEqual(['REMOVE a-node-a', 'ADD a-node-a']);
+    rmSync(join(dir, 'b.json'));
+    await until(() => got.length === 4);
+    expect(got[3]).toBe('REMOVE b-node-a');
     const reads = errors.length;
     await clock.advance(20_000);
-    await until(() => errors.length > reads); // the next pass ran (it logs the broken file again)
-    expect(got).toHaveLength(3);
+    await until(() => errors.length > reads); // the periodic pass still runs (it logs the broken file again)
+    expect(got).toHaveLength(4);
+    abort.abort();
+    await running;
+  });
+
+  it('lists a directory created after it started at the next poll, then watches it', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'kh-static-')), 'manifests');
+    const clock = new FakeClock();
+    const errors: string[] = [];
+    const log = { info() {}, v() {}, error: (msg: string) => errors.push(msg) };
+    const source = new FileStaticPodSource({ path: dir, nodeName: 'n', clock, periodMs: 20_000, log });
+    const got: string[] = [];
+    const abort = new AbortController();
+    const running = source.run(abort.signal, (u) =>
+      got.push(`${u.op} ${u.pods.map((p) => p.metadata?.name).join(',')}`),
+    );
+    await until(() => errors.includes('Unable to read static pod directory'));
+    expect(source.ready()).toBe(false);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    // Nothing watches a directory that did not exist: the poll finds it.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(got).toEqual([]);
+    await clock.advance(20_000);
+    await until(() => got.length === 1);
+    expect(got).toEqual(['ADD a-n']);
+    writeFileSync(join(dir, '.b.tmp'), manifest('b'));
+    renameSync(join(dir, '.b.tmp'), join(dir, 'b.yaml'));
+    await until(() => got.length === 2);
+    expect(got[1]).toBe('ADD b-n');
     abort.abort();
     await running;
   });

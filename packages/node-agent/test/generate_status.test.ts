@@ -31,8 +31,9 @@ function container(
     createdAt: new Date(1000),
     ...(state !== 'created' ? { startedAt: new Date(2000) } : {}),
     image: name === 'a' ? 'busybox' : 'httpd',
-    imageRef: 'sha256:ref',
-    imageId: 'docker.io/library/busybox@sha256:abc',
+    // As the runtime reports them: the repo digest as ImageRef, the config digest as ImageId.
+    imageRef: 'docker.io/library/busybox@sha256:abc',
+    imageId: 'sha256:ref',
     hash: 'h',
     restartCount: 0,
     ...over,

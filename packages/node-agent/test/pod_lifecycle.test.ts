@@ -205,6 +205,27 @@ describe('PodLifecycle', () => {
     expect(runtime.calls).toEqual(['kill orphan:ghost', 'kill orphan:ghost']);
   });
 
+  it('starts a pod removed and added again with its UID afresh once housekeeping forgot the old run', async () => {
+    const { runtime, lifecycle, workers, statusManager } = setup();
+    await lifecycle.handlePodAdditions([pod('a')]);
+    await workers.settle();
+    await lifecycle.handlePodRemoves([pod('a')]);
+    await lifecycle.handlePodAdditions([pod('a')]);
+    await workers.settle();
+    expect(runtime.calls).toEqual(['sync a', 'kill a']);
+    // The old run ended as a killed pod whose containers exited 0 does.
+    statusManager.setPodStatus(pod('a'), { phase: 'Succeeded' });
+    await lifecycle.handlePodCleanups();
+    await workers.settle();
+    expect(runtime.calls).toEqual(['sync a', 'kill a', 'sync a']);
+    // Not the terminal phase of the run before: the new run's own.
+    expect(statusManager.getPodStatus('a')?.phase).toBe('Pending');
+    // Running, it is not restarted again.
+    await lifecycle.handlePodCleanups();
+    await workers.settle();
+    expect(runtime.calls).toHaveLength(3);
+  });
+
   it('reports the generated status to the status manager', async () => {
     const { lifecycle, workers, statusManager } = setup();
     await lifecycle.handlePodAdditions([pod('a')]);

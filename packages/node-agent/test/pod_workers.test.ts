@@ -117,6 +117,37 @@ describe('PodWorkerPool', () => {
     expect(pool.isPodTerminationRequested('a')).toBe(false); // forgotten
   });
 
+  it('starts a UID created again while it terminated only after housekeeping forgot the old worker', async () => {
+    const syncer = new GatedSyncer();
+    const pool = newPool(syncer);
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await flushMicrotasks();
+    pool.updatePod({ pod: pod('a', '2'), op: 'kill', gracePeriodSeconds: 1 });
+    // The same UID wanted again (a static pod's manifest removed and written back).
+    pool.updatePod({ pod: pod('a', '3'), op: 'create' });
+    await syncer.releaseAll();
+    await pool.settle();
+    expect(syncer.log).toEqual(['sync a@1', 'kill a grace=1', 'terminated a']);
+    expect(pool.syncKnownPods([pod('a', '3')]).map((p) => p.metadata?.resourceVersion)).toEqual(['3']);
+    expect(pool.isPodTerminated('a')).toBe(false);
+    pool.updatePod({ pod: pod('a', '3'), op: 'create' });
+    await syncer.releaseAll();
+    await pool.settle();
+    expect(syncer.log.at(-1)).toBe('sync a@3');
+  });
+
+  it('keeps a terminated worker of a desired pod that no create asked back', async () => {
+    const syncer = new GatedSyncer();
+    const pool = newPool(syncer);
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await flushMicrotasks();
+    pool.updatePod({ pod: pod('a', '2'), op: 'kill', gracePeriodSeconds: 1 });
+    await syncer.releaseAll();
+    await pool.settle();
+    expect(pool.syncKnownPods([pod('a', '2')])).toEqual([]);
+    expect(pool.isPodTerminated('a')).toBe(true);
+  });
+
   it('aborts the normal pass in flight when termination is requested, then only terminates', async () => {
     for (const terminate of [
       (p: PodWorkerPool) =>

@@ -9,6 +9,8 @@ export interface AgentConfigInput {
   cgroupRoot?: string;
   /** Path on the node of the CA that signed the apiserver's kubelet client certificate. */
   clientCAFile?: string;
+  /** Directory on the node whose manifests are static pods (as the node e2e suite's kubelet has one). */
+  staticPodPath?: string;
   overrides?: PartialKubeletConfiguration;
 }
 
@@ -19,6 +21,7 @@ export function kubeletConfiguration({
   criEndpoint,
   cgroupRoot,
   clientCAFile,
+  staticPodPath,
   overrides = {},
 }: AgentConfigInput): PartialKubeletConfiguration {
   return {
@@ -60,6 +63,7 @@ export function kubeletConfiguration({
     registryPullQPS: 5,
     registryBurst: 10,
     clusterDomain: 'cluster.local',
+    ...(staticPodPath ? { staticPodPath } : {}),
     // A node without a cgroup of its own for its pods (the fake runtime's, the endpoint's host)
     // shares the host's tree: no kubepods tree at the host's root.
     ...(cgroupRoot ? { cgroupRoot } : { cgroupsPerQOS: false }),

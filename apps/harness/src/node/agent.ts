@@ -13,6 +13,8 @@ export const AGENT_CONFIG_PATH = '/etc/kh/kubelet-config.json';
 export const AGENT_KUBECONFIG_PATH = '/etc/kh/kubeconfig';
 export const AGENT_ROOT_DIR = '/var/lib/kubelet';
 export const AGENT_CLIENT_CA_PATH = '/etc/kh/pki/apiserver-ca.crt';
+/** The agent's staticPodPath: scenarios write static pod manifests here (kubeadm's directory). */
+export const AGENT_STATIC_POD_PATH = '/etc/kubernetes/manifests';
 
 export interface AgentOptions {
   nodeName: string;
@@ -73,6 +75,7 @@ export class NodeAgent {
       criEndpoint: this.opts.criEndpoint,
       ...(this.opts.cgroupRoot ? { cgroupRoot: this.opts.cgroupRoot } : {}),
       ...(this.opts.clientCA ? { clientCAFile: at(AGENT_CLIENT_CA_PATH) } : {}),
+      staticPodPath: at(AGENT_STATIC_POD_PATH),
       overrides: { ...this.opts.config, ...this.overrides },
     });
     // The agent reads disk stats of its root dir at start and expects it to exist. A node image
@@ -81,7 +84,7 @@ export class NodeAgent {
     await this.host.exec([
       'sh',
       '-c',
-      `mkdir -p ${at(AGENT_ROOT_DIR)} && { test -s /etc/machine-id || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id; }`,
+      `mkdir -p ${at(AGENT_ROOT_DIR)} ${at(AGENT_STATIC_POD_PATH)} && { test -s /etc/machine-id || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id; }`,
     ]);
     await this.host.writeFile(at(AGENT_KUBECONFIG_PATH), this.opts.kubeconfig);
     if (this.opts.clientCA) await this.host.writeFile(at(AGENT_CLIENT_CA_PATH), this.opts.clientCA);

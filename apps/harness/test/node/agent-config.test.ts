@@ -7,6 +7,7 @@ import {
   AGENT_CLIENT_CA_PATH,
   AGENT_CONFIG_PATH,
   AGENT_KUBECONFIG_PATH,
+  AGENT_STATIC_POD_PATH,
   NodeAgent,
 } from '../../src/node/agent.js';
 import { kubeletConfiguration } from '../../src/node/agent-config.js';
@@ -121,9 +122,10 @@ describe('NodeAgent', () => {
     const agent = new NodeAgent(h.host, opts);
     await agent.start();
     expect(h.files.get(AGENT_KUBECONFIG_PATH)).toBe('apiVersion: v1\n');
-    expect(JSON.parse(h.files.get(AGENT_CONFIG_PATH)!).containerRuntimeEndpoint).toBe(
-      'unix:///run/kh/fake.sock',
-    );
+    const written = JSON.parse(h.files.get(AGENT_CONFIG_PATH)!);
+    expect(written.containerRuntimeEndpoint).toBe('unix:///run/kh/fake.sock');
+    // Static pods, as the node e2e suite's kubelet has them: scenarios write manifests there.
+    expect(written.staticPodPath).toBe(AGENT_STATIC_POD_PATH);
     expect(h.spawned[0]).toEqual(
       expect.arrayContaining([
         '--kubeconfig=/etc/kh/kubeconfig',

@@ -1,11 +1,11 @@
 // Static pods from staticPodPath: every manifest file in the directory is one Pod, re-read each
-// fileCheckFrequency. Like the kubelet, the agent names the pod "<name>-<node>", binds it to
+// fileCheckFrequency and whenever the directory changes (DirectoryWatch, as the kubelet's inotify). Like the kubelet, the agent names the pod "<name>-<node>", binds it to
 // this node, derives a stable UID from the node, file and content, and marks its source with
 // the kubernetes.io/config.* annotations. Mirror pods in the API are the pod layer's job.
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { sleep, type TimerClock } from '@kh/apimachinery';
+import type { TimerClock } from '@kh/apimachinery';
 import type { V1Pod } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import {
@@ -14,7 +14,9 @@ import {
   type PodSource,
   type PodUpdate,
 } from '../types/pod_update.js';
+import { Waker } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
+import { DirectoryWatch } from './dir_watch.js';
 import { PodSnapshotDiff } from './pod_config.js';
 
 export class FileStaticPodSource implements PodSource {
@@ -36,13 +38,21 @@ export class FileStaticPodSource implements PodSource {
   }
 
   async run(signal: AbortSignal, deliver: (update: PodUpdate) => void): Promise<void> {
-    while (!signal.aborted) {
-      const pods = await this.readAll();
-      if (pods) {
-        this.loaded = true;
-        for (const u of this.diff.set(pods)) deliver(u);
+    const waker = new Waker();
+    const watch = new DirectoryWatch(this.opts.path, () => waker.kick());
+    try {
+      while (!signal.aborted) {
+        // Watch before reading, so that a change made during the read wakes the next pass.
+        watch.ensure();
+        const pods = await this.readAll();
+        if (pods) {
+          this.loaded = true;
+          for (const u of this.diff.set(pods)) deliver(u);
+        }
+        await waker.wait(this.opts.clock, this.opts.periodMs, signal);
       }
-      await sleep(this.opts.clock, this.opts.periodMs, signal).catch(() => {});
+    } finally {
+      watch.close();
     }
   }
 

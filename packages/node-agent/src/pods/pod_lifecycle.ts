@@ -217,9 +217,25 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       )
       .catch((err) => log.error('Failed to clean up orphaned pod user namespace allocations', { err }));
     await this.cleanupOrphanedPodDirs(running.map((rp) => rp.uid));
-    workers.syncKnownPods(pods.getPods());
+    // A desired pod whose worker was forgotten because its UID was created again while it
+    // terminated (a static pod's manifest removed and written back) starts afresh, from no status:
+    // the terminal phase its old run ended in is not this run's.
+    const restart = workers.syncKnownPods(pods.getPods());
+    const restarting = new Set(restart.map((p) => p.metadata?.uid ?? ''));
     const desired = pods.uids();
-    this.deps.statusManager.removeOrphanedStatuses(desired);
+    this.deps.statusManager.removeOrphanedStatuses(
+      new Set([...desired].filter((uid) => !restarting.has(uid))),
+    );
+    for (const pod of restart) {
+      log.info(
+        'Pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)',
+        {
+          pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
+          uid: pod.metadata?.uid,
+        },
+      );
+      workers.updatePod({ pod, op: 'create' });
+    }
     this.deps.reasons.removeOrphaned(desired);
     this.deps.allocation?.removeOrphanedPods(desired);
     this.deps.prober?.cleanupPods(

@@ -32,6 +32,12 @@ interface Lane {
   pending: boolean;
   busy: boolean;
   terminationRequested: boolean;
+  /**
+   * A create arrived for this UID after its termination was requested: the same UID is wanted
+   * again (a static pod's manifest removed and written back). Once the lane finished, housekeeping
+   * forgets it and starts the pod afresh.
+   */
+  restartRequested?: boolean;
   gracePeriodSeconds?: number;
   cancelRetry?: () => void;
   /** Aborts the normal pass in flight, if any. */
@@ -68,6 +74,11 @@ export class PodWorkerPool implements PodWorkers {
     const uid = update.pod.metadata?.uid;
     if (!uid) return;
     let lane = this.lanes.get(uid);
+    // As the kubelet: never for the first update of a UID (a lane just made has nothing to restart).
+    if (lane?.terminationRequested && update.op === 'create') {
+      lane.restartRequested = true;
+      return;
+    }
     if (!lane) {
       lane = {
         pod: update.pod,
@@ -120,14 +131,21 @@ export class PodWorkerPool implements PodWorkers {
     return this.opts.terminated.isTerminated(uid);
   }
 
-  /** Forgets lanes of pods that are no longer desired and finished terminating. */
-  syncKnownPods(desired: V1Pod[]): void {
-    const keep = new Set(desired.map((p) => p.metadata?.uid));
-    for (const [uid, lane] of this.lanes)
-      if (!keep.has(uid) && this.isPodTerminated(uid) && !lane.busy) {
-        this.lanes.delete(uid);
-        this.opts.terminated.forgetTerminated(uid);
-      }
+  /**
+   * Forgets lanes that finished terminating of pods that are no longer desired or whose restart
+   * was requested; returns the desired pods forgotten so, which the caller starts again.
+   */
+  syncKnownPods(desired: V1Pod[]): V1Pod[] {
+    const wanted = new Map(desired.map((p) => [p.metadata?.uid, p]));
+    const restart: V1Pod[] = [];
+    for (const [uid, lane] of this.lanes) {
+      const pod = wanted.get(uid);
+      if ((pod && !lane.restartRequested) || !this.isPodTerminated(uid) || lane.busy) continue;
+      this.lanes.delete(uid);
+      this.opts.terminated.forgetTerminated(uid);
+      if (pod) restart.push(pod);
+    }
+    return restart;
   }
 
   /** Resolves when every lane is idle (tests, shutdown). */

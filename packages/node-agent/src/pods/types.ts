@@ -34,8 +34,11 @@ export interface PodWorkers {
   isPodTerminationRequested(uid: string): boolean;
   /** The pod's containers and sandbox are stopped, and it will not start again. */
   isPodTerminated(uid: string): boolean;
-  /** Forgets workers for pods that are gone and fully terminated. */
-  syncKnownPods(desired: V1Pod[]): void;
+  /**
+   * Forgets workers for pods that are gone and fully terminated, and for desired pods whose UID
+   * was created again while terminating; returns the latter, to be started again.
+   */
+  syncKnownPods(desired: V1Pod[]): V1Pod[];
 }
 
 /**

@@ -256,7 +256,9 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     return {
       name: spec.name,
       image: spec.image ?? '',
-      imageID: current?.imageId ?? current?.imageRef ?? '',
+      // The CRI ImageRef (a repo digest when the runtime has one), never its image ID, as the
+      // kubelet's convertToAPIContainerStatuses: image_id_test expects the digest here.
+      imageID: current?.imageRef ?? '',
       ...(id ? { containerID: id } : {}),
       ready,
       ...(started === undefined ? {} : { started }),

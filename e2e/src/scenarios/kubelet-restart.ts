@@ -1,0 +1,254 @@
+import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
+import { type V1Pod, Watch } from '@kubernetes/client-node';
+import { nodeCondition } from '../support/node.js';
+import { createPod, podFor, podSummary, readPod, waitForPod } from '../support/pods.js';
+
+// Upstream's restart_test.go (test/e2e_node), its Kubelet context: the agent is killed (SIGKILL,
+// as mustStopKubelet) and started again around pods being deleted or no longer admissible. Each
+// case stops the agent of the cell's node, so they take turns.
+const FILE = 'test/e2e_node/restart_test.go';
+const TAGS = ['Serial', 'Slow', 'Disruptive'];
+/** f.Timeouts.PodStart and PodDelete: upstream's bounds; the waits poll. */
+const POD_START_MS = 5 * 60_000;
+const POD_DELETE_MS = 5 * 60_000;
+
+interface Turns {
+  /** Runs `body` once every earlier case's body has ended. */
+  take<T>(body: () => Promise<T>): Promise<T>;
+}
+
+function turns(): Turns {
+  let tail: Promise<unknown> = Promise.resolve();
+  return {
+    take(body) {
+      const run = tail.then(body, body);
+      tail = run.catch(() => undefined);
+      return run;
+    },
+  };
+}
+
+type Case = ScenarioCase<Turns>;
+
+/** e2epod.MustMixinRestrictedPodSecurity: a non-root user (1000), RuntimeDefault seccomp, no capabilities. */
+function restricted(pod: V1Pod): V1Pod {
+  const spec = pod.spec!;
+  spec.securityContext = { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } };
+  for (const c of spec.containers)
+    c.securityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
+  return pod;
+}
+
+/** The kubelet is killed, then started; start() returns once the node is Ready again. */
+async function restartAgent(ctx: ScenarioContext, between?: () => Promise<void>) {
+  await ctx.agent.kill();
+  await between?.();
+  await ctx.agent.start();
+  await ctx.check.eventually(
+    'the node is Ready again',
+    () => nodeCondition(ctx, 'Ready'),
+    (c) => c?.status === 'True',
+    {
+      timeoutMs: 60_000,
+      expected: 'Ready=True',
+    },
+  );
+}
+
+/**
+ * True once a pod event after `resourceVersion` satisfies `accept`: a state the kubelet leaves
+ * again within milliseconds (Succeeded, then deleted) is still seen, as upstream's
+ * watchtools.Until from its list's resourceVersion sees it. False (noted) after `timeoutMs` or
+ * when the watch ends first.
+ */
+async function watchPodUntil(
+  ctx: ScenarioContext,
+  name: string,
+  resourceVersion: string,
+  accept: (p: V1Pod) => boolean,
+  timeoutMs: number,
+): Promise<boolean> {
+  let settle: (ok: boolean, why?: string) => void = () => {};
+  const seen: string[] = [];
+  const outcome = new Promise<boolean>((resolve, reject) => {
+    settle = (ok, why) => (ok ? resolve(true) : reject(new Error(why)));
+  });
+  const req = await new Watch(ctx.kubeConfig).watch(
+    `/api/v1/namespaces/${ctx.namespace}/pods`,
+    { fieldSelector: `metadata.name=${name}`, resourceVersion },
+    (type, pod: V1Pod) => {
+      seen.push(`${type} ${pod.status?.phase}`);
+      if (accept(pod)) settle(true);
+    },
+    (err) => settle(false, `watch ended: ${err ?? 'closed'}`),
+  );
+  const timer = setTimeout(() => settle(false, `not within ${timeoutMs} ms`), timeoutMs);
+  try {
+    return await outcome.then(
+      () => true,
+      (e: Error) => {
+        ctx.note(`pod ${name}: ${e.message}`, { events: seen });
+        return false;
+      },
+    );
+  } finally {
+    clearTimeout(timer);
+    req.abort();
+  }
+}
+
+/** checkMirrorPodDisappear: the pod is gone from the API. */
+const podDisappears = (ctx: ScenarioContext, name: string) =>
+  ctx.check.eventually(
+    `pod ${name} is deleted by the kubelet`,
+    () =>
+      readPod(ctx, name).then(podSummary, (e) =>
+        (e as { code?: number }).code === 404 ? 'gone' : Promise.reject(e),
+      ),
+    (s) => s === 'gone',
+    { timeoutMs: POD_DELETE_MS, intervalMs: 1_000, expected: 'gone' },
+  );
+
+const deleteWithGrace = (ctx: ScenarioContext, name: string) =>
+  ctx.core.deleteNamespacedPod({ name, namespace: ctx.namespace, gracePeriodSeconds: 30 });
+
+/** The script upstream's terminal-restart pod runs: SIGTERM ends it with 0, once the trap is in place. */
+const TRAP_SCRIPT = `
+sleep 9999999 &
+PID=$!
+_term () {
+  kill $PID
+  echo "Caught SIGTERM!"
+}
+trap _term TERM
+touch /tmp/trap-marker
+wait $PID
+trap - TERM
+wait $PID
+exit 0
+`;
+
+const CASES: Case[] = [
+  {
+    name: 'Restart Kubelet should delete pods which are marked as terminal and have a deletion timestamp set after restart',
+    file: FILE,
+    tags: TAGS,
+    run: (ctx, t) =>
+      t.take(async () => {
+        const name = 'terminal-restart-pod';
+        await createPod(
+          ctx,
+          restricted(
+            podFor(ctx, name, {
+              terminationGracePeriodSeconds: 30,
+              restartPolicy: 'Never',
+              containers: [
+                {
+                  name,
+                  image: ctx.images.busybox,
+                  command: ['sh', '-c'],
+                  args: [TRAP_SCRIPT],
+                  readinessProbe: {
+                    periodSeconds: 1,
+                    exec: { command: ['/bin/sh', '-c', 'cat /tmp/trap-marker'] },
+                  },
+                },
+              ],
+            }),
+          ),
+        );
+        await waitForPod(
+          ctx,
+          name,
+          'is ready, its SIGTERM trap registered',
+          (p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true,
+          POD_START_MS,
+        );
+        const { resourceVersion = '' } =
+          (await ctx.core.listNamespacedPod({ namespace: ctx.namespace })).metadata ?? {};
+        await deleteWithGrace(ctx, name);
+        const succeeded = await watchPodUntil(
+          ctx,
+          name,
+          resourceVersion,
+          (p) => p.status?.phase === 'Succeeded',
+          POD_START_MS,
+        );
+        ctx.check.ok(`pod ${name} enters the Succeeded phase`, succeeded, undefined, 'Succeeded');
+        // Stopped before it can delete the pod from the API, as issue 116925 needs.
+        await restartAgent(ctx);
+        await podDisappears(ctx, name);
+      }),
+  },
+  {
+    name: 'Restart Kubelet should force-delete non-admissible pods created and deleted during kubelet restart',
+    file: FILE,
+    tags: TAGS,
+    run: (ctx, t) =>
+      t.take(async () => {
+        const name = 'rejected-deleted-pod';
+        await restartAgent(ctx, async () => {
+          // Bound to the node while its kubelet is down: it stays Pending.
+          await createPod(
+            ctx,
+            restricted(
+              podFor(ctx, name, {
+                nodeSelector: { 'this-label': 'does-not-exist-on-any-nodes' },
+                terminationGracePeriodSeconds: 30,
+                restartPolicy: 'Never',
+                containers: [{ name, image: ctx.images.pause }],
+              }),
+            ),
+          );
+          await deleteWithGrace(ctx, name);
+        });
+        await podDisappears(ctx, name);
+      }),
+  },
+  {
+    name: 'Restart Kubelet should force-delete non-admissible pods that was admitted and running before kubelet restart',
+    file: FILE,
+    tags: TAGS,
+    run: (ctx, t) =>
+      t.take(async () => {
+        const key = 'custom-label-key-required';
+        const name = 'rejected-deleted-run';
+        const label = (arg: string) => ctx.kubectl(['label', 'node', ctx.nodeName, '--overwrite', arg]);
+        await label(`${key}=custom-label-value-required-for-admission`);
+        try {
+          await createPod(
+            ctx,
+            restricted(
+              podFor(ctx, name, {
+                nodeSelector: { [key]: 'custom-label-value-required-for-admission' },
+                terminationGracePeriodSeconds: 30,
+                restartPolicy: 'Never',
+                containers: [{ name, image: ctx.images.pause }],
+              }),
+            ),
+          );
+          await waitForPod(ctx, name, 'is running', (p) => p.status?.phase === 'Running', POD_START_MS);
+          await restartAgent(ctx, async () => {
+            await deleteWithGrace(ctx, name);
+            // Rejected when the restarted kubelet admits it again.
+            await label(`${key}-`);
+          });
+          await podDisappears(ctx, name);
+        } finally {
+          await label(`${key}-`);
+        }
+      }),
+  },
+];
+
+export const kubeletRestart: CasesScenario<Turns> = {
+  name: 'kubelet-restart',
+  estimateMs: 40_000,
+  isolation: 'node',
+  description:
+    'restart_test.go Kubelet cases: the agent killed and started again deletes a pod that went Succeeded with a deletion timestamp, and force-deletes pods that are no longer admissible (created and deleted while it was down, or admitted before and deleted while it was down)',
+  needs: ['real-containers'],
+  timeoutMs: 6 * 60_000,
+  setup: async () => turns(),
+  cases: CASES,
+};
