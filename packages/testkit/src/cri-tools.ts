@@ -1,10 +1,11 @@
 import { access, constants } from 'node:fs/promises';
 import { join } from 'node:path';
+import { CACHE_ROOT, cacheRoot } from './util/cache-dir.js';
 
 /** The cri-tools release the tests judge with, unless they name another (scripts/cri-tools.sh's default). */
 export const DEFAULT_CRI_TOOLS_VERSION = '1.26.0';
 /** Where `scripts/cri-tools.sh` caches `cri-tools-<version>/`, unless KH_CRI_TOOLS_CACHE says otherwise. */
-export const CRI_TOOLS_CACHE = '/var/cache/kubelet-harness';
+export const CRI_TOOLS_CACHE = CACHE_ROOT;
 /** The default version's directory, unless KH_CRI_TOOLS_DIR says otherwise. */
 export const DEFAULT_CRI_TOOLS_DIR = join(CRI_TOOLS_CACHE, `cri-tools-${DEFAULT_CRI_TOOLS_VERSION}`);
 
@@ -15,7 +16,7 @@ export const DEFAULT_CRI_TOOLS_DIR = join(CRI_TOOLS_CACHE, `cri-tools-${DEFAULT_
 export function criToolsDir(version = DEFAULT_CRI_TOOLS_VERSION): string {
   if (version === DEFAULT_CRI_TOOLS_VERSION && process.env.KH_CRI_TOOLS_DIR)
     return process.env.KH_CRI_TOOLS_DIR;
-  return join(process.env.KH_CRI_TOOLS_CACHE || CRI_TOOLS_CACHE, `cri-tools-${version}`);
+  return join(cacheRoot(), `cri-tools-${version}`);
 }
 
 export interface CriTools {

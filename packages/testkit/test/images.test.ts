@@ -1,4 +1,5 @@
 import { get as httpsGet } from 'node:https';
+import { Client, credentials, status as grpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { demuxBuffer } from '@kh/apimachinery';
 import type { StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -245,6 +246,51 @@ describe('image behaviour', () => {
     expect(await until(get, (body) => body === 'tls')).toBe('tls');
   });
 
+  test("netexec's grpc-health-checking answers the gRPC health service as agnhost's does", async () => {
+    const plain = await run(refs.netexec, {}, ['grpc-health-checking']);
+    const delayed = await run(refs.netexec, {}, [
+      'grpc-health-checking',
+      '--port',
+      '5001',
+      '--service',
+      'liveness',
+      '--delay-unhealthy-sec',
+      '2',
+    ]);
+    const ipOf = async (c: StartedTestContainer) =>
+      Object.values((await docker().getContainer(c.getId()).inspect()).NetworkSettings.Networks)[0]
+        ?.IPAddress;
+    const plainHealth = healthClient(`${await ipOf(plain)}:5000`);
+    const delayedHealth = healthClient(`${await ipOf(delayed)}:5001`);
+    try {
+      // From the host, as a kubelet's gRPC probe asks: no service name is the server's overall health.
+      expect(
+        await until(
+          () => plainHealth.check(''),
+          (r) => r === 'SERVING',
+        ),
+      ).toBe('SERVING');
+      expect(await plainHealth.check('other')).toBe('code 5 (NOT_FOUND): unknown service');
+      // The HTTP port forces the answer either way.
+      expect((await plain.exec(['curl', 'http://127.0.0.1:8080/make-not-serving'])).exitCode).toBe(0);
+      expect(await plainHealth.check('')).toBe('NOT_SERVING');
+      expect((await plain.exec(['curl', 'http://127.0.0.1:8080/make-serving'])).exitCode).toBe(0);
+      expect(await plainHealth.check('')).toBe('SERVING');
+      // --service names the one it answers; --delay-unhealthy-sec turns it NOT_SERVING after that.
+      expect(await delayedHealth.check('')).toBe('code 5 (NOT_FOUND): unknown service');
+      expect(
+        await until(
+          () => delayedHealth.check('liveness'),
+          (r) => r === 'NOT_SERVING',
+          10_000,
+        ),
+      ).toBe('NOT_SERVING');
+    } finally {
+      plainHealth.close();
+      delayedHealth.close();
+    }
+  });
+
   test('diskhog writes DISKHOG_MB into DISKHOG_DIR and holds it', async () => {
     const c = await run(refs.diskhog, {
       DISKHOG_MB: '24',
@@ -260,3 +306,33 @@ describe('image behaviour', () => {
     expect((await c.exec(['ls', '/data'])).stdout.trim().split('\n')).toHaveLength(3);
   });
 });
+
+/**
+ * A grpc.health.v1 client with the two messages encoded by hand (each one field: 1, the service
+ * name; 1, the status enum), so the test needs no .proto: `check` says the status's name, or the
+ * gRPC error's code and message.
+ */
+function healthClient(address: string) {
+  const client = new Client(address, credentials.createInsecure());
+  const statuses = ['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'];
+  const encode = (service: string) => {
+    const name = Buffer.from(service);
+    return name.length === 0 ? Buffer.alloc(0) : Buffer.concat([Buffer.from([0x0a, name.length]), name]);
+  };
+  const decode = (b: Buffer) => statuses[b[0] === 0x08 ? (b[1] ?? 0) : 0] ?? `status ${b[1]}`;
+  return {
+    check: (service: string) =>
+      new Promise<string>((resolve) => {
+        client.makeUnaryRequest(
+          '/grpc.health.v1.Health/Check',
+          encode,
+          decode,
+          service,
+          { deadline: Date.now() + 5_000 },
+          (err: ServiceError | null, status?: string) =>
+            resolve(err ? `code ${err.code} (${grpcStatus[err.code]}): ${err.details}` : (status ?? '')),
+        );
+      }),
+    close: () => client.close(),
+  };
+}

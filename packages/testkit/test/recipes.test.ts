@@ -111,6 +111,27 @@ describe('recipe hashing', () => {
     );
   });
 
+  test("resolves a Go program's toolchain, vendored modules and source (netexec's grpc-health-checking)", async () => {
+    const inputs = await resolveInputs(RECIPES.netexec);
+    if (inputs.kind !== 'busybox' || !inputs.go) throw new Error('netexec has a Go program');
+    const toolchain = RECIPES['go-trixie'];
+    // The toolchain by its content reference: naming the tag needs no built go-trixie image.
+    expect(inputs.go).toEqual({
+      toolchain: imageRef(toolchain, recipeHash(toolchain, await resolveInputs(toolchain))),
+      vendorSha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      sources: { 'grpc-health': expect.stringMatching(/^[0-9a-f]{64}$/) },
+    });
+    expect(await resolveInputs(RECIPES.busybox)).not.toHaveProperty('go');
+    const base = recipeHash(RECIPES.netexec, inputs);
+    const go = inputs.go;
+    for (const other of [
+      { ...go, toolchain: 'kubelet-harness/go-trixie:000000000000' },
+      { ...go, vendorSha256: 'f'.repeat(64) },
+      { ...go, sources: { 'grpc-health': '0'.repeat(64) } },
+    ])
+      expect(recipeHash(RECIPES.netexec, { ...inputs, go: other })).not.toBe(base);
+  });
+
   test('gives every image its own hash, so images never share a tag by accident', () => {
     const names = IMAGE_NAMES.filter((n) => n !== 'node');
     const hashes = names.map((n) =>

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { docker, followProgress } from '../util/docker.js';
 import { requireTool, run } from '../util/process.js';
 import { type Progress, timed } from '../util/progress.js';
+import { goProgram } from './go.js';
 import type { RecipeInputs } from './hash.js';
 import { BUSYBOX_PATH } from './hash.js';
 import {
@@ -39,9 +40,10 @@ export async function buildImage(
   const root = await mkdtemp(join(tmpdir(), prefix));
   try {
     let labels: Record<string, string> = {};
-    if (recipe.kind === 'busybox')
+    if (recipe.kind === 'busybox') {
       await timed(progress, `${recipe.name}: assemble busybox rootfs`, () => busyboxRootfs(recipe, root));
-    else if (inputs.kind === 'debootstrap')
+      await addGoPrograms(recipe, inputs, root, progress);
+    } else if (inputs.kind === 'debootstrap')
       labels = await debootstrapRootfs(recipe, inputs.mirror, root, progress);
     await timed(progress, `${recipe.name}: import as ${ref}`, () =>
       importRootfs(
@@ -120,6 +122,23 @@ async function compilePrograms(recipe: BusyboxRecipe, root: string): Promise<voi
       await rm(source, { force: true });
     }
     // After the build: gcc writes 0755, and chmod is what sets the setuid bit.
+    await chmod(target, program.mode);
+  }
+}
+
+/** Copies the recipe's Go programs, each built (or found in its cache) by go.ts, into the root filesystem. */
+async function addGoPrograms(
+  recipe: BusyboxRecipe,
+  inputs: RecipeInputs,
+  root: string,
+  progress: Progress,
+): Promise<void> {
+  for (const [path, program] of Object.entries(recipe.goPrograms ?? {})) {
+    if (inputs.kind !== 'busybox' || !inputs.go) throw new Error(`${recipe.name}: no Go inputs for ${path}`);
+    const target = join(root, path);
+    await mkdir(dirname(target), { recursive: true });
+    await rm(target, { force: true });
+    await copyFile(await goProgram(program.dir, inputs.go, progress), target);
     await chmod(target, program.mode);
   }
 }

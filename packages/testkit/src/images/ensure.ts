@@ -62,6 +62,8 @@ export async function ensureImages<const N extends ImageName>(
           progress(`${name}: ${ref} (built by another process)`);
           return;
         }
+        // Go programs build in the go-trixie image (go.ts), which the tag names but does not make.
+        if (recipe.kind === 'busybox' && recipe.goPrograms) await ensureImages(['go-trixie'], { progress });
         const started = performance.now();
         progress(`${name}: building ${ref}`);
         await buildImage(recipe, inputs, ref, hash, progress);

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { MissingToolError, requireFile, requireTool, run } from '../util/process.js';
 import { debianMirror } from './apt-sources.js';
-import { type BusyboxRecipe, IMAGE_REPOSITORY_PREFIX, type Recipe } from './recipes.js';
+import { type GoInputs, goSourceDigest, goVendorSource } from './go.js';
+import { type BusyboxRecipe, IMAGE_REPOSITORY_PREFIX, RECIPES, type Recipe } from './recipes.js';
 
 /**
  * Bump when the way recipes are turned into images changes (build.ts), so every image is rebuilt
@@ -25,16 +26,19 @@ export interface CompilerInputs {
 
 /** What a recipe's content depends on besides the recipe itself, resolved on this machine. */
 export type RecipeInputs =
-  | { kind: 'busybox'; busyboxSha256: string; compiler?: CompilerInputs }
+  | { kind: 'busybox'; busyboxSha256: string; compiler?: CompilerInputs; go?: GoInputs }
   | { kind: 'debootstrap'; mirror: string };
 
 export async function resolveInputs(recipe: Recipe): Promise<RecipeInputs> {
   if (recipe.kind === 'busybox') {
     const busyboxSha256 = await sha256File(await requireFile(BUSYBOX_PATH, 'busybox-static'));
-    // Only recipes with programs depend on the compiler: the others keep their hashes without gcc.
-    return Object.keys(recipe.programs ?? {}).length > 0
-      ? { kind: 'busybox', busyboxSha256, compiler: await compilerInputs(recipe) }
-      : { kind: 'busybox', busyboxSha256 };
+    // Only recipes with programs depend on a compiler: the others keep their hashes without one.
+    return {
+      kind: 'busybox',
+      busyboxSha256,
+      ...(Object.keys(recipe.programs ?? {}).length > 0 ? { compiler: await compilerInputs(recipe) } : {}),
+      ...(Object.keys(recipe.goPrograms ?? {}).length > 0 ? { go: await goInputs(recipe) } : {}),
+    };
   }
   return { kind: 'debootstrap', mirror: await debianMirror(recipe.suite) };
 }
@@ -58,6 +62,27 @@ async function compilerInputs(recipe: BusyboxRecipe): Promise<CompilerInputs> {
     gcc: version,
     libcSha256: await archive('c', 'libc6-dev'),
     ...(Object.keys(libs).length > 0 ? { libsSha256 } : {}),
+  };
+}
+
+/**
+ * What a recipe's Go programs are made with: the go-trixie image by its content reference (so it
+ * need not exist to name the recipe's tag), the vendored tarball and each program's source.
+ */
+async function goInputs(recipe: BusyboxRecipe): Promise<GoInputs> {
+  const toolchain = RECIPES['go-trixie'];
+  const vendor = goVendorSource();
+  const vendorSha256 = await sha256File(vendor).catch(() => {
+    throw new Error(
+      `${vendor} is missing: the images' Go programs build against its vendored modules (set KH_GO_VENDOR_SRC to a cri-tools v1.33.0 source tarball)`,
+    );
+  });
+  const sources: Record<string, string> = {};
+  for (const { dir } of Object.values(recipe.goPrograms ?? {})) sources[dir] = await goSourceDigest(dir);
+  return {
+    toolchain: imageRef(toolchain, recipeHash(toolchain, await resolveInputs(toolchain))),
+    vendorSha256,
+    sources,
   };
 }
 

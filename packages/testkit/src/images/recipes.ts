@@ -86,6 +86,15 @@ export interface ImageProgram {
   libs?: Record<string, string>;
 }
 
+/**
+ * A Go program built into the image (images/go.ts): a main package in packages/testkit/images/<dir>,
+ * built static and offline against cri-tools' vendored modules, in the go-trixie image.
+ */
+export interface ImageGoProgram {
+  dir: string;
+  mode: number;
+}
+
 /** A tiny image: the static busybox with every applet linked in /bin, plus a few files and programs. */
 export interface BusyboxRecipe {
   kind: 'busybox';
@@ -94,6 +103,8 @@ export interface BusyboxRecipe {
   files: Record<string, ImageFile>;
   /** Programs to compile, by path in the image; their compiler is a hash input (hash.ts). */
   programs?: Record<string, ImageProgram>;
+  /** Go programs, by path in the image; their toolchain, vendored modules and source are hash inputs. */
+  goPrograms?: Record<string, ImageGoProgram>;
   config: ImageConfig;
 }
 
@@ -210,6 +221,7 @@ echo "[$0 $*]"
 const NETEXEC = sh(`${STOP_ON_TERM}
 ${AGNHOST_PAUSE}
 [ "$1" = liveness ] && exec /liveness
+[ "$1" = grpc-health-checking ] && shift && exec /grpc-health-checking "$@"
 [ "$1" = netexec ] || { echo "unknown command: $1" >&2; exit 1; }
 shift
 port=8080
@@ -708,7 +720,7 @@ export const RECIPES: Record<ImageName, Recipe> = {
     kind: 'busybox',
     name: 'netexec',
     description:
-      "busybox with agnhost's pause (the default CMD), liveness (/healthz and /redirect on 8080, answered in-process) and netexec (HTTP or, with --tls-cert-file, HTTPS /echo and /dial, requests logged) as /agnhost, agnhost's /localhost.crt and .key, and a curl for GETs, for upstream's lifecycle hook and probe cases.",
+      "busybox with agnhost's pause (the default CMD), liveness (/healthz and /redirect on 8080, answered in-process), grpc-health-checking (the gRPC health service on 5000, a static Go program) and netexec (HTTP or, with --tls-cert-file, HTTPS /echo and /dial, requests logged) as /agnhost, agnhost's /localhost.crt and .key, and a curl for GETs, for upstream's lifecycle hook and probe cases.",
     files: {
       '/agnhost': NETEXEC,
       '/netexec-handler': NETEXEC_HANDLER,
@@ -724,6 +736,7 @@ export const RECIPES: Record<ImageName, Recipe> = {
         libs: { ssl: 'libssl-dev', crypto: 'libssl-dev', pthread: 'libc6-dev' },
       },
     },
+    goPrograms: { '/grpc-health-checking': { dir: 'grpc-health', mode: 0o755 } },
     config: { entrypoint: ['/agnhost'], cmd: ['pause'], exposedPorts: ['8080/tcp'] },
   },
   node: nodeRecipe(DEFAULT_NODE_RELEASE),
