@@ -157,6 +157,15 @@ function labelledPod(
   return pod;
 }
 
+/**
+ * The update cases' preamble: a pause pod labelled name=foo and time=`value`, created and Running,
+ * then listed by that label.
+ */
+async function createLabelledPause(ctx: ScenarioContext, name: string, value: string): Promise<void> {
+  await createSync(ctx, labelledPod(ctx, name, { name: 'foo', time: value }, pauseContainer(ctx, 'pause')));
+  ctx.check.equal('the pod is listed by its label', (await listByLabel(ctx, `time=${value}`)).length, 1);
+}
+
 const uid = () => randomUUID();
 const nanos = () => String(process.hrtime.bigint() % 1_000_000_000n);
 
@@ -235,15 +244,7 @@ const CASES: Case[] = [
       limit(async () => {
         const name = `pod-update-${uid()}`;
         let value = nanos();
-        await createSync(
-          ctx,
-          labelledPod(ctx, name, { name: 'foo', time: value }, pauseContainer(ctx, 'pause')),
-        );
-        ctx.check.equal(
-          'the pod is listed by its label',
-          (await listByLabel(ctx, `time=${value}`)).length,
-          1,
-        );
+        await createLabelledPause(ctx, name, value);
         await updatePod(ctx, name, (p) => {
           value = nanos();
           p.metadata!.labels!.time = value;
@@ -264,15 +265,7 @@ const CASES: Case[] = [
       limit(async () => {
         const name = `pod-update-activedeadlineseconds-${uid()}`;
         const value = nanos();
-        await createSync(
-          ctx,
-          labelledPod(ctx, name, { name: 'foo', time: value }, pauseContainer(ctx, 'pause')),
-        );
-        ctx.check.equal(
-          'the pod is listed by its label',
-          (await listByLabel(ctx, `time=${value}`)).length,
-          1,
-        );
+        await createLabelledPause(ctx, name, value);
         await updatePod(ctx, name, (p) => {
           p.spec!.activeDeadlineSeconds = 5;
         });

@@ -117,6 +117,29 @@ async function scheduledAlone(ctx: ScenarioContext, namespace: string, created: 
   return pods[0] as V1Pod;
 }
 
+/**
+ * The two scheduling cases: in a namespace of its own (`suffix`), a pod of a new class on the
+ * preconfigured handler (with `overhead`) is scheduled alone; `check` looks at that pod.
+ */
+async function scheduledWithClass(
+  ctx: ScenarioContext,
+  suffix: string,
+  overhead: V1RuntimeClass['overhead'] | undefined,
+  check: (pod: V1Pod) => void,
+): Promise<void> {
+  const namespace = await ctx.createNamespace(suffix);
+  const rcName = await createRuntimeClass(
+    ctx,
+    namespace,
+    'preconfigured-handler',
+    PRECONFIGURED_RUNTIME_HANDLER,
+    overhead,
+  );
+  await withRuntimeClass(ctx, rcName, async () => {
+    check(await scheduledAlone(ctx, namespace, await createRuntimeClassPod(ctx, namespace, rcName)));
+  });
+}
+
 const CASES: Case[] = [
   {
     file: FILE,
@@ -176,17 +199,9 @@ const CASES: Case[] = [
     name: 'RuntimeClass should schedule a Pod requesting a RuntimeClass without PodOverhead',
     tags: CONFORMANCE,
     async run(ctx) {
-      const namespace = await ctx.createNamespace('no-overhead');
-      const rcName = await createRuntimeClass(
-        ctx,
-        namespace,
-        'preconfigured-handler',
-        PRECONFIGURED_RUNTIME_HANDLER,
+      await scheduledWithClass(ctx, 'no-overhead', undefined, (pod) =>
+        ctx.check.equal('spec.overhead', pod.spec?.overhead ?? {}, {}),
       );
-      await withRuntimeClass(ctx, rcName, async () => {
-        const pod = await scheduledAlone(ctx, namespace, await createRuntimeClassPod(ctx, namespace, rcName));
-        ctx.check.equal('spec.overhead', pod.spec?.overhead ?? {}, {});
-      });
     },
   },
   {
@@ -194,18 +209,7 @@ const CASES: Case[] = [
     name: 'RuntimeClass should schedule a Pod requesting a RuntimeClass and initialize its Overhead',
     tags: CONFORMANCE,
     async run(ctx) {
-      const namespace = await ctx.createNamespace('overhead');
-      const rcName = await createRuntimeClass(
-        ctx,
-        namespace,
-        'preconfigured-handler',
-        PRECONFIGURED_RUNTIME_HANDLER,
-        {
-          podFixed: { cpu: '10m', memory: '1Mi' },
-        },
-      );
-      await withRuntimeClass(ctx, rcName, async () => {
-        const pod = await scheduledAlone(ctx, namespace, await createRuntimeClassPod(ctx, namespace, rcName));
+      await scheduledWithClass(ctx, 'overhead', { podFixed: { cpu: '10m', memory: '1Mi' } }, (pod) => {
         ctx.check.equal('spec.overhead[cpu]', pod.spec?.overhead?.cpu, '10m');
         ctx.check.equal('spec.overhead[memory]', pod.spec?.overhead?.memory, '1Mi');
       });
