@@ -7,10 +7,8 @@ import {
   restartViolations,
   runtimeHoldings,
 } from '../support/faults.js';
-import { createPod, podFor, sh } from '../support/pods.js';
+import { createPod, podFor, SLEEPER, sh } from '../support/pods.js';
 
-/** Ends at once on SIGTERM. */
-const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
 /** Takes 3 s to stop after SIGTERM: the agent is killed while it waits for it. */
 const SLOW_STOPPER = 'trap "sleep 3; exit 0" TERM; sleep 3600 & wait';
 

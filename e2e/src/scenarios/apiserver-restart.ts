@@ -1,8 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { nodeCondition } from '../support/node.js';
-import { createPod, podFor, readPod, sh } from '../support/pods.js';
-
-const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
+import { createPod, podFor, readPod, SLEEPER, sh } from '../support/pods.js';
 
 const leaseRenewTime = async (ctx: ScenarioContext) => {
   const lease = await ctx.coordination.readNamespacedLease({

@@ -8,13 +8,11 @@ import {
   runtimeHoldings,
 } from '../support/faults.js';
 import { runtimeRestart } from '../support/node.js';
-import { createPod, podFor, sh } from '../support/pods.js';
+import { createPod, podFor, SLEEPER, sh } from '../support/pods.js';
 
 const PODS = 30;
 /** The runtime is killed when this many of the pods have a sandbox, and again at the second mark. */
 const KILL_AT_SANDBOXES = [5, 18];
-/** A shell that ends at once on SIGTERM, so deleting 30 pods does not wait out their grace. */
-const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
 
 /**
  * A runtime that dies while pods start, twice, restarted each time by the node's supervisor

@@ -11,13 +11,11 @@ import {
 } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { podsByName } from '../support/faults.js';
-import { createPod, podFor, sh } from '../support/pods.js';
+import { createPod, podFor, SLEEPER, sh } from '../support/pods.js';
 
 const PODS = 30;
 /** Single pods started one after another for the floor; their median is the floor. */
 const FLOOR_RUNS = 5;
-/** A shell that ends at once on SIGTERM, so removing the pods does not wait out their grace. */
-const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
 
 /**
  * Pod start-up against the runtime's own cost (issue 21). The floor is what the runtime takes for a

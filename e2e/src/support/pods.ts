@@ -177,6 +177,9 @@ export async function testContainerOutput(
     );
 }
 
+/** A shell that ends at once on SIGTERM, so deleting its pod does not wait out the grace period. */
+export const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
+
 /** e2epod.ExecShellInContainer: `sh -c cmd` in the container, its stdout trimmed. */
 export async function execShellInContainer(
   ctx: ScenarioContext,
