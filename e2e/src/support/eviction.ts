@@ -30,6 +30,8 @@ export interface EvictionTest {
 
 /** Upstream watches 1 minute against a 5 minute transition period; the harness's is 20 s. */
 const STABLE_MS = 20_000;
+/** The agent's nodeStatusUpdateFrequency (the kubelet's default, which the harness keeps). */
+const NODE_STATUS_UPDATE_MS = 10_000;
 const POLL_MS = 2_000;
 
 const phaseOf = (pods: V1Pod[], name: string) => pods.find((p) => p.metadata?.name === name)?.status?.phase;
@@ -126,12 +128,16 @@ export async function runEvictionTest(ctx: ScenarioContext, t: EvictionTest): Pr
           ),
       );
       const since = Math.max(0, ...evictedAt.flat().map((e) => e.lastAt));
-      await pressureCondition(
-        ctx,
-        t.condition,
-        { status: 'False', name: `${t.condition} clears`, since },
-        120_000,
-      );
+      const clears = { status: 'False', name: `${t.condition} clears`, since } as const;
+      await pressureCondition(ctx, t.condition, clears, 120_000);
+      // The pressure that made the last eviction can reach node status up to one
+      // nodeStatusUpdateFrequency after it, behind a False from the lull before it: look again
+      // once that sync has passed (t49a: False at 11:33:0x, then the last pressure's True at 11:33:05).
+      const settled = since + NODE_STATUS_UPDATE_MS + 2_000;
+      if (Date.now() < settled) {
+        await ctx.sleep(settled - Date.now());
+        await pressureCondition(ctx, t.condition, clears, 120_000);
+      }
     }
     // Stable: the condition stays away and nothing else is evicted.
     const until = Date.now() + STABLE_MS;
