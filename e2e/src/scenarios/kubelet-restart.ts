@@ -1,7 +1,8 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
-import { type V1Pod, Watch } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
 import { nodeCondition } from '../support/node.js';
 import { createPod, podFor, podSummary, readPod, waitForPod } from '../support/pods.js';
+import { watchPods } from '../support/watch.js';
 
 // Upstream's restart_test.go (test/e2e_node), its Kubelet context: the agent is killed (SIGKILL,
 // as mustStopKubelet) and started again around pods being deleted or no longer admissible. Each
@@ -53,48 +54,6 @@ async function restartAgent(ctx: ScenarioContext, between?: () => Promise<void>)
       expected: 'Ready=True',
     },
   );
-}
-
-/**
- * True once a pod event after `resourceVersion` satisfies `accept`: a state the kubelet leaves
- * again within milliseconds (Succeeded, then deleted) is still seen, as upstream's
- * watchtools.Until from its list's resourceVersion sees it. False (noted) after `timeoutMs` or
- * when the watch ends first.
- */
-async function watchPodUntil(
-  ctx: ScenarioContext,
-  name: string,
-  resourceVersion: string,
-  accept: (p: V1Pod) => boolean,
-  timeoutMs: number,
-): Promise<boolean> {
-  let settle: (ok: boolean, why?: string) => void = () => {};
-  const seen: string[] = [];
-  const outcome = new Promise<boolean>((resolve, reject) => {
-    settle = (ok, why) => (ok ? resolve(true) : reject(new Error(why)));
-  });
-  const req = await new Watch(ctx.kubeConfig).watch(
-    `/api/v1/namespaces/${ctx.namespace}/pods`,
-    { fieldSelector: `metadata.name=${name}`, resourceVersion },
-    (type, pod: V1Pod) => {
-      seen.push(`${type} ${pod.status?.phase}`);
-      if (accept(pod)) settle(true);
-    },
-    (err) => settle(false, `watch ended: ${err ?? 'closed'}`),
-  );
-  const timer = setTimeout(() => settle(false, `not within ${timeoutMs} ms`), timeoutMs);
-  try {
-    return await outcome.then(
-      () => true,
-      (e: Error) => {
-        ctx.note(`pod ${name}: ${e.message}`, { events: seen });
-        return false;
-      },
-    );
-  } finally {
-    clearTimeout(timer);
-    req.abort();
-  }
 }
 
 /** checkMirrorPodDisappear: the pod is gone from the API. */
@@ -167,14 +126,17 @@ const CASES: Case[] = [
         const { resourceVersion = '' } =
           (await ctx.core.listNamespacedPod({ namespace: ctx.namespace })).metadata ?? {};
         await deleteWithGrace(ctx, name);
-        const succeeded = await watchPodUntil(
-          ctx,
-          name,
-          resourceVersion,
-          (p) => p.status?.phase === 'Succeeded',
-          POD_START_MS,
-        );
-        ctx.check.ok(`pod ${name} enters the Succeeded phase`, succeeded, undefined, 'Succeeded');
+        // Succeeded lasts milliseconds before the agent deletes the pod: watched from the list.
+        const w = await watchPods(ctx, { fieldSelector: `metadata.name=${name}`, resourceVersion });
+        try {
+          await w.next(
+            `pod ${name} enters the Succeeded phase`,
+            (e) => e.pod.status?.phase === 'Succeeded',
+            POD_START_MS,
+          );
+        } finally {
+          w.stop();
+        }
         // Stopped before it can delete the pod from the API, as issue 116925 needs.
         await restartAgent(ctx);
         await podDisappears(ctx, name);

@@ -18,6 +18,7 @@ import {
   testContainerOutput,
   waitForPod,
 } from '../support/pods.js';
+import { watchPods } from '../support/watch.js';
 
 // Upstream's pods.go (test/e2e/common/node) as named cases, side by side in one cell: host IP,
 // label queries, watches and updates of a pod, activeDeadlineSeconds set on a running pod, a
@@ -59,40 +60,6 @@ async function updatePod(ctx: ScenarioContext, name: string, change: (p: V1Pod) 
       if ((err as { code?: number }).code !== 409 || attempt >= 4) throw err;
     }
   }
-}
-
-interface PodEvent {
-  type: string;
-  pod: V1Pod;
-}
-
-/** A watch of the namespace's pods with `labelSelector`, from `resourceVersion`; its events as they come. */
-async function watchPods(ctx: ScenarioContext, labelSelector: string, resourceVersion?: string) {
-  const events: PodEvent[] = [];
-  let ended: unknown;
-  const abort = await new Watch(ctx.kubeConfig).watch(
-    `/api/v1/namespaces/${ctx.namespace}/pods`,
-    { labelSelector, ...(resourceVersion ? { resourceVersion } : {}) },
-    (type, pod: V1Pod) => events.push({ type, pod }),
-    (err) => {
-      ended = err ?? 'closed';
-    },
-  );
-  return {
-    events,
-    /** The first event from index `from` on that `accept` takes, within `timeoutMs`. */
-    next: (name: string, accept: (e: PodEvent) => boolean, timeoutMs: number, from = 0) =>
-      ctx.check.eventually(
-        name,
-        async () => {
-          if (ended !== undefined) throw new Error(`the watch ended: ${String(ended)}`);
-          return events.slice(from).find(accept);
-        },
-        (e) => e !== undefined,
-        { timeoutMs, intervalMs: 200, describe: () => events.map((e) => `${e.type} ${e.pod.status?.phase}`) },
-      ) as Promise<PodEvent>,
-    stop: () => abort.abort(),
-  };
 }
 
 /** e2ewebsocket.OpenWebSocketForURL: the apiserver path as a WebSocket with the test's credentials. */
@@ -206,7 +173,10 @@ const CASES: Case[] = [
         });
         ctx.check.equal('no pod with the label before the create', before.items.length, 0);
         // The informer's list, then its watch from that list's resourceVersion.
-        const w = await watchPods(ctx, selector, before.metadata?.resourceVersion);
+        const w = await watchPods(ctx, {
+          labelSelector: selector,
+          resourceVersion: before.metadata?.resourceVersion,
+        });
         try {
           await createPod(ctx, pod);
           ctx.check.equal('the pod is listed by its label', (await listByLabel(ctx, selector)).length, 1);
@@ -496,7 +466,10 @@ const CASES: Case[] = [
         const selector = 'test-pod-static=true';
         const image2 = ctx.images.httpd;
         const list = await ctx.core.listPodForAllNamespaces({ labelSelector: selector });
-        const w = await watchPods(ctx, selector, list.metadata?.resourceVersion);
+        const w = await watchPods(ctx, {
+          labelSelector: selector,
+          resourceVersion: list.metadata?.resourceVersion,
+        });
         try {
           const pod = podFor(ctx, name, {
             terminationGracePeriodSeconds: 1,
