@@ -1,12 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Container,
-  type V1Pod,
-  Watch,
-} from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Container, type V1Pod } from '@kubernetes/client-node';
 import { type ClientOptions, WebSocket } from 'ws';
 import { limiter } from '../support/concurrent.js';
 import {

@@ -5,7 +5,6 @@ import { newCrashLoopBackoff, type PodStatus } from '@kh/runtime-manager';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
-import { newPodLayer } from '../src/main_kubelet.js';
 import {
   DEADLINE_EXCEEDED_MESSAGE,
   DEADLINE_EXCEEDED_REASON,
@@ -18,6 +17,7 @@ import { ReasonCache } from '../src/status/reason_cache.js';
 import { PodStatusManager } from '../src/status/status_manager.js';
 import { MemoryNodeApi } from './helpers/memory_api.js';
 import { relistingPodCache } from './helpers/pleg.js';
+import { testPodLayer } from './helpers/pod_layer.js';
 
 const withDeadline = (seconds?: number): V1Pod => ({
   metadata: { name: 'p', namespace: 'default', uid: 'uid-p' },
@@ -99,16 +99,11 @@ describe('a pod past its active deadline', () => {
         metadata: { name: 'node-a' },
         status: { allocatable: { cpu: '2', pods: '10' } },
       };
-      const { lifecycle, workers, statusManager } = newPodLayer({
-        api: new MemoryNodeApi(),
-        pods: new PodManager(),
+      const { lifecycle, workers, statusManager } = testPodLayer({
         runtime,
         podCache,
-        backoff: newCrashLoopBackoff(clock),
         clock,
-        nodeIP: '10.0.0.5',
         admit: new PredicateAdmitHandler(() => node),
-        resyncIntervalMs: 60_000,
       });
       await lifecycle.handlePodAdditions([withDeadline(5)]);
       await workers.settle();

@@ -9,19 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { CriClient, FakeRuntime } from '@kh/cri-api';
-import {
-  type GenericPLEG,
-  KubeGenericRuntimeManager,
-  newCrashLoopBackoff,
-  PodCache,
-} from '@kh/runtime-manager';
+import { type GenericPLEG, KubeGenericRuntimeManager, PodCache } from '@kh/runtime-manager';
 import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { newPodLayer, type PodLayer } from '../src/main_kubelet.js';
-import { PodManager } from '../src/pods/pod_manager.js';
+import type { PodLayer } from '../src/main_kubelet.js';
 import { BACKOFF_EXPIRY_SLACK_MS } from '../src/pods/pod_workers.js';
-import { MemoryNodeApi } from './helpers/memory_api.js';
 import { podLayerPleg } from './helpers/pleg.js';
+import { testPodLayer } from './helpers/pod_layer.js';
 
 /** How long the crashing container runs before it exits 1. */
 const RUN_MS = 1_000;
@@ -60,16 +54,10 @@ beforeEach(async () => {
   const podCache = new PodCache(clock);
   pleg = podLayerPleg(runtime, () => layer, { clock, cache: podCache });
   await pleg.relist();
-  layer = newPodLayer({
-    api: new MemoryNodeApi(),
-    pods: new PodManager(),
+  layer = testPodLayer({
     runtime,
     podCache,
-    backoff: newCrashLoopBackoff(clock),
     clock,
-    nodeIP: '10.0.0.5',
-    admit: { admit: () => ({ admit: true }) },
-    resyncIntervalMs: 60_000,
   });
   reported = [];
   const set = layer.statusManager.setPodStatus.bind(layer.statusManager);

@@ -1,17 +1,14 @@
 // Readiness gates: Ready waits for every gate's condition to be True, with the kubelet's reason
 // and messages, and a status-only change that flips a gate makes the pod due for a sync.
 import { FakeClock } from '@kh/apimachinery';
-import { newCrashLoopBackoff } from '@kh/runtime-manager';
 import type { V1Node, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
-import { newPodLayer } from '../src/main_kubelet.js';
-import { PodManager } from '../src/pods/pod_manager.js';
 import { readinessCondition } from '../src/status/generate.js';
 import { withReadinessGates } from '../src/status/readiness_gates.js';
 import { needToReconcilePodReadiness } from '../src/status/reconcile_readiness.js';
-import { MemoryNodeApi } from './helpers/memory_api.js';
 import { relistingPodCache } from './helpers/pleg.js';
+import { testPodLayer } from './helpers/pod_layer.js';
 
 const podReadyCondition = (pod: V1Pod, unready: string[], completed: boolean) =>
   withReadinessGates(pod, readinessCondition('Ready', unready, completed));
@@ -93,16 +90,11 @@ describe('a status-only update of a gated pod', () => {
         metadata: { name: 'node-a' },
         status: { allocatable: { cpu: '2', pods: '10' } },
       };
-      const { lifecycle, workers } = newPodLayer({
-        api: new MemoryNodeApi(),
-        pods: new PodManager(),
+      const { lifecycle, workers } = testPodLayer({
         runtime,
         podCache,
-        backoff: newCrashLoopBackoff(clock),
         clock,
-        nodeIP: '10.0.0.5',
         admit: new PredicateAdmitHandler(() => node),
-        resyncIntervalMs: 60_000,
       });
       const gate1 = { type: 'k8s.io/test-condition1', status: 'True' };
       const gate2 = { type: 'k8s.io/test-condition2', status: 'True' };

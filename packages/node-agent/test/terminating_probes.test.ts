@@ -9,20 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { ContainerState, CriClient, FakeRuntime, type StopContainerRequest } from '@kh/cri-api';
-import {
-  type GenericPLEG,
-  KubeGenericRuntimeManager,
-  newCrashLoopBackoff,
-  PodCache,
-} from '@kh/runtime-manager';
+import { type GenericPLEG, KubeGenericRuntimeManager, PodCache } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { newPodLayer, type PodLayer } from '../src/main_kubelet.js';
-import { PodManager } from '../src/pods/pod_manager.js';
+import type { PodLayer } from '../src/main_kubelet.js';
 import { ProbeResultsStore } from '../src/prober/results.js';
 import type { ProbeRequest } from '../src/prober/worker.js';
-import { MemoryNodeApi } from './helpers/memory_api.js';
 import { podLayerPleg } from './helpers/pleg.js';
+import { testPodLayer } from './helpers/pod_layer.js';
 
 /** Real gRPC to the in-memory runtime: generous on a loaded machine. */
 const eventually = (check: () => void) => vi.waitFor(check, { timeout: 10_000, interval: 5 });
@@ -93,16 +87,10 @@ beforeEach(async () => {
   });
   const podCache = new PodCache(clock);
   pleg = podLayerPleg(runtime, () => layer, { clock, cache: podCache, relistPeriodMs: 10 });
-  layer = newPodLayer({
-    api: new MemoryNodeApi(),
-    pods: new PodManager(),
+  layer = testPodLayer({
     runtime,
     podCache,
-    backoff: newCrashLoopBackoff(clock),
     clock,
-    nodeIP: '10.0.0.5',
-    admit: { admit: () => ({ admit: true }) },
-    resyncIntervalMs: 60_000,
     probing: {
       runtime,
       results,
