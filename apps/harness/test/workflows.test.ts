@@ -28,6 +28,7 @@ interface Step {
   uses?: string;
   run?: string;
   if?: string;
+  'continue-on-error'?: boolean;
   with?: Record<string, string>;
   env?: Record<string, string>;
 }
@@ -101,6 +102,7 @@ describe('the workflows', () => {
       'apps/harness/test/history/history.test.ts',
       "main(['history'",
     ],
+    [/^npx turbo run bench --continue$/, 'README.md', 'npx turbo run bench'],
     [
       /^KH_REAL_RESULTS="\$MERGED\/results\.json" npm run test:report-real -w @kh\/harness$/,
       '.ci/run',
@@ -220,7 +222,7 @@ describe('nightly.yml history', () => {
   const history = wf.jobs.history as Job;
 
   it("extends the previous nightly's history with tonight's merged results, alerting and summing up", () => {
-    expect(history.needs).toEqual(['merge']);
+    expect(history.needs).toEqual(['merge', 'bench']);
     expect(history.if).toBe('always()');
     const previous = history.steps.find((s) => s.id === 'previous')!;
     expect(previous.with!.script).toContain("workflow_id: 'nightly.yml'");
@@ -230,6 +232,7 @@ describe('nightly.yml history', () => {
     expect(downloads.map((d) => [d.with!.name, d.with!['run-id']])).toEqual([
       ['kubelet-harness-history', `\${{ steps.previous.outputs.run-id }}`],
       ['kubelet-harness-merged', undefined],
+      ['kubelet-harness-bench', undefined],
     ]);
     const run = history.steps.find((s) => s.run?.includes('cli.js history'))!.run!;
     for (const part of [
@@ -240,6 +243,8 @@ describe('nightly.yml history', () => {
       '--run-url "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID"',
       '--fail-after 3',
       '--stale-hours 36',
+      'inputs+=(--bench .reports/bench)',
+      '--bench-regression 25 --bench-window 5',
       '--summary "$GITHUB_STEP_SUMMARY"',
     ])
       expect(run).toContain(part);
@@ -249,6 +254,22 @@ describe('nightly.yml history', () => {
     expect(upload.with!.path).toBe('.reports/history/');
     // What the next night downloads is what this night uploads.
     expect(downloads[0]!.with!.path).toBe('.reports/history-previous');
+  });
+
+  it("judges tonight's benchmarks, which a job of their own ran and uploaded, against the nights before", () => {
+    const bench = wf.jobs.bench as Job;
+    expect(bench.steps.find((s) => s.run?.includes('turbo run bench'))!.run).toContain(
+      'source scripts/prepare.sh',
+    );
+    const upload = bench.steps.find((s) => s.uses?.startsWith('actions/upload-artifact'))!;
+    expect(upload.if).toBe('always()');
+    expect(upload.with!.name).toBe('kubelet-harness-bench');
+    // Where every package's bench writes (packages/*/bench: "Writes JSON to .reports/bench/").
+    expect(upload.with!.path).toContain('packages/*/.reports/bench/');
+    expect(upload.with!.path).toContain('apps/*/.reports/bench/');
+    const download = history.steps.find((s) => s.with?.name === 'kubelet-harness-bench')!;
+    expect(download['continue-on-error']).toBe(true);
+    expect(download.with!.path).toBe('.reports/bench');
   });
 });
 

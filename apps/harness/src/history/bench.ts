@@ -15,7 +15,7 @@
 // the benchmark is `benchmark`, else `label`, else the file name without its timestamp.
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import type { BenchPoint, BenchSeries } from './model.js';
+import type { BenchPoint, BenchSeries, HistoryAlert, HistorySettings } from './model.js';
 
 export interface BenchFigure {
   name: string;
@@ -184,4 +184,91 @@ export function benchSeries(
   return [...series.values()]
     .map((s) => ({ ...s, points: s.points.sort((a, b) => Date.parse(a.at) - Date.parse(b.at)) }))
     .sort((a, b) => a.benchmark.localeCompare(b.benchmark) || a.figure.localeCompare(b.figure));
+}
+
+/** The earlier runs a figure's newest point is compared with (the performance issue's "last five"). */
+export const BENCH_WINDOW = 5;
+
+/**
+ * Whether a lower value is the better one, from the series' own targets: a point under its target
+ * that met it (or over it that missed) says lower is better. Undefined when no point says: such a
+ * figure has no direction to regress in.
+ */
+export function lowerIsBetter(series: BenchSeries): boolean | undefined {
+  for (const p of [...series.points].reverse())
+    if (p.target !== undefined && p.met !== undefined && p.value !== p.target)
+      return p.value < p.target === p.met;
+  return undefined;
+}
+
+export interface BenchRegression {
+  benchmark: string;
+  figure: string;
+  unit?: string;
+  value: number;
+  /** The median of the `window` points before the newest. */
+  median: number;
+  window: number;
+  /** How much worse than the median, as a fraction of it. */
+  worse: number;
+}
+
+const median = (values: readonly number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+/**
+ * The figures whose newest point is more than `threshold` (a fraction) worse than the median of the
+ * `window` points before it. A figure with fewer earlier points than the window, a zero median or
+ * no direction (lowerIsBetter) is not judged.
+ */
+export function benchRegressions(
+  series: readonly BenchSeries[],
+  threshold: number,
+  window = BENCH_WINDOW,
+): BenchRegression[] {
+  const out: BenchRegression[] = [];
+  for (const s of series) {
+    const lower = lowerIsBetter(s);
+    if (lower === undefined || s.points.length < window + 1) continue;
+    const newest = s.points[s.points.length - 1]!;
+    const base = median(s.points.slice(-window - 1, -1).map((p) => p.value));
+    if (base === 0) continue;
+    const worse = (lower ? newest.value - base : base - newest.value) / Math.abs(base);
+    if (worse > threshold)
+      out.push({
+        benchmark: s.benchmark,
+        figure: s.figure,
+        ...(s.unit ? { unit: s.unit } : {}),
+        value: newest.value,
+        median: base,
+        window,
+        worse,
+      });
+  }
+  return out;
+}
+
+const pct = (f: number) => `${Math.round(f * 100)}%`;
+
+/** The alert `--bench-regression` raises, or undefined when no figure regressed. */
+export function benchRegressionAlert(
+  series: readonly BenchSeries[],
+  settings: Pick<HistorySettings, 'benchRegression' | 'benchWindow'>,
+): HistoryAlert | undefined {
+  if (settings.benchRegression === undefined) return undefined;
+  const found = benchRegressions(series, settings.benchRegression, settings.benchWindow);
+  if (found.length === 0) return undefined;
+  const unit = (r: BenchRegression) => (r.unit ? ` ${r.unit}` : '');
+  return {
+    kind: 'bench-regression',
+    message: `${found.length} bench ${found.length === 1 ? 'figure is' : 'figures are'} more than ${pct(settings.benchRegression)} worse than the median of ${found[0]!.window} runs before: ${found
+      .map(
+        (r) =>
+          `${r.benchmark} · ${r.figure} ${r.value}${unit(r)} (median ${r.median}${unit(r)}, ${pct(r.worse)} worse)`,
+      )
+      .join('; ')}`,
+  };
 }

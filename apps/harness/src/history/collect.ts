@@ -3,6 +3,7 @@
 // runs are kept and every row is classified again.
 import { readFile } from 'node:fs/promises';
 import type { CellResult, RunResults } from '../results/model.js';
+import { benchRegressionAlert } from './bench.js';
 import { alerts, classifyRow, type RawRow, summarize } from './classify.js';
 import { clusterFailures } from './clusters.js';
 import {
@@ -188,11 +189,14 @@ export function buildHistory(
     clusters: clusterFailures(rows),
     benches,
     summary: summarize(rows),
-    alerts: alerts(rows, runs, {
-      now,
-      ...(settings.failAfter !== undefined ? { failAfter: settings.failAfter } : {}),
-      ...(settings.staleHours !== undefined ? { staleHours: settings.staleHours } : {}),
-    }),
+    alerts: [
+      ...alerts(rows, runs, {
+        now,
+        ...(settings.failAfter !== undefined ? { failAfter: settings.failAfter } : {}),
+        ...(settings.staleHours !== undefined ? { staleHours: settings.staleHours } : {}),
+      }),
+      ...[benchRegressionAlert(benches, settings)].filter((a) => a !== undefined),
+    ],
   };
 }
 

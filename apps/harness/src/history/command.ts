@@ -1,6 +1,7 @@
 // `kubelet-harness history`: the results of many runs as one grid, with flaky rows named, failing
 // streaks and their first commit, failures grouped by message, the benchmarks' trend, and the
-// alerts TestGrid's job annotations raise (--fail-after, --stale-hours).
+// alerts TestGrid's job annotations raise (--fail-after, --stale-hours), and bench regressions
+// against the median of the runs before (--bench-regression).
 import { appendFile, copyFile, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -32,6 +33,11 @@ Options:
       --stale-hours <h>          exit 1 when the newest run started more than h hours ago
       --bench <dir|file>         bench JSON files (<package>/.reports/bench/), drawn over time;
                                  repeatable
+      --bench-regression <pct>   exit 1 when a bench figure's newest point is more than pct percent
+                                 worse than the median of the --bench-window points before it
+                                 (worse: the way the figure's target says; a figure with no target,
+                                 or with fewer earlier points, is not judged)
+      --bench-window <n>         earlier points that median is over (default: 5)
       --run-url <url>            the page of the run(s) read here, e.g. the CI run; linked from the column
       --summary <file>           append a Markdown summary (new failures, new flakes, fixed, still
                                  failing, alerts), e.g. "$GITHUB_STEP_SUMMARY"
@@ -39,7 +45,7 @@ Options:
                                  0: none); an older run's squares link to its --run-url
   -h, --help                     show this help
 
-Exit status: 0, or 1 when an alert (--fail-after, --stale-hours) fired, 2 on bad arguments or
+Exit status: 0, or 1 when an alert (--fail-after, --stale-hours, --bench-regression) fired, 2 on bad arguments or
 unreadable input.`;
 
 export const DEFAULTS = { out: '.reports/history', runs: 30, flakyWindow: 10 } as const;
@@ -90,6 +96,8 @@ export function parseHistoryArgs(argv: string[]): HistoryCommandOptions | undefi
         'fail-after': { type: 'string' },
         'stale-hours': { type: 'string' },
         bench: { type: 'string', multiple: true },
+        'bench-regression': { type: 'string' },
+        'bench-window': { type: 'string' },
         'run-url': { type: 'string' },
         summary: { type: 'string' },
         reports: { type: 'string' },
@@ -111,11 +119,19 @@ export function parseHistoryArgs(argv: string[]): HistoryCommandOptions | undefi
   if (stale !== undefined && !(stale.trim() !== '' && Number(stale) > 0))
     throw new HistoryUsageError(`--stale-hours must be a positive number, got ${JSON.stringify(stale)}`);
   const failAfter = positiveInteger('fail-after', values['fail-after']);
+  const regression = values['bench-regression'];
+  if (regression !== undefined && !(regression.trim() !== '' && Number(regression) > 0))
+    throw new HistoryUsageError(
+      `--bench-regression must be a positive percentage, got ${JSON.stringify(regression)}`,
+    );
+  const benchWindow = positiveInteger('bench-window', values['bench-window']);
   const settings: HistorySettings = {
     runs: positiveInteger('runs', values.runs, DEFAULTS.runs)!,
     flakyWindow: positiveInteger('flaky-window', values['flaky-window'], DEFAULTS.flakyWindow)!,
     ...(failAfter !== undefined ? { failAfter } : {}),
     ...(stale !== undefined ? { staleHours: Number(stale) } : {}),
+    ...(regression !== undefined ? { benchRegression: Number(regression) / 100 } : {}),
+    ...(benchWindow !== undefined ? { benchWindow } : {}),
   };
   return {
     inputs: positionals,

@@ -105,7 +105,7 @@ export interface BenchSeries {
 }
 
 export interface HistoryAlert {
-  kind: 'fail-after' | 'stale';
+  kind: 'fail-after' | 'stale' | 'bench-regression';
   message: string;
   rows?: string[];
 }
@@ -117,6 +117,10 @@ export interface HistorySettings {
   flakyWindow: number;
   failAfter?: number;
   staleHours?: number;
+  /** A bench figure's newest point this fraction worse than its window's median is an alert. */
+  benchRegression?: number;
+  /** Earlier points the median is taken over (default BENCH_WINDOW). */
+  benchWindow?: number;
 }
 
 export interface HistoryModel {

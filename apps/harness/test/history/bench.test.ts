@@ -4,8 +4,17 @@ import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { benchRecord, benchSeries, legacyFigures, readBenchRecords } from '../../src/history/bench.js';
+import {
+  benchRecord,
+  benchRegressionAlert,
+  benchRegressions,
+  benchSeries,
+  legacyFigures,
+  lowerIsBetter,
+  readBenchRecords,
+} from '../../src/history/bench.js';
 import { normalizeMessage } from '../../src/history/clusters.js';
+import type { BenchSeries } from '../../src/history/model.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -140,6 +149,69 @@ describe('bench figures', () => {
     // Read again on top of an earlier history: each bench run counts once.
     expect(benchSeries(records, series)).toEqual(series);
     await expect(readBenchRecords([join(dir, 'absent')])).rejects.toThrow('no such file or directory');
+  });
+});
+
+/** A series of one figure over nights 1..n, with the target each point was judged by. */
+function nights(values: number[], target?: { value: number; lowerIsBetter: boolean }): BenchSeries {
+  return {
+    benchmark: 'agent-bench',
+    figure: 'rss',
+    unit: 'MiB',
+    points: values.map((value, i) => ({
+      at: `2026-11-${String(i + 1).padStart(2, '0')}T03:00:00.000Z`,
+      value,
+      source: `night-${i + 1}.json`,
+      ...(target
+        ? {
+            target: target.value,
+            met: target.lowerIsBetter ? value <= target.value : value >= target.value,
+          }
+        : {}),
+    })),
+  };
+}
+
+describe('bench regressions against the median of the runs before', () => {
+  const lower = { value: 200, lowerIsBetter: true };
+  const higher = { value: 50, lowerIsBetter: false };
+
+  it('learns which way is better from the points that met or missed their target', () => {
+    expect(lowerIsBetter(nights([100, 120], lower))).toBe(true);
+    expect(lowerIsBetter(nights([100, 120], higher))).toBe(false);
+    // Over its target and missed it: lower is better, whatever the newer points say.
+    expect(lowerIsBetter(nights([250, 200], lower))).toBe(true);
+    expect(lowerIsBetter(nights([100, 120]))).toBeUndefined();
+  });
+
+  it('flags a newest point more than the threshold worse than the median of the window before it', () => {
+    // Median of the five before is 100; 126 is 26% worse, 125 is not more than 25%.
+    const [r] = benchRegressions([nights([90, 100, 300, 95, 110, 126], lower)], 0.25);
+    expect(r).toMatchObject({ value: 126, median: 100, window: 5 });
+    expect(r!.worse).toBeCloseTo(0.26);
+    expect(benchRegressions([nights([90, 100, 300, 95, 110, 125], lower)], 0.25)).toEqual([]);
+    // Higher is better: a drop is the regression, a rise is not.
+    expect(benchRegressions([nights([100, 100, 100, 100, 100, 70], higher)], 0.25)).toHaveLength(1);
+    expect(benchRegressions([nights([100, 100, 100, 100, 100, 200], higher)], 0.25)).toEqual([]);
+    // Only the window counts: the old 1,000s are out of a window of 3.
+    expect(benchRegressions([nights([1000, 1000, 100, 100, 100, 130], lower)], 0.25, 3)).toHaveLength(1);
+  });
+
+  it('does not judge a figure with too few earlier runs, no target, or a zero median', () => {
+    expect(benchRegressions([nights([100, 100, 100, 100, 500], lower)], 0.25)).toEqual([]);
+    expect(benchRegressions([nights([100, 100, 100, 100, 100, 500])], 0.25)).toEqual([]);
+    expect(benchRegressions([nights([0, 0, 0, 0, 0, 5], lower)], 0.25)).toEqual([]);
+  });
+
+  it('raises one alert naming each figure, only when asked', () => {
+    const series = [nights([100, 100, 100, 100, 100, 150], lower)];
+    expect(benchRegressionAlert(series, {})).toBeUndefined();
+    expect(benchRegressionAlert(series, { benchRegression: 0.25 })).toEqual({
+      kind: 'bench-regression',
+      message:
+        '1 bench figure is more than 25% worse than the median of 5 runs before: agent-bench · rss 150 MiB (median 100 MiB, 50% worse)',
+    });
+    expect(benchRegressionAlert(series, { benchRegression: 0.6 })).toBeUndefined();
   });
 });
 

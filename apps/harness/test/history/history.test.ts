@@ -367,6 +367,41 @@ describe('history flags', () => {
     expect((await read(both)).alerts.map((a) => a.kind)).toEqual(['fail-after', 'stale']);
   });
 
+  it('--bench-regression pct: exit 1 when a bench figure is that much worse than the median of the runs before', async () => {
+    const trend = join(dir, 'bench-trend.jsonl');
+    const night = (d: number, value: number) =>
+      JSON.stringify({
+        benchmark: 'dockershim',
+        at: `2026-11-${10 + d}T03:00:00.000Z`,
+        figures: [{ name: 'ContainerStatus p50 ×', value, target: 1.5, met: value <= 1.5 }],
+      });
+    await writeFile(trend, [1.2, 1.3, 1.2, 1.25, 1.2, 1.6].map((v, d) => night(d, v)).join('\n'));
+    const r = await history([runs, '-o', out(), '--bench', trend, '--bench-regression', '25']);
+    expect(r.code).toBe(1);
+    expect(r.err).toBe(
+      'alert (bench-regression): 1 bench figure is more than 25% worse than the median of 5 runs before: dockershim · ContainerStatus p50 × 1.6 (median 1.2, 33% worse)\n',
+    );
+    expect((await history([runs, '-o', out(), '--bench', trend, '--bench-regression', '40'])).code).toBe(0);
+    // A window of 2 takes the median of 1.25 and 1.2.
+    const narrow = join(dir, 'bench-narrow');
+    expect(
+      (
+        await history([
+          runs,
+          '-o',
+          narrow,
+          '--bench',
+          trend,
+          '--bench-regression',
+          '25',
+          '--bench-window',
+          '2',
+        ])
+      ).code,
+    ).toBe(1);
+    expect((await read(narrow)).settings).toMatchObject({ benchRegression: 0.25, benchWindow: 2 });
+  });
+
   it('--flaky-window n: only the newest n runs count for flakiness', async () => {
     const o = out();
     expect((await history([runs, '-o', o, '--flaky-window', '3'])).code).toBe(0);
@@ -461,6 +496,8 @@ describe('history flags', () => {
       [[], /nothing to read/],
       [[runs, '--fail-after', '0'], /--fail-after must be a positive integer/],
       [[runs, '--stale-hours', 'soon'], /--stale-hours must be a positive number/],
+      [[runs, '--bench-regression', 'lots'], /--bench-regression must be a positive percentage/],
+      [[runs, '--bench-window', '0'], /--bench-window must be a positive integer/],
       [[runs, '--runs', '2.5'], /--runs must be a positive integer/],
       [[runs, '--reports', 'all'], /--reports must be a whole number/],
       [[runs, '--bogus'], /Unknown option '--bogus'/],

@@ -22,21 +22,25 @@ export function renderHeader(model: HistoryModel): void {
   byId('generated-at').textContent = `Generated ${model.generatedAt}`;
 }
 
+const ALERT_TITLES: Record<HistoryModel['alerts'][number]['kind'], string> = {
+  stale: 'Stale:',
+  'fail-after': 'Failing too long:',
+  'bench-regression': 'Bench regression:',
+};
+
 export function renderAlerts(model: HistoryModel): void {
   const { alerts, settings } = model;
   const checked = [
     settings.failAfter !== undefined ? `failing ${settings.failAfter} runs in a row` : null,
     settings.staleHours !== undefined ? `no run for ${settings.staleHours} hours` : null,
+    settings.benchRegression !== undefined
+      ? `bench figures ${Math.round(settings.benchRegression * 100)}% worse than their median`
+      : null,
   ].filter(Boolean);
   byId('alerts').replaceChildren(
     ...(alerts.length > 0
       ? alerts.map((a) =>
-          h(
-            'p',
-            { class: 'alert', 'data-alert': a.kind },
-            h('strong', {}, a.kind === 'stale' ? 'Stale:' : 'Failing too long:'),
-            a.message,
-          ),
+          h('p', { class: 'alert', 'data-alert': a.kind }, h('strong', {}, ALERT_TITLES[a.kind]), a.message),
         )
       : checked.length > 0
         ? [h('p', { class: 'no-alerts' }, `No alerts (checked: ${checked.join(', ')}).`)]

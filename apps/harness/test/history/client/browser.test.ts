@@ -35,6 +35,8 @@ beforeAll(async () => {
           at: `2026-11-2${i + 1}T04:00:00Z`,
           figures: [
             { name: 'containerd exec ratio', value: ratio, unit: '×', target: 1.5, met: ratio <= 1.5 },
+            // Within its target, but 40% over the median of the three runs before: a regression.
+            { name: 'docker exec ratio', value: i < 3 ? 1 : 1.4, unit: '×', target: 1.5, met: true },
           ],
         }),
       )
@@ -50,6 +52,10 @@ beforeAll(async () => {
       '4',
       '--bench',
       trend,
+      '--bench-regression',
+      '25',
+      '--bench-window',
+      '3',
       '--run-url',
       'https://ci.example/runs/1',
     ],
@@ -144,6 +150,9 @@ describe('history page in Chromium', { timeout: 60_000 }, () => {
     const page = await open(pageUrl);
     expect(await page.locator('[data-alert="fail-after"]').textContent()).toBe(
       'Failing too long:1 row has failed 4 or more runs in a row: containerd-1.7/kubectl (4)',
+    );
+    expect(await page.locator('[data-alert="bench-regression"]').textContent()).toBe(
+      'Bench regression:1 bench figure is more than 25% worse than the median of 3 runs before: streaming · docker exec ratio 1.4 × (median 1 ×, 40% worse)',
     );
     const list = (key: string) => page.locator(`[data-summary="${key}"] li code`).allTextContents();
     expect(await list('new-failures')).toEqual(['containerd-1.7/eviction', 'containerd-1.7/pod-lifecycle']);
