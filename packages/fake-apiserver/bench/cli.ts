@@ -10,6 +10,7 @@ import { cleanUpOnExit, cpuSeconds, memory, servingUrl } from './proc.js';
 const TARGETS = { writeP99Ms: 25, watchDeliveryP99Ms: 100, listAllPodsMs: 2000, peakRssBytes: 4 * 2 ** 30 };
 
 const log = (line: string) => console.error(`[bench] ${line}`);
+const BENCH_DIR = join(import.meta.dirname, '..', '..', '.reports', 'bench');
 const mib = (b: number) => Math.round(b / 2 ** 20);
 
 const { live } = cleanUpOnExit();
@@ -144,9 +145,10 @@ async function main() {
       'list-repeats': { type: 'string', default: '2' },
       /** Node flags for the server process, e.g. --server-node-arg=--cpu-prof. */
       'server-node-arg': { type: 'string', multiple: true, default: [] },
+      // One file per run, so the runs before stay for the history (kubelet-harness history --bench).
       out: {
         type: 'string',
-        default: join(import.meta.dirname, '..', '..', '.reports', 'bench', 'apiserver.json'),
+        default: join(BENCH_DIR, `apiserver-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
       },
     },
   });
@@ -189,7 +191,9 @@ async function main() {
       );
       // Written after every step: a long run interrupted still leaves what it measured.
       mkdirSync(dirname(values.out), { recursive: true });
-      writeFileSync(values.out, `${JSON.stringify(report(), null, 2)}\n`);
+      const json = `${JSON.stringify(report(), null, 2)}\n`;
+      writeFileSync(values.out, json);
+      writeFileSync(join(dirname(values.out), 'apiserver-latest.json'), json);
     }
   }
   console.error(table(runs));

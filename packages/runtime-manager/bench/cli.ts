@@ -185,7 +185,9 @@ async function main(): Promise<void> {
   const n = int('pods', 1);
   const batch = int('batch', 1);
   const warmup = int('warmup', 0);
-  const out = resolve(values.out ?? join('.reports', 'bench', `runtime-manager-${runtime}.json`));
+  // One file per run, so the runs before stay for the history (kubelet-harness history --bench).
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const out = resolve(values.out ?? join('.reports', 'bench', `runtime-manager-${runtime}-${stamp}.json`));
 
   const timeline = new CriTimeline();
   let manager: KubeGenericRuntimeManager;
@@ -314,7 +316,9 @@ async function main(): Promise<void> {
       at: new Date().toISOString(),
     };
     await mkdir(dirname(out), { recursive: true });
-    await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+    const json = `${JSON.stringify(report, null, 2)}\n`;
+    await writeFile(out, json);
+    await writeFile(join(dirname(out), `runtime-manager-${runtime}-latest.json`), json);
     const o = create.overheadMs;
     console.log(
       `create overhead p50 ${o.p50} ms, p99 ${o.p99} ms (syncPod p50 ${create.syncPodMs.p50} ms, bare p50 ${bare.wallMs.p50} ms, agent CPU p50 ${create.cpuMs.p50} ms)`,
