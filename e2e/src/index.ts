@@ -18,6 +18,7 @@ import { eviction } from './scenarios/eviction.js';
 import { gc } from './scenarios/gc.js';
 import { gcLayouts } from './scenarios/gc-layouts.js';
 import { hostPath } from './scenarios/host-path.js';
+import { imageCredentialPulls } from './scenarios/image-credential-pulls.js';
 import { imageGcAge } from './scenarios/image-gc-age.js';
 import { imageId } from './scenarios/image-id.js';
 import { initContainer } from './scenarios/init-container.js';
@@ -95,6 +96,7 @@ export const scenarios: Scenario[] = [
   containerRuntime,
   runtimeClass,
   containerRestartPolicy,
+  imageCredentialPulls,
   imageId,
   mirrorPod,
   containerRestart,

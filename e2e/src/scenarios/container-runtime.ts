@@ -1,13 +1,12 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import { CONTAINER_STATUS_RETRY_MS, createPullSecret, imagePullTest } from '../support/image-pull.js';
 import {
   containerStatus,
   createPod,
   deletePodWithWait,
   podCondition,
   podFor,
-  podSummary,
-  readPod,
   waitForPod,
 } from '../support/pods.js';
 
@@ -19,9 +18,6 @@ const FILE = 'test/e2e/common/node/runtime.go';
 const DESCRIBE = 'Container Runtime blackbox test';
 const CONFORMANCE = ['NodeConformance', 'Conformance'];
 const NODE_CONFORMANCE = ['NodeConformance'];
-
-/** ContainerStatusRetryTimeout: the upper bound of every wait here (polled, never slept). */
-const STATUS_RETRY_MS = 5 * 60_000;
 
 type Case = ScenarioCase<void>;
 
@@ -114,12 +110,18 @@ const expectedStatusCase: Case = {
           tc.name,
           `restartCount is ${tc.restarts}`,
           (p) => containerStatus(p, tc.name)?.restartCount === tc.restarts,
-          STATUS_RETRY_MS,
+          CONTAINER_STATUS_RETRY_MS,
         );
-        const p = await waitForPod(ctx, tc.name, `phase is ${tc.phase}`, phaseIs(tc.phase), STATUS_RETRY_MS);
+        const p = await waitForPod(
+          ctx,
+          tc.name,
+          `phase is ${tc.phase}`,
+          phaseIs(tc.phase),
+          CONTAINER_STATUS_RETRY_MS,
+        );
         ctx.check.equal(`${tc.name}: Ready condition`, podCondition(p, 'Ready') === 'True', tc.ready);
         ctx.check.equal(`${tc.name}: container state`, stateOf(p, tc.name), tc.state);
-        await deletePodWithWait(ctx, tc.name, { timeoutMs: STATUS_RETRY_MS });
+        await deletePodWithWait(ctx, tc.name, { timeoutMs: CONTAINER_STATUS_RETRY_MS });
       }),
     ).then(() => undefined),
 };
@@ -158,11 +160,17 @@ function terminationCase(
           'Never',
         ),
       );
-      const p = await waitForPod(ctx, podName, `phase is ${phase}`, phaseIs(phase), STATUS_RETRY_MS);
+      const p = await waitForPod(
+        ctx,
+        podName,
+        `phase is ${phase}`,
+        phaseIs(phase),
+        CONTAINER_STATUS_RETRY_MS,
+      );
       const status = containerStatus(p, TERMINATION_CONTAINER);
       ctx.check.equal('the container is terminated', stateOf(p, TERMINATION_CONTAINER), 'terminated');
       ctx.check.equal('the termination message', status?.state?.terminated?.message ?? '', message);
-      await deletePodWithWait(ctx, podName, { timeoutMs: STATUS_RETRY_MS });
+      await deletePodWithWait(ctx, podName, { timeoutMs: CONTAINER_STATUS_RETRY_MS });
     },
   };
 }
@@ -237,9 +245,8 @@ const NEW_IMAGE = `${DESCRIBE} when running a container with a new image`;
 const INVALID_REGISTRY_IMAGE = 'invalid.registry.k8s.io/invalid/alpine:3.1';
 
 /**
- * imagePullTest: a PullAlways container; a failing pull leaves it Waiting with ErrImagePull or
- * ImagePullBackOff in a Pending pod, a pull that works runs it. Upstream retries the whole test
- * three times for a flaky public registry; the run's registry is local, so once.
+ * imagePullTest with PullAlways. Upstream retries the whole test three times for a flaky public
+ * registry; the run's registry is local, so once.
  */
 function imagePullCase(
   it: string,
@@ -253,52 +260,14 @@ function imagePullCase(
     tags: NODE_CONFORMANCE,
     async run(ctx) {
       const secretName = `image-pull-secret-${podName}`;
-      if (opts.secret) {
-        // A kubernetes.io/dockerconfigjson secret with the private registry's pull credentials.
-        const priv = ctx.registry.private;
-        const auth = Buffer.from(`${priv.username}:${priv.password}`).toString('base64');
-        await ctx.core.createNamespacedSecret({
-          namespace: ctx.namespace,
-          body: {
-            metadata: { name: secretName },
-            type: 'kubernetes.io/dockerconfigjson',
-            stringData: { '.dockerconfigjson': JSON.stringify({ auths: { [priv.host]: { auth } } }) },
-          },
-        });
-      }
-      const name = 'image-pull-test';
-      await createPod(
-        ctx,
-        conformancePod(
-          ctx,
-          podName,
-          {
-            name,
-            image: image(ctx),
-            imagePullPolicy: 'Always',
-            command: ['/bin/sh', '-c', 'while true; do sleep 1; done'],
-          },
-          'Never',
-          opts.secret ? { imagePullSecrets: [{ name: secretName }] } : {},
-        ),
-      );
-      // checkContainerStatus: the container's state first, then the pod's phase.
-      const expected = opts.fails
-        ? 'Waiting with ErrImagePull or ImagePullBackOff in a Pending pod'
-        : 'Running in a Running pod';
-      await ctx.check.eventually(
-        `pod ${podName}: ${expected}`,
-        () => readPod(ctx, podName),
-        (p) => {
-          const state = containerStatus(p, name)?.state;
-          const reason = state?.waiting?.reason;
-          return opts.fails
-            ? (reason === 'ErrImagePull' || reason === 'ImagePullBackOff') && p.status?.phase === 'Pending'
-            : !!state?.running && p.status?.phase === 'Running';
-        },
-        { timeoutMs: STATUS_RETRY_MS, expected, describe: podSummary },
-      );
-      await deletePodWithWait(ctx, podName, { timeoutMs: STATUS_RETRY_MS });
+      if (opts.secret) await createPullSecret(ctx, secretName);
+      await imagePullTest(ctx, {
+        podName,
+        image: image(ctx),
+        policy: 'Always',
+        ...(opts.secret ? { secretName } : {}),
+        pullFails: opts.fails,
+      });
     },
   };
 }

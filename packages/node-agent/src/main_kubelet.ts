@@ -12,9 +12,12 @@ import type { CriClient } from '@kh/cri-api';
 import {
   type Backoff,
   type ContainerGCPolicy,
+  type CredentialVerificationPolicy,
+  DEFAULT_CREDENTIAL_VERIFICATION_POLICY,
   DefaultRuntimeHelper,
   type EventRecorder,
   GenericPLEG,
+  IMAGE_MANAGER_DIR,
   KubeGenericRuntimeManager,
   newCrashLoopBackoff,
   type Pleg,
@@ -447,6 +450,18 @@ async function newRuntime(
         : {}),
       registryPullQPS: config.registryPullQPS,
       registryBurst: config.registryBurst,
+      ...(featureEnabled(config, 'KubeletEnsureSecretPulledImages')
+        ? {
+            ensureSecretPulledImages: {
+              recordsDir: join(options.rootDir, IMAGE_MANAGER_DIR),
+              // Validation admits only the policies' names, or "" for the default.
+              policy: (config.imagePullCredentialsVerificationPolicy ||
+                DEFAULT_CREDENTIAL_VERIFICATION_POLICY) as CredentialVerificationPolicy,
+              allowlist: config.preloadedImagesVerificationAllowlist,
+              onError: (message: string, err: unknown) => log.error(message, { err }),
+            },
+          }
+        : {}),
     },
     ...deps.runtimeManager,
   }).catch((e: Error) => {

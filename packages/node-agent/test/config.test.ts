@@ -389,6 +389,58 @@ describe('userNamespaces.idsPerPod', () => {
   });
 });
 
+describe('image pull credential verification (KubeletEnsureSecretPulledImages)', () => {
+  const gate = 'featureGates:\n  KubeletEnsureSecretPulledImages: true\n';
+  it('is off by default, with no policy and no allowlist', () => {
+    const config = defaultKubeletConfiguration();
+    expect(featureEnabled(config, 'KubeletEnsureSecretPulledImages')).toBe(false);
+    expect(config.imagePullCredentialsVerificationPolicy).toBe('');
+    expect(config.preloadedImagesVerificationAllowlist).toEqual([]);
+  });
+
+  it('reads the policy and the allowlist from the file with the gate on', async () => {
+    const { config } = await loadKubeletConfiguration(
+      file(
+        'creds.yaml',
+        `${HEADER}${gate}imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: ["registry:5000/base", "registry:5000/team/*"]\n`,
+      ),
+    );
+    expect(config.imagePullCredentialsVerificationPolicy).toBe('NeverVerifyAllowlistedImages');
+    expect(config.preloadedImagesVerificationAllowlist).toEqual([
+      'registry:5000/base',
+      'registry:5000/team/*',
+    ]);
+  });
+
+  it('needs the gate, a known policy, NeverVerifyAllowlistedImages for an allowlist, and valid patterns', async () => {
+    expect(
+      await loadErrors(
+        file('creds-nogate.yaml', `${HEADER}imagePullCredentialsVerificationPolicy: AlwaysVerify\n`),
+      ),
+    ).toEqual([
+      'imagePullCredentialsVerificationPolicy: Forbidden: requires feature gate KubeletEnsureSecretPulledImages',
+    ]);
+    expect(
+      await loadErrors(
+        file('creds-bad.yaml', `${HEADER}${gate}imagePullCredentialsVerificationPolicy: Sometimes\n`),
+      ),
+    ).toEqual([
+      'imagePullCredentialsVerificationPolicy: Unsupported value: "Sometimes": supported values: "NeverVerify", "NeverVerifyPreloadedImages", "NeverVerifyAllowlistedImages", "AlwaysVerify"',
+    ]);
+    expect(
+      await loadErrors(
+        file(
+          'creds-list.yaml',
+          `${HEADER}${gate}imagePullCredentialsVerificationPolicy: AlwaysVerify\npreloadedImagesVerificationAllowlist: ["registry:5000/base:1"]\n`,
+        ),
+      ),
+    ).toEqual([
+      'preloadedImagesVerificationAllowlist[0]: Invalid value: "registry:5000/base:1": neither tag nor digest is accepted in an image reference',
+      'preloadedImagesVerificationAllowlist: Invalid value: ["registry:5000/base:1"]: can only be set when imagePullCredentialsVerificationPolicy is "NeverVerifyAllowlistedImages"',
+    ]);
+  });
+});
+
 describe('node allocatable enforcement (the kubelet validation cases)', () => {
   it('defaults to [pods] with no reserved cgroups', () => {
     expect(defaultKubeletConfiguration()).toMatchObject({

@@ -21,6 +21,13 @@ export {
 } from './images/image_ref.js';
 export { buildKeyring, type Keyring, lookupAuth, type RegistryAuth } from './images/pull_secrets.js';
 export { type ImagePuller, newImagePuller, type PullerOptions } from './images/puller.js';
+export {
+  allowlistPatternProblem,
+  CREDENTIAL_VERIFICATION_POLICIES,
+  type CredentialVerificationPolicy,
+  DEFAULT_CREDENTIAL_VERIFICATION_POLICY,
+} from './images/pullmanager/policy.js';
+export { IMAGE_MANAGER_DIR } from './images/pullmanager/records.js';
 export { TokenBucket } from './images/rate_limit.js';
 export {
   type ContainerToKill,
@@ -47,7 +54,7 @@ export {
 } from './kuberuntime/gc_policy.js';
 export { fnv32a, hashContainer } from './kuberuntime/hash.js';
 export { podHostname } from './kuberuntime/hostname.js';
-export type { ImagePullOptions } from './kuberuntime/image.js';
+export type { EnsureSecretPulledImagesOptions, ImagePullOptions } from './kuberuntime/image.js';
 export * from './kuberuntime/labels.js';
 export { parseCriLog, podLogDir } from './kuberuntime/logs.js';
 export {

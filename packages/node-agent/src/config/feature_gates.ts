@@ -14,6 +14,11 @@ export const FEATURE_GATE_DEFAULTS = {
   InPlacePodVerticalScaling: true,
   /** Alpha in 1.33: containerStatuses[].allocatedResources is reported. */
   InPlacePodVerticalScalingAllocatedStatus: false,
+  /**
+   * Alpha in 1.33 (KEP-2535): an image already on the node is used only by pods whose credentials
+   * pulled it before, per imagePullCredentialsVerificationPolicy.
+   */
+  KubeletEnsureSecretPulledImages: false,
   /** Beta in 1.33: the cgroup driver comes from the runtime's RuntimeConfig. */
   KubeletCgroupDriverFromCRI: true,
   /** Alpha in 1.33: pod and container stats from ListPodSandboxStats instead of cAdvisor. */

@@ -4,6 +4,7 @@
 import { isIP } from 'node:net';
 import type { ErrorList } from '@kh/apimachinery';
 import { QuantityError, qualifiedNameProblem } from '@kh/apimachinery';
+import { allowlistPatternProblem } from '@kh/runtime-manager';
 import { invalidSysctlPattern } from '../sysctl/allowlist.js';
 import { parseDuration } from '../util/duration.js';
 import { parseQuantityOrPercent, Quantity } from '../util/quantity.js';
@@ -139,6 +140,9 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   maxParallelImagePulls: { kind: 'nullableInt', min: 1 },
   registryPullQPS: { kind: 'number', min: 0 },
   registryBurst: { kind: 'int', min: 0 },
+  // Their values, and the feature gate they need, are checked in validation.ts.
+  imagePullCredentialsVerificationPolicy: { kind: 'string' },
+  preloadedImagesVerificationAllowlist: { kind: 'stringList', check: allowlistPatternProblem },
   podLogsDir: { kind: 'string', check: (v) => (v.startsWith('/') ? undefined : 'must be an absolute path') },
   containerLogMaxSize: { kind: 'string', check: nonNegativeQuantity },
   containerLogMaxFiles: { kind: 'int', min: 2 },

@@ -87,6 +87,13 @@ export interface KubeletConfiguration {
   maxParallelImagePulls: number | null;
   registryPullQPS: number;
   registryBurst: number;
+  /**
+   * KubeletEnsureSecretPulledImages: NeverVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages
+   * or AlwaysVerify; "" (unset) means NeverVerifyPreloadedImages with the gate on.
+   */
+  imagePullCredentialsVerificationPolicy: string;
+  /** Repositories ("registry/path") or prefixes ("registry/path/*") NeverVerifyAllowlistedImages exempts. */
+  preloadedImagesVerificationAllowlist: string[];
   // logs
   podLogsDir: string;
   containerLogMaxSize: string;
@@ -171,6 +178,8 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     maxParallelImagePulls: null,
     registryPullQPS: 5,
     registryBurst: 10,
+    imagePullCredentialsVerificationPolicy: '',
+    preloadedImagesVerificationAllowlist: [],
     podLogsDir: '/var/log/pods',
     containerLogMaxSize: '10Mi',
     containerLogMaxFiles: 5,

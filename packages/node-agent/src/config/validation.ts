@@ -2,8 +2,10 @@
 // fields together. Returns all problems; the caller decides to fail.
 
 import { ErrorList, type FieldError } from '@kh/apimachinery';
+import { CREDENTIAL_VERIFICATION_POLICIES } from '@kh/runtime-manager';
 import { USER_NS_UNIT_LENGTH } from '../userns/userns_manager.js';
 import { parseDuration } from '../util/duration.js';
+import { featureEnabled } from './feature_gates.js';
 import {
   checkField,
   ENFORCE_KUBE_RESERVED,
@@ -82,7 +84,33 @@ export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldEr
   }
   validateEnforceNodeAllocatable(cfg, errs);
   validateUserNamespaces(cfg, errs);
+  validateImagePullCredentials(cfg, errs);
   return errs.errors;
+}
+
+/** The kubelet's rules: both fields need KubeletEnsureSecretPulledImages; the allowlist needs its policy. */
+function validateImagePullCredentials(cfg: KubeletConfiguration, errs: ErrorList) {
+  const policy = cfg.imagePullCredentialsVerificationPolicy;
+  const allowlist = cfg.preloadedImagesVerificationAllowlist;
+  if (typeof policy !== 'string' || !Array.isArray(allowlist)) return;
+  if (!featureEnabled(cfg, 'KubeletEnsureSecretPulledImages')) {
+    for (const [field, set] of [
+      ['imagePullCredentialsVerificationPolicy', policy !== ''],
+      ['preloadedImagesVerificationAllowlist', allowlist.length > 0],
+    ] as const) {
+      if (set) errs.forbidden(field, 'requires feature gate KubeletEnsureSecretPulledImages');
+    }
+    return;
+  }
+  if (policy !== '' && !(CREDENTIAL_VERIFICATION_POLICIES as readonly string[]).includes(policy)) {
+    errs.notSupported('imagePullCredentialsVerificationPolicy', policy, CREDENTIAL_VERIFICATION_POLICIES);
+  } else if (allowlist.length > 0 && policy !== 'NeverVerifyAllowlistedImages') {
+    errs.invalid(
+      'preloadedImagesVerificationAllowlist',
+      allowlist,
+      'can only be set when imagePullCredentialsVerificationPolicy is "NeverVerifyAllowlistedImages"',
+    );
+  }
 }
 
 /** userNamespaces.idsPerPod: whole 65536-ID units that fit in the 32-bit ID space (the kubelet's Linux rules). */

@@ -1,6 +1,8 @@
 // Makes sure a container's image is present before it is created: applies the pull policy,
 // backs off failed pulls per (pod, image), rate-limits registry pulls, serialises or bounds
-// parallel pulls, and reports the kubelet's image reasons and events.
+// parallel pulls, and reports the kubelet's image reasons and events. With a pull manager
+// (KubeletEnsureSecretPulledImages), an image already present is used only by pods whose
+// credentials the pull manager accepts; others pull it again, or fail under Never.
 
 import { realClock } from '@kh/apimachinery';
 import type { V1Container, V1Pod, V1Secret } from '@kubernetes/client-node';
@@ -15,8 +17,10 @@ import {
 } from '../container/sync_result.js';
 import { newImagePullBackoff } from '../util/backoff.js';
 import { applyDefaultImageTag, pullPolicyOf } from './image_ref.js';
-import { buildKeyring, lookupAuth, type RegistryAuth } from './pull_secrets.js';
+import { buildKeyring, lookupTrackedAuth, type RegistryAuth, type TrackedAuth } from './pull_secrets.js';
 import { type ImagePuller, newImagePuller } from './puller.js';
+import type { ImagePullManager } from './pullmanager/pull_manager.js';
+import type { ImagePullCredentials } from './pullmanager/records.js';
 import { TokenBucket } from './rate_limit.js';
 
 /** The image calls the manager needs; the runtime manager implements them over CRI. */
@@ -40,6 +44,14 @@ export interface ImageManagerOptions {
   clock?: Clock;
   recorder?: EventRecorder;
   backoff?: Backoff;
+  /** KubeletEnsureSecretPulledImages on: checks present images against the pod's credentials. */
+  pullManager?: ImagePullManager;
+}
+
+/** The pull record of one credential: its secret, or the whole node for an anonymous pull. */
+function pullCredentialsOf(used: TrackedAuth | undefined): ImagePullCredentials {
+  if (!used) return { nodePodsAccessible: true };
+  return { kubernetesSecrets: [{ ...used.source, credentialHash: used.credentialHash }] };
 }
 
 export class ImageManager<SandboxConfig = unknown> {
@@ -48,6 +60,7 @@ export class ImageManager<SandboxConfig = unknown> {
   readonly #backoff: Backoff;
   readonly #recorder: EventRecorder | undefined;
   readonly #clock: Clock;
+  readonly #pullManager: ImagePullManager | undefined;
 
   constructor(
     private readonly images: ImageService<SandboxConfig>,
@@ -62,6 +75,7 @@ export class ImageManager<SandboxConfig = unknown> {
     this.#limiter = new TokenBucket(opts.registryPullQPS ?? 5, opts.registryBurst ?? 10, clock);
     this.#backoff = opts.backoff ?? newImagePullBackoff(clock);
     this.#recorder = opts.recorder;
+    this.#pullManager = opts.pullManager;
   }
 
   #event(pod: V1Pod, type: 'Normal' | 'Warning', reason: string, message: string): void {
@@ -116,16 +130,52 @@ export class ImageManager<SandboxConfig = unknown> {
       this.#event(pod, 'Warning', 'InspectFailed', msg);
       throw new SyncStepError(ErrImageInspect, msg, { cause: err });
     }
-    if (policy === 'Never' || (policy === 'IfNotPresent' && present)) {
-      if (present) {
+    if (policy !== 'Always' && present) {
+      if (!this.#pullManager) {
         this.#event(pod, 'Normal', 'Pulled', `Container image "${image}" already present on machine`);
         return present;
       }
+      const secrets = lookupTrackedAuth(buildKeyring(pullSecrets), image).map((t) => ({
+        ...t.source,
+        credentialHash: t.credentialHash,
+      }));
+      if (!(await this.#pullManager.mustAttemptImagePull(image, present, secrets))) {
+        const msg = `Container image "${image}" already present on machine and can be accessed by the pod`;
+        this.#event(pod, 'Normal', 'Pulled', msg);
+        return present;
+      }
+    }
+    if (policy === 'Never') {
+      // Present but not for this pod's credentials reads the same as absent: the image's presence
+      // is not revealed to a pod that may not use it.
       const msg = `Container image "${image}" is not present with pull policy of Never`;
       this.#event(pod, 'Warning', ErrImageNeverPull, msg);
       throw new SyncStepError(ErrImageNeverPull, msg);
     }
 
+    try {
+      await this.#pullManager?.recordPullIntent(image);
+    } catch (err) {
+      const msg = `Failed to record image pull intent for container image "${image}": ${(err as Error).message}`;
+      throw new SyncStepError(ErrImagePull, msg, { cause: err });
+    }
+    let pulled: { ref: string; used: TrackedAuth | undefined } | undefined;
+    try {
+      pulled = await this.#pullWithBackoff(pod, image, pullSecrets, sandboxConfig);
+      return pulled.ref;
+    } finally {
+      if (pulled)
+        await this.#pullManager?.recordImagePulled(image, pulled.ref, pullCredentialsOf(pulled.used));
+      else await this.#pullManager?.recordImagePullFailed(image);
+    }
+  }
+
+  async #pullWithBackoff(
+    pod: V1Pod,
+    image: string,
+    pullSecrets: V1Secret[],
+    sandboxConfig: SandboxConfig | undefined,
+  ): Promise<{ ref: string; used: TrackedAuth | undefined }> {
     const key = `${pod.metadata?.uid ?? ''}_${image}`;
     if (this.#backoff.isInBackOffSinceUpdate(key)) {
       const msg = `Back-off pulling image "${image}"`;
@@ -135,7 +185,9 @@ export class ImageManager<SandboxConfig = unknown> {
     this.#event(pod, 'Normal', 'Pulling', `Pulling image "${image}"`);
     const started = performance.now();
     try {
-      const { ref, waitedMs } = await this.pull(image, pullSecrets, sandboxConfig);
+      const { value, waitedMs } = await this.#puller.run(() =>
+        this.#pullWithSecrets(image, pullSecrets, sandboxConfig),
+      );
       const total = performance.now() - started;
       this.#backoff.reset(key);
       this.#event(
@@ -144,7 +196,7 @@ export class ImageManager<SandboxConfig = unknown> {
         'Pulled',
         `Successfully pulled image "${image}" in ${Math.round(total - waitedMs)}ms (${Math.round(total)}ms including waiting)`,
       );
-      return ref;
+      return value;
     } catch (err) {
       this.#backoff.next(key, this.#clock.now());
       const msg = `Failed to pull image "${image}": ${(err as Error).message}`;
@@ -165,18 +217,23 @@ export class ImageManager<SandboxConfig = unknown> {
     const { value, waitedMs } = await this.#puller.run(() =>
       this.#pullWithSecrets(image, pullSecrets, sandboxConfig),
     );
-    return { ref: value, waitedMs };
+    return { ref: value.ref, waitedMs };
   }
 
-  /** Tries each matching credential in turn, or no credential when none match. */
-  async #pullWithSecrets(image: string, secrets: V1Secret[], sandboxConfig?: SandboxConfig): Promise<string> {
+  /** Tries each matching credential in turn, or no credential when none match; says which worked. */
+  async #pullWithSecrets(
+    image: string,
+    secrets: V1Secret[],
+    sandboxConfig?: SandboxConfig,
+  ): Promise<{ ref: string; used: TrackedAuth | undefined }> {
     if (!this.#limiter.tryAccept()) throw new Error('pull QPS exceeded');
-    const auths = lookupAuth(buildKeyring(secrets), image);
-    if (auths.length === 0) return this.images.pullImage(image, undefined, sandboxConfig);
+    const tracked = lookupTrackedAuth(buildKeyring(secrets), image);
+    if (tracked.length === 0)
+      return { ref: await this.images.pullImage(image, undefined, sandboxConfig), used: undefined };
     const errors: string[] = [];
-    for (const auth of auths) {
+    for (const t of tracked) {
       try {
-        return await this.images.pullImage(image, auth, sandboxConfig);
+        return { ref: await this.images.pullImage(image, t.auth, sandboxConfig), used: t };
       } catch (err) {
         errors.push((err as Error).message);
       }

@@ -2,8 +2,10 @@
 // older kubernetes.io/dockercfg) form a keyring; an image gets every entry whose registry
 // matches its host and whose path is a prefix of its repository, most specific first.
 
+import { createHash } from 'node:crypto';
 import { DockerHubDomain, parseImageReference } from '@kh/apimachinery';
 import type { V1Secret } from '@kubernetes/client-node';
+import type { SecretCoordinates } from './pullmanager/records.js';
 
 /** Same fields as the CRI AuthConfig message. */
 export interface RegistryAuth {
@@ -15,11 +17,23 @@ export interface RegistryAuth {
   registryToken: string;
 }
 
-interface KeyringEntry {
+/** A credential with where it came from and a hash of it, so records can match equal credentials. */
+export interface TrackedAuth {
+  auth: RegistryAuth;
+  source: SecretCoordinates;
+  credentialHash: string;
+}
+
+interface KeyringEntry extends TrackedAuth {
   /** Host pattern, may hold "*" labels; "index.docker.io" for Docker Hub. */
   host: string;
   path: string;
-  auth: RegistryAuth;
+}
+
+/** sha256 of every AuthConfig field: equal credentials in different secrets hash alike. */
+function credentialHash(a: RegistryAuth): string {
+  const fields = [a.username, a.password, a.auth, a.serverAddress, a.identityToken, a.registryToken];
+  return createHash('sha256').update(JSON.stringify(fields)).digest('hex');
 }
 
 export interface Keyring {
@@ -80,7 +94,12 @@ function toAuth(serverAddress: string, e: DockerConfigEntry): RegistryAuth {
 export function buildKeyring(secrets: V1Secret[]): Keyring {
   const keyring: Keyring = { entries: [], problems: [] };
   for (const s of secrets) {
-    const name = `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`;
+    const source = {
+      uid: s.metadata?.uid ?? '',
+      namespace: s.metadata?.namespace ?? '',
+      name: s.metadata?.name ?? '',
+    };
+    const name = `${source.namespace}/${source.name}`;
     let auths: Record<string, DockerConfigEntry> | undefined;
     try {
       const json = secretValue(s, '.dockerconfigjson');
@@ -97,7 +116,8 @@ export function buildKeyring(secrets: V1Secret[]): Keyring {
         // containerd 1.6 compares the URL host of serverAddress with the registry's and silently
         // drops credentials whose address has no scheme ("registry:5000"): always send a URL.
         const serverAddress = /^[a-z]+:\/\//i.test(key.trim()) ? key.trim() : `https://${host}`;
-        keyring.entries.push({ host, path, auth: toAuth(serverAddress, entry) });
+        const auth = toAuth(serverAddress, entry);
+        keyring.entries.push({ host, path, auth, source, credentialHash: credentialHash(auth) });
       }
     } catch (err) {
       keyring.problems.push(`secret ${name}: ${(err as Error).message}`);
@@ -123,11 +143,16 @@ function pathMatches(prefix: string, path: string): boolean {
   return prefix === '' || path === prefix || path.startsWith(`${prefix}/`);
 }
 
-/** Credentials to try for `image`, in order; empty when the pull should go without auth. */
-export function lookupAuth(keyring: Keyring, image: string): RegistryAuth[] {
+/** Credentials to try for `image`, in order, with their secrets; empty when the pull should go without auth. */
+export function lookupTrackedAuth(keyring: Keyring, image: string): TrackedAuth[] {
   const ref = parseImageReference(image);
   const host = ref.domain === DockerHubDomain ? DockerHubKeyHost : ref.domain.toLowerCase();
   return keyring.entries
     .filter((e) => hostMatches(e.host, host) && pathMatches(e.path, ref.path))
-    .map((e) => e.auth);
+    .map(({ auth, source, credentialHash }) => ({ auth, source, credentialHash }));
+}
+
+/** Credentials to try for `image`, in order; empty when the pull should go without auth. */
+export function lookupAuth(keyring: Keyring, image: string): RegistryAuth[] {
+  return lookupTrackedAuth(keyring, image).map((t) => t.auth);
 }

@@ -10,10 +10,25 @@ import type { Clock, EventRecorder, Image, ImageGCPolicy, ImageStats } from '../
 import { ImageGCManager } from '../images/image_gc.js';
 import { ImageManager, type ImageManagerOptions } from '../images/image_manager.js';
 import { applyDefaultImageTag } from '../images/image_ref.js';
+import { type CredentialVerificationPolicy, newVerificationPolicy } from '../images/pullmanager/policy.js';
+import { PullManager } from '../images/pullmanager/pull_manager.js';
+import { PullRecordsStore } from '../images/pullmanager/records.js';
 import { type ImageUser, imageUserOf } from './security_context.js';
 
+/** KubeletEnsureSecretPulledImages on: where pull records live and how present images are verified. */
+export interface EnsureSecretPulledImagesOptions {
+  /** <root>/image_manager. */
+  recordsDir: string;
+  policy: CredentialVerificationPolicy;
+  /** preloadedImagesVerificationAllowlist, for NeverVerifyAllowlistedImages. */
+  allowlist?: string[];
+  onError?: (message: string, err: unknown) => void;
+}
+
 /** Pull policy knobs (serializeImagePulls, maxParallelImagePulls, registryPullQPS, registryBurst). */
-export type ImagePullOptions = Omit<ImageManagerOptions, 'clock' | 'recorder'>;
+export type ImagePullOptions = Omit<ImageManagerOptions, 'clock' | 'recorder' | 'pullManager'> & {
+  ensureSecretPulledImages?: EnsureSecretPulledImagesOptions;
+};
 
 async function statfsCapacity(mountpoint: string): Promise<number> {
   const s = await statfs(mountpoint);
@@ -40,13 +55,23 @@ export class RuntimeImages {
     this.#imageCri = imageCri;
     this.#runtimeCri = opts.runtimeCri;
     this.#imageFsCapacity = opts.imageFsCapacity ?? statfsCapacity;
+    const { ensureSecretPulledImages: ensure, ...pulls } = opts.pulls ?? {};
+    const pullManager =
+      ensure &&
+      new PullManager({
+        store: new PullRecordsStore(ensure.recordsDir),
+        policy: newVerificationPolicy(ensure.policy, ensure.allowlist),
+        clock: opts.clock,
+        listImages: () => this.listImages(),
+        ...(ensure.onError ? { onError: ensure.onError } : {}),
+      });
     this.manager = new ImageManager<PodSandboxConfig>(
       {
         getImageRef: (image) => this.getImageRef(image),
         pullImage: async (image, auth, sandboxConfig) =>
           (await imageCri.pullImage({ image: { image }, auth, sandboxConfig })).imageRef,
       },
-      { ...opts.pulls, clock: opts.clock, recorder: opts.recorder },
+      { ...pulls, clock: opts.clock, recorder: opts.recorder, ...(pullManager ? { pullManager } : {}) },
     );
   }
 
