@@ -300,9 +300,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     servers: newServerProviders(deps, runtime, podLayer),
   });
   // Fit on this node first, then node pressure, sysctls and AppArmor; the first rejection wins.
-  admitHandlers.add(
-    new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()),
-  );
+  admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
   admitHandlers.add(eviction);
   admitHandlers.add(new SysctlAllowlist([...safeSysctls(), ...deps.config.allowedUnsafeSysctls]));
   admitHandlers.add(new AppArmorAdmitHandler(hostAppArmorEnabled()));
