@@ -1,4 +1,4 @@
-import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { Scenario } from '@kh/harness';
 import { AGENT_ROOT_DIR, withOwnNodefs } from '../support/disk.js';
 import { nodeExec } from '../support/faults.js';
 import { leaseRenewTime, nodeCondition, pressureCondition } from '../support/node.js';
