@@ -1,6 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
-import { diskHog, nodefsThresholdMiB } from '../support/disk.js';
+import { diskHogPod, nodefsThresholdMiB } from '../support/disk.js';
 import { evictedFor, innocentSurvives, pressureClearsInnocentRuns } from '../support/eviction.js';
 import { pressureCondition } from '../support/node.js';
 import { createPod, podFor, readPod, sh, waitForPod } from '../support/pods.js';
@@ -61,14 +61,7 @@ export const diskEviction: Scenario = {
       imageMinimumGCAge: '0s',
     });
     try {
-      await createPod(
-        ctx,
-        podFor(ctx, 'hog', {
-          priority: 0,
-          restartPolicy: 'Never',
-          containers: [diskHog(ctx)],
-        }),
-      );
+      await createPod(ctx, diskHogPod(ctx, { priority: 0 }));
       await pressureCondition(
         ctx,
         'DiskPressure',

@@ -1,6 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { diskHog, HOG_MIB, HOG_STEP_MIB, nodefsThresholdMiB } from '../support/disk.js';
+import { diskHogPod, HOG_MIB, HOG_STEP_MIB, nodefsThresholdMiB } from '../support/disk.js';
 import { innocentSurvives, pressureClearsInnocentRuns, pressureThenEvicted } from '../support/eviction.js';
 import { pressureCondition } from '../support/node.js';
 import { containerStatus, createPod, podFor, readPod, sh, waitForPod } from '../support/pods.js';
@@ -91,14 +91,7 @@ async function softEviction(ctx: ScenarioContext): Promise<void> {
   await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
   await softThresholdConfig(ctx, config);
 
-  await createPod(
-    ctx,
-    podFor(ctx, 'hog', {
-      terminationGracePeriodSeconds: 1,
-      restartPolicy: 'Never',
-      containers: [diskHog(ctx)],
-    }),
-  );
+  await createPod(ctx, diskHogPod(ctx, { terminationGracePeriodSeconds: 1 }));
   const pressure = await pressureCondition(
     ctx,
     'DiskPressure',
