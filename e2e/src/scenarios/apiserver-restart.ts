@@ -1,14 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
-import { nodeCondition } from '../support/node.js';
+import { leaseRenewTime, nodeCondition } from '../support/node.js';
 import { createPod, podFor, readPod, SLEEPER, sh } from '../support/pods.js';
-
-const leaseRenewTime = async (ctx: ScenarioContext) => {
-  const lease = await ctx.coordination.readNamespacedLease({
-    name: ctx.nodeName,
-    namespace: 'kube-node-lease',
-  });
-  return new Date(lease.spec?.renewTime ?? 0).getTime();
-};
 
 /**
  * The apiserver dies (SIGKILL) and comes back on its data dir while the agent is starting a pod.

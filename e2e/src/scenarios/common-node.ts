@@ -4,6 +4,7 @@ import type { V1Container, V1EnvVar, V1Pod, V1PodSpec, V1VolumeMount } from '@ku
 import {
   createPod,
   deletePodWithWait,
+  kubectlExec,
   type LogMatcher,
   podFor,
   podLog,
@@ -41,7 +42,7 @@ const testOutput = (ctx: ScenarioContext, pod: V1Pod, expected: (string | LogMat
 
 /** ExecShellInPod / ExecCommandInContainer: kubectl exec, its output and exit code. */
 async function exec(ctx: ScenarioContext, pod: string, container: string, command: string[]) {
-  const r = await ctx.kubectl(['-n', ctx.namespace, 'exec', pod, '-c', container, '--', ...command]);
+  const r = await kubectlExec(ctx, pod, container, command);
   return { stdout: r.stdout, code: r.code };
 }
 

@@ -1,7 +1,7 @@
-import type { Scenario, ScenarioContext } from '@kh/harness';
+import type { Scenario } from '@kh/harness';
 import { AGENT_ROOT_DIR, withOwnNodefs } from '../support/disk.js';
 import { nodeExec } from '../support/faults.js';
-import { nodeCondition, pressureCondition } from '../support/node.js';
+import { leaseRenewTime, nodeCondition, pressureCondition } from '../support/node.js';
 import { createPod, podFor, readPod, sh } from '../support/pods.js';
 
 /**
@@ -11,14 +11,6 @@ import { createPod, podFor, readPod, sh } from '../support/pods.js';
  */
 const NODEFS_SIZE = '64m';
 const FILL = `${AGENT_ROOT_DIR}/kh-disk-full`;
-
-const leaseRenewTime = async (ctx: ScenarioContext) => {
-  const lease = await ctx.coordination.readNamespacedLease({
-    name: ctx.nodeName,
-    namespace: 'kube-node-lease',
-  });
-  return new Date(lease.spec?.renewTime ?? 0).getTime();
-};
 
 /**
  * The agent's filesystem fills up to the last byte (writes fail with ENOSPC). The agent must keep

@@ -1,6 +1,7 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import { diskHog, HOG_MIB, HOG_STEP_MIB, nodefsThresholdMiB } from '../support/disk.js';
+import { diskHogPod, HOG_MIB, HOG_STEP_MIB, nodefsThresholdMiB } from '../support/disk.js';
+import { innocentSurvives, pressureClearsInnocentRuns, pressureThenEvicted } from '../support/eviction.js';
 import { pressureCondition } from '../support/node.js';
 import { containerStatus, createPod, podFor, readPod, sh, waitForPod } from '../support/pods.js';
 
@@ -90,14 +91,7 @@ async function softEviction(ctx: ScenarioContext): Promise<void> {
   await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
   await softThresholdConfig(ctx, config);
 
-  await createPod(
-    ctx,
-    podFor(ctx, 'hog', {
-      terminationGracePeriodSeconds: 1,
-      restartPolicy: 'Never',
-      containers: [diskHog(ctx)],
-    }),
-  );
+  await createPod(ctx, diskHogPod(ctx, { terminationGracePeriodSeconds: 1 }));
   const pressure = await pressureCondition(
     ctx,
     'DiskPressure',
@@ -120,18 +114,9 @@ async function softEviction(ctx: ScenarioContext): Promise<void> {
 
   const evicted = await waitForPod(ctx, 'hog', 'is evicted', (p) => p.status?.phase === 'Failed', 150_000);
   await evictedAsUpstream(ctx, 'hog', evicted);
-  const innocent = await readPod(ctx, 'innocent');
-  check.equal('innocent pod survives', innocent.status?.phase, 'Running');
+  await innocentSurvives(ctx);
   await evictionAfterGracePeriod(ctx, 'hog', pressure?.lastTransitionTime, config);
-
-  await pressureCondition(
-    ctx,
-    'DiskPressure',
-    { status: 'False', name: 'DiskPressure clears once the hog is gone' },
-    120_000,
-  );
-  const after = await readPod(ctx, 'innocent');
-  check.equal('innocent pod still running after the pressure', after.status?.phase, 'Running');
+  await pressureClearsInnocentRuns(ctx, 'DiskPressure', 'DiskPressure clears once the hog is gone', 120_000);
   for (const name of ['hog', 'innocent']) {
     await ctx.core.deleteNamespacedPod({ name, namespace: ctx.namespace, gracePeriodSeconds: 0 });
   }
@@ -158,19 +143,10 @@ async function notOverwriteTerminationGracePeriod(ctx: ScenarioContext): Promise
       containers: [sh(ctx, 'hog', script)],
     }),
   );
-  const pressure = await pressureCondition(
-    ctx,
-    'DiskPressure',
-    { status: 'True', reason: 'KubeletHasDiskPressure' },
-    120_000,
-  );
-  const evicted = await waitForPod(
-    ctx,
-    'grace-hog',
-    'is evicted',
-    (p) => p.status?.phase === 'Failed',
-    150_000,
-  );
+  const { pressure, evicted } = await pressureThenEvicted(ctx, 'DiskPressure', 'grace-hog', {
+    pressureMs: 120_000,
+    evictionMs: 150_000,
+  });
   await evictedAsUpstream(ctx, 'grace-hog', evicted);
   const evictedAt = await evictionAfterGracePeriod(ctx, 'grace-hog', pressure?.lastTransitionTime, config);
 

@@ -9,6 +9,7 @@ import { waitForOutput } from '../support/kubectl.js';
 import {
   containerStatus,
   createPod,
+  kubectlExec,
   podFor,
   podLog,
   podSummary,
@@ -93,17 +94,7 @@ async function startDebugger(ctx: ScenarioContext, name: string): Promise<V1Pod>
     after.metadata?.generation,
     2,
   );
-  const r = await ctx.kubectl([
-    '-n',
-    ctx.namespace,
-    'exec',
-    name,
-    '-c',
-    'debugger',
-    '--',
-    '/bin/echo',
-    'marco',
-  ]);
+  const r = await kubectlExec(ctx, name, 'debugger', ['/bin/echo', 'marco']);
   ctx.check.ok(
     `pod ${name}: exec in the ephemeral container answers marco`,
     r.stdout.includes('marco'),

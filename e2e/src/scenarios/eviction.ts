@@ -1,7 +1,13 @@
 import type { Scenario } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
-import { nodeMemoryWorkingSetBytes, pressureCondition } from '../support/node.js';
-import { createPod, eventsFor, memhog, podFor, sh, waitForPod } from '../support/pods.js';
+import {
+  evictedFor,
+  innocentSurvives,
+  pressureClearsInnocentRuns,
+  pressureThenEvicted,
+} from '../support/eviction.js';
+import { nodeMemoryWorkingSetBytes } from '../support/node.js';
+import { createPod, memhog, podFor, sh, waitForPod } from '../support/pods.js';
 
 const Mi = 2 ** 20;
 
@@ -19,7 +25,6 @@ export const eviction: Scenario = {
   needs: ['real-containers', 'memory-pressure'],
   timeoutMs: 300_000,
   async run(ctx) {
-    const { check } = ctx;
     const limit = ctx.backend.memoryLimitBytes;
     if (!limit) throw new Error('the node has no memory limit; eviction needs one');
     await createPod(
@@ -54,38 +59,19 @@ export const eviction: Scenario = {
       }),
     );
 
-    await pressureCondition(
-      ctx,
-      'MemoryPressure',
-      { status: 'True', reason: 'KubeletHasInsufficientMemory' },
-      120_000,
-    );
-
-    const evicted = await waitForPod(ctx, 'hog', 'is evicted', (p) => p.status?.phase === 'Failed', 120_000);
-    check.equal('evicted pod reason', evicted.status?.reason, 'Evicted');
-    check.ok(
-      'eviction message names memory',
-      /memory/.test(evicted.status?.message ?? ''),
-      evicted.status?.message,
-    );
-    const events = await eventsFor(ctx, 'hog');
-    check.ok(
-      'Evicted event',
-      events.some((e) => e.reason === 'Evicted' && /memory/.test(e.message)),
-      events,
-    );
-    const innocent = await ctx.core.readNamespacedPod({ name: 'innocent', namespace: ctx.namespace });
-    check.equal('innocent pod survives', innocent.status?.phase, 'Running');
-
+    const { evicted } = await pressureThenEvicted(ctx, 'MemoryPressure', 'hog', {
+      pressureMs: 120_000,
+      evictionMs: 120_000,
+    });
+    await evictedFor(ctx, evicted, 'memory', /memory/);
+    await innocentSurvives(ctx);
     // The harness configures evictionPressureTransitionPeriod: 20s so this takes seconds, not 5 minutes.
-    await pressureCondition(
+    await pressureClearsInnocentRuns(
       ctx,
       'MemoryPressure',
-      { status: 'False', name: 'MemoryPressure clears after the transition period' },
+      'MemoryPressure clears after the transition period',
       120_000,
     );
-    const survivor = await ctx.core.readNamespacedPod({ name: 'innocent', namespace: ctx.namespace });
-    check.equal('innocent pod still running after the pressure', survivor.status?.phase, 'Running');
     await createPod(ctx, podFor(ctx, 'after', { containers: [sh(ctx, 'c', 'sleep 600')] }));
     await allChecks([
       waitForPod(ctx, 'after', 'is admitted and Running afterwards', (p) => p.status?.phase === 'Running'),

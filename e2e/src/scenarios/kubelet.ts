@@ -1,6 +1,16 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
-import { createPod, finished, podFor, podLog, podSummary, readPod, sh, waitForPod } from '../support/pods.js';
+import {
+  createPod,
+  finished,
+  kubectlExec,
+  podFor,
+  podLog,
+  podSummary,
+  readPod,
+  sh,
+  waitForPod,
+} from '../support/pods.js';
 
 // Upstream's kubelet.go, privileged.go and pod_admission.go (test/e2e/common/node) as named cases:
 // a container's output in its log (since a time), a failed container's terminated reason, deleting
@@ -102,7 +112,7 @@ const hostAliasesCase = (name: string, it: string, tags: readonly string[], host
 
 /** `ip link ARGS` in a container of the privileged pod, through kubectl exec. */
 const ipLink = (ctx: ScenarioContext, container: string, args: string[]) =>
-  ctx.kubectl(['-n', ctx.namespace, 'exec', 'privileged-pod', '-c', container, '--', 'ip', 'link', ...args]);
+  kubectlExec(ctx, 'privileged-pod', container, ['ip', 'link', ...args]);
 
 const CASES: Case[] = [
   {

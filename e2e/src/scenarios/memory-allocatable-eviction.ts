@@ -1,7 +1,8 @@
 import { Quantity } from '@kh/apimachinery';
 import type { Scenario } from '@kh/harness';
+import { evictedFor, innocentSurvives, pressureThenEvicted } from '../support/eviction.js';
 import { nodeMemoryWorkingSetBytes, pressureCondition } from '../support/node.js';
-import { createPod, eventsFor, memhog, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, memhog, podFor, sh, waitForPod } from '../support/pods.js';
 
 // Upstream's eviction_test.go MemoryAllocatableEviction: kubeReserved memory is capacity − 300Mi
 // with enforceNodeAllocatable [pods], so kubepods is limited to 300Mi while the node itself has
@@ -29,7 +30,6 @@ export const memoryAllocatableEviction: Scenario = {
   ],
   timeoutMs: 300_000,
   async run(ctx) {
-    const { check } = ctx;
     const node = await ctx.core.readNode({ name: ctx.nodeName });
     const capacity = Quantity.parse(node.status?.capacity?.memory ?? '0').value();
     const reserved = capacity - BigInt(KUBEPODS_MIB * Mi);
@@ -57,33 +57,12 @@ export const memoryAllocatableEviction: Scenario = {
         podFor(ctx, 'hog', { restartPolicy: 'Never', containers: [memhog(ctx, 'hog', targetMiB, step)] }),
       );
 
-      await pressureCondition(
-        ctx,
-        'MemoryPressure',
-        { status: 'True', reason: 'KubeletHasInsufficientMemory' },
-        120_000,
-      );
-      const evicted = await waitForPod(
-        ctx,
-        'hog',
-        'is evicted',
-        (p) => p.status?.phase === 'Failed',
-        120_000,
-      );
-      check.equal('evicted pod reason', evicted.status?.reason, 'Evicted');
-      check.ok(
-        'eviction message names memory',
-        /low on resource: memory/.test(evicted.status?.message ?? ''),
-        evicted.status?.message,
-      );
-      const events = await eventsFor(ctx, 'hog');
-      check.ok(
-        'Evicted event for memory',
-        events.some((e) => e.reason === 'Evicted' && /low on resource: memory/.test(e.message)),
-        events,
-      );
-      const innocent = await ctx.core.readNamespacedPod({ name: 'innocent', namespace: ctx.namespace });
-      check.equal('innocent pod survives', innocent.status?.phase, 'Running');
+      const { evicted } = await pressureThenEvicted(ctx, 'MemoryPressure', 'hog', {
+        pressureMs: 120_000,
+        evictionMs: 120_000,
+      });
+      await evictedFor(ctx, evicted, 'memory', /low on resource: memory/);
+      await innocentSurvives(ctx);
       await pressureCondition(
         ctx,
         'MemoryPressure',

@@ -1,6 +1,7 @@
 import { Quantity } from '@kh/apimachinery';
 import { CLUSTER_CIDR, NODE_CIDR_MASK_SIZE, type Scenario } from '@kh/harness';
 import { inCidr } from '../support/cidr.js';
+import { nodeLease, nodeLeaseUpstream } from '../support/node.js';
 
 /** The Node and its Lease look as a kubelet makes them, and kubectl shows the node Ready. */
 export const nodeRegistration: Scenario = {
@@ -10,13 +11,10 @@ export const nodeRegistration: Scenario = {
   isolation: 'namespace',
   description:
     'Node labels, addresses, capacity, nodeInfo, images, daemonEndpoints, pod CIDR; Lease holder and owner; kubectl Ready',
-  upstream: [
+  upstream: nodeLeaseUpstream(
     'the kubelet should create and update a lease in the kube-node-lease namespace',
     'should have OwnerReferences set',
-  ].map((it) => ({
-    file: 'test/e2e/common/node/node_lease.go',
-    case: `NodeLease when the NodeLease feature is enabled ${it}`,
-  })),
+  ),
   timeoutMs: 90_000,
   async run(ctx) {
     const { check } = ctx;
@@ -92,7 +90,7 @@ export const nodeRegistration: Scenario = {
     // A lease created before the Node existed gets its owner at a later renewal (every 10s).
     const lease = await check.eventually(
       'lease exists in kube-node-lease with an owner',
-      () => ctx.coordination.readNamespacedLease({ name: ctx.nodeName, namespace: 'kube-node-lease' }),
+      () => nodeLease(ctx),
       (l) => !!l.spec?.renewTime && (l.metadata?.ownerReferences?.length ?? 0) > 0,
       { timeoutMs: 30_000 },
     );

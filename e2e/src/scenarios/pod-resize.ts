@@ -1,7 +1,16 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { allChecksLimited } from '../support/concurrent.js';
-import { createPod, INFINITE_SLEEP, podFor, podSummary, readPod, sh, waitForPod } from '../support/pods.js';
+import {
+  createPod,
+  INFINITE_SLEEP,
+  kubectlExec,
+  podFor,
+  podSummary,
+  readPod,
+  sh,
+  waitForPod,
+} from '../support/pods.js';
 
 // Upstream's in-place resize cases (pod_resize.go, 1.33) that one node can run: each pod is
 // resized with kubectl 1.33 `patch --subresource resize`, then judged by upstream's expectations
@@ -452,18 +461,7 @@ const CGROUP_SCRIPT =
   'else echo v1; cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.shares /sys/fs/cgroup/memory/memory.limit_in_bytes; fi';
 
 async function cgroupOf(ctx: ScenarioContext, pod: string, container: string) {
-  const r = await ctx.kubectl([
-    '-n',
-    ctx.namespace,
-    'exec',
-    pod,
-    '-c',
-    container,
-    '--',
-    'sh',
-    '-c',
-    CGROUP_SCRIPT,
-  ]);
+  const r = await kubectlExec(ctx, pod, container, ['sh', '-c', CGROUP_SCRIPT]);
   const lines = r.stdout.trim().split('\n');
   if (lines[0] === 'v2') {
     const [quota] = (lines[1] ?? '').split(' ');

@@ -7,6 +7,7 @@ import {
   containerStatus,
   createPod,
   eventsFor,
+  kubectlExec,
   podFor,
   podLog,
   podSummary,
@@ -269,17 +270,7 @@ async function expectGroups(ctx: ScenarioContext, name: string, groups: number[]
     (log) => log === `${want}\n`,
     { timeoutMs: SGP_TIMEOUT_MS, expected: `${want}\n` },
   );
-  const exec = await ctx.kubectl([
-    '-n',
-    ctx.namespace,
-    'exec',
-    name,
-    '-c',
-    'test-container',
-    '--',
-    'id',
-    '-G',
-  ]);
+  const exec = await kubectlExec(ctx, name, 'test-container', ['id', '-G']);
   ctx.check.equal(
     `pod ${name}: exec id -G prints ${want}`,
     { stdout: exec.stdout.trim(), code: exec.code },

@@ -1,17 +1,12 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
-import { runtimeRestart } from '../support/node.js';
-
-const readyCondition = async (ctx: ScenarioContext) =>
-  (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === 'Ready');
-
-const leaseRenewTime = async (ctx: ScenarioContext) => {
-  const lease = await ctx.coordination.readNamespacedLease({
-    name: ctx.nodeName,
-    namespace: 'kube-node-lease',
-  });
-  return new Date(lease.spec?.renewTime ?? 0).getTime();
-};
+import {
+  leaseRenewTime,
+  nodeCondition,
+  nodeLease,
+  nodeLeaseUpstream,
+  runtimeRestart,
+} from '../support/node.js';
 
 /** The Ready heartbeat, and the node status with every condition's heartbeat left out. */
 const statusHeartbeat = async (ctx: ScenarioContext) => {
@@ -32,10 +27,7 @@ const statusHeartbeat = async (ctx: ScenarioContext) => {
  * that moved sooner with nothing else changed fails; up to 5 min.
  */
 async function infrequentStatus(ctx: ScenarioContext): Promise<void> {
-  const lease = await ctx.coordination.readNamespacedLease({
-    name: ctx.nodeName,
-    namespace: 'kube-node-lease',
-  });
+  const lease = await nodeLease(ctx);
   const leaseMs = (lease.spec?.leaseDurationSeconds ?? 40) * 1000;
   const name = 'node status heartbeat not posted more often than the lease duration without a change';
   let last = await statusHeartbeat(ctx);
@@ -77,13 +69,10 @@ export const statusReporting: Scenario = {
   // The runtime-down step is half of what this cell checks: without it the cell skips, it does
   // not pass on the lease and agent checks alone.
   needs: ['runtime-restart'],
-  upstream: [
+  upstream: nodeLeaseUpstream(
     'the kubelet should create and update a lease in the kube-node-lease namespace',
     'the kubelet should report node status infrequently',
-  ].map((it) => ({
-    file: 'test/e2e/common/node/node_lease.go',
-    case: `NodeLease when the NodeLease feature is enabled ${it}`,
-  })),
+  ),
   // The status-cadence watch may take upstream's 5 min when the status keeps changing.
   timeoutMs: 540_000,
   async run(ctx) {
@@ -93,25 +82,18 @@ export const statusReporting: Scenario = {
     await allChecks([
       (async () => {
         // Lease: renewed every nodeLeaseDurationSeconds/4 = 10s. Allow jitter and API latency.
-        const first = await leaseRenewTime(ctx);
-        const second = await check.eventually(
-          'lease renewed',
-          () => leaseRenewTime(ctx),
-          (t) => t > first,
-          {
-            timeoutMs: 25_000,
-            intervalMs: 250,
-          },
-        );
-        const third = await check.eventually(
-          'lease renewed again',
-          () => leaseRenewTime(ctx),
-          (t) => t > second,
-          {
-            timeoutMs: 25_000,
-            intervalMs: 250,
-          },
-        );
+        const renewedAfter = (name: string, since: number) =>
+          check.eventually(
+            name,
+            () => leaseRenewTime(ctx),
+            (t) => t > since,
+            {
+              timeoutMs: 25_000,
+              intervalMs: 250,
+            },
+          );
+        const second = await renewedAfter('lease renewed', await leaseRenewTime(ctx));
+        const third = await renewedAfter('lease renewed again', second);
         check.ok(
           'lease renew interval about 10s',
           third - second >= 7_000 && third - second <= 15_000,
@@ -128,7 +110,7 @@ export const statusReporting: Scenario = {
     try {
       const down = await check.eventually(
         'Ready=False while the runtime is down',
-        () => readyCondition(ctx),
+        () => nodeCondition(ctx, 'Ready'),
         (c) => c?.status === 'False',
         { timeoutMs: 60_000, expected: { status: 'False', reason: 'KubeletNotReady' } },
       );
@@ -148,7 +130,7 @@ export const statusReporting: Scenario = {
     }
     await check.eventually(
       'Ready=True after the runtime is back',
-      () => readyCondition(ctx),
+      () => nodeCondition(ctx, 'Ready'),
       (c) => c?.status === 'True',
       { timeoutMs: 90_000 },
     );
@@ -159,7 +141,7 @@ export const statusReporting: Scenario = {
     try {
       const unknown = await check.eventually(
         'Ready=Unknown after the lease expires',
-        () => readyCondition(ctx),
+        () => nodeCondition(ctx, 'Ready'),
         (c) => c?.status === 'Unknown',
         {
           timeoutMs: 90_000,
@@ -174,7 +156,7 @@ export const statusReporting: Scenario = {
     }
     await check.eventually(
       'Ready=True after the agent is back',
-      () => readyCondition(ctx),
+      () => nodeCondition(ctx, 'Ready'),
       (c) => c?.status === 'True',
       {
         timeoutMs: 60_000,

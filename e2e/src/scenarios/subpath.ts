@@ -5,6 +5,7 @@ import {
   containerStatus,
   createPod,
   execShellInContainer,
+  kubectlExec,
   podFor,
   readPod,
   sh,
@@ -368,18 +369,7 @@ async function unmountAfterDelete(ctx: ScenarioContext, pod: V1Pod, dir: string)
   const name = pod.metadata!.name!;
   await createPod(ctx, pod);
   await waitForPod(ctx, name, 'is Running', (p) => p.status?.phase === 'Running', POD_START_MS);
-  const rm = await ctx.kubectl([
-    '-n',
-    ctx.namespace,
-    'exec',
-    name,
-    '-c',
-    'test-container-volume',
-    '--',
-    'rm',
-    '-r',
-    dir,
-  ]);
+  const rm = await kubectlExec(ctx, name, 'test-container-volume', ['rm', '-r', dir]);
   ctx.check.ok(
     `pod ${name}: sub-path directory removed from the volume container`,
     rm.code === 0,

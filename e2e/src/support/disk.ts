@@ -4,9 +4,10 @@
 // agent's nodefs are one filesystem nothing else writes to. Thresholds are still set relative to
 // the space free when a case starts (images and the agent's files take some), as upstream does.
 import type { ScenarioContext } from '@kh/harness';
-import type { V1Container } from '@kubernetes/client-node';
+import type { V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import { nodeExec } from './faults.js';
 import { nodeFsAvailableBytes } from './node.js';
+import { podFor } from './pods.js';
 
 const Mi = 2 ** 20;
 /** The agent's --root-dir on every node. */
@@ -33,16 +34,26 @@ export async function nodefsThresholdMiB(
   return thresholdMiB;
 }
 
-/** The diskhog container: HOG_MIB into its writable layer, HOG_STEP_MIB at a time. */
-export const diskHog = (ctx: ScenarioContext): V1Container => ({
-  name: 'hog',
-  image: ctx.images.diskhog,
-  imagePullPolicy: 'IfNotPresent',
-  env: [
-    { name: 'DISKHOG_MB', value: String(HOG_MIB) },
-    { name: 'DISKHOG_STEP_MB', value: String(HOG_STEP_MIB) },
-  ],
-});
+/** The `hog` pod, never restarted: diskhog writes HOG_MIB into its writable layer, HOG_STEP_MIB at a time. */
+export const diskHogPod = (
+  ctx: ScenarioContext,
+  spec: Pick<V1PodSpec, 'priority' | 'terminationGracePeriodSeconds'>,
+): V1Pod =>
+  podFor(ctx, 'hog', {
+    ...spec,
+    restartPolicy: 'Never',
+    containers: [
+      {
+        name: 'hog',
+        image: ctx.images.diskhog,
+        imagePullPolicy: 'IfNotPresent',
+        env: [
+          { name: 'DISKHOG_MB', value: String(HOG_MIB) },
+          { name: 'DISKHOG_STEP_MB', value: String(HOG_STEP_MIB) },
+        ],
+      },
+    ],
+  });
 
 /**
  * Runs `fn` with the agent's root dir on a tmpfs of its own (`options` for mount -o: size,

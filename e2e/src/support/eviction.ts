@@ -6,7 +6,7 @@
 import type { ScenarioContext } from '@kh/harness';
 import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
 import { nodeCondition, type PressureType, pressureCondition } from './node.js';
-import { createPod, eventsFor, podFor, sh, waitForPod } from './pods.js';
+import { createPod, eventsFor, podFor, readPod, sh, waitForPod } from './pods.js';
 
 export interface PodEvictSpec {
   /** 0: never evicted; otherwise never before a pod of a higher rank, and eventually. */
@@ -283,6 +283,64 @@ export function innocentPod(ctx: ScenarioContext, priority?: number): V1Pod {
     }),
     priority !== undefined ? { priority } : {},
   );
+}
+
+// The scenarios that judge one hog beside an `innocent` pod, rather than runEvictionTest's ranks.
+
+/** The pressure appears with the kubelet's reason, then the hog is evicted: its Failed pod. */
+export async function pressureThenEvicted(
+  ctx: ScenarioContext,
+  condition: PressureType,
+  hog: string,
+  timeouts: { pressureMs: number; evictionMs: number },
+) {
+  const pressure = await pressureCondition(ctx, condition, { status: 'True' }, timeouts.pressureMs);
+  const evicted = await waitForPod(
+    ctx,
+    hog,
+    'is evicted',
+    (p) => p.status?.phase === 'Failed',
+    timeouts.evictionMs,
+  );
+  return { pressure, evicted };
+}
+
+/** The evicted hog as the kubelet leaves it: reason Evicted; its message and an Evicted event name the resource. */
+export async function evictedFor(ctx: ScenarioContext, evicted: V1Pod, resource: string, pattern: RegExp) {
+  const { check } = ctx;
+  const name = evicted.metadata?.name ?? '';
+  check.equal('evicted pod reason', evicted.status?.reason, 'Evicted');
+  check.ok(
+    `eviction message names ${resource}`,
+    pattern.test(evicted.status?.message ?? ''),
+    evicted.status?.message,
+  );
+  await check.eventually(
+    `Evicted event for ${resource}`,
+    () => eventsFor(ctx, name),
+    (events) => events.some((e) => e.reason === 'Evicted' && pattern.test(e.message)),
+    { timeoutMs: 30_000 },
+  );
+}
+
+/** The innocent pod has survived the hog's eviction. */
+export async function innocentSurvives(ctx: ScenarioContext): Promise<void> {
+  ctx.check.equal('innocent pod survives', (await readPod(ctx, 'innocent')).status?.phase, 'Running');
+}
+
+/**
+ * The pressure clears once the hog is gone, and the innocent pod still runs: the hog's eviction
+ * was enough, nothing else was evicted after it.
+ */
+export async function pressureClearsInnocentRuns(
+  ctx: ScenarioContext,
+  condition: PressureType,
+  name: string,
+  timeoutMs: number,
+): Promise<void> {
+  await pressureCondition(ctx, condition, { status: 'False', name }, timeoutMs);
+  const after = await readPod(ctx, 'innocent');
+  ctx.check.equal('innocent pod still running after the pressure', after.status?.phase, 'Running');
 }
 
 /** The value upstream's high-priority PriorityClass gives its pods (the API has no PriorityClasses here). */

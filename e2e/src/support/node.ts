@@ -1,7 +1,23 @@
 import type { RuntimeRestart, ScenarioContext } from '@kh/harness';
+import { NODE_LEASE_NAMESPACE } from '@kh/node-agent';
 
 export const nodeCondition = async (ctx: ScenarioContext, type: string) =>
   (await ctx.core.readNode({ name: ctx.nodeName })).status?.conditions?.find((c) => c.type === type);
+
+/** The node's Lease, which the agent renews in kube-node-lease. */
+export const nodeLease = (ctx: ScenarioContext) =>
+  ctx.coordination.readNamespacedLease({ name: ctx.nodeName, namespace: NODE_LEASE_NAMESPACE });
+
+/** When the agent last renewed the node's Lease, in ms since the epoch. */
+export const leaseRenewTime = async (ctx: ScenarioContext) =>
+  new Date((await nodeLease(ctx)).spec?.renewTime ?? 0).getTime();
+
+/** Cases of upstream's node_lease.go, by the text after its Describe and Context. */
+export const nodeLeaseUpstream = (...its: string[]) =>
+  its.map((it) => ({
+    file: 'test/e2e/common/node/node_lease.go',
+    case: `NodeLease when the NodeLease feature is enabled ${it}`,
+  }));
 
 /**
  * The node's runtime restart, which a scenario that `needs: ['runtime-restart']` is only ever run

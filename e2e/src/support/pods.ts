@@ -180,6 +180,10 @@ export async function testContainerOutput(
 /** A shell that ends at once on SIGTERM, so deleting its pod does not wait out the grace period. */
 export const SLEEPER = 'trap "exit 0" TERM; sleep 3600 & wait';
 
+/** `kubectl exec` of a command in a container of the namespace's pod: its output and exit code. */
+export const kubectlExec = (ctx: ScenarioContext, pod: string, container: string, command: string[]) =>
+  ctx.kubectl(['-n', ctx.namespace, 'exec', pod, '-c', container, '--', ...command]);
+
 /** e2epod.ExecShellInContainer: `sh -c cmd` in the container, its stdout trimmed. */
 export async function execShellInContainer(
   ctx: ScenarioContext,
@@ -187,18 +191,7 @@ export async function execShellInContainer(
   container: string,
   cmd: string,
 ) {
-  const r = await ctx.kubectl([
-    '-n',
-    ctx.namespace,
-    'exec',
-    pod,
-    '-c',
-    container,
-    '--',
-    '/bin/sh',
-    '-c',
-    cmd,
-  ]);
+  const r = await kubectlExec(ctx, pod, container, ['/bin/sh', '-c', cmd]);
   ctx.check.ok(`pod ${pod}: \`${cmd}\` in ${container} succeeded`, r.code === 0, r.stderr, 'exit 0');
   return r.stdout.trim();
 }

@@ -66,7 +66,7 @@ import {
   readMachineInfo,
 } from './nodestatus/machine_info.js';
 import { type NodeIdentity, nodeNameFor, resolveNodeIP } from './nodestatus/node.js';
-import { admissionNode, NodeLister } from './nodestatus/node_lister.js';
+import { NodeLister } from './nodestatus/node_lister.js';
 import { PodCidrUpdater } from './nodestatus/pod_cidr.js';
 import { NodeRegistrar } from './nodestatus/registration.js';
 import { NodeStatusSnapshotter } from './nodestatus/snapshot.js';
@@ -271,6 +271,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     ...nodeSide,
     api,
     kubeConfig,
+    nodeLister,
     recorder: node.recorder,
     pressure: eviction,
     podSources: sources.podSources,
@@ -302,9 +303,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     servers: newServerProviders(deps, runtime, podLayer),
   });
   // Fit on this node first, then node pressure, sysctls and AppArmor; the first rejection wins.
-  admitHandlers.add(
-    new PredicateAdmitHandler(() => admissionNode(kubelet.nodeStatus.currentNode(), nodeLister.get())),
-  );
+  admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
   admitHandlers.add(eviction);
   admitHandlers.add(new SysctlAllowlist([...safeSysctls(), ...deps.config.allowedUnsafeSysctls]));
   admitHandlers.add(new AppArmorAdmitHandler(hostAppArmorEnabled()));
@@ -665,6 +664,8 @@ export interface KubeletDeps {
   /** Absent in standalone mode (no --kubeconfig): no registration, status, lease or events. */
   api?: NodeApi;
   kubeConfig?: KubeConfig;
+  /** This node's Node as the API shows it: admission and the status sync read it, not a GET each. */
+  nodeLister?: Pick<NodeLister, 'get'>;
   clock?: TimerClock;
   log?: Logger;
   metrics?: KubeletMetrics;
@@ -708,6 +709,7 @@ export function newKubelet(deps: KubeletDeps): Kubelet {
     runtimeState,
     pressure: deps.pressure ?? noPressure,
     clock,
+    apiNode: () => deps.nodeLister?.get(),
   });
   const snapshot = () => nodeStatus.snapshot();
   // A new pod CIDR may make the runtime's network ready: check it before the status is computed.
@@ -719,7 +721,6 @@ export function newKubelet(deps: KubeletDeps): Kubelet {
         log,
         snapshot,
         onPodCidrChange: recheck,
-        onNode: (node) => nodeStatus.observe(node),
       })
     : undefined;
   const runtimeHealth: RuntimeHealthMonitor = new RuntimeHealthMonitor({
@@ -763,7 +764,6 @@ function nodeParts(
     log: Logger;
     snapshot: NodeStatusUpdaterOptions['snapshot'];
     onPodCidrChange: () => Promise<void>;
-    onNode: NonNullable<NodeStatusUpdaterOptions['onNode']>;
   },
 ): NonNullable<KubeletParts['node']> {
   const { nodeName, clock, log, snapshot } = ctx;
@@ -789,7 +789,7 @@ function nodeParts(
     log,
     podCidr: new PodCidrUpdater(deps.runtime, log),
     onPodCidrChange: ctx.onPodCidrChange,
-    onNode: ctx.onNode,
+    cachedNode: () => deps.nodeLister?.get(),
   });
   const leaseController = new NodeLeaseController({
     api,

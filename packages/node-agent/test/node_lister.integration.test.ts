@@ -1,9 +1,9 @@
 // The node lister against the fake apiserver: a label set through the API reaches admission.
 import { realClock } from '@kh/apimachinery';
-import { CoreV1Api, type V1Node } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../src/api/node_api.js';
-import { admissionNode, NodeLister } from '../src/nodestatus/node_lister.js';
+import { NodeLister } from '../src/nodestatus/node_lister.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 
 const NODE = 'lister-node';
@@ -47,27 +47,5 @@ describe('NodeLister', () => {
     await until(() => lister.get() === undefined);
     abort.abort();
     await running;
-  });
-});
-
-describe('admissionNode', () => {
-  const local: V1Node = {
-    metadata: { name: 'n', labels: { 'kubernetes.io/hostname': 'n' } },
-    status: { allocatable: { cpu: '2' } },
-  };
-
-  it("takes the API Node's labels and keeps the local allocatable", () => {
-    const api: V1Node = {
-      metadata: { name: 'n', labels: { 'kubernetes.io/hostname': 'n', team: 'a' } },
-      status: {},
-    };
-    expect(admissionNode(local, api)).toEqual({
-      ...local,
-      metadata: { name: 'n', labels: api.metadata?.labels },
-    });
-  });
-
-  it('is the local node before the API Node is listed', () => {
-    expect(admissionNode(local, undefined)).toBe(local);
   });
 });

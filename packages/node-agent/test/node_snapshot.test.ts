@@ -9,7 +9,7 @@ import type { NodeRuntime } from '../src/runtime/node_runtime.js';
 import { noPressure } from '../src/types/pressure.js';
 import { testSnapshot } from './helpers/snapshot.js';
 
-function snapshotter() {
+function snapshotter(apiNode: () => V1Node | undefined) {
   const config = defaultKubeletConfiguration();
   const runtime = {
     type: () => 'containerd',
@@ -39,6 +39,7 @@ function snapshotter() {
     },
     pressure: noPressure,
     clock: new FakeClock(),
+    apiNode,
   });
 }
 
@@ -58,28 +59,37 @@ const dummyPod = {
 };
 
 describe('the node admission sees', () => {
-  it('is the API server Node once a status sync read it: labels and extended resources others set', async () => {
-    const s = snapshotter();
+  it("is the node lister's Node once listed: labels and extended resources others set", async () => {
+    let listed: V1Node | undefined;
+    const s = snapshotter(() => listed);
     await s.snapshot();
     const admit = new PredicateAdmitHandler(() => s.currentNode());
-    // Before any sync: the node this agent registers, without the operator's label.
+    // Before the first list: the node this agent registers, without the operator's label.
     expect(admit.admit({ pod: dummyPod, otherPods: [] })).toMatchObject({
       admit: false,
       reason: 'NodeAffinity',
     });
-    const api: V1Node = {
+    listed = {
       metadata: {
         name: 'node-a',
         labels: { 'kubernetes.io/hostname': 'node-a', 'example.com/pool': 'blue' },
       },
       status: { capacity: { 'dummy.com/dummy': '123' }, allocatable: { 'dummy.com/dummy': '123' } },
     };
-    s.observe(api);
-    api.metadata!.labels = {}; // the snapshotter keeps its own copy
-    expect(s.currentNode().status?.capacity).toMatchObject({ cpu: '2', 'dummy.com/dummy': '123' });
+    const current = s.currentNode();
+    expect(current.metadata?.labels).toMatchObject({ 'example.com/pool': 'blue' });
+    expect(current.status?.capacity).toMatchObject({ cpu: '2', 'dummy.com/dummy': '123' });
+    // Its status is the snapshot's, set on a copy: the lister's object is left as listed.
+    expect(listed.status?.capacity).toEqual({ 'dummy.com/dummy': '123' });
     expect(admit.admit({ pod: dummyPod, otherPods: [] })).toMatchObject({
       admit: false,
       reason: 'OutOfdummy.com/dummy',
+    });
+    // A label the operator removes through the API stops deciding at once.
+    listed = { ...listed, metadata: { name: 'node-a', labels: { 'kubernetes.io/hostname': 'node-a' } } };
+    expect(admit.admit({ pod: dummyPod, otherPods: [] })).toMatchObject({
+      admit: false,
+      reason: 'NodeAffinity',
     });
   });
 });

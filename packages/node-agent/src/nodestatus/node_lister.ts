@@ -1,7 +1,7 @@
-// The kubelet's node lister: a list and watch of this node's own Node object in the API. Admission
-// reads the node's labels from it, as the kubelet's getNodeAnyWay does, so that a label set
-// through the API (kubectl label node) decides a nodeSelector at the next pod, not never; the
-// rest (allocatable, conditions) stays the agent's own latest snapshot.
+// The kubelet's node lister: a list and watch of this node's own Node object in the API, the one
+// read of it the agent keeps. Admission reads the node from it, as the kubelet's getNodeAnyWay
+// does, so that a label set through the API (kubectl label node) decides a nodeSelector at the
+// next pod, not never; the status sync starts from it rather than a GET per sync.
 import { sleep, type TimerClock } from '@kh/apimachinery';
 import { CoreV1Api, type KubeConfig, type V1Node, Watch } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
@@ -61,10 +61,4 @@ export class NodeLister {
       await sleep(clock, this.opts.retryMs ?? NODE_LISTER_RETRY_MS, signal).catch(() => {});
     }
   }
-}
-
-/** This node as admission sees it: the local snapshot, with the API Node's labels once listed. */
-export function admissionNode(local: V1Node, api: V1Node | undefined): V1Node {
-  const labels = api?.metadata?.labels;
-  return labels ? { ...local, metadata: { ...local.metadata, labels: { ...labels } } } : local;
 }

@@ -1,6 +1,6 @@
 // Everything the node status setters need, gathered from the runtime, the runtime state and the
 // eviction manager: the status updater and registration post it, and admission sees this node
-// as the API server has it, with the latest snapshot's status (labels, allocatable).
+// as the node lister has it, with the latest snapshot's status (allocatable, conditions).
 
 import type { Clock } from '@kh/apimachinery';
 import type { RuntimeFeatures, RuntimeHandler } from '@kh/runtime-manager';
@@ -30,13 +30,14 @@ export interface NodeStatusSnapshotterDeps {
   };
   pressure: PressureSource;
   clock: Clock;
+  /** The node lister's Node (labels, extended resources others set); absent without an API server. */
+  apiNode?: () => V1Node | undefined;
 }
 
 export class NodeStatusSnapshotter {
   /** The kubelet server's port as the Node reports it; the Kubelet sets the one it listens on. */
   kubeletPort: number;
   private last: NodeStatusSnapshot | undefined;
-  private observed: V1Node | undefined;
 
   constructor(private readonly deps: NodeStatusSnapshotterDeps) {
     this.kubeletPort = deps.config.port;
@@ -76,18 +77,14 @@ export class NodeStatusSnapshotter {
     return this.last;
   }
 
-  /** The API server's Node as the status updater last read and updated it. */
-  observe(node: V1Node): void {
-    this.observed = structuredClone(node);
-  }
-
   /**
-   * This node as admission sees it, as the kubelet's getNodeAnyWay: the API server's Node (labels
-   * others set, extended resources they patched into capacity) once a status sync has read it,
-   * else the node this agent registers; its status from the latest snapshot.
+   * This node as admission sees it, as the kubelet's getNodeAnyWay: the node lister's Node (labels
+   * others set, extended resources they patched into capacity) once it has listed one, else the
+   * node this agent registers; its status from the latest snapshot.
    */
   currentNode(): V1Node {
-    const node = this.observed ? structuredClone(this.observed) : initialNode(this.deps.identity);
+    const api = this.deps.apiNode?.();
+    const node = api ? structuredClone(api) : initialNode(this.deps.identity);
     if (this.last) setNodeStatus(node, this.last, new Date(this.deps.clock.now()), () => {});
     return node;
   }

@@ -43,8 +43,12 @@ export interface NodeStatusUpdaterOptions {
    * runtime again (updateRuntimeUp), so a network the CIDR made ready is in this very update.
    */
   onPodCidrChange?: () => Promise<void>;
-  /** The API server's Node as each sync left it: what the kubelet's node lister would hold. */
-  onNode?: (node: V1Node) => void;
+  /**
+   * The node lister's Node: a sync's first try starts from it and GETs the Node only when the
+   * lister has none yet, as the kubelet's tryUpdateNodeStatus; a retry (after a failed patch)
+   * always GETs, so it works on what the API server has now.
+   */
+  cachedNode?: () => V1Node | undefined;
 }
 
 /** The event the kubelet posts for a condition that changed: "Node a status is now: NodeReady". */
@@ -94,7 +98,7 @@ export class NodeStatusUpdater {
     const log = this.opts.log ?? silentLogger;
     for (let i = 0; i < NODE_STATUS_UPDATE_RETRY; i++) {
       try {
-        return await this.tryUpdateNodeStatus();
+        return await this.tryUpdateNodeStatus(i);
       } catch (e) {
         if (isNotFound(e)) {
           log.info('Node not found; registering it again', { node: this.opts.nodeName });
@@ -111,9 +115,11 @@ export class NodeStatusUpdater {
     return 'failed';
   }
 
-  private async tryUpdateNodeStatus(): Promise<StatusSyncResult> {
+  private async tryUpdateNodeStatus(tryNumber: number): Promise<StatusSyncResult> {
     const { api, nodeName, clock } = this.opts;
-    const node = await api.getNode(nodeName);
+    const cached = tryNumber === 0 ? this.opts.cachedNode?.() : undefined;
+    // The lister's object is shared: the setters below change this copy only.
+    const node = cached ? structuredClone(cached) : await api.getNode(nodeName);
     if (!node) throw new ApiError(404, `nodes "${nodeName}" not found`, 'NotFound');
     const podCidrChanged = await this.updatePodCidr(node);
     const original = structuredClone(node.status ?? {});
@@ -130,13 +136,9 @@ export class NodeStatusUpdater {
     const changed = podCidrChanged || comparableStatus(node.status) !== before;
     const reportDue =
       this.lastReportAt === undefined || now - this.lastReportAt >= this.opts.reportFrequencyMs;
-    if (!changed && !reportDue) {
-      this.opts.onNode?.(node);
-      return 'unchanged';
-    }
+    if (!changed && !reportDue) return 'unchanged';
     await api.patchNodeStatus(nodeName, statusPatch(original, node.status ?? {}));
     this.lastReportAt = now;
-    this.opts.onNode?.(node);
     // Only transitions that reached the API server are announced.
     const record = statusEvent(this.opts.recorder, nodeName);
     for (const [type, reason] of events) record(type, reason);
