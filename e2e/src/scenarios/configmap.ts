@@ -17,7 +17,7 @@ import {
 } from '../support/api-volume.js';
 import { limiter } from '../support/concurrent.js';
 import { fileModeLine, type MounttestFlags, mounttest } from '../support/mounttest.js';
-import { createPod, podFor, podLog, sh, testContainerOutput, waitForPod } from '../support/pods.js';
+import { createPod, podFor, podLog, sh, testContainerOutput, waitForRunning } from '../support/pods.js';
 
 // Upstream's configmap.go (test/e2e/common/node: env from a config map, and its API), and
 // configmap_volume.go and projected_configmap.go (test/e2e/common/storage) as named cases: the
@@ -126,8 +126,6 @@ const logShows = (ctx: ScenarioContext, pod: string, container: string, want: st
     { timeoutMs: POD_LOG_MS, intervalMs: POLL_MS, expected: want },
   );
 
-const isRunning = (p: V1Pod) => p.status?.phase === 'Running';
-
 /** mounttest printing a file every 2 s for POD_LOG_MS, whatever it reads. */
 const inLoop = (path: string): MounttestFlags => ({
   fileContentInLoop: path,
@@ -221,7 +219,7 @@ function volumeCases(f: VolumeFile): Case[] {
       const pod = `pod-${cm}s-upd`;
       await createConfigMap(ctx, ref, { data: { 'data-1': 'value-1' } });
       await createPod(ctx, mounttestPod(ctx, f, pod, ref, mount, inLoop(`${mount}/data-1`)));
-      await waitForPod(ctx, pod, 'is Running', isRunning);
+      await waitForRunning(ctx, pod);
       await logShows(ctx, pod, MOUNTTEST, 'value-1');
       // Upstream updates without a resourceVersion, to force the update.
       await ctx.core.replaceNamespacedConfigMap({
@@ -259,7 +257,7 @@ function volumeCases(f: VolumeFile): Case[] {
           ),
         }),
       );
-      await waitForPod(ctx, pod, 'is Running', isRunning);
+      await waitForRunning(ctx, pod);
       const error = (what: keyof typeof maps) => `Error reading file ${base}/${what}/${maps[what].key}`;
       await logShows(ctx, pod, maps.create.container, error('create'));
       await logShows(ctx, pod, maps.update.container, error('update'));
@@ -318,7 +316,7 @@ const binaryDataCase = (f: VolumeFile, it: It, mount: string): Case =>
       volumeMounts: pod.spec!.containers[0]!.volumeMounts,
     });
     await createPod(ctx, pod);
-    await waitForPod(ctx, name, 'is Running', isRunning);
+    await waitForRunning(ctx, name);
     await logShows(ctx, name, MOUNTTEST, 'value-1');
     await logShows(ctx, name, binary, 'de ca fe ba d0 fe ff');
   });

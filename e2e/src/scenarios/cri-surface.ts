@@ -1,5 +1,5 @@
 import type { KubectlResult, Scenario } from '@kh/harness';
-import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, podFor, sh, waitForPod, waitForRunning } from '../support/pods.js';
 
 const outcome = (r: KubectlResult) => ({ code: r.code, stdout: r.stdout.trim(), stderr: r.stderr.trim() });
 
@@ -29,7 +29,7 @@ export const criSurface: Scenario = {
         ctx,
         podFor(ctx, 'box', { containers: [sh(ctx, 'box', 'sleep 3600', { resources: memory('20Mi') })] }),
       );
-      await waitForPod(ctx, 'box', 'Running', (p) => p.status?.phase === 'Running');
+      await waitForRunning(ctx, 'box');
       const proxy = `/api/v1/nodes/${ctx.nodeName}/proxy`;
 
       // The pod's numbers come from ListPodSandboxStats, or ListContainerStats where the runtime

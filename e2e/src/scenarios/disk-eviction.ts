@@ -3,7 +3,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { diskHogPod, nodefsThresholdMiB } from '../support/disk.js';
 import { evictedFor, innocentSurvives, pressureClearsInnocentRuns } from '../support/eviction.js';
 import { pressureCondition } from '../support/node.js';
-import { createPod, podFor, readPod, sh, waitForPod } from '../support/pods.js';
+import { createPod, podFor, readPod, sh, waitForRunning } from '../support/pods.js';
 
 interface Sample {
   hog: V1Pod;
@@ -39,7 +39,7 @@ export const diskEviction: Scenario = {
       ctx,
       podFor(ctx, 'innocent', { priority: 1000, containers: [sh(ctx, 'c', 'sleep 600')] }),
     );
-    await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+    await waitForRunning(ctx, 'innocent');
     // An image no pod uses: what node-level reclaim may delete.
     const spare = ctx.images.httpd;
     await ctx.cri.pullImage(spare);

@@ -3,7 +3,15 @@ import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { diskHogPod, HOG_MIB, HOG_STEP_MIB, nodefsThresholdMiB } from '../support/disk.js';
 import { innocentSurvives, pressureClearsInnocentRuns, pressureThenEvicted } from '../support/eviction.js';
 import { pressureCondition } from '../support/node.js';
-import { containerStatus, createPod, podFor, readPod, sh, waitForPod } from '../support/pods.js';
+import {
+  containerStatus,
+  createPod,
+  podFor,
+  readPod,
+  sh,
+  waitForPod,
+  waitForRunning,
+} from '../support/pods.js';
 
 /** How far the node's own clock readings (condition transition, event, container exit) may lag. */
 const SLACK_S = 20;
@@ -88,7 +96,7 @@ async function softEviction(ctx: ScenarioContext): Promise<void> {
       ],
     }),
   );
-  await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+  await waitForRunning(ctx, 'innocent');
   await softThresholdConfig(ctx, config);
 
   await createPod(ctx, diskHogPod(ctx, { terminationGracePeriodSeconds: 1 }));

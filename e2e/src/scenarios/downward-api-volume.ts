@@ -8,7 +8,7 @@ import type {
 } from '@kubernetes/client-node';
 import { limiter } from '../support/concurrent.js';
 import { type MounttestFlags, mounttest } from '../support/mounttest.js';
-import { createPod, podFor, podLog, sh, testContainerOutput, waitForPod } from '../support/pods.js';
+import { createPod, podFor, podLog, sh, testContainerOutput, waitForRunning } from '../support/pods.js';
 
 // Upstream's downwardapi_volume.go and projected_downwardapi.go (test/e2e/common/storage) as named
 // cases, one scenario each from the same builders: a downwardAPI volume's files, or a projected
@@ -185,7 +185,7 @@ const updateCase = (
         breakOnExpectedContent: false,
       });
       await createPod(ctx, basePod(v, ctx, podName, container, { [what]: meta }));
-      await waitForPod(ctx, podName, 'is Running', (p) => p.status?.phase === 'Running');
+      await waitForRunning(ctx, podName);
       const logShows = (want: string) =>
         ctx.check.eventually(
           `pod ${podName}: the ${what} file shows ${JSON.stringify(want)}`,

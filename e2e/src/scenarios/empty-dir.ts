@@ -9,7 +9,7 @@ import {
   podFor,
   sh,
   testContainerOutput,
-  waitForPod,
+  waitForRunning,
 } from '../support/pods.js';
 
 // Upstream's empty_dir.go (test/e2e/common/storage) as named cases, each with its own pod and
@@ -213,8 +213,6 @@ const CASES: Case[] = [
 const MAIN = 'busybox-main-container';
 const MAIN_MOUNT = '/usr/share/volumeshare';
 
-const running = (p: V1Pod) => p.status?.phase === 'Running';
-
 /** The sub container writes into the shared emptyDir; the main one reads it at its own mount path. */
 async function sharedVolumes(ctx: ScenarioContext) {
   const name = 'pod-sharedvolume';
@@ -233,7 +231,7 @@ async function sharedVolumes(ctx: ScenarioContext) {
       ],
     }),
   );
-  await waitForPod(ctx, name, 'is Running', running);
+  await waitForRunning(ctx, name);
   const got = await execShellInContainer(ctx, name, MAIN, `cat ${MAIN_MOUNT}/shareddata.txt`);
   ctx.check.equal(`pod ${name}: the main container reads what the sub container wrote`, got, message);
 }
@@ -252,7 +250,7 @@ async function memoryBackedSize(ctx: ScenarioContext) {
       ],
     }),
   );
-  await waitForPod(ctx, name, 'is Running', running);
+  await waitForRunning(ctx, name);
   const got = await execShellInContainer(ctx, name, MAIN, `df | grep ${MAIN_MOUNT} | awk '{print $2}'`);
   ctx.check.equal(`pod ${name}: df shows the volume's size in 1K blocks`, got, '10240');
 }

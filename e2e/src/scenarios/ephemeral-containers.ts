@@ -15,6 +15,7 @@ import {
   podSummary,
   readPod,
   waitForPod,
+  waitForRunning,
 } from '../support/pods.js';
 
 // Upstream's ephemeral_containers.go (test/e2e/common/node), one named case per It with upstream's
@@ -29,8 +30,6 @@ const CONFORMANCE = ['NodeConformance', 'Conformance'];
 const EPHEMERAL_START_MS = 60_000;
 /** framework.PodStartTimeout is 5 min; a busybox pod starts in seconds here. */
 const POD_START_MS = 120_000;
-
-const running = (p: V1Pod) => p.status?.phase === 'Running';
 
 /** Upstream's target pod: busybox sleeping 10000 s in test-container-1. */
 async function createTargetPod(ctx: ScenarioContext, name: string): Promise<V1Pod> {
@@ -49,7 +48,7 @@ async function createTargetPod(ctx: ScenarioContext, name: string): Promise<V1Po
     }),
   );
   // podClient.CreateSync: created and running.
-  return waitForPod(ctx, name, 'running', running, POD_START_MS);
+  return waitForRunning(ctx, name, POD_START_MS);
 }
 
 /** e2epod.WaitForContainerRunning over the pod's containers, ephemeral ones included. */

@@ -7,7 +7,7 @@ import {
   pressureThenEvicted,
 } from '../support/eviction.js';
 import { nodeMemoryWorkingSetBytes } from '../support/node.js';
-import { createPod, memhog, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, memhog, podFor, sh, waitForPod, waitForRunning } from '../support/pods.js';
 
 const Mi = 2 ** 20;
 
@@ -38,7 +38,7 @@ export const eviction: Scenario = {
         ],
       }),
     );
-    await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+    await waitForRunning(ctx, 'innocent');
     // The hog grows in 8Mi steps until 50..58Mi remain: mid-way between the 100Mi hard threshold
     // and the OOM line, because the node's own use moves by tens of MiB while the hog grows (the Go
     // daemons' heaps, reclaimable cache). With 32Mi steps leaving 60..92Mi, a drop of 10-20Mi kept

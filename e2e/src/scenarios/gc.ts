@@ -1,6 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
-import { containerStatus, createPod, podFor, sh, waitForPod } from '../support/pods.js';
+import { containerStatus, createPod, podFor, sh, waitForPod, waitForRunning } from '../support/pods.js';
 
 const containersOf = async (ctx: ScenarioContext) =>
   ctx.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace } });
@@ -96,7 +96,7 @@ export const gc: Scenario = {
     const inUse = ctx.images.busybox;
     await ctx.cri.pullImage(spare);
     await createPod(ctx, podFor(ctx, 'keeper', { containers: [sh(ctx, 'c', 'sleep 600')] }));
-    await waitForPod(ctx, 'keeper', 'is Running', (p) => p.status?.phase === 'Running');
+    await waitForRunning(ctx, 'keeper');
     ctx.note('restarting the agent with imageGCHighThresholdPercent=1, imageGCLowThresholdPercent=0');
     await ctx.reconfigureAgent({
       imageGCHighThresholdPercent: 1,

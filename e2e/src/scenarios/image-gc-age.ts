@@ -1,5 +1,5 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
-import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, podFor, sh, waitForRunning } from '../support/pods.js';
 
 /** Upstream's values: imageMaximumGCAge 1m, imageMinimumGCAge 1s. */
 const MAX_AGE = '1m';
@@ -67,7 +67,7 @@ export const imageGcAge: Scenario = {
     );
     try {
       await createPod(ctx, podFor(ctx, 'innocent', { containers: [sh(ctx, 'c', 'sleep 600')] }));
-      await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+      await waitForRunning(ctx, 'innocent');
       await ctx.cri.pullImage(spare);
       check.ok('spare image pulled through CRI', await present(ctx, spare), spare);
       await ctx.core.deleteNamespacedPod({

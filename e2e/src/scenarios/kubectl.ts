@@ -4,12 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubectlResult, Scenario, ScenarioContext } from '@kh/harness';
 import { waitForOutput } from '../support/kubectl.js';
-import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, podFor, sh, waitForPod, waitForRunning } from '../support/pods.js';
 
 /** The released kubectl binaries the scenario drives, unmodified: the oldest and newest we support. */
 const VERSIONS = ['1.27', '1.33'] as const;
-
-const running = (p: { status?: { phase?: string } }) => p.status?.phase === 'Running';
 
 /** A request straight to the apiserver, with its CA and an optional bearer token: the status code. */
 function apiStatus(ctx: ScenarioContext, path: string, token?: string): Promise<number> {
@@ -81,8 +79,8 @@ export const kubectl: Scenario = {
         containers: [{ name: 'web', image: ctx.images.httpd, imagePullPolicy: 'IfNotPresent' }],
       }),
     );
-    await waitForPod(ctx, 'box', 'Running', running);
-    await waitForPod(ctx, 'web', 'Running', running);
+    await waitForRunning(ctx, 'box');
+    await waitForRunning(ctx, 'web');
 
     for (const version of VERSIONS) {
       const k = (args: string[], opts: { input?: string; tty?: boolean } = {}) =>

@@ -1,7 +1,7 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { nodeCondition } from '../support/node.js';
-import { createPod, podFor, podSummary, readPod, waitForPod } from '../support/pods.js';
+import { createPod, podFor, podSummary, readPod, waitForPod, waitForRunning } from '../support/pods.js';
 import { watchPods } from '../support/watch.js';
 
 // Upstream's restart_test.go (test/e2e_node), its Kubelet context: the agent is killed (SIGKILL,
@@ -189,7 +189,7 @@ const CASES: Case[] = [
               }),
             ),
           );
-          await waitForPod(ctx, name, 'is running', (p) => p.status?.phase === 'Running', POD_START_MS);
+          await waitForRunning(ctx, name, POD_START_MS);
           await restartAgent(ctx, async () => {
             await deleteWithGrace(ctx, name);
             // Rejected when the restarted kubelet admits it again.

@@ -10,6 +10,7 @@ import {
   readPod,
   sh,
   waitForPod,
+  waitForRunning,
 } from '../support/pods.js';
 
 // Upstream's kubelet.go, privileged.go and pod_admission.go (test/e2e/common/node) as named cases:
@@ -37,13 +38,7 @@ type Case = ScenarioCase;
 /** podClient.CreateSync: the pod is created and Running. */
 async function createSync(ctx: ScenarioContext, pod: V1Pod): Promise<void> {
   await createPod(ctx, pod);
-  await waitForPod(
-    ctx,
-    pod.metadata!.name!,
-    'is Running',
-    (p) => p.status?.phase === 'Running',
-    POD_START_MS,
-  );
+  await waitForRunning(ctx, pod.metadata!.name!, POD_START_MS);
 }
 
 /** The container's log is exactly `want` within a minute; `since` passes --since-time. */

@@ -5,6 +5,7 @@ import {
   containerStatus,
   createPod,
   deletePodWithWait,
+  isRunning,
   podFor,
   podLog,
   readPod,
@@ -30,8 +31,6 @@ const DEFAULT_GRACE_S = 30;
 type Limit = <T>(task: () => Promise<T>) => Promise<T>;
 type Case = ScenarioCase<Limit>;
 
-const running = (p: V1Pod) => p.status?.phase === 'Running';
-
 /** A container of the netexec image (upstream's agnhost), netexec's args or the image's pause. */
 const agnhost = (ctx: ScenarioContext, name: string, args?: string[]): V1Container => ({
   name,
@@ -47,7 +46,7 @@ async function createSync(ctx: ScenarioContext, pod: V1Pod): Promise<V1Pod> {
     ctx,
     pod.metadata!.name!,
     'is Running and Ready',
-    (p) => running(p) && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+    (p) => isRunning(p) && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
     2 * 60_000,
   );
 }

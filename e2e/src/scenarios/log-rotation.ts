@@ -1,6 +1,6 @@
 import type { KubectlProcess, Scenario, ScenarioContext } from '@kh/harness';
 import { nodeExec } from '../support/faults.js';
-import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, podFor, sh, waitForRunning } from '../support/pods.js';
 
 /** Upstream's values (container_log_rotation_test.go). */
 const MAX_FILES = 3;
@@ -28,7 +28,7 @@ async function startLogPod(ctx: ScenarioContext, name: string, script = HELLO): 
     ctx,
     podFor(ctx, name, { restartPolicy: 'Never', containers: [{ ...sh(ctx, 'log-container', script) }] }),
   );
-  const p = await waitForPod(ctx, name, 'is Running', (x) => x.status?.phase === 'Running');
+  const p = await waitForRunning(ctx, name);
   return p.metadata!.uid!;
 }
 

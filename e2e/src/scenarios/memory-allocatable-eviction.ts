@@ -2,7 +2,7 @@ import { Quantity } from '@kh/apimachinery';
 import type { Scenario } from '@kh/harness';
 import { evictedFor, innocentSurvives, pressureThenEvicted } from '../support/eviction.js';
 import { nodeMemoryWorkingSetBytes, pressureCondition } from '../support/node.js';
-import { createPod, memhog, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, memhog, podFor, sh, waitForRunning } from '../support/pods.js';
 
 // Upstream's eviction_test.go MemoryAllocatableEviction: kubeReserved memory is capacity − 300Mi
 // with enforceNodeAllocatable [pods], so kubepods is limited to 300Mi while the node itself has
@@ -39,7 +39,7 @@ export const memoryAllocatableEviction: Scenario = {
     });
     try {
       await createPod(ctx, podFor(ctx, 'innocent', { containers: [sh(ctx, 'c', 'sleep 600')] }));
-      await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
+      await waitForRunning(ctx, 'innocent');
       // The hog stops 50..58Mi below the kubepods limit: past the 100Mi threshold, short of the
       // kernel's OOM kill at the limit. What kubepods already holds is measured, not guessed.
       const step = 8;

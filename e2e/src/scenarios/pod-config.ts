@@ -12,6 +12,7 @@ import {
   podSummary,
   sh,
   waitForPod,
+  waitForRunning,
 } from '../support/pods.js';
 
 /** framework.PodStartTimeout: how long upstream waits for a pod's output. */
@@ -312,7 +313,7 @@ while true; do echo "labels: $(cat /etc/podinfo/labels | tr '\\n' ' ')"; sleep 2
         await finishedOutput(ctx, 'env-args', 'args expanded', ['args: test-value']);
       })(),
       (async () => {
-        await waitForPod(ctx, 'volumes', 'is Running', (p) => p.status?.phase === 'Running', POD_START_MS);
+        await waitForRunning(ctx, 'volumes', POD_START_MS);
         await expectOutput(ctx, 'volumes', 'reads every volume with its modes', [
           'podname: volumes',
           'projected: value-1 secret-1 volumes',

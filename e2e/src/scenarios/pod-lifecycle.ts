@@ -8,6 +8,7 @@ import {
   podFor,
   sh,
   waitForPod,
+  waitForRunning,
   waitingReason,
 } from '../support/pods.js';
 
@@ -128,7 +129,7 @@ export const podLifecycle: Scenario = {
     await allChecks([
       // Pod phases: Pending -> Running -> Succeeded, with container states to match.
       (async () => {
-        const running = await waitForPod(ctx, 'phases', 'is Running', (p) => p.status?.phase === 'Running');
+        const running = await waitForRunning(ctx, 'phases');
         const runningState = containerStatus(running, 'main');
         check.ok(
           'container is running with startedAt',
@@ -253,7 +254,7 @@ export const podLifecycle: Scenario = {
         );
       })(),
       (async () => {
-        await waitForPod(ctx, 'graceful', 'is Running', (x) => x.status?.phase === 'Running');
+        await waitForRunning(ctx, 'graceful');
         const t0 = Date.now();
         await ctx.core.deleteNamespacedPod({ name: 'graceful', namespace: ctx.namespace });
         const marked = await ctx.core.readNamespacedPod({ name: 'graceful', namespace: ctx.namespace });

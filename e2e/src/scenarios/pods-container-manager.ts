@@ -2,7 +2,7 @@ import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { isDir, type NodeCgroups, nodeCgroups, readCgroupFile } from '../support/cgroups.js';
 import { allChecks } from '../support/concurrent.js';
-import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
+import { createPod, podFor, sh, waitForRunning } from '../support/pods.js';
 
 // Upstream's pods_container_manager_test.go (the QoS tiers and a pod cgroup per QoS class, made
 // for the pod and removed with it) and pids_test.go (podPidsLimit becomes the pod cgroup's
@@ -70,7 +70,7 @@ async function podCase(ctx: ScenarioContext, cg: NodeCgroups, spec: (typeof PODS
   );
   const uid = created.metadata?.uid ?? '';
   const podCgroup = `${cg.kubepods}${spec.tier}/pod${uid}`;
-  await waitForPod(ctx, spec.name, 'is Running', (p) => p.status?.phase === 'Running');
+  await waitForRunning(ctx, spec.name);
 
   // "Checking if the pod cgroup was created", in the controllers upstream's verifier looks at.
   for (const controller of cg.v2 ? [''] : ['memory', 'cpu', 'pids'])

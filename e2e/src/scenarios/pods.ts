@@ -5,12 +5,14 @@ import { type ClientOptions, WebSocket } from 'ws';
 import { limiter } from '../support/concurrent.js';
 import {
   createPod,
+  isRunning,
   podCondition,
   podFor,
   podSummary,
   readPod,
   testContainerOutput,
   waitForPod,
+  waitForRunning,
 } from '../support/pods.js';
 import { watchPods } from '../support/watch.js';
 
@@ -31,13 +33,12 @@ const POD_DELETE_MS = 300_000;
 /** syncLoopFrequency: how long upstream lets the kubelet act on a status patch. */
 const SYNC_LOOP_FREQUENCY_MS = 10_000;
 
-const running = (p: V1Pod) => p.status?.phase === 'Running';
 const isReady = (p: V1Pod) => podCondition(p, 'Ready') === 'True';
 
 /** podClient.CreateSync: created, then Running. */
 async function createSync(ctx: ScenarioContext, pod: V1Pod): Promise<V1Pod> {
   await createPod(ctx, pod);
-  return waitForPod(ctx, pod.metadata!.name!, 'running', running, POD_START_MS);
+  return waitForRunning(ctx, pod.metadata!.name!, POD_START_MS);
 }
 
 const listByLabel = async (ctx: ScenarioContext, labelSelector: string) =>
@@ -176,7 +177,7 @@ const CASES: Case[] = [
           ctx.check.equal('the pod is listed by its label', (await listByLabel(ctx, selector)).length, 1);
           const first = await w.next('the pod creation is observed', () => true, POD_START_MS);
           ctx.check.equal('the first event is ADDED', first.type, 'ADDED');
-          await waitForPod(ctx, name, 'running', running, POD_START_MS);
+          await waitForRunning(ctx, name, POD_START_MS);
           await readPod(ctx, name);
           await ctx.core.deleteNamespacedPod({ name, namespace: ctx.namespace, gracePeriodSeconds: 30 });
           const deleted = await w.next(
@@ -213,7 +214,7 @@ const CASES: Case[] = [
           value = nanos();
           p.metadata!.labels!.time = value;
         });
-        await waitForPod(ctx, name, 'running', running, POD_START_MS);
+        await waitForRunning(ctx, name, POD_START_MS);
         ctx.check.equal(
           'the updated pod is listed by its new label',
           (await listByLabel(ctx, `time=${value}`)).length,
@@ -426,7 +427,7 @@ const CASES: Case[] = [
         await ctx.check.eventually(
           '3 pods running and ready',
           () => listByLabel(ctx, 'type=Testing'),
-          (pods) => pods.length === 3 && pods.every((p) => running(p) && isReady(p)),
+          (pods) => pods.length === 3 && pods.every((p) => isRunning(p) && isReady(p)),
           {
             timeoutMs: POD_START_MS,
             intervalMs: 1_000,
@@ -476,7 +477,7 @@ const CASES: Case[] = [
             (e) =>
               e.pod.metadata?.name === name &&
               e.pod.metadata.labels?.['test-pod-static'] === 'true' &&
-              running(e.pod),
+              isRunning(e.pod),
             POD_START_MS,
           );
           const p = await readPod(ctx, name);
@@ -555,7 +556,7 @@ const CASES: Case[] = [
         });
         pod.metadata!.labels = { ...pod.metadata!.labels, e2e: name };
         await createPod(ctx, pod);
-        await waitForPod(ctx, name, 'running', running, POD_START_MS);
+        await waitForRunning(ctx, name, POD_START_MS);
         const patched = await ctx.core.patchNamespacedPodStatus(
           {
             name,

@@ -9,7 +9,7 @@ import {
 } from '@kubernetes/client-node';
 import { limiter } from '../support/concurrent.js';
 import { type MounttestFlags, mounttest } from '../support/mounttest.js';
-import { createPod, podFor, podLog, sh, testContainerOutput, waitForPod } from '../support/pods.js';
+import { createPod, podFor, podLog, sh, testContainerOutput, waitForRunning } from '../support/pods.js';
 
 // Upstream's secrets.go (test/e2e/common/node), secrets_volume.go and projected_secret.go
 // (test/e2e/common/storage) as named cases. The two volume files are one set of cases built for
@@ -385,7 +385,7 @@ const optionalUpdatesCase = (src: VolumeSource): Case => ({
           ),
         }),
       );
-      await waitForPod(ctx, podName, 'is Running', (p) => p.status?.phase === 'Running');
+      await waitForRunning(ctx, podName);
       const logShows = (container: string, want: string) =>
         ctx.check.eventually(
           `pod ${podName}: ${container} logs ${JSON.stringify(want)}`,

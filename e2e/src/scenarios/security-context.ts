@@ -14,6 +14,7 @@ import {
   readPod,
   sh,
   waitForPod,
+  waitForRunning,
   waitForSuccess,
 } from '../support/pods.js';
 
@@ -248,7 +249,7 @@ function supplementalGroupsPod(ctx: ScenarioContext, name: string, policy: 'Merg
  * in containerStatuses[].user (only where the node supports the policy), its log and an exec.
  */
 async function expectGroups(ctx: ScenarioContext, name: string, groups: number[], supported: boolean) {
-  await waitForPod(ctx, name, 'running', (p) => p.status?.phase === 'Running', POD_TIMEOUT_MS);
+  await waitForRunning(ctx, name, POD_TIMEOUT_MS);
   const want = groups.join(' ');
   if (supported) {
     const user = { linux: { uid: UID_IN_IMAGE, gid: UID_IN_IMAGE, supplementalGroups: groups } };

@@ -3,7 +3,7 @@ import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { nodeCondition } from '../support/node.js';
-import { createPod, execShellInContainer, INFINITE_SLEEP, readPod, waitForPod } from '../support/pods.js';
+import { createPod, execShellInContainer, INFINITE_SLEEP, readPod, waitForRunning } from '../support/pods.js';
 import { pattern, sleepingSubpathPod, volumeSource } from './subpath.js';
 
 /** framework.PodStartTimeout and PodDeleteTimeout. */
@@ -125,13 +125,7 @@ export const subpathDisruptive: Scenario = {
       pods.push({ pod: spec, force });
     }
     for (const p of pods) {
-      p.pod = await waitForPod(
-        ctx,
-        p.pod.metadata!.name!,
-        'is Running',
-        (x) => x.status?.phase === 'Running',
-        POD_START_MS,
-      );
+      p.pod = await waitForRunning(ctx, p.pod.metadata!.name!, POD_START_MS);
       await expectMounted(ctx, p.pod);
     }
 

@@ -11,6 +11,7 @@ import {
   sh,
   testContainerOutput,
   waitForPod,
+  waitForRunning,
 } from '../support/pods.js';
 
 /** framework.PodStartTimeout: how long upstream waits for a pod's output or its subPath error. */
@@ -368,7 +369,7 @@ function driverRestartCases(ctx: ScenarioContext, d: Driver): Promise<void>[] {
 async function unmountAfterDelete(ctx: ScenarioContext, pod: V1Pod, dir: string) {
   const name = pod.metadata!.name!;
   await createPod(ctx, pod);
-  await waitForPod(ctx, name, 'is Running', (p) => p.status?.phase === 'Running', POD_START_MS);
+  await waitForRunning(ctx, name, POD_START_MS);
   const rm = await kubectlExec(ctx, name, 'test-container-volume', ['rm', '-r', dir]);
   ctx.check.ok(
     `pod ${name}: sub-path directory removed from the volume container`,

@@ -96,6 +96,12 @@ export async function waitForPod(
   });
 }
 
+export const isRunning = (p: V1Pod) => p.status?.phase === 'Running';
+
+/** waitForPod until the pod's phase is Running. */
+export const waitForRunning = (ctx: ScenarioContext, name: string, timeoutMs?: number) =>
+  waitForPod(ctx, name, 'is Running', isRunning, timeoutMs);
+
 /** The pod has ended: Succeeded or Failed. */
 export const finished = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 
