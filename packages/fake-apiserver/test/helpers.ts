@@ -278,3 +278,7 @@ export function pod(name: string, spec: KObject = {}, metadata: KObject = {}): K
     spec: { containers: [{ name: 'c', image: 'busybox:1.36', command: ['sleep', '3600'] }], ...spec },
   };
 }
+
+export function priorityClass(name: string, value: unknown, extra: KObject = {}): KObject {
+  return { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value, ...extra };
+}
