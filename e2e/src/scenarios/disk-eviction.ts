@@ -34,10 +34,7 @@ export const diskEviction: Scenario = {
   timeoutMs: 360_000,
   async run(ctx) {
     const { check } = ctx;
-    await createPod(
-      ctx,
-      podFor(ctx, 'innocent', { priority: 1000, containers: [sh(ctx, 'c', 'sleep 600')] }),
-    );
+    await createPod(ctx, podFor(ctx, 'innocent', { containers: [sh(ctx, 'c', 'sleep 600')] }));
     await waitForPod(ctx, 'innocent', 'is Running', (p) => p.status?.phase === 'Running');
     // An image no pod uses: what node-level reclaim may delete.
     const spare = ctx.images.httpd;
@@ -63,7 +60,6 @@ export const diskEviction: Scenario = {
       await createPod(
         ctx,
         podFor(ctx, 'hog', {
-          priority: 0,
           restartPolicy: 'Never',
           containers: [diskHog(ctx)],
         }),
