@@ -57,25 +57,30 @@ describe('scheduling.k8s.io/v1 PriorityClass', () => {
     });
   });
 
-  it('kubectl: create priorityclass, get pc with its columns, describe', async () => {
-    const created = await run(
+  it.each([
+    ['1.27', KUBECTL.oldest],
+    ['1.33', KUBECTL.newest],
+  ])('kubectl %s: create priorityclass, get pc with its columns, describe', async (version, bin) => {
+    const name = `batch-low-${version.replace('.', '-')}`;
+    const cli = (...args: string[]) => kubectl(bin, h.kubeconfigPath, args);
+    const created = await cli(
       'create',
       'priorityclass',
-      'batch-low',
+      name,
       '--value=-10',
       '--description=batch work',
       '--preemption-policy=Never',
     );
     expect(created.stderr).toBe('');
-    expect(created.stdout.trim()).toBe('priorityclass.scheduling.k8s.io/batch-low created');
-    const got = await run('get', 'pc');
+    expect(created.stdout.trim()).toBe(`priorityclass.scheduling.k8s.io/${name} created`);
+    const got = await cli('get', 'pc');
     expect(got.stderr).toBe('');
     expect(got.stdout).toMatch(/^NAME\s+VALUE\s+GLOBAL-DEFAULT\s+AGE\s+PREEMPTIONPOLICY$/m);
-    expect(got.stdout).toMatch(/^batch-low\s+-10\s+false\s+\S+\s+Never$/m);
+    expect(got.stdout).toMatch(new RegExp(`^${name}\\s+-10\\s+false\\s+\\S+\\s+Never$`, 'm'));
     expect(got.stdout).toMatch(/^system-node-critical\s+2000001000\s+false\s+\S+\s+PreemptLowerPriority$/m);
-    const described = await run('describe', 'priorityclass', 'batch-low');
+    const described = await cli('describe', 'priorityclass', name);
     expect(described.stderr).toBe('');
-    expect(described.stdout).toMatch(/^Name:\s+batch-low$/m);
+    expect(described.stdout).toMatch(new RegExp(`^Name:\\s+${name}$`, 'm'));
     expect(described.stdout).toMatch(/^Value:\s+-10$/m);
     expect(described.stdout).toMatch(/^GlobalDefault:\s+false$/m);
     expect(described.stdout).toMatch(/^PreemptionPolicy:\s+Never$/m);
