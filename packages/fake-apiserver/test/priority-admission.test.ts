@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiServer, createApiServer, type UserInfo } from '../src/index.js';
-import { ApiClient, pod, priorityClass } from './helpers.js';
+import type { ApiServer, UserInfo } from '../src/index.js';
+import { ApiClient, nodeRbacServer, pod, priorityClass } from './helpers.js';
 
 const USERS: Record<string, UserInfo> = {
   'admin-token': { name: 'admin', uid: 'u-admin', groups: ['system:masters'] },
@@ -16,13 +16,7 @@ describe('Priority admission', () => {
   const create = (name: string, spec: Record<string, unknown> = {}) => admin().post(PODS, pod(name, spec));
 
   beforeAll(async () => {
-    s = await createApiServer({
-      tls: true,
-      tokens: new Map(Object.entries(USERS)),
-      authorizationMode: ['Node', 'RBAC'],
-      scheduler: false,
-      nodeLifecycle: false,
-    });
+    s = await nodeRbacServer(USERS);
     expect((await admin().post(PCS, priorityClass('high', 999_999_999))).status).toBe(201);
     expect((await admin().post(PCS, priorityClass('polite', 10, { preemptionPolicy: 'Never' }))).status).toBe(
       201,
