@@ -201,6 +201,10 @@ describe('scheduling.k8s.io/v1 PriorityClass', () => {
         `priorityclasses.scheduling.k8s.io "${pc.metadata.name}" is forbidden: this is a system priority class and cannot be deleted`,
       );
     }
+    // Updates are checked for what may not change only, built-ins included.
+    const described = await h.api.patch(`${PCS}/system-node-critical`, 'merge', { description: 'ours' });
+    expect(described.status).toBe(200);
+    expect(described.body).toMatchObject({ description: 'ours', value: 2000001000 });
     const kept = await run('delete', 'pc', 'system-node-critical');
     expect(kept.stderr).toContain('this is a system priority class and cannot be deleted');
     expect((await h.api.get(`${PCS}/system-node-critical`)).status).toBe(200);

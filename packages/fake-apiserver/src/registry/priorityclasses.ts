@@ -76,6 +76,13 @@ export const priorityclasses: ResourceDef = {
   prepareForUpdate: defaultPriorityClass,
   validate(pc, errs, old) {
     validateObjectMeta(pc, errs, false);
+    // ValidatePriorityClassUpdate checks only what may not change, not what creation checked.
+    if (old !== undefined) {
+      if (pc.value !== old.value) errs.forbidden('value', 'may not be changed in an update.');
+      if (pc.preemptionPolicy !== old.preemptionPolicy)
+        errs.invalid('preemptionPolicy', pc.preemptionPolicy, 'field is immutable');
+      return;
+    }
     const name: string = pc.metadata.name ?? '';
     if (name.startsWith(SYSTEM_PRIORITY_CLASS_PREFIX)) {
       const why = unknownSystemClass(pc);
@@ -92,10 +99,6 @@ export const priorityclasses: ResourceDef = {
       );
     }
     validatePreemptionPolicy(pc.preemptionPolicy, errs, 'preemptionPolicy');
-    if (old === undefined) return;
-    if (pc.value !== old.value) errs.forbidden('value', 'may not be changed in an update.');
-    if (pc.preemptionPolicy !== old.preemptionPolicy)
-      errs.invalid('preemptionPolicy', pc.preemptionPolicy, 'field is immutable');
   },
   beforeDelete(pc) {
     if (SYSTEM_PRIORITY_CLASSES.some((s) => s.metadata.name === pc.metadata.name)) {
