@@ -35,10 +35,7 @@ export const diskEviction: Scenario = {
   timeoutMs: 360_000,
   async run(ctx) {
     const { check } = ctx;
-    await createPod(
-      ctx,
-      podFor(ctx, 'innocent', { priority: 1000, containers: [sh(ctx, 'c', 'sleep 600')] }),
-    );
+    await createPod(ctx, podFor(ctx, 'innocent', { containers: [sh(ctx, 'c', 'sleep 600')] }));
     await waitForRunning(ctx, 'innocent');
     // An image no pod uses: what node-level reclaim may delete.
     const spare = ctx.images.httpd;
@@ -61,7 +58,7 @@ export const diskEviction: Scenario = {
       imageMinimumGCAge: '0s',
     });
     try {
-      await createPod(ctx, diskHogPod(ctx, { priority: 0 }));
+      await createPod(ctx, diskHogPod(ctx, {}));
       await pressureCondition(
         ctx,
         'DiskPressure',

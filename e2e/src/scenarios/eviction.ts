@@ -12,16 +12,16 @@ import { createPod, memhog, podFor, sh, waitForPod, waitForRunning } from '../su
 const Mi = 2 ** 20;
 
 /**
- * Modelled on eviction_test: real memory pressure inside a memory-limited node container. The
- * low-priority hog is evicted, the innocent higher-priority pod survives, the condition appears and
- * clears after the transition period, and a new pod is admitted afterwards.
+ * Modelled on eviction_test: real memory pressure inside a memory-limited node container. The hog,
+ * far above its (absent) request, is evicted, the innocent pod within its request survives, the
+ * condition appears and clears after the transition period, and a new pod is admitted afterwards.
  */
 export const eviction: Scenario = {
   name: 'eviction',
   estimateMs: 55_000,
   isolation: 'node',
   description:
-    'memory pressure evicts the low-priority hog, not the innocent pod; condition appears and clears; Evicted reason and event',
+    'memory pressure evicts the hog above its request, not the innocent pod within its own; condition appears and clears; Evicted reason and event',
   needs: ['real-containers', 'memory-pressure'],
   timeoutMs: 300_000,
   async run(ctx) {
@@ -30,7 +30,6 @@ export const eviction: Scenario = {
     await createPod(
       ctx,
       podFor(ctx, 'innocent', {
-        priority: 1000,
         containers: [
           sh(ctx, 'c', 'sleep 600', {
             resources: { requests: { memory: '16Mi', cpu: '10m' }, limits: { memory: '16Mi', cpu: '10m' } },
@@ -52,7 +51,6 @@ export const eviction: Scenario = {
     await createPod(
       ctx,
       podFor(ctx, 'hog', {
-        priority: 0,
         restartPolicy: 'Never',
         // No pause between steps: the size, not the speed, keeps the node above the OOM line.
         containers: [memhog(ctx, 'hog', targetMiB, step)],

@@ -2,10 +2,10 @@ import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import {
   evictionPod,
-  HIGH_PRIORITY,
   innocentPod,
   inOwnNamespace,
   runEvictionTest,
+  withHighPriorityClass,
 } from '../support/eviction.js';
 import { nodeExec } from '../support/faults.js';
 import { sh } from '../support/pods.js';
@@ -47,13 +47,13 @@ async function availablePids(ctx: ScenarioContext): Promise<number> {
 }
 
 /** eviction_test's pidConsumingPod: starts PROCESSES sleeping processes, one every 10 ms, then waits. */
-function pidConsumingPod(ctx: ScenarioContext, name: string, priority?: number): V1Pod {
+function pidConsumingPod(ctx: ScenarioContext, name: string, priorityClassName?: string): V1Pod {
   const script = `n=0; while [ $n -lt ${PROCESSES} ]; do usleep 10000; sleep 3600 & n=$((n+1)); done; wait`;
   return evictionPod(
     ctx,
     `${name}-pod`,
     sh(ctx, `${name}-container`, script),
-    priority !== undefined ? { priority } : {},
+    priorityClassName !== undefined ? { priorityClassName } : {},
   );
 }
 
@@ -83,24 +83,26 @@ async function pidThreshold(ctx: ScenarioContext, featureGates: Record<string, b
 
 /**
  * eviction_test's ordering case, run once per PodAndContainerStatsFromCRI value: a low-priority
- * bomb, an innocent pod and a bomb, both at upstream's high priority. The low-priority bomb goes
+ * bomb, an innocent pod and a bomb, both of upstream's high-priority class. The low-priority bomb goes
  * first, then the high-priority one, which runs more processes than the innocent pod of its
  * priority (counted in the pod cgroup with the gate off, by the runtime's ListPodSandboxStats with
  * it on); the innocent pod never.
  */
 async function priorityOrdering(ctx: ScenarioContext, statsFromCRI: boolean) {
   await pidThreshold(ctx, { PodAndContainerStatsFromCRI: statsFromCRI });
-  await runEvictionTest(ctx, {
-    ...PID_PRESSURE,
-    specs: [
-      { evictionPriority: 2, pod: pidConsumingPod(ctx, 'fork-bomb-container-with-low-priority') },
-      { evictionPriority: 0, pod: innocentPod(ctx, HIGH_PRIORITY) },
-      {
-        evictionPriority: 1,
-        pod: pidConsumingPod(ctx, 'fork-bomb-container-with-high-priority', HIGH_PRIORITY),
-      },
-    ],
-  });
+  await withHighPriorityClass(ctx, (highPriorityClassName) =>
+    runEvictionTest(ctx, {
+      ...PID_PRESSURE,
+      specs: [
+        { evictionPriority: 2, pod: pidConsumingPod(ctx, 'fork-bomb-container-with-low-priority') },
+        { evictionPriority: 0, pod: innocentPod(ctx, highPriorityClassName) },
+        {
+          evictionPriority: 1,
+          pod: pidConsumingPod(ctx, 'fork-bomb-container-with-high-priority', highPriorityClassName),
+        },
+      ],
+    }),
+  );
 }
 
 /**

@@ -1,7 +1,12 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
-import { diskConsumingPod, evictionPod, HIGH_PRIORITY, runEvictionTest } from '../support/eviction.js';
+import {
+  diskConsumingPod,
+  evictionPod,
+  runEvictionTest,
+  withHighPriorityClass,
+} from '../support/eviction.js';
 import { nodeFsAvailableBytes, nodeMemoryWorkingSetBytes } from '../support/node.js';
 
 const Mi = 2 ** 20;
@@ -22,7 +27,7 @@ function memhogPod(
   name: string,
   container: string,
   capMiB: number,
-  opts: { resources?: V1ResourceRequirements; priority?: number } = {},
+  opts: { resources?: V1ResourceRequirements; priorityClassName?: string } = {},
 ): V1Pod {
   return evictionPod(
     ctx,
@@ -38,14 +43,14 @@ function memhogPod(
       ],
       ...(opts.resources ? { resources: opts.resources } : {}),
     },
-    opts.priority !== undefined ? { priority: opts.priority } : {},
+    opts.priorityClassName !== undefined ? { priorityClassName: opts.priorityClassName } : {},
   );
 }
 
 /**
  * eviction_test's PriorityMemoryEvictionOrdering: a memory.available threshold 600Mi under the
- * memory free when it starts; a low-priority hog, a high-priority hog (upstream's PriorityClass
- * value, 999999999, set as the admission plugin would) and a pod within its 300Mi request. The
+ * memory free when it starts; a low-priority hog, a high-priority hog (of upstream's PriorityClass,
+ * value 999999999) and a pod within its 300Mi request. The
  * low-priority hog goes first, then the high-priority one; the guaranteed pod never.
  */
 export const priorityMemoryEviction: Scenario = {
@@ -77,31 +82,33 @@ export const priorityMemoryEviction: Scenario = {
     const fixed = { memory: `${GUARANTEED_MIB}Mi` };
     await ctx.reconfigureAgent({ evictionHard: { 'memory.available': `${thresholdMiB}Mi` } });
     try {
-      await runEvictionTest(ctx, {
-        condition: 'MemoryPressure',
-        starvedResource: 'memory',
-        pressureTimeoutMs: 120_000,
-        evictionTimeoutMs: 180_000,
-        message: (s) =>
-          new RegExp(
-            `^The node was low on resource: memory\\. Threshold quantity: ${thresholdMiB}Mi, available: \\d+(\\.\\d+)?[KMG]?i?\\. Container ${s.pod.spec?.containers[0]?.name} was using \\S+, request is 0, has larger consumption of memory\\. $`,
-          ),
-        specs: [
-          { evictionPriority: 2, pod: memhogPod(ctx, 'memory-hog-pod', 'memory-hog', capMiB) },
-          {
-            evictionPriority: 1,
-            pod: memhogPod(ctx, 'high-priority-memory-hog-pod', 'high-priority-memory-hog', capMiB, {
-              priority: HIGH_PRIORITY,
-            }),
-          },
-          {
-            evictionPriority: 0,
-            pod: memhogPod(ctx, 'guaranteed-pod', 'guaranteed-pod', guaranteedHolds, {
-              resources: { requests: fixed, limits: fixed },
-            }),
-          },
-        ],
-      });
+      await withHighPriorityClass(ctx, (highPriorityClassName) =>
+        runEvictionTest(ctx, {
+          condition: 'MemoryPressure',
+          starvedResource: 'memory',
+          pressureTimeoutMs: 120_000,
+          evictionTimeoutMs: 180_000,
+          message: (s) =>
+            new RegExp(
+              `^The node was low on resource: memory\\. Threshold quantity: ${thresholdMiB}Mi, available: \\d+(\\.\\d+)?[KMG]?i?\\. Container ${s.pod.spec?.containers[0]?.name} was using \\S+, request is 0, has larger consumption of memory\\. $`,
+            ),
+          specs: [
+            { evictionPriority: 2, pod: memhogPod(ctx, 'memory-hog-pod', 'memory-hog', capMiB) },
+            {
+              evictionPriority: 1,
+              pod: memhogPod(ctx, 'high-priority-memory-hog-pod', 'high-priority-memory-hog', capMiB, {
+                priorityClassName: highPriorityClassName,
+              }),
+            },
+            {
+              evictionPriority: 0,
+              pod: memhogPod(ctx, 'guaranteed-pod', 'guaranteed-pod', guaranteedHolds, {
+                resources: { requests: fixed, limits: fixed },
+              }),
+            },
+          ],
+        }),
+      );
     } finally {
       await ctx.reconfigureAgent({});
     }
@@ -146,35 +153,37 @@ export const priorityDiskEviction: Scenario = {
     if (thresholdMiB <= 0) throw new Error(`only ${freeMiB}Mi free on nodefs; too little`);
     ctx.note('nodefs threshold from the free space', { freeMiB, thresholdMiB });
     const fixed = { 'ephemeral-storage': '300Mi' };
-    const writer = (name: string, priority?: number) =>
+    const writer = (name: string, priorityClassName?: string) =>
       diskConsumingPod(ctx, name, WRITER_MIB, {
         volume: { emptyDir: {} },
         stepMib: 10,
         intervalS: 0.5,
-        ...(priority !== undefined ? { priority } : {}),
+        ...(priorityClassName !== undefined ? { priorityClassName } : {}),
       });
     await ctx.reconfigureAgent({ evictionHard: { 'nodefs.available': `${thresholdMiB}Mi` } });
     try {
-      await runEvictionTest(ctx, {
-        condition: 'DiskPressure',
-        starvedResource: 'ephemeral-storage',
-        pressureTimeoutMs: 180_000,
-        evictionTimeoutMs: 240_000,
-        message: () =>
-          /^The node was low on resource: ephemeral-storage\. Threshold quantity: \S+, available: \S+\. /,
-        specs: [
-          { evictionPriority: 2, pod: writer('best-effort-disk') },
-          { evictionPriority: 1, pod: writer('high-priority-disk', HIGH_PRIORITY) },
-          {
-            evictionPriority: 0,
-            pod: diskConsumingPod(ctx, 'guaranteed-disk', 297, {
-              volume: { emptyDir: {} },
-              stepMib: 9,
-              resources: { requests: fixed, limits: fixed },
-            }),
-          },
-        ],
-      });
+      await withHighPriorityClass(ctx, (highPriorityClassName) =>
+        runEvictionTest(ctx, {
+          condition: 'DiskPressure',
+          starvedResource: 'ephemeral-storage',
+          pressureTimeoutMs: 180_000,
+          evictionTimeoutMs: 240_000,
+          message: () =>
+            /^The node was low on resource: ephemeral-storage\. Threshold quantity: \S+, available: \S+\. /,
+          specs: [
+            { evictionPriority: 2, pod: writer('best-effort-disk') },
+            { evictionPriority: 1, pod: writer('high-priority-disk', highPriorityClassName) },
+            {
+              evictionPriority: 0,
+              pod: diskConsumingPod(ctx, 'guaranteed-disk', 297, {
+                volume: { emptyDir: {} },
+                stepMib: 9,
+                resources: { requests: fixed, limits: fixed },
+              }),
+            },
+          ],
+        }),
+      );
     } finally {
       await ctx.reconfigureAgent({});
     }

@@ -37,7 +37,7 @@ export async function nodefsThresholdMiB(
 /** The `hog` pod, never restarted: diskhog writes HOG_MIB into its writable layer, HOG_STEP_MIB at a time. */
 export const diskHogPod = (
   ctx: ScenarioContext,
-  spec: Pick<V1PodSpec, 'priority' | 'terminationGracePeriodSeconds'>,
+  spec: Pick<V1PodSpec, 'terminationGracePeriodSeconds'>,
 ): V1Pod =>
   podFor(ctx, 'hog', {
     ...spec,

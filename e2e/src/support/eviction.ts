@@ -4,7 +4,13 @@
 // with reason Evicted, the kubelet's message and one Evicted event naming the starved resource;
 // the condition clears and stays clear; and a new pod starts afterwards.
 import type { ScenarioContext } from '@kh/harness';
-import type { V1Container, V1Pod, V1ResourceRequirements, V1Volume } from '@kubernetes/client-node';
+import {
+  SchedulingV1Api,
+  type V1Container,
+  type V1Pod,
+  type V1ResourceRequirements,
+  type V1Volume,
+} from '@kubernetes/client-node';
 import { nodeCondition, type PressureType, pressureCondition } from './node.js';
 import { createPod, eventsFor, podFor, readPod, sh, waitForPod } from './pods.js';
 
@@ -225,12 +231,12 @@ export function evictionPod(
   ctx: ScenarioContext,
   name: string,
   container: V1Container,
-  extra: { volume?: Omit<V1Volume, 'name'>; priority?: number } = {},
+  extra: { volume?: Omit<V1Volume, 'name'>; priorityClassName?: string } = {},
 ): V1Pod {
   const pod = podFor(ctx, name, {
     restartPolicy: 'Never',
     terminationGracePeriodSeconds: 1,
-    ...(extra.priority !== undefined ? { priority: extra.priority } : {}),
+    ...(extra.priorityClassName !== undefined ? { priorityClassName: extra.priorityClassName } : {}),
     containers: [
       extra.volume ? { ...container, volumeMounts: [{ name: VOLUME, mountPath: MOUNT }] } : container,
     ],
@@ -250,7 +256,7 @@ export function diskConsumingPod(
   opts: {
     volume?: Omit<V1Volume, 'name'>;
     resources?: V1ResourceRequirements;
-    priority?: number;
+    priorityClassName?: string;
     /** Faster than upstream's 1 MiB per 0.1 s, for writers that must fill a margin of hundreds of MiB. */
     stepMib?: number;
     intervalS?: number;
@@ -273,7 +279,7 @@ export function diskConsumingPod(
 }
 
 /** eviction_test's innocentPod: sleeps, within its 50Mi requests and limits of memory and disk. */
-export function innocentPod(ctx: ScenarioContext, priority?: number): V1Pod {
+export function innocentPod(ctx: ScenarioContext, priorityClassName?: string): V1Pod {
   const fifty = { 'ephemeral-storage': '50Mi', memory: '50Mi' };
   return evictionPod(
     ctx,
@@ -281,7 +287,7 @@ export function innocentPod(ctx: ScenarioContext, priority?: number): V1Pod {
     sh(ctx, 'innocent-container', 'while true; do sleep 5; done', {
       resources: { requests: fifty, limits: fifty },
     }),
-    priority !== undefined ? { priority } : {},
+    priorityClassName !== undefined ? { priorityClassName } : {},
   );
 }
 
@@ -343,5 +349,25 @@ export async function pressureClearsInnocentRuns(
   ctx.check.equal('innocent pod still running after the pressure', after.status?.phase, 'Running');
 }
 
-/** The value upstream's high-priority PriorityClass gives its pods (the API has no PriorityClasses here). */
+/** The value of upstream's high-priority PriorityClass. */
 export const HIGH_PRIORITY = 999_999_999;
+
+/**
+ * eviction_test's BeforeEach and AfterEach around a case with high-priority pods: the
+ * `<namespace>-high-priority` PriorityClass (upstream's `<base name>-high-priority`; the namespace
+ * keeps cells that run side by side apart) exists while `run` runs, given its name for the pods'
+ * priorityClassName; the apiserver's Priority admission gives them its value.
+ */
+export async function withHighPriorityClass<T>(
+  ctx: ScenarioContext,
+  run: (priorityClassName: string) => Promise<T>,
+): Promise<T> {
+  const scheduling = ctx.kubeConfig.makeApiClient(SchedulingV1Api);
+  const name = `${ctx.namespace}-high-priority`;
+  await scheduling.createPriorityClass({ body: { metadata: { name }, value: HIGH_PRIORITY } });
+  try {
+    return await run(name);
+  } finally {
+    await scheduling.deletePriorityClass({ name });
+  }
+}

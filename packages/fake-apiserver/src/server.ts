@@ -11,6 +11,7 @@ import {
   type PodSecurityConfiguration,
   podSecurity,
 } from './admission/podsecurity.js';
+import { priorityAdmit, priorityValidate } from './admission/priority.js';
 import { rbacEscalationCheck } from './admission/rbac-escalation.js';
 import { runtimeClassAdmit, runtimeClassValidate } from './admission/runtimeclass.js';
 import {
@@ -36,6 +37,7 @@ import type { Clock } from './meta/object.js';
 import { methodNotAllowed } from './meta/status.js';
 import { KubeletClient, type KubeletClientConfig, writeSocketStatus } from './proxy/kubelet.js';
 import { namespaces } from './registry/namespaces.js';
+import { priorityclasses, SYSTEM_PRIORITY_CLASSES } from './registry/priorityclasses.js';
 import {
   BOOTSTRAP_CLUSTER_ROLES,
   bootstrapPolicy,
@@ -204,6 +206,11 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
     if (store.get(clusterrolebindings.storage, '', b.metadata.name) === undefined)
       rest.create(clusterrolebindings, '', b);
   }
+  // kube-apiserver's scheduling/bootstrap-system-priority-classes hook.
+  for (const pc of SYSTEM_PRIORITY_CLASSES) {
+    if (store.get(priorityclasses.storage, '', pc.metadata.name) === undefined)
+      rest.create(priorityclasses, '', pc);
+  }
   const tokens = tokenMap(opts.tokens);
   const serviceAccountTokens = new ServiceAccountTokens(rest);
   const authn = tokenAuthenticator(tokens, opts.anonymous ?? false, {
@@ -218,15 +225,17 @@ export async function createApiServer(opts: ApiServerOptions = {}): Promise<ApiS
   );
   // In kube-apiserver's order: before validation RBAC's escalation check (its storage's),
   // NodeRestriction (a mutating plugin; as kubeadm runs it, with Node), which narrows the writes
-  // the Node authorizer lets through, and RuntimeClass's mutating half; after validation Pod
-  // Security and RuntimeClass's validating half (validating plugins).
+  // the Node authorizer lets through, then the mutating halves of Priority and RuntimeClass; after
+  // validation Pod Security and the validating halves of Priority and RuntimeClass.
   const mutatingAdmission = admissionChain([
     rbacEscalationCheck(store, authz),
     ...(modes.includes('Node') ? [nodeRestriction(store)] : []),
+    priorityAdmit(store),
     runtimeClassAdmit(store),
   ]);
   const admission = admissionChain([
     podSecurity(store, { config: opts.podSecurity, onAudit: opts.onPodSecurityAudit }),
+    priorityValidate(store),
     runtimeClassValidate(store),
   ]);
   const tls =

@@ -45,6 +45,7 @@ describe('API semantics', () => {
         'authorization.k8s.io',
         'rbac.authorization.k8s.io',
         'node.k8s.io',
+        'scheduling.k8s.io',
       ]);
       expect((await api.get('/apis/coordination.k8s.io/v1')).body.resources[0]).toMatchObject({
         name: 'leases',

@@ -9,8 +9,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiServer, createApiServer, type UserInfo } from '../src/index.js';
-import { ApiClient, pod, readyNode } from './helpers.js';
+import type { ApiServer, UserInfo } from '../src/index.js';
+import { ApiClient, nodeRbacServer, pod, readyNode } from './helpers.js';
 import { startTestKubelet, type TestKubelet } from './kubelet.js';
 
 const RUNS = Number(process.env.KH_FUZZ_RUNS ?? 1200);
@@ -33,13 +33,7 @@ const USERS: Record<string, UserInfo> = {
 let s: ApiServer;
 let kubelet: TestKubelet;
 beforeAll(async () => {
-  s = await createApiServer({
-    tls: true,
-    tokens: new Map(Object.entries(USERS)),
-    authorizationMode: ['Node', 'RBAC'],
-    scheduler: false,
-    nodeLifecycle: false,
-  });
+  s = await nodeRbacServer(USERS);
   kubelet = await startTestKubelet(s.caPem!, { safe: true });
   const admin = new ApiClient(s.url, { token: 'admin', ca: s.caPem });
   const node = readyNode('n1');

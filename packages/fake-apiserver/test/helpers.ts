@@ -4,7 +4,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ApiServer, type ApiServerOptions, createApiServer } from '../src/index.js';
+import { type ApiServer, type ApiServerOptions, createApiServer, type UserInfo } from '../src/index.js';
 import type { KObject } from '../src/meta/object.js';
 
 export const KUBECTL = {
@@ -277,4 +277,19 @@ export function pod(name: string, spec: KObject = {}, metadata: KObject = {}): K
     metadata: { name, ...metadata },
     spec: { containers: [{ name: 'c', image: 'busybox:1.36', command: ['sleep', '3600'] }], ...spec },
   };
+}
+
+export function priorityClass(name: string, value: unknown, extra: KObject = {}): KObject {
+  return { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value, ...extra };
+}
+
+/** A TLS server authorizing as kubeadm's (Node,RBAC) for these token users, no controllers running. */
+export function nodeRbacServer(users: Record<string, UserInfo>): Promise<ApiServer> {
+  return createApiServer({
+    tls: true,
+    tokens: new Map(Object.entries(users)),
+    authorizationMode: ['Node', 'RBAC'],
+    scheduler: false,
+    nodeLifecycle: false,
+  });
 }

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiServer, createApiServer, type UserInfo } from '../src/index.js';
+import type { ApiServer, UserInfo } from '../src/index.js';
 import type { KObject } from '../src/meta/object.js';
-import { ApiClient, KUBECTL, kubectl, pod } from './helpers.js';
+import { ApiClient, KUBECTL, kubectl, nodeRbacServer, pod } from './helpers.js';
 
 const USERS: Record<string, UserInfo> = {
   'admin-token': { name: 'admin', uid: 'u-admin', groups: ['system:masters'] },
@@ -33,13 +33,7 @@ describe('authorization: the Node authorizer and NodeRestriction (--authorizatio
   };
 
   beforeAll(async () => {
-    s = await createApiServer({
-      tls: true,
-      tokens: new Map(Object.entries(USERS)),
-      authorizationMode: ['Node', 'RBAC'],
-      scheduler: false,
-      nodeLifecycle: false,
-    });
+    s = await nodeRbacServer(USERS);
     const admin = client('admin-token');
     for (const [kind, name] of [
       ['secrets', 's1'],

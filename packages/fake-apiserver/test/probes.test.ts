@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiServer, createApiServer, type UserInfo } from '../src/index.js';
-import { ApiClient, KUBECTL, kubectl, pod } from './helpers.js';
+import type { ApiServer, UserInfo } from '../src/index.js';
+import { ApiClient, KUBECTL, kubectl, nodeRbacServer, pod } from './helpers.js';
 
 const USERS: Record<string, UserInfo> = {
   admin: { name: 'admin', uid: 'u-admin', groups: ['system:masters'] },
@@ -35,13 +35,7 @@ const manifest = (name: string, obj: object) => {
 };
 
 beforeAll(async () => {
-  s = await createApiServer({
-    tls: true,
-    tokens: new Map(Object.entries(USERS)),
-    authorizationMode: ['Node', 'RBAC'],
-    scheduler: false,
-    nodeLifecycle: false,
-  });
+  s = await nodeRbacServer(USERS);
   for (const who of Object.keys(USERS)) {
     files[who] = join(dir, `${who}.kubeconfig`);
     writeFileSync(files[who]!, s.kubeconfig({ token: who }));

@@ -107,7 +107,7 @@ describe('TokenRequest', () => {
     const short = await requestToken('app', { expirationSeconds: 60 });
     expect(short.status).toBe(422);
     expect(short.body.message).toBe(
-      'TokenRequest "app" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes',
+      'TokenRequest.authentication.k8s.io "app" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes',
     );
   });
 });

@@ -1,6 +1,7 @@
 // What an admission plugin sees of a write, after authorization and validation, before storage.
 import type { UserInfo } from '../auth/tokens.js';
 import type { KObject } from '../meta/object.js';
+import { forbidden } from '../meta/status.js';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE';
 
@@ -19,6 +20,10 @@ export interface AdmissionAttributes {
   /** Where a plugin's warnings go: the answer's `Warning` headers. */
   warnings?: string[];
 }
+
+/** A plugin's refusal of the write (admission.NewForbidden): 403 naming the resource and object. */
+export const admissionForbidden = (a: AdmissionAttributes, why: string) =>
+  forbidden({ group: a.group, resource: a.resource }, a.name, why);
 
 /** Refuses a write by throwing an ApiError (403 for NodeRestriction). */
 export type AdmissionPlugin = (a: AdmissionAttributes) => void;

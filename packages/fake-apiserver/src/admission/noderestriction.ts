@@ -5,9 +5,9 @@
 import { MIRROR_POD_ANNOTATION, NODE_LEASE_NAMESPACE, nodeIdentity, podReferences } from '../auth/node.js';
 import { deepEqual } from '../meta/equal.js';
 import type { KObject } from '../meta/object.js';
-import { forbidden, notFound } from '../meta/status.js';
+import { notFound } from '../meta/status.js';
 import type { Store } from '../storage/store.js';
-import type { AdmissionAttributes, AdmissionPlugin } from './attributes.js';
+import { type AdmissionAttributes, type AdmissionPlugin, admissionForbidden } from './attributes.js';
 
 /** Labels a kubelet sets on its Node itself (kubelet's --node-labels may only use these). */
 const KUBELET_LABELS = new Set([
@@ -51,7 +51,7 @@ export function nodeRestriction(store: Store): AdmissionPlugin {
   return (a) => {
     const node = nodeIdentity(a.user);
     if (node === undefined) return;
-    const refuse = (why: string) => forbidden({ group: a.group, resource: a.resource }, a.name, why);
+    const refuse = (why: string) => admissionForbidden(a, why);
     if (node === '') throw refuse(`could not determine node from user "${a.user.name}"`);
     const boundPod = (name: string): KObject => {
       const pod = store.get('pods', a.namespace, name);

@@ -13,9 +13,9 @@ import {
 import type { UserInfo } from '../auth/tokens.js';
 import { deepEqual } from '../meta/equal.js';
 import type { KObject } from '../meta/object.js';
-import { forbidden, notFound } from '../meta/status.js';
+import { notFound } from '../meta/status.js';
 import type { Store } from '../storage/store.js';
-import type { AdmissionAttributes, AdmissionPlugin } from './attributes.js';
+import { type AdmissionAttributes, type AdmissionPlugin, admissionForbidden } from './attributes.js';
 
 const RBAC_GROUP = 'rbac.authorization.k8s.io';
 
@@ -116,7 +116,7 @@ export function rbacEscalationCheck(store: Store, authz: Authorizer): AdmissionP
     if (a.user.groups.includes(PRIVILEGED_GROUP)) return;
     const obj = a.object ?? {};
     if (a.operation === 'UPDATE' && a.oldObject !== undefined && onlyGcFields(obj, a.oldObject)) return;
-    const refuse = (why: string) => forbidden({ group: a.group, resource: a.resource }, a.name, why);
+    const refuse = (why: string) => admissionForbidden(a, why);
     const notHeld = (missing: string[]) =>
       refuse(
         `user "${a.user.name}" (groups=${JSON.stringify(a.user.groups)}) is attempting to grant RBAC permissions not currently held:\n${missing.join('\n')}`,

@@ -4,10 +4,9 @@
 // mutating half fills them in; its validating half makes sure no later plugin changed the overhead.
 import { Quantity } from '@kh/apimachinery';
 import type { KObject } from '../meta/object.js';
-import { forbidden } from '../meta/status.js';
 import { runtimeclasses } from '../registry/runtimeclasses.js';
 import type { Store } from '../storage/store.js';
-import type { AdmissionAttributes, AdmissionPlugin } from './attributes.js';
+import { type AdmissionAttributes, type AdmissionPlugin, admissionForbidden } from './attributes.js';
 
 type ResourceList = Record<string, unknown>;
 
@@ -29,12 +28,9 @@ function podAndClass(store: Store, a: AdmissionAttributes): { pod: KObject; rc?:
   // An empty name is no class at all (validation then refuses it), not a lookup of "".
   if (typeof name !== 'string' || name === '') return { pod };
   const rc = store.get(runtimeclasses.storage, '', name);
-  if (rc === undefined) throw refuse(a, `pod rejected: RuntimeClass "${name}" not found`);
+  if (rc === undefined) throw admissionForbidden(a, `pod rejected: RuntimeClass "${name}" not found`);
   return { pod, rc };
 }
-
-const refuse = (a: AdmissionAttributes, why: string) =>
-  forbidden({ group: a.group, resource: a.resource }, a.name, why);
 
 /** apimachinery's semantic equality of resource lists: the same names, quantities equal by value. */
 export function resourceListsEqual(a: ResourceList | undefined, b: ResourceList | undefined): boolean {
@@ -60,7 +56,7 @@ export function runtimeClassAdmit(store: Store): AdmissionPlugin {
     const podFixed: ResourceList | undefined = rc.overhead?.podFixed;
     if (podFixed !== undefined) {
       if (pod.spec.overhead !== undefined && !resourceListsEqual(podFixed, pod.spec.overhead))
-        throw refuse(a, OVERHEAD_MISMATCH);
+        throw admissionForbidden(a, OVERHEAD_MISMATCH);
       pod.spec.overhead = structuredClone(podFixed);
     }
     const scheduling = rc.scheduling;
@@ -73,7 +69,7 @@ export function runtimeClassAdmit(store: Store): AdmissionPlugin {
       for (const [key, value] of Object.entries(classSelector)) {
         const podValue = podSelector[key];
         if (podValue !== undefined && podValue !== value) {
-          throw refuse(
+          throw admissionForbidden(
             a,
             `conflict: runtimeClass.scheduling.nodeSelector[${key}] = ${value}; pod.spec.nodeSelector[${key}] = ${podValue}`,
           );
@@ -94,9 +90,12 @@ export function runtimeClassValidate(store: Store): AdmissionPlugin {
     const podFixed: ResourceList | undefined = found.rc?.overhead?.podFixed;
     const overhead: ResourceList | undefined = found.pod.spec?.overhead;
     if (podFixed !== undefined) {
-      if (!resourceListsEqual(podFixed, overhead)) throw refuse(a, OVERHEAD_MISMATCH);
+      if (!resourceListsEqual(podFixed, overhead)) throw admissionForbidden(a, OVERHEAD_MISMATCH);
     } else if (overhead !== undefined) {
-      throw refuse(a, 'pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead');
+      throw admissionForbidden(
+        a,
+        'pod rejected: Pod Overhead set without corresponding RuntimeClass defined Overhead',
+      );
     }
   };
 }

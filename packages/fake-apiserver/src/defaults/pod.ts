@@ -48,8 +48,6 @@ export function defaultPod(pod: KObject) {
   s.securityContext ??= {};
   s.schedulerName ??= 'default-scheduler';
   s.enableServiceLinks ??= true;
-  s.preemptionPolicy ??= 'PreemptLowerPriority';
-  s.priority ??= 0;
   // The ServiceAccount admission plugin leaves mirror pods without one (NodeRestriction refuses
   // a mirror pod that names a service account).
   if (pod.metadata?.annotations?.['kubernetes.io/config.mirror'] === undefined) {

@@ -4,7 +4,7 @@ import { ApiError, badRequest } from '../meta/status.js';
 /**
  * Decodes the Kubernetes protobuf encoding (magic "k8s\0" + runtime.Unknown) of the few kinds
  * that kubectl's typed clients send as protobuf (`kubectl create namespace|secret|configmap|
- * serviceaccount|role|rolebinding...`, `kubectl drain`'s evictions, `kubectl auth whoami|can-i`, typed
+ * serviceaccount|role|rolebinding|priorityclass...`, `kubectl drain`'s evictions, `kubectl auth whoami|can-i`, typed
  * deletes), into the JSON form the rest of the
  * server works on. Field numbers follow the upstream generated.proto files.
  */
@@ -12,6 +12,7 @@ type Kind =
   | 'string'
   | 'bytes'
   | 'int'
+  | 'int32'
   | 'bool'
   | 'time'
   | { msg: string }
@@ -143,6 +144,13 @@ const MESSAGES: Record<string, Message> = {
     1: ['metadata', { msg: 'ObjectMeta' }],
     2: ['spec', { msg: 'SelfSubjectAccessReviewSpec' }],
   },
+  PriorityClass: {
+    1: ['metadata', { msg: 'ObjectMeta' }],
+    2: ['value', 'int32'],
+    3: ['globalDefault', 'bool'],
+    4: ['description', 'string'],
+    5: ['preemptionPolicy', 'string'],
+  },
   TypeMeta: { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] },
   Time: { 1: ['seconds', 'int'], 2: ['nanos', 'int'] },
   Unknown: { 1: ['typeMeta', { msg: 'TypeMeta' }], 2: ['raw', 'bytes'], 3: ['contentEncoding', 'string'] },
@@ -167,6 +175,16 @@ class Reader {
       mul *= 128;
     }
   }
+  /** An int32 field: a negative one comes sign-extended to ten bytes, its low 32 bits the value. */
+  int32(): number {
+    let low = 0;
+    for (let shift = 0; ; shift += 7) {
+      if (this.pos >= this.buf.length) throw badRequest('protobuf: truncated varint');
+      const b = this.buf[this.pos++]!;
+      if (shift < 32) low |= (b & 0x7f) << shift;
+      if ((b & 0x80) === 0) return low | 0;
+    }
+  }
   bytes(): Buffer {
     const len = this.varint();
     if (this.pos + len > this.buf.length) throw badRequest('protobuf: truncated field');
@@ -185,6 +203,7 @@ class Reader {
 
 function scalar(kind: Kind, r: Reader, wire: number): unknown {
   if (kind === 'int') return r.varint();
+  if (kind === 'int32') return r.int32();
   if (kind === 'bool') return r.varint() !== 0;
   if (wire !== 2) throw badRequest('protobuf: unexpected wire type');
   const b = r.bytes();

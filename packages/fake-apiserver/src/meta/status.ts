@@ -113,11 +113,18 @@ export class FieldErrors extends ErrorList {
 
   throwIfAny(kind: string, name: string, group = '') {
     if (this.empty) return;
-    throw new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${aggregateMessage(this.errors)}`, {
-      name,
-      group: group || undefined,
-      kind,
-      causes: this.causes,
-    });
+    // errors.NewInvalid names the kind qualified by its group (GroupKind.String()).
+    const qualifiedKind = group === '' ? kind : `${kind}.${group}`;
+    throw new ApiError(
+      422,
+      'Invalid',
+      `${qualifiedKind} "${name}" is invalid: ${aggregateMessage(this.errors)}`,
+      {
+        name,
+        group: group || undefined,
+        kind,
+        causes: this.causes,
+      },
+    );
   }
 }

@@ -4,6 +4,7 @@ import { leases } from './leases.js';
 import { namespaces } from './namespaces.js';
 import { nodes } from './nodes.js';
 import { pods } from './pods.js';
+import { priorityclasses } from './priorityclasses.js';
 import { clusterrolebindings, clusterroles, rolebindings, roles } from './rbac.js';
 import type { ResourceDef } from './resource.js';
 import { selfsubjectaccessreviews, subjectaccessreviews, tokenreviews } from './reviews.js';
@@ -35,6 +36,7 @@ export const RESOURCES: ResourceDef[] = [
   roles,
   rolebindings,
   runtimeclasses,
+  priorityclasses,
 ];
 
 export function findResource(group: string, version: string, resource: string): ResourceDef | undefined {

@@ -309,6 +309,31 @@ export const leaseColumns: TableColumn[] = [
   ageColumn,
 ];
 
+export const priorityClassColumns: TableColumn[] = [
+  nameColumn,
+  {
+    name: 'Value',
+    type: 'integer',
+    description:
+      'value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.',
+    cell: (pc) => pc.value ?? 0,
+  },
+  {
+    name: 'Global-Default',
+    type: 'boolean',
+    description:
+      'globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.',
+    cell: (pc) => pc.globalDefault ?? false,
+  },
+  ageColumn,
+  {
+    name: 'PreemptionPolicy',
+    type: 'string',
+    description: 'preemptionPolicy is the Policy for preempting pods with lower priority.',
+    cell: (pc) => pc.preemptionPolicy ?? '',
+  },
+];
+
 export const runtimeClassColumns: TableColumn[] = [
   nameColumn,
   {

@@ -22,7 +22,7 @@ export interface TableColumn {
   format?: string;
   description: string;
   priority?: number;
-  cell: (obj: KObject, now: number) => string | number;
+  cell: (obj: KObject, now: number) => string | number | boolean;
 }
 
 /** Everything the generic REST layer needs to serve one resource. */
@@ -60,6 +60,8 @@ export interface ResourceDef {
    * (pods/resize, pods/ephemeralcontainers), by name.
    */
   parts?: Record<string, PartSubresource>;
+  /** Refuses the deletion of an object that must stay (the built-in PriorityClasses) by throwing. */
+  beforeDelete?(obj: KObject): void;
   /** Grace period for deletion, when the resource supports graceful deletion (pods). */
   gracePeriod?(obj: KObject, requested: number | undefined): number;
   /** A create-only review that is answered, never stored (SelfSubjectReview, TokenReview...). */

@@ -312,6 +312,7 @@ export class RestStorage {
     const key = def.namespaced ? ns : '';
     const old = this.store.get(def.storage, key, name);
     if (old === undefined) throw notFound(ref(def), name);
+    def.beforeDelete?.(old);
     opts.admit?.(old);
     const pre = opts.preconditions;
     if (pre?.uid && pre.uid !== old.metadata.uid) {

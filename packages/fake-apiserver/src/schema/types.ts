@@ -692,6 +692,14 @@ topLevel('node.k8s.io', 'v1', 'RuntimeClass', 'io.k8s.api.node.v1.RuntimeClass',
   scheduling: ref('io.k8s.api.node.v1.Scheduling'),
 });
 
+// --- scheduling.k8s.io ---------------------------------------------------------------------------
+topLevel('scheduling.k8s.io', 'v1', 'PriorityClass', 'io.k8s.api.scheduling.v1.PriorityClass', {
+  value: int,
+  globalDefault: bool,
+  description: str,
+  preemptionPolicy: str,
+});
+
 // --- authentication.k8s.io ------------------------------------------------------------------------
 def('io.k8s.api.authentication.v1.UserInfo', {
   username: str,

@@ -10,7 +10,7 @@ import { deepEqual } from '../meta/equal.js';
 import { type ApiFeatureGates, featureGates } from '../meta/features.js';
 import type { KObject } from '../meta/object.js';
 import type { FieldErrors } from '../meta/status.js';
-import { checkDnsLabel, checkQualifiedKey } from './meta.js';
+import { checkDnsLabel, checkDnsSubdomain, checkQualifiedKey } from './meta.js';
 
 const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'];
 const DNS_POLICIES = ['ClusterFirstWithHostNet', 'ClusterFirst', 'Default', 'None'];
@@ -344,6 +344,18 @@ export function validatePodSpec(
       FS_GROUP_CHANGE_POLICIES,
     );
   validateHostUsers(spec, errs);
+  if (spec.priorityClassName) checkDnsSubdomain(errs, 'spec.priorityClassName', spec.priorityClassName);
+  if (spec.preemptionPolicy !== undefined)
+    validatePreemptionPolicy(spec.preemptionPolicy, errs, 'spec.preemptionPolicy');
+}
+
+const PREEMPTION_POLICIES = ['PreemptLowerPriority', 'Never'];
+
+/** A pod's or a PriorityClass's preemptionPolicy: set, and one of the two policies. */
+export function validatePreemptionPolicy(policy: unknown, errs: FieldErrors, path: string) {
+  if (policy === '' || policy === null) errs.required(path);
+  else if (!PREEMPTION_POLICIES.includes(policy as string))
+    errs.notSupported(path, policy, PREEMPTION_POLICIES);
 }
 
 /**
