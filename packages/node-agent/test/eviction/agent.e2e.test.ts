@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeRuntime } from '@kh/cri-api';
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, SchedulingV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { KubeNodeApi } from '../../src/api/node_api.js';
 import { loadKubeConfig } from '../../src/api/node_api.js';
@@ -24,11 +24,12 @@ let core: CoreV1Api;
 let agent: RunningAgent;
 
 // Requests cpu only: allocatable memory is 1 % of capacity under this threshold, and BestEffort pods are refused.
-const pod = (name: string, priority: number, burstable = false): V1Pod => ({
+// The apiserver's Priority admission gives a pod its class's value (a pod setting its own is refused).
+const pod = (name: string, priorityClassName?: string, burstable = false): V1Pod => ({
   metadata: { name, namespace: 'default' },
   spec: {
     nodeName: NODE,
-    priority,
+    ...(priorityClassName ? { priorityClassName } : {}),
     containers: [
       {
         name: 'main',
@@ -96,7 +97,7 @@ it('reports MemoryPressure on the Node with the kubelet reason', async () => {
 }, 40_000);
 
 it('refuses a BestEffort pod at admission under memory pressure', async () => {
-  await core.createNamespacedPod({ namespace: 'default', body: pod('besteffort', 0) });
+  await core.createNamespacedPod({ namespace: 'default', body: pod('besteffort') });
   const rejected = await agent.until('besteffort Failed', async () => {
     const p = await api.getPod('default', 'besteffort');
     return p?.status?.phase === 'Failed' ? p : undefined;
@@ -109,8 +110,11 @@ it('refuses a BestEffort pod at admission under memory pressure', async () => {
 }, 40_000);
 
 it('evicts the lower-priority pod first, one pod per monitoring interval', async () => {
-  await core.createNamespacedPod({ namespace: 'default', body: pod('innocent', 1000, true) });
-  await core.createNamespacedPod({ namespace: 'default', body: pod('hog', 0, true) });
+  await loadKubeConfig(apiserver.kubeconfig)
+    .makeApiClient(SchedulingV1Api)
+    .createPriorityClass({ body: { metadata: { name: 'innocent-priority' }, value: 1000 } });
+  await core.createNamespacedPod({ namespace: 'default', body: pod('innocent', 'innocent-priority', true) });
+  await core.createNamespacedPod({ namespace: 'default', body: pod('hog', undefined, true) });
   const evicted = await agent.until(
     'hog evicted',
     async () => {
