@@ -14,6 +14,10 @@ export const FEATURE_GATE_DEFAULTS = {
   InPlacePodVerticalScaling: true,
   /** Alpha in 1.33: containerStatuses[].allocatedResources is reported. */
   InPlacePodVerticalScalingAllocatedStatus: false,
+  /** Beta in 1.33: pods are shut down in the node's logind inhibit delay (nodeshutdown/). */
+  GracefulNodeShutdown: true,
+  /** Beta in 1.33: shutdownGracePeriodByPodPriority groups the shutdown by pod priority. */
+  GracefulNodeShutdownBasedOnPodPriority: true,
   /** Beta in 1.33: the cgroup driver comes from the runtime's RuntimeConfig. */
   KubeletCgroupDriverFromCRI: true,
   /** Alpha in 1.33: pod and container stats from ListPodSandboxStats instead of cAdvisor. */
