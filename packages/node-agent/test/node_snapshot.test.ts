@@ -9,7 +9,7 @@ import type { NodeRuntime } from '../src/runtime/node_runtime.js';
 import { noPressure } from '../src/types/pressure.js';
 import { testSnapshot } from './helpers/snapshot.js';
 
-function snapshotter() {
+function snapshotter(nodeShutdown?: { shutdownStatus(): string | undefined }) {
   const config = defaultKubeletConfiguration();
   const runtime = {
     type: () => 'containerd',
@@ -38,9 +38,21 @@ function snapshotter() {
       runtimeHandlers: () => undefined,
     },
     pressure: noPressure,
+    ...(nodeShutdown ? { nodeShutdown } : {}),
     clock: new FakeClock(),
   });
 }
+
+describe('the snapshot', () => {
+  it("carries the node shutdown manager's status for Ready", async () => {
+    let status: string | undefined = 'node is shutting down';
+    const s = snapshotter({ shutdownStatus: () => status });
+    expect((await s.snapshot()).nodeShutdownError).toBe('node is shutting down');
+    status = undefined;
+    expect((await s.snapshot()).nodeShutdownError).toBeUndefined();
+    expect((await snapshotter().snapshot()).nodeShutdownError).toBeUndefined();
+  });
+});
 
 const dummyPod = {
   metadata: { name: 'p', namespace: 'default', uid: 'p' },

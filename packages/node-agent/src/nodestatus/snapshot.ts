@@ -29,6 +29,8 @@ export interface NodeStatusSnapshotterDeps {
     runtimeHandlers(): readonly RuntimeHandler[] | undefined;
   };
   pressure: PressureSource;
+  /** The node shutdown manager, when graceful shutdown is on: its error keeps Ready False. */
+  nodeShutdown?: { shutdownStatus(): string | undefined };
   clock: Clock;
 }
 
@@ -50,6 +52,7 @@ export class NodeStatusSnapshotter {
     ]);
     const features = deps.runtimeState.runtimeFeatures();
     const runtimeHandlers = deps.runtimeState.runtimeHandlers();
+    const nodeShutdownError = deps.nodeShutdown?.shutdownStatus();
     this.last = {
       hostname: deps.identity.hostname,
       nodeIP: deps.nodeIP,
@@ -65,6 +68,7 @@ export class NodeStatusSnapshotter {
       nodeStatusMaxImages: deps.config.nodeStatusMaxImages,
       runtimeErrors: deps.runtimeState.runtimeErrors(),
       networkErrors: deps.runtimeState.networkErrors(),
+      ...(nodeShutdownError ? { nodeShutdownError } : {}),
       ...(features ? { features } : {}),
       ...(runtimeHandlers ? { runtimeHandlers } : {}),
       pressure: {
