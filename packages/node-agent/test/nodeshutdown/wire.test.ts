@@ -11,38 +11,20 @@ import {
 
 describe('D-Bus wire format', () => {
   it('round-trips a reply with a variant, an array of structs and a boolean', () => {
+    const header = { type: MessageType.MethodReturn, serial: 7, replySerial: 3, destination: ':1.5' };
+    const inhibitors = [
+      ['shutdown', 'kubelet', 'why', 'delay', 0, 1234],
+      ['sleep', 'other', '', 'block', 1000, 99],
+    ];
+    const signature = 'va(ssssuu)b';
     const buf = encodeMessage({
-      type: MessageType.MethodReturn,
-      serial: 7,
-      replySerial: 3,
-      destination: ':1.5',
-      signature: 'va(ssssuu)b',
-      body: [
-        { signature: 't', value: 30_000_000n },
-        [
-          ['shutdown', 'kubelet', 'why', 'delay', 0, 1234],
-          ['sleep', 'other', '', 'block', 1000, 99],
-        ],
-        true,
-      ],
+      ...header,
+      signature,
+      body: [{ signature: 't', value: 30_000_000n }, inhibitors, true],
     });
     expect(messageLength(buf)).toBe(buf.length);
     expect(messageLength(buf.subarray(0, 15))).toBeUndefined();
-    expect(decodeMessage(buf)).toEqual({
-      type: MessageType.MethodReturn,
-      serial: 7,
-      replySerial: 3,
-      destination: ':1.5',
-      signature: 'va(ssssuu)b',
-      body: [
-        30_000_000n,
-        [
-          ['shutdown', 'kubelet', 'why', 'delay', 0, 1234],
-          ['sleep', 'other', '', 'block', 1000, 99],
-        ],
-        true,
-      ],
-    });
+    expect(decodeMessage(buf)).toEqual({ ...header, signature, body: [30_000_000n, inhibitors, true] });
   });
 
   it('refuses a unix file descriptor', () => {

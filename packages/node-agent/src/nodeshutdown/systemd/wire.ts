@@ -4,17 +4,6 @@
 
 export const MessageType = { MethodCall: 1, MethodReturn: 2, Error: 3, Signal: 4 } as const;
 
-const Field = {
-  Path: 1,
-  Interface: 2,
-  Member: 3,
-  ErrorName: 4,
-  ReplySerial: 5,
-  Destination: 6,
-  Sender: 7,
-  Signature: 8,
-} as const;
-
 export type Value = string | number | bigint | boolean | Value[];
 
 export interface Message {
@@ -30,6 +19,28 @@ export interface Message {
   signature?: string;
   body: Value[];
 }
+
+type HeaderKey =
+  | 'path'
+  | 'interface'
+  | 'member'
+  | 'errorName'
+  | 'replySerial'
+  | 'destination'
+  | 'sender'
+  | 'signature';
+
+/** The header fields: their codes, the Message keys they fill, and their types. */
+const HEADER_FIELDS: readonly [code: number, key: HeaderKey, type: string][] = [
+  [1, 'path', 'o'],
+  [2, 'interface', 's'],
+  [3, 'member', 's'],
+  [4, 'errorName', 's'],
+  [5, 'replySerial', 'u'],
+  [6, 'destination', 's'],
+  [7, 'sender', 's'],
+  [8, 'signature', 'g'],
+];
 
 const pad = (n: number, align: number) => (align - (n % align)) % align;
 
@@ -92,21 +103,15 @@ export function encodeMessage(msg: OutgoingMessage): Buffer {
   const fieldsAt = w.length;
   w.u32(0);
   const start = w.length;
-  const field = (code: number, type: string, value: Value | undefined) => {
-    if (value === undefined) return;
+  const header: Partial<Record<HeaderKey, Value>> = { ...msg, ...(sig ? { signature: sig } : {}) };
+  for (const [code, key, type] of HEADER_FIELDS) {
+    const value = header[key];
+    if (value === undefined || value === '') continue;
     w.align(8);
     w.byte(code);
     w.signature(type);
     writeValue(w, type, value);
-  };
-  field(Field.Path, 'o', msg.path);
-  field(Field.Interface, 's', msg.interface);
-  field(Field.Member, 's', msg.member);
-  field(Field.ErrorName, 's', msg.errorName);
-  field(Field.ReplySerial, 'u', msg.replySerial);
-  field(Field.Destination, 's', msg.destination);
-  field(Field.Sender, 's', msg.sender);
-  if (sig) field(Field.Signature, 'g', sig);
+  }
   w.setU32(fieldsAt, w.length - start);
   w.align(8);
   return Buffer.concat([w.toBuffer(), body.toBuffer()]);
@@ -330,32 +335,8 @@ export function decodeMessage(buf: Buffer): Message {
     r.align(8);
     const code = r.byte();
     const [value] = r.values('v');
-    switch (code) {
-      case Field.Path:
-        msg.path = value as string;
-        break;
-      case Field.Interface:
-        msg.interface = value as string;
-        break;
-      case Field.Member:
-        msg.member = value as string;
-        break;
-      case Field.ErrorName:
-        msg.errorName = value as string;
-        break;
-      case Field.ReplySerial:
-        msg.replySerial = value as number;
-        break;
-      case Field.Destination:
-        msg.destination = value as string;
-        break;
-      case Field.Sender:
-        msg.sender = value as string;
-        break;
-      case Field.Signature:
-        msg.signature = value as string;
-        break;
-    }
+    const key = HEADER_FIELDS.find(([c]) => c === code)?.[1];
+    if (key) Object.assign(msg, { [key]: value });
   }
   r.align(8);
   if (bodyLength > 0 && msg.signature) msg.body = r.values(msg.signature);
