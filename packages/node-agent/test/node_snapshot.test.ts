@@ -9,7 +9,10 @@ import type { NodeRuntime } from '../src/runtime/node_runtime.js';
 import { noPressure } from '../src/types/pressure.js';
 import { testSnapshot } from './helpers/snapshot.js';
 
-function snapshotter(apiNode: () => V1Node | undefined) {
+function snapshotter(
+  apiNode: () => V1Node | undefined = () => undefined,
+  nodeShutdown?: { shutdownStatus(): string | undefined },
+) {
   const config = defaultKubeletConfiguration();
   const runtime = {
     type: () => 'containerd',
@@ -38,10 +41,22 @@ function snapshotter(apiNode: () => V1Node | undefined) {
       runtimeHandlers: () => undefined,
     },
     pressure: noPressure,
+    ...(nodeShutdown ? { nodeShutdown } : {}),
     clock: new FakeClock(),
     apiNode,
   });
 }
+
+describe('the snapshot', () => {
+  it("carries the node shutdown manager's status for Ready", async () => {
+    let status: string | undefined = 'node is shutting down';
+    const s = snapshotter(undefined, { shutdownStatus: () => status });
+    expect((await s.snapshot()).nodeShutdownError).toBe('node is shutting down');
+    status = undefined;
+    expect((await s.snapshot()).nodeShutdownError).toBeUndefined();
+    expect((await snapshotter().snapshot()).nodeShutdownError).toBeUndefined();
+  });
+});
 
 const dummyPod = {
   metadata: { name: 'p', namespace: 'default', uid: 'p' },

@@ -228,6 +228,20 @@ describe('node status setters', () => {
     });
   });
 
+  it('turn Ready False while the node shuts down, and True again when the shutdown is cancelled', () => {
+    const node: V1Node = {};
+    run(node, snapshot(), new Date(1000));
+    expect(run(node, snapshot({ nodeShutdownError: 'node is shutting down' }), new Date(2000))).toEqual([
+      'Normal NodeNotReady',
+    ]);
+    expect(findCondition(node, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'KubeletNotReady',
+      message: 'node is shutting down',
+    });
+    expect(run(node, snapshot(), new Date(3000))).toEqual(['Normal NodeReady']);
+  });
+
   it('aggregate several readiness problems like a Go error list', () => {
     const node: V1Node = {};
     run(

@@ -14,6 +14,10 @@ export const FEATURE_GATE_DEFAULTS = {
   InPlacePodVerticalScaling: true,
   /** Alpha in 1.33: containerStatuses[].allocatedResources is reported. */
   InPlacePodVerticalScalingAllocatedStatus: false,
+  /** Beta in 1.33: pods are shut down in the node's logind inhibit delay (nodeshutdown/). */
+  GracefulNodeShutdown: true,
+  /** Beta in 1.33: shutdownGracePeriodByPodPriority groups the shutdown by pod priority. */
+  GracefulNodeShutdownBasedOnPodPriority: true,
   /**
    * Alpha in 1.33 (KEP-2535): an image already on the node is used only by pods whose credentials
    * pulled it before, per imagePullCredentialsVerificationPolicy.

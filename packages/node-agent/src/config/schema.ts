@@ -32,6 +32,8 @@ export type FieldSpec =
   | { kind: 'map'; values: 'quantity' | 'threshold' | 'duration'; keys: readonly string[] }
   /** name: true|false, any name (the kubelet's featureGates). */
   | { kind: 'boolMap' }
+  /** A list of objects, each checked against `fields` (every field required). */
+  | { kind: 'objectList'; fields: Record<string, FieldSpec> }
   /** `optional`: the object, and each of its fields, may be absent (a Go pointer left nil). */
   | { kind: 'object'; fields: Record<string, FieldSpec>; optional?: boolean }
   /** Accepted for compatibility with real kubelet files, type-checked, otherwise ignored. */
@@ -149,6 +151,13 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   containerLogMaxWorkers: { kind: 'int', min: 1 },
   containerLogMonitorInterval: { kind: 'duration', positive: true },
   featureGates: { kind: 'boolMap' },
+  // node shutdown; how the three fit together is checked in validation.ts
+  shutdownGracePeriod: { kind: 'duration' },
+  shutdownGracePeriodCriticalPods: { kind: 'duration' },
+  shutdownGracePeriodByPodPriority: {
+    kind: 'objectList',
+    fields: { priority: { kind: 'int' }, shutdownGracePeriodSeconds: { kind: 'int' } },
+  },
   // security
   seccompDefault: { kind: 'bool' },
   allowedUnsafeSysctls: { kind: 'stringList', check: invalidSysctlPattern },
@@ -165,8 +174,6 @@ export const KUBELET_CONFIG_SCHEMA: Record<string, FieldSpec> = {
   resolvConf: { kind: 'ignored', json: 'string' },
   rotateCertificates: { kind: 'ignored', json: 'boolean' },
   serverTLSBootstrap: { kind: 'ignored', json: 'boolean' },
-  shutdownGracePeriod: { kind: 'ignored', json: 'string' },
-  shutdownGracePeriodCriticalPods: { kind: 'ignored', json: 'string' },
   streamingConnectionIdleTimeout: { kind: 'ignored', json: 'string' },
   volumeStatsAggPeriod: { kind: 'ignored', json: 'string' },
 };
@@ -241,6 +248,7 @@ function expectedJsonType(spec: FieldSpec): string {
     case 'ipList':
     case 'stringList':
     case 'taints':
+    case 'objectList':
       return 'array';
     case 'map':
     case 'boolMap':
@@ -295,6 +303,18 @@ export function checkField(value: unknown, spec: FieldSpec, field: string, errs:
     case 'taints':
       if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of taints');
       for (const [i, t] of value.entries()) checkTaint(t, `${field}[${i}]`, errs);
+      return;
+    case 'objectList':
+      if (!Array.isArray(value)) return errs.invalid(field, value, 'must be a list of objects');
+      for (const [i, v] of value.entries()) {
+        if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+          errs.invalid(`${field}[${i}]`, v, 'must be an object');
+          continue;
+        }
+        for (const k of Object.keys(v)) if (!(k in spec.fields)) errs.unknown(`${field}[${i}].${k}`);
+        for (const [k, s] of Object.entries(spec.fields))
+          checkField((v as Record<string, unknown>)[k], s, `${field}[${i}].${k}`, errs);
+      }
       return;
     case 'map':
       if (value === null || typeof value !== 'object' || Array.isArray(value)) {

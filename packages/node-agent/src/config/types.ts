@@ -102,6 +102,13 @@ export interface KubeletConfiguration {
   containerLogMaxWorkers: number;
   /** How often container logs are checked for rotation (the kubelet's default 10s, at least 3s). */
   containerLogMonitorInterval: string;
+  // node shutdown (nodeshutdown/)
+  /** How long the node delays its shutdown for pods; 0s switches graceful shutdown off. */
+  shutdownGracePeriod: string;
+  /** The part of shutdownGracePeriod kept for critical pods, which stop last. */
+  shutdownGracePeriodCriticalPods: string;
+  /** Grace periods by pod priority; replaces the two fields above (GracefulNodeShutdownBasedOnPodPriority). */
+  shutdownGracePeriodByPodPriority: ShutdownGracePeriodByPodPriority[];
   // security
   /** RuntimeDefault seccomp for every container that names no profile. */
   seccompDefault: boolean;
@@ -109,6 +116,12 @@ export interface KubeletConfiguration {
   allowedUnsafeSysctls: string[];
   /** User namespaces of hostUsers: false pods; unset, each pod gets 65536 IDs (USER_NS_UNIT_LENGTH). */
   userNamespaces?: UserNamespaces;
+}
+
+/** Pods of at least `priority` (and under the next entry's) get this many seconds to stop. */
+export interface ShutdownGracePeriodByPodPriority {
+  priority: number;
+  shutdownGracePeriodSeconds: number;
 }
 
 export interface UserNamespaces {
@@ -185,6 +198,9 @@ export function defaultKubeletConfiguration(): KubeletConfiguration {
     containerLogMaxFiles: 5,
     containerLogMaxWorkers: 1,
     containerLogMonitorInterval: '10s',
+    shutdownGracePeriod: '0s',
+    shutdownGracePeriodCriticalPods: '0s',
+    shutdownGracePeriodByPodPriority: [],
     seccompDefault: false,
     allowedUnsafeSysctls: [],
   };

@@ -85,7 +85,47 @@ export function validateKubeletConfiguration(cfg: KubeletConfiguration): FieldEr
   validateEnforceNodeAllocatable(cfg, errs);
   validateUserNamespaces(cfg, errs);
   validateImagePullCredentials(cfg, errs);
+  validateShutdownGracePeriods(cfg, errs);
   return errs.errors;
+}
+
+/** The kubelet's rules for graceful node shutdown: whole seconds, the gates, one way to configure. */
+function validateShutdownGracePeriods(cfg: KubeletConfiguration, errs: ErrorList) {
+  const total = safeDuration(cfg.shutdownGracePeriod);
+  const critical = safeDuration(cfg.shutdownGracePeriodCriticalPods);
+  if (total === undefined || critical === undefined) return;
+  const byPriority = Array.isArray(cfg.shutdownGracePeriodByPodPriority)
+    ? cfg.shutdownGracePeriodByPodPriority
+    : [];
+  if (featureEnabled(cfg, 'GracefulNodeShutdown')) {
+    if (critical > total)
+      errs.invalid(
+        'shutdownGracePeriodCriticalPods',
+        cfg.shutdownGracePeriodCriticalPods,
+        `must be <= shutdownGracePeriod ${cfg.shutdownGracePeriod}`,
+      );
+    for (const [field, ms] of [
+      ['shutdownGracePeriod', total],
+      ['shutdownGracePeriodCriticalPods', critical],
+    ] as const)
+      if (ms > 0 && ms < 1_000) errs.invalid(field, cfg[field], 'must be either zero or otherwise >= 1 sec');
+  } else if (total > 0 || critical > 0) {
+    errs.forbidden(
+      'shutdownGracePeriod',
+      'specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods requires feature gate GracefulNodeShutdown',
+    );
+  }
+  if (byPriority.length === 0) return;
+  if (!featureEnabled(cfg, 'GracefulNodeShutdownBasedOnPodPriority'))
+    errs.forbidden(
+      'shutdownGracePeriodByPodPriority',
+      'Specifying shutdownGracePeriodByPodPriority requires feature gate GracefulNodeShutdownBasedOnPodPriority',
+    );
+  else if (total > 0 || critical > 0)
+    errs.forbidden(
+      'shutdownGracePeriodByPodPriority',
+      'Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time',
+    );
 }
 
 /** The kubelet's rules: both fields need KubeletEnsureSecretPulledImages; the allowlist needs its policy. */

@@ -54,9 +54,14 @@ export function evictionMessage(
 }
 
 export function evictionStatus(message: string): EvictionStatus {
+  return terminationByKubeletStatus(EVICTION_REASON, message);
+}
+
+/** Failed with `reason`, and the DisruptionTarget condition the kubelet adds to pods it kills. */
+export function terminationByKubeletStatus(reason: string, message: string): EvictionStatus {
   return {
     phase: 'Failed',
-    reason: EVICTION_REASON,
+    reason,
     message,
     conditions: [{ type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message }],
   };

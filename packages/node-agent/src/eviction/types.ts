@@ -47,10 +47,10 @@ export interface PodStatsSource {
   podStats(): Promise<PodUsage[]>;
 }
 
-/** The status an evicted pod is left with. */
+/** The status a pod the kubelet killed is left with: Evicted, or Terminated by node shutdown. */
 export interface EvictionStatus {
   phase: 'Failed';
-  reason: 'Evicted';
+  reason: string;
   message: string;
   /** DisruptionTarget with reason TerminationByKubelet, as the kubelet adds it. */
   conditions: { type: string; status: 'True'; reason: string; message: string }[];

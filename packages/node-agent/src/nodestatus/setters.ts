@@ -30,6 +30,8 @@ export interface NodeStatusSnapshot {
   /** From the runtime state: "container runtime is down", "PLEG is not healthy: ...". */
   runtimeErrors: string[];
   networkErrors: string[];
+  /** "node is shutting down" while the node shutdown manager shuts the pods down. */
+  nodeShutdownError?: string;
   /** From the eviction manager (its pressure conditions). */
   pressure: { memory: boolean; disk: boolean; pid: boolean };
   /** From the runtime's last Status; undefined until a runtime that reports features answered. */
@@ -187,6 +189,7 @@ export const readyCondition: NodeStatusSetter = (node, s, now, record) => {
   const errors = [...s.runtimeErrors, ...s.networkErrors];
   const missing = REQUIRED_CAPACITY.filter((r) => node.status?.capacity?.[r] === undefined);
   if (missing.length > 0) errors.push(`missing node capacity for resources: ${missing.join(', ')}`);
+  if (s.nodeShutdownError) errors.push(s.nodeShutdownError);
   const ready = errors.length === 0;
   const { changed, isNew } = upsertCondition(
     node,

@@ -29,6 +29,8 @@ export interface NodeStatusSnapshotterDeps {
     runtimeHandlers(): readonly RuntimeHandler[] | undefined;
   };
   pressure: PressureSource;
+  /** The node shutdown manager, when graceful shutdown is on: its error keeps Ready False. */
+  nodeShutdown?: { shutdownStatus(): string | undefined };
   clock: Clock;
   /** The node lister's Node (labels, extended resources others set); absent without an API server. */
   apiNode?: () => V1Node | undefined;
@@ -51,6 +53,7 @@ export class NodeStatusSnapshotter {
     ]);
     const features = deps.runtimeState.runtimeFeatures();
     const runtimeHandlers = deps.runtimeState.runtimeHandlers();
+    const nodeShutdownError = deps.nodeShutdown?.shutdownStatus();
     this.last = {
       hostname: deps.identity.hostname,
       nodeIP: deps.nodeIP,
@@ -66,6 +69,7 @@ export class NodeStatusSnapshotter {
       nodeStatusMaxImages: deps.config.nodeStatusMaxImages,
       runtimeErrors: deps.runtimeState.runtimeErrors(),
       networkErrors: deps.runtimeState.networkErrors(),
+      ...(nodeShutdownError ? { nodeShutdownError } : {}),
       ...(features ? { features } : {}),
       ...(runtimeHandlers ? { runtimeHandlers } : {}),
       pressure: {

@@ -6,7 +6,7 @@
 // list the desired pods from here.
 import type { PodStateProvider } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { EvictionStatus } from '../eviction/types.js';
+import { EVICTION_REASON, type EvictionStatus } from '../eviction/types.js';
 
 export class PodManager implements PodStateProvider {
   private readonly pods = new Map<string, V1Pod>();
@@ -66,10 +66,12 @@ export class PodManager implements PodStateProvider {
   /**
    * A pod the sources no longer list is gone, with everything it left; so is the content of an
    * evicted pod (its API object stays, Failed), once its worker finished terminating it. Before
-   * that, its exited containers are what the final status reads their exit codes from.
+   * that, its exited containers are what the final status reads their exit codes from. A pod
+   * killed for node shutdown keeps its content, as in the kubelet (only reason Evicted counts).
    */
   shouldPodContentBeRemoved(uid: string): boolean {
-    return !this.pods.has(uid) || (this.evicted.has(uid) && this.terminated.has(uid));
+    const evicted = this.evicted.get(uid)?.reason === EVICTION_REASON;
+    return !this.pods.has(uid) || (evicted && this.terminated.has(uid));
   }
 
   /** A terminated pod's containers and sandboxes may go, its API object stays. */
