@@ -4,9 +4,8 @@ import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import {
   ConfigSourceAnnotation,
   LOCAL_STORAGE_STATE_FILE,
-  LOGIND_INTERFACE,
-  LOGIND_OBJECT,
   type PartialKubeletConfiguration,
+  prepareForShutdownSignal,
 } from '@kh/node-agent';
 import { SchedulingV1Api, type V1Pod } from '@kubernetes/client-node';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
@@ -109,14 +108,7 @@ const BY_PRIORITY: ShutdownContext = {
 
 /** emitSignalPrepareForShutdown: a client on the node's system bus announces (or cancels) a shutdown. */
 const emitPrepareForShutdown = (ctx: ScenarioContext, shuttingDown: boolean) =>
-  nodeExec(ctx, [
-    'dbus-send',
-    '--system',
-    '--type=signal',
-    LOGIND_OBJECT,
-    `${LOGIND_INTERFACE}.PrepareForShutdown`,
-    `boolean:${shuttingDown}`,
-  ]);
+  nodeExec(ctx, prepareForShutdownSignal(shuttingDown));
 
 /**
  * The agent listens for PrepareForShutdown: its match rule is on the bus. The kubelet subscribes
