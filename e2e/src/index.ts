@@ -33,6 +33,7 @@ import { memoryAllocatableEviction } from './scenarios/memory-allocatable-evicti
 import { mirrorPod } from './scenarios/mirror-pod.js';
 import { nodeAllocatable } from './scenarios/node-allocatable.js';
 import { nodeRegistration } from './scenarios/node-registration.js';
+import { nodeShutdown } from './scenarios/node-shutdown.js';
 import { partition } from './scenarios/partition.js';
 import { pidEviction } from './scenarios/pid-eviction.js';
 import { podConfig } from './scenarios/pod-config.js';
@@ -107,6 +108,7 @@ export const scenarios: Scenario[] = [
   runtimeCrashStorm,
   agentCrash,
   kubeletRestart,
+  nodeShutdown,
   apiserverRestart,
   partition,
   diskFull,

@@ -2,6 +2,7 @@ import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { nodeCondition } from '../support/node.js';
 import { createPod, podFor, podSummary, readPod, waitForPod, waitForRunning } from '../support/pods.js';
+import { type Turns, turns } from '../support/turns.js';
 import { watchPods } from '../support/watch.js';
 
 // Upstream's restart_test.go (test/e2e_node), its Kubelet context: the agent is killed (SIGKILL,
@@ -12,22 +13,6 @@ const TAGS = ['Serial', 'Slow', 'Disruptive'];
 /** f.Timeouts.PodStart and PodDelete: upstream's bounds; the waits poll. */
 const POD_START_MS = 5 * 60_000;
 const POD_DELETE_MS = 5 * 60_000;
-
-interface Turns {
-  /** Runs `body` once every earlier case's body has ended. */
-  take<T>(body: () => Promise<T>): Promise<T>;
-}
-
-function turns(): Turns {
-  let tail: Promise<unknown> = Promise.resolve();
-  return {
-    take(body) {
-      const run = tail.then(body, body);
-      tail = run.catch(() => undefined);
-      return run;
-    },
-  };
-}
 
 type Case = ScenarioCase<Turns>;
 

@@ -70,6 +70,14 @@ export {
 } from './mirror/mirror_client.js';
 export { MirrorPodManager } from './mirror/mirror_pods.js';
 export { NODE_LEASE_NAMESPACE, NodeLeaseController } from './nodelease/controller.js';
+export { LOCAL_STORAGE_STATE_FILE } from './nodeshutdown/state.js';
+export { LOGIND_CONF_DIR } from './nodeshutdown/systemd/logind.js';
+export {
+  LOGIND_INTERFACE,
+  LOGIND_OBJECT,
+  LOGIND_SERVICE,
+  prepareForShutdownSignal,
+} from './nodeshutdown/systemd/logind_dbus.js';
 export { findCondition, NodeConditionType } from './nodestatus/conditions.js';
 export { goArch, type MachineInfo, readMachineInfo } from './nodestatus/machine_info.js';
 export { initialNode, type NodeIdentity, nodeNameFor, resolveNodeIP } from './nodestatus/node.js';

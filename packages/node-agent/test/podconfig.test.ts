@@ -56,7 +56,26 @@ describe('PodSnapshotDiff', () => {
     expect(d.current().map((p) => p.metadata?.name)).toEqual(['a', 'b', 'c']);
     expect(
       d.set([pod('a', {}, 'busybox:2'), pod('b', { deletionTimestamp: new Date(1000) }), pod('c')]),
-    ).toEqual([{ op: 'RECONCILE', pods: [pod('c')], source: 'api' }]);
+    ).toEqual([
+      {
+        op: 'RECONCILE',
+        pods: [pod('c', { annotations: { 'kubernetes.io/config.source': 'api' } })],
+        source: 'api',
+      },
+    ]);
+  });
+
+  it("marks every pod with the diff's source, over whatever source annotation it came with", () => {
+    const diff = new PodSnapshotDiff('api');
+    const [add] = diff.set([
+      pod('a', { annotations: { 'kubernetes.io/config.source': 'file', keep: 'me' } }),
+    ]);
+    expect(add?.pods[0]?.metadata?.annotations).toEqual({ 'kubernetes.io/config.source': 'api', keep: 'me' });
+    expect(diff.apply(pod('b'))[0]?.pods[0]?.metadata?.annotations).toEqual({
+      'kubernetes.io/config.source': 'api',
+    });
+    // The source's own annotation is no change of the pod.
+    expect(diff.set([pod('a', { annotations: { keep: 'me' } }), pod('b')])).toEqual([]);
   });
 
   it('compares what the kubelet acts on, not key order or status', () => {

@@ -77,6 +77,7 @@ export {
   type ImageName,
   isImageName,
   isNodeRelease,
+  NODE_ELOGIND_PATH,
   NODE_RELEASES,
   type NodeImageName,
   type NodeRelease,

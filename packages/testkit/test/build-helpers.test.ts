@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, expect, test, vi } from 'vitest';
-import { removeStaleBuildDirs } from '../src/images/build.js';
+import { makeLinks, removeStaleBuildDirs } from '../src/images/build.js';
 import { ensureImages } from '../src/images/ensure.js';
 import { withFileLock } from '../src/util/lock.js';
 import { MissingToolError, requireTool } from '../src/util/process.js';
@@ -92,5 +92,25 @@ test('ensureImages explains an unreachable Docker engine', async () => {
     );
   } finally {
     vi.unstubAllEnvs();
+  }
+});
+
+test('makeLinks links a path to a target in the image, replacing what was there, and refuses a missing or relative target', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'kh-links-'));
+  try {
+    await mkdir(join(root, 'usr/libexec/tool'), { recursive: true });
+    await writeFile(join(root, 'usr/libexec/tool/tool'), '#!/bin/sh\n');
+    await mkdir(join(root, 'usr/local/sbin/tool'), { recursive: true });
+    await makeLinks(root, { '/usr/local/sbin/tool': '/usr/libexec/tool/tool' });
+    expect(await readlink(join(root, 'usr/local/sbin/tool'))).toBe('/usr/libexec/tool/tool');
+    await expect(makeLinks(root, { '/usr/local/sbin/other': '/lib/tool/tool' })).rejects.toThrow(
+      'link /usr/local/sbin/other: its target /lib/tool/tool is not in the image',
+    );
+    await expect(makeLinks(root, { '/usr/local/sbin/other': 'tool/tool' })).rejects.toThrow(
+      'must be absolute',
+    );
+    expect(existsSync(join(root, 'usr/local/sbin/other'))).toBe(false);
+  } finally {
+    await rm(root, { recursive: true, force: true });
   }
 });

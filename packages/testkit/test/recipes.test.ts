@@ -4,6 +4,7 @@ import { canonicalJson, imageRef, type RecipeInputs, recipeHash, resolveInputs }
 import {
   DEFAULT_NODE_RELEASE,
   IMAGE_NAMES,
+  NODE_ELOGIND_PATH,
   NODE_RELEASES,
   nodeImageName,
   nodeReleaseFromEnv,
@@ -158,6 +159,24 @@ describe('recipe hashing', () => {
     expect(recipeHash(node, nodeInputs)).not.toBe(recipeHash(RECIPES.node, nodeInputs));
     const forky = RECIPES['node-forky'];
     expect(forky.kind === 'debootstrap' && forky.script).toBe('/usr/share/debootstrap/scripts/sid');
+  });
+
+  test("every node image has a system bus and elogind, installed by apt after debootstrap, elogind's daemon at one path", () => {
+    for (const release of NODE_RELEASES) {
+      const recipe = RECIPES[nodeImageName(release)];
+      if (recipe.kind !== 'debootstrap') throw new Error(`node-${release} is a debootstrap recipe`);
+      expect(recipe.aptPackages).toEqual(['dbus-daemon', 'dbus-bin', 'elogind']);
+      // Not through debootstrap's resolver, which cannot swap libsystemd0 for libelogind0.
+      expect(recipe.packages).not.toContain('elogind');
+      expect(Object.keys(recipe.links ?? {})).toEqual([NODE_ELOGIND_PATH]);
+      expect(recipe.recordVersions).toContain('elogind');
+    }
+    const elogind = (release: (typeof NODE_RELEASES)[number]) => {
+      const recipe = RECIPES[nodeImageName(release)];
+      return recipe.kind === 'debootstrap' ? recipe.links?.[NODE_ELOGIND_PATH] : undefined;
+    };
+    expect(elogind('bookworm')).toBe('/lib/elogind/elogind');
+    expect(elogind('trixie')).toBe('/usr/libexec/elogind');
   });
 
   test('reads installed package versions from a dpkg status file', () => {

@@ -1,6 +1,6 @@
 // A backend from a runtime spec: the kind-style node (testkit's NodeContainer) runs the spec's
 // runtime under its init, and, for a runtime without a CRI of its own, a CRI shim from the
-// checkout runs next to it. containerd.ts and docker.ts are two such declarations; a backend
+// checkout runs next to it; the node's system bus and logind run beside them. containerd.ts and docker.ts are two such declarations; a backend
 // package writes a third without touching the harness.
 import {
   DEFAULT_NODE_RELEASE,
@@ -13,6 +13,7 @@ import {
 import Docker from 'dockerode';
 import { ContainerHost } from '../node/container-host.js';
 import type { NodeProcess } from '../node/host.js';
+import { startSystemBus } from '../node/system-bus.js';
 import { kindNode, nodeMemoryLimitBytes, restoreSandboxImage, waitForCri } from './cri.js';
 import type { BackendContext, RuntimeBackend, StartedBackend, StaticCapability } from './types.js';
 
@@ -52,7 +53,8 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
     name: def.name,
     ...(def.aliases?.length ? { aliases: def.aliases } : {}),
     description: def.description,
-    capabilities: new Set(def.capabilities),
+    // Every kind node runs a system bus and logind (startSystemBus).
+    capabilities: new Set([...def.capabilities, 'logind']),
     ...(def.expectedVersion ? { expectedVersion: def.expectedVersion } : {}),
     release,
     images: [nodeImageName(release)],
@@ -78,6 +80,8 @@ export function kindBackend(def: KindBackendDefinition): RuntimeBackend {
       try {
         await startShim();
         await waitCri();
+        ctx.progress('starting the system bus and elogind');
+        await startSystemBus(host);
         const backend: StartedBackend = {
           nodeCriEndpoint: started.criEndpointInNode,
           hostCriEndpoint: started.criEndpointOnHost,

@@ -153,7 +153,8 @@ export type StaticCapability =
   | 'memory-pressure' // node memory limit is enforced on pods
   | 'disk-pressure'
   | 'registry-pull' // the runtime pulls from the run's registry
-  | 'runtime-handler'; // the runtime has upstream's preconfigured RuntimeClass handler, test-handler
+  | 'runtime-handler' // the runtime has upstream's preconfigured RuntimeClass handler, test-handler
+  | 'logind'; // the node runs a system D-Bus and logind: the agent's shutdown inhibitor lock, PrepareForShutdown
 
 /** What a scenario may need: the static capabilities, and a started node's `restart`. */
 export type BackendCapability = StaticCapability | 'runtime-restart';

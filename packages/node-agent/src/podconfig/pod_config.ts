@@ -3,7 +3,7 @@
 // spec/labels/annotations is an UPDATE (or a DELETE when deletionTimestamp appeared: graceful
 // deletion), and a status-only change is a RECONCILE.
 import type { V1Pod } from '@kubernetes/client-node';
-import type { PodUpdate } from '../types/pod_update.js';
+import { ConfigSourceAnnotation, type PodUpdate } from '../types/pod_update.js';
 import { canonicalJson } from '../util/canonical_json.js';
 
 interface Known {
@@ -70,6 +70,12 @@ class Changes {
 
   /** Files `pod` under the operation its change from `old` calls for; returns what to remember. */
   compare(old: Known | undefined, pod: V1Pod): Known {
+    // As the kubelet's podStorage.merge, before any comparison: a pod's source is where it came
+    // from, whatever its annotations say (an API pod annotated `file` is no static pod).
+    pod.metadata = {
+      ...pod.metadata,
+      annotations: { ...pod.metadata?.annotations, [ConfigSourceAnnotation]: this.source },
+    };
     const known = { pod, view: podView(pod), status: canonicalJson(pod.status) };
     if (!old) this.adds.push(pod);
     else if (old.view !== known.view)

@@ -18,6 +18,7 @@ import {
   connectLogind,
   LOGIND_INTERFACE,
   LOGIND_OBJECT,
+  prepareForShutdownSignal,
 } from '../../src/nodeshutdown/systemd/logind_dbus.js';
 import { MessageType } from '../../src/nodeshutdown/systemd/wire.js';
 
@@ -77,18 +78,10 @@ async function startFakeLogind(): Promise<DBusConnection> {
   return conn;
 }
 
-const emit = (shuttingDown: boolean) =>
-  run(
-    'dbus-send',
-    [
-      '--system',
-      '--type=signal',
-      LOGIND_OBJECT,
-      `${LOGIND_INTERFACE}.PrepareForShutdown`,
-      `boolean:${shuttingDown}`,
-    ],
-    { env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: address } },
-  );
+const emit = (shuttingDown: boolean) => {
+  const [program, ...args] = prepareForShutdownSignal(shuttingDown);
+  return run(program!, args, { env: { ...process.env, DBUS_SYSTEM_BUS_ADDRESS: address } });
+};
 
 beforeAll(async () => {
   daemon = spawn('dbus-daemon', ['--session', '--nofork', `--address=${address}`, '--print-address'], {

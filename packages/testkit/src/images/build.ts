@@ -1,5 +1,16 @@
 import { spawn } from 'node:child_process';
-import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { docker, followProgress } from '../util/docker.js';
@@ -170,6 +181,8 @@ async function debootstrapRootfs(
       },
     }),
   );
+  await aptInstall(recipe, root, progress);
+  await makeLinks(root, recipe.links ?? {});
   // Downloaded .debs and apt lists are half the size and never used inside a node.
   await rm(join(root, 'var/cache/apt/archives'), { recursive: true, force: true });
   await rm(join(root, 'var/lib/apt/lists'), { recursive: true, force: true });
@@ -192,6 +205,49 @@ async function debootstrapRootfs(
     [RELEASE_LABEL]: recipe.suite,
     ...Object.fromEntries(Object.entries(versions).map(([pkg, v]) => [`${PACKAGE_LABEL_PREFIX}${pkg}`, v])),
   };
+}
+
+/**
+ * policy-rc.d's "action forbidden": packages' maintainer scripts start no daemon in the chroot
+ * (there is no init to run them, and a started one would keep the build directory busy).
+ */
+const NO_DAEMONS = '#!/bin/sh\nexit 101\n';
+
+/** The recipe's aptPackages, installed by the root filesystem's own apt from debootstrap's mirror. */
+async function aptInstall(recipe: DebootstrapRecipe, root: string, progress: Progress): Promise<void> {
+  const packages = recipe.aptPackages ?? [];
+  if (packages.length === 0) return;
+  const chroot = await requireTool('chroot', 'coreutils');
+  const policy = join(root, 'usr/sbin/policy-rc.d');
+  await writeFile(policy, NO_DAEMONS, { mode: 0o755 });
+  const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', DEBIAN_FRONTEND: 'noninteractive', LC_ALL: 'C' };
+  // A testing release's Release file expires within weeks; debootstrap, which installed the rest
+  // from the same archive, does not look at Valid-Until either.
+  const apt = ['apt-get', '-q', '-o', 'Acquire::Check-Valid-Until=false'];
+  try {
+    await timed(progress, `${recipe.name}: apt-get install ${packages.join(' ')}`, async () => {
+      await run(chroot, [root, ...apt, 'update'], { env });
+      await run(chroot, [root, ...apt, 'install', '-y', '--no-install-recommends', ...packages], { env });
+    });
+  } finally {
+    await rm(policy, { force: true });
+  }
+}
+
+/** Makes each link (path in the image to an absolute target); refuses one whose target is missing. */
+export async function makeLinks(root: string, links: Record<string, string>): Promise<void> {
+  for (const [path, target] of Object.entries(links)) {
+    if (!target.startsWith('/')) throw new Error(`link ${path}: its target ${target} must be absolute`);
+    try {
+      await stat(join(root, target));
+    } catch {
+      throw new Error(`link ${path}: its target ${target} is not in the image`);
+    }
+    const at = join(root, path);
+    await mkdir(dirname(at), { recursive: true });
+    await rm(at, { recursive: true, force: true });
+    await symlink(target, at);
+  }
 }
 
 /** The versions dpkg installed in `root`, read from its status file (no chroot needed). */

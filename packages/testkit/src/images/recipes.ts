@@ -121,6 +121,14 @@ export interface DebootstrapRecipe {
   script?: string;
   variant: string;
   packages: string[];
+  /**
+   * Installed with apt-get inside the root filesystem once debootstrap is done: packages whose
+   * dependencies debootstrap's own resolver cannot settle, as elogind's libelogind0 taking the
+   * place of the libsystemd0 that minbase's apt already pulled in.
+   */
+  aptPackages?: string[];
+  /** Symbolic links, path to absolute target, made last; a target that does not exist fails the build. */
+  links?: Record<string, string>;
   /** Packages whose installed versions the image records (label and file; see build.ts). */
   recordVersions: string[];
   config: ImageConfig;
@@ -598,11 +606,26 @@ const NODE_RUNTIME_PACKAGES = [
   'containernetworking-plugins',
 ];
 
+/**
+ * The node's system bus and standalone logind, for the agent's graceful node shutdown (its delay
+ * inhibitor lock, PrepareForShutdown): tini is PID 1 in a node, not systemd, so elogind it is.
+ * bookworm's elogind needs the full `dbus`; dbus-bin has dbus-send, which emits the signal.
+ */
+const NODE_LOGIND_PACKAGES = ['dbus-daemon', 'dbus-bin', 'elogind'];
+
+/** Where every node image has elogind's daemon (bookworm's is /lib/elogind/elogind, later releases' /usr/libexec/elogind). */
+export const NODE_ELOGIND_PATH = '/usr/local/sbin/elogind';
+const ELOGIND_BINARY: Record<NodeRelease, string> = {
+  bookworm: '/lib/elogind/elogind',
+  trixie: '/usr/libexec/elogind',
+  forky: '/usr/libexec/elogind',
+};
+
 function nodeRecipe(release: NodeRelease): DebootstrapRecipe {
   return {
     kind: 'debootstrap',
     name: nodeImageName(release),
-    description: `Debian ${release} with containerd, runc, crun, runsc (gVisor), dockerd, CNI plugins and iptables (Node.js comes from the host).`,
+    description: `Debian ${release} with containerd, runc, crun, runsc (gVisor), dockerd, CNI plugins, iptables, a system D-Bus and elogind (Node.js comes from the host).`,
     suite: release,
     ...(release === 'forky' ? { script: '/usr/share/debootstrap/scripts/sid' } : {}),
     variant: 'minbase',
@@ -620,7 +643,9 @@ function nodeRecipe(release: NodeRelease): DebootstrapRecipe {
       // subordinate IDs for user namespaces.
       'uidmap',
     ],
-    recordVersions: [...NODE_RUNTIME_PACKAGES, 'iptables'],
+    aptPackages: NODE_LOGIND_PACKAGES,
+    links: { [NODE_ELOGIND_PATH]: ELOGIND_BINARY[release] },
+    recordVersions: [...NODE_RUNTIME_PACKAGES, 'iptables', ...NODE_LOGIND_PACKAGES],
     config: {
       entrypoint: ['/usr/bin/tini', '--'],
       cmd: ['sleep', 'infinity'],

@@ -26,6 +26,19 @@ export const LOGIND_SERVICE = 'org.freedesktop.login1';
 export const LOGIND_OBJECT = '/org/freedesktop/login1';
 export const LOGIND_INTERFACE = 'org.freedesktop.login1.Manager';
 export const PREPARE_FOR_SHUTDOWN_MATCH = `type='signal',interface='${LOGIND_INTERFACE}',member='PrepareForShutdown',path='${LOGIND_OBJECT}'`;
+/**
+ * The dbus-send argv of an outside client announcing (true) or cancelling (false) a shutdown as
+ * logind would, the way upstream's e2e emits it on the system bus.
+ */
+export const prepareForShutdownSignal = (shuttingDown: boolean): string[] => [
+  'dbus-send',
+  '--system',
+  '--type=signal',
+  LOGIND_OBJECT,
+  `${LOGIND_INTERFACE}.PrepareForShutdown`,
+  `boolean:${shuttingDown}`,
+];
+
 /** logind's inhibit tools, the standalone one first (nodes without systemd as PID 1). */
 export const INHIBIT_TOOLS = ['elogind-inhibit', 'systemd-inhibit'];
 
