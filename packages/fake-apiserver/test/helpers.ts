@@ -284,12 +284,16 @@ export function priorityClass(name: string, value: unknown, extra: KObject = {})
 }
 
 /** A TLS server authorizing as kubeadm's (Node,RBAC) for these token users, no controllers running. */
-export function nodeRbacServer(users: Record<string, UserInfo>): Promise<ApiServer> {
+export function nodeRbacServer(
+  users: Record<string, UserInfo>,
+  opts: Parameters<typeof createApiServer>[0] = {},
+): Promise<ApiServer> {
   return createApiServer({
     tls: true,
     tokens: new Map(Object.entries(users)),
     authorizationMode: ['Node', 'RBAC'],
     scheduler: false,
     nodeLifecycle: false,
+    ...opts,
   });
 }

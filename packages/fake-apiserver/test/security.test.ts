@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiServer, createApiServer, type UserInfo } from '../src/index.js';
 import type { KObject } from '../src/meta/object.js';
-import { ApiClient, eventually, pod, type Reply } from './helpers.js';
+import { ApiClient, eventually, nodeRbacServer, pod, type Reply } from './helpers.js';
 
 const API_AUDIENCE = 'https://kubernetes.default.svc.cluster.local';
 const USERS: Record<string, UserInfo> = {
@@ -25,16 +25,7 @@ const USERS: Record<string, UserInfo> = {
 };
 const RBAC = '/apis/rbac.authorization.k8s.io/v1';
 
-function start(opts: Parameters<typeof createApiServer>[0] = {}) {
-  return createApiServer({
-    tls: true,
-    tokens: new Map(Object.entries(USERS)),
-    authorizationMode: ['Node', 'RBAC'],
-    scheduler: false,
-    nodeLifecycle: false,
-    ...opts,
-  });
-}
+const start = (opts: Parameters<typeof createApiServer>[0] = {}) => nodeRbacServer(USERS, opts);
 
 const as = (s: ApiServer, token: string) => new ApiClient(s.url, { token, ca: s.caPem });
 
