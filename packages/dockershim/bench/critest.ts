@@ -40,9 +40,10 @@ export interface CritestBenchmarkRun {
    * Sandboxes the run left on the runtime (the bench then removes them). `leaked`: of samples critest
    * recorded as done, whose removal the runtime answered; `cutOff`: of the last samples, which
    * critest abandons mid-flight (gmeasure's parallel Sample returns once it has handed out the last
-   * index, without waiting for its workers, and critest exits).
+   * index, without waiting for its workers, and critest exits). `containers`: containers still
+   * listed after those sandboxes were removed (leaked whatever their sample).
    */
-  leftSandboxes: { leaked: string[]; cutOff: string[] };
+  left: { leaked: string[]; cutOff: string[]; containers: number };
 }
 
 /** The datapoints file critest writes per benchmark (pkg/benchmark/util.go). */
@@ -66,6 +67,7 @@ export async function runCritestBenchmark(
   const dir = await mkdtemp(join(tmpdir(), 'kh-critest-bench-'));
   try {
     const before = new Set((await client.listPodSandbox({})).items.map((s) => s.id));
+    const containersBefore = new Set((await client.listContainers({})).containers.map((c) => c.id));
     const files = {
       images: join(dir, 'images.yaml'),
       params: join(dir, 'params.yaml'),
@@ -131,12 +133,16 @@ export async function runCritestBenchmark(
       await client.stopPodSandbox({ podSandboxId: id }).catch(() => undefined);
       await client.removePodSandbox({ podSandboxId: id }).catch(() => undefined);
     }
+    const containers = (await client.listContainers({})).containers.filter(
+      (c) => !containersBefore.has(c.id),
+    );
     return {
       samples,
       exitCode,
-      leftSandboxes: {
+      left: {
         leaked: left.filter((id) => recorded.has(id)),
         cutOff: left.filter((id) => !recorded.has(id)),
+        containers: containers.length,
       },
     };
   } finally {

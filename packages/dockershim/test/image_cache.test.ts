@@ -47,6 +47,25 @@ describe('ImageCache', () => {
     expect(f.calls.inspect).toBe(2);
   });
 
+  it("serves a reference's inspect for its image id too, and forgets both on the shim's own change", async () => {
+    const f = fakeDocker();
+    f.digests.set('busybox:1.28', ['busybox@sha256:1']);
+    cache = new ImageCache(f.docker);
+    await cache.start();
+    // ImageStatus asks by name; ContainerStatus then by the id Docker resolved it to.
+    expect(await cache.inspect('busybox:1.28')).toMatchObject({ Id: 'busybox:1.28' });
+    expect(await cache.inspect('busybox:1.28')).toMatchObject({ Id: 'busybox:1.28' });
+    expect(f.calls.inspect).toBe(1);
+    // A pull or removal by the shim forgets at once, and refuses an inspect begun before it.
+    const inFlight = cache.inspect('sha256:a');
+    cache.changed();
+    await inFlight;
+    f.digests.delete('busybox:1.28');
+    expect(await cache.inspect('busybox:1.28')).toBeUndefined();
+    await cache.inspect('sha256:a');
+    expect(f.calls.inspect).toBe(4);
+  });
+
   it('answers undefined for a missing image and does not remember that', async () => {
     const f = fakeDocker();
     cache = new ImageCache(f.docker);

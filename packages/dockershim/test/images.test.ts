@@ -28,6 +28,21 @@ describe('images', () => {
     expect((await h.client.imageStatus({ image: { image: id } })).image).toBeUndefined();
   });
 
+  it("answers from the shim's own pulls and removals before Docker's image events arrive", async () => {
+    const ref = 'registry.kh.test/moving:1';
+    fake.registry.set(ref, { Id: 'sha256:moving1', RepoTags: [ref], Size: 10 });
+    fake.holdEvents((filters) => filters.type?.includes('image') ?? false);
+    try {
+      expect((await h.client.imageStatus({ image: { image: ref } })).image).toBeUndefined();
+      await h.client.pullImage({ image: { image: ref } });
+      expect((await h.client.imageStatus({ image: { image: ref } })).image?.id).toBe('sha256:moving1');
+      await h.client.removeImage({ image: { image: ref } });
+      expect((await h.client.imageStatus({ image: { image: ref } })).image).toBeUndefined();
+    } finally {
+      fake.releaseEvents();
+    }
+  });
+
   it('pulls through the Engine and answers the image id', async () => {
     const ref = 'registry.kh.test/app:1';
     fake.registry.set(ref, { Id: 'sha256:app1', RepoTags: [ref], Size: 10 });

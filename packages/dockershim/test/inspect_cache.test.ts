@@ -63,6 +63,32 @@ describe('InspectCache', () => {
     expect(cache.get('a')?.State.Status).toBe('exited');
   });
 
+  it('keeps a running inspect through a start event that comes after it, but not one that does not say running', async () => {
+    const { f, cache } = await started();
+    const running = { Id: 'a', State: { Status: 'running', Running: true } } as unknown as ContainerInspect;
+    // StartContainer (or RunPodSandbox) evicts, inspects the running container, and only then hears
+    // Docker's start event on the event connection.
+    cache.evict('a');
+    cache.put(running, cache.mark());
+    f.events.write(event('start', 'a'));
+    await flush();
+    expect(cache.get('a')).toBe(running);
+    // An inspect from before a start that says it is not running is refused; one that says running
+    // has seen that start.
+    const before = cache.mark();
+    f.events.write(event('start', 'b'));
+    await flush();
+    cache.put(inspect('b', 'created'), before);
+    expect(cache.get('b')).toBeUndefined();
+    cache.put({ ...running, Id: 'b' }, before);
+    expect(cache.get('b')?.State.Running).toBe(true);
+    // A running container starts again only after it died, and the die comes first: evicted.
+    f.events.write(event('die', 'a'));
+    f.events.write(event('start', 'a'));
+    await flush();
+    expect(cache.get('a')).toBeUndefined();
+  });
+
   it('answers nothing while the event stream is down, and forgets all when it breaks', async () => {
     const down = await started({ eventsFail: true });
     down.cache.put(inspect('a', 'running'), down.cache.mark());

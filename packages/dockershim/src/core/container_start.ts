@@ -5,7 +5,7 @@ import { createLogFile } from '../logs/copier.js';
 import { ContainerType, LabelKeys } from '../model/labels.js';
 import type { ShimContext } from './context.js';
 import { toCriError } from './errors.js';
-import { getManaged } from './lookup.js';
+import { findManaged, getManaged } from './lookup.js';
 
 /** StartContainer: start a created container and begin copying its output to the CRI log file. */
 export async function startContainer(
@@ -41,5 +41,8 @@ export async function startContainer(
     ctx.inspects.evict(info.Id);
   }
   if (logPath) ctx.logs.follow(info.Id, logPath, info.Config.Tty);
+  // The client's ContainerStatus comes next (the kubelet's relist, critest): inspect the running
+  // container now, so that call is answered from the cache. The start is done whatever this says.
+  await findManaged(ctx, info.Id, ContainerType.container).catch(() => undefined);
   return {};
 }

@@ -71,7 +71,7 @@ export async function* getContainerEvents(
         attrs[LabelKeys.containerType] === ContainerType.sandbox ? id : (attrs[LabelKeys.sandboxId] ?? '');
       // The inspect cache hears of this event on its own subscription, maybe later: the snapshot
       // must not show the container as it was before the event.
-      ctx.inspects.evict(id);
+      ctx.inspects.heard(value.Action, id);
       yield {
         containerId: id,
         containerEventType: type,

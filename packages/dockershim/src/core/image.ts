@@ -103,9 +103,8 @@ function checkReference(ref: string): void {
 export async function inspectImage(ctx: ShimContext, ref: string): Promise<ImageInspect | undefined> {
   checkReference(ref);
   try {
-    return await ctx.docker.inspectImage(ref);
+    return await ctx.images.inspect(ref);
   } catch (err) {
-    if (isDockerNotFound(err)) return undefined;
     throw toCriError(err, `inspect image ${JSON.stringify(ref)}`);
   }
 }
@@ -117,8 +116,13 @@ async function pull(ctx: ShimContext, ref: string, auth: AuthConfig | undefined)
   const stream = await docker(`pull image ${JSON.stringify(ref)}`, () =>
     ctx.docker.pullImage({ repository, tag, ...(auth ? { auth: toDockerAuth(auth, ref) } : {}) }),
   );
-  for await (const { value } of jsonLines<{ error?: string; errorDetail?: { message?: string } }>(stream)) {
-    if (value.error) throw pullError(ref, value.errorDetail?.message ?? value.error);
+  try {
+    for await (const { value } of jsonLines<{ error?: string; errorDetail?: { message?: string } }>(stream)) {
+      if (value.error) throw pullError(ref, value.errorDetail?.message ?? value.error);
+    }
+  } finally {
+    // `ref` may name another image now; Docker's event saying so can come after this returns.
+    ctx.images.changed();
   }
   const info = await inspectImage(ctx, ref);
   if (!info) throw new NotFoundError(`pull image ${JSON.stringify(ref)}: not present after pull`);
@@ -190,11 +194,10 @@ export async function removeImage(
   if (!info) return {};
   const what = `remove image ${JSON.stringify(ref)}`;
   const ignoreGone = (err: unknown) => (isDockerNotFound(err) ? undefined : Promise.reject(err));
-  for (const tag of (info.RepoTags ?? []).filter((t) => t !== NONE_TAG)) {
-    await docker(what, () => ctx.docker.removeImage(tag).catch(ignoreGone));
-  }
-  if (await inspectImage(ctx, info.Id)) {
-    await docker(what, () => ctx.docker.removeImage(info.Id).catch(ignoreGone));
-  }
+  // Each removal changes what the image cache holds before Docker's event says so.
+  const remove = (name: string) =>
+    docker(what, () => ctx.docker.removeImage(name).catch(ignoreGone)).finally(() => ctx.images.changed());
+  for (const tag of (info.RepoTags ?? []).filter((t) => t !== NONE_TAG)) await remove(tag);
+  if (await inspectImage(ctx, info.Id)) await remove(info.Id);
   return {};
 }
