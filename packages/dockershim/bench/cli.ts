@@ -437,6 +437,9 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
             dockerFloorP50: floor.p50,
             dockerFloorRatio: floorRatio,
             overFloor,
+            // target and met make each ratio a figure of the bench history's trend.
+            target: CRITEST_TARGET_RATIO,
+            met: verdict === 'met',
             verdict,
           },
         ],
@@ -451,6 +454,8 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
       dockerFloorP50: number;
       dockerFloorRatio: number;
       overFloor: number;
+      target: number;
+      met: boolean;
       verdict: Verdict;
     }
   >;
