@@ -20,7 +20,7 @@ import { parseArgs, promisify } from 'node:util';
 import { cleanUpOnInterrupt, runId } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { selectBackends } from '../src/backends/registry.js';
-import { nodeImagesOf } from '../src/backends/types.js';
+import { nodeImagesOf, type RuntimeBackend } from '../src/backends/types.js';
 import { ContainerHost } from '../src/node/container-host.js';
 import { PROJECT_IN_CONTAINER } from '../src/node/project.js';
 import { summarize } from '../src/report/stats.js';
@@ -120,9 +120,13 @@ function pod(ns: string, name: string, nodeName: string, image: string, script: 
   };
 }
 
-async function benchRuntime(world: HarnessWorld, name: string, kubeconfig: string): Promise<RuntimeResult> {
-  const [backend] = selectBackends([name]);
-  const node = await startNode(world, backend!, progress.child(name));
+async function benchRuntime(
+  world: HarnessWorld,
+  name: string,
+  backend: RuntimeBackend,
+  kubeconfig: string,
+): Promise<RuntimeResult> {
+  const node = await startNode(world, backend, progress.child(name));
   const result: RuntimeResult = {
     runtime: name,
     exec: { targetRatio: EXEC_TARGET_RATIO },
@@ -334,11 +338,13 @@ async function main(): Promise<number> {
   const { values } = parseArgs({ options: { runtime: { type: 'string', short: 'r' } } });
   const runtimes = list(values.runtime) ?? ['containerd', 'docker'];
   const results: RuntimeResult[] = [];
+  // One backend per runtime asked for, in the order asked (selectBackends keeps the registry's).
+  const backends = runtimes.map((r) => selectBackends([r])[0]!);
   const world = await HarnessWorld.start({
     runId,
-    nodes: runtimes.map((r) => nodeNameFor(runId, r)),
-    // The node images the runtimes' backends are made from, as `run` asks for them.
-    images: nodeImagesOf(selectBackends(runtimes)),
+    // Nodes named and made as `run` makes them: after the backend (containerd-1.7), from its image.
+    nodes: backends.map((b) => nodeNameFor(runId, b.name)),
+    images: nodeImagesOf(backends),
     progress,
   });
   const teardown = cleanUpOnInterrupt(async () => {
@@ -348,7 +354,8 @@ async function main(): Promise<number> {
   try {
     const kubeconfig = world.kubeconfigFile;
     // One node at a time: two cores, and each measurement wants the machine to itself.
-    for (const name of runtimes) results.push(await benchRuntime(world, name, kubeconfig));
+    for (const [i, name] of runtimes.entries())
+      results.push(await benchRuntime(world, name, backends[i]!, kubeconfig));
   } finally {
     await teardown();
   }
