@@ -28,6 +28,7 @@ import { startNode } from '../src/run/node.js';
 import { list } from '../src/run/options.js';
 import { runKubectl, startKubectl } from '../src/support/kubectl.js';
 import { consoleProgress } from '../src/support/progress.js';
+import { APISERVER_ALIAS, APISERVER_PORT } from '../src/world/apiserver.js';
 import { removeRunLeftovers } from '../src/world/leftovers.js';
 import { HarnessWorld, nodeNameFor } from '../src/world/world.js';
 
@@ -66,7 +67,10 @@ interface RuntimeResult {
     error?: string;
   };
   portForward: {
+    /** kubectl port-forward, dialling the apiserver on the run's network. */
     viaPortForwardMiBps?: number;
+    /** Context: the same through the loopback port Docker publishes (its userland proxy in between). */
+    viaLoopbackPortForwardMiBps?: number;
     /** crictl port-forward in the node: the runtime's own port-forward, without apiserver and agent. */
     runtimePortForwardMiBps?: number;
     /** via kubectl / via crictl: the judged figure. */
@@ -131,6 +135,49 @@ async function hostCpuMs(...args: string[]): Promise<number> {
     ms += (Number(f[11]) + Number(f[12])) * 10; // USER_HZ is 100 on Linux
   }
   return ms;
+}
+
+interface KubectlForward {
+  /** Downloads /big through the forward; resolves to the time it took (ms). */
+  download(): Promise<number>;
+  stop(): Promise<unknown>;
+}
+
+/** `kubectl port-forward pod/srv :8080` (with `args`), once httpd answers through it. */
+async function kubectlForward(kubeconfig: string, ns: string, args: string[] = []): Promise<KubectlForward> {
+  const pf = startKubectl(kubeconfig, [...args, '-n', ns, 'port-forward', 'pod/srv', ':8080']);
+  try {
+    let port = '';
+    for (let i = 0; i < 100 && !port; i++) {
+      port = /127\.0\.0\.1:(\d+)/.exec(pf.stdout())?.[1] ?? '';
+      if (!port) await new Promise((r) => setTimeout(r, 100));
+    }
+    if (!port) throw new Error(`port-forward did not listen: ${pf.stderr().trim()}`);
+    // Running is not listening: wait until httpd answers through the forward.
+    for (let i = 0; ; i++) {
+      const ok = await fetch(`http://127.0.0.1:${port}/big`, { method: 'HEAD' }).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      if (i === 50) throw new Error('httpd in pod srv did not answer through port-forward');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const download = async () => {
+      const [ms, got] = await timed(async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/big`);
+        let n = 0;
+        for await (const chunk of res.body!) n += (chunk as Uint8Array).byteLength;
+        return n;
+      });
+      if (got !== BYTES) throw new Error(`port-forward delivered ${got} of ${BYTES} bytes`);
+      return ms;
+    };
+    return { download, stop: () => pf.stop() };
+  } catch (err) {
+    await pf.stop();
+    throw err;
+  }
 }
 
 const ownCpuMs = () => {
@@ -275,6 +322,7 @@ async function benchRuntime(
     // port-forward: kubectl's, the runtime's own (crictl) and the pod IP, alternating.
     try {
       const viaForward: number[] = [];
+      const viaLoopback: number[] = [];
       const runtimeForward: number[] = [];
       const straight: number[] = [];
       const cpuMs = { viaKubectl: 0, viaCrictl: 0, apiserver: 0, agent: 0 };
@@ -282,11 +330,26 @@ async function benchRuntime(
         await run('docker', ['ps', '-q', '--filter', `name=^kh-${runId}-apiserver$`])
       ).stdout.trim();
       if (!apiserverContainer) throw new Error('no apiserver container');
+      // kubectl as a client on the run's network reaches the apiserver, as in a cluster; through
+      // the loopback port Docker publishes, Docker's userland proxy is one more relay (context).
+      const apiserverIp = (
+        await run('docker', [
+          'inspect',
+          '-f',
+          '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}',
+          apiserverContainer,
+        ])
+      ).stdout
+        .trim()
+        .split(' ')[0];
+      if (!apiserverIp) throw new Error('the apiserver container has no address on the run network');
+      const server = `--server=https://${apiserverIp}:${APISERVER_PORT}`;
+      const onNetwork = [server, `--tls-server-name=${APISERVER_ALIAS}`];
       const cpuSample = async () => ({
         node: await cpuMsOf(host.containerId, ''),
         agent: await cpuMsOf(host.containerId, '[n]ode-agent'),
         apiserver: await cpuMsOf(apiserverContainer, ''),
-        kubectl: await hostCpuMs(`--kubeconfig=${kubeconfig}`, 'port-forward'),
+        kubectl: await hostCpuMs(`--kubeconfig=${kubeconfig}`, 'port-forward', server),
         reader: ownCpuMs(),
       });
       // The runtime's own port-forward, in the node: crictl port-forward to the same pod, read by
@@ -316,34 +379,16 @@ async function benchRuntime(
         // The node's long-lived processes (runtime, httpd) and what the script ran (crictl, reader).
         return [Number(ns) / 1e6, node1 - node0 + childrenCpuMs(children ?? '')];
       };
-      const pf = startKubectl(kubeconfig, ['-n', NS, 'port-forward', 'pod/srv', ':8080']);
+      const forwards = [
+        await kubectlForward(kubeconfig, NS, onNetwork),
+        await kubectlForward(kubeconfig, NS),
+      ];
+      const [network, loopback] = forwards as [KubectlForward, KubectlForward];
       try {
-        let port = '';
-        for (let i = 0; i < 100 && !port; i++) {
-          port = /127\.0\.0\.1:(\d+)/.exec(pf.stdout())?.[1] ?? '';
-          if (!port) await new Promise((r) => setTimeout(r, 100));
-        }
-        if (!port) throw new Error(`port-forward did not listen: ${pf.stderr().trim()}`);
-        // Running is not listening: wait until httpd answers through the forward.
-        for (let i = 0; ; i++) {
-          const ok = await fetch(`http://127.0.0.1:${port}/big`, { method: 'HEAD' }).then(
-            (r) => r.ok,
-            () => false,
-          );
-          if (ok) break;
-          if (i === 50) throw new Error('httpd in pod srv did not answer through port-forward');
-          await new Promise((r) => setTimeout(r, 200));
-        }
         for (let i = 0; i < TRANSFER_RUNS; i++) {
           const cpu0 = await cpuSample();
-          const [ms, got] = await timed(async () => {
-            const res = await fetch(`http://127.0.0.1:${port}/big`);
-            let n = 0;
-            for await (const chunk of res.body!) n += (chunk as Uint8Array).byteLength;
-            return n;
-          });
+          const ms = await network.download();
           const cpu1 = await cpuSample();
-          if (got !== BYTES) throw new Error(`port-forward delivered ${got} of ${BYTES} bytes`);
           viaForward.push(ms);
           const delta = (k: keyof typeof cpu0) => cpu1[k] - cpu0[k];
           cpuMs.viaKubectl += delta('node') + delta('apiserver') + delta('kubectl') + delta('reader');
@@ -352,10 +397,11 @@ async function benchRuntime(
           const [ownMs, ownCpu] = await ownForward();
           runtimeForward.push(ownMs);
           cpuMs.viaCrictl += ownCpu;
+          viaLoopback.push(await loopback.download());
           straight.push(await crictlInNode(`exec ${clientId} wget -q -O /dev/null http://${srvIp}:8080/big`));
         }
       } finally {
-        await pf.stop();
+        for (const f of forwards) await f.stop();
       }
       const mibps = (ms: number) => BYTES / 2 ** 20 / (ms / 1000);
       const f = mibps(median(viaForward));
@@ -364,6 +410,7 @@ async function benchRuntime(
       const perMiB = (ms: number) => ms / TRANSFER_RUNS / (BYTES / 2 ** 20);
       Object.assign(result.portForward, {
         viaPortForwardMiBps: f,
+        viaLoopbackPortForwardMiBps: mibps(median(viaLoopback)),
         runtimePortForwardMiBps: own,
         share: f / own,
         met: f / own >= FORWARD_TARGET_SHARE,
