@@ -1,5 +1,12 @@
 export { type Clock, FakeClock, flushMicrotasks, realClock, sleep, type TimerClock } from './clock/clock.js';
-export { demuxBuffer, type Frame, FrameDecoder, StreamType } from './docker/stream.js';
+export {
+  demuxBuffer,
+  type Frame,
+  FrameDecoder,
+  type FramePiece,
+  FrameSplitter,
+  StreamType,
+} from './docker/stream.js';
 export { SPLICE_CLOSE_GRACE_MS, spliceConnections } from './proxy/splice.js';
 export {
   DefaultImageTag,

@@ -4,7 +4,7 @@
  * than through a client.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import { Duplex, PassThrough } from 'node:stream';
+import { Duplex, PassThrough, Writable } from 'node:stream';
 import { FailedPreconditionError, NotFoundError } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALER_NAME, DockerStreamingRuntime } from '../src/core/container_streaming.js';
@@ -40,6 +40,30 @@ describe('exec', () => {
     expect(r.exitCode).toBe(3);
     expect(stdout.text).toBe('out\n');
     expect(stderr.text).toBe('err\n');
+  });
+
+  it("streams output larger than Docker's reads to a slow reader, whole and in order", async () => {
+    // A reader that takes one small chunk per turn: Docker's connection must wait for it (no
+    // output is dropped or buffered without bound) while frames straddle its reads.
+    const chunks: Buffer[] = [];
+    const stdout = new Writable({
+      highWaterMark: 1024,
+      write(chunk: Buffer, _enc, done) {
+        chunks.push(Buffer.from(chunk));
+        setImmediate(done);
+      },
+    });
+    const stderr = new Sink();
+    const r = await runtime.exec(
+      sleeper,
+      ['sh', '-c', 'echo start >&2; seq 1 100000; echo end >&2'],
+      { stdout, stderr, tty: false },
+      new AbortController().signal,
+    );
+    expect(r.exitCode).toBe(0);
+    const want = `${Array.from({ length: 100_000 }, (_, i) => i + 1).join('\n')}\n`;
+    expect(Buffer.concat(chunks).toString()).toBe(want);
+    expect(stderr.text).toBe('start\nend\n');
   });
 
   it('passes stdin through and closes it when the client ends it', async () => {

@@ -8,7 +8,7 @@ import {
   InvalidArgumentError,
 } from '@kh/cri-api';
 import type { DockerClient } from '../docker/client.js';
-import { CappedOutput, FrameDecoder } from '../docker/stream.js';
+import { CappedOutput, FrameSplitter } from '../docker/stream.js';
 import { ContainerType } from '../model/labels.js';
 import type { ShimContext } from './context.js';
 import { docker } from './errors.js';
@@ -43,7 +43,8 @@ export async function execSync(
   );
   const stream = await docker(what, () => ctx.docker.startExec(exec, { stdin: false, tty: false }));
   const output = new CappedOutput(ctx.config.execOutputLimitBytes);
-  const frames = new FrameDecoder();
+  // Output is kept as it arrives: pieces of frames, uncopied, under the budget.
+  const frames = new FrameSplitter();
   const finished = new Promise<Outcome>((resolve, reject) => {
     stream.on('data', (chunk: Buffer) => {
       try {

@@ -18,7 +18,7 @@ import type {
   StreamingServer,
   TerminalSize,
 } from '@kh/cri-streaming';
-import { FrameDecoder, StreamType } from '../docker/stream.js';
+import { FrameSplitter, StreamType } from '../docker/stream.js';
 import { ContainerType } from '../model/labels.js';
 import { killExecProcess, waitExitCode } from './container_exec.js';
 import type { ShimContext } from './context.js';
@@ -156,12 +156,18 @@ async function relay(
 ): Promise<boolean> {
   if (io.tty && io.resize) void applyResizes(io.resize, resize, signal);
   io.stdin?.pipe(connection, { end: !io.tty });
-  const frames = new FrameDecoder();
+  // Frames are passed on as their bytes arrive, each piece a view of Docker's chunk: no copy and
+  // no wait for a frame's end. A full reader pauses Docker's connection until it drains.
+  const frames = new FrameSplitter();
+  const waiting = new Set<Writable>();
   const write = (target: Writable | undefined, data: Buffer) => {
-    if (target && !target.write(data)) {
-      connection.pause();
-      target.once('drain', () => connection.resume());
-    }
+    if (!target || data.length === 0 || target.write(data) || waiting.has(target)) return;
+    waiting.add(target);
+    connection.pause();
+    target.once('drain', () => {
+      waiting.delete(target);
+      if (waiting.size === 0) connection.resume();
+    });
   };
   return await new Promise<boolean>((resolve) => {
     const abort = () => {

@@ -1,12 +1,13 @@
 // Reading Docker's output streams: multiplexed frames (non-TTY containers: an 8-byte header
-// then the payload, decoded by @kh/apimachinery's FrameDecoder), raw lines (TTY containers), the
+// then the payload, cut by @kh/apimachinery's FrameSplitter into uncopied pieces for relays, or
+// decoded into whole frames by its FrameDecoder for log entries), raw lines (TTY containers), the
 // ExecSync output budget and newline-delimited JSON. Used for `docker logs` (log copier), exec
 // output, pull progress and events.
 
 import { StreamType } from '@kh/apimachinery';
 
 // The frame decoder is shared with the test kit; this module adds what only the shim needs.
-export { type Frame, FrameDecoder, StreamType } from '@kh/apimachinery';
+export { type Frame, FrameDecoder, FrameSplitter, StreamType } from '@kh/apimachinery';
 
 /** For TTY containers Docker sends raw bytes; log entries are then cut at newlines. */
 export class LineDecoder {
