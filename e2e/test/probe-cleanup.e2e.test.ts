@@ -53,7 +53,10 @@ describe.each([
     const api: Api = { created: [], deleted: [], assertions: [] };
     let reads = 0;
     // Not restarted at the first look, restarted once at the next: the case passes.
-    await theCase.run(stubContext(api, () => (reads++ < 2 ? 0 : 1)), undefined);
+    await theCase.run(
+      stubContext(api, () => (reads++ < 2 ? 0 : 1)),
+      undefined,
+    );
     expect(api.created).toEqual(['liveness-exec']);
     expect(api.assertions.map((a) => [a.name, a.outcome])).toContainEqual([
       'liveness-exec: restarted 1 time(s) within 240 s',
@@ -66,7 +69,10 @@ describe.each([
     const api: Api = { created: [], deleted: [], assertions: [] };
     let reads = 0;
     // The restart count goes down: the case fails at once.
-    const failing = theCase.run(stubContext(api, () => (reads++ < 2 ? 3 : 1)), undefined);
+    const failing = theCase.run(
+      stubContext(api, () => (reads++ < 2 ? 3 : 1)),
+      undefined,
+    );
     await expect(failing).rejects.toBeInstanceOf(AssertionFailure);
     expect(api.deleted).toEqual([{ name: 'liveness-exec', gracePeriodSeconds: 0 }]);
   });
