@@ -1,6 +1,9 @@
 // The probe suites delete each case's pod (grace 0) as the case ends, passed or failed, as
 // upstream's runLivenessTest does in its DeferCleanup: a pod left to the cell's end kept its exec
-// probes and crash loop going through the other cases' 4-minute windows. No containers: a stub API.
+// probes and crash loop going through the other cases' 4-minute windows. The teardown then waits
+// for the containers to stop, but not for the two 500 s grace pods' (the kubelet gives a
+// force-deleted pod its spec's grace): that wait kept every suite 2 minutes past its last case.
+// No containers: a stub API and CRI.
 import { AssertionFailure, type AssertionResult, createChecks, type ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -75,5 +78,52 @@ describe.each([
     );
     await expect(failing).rejects.toBeInstanceOf(AssertionFailure);
     expect(api.deleted).toEqual([{ name: 'liveness-exec', gracePeriodSeconds: 0 }]);
+  });
+});
+
+describe("the probe suites' teardown", () => {
+  const container = (pod: string, state: string) => ({
+    id: `${pod}-c`,
+    state,
+    labels: { 'io.kubernetes.pod.name': pod, 'io.kubernetes.container.name': 'probed' },
+  });
+  /** Each listContainers answers with the next list (the last one again when they run out). */
+  function teardownContext(lists: ReturnType<typeof container>[][]) {
+    const notes: [string, Record<string, unknown> | undefined][] = [];
+    let slept = 0;
+    const ctx = {
+      namespace: 'ns',
+      core: { deleteCollectionNamespacedPod: async () => ({}) },
+      cri: { listContainers: async () => (lists.length > 1 ? lists.shift()! : lists[0]!) },
+      note: (summary: string, detail?: Record<string, unknown>) => notes.push([summary, detail]),
+      sleep: async (ms: number) => {
+        slept += ms;
+      },
+    } as unknown as ScenarioContext;
+    return { ctx, notes, slept: () => slept };
+  }
+
+  it('does not wait for the containers of the pods whose grace outlasts it, and names them', async () => {
+    const grace = [container('liveness-grace', 'running'), container('startup-grace', 'running')];
+    const t = teardownContext([[...grace, container('liveness-tcp', 'running')], grace]);
+    await probesUpstream.teardown!(t.ctx, undefined);
+    expect(t.slept()).toBe(2_000);
+    expect(t.notes).toEqual([
+      [
+        expect.stringMatching(/^containers still stopping \d+ s after the pods were deleted$/),
+        { running: 2, containers: ['liveness-grace/probed: running', 'startup-grace/probed: running'] },
+      ],
+    ]);
+  });
+
+  it('waits for any other container to stop', async () => {
+    const t = teardownContext([
+      [container('liveness-tcp', 'running')],
+      [container('liveness-tcp', 'created')],
+      [container('liveness-tcp', 'exited')],
+    ]);
+    await probesSidecar.teardown!(t.ctx, undefined);
+    expect(t.slept()).toBe(4_000);
+    expect(t.notes[0]![1]).toEqual({ running: 0 });
   });
 });
