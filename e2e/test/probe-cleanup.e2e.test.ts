@@ -1,8 +1,8 @@
 // The probe suites delete each case's pod (grace 0) as the case ends, passed or failed, as
 // upstream's runLivenessTest does in its DeferCleanup: a pod left to the cell's end kept its exec
 // probes and crash loop going through the other cases' 4-minute windows. The teardown then waits
-// for the containers to stop, but not for the two 500 s grace pods' (the kubelet gives a
-// force-deleted pod its spec's grace): that wait kept every suite 2 minutes past its last case.
+// for the containers to stop, but not for the two 500 s grace pods' (the agent gives them their
+// pod's grace after a grace-0 deletion): that wait kept every suite 2 minutes past its last case.
 // No containers: a stub API and CRI.
 import { AssertionFailure, type AssertionResult, createChecks, type ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';

@@ -650,9 +650,9 @@ function probeSuite(layout: Layout, name: string, description: string): CasesSce
       // The pods of cases that failed or timed out are still there.
       await ctx.core.deleteCollectionNamespacedPod({ namespace: ctx.namespace, gracePeriodSeconds: 0 });
       // Not an assertion of this cell: a note says how long the agent took, or what it left
-      // stopping. The two probe-level grace pods' containers ignore SIGTERM and get their pod's
-      // 500 s as the kubelet gives a force-deleted pod (calculateEffectiveGracePeriod); upstream
-      // leaves them to it, and waiting for them kept every suite 2 minutes past its last case.
+      // stopping. The two probe-level grace pods' containers ignore SIGTERM, and the agent still
+      // gives them their pod's 500 s after a grace-0 deletion (both runtimes, measured); upstream
+      // does not wait for them, and waiting kept every suite 2 minutes past its last case.
       const t0 = Date.now();
       let left: string[] | undefined;
       let waitedFor: string[] | undefined;
