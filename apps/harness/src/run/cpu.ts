@@ -16,7 +16,7 @@ export async function startCellCpu(
 ): Promise<() => Promise<CellCpu>> {
   let noted = false;
   const nodeCpu = () =>
-    node.started.host.cpuSeconds?.().catch((err) => {
+    nodeSeconds(node).catch((err) => {
       if (!noted) note(`node CPU not read: ${errorMessage(err)}`);
       noted = true;
       return undefined;
@@ -31,6 +31,9 @@ export async function startCellCpu(
     };
   };
 }
+
+/** The node's counter; undefined for a node that is not a container. Never throws: it rejects. */
+const nodeSeconds = async (node: ReadyNode): Promise<number | undefined> => node.started.host.cpuSeconds?.();
 
 /** Each cell's nodeSharedWith: the cells whose time on the same node overlapped its own. */
 export function withNodeSharing(cells: readonly CellResult[]): CellResult[] {
@@ -62,15 +65,14 @@ export async function runCpu(
   hostAtStart: HostCpu | undefined,
   warn: (message: string) => void,
 ): Promise<RunCpu> {
-  const read = async (what: string, seconds: () => Promise<number | ContainerCpu[]>) =>
+  const read = async (what: string, seconds: () => Promise<number | ContainerCpu[] | undefined>) =>
     seconds().catch((err) => {
       warn(`CPU of ${what} not read: ${errorMessage(err)}`);
       return undefined;
     });
   const nodeCpu = await Promise.all(
     nodes.map(async (n): Promise<ContainerCpu[]> => {
-      const host = n.started.host;
-      const seconds = host.cpuSeconds && (await read(n.started.nodeName, () => host.cpuSeconds!()));
+      const seconds = await read(n.started.nodeName, () => nodeSeconds(n));
       return typeof seconds === 'number'
         ? [{ name: n.started.nodeName, runtime: n.backend.name, seconds: roundSeconds(seconds) }]
         : [];

@@ -74,6 +74,18 @@ describe('runCpu', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('notes, never throws, for a node without a host to read (a stub)', async () => {
+    const node = fakeNode(fakeBackend('alpha'), { events: [] });
+    (node.started as { host?: unknown }).host = undefined;
+    const notes: string[] = [];
+    const cpu = await (await startCellCpu(node, (n) => notes.push(n)))();
+    expect(cpu.nodeSeconds).toBeUndefined();
+    expect(notes).toHaveLength(1);
+    const warnings: string[] = [];
+    expect((await runCpu([node], undefined, undefined, (w) => warnings.push(w))).nodes).toEqual([]);
+    expect(warnings).toHaveLength(1);
+  });
+
   it('warns and leaves out what it cannot read', async () => {
     const node = fakeNode(fakeBackend('alpha'), { events: [] });
     node.started.host.cpuSeconds = () => Promise.reject(new Error('gone'));
