@@ -1,11 +1,13 @@
 // A NodeHost inside a kind-style node container, driven through the Docker Engine API: the agent
 // and the dockershim run there, next to their runtime, as a kubelet runs next to its runtime.
 import type Docker from 'dockerode';
+import { type CpuClock, containerCpuClock } from './cpu.js';
 import type { NodeHost, NodeProcess } from './host.js';
 import { LineTail } from './lines.js';
 
 export class ContainerHost implements NodeHost {
   private readonly processes = new Set<NodeProcess>();
+  private cpuClock?: Promise<CpuClock>;
 
   constructor(
     private readonly docker: Docker,
@@ -101,6 +103,15 @@ export class ContainerHost implements NodeHost {
     const dir = path.slice(0, path.lastIndexOf('/')) || '/';
     const r = await this.exec(['sh', '-c', `mkdir -p '${dir}' && echo '${b64}' | base64 -d > '${path}'`]);
     if (r.exitCode !== 0) throw new Error(`writing ${path} in the node failed: ${r.output}`);
+  }
+
+  async cpuSeconds(): Promise<number> {
+    // The cgroup stays the container's for its life: found once (a failed look is tried again).
+    this.cpuClock ??= containerCpuClock(this.docker, this.containerId).catch((err) => {
+      this.cpuClock = undefined;
+      throw err;
+    });
+    return (await this.cpuClock)();
   }
 
   async stopAll(): Promise<void> {

@@ -8,6 +8,11 @@ export interface NodeHost {
   spawn(cmd: string[], opts: { name: string; env?: Record<string, string> }): Promise<NodeProcess>;
   /** Writes a file on the node (kubeconfig, KubeletConfiguration). */
   writeFile(path: string, content: string): Promise<void>;
+  /**
+   * CPU-seconds the kernel charged to the node so far (its container's cgroup: runtime, shim,
+   * agent, pods). Absent on a host that is not a container of its own.
+   */
+  cpuSeconds?(): Promise<number>;
 }
 
 export interface NodeProcess {

@@ -1,3 +1,4 @@
+import { roundSeconds } from '../node/cpu.js';
 import { caseEvents, caseTitle } from '../results/cases.js';
 import { contractText, criContract, KUBELET_CRI_METHODS } from '../results/contract.js';
 import type {
@@ -5,6 +6,7 @@ import type {
   CellResult,
   CriCallSource,
   Outcome,
+  RunCpu,
   RunResults,
   RuntimeInfo,
 } from '../results/model.js';
@@ -14,6 +16,7 @@ import { cellId, compareRuns, DEFAULT_THRESHOLDS } from './compare.js';
 import type {
   BaselineSummary,
   ContractTableRow,
+  CpuSummary,
   CriMethodLatency,
   OutcomeCounts,
   RegressionThresholds,
@@ -244,6 +247,18 @@ export function buildReportModel(results: RunResults, options: BuildReportOption
     criLatency: criLatencyByMethod(results, runtimes),
     criContract: contractTable(runtimes),
     benchmarks: results.benchmarks ?? [],
+    ...(results.cpu ? { cpu: cpuSummary(results.cpu, results.cells) } : {}),
+  };
+}
+
+export function cpuSummary(run: RunCpu, cells: readonly CellResult[]): CpuSummary {
+  const byRuntime = new Map<string, number>();
+  for (const n of run.nodes)
+    byRuntime.set(n.runtime ?? n.name, (byRuntime.get(n.runtime ?? n.name) ?? 0) + n.seconds);
+  return {
+    run,
+    byRuntime: [...byRuntime].map(([runtime, s]) => ({ runtime, nodeSeconds: roundSeconds(s) })),
+    cellNodeSeconds: roundSeconds(cells.reduce((sum, c) => sum + (c.cpu?.nodeSeconds ?? 0), 0)),
   };
 }
 

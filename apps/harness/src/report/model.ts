@@ -9,6 +9,7 @@ import type {
   CriCallSource,
   CriContractStatus,
   Outcome,
+  RunCpu,
   RunResults,
   RuntimeInfo,
   StartupBreakdown,
@@ -134,6 +135,16 @@ export interface BaselineSummary {
   missing: string[];
 }
 
+/** The matrix's CPU-seconds (issue 32), from the run's record and its cells'. */
+export interface CpuSummary {
+  /** What the run recorded (RunResults.cpu): every container, the harness, the host. */
+  run: RunCpu;
+  /** Each runtime column's node containers over the run, summed. */
+  byRuntime: { runtime: string; nodeSeconds: number }[];
+  /** The cells' nodeSeconds summed (a node that cells shared counts once per cell). */
+  cellNodeSeconds: number;
+}
+
 export interface ReportModel {
   generatedAt: string;
   run: Pick<RunResults, 'runId' | 'startedAt' | 'finishedAt' | 'durationMs' | 'host'>;
@@ -149,4 +160,6 @@ export interface ReportModel {
   /** The kubelet's CRI contract, method by method, per runtime (runtimes[].criContract). */
   criContract: ContractTableRow[];
   benchmarks: BenchmarkResult[];
+  /** Absent for results recorded before CPU accounting. */
+  cpu?: CpuSummary;
 }

@@ -208,6 +208,11 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
       fail(`${path}.podStartupMs`, 'must be an array of numbers');
     }
     if (cell.startupBreakdown !== undefined) breakdown(cell.startupBreakdown, `${path}.startupBreakdown`);
+    if (cell.cpu !== undefined) {
+      const cpu = object(cell.cpu, `${path}.cpu`);
+      for (const key of ['nodeSeconds', 'hostSeconds'])
+        if (cpu[key] !== undefined) num(cpu, key, `${path}.cpu`);
+    }
     if (cell.startupFloor !== undefined) {
       const floor = object(cell.startupFloor, `${path}.startupFloor`);
       num(floor, 'singleMs', `${path}.startupFloor`);
@@ -216,6 +221,16 @@ export function validateResults(data: unknown, source = 'results'): RunResults {
     }
   }
   if (top.commit !== undefined) str(top, 'commit', '$');
+  if (top.cpu !== undefined) {
+    const cpu = object(top.cpu, '$.cpu');
+    for (const key of ['harnessSeconds', 'totalSeconds']) num(cpu, key, '$.cpu');
+    for (const key of ['nodes', 'world'])
+      for (const [i, c] of array(cpu, key, '$.cpu').entries()) {
+        const at = `$.cpu.${key}[${i}]`;
+        str(object(c, at), 'name', at);
+        num(c as Json, 'seconds', at);
+      }
+  }
   if (top.shard !== undefined) {
     const shard = object(top.shard, '$.shard');
     num(shard, 'index', '$.shard');

@@ -2,8 +2,9 @@
 // one run. Cells are taken as they are; what a shard knows of the whole matrix (`shard.matrix`)
 // tells which cells no part ran.
 
+import { roundSeconds } from '../node/cpu.js';
 import { withCriContract } from './contract.js';
-import type { CellResult, CriCallStats, RunResults, RuntimeInfo } from './model.js';
+import type { CellResult, CriCallStats, RunCpu, RunResults, RuntimeInfo } from './model.js';
 import { RESULTS_SCHEMA_VERSION } from './model.js';
 import { withStartupTargets } from './startup.js';
 
@@ -98,9 +99,27 @@ export function mergeResults(parts: readonly RunResults[], opts: { force?: boole
       scenarios,
       cells: sorted,
       ...(benchmarks.length > 0 ? { benchmarks } : {}),
+      ...mergeCpu(parts),
     },
     duplicates,
     missing,
+  };
+}
+
+/** The parts' CPU-seconds added up (each shard ran its own containers); absent unless every part has them. */
+function mergeCpu(parts: readonly RunResults[]): { cpu?: RunCpu } {
+  const cpus = parts.flatMap((p) => (p.cpu ? [p.cpu] : []));
+  if (cpus.length !== parts.length) return {};
+  const sum = (f: (c: RunCpu) => number) => roundSeconds(cpus.reduce((s, c) => s + f(c), 0));
+  const hosts = cpus.flatMap((c) => (c.hostSeconds === undefined ? [] : [c.hostSeconds]));
+  return {
+    cpu: {
+      nodes: cpus.flatMap((c) => c.nodes),
+      world: cpus.flatMap((c) => c.world),
+      harnessSeconds: sum((c) => c.harnessSeconds),
+      totalSeconds: sum((c) => c.totalSeconds),
+      ...(hosts.length === cpus.length ? { hostSeconds: sum((c) => c.hostSeconds!) } : {}),
+    },
   };
 }
 

@@ -193,6 +193,46 @@ export interface CaseResult {
   quarantine?: QuarantineRecord;
 }
 
+/**
+ * What a cell cost in CPU-seconds, from the kernel's accounting over the cell's wall time (issue 32).
+ * Cells run side by side, so the two figures answer different questions: `nodeSeconds` is what the
+ * cell's node spent, `hostSeconds` what the whole host did meanwhile.
+ */
+export interface CellCpu {
+  /**
+   * The node container's cgroup (the runtime, its CRI shim, our agent and, under kubepods/, the
+   * pods): cpuacct.usage on cgroup v1, cpu.stat usage_usec on v2. Absent for a node that is not a
+   * container (the endpoint backend) or whose cgroup could not be read.
+   */
+  nodeSeconds?: number;
+  /** Cells that ran on the same node during this one (`runtime/scenario`): nodeSeconds is theirs too. */
+  nodeSharedWith?: string[];
+  /** Busy CPU of the whole host (/proc/stat: neither idle nor iowait), every parallel cell included. */
+  hostSeconds?: number;
+}
+
+/** CPU-seconds of one container of the run (a node, the apiserver, a registry), from its start. */
+export interface ContainerCpu {
+  name: string;
+  /** For a node: the runtime column it ran. */
+  runtime?: string;
+  seconds: number;
+}
+
+/** What the whole run cost in CPU-seconds: every container it started, the harness, and the host. */
+export interface RunCpu {
+  /** The node containers, each from its start to the run's end (start-up and every cell on it). */
+  nodes: ContainerCpu[];
+  /** The apiserver and the registries. */
+  world: ContainerCpu[];
+  /** This harness process (its API watches, CRI checks, scenario code). */
+  harnessSeconds: number;
+  /** nodes + world + harness: what the matrix cost, whatever else ran on the host. */
+  totalSeconds: number;
+  /** Busy CPU of the whole host over the run (/proc/stat). */
+  hostSeconds?: number;
+}
+
 /** One cell of the matrix: one scenario on one runtime. */
 export interface CellResult {
   runtime: string;
@@ -215,6 +255,8 @@ export interface CellResult {
   startupFloor?: StartupFloor;
   /** Every CRI call made during the cell, by the agent and by the harness, per method. */
   criCalls?: CriCallStats[];
+  /** CPU-seconds the cell's node and the host used while it ran. */
+  cpu?: CellCpu;
   /** The scenario's named cases, when it reports them (issue 34). */
   cases?: CaseResult[];
   /** Tries the cell took, when it was retried (see CaseResult.attempts). */
@@ -279,6 +321,8 @@ export interface RunResults {
     /** Share of the host's CPU time that was busy during the run (0..1): is the matrix CPU-bound? */
     cpuBusy?: number;
   };
+  /** CPU-seconds of the run's containers and the harness (absent when nothing could be read). */
+  cpu?: RunCpu;
   runtimes: RuntimeInfo[];
   scenarios: string[];
   cells: CellResult[];

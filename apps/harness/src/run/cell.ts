@@ -20,6 +20,7 @@ import { errorMessage } from '../support/errors.js';
 import type { Progress } from '../support/progress.js';
 import type { OpenCell, ReadyNode, World } from '../world/types.js';
 import { CaseRun, type CaseSelection } from './cases.js';
+import { startCellCpu } from './cpu.js';
 import { mergeAgentCriCalls, type NodeCriCalls } from './cri-calls.js';
 import { excerptAround } from './log-excerpt.js';
 import { detectRuntimeHang } from './runtime-hang.js';
@@ -69,12 +70,14 @@ export async function runCell(
   const namespace = cellNamespace(scenario.name, runtime);
   const rec = new CellRecording();
   calls.begin(rec.start);
+  const cpuUntilNow = await startCellCpu(node, (summary) => rec.sink({ kind: 'note', summary }));
   // Cells beside this one share the node's events and the agent's calls in its timeline.
   if (beside.length > 0)
     rec.sink({ kind: 'note', summary: `shares node ${node.started.nodeName} with ${beside.join(', ')}` });
   const ran = await runScenario(world, node, scenario, namespace, rec, progress, signal, selection);
   // Collecting results (agent calls, logs) is not part of the scenario's duration.
   const durationMs = Date.now() - rec.start;
+  const cpu = await cpuUntilNow();
   const failuresAt = failureTimes(rec.timeline, ran.outcome === 'failed' ? durationMs : undefined);
   const criCalls = await mergeAgentCriCalls(calls, rec.start, rec.timeline, failuresAt);
   const podStartupMs = rec.timeline.flatMap((e) =>
@@ -111,6 +114,7 @@ export async function runCell(
     ...(startupBreakdown ? { startupBreakdown } : {}),
     ...(rec.startupFloor ? { startupFloor: rec.startupFloor } : {}),
     ...(criCalls.length > 0 ? { criCalls } : {}),
+    cpu,
     ...(ran.cases ? { cases: ran.cases } : {}),
   };
 }

@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { RuntimeBackend } from '../backends/types.js';
 import type { Scenario } from '../framework/scenario.js';
+import { type HostCpu, hostCpu } from '../node/cpu.js';
 import { withCriContract } from '../results/contract.js';
-import type { CellResult, RunResults } from '../results/model.js';
+import type { CellResult, RunCpu, RunResults } from '../results/model.js';
 import { RESULTS_SCHEMA_VERSION } from '../results/model.js';
 import { withStartupTargets } from '../results/startup.js';
 import { errorMessage } from '../support/errors.js';
@@ -16,6 +17,7 @@ import type { Progress } from '../support/progress.js';
 import type { ReadyNode, World } from '../world/types.js';
 import type { CaseSelection } from './cases.js';
 import { failedCell, runCell, skippedCell } from './cell.js';
+import { runCpu, withNodeSharing } from './cpu.js';
 import { CriCallTally, NodeCriCalls } from './cri-calls.js';
 import { ExclusiveResources } from './exclusive.js';
 import { type MatrixRecord, type StartNode, startLanes, unknownRuntime } from './lanes.js';
@@ -64,6 +66,7 @@ export const newRunId = (): string => `kh-${Date.now().toString(36)}-${randomByt
 /** The run's record as it grows, and every CRI call per runtime for the report's latency chart. */
 interface MatrixRun extends MatrixRecord {
   tallies: Map<string, CriCallTally>;
+  cpu?: RunCpu;
 }
 
 export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<RunResults> {
@@ -71,7 +74,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
   const plan = planMatrix(deps.backends, deps.scenarios, deps);
   const runId = deps.runId ?? newRunId();
   const startedAt = new Date();
-  const cpuAtStart = cpuTimes();
+  const cpuAtStart = await hostCpu();
   const run: MatrixRun = { cells: [], runtimes: [], tallies: new Map() };
   let world: W | undefined;
   const nodes: ReadyNode[] = [];
@@ -84,12 +87,14 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
       await runCells(world, plan, nodesOf, deps, run);
     }
   } finally {
+    // Read before anything stops: a removed container's cgroup is gone with its counters.
+    run.cpu = await runCpu(nodes, world, cpuAtStart, (m) => progress.warn(m));
     progress.step('cleaning up');
     for (const r of await Promise.allSettled(nodes.map((n) => n.stop())))
       if (r.status === 'rejected') progress.warn(`clean-up: ${errorMessage(r.reason)}`);
     await world?.stop().catch((err) => progress.warn(`clean-up: ${errorMessage(err)}`));
   }
-  return matrixResults(runId, startedAt, cpuAtStart, plan, run);
+  return matrixResults(runId, startedAt, cpuAtStart, plan, run, await hostCpu());
 }
 
 /** The run's world; undefined when it did not start, and then every cell has failed with the reason. */
@@ -215,15 +220,18 @@ function reportCell(result: CellResult, progress: Progress): void {
 function matrixResults(
   runId: string,
   startedAt: Date,
-  cpuAtStart: CpuTimes,
+  cpuAtStart: HostCpu | undefined,
   plan: MatrixPlan,
   run: MatrixRun,
+  cpuAtEnd: HostCpu | undefined,
 ): RunResults {
   const finishedAt = new Date();
   const rank = (runtime: string, scenario: string) =>
     plan.backends.findIndex((b) => b.name === runtime) * 1_000 +
     plan.scenarios.findIndex((s) => s.name === scenario);
-  const cells = [...run.cells].sort((a, b) => rank(a.runtime, a.scenario) - rank(b.runtime, b.scenario));
+  const cells = withNodeSharing(
+    [...run.cells].sort((a, b) => rank(a.runtime, a.scenario) - rank(b.runtime, b.scenario)),
+  );
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     runId,
@@ -234,8 +242,9 @@ function matrixResults(
       node: process.version,
       platform: `${os.platform()}-${os.arch()}`,
       cpus: os.cpus().length,
-      ...busySince(cpuAtStart),
+      ...busyShare(cpuAtStart, cpuAtEnd),
     },
+    ...(run.cpu ? { cpu: run.cpu } : {}),
     runtimes: withStartupTargets(
       run.runtimes.map((r) => {
         const tally = run.tallies.get(r.name);
@@ -248,25 +257,8 @@ function matrixResults(
   };
 }
 
-/** The host's CPU time so far, busy and in all (ms, summed over CPUs). */
-interface CpuTimes {
-  busy: number;
-  total: number;
-}
-
-function cpuTimes(): CpuTimes {
-  let busy = 0;
-  let total = 0;
-  for (const { times } of os.cpus()) {
-    const all = times.user + times.nice + times.sys + times.irq + times.idle;
-    total += all;
-    busy += all - times.idle;
-  }
-  return { busy, total };
-}
-
-function busySince(start: CpuTimes): { cpuBusy?: number } {
-  const now = cpuTimes();
-  const total = now.total - start.total;
-  return total > 0 ? { cpuBusy: Math.round(((now.busy - start.busy) / total) * 100) / 100 } : {};
+/** The host's busy share between two readings of /proc/stat. */
+function busyShare(start: HostCpu | undefined, end: HostCpu | undefined): { cpuBusy?: number } {
+  const total = start && end ? end.total - start.total : 0;
+  return total > 0 ? { cpuBusy: Math.round(((end!.busy - start!.busy) / total) * 100) / 100 } : {};
 }

@@ -3,7 +3,7 @@ import type { PartialKubeletConfiguration, TestOnlySettings } from '@kh/node-age
 import type { RuntimeBackend, StartedNode } from '../backends/types.js';
 import type { ScenarioContext } from '../framework/scenario.js';
 import type { AgentCriCall } from '../node/cri-call-log.js';
-import type { TimelineEntry } from '../results/model.js';
+import type { ContainerCpu, TimelineEntry } from '../results/model.js';
 
 /** The context pieces of one cell that need the apiserver and the node. */
 export type WorldContext = Omit<
@@ -40,6 +40,8 @@ export interface World {
   openCell(node: ReadyNode, namespace: string, sink: TimelineSink): Promise<OpenCell>;
   createNamespace(name: string): Promise<void>;
   deleteNamespace(name: string): Promise<void>;
+  /** CPU-seconds of the world's own containers so far (apiserver, registries); absent: none to read. */
+  cpuUse?(): Promise<ContainerCpu[]>;
   stop(): Promise<void>;
 }
 

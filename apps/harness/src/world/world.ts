@@ -18,8 +18,11 @@ import {
   WORKLOAD_IMAGES,
 } from '@kh/testkit';
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import Docker from 'dockerode';
 import { nodeCapabilities } from '../backends/started-node.js';
 import type { ScenarioContext } from '../framework/scenario.js';
+import { containerCpuClock, roundSeconds } from '../node/cpu.js';
+import type { ContainerCpu } from '../results/model.js';
 import { type KubectlOptions, runKubectl, startKubectl } from '../support/kubectl.js';
 import type { Progress } from '../support/progress.js';
 import { ApiServerContainer, type StartedApiServer } from './apiserver.js';
@@ -262,6 +265,27 @@ export class HarnessWorld implements World {
     this.timeline?.stop();
     for (const c of this.criViews.values()) c.close();
     this.criViews.clear();
+  }
+
+  async cpuUse(): Promise<ContainerCpu[]> {
+    const docker = new Docker();
+    const containers = [
+      ['apiserver', this.apiserver?.container.getId()],
+      ['registry', this.registry?.id],
+      ['private-registry', this.privateRegistry?.id],
+    ] as const;
+    return Promise.all(
+      containers.flatMap(([name, id]) =>
+        id
+          ? [
+              containerCpuClock(docker, id).then(async (clock) => ({
+                name,
+                seconds: roundSeconds(await clock()),
+              })),
+            ]
+          : [],
+      ),
+    );
   }
 
   /** Removes everything the world created, in dependency order; collects rather than stops at errors. */

@@ -3,6 +3,7 @@ import {
   buildReportModel,
   contractTable,
   countCells,
+  cpuSummary,
   criLatencyByMethod,
   matrixAxes,
   podStartupByRuntime,
@@ -255,5 +256,37 @@ describe('buildReportModel on the recorded run', () => {
     const plain = buildReportModel(loadFixture(SAMPLE_PATH));
     expect(plain.baseline).toBeUndefined();
     expect(plain.cells.every((c) => c.comparison === undefined)).toBe(true);
+  });
+});
+
+describe('cpuSummary', () => {
+  it("sums each runtime's nodes and the cells' node CPU; buildReportModel carries it", () => {
+    const cpu = {
+      nodes: [
+        { name: 'kh-1-containerd', runtime: 'containerd', seconds: 100.25 },
+        { name: 'kh-1-containerd-2', runtime: 'containerd', seconds: 50.5 },
+        { name: 'kh-1-docker', runtime: 'docker', seconds: 80 },
+      ],
+      world: [{ name: 'apiserver', seconds: 12 }],
+      harnessSeconds: 30,
+      totalSeconds: 272.75,
+      hostSeconds: 400,
+    };
+    const cells = [
+      cell('containerd', 'a', { cpu: { nodeSeconds: 40.1, hostSeconds: 90 } }),
+      cell('docker', 'a', { cpu: { nodeSeconds: 30.2 } }),
+      cell('docker', 'b'),
+    ];
+    const summary = cpuSummary(cpu, cells);
+    expect(summary).toEqual({
+      run: cpu,
+      byRuntime: [
+        { runtime: 'containerd', nodeSeconds: 150.75 },
+        { runtime: 'docker', nodeSeconds: 80 },
+      ],
+      cellNodeSeconds: 70.3,
+    });
+    expect(buildReportModel(run(cells, { cpu })).cpu).toEqual(summary);
+    expect(buildReportModel(run(cells)).cpu).toBeUndefined();
   });
 });

@@ -20,6 +20,21 @@ describe('validateResults', () => {
       /cells\[0\]\.outcome/,
     ],
     [
+      "a cell's CPU-seconds that are not a number",
+      (r) => ({ ...r, cells: [cell('a', 'b', { cpu: { nodeSeconds: '12' as never } })] }),
+      /cells\[0\]\.cpu\.nodeSeconds must be a number/,
+    ],
+    [
+      "the run's CPU without its total",
+      (r) => ({ ...r, cpu: { nodes: [], world: [], harnessSeconds: 1 } }),
+      /\$\.cpu\.totalSeconds must be a number/,
+    ],
+    [
+      'a node CPU record without seconds',
+      (r) => ({ ...r, cpu: { nodes: [{ name: 'n' }], world: [], harnessSeconds: 1, totalSeconds: 1 } }),
+      /\$\.cpu\.nodes\[0\]\.seconds must be a number/,
+    ],
+    [
       'a repeated cell',
       (r) => ({ ...r, cells: [cell('a', 'b'), cell('a', 'b')] }),
       /cells\[1\] repeats the cell a\/b/,

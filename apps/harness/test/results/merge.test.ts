@@ -111,6 +111,35 @@ describe('mergeResults', () => {
     expect(results.runtimes.find((r) => r.name === 'b')?.startupTarget).toBeUndefined();
   });
 
+  it("adds the parts' CPU-seconds up, and records none when a part has none", () => {
+    const cpu = (node: string, seconds: number) => ({
+      nodes: [{ name: node, runtime: 'a', seconds }],
+      world: [{ name: 'apiserver', seconds: 1 }],
+      harnessSeconds: 2,
+      totalSeconds: seconds + 3,
+      hostSeconds: seconds * 2,
+    });
+    const parts = [
+      shard(1, ['a/x', 'b/y'], { cpu: cpu('n1', 10) }),
+      shard(2, ['a/y'], { cpu: cpu('n2', 20) }),
+      shard(3, ['b/x'], { cpu: cpu('n3', 30.5) }),
+    ];
+    const merged = mergeResults(parts).results.cpu;
+    expect(merged).toEqual({
+      nodes: [
+        { name: 'n1', runtime: 'a', seconds: 10 },
+        { name: 'n2', runtime: 'a', seconds: 20 },
+        { name: 'n3', runtime: 'a', seconds: 30.5 },
+      ],
+      world: [1, 2, 3].map(() => ({ name: 'apiserver', seconds: 1 })),
+      harnessSeconds: 6,
+      totalSeconds: 69.5,
+      hostSeconds: 121,
+    });
+    delete parts[2]!.cpu;
+    expect(mergeResults(parts).results.cpu).toBeUndefined();
+  });
+
   it('refuses parts from different commits unless forced', () => {
     const parts = [shard(1, ['a/x', 'a/y']), shard(2, ['b/x', 'b/y'], { commit: 'deadbeef' })];
     expect(() => mergeResults(parts)).toThrow(MergeError);

@@ -50,8 +50,18 @@ export function fakeWorld(journal: Journal, opts: { stopFails?: boolean } = {}):
   };
 }
 
+/** What each read of a fake node's CPU counter adds: a cell (two reads) costs exactly this. */
+export const FAKE_NODE_CPU_STEP = 1.5;
+
 export function fakeNode(backend: RuntimeBackend, journal: Journal, index = 0): ReadyNode {
+  let cpu = 0;
   const started = {
+    host: {
+      cpuSeconds: async () => {
+        cpu += FAKE_NODE_CPU_STEP;
+        return cpu;
+      },
+    },
     runtimeName: `${backend.name}-rt`,
     runtimeVersion: '1.0',
     hostCriEndpoint: `unix:///tmp/${backend.name}.sock`,

@@ -7,7 +7,15 @@ import { BackendUnavailableError } from '../../src/backends/types.js';
 import type { Scenario } from '../../src/framework/scenario.js';
 import { runMatrix } from '../../src/run/runner.js';
 import { consoleProgress } from '../../src/support/progress.js';
-import { fakeBackend, fakeNode, fakeWorld, type Journal, scenario, silentProgress } from './fakes.js';
+import {
+  FAKE_NODE_CPU_STEP,
+  fakeBackend,
+  fakeNode,
+  fakeWorld,
+  type Journal,
+  scenario,
+  silentProgress,
+} from './fakes.js';
 
 const passes = scenario('passes', async (ctx) => {
   ctx.check.equal('one is one', 1, 1);
@@ -61,6 +69,11 @@ describe('runMatrix', () => {
     ]);
     expect(r.scenarios).toEqual(['passes', 'fails', 'throws', 'needs-real']);
     expect(r.durationMs).toBeGreaterThanOrEqual(0);
+    // Each cell has its node to itself: its reads at start and end are the node's only ones meanwhile.
+    for (const c of r.cells.filter((x) => x.outcome === 'passed'))
+      expect(c.cpu?.nodeSeconds, `${c.runtime}/${c.scenario}`).toBe(FAKE_NODE_CPU_STEP);
+    expect(r.cpu?.nodes.map((n) => n.runtime)).toEqual(['alpha', 'beta']);
+    expect(r.cpu?.totalSeconds).toBeGreaterThan(r.cpu!.harnessSeconds);
     // A run shorter than the kernel's CPU time tick has no share to report.
     if (r.host.cpuBusy !== undefined) {
       expect(r.host.cpuBusy).toBeGreaterThanOrEqual(0);

@@ -5,6 +5,7 @@ import { byId, type Child, h, headRow, s } from './dom.js';
 import {
   comparisonBadge,
   comparisonText,
+  cpuText,
   formatMs,
   type Outcome,
   quarantineBadge,
@@ -53,6 +54,7 @@ export class CellDialog {
         { class: 'cell-meta' },
         statusBadge(cell.outcome),
         cell.outcome === 'skipped' ? null : h('span', {}, formatMs(cell.durationMs)),
+        cell.cpu ? h('span', { class: 'cpu' }, cpuText(cell.cpu)) : null,
         started ? h('span', {}, `started ${started} UTC`) : null,
         comparisonBadge(cell),
         quarantineBadge(cell.quarantine),

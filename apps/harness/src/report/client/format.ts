@@ -1,6 +1,6 @@
 // How outcomes, durations and baseline verdicts read on the page: the same words in the matrix, the
 // summary and the drill-down, so that what is shown and what is read out always agree.
-import type { QuarantineRecord } from '../../results/model.js';
+import type { CellCpu, QuarantineRecord } from '../../results/model.js';
 import type { OutcomeCounts, ReportCell } from '../model.js';
 import { h } from './dom.js';
 
@@ -12,6 +12,21 @@ export function formatMs(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   const s = Math.round(ms / 1000);
   return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+}
+
+/** CPU-seconds as the report prints them. */
+export const formatCpu = (seconds: number): string =>
+  `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} CPU-s`;
+
+/** A cell's CPU in words: its node's, whom the node was shared with, and the host's meanwhile. */
+export function cpuText(cpu: CellCpu): string {
+  const parts = [];
+  if (cpu.nodeSeconds !== undefined)
+    parts.push(
+      `node ${formatCpu(cpu.nodeSeconds)}${cpu.nodeSharedWith ? ` (node shared with ${cpu.nodeSharedWith.join(', ')})` : ''}`,
+    );
+  if (cpu.hostSeconds !== undefined) parts.push(`host ${formatCpu(cpu.hostSeconds)} meanwhile`);
+  return parts.join(' · ');
 }
 
 export const STATUS: Record<Outcome, { icon: string; word: string; long: string }> = {

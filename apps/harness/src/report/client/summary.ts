@@ -1,8 +1,8 @@
 // The sections drawn once from the model, which no filter changes: the run's header, the summary
 // (counts, runtimes, the baseline comparison) and the benchmarks.
-import type { ReportModel } from '../model.js';
+import type { CpuSummary, ReportModel } from '../model.js';
 import { byId, h } from './dom.js';
-import { comparisonText, countsText, formatMs, STATUS } from './format.js';
+import { comparisonText, countsText, formatCpu, formatMs, STATUS } from './format.js';
 
 export function renderHeader(model: ReportModel): void {
   const { run } = model;
@@ -13,8 +13,21 @@ export function renderHeader(model: ReportModel): void {
     h('span', {}, `started ${new Date(run.startedAt).toISOString().replace('T', ' ').slice(0, 19)} UTC`),
     h('span', {}, `took ${formatMs(run.durationMs)}`),
     h('span', {}, `host ${run.host.node} (${run.host.platform}, ${run.host.cpus} CPUs)`),
+    ...(model.cpu ? [h('span', { class: 'cpu' }, matrixCpuText(model.cpu))] : []),
   );
   byId('generated-at').textContent = `Generated ${model.generatedAt}`;
+}
+
+/** The matrix's CPU: the total, then where it went, then the host's. */
+function matrixCpuText({ run, byRuntime }: CpuSummary): string {
+  const world = run.world.reduce((sum, c) => sum + c.seconds, 0);
+  const where = [
+    ...byRuntime.map((r) => `${r.runtime} nodes ${formatCpu(r.nodeSeconds)}`),
+    `apiserver and registries ${formatCpu(world)}`,
+    `harness ${formatCpu(run.harnessSeconds)}`,
+  ];
+  const host = run.hostSeconds === undefined ? '' : `; host busy ${formatCpu(run.hostSeconds)}`;
+  return `used ${formatCpu(run.totalSeconds)} (${where.join(', ')})${host}`;
 }
 
 /**

@@ -5,6 +5,8 @@ import { byId, h, hiddenText } from './dom.js';
 import {
   comparisonBadge,
   comparisonText,
+  cpuText,
+  formatCpu,
   formatMs,
   quarantineBadge,
   quarantineText,
@@ -154,6 +156,9 @@ export class ResultsMatrix {
       hiddenText(`${cell.scenario} on ${cell.runtime}: `),
       statusBadge(cell.outcome),
       cell.outcome === 'skipped' ? null : h('span', { class: 'duration' }, formatMs(cell.durationMs)),
+      cell.cpu?.nodeSeconds === undefined
+        ? null
+        : h('span', { class: 'cpu', title: cpuText(cell.cpu) }, formatCpu(cell.cpu.nodeSeconds)),
       comparisonBadge(cell),
       quarantineBadge(cell.quarantine),
       after.length > 0 ? hiddenText(` (${after.join('; ')})`) : null,

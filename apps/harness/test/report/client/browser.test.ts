@@ -181,6 +181,18 @@ describe('HTML report in Chromium', { timeout: 60_000 }, () => {
     expect(await page.locator('#cell-body .compare').textContent()).toMatch(/^Baseline: duration regression/);
   });
 
+  it("shows the matrix's CPU-seconds in the header, each cell's in the matrix and its drill-down", async () => {
+    const page = await open(`${reportUrl}#cell=containerd/pod-lifecycle`);
+    expect(await page.locator('#run-meta .cpu').textContent()).toBe(
+      'used 612 CPU-s (containerd nodes 241 CPU-s, docker nodes 310 CPU-s, apiserver and registries 26 CPU-s, harness 35 CPU-s); host busy 655 CPU-s',
+    );
+    expect(await cellAt(page, 'containerd/probes').locator('.cpu').textContent()).toBe('9.4 CPU-s');
+    await expect.poll(() => page.locator('#cell-title').textContent()).toBe('pod-lifecycle on containerd');
+    expect(await page.locator('#cell-body .cell-meta .cpu').textContent()).toBe(
+      'node 14 CPU-s (node shared with containerd/probes) · host 42 CPU-s meanwhile',
+    );
+  });
+
   it("drills into a cell's start-up breakdown: stages, total and the bare floor", async () => {
     const page = await open(`${reportUrl}#cell=containerd/pod-lifecycle`);
     await expect.poll(() => page.locator('#cell-title').textContent()).toBe('pod-lifecycle on containerd');
