@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LIST_SLICE } from '../src/http/body.js';
-import { encodePending } from '../src/http/watch.js';
+import { encodePending, MAX_JOINED_LINES } from '../src/http/watch.js';
 import type { ApiServer } from '../src/index.js';
 import { createApiServer } from '../src/index.js';
 import type { KObject } from '../src/meta/object.js';
@@ -173,6 +173,9 @@ describe('shared watch writes', () => {
     // Private lines (initial state, bookmarks) are encoded for their stream alone.
     expect(encodePending({ pending: ['x\n', a] }, undefined).toString()).toBe('x\na\n');
     expect(encodePending({ pending: [a, b] }, undefined)).not.toBe(first);
+    // A long backlog is written line by line, not copied into one buffer.
+    const backlog = Array.from({ length: MAX_JOINED_LINES + 1 }, (_, i) => Buffer.from(`${i}\n`));
+    expect(encodePending({ pending: backlog }, shared)).toBe(backlog);
   });
 
   it('gives each watcher its own events while they share writes: namespaces, selectors, late starts', async () => {
