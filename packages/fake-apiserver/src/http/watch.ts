@@ -176,12 +176,10 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
       // Still buffered past the limit (however large one burst, such as the initial state, was).
       if (res.writableLength > MAX_BUFFERED) return true;
       const out = encodePending(stream, unfiltered && stream.shareable ? shared : undefined);
+      // Lines go out in one writev: a response's writes of one tick share its socket's cork (not
+      // res.cork(), whose uncork wrote every line with a syscall of its own).
       if (Buffer.isBuffer(out)) res.write(out);
-      else {
-        res.cork();
-        for (const line of out) res.write(line);
-        res.uncork();
-      }
+      else for (const line of out) res.write(line);
       stream.pending = [];
       stream.shareable = true;
       return false;
