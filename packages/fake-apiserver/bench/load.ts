@@ -1,7 +1,7 @@
-import { Worker } from 'node:worker_threads';
 import type { KObject } from '@kh/fake-apiserver';
 import { BenchClient, pool, summary } from './client.js';
-import type { WatchersConfig } from './watchers.js';
+import { cpuSeconds } from './proc.js';
+import { startWatchers, stopWatchers } from './watchers.js';
 
 export interface LoadOptions {
   url: string;
@@ -124,6 +124,8 @@ export async function runLoad(o: LoadOptions) {
 
   // The kubelets' side from now on: leases always, node and pod status once steady.
   const writeLatency: number[] = [];
+  /** [sent, answered] of every measured write (performance.now()), to set apart those a LIST overlapped. */
+  const writeSpans: [number, number][] = [];
   const byKind: Record<string, number[]> = { lease: [], nodeStatus: [], podStatus: [] };
   let measuring = false;
   let steady = false;
@@ -136,8 +138,10 @@ export async function runLoad(o: LoadOptions) {
     const p = fn()
       .then((r) => {
         if (!counted) return;
-        const ms = performance.now() - t;
+        const end = performance.now();
+        const ms = end - t;
         writeLatency.push(ms);
+        writeSpans.push([t, end]);
         byKind[kind]!.push(ms);
         if (r.status >= 300) failures++;
       })
@@ -248,32 +252,39 @@ export async function runLoad(o: LoadOptions) {
     '/api/v1/nodes',
     '/api/v1/namespaces/bench/pods',
   ];
-  const paths: string[] = [];
-  for (let w = 0; w < o.watchers; w++) {
+  // One list per collection, as one informer per resource would: a list per watcher took seconds
+  // at 150 000 pods, and the watchers then started with seconds of backlog each.
+  const rvs = new Map<string, string>();
+  for (const path of collections)
+    rvs.set(path, (await c.send('GET', `${path}?limit=1`)).body.metadata.resourceVersion);
+  const paths = Array.from({ length: o.watchers }, (_, w) => {
     const path = collections[w % collections.length]!;
-    const list = await c.send('GET', `${path}?limit=1`);
-    paths.push(
-      `${path}?watch=true&allowWatchBookmarks=true&resourceVersion=${list.body.metadata.resourceVersion}`,
-    );
-  }
-  const watchers = new Worker(new URL('./watchers.js', import.meta.url), {
-    workerData: { url: o.url, paths } satisfies WatchersConfig,
+    return `${path}?watch=true&allowWatchBookmarks=true&resourceVersion=${rvs.get(path)}`;
   });
-  await new Promise<void>((resolve, reject) => {
-    watchers.once('message', () => resolve());
-    watchers.once('error', reject);
-  });
+  const watchers = await startWatchers({ url: o.url, paths });
   steady = true;
   // Let the first node and pod status patches settle in before measuring.
   await new Promise((r) => setTimeout(r, 1000));
-  watchers.postMessage('measure');
+  watchers.send('measure');
   measuring = true;
 
   const rssSamples: number[] = [];
   const cpuAtStart = o.cpuSeconds();
+  const readerCpuAtStart = cpuSeconds(watchers.pid!);
+  const ownCpuAtStart = process.cpuUsage();
   const steadyStart = Date.now();
+  let listSpan: [number, number] = [0, 0];
   const midList = new Promise<{ status: number; bytes: number; ms: number }>((resolve, reject) =>
-    setTimeout(() => c.fetchSize('/api/v1/pods').then(resolve, reject), (o.durationSeconds * 1000) / 2),
+    setTimeout(
+      () => {
+        const t = performance.now();
+        c.fetchSize('/api/v1/pods').then((l) => {
+          listSpan = [t, t + l.ms];
+          resolve(l);
+        }, reject);
+      },
+      (o.durationSeconds * 1000) / 2,
+    ),
   );
   for (let t = 5; t <= o.durationSeconds; t += 5) {
     await new Promise((r) => setTimeout(r, steadyStart + t * 1000 - Date.now()));
@@ -288,13 +299,17 @@ export async function runLoad(o: LoadOptions) {
   await Promise.all(inflight);
   const steadySeconds = (Date.now() - steadyStart) / 1000;
   // Busy share of one core during the steady state: the server's own cost, whatever else runs.
-  const serverCpuPercent = Math.round(((o.cpuSeconds() - cpuAtStart) / steadySeconds) * 1000) / 10;
+  const serverCpu = o.cpuSeconds() - cpuAtStart;
+  const share = (seconds: number) => Math.round((seconds / steadySeconds) * 1000) / 10;
+  const own = process.cpuUsage(ownCpuAtStart);
+  const clientCpuPercentOfOneCore = {
+    loadGenerator: share((own.user + own.system) / 1e6),
+    watchReader: share(cpuSeconds(watchers.pid!) - readerCpuAtStart),
+  };
   await new Promise((r) => setTimeout(r, 500));
-  const delays = await new Promise<number[]>((resolve) => {
-    watchers.once('message', resolve);
-    watchers.postMessage('stop');
-  });
-  await watchers.terminate();
+  const delays = await stopWatchers(watchers);
+  const [listFrom, listTo] = listSpan;
+  const overlapsList = ([from, to]: [number, number]) => from < listTo && to > listFrom;
   const lists = [await midList];
   for (let i = 0; i < o.listRepeats; i++) lists.push(await c.fetchSize('/api/v1/pods'));
   for (const l of lists) if (l.status !== 200) throw new Error(`LIST of all pods answered ${l.status}`);
@@ -312,6 +327,9 @@ export async function runLoad(o: LoadOptions) {
     setupSeconds,
     setupWrites: summary(setupLatency),
     writes: summary(writeLatency),
+    // The LIST in the middle of the steady state against the writes it overlapped.
+    writesDuringList: summary(writeSpans.filter(overlapsList).map(([f, t]) => t - f)),
+    writesOutsideList: summary(writeSpans.filter((w) => !overlapsList(w)).map(([f, t]) => t - f)),
     writesByKind: Object.fromEntries(Object.entries(byKind).map(([k, v]) => [k, summary(v)])),
     writeFailures: failures,
     writesPerSecond: Math.round(writeLatency.length / steadySeconds),
@@ -322,7 +340,11 @@ export async function runLoad(o: LoadOptions) {
       duringLoadMs: Math.round(lists[0]!.ms),
       bytes: lists[0]!.bytes,
     },
-    serverCpuPercentOfOneCore: serverCpuPercent,
+    serverCpuPercentOfOneCore: share(serverCpu),
+    // The server's own CPU (its /proc stat) per write answered and per event its watchers read.
+    serverCpuPerWriteUs: Math.round((serverCpu / writeLatency.length) * 1e6),
+    serverCpuPerDeliveredEventUs: Math.round((serverCpu / delays.length) * 1e6 * 100) / 100,
+    clientCpuPercentOfOneCore,
     rssSamples,
   };
 }

@@ -1,10 +1,11 @@
+import { type ChildProcess, fork } from 'node:child_process';
 import { request } from 'node:http';
-import { parentPort, workerData } from 'node:worker_threads';
 
 /**
- * The benchmark's watchers, in a worker thread so that reading hundreds of event streams does
- * not delay the load generator's timers. Messages in: 'measure', 'stop'. Out: 'ready' once every
- * watch is open, then the delivery delays (ms) after 'stop'.
+ * The benchmark's watch reader, a process of its own (forked, IPC) so that reading hundreds of
+ * event streams neither delays the load generator's timers nor shares its heap and GC. Messages
+ * in: the config, then 'measure', 'stop'. Out: 'ready' once every watch is open, then the
+ * delivery delays (ms) after 'stop'.
  */
 export interface WatchersConfig {
   url: string;
@@ -34,8 +35,29 @@ export function sentAt(line: string): number {
   return Number.NaN;
 }
 
+const READER_ARG = '--watch-reader';
+
+/** Forks the watch reader and resolves once every watch is open. */
+export async function startWatchers(cfg: WatchersConfig): Promise<ChildProcess> {
+  const child = fork(new URL(import.meta.url), [READER_ARG], { serialization: 'advanced' });
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the watch reader exited ${code}`)));
+  });
+  child.send(cfg);
+  await ready;
+  return child;
+}
+
+/** Tells the watch reader to stop and returns the delays it measured; it exits after. */
+export function stopWatchers(child: ChildProcess): Promise<number[]> {
+  return new Promise((resolve) => {
+    child.once('message', (m) => resolve(m as number[]));
+    child.send('stop');
+  });
+}
+
 function main(cfg: WatchersConfig) {
-  const port = parentPort!;
   let measuring = false;
   const delays: number[] = [];
   let open = 0;
@@ -44,7 +66,7 @@ function main(cfg: WatchersConfig) {
       new URL(path, cfg.url),
       { method: 'GET', headers: { Accept: 'application/json' } },
       (res) => {
-        if (++open === cfg.paths.length) port.postMessage('ready');
+        if (++open === cfg.paths.length) process.send!('ready');
         let buf = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => {
@@ -67,14 +89,15 @@ function main(cfg: WatchersConfig) {
     req.end();
     return req;
   });
-  port.on('message', (m: string) => {
+  process.on('message', (m: string) => {
     if (m === 'measure') measuring = true;
     if (m === 'stop') {
       measuring = false;
       for (const r of reqs) r.destroy();
-      port.postMessage(delays);
+      process.send!(delays, () => process.disconnect());
     }
   });
 }
 
-if (parentPort !== null && workerData !== undefined) main(workerData as WatchersConfig);
+// Forked by startWatchers: the first message is the config.
+if (process.argv[2] === READER_ARG) process.once('message', (cfg) => main(cfg as WatchersConfig));

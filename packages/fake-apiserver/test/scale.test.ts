@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LIST_SLICE } from '../src/http/body.js';
+import { encodePending, MAX_JOINED_LINES } from '../src/http/watch.js';
 import type { ApiServer } from '../src/index.js';
 import { createApiServer } from '../src/index.js';
 import type { KObject } from '../src/meta/object.js';
@@ -154,6 +155,78 @@ describe('watch delivery', () => {
     expect(events.map((e) => e.object.metadata.name)).toEqual(Array.from({ length: n }, (_, i) => `c${i}`));
     const rvs = events.map((e) => Number(e.object.metadata.resourceVersion));
     expect(rvs).toEqual([...rvs].sort((a, b) => a - b));
+  });
+});
+
+describe('shared watch writes', () => {
+  it('encodes one round once for the watchers that got the same events, apart for the others', () => {
+    const [a, b, c] = ['a', 'b', 'c'].map((l) => Buffer.from(`${l}\n`)) as [Buffer, Buffer, Buffer];
+    const shared = new Map();
+    const first = encodePending({ pending: [a, b] }, shared);
+    expect(first.toString()).toBe('a\nb\n');
+    // Same events: the very same buffer, encoded once.
+    expect(encodePending({ pending: [a, b] }, shared)).toBe(first);
+    // A watcher with more, fewer or other events gets its own.
+    expect(encodePending({ pending: [a, b, c] }, shared).toString()).toBe('a\nb\nc\n');
+    expect(encodePending({ pending: [a] }, shared).toString()).toBe('a\n');
+    expect(encodePending({ pending: [b, c] }, shared).toString()).toBe('b\nc\n');
+    // Private lines (initial state, bookmarks) are encoded for their stream alone.
+    expect(encodePending({ pending: ['x\n', a] }, undefined).toString()).toBe('x\na\n');
+    expect(encodePending({ pending: [a, b] }, undefined)).not.toBe(first);
+    // A long backlog is written line by line, not copied into one buffer.
+    const backlog = Array.from({ length: MAX_JOINED_LINES + 1 }, (_, i) => Buffer.from(`${i}\n`));
+    expect(encodePending({ pending: backlog }, shared)).toBe(backlog);
+  });
+
+  it('gives each watcher its own events while they share writes: namespaces, selectors, late starts', async () => {
+    const api = await start({ scheduler: false });
+    for (const name of ['burst', 'other']) await api.post('/api/v1/namespaces', { metadata: { name } });
+    const rv0 = (await api.get('/api/v1/configmaps')).body.metadata.resourceVersion;
+    const n = 240;
+    const made = Array.from({ length: n }, (_, i) => ({
+      name: `c${i}`,
+      ns: i % 2 === 0 ? 'burst' : 'other',
+      labeled: i % 3 === 0,
+    }));
+    const watch = (path: string, count: number) => api.watch(path, (evs) => evs.length >= count);
+    const all = (from: string) => `/api/v1/configmaps?watch=true&resourceVersion=${from}`;
+    const everyone = [watch(all(rv0), n), watch(all(rv0), n)];
+    const inBurst = watch(`/api/v1/namespaces/burst/configmaps?watch=true&resourceVersion=${rv0}`, n / 2);
+    const labeled = watch(`${all(rv0)}&labelSelector=a%3D1`, n / 3);
+    await new Promise((r) => setTimeout(r, 100));
+    let late: Promise<KObject[]> | undefined;
+    for (const [i, m] of made.entries()) {
+      server!.rest.create(configmaps, m.ns, {
+        metadata: { name: m.name, namespace: m.ns, labels: m.labeled ? { a: '1' } : {} },
+      });
+      if (i % 40 === 0) await new Promise((r) => setTimeout(r, 5));
+      // One more watcher, from the middle of the burst: it resumes from the cache.
+      if (i === n / 2 - 1) late = watch(all(String(server!.store.resourceVersion)), n / 2);
+    }
+    const names = async (p: Promise<KObject[]>) => (await p).map((e) => e.object.metadata.name);
+    const expected = (keep: (m: (typeof made)[number], i: number) => boolean) =>
+      made.filter(keep).map((m) => m.name);
+    for (const w of everyone) expect(await names(w)).toEqual(expected(() => true));
+    expect(await names(inBurst)).toEqual(expected((m) => m.ns === 'burst'));
+    expect(await names(labeled)).toEqual(expected((m) => m.labeled));
+    expect(await names(late!)).toEqual(expected((_, i) => i >= n / 2));
+  });
+
+  it('never shares a write between selectors that got the same first and last event and as many', async () => {
+    const api = await start({ scheduler: false });
+    await api.post('/api/v1/namespaces', { metadata: { name: 'sel' } });
+    const rv = (await api.get('/api/v1/namespaces/sel/configmaps')).body.metadata.resourceVersion;
+    const path = (sel: string) =>
+      `/api/v1/namespaces/sel/configmaps?watch=true&resourceVersion=${rv}&labelSelector=${sel}`;
+    const [a, b] = ['a%3D1', 'b%3D1'].map((sel) => api.watch(path(sel), (evs) => evs.length >= 3));
+    await new Promise((r) => setTimeout(r, 100));
+    // In one tick, so in one round: a=1 sees e0 e1 e3, b=1 sees e0 e2 e3.
+    const labels = [{ a: '1', b: '1' }, { a: '1' }, { b: '1' }, { a: '1', b: '1' }];
+    for (const [i, l] of labels.entries())
+      server!.rest.create(configmaps, 'sel', { metadata: { name: `e${i}`, namespace: 'sel', labels: l } });
+    const names = async (p: Promise<KObject[]> | undefined) => (await p!).map((e) => e.object.metadata.name);
+    expect(await names(a)).toEqual(['e0', 'e1', 'e3']);
+    expect(await names(b)).toEqual(['e0', 'e2', 'e3']);
   });
 });
 

@@ -130,8 +130,11 @@ function sendJsonText(res: ServerResponse, code: number, text: string, contentTy
  * between them and memory stays bounded by the client's reading.
  */
 export const LIST_SLICE = 500;
-/** How long a list is serialised before other work gets a turn. */
-const LIST_TURN_MS = 10;
+/**
+ * How long a list is serialised before other work gets a turn: a write that arrives meanwhile
+ * waits up to this long, for every turn of a LIST of all pods that takes seconds.
+ */
+export const LIST_TURN_MS = 2;
 /** What a list may have queued for a slow client before it waits for the socket to drain. */
 const LIST_BUFFERED = 8 * 1024 * 1024;
 

@@ -42,6 +42,8 @@ const WAL = 'wal.jsonl';
 /** The log segment being folded into a snapshot. */
 const WAL_PREV = 'wal.prev.jsonl';
 const SNAPSHOT = 'snapshot.jsonl';
+/** Snapshot bytes written between two fdatasyncs of the snapshot file. */
+const SNAPSHOT_SYNC_BYTES = 4 * 1024 * 1024;
 
 function readLog(path: string, afterRv: number, into: WalRecord[]) {
   // Only a regular file holds records (a device such as /dev/full would read forever).
@@ -214,10 +216,20 @@ export class WriteAheadLog {
     try {
       await fh.chmod(DATA_FILE_MODE);
       await fh.write(`${JSON.stringify({ rv: snap.rv })}\n`);
-      // Serialised in slices so that request handling keeps going meanwhile.
+      // Serialised in slices so that request handling keeps going meanwhile, and synced as it
+      // goes: hundreds of MB left dirty would stall the log's fdatasync behind their writeback.
+      let unsynced = 0;
       for (let i = 0; i < snap.objects.length; i += 500) {
-        const chunk = snap.objects.slice(i, i + 500).map(snapshotLine);
-        await fh.write(chunk.join(''));
+        const chunk = snap.objects
+          .slice(i, i + 500)
+          .map(snapshotLine)
+          .join('');
+        await fh.write(chunk);
+        unsynced += chunk.length;
+        if (unsynced >= SNAPSHOT_SYNC_BYTES) {
+          await fh.datasync();
+          unsynced = 0;
+        }
       }
       await fh.sync();
     } finally {

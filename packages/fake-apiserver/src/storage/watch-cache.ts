@@ -12,8 +12,8 @@ export interface StoreEvent {
   prev?: KObject;
   /** Wall-clock time of the commit; the benchmark measures delivery delay against it. */
   at: number;
-  /** Serialised watch lines, computed once and shared by every watcher (keyed by view and type). */
-  lines?: Map<string, string>;
+  /** Encoded watch lines, made once and shared by every watcher (keyed by view and type). */
+  lines?: Map<string, Buffer>;
 }
 
 /**
