@@ -8,7 +8,8 @@
 //   npm run bench -w @kh/node-agent [-- --pods 30 --rounds 3 --density-pods 10 --rss-pods 110 --settle-seconds 30 --label after
 //                                       --agent-node-options "--cpu-prof --cpu-prof-dir=/tmp/prof"
 //                                       --agent-runtime-options '{"stopTimeoutSlackMs":20000}'
-//                                       --agent-env "MALLOC_ARENA_MAX=2" --heap-snapshot /tmp/agent.heapsnapshot]
+//                                       --agent-env "MALLOC_ARENA_MAX=2" --heap-snapshot /tmp/agent.heapsnapshot
+//                                       --node-release bookworm]
 // Everything it creates carries kh.* labels (testkit's NodeContainer labels the node's volumes
 // too), so `kubelet-harness cleanup` removes what a killed run leaves; its files live in the
 // node's shared directory, which cleanup removes with the node.
@@ -22,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { realClock } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
 import { createApiServer } from '@kh/fake-apiserver';
-import { ensureImages, NodeContainer } from '@kh/testkit';
+import { ensureImages, isNodeRelease, NODE_RELEASES, NodeContainer, nodeImageName } from '@kh/testkit';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../src/api/node_api.js';
 import { cgroupRootForKubepods } from '../src/cm/cgroup_name.js';
@@ -57,6 +58,12 @@ const AGENT_ENV = Object.fromEntries(
 );
 // After the RSS figure: the agent writes a heap snapshot there, summarised into the JSON.
 const HEAP_SNAPSHOT = stringArg('heap-snapshot', '');
+// The node image's Debian release, so one runtime version can be timed against another (its
+// containerd: bookworm 1.6, trixie 1.7, forky 2.1); default the harness's default node.
+const NODE_RELEASE = stringArg('node-release', '');
+if (NODE_RELEASE && !isNodeRelease(NODE_RELEASE))
+  throw new Error(`--node-release must be one of ${NODE_RELEASES.join(', ')}, not "${NODE_RELEASE}"`);
+const NODE_IMAGE = isNodeRelease(NODE_RELEASE) ? nodeImageName(NODE_RELEASE) : 'node';
 // How often the agent's CPU is sampled while its pods start.
 const CPU_SAMPLE_MS = 500;
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
@@ -318,10 +325,10 @@ async function stopAgent(agent: ChildProcess): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const refs = await ensureImages(['pause', 'busybox', 'node'], { progress: log });
+  const refs = await ensureImages(['pause', 'busybox', NODE_IMAGE], { progress: log });
   const busybox = `docker.io/${refs.busybox}`;
-  log('starting a containerd node');
-  const node = await new NodeContainer(refs.node)
+  log(`starting a containerd node (${refs[NODE_IMAGE]})`);
+  const node = await new NodeContainer(refs[NODE_IMAGE])
     .withRuntime('containerd')
     .withPauseImage(refs.pause)
     .withImages(refs.busybox)
