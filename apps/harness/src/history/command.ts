@@ -111,9 +111,10 @@ export function parseHistoryArgs(argv: string[]): HistoryCommandOptions | undefi
   }
   const { values, positionals } = parsed;
   if (values.help) return undefined;
-  if (positionals.length === 0 && !values.from)
+  // Bench figures alone make a history too: a bench trend needs no matrix run.
+  if (positionals.length === 0 && !values.from && !values.bench?.length)
     throw new HistoryUsageError(
-      'nothing to read: name results files or directories, or --from an earlier history',
+      'nothing to read: name results files or directories, --bench figures, or --from an earlier history',
     );
   const stale = values['stale-hours'];
   if (stale !== undefined && !(stale.trim() !== '' && Number(stale) > 0))

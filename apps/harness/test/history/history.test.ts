@@ -400,6 +400,14 @@ describe('history flags', () => {
       ).code,
     ).toBe(1);
     expect((await read(narrow)).settings).toMatchObject({ benchRegression: 0.25, benchWindow: 2 });
+    // Bench figures alone (`npx turbo run bench` on a laptop): a trend with no matrix run, judged the same way.
+    const benchOnly = join(dir, 'bench-only');
+    const alone = await history(['-o', benchOnly, '--bench', trend, '--bench-regression', '25']);
+    expect(alone.code).toBe(1);
+    expect(alone.err).toMatch(/dockershim · ContainerStatus p50 × 1\.6 \(median 1\.2, 33% worse\)/);
+    const model = await read(benchOnly);
+    expect(model.runs).toEqual([]);
+    expect(model.benches.map((b) => [b.figure, b.points.length])).toEqual([['ContainerStatus p50 ×', 6]]);
   });
 
   it('--flaky-window n: only the newest n runs count for flakiness', async () => {
