@@ -285,8 +285,9 @@ const CASES: Case[] = [
           ],
         });
         client.metadata!.labels = { ...client.metadata!.labels, name: podName };
-        // Upstream retries up to three times for a kubelet whose service informer lags; this
-        // agent reads the services when it creates the container, so once must do.
+        // Upstream retries up to three times for a kubelet whose service informer lags; the
+        // agent's informer gets the service from its watch before the pod's sandbox is up, so
+        // once must do.
         await testContainerOutput(ctx, client, 'env3cont', [
           'FOOSERVICE_SERVICE_HOST=',
           'FOOSERVICE_SERVICE_PORT=',

@@ -176,6 +176,31 @@ describe('authorization: the Node authorizer and NodeRestriction (--authorizatio
     );
   });
 
+  it("services: a node lists and watches every namespace's, without headless ones, as the kubelet's informer", async () => {
+    const admin = client('admin-token');
+    expect((await admin.post('/api/v1/namespaces', { metadata: { name: 'svc-a' } })).status).toBe(201);
+    const svc = (name: string, clusterIP?: string) => ({
+      metadata: { name },
+      spec: { ports: [{ port: 80 }], ...(clusterIP ? { clusterIP } : {}) },
+    });
+    expect((await admin.post('/api/v1/namespaces/svc-a/services', svc('web'))).status).toBe(201);
+    expect((await admin.post('/api/v1/namespaces/svc-a/services', svc('db', 'None'))).status).toBe(201);
+    const selector = `fieldSelector=${encodeURIComponent('spec.clusterIP!=None')}`;
+    const list = await n1().get(`/api/v1/services?${selector}`);
+    expect(list.status).toBe(200);
+    const names = list.body.items.map((s: KObject) => `${s.metadata.namespace}/${s.metadata.name}`);
+    expect(names).toContain('svc-a/web');
+    expect(names).not.toContain('svc-a/db');
+    const watching = n1().watch(
+      `/api/v1/services?watch=1&allowWatchBookmarks=true&${selector}&resourceVersion=${list.body.metadata.resourceVersion}`,
+      (e) => e.some((ev) => ev.type === 'ADDED'),
+    );
+    await admin.post('/api/v1/namespaces/default/services', svc('late'));
+    expect((await watching).find((ev) => ev.type === 'ADDED')).toMatchObject({
+      object: { metadata: { name: 'late' } },
+    });
+  });
+
   it('NodeRestriction: a node writes only its own Node, without restricted labels or taint changes', async () => {
     const node = n1();
     const label = (key: string) => ({ metadata: { labels: { [key]: 'x' } } });

@@ -32,6 +32,7 @@ import { PredicateAdmitHandler } from './admission/predicate.js';
 import { AllocationManager } from './allocation/allocation_manager.js';
 import { KubeNodeApi, type NodeApi } from './api/node_api.js';
 import type { PodApi } from './api/pod_api.js';
+import { ServiceLister } from './api/service_lister.js';
 import { type PodCgroups, startContainerManager } from './cm/container_manager.js';
 import { readMaxPID } from './cm/node_allocatable.js';
 import type { NodeAllocatableOptions } from './cm/node_container_manager.js';
@@ -294,6 +295,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
       podLayer.statusManager,
       sources.mirrors,
       nodeLister,
+      ...(runtime.services ? [runtime.services] : []),
       eviction,
       gc,
       new ContainerLogManager({
@@ -391,6 +393,8 @@ interface RuntimeParts {
   startup: PodStartupTracker;
   /** Envs and volumes, which read config maps, secrets, tokens and the Node through the API. */
   helper: DefaultRuntimeHelper;
+  /** The service informer the envs' service variables come from; with an API server only. */
+  services: ServiceLister | undefined;
   sandboxImage: string | undefined;
   pleg: GenericPLEG;
   podCache: PodCache;
@@ -420,11 +424,17 @@ async function newRuntime(
     podAndContainerStatsFromCRI: featureEnabled(config, 'PodAndContainerStatsFromCRI'),
     log,
   });
+  const services = kubeConfig ? new ServiceLister({ kubeConfig, clock, log }) : undefined;
   const helper = new DefaultRuntimeHelper(
     deps.runtimeManager?.podsDir ?? podsDir,
     (pod) => podCgroups.cgroupParent(pod),
-    kubeConfig
-      ? new ApiPodObjectSource({ api: new KubePodObjectsApi(kubeConfig), nodeName: hostname, clock })
+    kubeConfig && services
+      ? new ApiPodObjectSource({
+          api: new KubePodObjectsApi(kubeConfig),
+          services,
+          nodeName: hostname,
+          clock,
+        })
       : undefined,
     undefined,
     undefined,
@@ -490,7 +500,18 @@ async function newRuntime(
     cache: podCache,
     onError: (err) => log.error('PLEG relist failed', { err }),
   });
-  return { manager, podManager, probeResults, startup, helper, sandboxImage, pleg, podCache, stats };
+  return {
+    manager,
+    podManager,
+    probeResults,
+    startup,
+    helper,
+    services,
+    sandboxImage,
+    pleg,
+    podCache,
+    stats,
+  };
 }
 
 async function newNodeSide(

@@ -94,7 +94,12 @@ export {
   podRequiresAppArmor,
   type SecurityOptions,
 } from './kuberuntime/security_context.js';
-export { MASTER_SERVICE_NAMESPACE, serviceEnvVars, servicesForPod } from './kuberuntime/service_env.js';
+export {
+  isMasterService,
+  MASTER_SERVICE_NAMESPACE,
+  serviceEnvVars,
+  servicesForPod,
+} from './kuberuntime/service_env.js';
 export { mountPoints } from './kuberuntime/subpath.js';
 export { readTerminationMessage, tailLogMessage } from './kuberuntime/termination_message.js';
 export { PodVolumes } from './kuberuntime/volumes.js';

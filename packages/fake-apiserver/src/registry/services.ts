@@ -102,7 +102,12 @@ export const services: ResourceDef = {
   verbs: ALL_VERBS,
   subresources: [],
   hasStatus: true,
-  fields: metadataFields,
+  // The kubelet's and kube-proxy's informers leave headless services out with spec.clusterIP!=None.
+  fields: {
+    ...metadataFields,
+    'spec.clusterIP': (o) => o.spec?.clusterIP ?? '',
+    'spec.type': (o) => o.spec?.type ?? '',
+  },
   prepareForCreate(svc, ctx) {
     const wanted = svc.spec?.clusterIP;
     if (wanted && wanted !== NONE && allocated(ctx.store).has(wanted)) {

@@ -23,6 +23,14 @@ export interface PodSource {
 
 /** Where a pod came from: `file` for a static pod, `api` otherwise. */
 export const ConfigSourceAnnotation = 'kubernetes.io/config.source';
+/**
+ * A pod from a source other than the API server: a static pod (kubetypes.IsStaticPod). A pod
+ * whose source is not marked is none.
+ */
+export function isStaticPod(pod: V1Pod): boolean {
+  const source = pod.metadata?.annotations?.[ConfigSourceAnnotation];
+  return source !== undefined && source !== 'api';
+}
 /** A static pod's config hash, derived from its manifest. */
 export const ConfigHashAnnotation = 'kubernetes.io/config.hash';
 /** On a mirror pod: the config hash of the static pod it mirrors. */

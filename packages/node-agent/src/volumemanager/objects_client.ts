@@ -1,5 +1,5 @@
-// The API calls behind a pod's config maps, secrets, tokens, node and services, over client-node.
-import type { V1ConfigMap, V1Node, V1Secret, V1Service } from '@kubernetes/client-node';
+// The API calls behind a pod's config maps, secrets, tokens and node, over client-node.
+import type { V1ConfigMap, V1Node, V1Secret } from '@kubernetes/client-node';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { isNotFound, toApiError } from '../api/node_api.js';
 
@@ -14,8 +14,6 @@ export interface PodObjectsApi {
   getConfigMap(namespace: string, name: string): Promise<V1ConfigMap | undefined>;
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   getNode(name: string): Promise<V1Node | undefined>;
-  listServices(namespace: string): Promise<V1Service[]>;
-  getService(namespace: string, name: string): Promise<V1Service | undefined>;
   /** serviceaccounts/<name>/token: the token and when it expires. */
   createToken(
     namespace: string,
@@ -51,18 +49,6 @@ export class KubePodObjectsApi implements PodObjectsApi {
 
   getNode(name: string) {
     return orUndefined(() => this.core.readNode({ name }));
-  }
-
-  async listServices(namespace: string) {
-    try {
-      return (await this.core.listNamespacedService({ namespace })).items;
-    } catch (e) {
-      throw toApiError(e);
-    }
-  }
-
-  getService(namespace: string, name: string) {
-    return orUndefined(() => this.core.readNamespacedService({ namespace, name }));
   }
 
   async createToken(namespace: string, serviceAccount: string, spec: TokenRequestSpec) {

@@ -1,11 +1,17 @@
 // The runtime manager's PodObjectSource on the agent: config maps and secrets read through the
 // API server for each use, always named by the pod that needs them (what a node authorizer
-// checks), the services a pod gets variables for, and service account tokens requested bound to the pod and cached as the kubelet's
-// token manager does: reused until 80% of their lifetime or 24 hours have passed.
+// checks), the services a pod gets variables for from the service informer, and service account
+// tokens requested bound to the pod and cached as the kubelet's token manager does: reused until
+// 80% of their lifetime or 24 hours have passed.
 import type { Clock } from '@kh/apimachinery';
-import { MASTER_SERVICE_NAMESPACE, type PodObjectSource } from '@kh/runtime-manager';
+import { isMasterService, type PodObjectSource } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
+import type { ServiceLister } from '../api/service_lister.js';
+import { isStaticPod } from '../types/pod_update.js';
 import type { PodObjectsApi } from './objects_client.js';
+
+/** The kubelet's error for a container start before the service informer's first list. */
+export const SERVICES_NOT_SYNCED = 'services have not yet been read at least once, cannot construct envvars';
 
 /** A token is refreshed after this share of its lifetime, or after MAX_TOKEN_AGE_MS. */
 const REFRESH_SHARE = 0.8;
@@ -23,6 +29,7 @@ export class ApiPodObjectSource implements PodObjectSource {
   constructor(
     private readonly deps: {
       api: PodObjectsApi;
+      services: Pick<ServiceLister, 'hasSynced' | 'list'>;
       /** This node: the node of a pod whose spec does not name one yet. */
       nodeName: string;
       clock: Clock;
@@ -42,15 +49,15 @@ export class ApiPodObjectSource implements PodObjectSource {
   }
 
   /**
-   * The pod's namespace's services and the master service, read for each container start (the
-   * kubelet reads them from its service informer).
+   * The pod's namespace's services and the master service, from the service informer. Until it
+   * has listed once, only a static pod goes on without them: the kubelet would rather fail a
+   * start than give a pod no KUBERNETES_SERVICE_HOST.
    */
   async listServices(pod: V1Pod) {
+    const { services } = this.deps;
+    if (!services.hasSynced() && !isStaticPod(pod)) throw new Error(SERVICES_NOT_SYNCED);
     const namespace = pod.metadata?.namespace ?? 'default';
-    const own = await this.deps.api.listServices(namespace);
-    if (namespace === MASTER_SERVICE_NAMESPACE) return own;
-    const master = await this.deps.api.getService(MASTER_SERVICE_NAMESPACE, 'kubernetes');
-    return master ? [...own, master] : own;
+    return services.list().filter((s) => s.metadata?.namespace === namespace || isMasterService(s));
   }
 
   async getServiceAccountToken(pod: V1Pod, audience: string | undefined, expirationSeconds: number) {

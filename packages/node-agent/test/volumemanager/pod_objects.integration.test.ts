@@ -1,16 +1,18 @@
-// The agent's PodObjectSource over the fake apiserver: config maps, secrets, services and the node
-// read in the pod's namespace, and pod-bound service account tokens that TokenReview accepts, cached
-// until 80% of their lifetime.
-import { FakeClock } from '@kh/apimachinery';
+// The agent's PodObjectSource over the fake apiserver: config maps, secrets and the node read in the
+// pod's namespace, services from the service informer, and pod-bound service account tokens that
+// TokenReview accepts, cached until 80% of their lifetime.
+import { FakeClock, realClock } from '@kh/apimachinery';
 import { AuthenticationV1Api, CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../src/api/node_api.js';
+import { ServiceLister } from '../../src/api/service_lister.js';
 import { KubePodObjectsApi } from '../../src/volumemanager/objects_client.js';
-import { ApiPodObjectSource } from '../../src/volumemanager/pod_objects.js';
+import { ApiPodObjectSource, SERVICES_NOT_SYNCED } from '../../src/volumemanager/pod_objects.js';
 import { startTestApiServer, type TestApiServer } from '../helpers/apiserver.js';
 
 let apiserver: TestApiServer;
 let objects: ApiPodObjectSource;
+let services: ServiceLister;
 let core: CoreV1Api;
 let authn: AuthenticationV1Api;
 const clock = new FakeClock(Date.now());
@@ -20,9 +22,21 @@ beforeAll(async () => {
   const kc = loadKubeConfig(apiserver.kubeconfig);
   core = kc.makeApiClient(CoreV1Api);
   authn = kc.makeApiClient(AuthenticationV1Api);
-  objects = new ApiPodObjectSource({ api: new KubePodObjectsApi(kc), nodeName: 'node-a', clock });
+  services = new ServiceLister({ kubeConfig: kc, clock: realClock, retryMs: 10 });
+  objects = new ApiPodObjectSource({ api: new KubePodObjectsApi(kc), services, nodeName: 'node-a', clock });
 });
 afterAll(() => apiserver?.stop());
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !check(); i++) await new Promise((r) => setTimeout(r, 20));
+  expect(check()).toBe(true);
+}
+
+async function untilNames(names: () => Promise<string[]>, want: string[]): Promise<void> {
+  for (let i = 0; i < 300 && JSON.stringify(await names()) !== JSON.stringify(want); i++)
+    await new Promise((r) => setTimeout(r, 20));
+  expect(await names()).toEqual(want);
+}
 
 /** Who a token is for these audiences, as the apiserver's TokenReview says (a token is good for its own only). */
 const review = async (token: string, audiences: string[]) =>
@@ -49,20 +63,46 @@ describe('ApiPodObjectSource', () => {
     expect((await objects.getNode(pod))?.metadata?.name).toBe('node-a');
   });
 
-  it("lists the pod's namespace's services and the master service for its service variables", async () => {
-    const body = (name: string) => ({ metadata: { name }, spec: { ports: [{ port: 443 }] } });
-    await core.createNamespace({ body: { metadata: { name: 'svc-ns' } } });
-    await core.createNamespacedService({ namespace: 'svc-ns', body: body('fooservice') });
-    await core.createNamespacedService({ namespace: 'default', body: body('kubernetes') });
-    await core.createNamespacedService({ namespace: 'default', body: body('other') });
+  it("gives the pod's namespace's services and the master service from the informer, not an API call per start", async () => {
+    const body = (name: string, clusterIP?: string) => ({
+      metadata: { name },
+      spec: { ports: [{ port: 443 }], ...(clusterIP ? { clusterIP } : {}) },
+    });
     const pod: V1Pod = {
       metadata: { name: 'web', namespace: 'svc-ns', uid: 'u2' },
       spec: { containers: [] },
     };
-    const names = (await objects.listServices(pod)).map(
-      (s) => `${s.metadata?.namespace}/${s.metadata?.name}`,
-    );
-    expect(names.sort()).toEqual(['default/kubernetes', 'svc-ns/fooservice']);
+    const staticPod: V1Pod = {
+      ...pod,
+      metadata: { ...pod.metadata, annotations: { 'kubernetes.io/config.source': 'file' } },
+    };
+    // Before the informer's first list: the kubelet's error, but a static pod goes on without.
+    await expect(objects.listServices(pod)).rejects.toThrow(SERVICES_NOT_SYNCED);
+    expect(await objects.listServices(staticPod)).toEqual([]);
+
+    await core.createNamespace({ body: { metadata: { name: 'svc-ns' } } });
+    await core.createNamespacedService({ namespace: 'svc-ns', body: body('fooservice') });
+    await core.createNamespacedService({ namespace: 'svc-ns', body: body('headless', 'None') });
+    await core.createNamespacedService({ namespace: 'default', body: body('kubernetes') });
+    await core.createNamespacedService({ namespace: 'default', body: body('other') });
+    const abort = new AbortController();
+    const running = services.run(abort.signal);
+    const names = async () =>
+      (await objects.listServices(pod)).map((s) => `${s.metadata?.namespace}/${s.metadata?.name}`).sort();
+    await until(() => services.hasSynced());
+    expect(await names()).toEqual(['default/kubernetes', 'svc-ns/fooservice']);
+
+    // Created and deleted later: the watch brings both.
+    await core.createNamespacedService({ namespace: 'svc-ns', body: body('late') });
+    await untilNames(names, ['default/kubernetes', 'svc-ns/fooservice', 'svc-ns/late']);
+    await core.deleteNamespacedService({ namespace: 'svc-ns', name: 'fooservice' });
+    await untilNames(names, ['default/kubernetes', 'svc-ns/late']);
+
+    // With the informer stopped, a new service is not seen: a start reads memory, not the API.
+    abort.abort();
+    await running;
+    await core.createNamespacedService({ namespace: 'svc-ns', body: body('unseen') });
+    expect(await names()).toEqual(['default/kubernetes', 'svc-ns/late']);
   });
 
   it('requests pod-bound tokens, reuses them until 80% of their life, then asks again', async () => {

@@ -20,7 +20,8 @@ export interface PodObjectSource {
   getNode(pod: V1Pod): Promise<V1Node | undefined>;
   /**
    * The services whose environment variables the pod may get: its namespace's and the master
-   * service namespace's. Without it (a node with no API server) a pod gets none, as the kubelet.
+   * service. Throws when they cannot be read (the kubelet's services not yet read once). Without
+   * it (a node with no API server) a pod gets none, as the kubelet.
    */
   listServices?(pod: V1Pod): Promise<V1Service[]>;
 }

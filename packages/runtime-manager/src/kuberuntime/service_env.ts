@@ -15,6 +15,11 @@ const ipSet = (s: V1Service) => {
   return ip !== '' && ip !== 'None';
 };
 
+/** Whether the service is one a pod of any namespace gets variables for: `kubernetes` in `default`. */
+export function isMasterService(s: V1Service): boolean {
+  return s.metadata?.namespace === MASTER_SERVICE_NAMESPACE && MASTER_SERVICES.has(s.metadata?.name ?? '');
+}
+
 /** FOO-bar → FOO_BAR, as makeEnvVariableName. */
 const envName = (s: string) => s.toUpperCase().replaceAll('-', '_');
 
@@ -26,7 +31,7 @@ export function servicesForPod(pod: V1Pod, services: readonly V1Service[]): V1Se
   for (const s of services) {
     if (!ipSet(s)) continue;
     const name = s.metadata?.name ?? '';
-    if (s.metadata?.namespace === MASTER_SERVICE_NAMESPACE && MASTER_SERVICES.has(name)) {
+    if (isMasterService(s)) {
       if (!byName.has(name)) byName.set(name, s);
     } else if (s.metadata?.namespace === ns && links) byName.set(name, s);
   }

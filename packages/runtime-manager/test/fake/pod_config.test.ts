@@ -95,6 +95,29 @@ describe('pod config over the fake runtime', () => {
     // The same sandbox: the pod was never recreated.
     expect(h.requests('RunPodSandbox')).toHaveLength(1);
   });
+
+  it('fails with CreateContainerConfigError while the services cannot be read and starts once they can', async () => {
+    const notRead = 'services have not yet been read at least once, cannot construct envvars';
+    let read = false;
+    const services = Object.assign(objects, {
+      listServices: async () => {
+        if (!read) throw new Error(notRead);
+        return [];
+      },
+    });
+    h.manager = await h.newManager({ runtimeHelper: new DefaultRuntimeHelper(h.podsDir, '', services) });
+    const pod = makePod('svc-wait', [ctr('app')]);
+    const r = await h.sync(pod);
+    expect(r.steps.filter((s) => s.error).map((s) => [s.target, s.reason, s.message])).toEqual([
+      ['app', 'CreateContainerConfigError', notRead],
+    ]);
+    expect(h.events).toContainEqual(
+      expect.objectContaining({ reason: 'Failed', message: `Error: ${notRead}` }),
+    );
+    expect(h.requests('CreateContainer')).toEqual([]);
+    read = true;
+    expect((await h.sync(pod)).steps.filter((s) => s.error)).toEqual([]);
+  });
 });
 
 describe('subPath over the fake runtime', () => {
