@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTINUE_EXPIRED } from '../src/http/api.js';
 import type { KObject } from '../src/meta/object.js';
@@ -87,6 +90,27 @@ describe('Store.page', () => {
       'x/g',
       'x/h',
     ]);
+  });
+
+  it('undoes writes that are not durable yet, with --data-dir', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-pages-'));
+    try {
+      const s = new Store({ dataDir: dir });
+      s.write('configmaps', 'ADDED', cm('x', 'a'));
+      await s.sync();
+      const rv = s.resourceVersion;
+      s.write('configmaps', 'ADDED', cm('x', 'b'));
+      // Being committed: in the tables, in neither the pending list nor the watch cache.
+      const committed = s.sync();
+      s.write('configmaps', 'ADDED', cm('x', 'c'));
+      expect(names(s.page('configmaps', { rv, limit: 10 })!.items)).toEqual(['x/a']);
+      await committed;
+      await s.sync();
+      expect(names(s.page('configmaps', { rv, limit: 10 })!.items)).toEqual(['x/a']);
+      s.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('has no page for a resourceVersion the watch cache no longer reaches', () => {

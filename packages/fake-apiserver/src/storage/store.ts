@@ -130,6 +130,8 @@ export class Store {
   readonly cache: WatchCache;
   private readonly wal: WriteAheadLog | undefined;
   private pending: StoreEvent[] = [];
+  /** Batches being made durable: in the tables already, not yet in the watch cache. */
+  private readonly committing = new Set<StoreEvent[]>();
   private syncScheduled = false;
   private readonly snapshotBytes: number;
 
@@ -223,7 +225,7 @@ export class Store {
     const first = new Map<string, [ObjectKey, KObject | undefined]>();
     let visited = 0;
     // Writes not yet durable are in the tables already but not yet in the watch cache.
-    for (const ev of [...events, ...this.pending]) {
+    for (const ev of [...events, ...[...this.committing].flat(), ...this.pending]) {
       visited++;
       if (ev.resource !== resource) continue;
       const key = keyOf(ev.object);
@@ -304,8 +306,13 @@ export class Store {
     if (this.wal === undefined) return;
     const events = this.pending;
     this.pending = [];
+    this.committing.add(events);
     // Watchers see a change only once it is durable, as etcd-backed watches do.
-    await this.wal.commit();
+    try {
+      await this.wal.commit();
+    } finally {
+      this.committing.delete(events);
+    }
     for (const ev of events) this.dispatch(ev);
     if (this.wal.size > this.snapshotBytes) this.wal.snapshotInBackground(() => this.capture());
   }
