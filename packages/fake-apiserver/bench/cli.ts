@@ -139,6 +139,7 @@ function growthOf(rs: StepResult[]) {
     serverCpuPerWriteUs: figure((r) => r.serverCpuPerWriteUs),
     serverCpuPerDeliveredEventUs: figure((r) => r.serverCpuPerDeliveredEventUs),
     listAllPodsMs: figure((r) => r.listAllPods.max),
+    listAllPodsPagedMs: figure((r) => r.listAllPodsPaged.ms),
     peakRssMiB: figure((r) => r.peakRssMiB),
     serverCpuPercentOfOneCore: figure((r) => r.serverCpuPercentOfOneCore),
   };
@@ -177,11 +178,11 @@ function table(runs: StepResult[]): string {
   const ok = (v: { met: boolean }) => (v.met ? '' : ' ✗');
   const rows = runs.map(
     (r) =>
-      `| ${r.nodes} / ${r.pods} / ${r.watchers} | ${r.dataDir ? 'data dir' : 'memory'} | ${r.writes.p50} / ${r.writes.p99}${ok(r.targets.writeP99Ms)} | ${r.watchDelivery.p50} / ${r.watchDelivery.p99}${ok(r.targets.watchDeliveryP99Ms)} | ${Math.round(r.listAllPods.duringLoadMs)} / ${Math.round(r.listAllPods.max)}${ok(r.targets.listAllPodsMs)} | ${r.peakRssMiB}${ok(r.targets.peakRssMiB)} | ${r.serverCpuPercentOfOneCore} % (${r.serverCpuPerWriteUs} / ${r.serverCpuPerDeliveredEventUs}) | ${r.loadAverageBefore[0]} |`,
+      `| ${r.nodes} / ${r.pods} / ${r.watchers} | ${r.dataDir ? 'data dir' : 'memory'} | ${r.writes.p50} / ${r.writes.p99}${ok(r.targets.writeP99Ms)} | ${r.watchDelivery.p50} / ${r.watchDelivery.p99}${ok(r.targets.watchDeliveryP99Ms)} | ${Math.round(r.listAllPods.duringLoadMs)} / ${Math.round(r.listAllPods.max)}${ok(r.targets.listAllPodsMs)} | ${r.listAllPodsPaged.ms} (${r.listAllPodsPaged.pages} × ${r.listAllPodsPaged.limit}) | ${r.peakRssMiB}${ok(r.targets.peakRssMiB)} | ${r.serverCpuPercentOfOneCore} % (${r.serverCpuPerWriteUs} / ${r.serverCpuPerDeliveredEventUs}) | ${r.loadAverageBefore[0]} |`,
   );
   return [
-    '| nodes / pods / watchers | storage | write p50 / p99 ms | watch p50 / p99 ms | LIST all pods ms (under load / max) | peak RSS MiB | server CPU (µs per write / per event read) | load avg |',
-    '|---|---|---|---|---|---|---|---|',
+    '| nodes / pods / watchers | storage | write p50 / p99 ms | watch p50 / p99 ms | LIST all pods ms (under load / max) | paged LIST ms (pages × limit) | peak RSS MiB | server CPU (µs per write / per event read) | load avg |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -243,7 +244,7 @@ async function main() {
       );
       const r = runs[runs.length - 1]!;
       log(
-        `=> writes p50=${r.writes.p50} p99=${r.writes.p99}ms (n=${r.writes.count}, failures=${r.writeFailures}); watch p50=${r.watchDelivery.p50} p99=${r.watchDelivery.p99}ms (n=${r.watchDelivery.count}); LIST ${Math.round(r.listAllPods.max)}ms; peak rss ${r.peakRssMiB} MiB; cpu ${r.serverCpuPercentOfOneCore}%; nodes not Ready ${r.nodesNotReady}`,
+        `=> writes p50=${r.writes.p50} p99=${r.writes.p99}ms (n=${r.writes.count}, failures=${r.writeFailures}); watch p50=${r.watchDelivery.p50} p99=${r.watchDelivery.p99}ms (n=${r.watchDelivery.count}); LIST ${Math.round(r.listAllPods.max)}ms, in pages ${r.listAllPodsPaged.ms}ms; peak rss ${r.peakRssMiB} MiB; cpu ${r.serverCpuPercentOfOneCore}%; nodes not Ready ${r.nodesNotReady}`,
       );
       // Written after every step: a long run interrupted still leaves what it measured.
       mkdirSync(dirname(values.out), { recursive: true });

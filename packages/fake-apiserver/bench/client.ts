@@ -61,6 +61,43 @@ export class BenchClient {
     });
   }
 
+  /**
+   * One page of a chunked LIST: its ListMeta is read from the text before "items" (not parsed
+   * whole, like fetchSize), so the figure is the server's, not this client's JSON.parse.
+   */
+  async fetchPage(
+    path: string,
+  ): Promise<{ status: number; bytes: number; ms: number; continue?: string; remainingItemCount?: number }> {
+    const t = performance.now();
+    const text = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        new URL(path, this.base),
+        { headers: { Accept: 'application/json' }, agent: this.agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+          );
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    const ms = performance.now() - t;
+    const head = text.body.slice(0, Math.max(0, text.body.indexOf('"items":')));
+    const cont = /"continue":"([^"]*)"/.exec(head)?.[1];
+    const remaining = /"remainingItemCount":(\d+)/.exec(head)?.[1];
+    return {
+      status: text.status,
+      bytes: Buffer.byteLength(text.body),
+      ms,
+      ...(cont ? { continue: cont } : {}),
+      ...(remaining !== undefined ? { remainingItemCount: Number(remaining) } : {}),
+    };
+  }
+
   close() {
     this.agent.destroy();
   }

@@ -25,6 +25,35 @@ export interface LoadOptions {
 }
 
 const SENT = 'bench.kh.io/sent';
+/** kubectl get's --chunk-size and client-go's pager default. */
+const PAGE_LIMIT = 500;
+
+/**
+ * LISTs `path` in pages of `limit` following `continue`, as kubectl does. `items` is what the
+ * first page counted (its own plus `remainingItemCount`).
+ */
+async function listInPages(c: BenchClient, path: string, limit: number) {
+  const t = performance.now();
+  const pageMs: number[] = [];
+  let cont: string | undefined;
+  let items: number | undefined;
+  do {
+    const p = await c.fetchPage(
+      `${path}?limit=${limit}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`,
+    );
+    if (p.status !== 200) throw new Error(`LIST page ${pageMs.length + 1} of ${path} answered ${p.status}`);
+    pageMs.push(p.ms);
+    items ??= p.remainingItemCount === undefined ? undefined : p.remainingItemCount + limit;
+    cont = p.continue;
+  } while (cont);
+  return {
+    limit,
+    items,
+    pages: pageMs.length,
+    ms: Math.round(performance.now() - t),
+    pageMs: summary(pageMs),
+  };
+}
 const micro = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
 function node(name: string, now: number): KObject {
@@ -316,6 +345,10 @@ export async function runLoad(o: LoadOptions) {
   o.progress(
     `  LIST of all pods: ${lists.map((l) => `${Math.round(l.ms)}ms`).join(', ')} (${Math.round(lists[0]!.bytes / 2 ** 20)} MiB)`,
   );
+  const pagedList = await listInPages(c, '/api/v1/pods', PAGE_LIMIT);
+  o.progress(
+    `  LIST of all pods in pages of ${PAGE_LIMIT}: ${Math.round(pagedList.ms)}ms (${pagedList.pages} pages, slowest ${Math.round(pagedList.pageMs.max)}ms)`,
+  );
   // A sanity check of the load itself: every kwok node kept its lease, so none went NotReady.
   const nodes = await c.send('GET', '/api/v1/nodes');
   const nodesNotReady = (nodes.body.items as KObject[]).filter(
@@ -340,6 +373,8 @@ export async function runLoad(o: LoadOptions) {
       duringLoadMs: Math.round(lists[0]!.ms),
       bytes: lists[0]!.bytes,
     },
+    // Idle, after the unpaged LISTs: what kubectl and client-go's pager pay for the same items.
+    listAllPodsPaged: pagedList,
     serverCpuPercentOfOneCore: share(serverCpu),
     // The server's own CPU (its /proc stat) per write answered and per event its watchers read.
     serverCpuPerWriteUs: Math.round((serverCpu / writeLatency.length) * 1e6),

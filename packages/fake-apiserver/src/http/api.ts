@@ -25,6 +25,7 @@ import type {
 import type { ServiceAccountTokens } from '../registry/serviceaccounts.js';
 import { parseFieldSelector } from '../selectors/field.js';
 import { parseLabelSelector } from '../selectors/label.js';
+import type { ObjectKey } from '../storage/store.js';
 import {
   addWarnings,
   asObject,
@@ -102,31 +103,62 @@ const PATCH_TYPES: Record<string, PatchType> = {
   'application/strategic-merge-patch+json': 'strategic',
 };
 
+/** The continue token, as upstream encodes it (storage.EncodeContinue): JSON in unpadded base64url. */
 interface ContinueToken {
+  v: 'meta.k8s.io/v1';
+  /** The resourceVersion of the first page; -1: the latest (after an expired token). */
   rv: number;
-  /** The last [namespace, name] returned. */
-  start: [string, string];
+  /** The next key relative to the listed prefix: 'name' or 'namespace/name', then '\0' past the last one read. */
+  start: string;
 }
 
-const encodeContinue = (t: ContinueToken) => Buffer.from(JSON.stringify(t)).toString('base64url');
+const TOKEN_VERSION = 'meta.k8s.io/v1';
 
+const encodeContinue = (start: string, rv: number) =>
+  Buffer.from(JSON.stringify({ v: TOKEN_VERSION, rv, start } satisfies ContinueToken)).toString('base64url');
+
+/** The start key of the page after `key`, relative to the listing's prefix (its namespace, if any). */
+const nextStart = (key: ObjectKey, namespaced: boolean) => `${namespaced ? key[1] : key.join('/')}\0`;
+
+/** The store key a start key names (a cluster-scoped object's namespace is ''). */
+function startKey(start: string, prefixNamespace: string | undefined, clusterScoped: boolean): ObjectKey {
+  if (prefixNamespace !== undefined || clusterScoped) return [prefixNamespace ?? '', start];
+  const slash = start.indexOf('/');
+  return slash < 0 ? [start, ''] : [start.slice(0, slash), start.slice(slash + 1)];
+}
+
+/** Upstream's checks (storage.DecodeContinue), with its messages, each a 400 "invalid continue token". */
 function decodeContinue(s: string): ContinueToken {
+  const invalid = (why: string) => badRequest(`invalid continue token: continue key is not valid${why}`);
+  let t: Partial<ContinueToken>;
   try {
-    const t = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as ContinueToken;
-    if (typeof t.rv === 'number' && Array.isArray(t.start) && t.start.length === 2) return t;
-  } catch {
-    // fall through to the error below
+    if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error('illegal base64 data');
+    t = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
+  } catch (e) {
+    throw invalid(`: ${(e as Error).message}`);
   }
-  throw badRequest(
-    'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)',
-  );
+  if (t === null || typeof t !== 'object') throw invalid(': not a JSON object');
+  if (t.v !== TOKEN_VERSION) throw invalid(`: server does not recognize this encoded version ${t.v ?? ''}`);
+  if (typeof t.rv !== 'number' || !Number.isSafeInteger(t.rv) || t.rv === 0)
+    throw invalid(': incorrect encoded start resourceVersion (version meta.k8s.io/v1)');
+  if (typeof t.start !== 'string' || t.start === '')
+    throw invalid(': encoded start key empty (version meta.k8s.io/v1)');
+  // A start key may not climb out of the listed prefix: it must be a clean path (path.Clean's).
+  const rel = t.start.startsWith('/') ? t.start.slice(1) : t.start;
+  if (rel !== '' && rel.split('/').some((p) => p === '' || p === '.' || p === '..'))
+    throw invalid(`: ${t.start}`);
+  return { ...(t as ContinueToken), start: rel };
 }
 
-const keyOf = (o: KObject): [string, string] => [o.metadata.namespace ?? '', o.metadata.name];
+/** Upstream's Status message for a continue token whose resourceVersion was compacted. */
+export const CONTINUE_EXPIRED =
+  'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.';
 
-/** Orders like the store lists: by namespace, then name (a joined string would not: '-' < '/'). */
-const after = (k: [string, string], start: [string, string]) =>
-  k[0] > start[0] || (k[0] === start[0] && k[1] > start[1]);
+const tooLargeResourceVersion = (rv: number, current: number) =>
+  new ApiError(504, 'Timeout', `Too large resource version: ${rv}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    retryAfterSeconds: 1,
+  });
 
 function intParam(q: URLSearchParams, name: string): number | undefined {
   const v = q.get(name);
@@ -340,35 +372,42 @@ export class ApiHandler {
     const current = store.resourceVersion;
     const rvParam = q.get('resourceVersion');
     const match = q.get('resourceVersionMatch');
-    if (rvParam !== null && rvParam !== '' && rvParam !== '0') {
+    const cont = q.get('continue');
+    const token = cont ? decodeContinue(cont) : undefined;
+    const hasRv = rvParam !== null && rvParam !== '' && rvParam !== '0';
+    // The token carries the resourceVersion of its first page.
+    if (token && hasRv) throw badRequest('specifying resource version is not allowed when using continue');
+    if (hasRv) {
       const rv = parseResourceVersion(rvParam);
-      if (rv > current) {
-        throw new ApiError(504, 'Timeout', `Too large resource version: ${rv}, current: ${current}`, {
-          causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-          retryAfterSeconds: 1,
-        });
-      }
+      if (rv > current) throw tooLargeResourceVersion(rv, current);
       // Only the present is kept: an exact read of the past cannot be served.
       if (match === 'Exact' && rv !== current) throw expired(`too old resource version: ${rv} (${current})`);
     }
+    if (token && token.rv > current) throw tooLargeResourceVersion(token.rv, current);
     const label = parseLabelSelector(q.get('labelSelector'));
     const field = parseFieldSelector(q.get('fieldSelector'), def.fields);
     const limit = intParam(q, 'limit');
-    const cont = q.get('continue');
-    const token = cont ? decodeContinue(cont) : undefined;
-    let items = store.list(def.storage, def.namespaced && r.namespace ? r.namespace : undefined);
-    if (label || field)
-      items = items.filter((o) => (!label || label(o.metadata.labels)) && (!field || field(o)));
-    if (token) items = items.filter((o) => after(keyOf(o), token.start));
-    const listMeta: KObject = { resourceVersion: String(token?.rv ?? current) };
-    if (limit !== undefined && limit > 0 && items.length > limit) {
-      const remaining = items.length - limit;
-      items = items.slice(0, limit);
-      listMeta.continue = encodeContinue({
-        rv: token?.rv ?? current,
-        start: keyOf(items[items.length - 1]!),
-      });
-      if (!label && !field) listMeta.remainingItemCount = remaining;
+    const namespace = def.namespaced && r.namespace ? r.namespace : undefined;
+    const page = store.page(def.storage, {
+      namespace,
+      from: token && startKey(token.start, namespace, !def.namespaced),
+      rv: token && token.rv > 0 ? token.rv : undefined,
+      limit: limit !== undefined && limit > 0 ? limit : Number.POSITIVE_INFINITY,
+      match: label || field ? (o) => (!label || label(o.metadata.labels)) && (!field || field(o)) : undefined,
+    });
+    if (page === undefined) {
+      // The watch cache no longer reaches the token's resourceVersion (etcd's compaction): the
+      // client may go on from the same key at the latest one, knowing the list is inconsistent.
+      throw expired(CONTINUE_EXPIRED, { continue: encodeContinue(token!.start, -1) });
+    }
+    const { items } = page;
+    const listMeta: KObject = { resourceVersion: String(page.rv) };
+    if (page.next) {
+      listMeta.continue = encodeContinue(
+        nextStart(page.next, namespace !== undefined || !def.namespaced),
+        page.rv,
+      );
+      if (page.remaining !== undefined) listMeta.remainingItemCount = page.remaining;
     }
     const viewed = def.toView ? items.map((o) => def.toView!(o)) : items;
     const rep = negotiate(req.headers.accept, q, this.rest.clock.now());

@@ -20,6 +20,8 @@ export class ApiError extends Error {
       causes?: StatusCause[];
       retryAfterSeconds?: number;
     },
+    /** The Status's ListMeta (an expired continue token's replacement). */
+    readonly listMeta?: { continue?: string },
   ) {
     super(message);
   }
@@ -28,7 +30,7 @@ export class ApiError extends Error {
     const s: KObject = {
       kind: 'Status',
       apiVersion: 'v1',
-      metadata: {},
+      metadata: { ...this.listMeta },
       status: 'Failure',
       message: this.message,
       reason: this.reason,
@@ -76,7 +78,8 @@ export const staleConflict = (r: ResourceRef, name: string) =>
 
 export const badRequest = (message: string) => new ApiError(400, 'BadRequest', message);
 
-export const expired = (message: string) => new ApiError(410, 'Expired', message);
+export const expired = (message: string, listMeta?: { continue?: string }) =>
+  new ApiError(410, 'Expired', message, undefined, listMeta);
 
 export const resourceNotFound = () =>
   new ApiError(404, 'NotFound', 'the server could not find the requested resource', {});

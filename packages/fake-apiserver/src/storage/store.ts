@@ -17,6 +17,51 @@ export interface StoreOptions {
 
 export type StoreListener = (ev: StoreEvent) => void;
 
+/** Where an object sits in a resource's key order: [namespace, name] ('' for cluster-scoped). */
+export type ObjectKey = [namespace: string, name: string];
+
+/** Key order as the store lists: by namespace, then name (a joined string would not: '-' < '/'). */
+export const compareKeys = (a: ObjectKey, b: ObjectKey): number =>
+  a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+
+export const keyOf = (o: KObject): ObjectKey => [o.metadata.namespace ?? '', o.metadata.name];
+
+export interface PageRequest {
+  /** One namespace, or all ('' or absent). */
+  namespace?: string;
+  /** The page starts at the first key at or after this one (etcd's range start). */
+  from?: ObjectKey;
+  /** Objects as they were at this resourceVersion (the current ones when absent). */
+  rv?: number;
+  /** Most objects in the page (upstream keeps reading past objects `match` drops). */
+  limit: number;
+  match?: (o: KObject) => boolean;
+}
+
+export interface Page {
+  items: KObject[];
+  /** The resourceVersion the page was read at. */
+  rv: number;
+  /** The last key the page read, when keys remain after it (the next page starts just after). */
+  next?: ObjectKey;
+  /** How many objects remain after `next`, when every object matched (upstream counts only then). */
+  remaining?: number;
+  /** Stored objects and cached changes the page read: its cost, which must not grow with the resource. */
+  visited: number;
+}
+
+/** First index of sorted `xs` not `before` the sought value: a binary search. */
+function lowerBound<T>(xs: readonly T[], before: (x: T) => boolean): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (before(xs[mid]!)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** One resource: objects by namespace then name, with the sorted key orders LIST needs, kept until a key comes or goes. */
 class Table {
   readonly byNs = new Map<string, Map<string, KObject>>();
@@ -24,6 +69,8 @@ class Table {
   readonly sortedNames = new Map<string, string[]>();
   /** Bumped on every put and remove. */
   generation = 0;
+  /** Objects `from` has handed out: what a LIST costs, which a page must not grow with the table. */
+  reads = 0;
 
   names(ns: string, m: Map<string, KObject>): string[] {
     let names = this.sortedNames.get(ns);
@@ -32,6 +79,38 @@ class Table {
       this.sortedNames.set(ns, names);
     }
     return names;
+  }
+
+  /** The namespaces a listing covers, in order: one, or all of them. */
+  namespaces(ns: string | undefined): string[] {
+    if (ns !== undefined && ns !== '') return this.byNs.has(ns) ? [ns] : [];
+    this.sortedNs ??= [...this.byNs.keys()].sort();
+    return this.sortedNs;
+  }
+
+  /** Current objects in key order, from the first key >= `from`: a seek, not a walk. */
+  *from(ns: string | undefined, from: ObjectKey | undefined): Generator<KObject> {
+    const nss = this.namespaces(ns);
+    for (let i = from ? lowerBound(nss, (n) => n < from[0]) : 0; i < nss.length; i++) {
+      const n = nss[i]!;
+      const m = this.byNs.get(n)!;
+      const names = this.names(n, m);
+      for (let j = from && from[0] === n ? lowerBound(names, (x) => x < from[1]) : 0; j < names.length; j++) {
+        this.reads++;
+        yield m.get(names[j]!)!;
+      }
+    }
+  }
+
+  /** How many current objects have a key after `key`, without visiting them. */
+  countAfter(ns: string | undefined, key: ObjectKey): number {
+    let n = 0;
+    for (const other of this.namespaces(ns)) {
+      if (other < key[0]) continue;
+      const m = this.byNs.get(other)!;
+      n += other > key[0] ? m.size : m.size - lowerBound(this.names(other, m), (x) => x <= key[1]);
+    }
+    return n;
   }
 }
 
@@ -51,6 +130,8 @@ export class Store {
   readonly cache: WatchCache;
   private readonly wal: WriteAheadLog | undefined;
   private pending: StoreEvent[] = [];
+  /** Batches being made durable: in the tables already, not yet in the watch cache. */
+  private readonly committing = new Set<StoreEvent[]>();
   private syncScheduled = false;
   private readonly snapshotBytes: number;
 
@@ -89,19 +170,71 @@ export class Store {
    */
   list(resource: string, ns?: string): KObject[] {
     const table = this.tables.get(resource);
-    if (table === undefined) return [];
-    const out: KObject[] = [];
-    const add = (n: string, m: Map<string, KObject>) => {
-      for (const name of table.names(n, m)) out.push(m.get(name)!);
-    };
-    if (ns !== undefined && ns !== '') {
-      const m = table.byNs.get(ns);
-      if (m !== undefined) add(ns, m);
-      return out;
+    return table === undefined ? [] : [...table.from(ns, undefined)];
+  }
+
+  /**
+   * One page of a LIST, like etcd's ranged read: it seeks to `from` in key order and reads at most
+   * `limit` matching objects plus one key to know whether more remain, as of `rv`. An older `rv` is
+   * served by undoing the changes made since, from the watch cache; undefined when that history is
+   * gone (the caller's 410).
+   */
+  page(resource: string, req: PageRequest): Page | undefined {
+    const rv = req.rv ?? this.rvCounter;
+    const asOf = rv === this.rvCounter ? undefined : this.changedSince(resource, req.namespace, rv);
+    if (asOf === undefined && rv !== this.rvCounter) return undefined;
+    const table = this.tables.get(resource);
+    const items: KObject[] = [];
+    const readsBefore = table?.reads ?? 0;
+    let last: KObject | undefined;
+    let more = false;
+    const objects = table === undefined ? [] : table.from(req.namespace, req.from);
+    for (const o of asOf ? overlay(objects, asOf.before, req.from) : objects) {
+      if (items.length === req.limit) {
+        more = true;
+        break;
+      }
+      last = o;
+      if (req.match === undefined || req.match(o)) items.push(o);
     }
-    table.sortedNs ??= [...table.byNs.keys()].sort();
-    for (const n of table.sortedNs) add(n, table.byNs.get(n)!);
-    return out;
+    const visited = (table?.reads ?? 0) - readsBefore + (asOf?.visited ?? 0);
+    if (!more || last === undefined) return { items, rv, visited };
+    const next = keyOf(last);
+    if (req.match !== undefined) return { items, rv, next, visited };
+    // Counted as of `rv`: today's count after `next`, less what came since, plus what went.
+    let remaining = table?.countAfter(req.namespace, next) ?? 0;
+    for (const [key, obj] of asOf?.before ?? []) {
+      if (compareKeys(key, next) <= 0) continue;
+      if (table?.byNs.get(key[0])?.has(key[1])) remaining--;
+      if (obj !== undefined) remaining++;
+    }
+    return { items, rv, next, remaining, visited };
+  }
+
+  /**
+   * Every key of `resource` (in `ns`, or all) changed after `rv`, sorted, with its object as of
+   * `rv` (undefined: it did not exist then); undefined when the watch cache no longer reaches `rv`.
+   */
+  private changedSince(
+    resource: string,
+    ns: string | undefined,
+    rv: number,
+  ): { before: [ObjectKey, KObject | undefined][]; visited: number } | undefined {
+    const events = this.cache.since(rv);
+    if (events === undefined) return undefined;
+    const first = new Map<string, [ObjectKey, KObject | undefined]>();
+    let visited = 0;
+    // Writes not yet durable are in the tables already but not yet in the watch cache.
+    for (const ev of [...events, ...[...this.committing].flat(), ...this.pending]) {
+      visited++;
+      if (ev.resource !== resource) continue;
+      const key = keyOf(ev.object);
+      if (ns !== undefined && ns !== '' && key[0] !== ns) continue;
+      const id = `${key[0]}/${key[1]}`;
+      // The earliest change after `rv` holds the object as it was at `rv`.
+      if (!first.has(id)) first.set(id, [key, ev.prev]);
+    }
+    return { before: [...first.values()].sort((a, b) => compareKeys(a[0], b[0])), visited };
   }
 
   /** Objects of a resource in no particular order: for controllers that scan everything often. */
@@ -173,8 +306,13 @@ export class Store {
     if (this.wal === undefined) return;
     const events = this.pending;
     this.pending = [];
+    this.committing.add(events);
     // Watchers see a change only once it is durable, as etcd-backed watches do.
-    await this.wal.commit();
+    try {
+      await this.wal.commit();
+    } finally {
+      this.committing.delete(events);
+    }
     for (const ev of events) this.dispatch(ev);
     if (this.wal.size > this.snapshotBytes) this.wal.snapshotInBackground(() => this.capture());
   }
@@ -292,5 +430,30 @@ export class Store {
 
   private bumpNode(nodeName: string) {
     this.podsByNodeGeneration.set(nodeName, (this.podsByNodeGeneration.get(nodeName) ?? 0) + 1);
+  }
+}
+
+/**
+ * Today's objects (in key order, from `from`) with the changed keys replaced by their objects as
+ * of an earlier resourceVersion (`before`, sorted; undefined ones left out).
+ */
+function* overlay(
+  objects: Iterable<KObject>,
+  before: [ObjectKey, KObject | undefined][],
+  from: ObjectKey | undefined,
+): Generator<KObject> {
+  const changed = new Set(before.map(([k]) => `${k[0]}/${k[1]}`));
+  let i = from ? lowerBound(before, ([k]) => compareKeys(k, from) < 0) : 0;
+  for (const o of objects) {
+    const key = keyOf(o);
+    for (; i < before.length && compareKeys(before[i]![0], key) < 0; i++) {
+      const old = before[i]![1];
+      if (old !== undefined) yield old;
+    }
+    if (!changed.has(`${key[0]}/${key[1]}`)) yield o;
+  }
+  for (; i < before.length; i++) {
+    const old = before[i]![1];
+    if (old !== undefined) yield old;
   }
 }
