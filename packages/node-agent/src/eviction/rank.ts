@@ -3,7 +3,7 @@
 // priority first, then the larger use above request; for pids, lower priority first, then more
 // processes. A pod without stats goes first: nothing shows it is innocent.
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
-import { ConfigMirrorAnnotation, ConfigSourceAnnotation } from '../types/pod_update.js';
+import { ConfigMirrorAnnotation, isStaticPod } from '../types/pod_update.js';
 import { Quantity } from '../util/quantity.js';
 import type { PodUsage } from './types.js';
 
@@ -11,10 +11,8 @@ export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
 
 /** Static, mirror and system-critical pods are never evicted for node pressure. */
 export function isCriticalPod(pod: V1Pod): boolean {
-  const ann = pod.metadata?.annotations ?? {};
-  const source = ann[ConfigSourceAnnotation];
-  if (source !== undefined && source !== 'api') return true;
-  if (ann[ConfigMirrorAnnotation] !== undefined) return true;
+  if (isStaticPod(pod)) return true;
+  if (pod.metadata?.annotations?.[ConfigMirrorAnnotation] !== undefined) return true;
   return (pod.spec?.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY;
 }
 
