@@ -107,7 +107,7 @@ describe('selection', () => {
     expect(() => parseRunOptions(['--max-parallel-cells', '0'], {})).toThrow(
       '--max-parallel-cells must be a whole number ≥ 1, got "0"',
     );
-    expect(defaultMaxParallelCells(2)).toBe(4);
+    expect(defaultMaxParallelCells(2)).toBe(6);
     expect(defaultMaxParallelCells(0)).toBe(2);
     // The endpoint backend runs on the user's one runtime: never more than one node.
     expect(BACKENDS.find((b) => b.name === 'endpoint')?.maxNodes).toBe(1);
