@@ -104,7 +104,12 @@ export { PodManager } from './pods/pod_manager.js';
 export { PodSync, type PodSyncDeps } from './pods/pod_sync.js';
 export { POD_SYNC_RETRY_MS, PodWorkerPool } from './pods/pod_workers.js';
 export { podPullSecrets } from './pods/pull_secrets.js';
-export type { PodStartupRecord } from './pods/startup_tracker.js';
+export {
+  type PodStartupRecord,
+  STARTUP_STAGES,
+  type StartupStage,
+  startupStages,
+} from './pods/startup_tracker.js';
 export {
   CrashLoopBackOffError,
   type PodProber,

@@ -1,5 +1,6 @@
 // The one results model of a harness run. results.json, JUnit XML and the HTML report are all
 // views of it, so everything a view shows must be recorded here during the run.
+import { STARTUP_STAGES, type StartupStage } from '@kh/node-agent';
 
 export const RESULTS_SCHEMA_VERSION = 1;
 
@@ -58,31 +59,8 @@ export interface CriCallStats {
   max: number;
 }
 
-/**
- * The steps of a pod's start-up, in order; each is the time from the step before it (`watch` from
- * the pod's creation) to its own end:
- * - watch: the agent's watch delivered the pod;
- * - admit: the sync loop dispatched it and admission let it in;
- * - worker: its worker began the first pass;
- * - prepare: that pass got to sending RunPodSandbox (the runtime's view of the pod, pull secrets);
- * - sandbox: RunPodSandbox, CNI included;
- * - image: between the calls below: the sandbox's IP, the image check or pull, each container's config;
- * - create, start: CreateContainer and StartContainer calls, all containers;
- * - status: the API server accepted a status with every container running.
- */
-export const STARTUP_STAGES = [
-  'watch',
-  'admit',
-  'worker',
-  'prepare',
-  'sandbox',
-  'image',
-  'create',
-  'start',
-  'status',
-] as const;
-
-export type StartupStage = (typeof STARTUP_STAGES)[number];
+// The stages of a pod's start-up are the agent's: its record of each step defines them.
+export { STARTUP_STAGES, type StartupStage };
 
 /** Nearest-rank percentiles, ms. */
 export interface Percentiles {

@@ -2,7 +2,7 @@
 // becomes one row per pod, the rows a cell's breakdown, and the run's pod start-up is held
 // against the runtime's bare floor (issue 21's target). Used by the runner, `merge`, the report
 // and the startup scenario, so all of them mean the same thing by each stage.
-import type { PodStartupRecord } from '@kh/node-agent';
+import { type PodStartupRecord, startupStages } from '@kh/node-agent';
 import {
   type CellResult,
   type Percentiles,
@@ -27,29 +27,8 @@ export const STARTUP_TARGET_RATIO = 2;
  * can see it first, so the earlier of the two starts the clock.
  */
 export function podStartupRow(r: AgentStartupRecord, createdAt?: number): PodStartupRow | undefined {
-  const { admittedAt, workerStartedAt, sandboxStartedAt, sandboxReadyAt, startedAt, statusWrittenAt } = r;
-  if (
-    admittedAt === undefined ||
-    workerStartedAt === undefined ||
-    sandboxStartedAt === undefined ||
-    sandboxReadyAt === undefined ||
-    startedAt === undefined ||
-    statusWrittenAt === undefined
-  )
-    return undefined;
-  const t0 = Math.min(createdAt ?? r.seenAt, r.seenAt);
-  const stagesMs = [
-    r.seenAt - t0,
-    admittedAt - r.seenAt,
-    workerStartedAt - admittedAt,
-    sandboxStartedAt - workerStartedAt,
-    sandboxReadyAt - sandboxStartedAt,
-    startedAt - sandboxReadyAt - r.createMs - r.startMs,
-    r.createMs,
-    r.startMs,
-    statusWrittenAt - startedAt,
-  ];
-  return { pod: `${r.namespace}/${r.name}`, totalMs: statusWrittenAt - t0, stagesMs };
+  const stages = startupStages(r, createdAt);
+  return stages && { pod: `${r.namespace}/${r.name}`, ...stages };
 }
 
 /**

@@ -36,6 +36,69 @@ export interface PodStartupRecord {
   statusWrittenAt?: number;
 }
 
+/**
+ * The stages of a pod's start-up, in order; each is the time from the step before it (`watch` from
+ * the pod's creation) to its own end:
+ * - watch: the agent's watch delivered the pod;
+ * - admit: the sync loop dispatched it and admission let it in;
+ * - worker: its worker began the first pass;
+ * - prepare: that pass got to sending RunPodSandbox (the runtime's view of the pod, pull secrets);
+ * - sandbox: RunPodSandbox, CNI included;
+ * - image: between the calls below: the sandbox's IP, the image check or pull, each container's config;
+ * - create, start: CreateContainer and StartContainer calls, all containers;
+ * - status: the API server accepted a status with every container running.
+ */
+export const STARTUP_STAGES = [
+  'watch',
+  'admit',
+  'worker',
+  'prepare',
+  'sandbox',
+  'image',
+  'create',
+  'start',
+  'status',
+] as const;
+
+export type StartupStage = (typeof STARTUP_STAGES)[number];
+
+/**
+ * Each stage's length (STARTUP_STAGES order) and their total, from the pod's creation to its
+ * status written; undefined when the record lacks a step. `createdAt` is when the pod appeared in
+ * the API as its creator saw it (Unix ms); the agent's watch can see it first, so the earlier of
+ * the two starts the clock.
+ */
+export function startupStages(
+  r: PodStartupRecord,
+  createdAt?: number,
+): { totalMs: number; stagesMs: number[] } | undefined {
+  const { admittedAt, workerStartedAt, sandboxStartedAt, sandboxReadyAt, startedAt, statusWrittenAt } = r;
+  if (
+    admittedAt === undefined ||
+    workerStartedAt === undefined ||
+    sandboxStartedAt === undefined ||
+    sandboxReadyAt === undefined ||
+    startedAt === undefined ||
+    statusWrittenAt === undefined
+  )
+    return undefined;
+  const t0 = Math.min(createdAt ?? r.seenAt, r.seenAt);
+  return {
+    totalMs: statusWrittenAt - t0,
+    stagesMs: [
+      r.seenAt - t0,
+      admittedAt - r.seenAt,
+      workerStartedAt - admittedAt,
+      sandboxStartedAt - workerStartedAt,
+      sandboxReadyAt - sandboxStartedAt,
+      startedAt - sandboxReadyAt - r.createMs - r.startMs,
+      r.createMs,
+      r.startMs,
+      statusWrittenAt - startedAt,
+    ],
+  };
+}
+
 /** What the pod layer reports (pod_lifecycle.ts, pod_workers.ts). */
 export interface StartupEvents {
   admitted(uid: string): void;
