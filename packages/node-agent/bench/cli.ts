@@ -8,6 +8,7 @@
 //   npm run bench -w @kh/node-agent [-- --pods 30 --rounds 3 --density-pods 10 --rss-pods 110 --settle-seconds 30 --label after
 //                                       --agent-node-options "--cpu-prof --cpu-prof-dir=/tmp/prof"
 //                                       --agent-runtime-options '{"stopTimeoutSlackMs":20000}'
+//                                       --agent-config '{"featureGates":{"EventedPLEG":true}}'
 //                                       --agent-env "MALLOC_ARENA_MAX=2" --heap-snapshot /tmp/agent.heapsnapshot
 //                                       --node-release bookworm]
 // Everything it creates carries kh.* labels (testkit's NodeContainer labels the node's volumes
@@ -51,6 +52,8 @@ const LABEL = stringArg('label', 'run');
 const AGENT_NODE_OPTIONS = stringArg('agent-node-options', '').split(' ').filter(Boolean);
 // Runtime manager options to try on the agent (JSON), over the ones the command sets.
 const AGENT_RUNTIME_OPTIONS = JSON.parse(stringArg('agent-runtime-options', '{}')) as Record<string, unknown>;
+// KubeletConfiguration fields to try on the agent (JSON), over the bench's, e.g. '{"featureGates":{"EventedPLEG":true}}'.
+const AGENT_CONFIG = JSON.parse(stringArg('agent-config', '{}')) as Record<string, unknown>;
 // Environment to try on the agent, e.g. "MALLOC_ARENA_MAX=2" (space-separated NAME=value).
 const AGENT_ENV = Object.fromEntries(
   stringArg('agent-env', '')
@@ -391,6 +394,7 @@ async function main(): Promise<void> {
       // The fake apiserver has no TokenReview: the bench reads /metrics anonymously, on loopback.
       authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
       authorization: { mode: 'AlwaysAllow' as const },
+      ...AGENT_CONFIG,
     },
     runtimeManager: {
       podsDir: join(node.sharedDirOnHost, 'pods'),
@@ -587,6 +591,7 @@ async function main(): Promise<void> {
     agentNodeOptions: AGENT_NODE_OPTIONS,
     agentEnv: AGENT_ENV,
     agentRuntimeOptions: AGENT_RUNTIME_OPTIONS,
+    agentConfig: AGENT_CONFIG,
     targets,
     loadAverage: { note: '1/5/15 min load average at each stage (2 cores)', ...loadAt },
     pods: PODS,

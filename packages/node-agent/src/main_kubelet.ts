@@ -15,6 +15,7 @@ import {
   type CredentialVerificationPolicy,
   DEFAULT_CREDENTIAL_VERIFICATION_POLICY,
   DefaultRuntimeHelper,
+  EventedPLEG,
   type EventRecorder,
   GenericPLEG,
   IMAGE_MANAGER_DIR,
@@ -396,7 +397,7 @@ interface RuntimeParts {
   /** The service informer the envs' service variables come from; with an API server only. */
   services: ServiceLister | undefined;
   sandboxImage: string | undefined;
-  pleg: GenericPLEG;
+  pleg: Pleg;
   podCache: PodCache;
   /** The stats provider: /stats/summary, /metrics/resource, and the memory a resize checks. */
   stats: SummaryProvider;
@@ -495,11 +496,17 @@ async function newRuntime(
   });
   // The one owner of pod status: the PLEG writes it, the pod workers wait on it.
   const podCache = new PodCache(clock);
-  const pleg = new GenericPLEG(manager, {
+  const generic = new GenericPLEG(manager, {
     clock,
     cache: podCache,
     onError: (err) => log.error('PLEG relist failed', { err }),
   });
+  const pleg = featureEnabled(config, 'EventedPLEG')
+    ? new EventedPLEG(cri, generic, {
+        podStatusFromEvent: (ev) => manager.podStatusFromEvent(ev),
+        onError: (err) => log.error('Evented PLEG: container events', { err }),
+      })
+    : generic;
   return {
     manager,
     podManager,

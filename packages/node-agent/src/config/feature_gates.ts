@@ -8,6 +8,12 @@ export const FEATURE_GATE_DEFAULTS = {
    * whether it restarts, and the pod phase follows.
    */
   ContainerRestartRules: false,
+  /**
+   * Alpha in 1.33 (KEP-3386): pod lifecycle events come from the runtime's CRI
+   * GetContainerEvents stream instead of relisting every second; relisting takes over when the
+   * stream keeps failing.
+   */
+  EventedPLEG: false,
   /** Beta in 1.33: the kubelet API's /checkpoint/{namespace}/{pod}/{container}. */
   ContainerCheckpoint: true,
   /** Beta in 1.33: pods are resized in place (pods/resize) through UpdateContainerResources. */
