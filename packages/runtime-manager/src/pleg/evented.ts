@@ -1,6 +1,7 @@
 // Evented PLEG: lifecycle events from CRI GetContainerEvents. When the stream breaks and does
 // not come back after a few retries, it falls back to the relisting PLEG and says so in
-// mode(). The relisting PLEG also runs once at start so the cache is complete from the outset.
+// mode(). The relisting PLEG keeps running at the kubelet's 5-minute pace as a safety net; its
+// first relist, at start, fills the cache with the pods that were there before the stream.
 // Each event's statuses go into the relisting PLEG's pod cache, stamped with the event's time;
 // with no relist to refresh it, the cache's global timestamp moves on every couple of seconds,
 // so a worker waiting for a pod without events is not stuck (as the kubelet does).
@@ -14,6 +15,8 @@ import type { GenericPLEG } from './generic.js';
 
 /** The kubelet's globalCacheUpdatePeriod. */
 export const DefaultGlobalCacheUpdatePeriodMs = 2000;
+/** The kubelet's eventedPlegRelistPeriod: the relisting PLEG's pace while events are the source. */
+export const EventedRelistPeriodMs = 300_000;
 
 export interface EventedPlegOptions {
   /** Reconnect attempts before falling back to relisting (the kubelet uses 5). */
@@ -21,6 +24,8 @@ export interface EventedPlegOptions {
   retryDelayMs?: number;
   /** How often the cache's global timestamp moves on while events are the source. */
   globalCacheUpdatePeriodMs?: number;
+  /** How often the relisting PLEG still relists while events are the source (a safety net). */
+  relistPeriodMs?: number;
   /** Turns an event's sandbox and container statuses into a PodStatus for the cache. */
   podStatusFromEvent: (ev: ContainerEventResponse) => Promise<PodStatus | undefined>;
   onError?: (err: Error) => void;
@@ -35,6 +40,8 @@ export class EventedPLEG implements Pleg {
   #unwatchGeneric: (() => void) | undefined;
   #cacheTimer: NodeJS.Timeout | undefined;
   #lastError = '';
+  /** The relisting PLEG's own period, restored on a fallback. */
+  #genericPeriodMs = 0;
 
   constructor(
     private readonly cri: CriClient,
@@ -46,6 +53,7 @@ export class EventedPLEG implements Pleg {
       maxStreamRetries: 5,
       retryDelayMs: 1000,
       globalCacheUpdatePeriodMs: DefaultGlobalCacheUpdatePeriodMs,
+      relistPeriodMs: EventedRelistPeriodMs,
       ...opts,
     };
   }
@@ -58,12 +66,17 @@ export class EventedPLEG implements Pleg {
     const cache = this.generic.cache;
     this.#cacheTimer = setInterval(() => cache.updateTime(cache.now()), this.#opts.globalCacheUpdatePeriodMs);
     this.#cacheTimer.unref();
+    // The relisting PLEG keeps running, as in the kubelet: its first relist fills the cache with
+    // the pods that existed before the stream, and then it relists every 5 minutes in case an
+    // event was lost; on a fallback it goes back to its own period.
+    this.#genericPeriodMs = this.generic.relistPeriodMs;
+    this.generic.setRelistPeriod(this.#opts.relistPeriodMs);
+    this.#unwatchGeneric = this.generic.watch((e) => this.#emitter.emit(e));
+    this.generic.start();
     this.#loop = this.#run(signal);
   }
 
   async #run(signal: AbortSignal): Promise<void> {
-    // One relist fills the cache with pods that existed before the stream started.
-    await this.generic.relist().catch((err: Error) => this.#opts.onError?.(err));
     let failures = 0;
     while (!signal.aborted) {
       try {
@@ -90,8 +103,7 @@ export class EventedPLEG implements Pleg {
   #fallBack(): void {
     this.#mode = 'generic';
     clearInterval(this.#cacheTimer);
-    this.#unwatchGeneric = this.generic.watch((e) => this.#emitter.emit(e));
-    this.generic.start();
+    this.generic.setRelistPeriod(this.#genericPeriodMs);
   }
 
   async #handle(ev: ContainerEventResponse): Promise<void> {

@@ -95,16 +95,18 @@ export class GenericPLEG implements Pleg {
   start(): void {
     if (!this.#stopped) return;
     this.#stopped = false;
-    const loop = () => {
-      if (this.#stopped) return;
-      this.#running = this.relist()
-        .catch((err: Error) => this.#onError?.(err))
-        .finally(() => {
-          if (!this.#stopped) this.#timer = setTimeout(loop, this.#periodMs);
-        });
-    };
-    loop();
+    this.#loop();
   }
+
+  #loop = (): void => {
+    if (this.#stopped) return;
+    this.#timer = undefined;
+    this.#running = this.relist()
+      .catch((err: Error) => this.#onError?.(err))
+      .finally(() => {
+        if (!this.#stopped) this.#timer = setTimeout(this.#loop, this.#periodMs);
+      });
+  };
 
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -112,9 +114,19 @@ export class GenericPLEG implements Pleg {
     await this.#running;
   }
 
-  /** Changes the relist period; takes effect from the next relist. */
+  get relistPeriodMs(): number {
+    return this.#periodMs;
+  }
+
+  /**
+   * Changes the relist period. A relist waiting out the old period is rescheduled on the new one,
+   * so going from the evented PLEG's 5 minutes back to 1 s does not wait out the 5 minutes.
+   */
   setRelistPeriod(ms: number): void {
     this.#periodMs = ms;
+    if (this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(this.#loop, ms);
   }
 
   watch(listener: (event: PodLifecycleEvent) => void): () => void {

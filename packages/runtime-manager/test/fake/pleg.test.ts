@@ -193,6 +193,24 @@ describe('evented PLEG', () => {
     await pleg.stop();
   });
 
+  it('keeps relisting at its own slow pace while events are the source, as a safety net', async () => {
+    const generic = new GenericPLEG(h.manager, { clock: h.clock, relistPeriodMs: 3_600_000 });
+    const pleg = new EventedPLEG(h.manager.context.cri, generic, {
+      podStatusFromEvent: (ev) => h.manager.podStatusFromEvent(ev),
+      relistPeriodMs: 10,
+    });
+    const relists = () =>
+      h.fake.callLog.filter(
+        (c) => c.method === 'ListPodSandbox' && !(c.request as { filter?: unknown }).filter,
+      ).length;
+    const before = relists();
+    pleg.start();
+    await until(() => h.fake.eventSubscribers > 0, 'event subscription');
+    await until(() => relists() - before >= 3, 'relists every 10 ms');
+    expect(pleg.mode()).toBe('evented');
+    await pleg.stop();
+  });
+
   it('falls back to relisting when the event stream keeps failing, and says so', async () => {
     h.fake.failNext('GetContainerEvents', new UnavailableError('events not supported'), 10);
     const generic = new GenericPLEG(h.manager, { clock: h.clock, relistPeriodMs: 10 });
