@@ -29,7 +29,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../src/api/node_api.js';
 import { cgroupRootForKubepods } from '../src/cm/cgroup_name.js';
 import { KubePodListWatch } from '../src/podconfig/apiserver_source.js';
-import type { PodStartupRecord } from '../src/pods/startup_tracker.js';
+import type { PodStartupList } from '../src/pods/startup_tracker.js';
 import { summarizeHeapSnapshot } from './heap_summary.js';
 import { type DensityMemory, densityMemory, mib, type ProcessMemory, processMemory } from './memory.js';
 import { PodStarts } from './pod_starts.js';
@@ -464,13 +464,13 @@ async function main(): Promise<void> {
     const cpu = window();
     const unix = (m: ReadonlyMap<string, number>) =>
       new Map([...m].map(([name, t]) => [name, performance.timeOrigin + t]));
-    const records = JSON.parse(
+    const { items } = JSON.parse(
       await agentGet(kubeletPort, '/debug/startup?namespace=default'),
-    ) as PodStartupRecord[];
+    ) as PodStartupList;
     return {
       memory,
       latencies: names.map((name) => (startedAt.get(name) ?? Number.NaN) - (createdAt.get(name) ?? 0)),
-      stages: podStageRows(records, unix(createdAt), unix(startedAt)),
+      stages: podStageRows(items, unix(createdAt), unix(startedAt)),
       cpu,
       cores: cores(),
     };

@@ -105,6 +105,7 @@ export { PodSync, type PodSyncDeps } from './pods/pod_sync.js';
 export { POD_SYNC_RETRY_MS, PodWorkerPool } from './pods/pod_workers.js';
 export { podPullSecrets } from './pods/pull_secrets.js';
 export {
+  type PodStartupList,
   type PodStartupRecord,
   STARTUP_STAGES,
   type StartupStage,

@@ -3,6 +3,7 @@
 // with each pod's creation taken from the cell's timeline, where the harness's own watch first
 // showed the pod.
 import { request } from 'node:https';
+import type { PodStartupList } from '@kh/node-agent';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { StartupBreakdown, TimelineEntry } from '../results/model.js';
 import { type AgentStartupRecord, podStartupRow, startupBreakdown } from '../results/startup.js';
@@ -41,7 +42,7 @@ export async function agentStartupRecords(
     req.on('error', reject);
     req.end();
   });
-  const list = JSON.parse(body) as { items?: AgentStartupRecord[] };
+  const list = JSON.parse(body) as Partial<PodStartupList>;
   return list.items ?? [];
 }
 

@@ -99,6 +99,12 @@ export function startupStages(
   };
 }
 
+/** The body of GET /debug/startup. */
+export interface PodStartupList {
+  kind: 'PodStartupList';
+  items: PodStartupRecord[];
+}
+
 /** What the pod layer reports (pod_lifecycle.ts, pod_workers.ts). */
 export interface StartupEvents {
   admitted(uid: string): void;

@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeletMetrics } from '../metrics/metrics.js';
-import type { PodStartupRecord } from '../pods/startup_tracker.js';
+import type { PodStartupList, PodStartupRecord } from '../pods/startup_tracker.js';
 import { formatResourceMetrics, RESOURCE_METRICS_CONTENT_TYPE } from '../stats/resource_metrics.js';
 import type { Summary } from '../stats/summary.js';
 import { type Logger, silentLogger } from '../util/log.js';
@@ -117,7 +117,8 @@ export class KubeletServer {
     if (startup)
       this.routes.set('/debug/startup', (req, res) => {
         const namespace = new URL(req.url ?? '/', 'http://x').searchParams.get('namespace') ?? undefined;
-        json(res, 200, { kind: 'PodStartupList', items: startup.list(namespace) });
+        const list: PodStartupList = { kind: 'PodStartupList', items: startup.list(namespace) };
+        json(res, 200, list);
       });
     if (logs) this.routes.set('/containerLogs/*', (req, res) => logs.handle(req, res));
     if (opts.checkpoint) {
