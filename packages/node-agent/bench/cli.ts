@@ -240,12 +240,33 @@ function agentGet(port: number, path: string): Promise<string> {
   });
 }
 
-async function criOperations(port: number): Promise<Record<string, number>> {
+/**
+ * From the agent's /metrics: its CRI operations by type, and its relists' count and summed
+ * duration and interval (the PLEG's histograms), as `pleg_*` keys.
+ */
+async function agentMetrics(
+  port: number,
+): Promise<{ cri: Record<string, number>; pleg: Record<string, number> }> {
   const text = await agentGet(port, '/metrics');
-  const out: Record<string, number> = {};
+  const cri: Record<string, number> = {};
   for (const m of text.matchAll(/^kubelet_runtime_operations_total\{operation_type="([^"]+)"\} (\d+)/gm))
-    out[m[1] ?? ''] = Number(m[2]);
-  return out;
+    cri[m[1] ?? ''] = Number(m[2]);
+  const pleg: Record<string, number> = {};
+  for (const m of text.matchAll(/^kubelet_pleg_relist_(duration|interval)_seconds_(sum|count) (\S+)/gm))
+    pleg[`${m[1]}_${m[2]}`] = Number(m[3]);
+  return { cri, pleg };
+}
+
+/** The relists between two readings: how many, and their mean duration and interval in ms. */
+function relists(after: Record<string, number>, before: Record<string, number>) {
+  const d = (k: string) => (after[k] ?? 0) - (before[k] ?? 0);
+  const mean = (sum: string, count: string) =>
+    d(count) > 0 ? Math.round((d(sum) / d(count)) * 1000) : undefined;
+  return {
+    relists: d('duration_count'),
+    meanDurationMs: mean('duration_sum', 'duration_count'),
+    meanIntervalMs: mean('interval_sum', 'interval_count'),
+  };
 }
 
 /** after - before, per key, leaving out zeros. */
@@ -487,15 +508,22 @@ async function main(): Promise<void> {
     startup: cpuAt[0] ?? 0,
   };
   // What the agent asked of the runtime and of the API server in each stage.
-  const calls: Record<string, { cri: Record<string, number>; api: Record<string, number> }> = {};
+  const calls: Record<
+    string,
+    { cri: Record<string, number>; api: Record<string, number>; pleg: ReturnType<typeof relists> }
+  > = {};
   const snapshotCalls = async () => ({
-    cri: await criOperations(kubeletPort),
+    ...(await agentMetrics(kubeletPort)),
     api: (await askAgent<Record<string, number>>(agent, 'api-requests')) ?? {},
   });
   let callsBefore = await snapshotCalls();
   const countCalls = async (stage: string) => {
     const now = await snapshotCalls();
-    calls[stage] = { cri: delta(now.cri, callsBefore.cri), api: delta(now.api, callsBefore.api) };
+    calls[stage] = {
+      cri: delta(now.cri, callsBefore.cri),
+      api: delta(now.api, callsBefore.api),
+      pleg: relists(now.pleg, callsBefore.pleg),
+    };
     callsBefore = now;
   };
 
@@ -639,7 +667,7 @@ async function main(): Promise<void> {
     },
     agentCpuMs,
     agentCalls: {
-      note: 'CRI operations (agent /metrics) and API requests the agent sent, per stage',
+      note: 'CRI operations (agent /metrics), API requests the agent sent, and its PLEG relists (count, mean duration and interval, ms, from its histograms), per stage',
       ...calls,
     },
     memory: {
