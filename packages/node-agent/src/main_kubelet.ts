@@ -410,7 +410,7 @@ async function newRuntime(
   allocation: AllocationManager | undefined,
   userNamespaces: UsernsManager | undefined,
 ): Promise<RuntimeParts> {
-  const { options, config, resolved, cri, imageCri, kubeConfig, log } = deps;
+  const { options, config, resolved, cri, imageCri, kubeConfig, metrics, log } = deps;
   const { clock, hostname, podsDir, recorder } = node;
   const podManager = new PodManager();
   const probeResults = new ProbeResultsStore();
@@ -500,6 +500,7 @@ async function newRuntime(
     clock,
     cache: podCache,
     onError: (err) => log.error('PLEG relist failed', { err }),
+    onRelist: (r) => metrics.observeRelist(r),
   });
   const pleg = featureEnabled(config, 'EventedPLEG')
     ? new EventedPLEG(cri, generic, {

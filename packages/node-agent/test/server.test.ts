@@ -81,6 +81,21 @@ describe('metrics', () => {
     );
   });
 
+  it("records the PLEG's relists as the kubelet's relist duration, interval and last-seen metrics", async () => {
+    const m = new KubeletMetrics();
+    m.observeRelist({ durationMs: 40, intervalMs: undefined, lastSeenMs: 1_000_000 });
+    m.observeRelist({ durationMs: 60, intervalMs: 1_050, lastSeenMs: 1_001_050 });
+    const text = await m.registry.metrics();
+    for (const line of [
+      'kubelet_pleg_relist_duration_seconds_sum 0.1',
+      'kubelet_pleg_relist_duration_seconds_count 2',
+      'kubelet_pleg_relist_interval_seconds_sum 1.05',
+      'kubelet_pleg_relist_interval_seconds_count 1',
+      'kubelet_pleg_last_seen_seconds 1001.05',
+    ])
+      expect(text).toContain(line);
+  });
+
   it('name runtime operations like the kubelet', () => {
     expect(runtimeOperationType('runPodSandbox')).toBe('run_podsandbox');
     expect(runtimeOperationType('listPodSandbox')).toBe('list_podsandbox');

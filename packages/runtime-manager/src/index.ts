@@ -109,6 +109,7 @@ export {
   DefaultRelistThresholdMs,
   GenericPLEG,
   type GenericPlegOptions,
+  type RelistTiming,
   generateEvents,
 } from './pleg/generic.js';
 export {

@@ -1,6 +1,7 @@
 // The agent's Prometheus registry with the kubelet's metric names, so dashboards and alerts
 // written for the kubelet read ours. Other managers (pod workers, PLEG, prober, eviction, GC)
 // record into the instruments here instead of creating their own.
+import type { RelistTiming } from '@kh/runtime-manager';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 // The kubelet's buckets for pod start-up durations (seconds).
@@ -163,6 +164,13 @@ export class KubeletMetrics {
       registers: probeRegisters,
     });
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Plugs into the PLEG's onRelist hook: the kubelet's relist duration, interval and last-seen time. */
+  observeRelist(r: RelistTiming): void {
+    this.plegRelistDuration.observe(r.durationMs / 1000);
+    if (r.intervalMs !== undefined) this.plegRelistInterval.observe(r.intervalMs / 1000);
+    if (r.lastSeenMs !== undefined) this.plegLastSeen.set(r.lastSeenMs / 1000);
   }
 
   /** Plugs into CriClient's onCall hook: one CRI call = one runtime operation. */

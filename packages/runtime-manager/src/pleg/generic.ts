@@ -67,6 +67,17 @@ export interface GenericPlegOptions {
   cache?: PodCache;
   /** Called when a relist fails (the PLEG keeps going). */
   onError?: (err: Error) => void;
+  /** Called after each relist, failed or not (the kubelet's PLEG relist metrics). */
+  onRelist?: (r: RelistTiming) => void;
+}
+
+/** One relist as the kubelet's metrics see it, in ms. */
+export interface RelistTiming {
+  durationMs: number;
+  /** Since the start of the last relist that listed the pods; undefined before the first. */
+  intervalMs: number | undefined;
+  /** When the last relist that listed the pods started (Unix ms); undefined before the first. */
+  lastSeenMs: number | undefined;
 }
 
 export class GenericPLEG implements Pleg {
@@ -76,6 +87,7 @@ export class GenericPLEG implements Pleg {
   readonly cache: PodCache;
   readonly #thresholdMs: number;
   readonly #onError: ((err: Error) => void) | undefined;
+  readonly #onRelist: ((r: RelistTiming) => void) | undefined;
   #periodMs: number;
   #old = new Map<string, { pod: RunningPod; states: Map<string, PlegState> }>();
   #lastRelist: number | undefined;
@@ -90,6 +102,7 @@ export class GenericPLEG implements Pleg {
     this.#thresholdMs = opts.relistThresholdMs ?? DefaultRelistThresholdMs;
     this.cache = opts.cache ?? new PodCache(this.#clock);
     this.#onError = opts.onError;
+    this.#onRelist = opts.onRelist;
   }
 
   start(): void {
@@ -151,8 +164,17 @@ export class GenericPLEG implements Pleg {
 
   /** One relist. Public so tests and the evented PLEG can drive it without timers. */
   async relist(): Promise<void> {
-    const timestamp = this.cache.now();
     const started = this.#clock.now();
+    const intervalMs = this.#lastRelist === undefined ? undefined : started - this.#lastRelist;
+    try {
+      await this.#relist(started);
+    } finally {
+      this.#onRelist?.({ durationMs: this.#clock.now() - started, intervalMs, lastSeenMs: this.#lastRelist });
+    }
+  }
+
+  async #relist(started: number): Promise<void> {
+    const timestamp = this.cache.now();
     const pods = await this.#runtime.getPods(true);
     this.#lastRelist = started;
 

@@ -2,7 +2,7 @@ import { UnavailableError } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
 import type { PodLifecycleEvent, PodStatus } from '../../src/container/runtime.js';
 import { EventedPLEG } from '../../src/pleg/evented.js';
-import { GenericPLEG } from '../../src/pleg/generic.js';
+import { GenericPLEG, type RelistTiming } from '../../src/pleg/generic.js';
 import { ctr, type Harness, harnessPerTest, makePod } from './harness.js';
 
 let h: Harness;
@@ -135,6 +135,19 @@ describe('generic (relisting) PLEG', () => {
     await pleg.relist();
     expect(kinds(events).sort()).toEqual(['ContainerStarted', 'ContainerStarted']);
     expect(pleg.cache.get(uid).containerStatuses.map((c) => c.state)).toEqual(['running']);
+  });
+
+  it("times each relist for the kubelet's metrics: its duration, the interval since the last one, when that one started", async () => {
+    const timings: RelistTiming[] = [];
+    const pleg = new GenericPLEG(h.manager, { clock: h.clock, onRelist: (t) => timings.push(t) });
+    const first = h.clock.now();
+    await pleg.relist();
+    h.advance(1_500);
+    await pleg.relist();
+    expect(timings).toHaveLength(2);
+    expect(timings[0]).toMatchObject({ intervalMs: undefined, lastSeenMs: first });
+    expect(timings[1]).toMatchObject({ intervalMs: 1_500, lastSeenMs: first + 1_500 });
+    expect(timings.every((t) => t.durationMs >= 0)).toBe(true);
   });
 
   it('relists on its own once started', async () => {
