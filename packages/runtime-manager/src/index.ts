@@ -109,8 +109,8 @@ export {
   DefaultRelistThresholdMs,
   GenericPLEG,
   type GenericPlegOptions,
-  type RelistTiming,
   generateEvents,
+  type RelistTiming,
 } from './pleg/generic.js';
 export {
   type BackoffOptions,
