@@ -308,6 +308,8 @@ interface CritestSideBySide {
     params: GrpcFloorParams;
     samples: Record<GrpcFloorTargetName, number[]>;
     responseBytes: Record<GrpcFloorTargetName, number>;
+    /** The shim's Engine calls while the Go client ran: none when its statuses came from memory. */
+    shimEngineCalls: Record<string, number>;
   };
 }
 
@@ -418,6 +420,7 @@ async function critestSideBySide(
         params: grpcFloorParams,
         samples: { containerd: [], dockershim: [], 'noop-node': [] },
         responseBytes: { containerd: 0, dockershim: 0, 'noop-node': 0 },
+        shimEngineCalls: {},
       };
     }
     for (let round = 1; round <= rounds; round++) {
@@ -439,7 +442,9 @@ async function critestSideBySide(
       add(result.samples['docker-floor'], await runDockerFloor(docker, refs, params, labels));
       log(`bench: critest round ${round} as direct Engine calls done`);
       if (grpcClient && floor && result.grpcFloor) {
+        const before = shim.dockerOperations.snapshot();
         const run = await runGrpcFloor(grpcClient, floor.targets, grpcFloorParams);
+        countCalls(result.grpcFloor.shimEngineCalls, before, shim.dockerOperations.snapshot());
         for (const t of GRPC_FLOOR_TARGETS) {
           result.grpcFloor.samples[t].push(...(run[t]?.samples ?? []));
           result.grpcFloor.responseBytes[t] = run[t]?.responseBytes ?? Number.NaN;
@@ -506,6 +511,7 @@ function grpcFloorReport(g: NonNullable<CritestSideBySide['grpcFloor']>) {
     noopOverContainerd: floor.overContainerd,
     shimOverNoop: floor.shimOverFloor,
     shimOverContainerd: ratio(targets.dockershim.p50, targets.containerd.p50),
+    shimEngineCalls: g.shimEngineCalls,
     floor,
   };
 }
