@@ -15,7 +15,7 @@ export interface Floor {
 /** a / b to three decimals, as the bench JSON gives its ratios. */
 export const ratio = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
 
-/** A floor's two ratios from p50s taken by one judge: the floor's, containerd's and the shim's. */
+/** A floor's two ratios from the floor's, containerd's and the shim's p50. */
 export function floorOf(p50: { floor: number; containerd: number; shim: number }): Floor {
   return { overContainerd: ratio(p50.floor, p50.containerd), shimOverFloor: ratio(p50.shim, p50.floor) };
 }

@@ -5,7 +5,7 @@ import { CRITEST_TARGET_RATIO, critestVerdict, floorOf } from '../bench/verdict.
 const noFloor = floorOf({ floor: 0.5, containerd: 1, shim: 2 });
 
 describe('critest -benchmark verdicts', () => {
-  it('derives both ratios of a floor from one judge’s p50s', () => {
+  it('derives both ratios of a floor from the p50s', () => {
     expect(floorOf({ floor: 1.4, containerd: 0.7, shim: 1.75 })).toEqual({
       overContainerd: 2,
       shimOverFloor: 1.25,
