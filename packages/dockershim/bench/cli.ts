@@ -504,7 +504,7 @@ function grpcFloorReport(g: NonNullable<CritestSideBySide['grpcFloor']>) {
   });
   return {
     client:
-      "bench/grpc_floor/main.go: critest v1.26's CRI client (k8s.io/kubernetes/pkg/kubelet/cri/remote), Go from cri-tools' vendored modules",
+      "bench/grpc_floor/main.go: critest v1.33's CRI client (k8s.io/cri-client/pkg), Go from cri-tools' vendored modules",
     call: "ContainerStatus(verbose=true) of a running busybox container; noop-node answers the shim's own response from memory with @kh/cri-api's serveCri",
     params: g.params,
     targets,

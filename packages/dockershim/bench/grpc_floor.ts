@@ -1,12 +1,8 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { access, mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type ContainerStatusResponse, type CriServer, serveCri } from '@kh/cri-api';
-import { criToolsDir, DEFAULT_CRI_TOOLS_VERSION } from '@kh/testkit';
+import { goProgramAt } from '@kh/testkit';
 
 // The gRPC floor of ContainerStatus: what any CRI server written on @kh/cri-api costs a Go client
 // for one verbose ContainerStatus, with nothing behind it. A Go program (grpc_floor/main.go, through
@@ -17,7 +13,6 @@ const execFileAsync = promisify(execFile);
 
 /** The Go program's directory, bench/grpc_floor, from this module's bench/dist/bench/. */
 const SOURCE_DIR = fileURLToPath(new URL('../../grpc_floor/', import.meta.url));
-const REPO_ROOT = resolve(SOURCE_DIR, '../../../..');
 
 /** How the Go client calls: the measured calls per target, in flight at once, and a worker's pause. */
 export interface GrpcFloorParams {
@@ -36,57 +31,11 @@ export interface GrpcFloorTarget {
 }
 
 /**
- * The Go client's binary, built once per (cri-tools tarball, Go version, source) with the host's Go
- * and cri-tools v1.26's vendored modules, offline, as scripts/cri-tools.sh builds critest; cached
- * beside crictl and critest, outside the tree.
+ * The Go client's binary, built by testkit as the images' Go programs are (go-trixie, offline,
+ * against cri-tools v1.33's vendored modules, cached by content).
  */
-export async function grpcFloorClient(progress: (line: string) => void): Promise<string> {
-  const tarball =
-    process.env.KH_CRI_TOOLS_SRC ||
-    join(REPO_ROOT, `../shared/tools/cri-tools-${DEFAULT_CRI_TOOLS_VERSION}.tar.gz`);
-  const source = await readFile(join(SOURCE_DIR, 'main.go'));
-  const { stdout: goVersion } = await execFileAsync('go', ['version']).catch((err: unknown) => {
-    throw new Error(`the gRPC floor's client needs Go (apt-get install golang-go): ${String(err)}`);
-  });
-  const key = createHash('sha256')
-    .update(await readFile(tarball))
-    .update(goVersion)
-    .update(source)
-    .digest('hex')
-    .slice(0, 12);
-  const cacheDir = join(dirname(criToolsDir()), 'go-programs', `grpc-floor-${key}`);
-  const binary = join(cacheDir, 'grpc-floor');
-  if (
-    await access(binary).then(
-      () => true,
-      () => false,
-    )
-  )
-    return binary;
-  progress(`bench: building the gRPC floor's Go client with ${goVersion.trim()} (1-4 min on 2 cores)`);
-  const work = await mkdtemp(join(tmpdir(), 'kh-grpc-floor-build-'));
-  try {
-    await mkdir(cacheDir, { recursive: true });
-    // The program joins the extracted cri-tools module, so its vendor directory resolves the imports.
-    const build = `tar -C "$1" -xzf "$2" && cd "$1"/cri-tools-* && mkdir cmd/kh-grpc-floor &&
-cp "$3"/main.go cmd/kh-grpc-floor/ && go build -ldflags=-s -o "$4" ./cmd/kh-grpc-floor`;
-    await execFileAsync('bash', ['-ec', build, 'build', work, tarball, SOURCE_DIR, `${binary}.new`], {
-      env: {
-        ...process.env,
-        GOFLAGS: '-mod=vendor -trimpath',
-        GOPROXY: 'off',
-        GOTOOLCHAIN: 'local',
-        CGO_ENABLED: '0',
-        GOCACHE: join(work, 'gocache'),
-        GOPATH: join(work, 'gopath'),
-      },
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    await rename(`${binary}.new`, binary);
-    return binary;
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
+export function grpcFloorClient(progress: (line: string) => void): Promise<string> {
+  return goProgramAt(SOURCE_DIR, 'grpc-floor', progress);
 }
 
 /**

@@ -1,7 +1,7 @@
 // Command grpc-floor times ContainerStatus(verbose) through the CRI client critest uses
-// (k8s.io/kubernetes/pkg/kubelet/cri/remote, as vendored by cri-tools v1.26), against several
-// endpoints in turn: the dockershim bench's gRPC floor. It is built against cri-tools' vendored
-// modules (bench/grpc_floor.ts), so the client side is upstream's code, not ours.
+// (k8s.io/cri-client/pkg, as vendored by cri-tools v1.33), against several endpoints in turn: the
+// dockershim bench's gRPC floor. It is built against cri-tools' vendored modules (testkit's
+// goProgramAt, from bench/grpc_floor.ts), so the client side is upstream's code, not ours.
 //
 //	grpc-floor -calls 200 -parallel 2 -gap 10ms NAME=ENDPOINT#CONTAINER_ID ...
 //
@@ -19,9 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	internalapi "k8s.io/cri-api/pkg/apis"
-	"k8s.io/kubernetes/pkg/kubelet/cri/remote"
+	remote "k8s.io/cri-client/pkg"
 )
 
 type target struct {
@@ -67,8 +66,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "grpc-floor: bad target %q (want NAME=ENDPOINT#CONTAINER_ID)\n", arg)
 			os.Exit(2)
 		}
-		// critest's own connection (pkg/framework LoadCRIClient): the same constructor and timeout default.
-		service, err := remote.NewRemoteRuntimeService(endpoint, 2*time.Minute, trace.NewNoopTracerProvider())
+		// critest's own connection (pkg/framework LoadCRIClient): the same constructor, timeout default,
+		// and no tracer or logger.
+		service, err := remote.NewRemoteRuntimeService(endpoint, 5*time.Minute, nil, nil)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "grpc-floor: %s: %v\n", name, err)
 			os.Exit(1)
