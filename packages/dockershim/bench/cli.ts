@@ -3,14 +3,15 @@
 // containerd's built-in CRI (in a node container) on the same workload; then the exec round trip
 // (streaming Exec, ExecSync) against Docker's own exec; then upstream `critest -benchmark` on the
 // dockershim and on a host containerd, side by side, with the same benchmarks replayed as direct
-// Engine calls (Docker's floor). Writes JSON to .reports/bench/.
+// Engine calls (Docker's floor) and ContainerStatus timed by a Go client against both and a no-op
+// server on the shim's gRPC stack (the gRPC floor). Writes JSON to .reports/bench/.
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { normalizeImageRef } from '@kh/apimachinery';
-import { CriClient } from '@kh/cri-api';
+import { CriClient, type CriServer } from '@kh/cri-api';
 import { cleanUpOnInterrupt, criTools, ensureImages, HostContainerd, NodeContainer } from '@kh/testkit';
 import type Dockerode from 'dockerode';
 import { connectDocker, DockerodeClient } from '../src/docker/api_client.js';
@@ -20,13 +21,13 @@ import { DockerShim } from '../src/service.js';
 import { CRITEST_OPERATIONS, type CritestBenchmarkParams, runCritestBenchmark } from './critest.js';
 import { DOCKER_FLOOR_CALLS, runDockerFloor } from './docker_floor.js';
 import { benchExec, EXEC_PATHS, type ExecPath, execRoundTrips } from './exec.js';
-import { type LatencySummary, percentile, summarize } from './stats.js';
+import { type GrpcFloorParams, grpcFloorClient, runGrpcFloor, serveNoopStatus } from './grpc_floor.js';
+import { type LatencySummary, summarize } from './stats.js';
+import { CRITEST_TARGET_RATIO, critestVerdict, floorOf, ratio, type Verdict } from './verdict.js';
 import { criDriver, directDockerDriver, OPERATIONS, type Operation, type PodDriver } from './workload.js';
 
 const TARGET_RATIO = 1.1;
 const EXEC_TARGET_RATIO = 1.2;
-/** critest -benchmark: every operation within this factor of containerd's p50 (issue 32). */
-const CRITEST_TARGET_RATIO = 1.5;
 
 type Samples = Record<Operation, number[]>;
 const emptySamples = (): Samples =>
@@ -71,6 +72,7 @@ async function main(): Promise<void> {
       'skip-critest': { type: 'boolean', default: false },
       'critest-count': { type: 'string', default: '20' },
       'critest-rounds': { type: 'string', default: '2' },
+      'grpc-floor-calls': { type: 'string', default: '200' },
       out: { type: 'string', default: '.reports/bench' },
     },
   });
@@ -130,7 +132,7 @@ async function main(): Promise<void> {
     }
     if (execs > 0) {
       log(`bench: exec round trips, ${execs} rounds of ${EXEC_PATHS.join(', ')}, interleaved`);
-      const containerId = await execContainer(client, refs.busybox, labels);
+      const { containerId } = await sleepingContainer(client, refs.busybox, labels, 'bench-exec');
       execSamples = await benchExec(execRoundTrips(client, docker, containerId), execs, 10, log);
     }
     if (!values['skip-containerd'] && pods > 0) {
@@ -163,6 +165,8 @@ async function main(): Promise<void> {
         refs,
         { count: Number(values['critest-count']), parallel: 2 },
         Number(values['critest-rounds']),
+        { calls: Number(values['grpc-floor-calls']), parallel: 2, gapMs: GRPC_FLOOR_GAP_MS },
+        join(dir, 'grpc-floor.sock'),
         log,
       );
     }
@@ -242,13 +246,18 @@ function lifecycleReport(samples: Record<string, Samples>) {
   };
 }
 
-/** A pod with one sleeping busybox container to exec in, made through the shim. */
-async function execContainer(client: CriClient, image: string, labels: Record<string, string>) {
+/** A pod with one sleeping busybox container (to exec in, to ask the status of); its pod's id too. */
+async function sleepingContainer(
+  client: CriClient,
+  image: string,
+  labels: Record<string, string>,
+  name: string,
+) {
   const sandboxConfig = {
     metadata: {
-      name: 'bench-exec',
+      name,
       namespace: 'bench',
-      uid: `exec-${randomBytes(3).toString('hex')}`,
+      uid: `${name}-${randomBytes(3).toString('hex')}`,
       attempt: 0,
     },
     labels,
@@ -256,23 +265,18 @@ async function execContainer(client: CriClient, image: string, labels: Record<st
   const { podSandboxId } = await client.runPodSandbox({ config: sandboxConfig });
   const { containerId } = await client.createContainer({
     podSandboxId,
-    config: { metadata: { name: 'exec', attempt: 0 }, image: { image }, command: ['sleep', '3600'], labels },
+    config: { metadata: { name: 'app', attempt: 0 }, image: { image }, command: ['sleep', '3600'], labels },
     sandboxConfig,
   });
   await client.startContainer({ containerId });
-  return containerId;
+  return { podSandboxId, containerId };
 }
 
 function execReport(samples: Record<ExecPath, number[]>) {
-  const results = Object.fromEntries(
-    EXEC_PATHS.map((path) => {
-      const p99 = percentile(
-        [...samples[path]].sort((a, b) => a - b),
-        99,
-      );
-      return [path, { ...summarize(samples[path]), p99: Math.round(p99 * 100) / 100 }];
-    }),
-  ) as Record<ExecPath, LatencySummary & { p99: number }>;
+  const results = Object.fromEntries(EXEC_PATHS.map((path) => [path, summarize(samples[path])])) as Record<
+    ExecPath,
+    LatencySummary
+  >;
   const ratio = Math.round((results['shim-exec'].p50 / results['docker-exec'].p50) * 1000) / 1000;
   return {
     rounds: samples['shim-exec'].length,
@@ -299,6 +303,62 @@ interface CritestSideBySide {
   shimEngineCalls: Record<string, number>;
   /** Docker's containers of critest pods before the runs: any other one left after is a leak. */
   shimContainersBefore: Set<string>;
+  /** ContainerStatus(verbose) from the Go client, per target, all rounds (bench/grpc_floor.ts). */
+  grpcFloor?: {
+    params: GrpcFloorParams;
+    samples: Record<GrpcFloorTargetName, number[]>;
+    responseBytes: Record<GrpcFloorTargetName, number>;
+    /** The shim's Engine calls while the Go client ran: none when its statuses came from memory. */
+    shimEngineCalls: Record<string, number>;
+  };
+}
+
+/** The gRPC floor's targets: containerd, the shim, and the no-op server on the shim's gRPC stack. */
+const GRPC_FLOOR_TARGETS = ['containerd', 'dockershim', 'noop-node'] as const;
+type GrpcFloorTargetName = (typeof GRPC_FLOOR_TARGETS)[number];
+/** A Go worker's pause between its calls: critest's status calls are ~100 ms apart and rarely overlap. */
+const GRPC_FLOOR_GAP_MS = 10;
+
+/**
+ * A running container on containerd and on the shim for the Go client to ask the status of, and the
+ * no-op server, answering the shim's own verbose status of its container from memory. `close`
+ * stops the server and removes the pods.
+ */
+async function grpcFloorTargets(
+  sides: readonly (readonly [string, string, string])[],
+  labels: Record<string, string>,
+  socketPath: string,
+) {
+  const pods: { client: CriClient; podSandboxId: string }[] = [];
+  let noop: CriServer | undefined;
+  const close = async () => {
+    await noop?.close();
+    for (const { client, podSandboxId } of pods) {
+      await client.stopPodSandbox({ podSandboxId }).catch(() => undefined);
+      await client.removePodSandbox({ podSandboxId }).catch(() => undefined);
+      client.close();
+    }
+  };
+  try {
+    const targets = {} as Record<GrpcFloorTargetName, { endpoint: string; containerId: string }>;
+    for (const [name, endpoint, image] of sides) {
+      const client = await CriClient.connect(endpoint);
+      const { podSandboxId, containerId } = await sleepingContainer(client, image, labels, 'bench-status');
+      pods.push({ client, podSandboxId });
+      if (name === 'dockershim') {
+        targets.dockershim = { endpoint, containerId };
+        noop = await serveNoopStatus(
+          await client.containerStatus({ containerId, verbose: true }),
+          socketPath,
+        );
+        targets['noop-node'] = { endpoint: noop.endpoint, containerId };
+      } else targets.containerd = { endpoint, containerId };
+    }
+    return { targets, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
 }
 
 /**
@@ -313,9 +373,12 @@ async function critestSideBySide(
   refs: { pause: string; busybox: string },
   params: CritestBenchmarkParams,
   rounds: number,
+  grpcFloorParams: GrpcFloorParams,
+  grpcFloorSocket: string,
   log: (line: string) => void,
 ): Promise<CritestSideBySide> {
   const { critest } = await criTools();
+  const grpcClient = grpcFloorParams.calls > 0 ? await grpcFloorClient(log) : undefined;
   log(
     `bench: critest -benchmark, ${rounds} round(s) of ${params.count} pods and ${params.count} containers (${params.parallel} at once) per runtime, and as direct Engine calls`,
   );
@@ -325,6 +388,7 @@ async function critestSideBySide(
     .withProgress(log)
     .start();
   const stopContainerd = cleanUpOnInterrupt(() => ctrd.stop());
+  let stopFloor: (() => Promise<void>) | undefined;
   try {
     const result: CritestSideBySide = {
       params,
@@ -349,6 +413,16 @@ async function critestSideBySide(
     const add = (into: Record<string, number[]>, from: Record<string, number[]>) => {
       for (const [op, values] of Object.entries(from)) into[op] = [...(into[op] ?? []), ...values];
     };
+    const floor = grpcClient && (await grpcFloorTargets(sides, labels, grpcFloorSocket));
+    if (floor) {
+      stopFloor = cleanUpOnInterrupt(floor.close);
+      result.grpcFloor = {
+        params: grpcFloorParams,
+        samples: { containerd: [], dockershim: [], 'noop-node': [] },
+        responseBytes: { containerd: 0, dockershim: 0, 'noop-node': 0 },
+        shimEngineCalls: {},
+      };
+    }
     for (let round = 1; round <= rounds; round++) {
       for (const [name, endpoint, image] of sides) {
         const before = name === 'dockershim' ? shim.dockerOperations.snapshot() : [];
@@ -367,9 +441,22 @@ async function critestSideBySide(
       }
       add(result.samples['docker-floor'], await runDockerFloor(docker, refs, params, labels));
       log(`bench: critest round ${round} as direct Engine calls done`);
+      if (grpcClient && floor && result.grpcFloor) {
+        const before = shim.dockerOperations.snapshot();
+        const run = await runGrpcFloor(grpcClient, floor.targets, grpcFloorParams);
+        countCalls(result.grpcFloor.shimEngineCalls, before, shim.dockerOperations.snapshot());
+        for (const t of GRPC_FLOOR_TARGETS) {
+          result.grpcFloor.samples[t].push(...(run[t]?.samples ?? []));
+          result.grpcFloor.responseBytes[t] = run[t]?.responseBytes ?? Number.NaN;
+        }
+        log(
+          `bench: gRPC floor round ${round}: ContainerStatus p50 ${GRPC_FLOOR_TARGETS.map((t) => `${t} ${run[t]?.p50.toFixed(2)} ms`).join(', ')}`,
+        );
+      }
     }
     return result;
   } finally {
+    await stopFloor?.();
     await stopContainerd();
   }
 }
@@ -402,14 +489,38 @@ async function runtimeVersion(endpoint: string): Promise<string> {
   }
 }
 
-type Verdict = 'met' | 'missed: docker floor' | 'missed';
+/**
+ * The Go client's ContainerStatus figures per target, the no-op server's p50 over containerd's and
+ * the shim's over the no-op server's, all from one client.
+ */
+function grpcFloorReport(g: NonNullable<CritestSideBySide['grpcFloor']>) {
+  const targets = Object.fromEntries(
+    GRPC_FLOOR_TARGETS.map((t) => [t, { ...summarize(g.samples[t]), responseBytes: g.responseBytes[t] }]),
+  ) as Record<GrpcFloorTargetName, LatencySummary & { responseBytes: number }>;
+  const quiet = floorOf({
+    floor: targets['noop-node'].p50,
+    containerd: targets.containerd.p50,
+    shim: targets.dockershim.p50,
+  });
+  return {
+    client:
+      "bench/grpc_floor/main.go: critest v1.33's CRI client (k8s.io/cri-client/pkg), Go from cri-tools' vendored modules",
+    call: "ContainerStatus(verbose=true) of a running busybox container; noop-node answers the shim's own response from memory with @kh/cri-api's serveCri",
+    params: g.params,
+    targets,
+    noopOverContainerd: quiet.overContainerd,
+    shimOverNoop: quiet.shimOverFloor,
+    shimOverContainerd: ratio(targets.dockershim.p50, targets.containerd.p50),
+    shimEngineCalls: g.shimEngineCalls,
+  };
+}
 
 function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
   const p50 = (side: keyof CritestSideBySide['samples'], op: string) => {
     const values = r.samples[side][op];
     return values?.length ? summarize(values) : undefined;
   };
-  const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
+  const grpcFloor = r.grpcFloor && grpcFloorReport(r.grpcFloor);
   const operations = Object.fromEntries(
     CRITEST_OPERATIONS.flatMap((op) => {
       const shim = p50('dockershim', op);
@@ -417,16 +528,19 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
       const floor = p50('docker-floor', op);
       if (!shim || !containerd || !floor) return [];
       const shimRatio = ratio(shim.p50, containerd.p50);
-      const floorRatio = ratio(floor.p50, containerd.p50);
-      const overFloor = ratio(shim.p50, floor.p50);
-      // Docker itself is the floor when its own calls, made directly, already miss the target and
-      // the shim is within the same factor of them (a shim far above the floor misses on its own).
-      const verdict: Verdict =
-        shimRatio <= CRITEST_TARGET_RATIO
-          ? 'met'
-          : floorRatio > CRITEST_TARGET_RATIO && overFloor <= CRITEST_TARGET_RATIO
-            ? 'missed: docker floor'
-            : 'missed';
+      const docker = floorOf({ floor: floor.p50, containerd: containerd.p50, shim: shim.p50 });
+      // The gRPC floor is ContainerStatus's, the one call that reaches no Engine: the no-op server
+      // against containerd from the same Go client, and critest's shim figure against the no-op
+      // server, as Docker's floor is judged (the no-op server's calls come without critest's other
+      // work beside them, so this errs against the floor).
+      const grpc =
+        op === 'ContainerStatus' && grpcFloor
+          ? {
+              overContainerd: grpcFloor.noopOverContainerd,
+              shimOverFloor: ratio(shim.p50, grpcFloor.targets['noop-node'].p50),
+            }
+          : undefined;
+      const verdict = critestVerdict(shimRatio, { docker, grpc });
       return [
         [
           op,
@@ -435,8 +549,9 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
             containerdP50: containerd.p50,
             ratio: shimRatio,
             dockerFloorP50: floor.p50,
-            dockerFloorRatio: floorRatio,
-            overFloor,
+            dockerFloorRatio: docker.overContainerd,
+            overFloor: docker.shimOverFloor,
+            ...(grpc && { grpcFloorRatio: grpc.overContainerd, overGrpcFloor: grpc.shimOverFloor }),
             // target and met make each ratio a figure of the bench history's trend.
             target: CRITEST_TARGET_RATIO,
             met: verdict === 'met',
@@ -454,6 +569,8 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
       dockerFloorP50: number;
       dockerFloorRatio: number;
       overFloor: number;
+      grpcFloorRatio?: number;
+      overGrpcFloor?: number;
       target: number;
       met: boolean;
       verdict: Verdict;
@@ -471,8 +588,11 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
       leaked: 0,
       dockerFloor:
         "the same benchmarks as the Engine calls Docker itself needs, made directly with dockerode in the same run (verdict 'missed: docker floor' when those alone exceed the target and the shim is within the target's factor of them)",
+      grpcFloor:
+        "ContainerStatus timed by one Go client against containerd, the shim and a no-op server on the shim's gRPC stack, in the same run (verdict 'missed: grpc floor' when the no-op server alone exceeds the target over containerd and the shim is within the target's factor of it)",
     },
     dockerFloorCalls: DOCKER_FLOOR_CALLS,
+    grpcFloor,
     operations,
     meetsTarget: {
       ...Object.fromEntries(Object.entries(operations).map(([op, o]) => [op, o.verdict === 'met'])),
@@ -514,6 +634,15 @@ function critestTable(c: ReturnType<typeof critestReport>): string {
     `${c.left[side].leaked} sandboxes leaked + ${c.left[side].cutOff} cut off by critest, ${c.left[side].containers} containers leaked`;
   lines.push(`left: dockershim ${left('dockershim')}; containerd ${left('containerd')}`);
   lines.push(`Docker containers of critest pods left after the bench: ${c.left.dockershimEngineContainers}`);
+  const g = c.grpcFloor;
+  if (g) {
+    const t = (name: GrpcFloorTargetName) =>
+      `${name} ${g.targets[name].p50.toFixed(2)} / ${g.targets[name].p99.toFixed(2)} (${g.targets[name].responseBytes} B)`;
+    lines.push(
+      `gRPC floor, ContainerStatus(verbose) from Go, p50 / p99 ms: ${GRPC_FLOOR_TARGETS.map(t).join('; ')}`,
+      `  noop/containerd ${g.noopOverContainerd.toFixed(2)}, shim/noop ${g.shimOverNoop.toFixed(2)}, shim/containerd ${g.shimOverContainerd.toFixed(2)}`,
+    );
+  }
   lines.push(
     `shim Engine calls per sample: ${Object.entries(c.shimEngineCallsPerSample)
       .map(([op, n]) => `${op} ${n}`)

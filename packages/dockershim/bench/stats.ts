@@ -3,6 +3,7 @@ export interface LatencySummary {
   n: number;
   p50: number;
   p90: number;
+  p99: number;
   mean: number;
   min: number;
   max: number;
@@ -22,6 +23,7 @@ export function summarize(samples: readonly number[]): LatencySummary {
     n: sorted.length,
     p50: round(percentile(sorted, 50)),
     p90: round(percentile(sorted, 90)),
+    p99: round(percentile(sorted, 99)),
     mean: round(sorted.reduce((s, v) => s + v, 0) / sorted.length),
     min: round(sorted[0] as number),
     max: round(sorted[sorted.length - 1] as number),

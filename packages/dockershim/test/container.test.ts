@@ -231,9 +231,13 @@ describe('containers', () => {
     await rm(dir, { recursive: true });
   });
 
-  it('updates CPU and memory limits through the Engine', async () => {
+  it('updates CPU and memory limits through the Engine, and the verbose status shows them', async () => {
     const { podId, config } = await h.runPod();
     const id = await h.runContainer(podId, config, 'upd');
+    const hostConfig = async () =>
+      JSON.parse((await h.client.containerStatus({ containerId: id, verbose: true })).info.info ?? '{}')
+        .hostConfig;
+    expect(await hostConfig()).not.toMatchObject({ Memory: 64 << 20 });
     await h.client.updateContainerResources({
       containerId: id,
       linux: { cpuQuota: 50_000n, cpuPeriod: 100_000n, memoryLimitInBytes: 64n << 20n },
@@ -244,6 +248,8 @@ describe('containers', () => {
       Memory: 64 << 20,
       MemorySwap: 64 << 20,
     });
+    // The verbose info is made once per inspect, and the update replaced the inspect.
+    expect(await hostConfig()).toMatchObject({ CpuQuota: 50_000, Memory: 64 << 20 });
   });
 
   it("counts a sandbox's processes over its running containers, as containerd does (pause left out)", async () => {

@@ -69,6 +69,7 @@ export {
 } from './host-containerd.js';
 export { debianMirror } from './images/apt-sources.js';
 export { type EnsureImagesOptions, ensureImages, type ImageRefs, imageRefFor } from './images/ensure.js';
+export { goProgramAt } from './images/go-program.js';
 export { type NodeImageInfo, nodeImageInfo } from './images/node-image-info.js';
 export {
   DEFAULT_IMAGES,

@@ -132,9 +132,19 @@ export async function containerStatus(
   req: ContainerStatusRequest,
 ): Promise<Partial<ContainerStatusResponse>> {
   const { status, info: raw } = await getContainerStatus(ctx, req.containerId, 'container_id');
-  const info: Record<string, string> = {};
-  if (req.verbose) {
-    info.info = JSON.stringify({
+  return { status, info: req.verbose ? { info: verboseInfo(raw) } : {} };
+}
+
+/**
+ * Verbose ContainerStatus's `info`, once per inspect: the inspect cache hands out the same object
+ * until Docker says the container changed (inspects are replaced, never edited), and the kubelet
+ * and critest ask for the status of an unchanged container over and over.
+ */
+const verboseInfos = new WeakMap<ContainerInspect, string>();
+function verboseInfo(raw: ContainerInspect): string {
+  let json = verboseInfos.get(raw);
+  if (json === undefined) {
+    json = JSON.stringify({
       sandboxID: raw.Config.Labels?.[LabelKeys.sandboxId],
       pid: raw.State.Pid,
       hostConfig: raw.HostConfig,
@@ -145,6 +155,7 @@ export async function containerStatus(
         entrypoint: raw.Config.Entrypoint,
       },
     });
+    verboseInfos.set(raw, json);
   }
-  return { status, info };
+  return json;
 }

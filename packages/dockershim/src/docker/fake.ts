@@ -384,6 +384,8 @@ export class FakeDockerClient implements DockerClient {
     this.enter('updateContainer');
     const c = this.container(id);
     c.resources = { ...c.resources, ...update };
+    // As Docker's inspect does, the HostConfig shows the update.
+    Object.assign(c.inspect.HostConfig, update);
     this.containerEvent(c, 'update');
   }
 

@@ -37,9 +37,13 @@ export interface GoInputs {
   sources: Record<string, string>;
 }
 
+/** The directory of the images' Go program <dir>. */
+export function goSourceDir(dir: string): string {
+  return join(SOURCES_DIR, dir);
+}
+
 /** sha256 over a program directory's files, names and contents, in name order. */
-export async function goSourceDigest(dir: string): Promise<string> {
-  const root = join(SOURCES_DIR, dir);
+export async function goSourceDigest(root: string): Promise<string> {
   const names = (await readdir(root)).sort();
   if (!names.some((n) => n.endsWith('.go'))) throw new Error(`${root} holds no Go source`);
   const hash = createHash('sha256');
@@ -51,15 +55,26 @@ export async function goSourceDigest(dir: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/**
- * The static binary of the Go program in images/<dir>, built once per content: the toolchain,
- * the vendored tarball and the source decide the cache entry, like scripts/cri-tools.sh's key.
- * The build runs in the go-trixie image with no network, the program copied into the extracted
- * cri-tools tree so that its vendor directory resolves the imports.
- */
-export async function goProgram(dir: string, inputs: GoInputs, progress: Progress): Promise<string> {
+/** The static binary of the Go program in images/<dir>, built (or found cached) by buildGoProgram. */
+export function goProgram(dir: string, inputs: GoInputs, progress: Progress): Promise<string> {
   const source = inputs.sources[dir];
   if (!source) throw new Error(`no source digest for Go program ${dir}`);
+  return buildGoProgram(dir, goSourceDir(dir), { ...inputs, source }, progress);
+}
+
+/**
+ * The static binary `dir` of the Go program in `root`, built once per content: the toolchain, the
+ * vendored tarball and the source decide the cache entry, like scripts/cri-tools.sh's key. The
+ * build runs in the go-trixie image with no network, the program copied into the extracted
+ * cri-tools tree so that its vendor directory resolves the imports.
+ */
+export async function buildGoProgram(
+  dir: string,
+  root: string,
+  inputs: { toolchain: string; vendorSha256: string; source: string },
+  progress: Progress,
+): Promise<string> {
+  const { source } = inputs;
   const key = createHash('sha256')
     .update(JSON.stringify([inputs.toolchain, inputs.vendorSha256, source]))
     .digest('hex')
@@ -92,7 +107,7 @@ go build -ldflags=-s -o /out/${dir}.new ./cmd/kh-${dir}`;
     '-v',
     `${goVendorSource()}:/vendor.tar.gz:ro`,
     '-v',
-    `${join(SOURCES_DIR, dir)}:/program:ro`,
+    `${root}:/program:ro`,
     '-v',
     `${cacheDir}:/out`,
     '-e',

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { MissingToolError, requireFile, requireTool, run } from '../util/process.js';
 import { debianMirror } from './apt-sources.js';
-import { type GoInputs, goSourceDigest, goVendorSource } from './go.js';
+import { type GoInputs, goSourceDigest, goSourceDir, goVendorSource } from './go.js';
 import { type BusyboxRecipe, IMAGE_REPOSITORY_PREFIX, RECIPES, type Recipe } from './recipes.js';
 
 /**
@@ -71,19 +71,24 @@ async function compilerInputs(recipe: BusyboxRecipe): Promise<CompilerInputs> {
  */
 async function goInputs(recipe: BusyboxRecipe): Promise<GoInputs> {
   const toolchain = RECIPES['go-trixie'];
-  const vendor = goVendorSource();
-  const vendorSha256 = await sha256File(vendor).catch(() => {
-    throw new Error(
-      `${vendor} is missing: the images' Go programs build against its vendored modules (set KH_GO_VENDOR_SRC to a cri-tools v1.33.0 source tarball)`,
-    );
-  });
   const sources: Record<string, string> = {};
-  for (const { dir } of Object.values(recipe.goPrograms ?? {})) sources[dir] = await goSourceDigest(dir);
+  for (const { dir } of Object.values(recipe.goPrograms ?? {}))
+    sources[dir] = await goSourceDigest(goSourceDir(dir));
   return {
     toolchain: imageRef(toolchain, recipeHash(toolchain, await resolveInputs(toolchain))),
-    vendorSha256,
+    vendorSha256: await goVendorSha256(),
     sources,
   };
+}
+
+/** sha256 of the tarball whose vendored modules Go programs build against (go.ts). */
+export async function goVendorSha256(): Promise<string> {
+  const vendor = goVendorSource();
+  return sha256File(vendor).catch(() => {
+    throw new Error(
+      `${vendor} is missing: Go programs build against its vendored modules (set KH_GO_VENDOR_SRC to a cri-tools v1.33.0 source tarball)`,
+    );
+  });
 }
 
 /** A 12-hex-digit content hash of the recipe, its inputs and the builder version. */
