@@ -30,6 +30,23 @@ async function until(session: Promise<unknown>, done: () => boolean, what: strin
   throw new AssertionError(`the session ended before ${what}`);
 }
 
+/** One request over a new forwarded connection: what came back, and the error stream's text. */
+async function forwardedRequest(
+  forward: PortForwardClient,
+  port: number,
+  request: string,
+): Promise<{ text: string; error: string }> {
+  const connection = await forward.open(port);
+  const response = new Collector();
+  const done = new Promise((resolve, reject) => {
+    connection.stream.once('end', resolve).once('error', reject);
+  });
+  connection.stream.pipe(response);
+  connection.stream.end(request);
+  await done;
+  return { text: response.text, error: await connection.error };
+}
+
 /** A Writable that keeps what it is given, as text. */
 class Collector extends Writable {
   text = '';
@@ -146,22 +163,24 @@ export const streaming = defineGroup('streaming', {
       ctx.client.portForward({ podSandboxId: pod.id, port: [80] }),
     );
     const forward = await PortForwardClient.connect(url, { signal: timeout() });
-    const response = new Collector();
-    let error: Promise<string>;
+    // Running is not listening yet: the server binds its port just after its container starts,
+    // and a connection before that is refused and ends empty. critest asks again until it
+    // answers; so does this, with a new connection each time, and judges the last answer.
+    let answer = { text: '', error: '' };
     try {
-      const connection = await forward.open(80);
-      error = connection.error;
-      const done = new Promise((resolve, reject) => {
-        connection.stream.once('end', resolve).once('error', reject);
-      });
-      connection.stream.pipe(response);
-      connection.stream.end('GET /healthz HTTP/1.0\r\n\r\n');
-      await done;
+      await waitFor(
+        async () => {
+          answer = await forwardedRequest(forward, 80, 'GET /healthz HTTP/1.0\r\n\r\n');
+          return answer.text === '' ? undefined : true;
+        },
+        'an answer through the forwarded port',
+        SESSION_TIMEOUT_MS,
+      ).catch(() => undefined);
     } finally {
       await forward.close();
     }
-    expectContains(response.text, ' 200 ', 'HTTP status through the forwarded port');
-    expectContains(response.text, '\r\n\r\nok\n', 'HTTP body through the forwarded port');
-    expectEqual(await error, '', 'error stream of the forwarded connection');
+    expectContains(answer.text, ' 200 ', 'HTTP status through the forwarded port');
+    expectContains(answer.text, '\r\n\r\nok\n', 'HTTP body through the forwarded port');
+    expectEqual(answer.error, '', 'error stream of the forwarded connection');
   },
 });
