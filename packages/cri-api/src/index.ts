@@ -44,6 +44,7 @@ export {
   runCriFuzz,
 } from './fuzz/cri_fuzz.js';
 export * from './gen/runtime/v1/api.js';
+export type { ConnectionPath } from './server/h2_opening.js';
 export {
   CRI_MAX_REQUEST_BYTES,
   type CriBackend,

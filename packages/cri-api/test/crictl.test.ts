@@ -6,10 +6,12 @@
 import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { criTools } from '@kh/testkit';
+import { promisify } from 'node:util';
+import { criTools, criToolsDir } from '@kh/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeRuntime } from '../src/fake/fake_runtime.js';
 import { ContainerState, PodSandboxState } from '../src/index.js';
+import type { ConnectionPath } from '../src/server/h2_opening.js';
 import { H2_COMPRESSION_ERROR } from '../src/server/h2_rewriter.js';
 import { type CriServer, serveCri } from '../src/server/serve.js';
 import { frame, hp, PREFACE, RawClient, request, T } from './h2_helpers.js';
@@ -139,6 +141,44 @@ describe('crictl v1.26 against the fake runtime over a unix socket', () => {
       'code = NotFound desc = failed to resolve reference \\"docker.io/kubelet-harness/missing:1\\"',
     );
     expect(pull.stderr).not.toContain('RST_STREAM');
+  });
+});
+
+describe('how upstream clients reach serveCri', () => {
+  it('v1.33 (cri-client names "localhost") natively, v1.26 (the socket path) through the rewriter', async () => {
+    const paths: ConnectionPath[] = [];
+    const sock = tmp.sock('paths.sock');
+    const server = await serveCri(
+      {
+        name: 'paths',
+        runtime: {
+          version: () => ({
+            version: '0.1.0',
+            runtimeName: 'paths',
+            runtimeVersion: '1',
+            runtimeApiVersion: 'v1',
+          }),
+        },
+      },
+      { socketPath: sock, onConnection: (p) => paths.push(p) },
+    );
+    try {
+      const v133 = (await criTools(criToolsDir('1.33.0'))).crictl;
+      const run = promisify(execFile);
+      const { stdout } = await run(v133, [
+        '--runtime-endpoint',
+        `unix://${sock}`,
+        '--timeout',
+        '10s',
+        'version',
+      ]);
+      expect(stdout).toMatch(/RuntimeName:\s+paths/);
+      expect(paths).toEqual(['native']);
+      expect(await ok(`unix://${sock}`, 'version')).toMatch(/RuntimeName:\s+paths/);
+      expect(paths).toEqual(['native', 'rewritten']);
+    } finally {
+      await server.close();
+    }
   });
 });
 

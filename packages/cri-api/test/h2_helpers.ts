@@ -1,6 +1,12 @@
-/** HTTP/2 frames and HPACK fields built by hand, and a raw client, for tests of the header rewriter. */
+/**
+ * HTTP/2 frames and HPACK fields built by hand, a raw client, and nghttp2 as a judge, for tests of
+ * the header rewriter and of how serveCri opens connections.
+ */
+import http2 from 'node:http2';
 import net from 'node:net';
+import { acceptConnection, type ConnectionPath } from '../src/server/h2_opening.js';
 import { huffmanCode } from '../src/server/hpack.js';
+import { RewritingConnection } from '../src/server/rewriting_connection.js';
 
 export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 export const T = {
@@ -93,6 +99,22 @@ export function request(streamId: number, ...fields: Buffer[]): Buffer {
   return frame(T.HEADERS, F.END_HEADERS | F.END_STREAM, streamId, GET, ...fields);
 }
 
+/** A unary gRPC call with an empty request message, as grpc-go sends it, naming `authority`. */
+export function grpcRequest(streamId: number, method: string, authority: string): Buffer {
+  const headers = Buffer.concat([
+    hp.indexed(3), // :method POST
+    hp.indexed(6), // :scheme http
+    hp.withoutIndexing(4, method),
+    hp.withoutIndexing(1, authority),
+    hp.withoutIndexing(31, 'application/grpc'),
+    hp.withoutIndexing('te', 'trailers'),
+  ]);
+  return Buffer.concat([
+    frame(T.HEADERS, F.END_HEADERS, streamId, headers),
+    frame(T.DATA, F.END_STREAM, streamId, Buffer.alloc(5)),
+  ]);
+}
+
 export const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 
 export interface Frame {
@@ -169,4 +191,67 @@ export class RawClient {
     const body = Buffer.concat(this.frames.filter(isData).map((f) => f.payload)).toString();
     return (JSON.parse(body) as [string, string][]).map(([n, v]) => [n, Buffer.from(v, 'hex')]);
   }
+}
+
+// ---- a judge: nghttp2 (Node's HTTP/2 server) -----------------------------------------------------
+
+export interface Judge {
+  path: string;
+  /** Errors the RewritingConnections reported. */
+  errors: Error[];
+  /** With the 'opening' front: how each connection went on, in order. */
+  paths: ConnectionPath[];
+  close(): Promise<void>;
+}
+
+/**
+ * How the judge's connections reach nghttp2: as they are, through the rewriter, or after their
+ * opening was read (acceptConnection), as serveCri does.
+ */
+export type JudgeFront = 'plain' | 'rewrite' | 'opening';
+
+/**
+ * A plain Node HTTP/2 server on a unix socket. Each request is answered with a DATA frame holding
+ * its header list as JSON, values as hex.
+ */
+export async function startJudge(sock: string, front: JudgeFront, openingTimeoutMs?: number): Promise<Judge> {
+  const errors: Error[] = [];
+  const paths: Judge['paths'] = [];
+  const h2 = http2.createServer();
+  h2.on('stream', (stream, _headers, _flags, raw) => {
+    const pairs: [string, string][] = [];
+    for (let i = 0; i < raw.length; i += 2)
+      pairs.push([raw[i]!, Buffer.from(raw[i + 1]!, 'latin1').toString('hex')]);
+    stream.respond({ ':status': 200 });
+    stream.end(JSON.stringify(pairs));
+  });
+  const sockets = new Set<net.Socket>();
+  const listener = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    const onError = (e: Error) => errors.push(e);
+    if (front === 'plain') h2.emit('connection', socket);
+    else if (front === 'rewrite') h2.emit('connection', new RewritingConnection(socket, onError));
+    else {
+      acceptConnection(
+        socket,
+        (connection, path) => {
+          paths.push(path);
+          h2.emit('connection', connection);
+        },
+        { onError, timeoutMs: openingTimeoutMs },
+      );
+    }
+  });
+  await new Promise<void>((resolve) => listener.listen(sock, resolve));
+  return {
+    path: sock,
+    errors,
+    paths,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => listener.close(resolve));
+      await new Promise((resolve) => h2.close(resolve));
+    },
+  };
 }

@@ -16,7 +16,6 @@ import {
   huffmanCode,
   huffmanDecode,
 } from '../src/server/hpack.js';
-import { RewritingConnection } from '../src/server/rewriting_connection.js';
 import {
   CONTINUATION,
   F,
@@ -26,10 +25,12 @@ import {
   hex,
   hp,
   int,
+  type Judge,
   PREFACE,
   parseFrames,
   RawClient,
   request,
+  startJudge,
   T,
 } from './h2_helpers.js';
 import { tempDir } from './helpers.js';
@@ -386,45 +387,6 @@ describe('ClientHeaderRewriter', () => {
 
 // ---- against nghttp2 (Node's HTTP/2 server) -------------------------------------------------------
 
-interface Judge {
-  path: string;
-  /** Errors the RewritingConnections reported. */
-  errors: Error[];
-  close(): Promise<void>;
-}
-
-/**
- * A plain Node HTTP/2 server on a unix socket, optionally behind the rewriter. Each request is
- * answered with a DATA frame holding its header list as JSON, values as hex.
- */
-async function startJudge(sock: string, rewrite: boolean): Promise<Judge> {
-  const errors: Error[] = [];
-  const h2 = http2.createServer();
-  h2.on('stream', (stream, _headers, _flags, raw) => {
-    const pairs: [string, string][] = [];
-    for (let i = 0; i < raw.length; i += 2)
-      pairs.push([raw[i]!, Buffer.from(raw[i + 1]!, 'latin1').toString('hex')]);
-    stream.respond({ ':status': 200 });
-    stream.end(JSON.stringify(pairs));
-  });
-  const sockets = new Set<net.Socket>();
-  const listener = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    h2.emit('connection', rewrite ? new RewritingConnection(socket, (e) => errors.push(e)) : socket);
-  });
-  await new Promise<void>((resolve) => listener.listen(sock, resolve));
-  return {
-    path: sock,
-    errors,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => listener.close(resolve));
-      await new Promise((resolve) => h2.close(resolve));
-    },
-  };
-}
-
 describe('the rewriter in front of nghttp2', () => {
   let tmp: Awaited<ReturnType<typeof tempDir>>;
   const judges: Judge[] = [];
@@ -438,7 +400,10 @@ describe('the rewriter in front of nghttp2', () => {
     await tmp.remove();
   });
   const judge = async (rewrite: boolean) => {
-    const j = await startJudge(tmp.sock(rewrite ? 'rewrite.sock' : 'plain.sock'), rewrite);
+    const j = await startJudge(
+      tmp.sock(rewrite ? 'rewrite.sock' : 'plain.sock'),
+      rewrite ? 'rewrite' : 'plain',
+    );
     judges.push(j);
     return j;
   };

@@ -5,8 +5,9 @@
 import net from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CriClient } from '../src/client/client.js';
+import type { ConnectionPath } from '../src/server/h2_opening.js';
 import { type CriServer, serveCri } from '../src/server/serve.js';
-import { frame, hp, PREFACE, RawClient, request, T } from './h2_helpers.js';
+import { F, frame, grpcRequest, hp, PREFACE, RawClient, request, T } from './h2_helpers.js';
 import { tempDir } from './helpers.js';
 
 const backend = {
@@ -85,6 +86,22 @@ describe('serveCri connections', () => {
       `cannot listen on tcp://127.0.0.1:${port}: listen EADDRINUSE`,
     );
     await new Promise((resolve) => taken.close(resolve));
+  });
+
+  it('reports how each connection reached the server: natively, or through the rewriter for a socket path', async () => {
+    const paths: ConnectionPath[] = [];
+    server = await serveCri(backend, { socketPath: tmp.sock(), onConnection: (p) => paths.push(p) });
+    const client = await CriClient.connect(server.endpoint);
+    await expect(client.version({})).resolves.toMatchObject({ runtimeName: 'conn' });
+    client.close();
+    const goLike = new RawClient(tmp.sock());
+    goLike.socket.write(Buffer.concat([PREFACE, frame(T.SETTINGS, 0, 0)]));
+    await goLike.next((f) => f.type === T.SETTINGS);
+    goLike.socket.write(grpcRequest(1, '/runtime.v1.RuntimeService/Version', tmp.sock()));
+    const answer = await goLike.next((f) => f.type === T.HEADERS && (f.flags & F.END_STREAM) !== 0);
+    expect(answer.streamId).toBe(1);
+    goLike.socket.destroy();
+    expect(paths).toEqual(['native', 'rewritten']);
   });
 
   it('drops a client that does not speak HTTP/2 and serves the next', async () => {

@@ -12,19 +12,19 @@ import { encodeLiterals, type HeaderField, HpackDecoder, HpackError } from './hp
  * server's dynamic table empty.
  */
 
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-const FRAME_HEADER = 9;
-const DEFAULT_MAX_FRAME_SIZE = 16_384;
+export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+export const FRAME_HEADER = 9;
+export const DEFAULT_MAX_FRAME_SIZE = 16_384;
 
-const HEADERS = 0x1;
-const SETTINGS = 0x4;
-const PUSH_PROMISE = 0x5;
+export const HEADERS = 0x1;
+export const SETTINGS = 0x4;
+export const PUSH_PROMISE = 0x5;
 const GOAWAY = 0x7;
-const CONTINUATION = 0x9;
+export const CONTINUATION = 0x9;
 
 const END_STREAM = 0x1;
-const ACK = 0x1;
-const END_HEADERS = 0x4;
+export const ACK = 0x1;
+export const END_HEADERS = 0x4;
 const PADDED = 0x8;
 const PRIORITY = 0x20;
 
@@ -58,13 +58,16 @@ for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-
 }
 const REPLACEMENT_AUTHORITY = Buffer.from('localhost');
 
-function fixAuthority(field: HeaderField): HeaderField {
+/** An `:authority` or `host` field nghttp2 would reset the stream for. */
+export function refusedAuthority(field: HeaderField): boolean {
   const name = field.name.toString('latin1');
-  if (name !== ':authority' && name !== 'host') return field;
-  for (const c of field.value) {
-    if (!AUTHORITY_CHAR[c]) return { ...field, value: REPLACEMENT_AUTHORITY };
-  }
-  return field;
+  if (name !== ':authority' && name !== 'host') return false;
+  for (const c of field.value) if (!AUTHORITY_CHAR[c]) return true;
+  return false;
+}
+
+function fixAuthority(field: HeaderField): HeaderField {
+  return refusedAuthority(field) ? { ...field, value: REPLACEMENT_AUTHORITY } : field;
 }
 
 function frameHeader(
@@ -90,6 +93,40 @@ export function goawayFrame(lastStreamId: number, code: number, message: string)
   out.writeUInt32BE(code, FRAME_HEADER + 4);
   debug.copy(out, FRAME_HEADER + 8);
   return out;
+}
+
+/**
+ * The header block fragment of a HEADERS frame's payload, without its padding, and the 5
+ * PRIORITY bytes if it has them. Throws Http2ConnectionError for a malformed frame.
+ */
+export function headersFragment(
+  flags: number,
+  streamId: number,
+  payload: Buffer,
+): { fragment: Buffer; priority: Buffer | undefined } {
+  if (streamId === 0) throw new Http2ConnectionError(H2_PROTOCOL_ERROR, 'HEADERS on stream 0');
+  let start = 0;
+  let padding = 0;
+  if (flags & PADDED) {
+    if (payload.length < 1)
+      throw new Http2ConnectionError(H2_FRAME_SIZE_ERROR, 'PADDED HEADERS without a pad length');
+    padding = payload[0]!;
+    start = 1;
+  }
+  let priority: Buffer | undefined;
+  if (flags & PRIORITY) {
+    if (payload.length < start + 5)
+      throw new Http2ConnectionError(H2_FRAME_SIZE_ERROR, 'HEADERS too short for PRIORITY');
+    priority = payload.subarray(start, start + 5);
+    start += 5;
+  }
+  if (padding > payload.length - start) {
+    throw new Http2ConnectionError(
+      H2_PROTOCOL_ERROR,
+      `HEADERS padding of ${padding} bytes exceeds its payload`,
+    );
+  }
+  return { fragment: payload.subarray(start, payload.length - padding), priority };
 }
 
 interface OpenBlock {
@@ -179,6 +216,12 @@ export class ClientHeaderRewriter {
   #block: OpenBlock | undefined;
   #maxFrameSize = DEFAULT_MAX_FRAME_SIZE;
   #lastStreamId = 0;
+  /** The client's ACKs of a SETTINGS frame the server itself never sent (h2_opening.ts). */
+  #acksToDrop: number;
+
+  constructor(options: { settingsAcksToDrop?: number } = {}) {
+    this.#acksToDrop = options.settingsAcksToDrop ?? 0;
+  }
 
   /** The highest stream whose headers went to the server, for the last-stream-id of a GOAWAY. */
   get lastStreamId(): number {
@@ -265,6 +308,13 @@ export class ClientHeaderRewriter {
       if (type === PUSH_PROMISE)
         throw new Http2ConnectionError(H2_PROTOCOL_ERROR, 'a client sent PUSH_PROMISE');
       if (type !== HEADERS && type !== CONTINUATION) {
+        if (type === SETTINGS && flags & ACK && length === 0 && this.#acksToDrop > 0) {
+          flushRun(pos);
+          pos += FRAME_HEADER;
+          runStart = pos;
+          this.#acksToDrop--;
+          continue;
+        }
         pos += FRAME_HEADER;
         this.#passLeft = length;
         continue;
@@ -299,29 +349,7 @@ export class ClientHeaderRewriter {
   }
 
   #headers(flags: number, streamId: number, payload: Buffer): Buffer | undefined {
-    if (streamId === 0) throw new Http2ConnectionError(H2_PROTOCOL_ERROR, 'HEADERS on stream 0');
-    let start = 0;
-    let padding = 0;
-    if (flags & PADDED) {
-      if (payload.length < 1)
-        throw new Http2ConnectionError(H2_FRAME_SIZE_ERROR, 'PADDED HEADERS without a pad length');
-      padding = payload[0]!;
-      start = 1;
-    }
-    let priority: Buffer | undefined;
-    if (flags & PRIORITY) {
-      if (payload.length < start + 5)
-        throw new Http2ConnectionError(H2_FRAME_SIZE_ERROR, 'HEADERS too short for PRIORITY');
-      priority = payload.subarray(start, start + 5);
-      start += 5;
-    }
-    if (padding > payload.length - start) {
-      throw new Http2ConnectionError(
-        H2_PROTOCOL_ERROR,
-        `HEADERS padding of ${padding} bytes exceeds its payload`,
-      );
-    }
-    const fragment = payload.subarray(start, payload.length - padding);
+    const { fragment, priority } = headersFragment(flags, streamId, payload);
     this.#block = { streamId, endStream: (flags & END_STREAM) !== 0, priority, fragments: [], size: 0 };
     return this.#append(fragment, flags);
   }

@@ -12,14 +12,21 @@ const GOAWAY_LINGER_MS = 2_000;
  */
 export class RewritingConnection extends Duplex {
   readonly #socket: Socket;
-  readonly #rewriter = new ClientHeaderRewriter();
+  readonly #rewriter: ClientHeaderRewriter;
   readonly #onError: ((err: Error) => void) | undefined;
   #failed = false;
 
-  constructor(socket: Socket, onError?: (err: Error) => void) {
+  /**
+   * `opened`: the connection's opening was read first (readOpening): `read` is what the client sent
+   * so far, and the server's EMPTY_SETTINGS went out, so the client's first SETTINGS ACK is not passed on.
+   */
+  constructor(socket: Socket, onError?: (err: Error) => void, opened?: { read: Buffer }) {
     super({ allowHalfOpen: false });
     this.#socket = socket;
     this.#onError = onError;
+    this.#rewriter = new ClientHeaderRewriter({ settingsAcksToDrop: opened ? 1 : 0 });
+    // After the server has attached: a failure here already answers it with a GOAWAY.
+    if (opened?.read.length) process.nextTick(() => this.#fromClient(opened.read));
     socket.on('data', (chunk: Buffer) => this.#fromClient(chunk));
     socket.on('end', () => {
       if (!this.#failed) this.push(null);

@@ -25,7 +25,7 @@ import {
 } from '../api/methods.js';
 import type { CriCallEvent } from '../client/client.js';
 import { parseEndpoint } from '../client/endpoint.js';
-import { RewritingConnection } from './rewriting_connection.js';
+import { acceptConnection, type ConnectionPath } from './h2_opening.js';
 import { prepareSocketPath, removeSocket, restrictSocket } from './socket.js';
 
 export interface CriCallContext {
@@ -65,6 +65,8 @@ export interface ServeCriOptions {
    * (naming the reason) and closed, or accepting a connection failed.
    */
   onConnectionError?: (err: Error) => void;
+  /** A client connection went to the HTTP/2 server, as it is or through the header rewriter. */
+  onConnection?: (path: ConnectionPath) => void;
 }
 
 export interface CriServer {
@@ -129,6 +131,7 @@ class CriServerImpl implements CriServer {
     private readonly backend: CriBackend,
     private readonly onCall: ((e: CriCallEvent) => void) | undefined,
     private readonly onConnectionError: ((err: Error) => void) | undefined,
+    private readonly onConnection: ((path: ConnectionPath) => void) | undefined,
   ) {
     this.#grpc.addService(
       this.#definition(runtimeMethods),
@@ -251,8 +254,9 @@ class CriServerImpl implements CriServer {
   }
 
   /**
-   * We own the listening socket and hand grpc-js each connection through a RewritingConnection:
-   * Go clients send a unix socket path as `:authority`, which Node's HTTP/2 layer would reject.
+   * We own the listening socket and hand grpc-js each connection ourselves, after reading its
+   * opening (h2_opening.ts): as it is, or through a RewritingConnection for Go clients that send a
+   * unix socket path as `:authority`, which Node's HTTP/2 layer would reject.
    */
   async listen(options: ServeCriOptions): Promise<void> {
     const address = options.socketPath ?? options.address;
@@ -289,7 +293,22 @@ class CriServerImpl implements CriServer {
   #accept(injector: ConnectionInjector, socket: net.Socket): void {
     this.#connections.add(socket);
     socket.once('close', () => this.#connections.delete(socket));
-    injector.injectConnection(new RewritingConnection(socket, (err) => this.#connectionError(err)));
+    acceptConnection(
+      socket,
+      (connection, path) => {
+        injector.injectConnection(connection);
+        this.#connectionOpened(path);
+      },
+      { onError: (err) => this.#connectionError(err) },
+    );
+  }
+
+  #connectionOpened(path: ConnectionPath): void {
+    try {
+      this.onConnection?.(path);
+    } catch {
+      // Observers never change what the server does.
+    }
   }
 
   #connectionError(err: Error): void {
@@ -331,7 +350,7 @@ class CriServerImpl implements CriServer {
  * handler answer UNIMPLEMENTED naming the backend and the method.
  */
 export async function serveCri(backend: CriBackend, options: ServeCriOptions): Promise<CriServer> {
-  const server = new CriServerImpl(backend, options.onCall, options.onConnectionError);
+  const server = new CriServerImpl(backend, options.onCall, options.onConnectionError, options.onConnection);
   await server.listen(options);
   return server;
 }
