@@ -12,7 +12,14 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient, type CriServer } from '@kh/cri-api';
-import { cleanUpOnInterrupt, criTools, ensureImages, HostContainerd, NodeContainer } from '@kh/testkit';
+import {
+  cleanUpOnInterrupt,
+  criTools,
+  criToolsDir,
+  ensureImages,
+  HostContainerd,
+  NodeContainer,
+} from '@kh/testkit';
 import type Dockerode from 'dockerode';
 import { connectDocker, DockerodeClient } from '../src/docker/api_client.js';
 import type { DockerOperationStats } from '../src/docker/instrumented.js';
@@ -72,6 +79,9 @@ async function main(): Promise<void> {
       'skip-critest': { type: 'boolean', default: false },
       'critest-count': { type: 'string', default: '20' },
       'critest-rounds': { type: 'string', default: '2' },
+      // Kubelet 1.33's era, whose CRI client names "localhost" as the kubelet's does; 1.26.0 sends
+      // the socket path, which the shim's server then rewrites (cri-api's README).
+      'critest-version': { type: 'string', default: '1.33.0' },
       'grpc-floor-calls': { type: 'string', default: '200' },
       out: { type: 'string', default: '.reports/bench' },
     },
@@ -165,6 +175,7 @@ async function main(): Promise<void> {
         refs,
         { count: Number(values['critest-count']), parallel: 2 },
         Number(values['critest-rounds']),
+        values['critest-version'],
         { calls: Number(values['grpc-floor-calls']), parallel: 2, gapMs: GRPC_FLOOR_GAP_MS },
         join(dir, 'grpc-floor.sock'),
         log,
@@ -295,6 +306,8 @@ const CRITEST_NAMESPACE_PREFIX = 'cri-test-namespace';
 interface CritestSideBySide {
   params: CritestBenchmarkParams;
   rounds: number;
+  /** cri-tools' version of the critest binary (scripts/cri-tools.sh). */
+  critestVersion: string;
   versions: Record<CritestSide, string>;
   samples: Record<CritestSide | 'docker-floor', Record<string, number[]>>;
   exitCodes: Record<CritestSide, (number | null)[]>;
@@ -373,11 +386,12 @@ async function critestSideBySide(
   refs: { pause: string; busybox: string },
   params: CritestBenchmarkParams,
   rounds: number,
+  critestVersion: string,
   grpcFloorParams: GrpcFloorParams,
   grpcFloorSocket: string,
   log: (line: string) => void,
 ): Promise<CritestSideBySide> {
-  const { critest } = await criTools();
+  const { critest } = await criTools(criToolsDir(critestVersion));
   const grpcClient = grpcFloorParams.calls > 0 ? await grpcFloorClient(log) : undefined;
   log(
     `bench: critest -benchmark, ${rounds} round(s) of ${params.count} pods and ${params.count} containers (${params.parallel} at once) per runtime, and as direct Engine calls`,
@@ -393,6 +407,7 @@ async function critestSideBySide(
     const result: CritestSideBySide = {
       params,
       rounds,
+      critestVersion,
       versions: {
         dockershim: await runtimeVersion(shim.endpoint),
         containerd: await runtimeVersion(ctrd.endpoint),
@@ -578,7 +593,7 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
   >;
   const samplesPerRun = r.params.count * 2 * r.rounds;
   return {
-    critest: 'v1.26.0 -benchmark (pod and container lifecycle benchmarks)',
+    critest: `v${r.critestVersion} -benchmark (pod and container lifecycle benchmarks)`,
     params: r.params,
     rounds: r.rounds,
     runtimes: r.versions,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '@kh/cri-api';
 
-// Upstream `critest -benchmark` (cri-tools v1.26, built by scripts/cri-tools.sh): its pod and
+// Upstream `critest -benchmark` (cri-tools v1.33 or v1.26, built by scripts/cri-tools.sh): its pod and
 // container lifecycle benchmarks, the same binary against the dockershim and a host containerd.
 
 /** critest's operation names, as the CRI calls they time. */
