@@ -149,6 +149,8 @@ export class EventedPLEG implements Pleg {
     this.#abort = undefined;
     this.#unwatchGeneric?.();
     await this.generic.stop();
+    // The relisting PLEG is the caller's again, at its own period (a later start() reads it).
+    if (this.#mode === 'evented') this.generic.setRelistPeriod(this.#genericPeriodMs);
   }
 
   watch(listener: (event: PodLifecycleEvent) => void): () => void {

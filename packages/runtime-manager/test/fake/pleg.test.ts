@@ -221,7 +221,10 @@ describe('evented PLEG', () => {
     await until(() => h.fake.eventSubscribers > 0, 'event subscription');
     await until(() => relists() - before >= 3, 'relists every 10 ms');
     expect(pleg.mode()).toBe('evented');
+    expect(generic.relistPeriodMs).toBe(10);
     await pleg.stop();
+    // Stopped, the relisting PLEG has its own period back, so a restart keeps it as the fallback's.
+    expect(generic.relistPeriodMs).toBe(3_600_000);
   });
 
   it('falls back to relisting when the event stream keeps failing, and says so', async () => {
