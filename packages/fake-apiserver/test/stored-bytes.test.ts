@@ -227,4 +227,46 @@ describe('a LIST written in slices', () => {
     // Complete, and as of the LIST's resourceVersion: without the write made meanwhile.
     expect(text).toBe(expected);
   });
+
+  it('sends two large LISTs at once, read slowly, each exactly its own list (slice buffers are reused)', async () => {
+    const api = await start();
+    const value = (ns: string, i: number) => `${ns}${i}`.repeat(2_000);
+    for (const ns of ['x', 'y']) {
+      await api.post('/api/v1/namespaces', { metadata: { name: ns } });
+      for (let i = 0; i < LIST_SLICE * 2; i++)
+        server!.rest.create(configmaps, ns, {
+          metadata: { name: `c${String(i).padStart(4, '0')}` },
+          data: { v: value(ns, i) },
+        });
+    }
+    const rv = String(server!.store.resourceVersion);
+    const expected = (ns: string) =>
+      list('ConfigMapList', { resourceVersion: rv }, server!.store.list('configmaps', ns));
+    // Both start, both stop reading after their first bytes (so their slices queue), then each is
+    // read to the end in turn.
+    const open = (ns: string) =>
+      new Promise<{ resume: () => Promise<string> }>((started, reject) => {
+        const req = request(new URL(`/api/v1/namespaces/${ns}/configmaps`, server!.url), (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.once('data', () => {
+            res.pause();
+            const ended = new Promise<string>((r) =>
+              res.on('end', () => r(Buffer.concat(chunks).toString())),
+            );
+            started({
+              resume: () => {
+                res.resume();
+                return ended;
+              },
+            });
+          });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const [x, y] = await Promise.all([open('x'), open('y')]);
+    expect(await x.resume()).toBe(expected('x'));
+    expect(await y.resume()).toBe(expected('y'));
+  });
 });
