@@ -4,7 +4,7 @@ import { expired } from '../meta/status.js';
 import type { ResourceDef } from '../registry/resource.js';
 import type { FieldSelector } from '../selectors/field.js';
 import type { LabelSelector } from '../selectors/label.js';
-import { toBytes } from '../storage/json.js';
+import { toJson } from '../storage/json.js';
 import type { Store } from '../storage/store.js';
 import type { EventType, StoreEvent } from '../storage/watch-cache.js';
 
@@ -35,12 +35,6 @@ export const WRITE_INTERVAL_MS = 25;
  * its buffer released at once, as the apiserver drops a watcher whose channel is full).
  */
 export const MAX_BUFFERED = 32 * 1024 * 1024;
-
-/** `{"type":"ADDED","object":` and so on: what comes before an event's object. */
-const EVENT_HEADS = Object.fromEntries(
-  (['ADDED', 'MODIFIED', 'DELETED'] as const).map((t) => [t, Buffer.from(`{"type":"${t}","object":`)]),
-) as Record<EventType, Buffer>;
-const EVENT_TAIL = Buffer.from('}\n');
 
 /** A watch's events not written yet; `shareable` while they are all events' shared lines. */
 interface WatchStream {
@@ -149,15 +143,14 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
 
   const line = (type: EventType, obj: KObject, ev?: StoreEvent): string | Buffer => {
     if (w.render !== undefined) return `${JSON.stringify({ type, object: w.render(view(obj)) })}\n`;
-    // The object's stored bytes between the event's own: nothing is serialised again.
-    const encode = () => Buffer.concat([EVENT_HEADS[type], toBytes(view(obj)), EVENT_TAIL]);
-    if (ev === undefined) return encode();
+    const text = () => `{"type":"${type}","object":${toJson(view(obj))}}\n`;
+    if (ev === undefined) return text();
     // Encoded once per event and view, shared by every watcher (and, by identity, their flushes).
     const key = keys[type];
     ev.lines ??= new Map();
     let b = ev.lines.get(key);
     if (b === undefined) {
-      b = encode();
+      b = Buffer.from(text());
       ev.lines.set(key, b);
     }
     return b;
@@ -193,10 +186,9 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
     },
     cutOff: () => finish(true),
   };
-  /** Queues a line; one only this watcher gets (initial state, a selector's own view, a bookmark) makes its write its own. */
-  const send = (s: string | Buffer, shared: boolean) => {
+  const send = (s: string | Buffer) => {
     if (closed) return;
-    if (!shared) stream.shareable = false;
+    if (typeof s === 'string') stream.shareable = false;
     stream.pending.push(s);
     flusher.mark(stream);
   };
@@ -218,8 +210,7 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
     else if (now) type = 'ADDED';
     else if (before) type = 'DELETED';
     if (type === undefined) return;
-    const shared = type === ev.type && w.render === undefined;
-    send(line(type, ev.object, shared ? ev : undefined), shared);
+    send(line(type, ev.object, type === ev.type ? ev : undefined));
   };
 
   res.writeHead(200, {
@@ -232,8 +223,7 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
   let backlog: StoreEvent[] = [];
   if (w.fromRv === undefined || w.fromRv === 0 || w.sendInitialEvents) {
     seenUpTo = store.resourceVersion;
-    for (const o of store.list(def.storage, nsKey || undefined))
-      if (matches(o)) send(line('ADDED', o), false);
+    for (const o of store.list(def.storage, nsKey || undefined)) if (matches(o)) send(line('ADDED', o));
     if (w.sendInitialEvents && w.allowBookmarks) sendBookmark(true);
   } else {
     const events = store.cache.since(w.fromRv);
@@ -253,7 +243,6 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
     if (initialEnd) md.annotations = { 'k8s.io/initial-events-end': 'true' };
     send(
       `${JSON.stringify({ type: 'BOOKMARK', object: { kind: def.kind, apiVersion: def.group ? `${def.group}/${def.version}` : def.version, metadata: md } })}\n`,
-      false,
     );
   }
   if (closed) {

@@ -1,5 +1,5 @@
 import type { KObject } from '../meta/object.js';
-import { toBytes } from './json.js';
+import { toJson } from './json.js';
 import { type Snapshot, WriteAheadLog } from './wal.js';
 import { type EventType, type StoreEvent, WatchCache } from './watch-cache.js';
 
@@ -275,8 +275,8 @@ export class Store {
     obj.metadata.resourceVersion = String(rv);
     const ns = obj.metadata.namespace ?? '';
     const prev = this.put(resource, ns, obj.metadata.name, obj);
-    // Serialised once, now: the response, the log and every watcher and LIST use these bytes.
-    toBytes(obj);
+    // Serialised once, now: the response, the log and every watcher and LIST use this text.
+    toJson(obj);
     this.wal?.append({ rv, op: 'put', r: resource, ns, name: obj.metadata.name, o: obj });
     this.emit({ type, resource, rv, object: obj, prev, at: Date.now() });
     return obj;

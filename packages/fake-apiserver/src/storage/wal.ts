@@ -18,7 +18,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KObject } from '../meta/object.js';
-import { toBytes } from './json.js';
+import { toJson } from './json.js';
 
 const writeAsync = promisify(write);
 
@@ -83,16 +83,8 @@ function openLog(path: string, truncate = false): number {
   return openPrivate(path, O_WRONLY | O_CREAT | O_APPEND | O_DSYNC | (truncate ? O_TRUNC : 0));
 }
 
-const RECORD_END = Buffer.from('}\n');
-
-/** `{..."key":<the object's stored bytes>}\n`: the object is spliced in, not serialised again. */
-const withObject = (fields: object, key: string, obj: KObject): Buffer[] => [
-  Buffer.from(`${JSON.stringify(fields).slice(0, -1)},"${key}":`),
-  toBytes(obj),
-  RECORD_END,
-];
-
-const snapshotLine = ({ resource, obj }: Snapshot['objects'][number]) => withObject({ resource }, 'obj', obj);
+const snapshotLine = ({ resource, obj }: Snapshot['objects'][number]) =>
+  `{"resource":${JSON.stringify(resource)},"obj":${toJson(obj)}}\n`;
 
 function fsyncDir(dir: string) {
   const fd = openSync(dir, 'r');
@@ -108,7 +100,7 @@ function fsyncDir(dir: string) {
  */
 export class WriteAheadLog {
   private fd: number;
-  private pending: Buffer[] = [];
+  private pending: string[] = [];
   private waiters: { resolve: () => void; reject: (e: Error) => void }[] = [];
   /** Set once a write or fsync failed: from then on nothing is acknowledged (fail-stop). */
   failure: Error | undefined;
@@ -160,11 +152,12 @@ export class WriteAheadLog {
   append(rec: WalRecord): void {
     const { o, ...rest } = rec;
     // The object's JSON is already made for its watchers and response: splice it in.
-    const line = o === undefined ? [Buffer.from(`${JSON.stringify(rec)}\n`)] : withObject(rest, 'o', o);
-    for (const b of line) {
-      this.pending.push(b);
-      this.bytes += b.length;
-    }
+    const line =
+      o === undefined
+        ? `${JSON.stringify(rec)}\n`
+        : `${JSON.stringify(rest).slice(0, -1)},"o":${toJson(o)}}\n`;
+    this.pending.push(line);
+    this.bytes += line.length;
   }
 
   /** Resolves once everything appended so far is on disk. */
@@ -188,7 +181,7 @@ export class WriteAheadLog {
       this.waiters = [];
       try {
         if (lines.length > 0) {
-          await writeAsync(this.fd, Buffer.concat(lines));
+          await writeAsync(this.fd, lines.join(''));
         }
       } catch (e) {
         this.failure = new Error(
@@ -236,7 +229,10 @@ export class WriteAheadLog {
       // goes: hundreds of MB left dirty would stall the log's fdatasync behind their writeback.
       let unsynced = 0;
       for (let i = 0; i < snap.objects.length; i += 500) {
-        const chunk = Buffer.concat(snap.objects.slice(i, i + 500).flatMap(snapshotLine));
+        const chunk = snap.objects
+          .slice(i, i + 500)
+          .map(snapshotLine)
+          .join('');
         await fh.write(chunk);
         unsynced += chunk.length;
         if (unsynced >= SNAPSHOT_SYNC_BYTES) {
@@ -257,7 +253,7 @@ export class WriteAheadLog {
     const tmp = join(this.dir, `${SNAPSHOT}.tmp`);
     const fd = openPrivate(tmp, 'w');
     writeSync(fd, `${JSON.stringify({ rv: snap.rv })}\n`);
-    for (const o of snap.objects) writeSync(fd, Buffer.concat(snapshotLine(o)));
+    for (const o of snap.objects) writeSync(fd, snapshotLine(o));
     fsyncSync(fd);
     closeSync(fd);
     renameSync(tmp, join(this.dir, SNAPSHOT));
@@ -273,7 +269,7 @@ export class WriteAheadLog {
   /** Flushes what is pending. The caller snapshots first when it wants a compact directory. */
   close(): void {
     if (this.pending.length > 0 && this.failure === undefined) {
-      writeSync(this.fd, Buffer.concat(this.pending));
+      writeSync(this.fd, this.pending.join(''));
       fsyncSync(this.fd);
       this.pending = [];
     }
