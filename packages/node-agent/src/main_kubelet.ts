@@ -964,6 +964,7 @@ export function newPodLayer(opts: {
     ...(prober ? { prober, probes: prober.results.forStatus } : {}),
     ...(opts.resize ? { resize: opts.resize } : {}),
     ...(opts.containerRestartRules ? { containerRestartRules: true } : {}),
+    ...(startup ? { startup } : {}),
   });
   const workers = new PodWorkerPool({
     syncer: sync,
