@@ -132,4 +132,33 @@ describe('AllocationManager checkpoints', () => {
       requests: { cpu: '10m' },
     });
   });
+
+  it('logs a checkpoint it cannot write, and still stops', async () => {
+    const errors: string[] = [];
+    const log = { info: () => undefined, v: () => undefined, error: (msg: string) => void errors.push(msg) };
+    const fs: CheckpointFs = {
+      mkdir,
+      rename,
+      writeFile: async () => {
+        throw new Error('EROFS: read-only file system');
+      },
+    };
+    const m = new AllocationManager({
+      rootDir: mkdtempSync(join(tmpdir(), 'kh-alloc-')),
+      node: () => node,
+      activePods: () => [],
+      admit: new PredicateAdmitHandler(() => node),
+      log,
+      fs,
+    });
+    m.addPod(pod('p0'));
+    // The allocation stands in memory, as the kubelet's does when its checkpoint fails.
+    expect(m.getContainerResourceAllocation('p0', 'c')).toEqual({ requests: { cpu: '10m' } });
+    await expect(m.flush()).rejects.toThrow('EROFS');
+    const stop = new AbortController();
+    stop.abort();
+    await m.run(stop.signal);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(new Set(errors)).toEqual(new Set(['Failed to write the checkpoint']));
+  });
 });

@@ -116,11 +116,14 @@ export class AllocationManager implements ActuatedResources {
     this.actuated = new ResourceCheckpoint(at(ACTUATED_PODS_STATE), log, opts.fs);
   }
 
-  /** Runs with the agent: once it stops, both checkpoints are written as they are then. */
+  /**
+   * Runs with the agent: once it stops, both checkpoints are written as they are then. A write
+   * that fails is logged (onError) and does not fail the stop.
+   */
   async run(signal: AbortSignal): Promise<void> {
     if (!signal.aborted)
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    await this.flush();
+    await this.flush().catch(() => undefined);
   }
 
   /** Resolves once both checkpoints on disk hold the current state; rejects when a write failed. */
