@@ -29,7 +29,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../src/api/node_api.js';
 import { cgroupRootForKubepods } from '../src/cm/cgroup_name.js';
 import { KubePodListWatch } from '../src/podconfig/apiserver_source.js';
-import type { PodStartupList } from '../src/pods/startup_tracker.js';
+import { type PodStartupList, PREPARE_STEPS } from '../src/pods/startup_tracker.js';
 import { summarizeHeapSnapshot } from './heap_summary.js';
 import { type DensityMemory, densityMemory, mib, type ProcessMemory, processMemory } from './memory.js';
 import { PodStarts } from './pod_starts.js';
@@ -643,6 +643,11 @@ async function main(): Promise<void> {
       stages: BENCH_STAGES.map((stage, i) => {
         const ms = stageRows.map((row) => row[i] ?? Number.NaN);
         return { stage, p50Ms: percentile(ms, 50), p99Ms: percentile(ms, 99) };
+      }),
+      // Where `prepare` went (the agent's steps before RunPodSandbox).
+      prepare: PREPARE_STEPS.map((step, i) => {
+        const ms = rounds.flatMap((r) => r.stages.prepareRows.map((row) => row[i] ?? Number.NaN));
+        return { step, p50Ms: percentile(ms, 50), p99Ms: percentile(ms, 99) };
       }),
       // Creation to the last StartContainer: what bare CRI's figure covers, plus the API and admission path.
       toStarted: (() => {

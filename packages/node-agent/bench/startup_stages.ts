@@ -2,22 +2,29 @@
 // GET /debug/startup, the stages the harness reports too) with one stage of the benchmark's own
 // after them, `observed`: from the API server accepting the status that completes start-up to the
 // benchmark's watch seeing it. Stages add up to the pod's start-up as the benchmark timed it.
-import { type PodStartupRecord, STARTUP_STAGES, startupStages } from '../src/pods/startup_tracker.js';
+import {
+  type PodStartupRecord,
+  prepareSteps,
+  STARTUP_STAGES,
+  startupStages,
+} from '../src/pods/startup_tracker.js';
 
 export const BENCH_STAGES = [...STARTUP_STAGES, 'observed'] as const;
 
 /**
- * Each named pod's stages (BENCH_STAGES order), in ms; `createdAt` and `observedAt` are the
- * benchmark's create request and first sight of the pod started (Unix ms). Pods the agent did not
- * record through every step are counted in `incomplete`.
+ * Each named pod's stages (BENCH_STAGES order) and its `prepare` stage's steps (PREPARE_STEPS
+ * order), in ms; `createdAt` and `observedAt` are the benchmark's create request and first sight
+ * of the pod started (Unix ms). Pods the agent did not record through every step are counted in
+ * `incomplete`.
  */
 export function podStageRows(
   records: readonly PodStartupRecord[],
   createdAt: ReadonlyMap<string, number>,
   observedAt: ReadonlyMap<string, number>,
-): { rows: number[][]; incomplete: number } {
+): { rows: number[][]; prepareRows: number[][]; incomplete: number } {
   const byName = new Map(records.map((r) => [r.name, r]));
   const rows: number[][] = [];
+  const prepareRows: number[][] = [];
   let incomplete = 0;
   for (const [name, created] of createdAt) {
     const r = byName.get(name);
@@ -28,6 +35,8 @@ export function podStageRows(
       continue;
     }
     rows.push([...stages.stagesMs, observed - r.statusWrittenAt]);
+    const steps = prepareSteps(r);
+    if (steps) prepareRows.push(steps);
   }
-  return { rows, incomplete };
+  return { rows, prepareRows, incomplete };
 }

@@ -193,6 +193,7 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
         node: () => kubelet!.nodeStatus.currentNode(),
         activePods: () => layer!.lifecycle.activePods(),
         admit: admitHandlers,
+        log: deps.log,
       })
     : undefined;
   const runtime = await newRuntime(deps, node, podCgroups, allocation, userNamespaces);
@@ -317,6 +318,8 @@ export async function newMainKubelet(given: MainKubeletDeps): Promise<Kubelet> {
         log: deps.log,
       }),
       ...(nodeShutdown ? [nodeShutdown] : []),
+      // Its checkpoints are written in the background; stopping flushes them.
+      ...(allocation ? [allocation] : []),
     ],
     servers: newServerProviders(deps, runtime, podLayer),
   });
@@ -964,6 +967,7 @@ export function newPodLayer(opts: {
     ...(prober ? { prober, probes: prober.results.forStatus } : {}),
     ...(opts.resize ? { resize: opts.resize } : {}),
     ...(opts.containerRestartRules ? { containerRestartRules: true } : {}),
+    ...(startup ? { startup } : {}),
   });
   const workers = new PodWorkerPool({
     syncer: sync,

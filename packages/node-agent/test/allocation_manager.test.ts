@@ -87,18 +87,20 @@ describe('AllocationManager', () => {
     expect(m.conditions('s', false)[0]).toMatchObject({ reason: 'Infeasible' });
   });
 
-  it('checkpoints allocated and actuated resources so a new manager (an agent restart) keeps them', () => {
+  it('checkpoints allocated and actuated resources so a new manager (an agent restart) keeps them', async () => {
     const root = mkdtempSync(join(tmpdir(), 'kh-alloc-'));
     const m = manager(root);
     m.addPod(pod('r', size('100m', '64Mi')));
     m.handlePodResourcesResize(pod('r', size('200m', '64Mi')));
     m.setActuatedResources('r', 'c1', size('200m', '64Mi'));
+    await m.flush();
     const again = manager(root);
     // Re-admission after the restart keeps the allocation, not the spec it is given.
     again.addPod(pod('r', size('100m', '64Mi')));
     expect(again.getContainerResourceAllocation('r', 'c1')).toEqual(size('200m', '64Mi'));
     expect(again.getActuatedResources('r', 'c1')).toEqual(size('200m', '64Mi'));
     again.removeOrphanedPods(new Set());
+    await again.flush();
     expect(manager(root).getContainerResourceAllocation('r', 'c1')).toBeUndefined();
   });
 

@@ -132,11 +132,18 @@ it('resizes a Guaranteed pod up and down in place, memory before cpu, and report
     [32n * Mi, 20_000n, 204n],
     [32n * Mi, 5_000n, 51n],
   ]);
-  const allocated = JSON.parse(readFileSync(join(root, ALLOCATED_PODS_STATE), 'utf8'));
+  // The checkpoints are written in the background, just after the change.
   const uid = grown.metadata!.uid!;
-  expect(allocated.podResources[uid].c1).toEqual(size('50m', '32Mi'));
-  const actuated = JSON.parse(readFileSync(join(root, ACTUATED_PODS_STATE), 'utf8'));
-  expect(actuated.podResources[uid].c1).toEqual(size('50m', '32Mi'));
+  const checkpointed = (name: string) => async () => {
+    const c1 = JSON.parse(readFileSync(join(root, name), 'utf8')).podResources[uid]?.c1;
+    return c1?.limits?.memory === '32Mi' ? c1 : undefined;
+  };
+  expect(await agent.until('the allocation checkpointed', checkpointed(ALLOCATED_PODS_STATE))).toEqual(
+    size('50m', '32Mi'),
+  );
+  expect(await agent.until('the actuation checkpointed', checkpointed(ACTUATED_PODS_STATE))).toEqual(
+    size('50m', '32Mi'),
+  );
 }, 60_000);
 
 it('keeps an infeasible resize PodResizePending with reason Infeasible and the old size', async () => {

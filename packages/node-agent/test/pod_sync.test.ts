@@ -58,8 +58,11 @@ function setup(steps: Awaited<ReturnType<PodSyncDeps['runtime']['syncPod']>>['st
   const clock = new FakeClock();
   const synced: PodStatus[] = [];
   const killed: RunningPod[] = [];
+  /** What the pass did, in order: its preparation steps as told to the start-up tracker, and the calls. */
+  const order: string[] = [];
   const runtime: PodSyncDeps['runtime'] = {
     syncPod: async (_pod, status) => {
+      order.push('runtime.syncPod');
       synced.push(status);
       return { steps };
     },
@@ -76,9 +79,15 @@ function setup(steps: Awaited<ReturnType<PodSyncDeps['runtime']['syncPod']>>['st
     reasons: new ReasonCache(),
     clock,
     nodeIP: '10.0.0.5',
+    podCgroups: { ensureExists: async () => void order.push('ensureExists') },
+    pullSecrets: async () => {
+      order.push('pullSecrets');
+      return [];
+    },
+    startup: { prepared: (uid, step) => void order.push(`${uid} ${step}`) },
   });
   const reported = () => statusManager.getPodStatus('uid-web');
-  return { sync, synced, killed, reported, statusManager };
+  return { sync, synced, killed, reported, statusManager, order };
 }
 
 describe('PodSync', () => {
@@ -93,6 +102,19 @@ describe('PodSync', () => {
       podIP: '10.88.0.7',
       containerStatuses: [{ name: 'app', containerID: 'containerd://c1', state: { running: {} } }],
     });
+  });
+
+  it('tells the start-up tracker where its preparation is, step by step, before the runtime', async () => {
+    const t = setup();
+    await t.sync.syncPod(pod, podStatus([]));
+    expect(t.order).toEqual([
+      'uid-web status',
+      'ensureExists',
+      'uid-web cgroups',
+      'pullSecrets',
+      'uid-web secrets',
+      'runtime.syncPod',
+    ]);
   });
 
   it("hands the runtime a hostNetwork pod's status with the node's IP, as the kubelet copies the API status's", async () => {

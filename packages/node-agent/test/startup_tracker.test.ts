@@ -6,7 +6,7 @@ import { CriClient, FakeRuntime } from '@kh/cri-api';
 import type { V1Pod, V1PodStatus } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { PodApi } from '../src/api/pod_api.js';
-import { PodStartupTracker } from '../src/pods/startup_tracker.js';
+import { PodStartupTracker, prepareSteps } from '../src/pods/startup_tracker.js';
 import type { PodSource, PodUpdate } from '../src/types/pod_update.js';
 
 const pod = (name: string, containers = 1): V1Pod => ({
@@ -111,6 +111,36 @@ describe('PodStartupTracker', () => {
         statusWrittenAt: 1_238,
       },
     ]);
+  });
+
+  it("splits prepare into its steps, the first pass's only, up to RunPodSandbox", async () => {
+    const clock = new FakeClock(1_000);
+    const t = new PodStartupTracker({ clock });
+    const cri = t.cri(fakeCri(clock, { runPodSandbox: 90 }).cri);
+    const p = pod('a');
+    t.seen(p);
+    t.admitted('uid-a');
+    t.workerStarted('uid-a');
+    const steps = [
+      ['status', 2],
+      ['cgroups', 30],
+      ['secrets', 1],
+    ] as const;
+    for (const [step, ms] of steps) {
+      clock.step(ms);
+      t.prepared('uid-a', step);
+    }
+    clock.step(7); // the runtime's actions and the sandbox config
+    await cri.runPodSandbox({ config: sandboxConfig(p) });
+    // A later pass (the sandbox is there) changes nothing.
+    clock.step(100);
+    t.prepared('uid-a', 'cgroups');
+    const [r] = t.list();
+    expect(r?.preparedAt).toEqual({ status: 1_002, cgroups: 1_032, secrets: 1_033 });
+    expect(prepareSteps(r!)).toEqual([2, 30, 1, 7]);
+    // They add up to the prepare stage.
+    expect((r?.sandboxStartedAt ?? 0) - (r?.workerStartedAt ?? 0)).toBe(40);
+    expect(prepareSteps({ ...r!, preparedAt: { status: 1_002 } })).toBeUndefined();
   });
 
   it('keeps the first sandbox attempt and counts failed calls as time spent', async () => {

@@ -1,10 +1,10 @@
 // The kubelet's allocation manager (InPlacePodVerticalScaling, beta in 1.33): which resources each
 // admitted pod's containers were allocated, which were actuated (last applied to their cgroups),
 // both checkpointed under the root dir so an agent restart neither loses an accepted resize nor
-// re-applies one; and handlePodResourcesResize, which decides whether a pod's changed spec fits
+// re-applies one (written in the background, flushed when the agent stops); and handlePodResourcesResize, which decides whether a pod's changed spec fits
 // (allocate it), does not fit now (PodResizePending, Deferred) or never can (Infeasible).
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   type ActuatedResources,
   linuxResources,
@@ -16,7 +16,9 @@ import {
 import type { V1Node, V1Pod, V1PodCondition, V1ResourceRequirements } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
 import { podRequests } from '../admission/resources.js';
+import { type Logger, silentLogger } from '../util/log.js';
 import { Quantity } from '../util/quantity.js';
+import { type CheckpointFs, CheckpointWriter } from './checkpoint_writer.js';
 
 /** Checkpoint file names under the root dir, as the kubelet's. */
 export const ALLOCATED_PODS_STATE = 'allocated_pods_state';
@@ -30,12 +32,20 @@ export const PodReasonError = 'Error';
 
 type PodResources = Record<string, Record<string, V1ResourceRequirements>>;
 
-/** One JSON file of pod uid -> container name -> resources, rewritten atomically on every change. */
+/** One JSON file of pod uid -> container name -> resources, rewritten atomically after changes. */
 class ResourceCheckpoint {
   private state: PodResources = {};
+  readonly writer: CheckpointWriter | undefined;
 
-  constructor(private readonly path: string | undefined) {
+  constructor(path: string | undefined, log: Logger, fs?: CheckpointFs) {
     if (path === undefined) return;
+    this.writer = new CheckpointWriter({
+      path,
+      serialize: () => JSON.stringify({ podResources: this.state }),
+      // As the kubelet: the change stands in memory, and the failure is logged.
+      onError: (err) => log.error('Failed to write the checkpoint', { path, err }),
+      ...(fs ? { fs } : {}),
+    });
     try {
       const parsed = JSON.parse(readFileSync(path, 'utf8'));
       if (parsed && typeof parsed.podResources === 'object') this.state = parsed.podResources;
@@ -71,11 +81,7 @@ class ResourceCheckpoint {
   }
 
   private save(): void {
-    if (this.path === undefined) return;
-    mkdirSync(dirname(this.path), { recursive: true });
-    const tmp = `${this.path}.tmp`;
-    writeFileSync(tmp, JSON.stringify({ podResources: this.state }));
-    renameSync(tmp, this.path);
+    this.writer?.changed();
   }
 }
 
@@ -88,6 +94,9 @@ export interface AllocationManagerOptions {
   activePods: () => V1Pod[];
   /** The node's admit handlers: a resize is admitted as a new pod of the new size would be. */
   admit: AdmitHandler;
+  log?: Logger;
+  /** The checkpoints' file operations (tests). */
+  fs?: CheckpointFs;
 }
 
 const containersOf = (pod: V1Pod) => [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
@@ -102,8 +111,24 @@ export class AllocationManager implements ActuatedResources {
 
   constructor(private readonly opts: AllocationManagerOptions) {
     const at = (name: string) => (opts.rootDir ? join(opts.rootDir, name) : undefined);
-    this.allocated = new ResourceCheckpoint(at(ALLOCATED_PODS_STATE));
-    this.actuated = new ResourceCheckpoint(at(ACTUATED_PODS_STATE));
+    const log = opts.log ?? silentLogger;
+    this.allocated = new ResourceCheckpoint(at(ALLOCATED_PODS_STATE), log, opts.fs);
+    this.actuated = new ResourceCheckpoint(at(ACTUATED_PODS_STATE), log, opts.fs);
+  }
+
+  /**
+   * Runs with the agent: once it stops, both checkpoints are written as they are then. A write
+   * that fails is logged (onError) and does not fail the stop.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    if (!signal.aborted)
+      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await this.flush().catch(() => undefined);
+  }
+
+  /** Resolves once both checkpoints on disk hold the current state; rejects when a write failed. */
+  async flush(): Promise<void> {
+    await Promise.all([this.allocated.writer?.flush(), this.actuated.writer?.flush()]);
   }
 
   getActuatedResources(uid: string, name: string): V1ResourceRequirements | undefined {

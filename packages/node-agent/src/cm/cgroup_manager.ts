@@ -24,18 +24,37 @@ export interface CgroupManagerOptions {
   mount?: string;
 }
 
+/** v1: the mount's hierarchies, read once (as the kubelet reads the cgroup subsystems at start). */
+interface HierarchiesV1 {
+  /** Those of controllers (not the hybrid unified one, nor named ones like systemd). */
+  controllers: string[];
+  /** Every tree a runtime may have put a cgroup in: the named and hybrid-unified ones too. */
+  all: string[];
+}
+
 export class CgroupManager {
   private constructor(
     private readonly opts: CgroupManagerOptions & { mount: string },
     /** 2 when the mount is the unified hierarchy; else 1 (v1, or hybrid with v1 controllers). */
     readonly version: 1 | 2,
+    private readonly v1: HierarchiesV1,
   ) {}
 
   /** cgroup v2 when the mount itself is a cgroup2 tree (it has cgroup.controllers). */
   static async detect(opts: CgroupManagerOptions): Promise<CgroupManager> {
     const mount = opts.mount ?? CGROUP_MOUNT;
     const v2 = (await opts.fs.read(join(mount, 'cgroup.controllers'))) !== undefined;
-    return new CgroupManager({ ...opts, mount }, v2 ? 2 : 1);
+    if (v2) return new CgroupManager({ ...opts, mount }, 2, { controllers: [], all: [''] });
+    const all = await opts.fs.subdirs(mount);
+    const controllers: string[] = [];
+    for (const d of all)
+      if (
+        d !== 'unified' &&
+        d !== 'systemd' &&
+        (await opts.fs.read(join(mount, d, 'cgroup.procs'))) !== undefined
+      )
+        controllers.push(d);
+    return new CgroupManager({ ...opts, mount }, 1, { controllers, all });
   }
 
   /** The cgroup as the runtime is told it (the driver's literal form). */
@@ -60,8 +79,8 @@ export class CgroupManager {
 
   /** Whether the cgroup exists in every required controller. */
   async exists(cgroup: CgroupName): Promise<boolean> {
-    for (const dir of this.requiredDirs(cgroup)) if (!(await this.opts.fs.isDir(dir))) return false;
-    return true;
+    const found = await Promise.all(this.requiredDirs(cgroup).map((dir) => this.opts.fs.isDir(dir)));
+    return found.every(Boolean);
   }
 
   /** Makes the cgroup (v1: in every mounted controller; v2: with its controllers enabled) and sets it. */
@@ -71,7 +90,8 @@ export class CgroupManager {
       await this.enableControllers(this.path(cgroup));
       await fs.mkdir(this.dir('', cgroup));
     } else {
-      for (const hierarchy of await this.hierarchiesV1()) await fs.mkdir(this.dir(hierarchy, cgroup));
+      // A pod's first pass waits for this: each hierarchy at once, not one after another.
+      await Promise.all(this.v1.controllers.map((hierarchy) => fs.mkdir(this.dir(hierarchy, cgroup))));
       await this.inheritCpuset(cgroup);
     }
     await this.update(cgroup, config);
@@ -90,7 +110,7 @@ export class CgroupManager {
    * rmdir fails while a process is still inside, and that error is returned to the caller.
    */
   async destroy(cgroup: CgroupName): Promise<void> {
-    for (const hierarchy of await this.allHierarchies()) await this.removeTree(this.dir(hierarchy, cgroup));
+    for (const hierarchy of this.v1.all) await this.removeTree(this.dir(hierarchy, cgroup));
   }
 
   /** The cgroup's memory use in bytes (memory.current, or memory.usage_in_bytes on v1). */
@@ -104,7 +124,7 @@ export class CgroupManager {
   /** The names of the child cgroups of `cgroup`, seen in any hierarchy. */
   async children(cgroup: CgroupName): Promise<string[]> {
     const names = new Set<string>();
-    for (const hierarchy of await this.allHierarchies())
+    for (const hierarchy of this.v1.all)
       for (const n of await this.opts.fs.subdirs(this.dir(hierarchy, cgroup))) names.add(n);
     return [...names];
   }
@@ -129,27 +149,7 @@ export class CgroupManager {
       return ((await this.opts.fs.read(join(this.opts.mount, 'cgroup.controllers'))) ?? '')
         .split(/\s+/)
         .filter(Boolean);
-    return (await this.hierarchiesV1()).flatMap((h) => h.split(','));
-  }
-
-  /** v1 hierarchies that are controllers (skips the v2 mount of hybrid and named ones like systemd). */
-  private async hierarchiesV1(): Promise<string[]> {
-    const dirs = await this.opts.fs.subdirs(this.opts.mount);
-    const out: string[] = [];
-    for (const d of dirs)
-      if (
-        d !== 'unified' &&
-        d !== 'systemd' &&
-        (await this.opts.fs.read(join(this.opts.mount, d, 'cgroup.procs'))) !== undefined
-      )
-        out.push(d);
-    return out;
-  }
-
-  /** Every tree a runtime may have put the cgroup in: on v1 also the named and hybrid-unified ones. */
-  private async allHierarchies(): Promise<string[]> {
-    if (this.version === 2) return [''];
-    return this.opts.fs.subdirs(this.opts.mount);
+    return this.v1.controllers.flatMap((h) => h.split(','));
   }
 
   private async removeTree(dir: string): Promise<void> {
@@ -159,22 +159,27 @@ export class CgroupManager {
 
   /**
    * v1 cpuset: a new cgroup starts with no CPUs and no memory nodes, and no task can join it, so
-   * each level copies its parent's (as runc does for the cgroups it makes).
+   * each level without its own copies its parent's (as runc does for the cgroups it makes). Every
+   * level is read at once; only the empty ones are written, from the top down.
    */
   private async inheritCpuset(cgroup: CgroupName): Promise<void> {
     const { fs } = this.opts;
-    const parts = this.path(cgroup).split('/').filter(Boolean);
-    let parent = join(this.opts.mount, 'cpuset');
-    if (!(await fs.isDir(parent))) return;
-    for (const part of parts) {
-      const dir = join(parent, part);
-      for (const file of ['cpuset.cpus', 'cpuset.mems']) {
-        const own = (await fs.read(join(dir, file)))?.trim();
-        if (own) continue;
-        const inherited = (await fs.read(join(parent, file)))?.trim() ?? '';
-        if (inherited) await fs.write(join(dir, file), inherited);
-      }
-      parent = dir;
+    const root = join(this.opts.mount, 'cpuset');
+    if (!(await fs.isDir(root))) return;
+    const dirs = [root];
+    for (const part of this.path(cgroup).split('/').filter(Boolean)) dirs.push(join(dirs.at(-1)!, part));
+    const files = ['cpuset.cpus', 'cpuset.mems'];
+    const own = await Promise.all(
+      dirs.map((dir) => Promise.all(files.map(async (f) => (await fs.read(join(dir, f)))?.trim() ?? ''))),
+    );
+    let inherited = own[0] ?? [];
+    for (const [level, dir] of dirs.entries()) {
+      if (level === 0) continue;
+      const values = own[level] ?? [];
+      await Promise.all(
+        files.map((f, i) => (values[i] || !inherited[i] ? undefined : fs.write(join(dir, f), inherited[i]!))),
+      );
+      inherited = values.map((v, i) => v || inherited[i] || '');
     }
   }
 

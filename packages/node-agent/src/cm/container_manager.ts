@@ -127,7 +127,7 @@ class QOSPodCgroups implements ContainerManager {
     if (await this.pods.exists(pod)) return;
     // The new pod's requests count for the Burstable tier before it starts.
     await this.qos.update();
-    await this.pods.ensureExists(pod);
+    await this.pods.create(pod);
   }
 
   update(pod: V1Pod): Promise<void> {

@@ -40,10 +40,9 @@ export class PodContainerManager {
     return this.cgroups.exists(this.podCgroup(pod));
   }
 
-  /** Makes the pod's cgroup with its limits unless it exists (EnsureExists). */
-  async ensureExists(pod: V1Pod): Promise<void> {
-    const cgroup = this.podCgroup(pod);
-    if (!(await this.cgroups.exists(cgroup))) await this.cgroups.create(cgroup, this.podConfig(pod));
+  /** Makes the pod's cgroup with its limits; the caller found it missing (EnsureExists). */
+  create(pod: V1Pod): Promise<void> {
+    return this.cgroups.create(this.podCgroup(pod), this.podConfig(pod));
   }
 
   /** Re-applies the pod's limits to its existing cgroup (an in-place resize changed them). */

@@ -1,10 +1,12 @@
 // The kubelet's QOSContainerManager (qos_container_manager_linux.go): under the node's pods
 // cgroup (`kubepods`), Burstable and BestEffort pods each get a parent cgroup, and Guaranteed
 // pods sit directly in `kubepods`. BestEffort always gets the minimum cpu.shares; Burstable gets
-// the shares of the CPU its pods request, recomputed as pods come and go.
+// the shares of the CPU its pods request, recomputed as pods come and go (each pod's first pass
+// asks; the passes of a burst share the runs, as the kubelet's UpdateCgroups serializes them).
 import type { V1Pod } from '@kubernetes/client-node';
 import { podRequests } from '../admission/resources.js';
 import { podQOSClass, type QOSClass } from '../types/qos.js';
+import { Coalescer } from '../util/coalescer.js';
 import type { CgroupManager } from './cgroup_manager.js';
 import { type CgroupName, KUBEPODS_CGROUP } from './cgroup_name.js';
 import { MIN_SHARES, milliCPUToShares, type ResourceConfig } from './helpers.js';
@@ -44,6 +46,7 @@ export function qosCgroupConfigs(activePods: V1Pod[]): {
 
 export class QOSContainerManager {
   readonly containers: QOSContainersInfo;
+  private readonly updates = new Coalescer(() => this.updateNow());
 
   constructor(
     private readonly cgroups: CgroupManager,
@@ -66,11 +69,20 @@ export class QOSContainerManager {
     await this.update();
   }
 
-  /** Re-applies the tiers' configs for the pods active now (UpdateCgroups). */
-  async update(): Promise<void> {
+  /**
+   * Re-applies the tiers' configs for the pods active now (UpdateCgroups); calls made while one
+   * runs share the next run, which reads the active pods after them.
+   */
+  update(): Promise<void> {
+    return this.updates.run();
+  }
+
+  private async updateNow(): Promise<void> {
     const configs = qosCgroupConfigs(this.activePods());
-    await this.ensure(this.containers.burstable, configs.burstable);
-    await this.ensure(this.containers.bestEffort, configs.bestEffort);
+    await Promise.all([
+      this.ensure(this.containers.burstable, configs.burstable),
+      this.ensure(this.containers.bestEffort, configs.bestEffort),
+    ]);
   }
 
   private async ensure(cgroup: CgroupName, config: ResourceConfig): Promise<void> {

@@ -32,6 +32,7 @@ import type { ReasonCache } from '../status/reason_cache.js';
 import type { StatusManager } from '../status/types.js';
 import { withActiveDeadline } from './active_deadline.js';
 import type { PodManager } from './pod_manager.js';
+import type { StartupEvents } from './startup_tracker.js';
 import { CrashLoopBackOffError, type PodProber, type PodSyncer } from './types.js';
 
 type SyncRuntime = Pick<Runtime, 'syncPod' | 'killPod'>;
@@ -52,6 +53,8 @@ export interface PodSyncDeps {
   pullSecrets?: (pod: V1Pod) => Promise<V1Secret[]>;
   /** Makes the pod's cgroup (the container manager) before the runtime creates its sandbox. */
   podCgroups?: Pick<PodCgroups, 'ensureExists'>;
+  /** Told as the first pass gets through each step of its preparation (the start-up breakdown). */
+  startup?: Pick<StartupEvents, 'prepared'>;
   /** The ContainerRestartRules gate, for the generated status. */
   containerRestartRules?: boolean;
   /**
@@ -84,12 +87,16 @@ export class PodSync implements PodSyncer {
     const current = statusManager.getPodStatus(uid);
     // Ran to completion: its worker tears down what is left (the sandbox) and never starts it again.
     if (current?.phase === 'Succeeded' || current?.phase === 'Failed') return true;
+    const { startup } = this.deps;
+    startup?.prepared(uid, 'status');
     await this.deps.podCgroups?.ensureExists(pod).catch((err: Error) => {
       throw new Error(
         `failed to ensure that the pod: ${uid} cgroups exist and are correctly applied: ${err.message}`,
       );
     });
+    startup?.prepared(uid, 'cgroups');
     const secrets = (await this.deps.pullSecrets?.(pod)) ?? [];
+    startup?.prepared(uid, 'secrets');
     // As the kubelet copies the API status's IPs into the runtime's view: a hostNetwork pod's are
     // the node's, which its containers see as status.podIP and in their /etc/hosts.
     const runtimeStatus = pod.spec?.hostNetwork ? { ...status, ips: [this.deps.nodeIP] } : status;

@@ -24,6 +24,8 @@ export interface PodStartupRecord {
   admittedAt?: number;
   /** The pod's worker began its first pass. */
   workerStartedAt?: number;
+  /** When that pass ended each step of `prepare` before the runtime's (PREPARE_STEPS). */
+  preparedAt?: Partial<Record<Exclude<PrepareStep, 'runtime'>, number>>;
   /** The first RunPodSandbox was sent, and the first one that succeeded returned. */
   sandboxStartedAt?: number;
   sandboxReadyAt?: number;
@@ -99,6 +101,26 @@ export function startupStages(
   };
 }
 
+/**
+ * The steps of `prepare`, in order, each from the end of the one before (`status` from the
+ * worker's start):
+ * - status: the pod's allocated resources and the status the pass reports before it acts;
+ * - cgroups: the QoS tiers refreshed and the pod's cgroup made (the container manager);
+ * - secrets: the pod's image pull secrets read from the API;
+ * - runtime: the runtime manager's pass up to RunPodSandbox (its actions, the sandbox's config).
+ */
+export const PREPARE_STEPS = ['status', 'cgroups', 'secrets', 'runtime'] as const;
+
+export type PrepareStep = (typeof PREPARE_STEPS)[number];
+
+/** Each prepare step's length (PREPARE_STEPS order); undefined when the record lacks a step. */
+export function prepareSteps(r: PodStartupRecord): number[] | undefined {
+  const { workerStartedAt, preparedAt, sandboxStartedAt } = r;
+  const ends = [preparedAt?.status, preparedAt?.cgroups, preparedAt?.secrets, sandboxStartedAt];
+  if (workerStartedAt === undefined || ends.some((t) => t === undefined)) return undefined;
+  return (ends as number[]).map((t, i) => t - ((ends as number[])[i - 1] ?? workerStartedAt));
+}
+
 /** The body of GET /debug/startup. */
 export interface PodStartupList {
   kind: 'PodStartupList';
@@ -109,6 +131,8 @@ export interface PodStartupList {
 export interface StartupEvents {
   admitted(uid: string): void;
   workerStarted(uid: string): void;
+  /** The first pass ended a step of `prepare` (the runtime's ends with RunPodSandbox). */
+  prepared(uid: string, step: Exclude<PrepareStep, 'runtime'>): void;
 }
 
 /** Records kept: past a full node (110 pods), so a finished cell's pods are still there to read. */
@@ -159,6 +183,12 @@ export class PodStartupTracker implements StartupEvents {
   workerStarted(uid: string): void {
     const r = this.open(uid);
     if (r && r.workerStartedAt === undefined) r.workerStartedAt = this.now();
+  }
+
+  prepared(uid: string, step: Exclude<PrepareStep, 'runtime'>): void {
+    const r = this.open(uid);
+    if (!r || r.sandboxStartedAt !== undefined || r.preparedAt?.[step] !== undefined) return;
+    r.preparedAt = { ...r.preparedAt, [step]: this.now() };
   }
 
   /** The source, with every pod it delivers recorded as seen first. */

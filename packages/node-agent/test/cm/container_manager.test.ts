@@ -119,6 +119,30 @@ describe('cgroup v1 (hybrid), cgroupfs driver', () => {
     expect(shares()).toBe('307');
   });
 
+  test('a burst of new pods shares the QoS updates, counts every pod, and lists the hierarchies only at start', async () => {
+    const fs = v1();
+    const { cm, active } = await start(fs);
+    const writes: string[] = [];
+    const listed: string[] = [];
+    const { write, subdirs } = fs;
+    fs.write = (path, data) => {
+      writes.push(path);
+      return write.call(fs, path, data);
+    };
+    fs.subdirs = (path) => {
+      listed.push(path);
+      return subdirs.call(fs, path);
+    };
+    const pods = Array.from({ length: 30 }, (_, i) => mkPod(`burst-${i}`, { requests: { cpu: '100m' } }));
+    active.push(...pods);
+    await Promise.all(pods.map((p) => cm.ensureExists(p)));
+    for (const p of pods)
+      expect(fs.dirs).toContain(`/cg/memory${NODE}/kubepods/burstable/pod${p.metadata?.uid}`);
+    expect(fs.files.get(`/cg/cpu${NODE}/kubepods/burstable/cpu.shares`)).toBe('3072'); // 30 x 100m
+    expect(writes.filter((p) => p.endsWith('/kubepods/burstable/cpu.shares')).length).toBeLessThanOrEqual(2);
+    expect(listed).toEqual([]);
+  });
+
   test('update re-applies the limits after a resize', async () => {
     const fs = v1();
     const { cm } = await start(fs);
