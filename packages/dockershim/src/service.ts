@@ -157,7 +157,7 @@ export class DockerShim {
             })
           : undefined,
       logs: new LogManager(client, (id, err) =>
-        log(`dockershim: log copier of container ${id} failed: ${String(err)}`),
+        log(`dockershim: log copier of container ${id}: ${String(err)}`),
       ),
       cpu: new CpuSampler(),
       inspects: new InspectCache(client),

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -10,7 +10,7 @@ import {
   NotFoundError,
 } from '@kh/cri-api';
 import { describe, expect, it } from 'vitest';
-import { LabelKeys } from '../src/index.js';
+import { LabelKeys, parseCriLogLine } from '../src/index.js';
 import { LATE_OOM_WAIT_MS } from '../src/state/oom_events.js';
 import { fakeShim, waitFor } from './harness.js';
 
@@ -206,6 +206,60 @@ describe('containers', () => {
     expect(request.Env).toEqual(['A=b']);
     expect(request.Labels?.[LabelKeys.sandboxId]).toBe(podId);
     expect(request.Labels?.[LabelKeys.logPath]).toBe(`${config.logDirectory}/ns/0.log`);
+  });
+
+  it('copies the output of a container whose start ran though its answer was lost', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'lost', {}, false);
+    const image = fake.requestOf(id).Image;
+    fake.programs.set(image, { stdout: 'ran anyway\n', exits: true });
+    fake.nextStartAnswer = async () => {
+      throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    };
+    try {
+      await expect(h.client.startContainer({ containerId: id })).rejects.toThrow(/socket hang up/);
+    } finally {
+      fake.programs.delete(image);
+    }
+    const exited = await waitFor(async () => {
+      const s = (await h.client.containerStatus({ containerId: id })).status;
+      return s?.state === ContainerState.CONTAINER_EXITED ? s : undefined;
+    }, 'exit');
+    // The status of an exited container waits for its log: the file is complete when it answers.
+    const lines = (await readFile(exited.logPath, 'utf8')).split('\n').filter(Boolean);
+    expect(lines.map((l) => parseCriLogLine(l)?.message)).toEqual(['ran anyway']);
+  });
+
+  it('answers the status of a container that exited before its start answered once its log is complete', async () => {
+    const { podId, config } = await h.runPod();
+    const id = await h.runContainer(podId, config, 'quick', {}, false);
+    const image = fake.requestOf(id).Image;
+    fake.programs.set(image, { stdout: 'done at once\n', exits: true });
+    let answer: (() => void) | undefined;
+    fake.nextStartAnswer = () =>
+      new Promise<void>((resolve) => {
+        answer = resolve;
+      });
+    try {
+      const starting = h.client.startContainer({ containerId: id });
+      // The process ran, printed and exited; Docker's answer to the start is still on its way.
+      await waitFor(async () => answer, 'the start in the Engine');
+      let answered = false;
+      const status = h.client.containerStatus({ containerId: id }).then((r) => {
+        answered = true;
+        return r.status;
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(answered).toBe(false);
+      answer?.();
+      const exited = await status;
+      expect(exited?.state).toBe(ContainerState.CONTAINER_EXITED);
+      const lines = (await readFile(exited?.logPath ?? '', 'utf8')).split('\n').filter(Boolean);
+      expect(lines.map((l) => parseCriLogLine(l)?.message)).toEqual(['done at once']);
+      await starting;
+    } finally {
+      fake.programs.delete(image);
+    }
   });
 
   it('announces recursive read-only mounts on an API 1.44+ Engine, makes them so and reports them', async () => {

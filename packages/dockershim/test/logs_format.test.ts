@@ -112,6 +112,77 @@ describe('ContainerLogCopier', () => {
   });
 });
 
+describe('ContainerLogCopier reads again', () => {
+  const ts = (s: number) => `2026-11-22T23:15:0${s}.000000000Z`;
+  const entry = (s: number, text: string) => frame(StreamType.Stdout, `${ts(s)} ${text}\n`);
+  const reset = () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+
+  it('follows again after a cut stream and repeats a failed catch-up read, writing every entry once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-logretry-'));
+    const path = join(dir, 'c', '0.log');
+    const calls: { follow: boolean; since?: string }[] = [];
+    const docker = {
+      containerLogs: async (_id: string, options: { follow: boolean; since?: string }) => {
+        calls.push(options);
+        const s = new PassThrough();
+        switch (calls.length) {
+          case 1: // the first follow delivers one entry, then its connection drops
+            s.write(entry(1, 'one'));
+            setTimeout(() => s.destroy(reset()), 20);
+            return s;
+          case 2: // followed again from `one` (Docker's since is inclusive); the container stops
+            s.end(Buffer.concat([entry(1, 'one'), entry(2, 'two')]));
+            return s;
+          case 3: // the catch-up read fails before Docker answers
+            throw reset();
+          default: // and made again, it finds the last line the follow missed
+            s.end(Buffer.concat([entry(2, 'two'), entry(3, 'three')]));
+            return s;
+        }
+      },
+    } as unknown as DockerClient;
+    const errors: string[] = [];
+    const copier = new ContainerLogCopier(docker, 'c1', path, false, (err) => errors.push(String(err)));
+    try {
+      await copier.done;
+      const messages = readFileSync(path, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => parseCriLogLine(l)?.message);
+      expect(messages).toEqual(['one', 'two', 'three']);
+      expect(calls.map((c) => c.follow)).toEqual([true, true, false, false]);
+      expect(calls[1]?.since).toBe(timestampToSince(ts(1)));
+      expect(errors).toHaveLength(2);
+      expect(errors[0]).toMatch(/follow failed \(attempt 1 of 5\), reading again: .*ECONNRESET/);
+      expect(errors[1]).toMatch(/catch-up read failed \(attempt 1 of 5\)/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives up at once, and says so, when Docker answers that the container is gone', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-logretry-'));
+    let calls = 0;
+    const docker = {
+      containerLogs: async () => {
+        calls++;
+        throw Object.assign(new Error('No such container: c1'), { statusCode: 404 });
+      },
+    } as unknown as DockerClient;
+    const errors: string[] = [];
+    const copier = new ContainerLogCopier(docker, 'c1', join(dir, 'c/0.log'), false, (err) =>
+      errors.push(String(err)),
+    );
+    try {
+      await copier.done;
+      expect(calls).toBe(1);
+      expect(errors).toEqual(['Error: No such container: c1']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('LogManager.drained', () => {
   it("waits for an exited container's copier, and bounds the wait once per container, not per call", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kh-logdrain-'));
@@ -125,7 +196,8 @@ describe('LogManager.drained', () => {
         return s;
       },
     } as unknown as DockerClient;
-    const logs = new LogManager(docker);
+    const reports: string[] = [];
+    const logs = new LogManager(docker, (id, err) => reports.push(`${id}: ${String(err)}`));
     try {
       // A copier whose stream ends while drained() waits: it returns when the copy is done.
       const done = logs.follow('ends', join(dir, 'ends/0.log'), false);
@@ -156,6 +228,10 @@ describe('LogManager.drained', () => {
         new Promise((r) => setTimeout(r, 100)),
       ]);
       expect(second).toBe(true);
+      // Only the copier that ran out its bound is reported, once.
+      expect(reports).toEqual([
+        'hangs: Error: the log is not complete 300 ms after a status first found the container stopped',
+      ]);
     } finally {
       await logs.close(100);
       rmSync(dir, { recursive: true, force: true });

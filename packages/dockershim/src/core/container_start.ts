@@ -25,6 +25,17 @@ export async function startContainer(
       throw new InternalError(`cannot create the log file ${JSON.stringify(logPath)}: ${err.message}`);
     });
   }
+  let answered = (): void => undefined;
+  const answer = new Promise<void>((resolve) => {
+    answered = resolve;
+  });
+  // The copier is there before the start: a quick process can exit, and a status (a relist, the
+  // exit's event) find it exited, before this call reads Docker's answer; that status then waits
+  // for the log as for any exited container. It reads once the start has answered, whatever the
+  // answer: one lost on the way (a dropped connection, a busy dockerd) may still have run the
+  // process, and a failed start may have printed why. As with cri-dockerd, which links the CRI
+  // path to Docker's own log, the file holds what Docker logged.
+  if (logPath) ctx.logs.follow(info.Id, logPath, info.Config.Tty, answer);
   try {
     await ctx.docker.startContainer(info.Id);
   } catch (err) {
@@ -39,8 +50,8 @@ export async function startContainer(
     // Started, or failed and left with an exit code: either way its status reads differently now,
     // and Docker's event saying so can arrive after this call has returned.
     ctx.inspects.evict(info.Id);
+    answered();
   }
-  if (logPath) ctx.logs.follow(info.Id, logPath, info.Config.Tty);
   // The client's ContainerStatus comes next (the kubelet's relist, critest): inspect the running
   // container now, so that call is answered from the cache. The start is done whatever this says.
   await findManaged(ctx, info.Id, ContainerType.container).catch(() => undefined);

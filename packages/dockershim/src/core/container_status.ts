@@ -121,7 +121,10 @@ export async function getContainerStatus(
   const info = await getManaged(ctx, id, ContainerType.container, field);
   const [oomEvent] = await Promise.all([
     oomEventAfterExit(ctx, info),
-    info.State.Running ? undefined : ctx.logs.drained(info.Id, LOG_DRAIN_MS),
+    // Only a container that ran has a log to wait for: a created one's copier may be waiting for its start.
+    toContainerState(info.State.Status) === ContainerState.CONTAINER_EXITED
+      ? ctx.logs.drained(info.Id, LOG_DRAIN_MS)
+      : undefined,
   ]);
   const image = await ctx.images.inspect(info.Image);
   return { status: containerStatusFromInspect(info, image, oomEvent), info };

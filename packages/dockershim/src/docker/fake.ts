@@ -96,6 +96,11 @@ export class FakeDockerClient implements DockerClient {
   private readonly subscribers = new Set<{ stream: PassThrough; filters: Record<string, string[]> }>();
   private holding: ((filters: Record<string, string[]>) => boolean) | undefined;
   private readonly held: { stream: PassThrough; line: string }[] = [];
+  /**
+   * What comes between the next start in the Engine and its answer reaching the client: a test
+   * holds the answer back (a busy dockerd), or throws as a connection dropped after dockerd acted.
+   */
+  nextStartAnswer: (() => Promise<void>) | undefined;
   engineVersion: EngineVersion = { Version: '26.1.5', ApiVersion: '1.45' };
   rootDir = '/var/lib/docker';
   /**
@@ -314,6 +319,9 @@ export class FakeDockerClient implements DockerClient {
     if (program?.stdout) this.writeLog(id, StreamType.Stdout, program.stdout);
     if (program?.stderr) this.writeLog(id, StreamType.Stderr, program.stderr);
     if (program?.exits) this.exit(id, program.exitCode ?? 0);
+    const answer = this.nextStartAnswer;
+    this.nextStartAnswer = undefined;
+    await answer?.();
   }
 
   /** Appends to a container's output, as its process would print it. */

@@ -3,6 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { FailedPreconditionError } from '@kh/cri-api';
 import type { DockerClient } from '../docker/client.js';
+import { dockerStatusCode } from '../docker/errors.js';
 import { FrameDecoder, LineDecoder, StreamType } from '../docker/stream.js';
 
 // Docker keeps container output in its own log driver; kubelet reads the CRI log file at log_path.
@@ -128,12 +129,29 @@ async function* dockerLogEntries(
   if (rest) yield { stream: 'stdout', entry: rest };
 }
 
+/** Reads of one kind (follow, catch-up) a copier makes before a failure on the way ends its copy. */
+const READ_ATTEMPTS = 5;
+/** The pause before the n-th attempt is n times this: a busy dockerd gets time to recover. */
+const RETRY_DELAY_MS = 200;
+
+/**
+ * Whether a failed `docker logs` read may succeed if made again: the connection dropped or the
+ * stream was cut (a Node error code), or dockerd failed (5xx). A 404 or 409 will not change.
+ */
+function retriable(err: unknown): boolean {
+  const status = dockerStatusCode(err);
+  if (status !== undefined) return status >= 500;
+  return typeof (err as { code?: unknown } | undefined)?.code === 'string';
+}
+
 /** Follows one container's Docker log stream into its CRI log file until the container stops. */
 export class ContainerLogCopier {
   private file: FileHandle | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private stream: Readable | undefined;
   private stopped = false;
+  /** Whether the copy has ended, copied or failed. */
+  finished = false;
   /** When drained() stops waiting (set by its first call). */
   private drainDeadline: number | undefined;
   /** The last entry written ("<timestamp> <stream>"), where a later read resumes. */
@@ -146,10 +164,15 @@ export class ContainerLogCopier {
     readonly path: string,
     private readonly tty: boolean,
     private readonly onError: (err: unknown) => void,
+    after?: Promise<unknown>,
   ) {
-    this.done = this.run().catch((err: unknown) => {
-      if (!this.stopped) this.onError(err);
-    });
+    this.done = this.run(after)
+      .catch((err: unknown) => {
+        if (!this.stopped) this.onError(err);
+      })
+      .finally(() => {
+        this.finished = true;
+      });
   }
 
   /** Serialises file operations so a reopen never interleaves with a write. */
@@ -159,22 +182,48 @@ export class ContainerLogCopier {
     return next;
   }
 
-  private async run(): Promise<void> {
+  private async run(after: Promise<unknown> | undefined): Promise<void> {
+    await after?.catch(() => undefined);
+    if (this.stopped) return;
     // After a shim restart the file may already hold entries: resume after the last one.
     const previous = await resumePoint(this.path);
     if (previous)
       this.last = { timestamp: previous.timestamp, key: `${previous.timestamp} ${previous.stream}` };
     this.file = await openLogFile(this.path);
     try {
-      await this.copy(true);
+      // A follow cut on the way is made again from the last entry written: Docker's follow of a
+      // container that has stopped meanwhile returns what is left and ends.
+      await this.retrying('follow', () => this.copy(true));
       // Docker's follow mode sometimes ends before it delivers the last entries of a container that
       // just exited (measured: a final partial line, 3 times in 20). One plain read catches up.
-      if (!this.stopped) await this.copy(false);
+      if (!this.stopped) await this.retrying('catch-up read', () => this.copy(false));
     } finally {
       await this.locked(async () => {
         await this.file?.close();
         this.file = undefined;
       });
+    }
+  }
+
+  /**
+   * Makes a read again, from the last entry written, when it fails in a way a retry may cure: a
+   * lost read would leave the CRI file short for good, and the kubelet reads it once the container
+   * has exited. Each failure is reported; the last one ends the copy.
+   */
+  private async retrying(what: string, read: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await read();
+        return;
+      } catch (err) {
+        if (this.stopped || attempt >= READ_ATTEMPTS || !retriable(err)) throw err;
+        this.onError(
+          new Error(
+            `docker logs ${what} failed (attempt ${attempt} of ${READ_ATTEMPTS}), reading again: ${String(err)}`,
+          ),
+        );
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS * attempt));
+      }
     }
   }
 
@@ -234,13 +283,19 @@ export class ContainerLogCopier {
     const left = this.drainDeadline - Date.now();
     if (left <= 0) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.done,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, left);
+    const copied = await Promise.race([
+      this.done.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), left);
       }),
     ]);
     clearTimeout(timer);
+    // Said once, when the bound runs out: a client may now read a log that is still short.
+    if (!copied) {
+      this.onError(
+        new Error(`the log is not complete ${timeoutMs} ms after a status first found the container stopped`),
+      );
+    }
   }
 
   /** Stops following (the container is being removed). */
@@ -259,11 +314,14 @@ export class LogManager {
     private readonly onError: (id: string, err: unknown) => void = () => undefined,
   ) {}
 
-  /** Starts copying a container's output, unless a copier for it is already live. */
-  follow(id: string, path: string, tty: boolean): ContainerLogCopier {
+  /**
+   * Starts copying a container's output, unless a copier for it is already live; given `after`,
+   * the copier is there at once (drained() waits on it) but reads only once `after` settles.
+   */
+  follow(id: string, path: string, tty: boolean, after?: Promise<unknown>): ContainerLogCopier {
     const existing = this.copiers.get(id);
-    if (existing?.active) return existing;
-    const copier = new ContainerLogCopier(this.docker, id, path, tty, (err) => this.onError(id, err));
+    if (existing && !existing.finished) return existing;
+    const copier = new ContainerLogCopier(this.docker, id, path, tty, (err) => this.onError(id, err), after);
     // A finished copier stays in the map until the container is removed: drained() waits on it.
     this.copiers.set(id, copier);
     return copier;
