@@ -86,6 +86,20 @@ describe('inspectOpening', () => {
     for (const bytes of malformed) {
       expect(inspectOpening(Buffer.concat([PREFACE, ACK, bytes]))).toEqual({ kind: 'rewrite' });
     }
+    // An ACK with a payload or on a stream is nghttp2's to refuse, so it is not taken out: the
+    // rewriter hands it on, before the request or after it.
+    for (const badAck of [frame(T.SETTINGS, F.ACK, 0, Buffer.alloc(6)), frame(T.SETTINGS, F.ACK, 1)]) {
+      expect(inspectOpening(Buffer.concat([PREFACE, badAck, localhost(1)]))).toEqual({ kind: 'rewrite' });
+      expect(inspectOpening(Buffer.concat([PREFACE, localhost(1), badAck]))).toEqual({ kind: 'rewrite' });
+    }
+    // An ACK inside a header block is a protocol error too, not an ACK to take out.
+    const block = Buffer.concat([GET, hp.incremental(1, 'localhost')]);
+    const interleaved = Buffer.concat([
+      frame(T.HEADERS, F.END_STREAM, 1, block.subarray(0, 2)),
+      ACK,
+      frame(CONTINUATION, F.END_HEADERS, 1, block.subarray(2)),
+    ]);
+    expect(inspectOpening(Buffer.concat([PREFACE, interleaved]))).toEqual({ kind: 'rewrite' });
     expect(inspectOpening(Buffer.from('GET / HTTP/1.1\r\n'))).toEqual({ kind: 'rewrite' });
     expect(inspectOpening(PREFACE.subarray(0, 10)).kind).toBe('incomplete');
   });

@@ -255,6 +255,21 @@ describe('ClientHeaderRewriter', () => {
     expect(single.map((f) => [f.type, f.flags])).toEqual([[T.HEADERS, F.END_STREAM | F.END_HEADERS]]);
   });
 
+  it('takes out only as many well-formed ACKs of SETTINGS as it was told, and passes malformed ones on', () => {
+    const ack = frame(T.SETTINGS, F.ACK, 0);
+    const withPayload = frame(T.SETTINGS, F.ACK, 0, Buffer.alloc(6));
+    const onStream = frame(T.SETTINGS, F.ACK, 1);
+    const input = Buffer.concat([PREFACE, withPayload, onStream, ack, ack]);
+    const kept = (rw: ClientHeaderRewriter) =>
+      rewriteAll(input, rw).map((f) => [f.payload.length, f.streamId]);
+    expect(kept(new ClientHeaderRewriter({ settingsAcksToDrop: 1 }))).toEqual([
+      [6, 0],
+      [0, 1],
+      [0, 0],
+    ]);
+    expect(kept(new ClientHeaderRewriter())).toHaveLength(4);
+  });
+
   it('gives the same bytes whatever the chunk boundaries', () => {
     const block = Buffer.concat([
       GET,

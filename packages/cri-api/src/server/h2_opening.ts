@@ -7,6 +7,7 @@ import {
   FRAME_HEADER,
   HEADERS,
   headersFragment,
+  isDroppableSettingsAck,
   MAX_HEADER_BLOCK_BYTES,
   PREFACE,
   PUSH_PROMISE,
@@ -70,9 +71,7 @@ export function inspectOpening(buf: Buffer): Opening {
     const payload = buf.subarray(pos + FRAME_HEADER, pos + FRAME_HEADER + length);
     const at = pos;
     pos += FRAME_HEADER + length;
-    if (accepted) {
-      if (type === SETTINGS && flags & ACK) ackAt = at;
-    } else if (block) {
+    if (block) {
       // Anything but the block's CONTINUATION is a protocol error the rewriter answers.
       if (type !== CONTINUATION) return REWRITE;
       block.push(payload);
@@ -81,23 +80,27 @@ export function inspectOpening(buf: Buffer): Opening {
         accepted = true;
         block = undefined;
       }
-    } else if (type === HEADERS) {
-      let fragment: Buffer;
-      try {
-        ({ fragment } = headersFragment(flags, streamId, payload));
-      } catch {
+    } else if (type === SETTINGS && flags & ACK && ackAt < 0) {
+      // A malformed ACK is a connection error: the rewriter hands it on for nghttp2 to answer.
+      if (!isDroppableSettingsAck(type, flags, length, streamId)) return REWRITE;
+      ackAt = at;
+    } else if (!accepted) {
+      if (type === HEADERS) {
+        let fragment: Buffer;
+        try {
+          ({ fragment } = headersFragment(flags, streamId, payload));
+        } catch {
+          return REWRITE;
+        }
+        if (flags & END_HEADERS) {
+          if (!acceptable(fragment)) return REWRITE;
+          accepted = true;
+        } else {
+          block = [fragment];
+        }
+      } else if (type === CONTINUATION || type === PUSH_PROMISE) {
         return REWRITE;
       }
-      if (flags & END_HEADERS) {
-        if (!acceptable(fragment)) return REWRITE;
-        accepted = true;
-      } else {
-        block = [fragment];
-      }
-    } else if (type === CONTINUATION || type === PUSH_PROMISE) {
-      return REWRITE;
-    } else if (type === SETTINGS && flags & ACK && ackAt < 0) {
-      ackAt = at;
     }
     if (accepted && ackAt >= 0) {
       return {

@@ -58,6 +58,19 @@ for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-
 }
 const REPLACEMENT_AUTHORITY = Buffer.from('localhost');
 
+/**
+ * A client's ACK of a SETTINGS frame the server never sent, which is taken out of its bytes: only a
+ * well-formed one, empty on stream 0. Any other ACK goes on for nghttp2 to refuse as a connection error.
+ */
+export function isDroppableSettingsAck(
+  type: number,
+  flags: number,
+  length: number,
+  streamId: number,
+): boolean {
+  return type === SETTINGS && (flags & ACK) !== 0 && length === 0 && streamId === 0;
+}
+
 /** An `:authority` or `host` field nghttp2 would reset the stream for. */
 export function refusedAuthority(field: HeaderField): boolean {
   const name = field.name.toString('latin1');
@@ -308,7 +321,7 @@ export class ClientHeaderRewriter {
       if (type === PUSH_PROMISE)
         throw new Http2ConnectionError(H2_PROTOCOL_ERROR, 'a client sent PUSH_PROMISE');
       if (type !== HEADERS && type !== CONTINUATION) {
-        if (type === SETTINGS && flags & ACK && length === 0 && this.#acksToDrop > 0) {
+        if (this.#acksToDrop > 0 && isDroppableSettingsAck(type, flags, length, streamId)) {
           flushRun(pos);
           pos += FRAME_HEADER;
           runStart = pos;
