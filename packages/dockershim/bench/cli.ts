@@ -21,12 +21,12 @@ import {
   NodeContainer,
 } from '@kh/testkit';
 import type Dockerode from 'dockerode';
-import { connectDocker, DockerodeClient } from '../src/docker/api_client.js';
+import { connectDocker } from '../src/docker/api_client.js';
 import type { DockerOperationStats } from '../src/docker/instrumented.js';
 import { KubernetesLabels, LabelKeys } from '../src/model/labels.js';
 import { DockerShim } from '../src/service.js';
 import { CRITEST_OPERATIONS, type CritestBenchmarkParams, runCritestBenchmark } from './critest.js';
-import { DOCKER_FLOOR_CALLS, runDockerFloor } from './docker_floor.js';
+import { DOCKER_FLOOR_CALLS, RecordingDockerClient, runDockerFloor } from './docker_floor.js';
 import { benchExec, EXEC_PATHS, type ExecPath, execRoundTrips } from './exec.js';
 import { type GrpcFloorParams, grpcFloorClient, runGrpcFloor, serveNoopStatus } from './grpc_floor.js';
 import { type LatencySummary, summarize } from './stats.js';
@@ -95,8 +95,10 @@ async function main(): Promise<void> {
   const refs = await ensureImages(['pause', 'node', 'busybox'], { progress: log });
   const docker = connectDocker();
   const dir = await mkdtemp(join(tmpdir(), 'kh-bench-'));
+  // Its create requests are kept for Docker's floor to replay (docker_floor.ts).
+  const shimEngine = new RecordingDockerClient(docker);
   const shim = await DockerShim.start({
-    docker: new DockerodeClient(docker),
+    docker: shimEngine,
     socketPath: join(dir, 'dockershim.sock'),
     podInfraContainerImage: refs.pause,
     restrictOomScoreAdj: true,
@@ -170,6 +172,7 @@ async function main(): Promise<void> {
     if (!values['skip-critest']) {
       critest = await critestSideBySide(
         shim,
+        shimEngine,
         docker,
         labels,
         refs,
@@ -381,6 +384,7 @@ async function grpcFloorTargets(
  */
 async function critestSideBySide(
   shim: DockerShim,
+  engine: RecordingDockerClient,
   docker: Dockerode,
   labels: Record<string, string>,
   refs: { pause: string; busybox: string },
@@ -454,7 +458,7 @@ async function critestSideBySide(
           `bench: critest round ${round} on ${name}: exit ${run.exitCode}, sandboxes left: ${run.left.leaked.length} leaked, ${run.left.cutOff.length} of samples critest cut off; containers leaked: ${run.left.containers}`,
         );
       }
-      add(result.samples['docker-floor'], await runDockerFloor(docker, refs, params, labels));
+      add(result.samples['docker-floor'], await runDockerFloor(docker, engine.creates, params, labels));
       log(`bench: critest round ${round} as direct Engine calls done`);
       if (grpcClient && floor && result.grpcFloor) {
         const before = shim.dockerOperations.snapshot();

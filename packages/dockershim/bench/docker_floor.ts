@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
+import { DockerodeClient } from '../src/docker/api_client.js';
+import type { ContainerCreateRequest } from '../src/docker/client.js';
+import { ContainerType, LabelKeys } from '../src/model/labels.js';
 import type { CritestBenchmarkParams } from './critest.js';
 
 // critest -benchmark's pod and container benchmarks replayed as the Engine calls Docker itself
@@ -7,13 +10,17 @@ import type { CritestBenchmarkParams } from './critest.js';
 // parallelism: the floor of a Docker-backed CRI runtime. Where this floor is already above 1.5x
 // containerd's p50, no shim can meet the target; the shim's own cost is its p50 over this one.
 
+// The creates replay the shim's own requests (ShimCreateRequests), so the floor asks Docker for
+// exactly what the shim asks: the same security options, cgroup parent, log config and labels.
+// Docker's create time depends on them; a bare create would set the floor too low.
+
 /** The Engine calls that stand for each timed CRI call (what `docker` itself would do). */
 export const DOCKER_FLOOR_CALLS: Record<string, string> = {
-  RunPodSandbox: 'create + start of the pause container',
+  RunPodSandbox: "create (the shim's own request for its pause container) + start",
   PodSandboxStatus: 'inspect of the pause container',
   StopPodSandbox: 'stop of the pause container (t=0)',
   RemovePodSandbox: 'remove of the pause container',
-  CreateContainer: 'create in the pause container namespaces',
+  CreateContainer: "create (the shim's own request) in the pause container's namespaces",
   StartContainer: 'start',
   ContainerStatus: 'inspect',
   StopContainer: 'stop (t=60, as critest asks)',
@@ -22,16 +29,62 @@ export const DOCKER_FLOOR_CALLS: Record<string, string> = {
 
 type Timed = <T>(op: string, fn: () => Promise<T>) => Promise<T>;
 
+/** The shim's last create request of each kind, as it went to the Engine. */
+export type ShimCreateRequests = Partial<Record<ContainerType, ContainerCreateRequest>>;
+
+/** The shim's Engine client, keeping its last create request of each kind for the floor to replay. */
+export class RecordingDockerClient extends DockerodeClient {
+  readonly creates: ShimCreateRequests = {};
+
+  override createContainer(request: ContainerCreateRequest): Promise<string> {
+    const kind = request.Labels?.[LabelKeys.containerType];
+    if (kind === ContainerType.sandbox || kind === ContainerType.container)
+      this.creates[kind] = structuredClone(request);
+    return super.createContainer(request);
+  }
+}
+
+/**
+ * One of the shim's create requests as the floor's own: its name; its labels under `kh.floor/`
+ * keys beside the run's (so the shim never takes a floor container for one of its own, and the
+ * request keeps its size); and the shim's sandbox id, wherever it appears (network, IPC and PID
+ * modes, labels), swapped for the floor's pause container.
+ */
+export function replayRequest(
+  request: ContainerCreateRequest,
+  name: string,
+  labels: Record<string, string>,
+  sandboxId?: string,
+): Dockerode.ContainerCreateOptions {
+  const shimSandbox = request.Labels?.[LabelKeys.sandboxId];
+  let json = JSON.stringify({
+    ...request,
+    name,
+    Labels: {
+      ...Object.fromEntries(Object.entries(request.Labels ?? {}).map(([k, v]) => [`kh.floor/${k}`, v])),
+      ...labels,
+    },
+  });
+  if (shimSandbox && sandboxId) json = json.replaceAll(shimSandbox, sandboxId);
+  return JSON.parse(json) as Dockerode.ContainerCreateOptions;
+}
+
 /**
  * Runs `count` samples of each benchmark, `parallel` at once, as gmeasure hands them out, and
  * returns the latencies in ms per operation (critest's names mapped to the CRI calls).
  */
 export async function runDockerFloor(
   docker: Dockerode,
-  images: { pause: string; busybox: string },
+  requests: ShimCreateRequests,
   params: CritestBenchmarkParams,
   labels: Record<string, string>,
 ): Promise<Record<string, number[]>> {
+  const { [ContainerType.sandbox]: sandboxRequest, [ContainerType.container]: containerRequest } = requests;
+  if (!sandboxRequest || !containerRequest) {
+    throw new Error(
+      "Docker's floor replays the shim's create requests, and the shim has not made both kinds yet",
+    );
+  }
   const run = randomBytes(3).toString('hex');
   const samples: Record<string, number[]> = {};
   const timed: Timed = async (op, fn) => {
@@ -40,13 +93,7 @@ export async function runDockerFloor(
     samples[op] = [...(samples[op] ?? []), performance.now() - t0];
     return result;
   };
-  const pause = (name: string) =>
-    docker.createContainer({
-      name,
-      Image: images.pause,
-      Labels: labels,
-      HostConfig: { NetworkMode: 'bridge', IpcMode: 'shareable' },
-    });
+  const pause = (name: string) => docker.createContainer(replayRequest(sandboxRequest, name, labels));
   const podSample = async (i: number) => {
     const sandbox = await timed('RunPodSandbox', async () => {
       const c = await pause(`floor_POD_${run}_${i}`);
@@ -62,16 +109,7 @@ export async function runDockerFloor(
     await sandbox.start();
     try {
       const app = await timed('CreateContainer', () =>
-        docker.createContainer({
-          name: `floor_app_${run}_${i}`,
-          Image: images.busybox,
-          Cmd: ['top'],
-          Labels: labels,
-          HostConfig: {
-            NetworkMode: `container:${sandbox.id}`,
-            IpcMode: `container:${sandbox.id}`,
-          },
-        }),
+        docker.createContainer(replayRequest(containerRequest, `floor_app_${run}_${i}`, labels, sandbox.id)),
       );
       await timed('StartContainer', () => app.start());
       await timed('ContainerStatus', () => app.inspect());
