@@ -115,10 +115,8 @@ export async function benchArgs<T extends ParseArgsOptionsConfig, R>(
     }
     result = read(values);
   } catch (err) {
-    // parseArgs's own refusals (a value it cannot convert) are bad input as well.
-    const code = (err as NodeJS.ErrnoException).code;
-    if (!(err instanceof UsageError) && !code?.startsWith('ERR_PARSE_ARGS')) throw err;
-    io.err(`${spec.prog}: ${(err as Error).message} (see --help)\n`);
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`${spec.prog}: ${err.message} (see --help)\n`);
     return io.exit(2);
   }
   const parent = io.parent;
