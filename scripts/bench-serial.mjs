@@ -4,11 +4,15 @@
 // each would measure the others (the agent bench's watch timed out that way), so they take turns,
 // in whatever order turbo started them. The lock is a file in KH_LOCK_DIR (default
 // $TMPDIR/kubelet-harness/locks), the directory the harness's host-resource locks use.
+// The bench starts at once and reads its arguments first (testkit's benchArgs): --help and bad
+// input end it without the lock, so they neither wait behind another bench nor hold one up. Good
+// arguments are sent over IPC (BENCH_ARGS_OK), and the bench waits for BENCH_TURN, sent once the
+// lock is held. A command that never sends BENCH_ARGS_OK runs to its end without the lock.
 import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { withFileLock } from '@kh/testkit';
+import { BENCH_ARGS_OK, BENCH_TURN, withFileLock } from '@kh/testkit';
 
 const [command, ...args] = process.argv.slice(2);
 if (!command) {
@@ -17,16 +21,22 @@ if (!command) {
 }
 const lockDir = process.env.KH_LOCK_DIR ?? join(tmpdir(), 'kubelet-harness', 'locks');
 await mkdir(lockDir, { recursive: true });
-const code = await withFileLock(
-  join(lockDir, 'bench.lock'),
-  () =>
-    new Promise((resolve, reject) => {
-      const child = spawn(command, args, { stdio: 'inherit' });
-      // Signals reach the whole process group; the bench handles them and exits on its own.
-      for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(s, () => undefined);
-      child.on('error', reject);
-      child.on('exit', (c, signal) => resolve(c ?? (signal ? 128 : 1)));
-    }),
-  (pid, host) => console.error(`bench-serial: waiting for the bench of process ${pid} on ${host}`),
-);
+const child = spawn(command, args, { stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });
+// Signals reach the whole process group; the bench handles them and exits on its own.
+for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(s, () => undefined);
+const exited = new Promise((resolve, reject) => {
+  child.on('error', reject);
+  child.on('exit', (c, signal) => resolve(c ?? (signal ? 128 : 1)));
+});
+const argsOk = new Promise((resolve) => child.on('message', (m) => m === BENCH_ARGS_OK && resolve(true)));
+const code = (await Promise.race([argsOk, exited.then(() => false)]))
+  ? await withFileLock(
+      join(lockDir, 'bench.lock'),
+      () => {
+        if (child.connected) child.send(BENCH_TURN);
+        return exited;
+      },
+      (pid, host) => console.error(`bench-serial: waiting for the bench of process ${pid} on ${host}`),
+    )
+  : await exited;
 process.exit(code);

@@ -1,23 +1,10 @@
 #!/usr/bin/env node
-// Benchmark (issues 15 and 32): kubectl's streaming verbs through the fake apiserver and our
-// agent, side by side with the runtime's own path on the same node, in one run:
-//   exec          the round trip of an exec of `true` with one client, in one process inside the
-//                 node (bench/exec_probe.ts): SPDY through the apiserver and the agent vs CRI Exec
-//                 and SPDY straight to the runtime, as crictl does (target: p50 at most 1.3×).
-//                 Also, as context: `kubectl exec` from the host vs `crictl exec` in the node, each
-//                 a process, with what each binary takes to start.
-//   port-forward  100 MiB from a busybox httpd pod through `kubectl port-forward`, read on the host,
-//                 vs `crictl port-forward` in the node, the runtime's own port-forward that every
-//                 path through the apiserver and the agent ends in (target: ≥ 60 % of it),
-//                 alternating; the same download from a client pod straight to the pod IP as
-//                 context. What the two relays (apiserver, agent) spend in CPU per MiB is the
-//                 floor of the path through them on this machine.
-// Writes .reports/bench/streaming-<time>.json. Usage: npm run bench -w @kh/harness [-- -r containerd]
+// The streaming benchmark (issues 15 and 32); what it measures and its options: USAGE.
 import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs, promisify } from 'node:util';
-import { cleanUpOnInterrupt, runId } from '@kh/testkit';
+import { promisify } from 'node:util';
+import { benchArgs, cleanUpOnInterrupt, runId, UsageError } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import { selectBackends } from '../src/backends/registry.js';
 import { nodeImagesOf, type RuntimeBackend } from '../src/backends/types.js';
@@ -435,12 +422,41 @@ async function benchRuntime(
   return result;
 }
 
+const USAGE = `Usage: npm run bench -w @kh/harness [-- options]
+
+kubectl's streaming verbs through the fake apiserver and our agent, side by side with the runtime's
+own path on the same node, in one run:
+  exec          the round trip of an exec of \`true\` with one client, in one process inside the
+                node (bench/exec_probe.ts): SPDY through the apiserver and the agent vs CRI Exec
+                and SPDY straight to the runtime, as crictl does (target: p50 at most ${EXEC_TARGET_RATIO}×).
+                Also, as context: \`kubectl exec\` from the host vs \`crictl exec\` in the node, each
+                a process, with what each binary takes to start.
+  port-forward  100 MiB from a busybox httpd pod through \`kubectl port-forward\`, read on the host,
+                vs \`crictl port-forward\` in the node, the runtime's own port-forward that every
+                path through the apiserver and the agent ends in (target: ≥ ${FORWARD_TARGET_SHARE * 100} % of it),
+                alternating; the same download from a client pod straight to the pod IP as
+                context. What the two relays (apiserver, agent) spend in CPU per MiB is the
+                floor of the path through them on this machine.
+Writes .reports/bench/streaming-<time>.json.
+
+Options:
+  -r, --runtime <names>   comma-separated runtimes, one node each, in this order (default containerd,docker)
+  -h, --help              show this help`;
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { runtime: { type: 'string', short: 'r' } } });
-  const runtimes = list(values.runtime) ?? ['containerd', 'docker'];
+  const { runtimes, backends } = await benchArgs(
+    { prog: 'harness streaming bench', usage: USAGE, options: { runtime: { type: 'string', short: 'r' } } },
+    (values) => {
+      const runtimes = list(values.runtime) ?? ['containerd', 'docker'];
+      try {
+        // One backend per runtime asked for, in the order asked (selectBackends keeps the registry's).
+        return { runtimes, backends: runtimes.map((r) => selectBackends([r])[0]!) };
+      } catch (err) {
+        throw new UsageError(`--runtime: ${(err as Error).message}`);
+      }
+    },
+  );
   const results: RuntimeResult[] = [];
-  // One backend per runtime asked for, in the order asked (selectBackends keeps the registry's).
-  const backends = runtimes.map((r) => selectBackends([r])[0]!);
   const world = await HarnessWorld.start({
     runId,
     // Nodes named and made as `run` makes them: after the backend (containerd-1.7), from its image.

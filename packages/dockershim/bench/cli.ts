@@ -1,24 +1,21 @@
 #!/usr/bin/env node
-// Benchmark: the pod lifecycle through the dockershim vs the same Docker calls made directly, and
-// containerd's built-in CRI (in a node container) on the same workload; then the exec round trip
-// (streaming Exec, ExecSync) against Docker's own exec; then upstream `critest -benchmark` on the
-// dockershim and on a host containerd, side by side, with the same benchmarks replayed as direct
-// Engine calls (Docker's floor) and ContainerStatus timed by a Go client against both and a no-op
-// server on the shim's gRPC stack (the gRPC floor). Writes JSON to .reports/bench/.
+// The dockershim benchmark; what it measures and its options: USAGE.
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { normalizeImageRef } from '@kh/apimachinery';
 import { CriClient, type CriServer } from '@kh/cri-api';
 import {
+  benchArgs,
   cleanUpOnInterrupt,
   criTools,
   criToolsDir,
   ensureImages,
   HostContainerd,
   NodeContainer,
+  numberOption,
 } from '@kh/testkit';
 import type Dockerode from 'dockerode';
 import { connectDocker } from '../src/docker/api_client.js';
@@ -69,26 +66,57 @@ function table(results: Record<string, Record<Operation, LatencySummary>>): stri
   return lines.join('\n');
 }
 
+const USAGE = `Usage: npm run bench -w @kh/dockershim [-- options]
+
+The pod lifecycle (RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox,
+RemovePodSandbox) through the dockershim vs the same Docker calls made directly, and containerd's
+built-in CRI (in a node container) on the same workload; then the exec round trip (streaming Exec,
+ExecSync) against Docker's own exec; then upstream \`critest -benchmark\` on the dockershim and on a
+host containerd, side by side, with the same benchmarks replayed as direct Engine calls (Docker's
+floor) and ContainerStatus timed by a Go client against both and a no-op server on the shim's gRPC
+stack (the gRPC floor). Writes JSON to --out. The critest step alone: --pods 0 --execs 0.
+
+Options:
+  --pods <n>                measured pods per side (default 30; 0 skips the lifecycle and its containerd side)
+  --warmup <n>              warm-up pods per side before them, not measured (default 3)
+  --skip-containerd         no containerd side of the lifecycle
+  --execs <n>               exec round trips of each path (default 200; 0 skips them)
+  --skip-critest            no critest step (nor its floors)
+  --critest-count <n>       pods and containers per critest benchmark (default 20)
+  --critest-rounds <n>      critest rounds, each on both runtimes and Docker's floor (default 2)
+  --critest-version <v>     cri-tools release of critest (default 1.33.0)
+  --grpc-floor-calls <n>    ContainerStatus calls per target and round (default 200; 0 skips the gRPC floor)
+  --out <dir>               where the JSON goes (default .reports/bench)
+  -h, --help                show this help`;
+
+const OPTIONS = {
+  pods: { type: 'string', default: '30' },
+  warmup: { type: 'string', default: '3' },
+  'skip-containerd': { type: 'boolean', default: false },
+  execs: { type: 'string', default: '200' },
+  'skip-critest': { type: 'boolean', default: false },
+  'critest-count': { type: 'string', default: '20' },
+  'critest-rounds': { type: 'string', default: '2' },
+  // Kubelet 1.33's era, whose CRI client names "localhost" as the kubelet's does; 1.26.0 sends
+  // the socket path, which the shim's server then rewrites (cri-api's README).
+  'critest-version': { type: 'string', default: '1.33.0' },
+  'grpc-floor-calls': { type: 'string', default: '200' },
+  out: { type: 'string', default: '.reports/bench' },
+} satisfies ParseArgsOptionsConfig;
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      pods: { type: 'string', default: '30' },
-      warmup: { type: 'string', default: '3' },
-      'skip-containerd': { type: 'boolean', default: false },
-      execs: { type: 'string', default: '200' },
-      'skip-critest': { type: 'boolean', default: false },
-      'critest-count': { type: 'string', default: '20' },
-      'critest-rounds': { type: 'string', default: '2' },
-      // Kubelet 1.33's era, whose CRI client names "localhost" as the kubelet's does; 1.26.0 sends
-      // the socket path, which the shim's server then rewrites (cri-api's README).
-      'critest-version': { type: 'string', default: '1.33.0' },
-      'grpc-floor-calls': { type: 'string', default: '200' },
-      out: { type: 'string', default: '.reports/bench' },
-    },
-  });
-  const pods = Number(values.pods);
-  const warmup = Number(values.warmup);
-  const execs = Number(values.execs);
+  const { values, pods, warmup, execs, critestCount, critestRounds, grpcFloorCalls } = await benchArgs(
+    { prog: 'dockershim bench', usage: USAGE, options: OPTIONS },
+    (values) => ({
+      values,
+      pods: numberOption('--pods', values.pods),
+      warmup: numberOption('--warmup', values.warmup),
+      execs: numberOption('--execs', values.execs),
+      critestCount: numberOption('--critest-count', values['critest-count'], { min: 1 }),
+      critestRounds: numberOption('--critest-rounds', values['critest-rounds'], { min: 1 }),
+      grpcFloorCalls: numberOption('--grpc-floor-calls', values['grpc-floor-calls']),
+    }),
+  );
   const log = (line: string) => process.stderr.write(`${line}\n`);
   const runId = `bench-${randomBytes(4).toString('hex')}`;
   const labels = { 'kh.run': runId, 'kh.owner': 'test' };
@@ -176,10 +204,10 @@ async function main(): Promise<void> {
         docker,
         labels,
         refs,
-        { count: Number(values['critest-count']), parallel: 2 },
-        Number(values['critest-rounds']),
+        { count: critestCount, parallel: 2 },
+        critestRounds,
         values['critest-version'],
-        { calls: Number(values['grpc-floor-calls']), parallel: 2, gapMs: GRPC_FLOOR_GAP_MS },
+        { calls: grpcFloorCalls, parallel: 2, gapMs: GRPC_FLOOR_GAP_MS },
         join(dir, 'grpc-floor.sock'),
         log,
       );

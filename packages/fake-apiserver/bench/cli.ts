@@ -11,7 +11,8 @@ import {
 } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { parseArgs } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
+import { benchArgs, numberOption, UsageError } from '@kh/testkit';
 import { summary } from './client.js';
 import { runLoad } from './load.js';
 import { cleanUpOnExit, cpuSeconds, memory, servingUrl } from './proc.js';
@@ -187,26 +188,59 @@ function table(runs: StepResult[]): string {
   ].join('\n');
 }
 
+const USAGE = `Usage: npm run bench -w @kh/fake-apiserver [-- options]
+
+The fake apiserver at Kubernetes' published scalability thresholds, kwok-style load: for each step
+and storage, a fresh server process with that many nodes (leases renewed, status patched), their
+pods bound by the built-in scheduler and pod status patches, and watchers of leases, nodes and
+pods. Each figure against its target (write and watch delivery p99, LIST of every pod, peak RSS)
+goes to --out and apiserver-latest.json beside it.
+
+Options:
+  --steps <n,...>               nodes of each step (default 1000,2000,5000)
+  --pods-per-node <n>           (default 30)
+  --watchers-per-node <x>       watchers per node, at least 3 in all (default 0.1)
+  --duration <seconds>          steady state of each step (default 20)
+  --storage <memory,data-dir>   each step in memory, with --data-dir (a temp dir), or both (default both)
+  --list-repeats <n>            idle LISTs of every pod after the one under load (default 2)
+  --server-node-arg <arg>       a Node flag for the server process, repeatable, e.g. --server-node-arg --cpu-prof
+  --out <file>                  the JSON (default .reports/bench/apiserver-<time>.json)
+  -h, --help                    show this help`;
+
+const STORAGES = ['memory', 'data-dir'];
+
+const OPTIONS = {
+  steps: { type: 'string', default: '1000,2000,5000' },
+  'pods-per-node': { type: 'string', default: '30' },
+  'watchers-per-node': { type: 'string', default: '0.1' },
+  duration: { type: 'string', default: '20' },
+  storage: { type: 'string', default: STORAGES.join(',') },
+  'list-repeats': { type: 'string', default: '2' },
+  'server-node-arg': { type: 'string', multiple: true, default: [] },
+  // One file per run, so the runs before stay for the history (kubelet-harness history --bench).
+  out: {
+    type: 'string',
+    default: join(BENCH_DIR, `apiserver-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
+  },
+} satisfies ParseArgsOptionsConfig;
+
 async function main() {
-  const { values } = parseArgs({
-    options: {
-      steps: { type: 'string', default: '1000,2000,5000' },
-      'pods-per-node': { type: 'string', default: '30' },
-      'watchers-per-node': { type: 'string', default: '0.1' },
-      duration: { type: 'string', default: '20' },
-      storage: { type: 'string', default: 'memory,data-dir' },
-      'list-repeats': { type: 'string', default: '2' },
-      /** Node flags for the server process, e.g. --server-node-arg=--cpu-prof. */
-      'server-node-arg': { type: 'string', multiple: true, default: [] },
-      // One file per run, so the runs before stay for the history (kubelet-harness history --bench).
-      out: {
-        type: 'string',
-        default: join(BENCH_DIR, `apiserver-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
-      },
-    },
+  const o = await benchArgs({ prog: 'fake-apiserver bench', usage: USAGE, options: OPTIONS }, (v) => {
+    const storage = v.storage.split(',');
+    const unknown = storage.find((m) => !STORAGES.includes(m));
+    if (unknown !== undefined)
+      throw new UsageError(`--storage takes ${STORAGES.join(', ')} (comma-separated), not "${unknown}"`);
+    return {
+      steps: v.steps.split(',').map((n) => numberOption('--steps', n, { min: 1 })),
+      storage,
+      podsPerNode: numberOption('--pods-per-node', v['pods-per-node']),
+      watchersPerNode: numberOption('--watchers-per-node', v['watchers-per-node'], { integer: false }),
+      durationSeconds: numberOption('--duration', v.duration, { integer: false, min: 1 }),
+      listRepeats: numberOption('--list-repeats', v['list-repeats']),
+      serverNodeArgs: v['server-node-arg'],
+      out: v.out,
+    };
   });
-  const steps = values.steps.split(',').map(Number);
-  const storage = values.storage.split(',');
   const runs: StepResult[] = [];
   const started = Date.now();
   const report = () => ({
@@ -229,17 +263,17 @@ async function main() {
     scaling: scaling(runs),
     table: table(runs),
   });
-  for (const nodes of steps) {
-    for (const mode of storage) {
+  for (const nodes of o.steps) {
+    for (const mode of o.storage) {
       runs.push(
         await runStep({
           nodes,
-          podsPerNode: Number(values['pods-per-node']),
-          watchersPerNode: Number(values['watchers-per-node']),
-          durationSeconds: Number(values.duration),
+          podsPerNode: o.podsPerNode,
+          watchersPerNode: o.watchersPerNode,
+          durationSeconds: o.durationSeconds,
           durable: mode === 'data-dir',
-          listRepeats: Number(values['list-repeats']),
-          serverNodeArgs: values['server-node-arg'],
+          listRepeats: o.listRepeats,
+          serverNodeArgs: o.serverNodeArgs,
         }),
       );
       const r = runs[runs.length - 1]!;
@@ -247,14 +281,14 @@ async function main() {
         `=> writes p50=${r.writes.p50} p99=${r.writes.p99}ms (n=${r.writes.count}, failures=${r.writeFailures}); watch p50=${r.watchDelivery.p50} p99=${r.watchDelivery.p99}ms (n=${r.watchDelivery.count}); LIST ${Math.round(r.listAllPods.max)}ms, in pages ${r.listAllPodsPaged.ms}ms; peak rss ${r.peakRssMiB} MiB; cpu ${r.serverCpuPercentOfOneCore}%; nodes not Ready ${r.nodesNotReady}`,
       );
       // Written after every step: a long run interrupted still leaves what it measured.
-      mkdirSync(dirname(values.out), { recursive: true });
+      mkdirSync(dirname(o.out), { recursive: true });
       const json = `${JSON.stringify(report(), null, 2)}\n`;
-      writeFileSync(values.out, json);
-      writeFileSync(join(dirname(values.out), 'apiserver-latest.json'), json);
+      writeFileSync(o.out, json);
+      writeFileSync(join(dirname(o.out), 'apiserver-latest.json'), json);
     }
   }
   console.error(table(runs));
-  log(`wrote ${values.out} (${Math.round((Date.now() - started) / 1000)}s)`);
+  log(`wrote ${o.out} (${Math.round((Date.now() - started) / 1000)}s)`);
 }
 
 main().catch((e: Error) => {

@@ -1,19 +1,6 @@
-// Pod start-up latency as Kubernetes' SLO measures it, on real containerd: N pods created at
-// once, each timed from its creation to all its containers started as observed through a
-// list/watch that resumes and relists like an informer; the same pods started with bare CRI calls
-// give the runtime's own share. The two alternate for a few rounds, and the agent's CPU is sampled
-// while its pods start. Then the agent's memory as upstream's density test reads it (bench/memory.ts)
-// with 10 pods (the density test's batch) and with maxPods (110).
-// Results, each figure against issue 32's target, go to .reports/bench/.
-//   npm run bench -w @kh/node-agent [-- --pods 30 --rounds 3 --density-pods 10 --rss-pods 110 --settle-seconds 30 --label after
-//                                       --agent-node-options "--cpu-prof --cpu-prof-dir=/tmp/prof"
-//                                       --agent-runtime-options '{"stopTimeoutSlackMs":20000}'
-//                                       --agent-config '{"featureGates":{"EventedPLEG":true}}'
-//                                       --agent-env "MALLOC_ARENA_MAX=2" --heap-snapshot /tmp/agent.heapsnapshot
-//                                       --node-release bookworm]
-// Everything it creates carries kh.* labels (testkit's NodeContainer labels the node's volumes
-// too), so `kubelet-harness cleanup` removes what a killed run leaves; its files live in the
-// node's shared directory, which cleanup removes with the node.
+// The agent benchmark; what it measures and its options: USAGE in bench/args.ts. Its files live in
+// the node's shared directory, which \`kubelet-harness cleanup\` removes with the node (testkit's
+// NodeContainer labels the node's volumes too).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
@@ -24,51 +11,34 @@ import { fileURLToPath } from 'node:url';
 import { realClock } from '@kh/apimachinery';
 import { CriClient } from '@kh/cri-api';
 import { createApiServer } from '@kh/fake-apiserver';
-import { ensureImages, isNodeRelease, NODE_RELEASES, NodeContainer, nodeImageName } from '@kh/testkit';
+import { benchArgs, ensureImages, NodeContainer, nodeImageName } from '@kh/testkit';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../src/api/node_api.js';
 import { cgroupRootForKubepods } from '../src/cm/cgroup_name.js';
 import { KubePodListWatch } from '../src/podconfig/apiserver_source.js';
 import { type PodStartupList, PREPARE_STEPS } from '../src/pods/startup_tracker.js';
+import { agentBenchArgs, OPTIONS, USAGE } from './args.js';
 import { summarizeHeapSnapshot } from './heap_summary.js';
 import { type DensityMemory, densityMemory, mib, type ProcessMemory, processMemory } from './memory.js';
 import { PodStarts } from './pod_starts.js';
 import { BENCH_STAGES, podStageRows } from './startup_stages.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const stringArg = (name: string, dflt: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
-const arg = (name: string, dflt: number) => Number(stringArg(name, String(dflt)));
-const PODS = arg('pods', 30);
-const ROUNDS = arg('rounds', 3);
-const DENSITY_PODS = arg('density-pods', 10);
-const RSS_PODS = arg('rss-pods', 110);
-// RSS right after a burst still holds the burst's garbage; what a node pays for is the steady state.
-const SETTLE_S = arg('settle-seconds', 30);
-const LABEL = stringArg('label', 'run');
-const AGENT_NODE_OPTIONS = stringArg('agent-node-options', '').split(' ').filter(Boolean);
-// Runtime manager options to try on the agent (JSON), over the ones the command sets.
-const AGENT_RUNTIME_OPTIONS = JSON.parse(stringArg('agent-runtime-options', '{}')) as Record<string, unknown>;
-// KubeletConfiguration fields to try on the agent (JSON), over the bench's, e.g. '{"featureGates":{"EventedPLEG":true}}'.
-const AGENT_CONFIG = JSON.parse(stringArg('agent-config', '{}')) as Record<string, unknown>;
-// Environment to try on the agent, e.g. "MALLOC_ARENA_MAX=2" (space-separated NAME=value).
-const AGENT_ENV = Object.fromEntries(
-  stringArg('agent-env', '')
-    .split(' ')
-    .filter(Boolean)
-    .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-);
-// After the RSS figure: the agent writes a heap snapshot there, summarised into the JSON.
-const HEAP_SNAPSHOT = stringArg('heap-snapshot', '');
-// The node image's Debian release, so one runtime version can be timed against another (its
-// containerd: bookworm 1.6, trixie 1.7, forky 2.1); default the harness's default node.
-const NODE_RELEASE = stringArg('node-release', '');
-if (NODE_RELEASE && !isNodeRelease(NODE_RELEASE))
-  throw new Error(`--node-release must be one of ${NODE_RELEASES.join(', ')}, not "${NODE_RELEASE}"`);
-const NODE_IMAGE = isNodeRelease(NODE_RELEASE) ? nodeImageName(NODE_RELEASE) : 'node';
+const {
+  pods: PODS,
+  rounds: ROUNDS,
+  densityPods: DENSITY_PODS,
+  rssPods: RSS_PODS,
+  settleSeconds: SETTLE_S,
+  label: LABEL,
+  agentNodeOptions: AGENT_NODE_OPTIONS,
+  agentRuntimeOptions: AGENT_RUNTIME_OPTIONS,
+  agentConfig: AGENT_CONFIG,
+  agentEnv: AGENT_ENV,
+  heapSnapshot: HEAP_SNAPSHOT,
+  nodeRelease: NODE_RELEASE,
+} = await benchArgs({ prog: 'node-agent bench', usage: USAGE, options: OPTIONS }, agentBenchArgs);
+const NODE_IMAGE = NODE_RELEASE ? nodeImageName(NODE_RELEASE) : 'node';
 // How often the agent's CPU is sampled while its pods start.
 const CPU_SAMPLE_MS = 500;
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);

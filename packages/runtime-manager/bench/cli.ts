@@ -1,23 +1,11 @@
 #!/usr/bin/env node
-// Benchmark: the runtime manager's overhead per pod create against the bare CRI calls.
-//
-// Pods come in pairs with the same spec on the same runtime, one created by the manager
-// (syncPod), one by bare CRI calls (RunPodSandbox, CreateContainer, StartContainer with the
-// configs the manager would send, built beforehand). The two alternate, and which goes first
-// alternates too, so drift of the machine hits both alike. Per manager pod, overhead = syncPod
-// wall time - the time inside its three essential calls (bench/overhead.ts); the bare pods show
-// what those calls cost when nothing else runs, so a manager that slowed its own calls down would
-// show there. Pods are made in batches and torn down between batches (untimed), so the runtime
-// holds at most one batch. A warm-up batch is left out of the figures.
-//   npm run bench -w @kh/runtime-manager -- [--runtime containerd|fake] [--pods 300] [--batch 50]
-//     [--warmup 10] [--out FILE]
-// `node --cpu-prof bench/dist/cli.mjs` (after one `npm run bench`) profiles the same run.
+// The runtime manager's benchmark; what it measures and its options: USAGE.
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { type ContainerConfig, CriClient, FakeRuntime, type PodSandboxConfig } from '@kh/cri-api';
-import { cleanUpOnInterrupt } from '@kh/testkit';
+import { benchArgs, cleanUpOnInterrupt, numberOption, UsageError } from '@kh/testkit';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { PodStatus } from '../src/container/runtime.js';
 import { generateContainerConfig } from '../src/kuberuntime/container.js';
@@ -163,28 +151,50 @@ async function teardown(cri: CriClient): Promise<void> {
   }
 }
 
+const USAGE = `Usage: npm run bench -w @kh/runtime-manager [-- options]
+
+The runtime manager's overhead per pod create against the bare CRI calls. Pods come in pairs with
+the same spec on the same runtime, one created by the manager (syncPod), one by bare CRI calls
+(RunPodSandbox, CreateContainer, StartContainer with the configs the manager would send, built
+beforehand). The two alternate, and which goes first alternates too, so drift of the machine hits
+both alike. Per manager pod, overhead = syncPod wall time - the time inside its three essential
+calls; the bare pods show what those calls cost when nothing else runs, so a manager that slowed
+its own calls down would show there. Pods are made in batches and torn down between batches
+(untimed), so the runtime holds at most one batch. A warm-up batch is left out of the figures.
+\`node --cpu-prof bench/dist/cli.mjs\` (after one \`npm run bench\`) profiles the same run.
+
+Options:
+  --runtime <containerd|fake>   real containerd in a node container, or the in-memory fake (default containerd)
+  --pods <n>                    measured pod pairs (default 300)
+  --batch <n>                   pairs per batch (default 50)
+  --warmup <n>                  warm-up pairs, left out (default 10)
+  --out <file>                  the JSON (default .reports/bench/runtime-manager-<runtime>-<time>.json)
+  -h, --help                    show this help`;
+
+const OPTIONS = {
+  runtime: { type: 'string', default: 'containerd' },
+  pods: { type: 'string', default: '300' },
+  batch: { type: 'string', default: '50' },
+  warmup: { type: 'string', default: '10' },
+  out: { type: 'string' },
+} satisfies ParseArgsOptionsConfig;
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      runtime: { type: 'string', default: 'containerd' },
-      pods: { type: 'string', default: '300' },
-      batch: { type: 'string', default: '50' },
-      warmup: { type: 'string', default: '10' },
-      out: { type: 'string' },
+  const { values, runtime, n, batch, warmup } = await benchArgs(
+    { prog: 'runtime-manager bench', usage: USAGE, options: OPTIONS },
+    (values) => {
+      const runtime = values.runtime;
+      if (runtime !== 'containerd' && runtime !== 'fake')
+        throw new UsageError(`--runtime must be containerd or fake, not "${runtime}"`);
+      return {
+        values,
+        runtime,
+        n: numberOption('--pods', values.pods, { min: 1 }),
+        batch: numberOption('--batch', values.batch, { min: 1 }),
+        warmup: numberOption('--warmup', values.warmup),
+      };
     },
-  });
-  const runtime = values.runtime;
-  if (runtime !== 'containerd' && runtime !== 'fake')
-    throw new Error(`--runtime must be containerd or fake, got "${runtime}"`);
-  const int = (name: 'pods' | 'batch' | 'warmup', min: number) => {
-    const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < min)
-      throw new Error(`--${name} must be an integer >= ${min}, got "${values[name]}"`);
-    return n;
-  };
-  const n = int('pods', 1);
-  const batch = int('batch', 1);
-  const warmup = int('warmup', 0);
+  );
   // One file per run, so the runs before stay for the history (kubelet-harness history --bench).
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   const out = resolve(values.out ?? join('.reports', 'bench', `runtime-manager-${runtime}-${stamp}.json`));

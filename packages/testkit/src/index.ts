@@ -89,6 +89,14 @@ export {
   WORKLOAD_IMAGES,
   type WorkloadImageName,
 } from './images/recipes.js';
+export {
+  BENCH_ARGS_OK,
+  BENCH_TURN,
+  benchArgs,
+  numberOption,
+  parseOptions,
+  UsageError,
+} from './util/bench-args.js';
 export { cleanUpOnInterrupt } from './util/interrupt.js';
 export { withFileLock } from './util/lock.js';
 export { MissingToolError } from './util/process.js';
