@@ -344,7 +344,7 @@ interface CritestSideBySide {
   exitCodes: Record<CritestSide, (number | null)[]>;
   left: Record<CritestSide, { leaked: number; cutOff: number; containers: number }>;
   /** The shim's Engine calls during its critest runs, per operation (instrumented client). */
-  shimEngineCalls: Record<string, number>;
+  shimEngineCalls: EngineCalls;
   /** Docker's containers of critest pods before the runs: any other one left after is a leak. */
   shimContainersBefore: Set<string>;
   /** ContainerStatus(verbose) from the Go client, per target, all rounds (bench/grpc_floor.ts). */
@@ -353,7 +353,7 @@ interface CritestSideBySide {
     samples: Record<GrpcFloorTargetName, number[]>;
     responseBytes: Record<GrpcFloorTargetName, number>;
     /** The shim's Engine calls while the Go client ran: none when its statuses came from memory. */
-    shimEngineCalls: Record<string, number>;
+    shimEngineCalls: EngineCalls;
   };
 }
 
@@ -515,16 +515,23 @@ async function critestContainers(docker: Dockerode) {
 }
 
 /** Adds each operation's calls between two snapshots of the shim's Engine metrics to `into`. */
-function countCalls(
-  into: Record<string, number>,
-  before: DockerOperationStats[],
-  after: DockerOperationStats[],
-): void {
+/** Engine calls per operation, and the seconds the shim waited for their answers. */
+type EngineCalls = Record<string, { calls: number; seconds: number }>;
+
+/** Adds the calls made between two snapshots of the shim's instrumented client. */
+function countCalls(into: EngineCalls, before: DockerOperationStats[], after: DockerOperationStats[]): void {
   for (const s of after) {
-    const n = s.count - (before.find((b) => b.operation === s.operation)?.count ?? 0);
-    if (n > 0) into[s.operation] = (into[s.operation] ?? 0) + n;
+    const b = before.find((o) => o.operation === s.operation);
+    const calls = s.count - (b?.count ?? 0);
+    if (calls <= 0) continue;
+    const sum = (into[s.operation] ??= { calls: 0, seconds: 0 });
+    sum.calls += calls;
+    sum.seconds += s.sumSeconds - (b?.sumSeconds ?? 0);
   }
 }
+
+const callCounts = (calls: EngineCalls) =>
+  Object.fromEntries(Object.entries(calls).map(([op, c]) => [op, c.calls]));
 
 async function runtimeVersion(endpoint: string): Promise<string> {
   const client = await CriClient.connect(endpoint);
@@ -558,7 +565,7 @@ function grpcFloorReport(g: NonNullable<CritestSideBySide['grpcFloor']>) {
     noopOverContainerd: quiet.overContainerd,
     shimOverNoop: quiet.shimOverFloor,
     shimOverContainerd: ratio(targets.dockershim.p50, targets.containerd.p50),
-    shimEngineCalls: g.shimEngineCalls,
+    shimEngineCalls: callCounts(g.shimEngineCalls),
   };
 }
 
@@ -649,7 +656,17 @@ function critestReport(r: CritestSideBySide, shimContainersLeft: number) {
     left: { ...r.left, dockershimEngineContainers: shimContainersLeft },
     /** Engine calls the shim made during its critest runs, per sample (pod and container samples). */
     shimEngineCallsPerSample: Object.fromEntries(
-      Object.entries(r.shimEngineCalls).map(([op, n]) => [op, Math.round((n / samplesPerRun) * 100) / 100]),
+      Object.entries(r.shimEngineCalls).map(([op, c]) => [
+        op,
+        Math.round((c.calls / samplesPerRun) * 100) / 100,
+      ]),
+    ),
+    /**
+     * How long the shim waited for each Engine call's answer, on average, during its critest runs:
+     * beside the floor's p50 it tells Docker's share of a CRI call from the shim's own.
+     */
+    shimEngineMsPerCall: Object.fromEntries(
+      Object.entries(r.shimEngineCalls).map(([op, c]) => [op, Math.round((c.seconds / c.calls) * 1e5) / 100]),
     ),
     critestExitCodes: r.exitCodes,
     results: Object.fromEntries(
@@ -691,8 +708,8 @@ function critestTable(c: ReturnType<typeof critestReport>): string {
     );
   }
   lines.push(
-    `shim Engine calls per sample: ${Object.entries(c.shimEngineCallsPerSample)
-      .map(([op, n]) => `${op} ${n}`)
+    `shim Engine calls per sample (mean ms each): ${Object.entries(c.shimEngineCallsPerSample)
+      .map(([op, n]) => `${op} ${n} (${c.shimEngineMsPerCall[op]?.toFixed(1)})`)
       .join(', ')}`,
   );
   return `${lines.join('\n')}\n`;
