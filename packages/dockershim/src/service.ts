@@ -141,6 +141,9 @@ export class DockerShim {
     const config: DockerShimConfig = { ...DEFAULT_CONFIG };
     for (const [key, value] of Object.entries(options))
       if (key in DEFAULT_CONFIG && value !== undefined) Object.assign(config, { [key]: value });
+    // Daemon-wide settings that change only with a daemon restart, read once (again after a failure),
+    // as cri-dockerd reads them when it starts: docker info costs the Engine ~10 ms each time.
+    const engineInfo = cachedUntilFailure(() => docker('docker info', () => client.info()));
     const ctx: ShimContext = {
       docker: client,
       instance: options.socketPath ? `unix://${options.socketPath}` : address,
@@ -165,9 +168,8 @@ export class DockerShim {
       known: new KnownIds(),
       ooms: new OomEvents(client),
       ownOomScoreAdj: await readOwnOomScoreAdj(),
-      dockerRootDir: cachedUntilFailure(() =>
-        docker('docker info', () => client.info()).then((i) => i.DockerRootDir),
-      ),
+      dockerRootDir: async () => (await engineInfo()).DockerRootDir,
+      cgroupDriver: async () => (await engineInfo()).CgroupDriver,
       engineApiVersion: cachedUntilFailure(() =>
         docker('docker version', () => client.version()).then((v) => v.ApiVersion),
       ),

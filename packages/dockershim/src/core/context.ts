@@ -74,6 +74,8 @@ export interface ShimContext {
   ownOomScoreAdj: number;
   /** Docker's data root (docker info DockerRootDir), read once. */
   dockerRootDir(): Promise<string>;
+  /** Docker's cgroup driver (docker info CgroupDriver), read once with the data root. */
+  cgroupDriver(): Promise<string | undefined>;
   /** The Engine's API version (docker version ApiVersion), read once. */
   engineApiVersion(): Promise<string>;
 }

@@ -100,10 +100,8 @@ export async function status(ctx: ShimContext, req: StatusRequest): Promise<Part
 }
 
 export async function runtimeConfig(ctx: ShimContext): Promise<Partial<RuntimeConfigResponse>> {
-  const info = await docker('docker info', () => ctx.docker.info());
-  return {
-    linux: { cgroupDriver: info.CgroupDriver === 'systemd' ? CgroupDriver.SYSTEMD : CgroupDriver.CGROUPFS },
-  };
+  const driver = await ctx.cgroupDriver();
+  return { linux: { cgroupDriver: driver === 'systemd' ? CgroupDriver.SYSTEMD : CgroupDriver.CGROUPFS } };
 }
 
 /**
