@@ -524,9 +524,11 @@ function countCalls(into: EngineCalls, before: DockerOperationStats[], after: Do
     const b = before.find((o) => o.operation === s.operation);
     const calls = s.count - (b?.count ?? 0);
     if (calls <= 0) continue;
-    const sum = (into[s.operation] ??= { calls: 0, seconds: 0 });
-    sum.calls += calls;
-    sum.seconds += s.sumSeconds - (b?.sumSeconds ?? 0);
+    const sum = into[s.operation] ?? { calls: 0, seconds: 0 };
+    into[s.operation] = {
+      calls: sum.calls + calls,
+      seconds: sum.seconds + s.sumSeconds - (b?.sumSeconds ?? 0),
+    };
   }
 }
 
