@@ -385,8 +385,14 @@ describe('stats', () => {
     expect(first.attributes).toMatchObject({ id, metadata: { name: 'busy', attempt: 0 } });
     expect(first.cpu?.usageCoreNanoSeconds?.value).toBeGreaterThan(0n);
     expect(first.memory?.workingSetBytes?.value).toBeGreaterThan(0n);
-    const second = (await h.client.containerStats({ containerId: id })).stats;
-    expect(second?.cpu?.usageNanoCores?.value).toBeGreaterThan(0n);
+    // A rate needs two samples with CPU time between them: on two loaded cores the busy loop may
+    // not have run at all in the milliseconds between two calls, so later samples are taken too.
+    const rate = await waitFor(async () => {
+      const s = (await h.client.containerStats({ containerId: id })).stats;
+      const v = s?.cpu?.usageNanoCores?.value;
+      return v !== undefined && v > 0n ? v : undefined;
+    }, 'a positive CPU rate');
+    expect(rate).toBeGreaterThan(0n);
 
     const list = await h.client.listContainerStats({ filter: { labelSelector: { stats: 'yes' } } });
     expect(list.stats.map((s) => s.attributes?.id).sort()).toEqual([id, created].sort());
