@@ -112,7 +112,7 @@ const CASES: Case[] = [
           (await ctx.core.listNamespacedPod({ namespace: ctx.namespace })).metadata ?? {};
         await deleteWithGrace(ctx, name);
         // Succeeded lasts milliseconds before the agent deletes the pod: watched from the list.
-        const w = await watchPods(ctx, { fieldSelector: `metadata.name=${name}`, resourceVersion });
+        const w = watchPods(ctx, { fieldSelector: `metadata.name=${name}`, resourceVersion });
         try {
           await w.next(
             `pod ${name} enters the Succeeded phase`,

@@ -315,7 +315,7 @@ const CASES: Case[] = [
       const listed = await ctx.core.listNamespacedPod({ namespace: ctx.namespace });
       ctx.check.equal('the number of pods', listed.items.length, pods.length);
       // Issue 108594: no pod may ever be Failed and still Ready.
-      const w = await watchPods(ctx, { resourceVersion: listed.metadata?.resourceVersion });
+      const w = watchPods(ctx, { resourceVersion: listed.metadata?.resourceVersion });
       try {
         await emitPrepareForShutdown(ctx, true);
         await eventuallyPods(

@@ -168,7 +168,7 @@ const CASES: Case[] = [
         });
         ctx.check.equal('no pod with the label before the create', before.items.length, 0);
         // The informer's list, then its watch from that list's resourceVersion.
-        const w = await watchPods(ctx, {
+        const w = watchPods(ctx, {
           labelSelector: selector,
           resourceVersion: before.metadata?.resourceVersion,
         });
@@ -462,7 +462,7 @@ const CASES: Case[] = [
         const selector = 'test-pod-static=true';
         const image2 = ctx.images.httpd;
         const list = await ctx.core.listPodForAllNamespaces({ labelSelector: selector });
-        const w = await watchPods(ctx, {
+        const w = watchPods(ctx, {
           labelSelector: selector,
           resourceVersion: list.metadata?.resourceVersion,
         });
