@@ -92,6 +92,7 @@ export class PodWatch {
       this.ends++;
       if (!answered) await sleep(RETRY_DELAY_MS);
       else if (this.target.reopenDelayMs) await sleep(this.target.reopenDelayMs);
+      if (this.stopped) return;
       // A first watch without a version replays the pods as ADDED; opened again, it would
       // replay them twice, so then (as after a 410) a list says what changed.
       if (expired || this.resourceVersion === undefined) {
@@ -132,11 +133,18 @@ export class PodWatch {
             resolve({ answered, expired });
           },
         )
-        .then((request) => {
-          answered = true;
-          this.request = request;
-          if (this.stopped) request.abort();
-        });
+        .then(
+          (request) => {
+            answered = true;
+            this.request = request;
+            if (this.stopped) request.abort();
+          },
+          // Before any request (the kubeconfig's credentials): opened again after a pause.
+          (err: unknown) => {
+            this.lastEnd = String(err);
+            resolve({ answered: false, expired: false });
+          },
+        );
     });
   }
 
