@@ -152,6 +152,41 @@ describe('generateAPIPodStatus', () => {
     expect(s.podIP).toBeUndefined();
   });
 
+  // generateAPIPodStatus's three-way merge: the restarted kubelet reports a rejected pod again.
+  it('keeps a terminal phase the status holds, with its reason and message, and drops them with the phase', () => {
+    const rejected = {
+      phase: 'Failed',
+      reason: 'OutOfcpu',
+      message: "Node didn't have enough resource: cpu",
+    };
+    const again = generateAPIPodStatus({
+      pod: pod(),
+      runtime: runtime([], false),
+      oldStatus: rejected,
+      podIsTerminal: true,
+      nodeIP: 'n',
+      now,
+    });
+    expect(again).toMatchObject(rejected);
+    const fromApi = generateAPIPodStatus({
+      pod: { ...pod(), status: rejected },
+      runtime: runtime([], false),
+      nodeIP: 'n',
+      now,
+    });
+    expect(fromApi).toMatchObject(rejected);
+    const running = generateAPIPodStatus({
+      pod: pod(),
+      runtime: runtime([container('a', 'running'), container('b', 'running')]),
+      oldStatus: { phase: 'Pending', reason: 'Something', message: 'went before' },
+      nodeIP: 'n',
+      now,
+    });
+    expect(running.phase).toBe('Running');
+    expect(running).not.toHaveProperty('reason');
+    expect(running).not.toHaveProperty('message');
+  });
+
   it('shows pull failures and crash loops as waiting reasons with the last termination', () => {
     const s = generateAPIPodStatus({
       pod: pod(),

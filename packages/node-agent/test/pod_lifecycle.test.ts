@@ -297,6 +297,61 @@ describe('PodLifecycle with a completed pod', () => {
   });
 });
 
+describe('PodLifecycle after a restart, with a pod the API says finished', () => {
+  const exited = (): ContainerStatus => ({
+    id: { type: 'containerd', id: 'c1' },
+    name: 'c',
+    state: 'exited',
+    exitCode: 0,
+    createdAt: new Date(0),
+    startedAt: new Date(1),
+    finishedAt: new Date(2),
+    image: 'x',
+    imageRef: 'x',
+    hash: 'h',
+    restartCount: 0,
+  });
+  const finished = (
+    name: string,
+    deleting: boolean,
+    status: V1Pod['status'] = { phase: 'Succeeded' },
+  ): V1Pod => ({
+    ...pod(name),
+    metadata: {
+      ...pod(name).metadata,
+      ...(deleting ? { deletionTimestamp: new Date(0), deletionGracePeriodSeconds: 30 } : {}),
+    },
+    spec: { ...pod(name).spec!, restartPolicy: 'Never' },
+    status,
+  });
+
+  // kubernetes#116925: the kubelet stopped after the pod succeeded and before it deleted it.
+  it('terminates it without starting it, and deletes it from the API once it is being deleted', async () => {
+    const { api, runtime, lifecycle, workers, statusManager, relisted } = setup();
+    relisted('done', [exited()]);
+    const p = api.addPod(finished('done', true));
+    await lifecycle.handlePodAdditions([p]);
+    await workers.settle();
+    expect(runtime.calls).toEqual(['kill done']);
+    expect(workers.isPodTerminated('done')).toBe(true);
+    await statusManager.syncBatch();
+    expect(api.pods.has('default/done')).toBe(false);
+  });
+
+  it('keeps one that is not being deleted, with its phase, reason and message', async () => {
+    const { api, runtime, lifecycle, workers, statusManager, relisted } = setup();
+    relisted('rejected', []);
+    const status = { phase: 'Failed', reason: 'OutOfcpu', message: "Node didn't have enough resource: cpu" };
+    const p = api.addPod(finished('rejected', false, status));
+    await lifecycle.handlePodAdditions([p]);
+    await workers.settle();
+    await statusManager.syncBatch();
+    expect(runtime.calls).toEqual(['kill rejected']);
+    expect(api.pods.get('default/rejected')?.status).toMatchObject(status);
+    expect(lifecycle.activePods()).toEqual([]);
+  });
+});
+
 describe('PodLifecycle after a container dies (the pod container deletor)', () => {
   const instance = (id: string, name: string, createdAt: number, state: ContainerStatus['state']) =>
     ({

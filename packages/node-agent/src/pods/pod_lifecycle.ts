@@ -90,7 +90,13 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       const allocation = this.deps.allocation;
       const active = this.activePods().map((p) => allocation?.updatePodFromAllocation(p).pod ?? p);
       this.deps.pods.setPod(pod);
-      if (isTerminalPhase(pod)) continue;
+      if (isTerminalPhase(pod)) {
+        // Seen first in a terminal phase (the agent restarted after the pod finished): not admitted
+        // and never started, but, as the kubelet's pod workers do, terminated, so its final status
+        // is reported and, once it has a deletionTimestamp, the pod is deleted (kubernetes#116925).
+        this.deps.workers.updatePod({ pod, op: 'kill' });
+        continue;
+      }
       if (!pod.metadata?.deletionTimestamp) {
         // A pod re-admitted after a restart is admitted at the size it was allocated.
         const admitted = allocation?.updatePodFromAllocation(pod).pod ?? pod;

@@ -156,9 +156,23 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     containerStatus(c, input, input.oldStatus?.ephemeralContainerStatuses, 'ephemeral'),
   );
 
-  const phase = podPhase(pod, initStatuses, statuses, input.podIsTerminal ?? false, {
+  const generated = podPhase(pod, initStatuses, statuses, input.podIsTerminal ?? false, {
     containerRestartRules: input.containerRestartRules ?? false,
   });
+  // The kubelet's three-way merge: a terminal phase the status manager or the API holds stays (a
+  // pod that never ran, reported again after a restart, would read Pending from its containers).
+  const isTerminal = (p: string | undefined): p is 'Succeeded' | 'Failed' =>
+    p === 'Succeeded' || p === 'Failed';
+  // The kubelet's oldPodStatus: the status manager's, else the API's.
+  const old = input.oldStatus ?? pod.status;
+  const oldPhase = old?.phase;
+  const phase = isTerminal(generated)
+    ? generated
+    : isTerminal(oldPhase)
+      ? oldPhase
+      : isTerminal(pod.status?.phase)
+        ? pod.status.phase
+        : generated;
   const sandbox = runtime.sandboxStatuses[0];
   // Only a ready sandbox has a network worth reporting.
   const ips =
@@ -201,8 +215,17 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     ...(input.resize?.conditions ?? []),
   ];
 
+  // A pod's reason and message belong to its phase: they stay while it does (the kubelet's
+  // generateAPIPodStatus), so a rejected or evicted pod reported again after a restart keeps why.
+  const why =
+    oldPhase === phase
+      ? { reason: old?.reason || pod.status?.reason, message: old?.message || pod.status?.message }
+      : {};
+
   return {
     phase,
+    ...(why.reason ? { reason: why.reason } : {}),
+    ...(why.message ? { message: why.message } : {}),
     conditions,
     hostIP: input.nodeIP,
     hostIPs: [{ ip: input.nodeIP }],
