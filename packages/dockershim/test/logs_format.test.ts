@@ -228,9 +228,13 @@ describe('LogManager.drained', () => {
         new Promise((r) => setTimeout(r, 100)),
       ]);
       expect(second).toBe(true);
-      // Only the copier that ran out its bound is reported, once.
+      // Two statuses waiting at once on a copier that hangs: both return at the bound, one report.
+      logs.follow('twice', join(dir, 'twice/0.log'), false);
+      await Promise.all([logs.drained('twice', 200), logs.drained('twice', 200)]);
+      // Only the copiers that ran out their bound are reported, each once.
       expect(reports).toEqual([
         'hangs: Error: the log is not complete 300 ms after a status first found the container stopped',
+        'twice: Error: the log is not complete 200 ms after a status first found the container stopped',
       ]);
     } finally {
       await logs.close(100);

@@ -152,8 +152,10 @@ export class ContainerLogCopier {
   private stopped = false;
   /** Whether the copy has ended, copied or failed. */
   finished = false;
-  /** When drained() stops waiting (set by its first call). */
+  /** When drained() stops waiting (set by its first call, on the monotonic clock). */
   private drainDeadline: number | undefined;
+  /** A drained() wait ran out: later calls return at once, and the shortfall was reported. */
+  private drainTimedOut = false;
   /** The last entry written ("<timestamp> <stream>"), where a later read resumes. */
   private last: { timestamp: string; key: string } | undefined;
   readonly done: Promise<void>;
@@ -279,8 +281,9 @@ export class ContainerLogCopier {
    * call, so a copier whose Docker stream hangs delays one ContainerStatus, not every one after it.
    */
   async drained(timeoutMs: number): Promise<void> {
-    this.drainDeadline ??= Date.now() + timeoutMs;
-    const left = this.drainDeadline - Date.now();
+    if (this.drainTimedOut) return;
+    this.drainDeadline ??= performance.now() + timeoutMs;
+    const left = this.drainDeadline - performance.now();
     if (left <= 0) return;
     let timer: NodeJS.Timeout | undefined;
     const copied = await Promise.race([
@@ -290,8 +293,11 @@ export class ContainerLogCopier {
       }),
     ]);
     clearTimeout(timer);
-    // Said once, when the bound runs out: a client may now read a log that is still short.
-    if (!copied) {
+    // Said once, when the bound runs out: a client may now read a log that is still short. A flag,
+    // not the clock: a timer may fire a millisecond before the deadline by another clock, and
+    // two statuses may wait at once.
+    if (!copied && !this.drainTimedOut) {
+      this.drainTimedOut = true;
       this.onError(
         new Error(`the log is not complete ${timeoutMs} ms after a status first found the container stopped`),
       );
