@@ -6,6 +6,7 @@
 // API server sends bookmarks about once a minute), so the watch is opened again from the last
 // resourceVersion seen; when the server no longer has that version (410), a list turns what
 // changed meanwhile into events, as the informer's relist does.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ScenarioContext } from '@kh/harness';
 import { type CoreV1Api, type KubeConfig, type V1Pod, Watch } from '@kubernetes/client-node';
 import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
@@ -36,8 +37,6 @@ export interface PodWatchTarget {
 
 /** The pause before opening again a watch the server refused or that failed before it answered. */
 const RETRY_DELAY_MS = 1_000;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The namespace's pods that the options select, watched until stop(); its events as they come. */
 export class PodWatch {

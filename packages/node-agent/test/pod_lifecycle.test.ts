@@ -268,24 +268,25 @@ describe('PodLifecycle housekeeping and the reason cache', () => {
   });
 });
 
+/** Container c of a pod, exited 0: what the runtime shows of a pod that ran to completion. */
+const exited = (): ContainerStatus => ({
+  id: { type: 'containerd', id: 'c1' },
+  name: 'c',
+  state: 'exited',
+  exitCode: 0,
+  createdAt: new Date(0),
+  startedAt: new Date(1),
+  finishedAt: new Date(2),
+  image: 'x',
+  imageRef: 'x',
+  hash: 'h',
+  restartCount: 0,
+});
+
 describe('PodLifecycle with a completed pod', () => {
   it('tears a pod down once it ran to completion and never starts it again', async () => {
     const { runtime, lifecycle, workers, statusManager, relisted } = setup();
-    relisted('job', [
-      {
-        id: { type: 'containerd', id: 'c1' },
-        name: 'c',
-        state: 'exited',
-        exitCode: 0,
-        createdAt: new Date(0),
-        startedAt: new Date(1),
-        finishedAt: new Date(2),
-        image: 'x',
-        imageRef: 'x',
-        hash: 'h',
-        restartCount: 0,
-      },
-    ]);
+    relisted('job', [exited()]);
     const done: V1Pod = { ...pod('job'), spec: { ...pod('job').spec!, restartPolicy: 'Never' } };
     await lifecycle.handlePodAdditions([done]);
     await workers.settle();
@@ -298,19 +299,6 @@ describe('PodLifecycle with a completed pod', () => {
 });
 
 describe('PodLifecycle after a restart, with a pod the API says finished', () => {
-  const exited = (): ContainerStatus => ({
-    id: { type: 'containerd', id: 'c1' },
-    name: 'c',
-    state: 'exited',
-    exitCode: 0,
-    createdAt: new Date(0),
-    startedAt: new Date(1),
-    finishedAt: new Date(2),
-    image: 'x',
-    imageRef: 'x',
-    hash: 'h',
-    restartCount: 0,
-  });
   const finished = (
     name: string,
     deleting: boolean,
