@@ -1,5 +1,6 @@
 import type { KObject } from '@kh/fake-apiserver';
 import { BenchClient, pool, summary } from './client.js';
+import { type ListResult, listIn, startLister } from './lister.js';
 import { cpuSeconds } from './proc.js';
 import { startWatchers, stopWatchers } from './watchers.js';
 
@@ -291,6 +292,7 @@ export async function runLoad(o: LoadOptions) {
     return `${path}?watch=true&allowWatchBookmarks=true&resourceVersion=${rvs.get(path)}`;
   });
   const watchers = await startWatchers({ url: o.url, paths });
+  const lister = await startLister(o.url);
   steady = true;
   // Let the first node and pod status patches settle in before measuring.
   await new Promise((r) => setTimeout(r, 1000));
@@ -302,18 +304,8 @@ export async function runLoad(o: LoadOptions) {
   const readerCpuAtStart = cpuSeconds(watchers.pid!);
   const ownCpuAtStart = process.cpuUsage();
   const steadyStart = Date.now();
-  let listSpan: [number, number] = [0, 0];
-  const midList = new Promise<{ status: number; bytes: number; ms: number }>((resolve, reject) =>
-    setTimeout(
-      () => {
-        const t = performance.now();
-        c.fetchSize('/api/v1/pods').then((l) => {
-          listSpan = [t, t + l.ms];
-          resolve(l);
-        }, reject);
-      },
-      (o.durationSeconds * 1000) / 2,
-    ),
+  const midList = new Promise<ListResult>((resolve, reject) =>
+    setTimeout(() => listIn(lister, '/api/v1/pods').then(resolve, reject), (o.durationSeconds * 1000) / 2),
   );
   for (let t = 5; t <= o.durationSeconds; t += 5) {
     await new Promise((r) => setTimeout(r, steadyStart + t * 1000 - Date.now()));
@@ -331,15 +323,19 @@ export async function runLoad(o: LoadOptions) {
   const serverCpu = o.cpuSeconds() - cpuAtStart;
   const share = (seconds: number) => Math.round((seconds / steadySeconds) * 1000) / 10;
   const own = process.cpuUsage(ownCpuAtStart);
+  const mid = await midList;
   const clientCpuPercentOfOneCore = {
     loadGenerator: share((own.user + own.system) / 1e6),
     watchReader: share(cpuSeconds(watchers.pid!) - readerCpuAtStart),
+    lister: share(mid.cpuSeconds),
   };
   await new Promise((r) => setTimeout(r, 500));
   const delays = await stopWatchers(watchers);
-  const [listFrom, listTo] = listSpan;
+  // The lister's span on this process's performance.now() clock, which the write spans use.
+  const listFrom = mid.startEpochMs - performance.timeOrigin;
+  const listTo = listFrom + mid.ms;
   const overlapsList = ([from, to]: [number, number]) => from < listTo && to > listFrom;
-  const lists = [await midList];
+  const lists: { status: number; bytes: number; ms: number }[] = [mid];
   for (let i = 0; i < o.listRepeats; i++) lists.push(await c.fetchSize('/api/v1/pods'));
   for (const l of lists) if (l.status !== 200) throw new Error(`LIST of all pods answered ${l.status}`);
   o.progress(
