@@ -1,8 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, get, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LIST_SLICE } from '../src/http/body.js';
+import { LIST_SLICE, writeNow } from '../src/http/body.js';
 import { encodePending, MAX_JOINED_LINES } from '../src/http/watch.js';
 import type { ApiServer } from '../src/index.js';
 import { createApiServer } from '../src/index.js';
@@ -155,6 +157,47 @@ describe('watch delivery', () => {
     expect(events.map((e) => e.object.metadata.name)).toEqual(Array.from({ length: n }, (_, i) => `c${i}`));
     const rvs = events.map((e) => Number(e.object.metadata.resourceVersion));
     expect(rvs).toEqual([...rvs].sort((a, b) => a - b));
+  });
+});
+
+describe('writes within their turn', () => {
+  // A flush round or a LIST writes in turns of a few ms; its writes must reach the socket inside
+  // the turn, not all at once on http's next-tick uncork.
+  it('writeNow sends the chunks before it returns; a plain write waits for the next tick', async () => {
+    const seen: { plain: number; now: number; pending: number }[] = [];
+    let written = 0;
+    const http = createServer((_req, res: ServerResponse) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.flushHeaders();
+      setImmediate(() => {
+        res.write('a\n');
+        const plain = res.socket!.writableCorked;
+        res.socket!.uncork();
+        writeNow(res, [Buffer.from('b\n'), 'c\n'], () => written++);
+        seen.push({ plain, now: res.socket!.writableCorked, pending: res.socket!.writableLength });
+        writeNow(res, Buffer.from('d\n'));
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+    try {
+      const body = await new Promise<string>((resolve, reject) =>
+        get(`http://127.0.0.1:${(http.address() as AddressInfo).port}/`, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            text += c;
+          });
+          res.on('end', () => resolve(text));
+        }).on('error', reject),
+      );
+      expect(body).toBe('a\nb\nc\nd\n');
+      // http corks a response's socket on a write; writeNow's chunks left it uncorked, in the kernel.
+      expect(seen).toEqual([{ plain: 1, now: 0, pending: 0 }]);
+      expect(written).toBe(1);
+    } finally {
+      await new Promise((r) => http.close(r));
+    }
   });
 });
 

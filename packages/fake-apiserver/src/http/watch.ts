@@ -7,6 +7,7 @@ import type { LabelSelector } from '../selectors/label.js';
 import { toJson } from '../storage/json.js';
 import type { Store } from '../storage/store.js';
 import type { EventType, StoreEvent } from '../storage/watch-cache.js';
+import { writeNow } from './body.js';
 
 export interface WatchRequest {
   def: ResourceDef;
@@ -176,10 +177,9 @@ export function serveWatch(store: Store, req: IncomingMessage, res: ServerRespon
       // Still buffered past the limit (however large one burst, such as the initial state, was).
       if (res.writableLength > MAX_BUFFERED) return true;
       const out = encodePending(stream, unfiltered && stream.shareable ? shared : undefined);
-      // Lines go out in one writev: a response's writes of one tick share its socket's cork (not
-      // res.cork(), whose uncork wrote every line with a syscall of its own).
-      if (Buffer.isBuffer(out)) res.write(out);
-      else for (const line of out) res.write(line);
+      // Lines go out in one writev, within this flush turn (not res.cork(), whose uncork wrote
+      // every line with a syscall of its own).
+      writeNow(res, out);
       stream.pending = [];
       stream.shareable = true;
       return false;
