@@ -22,7 +22,7 @@ export interface ListResult {
 const LISTER_ARG = '--lister';
 
 /** Epoch milliseconds with performance.now()'s precision, comparable between processes. */
-export const epochNow = () => performance.timeOrigin + performance.now();
+const epochNow = () => performance.timeOrigin + performance.now();
 
 /** Forks the lister and resolves once it waits for its path. */
 export async function startLister(url: string): Promise<ChildProcess> {

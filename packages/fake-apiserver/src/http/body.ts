@@ -127,9 +127,9 @@ function send(res: ServerResponse, code: number, body: string | Buffer, contentT
 /**
  * Writes `chunks` to a response now, in one writev. Node's http corks a response's socket on its
  * first write of a tick and uncorks it on the next tick, so a loop writing many responses in turns
- * of a few milliseconds did its syscalls after each turn, all at once: at 5 000 nodes a watch flush
- * round's 500 writevs took 36 % of the server's time outside the turns' budget, in stretches of 11
- * ms (p50) to 100 ms that every request waited behind. Uncorked here, each write costs its turn.
+ * of a few milliseconds did its syscalls after each turn, all at once: at 5 000 nodes (a profiled
+ * run) a watch flush round's 500 writevs took 36 % of the server's time outside the turns' budget,
+ * and every request waited behind them. Uncorked here, each write costs its turn.
  */
 export function writeNow(
   res: ServerResponse,
