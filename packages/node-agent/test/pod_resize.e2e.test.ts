@@ -132,11 +132,12 @@ it('resizes a Guaranteed pod up and down in place, memory before cpu, and report
     [32n * Mi, 20_000n, 204n],
     [32n * Mi, 5_000n, 51n],
   ]);
-  // The checkpoints are written in the background, just after the change.
+  // The checkpoints are written in the background, just after the change. The actuated one is
+  // recorded a resource at a time, as the kubelet's: memory first, so wait for the CPU step too.
   const uid = grown.metadata!.uid!;
   const checkpointed = (name: string) => async () => {
     const c1 = JSON.parse(readFileSync(join(root, name), 'utf8')).podResources[uid]?.c1;
-    return c1?.limits?.memory === '32Mi' ? c1 : undefined;
+    return c1?.limits?.memory === '32Mi' && c1.limits.cpu === '50m' ? c1 : undefined;
   };
   expect(await agent.until('the allocation checkpointed', checkpointed(ALLOCATED_PODS_STATE))).toEqual(
     size('50m', '32Mi'),
