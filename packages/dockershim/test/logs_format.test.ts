@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -151,7 +151,8 @@ describe('ContainerLogCopier reads again', () => {
         .map((l) => parseCriLogLine(l)?.message);
       expect(messages).toEqual(['one', 'two', 'three']);
       expect(calls.map((c) => c.follow)).toEqual([true, true, false, false]);
-      expect(calls[1]?.since).toBe(timestampToSince(ts(1)));
+      // From a little before `one` (Docker's since is inclusive, and a stream may be logged late).
+      expect(calls[1]?.since).toBe('1795389299.000000000');
       expect(errors).toHaveLength(2);
       expect(errors[0]).toMatch(/follow failed \(attempt 1 of 5\), reading again: .*ECONNRESET/);
       expect(errors[1]).toMatch(/catch-up read failed \(attempt 1 of 5\)/);
@@ -177,6 +178,106 @@ describe('ContainerLogCopier reads again', () => {
       await copier.done;
       expect(calls).toBe(1);
       expect(errors).toEqual(['Error: No such container: c1']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('ContainerLogCopier resumes per stream', () => {
+  const ts = (ms: number) => `2026-11-22T23:15:01.${String(ms).padStart(3, '0')}000000Z`;
+  type Entry = { stream: 'stdout' | 'stderr'; at: number; text: string };
+  const chunk = (e: Entry) =>
+    frame(e.stream === 'stderr' ? StreamType.Stderr : StreamType.Stdout, `${ts(e.at)} ${e.text}`);
+  /** Docker's log in its file order; a read returns what `since` keeps, in that order. */
+  function dockerWith(log: Entry[], cutFollowAfter?: number) {
+    const calls: { follow: boolean; since?: string }[] = [];
+    const docker = {
+      containerLogs: async (_id: string, options: { follow: boolean; since?: string }) => {
+        calls.push(options);
+        const since = options.since ? Number(options.since) : 0;
+        const kept = log.filter((e) => Date.parse(ts(e.at)) / 1000 >= since - 1e-6).map(chunk);
+        const s = new PassThrough();
+        if (calls.length === 1 && cutFollowAfter !== undefined) {
+          s.write(Buffer.concat(kept.slice(0, cutFollowAfter)));
+          setTimeout(
+            () => s.destroy(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })),
+            20,
+          );
+        } else {
+          s.end(Buffer.concat(kept));
+        }
+        return s;
+      },
+    } as unknown as DockerClient;
+    return { docker, calls };
+  }
+  const lines = (path: string) =>
+    readFileSync(path, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const e = parseCriLogLine(l);
+        return `${e?.stream} ${e?.tag} ${e?.message}`;
+      });
+
+  it('copies stderr logged ahead of an earlier-stamped stdout once, through the catch-up read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-logorder-'));
+    const path = join(dir, 'c', '0.log');
+    // `echo to-stdout; echo to-stderr >&2` on a busy node: Docker's stderr goroutine logged first.
+    const { docker, calls } = dockerWith([
+      { stream: 'stderr', at: 2, text: 'to-stderr\n' },
+      { stream: 'stdout', at: 1, text: 'to-stdout\n' },
+    ]);
+    try {
+      await new ContainerLogCopier(docker, 'c1', path, false, () => {}).done;
+      expect(calls.map((c) => c.follow)).toEqual([true, false]);
+      expect(lines(path)).toEqual(['stderr F to-stderr', 'stdout F to-stdout']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('resumes inside a line Docker split, whose parts share one timestamp (the follow is cut after two)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-logsplit-'));
+    const path = join(dir, 'c', '0.log');
+    const { docker } = dockerWith(
+      [
+        { stream: 'stdout', at: 1, text: 'part one ' },
+        { stream: 'stdout', at: 1, text: 'part two ' },
+        { stream: 'stdout', at: 1, text: 'end\n' },
+        { stream: 'stderr', at: 2, text: 'after\n' },
+      ],
+      2,
+    );
+    try {
+      await new ContainerLogCopier(docker, 'c1', path, false, () => {}).done;
+      expect(lines(path)).toEqual([
+        'stdout P part one ',
+        'stdout P part two ',
+        'stdout F end',
+        'stderr F after',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('after a shim restart, resumes each stream after its own last entry in the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-logresume-'));
+    const path = join(dir, 'c', '0.log');
+    // The previous shim wrote `a` and `c`; Docker had logged `b` (stamped before `c`) after them.
+    const log: Entry[] = [
+      { stream: 'stdout', at: 1, text: 'a\n' },
+      { stream: 'stderr', at: 3, text: 'c\n' },
+      { stream: 'stdout', at: 2, text: 'b\n' },
+    ];
+    mkdirSync(join(dir, 'c'));
+    writeFileSync(path, `${ts(1)} stdout F a\n${ts(3)} stderr F c\n`);
+    const { docker } = dockerWith(log);
+    try {
+      await new ContainerLogCopier(docker, 'c1', path, false, () => {}).done;
+      expect(lines(path)).toEqual(['stdout F a', 'stderr F c', 'stdout F b']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -57,9 +57,30 @@ export function timestampToSince(timestamp: string): string {
 
 const TAIL_BYTES = 64 * 1024;
 
-/** The last entry of an existing CRI log file (after a shim restart), to resume after it. */
-async function lastEntryIn(path: string): Promise<CriLogEntry | undefined> {
-  let text: string;
+/**
+ * Where one stream's copy stands: its last entry's timestamp, and how many entries with that
+ * timestamp were written. Docker stamps each stream's output in its own goroutine, so a stream's
+ * entries come in timestamp order (the parts of a line it split share one timestamp), but stdout
+ * and stderr may interleave out of order in its log: "after the last entry written" is only
+ * well defined per stream.
+ */
+export interface StreamMark {
+  timestamp: string;
+  count: number;
+}
+
+export type LogMarks = Partial<Record<LogStream, StreamMark>>;
+
+/** The marks after writing an entry of `stream` stamped `timestamp`. */
+function advance(marks: LogMarks, stream: LogStream, timestamp: string): void {
+  const mark = marks[stream];
+  marks[stream] =
+    mark?.timestamp === timestamp ? { timestamp, count: mark.count + 1 } : { timestamp, count: 1 };
+}
+
+/** Each stream's mark after the entries of a CRI log file's tail (after a shim restart). */
+async function marksIn(path: string): Promise<LogMarks | undefined> {
+  let lines: string[];
   try {
     const fh = await open(path, 'r');
     try {
@@ -67,35 +88,55 @@ async function lastEntryIn(path: string): Promise<CriLogEntry | undefined> {
       const start = Math.max(0, size - TAIL_BYTES);
       const buf = Buffer.alloc(size - start);
       await fh.read(buf, 0, buf.length, start);
-      text = buf.toString('utf8');
+      lines = buf.toString('utf8').split('\n');
+      // A tail that starts inside the file starts inside a line.
+      if (start > 0) lines.shift();
     } finally {
       await fh.close();
     }
   } catch {
     return undefined;
   }
-  const lines = text.split('\n').filter(Boolean);
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const entry = parseCriLogLine(lines[i] ?? '');
-    if (entry) return entry;
+  const marks: LogMarks = {};
+  for (const line of lines) {
+    const entry = parseCriLogLine(line);
+    if (entry) advance(marks, entry.stream, entry.timestamp);
   }
-  return undefined;
+  return marks;
 }
 
 /**
- * Where copying resumes: after the last entry of the CRI file, or, when kubelet has just rotated it
- * (renamed to `<file>.<timestamp>`, the newest left uncompressed) and the new file is still empty,
- * after the last entry of the newest rotated file, so its lines are not copied a second time.
+ * Where copying resumes after a shim restart: after each stream's last entries in the CRI file,
+ * or in the newest rotated one (kubelet renames the file to `<file>.<timestamp>` to rotate it,
+ * the newest left uncompressed) for a stream the current file has nothing of yet, so no line is
+ * copied a second time.
  */
-export async function resumePoint(path: string): Promise<CriLogEntry | undefined> {
-  const current = await lastEntryIn(path);
-  if (current) return current;
+export async function resumePoint(path: string): Promise<LogMarks> {
   const prefix = `${basename(path)}.`;
   const rotated = (await readdir(dirname(path)).catch(() => []))
     .filter((name) => name.startsWith(prefix) && !name.endsWith('.gz') && !name.endsWith('.tmp'))
     .sort();
   const newest = rotated[rotated.length - 1];
-  return newest ? lastEntryIn(join(dirname(path), newest)) : undefined;
+  return {
+    ...(newest ? await marksIn(join(dirname(path), newest)) : {}),
+    ...(await marksIn(path)),
+  };
+}
+
+/**
+ * How far before the oldest stream's mark a read starts: an entry of a stream with nothing
+ * written yet may be stamped before another stream's entries that Docker logged ahead of it.
+ */
+const REREAD_SECONDS = 2;
+
+/** Docker's `since` for a read after `marks`, or undefined to read from the start. */
+export function sinceFor(marks: LogMarks): string | undefined {
+  const oldest = Object.values(marks)
+    .flatMap((m) => (m ? [m.timestamp] : []))
+    .sort()[0];
+  if (oldest === undefined) return undefined;
+  const [seconds = '0', nanos = ''] = timestampToSince(oldest).split('.');
+  return `${Math.max(0, Number(seconds) - REREAD_SECONDS)}.${nanos}`;
 }
 
 /** Opens the CRI log file for appending, creating it and its directory when missing. */
@@ -156,8 +197,8 @@ export class ContainerLogCopier {
   private drainDeadline: number | undefined;
   /** A drained() wait ran out: later calls return at once, and the shortfall was reported. */
   private drainTimedOut = false;
-  /** The last entry written ("<timestamp> <stream>"), where a later read resumes. */
-  private last: { timestamp: string; key: string } | undefined;
+  /** Where each stream's copy stands: a later read resumes after it. */
+  private marks: LogMarks = {};
   readonly done: Promise<void>;
 
   constructor(
@@ -187,10 +228,8 @@ export class ContainerLogCopier {
   private async run(after: Promise<unknown> | undefined): Promise<void> {
     await after?.catch(() => undefined);
     if (this.stopped) return;
-    // After a shim restart the file may already hold entries: resume after the last one.
-    const previous = await resumePoint(this.path);
-    if (previous)
-      this.last = { timestamp: previous.timestamp, key: `${previous.timestamp} ${previous.stream}` };
+    // After a shim restart the file may already hold entries: resume after them.
+    this.marks = await resumePoint(this.path);
     this.file = await openLogFile(this.path);
     try {
       // A follow cut on the way is made again from the last entry written: Docker's follow of a
@@ -229,33 +268,32 @@ export class ContainerLogCopier {
     }
   }
 
-  /** One `docker logs` read from the last entry written (Docker's `since` is inclusive: skip to after it). */
+  /**
+   * One `docker logs` read from where the copy stands. Docker's `since` is inclusive and starts a
+   * little earlier (sinceFor): an entry at or before its stream's mark was written already.
+   */
   private async copy(follow: boolean): Promise<void> {
-    const since = this.last;
-    const result = await this.docker.containerLogs(this.id, {
-      follow,
-      ...(since ? { since: timestampToSince(since.timestamp) } : {}),
-    });
+    const marks = { ...this.marks };
+    const since = sinceFor(marks);
+    const result = await this.docker.containerLogs(this.id, { follow, ...(since ? { since } : {}) });
     this.stream = result;
     // stop() may have run while the logs request was in flight.
     if (this.stopped) result.destroy();
     const chunks = result as AsyncIterable<Buffer>;
-    let skipping = since !== undefined;
+    const atMark: Partial<Record<LogStream, number>> = {};
     for await (const { stream, entry } of dockerLogEntries(chunks, this.tty)) {
       const { timestamp, message } = splitTimestamp(entry);
-      const key = `${timestamp} ${stream}`;
-      if (skipping && since) {
-        if (key === since.key) {
-          skipping = false;
-          continue;
-        }
-        if (timestamp <= since.timestamp) continue;
-        skipping = false;
+      const mark = marks[stream];
+      if (mark && timestamp < mark.timestamp) continue;
+      if (mark?.timestamp === timestamp) {
+        const seen = (atMark[stream] ?? 0) + 1;
+        atMark[stream] = seen;
+        if (seen <= mark.count) continue;
       }
       // A stopped copier never writes, even if its stream outlives stop(): after a shim restart
       // the new shim's copier owns the file, and two writers would duplicate every line.
       if (this.stopped) return;
-      this.last = { timestamp, key };
+      advance(this.marks, stream, timestamp);
       await this.locked(async () => {
         await this.file?.write(formatCriLogLine(timestamp, stream, message));
       });
