@@ -9,6 +9,7 @@ import {
   mirrorPodName,
   mirrorPodProblem,
   readMirrorPod,
+  recreateSimpleStaticPod,
   writeSimpleStaticPod,
   writeStaticPod,
 } from '../support/static-pods.js';
@@ -132,8 +133,7 @@ const CASES: Case[] = [
       withStaticPod(ctx, 'file-recreated', false, async (s) => {
         await writeSimpleStaticPod(ctx, s.name, s.ns, ctx.images.httpd);
         await eventuallyMirror(ctx, 'the mirror pod is running', s.mirror, s.ns, { running: true });
-        await deleteStaticPod(ctx, s.name, s.ns);
-        await writeSimpleStaticPod(ctx, s.name, s.ns, ctx.images.httpd);
+        await recreateSimpleStaticPod(ctx, s.name, s.ns, ctx.images.httpd);
         await eventuallyMirror(ctx, 'the mirror pod runs again with restart count 1', s.mirror, s.ns, {
           restartCount: 1,
         });

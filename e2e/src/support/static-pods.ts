@@ -22,22 +22,36 @@ async function nodeExec(ctx: ScenarioContext, cmd: string[]): Promise<void> {
 }
 
 /**
- * createStaticPodWithSpec: the manifest (JSON is YAML) replaces any earlier one. Written beside
- * it as a dot-file (which the agent skips, as the kubelet does) and renamed into place, so that
- * no pass of the agent reads half a manifest.
+ * The manifest (JSON is YAML) written beside its place as a dot-file, which the agent skips as
+ * the kubelet does, so that a rename puts it in place whole and no pass reads half a manifest.
  */
+async function stageStaticPod(
+  ctx: ScenarioContext,
+  name: string,
+  namespace: string,
+  spec: V1PodSpec,
+): Promise<{ tmp: string; path: string }> {
+  const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace }, spec };
+  const tmp = `${staticPodDir(ctx)}/.${namespace}-${name}.tmp`;
+  await ctx.backend.host.writeFile(tmp, `${JSON.stringify(pod)}\n`);
+  return { tmp, path: manifestPath(ctx, name, namespace) };
+}
+
+/** createStaticPodWithSpec: the manifest replaces any earlier one. */
 export async function writeStaticPod(
   ctx: ScenarioContext,
   name: string,
   namespace: string,
   spec: V1PodSpec,
 ): Promise<void> {
-  const pod: V1Pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace }, spec };
-  const path = manifestPath(ctx, name, namespace);
-  const tmp = `${staticPodDir(ctx)}/.${namespace}-${name}.tmp`;
-  await ctx.backend.host.writeFile(tmp, `${JSON.stringify(pod)}\n`);
+  const { tmp, path } = await stageStaticPod(ctx, name, namespace, spec);
   await nodeExec(ctx, ['mv', tmp, path]);
 }
+
+const simpleSpec = (image: string, restartPolicy: V1PodSpec['restartPolicy'] = 'Always'): V1PodSpec => ({
+  containers: [{ name: 'test', image }],
+  restartPolicy,
+});
 
 /** createStaticPod: one container `test` of `image`. */
 export const writeSimpleStaticPod = (
@@ -46,7 +60,23 @@ export const writeSimpleStaticPod = (
   namespace: string,
   image: string,
   restartPolicy: V1PodSpec['restartPolicy'] = 'Always',
-) => writeStaticPod(ctx, name, namespace, { containers: [{ name: 'test', image }], restartPolicy });
+) => writeStaticPod(ctx, name, namespace, simpleSpec(image, restartPolicy));
+
+/**
+ * deleteStaticPod, then createStaticPod, as upstream's case runs them: back to back, the new
+ * manifest staged first, so that the two are microseconds apart in one node exec rather than two
+ * container API round trips (seconds on a busy node: time enough for the agent to clean up the
+ * removed pod's containers, so that it starts again with restart count 0).
+ */
+export async function recreateSimpleStaticPod(
+  ctx: ScenarioContext,
+  name: string,
+  namespace: string,
+  image: string,
+): Promise<void> {
+  const { tmp, path } = await stageStaticPod(ctx, name, namespace, simpleSpec(image));
+  await nodeExec(ctx, ['sh', '-c', 'rm "$1" && mv "$2" "$1"', 'sh', path, tmp]);
+}
 
 /** deleteStaticPod (already gone is fine: a cleanup after a failed case may find nothing). */
 export const deleteStaticPod = (ctx: ScenarioContext, name: string, namespace: string) =>

@@ -141,6 +141,33 @@ describe('FileStaticPodSource', () => {
     await running;
   });
 
+  it('sees a manifest removed and written again before its next pass as a REMOVE, then an ADD of the same pod', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-static-'));
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    const clock = new FakeClock();
+    const source = new FileStaticPodSource({ path: dir, nodeName: 'n', clock, periodMs: 20_000 });
+    const got: string[] = [];
+    const abort = new AbortController();
+    const running = source.run(abort.signal, (u) =>
+      got.push(`${u.op} ${u.pods.map((p) => p.metadata?.uid).join(',')}`),
+    );
+    await until(() => got.length === 1);
+    const uid = got[0]?.split(' ')[1];
+    // As upstream's case does it: delete, then create, with nothing in between.
+    writeFileSync(join(dir, '.a.tmp'), manifest('a'));
+    rmSync(join(dir, 'a.yaml'));
+    renameSync(join(dir, '.a.tmp'), join(dir, 'a.yaml'));
+    await until(() => got.length === 3);
+    expect(got).toEqual([`ADD ${uid}`, `REMOVE ${uid}`, `ADD ${uid}`]);
+    // A rename over the file (one event on its name) is no removal: the same content changes nothing.
+    writeFileSync(join(dir, '.a.tmp'), manifest('a'));
+    renameSync(join(dir, '.a.tmp'), join(dir, 'a.yaml'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got).toHaveLength(3);
+    abort.abort();
+    await running;
+  });
+
   it('keeps its pods when the directory becomes unreadable', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kh-static-'));
     writeFileSync(join(dir, 'a.yaml'), manifest('a'));

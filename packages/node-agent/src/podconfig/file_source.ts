@@ -1,5 +1,6 @@
 // Static pods from staticPodPath: every manifest file in the directory is one Pod, re-read each
-// fileCheckFrequency and whenever the directory changes (DirectoryWatch, as the kubelet's inotify). Like the kubelet, the agent names the pod "<name>-<node>", binds it to
+// fileCheckFrequency and whenever the directory changes (DirectoryWatch, as the kubelet's inotify).
+// Like the kubelet, the agent names the pod "<name>-<node>", binds it to
 // this node, derives a stable UID from the node, file and content, and marks its source with
 // the kubernetes.io/config.* annotations. Mirror pods in the API are the pod layer's job.
 import { createHash } from 'node:crypto';
@@ -19,9 +20,19 @@ import { type Logger, silentLogger } from '../util/log.js';
 import { DirectoryWatch } from './dir_watch.js';
 import { PodSnapshotDiff } from './pod_config.js';
 
+/** One manifest read in a pass: its file name in the directory and its pod. */
+interface Manifest {
+  name: string;
+  pod: V1Pod;
+}
+
 export class FileStaticPodSource implements PodSource {
   private readonly diff = new PodSnapshotDiff('file');
   private loaded = false;
+  /** The manifests of the last pass, by file name. */
+  private files = new Set<string>();
+  /** Creates, deletes and moves of each file name the watch reported since the last pass. */
+  private renames = new Map<string, number>();
 
   constructor(
     private readonly opts: {
@@ -39,15 +50,31 @@ export class FileStaticPodSource implements PodSource {
 
   async run(signal: AbortSignal, deliver: (update: PodUpdate) => void): Promise<void> {
     const waker = new Waker();
-    const watch = new DirectoryWatch(this.opts.path, () => waker.kick());
+    const watch = new DirectoryWatch(this.opts.path, (kind, file) => {
+      if (kind === 'rename' && file) this.renames.set(file, (this.renames.get(file) ?? 0) + 1);
+      waker.kick();
+    });
     try {
       while (!signal.aborted) {
         // Watch before reading, so that a change made during the read wakes the next pass.
         watch.ensure();
-        const pods = await this.readAll();
-        if (pods) {
+        const manifests = await this.readAll();
+        const renames = this.renames;
+        this.renames = new Map();
+        if (manifests) {
           this.loaded = true;
-          for (const u of this.diff.set(pods)) deliver(u);
+          // The kubelet handles inotify's events one by one: a manifest deleted and written
+          // again (two events on its name, where a replacing rename is one) is a REMOVE and then
+          // an ADD, even when both happened before this pass read the directory. Its pod is
+          // killed and started again (upstream's "recreate when file is removed and recreated").
+          const recreated = new Set(
+            [...renames].filter(([name, n]) => n >= 2 && this.files.has(name)).map(([name]) => name),
+          );
+          if (recreated.size > 0)
+            for (const u of this.diff.set(manifests.filter((m) => !recreated.has(m.name)).map((m) => m.pod)))
+              deliver(u);
+          for (const u of this.diff.set(manifests.map((m) => m.pod))) deliver(u);
+          this.files = new Set(manifests.map((m) => m.name));
         }
         await waker.wait(this.opts.clock, this.opts.periodMs, signal);
       }
@@ -57,7 +84,7 @@ export class FileStaticPodSource implements PodSource {
   }
 
   /** All valid manifests, or undefined when the directory cannot be read (nothing is removed then). */
-  async readAll(): Promise<V1Pod[] | undefined> {
+  private async readAll(): Promise<Manifest[] | undefined> {
     const log = this.opts.log ?? silentLogger;
     let names: string[];
     try {
@@ -69,16 +96,19 @@ export class FileStaticPodSource implements PodSource {
       log.error('Unable to read static pod directory', { path: this.opts.path, err: e });
       return undefined;
     }
-    const pods: V1Pod[] = [];
+    const manifests: Manifest[] = [];
     for (const name of names) {
       const file = join(this.opts.path, name);
       try {
-        pods.push(staticPodFromManifest(await readFile(file, 'utf8'), file, this.opts.nodeName));
+        manifests.push({
+          name,
+          pod: staticPodFromManifest(await readFile(file, 'utf8'), file, this.opts.nodeName),
+        });
       } catch (e) {
         log.error('Skipping invalid static pod manifest', { file, err: e });
       }
     }
-    return pods;
+    return manifests;
   }
 }
 
