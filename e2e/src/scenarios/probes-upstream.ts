@@ -626,6 +626,9 @@ function probeSuite(layout: Layout, name: string, description: string): CasesSce
     isolation: 'namespace',
     // 22 pods probed every 1-10 s, most by exec, all at once in the first minute.
     load: 'heavy',
+    // Never beside pid-eviction (Scenario.shared): in trial t58a its fork bombs on another node
+    // timed out five exec and HTTP probes with failureThreshold 1 across three of these cells.
+    shared: ['host-pids'],
     estimateMs: 415_000,
     timeoutMs: 10 * 60_000,
     cases: CASES.map((c) => ({

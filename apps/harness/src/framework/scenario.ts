@@ -20,6 +20,14 @@ interface ScenarioBase {
    */
   exclusive?: readonly string[];
   /**
+   * Host resources the cell uses beside other such cells but never beside one that holds them
+   * alone (`exclusive`), within one run: a readers-writer hold. The probe suites name 'host-pids':
+   * their bursts of pods add about a thousand tasks, which moves pid-eviction's threshold, and
+   * pid-eviction's thousands of tasks slow every exec on the host past upstream's 1-5 s probe
+   * timeouts with failureThreshold 1.
+   */
+  shared?: readonly string[];
+  /**
    * The cell's node has a disk of its own: its agent's root dir (nodefs) and its runtime's root
    * (imagefs, the containers' writable layers) on one size-bounded filesystem that nothing else
    * writes to (the backend's BackendContext.ownDisk). A disk-pressure cell then needs no host-disk

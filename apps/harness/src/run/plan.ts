@@ -72,6 +72,7 @@ function plannedCell(
     scenario: scenario.name,
     isolation: scenario.isolation ?? 'node',
     exclusive: scenario.exclusive ?? [],
+    ...(scenario.shared?.length ? { shared: scenario.shared } : {}),
     ...(scenario.ownDisk ? { ownDisk: true } : {}),
     estimateMs:
       estimates?.get(`${backend.name}/${scenario.name}`) ?? scenario.estimateMs ?? UNKNOWN_SCENARIO_MS,

@@ -1,7 +1,8 @@
 // Which cell runs next, and on which node. A runtime gets several nodes (lanes); a cell's
 // `isolation` says what it may share: 'namespace' cells pack together on one node, a 'node' cell
 // has a node to itself, a 'world' cell runs alone in the run. Cells naming the same host resource
-// (`exclusive`) never overlap, on any runtime. The kubelet's own node e2e suite makes the same
+// (`exclusive`) never overlap, on any runtime; cells that share one (`shared`) overlap each other
+// but not its exclusive holders. The kubelet's own node e2e suite makes the same
 // split between parallel and [Serial] specs; lanes let the serial ones run side by side, each on
 // its own node. `runScheduled` is the run's loop: it starts what the scheduler places, and waits
 // for a cell to end or a held-back heavy cell's time to come.
@@ -13,6 +14,8 @@ export interface PlannedCell {
   scenario: string;
   isolation: Isolation;
   exclusive: readonly string[];
+  /** Host resources it holds beside other sharers, never beside an exclusive holder (Scenario.shared). */
+  shared?: readonly string[];
   /** Expected duration, for the order: the longest chains first. */
   estimateMs: number;
   /** Runs on a node with a disk of its own (Scenario.ownDisk), one of the nodes started for such cells. */
@@ -75,6 +78,8 @@ export class CellScheduler<N> {
   private readonly pending: PlannedCell[];
   private readonly lanes = new Map<string, Lane<N>[]>();
   private readonly held = new Set<string>();
+  /** How many running cells share each host resource. */
+  private readonly sharers = new Map<string, number>();
   private worldRunning = false;
   private readonly maxHeavy: number;
   /** When each running heavy cell started. */
@@ -125,7 +130,8 @@ export class CellScheduler<N> {
         out.push(this.start(cell, this.inService(cell.runtime)[0]!));
         break;
       }
-      if (cell.exclusive.some((name) => this.held.has(name))) continue;
+      if (cell.exclusive.some((name) => this.held.has(name) || this.sharers.has(name))) continue;
+      if (cell.shared?.some((name) => this.held.has(name))) continue;
       if (cell.heavy && (this.heavyStarts.size >= this.maxHeavy || this.now() < this.heavyFreeAt())) continue;
       const lane = this.laneFor(cell);
       if (lane) out.push(this.start(cell, lane));
@@ -149,6 +155,11 @@ export class CellScheduler<N> {
     for (const lanes of this.lanes.values())
       for (const lane of lanes) lane.running = lane.running.filter((c) => c !== cell);
     for (const name of cell.exclusive) this.held.delete(name);
+    for (const name of cell.shared ?? []) {
+      const left = (this.sharers.get(name) ?? 0) - 1;
+      if (left > 0) this.sharers.set(name, left);
+      else this.sharers.delete(name);
+    }
     if (cell.isolation === 'world') this.worldRunning = false;
   }
 
@@ -209,6 +220,7 @@ export class CellScheduler<N> {
     lane.running.push(cell);
     if (cell.heavy) this.heavyStarts.set(cell, this.now());
     for (const name of cell.exclusive) this.held.add(name);
+    for (const name of cell.shared ?? []) this.sharers.set(name, (this.sharers.get(name) ?? 0) + 1);
     return { cell, node: lane.node };
   }
 

@@ -128,6 +128,47 @@ describe('CellScheduler', () => {
     expect(names(s.take())).toEqual(['disk@t2']);
   });
 
+  it('runs cells sharing a host resource side by side, but never beside a cell holding it alone', () => {
+    const bomb = cell('pids', 'node', 500, ['host-pids'], 'one');
+    const bomb2 = cell('pids', 'node', 500, ['host-pids'], 'two');
+    const probes = { ...cell('probes', 'namespace', 100, [], 'one'), shared: ['host-pids'] };
+    const probes2 = { ...cell('probes', 'namespace', 100, [], 'two'), shared: ['host-pids'] };
+    const other = cell('other', 'namespace', 10, [], 'two');
+    const s = new CellScheduler(
+      [bomb, bomb2, probes, probes2, other],
+      new Map([
+        ['one', ['o1', 'o2']],
+        ['two', ['t1', 't2']],
+      ]),
+      8,
+    );
+    // The bomb holds host-pids alone: the sharers wait, others fill in.
+    expect(names(s.take())).toEqual(['pids@o1', 'other@t1']);
+    s.finish(bomb);
+    // The other bomb comes first in the order; the sharers still wait.
+    expect(names(s.take())).toEqual(['pids@t2']);
+    s.finish(bomb2);
+    // Sharers run together.
+    expect(names(s.take())).toEqual(['probes@o1', 'probes@t1']);
+    expect(s.take()).toEqual([]);
+  });
+
+  it('starts no exclusive holder while a sharer runs', () => {
+    const probes = { ...cell('probes', 'namespace', 900, [], 'one'), shared: ['host-pids'] };
+    const bomb = cell('pids', 'node', 100, ['host-pids'], 'two');
+    const s = new CellScheduler(
+      [probes, bomb],
+      new Map([
+        ['one', ['o1']],
+        ['two', ['t1']],
+      ]),
+      8,
+    );
+    expect(names(s.take())).toEqual(['probes@o1']);
+    s.finish(probes);
+    expect(names(s.take())).toEqual(['pids@t1']);
+  });
+
   it('runs a world cell alone: first, and nothing starts until it ends', () => {
     const world = cell('restart', 'world', 5);
     const later = cell('later', 'namespace', 500);
