@@ -59,7 +59,7 @@ export const writeSimpleStaticPod = (
   name: string,
   namespace: string,
   image: string,
-  restartPolicy: V1PodSpec['restartPolicy'] = 'Always',
+  restartPolicy?: V1PodSpec['restartPolicy'],
 ) => writeStaticPod(ctx, name, namespace, simpleSpec(image, restartPolicy));
 
 /**

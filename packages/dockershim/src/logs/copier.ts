@@ -64,12 +64,12 @@ const TAIL_BYTES = 64 * 1024;
  * and stderr may interleave out of order in its log: "after the last entry written" is only
  * well defined per stream.
  */
-export interface StreamMark {
+interface StreamMark {
   timestamp: string;
   count: number;
 }
 
-export type LogMarks = Partial<Record<LogStream, StreamMark>>;
+type LogMarks = Partial<Record<LogStream, StreamMark>>;
 
 /** The marks after writing an entry of `stream` stamped `timestamp`. */
 function advance(marks: LogMarks, stream: LogStream, timestamp: string): void {
@@ -111,7 +111,7 @@ async function marksIn(path: string): Promise<LogMarks | undefined> {
  * the newest left uncompressed) for a stream the current file has nothing of yet, so no line is
  * copied a second time.
  */
-export async function resumePoint(path: string): Promise<LogMarks> {
+async function resumePoint(path: string): Promise<LogMarks> {
   const prefix = `${basename(path)}.`;
   const rotated = (await readdir(dirname(path)).catch(() => []))
     .filter((name) => name.startsWith(prefix) && !name.endsWith('.gz') && !name.endsWith('.tmp'))
@@ -130,7 +130,7 @@ export async function resumePoint(path: string): Promise<LogMarks> {
 const REREAD_SECONDS = 2;
 
 /** Docker's `since` for a read after `marks`, or undefined to read from the start. */
-export function sinceFor(marks: LogMarks): string | undefined {
+function sinceFor(marks: LogMarks): string | undefined {
   const oldest = Object.values(marks)
     .flatMap((m) => (m ? [m.timestamp] : []))
     .sort()[0];
