@@ -1,6 +1,6 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Container, V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
-import { createPod, finished, podFor, podSummary, waitForPod } from '../support/pods.js';
+import { createPod, finished, POD_START_MS, podFor, podSummary, waitForPod } from '../support/pods.js';
 
 // Upstream's init_container.go (test/e2e/common/node) as named cases: two init containers run to
 // completion (Ready, exit 0) before the app container on RestartNever and RestartAlways pods; a
@@ -10,8 +10,6 @@ import { createPod, finished, podFor, podSummary, waitForPod } from '../support/
 const FILE = 'test/e2e/common/node/init_container.go';
 const DESCRIBE = 'InitContainer';
 const TAGS = ['NodeConformance', 'Conformance'];
-/** framework.PodStartTimeout, upstream's bound on each watch. */
-const POD_START_MS = 5 * 60_000;
 
 type Case = ScenarioCase;
 

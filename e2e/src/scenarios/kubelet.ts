@@ -4,6 +4,7 @@ import {
   createPod,
   finished,
   kubectlExec,
+  POD_START_MS,
   podFor,
   podLog,
   podSummary,
@@ -24,8 +25,7 @@ const POD_ADMISSION = 'test/e2e/common/node/pod_admission.go';
 const CONFORMANCE = ['NodeConformance', 'Conformance'];
 const NODE_CONFORMANCE = ['NodeConformance'];
 
-/** framework.PodStartTimeout; PodStartShort (pod_admission.go's wait). */
-const POD_START_MS = 5 * 60_000;
+/** framework.PodStartShortTimeout (pod_admission.go's wait). */
 const POD_START_SHORT_MS = 2 * 60_000;
 /** The log polls: a minute, every 4 s. */
 const LOG_MS = 60_000;

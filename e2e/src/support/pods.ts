@@ -62,6 +62,9 @@ export async function readPod(ctx: ScenarioContext, name: string): Promise<V1Pod
 /** What a failed wait records of the pod: its status, which is what the agent writes. */
 export const podSummary = (pod: V1Pod) => pod.status ?? {};
 
+/** framework.PodStartTimeout (5 min): how long upstream waits for a pod to start, end or change. */
+export const POD_START_MS = 5 * 60_000;
+
 /** The agent sets status.startTime in its first status update for a pod. */
 export const PICKUP_TIMEOUT_MS = 30_000;
 const pickedUp = new WeakMap<ScenarioContext, Set<string>>();
