@@ -6,6 +6,7 @@ import {
   deletePodWithWait,
   kubectlExec,
   type LogMatcher,
+  POD_START_SHORT_MS,
   podFor,
   podLog,
   podSummary,
@@ -26,8 +27,8 @@ const DOWNWARD_API_FILE = 'test/e2e/common/node/downwardapi.go';
 type Case = ScenarioCase<void>;
 
 const CONFORMANCE = ['NodeConformance', 'Conformance'];
-/** framework.PodStartShortTimeout. */
-const POD_START_SHORT_MS = 120_000;
+/** Room past upstream's 5 min pod waits (PodStart) for the rest of a case. */
+const GUARD_MS = 420_000;
 
 const running = (p: V1Pod) => p.status?.phase === 'Running';
 
@@ -114,7 +115,7 @@ export const containers: CasesScenario<void> = {
   description:
     "containers.go: the image's ENTRYPOINT and CMD by default, args replacing CMD, command replacing both, on the entrypoint image (agnhost's pause and entrypoint-tester)",
   needs: ['real-containers'],
-  timeoutMs: 180_000,
+  timeoutMs: GUARD_MS,
   cases: CONTAINERS_CASES,
 };
 
@@ -348,7 +349,8 @@ export const variableExpansion: CasesScenario<void> = {
   description:
     'expansion.go: $(VAR) in env, command and args; subPathExpr from an env and from an annotation (a bad one, `..` or absolute, is CreateContainerConfigError; fixing the annotation lets the container start)',
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // The lifecycle case: its 2 min window, up to 2 min to run, then DeletePodWithWait (PodDelete).
+  timeoutMs: 540_000,
   cases: EXPANSION_CASES,
 };
 
@@ -439,7 +441,7 @@ export const kubeletEtcHosts: CasesScenario<void> = {
   description:
     "kubelet_etc_hosts.go: the kubelet's managed /etc/hosts in a pod's containers, not in one that mounts the node's file there, not in a hostNetwork pod's",
   needs: ['real-containers'],
-  timeoutMs: 180_000,
+  timeoutMs: GUARD_MS,
   cases: [ETC_HOSTS_CASE],
 };
 
@@ -627,6 +629,6 @@ export const downwardApi: CasesScenario<void> = {
   description:
     "downwardapi.go env cases: pod name, namespace, IP and UID, host IP, a hostNetwork pod's pod IP equal to its host IP, limits and requests, limits defaulted from node allocatable, hugepages (none asked for: 0)",
   needs: ['real-containers'],
-  timeoutMs: 180_000,
+  timeoutMs: GUARD_MS,
   cases: DOWNWARD_API_CASES,
 };

@@ -472,7 +472,8 @@ export const configMap: CasesScenario<Limit> = {
   description:
     'configmap.go, configmap_volume.go and projected_configmap.go cases: a config map in env and envFrom, in configMap and projected volumes (default and item modes, non-root, fsGroup, mappings, binary data, two volumes), updates and optional maps created, changed and deleted under a running pod, and its API (empty key, update, lifecycle, immutable)',
   needs: ['real-containers'],
-  timeoutMs: 360_000,
+  // Room for upstream's waits: a pod start (PodStart, 5 min), then its 240 s log waits.
+  timeoutMs: 600_000,
   setup: async () => limiter(8),
   cases: [...NODE_CASES, ...VOLUME_FILES.flatMap(volumeCases)],
 };

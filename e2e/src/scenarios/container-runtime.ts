@@ -305,6 +305,7 @@ export const containerRuntime: CasesScenario<void> = {
   description:
     "runtime.go cases: restart policies' restart counts, phases, readiness and states; termination messages from the file (root and non-root, custom path) and from the log (FallbackToLogsOnError); image pulls failing from a registry that does not exist and from the private one without a secret, working from the run's registry and the private one with a dockerconfigjson secret",
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room past one of upstream's 5 min waits (ContainerStatusRetryTimeout) for the case's others.
+  timeoutMs: 600_000,
   cases: [expectedStatusCase, ...TERMINATION_CASES, ...IMAGE_CASES],
 };

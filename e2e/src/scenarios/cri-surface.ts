@@ -19,7 +19,8 @@ export const criSurface: Scenario = {
   isolation: 'node',
   needs: ['real-containers'],
   estimateMs: 30_000,
-  timeoutMs: 180_000,
+  // Room past the 5 min pod waits (the pod helpers' PodStart default) for the rest of the cell.
+  timeoutMs: 420_000,
   async run(ctx) {
     const { check } = ctx;
     await ctx.reconfigureAgent({ featureGates: { PodAndContainerStatsFromCRI: true } });

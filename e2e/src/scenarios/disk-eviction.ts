@@ -32,7 +32,8 @@ export const diskEviction: Scenario = {
       case: 'LocalStorageEviction when we run containers that should cause DiskPressure should eventually evict all of the correct pods',
     },
   ],
-  timeoutMs: 360_000,
+  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
+  timeoutMs: 600_000,
   async run(ctx) {
     const { check } = ctx;
     await createPod(ctx, podFor(ctx, 'innocent', { containers: [sh(ctx, 'c', 'sleep 600')] }));

@@ -59,7 +59,8 @@ export const diskSoftEviction: Scenario = {
     { file: FILE, case: SOFT_CASE },
     { file: FILE, case: NOT_OVERWRITE_CASE },
   ],
-  timeoutMs: 720_000,
+  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
+  timeoutMs: 900_000,
   async run(ctx) {
     try {
       await softEviction(ctx);

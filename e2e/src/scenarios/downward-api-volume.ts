@@ -285,7 +285,8 @@ const scenarioFor = (v: Variant, name: string, volume: string): CasesScenario<Li
   isolation: 'namespace',
   description: `${v.file.split('/').pop()} cases: ${volume}'s pod name, cpu and memory request and limit files (node allocatable without a limit), default and item modes, as uid 1000 with an fsGroup, and labels and annotations files rewritten on update`,
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room for upstream's waits: a pod start (PodStart, 5 min), then its 3 min log waits.
+  timeoutMs: 600_000,
   setup: async () => limiter(8),
   cases: casesFor(v),
 });

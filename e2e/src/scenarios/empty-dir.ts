@@ -265,7 +265,8 @@ export const emptyDir: CasesScenario<Limit> = {
   description:
     "empty_dir.go cases: emptyDir modes, new files' modes and content as root and uid 1001 on the default medium and tmpfs, fsGroup ownership and a sub-path's mode, a volume shared by two containers, a tmpfs sized by sizeLimit",
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room for upstream's 5 min pod waits (PodStart) with the cases queued PODS_AT_ONCE at a time.
+  timeoutMs: 600_000,
   setup: async () => limiter(PODS_AT_ONCE),
   cases: CASES,
 };

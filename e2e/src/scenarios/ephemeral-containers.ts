@@ -10,6 +10,7 @@ import {
   containerStatus,
   createPod,
   kubectlExec,
+  POD_START_MS,
   podFor,
   podLog,
   podSummary,
@@ -28,8 +29,6 @@ type Case = ScenarioCase<void>;
 const CONFORMANCE = ['NodeConformance', 'Conformance'];
 /** AddEphemeralContainerSync's timeout in upstream's cases (time.Minute). */
 const EPHEMERAL_START_MS = 60_000;
-/** framework.PodStartTimeout is 5 min; a busybox pod starts in seconds here. */
-const POD_START_MS = 120_000;
 
 /** Upstream's target pod: busybox sleeping 10000 s in test-container-1. */
 async function createTargetPod(ctx: ScenarioContext, name: string): Promise<V1Pod> {
@@ -246,6 +245,7 @@ export const ephemeralContainers: CasesScenario<void> = {
   description:
     'ephemeral_containers.go: an ephemeral container added to a running pod (strategic merge patch of pods/ephemeralcontainers) runs, answers exec and logs, bumps the generation; a second added by PUT; plus kubectl 1.33 debug -i and 1.27 debug with --target, whose ps sees the target container processes (CRI PID namespace TARGET)',
   needs: ['real-containers'],
-  timeoutMs: 180_000,
+  // Room past upstream's 5 min target pod start (CreateSync) for the minute the debugger gets.
+  timeoutMs: 480_000,
   cases: [...UPSTREAM_CASES, ...DEBUG_CASES],
 };

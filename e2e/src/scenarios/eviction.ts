@@ -23,7 +23,8 @@ export const eviction: Scenario = {
   description:
     'memory pressure evicts the hog above its request, not the innocent pod within its own; condition appears and clears; Evicted reason and event',
   needs: ['real-containers', 'memory-pressure'],
-  timeoutMs: 300_000,
+  // Room for the pod starts' 5 min (PodStart) besides the pressure waits.
+  timeoutMs: 540_000,
   async run(ctx) {
     const limit = ctx.backend.memoryLimitBytes;
     if (!limit) throw new Error('the node has no memory limit; eviction needs one');

@@ -1,11 +1,14 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
+import { GC_COLLECT_MS, GC_SETUP_MS } from '../support/gc.js';
 import { createPod, podFor, sh, waitForPod } from '../support/pods.js';
 
 // The agent runs container GC every minute with maxPerPodContainer=1 (see gc.ts): at most one
 // dead copy next to the current one, so at most 2 copies of each (pod, container).
 const MAX_PER_POD_CONTAINER = 1;
 const COPIES_ALLOWED = MAX_PER_POD_CONTAINER + 1;
+/** e2epod.DefaultPodDeletionTimeout: the bound of upstream's AfterEach DeleteSync. */
+const POD_DELETION_MS = 3 * 60_000;
 
 interface Layout {
   pod: string;
@@ -75,7 +78,7 @@ async function runLayout(ctx: ScenarioContext, layout: Layout): Promise<void> {
       const statuses = p.status?.containerStatuses ?? [];
       return statuses.length === containers && statuses.every((s) => s.restartCount === restarts);
     },
-    270_000,
+    GC_SETUP_MS,
   );
 
   // While the pod runs: no container keeps more than maxPerPodContainer dead copies, and so the
@@ -88,7 +91,7 @@ async function runLayout(ctx: ScenarioContext, layout: Layout): Promise<void> {
       Object.values(counts).every((n) => n <= COPIES_ALLOWED) &&
       Object.values(counts).reduce((a, b) => a + b, 0) <= containers * COPIES_ALLOWED,
     {
-      timeoutMs: 150_000,
+      timeoutMs: GC_COLLECT_MS,
       intervalMs: 3_000,
       expected: `each of ${containers} containers present with <= ${COPIES_ALLOWED} copies (total <= ${containers * COPIES_ALLOWED})`,
     },
@@ -101,13 +104,13 @@ async function runLayout(ctx: ScenarioContext, layout: Layout): Promise<void> {
     `${pod}: pod object removed after deletion`,
     () => ctx.core.listNamespacedPod({ namespace: ctx.namespace }),
     (l) => !l.items.some((p) => p.metadata?.name === pod),
-    { timeoutMs: 60_000, intervalMs: 1_000, describe: (l) => l.items.map((p) => p.metadata?.name) },
+    { timeoutMs: POD_DELETION_MS, intervalMs: 1_000, describe: (l) => l.items.map((p) => p.metadata?.name) },
   );
   await check.eventually(
     `${pod}: no containers left in the runtime after deletion`,
     () => runtimeContainers(ctx, pod),
     (names) => names.length === 0,
-    { timeoutMs: 150_000, intervalMs: 3_000, expected: [] },
+    { timeoutMs: GC_COLLECT_MS, intervalMs: 3_000, expected: [] },
   );
 }
 
@@ -133,7 +136,9 @@ export const gcLayouts: Scenario = {
       case: 'GarbageCollect Garbage Collection Test: Many Restarting Containers Should eventually garbage collect containers when we exceed the number of dead containers per container',
     },
   ],
-  timeoutMs: 480_000,
+  // Upstream allows 10 min for the restarts and 3 min for each GC step; a slow but correct run
+  // takes about 8 min.
+  timeoutMs: 900_000,
   async run(ctx) {
     await allChecks(layouts.map((layout) => runLayout(ctx, layout)));
   },

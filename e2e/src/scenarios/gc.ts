@@ -1,5 +1,6 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
+import { GC_COLLECT_MS, GC_SETUP_MS } from '../support/gc.js';
 import { containerStatus, createPod, podFor, sh, waitForPod, waitForRunning } from '../support/pods.js';
 
 const containersOf = async (ctx: ScenarioContext) =>
@@ -26,7 +27,8 @@ export const gc: Scenario = {
       case: 'GarbageCollect Garbage Collection Test: Many Pods with Many Restarting Containers Should eventually garbage collect containers when we exceed the number of dead containers per container',
     },
   ],
-  timeoutMs: 330_000,
+  // Room for upstream's bounds (10 min for the restarts, 3 min per GC step) in a slow but correct run.
+  timeoutMs: 720_000,
   async run(ctx) {
     const { check } = ctx;
     await Promise.all(
@@ -49,7 +51,7 @@ export const gc: Scenario = {
           name,
           'restarted twice',
           (p) => (containerStatus(p, 'c')?.restartCount ?? 0) >= 2,
-          150_000,
+          GC_SETUP_MS,
         ),
       ),
     );
@@ -65,7 +67,7 @@ export const gc: Scenario = {
         return counts;
       },
       (counts) => Object.keys(counts).length === 4 && Object.values(counts).every((n) => n <= 2),
-      { timeoutMs: 90_000, intervalMs: 2_000, expected: 'each of 4 containers has <= 2 copies' },
+      { timeoutMs: GC_COLLECT_MS, intervalMs: 2_000, expected: 'each of 4 containers has <= 2 copies' },
     );
     ctx.note('containers per name after GC', perName);
 
@@ -75,7 +77,7 @@ export const gc: Scenario = {
       async () => (await containersOf(ctx)).length,
       (n) => n === 0,
       {
-        timeoutMs: 90_000,
+        timeoutMs: GC_COLLECT_MS,
         intervalMs: 2_000,
         expected: 0,
       },

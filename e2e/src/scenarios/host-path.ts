@@ -110,6 +110,7 @@ export const hostPath: CasesScenario = {
   description:
     "host_path.go cases: the node's /tmp as a hostPath volume has the sticky bit, a file one container writes the other reads, also through a sub-path",
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room past upstream's 5 min wait for each pod's output (PodStart).
+  timeoutMs: 420_000,
   cases: CASES,
 };

@@ -124,7 +124,8 @@ export const imageCredentialPulls: CasesScenario<Limit> = {
   isolation: 'node',
   needs: ['real-containers'],
   estimateMs: 60_000,
-  timeoutMs: 300_000,
+  // Room past one of upstream's 5 min image pull waits (ContainerStatusRetryTimeout) for the rest.
+  timeoutMs: 600_000,
   async setup(ctx) {
     await ctx.reconfigureAgent(GATE);
     await pullWithRecord(ctx);

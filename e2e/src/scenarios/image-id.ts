@@ -2,6 +2,7 @@ import type { CasesScenario, ScenarioContext } from '@kh/harness';
 import {
   createPod,
   finished,
+  POD_START_MS,
   podFor,
   podLog,
   podSummary,
@@ -13,8 +14,6 @@ import {
 // Upstream's image_id_test.go (test/e2e_node): a pod whose image is named by digest reports that
 // digest, as the registry serves it, in its container status's imageID.
 const FILE = 'test/e2e_node/image_id_test.go';
-/** framework.PodStartTimeout. */
-const POD_START_MS = 5 * 60_000;
 
 /** The manifest media types a runtime accepts, so that the registry serves the manifest as stored. */
 const MANIFEST_TYPES = [
@@ -57,6 +56,8 @@ export const imageId: CasesScenario<void> = {
   description:
     "image_id_test.go: a pod whose image is named by its manifest digest reports that repo digest in the container status's imageID",
   needs: ['real-containers'],
+  // Room past upstream's 5 min wait (PodStart) for the digest pod before it.
+  timeoutMs: 480_000,
   cases: [
     {
       name: 'ImageID should be set to the manifest digest (from RepoDigests) when available',

@@ -41,7 +41,8 @@ export const inodeEviction: Scenario = {
       case: 'InodeEviction when we run containers that should cause DiskPressure should eventually evict all of the correct pods',
     },
   ],
-  timeoutMs: 300_000,
+  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
+  timeoutMs: 540_000,
   async run(ctx) {
     await withOwnNodefs(ctx, NODEFS, async () => {
       const free = await inodesFree(ctx);

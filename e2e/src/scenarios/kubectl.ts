@@ -57,7 +57,8 @@ export const kubectl: Scenario = {
   description:
     'kubectl 1.27 and 1.33 exec (TTY, stdin, exit codes), attach, port-forward, cp, logs -f/--previous/--since, stats/summary, 401/403',
   needs: ['real-containers'],
-  timeoutMs: 240_000,
+  // Room past the 5 min pod waits (the pod helpers' PodStart default) for the rest of the cell.
+  timeoutMs: 420_000,
   async run(ctx) {
     const { check, namespace: ns } = ctx;
     await createPod(

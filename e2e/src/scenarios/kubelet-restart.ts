@@ -1,7 +1,16 @@
 import type { CasesScenario, ScenarioCase, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { nodeCondition } from '../support/node.js';
-import { createPod, podFor, podSummary, readPod, waitForPod, waitForRunning } from '../support/pods.js';
+import {
+  createPod,
+  POD_DELETE_MS,
+  POD_START_MS,
+  podFor,
+  podSummary,
+  readPod,
+  waitForPod,
+  waitForRunning,
+} from '../support/pods.js';
 import { type Turns, turns } from '../support/turns.js';
 import { watchPods } from '../support/watch.js';
 
@@ -10,9 +19,6 @@ import { watchPods } from '../support/watch.js';
 // case stops the agent of the cell's node, so they take turns.
 const FILE = 'test/e2e_node/restart_test.go';
 const TAGS = ['Serial', 'Slow', 'Disruptive'];
-/** f.Timeouts.PodStart and PodDelete: upstream's bounds; the waits poll. */
-const POD_START_MS = 5 * 60_000;
-const POD_DELETE_MS = 5 * 60_000;
 
 type Case = ScenarioCase<Turns>;
 
@@ -195,7 +201,8 @@ export const kubeletRestart: CasesScenario<Turns> = {
   description:
     'restart_test.go Kubelet cases: the agent killed and started again deletes a pod that went Succeeded with a deletion timestamp, and force-deletes pods that are no longer admissible (created and deleted while it was down, or admitted before and deleted while it was down)',
   needs: ['real-containers'],
-  timeoutMs: 6 * 60_000,
+  // The cases take turns, each with upstream's 5 min bounds (PodStart, PodDelete).
+  timeoutMs: 12 * 60_000,
   setup: async () => turns(),
   cases: CASES,
 };

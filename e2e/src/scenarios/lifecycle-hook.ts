@@ -6,6 +6,8 @@ import {
   createPod,
   deletePodWithWait,
   isRunning,
+  POD_DELETE_MS,
+  POD_START_MS,
   podFor,
   podLog,
   readPod,
@@ -23,8 +25,6 @@ const NODE_CONFORMANCE = ['NodeConformance'];
 const POLL_MS = 1_000;
 const POST_START_WAIT_MS = 2 * 60_000;
 const PRE_STOP_WAIT_MS = 30_000;
-/** f.Timeouts.PodDelete. */
-const POD_DELETE_MS = 5 * 60_000;
 /** The API's default terminationGracePeriodSeconds, which upstream's hook pods keep. */
 const DEFAULT_GRACE_S = 30;
 
@@ -47,7 +47,7 @@ async function createSync(ctx: ScenarioContext, pod: V1Pod): Promise<V1Pod> {
     pod.metadata!.name!,
     'is Running and Ready',
     (p) => isRunning(p) && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
-    2 * 60_000,
+    POD_START_MS,
   );
 }
 
@@ -336,7 +336,8 @@ export const lifecycleHook: CasesScenario<Limit> = {
   description:
     'lifecycle_hook.go cases: postStart/preStop exec, httpGet and HTTPS httpGet hooks on a container and on a sidecar reach a netexec handler pod, and the preStop sleep action holds the kill for its seconds, within the grace period, not for a container that exited, and not at all for zero',
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room for a hook case's two pod starts (PodStart, 5 min each), its hook wait and deletion.
+  timeoutMs: 600_000,
   // Each hook case runs two pods of three containers; the sleep cases run outside the gate.
   setup: async () => limiter(6),
   cases: [...HOOK_CASES, ...SLEEP_CASES],

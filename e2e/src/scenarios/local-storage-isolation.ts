@@ -26,7 +26,8 @@ export const localStorageIsolation: Scenario = {
       case: 'LocalStorageCapacityIsolationEviction when we run containers that should cause evictions due to pod local storage violations should eventually evict all of the correct pods',
     },
   ],
-  timeoutMs: 300_000,
+  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
+  timeoutMs: 540_000,
   async run(ctx) {
     const limits = { limits: { 'ephemeral-storage': LIMIT } };
     const sizeLimited = (medium?: string) => ({

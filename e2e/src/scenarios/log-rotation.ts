@@ -1,6 +1,6 @@
 import type { KubectlProcess, Scenario, ScenarioContext } from '@kh/harness';
 import { nodeExec } from '../support/faults.js';
-import { createPod, podFor, sh, waitForRunning } from '../support/pods.js';
+import { createPod, POD_DELETE_MS, podFor, sh, waitForRunning } from '../support/pods.js';
 
 /** Upstream's values (container_log_rotation_test.go). */
 const MAX_FILES = 3;
@@ -157,7 +157,8 @@ export const logRotation: Scenario = {
         "the first case's pods are gone",
         async () => (await ctx.core.listNamespacedPod({ namespace: ctx.namespace })).items.length,
         (n) => n === 0,
-        { timeoutMs: 90_000, intervalMs: 2_000, expected: 0 },
+        // As long as a pod deletion gets upstream (f.Timeouts.PodDelete).
+        { timeoutMs: POD_DELETE_MS, intervalMs: 2_000, expected: 0 },
       );
     });
     await withConfig(

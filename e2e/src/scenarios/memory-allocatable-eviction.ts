@@ -28,7 +28,8 @@ export const memoryAllocatableEviction: Scenario = {
       case: 'MemoryAllocatableEviction when we run containers that should cause MemoryPressure should eventually evict all of the correct pods',
     },
   ],
-  timeoutMs: 300_000,
+  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
+  timeoutMs: 540_000,
   async run(ctx) {
     const node = await ctx.core.readNode({ name: ctx.nodeName });
     const capacity = Quantity.parse(node.status?.capacity?.memory ?? '0').value();

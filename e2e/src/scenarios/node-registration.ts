@@ -15,7 +15,8 @@ export const nodeRegistration: Scenario = {
     'the kubelet should create and update a lease in the kube-node-lease namespace',
     'should have OwnerReferences set',
   ),
-  timeoutMs: 90_000,
+  // Room for upstream's 5 min wait for the lease.
+  timeoutMs: 420_000,
   async run(ctx) {
     const { check } = ctx;
     const node = await check.eventually(
@@ -88,11 +89,12 @@ export const nodeRegistration: Scenario = {
     );
 
     // A lease created before the Node existed gets its owner at a later renewal (every 10s).
+    // node_lease.go allows 5 min for the lease to be there.
     const lease = await check.eventually(
       'lease exists in kube-node-lease with an owner',
       () => nodeLease(ctx),
       (l) => !!l.spec?.renewTime && (l.metadata?.ownerReferences?.length ?? 0) > 0,
-      { timeoutMs: 30_000 },
+      { timeoutMs: 5 * 60_000 },
     );
     check.equal('lease holderIdentity', lease.spec?.holderIdentity, ctx.nodeName);
     check.equal('lease durationSeconds', lease.spec?.leaseDurationSeconds, 40);

@@ -12,7 +12,7 @@ import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { inOwnNamespace } from '../support/eviction.js';
 import { nodeExec } from '../support/faults.js';
 import { nodeCondition } from '../support/node.js';
-import { createPod, isRunning, podCondition, podFor, waitForPod } from '../support/pods.js';
+import { createPod, isRunning, POD_START_MS, podCondition, podFor, waitForPod } from '../support/pods.js';
 import { type Turns, turns } from '../support/turns.js';
 import { watchPods } from '../support/watch.js';
 
@@ -33,8 +33,6 @@ const TAGS = [
 const POLL_MS = 1_000;
 const POD_STATUS_UPDATE_MS = 30_000;
 const NODE_STATUS_UPDATE_MS = 30_000;
-/** CreateBatch waits for the pods to run and be ready (f.Timeouts.PodStart, 5 minutes). */
-const POD_START_MS = 5 * 60_000;
 
 /** podShutdownReason and podShutdownMessage, as upstream's test spells the kubelet's. */
 const SHUTDOWN_REASON = 'Terminated';
@@ -220,6 +218,7 @@ async function createBatch(ctx: ScenarioContext, pods: V1Pod[]): Promise<void> {
       pod.metadata!.name!,
       'is running and ready',
       (p) => isRunning(p) && podCondition(p, 'Ready') === 'True',
+      // CreateBatch waits for the pods to run and be ready (f.Timeouts.PodStart).
       POD_START_MS,
     );
 }

@@ -27,7 +27,8 @@ export const partition: Scenario = {
   description:
     'node cut off from the apiserver longer than the lease grace: Ready=Unknown, pods keep running, then Ready again; status written meanwhile arrives in order',
   needs: ['real-containers'],
-  timeoutMs: 240_000,
+  // Room past the 5 min pod waits (the pod helpers' PodStart default) for the rest of the cell.
+  timeoutMs: 480_000,
   async run(ctx) {
     await createPod(
       ctx,

@@ -7,6 +7,7 @@ import {
   createPod,
   eventsFor,
   finished,
+  POD_START_MS,
   podFor,
   podLog,
   podSummary,
@@ -15,8 +16,6 @@ import {
   waitForRunning,
 } from '../support/pods.js';
 
-/** framework.PodStartTimeout: how long upstream waits for a pod's output. */
-const POD_START_MS = 5 * 60_000;
 /** How long a pod whose config map is missing is watched not to start, before the map appears. */
 const BLOCKED_MS = 30_000;
 
@@ -130,7 +129,8 @@ export const podConfig: Scenario = {
   description:
     'downwardAPI/projected volumes and valueFrom/$(VAR) env as upstream downwardapi, expansion and projected cases check them; an API volume is read-only whatever its mount asks; a missing configMap blocks the container until it exists',
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room past upstream's 5 min waits for a pod's output (PodStart) for the rest of the cell.
+  timeoutMs: 480_000,
   upstream: Object.entries(UPSTREAM).flatMap(([file, cases]) => cases.map((c) => ({ file, case: c }))),
   async run(ctx) {
     const { check, namespace } = ctx;

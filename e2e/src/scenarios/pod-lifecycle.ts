@@ -21,7 +21,8 @@ export const podLifecycle: Scenario = {
   description:
     'pod phases and container states, init containers in order, restart policies, graceful delete with preStop, ErrImagePull/ImagePullBackOff, pull secret',
   needs: ['real-containers'],
-  timeoutMs: 240_000,
+  // Room past the 5 min pod waits (the pod helpers' PodStart default) for the rest of the cell.
+  timeoutMs: 420_000,
   async run(ctx) {
     const { check } = ctx;
     const shared = { volumes: [{ name: 'data', emptyDir: {} }] };

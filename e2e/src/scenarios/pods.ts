@@ -6,6 +6,7 @@ import { limiter } from '../support/concurrent.js';
 import {
   createPod,
   isRunning,
+  POD_DELETE_MS,
   POD_START_MS,
   podCondition,
   podFor,
@@ -28,8 +29,6 @@ const CONFORMANCE = ['NodeConformance', 'Conformance'];
 type Limit = <T>(task: () => Promise<T>) => Promise<T>;
 type Case = ScenarioCase<Limit>;
 
-/** f.Timeouts.PodDelete / e2epod.DefaultPodDeletionTimeout: an upper bound. */
-const POD_DELETE_MS = 300_000;
 /** syncLoopFrequency: how long upstream lets the kubelet act on a status patch. */
 const SYNC_LOOP_FREQUENCY_MS = 10_000;
 

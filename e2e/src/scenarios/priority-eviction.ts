@@ -66,7 +66,8 @@ export const priorityMemoryEviction: Scenario = {
       case: 'PriorityMemoryEvictionOrdering when we run containers that should cause MemoryPressure should eventually evict all of the correct pods',
     },
   ],
-  timeoutMs: 360_000,
+  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
+  timeoutMs: 600_000,
   async run(ctx) {
     const limit = ctx.backend.memoryLimitBytes;
     if (!limit) throw new Error('the node has no memory limit; memory pressure needs one');
@@ -146,7 +147,8 @@ export const priorityDiskEviction: Scenario = {
       case: 'PriorityLocalStorageEvictionOrdering when we run containers that should cause DiskPressure should eventually evict all of the correct pods',
     },
   ],
-  timeoutMs: 420_000,
+  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
+  timeoutMs: 660_000,
   async run(ctx) {
     const freeMiB = Math.floor((await nodeFsAvailableBytes(ctx, AGENT_ROOT_DIR)) / Mi);
     const thresholdMiB = freeMiB - DISK_CONSUMED_MIB;

@@ -5,12 +5,16 @@ import {
   containerStatus,
   createPod,
   eventsFor,
+  POD_START_MS,
   podCondition,
   podFor,
   type readPod,
   sh,
   waitForPod,
 } from '../support/pods.js';
+
+/** container_probe.go's defaultObservationTimeout: RunLivenessTest's bound on the restarts. */
+const OBSERVATION_MS = 4 * 60_000;
 
 const exec = (cmd: string, p: Partial<V1Probe> = {}): V1Probe => ({
   exec: { command: ['sh', '-c', cmd] },
@@ -36,7 +40,8 @@ export const probes: Scenario = {
     'should be restarted with a /healthz http liveness probe',
     'should be restarted with an exec liveness probe with timeout [MinimumKubeletVersion:1.20]',
   ].map((it) => ({ file: 'test/e2e/common/node/container_probe.go', case: `Probing container ${it}` })),
-  timeoutMs: 240_000,
+  // Room for upstream's bounds on the restart cases: a pod start (5 min), then 4 min of observation.
+  timeoutMs: 600_000,
   async run(ctx) {
     const { check } = ctx;
     const http = (name: string, probeKind: 'livenessProbe' | 'readinessProbe', path: string) =>
@@ -119,15 +124,20 @@ export const probes: Scenario = {
 
     const restarted = (p: Awaited<ReturnType<typeof readPod>>, c: string) =>
       (containerStatus(p, c)?.restartCount ?? 0) >= 1;
+    /** RunLivenessTest: the pod leaves Pending (PodStart), then restarts within the observation window. */
+    const restartsAfterStart = async (name: string, c: string, what: string) => {
+      await waitForPod(
+        ctx,
+        name,
+        'is not Pending',
+        (p) => (p.status?.phase ?? 'Pending') !== 'Pending',
+        POD_START_MS,
+      );
+      await waitForPod(ctx, name, what, (p) => restarted(p, c), OBSERVATION_MS);
+    };
     await allChecks([
       (async () => {
-        await waitForPod(
-          ctx,
-          'liveness-exec',
-          'restarts after exec liveness fails',
-          (p) => restarted(p, 'c'),
-          90_000,
-        );
+        await restartsAfterStart('liveness-exec', 'c', 'restarts after exec liveness fails');
         const reasons = (await eventsFor(ctx, 'liveness-exec')).map((e) => e.reason);
         check.ok(
           'Unhealthy and Killing events',
@@ -137,13 +147,7 @@ export const probes: Scenario = {
         );
       })(),
       (async () => {
-        await waitForPod(
-          ctx,
-          'liveness-http',
-          'restarts after httpGet liveness gets 404',
-          (p) => restarted(p, 'web'),
-          90_000,
-        );
+        await restartsAfterStart('liveness-http', 'web', 'restarts after httpGet liveness gets 404');
         // A 404, not a refused connection: the probe reached the server and judged its answer.
         await check.eventually(
           'Unhealthy event names the 404',
@@ -166,13 +170,7 @@ export const probes: Scenario = {
         (p) => podCondition(p, 'Ready') === 'True',
         90_000,
       ),
-      waitForPod(
-        ctx,
-        'liveness-timeout',
-        'restarts when the probe times out',
-        (p) => restarted(p, 'c'),
-        90_000,
-      ),
+      restartsAfterStart('liveness-timeout', 'c', 'restarts when the probe times out'),
       (async () => {
         const running = await waitForPod(
           ctx,

@@ -347,6 +347,7 @@ export const runtimeClass: CasesScenario<void> = {
   // runtime-handler: upstream's NodeSupportsPreconfiguredRuntimeClassHandler; every core column
   // has test-handler, and a backend without it skips the cell rather than branch in a case.
   needs: ['real-containers', 'runtime-handler'],
-  timeoutMs: 300_000,
+  // Room past upstream's 5 min waits (PodStart, ContainerStatusRetryTimeout) for the rest of a case.
+  timeoutMs: 420_000,
   cases: CASES,
 };

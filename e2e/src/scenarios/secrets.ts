@@ -498,7 +498,8 @@ export const secrets: CasesScenario<Limit> = {
   description:
     "secrets.go, secrets_volume.go and projected_secret.go cases: a secret's keys as env vars and as files of a secret or projected volume with their modes, mappings and fsGroup, from the pod's own namespace, optional volumes following create, update and delete, and the API's empty-key, patch and immutable rules",
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room for upstream's waits: a pod start (PodStart, 5 min), then its 240 s log waits.
+  timeoutMs: 600_000,
   setup: async () => limiter(8),
   cases: [...NODE_CASES, ...volumeCases(SECRET_VOLUME), immutableCase, ...volumeCases(PROJECTED_SECRET)],
 };

@@ -8,6 +8,7 @@ import {
   createPod,
   eventsFor,
   kubectlExec,
+  POD_START_MS,
   podFor,
   podLog,
   podSummary,
@@ -24,9 +25,6 @@ import {
 // RuntimeDefault seccomp in force, /proc/kcore masked, /proc/sys read-only, on every runtime.
 const SECURITY_CONTEXT_FILE = 'test/e2e/common/node/security_context.go';
 const SYSCTL_FILE = 'test/e2e/common/node/sysctl.go';
-
-/** Upstream's PodStartTimeout is 5 min; a pod here starts in seconds. */
-const POD_TIMEOUT_MS = 120_000;
 
 const succeeded = (p: V1Pod) => p.status?.phase === 'Succeeded';
 const failed = (p: V1Pod) => p.status?.phase === 'Failed';
@@ -67,7 +65,7 @@ async function errorEventOrSuccess(ctx: ScenarioContext, name: string) {
     }),
     (s) => s.warnings.length > 0 || succeeded(s.pod),
     {
-      timeoutMs: POD_TIMEOUT_MS,
+      timeoutMs: POD_START_MS,
       expected: 'a Warning event, or phase Succeeded',
       describe: (s) => ({ status: podSummary(s.pod), warnings: s.warnings }),
     },
@@ -94,7 +92,7 @@ async function expectCreateContainerConfigError(ctx: ScenarioContext, name: stri
     name,
     'waiting with CreateContainerConfigError',
     (p) => p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError',
-    POD_TIMEOUT_MS,
+    POD_START_MS,
   );
   const waiting = p.status?.containerStatuses?.[0]?.state?.waiting;
   ctx.check.ok(
@@ -147,7 +145,7 @@ const readOnlyCase = (readOnly: boolean): Case => ({
       command: ['sh', '-c', 'touch checkfile'],
       securityContext: { readOnlyRootFilesystem: readOnly },
     });
-    if (readOnly) await waitForPod(ctx, name, 'failed (the write was refused)', failed, POD_TIMEOUT_MS);
+    if (readOnly) await waitForPod(ctx, name, 'failed (the write was refused)', failed, POD_START_MS);
     else await waitForSuccess(ctx, name);
   },
 });
@@ -249,7 +247,7 @@ function supplementalGroupsPod(ctx: ScenarioContext, name: string, policy: 'Merg
  * in containerStatuses[].user (only where the node supports the policy), its log and an exec.
  */
 async function expectGroups(ctx: ScenarioContext, name: string, groups: number[], supported: boolean) {
-  await waitForRunning(ctx, name, POD_TIMEOUT_MS);
+  await waitForRunning(ctx, name, POD_START_MS);
   const want = groups.join(' ');
   if (supported) {
     const user = { linux: { uid: UID_IN_IMAGE, gid: UID_IN_IMAGE, supplementalGroups: groups } };
@@ -292,7 +290,7 @@ async function expectRejected(ctx: ScenarioContext, name: string) {
     `pod ${name} Failed with reason ${reason}`,
     () => readPod(ctx, name),
     (p) => failed(p) && p.status?.reason === reason,
-    { timeoutMs: POD_TIMEOUT_MS, expected: `phase Failed, reason ${reason}`, describe: podSummary },
+    { timeoutMs: POD_START_MS, expected: `phase Failed, reason ${reason}`, describe: podSummary },
   );
 }
 
@@ -510,7 +508,7 @@ const CASES: Case[] = [
         `pod ${name} Failed with reason SysctlForbidden`,
         () => ctx.core.readNamespacedPod({ name, namespace: ctx.namespace }),
         (p) => failed(p) && p.status?.reason === 'SysctlForbidden',
-        { timeoutMs: POD_TIMEOUT_MS, expected: 'phase Failed, reason SysctlForbidden', describe: podSummary },
+        { timeoutMs: POD_START_MS, expected: 'phase Failed, reason SysctlForbidden', describe: podSummary },
       );
     },
   },
@@ -758,7 +756,8 @@ export const securityContext: CasesScenario<void> = {
   description:
     "security_context.go and sysctl.go cases (runAsUser, runAsNonRoot with explicit and image users, readOnlyRootFilesystem, privileged, allowPrivilegeEscalation, safe and unsafe sysctls) and the kubelet's defaults from inside: RuntimeDefault seccomp (Seccomp: 2), /proc/kcore masked, /proc/sys read-only",
   needs: ['real-containers'],
-  timeoutMs: 300_000,
+  // Room past upstream's 5 min pod waits (PodStartTimeout) for the rest of a case.
+  timeoutMs: 480_000,
   cases: [...CASES, CONFINEMENT],
 };
 
@@ -774,7 +773,8 @@ export const securityContextUserns: CasesScenario<void> = {
   description:
     "security_context.go hostUsers: false cases: pods in user namespaces of their own (65536 IDs each, no two alike, inside the node's kubelet subordinate range), every volume root-owned inside, fsGroup kept; skipped where the runtime announces no user namespace support",
   needs: ['real-containers'],
-  timeoutMs: 240_000,
+  // Room past upstream's 5 min pod waits (PodStart) for the rest of a case.
+  timeoutMs: 480_000,
   async setup(ctx) {
     const unsupported = await userNamespacesUnsupported(ctx);
     if (unsupported) ctx.skip(unsupported);

@@ -3,12 +3,17 @@ import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
 import { nodeCondition } from '../support/node.js';
-import { createPod, execShellInContainer, INFINITE_SLEEP, readPod, waitForRunning } from '../support/pods.js';
+import {
+  createPod,
+  execShellInContainer,
+  INFINITE_SLEEP,
+  POD_DELETE_MS,
+  POD_START_MS,
+  readPod,
+  waitForRunning,
+} from '../support/pods.js';
 import { pattern, sleepingSubpathPod, volumeSource } from './subpath.js';
 
-/** framework.PodStartTimeout and PodDeleteTimeout. */
-const POD_START_MS = 5 * 60_000;
-const POD_DELETE_MS = 5 * 60_000;
 /** storageutils.NodeStateTimeout: how long KubeletCommand waits for the node to turn (not) Ready. */
 const NODE_STATE_MS = 60_000;
 /** What upstream waits after a force deletion: nothing tells when the volumes are torn down. */

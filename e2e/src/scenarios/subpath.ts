@@ -6,6 +6,7 @@ import {
   createPod,
   execShellInContainer,
   kubectlExec,
+  POD_DELETE_MS,
   POD_START_MS,
   podFor,
   readPod,
@@ -385,7 +386,7 @@ async function unmountAfterDelete(ctx: ScenarioContext, pod: V1Pod, dir: string)
         () => 'gone',
       ),
     (s) => s === 'gone',
-    { timeoutMs: POD_START_MS, intervalMs: 2_000, expected: 'gone' },
+    { timeoutMs: POD_DELETE_MS, intervalMs: 2_000, expected: 'gone' },
   );
 }
 

@@ -64,6 +64,10 @@ export const podSummary = (pod: V1Pod) => pod.status ?? {};
 
 /** framework.PodStartTimeout (5 min): how long upstream waits for a pod to start, end or change. */
 export const POD_START_MS = 5 * 60_000;
+/** framework.PodStartShortTimeout (2 min): upstream's shorter bound, for pods it expects quickly. */
+export const POD_START_SHORT_MS = 2 * 60_000;
+/** e2epod.PodDeleteTimeout / f.Timeouts.PodDelete (5 min): how long upstream waits for a pod to go. */
+export const POD_DELETE_MS = 5 * 60_000;
 
 /** The agent sets status.startTime in its first status update for a pod. */
 export const PICKUP_TIMEOUT_MS = 30_000;
@@ -73,13 +77,14 @@ const pickedUp = new WeakMap<ScenarioContext, Set<string>>();
  * Waits until the pod satisfies `accept`, recording the assertion and the last pod status seen.
  * First the agent must have picked the pod up (status.startTime) within PICKUP_TIMEOUT_MS: a node
  * that does not run pods at all fails in seconds with that reason, not after every long wait.
+ * The default is upstream's for a pod to start or change (e2epod.WaitForPodCondition callers).
  */
 export async function waitForPod(
   ctx: ScenarioContext,
   name: string,
   what: string,
   accept: (pod: V1Pod) => boolean,
-  timeoutMs = 90_000,
+  timeoutMs = POD_START_MS,
 ): Promise<V1Pod> {
   const seen = pickedUp.get(ctx) ?? new Set<string>();
   pickedUp.set(ctx, seen);
@@ -101,7 +106,7 @@ export async function waitForPod(
 
 export const isRunning = (p: V1Pod) => p.status?.phase === 'Running';
 
-/** waitForPod until the pod's phase is Running. */
+/** waitForPod until the pod's phase is Running (e2epod.WaitForPodRunningInNamespace: PodStart). */
 export const waitForRunning = (ctx: ScenarioContext, name: string, timeoutMs?: number) =>
   waitForPod(ctx, name, 'is Running', isRunning, timeoutMs);
 
@@ -110,12 +115,12 @@ export const finished = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod
 
 /**
  * podClient.WaitForSuccess: the pod ends Succeeded; Failed ends the wait early and is recorded
- * with its status. Upstream allows PodStartTimeout (5 min); a pod here starts in seconds.
+ * with its status, within upstream's PodStartTimeout (e2eoutput's wait too).
  */
 export async function waitForSuccess(
   ctx: ScenarioContext,
   name: string,
-  timeoutMs = 120_000,
+  timeoutMs = POD_START_MS,
 ): Promise<V1Pod> {
   const p = await waitForPod(ctx, name, 'finished', finished, timeoutMs);
   ctx.check.ok(`pod ${name} succeeded`, p.status?.phase === 'Succeeded', podSummary(p), 'Succeeded');
@@ -227,6 +232,6 @@ export async function deletePodWithWait(
         () => true,
       ),
     (gone) => gone,
-    { timeoutMs: opts.timeoutMs ?? 120_000, expected: 'the pod object gone' },
+    { timeoutMs: opts.timeoutMs ?? POD_DELETE_MS, expected: 'the pod object gone' },
   );
 }
