@@ -208,11 +208,15 @@ export class CellScheduler<N> {
     const lanes = own.length > 0 ? own : all;
     if (cell.isolation === 'node') return lanes.find((l) => l.running.length === 0);
     // Shared cells pack onto the fullest node that still has room, which leaves whole nodes
-    // free for the cells that need one.
+    // free for the cells that need one. A heavy cell first avoids nodes that run a heavy cell: a
+    // node's agent and shim are one event loop each and its dockerd one daemon, and two probe
+    // suites on one Docker node pushed its execs past upstream's 1 s probe timeouts while other
+    // nodes had room (t59b).
     const open = lanes.filter(
       (l) => l.running.length < this.maxPerNode && l.running.every((c) => c.isolation === 'namespace'),
     );
-    return open.sort((a, b) => b.running.length - a.running.length)[0];
+    const heavyOn = (l: Lane<N>) => (cell.heavy && l.running.some((c) => c.heavy) ? 1 : 0);
+    return open.sort((a, b) => heavyOn(a) - heavyOn(b) || b.running.length - a.running.length)[0];
   }
 
   private start(cell: PlannedCell, lane: Lane<N>): Placement<N> {

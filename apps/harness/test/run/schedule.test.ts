@@ -239,6 +239,21 @@ describe('CellScheduler', () => {
     expect(names(s.take())).toEqual(['h2@n1']);
   });
 
+  it('puts a heavy namespace cell on a node without a heavy cell while one has room; light cells still pack', () => {
+    const heavy = (n: string) => ({ ...cell(n, 'namespace', 400), heavy: true });
+    const cells = [
+      cell('l1', 'namespace', 500),
+      heavy('h1'),
+      heavy('h2'),
+      heavy('h3'),
+      cell('l2', 'namespace', 50),
+    ];
+    const s = new CellScheduler(cells, new Map([['rt', ['n1', 'n2']]]), 8, 8);
+    // h1 packs beside l1; h2 takes the node without a heavy cell; h3 finds none and packs onto the
+    // fuller node, as l2 does.
+    expect(names(s.take())).toEqual(['l1@n1', 'h1@n1', 'h2@n2', 'h3@n1', 'l2@n1']);
+  });
+
   it('lets one heavy cell run even when only one cell may run at all', () => {
     const s = new CellScheduler([{ ...cell('h', 'node'), heavy: true }], new Map([['rt', ['n1']]]), 8, 1);
     expect(names(s.take())).toEqual(['h@n1']);
