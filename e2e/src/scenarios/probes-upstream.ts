@@ -4,6 +4,7 @@ import {
   containerStatus,
   createPod,
   eventsFor,
+  POD_EVENT_MS,
   POD_START_MS,
   podCondition,
   podFor,
@@ -15,9 +16,7 @@ import {
 
 const FILE = 'test/e2e/common/node/container_probe.go';
 /** Upstream's defaultObservationTimeout: how long a container that must not restart is watched. */
-const OBSERVATION_MS = 4 * 60_000;
-/** framework.PodEventTimeout. */
-const EVENT_MS = 2 * 60_000;
+export const OBSERVATION_MS = 4 * 60_000;
 /** The monotonic case's bound: ~2 min of back-off, defaultObservationTimeout and 2 min per restart. */
 const MONOTONIC_MS = 2 * 60_000 + OBSERVATION_MS + 4 * 2 * 60_000;
 /** probeTestInitialDelaySeconds. */
@@ -385,7 +384,7 @@ const CASES: ProbeCase[] = [
         () => eventsFor(run.ctx, run.pod),
         (events) => events.some((e) => e.reason === 'ProbeWarning' && e.message.includes(text)),
         {
-          timeoutMs: EVENT_MS,
+          timeoutMs: POD_EVENT_MS,
           expected: { reason: 'ProbeWarning', message: `Liveness probe warning: ${text}` },
         },
       );

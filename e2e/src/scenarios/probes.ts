@@ -14,9 +14,7 @@ import {
   sh,
   waitForPod,
 } from '../support/pods.js';
-
-/** container_probe.go's defaultObservationTimeout: RunLivenessTest's bound on the restarts. */
-const OBSERVATION_MS = 4 * 60_000;
+import { OBSERVATION_MS } from './probes-upstream.js';
 
 const exec = (cmd: string, p: Partial<V1Probe> = {}): V1Probe => ({
   exec: { command: ['sh', '-c', cmd] },

@@ -15,7 +15,7 @@ import {
   Watch,
 } from '@kubernetes/client-node';
 import { refusal } from '../support/api-status.js';
-import { eventsFor, readPod, waitForSuccess } from '../support/pods.js';
+import { eventsFor, POD_EVENT_MS, readPod, waitForSuccess } from '../support/pods.js';
 
 // Upstream's runtimeclass.go (test/e2e/common/node), one named case per It, side by side in one
 // cell. RuntimeClasses are cluster-wide, so each case names its own after its namespace, as
@@ -25,8 +25,6 @@ const FILE = 'test/e2e/common/node/runtimeclass.go';
 const CONFORMANCE = ['NodeConformance', 'Conformance'];
 const RUNTIME_HANDLER = ['NodeFeature:RuntimeHandler'];
 
-/** framework.PodEventTimeout. */
-const POD_EVENT_TIMEOUT_MS = 120_000;
 /** ContainerStatusRetryTimeout and ContainerStatusPollInterval. */
 const STATUS_RETRY_MS = 5 * 60_000;
 const STATUS_POLL_MS = 1_000;
@@ -167,7 +165,7 @@ const CASES: Case[] = [
           () => eventsFor(ctx, name),
           (events) =>
             events.some((e) => e.reason === 'FailedCreatePodSandBox' && e.message.includes(handler)),
-          { timeoutMs: POD_EVENT_TIMEOUT_MS, intervalMs: 1_000 },
+          { timeoutMs: POD_EVENT_MS, intervalMs: 1_000 },
         );
         const p = await readPod(ctx, name);
         ctx.check.equal(`pod ${name} phase`, p.status?.phase, 'Pending');

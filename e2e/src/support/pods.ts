@@ -66,6 +66,8 @@ export const podSummary = (pod: V1Pod) => pod.status ?? {};
 export const POD_START_MS = 5 * 60_000;
 /** framework.PodStartShortTimeout (2 min): upstream's shorter bound, for pods it expects quickly. */
 export const POD_START_SHORT_MS = 2 * 60_000;
+/** framework.PodEventTimeout (2 min): how long upstream waits for a pod's event. */
+export const POD_EVENT_MS = 2 * 60_000;
 /** e2epod.PodDeleteTimeout / f.Timeouts.PodDelete (5 min): how long upstream waits for a pod to go. */
 export const POD_DELETE_MS = 5 * 60_000;
 
