@@ -3,7 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock } from '@kh/apimachinery';
 import { describe, expect, it } from 'vitest';
-import { FileStaticPodSource, staticPodFromManifest } from '../src/podconfig/file_source.js';
+import {
+  FileStaticPodSource,
+  ManifestEvents,
+  RECREATE_WINDOW_MS,
+  staticPodFromManifest,
+} from '../src/podconfig/file_source.js';
 import type { PodUpdate } from '../src/types/pod_update.js';
 
 /** File reads run on real I/O, which FakeClock.advance does not wait for. */
@@ -57,6 +62,38 @@ describe('staticPodFromManifest', () => {
     ['', /not a Pod manifest/],
   ])('rejects %j', (text, why) => {
     expect(() => staticPodFromManifest(text, '/m/x.yaml', 'n')).toThrow(why);
+  });
+});
+
+describe('ManifestEvents', () => {
+  const a = new Set(['a.yaml']);
+  const none = new Set<string>();
+
+  it('sees a delete and a create whose events straddle two passes as one recreation', () => {
+    // The pass read a.yaml, then the delete's event came before it ended, the create's after.
+    const events = new ManifestEvents();
+    events.record('a.yaml', 1_000);
+    expect(events.recreated(a, a, 1_010)).toEqual(new Set());
+    events.record('a.yaml', 1_020);
+    expect(events.recreated(a, a, 1_030)).toEqual(new Set(['a.yaml']));
+    // Settled: the next replacing rename alone is no removal.
+    events.record('a.yaml', 2_000);
+    expect(events.recreated(a, a, 2_010)).toEqual(new Set());
+  });
+
+  it('pairs no events further apart than the window, and forgets names a pass added or removed', () => {
+    const events = new ManifestEvents();
+    events.record('a.yaml', 0);
+    expect(events.recreated(a, a, 10)).toEqual(new Set());
+    events.record('a.yaml', RECREATE_WINDOW_MS + 1);
+    expect(events.recreated(a, a, RECREATE_WINDOW_MS + 1)).toEqual(new Set());
+    // Seen absent by a pass: the snapshot diff removed it, so its events are spent.
+    events.record('a.yaml', 10_000);
+    expect(events.recreated(a, none, 10_000)).toEqual(new Set());
+    events.record('a.yaml', 10_001);
+    expect(events.recreated(none, a, 10_001)).toEqual(new Set());
+    events.record('a.yaml', 10_002);
+    expect(events.recreated(a, a, 10_002)).toEqual(new Set());
   });
 });
 

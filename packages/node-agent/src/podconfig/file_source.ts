@@ -26,13 +26,50 @@ interface Manifest {
   pod: V1Pod;
 }
 
+/** How long a lone event on a manifest that is still there waits for its pair. */
+export const RECREATE_WINDOW_MS = 5_000;
+
+/**
+ * The watch's events on each manifest name, to tell a manifest deleted and written again from
+ * one replaced. Node reports inotify's create, delete and move alike ('rename'), so the count
+ * tells them apart: a replacing rename is one event, a delete and a create are two. The two can
+ * straddle passes (a pass may read the old file, then see the delete's event before it ends
+ * and the create's after), so a lone event on a manifest present before and after is kept for
+ * RECREATE_WINDOW_MS rather than dropped with its pass.
+ */
+export class ManifestEvents {
+  private readonly seen = new Map<string, number[]>();
+
+  record(name: string, now: number): void {
+    const times = this.seen.get(name);
+    if (times) times.push(now);
+    else this.seen.set(name, [now]);
+  }
+
+  /**
+   * The names present in the last pass (`before`) and in this one (`after`) with two events or
+   * more within the window: removed and written again. Every name this settles, and every name
+   * absent from either pass (the snapshot diff sees its ADD or REMOVE), is forgotten.
+   */
+  recreated(before: ReadonlySet<string>, after: ReadonlySet<string>, now: number): Set<string> {
+    const out = new Set<string>();
+    for (const [name, times] of this.seen) {
+      const recent = times.filter((t) => now - t <= RECREATE_WINDOW_MS);
+      const kept = before.has(name) && after.has(name);
+      if (kept && recent.length >= 2) out.add(name);
+      if (!kept || recent.length !== 1) this.seen.delete(name);
+      else this.seen.set(name, recent);
+    }
+    return out;
+  }
+}
+
 export class FileStaticPodSource implements PodSource {
   private readonly diff = new PodSnapshotDiff('file');
   private loaded = false;
   /** The manifests of the last pass, by file name. */
   private files = new Set<string>();
-  /** Creates, deletes and moves of each file name the watch reported since the last pass. */
-  private renames = new Map<string, number>();
+  private readonly events = new ManifestEvents();
 
   constructor(
     private readonly opts: {
@@ -51,7 +88,7 @@ export class FileStaticPodSource implements PodSource {
   async run(signal: AbortSignal, deliver: (update: PodUpdate) => void): Promise<void> {
     const waker = new Waker();
     const watch = new DirectoryWatch(this.opts.path, (kind, file) => {
-      if (kind === 'rename' && file) this.renames.set(file, (this.renames.get(file) ?? 0) + 1);
+      if (kind === 'rename' && file) this.events.record(file, this.opts.clock.now());
       waker.kick();
     });
     try {
@@ -59,16 +96,16 @@ export class FileStaticPodSource implements PodSource {
         // Watch before reading, so that a change made during the read wakes the next pass.
         watch.ensure();
         const manifests = await this.readAll();
-        const renames = this.renames;
-        this.renames = new Map();
         if (manifests) {
           this.loaded = true;
           // The kubelet handles inotify's events one by one: a manifest deleted and written
-          // again (two events on its name, where a replacing rename is one) is a REMOVE and then
-          // an ADD, even when both happened before this pass read the directory. Its pod is
-          // killed and started again (upstream's "recreate when file is removed and recreated").
-          const recreated = new Set(
-            [...renames].filter(([name, n]) => n >= 2 && this.files.has(name)).map(([name]) => name),
+          // again is a REMOVE and then an ADD, even when both happened before this pass read the
+          // directory. Its pod is killed and started again (upstream's "recreate when file is
+          // removed and recreated").
+          const recreated = this.events.recreated(
+            this.files,
+            new Set(manifests.map((m) => m.name)),
+            this.opts.clock.now(),
           );
           if (recreated.size > 0)
             for (const u of this.diff.set(manifests.filter((m) => !recreated.has(m.name)).map((m) => m.pod)))
