@@ -49,6 +49,11 @@ describe('serveCri + CriClient over a unix socket', () => {
           removeContainer: async () => {
             throw new Error('disk on fire');
           },
+          // Takes 300 ms, whatever the grace period.
+          stopContainer: async (_req, ctx) => {
+            await sleep(300, ctx.signal);
+            return {};
+          },
           // `sleep <ms>` takes that long, whatever the request's own timeout says.
           execSync: async (req, ctx) => {
             lastAbort = ctx.signal;
@@ -141,6 +146,14 @@ describe('serveCri + CriClient over a unix socket', () => {
     client = await CriClient.connect(server!.endpoint, { timeoutMs: 100 });
     const ok = await client.execSync({ containerId: 'c', cmd: ['sleep', '300'], timeout: 1n });
     expect(ok.exitCode).toBe(0);
+  });
+
+  it('extends the StopContainer deadline by the grace period, as the kubelet does', async () => {
+    client = await CriClient.connect(server!.endpoint, { timeoutMs: 100 });
+    await expect(client.stopContainer({ containerId: 'c', timeout: 0n })).rejects.toBeInstanceOf(
+      DeadlineExceededError,
+    );
+    await expect(client.stopContainer({ containerId: 'c', timeout: 1n })).resolves.toEqual({});
   });
 
   it('rejects malformed requests locally with InvalidArgumentError', async () => {

@@ -28,7 +28,7 @@ describe('agentBenchArgs', () => {
       parse(
         ...['--pods', '10', '--rounds', '0', '--density-pods', '0', '--rss-pods=5', '--settle-seconds', '2'],
         ...['--label', 'after', '--agent-node-options', '--cpu-prof --cpu-prof-dir=/tmp/prof'],
-        ...['--agent-runtime-options', '{"stopTimeoutSlackMs":20000}'],
+        ...['--agent-runtime-options', '{"images":{"serializeImagePulls":false}}'],
         ...['--agent-config', '{"featureGates":{"EventedPLEG":true}}'],
         ...['--agent-env', 'MALLOC_ARENA_MAX=2 A=b=c', '--heap-snapshot', '/tmp/agent.heapsnapshot'],
         ...['--node-release', 'bookworm'],
@@ -41,7 +41,7 @@ describe('agentBenchArgs', () => {
       settleSeconds: 2,
       label: 'after',
       agentNodeOptions: ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'],
-      agentRuntimeOptions: { stopTimeoutSlackMs: 20000 },
+      agentRuntimeOptions: { images: { serializeImagePulls: false } },
       agentConfig: { featureGates: { EventedPLEG: true } },
       agentEnv: { MALLOC_ARENA_MAX: '2', A: 'b=c' },
       heapSnapshot: '/tmp/agent.heapsnapshot',

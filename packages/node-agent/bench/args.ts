@@ -22,7 +22,7 @@ Options:
   --label <name>                  names the JSON, .reports/bench/<label>-<time>.json (default run)
   --agent-node-options <flags>    Node options of the agent, space-separated,
                                   e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
-  --agent-runtime-options <json>  runtime manager options over the bench's, e.g. '{"stopTimeoutSlackMs":20000}'
+  --agent-runtime-options <json>  runtime manager options over the bench's, e.g. '{"images":{"serializeImagePulls":false}}'
   --agent-config <json>           KubeletConfiguration fields over the bench's,
                                   e.g. '{"featureGates":{"EventedPLEG":true}}'
   --agent-env <NAME=value ...>    environment of the agent, space-separated, e.g. "MALLOC_ARENA_MAX=2"

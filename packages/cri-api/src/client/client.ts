@@ -15,7 +15,7 @@ import {
   type StreamKey,
   type UnaryKey,
 } from '../api/methods.js';
-import type { ExecSyncRequest } from '../gen/runtime/v1/api.js';
+import type { ExecSyncRequest, StopContainerRequest } from '../gen/runtime/v1/api.js';
 import { AsyncQueue } from '../util/async_queue.js';
 import { parseEndpoint } from './endpoint.js';
 
@@ -136,10 +136,14 @@ class CriConnection {
     }
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(opts?.metadata ?? {})) metadata.set(k, v);
-    // Like the kubelet, an ExecSync deadline adds the command's own timeout, so the runtime's
-    // precise "timeout exceeded" answer arrives before the transport gives up.
-    const execSeconds = m.key === 'execSync' ? Number((request as ExecSyncRequest).timeout) : 0;
-    const timeoutMs = opts?.timeoutMs ?? (deadline ? this.#timeoutMs + execSeconds * 1000 : undefined);
+    // Like the kubelet's remote runtime, ExecSync's deadline adds the command's timeout and
+    // StopContainer's the grace period, so the runtime's own answer (a precise "timeout
+    // exceeded", a container killed after its grace) arrives before the transport gives up.
+    const ownSeconds =
+      m.key === 'execSync' || m.key === 'stopContainer'
+        ? Number((request as ExecSyncRequest | StopContainerRequest).timeout)
+        : 0;
+    const timeoutMs = opts?.timeoutMs ?? (deadline ? this.#timeoutMs + ownSeconds * 1000 : undefined);
     const callOptions = timeoutMs === undefined ? {} : { deadline: Date.now() + timeoutMs };
     const serialize = (v: unknown) => Buffer.from(m.requestType.encode(v).finish());
     const deserialize = (b: Buffer) => m.responseType.decode(b);

@@ -363,10 +363,11 @@ export async function startContainer(ctx: ManagerContext, a: StartContainerArgs)
 export function hookRunner(ctx: ManagerContext) {
   return {
     async exec(containerId: string, cmd: string[], timeoutSeconds: number) {
-      const r = await ctx.cri.execSync(
-        { containerId, cmd, timeout: BigInt(Math.max(1, Math.ceil(timeoutSeconds))) },
-        { timeoutMs: Math.max(1, timeoutSeconds) * 1000 + ctx.stopTimeoutSlackMs },
-      );
+      const r = await ctx.cri.execSync({
+        containerId,
+        cmd,
+        timeout: BigInt(Math.max(1, Math.ceil(timeoutSeconds))),
+      });
       return { exitCode: r.exitCode, output: Buffer.concat([r.stdout, r.stderr]).toString('utf8') };
     },
   };
@@ -466,10 +467,7 @@ export async function killContainer(ctx: ManagerContext, a: KillContainerArgs): 
   }
   grace = Math.max(grace, MinimumGracePeriodSeconds);
   try {
-    await ctx.cri.stopContainer(
-      { containerId: a.id, timeout: BigInt(grace) },
-      { timeoutMs: grace * 1000 + ctx.stopTimeoutSlackMs },
-    );
+    await ctx.cri.stopContainer({ containerId: a.id, timeout: BigInt(grace) });
   } catch (err) {
     if (!isNotFound(err)) throw err;
   }

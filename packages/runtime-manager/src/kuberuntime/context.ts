@@ -41,8 +41,6 @@ export interface ManagerContext {
   mountTerminationMessage: boolean;
   images: ImageManager<PodSandboxConfig>;
   probes: ProbeResults;
-  /** StopContainer deadline on top of the grace period, in ms. */
-  stopTimeoutSlackMs: number;
   /** Set when the runtime sees the agent's directories under another path. */
   pathMapping: PathMapping | undefined;
   /** Labels stamped on every sandbox and container besides the kubelet's (e.g. kh.run for leftover cleanup). */

@@ -103,8 +103,6 @@ export interface RuntimeManagerOptions {
   imageGCPolicy?: ImageGCPolicy;
   /** The sandbox (pause) image, which image GC never removes. */
   podSandboxImage?: string;
-  /** Extra deadline for StopContainer/ExecSync beyond the grace period. Default 10s. */
-  stopTimeoutSlackMs?: number;
   /** When the runtime sees podLogsRootDir/podsDir under another root (agent outside the node). */
   pathMapping?: PathMapping;
   /** Labels added to every sandbox and container (never overriding io.kubernetes.* ones). */
@@ -225,7 +223,6 @@ export class KubeGenericRuntimeManager implements Runtime {
       mountTerminationMessage: opts.mountTerminationMessage ?? true,
       images: images.manager,
       probes: opts.probeResults ?? noProbes,
-      stopTimeoutSlackMs: opts.stopTimeoutSlackMs ?? 10_000,
       pathMapping: opts.pathMapping,
       extraLabels: opts.extraLabels ?? {},
       runtimeClasses: opts.runtimeClassManager,
@@ -671,10 +668,11 @@ export class KubeGenericRuntimeManager implements Runtime {
   }
 
   async runInContainer(id: ContainerID, cmd: string[], timeoutMs: number): Promise<ExecResult> {
-    const r = await this.#ctx.cri.execSync(
-      { containerId: id.id, cmd, timeout: BigInt(Math.max(1, Math.ceil(timeoutMs / 1000))) },
-      { timeoutMs: timeoutMs + this.#ctx.stopTimeoutSlackMs },
-    );
+    const r = await this.#ctx.cri.execSync({
+      containerId: id.id,
+      cmd,
+      timeout: BigInt(Math.max(1, Math.ceil(timeoutMs / 1000))),
+    });
     return { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode };
   }
 
