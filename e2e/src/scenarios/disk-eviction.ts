@@ -1,7 +1,13 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import { diskHogPod, nodefsThresholdMiB } from '../support/disk.js';
-import { evictedFor, innocentSurvives, pressureClearsInnocentRuns } from '../support/eviction.js';
+import {
+  evictedFor,
+  evictionGuardMs,
+  innocentSurvives,
+  PRESSURE_TIMEOUT_MS,
+  pressureClearsInnocentRuns,
+} from '../support/eviction.js';
 import { pressureCondition } from '../support/node.js';
 import { createPod, podFor, readPod, sh, waitForRunning } from '../support/pods.js';
 
@@ -32,8 +38,8 @@ export const diskEviction: Scenario = {
       case: 'LocalStorageEviction when we run containers that should cause DiskPressure should eventually evict all of the correct pods',
     },
   ],
-  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
-  timeoutMs: 600_000,
+  // Slowest seen 99 s (t59c, containerd).
+  timeoutMs: evictionGuardMs(100_000, PRESSURE_TIMEOUT_MS.LocalStorageEviction),
   async run(ctx) {
     const { check } = ctx;
     await createPod(ctx, podFor(ctx, 'innocent', { containers: [sh(ctx, 'c', 'sleep 600')] }));
@@ -64,7 +70,7 @@ export const diskEviction: Scenario = {
         ctx,
         'DiskPressure',
         { status: 'True', reason: 'KubeletHasDiskPressure' },
-        90_000,
+        PRESSURE_TIMEOUT_MS.LocalStorageEviction,
       );
 
       // The hog is read before the image: once the hog shows evicted, a reclaim that came first
@@ -77,7 +83,7 @@ export const diskEviction: Scenario = {
         },
         (s) => s.hog.status?.phase === 'Failed',
         {
-          timeoutMs: 90_000,
+          timeoutMs: PRESSURE_TIMEOUT_MS.LocalStorageEviction,
           intervalMs: 1_000,
           describe: (s) => ({ ...s.hog.status, spareImagePresent: s.spareImagePresent }),
         },
@@ -86,12 +92,7 @@ export const diskEviction: Scenario = {
       await evictedFor(ctx, evicted.hog, 'ephemeral-storage', /ephemeral-storage/);
       await innocentSurvives(ctx);
       await keptImages(ctx);
-      await pressureClearsInnocentRuns(
-        ctx,
-        'DiskPressure',
-        'DiskPressure clears once the hog is gone',
-        90_000,
-      );
+      await pressureClearsInnocentRuns(ctx, 'DiskPressure', 'DiskPressure clears once the hog is gone');
     } finally {
       // The hog's layer must not keep the node under pressure for the scenarios after this one.
       await ctx.core

@@ -1,7 +1,14 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { diskHogPod, HOG_MIB, HOG_STEP_MIB, nodefsThresholdMiB } from '../support/disk.js';
-import { innocentSurvives, pressureClearsInnocentRuns, pressureThenEvicted } from '../support/eviction.js';
+import {
+  evictionGuardMs,
+  innocentSurvives,
+  PRESSURE_DISAPPEAR_MS,
+  PRESSURE_TIMEOUT_MS,
+  pressureClearsInnocentRuns,
+  pressureThenEvicted,
+} from '../support/eviction.js';
 import { pressureCondition } from '../support/node.js';
 import {
   containerStatus,
@@ -59,8 +66,8 @@ export const diskSoftEviction: Scenario = {
     { file: FILE, case: SOFT_CASE },
     { file: FILE, case: NOT_OVERWRITE_CASE },
   ],
-  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
-  timeoutMs: 900_000,
+  // Slowest seen 289 s (t59c, docker).
+  timeoutMs: evictionGuardMs(290_000, PRESSURE_TIMEOUT_MS.LocalStorageSoftEviction),
   async run(ctx) {
     try {
       await softEviction(ctx);
@@ -105,7 +112,7 @@ async function softEviction(ctx: ScenarioContext): Promise<void> {
     ctx,
     'DiskPressure',
     { status: 'True', reason: 'KubeletHasDiskPressure' },
-    120_000,
+    PRESSURE_TIMEOUT_MS.LocalStorageSoftEviction,
   );
   const pressureSeenAt = Date.now();
   // The condition is set at once; the eviction waits for the grace period.
@@ -121,11 +128,17 @@ async function softEviction(ctx: ScenarioContext): Promise<void> {
   );
   check.equal('no Evicted event before the grace period', (await evictedEvents(ctx, 'hog')).length, 0);
 
-  const evicted = await waitForPod(ctx, 'hog', 'is evicted', (p) => p.status?.phase === 'Failed', 150_000);
+  const evicted = await waitForPod(
+    ctx,
+    'hog',
+    'is evicted',
+    (p) => p.status?.phase === 'Failed',
+    PRESSURE_TIMEOUT_MS.LocalStorageSoftEviction,
+  );
   await evictedAsUpstream(ctx, 'hog', evicted);
   await innocentSurvives(ctx);
   await evictionAfterGracePeriod(ctx, 'hog', pressure?.lastTransitionTime, config);
-  await pressureClearsInnocentRuns(ctx, 'DiskPressure', 'DiskPressure clears once the hog is gone', 120_000);
+  await pressureClearsInnocentRuns(ctx, 'DiskPressure', 'DiskPressure clears once the hog is gone');
   for (const name of ['hog', 'innocent']) {
     await ctx.core.deleteNamespacedPod({ name, namespace: ctx.namespace, gracePeriodSeconds: 0 });
   }
@@ -152,10 +165,12 @@ async function notOverwriteTerminationGracePeriod(ctx: ScenarioContext): Promise
       containers: [sh(ctx, 'hog', script)],
     }),
   );
-  const { pressure, evicted } = await pressureThenEvicted(ctx, 'DiskPressure', 'grace-hog', {
-    pressureMs: 120_000,
-    evictionMs: 150_000,
-  });
+  const { pressure, evicted } = await pressureThenEvicted(
+    ctx,
+    'DiskPressure',
+    'grace-hog',
+    PRESSURE_TIMEOUT_MS.LocalStorageSoftEviction,
+  );
   await evictedAsUpstream(ctx, 'grace-hog', evicted);
   const evictedAt = await evictionAfterGracePeriod(ctx, 'grace-hog', pressure?.lastTransitionTime, config);
 
@@ -190,7 +205,7 @@ async function notOverwriteTerminationGracePeriod(ctx: ScenarioContext): Promise
     ctx,
     'DiskPressure',
     { status: 'False', name: 'DiskPressure clears once the grace-hog is gone' },
-    120_000,
+    PRESSURE_DISAPPEAR_MS,
   );
   // As upstream's AfterEach: a new pod starts once the pressure is gone.
   await createPod(ctx, podFor(ctx, 'after', { containers: [sh(ctx, 'c', 'sleep 600')] }));
@@ -198,7 +213,7 @@ async function notOverwriteTerminationGracePeriod(ctx: ScenarioContext): Promise
 }
 
 async function noDiskPressure(ctx: ScenarioContext, name: string): Promise<void> {
-  await pressureCondition(ctx, 'DiskPressure', { status: 'False', name }, 120_000);
+  await pressureCondition(ctx, 'DiskPressure', { status: 'False', name }, PRESSURE_DISAPPEAR_MS);
 }
 
 /** The upstream cases' kubelet configuration, with the threshold measured now. */

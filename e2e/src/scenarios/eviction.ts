@@ -2,7 +2,9 @@ import type { Scenario } from '@kh/harness';
 import { allChecks } from '../support/concurrent.js';
 import {
   evictedFor,
+  evictionGuardMs,
   innocentSurvives,
+  PRESSURE_TIMEOUT_MS,
   pressureClearsInnocentRuns,
   pressureThenEvicted,
 } from '../support/eviction.js';
@@ -23,8 +25,8 @@ export const eviction: Scenario = {
   description:
     'memory pressure evicts the hog above its request, not the innocent pod within its own; condition appears and clears; Evicted reason and event',
   needs: ['real-containers', 'memory-pressure'],
-  // Room for the pod starts' 5 min (PodStart) besides the pressure waits.
-  timeoutMs: 540_000,
+  // Slowest seen 149 s (t59c, containerd).
+  timeoutMs: evictionGuardMs(150_000, PRESSURE_TIMEOUT_MS.MemoryAllocatableEviction),
   async run(ctx) {
     const limit = ctx.backend.memoryLimitBytes;
     if (!limit) throw new Error('the node has no memory limit; eviction needs one');
@@ -58,10 +60,12 @@ export const eviction: Scenario = {
       }),
     );
 
-    const { evicted } = await pressureThenEvicted(ctx, 'MemoryPressure', 'hog', {
-      pressureMs: 120_000,
-      evictionMs: 120_000,
-    });
+    const { evicted } = await pressureThenEvicted(
+      ctx,
+      'MemoryPressure',
+      'hog',
+      PRESSURE_TIMEOUT_MS.MemoryAllocatableEviction,
+    );
     await evictedFor(ctx, evicted, 'memory', /memory/);
     await innocentSurvives(ctx);
     // The harness configures evictionPressureTransitionPeriod: 20s so this takes seconds, not 5 minutes.
@@ -69,7 +73,6 @@ export const eviction: Scenario = {
       ctx,
       'MemoryPressure',
       'MemoryPressure clears after the transition period',
-      120_000,
     );
     await createPod(ctx, podFor(ctx, 'after', { containers: [sh(ctx, 'c', 'sleep 600')] }));
     await allChecks([

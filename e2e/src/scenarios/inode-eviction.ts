@@ -1,6 +1,12 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import { AGENT_ROOT_DIR, withOwnNodefs } from '../support/disk.js';
-import { evictionPod, innocentPod, runEvictionTest } from '../support/eviction.js';
+import {
+  evictionGuardMs,
+  evictionPod,
+  innocentPod,
+  PRESSURE_TIMEOUT_MS,
+  runEvictionTest,
+} from '../support/eviction.js';
 import { nodeExec } from '../support/faults.js';
 import { sh } from '../support/pods.js';
 
@@ -41,8 +47,8 @@ export const inodeEviction: Scenario = {
       case: 'InodeEviction when we run containers that should cause DiskPressure should eventually evict all of the correct pods',
     },
   ],
-  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
-  timeoutMs: 540_000,
+  // Slowest seen 167 s (t59c, docker).
+  timeoutMs: evictionGuardMs(170_000, PRESSURE_TIMEOUT_MS.InodeEviction),
   async run(ctx) {
     await withOwnNodefs(ctx, NODEFS, async () => {
       const free = await inodesFree(ctx);
@@ -63,8 +69,7 @@ export const inodeEviction: Scenario = {
       await runEvictionTest(ctx, {
         condition: 'DiskPressure',
         starvedResource: 'inodes',
-        pressureTimeoutMs: 120_000,
-        evictionTimeoutMs: 120_000,
+        pressureTimeoutMs: PRESSURE_TIMEOUT_MS.InodeEviction,
         message: () => /^The node was low on resource: inodes\. Threshold quantity: \S+, available: \S+\. $/,
         specs: [
           { evictionPriority: 1, pod: hog },

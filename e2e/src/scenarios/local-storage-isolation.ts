@@ -1,5 +1,10 @@
 import type { Scenario } from '@kh/harness';
-import { diskConsumingPod, runEvictionTest } from '../support/eviction.js';
+import {
+  diskConsumingPod,
+  evictionGuardMs,
+  PRESSURE_TIMEOUT_MS,
+  runEvictionTest,
+} from '../support/eviction.js';
 
 // Upstream's sizes: a 100Mi budget, written 1 MiB past it or 1 MiB short of it.
 const LIMIT = '100Mi';
@@ -26,8 +31,8 @@ export const localStorageIsolation: Scenario = {
       case: 'LocalStorageCapacityIsolationEviction when we run containers that should cause evictions due to pod local storage violations should eventually evict all of the correct pods',
     },
   ],
-  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
-  timeoutMs: 540_000,
+  // Slowest seen 191 s (t59c, containerd).
+  timeoutMs: evictionGuardMs(195_000, PRESSURE_TIMEOUT_MS.LocalStorageCapacityIsolationEviction),
   async run(ctx) {
     const limits = { limits: { 'ephemeral-storage': LIMIT } };
     const sizeLimited = (medium?: string) => ({
@@ -36,8 +41,7 @@ export const localStorageIsolation: Scenario = {
     await ctx.reconfigureAgent({ evictionHard: { 'memory.available': '0%' } });
     try {
       await runEvictionTest(ctx, {
-        pressureTimeoutMs: 0,
-        evictionTimeoutMs: 120_000,
+        pressureTimeoutMs: PRESSURE_TIMEOUT_MS.LocalStorageCapacityIsolationEviction,
         message: (s) =>
           s.pod.metadata?.name === 'emptydir-disk-sizelimit-pod'
             ? /^Usage of EmptyDir volume "test-volume" exceeds the limit "100Mi"\. $/

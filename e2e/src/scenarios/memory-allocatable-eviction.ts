@@ -1,6 +1,13 @@
 import { Quantity } from '@kh/apimachinery';
 import type { Scenario } from '@kh/harness';
-import { evictedFor, innocentSurvives, pressureThenEvicted } from '../support/eviction.js';
+import {
+  evictedFor,
+  evictionGuardMs,
+  innocentSurvives,
+  PRESSURE_DISAPPEAR_MS,
+  PRESSURE_TIMEOUT_MS,
+  pressureThenEvicted,
+} from '../support/eviction.js';
 import { nodeMemoryWorkingSetBytes, pressureCondition } from '../support/node.js';
 import { createPod, memhog, podFor, sh, waitForRunning } from '../support/pods.js';
 
@@ -28,8 +35,8 @@ export const memoryAllocatableEviction: Scenario = {
       case: 'MemoryAllocatableEviction when we run containers that should cause MemoryPressure should eventually evict all of the correct pods',
     },
   ],
-  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
-  timeoutMs: 540_000,
+  // Slowest seen 113 s (t59c, containerd).
+  timeoutMs: evictionGuardMs(115_000, PRESSURE_TIMEOUT_MS.MemoryAllocatableEviction),
   async run(ctx) {
     const node = await ctx.core.readNode({ name: ctx.nodeName });
     const capacity = Quantity.parse(node.status?.capacity?.memory ?? '0').value();
@@ -58,17 +65,19 @@ export const memoryAllocatableEviction: Scenario = {
         podFor(ctx, 'hog', { restartPolicy: 'Never', containers: [memhog(ctx, 'hog', targetMiB, step)] }),
       );
 
-      const { evicted } = await pressureThenEvicted(ctx, 'MemoryPressure', 'hog', {
-        pressureMs: 120_000,
-        evictionMs: 120_000,
-      });
+      const { evicted } = await pressureThenEvicted(
+        ctx,
+        'MemoryPressure',
+        'hog',
+        PRESSURE_TIMEOUT_MS.MemoryAllocatableEviction,
+      );
       await evictedFor(ctx, evicted, 'memory', /low on resource: memory/);
       await innocentSurvives(ctx);
       await pressureCondition(
         ctx,
         'MemoryPressure',
         { status: 'False', name: 'MemoryPressure clears after the transition period' },
-        120_000,
+        PRESSURE_DISAPPEAR_MS,
       );
     } finally {
       await ctx.reconfigureAgent({});

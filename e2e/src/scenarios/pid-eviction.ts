@@ -1,9 +1,11 @@
 import type { Scenario, ScenarioContext } from '@kh/harness';
 import type { V1Pod } from '@kubernetes/client-node';
 import {
+  evictionGuardMs,
   evictionPod,
   innocentPod,
   inOwnNamespace,
+  PRESSURE_TIMEOUT_MS,
   runEvictionTest,
   withHighPriorityClass,
 } from '../support/eviction.js';
@@ -63,8 +65,7 @@ const message = () =>
 /** What every case waits for: PIDPressure, the bombs evicted with the kubelet's message. */
 const PID_PRESSURE = {
   condition: 'PIDPressure',
-  pressureTimeoutMs: 300_000,
-  evictionTimeoutMs: 300_000,
+  pressureTimeoutMs: PRESSURE_TIMEOUT_MS.PriorityPidEvictionOrdering,
   message,
 } as const;
 
@@ -129,7 +130,8 @@ export const pidEviction: Scenario = {
       case: `PriorityPidEvictionOrdering when we run containers with PodAndContainerStatsFromCRI=${gate} that should cause PIDPressure should eventually evict all of the correct pods`,
     })),
   ],
-  timeoutMs: 1_500_000,
+  // Slowest seen 917 s (t59c, docker, three cases).
+  timeoutMs: evictionGuardMs(920_000, PRESSURE_TIMEOUT_MS.PriorityPidEvictionOrdering),
   async run(ctx) {
     // Each case in a namespace of its own, as upstream's Its: both ordering cases name their pods alike.
     try {

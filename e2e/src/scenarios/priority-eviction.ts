@@ -3,7 +3,9 @@ import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { AGENT_ROOT_DIR } from '../support/disk.js';
 import {
   diskConsumingPod,
+  evictionGuardMs,
   evictionPod,
+  PRESSURE_TIMEOUT_MS,
   runEvictionTest,
   withHighPriorityClass,
 } from '../support/eviction.js';
@@ -66,8 +68,8 @@ export const priorityMemoryEviction: Scenario = {
       case: 'PriorityMemoryEvictionOrdering when we run containers that should cause MemoryPressure should eventually evict all of the correct pods',
     },
   ],
-  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
-  timeoutMs: 600_000,
+  // Slowest seen 122 s (t59c, docker).
+  timeoutMs: evictionGuardMs(125_000, PRESSURE_TIMEOUT_MS.PriorityMemoryEvictionOrdering),
   async run(ctx) {
     const limit = ctx.backend.memoryLimitBytes;
     if (!limit) throw new Error('the node has no memory limit; memory pressure needs one');
@@ -87,8 +89,7 @@ export const priorityMemoryEviction: Scenario = {
         runEvictionTest(ctx, {
           condition: 'MemoryPressure',
           starvedResource: 'memory',
-          pressureTimeoutMs: 120_000,
-          evictionTimeoutMs: 180_000,
+          pressureTimeoutMs: PRESSURE_TIMEOUT_MS.PriorityMemoryEvictionOrdering,
           message: (s) =>
             new RegExp(
               `^The node was low on resource: memory\\. Threshold quantity: ${thresholdMiB}Mi, available: \\d+(\\.\\d+)?[KMG]?i?\\. Container ${s.pod.spec?.containers[0]?.name} was using \\S+, request is 0, has larger consumption of memory\\. $`,
@@ -147,8 +148,8 @@ export const priorityDiskEviction: Scenario = {
       case: 'PriorityLocalStorageEvictionOrdering when we run containers that should cause DiskPressure should eventually evict all of the correct pods',
     },
   ],
-  // Room for upstream's 5 min pod starts (CreateBatch: PodStart) besides the pressure waits.
-  timeoutMs: 660_000,
+  // Slowest seen 105 s (t59c, containerd).
+  timeoutMs: evictionGuardMs(105_000, PRESSURE_TIMEOUT_MS.PriorityLocalStorageEvictionOrdering),
   async run(ctx) {
     const freeMiB = Math.floor((await nodeFsAvailableBytes(ctx, AGENT_ROOT_DIR)) / Mi);
     const thresholdMiB = freeMiB - DISK_CONSUMED_MIB;
@@ -168,8 +169,7 @@ export const priorityDiskEviction: Scenario = {
         runEvictionTest(ctx, {
           condition: 'DiskPressure',
           starvedResource: 'ephemeral-storage',
-          pressureTimeoutMs: 180_000,
-          evictionTimeoutMs: 240_000,
+          pressureTimeoutMs: PRESSURE_TIMEOUT_MS.PriorityLocalStorageEvictionOrdering,
           message: () =>
             /^The node was low on resource: ephemeral-storage\. Threshold quantity: \S+, available: \S+\. /,
           specs: [

@@ -12,7 +12,7 @@ import {
   type V1Volume,
 } from '@kubernetes/client-node';
 import { nodeCondition, type PressureType, pressureCondition } from './node.js';
-import { createPod, eventsFor, podFor, readPod, sh, waitForPod } from './pods.js';
+import { createPod, eventsFor, NAMESPACE_DELETE_MS, podFor, readPod, sh, waitForPod } from './pods.js';
 
 export interface PodEvictSpec {
   /** 0: never evicted; otherwise never before a pod of a higher rank, and eventually. */
@@ -29,10 +29,39 @@ export interface EvictionTest {
   starvedResource?: 'memory' | 'ephemeral-storage' | 'inodes';
   /** What each evicted pod's status message must match. */
   message: (spec: PodEvictSpec) => RegExp;
+  /** Upstream's pressureTimeout for the case (PRESSURE_TIMEOUT_MS): the condition's wait, then the evictions'. */
   pressureTimeoutMs: number;
-  evictionTimeoutMs: number;
   specs: PodEvictSpec[];
 }
+
+const MINUTE_MS = 60_000;
+
+/**
+ * eviction_test's pressureTimeout of each Describe (LocalStorageCapacityIsolationEviction's
+ * evictionTestTimeout): runEvictionTest waits that long for the node condition, and that long
+ * again for the evictions. A slow node that gets there is right; a shorter wait would fail it.
+ */
+export const PRESSURE_TIMEOUT_MS = {
+  InodeEviction: 20 * MINUTE_MS,
+  MemoryAllocatableEviction: 10 * MINUTE_MS,
+  LocalStorageEviction: 15 * MINUTE_MS,
+  LocalStorageSoftEviction: 10 * MINUTE_MS,
+  LocalStorageCapacityIsolationEviction: 10 * MINUTE_MS,
+  PriorityMemoryEvictionOrdering: 10 * MINUTE_MS,
+  PriorityLocalStorageEvictionOrdering: 15 * MINUTE_MS,
+  PriorityPidEvictionOrdering: 10 * MINUTE_MS,
+} as const;
+
+/** eviction_test's pressureDisappearTimeout: how long the condition may take to clear. */
+export const PRESSURE_DISAPPEAR_MS = 10 * MINUTE_MS;
+
+/**
+ * An eviction scenario's cell guard: room for a run half again as slow as the slowest the CI
+ * trials saw (`slowestSeenMs`) with one wait at upstream's full bound (`longestWaitMs`), so that in
+ * a slow but correct run upstream's waits decide, never the guard. Whole minutes.
+ */
+export const evictionGuardMs = (slowestSeenMs: number, longestWaitMs: number) =>
+  Math.ceil((1.5 * slowestSeenMs + longestWaitMs) / MINUTE_MS) * MINUTE_MS;
 
 /** Upstream watches 1 minute against a 5 minute transition period; the harness's is 20 s. */
 const STABLE_MS = 20_000;
@@ -100,7 +129,7 @@ export async function runEvictionTest(ctx: ScenarioContext, t: EvictionTest): Pr
       'pods evicted in rank order',
       () => look(ctx, t.specs),
       (l) => l.violations.length > 0 || l.pending.length === 0,
-      { timeoutMs: t.evictionTimeoutMs, intervalMs: POLL_MS, describe: describeLook },
+      { timeoutMs: t.pressureTimeoutMs, intervalMs: POLL_MS, describe: describeLook },
     );
     check.equal('no pod evicted out of rank, none of rank 0', done.violations, []);
 
@@ -135,14 +164,14 @@ export async function runEvictionTest(ctx: ScenarioContext, t: EvictionTest): Pr
       );
       const since = Math.max(0, ...evictedAt.flat().map((e) => e.lastAt));
       const clears = { status: 'False', name: `${t.condition} clears`, since } as const;
-      await pressureCondition(ctx, t.condition, clears, 120_000);
+      await pressureCondition(ctx, t.condition, clears, PRESSURE_DISAPPEAR_MS);
       // The pressure that made the last eviction can reach node status up to one
       // nodeStatusUpdateFrequency after it, behind a False from the lull before it: look again
       // once that sync has passed (t49a: False at 11:33:0x, then the last pressure's True at 11:33:05).
       const settled = since + NODE_STATUS_UPDATE_MS + 2_000;
       if (Date.now() < settled) {
         await ctx.sleep(settled - Date.now());
-        await pressureCondition(ctx, t.condition, clears, 120_000);
+        await pressureCondition(ctx, t.condition, clears, PRESSURE_DISAPPEAR_MS);
       }
     }
     // Stable: the condition stays away and nothing else is evicted.
@@ -186,7 +215,7 @@ export async function runEvictionTest(ctx: ScenarioContext, t: EvictionTest): Pr
       ctx,
       t.condition,
       { status: 'False', name: `${t.condition} gone after the test` },
-      120_000,
+      PRESSURE_DISAPPEAR_MS,
     );
   }
   const admit = 'test-admit-pod';
@@ -219,7 +248,7 @@ export async function inOwnNamespace(
     `namespace ${namespace} deleted`,
     async () => (await ctx.core.listNamespace()).items.map((n) => n.metadata?.name),
     (names) => !names.includes(namespace),
-    { timeoutMs: 120_000, intervalMs: 1_000 },
+    { timeoutMs: NAMESPACE_DELETE_MS, intervalMs: 1_000 },
   );
 }
 
@@ -293,20 +322,23 @@ export function innocentPod(ctx: ScenarioContext, priorityClassName?: string): V
 
 // The scenarios that judge one hog beside an `innocent` pod, rather than runEvictionTest's ranks.
 
-/** The pressure appears with the kubelet's reason, then the hog is evicted: its Failed pod. */
+/**
+ * The pressure appears with the kubelet's reason, then the hog is evicted: its Failed pod. Each
+ * wait is upstream's pressureTimeout for the case (PRESSURE_TIMEOUT_MS).
+ */
 export async function pressureThenEvicted(
   ctx: ScenarioContext,
   condition: PressureType,
   hog: string,
-  timeouts: { pressureMs: number; evictionMs: number },
+  pressureTimeoutMs: number,
 ) {
-  const pressure = await pressureCondition(ctx, condition, { status: 'True' }, timeouts.pressureMs);
+  const pressure = await pressureCondition(ctx, condition, { status: 'True' }, pressureTimeoutMs);
   const evicted = await waitForPod(
     ctx,
     hog,
     'is evicted',
     (p) => p.status?.phase === 'Failed',
-    timeouts.evictionMs,
+    pressureTimeoutMs,
   );
   return { pressure, evicted };
 }
@@ -335,16 +367,15 @@ export async function innocentSurvives(ctx: ScenarioContext): Promise<void> {
 }
 
 /**
- * The pressure clears once the hog is gone, and the innocent pod still runs: the hog's eviction
- * was enough, nothing else was evicted after it.
+ * The pressure clears once the hog is gone (within upstream's pressureDisappearTimeout), and the
+ * innocent pod still runs: the hog's eviction was enough, nothing else was evicted after it.
  */
 export async function pressureClearsInnocentRuns(
   ctx: ScenarioContext,
   condition: PressureType,
   name: string,
-  timeoutMs: number,
 ): Promise<void> {
-  await pressureCondition(ctx, condition, { status: 'False', name }, timeoutMs);
+  await pressureCondition(ctx, condition, { status: 'False', name }, PRESSURE_DISAPPEAR_MS);
   const after = await readPod(ctx, 'innocent');
   ctx.check.equal('innocent pod still running after the pressure', after.status?.phase, 'Running');
 }

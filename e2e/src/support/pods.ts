@@ -70,6 +70,8 @@ export const POD_START_SHORT_MS = 2 * 60_000;
 export const POD_EVENT_MS = 2 * 60_000;
 /** e2epod.PodDeleteTimeout / f.Timeouts.PodDelete (5 min): how long upstream waits for a pod to go. */
 export const POD_DELETE_MS = 5 * 60_000;
+/** framework.DefaultNamespaceDeletionTimeout (5 min): how long upstream waits for a namespace to go. */
+export const NAMESPACE_DELETE_MS = 5 * 60_000;
 
 /** The agent sets status.startTime in its first status update for a pod. */
 export const PICKUP_TIMEOUT_MS = 30_000;
