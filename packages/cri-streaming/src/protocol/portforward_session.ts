@@ -29,7 +29,9 @@ export async function forwardOne(
     return { ok: true };
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
-    options.onError?.(e);
+    // Rejected because the connection ended (the client reset it or went away, the session idled
+    // out or is closing): not a failure, as in remotecommand.ts.
+    if (!signal.aborted) options.onError?.(e);
     // The pod's side reset or stopped reading: reset the stream rather than report (as the kubelet).
     const code = (e as NodeJS.ErrnoException).code;
     const reset = code === 'EPIPE' || code === 'ECONNRESET';

@@ -38,7 +38,10 @@ async function outcome(
     }
     return code === 0 ? successStatus() : nonZeroExitStatus(code);
   } catch (err) {
-    options.onError?.(err instanceof Error ? err : new Error(String(err)));
+    // A handler that rejects because its session ended (the client went away, the session idled
+    // out, the server is closing) did not fail: that is how sessions end, and the idle timeout
+    // reports itself. Only failures while the client still listens are reported.
+    if (!session.signal.aborted) options.onError?.(err instanceof Error ? err : new Error(String(err)));
     return statusForError(err, options.failurePrefix);
   }
 }

@@ -406,10 +406,15 @@ export class SpdySession {
 
   private async readLoop(socket: Readable): Promise<void> {
     await this.processFrames();
-    for await (const chunk of socket) {
+    // Not `for await (… of socket)`: leaving that loop destroys a socket whose writable side is
+    // still open with an AbortError, and the socket's 'error' listeners reported it ("The
+    // operation was aborted") for every peer that simply closed. The peer's EOF drops the
+    // connection as before, without an error; a throw leaves it to fail() (GOAWAY, then destroy).
+    for await (const chunk of socket.iterator({ destroyOnReturn: false })) {
       this.parser.push(chunk as Buffer);
       await this.processFrames();
     }
+    socket.destroy();
   }
 
   private async processFrames(): Promise<void> {
