@@ -14,6 +14,7 @@ import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import type { PodCgroups } from '../src/cm/container_manager.js';
+import { terminationByKubeletStatus } from '../src/eviction/messages.js';
 import { newPodLayer } from '../src/main_kubelet.js';
 import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
 import { PodManager } from '../src/pods/pod_manager.js';
@@ -424,6 +425,103 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     await t.lifecycle.handlePodAdditions([a]);
     await t.workers.settle();
     expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(false);
+  });
+});
+
+// What of a pod the node may remove follows the pod workers' sync status, as the kubelet's
+// ShouldPodContentBeRemoved (pod_workers.go): a deleted pod's content once its worker terminated
+// it; a pod the workers never saw, once housekeeping synced them.
+describe("What of a pod may go: the pod workers' sync status", () => {
+  const instance = (id: string): ContainerStatus =>
+    ({
+      id: { type: 'fake', id },
+      name: 'c',
+      state: 'exited',
+      createdAt: new Date(1),
+      image: 'x',
+      imageRef: 'x',
+      hash: '0',
+      restartCount: 0,
+    }) as ContainerStatus;
+
+  /** A running pod `a` whose one exited container is c1, and whose kills wait for finish(). */
+  async function terminating() {
+    const t = setup();
+    t.relisted('a', [instance('c1')]);
+    await t.lifecycle.handlePodAdditions([pod('a')]);
+    await t.workers.settle();
+    let release!: () => void;
+    t.runtime.killGate = new Promise((r) => {
+      release = r;
+    });
+    const kills = () => t.runtime.calls.filter((c) => c.startsWith('kill'));
+    /** The deletions a ContainerDied event of c1 leads to. */
+    const deletedOnDeath = async () => {
+      await t.lifecycle.handlePlegEvent({ podUid: 'a', type: 'ContainerDied', data: 'c1' });
+      await t.lifecycle.containerDeletor.idle();
+      return t.runtime.calls.filter((c) => c.startsWith('delete'));
+    };
+    const finish = async () => {
+      release();
+      await t.workers.settle();
+    };
+    return { ...t, kills, deletedOnDeath, finish };
+  }
+
+  it('keeps what a pod removed from its source left while its worker stops it, then lets it go', async () => {
+    const t = await terminating();
+    await t.lifecycle.handlePodRemoves([pod('a')]);
+    await vi.waitFor(() => expect(t.kills()).toEqual(['kill a']));
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(false);
+    expect(t.pods.shouldPodRuntimeBeRemoved('a')).toBe(false);
+    expect(await t.deletedOnDeath()).toEqual([]); // the newest exited instance stays
+    // Housekeeping finds it no longer desired (deleted), but its worker has not finished.
+    await t.lifecycle.handlePodCleanups();
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(false);
+    await t.finish();
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
+    expect(t.pods.shouldPodRuntimeBeRemoved('a')).toBe(true);
+    expect(await t.deletedOnDeath()).toEqual(['delete c1']);
+  });
+
+  it('lets the content of a pod deleted through the API go once its worker terminated it', async () => {
+    const t = await terminating();
+    const deleting = {
+      ...pod('a'),
+      metadata: { ...pod('a').metadata, deletionTimestamp: new Date(0), deletionGracePeriodSeconds: 30 },
+    };
+    await t.lifecycle.handlePodUpdates([deleting]);
+    await vi.waitFor(() => expect(t.kills()).toEqual(['kill a']));
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(false);
+    expect(await t.deletedOnDeath()).toEqual([]);
+    await t.finish();
+    // Still listed by its source (the status manager has yet to delete it): deleted and terminated.
+    expect(t.pods.has('a')).toBe(true);
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
+  });
+
+  it('keeps the content of a pod killed for node shutdown (not an eviction), with its status', async () => {
+    const t = await terminating();
+    const status = terminationByKubeletStatus(
+      'Terminated',
+      'Pod was terminated in response to imminent node shutdown.',
+    );
+    const killed = t.lifecycle.evictPod(pod('a'), 30, status);
+    await t.finish();
+    await killed;
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(false);
+    expect(t.pods.shouldPodRuntimeBeRemoved('a')).toBe(true);
+    expect(await t.deletedOnDeath()).toEqual([]);
+    expect(t.pods.evictionStatus('a')).toEqual(status);
+  });
+
+  it('lets what a pod the workers never saw left go only once housekeeping synced them', async () => {
+    const t = setup();
+    expect(t.pods.shouldPodContentBeRemoved('ghost')).toBe(false);
+    expect(t.pods.shouldPodRuntimeBeRemoved('ghost')).toBe(false);
+    await t.lifecycle.handlePodCleanups();
+    expect(t.pods.shouldPodContentBeRemoved('ghost')).toBe(true);
+    expect(t.pods.shouldPodRuntimeBeRemoved('ghost')).toBe(true);
   });
 });
 

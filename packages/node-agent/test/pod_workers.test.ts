@@ -2,8 +2,7 @@ import { FakeClock, flushMicrotasks } from '@kh/apimachinery';
 import { emptyPodStatus, PodCache, type PodStatus } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { PodManager } from '../src/pods/pod_manager.js';
-import { BACKOFF_EXPIRY_SLACK_MS, PodWorkerPool } from '../src/pods/pod_workers.js';
+import { BACKOFF_EXPIRY_SLACK_MS, PodSyncStatuses, PodWorkerPool } from '../src/pods/pod_workers.js';
 import { CrashLoopBackOffError, type PodSyncer } from '../src/pods/types.js';
 
 const pod = (name: string, version = '1', over: Partial<V1Pod['metadata']> = {}): V1Pod => ({
@@ -22,7 +21,7 @@ const newPool = (syncer: PodSyncer, opts: Partial<PoolOptions> = {}) =>
   new PodWorkerPool({
     syncer,
     podCache: alwaysFresh,
-    terminated: new PodManager(),
+    terminated: new PodSyncStatuses(),
     clock: new FakeClock(),
     ...opts,
   });
@@ -206,6 +205,77 @@ describe('PodWorkerPool', () => {
     await pool.settle();
     await clock.advance(300_000 + BACKOFF_EXPIRY_SLACK_MS);
     expect(syncer.log).toEqual(['sync a@1', 'sync a@1', 'sync a@2']);
+  });
+});
+
+describe("PodWorkerPool's sync status: what of a pod may be removed", () => {
+  /** [shouldPodContentBeRemoved, shouldPodRuntimeBeRemoved] */
+  const removable = (statuses: PodSyncStatuses, uid: string) => [
+    statuses.shouldPodContentBeRemoved(uid),
+    statuses.shouldPodRuntimeBeRemoved(uid),
+  ];
+
+  /** A pool with pod `a` synced once; its kills wait for finish(). */
+  async function withPod() {
+    const syncer = new GatedSyncer();
+    const statuses = new PodSyncStatuses();
+    const pool = newPool(syncer, { terminated: statuses });
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await syncer.releaseAll();
+    await pool.settle();
+    const finish = async () => {
+      await syncer.releaseAll();
+      await pool.settle();
+    };
+    return { pool, a: () => removable(statuses, 'a'), finish };
+  }
+
+  it('lets the content of a pod being deleted go once terminated', async () => {
+    const { pool, a, finish } = await withPod();
+    pool.updatePod({ pod: pod('a', '2', { deletionTimestamp: new Date(1) }), op: 'update' });
+    expect(a()).toEqual([false, false]);
+    await finish();
+    expect(a()).toEqual([true, true]);
+    expect(pool.shouldPodContentBeRemoved('a')).toBe(true);
+  });
+
+  it("lets an evicted pod's content and runtime objects go once terminated", async () => {
+    const { pool, a, finish } = await withPod();
+    const killed = pool.killPodNow(pod('a'), 1, true);
+    expect(a()).toEqual([false, false]);
+    await finish();
+    await killed;
+    expect(a()).toEqual([true, true]);
+  });
+
+  it('keeps the content of a pod killed otherwise, even once terminated', async () => {
+    const { pool, a, finish } = await withPod();
+    const killed = pool.killPodNow(pod('a'), 1, false);
+    // A later eviction, or deletion, does not change how its termination began.
+    pool.updatePod({ pod: pod('a', '2', { deletionTimestamp: new Date(1) }), op: 'kill', evict: true });
+    await finish();
+    await killed;
+    expect(a()).toEqual([false, true]);
+  });
+
+  it('counts a pod no longer desired as deleted once housekeeping synced the workers', async () => {
+    const { pool, a, finish } = await withPod();
+    pool.updatePod({ pod: pod('a', '2'), op: 'kill' });
+    expect(pool.syncKnownPods([])).toEqual([]);
+    expect(a()).toEqual([false, false]); // still terminating
+    await finish();
+    expect(a()).toEqual([true, true]);
+    pool.syncKnownPods([]); // forgotten: now as a pod the workers never saw, after the sync
+    expect(pool.isPodTerminationRequested('a')).toBe(false);
+    expect(a()).toEqual([true, true]);
+  });
+
+  it('keeps what a pod the workers never saw left until housekeeping synced them', () => {
+    const statuses = new PodSyncStatuses();
+    const pool = newPool(new GatedSyncer(), { terminated: statuses });
+    expect(removable(statuses, 'x')).toEqual([false, false]);
+    pool.syncKnownPods([pod('a')]);
+    expect(removable(statuses, 'x')).toEqual([true, true]);
   });
 });
 

@@ -10,7 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
 import type { AllocationManager } from '../allocation/allocation_manager.js';
 import type { PodCgroups } from '../cm/container_manager.js';
-import type { EvictionStatus, PodKiller } from '../eviction/types.js';
+import { EVICTION_REASON, type EvictionStatus, type PodKiller } from '../eviction/types.js';
 import type { ReasonCache } from '../status/reason_cache.js';
 import { needToReconcilePodReadiness } from '../status/reconcile_readiness.js';
 import type { StatusManager } from '../status/types.js';
@@ -184,7 +184,7 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       this.containerDeletor.cleanUpContainersInPod(
         async () => this.deps.podCache.get(uid),
         event.data,
-        this.deps.pods.shouldPodContentBeRemoved(uid),
+        this.deps.workers.shouldPodContentBeRemoved(uid),
       );
     }
   }
@@ -294,11 +294,19 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       );
   }
 
-  /** PodKiller: the eviction manager's kill, which leaves the pod Failed with reason Evicted. */
+  /**
+   * PodKiller: the eviction manager's kill, which leaves the pod Failed with reason Evicted, and
+   * node shutdown's, with its own status. Only the former is an eviction to the workers, as the
+   * kubelet's callers of killPodFunc say, so only its content goes at once.
+   */
   async evictPod(pod: V1Pod, gracePeriodSeconds: number, status: EvictionStatus): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     this.deps.pods.markEvicted(uid, status);
-    await this.deps.workers.killPodNow(this.deps.pods.getPod(uid) ?? pod, gracePeriodSeconds);
+    await this.deps.workers.killPodNow(
+      this.deps.pods.getPod(uid) ?? pod,
+      gracePeriodSeconds,
+      status.reason === EVICTION_REASON,
+    );
   }
 
   /**
@@ -311,6 +319,6 @@ export class PodLifecycle implements SyncHandler, PodKiller {
     if (!this.deps.workers.isPodTerminated(uid)) return false;
     const status = this.deps.podCache.get(uid);
     if (status.containerStatuses.some((c) => c.state === 'running')) return false;
-    return !this.deps.pods.shouldPodContentBeRemoved(uid) || status.containerStatuses.length === 0;
+    return !this.deps.workers.shouldPodContentBeRemoved(uid) || status.containerStatuses.length === 0;
   }
 }

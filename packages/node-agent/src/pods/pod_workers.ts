@@ -7,14 +7,13 @@
 // is aborted, like the kubelet cancelling the sync's context, so it cannot restart or kill for a
 // liveness failure afterwards); its final status is reported from a status newer than the kill.
 // A failed sync is retried after a backoff, and a pod whose container waits out its
-// CrashLoopBackOff is synced again when that back-off expires. Which pods finished terminating is
-// recorded in the pod manager, where the runtime manager's garbage collection reads it.
+// CrashLoopBackOff is synced again when that back-off expires. Each pod's sync status (how its
+// termination began, whether it finished) decides what of it the rest of the node may remove.
 
 import type { TimerClock } from '@kh/apimachinery';
-import type { PodCache } from '@kh/runtime-manager';
+import type { PodCache, PodStateProvider } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import { type Logger, silentLogger } from '../util/log.js';
-import type { PodManager } from './pod_manager.js';
 import type { StartupEvents } from './startup_tracker.js';
 import { CrashLoopBackOffError, type PodSyncer, type PodWorkers } from './types.js';
 
@@ -27,8 +26,76 @@ export const POD_SYNC_RETRY_MS = 10_000;
  */
 export const BACKOFF_EXPIRY_SLACK_MS = 100;
 
+/** What the workers know of one pod they were sent (the kubelet's podSyncStatus). */
+export interface PodSyncStatus {
+  /**
+   * It had a deletionTimestamp when its termination was requested, or housekeeping found it no
+   * longer desired before its worker finished.
+   */
+  deleted: boolean;
+  /** Its termination was requested by an eviction (the kubelet's KillPodOptions.Evict). */
+  evicted: boolean;
+  /**
+   * Its containers are stopped and its final status is reported. The kubelet sets this once the
+   * kill returns, having read that status then; ours is read in the terminated pass, after it.
+   */
+  terminated: boolean;
+}
+
+/**
+ * The workers' sync status of every pod they were sent, and whether housekeeping has synced them
+ * with the desired pods yet (the kubelet's podSyncStatuses and podsSynced). Only the workers write
+ * it. It answers, as the kubelet's pod workers do, what of a pod the container deletor and garbage
+ * collection may remove, so it must exist before the runtime manager: the pod manager extends it.
+ */
+export class PodSyncStatuses implements PodStateProvider {
+  private readonly statuses = new Map<string, PodSyncStatus>();
+  private podsSynced = false;
+
+  /** The pod's sync status, made when the workers are first sent it. */
+  syncStatus(uid: string): PodSyncStatus {
+    let status = this.statuses.get(uid);
+    if (!status) {
+      status = { deleted: false, evicted: false, terminated: false };
+      this.statuses.set(uid, status);
+    }
+    return status;
+  }
+
+  forgetSyncStatus(uid: string): void {
+    this.statuses.delete(uid);
+  }
+
+  /** Every pod that may still run has been sent to the workers (SyncKnownPods ran once). */
+  setPodsSynced(): void {
+    this.podsSynced = true;
+  }
+
+  /** The workers know the pod and finished terminating it (the kubelet's IsPodKnownTerminated). */
+  isPodKnownTerminated(uid: string): boolean {
+    return this.statuses.get(uid)?.terminated ?? false;
+  }
+
+  /**
+   * Everything the pod left may go (exited containers, sandboxes, logs): for a deleted or evicted
+   * pod once terminated (until then its exited containers are what its final status reads exit
+   * codes from); for one the workers never saw, once they were synced.
+   */
+  shouldPodContentBeRemoved(uid: string): boolean {
+    const status = this.statuses.get(uid);
+    return status ? status.terminated && (status.deleted || status.evicted) : this.podsSynced;
+  }
+
+  /** The pod's runtime objects may go: nothing of it runs any more. */
+  shouldPodRuntimeBeRemoved(uid: string): boolean {
+    const status = this.statuses.get(uid);
+    return status ? status.terminated : this.podsSynced;
+  }
+}
+
 interface Lane {
   pod: V1Pod;
+  status: PodSyncStatus;
   pending: boolean;
   busy: boolean;
   terminationRequested: boolean;
@@ -57,7 +124,8 @@ export class PodWorkerPool implements PodWorkers {
       syncer: PodSyncer;
       /** The PLEG-fed pod cache the passes' statuses come from. */
       podCache: Pick<PodCache, 'getNewerThan' | 'now'>;
-      terminated: Pick<PodManager, 'isTerminated' | 'markTerminated' | 'forgetTerminated'>;
+      /** Where the workers keep each pod's sync status (the pod manager, which extends it). */
+      terminated: PodSyncStatuses;
       clock: TimerClock;
       log?: Logger;
       retryMs?: number;
@@ -70,6 +138,8 @@ export class PodWorkerPool implements PodWorkers {
     pod: V1Pod;
     op: 'create' | 'update' | 'sync' | 'kill';
     gracePeriodSeconds?: number;
+    /** A kill that is an eviction (the kubelet's KillPodOptions.Evict). */
+    evict?: boolean;
   }): void {
     const uid = update.pod.metadata?.uid;
     if (!uid) return;
@@ -82,6 +152,7 @@ export class PodWorkerPool implements PodWorkers {
     if (!lane) {
       lane = {
         pod: update.pod,
+        status: this.opts.terminated.syncStatus(uid),
         pending: false,
         busy: false,
         terminationRequested: false,
@@ -94,6 +165,12 @@ export class PodWorkerPool implements PodWorkers {
     lane.pod = update.pod;
     const deleting = Boolean(update.pod.metadata?.deletionTimestamp);
     if (update.op === 'kill' || deleting) {
+      // As the kubelet: the request that began the termination says whether it is a deletion or
+      // an eviction; later ones change neither.
+      if (!lane.terminationRequested) {
+        if (deleting) lane.status.deleted = true;
+        else if (update.evict) lane.status.evicted = true;
+      }
       lane.terminationRequested = true;
       lane.abortSync?.abort();
       const grace = update.gracePeriodSeconds ?? update.pod.metadata?.deletionGracePeriodSeconds;
@@ -110,12 +187,12 @@ export class PodWorkerPool implements PodWorkers {
 
   /**
    * Kills the pod with the given grace period and resolves once its containers and sandbox are
-   * stopped (the kubelet's killPodNow, used by the eviction manager).
+   * stopped (the kubelet's killPodNow, used by the eviction manager and node shutdown).
    */
-  killPodNow(pod: V1Pod, gracePeriodSeconds: number): Promise<void> {
+  killPodNow(pod: V1Pod, gracePeriodSeconds: number, evict: boolean): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     const done = new Promise<void>((resolve) => {
-      this.updatePod({ pod, op: 'kill', gracePeriodSeconds });
+      this.updatePod({ pod, op: 'kill', gracePeriodSeconds, evict });
       const lane = this.lanes.get(uid);
       if (!lane || this.isPodTerminated(uid)) resolve();
       else lane.onTerminated.push(resolve);
@@ -128,21 +205,28 @@ export class PodWorkerPool implements PodWorkers {
   }
 
   isPodTerminated(uid: string): boolean {
-    return this.opts.terminated.isTerminated(uid);
+    return this.opts.terminated.isPodKnownTerminated(uid);
+  }
+
+  shouldPodContentBeRemoved(uid: string): boolean {
+    return this.opts.terminated.shouldPodContentBeRemoved(uid);
   }
 
   /**
    * Forgets lanes that finished terminating of pods that are no longer desired or whose restart
-   * was requested; returns the desired pods forgotten so, which the caller starts again.
+   * was requested; returns the desired pods forgotten so, which the caller starts again. A pod
+   * no longer desired whose worker has not finished counts as deleted from now on.
    */
   syncKnownPods(desired: V1Pod[]): V1Pod[] {
+    this.opts.terminated.setPodsSynced();
     const wanted = new Map(desired.map((p) => [p.metadata?.uid, p]));
     const restart: V1Pod[] = [];
     for (const [uid, lane] of this.lanes) {
       const pod = wanted.get(uid);
+      if (!pod) lane.status.deleted = true;
       if ((pod && !lane.restartRequested) || !this.isPodTerminated(uid) || lane.busy) continue;
       this.lanes.delete(uid);
-      this.opts.terminated.forgetTerminated(uid);
+      this.opts.terminated.forgetSyncStatus(uid);
       if (pod) restart.push(pod);
     }
     return restart;
@@ -171,7 +255,7 @@ export class PodWorkerPool implements PodWorkers {
               .syncTerminatingPod(pod, status, lane.gracePeriodSeconds)
               .finally(() => this.passEnded(lane));
             await syncer.syncTerminatedPod(lane.pod, await podCache.getNewerThan(uid, lane.lastSyncTime));
-            this.opts.terminated.markTerminated(uid);
+            lane.status.terminated = true;
             for (const notify of lane.onTerminated.splice(0)) notify();
           } else {
             const abort = new AbortController();

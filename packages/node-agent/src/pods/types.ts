@@ -29,11 +29,13 @@ export interface PodWorkers {
     op: 'create' | 'update' | 'sync' | 'kill';
     gracePeriodSeconds?: number;
   }): void;
-  /** Kills the pod now and resolves once it is stopped. */
-  killPodNow(pod: V1Pod, gracePeriodSeconds: number): Promise<void>;
+  /** Kills the pod now and resolves once it is stopped; `evict` when the kill is an eviction. */
+  killPodNow(pod: V1Pod, gracePeriodSeconds: number, evict: boolean): Promise<void>;
   isPodTerminationRequested(uid: string): boolean;
   /** The pod's containers and sandbox are stopped, and it will not start again. */
   isPodTerminated(uid: string): boolean;
+  /** Every exited container of the pod may go (the kubelet's ShouldPodContentBeRemoved). */
+  shouldPodContentBeRemoved(uid: string): boolean;
   /**
    * Forgets workers for pods that are gone and fully terminated, and for desired pods whose UID
    * was created again while terminating; returns the latter, to be started again.
