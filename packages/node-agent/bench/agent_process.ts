@@ -3,7 +3,8 @@
 // channel the bench asks for what only the process can see: its memory breakdown, a heap
 // snapshot, and the API requests it sent (from undici's diagnostics channel), by method and
 // resource. `npm run bench`
-// bundles it like the shipped command (bench/dist/bench-agent.mjs), so the bench measures that code.
+// bundles it like the shipped command (bench/dist/bench-agent.mjs, the launcher, runs
+// bench-agent-main.mjs), so the bench measures that code.
 import '../src/v8_flags.js';
 import { subscribe } from 'node:diagnostics_channel';
 import { getHeapCodeStatistics, getHeapSpaceStatistics, getHeapStatistics, writeHeapSnapshot } from 'node:v8';

@@ -17,6 +17,7 @@ import { loadKubeConfig } from '../src/api/node_api.js';
 import { cgroupRootForKubepods } from '../src/cm/cgroup_name.js';
 import { KubePodListWatch } from '../src/podconfig/apiserver_source.js';
 import { type PodStartupList, PREPARE_STEPS } from '../src/pods/startup_tracker.js';
+import { agentMallocEnv } from '../src/util/malloc_env.js';
 import { agentBenchArgs, OPTIONS, USAGE } from './args.js';
 import { summarizeHeapSnapshot } from './heap_summary.js';
 import { type DensityMemory, densityMemory, mib, type ProcessMemory, processMemory } from './memory.js';
@@ -397,7 +398,11 @@ async function main(): Promise<void> {
   const agent = spawn(
     process.execPath,
     [...AGENT_NODE_OPTIONS, join(here, 'bench-agent.mjs'), JSON.stringify(spec)],
-    { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], env: { ...process.env, ...AGENT_ENV } },
+    // glibc's mmap threshold as the command's launcher sets it, which cannot exec with the IPC channel.
+    {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: { ...(agentMallocEnv(process.env) ?? process.env), ...AGENT_ENV },
+    },
   );
   undo.push(() => stopAgent(agent));
   const agentLog: string[] = [];

@@ -8,6 +8,8 @@
 // its name property on every function cost 1.7 MB of property arrays in the heap, what the short
 // names saved. Stack traces get their names and positions back from the linked source map under
 // node --enable-source-maps. The models stay: the serializer's type map references every one.
+// The command is two files: <name>.mjs, a small launcher (src/launcher.ts: it sets glibc's mmap
+// threshold before the agent starts), and <name>-main.mjs, the agent's bundle it runs.
 //   node scripts/bundle.mjs           the command as it ships: dist/bundle/node-agent.mjs
 //   node scripts/bundle.mjs --bench   the benchmark (bench/, not shipped), into bench/dist/
 import { build } from 'esbuild';
@@ -35,11 +37,7 @@ const agentOptions = {
 if (process.argv.includes('--bench')) {
   // The benchmark's agent process: the command's code, bundled the same way, plus an IPC probe
   // for its memory and requests.
-  await build({
-    ...agentOptions,
-    entryPoints: { 'bench-agent': 'bench/agent_process.ts' },
-    outdir: 'bench/dist',
-  });
+  await buildCommand('bench-agent', 'bench/agent_process.ts', 'bench/dist');
   // The benchmark itself loads its test tooling (testkit, the fake apiserver) from node_modules.
   await build({
     entryPoints: { cli: 'bench/cli.ts' },
@@ -55,5 +53,16 @@ if (process.argv.includes('--bench')) {
   });
 } else {
   // The harness, docker-compose and the package's bin run this file.
-  await build({ ...agentOptions, entryPoints: { 'node-agent': 'dist/main.js' }, outdir: 'dist/bundle' });
+  await buildCommand('node-agent', 'dist/main.js', 'dist/bundle');
+}
+
+/** <name>.mjs, the launcher, and <name>-main.mjs, the agent from `main`, into `outdir`. */
+async function buildCommand(name, main, outdir) {
+  await build({ ...agentOptions, entryPoints: { [`${name}-main`]: main }, outdir });
+  const { bundle, platform, format, target, outExtension, logLevel } = agentOptions;
+  await build({
+    ...{ bundle, platform, format, target, outExtension, logLevel },
+    entryPoints: { [name]: 'src/launcher.ts' },
+    outdir,
+  });
 }

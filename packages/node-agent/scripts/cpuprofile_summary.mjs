@@ -2,7 +2,7 @@
 // The bundle is one minified file, so a raw --cpu-prof profile names only bundle positions; this
 // maps them back through the bundle's linked source map.
 //   node scripts/cpuprofile_summary.mjs <profile.cpuprofile> [<bundle>.map] [--top N]
-// The map defaults to bench/dist/bench-agent.mjs.map (the benchmark's agent). Samples longer
+// The map defaults to bench/dist/bench-agent-main.mjs.map (the benchmark's agent). Samples longer
 // than a second are left out: they are the time the benchmark kept the agent stopped (SIGSTOP).
 import { readFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
@@ -54,7 +54,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const topAt = args.indexOf('--top');
   const top = topAt >= 0 ? Number(args.splice(topAt, 2)[1]) : 25;
-  const [profilePath, mapPath = new URL('../bench/dist/bench-agent.mjs.map', import.meta.url)] = args;
+  const [profilePath, mapPath = new URL('../bench/dist/bench-agent-main.mjs.map', import.meta.url)] = args;
   if (!profilePath) {
     process.stderr.write(
       'usage: node scripts/cpuprofile_summary.mjs <profile.cpuprofile> [<bundle>.map] [--top N]\n',

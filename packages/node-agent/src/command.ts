@@ -1,5 +1,5 @@
 // What another process needs to run the agent (`@kh/node-agent/command`): the command as it
-// ships, one bundled file (scripts/bundle.mjs), the records it writes for others to read, and
+// ships (a launcher and the bundle it runs: scripts/bundle.mjs), the records it writes for others to read, and
 // where it puts the node's pods (its kubepods cgroup under cgroupRoot).
 import { fileURLToPath } from 'node:url';
 

@@ -1,24 +1,76 @@
-// The file that ships: dist/bundle/node-agent.mjs, built by scripts/bundle.mjs after tsc. The
-// other tests run the sources; these run the bundle as its own process, as the harness and
+// The files that ship: dist/bundle/node-agent.mjs and the bundle it runs, built by
+// scripts/bundle.mjs after tsc. The other tests run the sources; these run the command as its own
+// process, as the harness and
 // docker-compose do, so a dependency that breaks when bundled (a dynamic require, a file read
 // next to a module) fails here instead of in a node container.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFile, type StdioOptions, spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { FakeRuntime } from '@kh/cri-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_MMAP_THRESHOLD } from '../src/util/malloc_env.js';
 import { loopbackFlags } from './helpers/agent.js';
 import { startTestApiServer, type TestApiServer } from './helpers/apiserver.js';
 import { kubectl, waitForNodeReady } from './helpers/kubectl.js';
 
-const BUNDLE = join(import.meta.dirname, '..', 'dist', 'bundle', 'node-agent.mjs');
-const run = (...args: string[]) => promisify(execFile)(process.execPath, [BUNDLE, ...args]);
+const COMMAND = join(import.meta.dirname, '..', 'dist', 'bundle', 'node-agent.mjs');
+/** The agent's bundle, which the command (a small launcher) runs. */
+const BUNDLE = join(import.meta.dirname, '..', 'dist', 'bundle', 'node-agent-main.mjs');
+const run = (...args: string[]) => promisify(execFile)(process.execPath, [COMMAND, ...args]);
 
 describe('the bundled node-agent command', () => {
   it('is built', () => {
-    expect(existsSync(BUNDLE), `${BUNDLE} missing: run npm run build -w @kh/node-agent`).toBe(true);
+    for (const file of [COMMAND, BUNDLE])
+      expect(existsSync(file), `${file} missing: run npm run build -w @kh/node-agent`).toBe(true);
+  });
+
+  // The launcher execs itself once with glibc's mmap threshold set (src/util/malloc_env.ts), then
+  // runs <name>-main.mjs beside it: here a stand-in that reports what it got.
+  describe('its launcher', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kh-launcher-'));
+    copyFileSync(COMMAND, join(dir, 'agent.mjs'));
+    writeFileSync(
+      join(dir, 'agent-main.mjs'),
+      'console.log(JSON.stringify({ pid: process.pid, threshold: process.env.MALLOC_MMAP_THRESHOLD_ ?? null, argv: process.argv.slice(2), execArgv: process.execArgv }));',
+    );
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const launch = (env: NodeJS.ProcessEnv, stdio: StdioOptions = 'pipe') =>
+      new Promise<{ pid: number | undefined; seen: Record<string, unknown> }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--no-warnings', join(dir, 'agent.mjs'), 'a', '--b=c'], {
+          env: { PATH: process.env.PATH, ...env },
+          stdio,
+        });
+        let out = '';
+        child.stdout?.on('data', (d: Buffer) => {
+          out += d.toString();
+        });
+        child.on('error', reject);
+        child.on('close', () => resolve({ pid: child.pid, seen: JSON.parse(out) }));
+      });
+
+    it('runs the agent in the same process, with the same arguments and the threshold set', async () => {
+      const { pid, seen } = await launch({});
+      expect(seen).toEqual({
+        pid,
+        threshold: String(AGENT_MMAP_THRESHOLD),
+        argv: ['a', '--b=c'],
+        execArgv: ['--no-warnings'],
+      });
+    });
+
+    // A parent's IPC channel would not survive an exec: such a parent (the benchmark) sets it.
+    it('runs the agent as it is under a parent with an IPC channel', async () => {
+      const { pid, seen } = await launch({}, ['pipe', 'pipe', 'pipe', 'ipc']);
+      expect(seen).toMatchObject({ pid, threshold: null, argv: ['a', '--b=c'] });
+    });
+
+    it("keeps the operator's own threshold", async () => {
+      expect((await launch({ MALLOC_MMAP_THRESHOLD_: '65536' })).seen.threshold).toBe('65536');
+      const tunables = { GLIBC_TUNABLES: 'glibc.malloc.mmap_threshold=131072' };
+      expect((await launch(tunables)).seen.threshold).toBeNull();
+    });
   });
 
   it('prints the version and fails on bad flags with the reason', async () => {
@@ -41,7 +93,7 @@ describe('the bundled node-agent command', () => {
   it('is minified, with its source map linked', () => {
     const text = readFileSync(BUNDLE, 'utf8');
     expect(text).not.toContain('generateSelfSignedCert');
-    expect(text.trimEnd().endsWith('//# sourceMappingURL=node-agent.mjs.map')).toBe(true);
+    expect(text.trimEnd().endsWith('//# sourceMappingURL=node-agent-main.mjs.map')).toBe(true);
     const map = JSON.parse(readFileSync(`${BUNDLE}.map`, 'utf8')) as { names: string[] };
     expect(map.names).toContain('generateSelfSignedCert');
   });
@@ -81,7 +133,7 @@ describe('the bundled node-agent against the fake apiserver and the fake CRI run
     agent = spawn(
       process.execPath,
       [
-        BUNDLE,
+        COMMAND,
         `--kubeconfig=${apiserver.kubeconfig}`,
         `--container-runtime-endpoint=${fake.endpoint}`,
         `--root-dir=${join(dir, 'root')}`,
