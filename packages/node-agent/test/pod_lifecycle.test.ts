@@ -14,7 +14,7 @@ import type { V1Node, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import type { PodCgroups } from '../src/cm/container_manager.js';
-import { evictionStatus, terminationByKubeletStatus } from '../src/eviction/messages.js';
+import { terminationByKubeletStatus } from '../src/eviction/messages.js';
 import { newPodLayer } from '../src/main_kubelet.js';
 import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
 import { PodManager } from '../src/pods/pod_manager.js';
@@ -394,6 +394,31 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     expect(await t.lifecycle.podResourcesAreReclaimed(a)).toBe(true);
   });
 
+  it("keeps an evicted pod's exited container while the kill is in flight, for the final status", async () => {
+    const t = withContainers([instance('c1', 'c', 1, 'exited')]);
+    const a = pod('a');
+    await t.lifecycle.handlePodAdditions([a]);
+    await t.workers.settle();
+    let release!: () => void;
+    t.runtime.killGate = new Promise((r) => {
+      release = r;
+    });
+    const evicted = t.lifecycle.evictPod(a, 30, {
+      phase: 'Failed',
+      reason: 'Evicted',
+      message: 'm',
+      conditions: [],
+    });
+    await Promise.resolve();
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(false);
+    await t.lifecycle.handlePlegEvent({ podUid: 'a', type: 'ContainerDied', data: 'c1' });
+    await t.lifecycle.containerDeletor.idle();
+    expect(t.runtime.calls.filter((c) => c.startsWith('delete'))).toEqual([]);
+    release();
+    await evicted;
+    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
+  });
+
   it('keeps a running pod unreclaimed', async () => {
     const t = withContainers([instance('c1', 'c', 1, 'running')]);
     const a = pod('a');
@@ -404,8 +429,8 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
 });
 
 // What of a pod the node may remove follows the pod workers' sync status, as the kubelet's
-// ShouldPodContentBeRemoved (pod_workers.go): an evicted pod's content at once; a deleted pod's
-// once its worker terminated it; a pod the workers never saw, once housekeeping synced them.
+// ShouldPodContentBeRemoved (pod_workers.go): a deleted pod's content once its worker terminated
+// it; a pod the workers never saw, once housekeeping synced them.
 describe("What of a pod may go: the pod workers' sync status", () => {
   const instance = (id: string): ContainerStatus =>
     ({
@@ -473,21 +498,6 @@ describe("What of a pod may go: the pod workers' sync status", () => {
     // Still listed by its source (the status manager has yet to delete it): deleted and terminated.
     expect(t.pods.has('a')).toBe(true);
     expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
-  });
-
-  it("lets an evicted pod's content go as soon as the eviction is requested, before its kill ends", async () => {
-    const t = await terminating();
-    const evicted = t.lifecycle.evictPod(
-      pod('a'),
-      30,
-      evictionStatus('The node was low on resource: memory. '),
-    );
-    expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
-    expect(t.pods.shouldPodRuntimeBeRemoved('a')).toBe(false);
-    expect(await t.deletedOnDeath()).toEqual(['delete c1']);
-    await t.finish();
-    await evicted;
-    expect(t.pods.shouldPodRuntimeBeRemoved('a')).toBe(true);
   });
 
   it('keeps the content of a pod killed for node shutdown (not an eviction), with its status', async () => {

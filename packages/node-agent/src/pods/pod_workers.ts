@@ -77,13 +77,15 @@ export class PodSyncStatuses implements PodStateProvider {
   }
 
   /**
-   * Everything the pod left may go (exited containers, sandboxes, logs): at once for an evicted
-   * pod, to free what it holds; for a deleted one once terminated; for one the workers never saw,
-   * once they were synced.
+   * Everything the pod left may go (exited containers, sandboxes, logs): for a deleted or evicted
+   * pod once terminated (until then its exited containers are what its final status reads exit
+   * codes from); for one the workers never saw, once they were synced. The kubelet lets an evicted
+   * pod's content go at once, and its evicted pods then report ContainerStatusUnknown
+   * (kubernetes#122160, an open bug): waiting for termination is the one deliberate difference.
    */
   shouldPodContentBeRemoved(uid: string): boolean {
     const status = this.statuses.get(uid);
-    return status ? status.evicted || (status.deleted && status.terminated) : this.podsSynced;
+    return status ? status.terminated && (status.deleted || status.evicted) : this.podsSynced;
   }
 
   /** The pod's runtime objects may go: nothing of it runs any more. */
