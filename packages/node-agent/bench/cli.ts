@@ -19,6 +19,7 @@ import { KubePodListWatch } from '../src/podconfig/apiserver_source.js';
 import { type PodStartupList, PREPARE_STEPS } from '../src/pods/startup_tracker.js';
 import { agentMallocEnv } from '../src/util/malloc_env.js';
 import { agentBenchArgs, OPTIONS, USAGE } from './args.js';
+import { resourceCollectorPercentile } from './cpu.js';
 import { summarizeHeapSnapshot } from './heap_summary.js';
 import { type DensityMemory, densityMemory, mib, type ProcessMemory, processMemory } from './memory.js';
 import { PodStarts } from './pod_starts.js';
@@ -40,7 +41,10 @@ const {
   nodeRelease: NODE_RELEASE,
 } = await benchArgs({ prog: 'node-agent bench', usage: USAGE, options: OPTIONS }, agentBenchArgs);
 const NODE_IMAGE = NODE_RELEASE ? nodeImageName(NODE_RELEASE) : 'node';
-// How often the agent's CPU is sampled while its pods start.
+// The agent's CPU while its pods start, judged as upstream's density test judges the kubelet's
+// (test/e2e_node/resource_collector.go): each figure is the rate over one housekeeping interval
+// of the standalone cAdvisor it reads (1 s); the 500 ms samples beside it show the bursts finer.
+const CADVISOR_HOUSEKEEPING_MS = 1000;
 const CPU_SAMPLE_MS = 500;
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 
@@ -73,8 +77,10 @@ function cpuMs(pid: number): number {
 }
 
 /**
- * Issue 32's targets. Upstream's density test holds the kubelet to 0.30/0.50 cores (p50/p95)
- * while a batch of pods starts; the memory targets are RssAnon, its definition (bench/memory.ts).
+ * Issue 32's targets. The CPU ones are upstream's density test's for the kubelet while 10 pods
+ * start one after another beside 50 running ("create a sequence of pods": 0.30/0.50 cores, p50/
+ * p95; a batch of 10 at once is held to 0.10/0.20), applied here to 30 pods at once; the memory
+ * targets are RssAnon, its definition (bench/memory.ts).
  */
 const TARGETS = {
   overheadP99Ms: 300,
@@ -434,6 +440,7 @@ async function main(): Promise<void> {
     const createdAt = new Map<string, number>();
     const window = cpuWindow(pid);
     const cores = sampleCores(pid, CPU_SAMPLE_MS);
+    const coresPerHousekeeping = sampleCores(pid, CADVISOR_HOUSEKEEPING_MS);
     await Promise.all(
       names.map(async (name) => {
         createdAt.set(name, performance.now());
@@ -469,6 +476,7 @@ async function main(): Promise<void> {
       stages: podStageRows(items, unix(createdAt), unix(startedAt)),
       cpu,
       cores: cores(),
+      coresPerHousekeeping: coresPerHousekeeping(),
     };
   };
 
@@ -514,6 +522,7 @@ async function main(): Promise<void> {
     bareCpu: CpuWindow;
     agentCpu: CpuWindow;
     cores: number[];
+    coresPerHousekeeping: number[];
   }[] = [];
   for (let r = 1; r <= ROUNDS; r++) {
     log(`round ${r}/${ROUNDS}: bare CRI, ${PODS} pods at once`);
@@ -530,11 +539,20 @@ async function main(): Promise<void> {
     await countCalls(`bareCri${r}`);
     log(`round ${r}/${ROUNDS}: agent, ${PODS} pods at once`);
     const prefix = `start-${r}-`;
-    const { latencies, stages, cpu, cores } = await runPods(prefix, PODS);
+    const { latencies, stages, cpu, cores, coresPerHousekeeping } = await runPods(prefix, PODS);
     agentCpuMs[`startPods${r}`] = cpuSince();
     await countCalls(`startPods${r}`);
     loadAt[`agentPods${r}`] = load();
-    rounds.push({ bare, bareCalls, agent: latencies, stages, bareCpu, agentCpu: cpu, cores });
+    rounds.push({
+      bare,
+      bareCalls,
+      agent: latencies,
+      stages,
+      bareCpu,
+      agentCpu: cpu,
+      cores,
+      coresPerHousekeeping,
+    });
     await deletePods(prefix, PODS);
     agentCpuMs[`deletePods${r}`] = cpuSince();
     await countCalls(`deletePods${r}`);
@@ -542,6 +560,7 @@ async function main(): Promise<void> {
   const latencies = rounds.flatMap((r) => r.agent);
   const bare = rounds.flatMap((r) => r.bare);
   const cores = rounds.flatMap((r) => r.cores);
+  const coresPerHousekeeping = rounds.flatMap((r) => r.coresPerHousekeeping);
   const stageRows = rounds.flatMap((r) => r.stages.rows);
 
   // Memory with n pods running: upstream's sample when the last one started, then each second
@@ -579,10 +598,18 @@ async function main(): Promise<void> {
 
   const overhead = median(rounds.map((r) => percentile(r.agent, 99) - percentile(r.bare, 99)));
   const targets = {
-    note: `issue 32's targets, each figure from this run: the overhead is the median over rounds of agent p99 - bare CRI p99 (${PODS} pods); CPU is the agent's, in cores per ${CPU_SAMPLE_MS} ms sample while its ${PODS} pods started, over all rounds; memory is upstream's density-test RSS, the agent's RssAnon (anonymous resident memory, what cAdvisor's RSS of the kubelet's cgroup counts) when the last of ${DENSITY_PODS} and of ${RSS_PODS} pods was seen running (MiB = 2^20 bytes)`,
+    note: `issue 32's targets, each figure from this run: the overhead is the median over rounds of agent p99 - bare CRI p99 (${PODS} pods); CPU is the agent's while its ${PODS} pods started, over all rounds, as upstream's density test reads the kubelet's: cores per ${CADVISOR_HOUSEKEEPING_MS} ms (cAdvisor's housekeeping interval), percentiles as resource_collector.go's (index int(n * q) - 1; cpuPer500ms has the finer samples); memory is upstream's density-test RSS, the agent's RssAnon (anonymous resident memory, what cAdvisor's RSS of the kubelet's cgroup counts) when the last of ${DENSITY_PODS} and of ${RSS_PODS} pods was seen running (MiB = 2^20 bytes)`,
     overheadP99: atMost(overhead, TARGETS.overheadP99Ms, 'ms'),
-    agentCpuP50: atMost(percentile(cores, 50), TARGETS.agentCpuP50Cores, 'cores'),
-    agentCpuP95: atMost(percentile(cores, 95), TARGETS.agentCpuP95Cores, 'cores'),
+    agentCpuP50: atMost(
+      resourceCollectorPercentile(coresPerHousekeeping, 0.5),
+      TARGETS.agentCpuP50Cores,
+      'cores',
+    ),
+    agentCpuP95: atMost(
+      resourceCollectorPercentile(coresPerHousekeeping, 0.95),
+      TARGETS.agentCpuP95Cores,
+      'cores',
+    ),
     ...(density ? { rssDensityPods: atMost(density.rssAnonMib, TARGETS.densityRssMiB, 'MiB') } : {}),
     ...(maxPods ? { rssMaxPods: atMost(maxPods.rssAnonMib, TARGETS.rssMiB, 'MiB') } : {}),
     podStartupP99: atMost(percentile(latencies, 99), TARGETS.podStartupP99Ms, 'ms'),
@@ -596,6 +623,11 @@ async function main(): Promise<void> {
     agentRuntimeOptions: AGENT_RUNTIME_OPTIONS,
     agentConfig: AGENT_CONFIG,
     targets,
+    cpuPer500ms: {
+      note: "the agent's CPU in cores per 500 ms sample while its pods started, over all rounds (the figure judged before 2026-12-02)",
+      p50: percentile(cores, 50),
+      p95: percentile(cores, 95),
+    },
     loadAverage: { note: '1/5/15 min load average at each stage (2 cores)', ...loadAt },
     pods: PODS,
     note: `p50/p99 over all ${ROUNDS} rounds; the overhead is the median over rounds of agent p99 - bare CRI p99`,
@@ -646,6 +678,7 @@ async function main(): Promise<void> {
       bareP99Ms: percentile(r.bare, 99),
       overheadP99Ms: percentile(r.agent, 99) - percentile(r.bare, 99),
       agentCores: r.cores,
+      agentCoresPerHousekeeping: r.coresPerHousekeeping,
     })),
     cpuWhileStarting: {
       note: 'CPU ms used from the first request to the last pod started, per round: the whole machine (2 cores), the agent, this process (fake apiserver, watch, bare CRI client), and the rest (the runtime)',
