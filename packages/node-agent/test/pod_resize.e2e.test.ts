@@ -255,8 +255,14 @@ it('resizes a running sidecar (restartable init container) in place and reports 
     [96n * Mi, 10_000n],
     [96n * Mi, 15_000n],
   ]);
-  const actuated = JSON.parse(readFileSync(join(root, ACTUATED_PODS_STATE), 'utf8'));
-  expect(actuated.podResources[grown.metadata!.uid!]['c1-init']).toEqual(size('150m', '96Mi'));
+  // Written in the background, a resource at a time (memory first): wait for the CPU step too.
+  const actuated = await agent.until('the sidecar actuation checkpointed', async () => {
+    const c = JSON.parse(readFileSync(join(root, ACTUATED_PODS_STATE), 'utf8')).podResources[
+      grown.metadata!.uid!
+    ]?.['c1-init'];
+    return c?.limits?.memory === '96Mi' && c.limits.cpu === '150m' ? c : undefined;
+  });
+  expect(actuated).toEqual(size('150m', '96Mi'));
 }, 60_000);
 
 it('keeps the allocation across an agent restart: nothing is resized again', async () => {
