@@ -160,6 +160,8 @@ export async function eventsFor(ctx: ScenarioContext, name: string) {
     type: e.type ?? '',
     /** The kubelet's Evicted events carry starved_resource and the offending containers here. */
     annotations: e.metadata?.annotations ?? {},
+    /** When it first happened. */
+    firstAt: new Date(e.firstTimestamp ?? e.eventTime ?? e.lastTimestamp ?? 0).getTime(),
     /** When it last happened (an aggregated Event's count went up then). */
     lastAt: new Date(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? 0).getTime(),
   }));
