@@ -972,7 +972,7 @@ export function newPodLayer(opts: {
   const workers = new PodWorkerPool({
     syncer: sync,
     podCache: opts.podCache,
-    terminated: opts.pods,
+    syncStatuses: opts.pods,
     clock: opts.clock,
     ...(startup ? { startup } : {}),
     ...(opts.log ? { log: opts.log } : {}),

@@ -21,7 +21,7 @@ const newPool = (syncer: PodSyncer, opts: Partial<PoolOptions> = {}) =>
   new PodWorkerPool({
     syncer,
     podCache: alwaysFresh,
-    terminated: new PodSyncStatuses(),
+    syncStatuses: new PodSyncStatuses(),
     clock: new FakeClock(),
     ...opts,
   });
@@ -219,7 +219,7 @@ describe("PodWorkerPool's sync status: what of a pod may be removed", () => {
   async function withPod() {
     const syncer = new GatedSyncer();
     const statuses = new PodSyncStatuses();
-    const pool = newPool(syncer, { terminated: statuses });
+    const pool = newPool(syncer, { syncStatuses: statuses });
     pool.updatePod({ pod: pod('a'), op: 'create' });
     await syncer.releaseAll();
     await pool.settle();
@@ -272,7 +272,7 @@ describe("PodWorkerPool's sync status: what of a pod may be removed", () => {
 
   it('keeps what a pod the workers never saw left until housekeeping synced them', () => {
     const statuses = new PodSyncStatuses();
-    const pool = newPool(new GatedSyncer(), { terminated: statuses });
+    const pool = newPool(new GatedSyncer(), { syncStatuses: statuses });
     expect(removable(statuses, 'x')).toEqual([false, false]);
     pool.syncKnownPods([pod('a')]);
     expect(removable(statuses, 'x')).toEqual([true, true]);

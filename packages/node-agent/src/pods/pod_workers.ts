@@ -127,7 +127,7 @@ export class PodWorkerPool implements PodWorkers {
       /** The PLEG-fed pod cache the passes' statuses come from. */
       podCache: Pick<PodCache, 'getNewerThan' | 'now'>;
       /** Where the workers keep each pod's sync status (the pod manager, which extends it). */
-      terminated: PodSyncStatuses;
+      syncStatuses: PodSyncStatuses;
       clock: TimerClock;
       log?: Logger;
       retryMs?: number;
@@ -154,7 +154,7 @@ export class PodWorkerPool implements PodWorkers {
     if (!lane) {
       lane = {
         pod: update.pod,
-        status: this.opts.terminated.syncStatus(uid),
+        status: this.opts.syncStatuses.syncStatus(uid),
         pending: false,
         busy: false,
         terminationRequested: false,
@@ -207,11 +207,11 @@ export class PodWorkerPool implements PodWorkers {
   }
 
   isPodTerminated(uid: string): boolean {
-    return this.opts.terminated.isPodKnownTerminated(uid);
+    return this.opts.syncStatuses.isPodKnownTerminated(uid);
   }
 
   shouldPodContentBeRemoved(uid: string): boolean {
-    return this.opts.terminated.shouldPodContentBeRemoved(uid);
+    return this.opts.syncStatuses.shouldPodContentBeRemoved(uid);
   }
 
   /**
@@ -220,7 +220,7 @@ export class PodWorkerPool implements PodWorkers {
    * no longer desired whose worker has not finished counts as deleted from now on.
    */
   syncKnownPods(desired: V1Pod[]): V1Pod[] {
-    this.opts.terminated.setPodsSynced();
+    this.opts.syncStatuses.setPodsSynced();
     const wanted = new Map(desired.map((p) => [p.metadata?.uid, p]));
     const restart: V1Pod[] = [];
     for (const [uid, lane] of this.lanes) {
@@ -228,7 +228,7 @@ export class PodWorkerPool implements PodWorkers {
       if (!pod) lane.status.deleted = true;
       if ((pod && !lane.restartRequested) || !this.isPodTerminated(uid) || lane.busy) continue;
       this.lanes.delete(uid);
-      this.opts.terminated.forgetSyncStatus(uid);
+      this.opts.syncStatuses.forgetSyncStatus(uid);
       if (pod) restart.push(pod);
     }
     return restart;
