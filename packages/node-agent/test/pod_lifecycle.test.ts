@@ -379,7 +379,7 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     const a = pod('a');
     await t.lifecycle.handlePodAdditions([a]);
     await t.workers.settle();
-    await t.lifecycle.evictPod(a, 1, {
+    await t.lifecycle.killPod(a, true, 1, {
       phase: 'Failed',
       reason: 'Evicted',
       message: 'low on disk',
@@ -403,7 +403,7 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     t.runtime.killGate = new Promise((r) => {
       release = r;
     });
-    const evicted = t.lifecycle.evictPod(a, 30, {
+    const evicted = t.lifecycle.killPod(a, true, 30, {
       phase: 'Failed',
       reason: 'Evicted',
       message: 'm',
@@ -506,7 +506,7 @@ describe("What of a pod may go: the pod workers' sync status", () => {
       'Terminated',
       'Pod was terminated in response to imminent node shutdown.',
     );
-    const killed = t.lifecycle.evictPod(pod('a'), 30, status);
+    const killed = t.lifecycle.killPod(pod('a'), false, 30, status);
     await t.finish();
     await killed;
     expect(t.pods.shouldPodContentBeRemoved('a')).toBe(false);

@@ -304,7 +304,7 @@ export class EvictionManager implements PressureSource, AdmitHandler {
   ): Promise<boolean> {
     this.deps.recorder.annotatedEvent(pod, annotations, 'Warning', EVICTION_REASON, message);
     try {
-      await this.deps.killer.evictPod(pod, gracePeriodSeconds, evictionStatus(message));
+      await this.deps.killer.killPod(pod, true, gracePeriodSeconds, evictionStatus(message));
       this.log.info('Eviction manager: pod is evicted successfully', { pod: pod.metadata?.name });
       return true;
     } catch (err) {

@@ -56,9 +56,13 @@ export interface EvictionStatus {
   conditions: { type: string; status: 'True'; reason: string; message: string }[];
 }
 
-/** Kills a pod now (the kubelet's killPodNow): pod workers kill it, the status manager writes `status`. */
+/**
+ * Kills a pod now (the kubelet's KillPodFunc, killPodNow): pod workers kill it, the status manager
+ * writes `status`. `isEvicted` is the eviction manager's kill (node shutdown's is not one): the
+ * workers then treat the pod as evicted.
+ */
 export interface PodKiller {
-  evictPod(pod: V1Pod, gracePeriodSeconds: number, status: EvictionStatus): Promise<void>;
+  killPod(pod: V1Pod, isEvicted: boolean, gracePeriodSeconds: number, status: EvictionStatus): Promise<void>;
 }
 
 /** Node-level reclaim tried before any pod is evicted for disk pressure. */

@@ -266,8 +266,9 @@ export class NodeShutdownManager implements AdmitHandler {
     const name = pod.metadata?.name;
     this.log.v(1, 'Shutdown manager killing pod with gracePeriod', { pod: name, gracePeriod: grace });
     try {
-      await this.deps.killer.evictPod(
+      await this.deps.killer.killPod(
         pod,
+        false,
         grace,
         terminationByKubeletStatus(NODE_SHUTDOWN_REASON, NODE_SHUTDOWN_MESSAGE),
       );

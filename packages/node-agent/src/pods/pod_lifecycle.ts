@@ -10,7 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
 import type { AllocationManager } from '../allocation/allocation_manager.js';
 import type { PodCgroups } from '../cm/container_manager.js';
-import { EVICTION_REASON, type EvictionStatus, type PodKiller } from '../eviction/types.js';
+import type { EvictionStatus, PodKiller } from '../eviction/types.js';
 import type { ReasonCache } from '../status/reason_cache.js';
 import { needToReconcilePodReadiness } from '../status/reconcile_readiness.js';
 import type { StatusManager } from '../status/types.js';
@@ -295,18 +295,18 @@ export class PodLifecycle implements SyncHandler, PodKiller {
   }
 
   /**
-   * PodKiller: the eviction manager's kill, which leaves the pod Failed with reason Evicted, and
-   * node shutdown's, with its own status. Only the former is an eviction to the workers, as the
-   * kubelet's callers of killPodFunc say, so only its content goes at once.
+   * PodKiller: the eviction manager's kill (isEvicted), which leaves the pod Failed with reason
+   * Evicted, and node shutdown's, with its own status.
    */
-  async evictPod(pod: V1Pod, gracePeriodSeconds: number, status: EvictionStatus): Promise<void> {
+  async killPod(
+    pod: V1Pod,
+    isEvicted: boolean,
+    gracePeriodSeconds: number,
+    status: EvictionStatus,
+  ): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     this.deps.pods.markEvicted(uid, status);
-    await this.deps.workers.killPodNow(
-      this.deps.pods.getPod(uid) ?? pod,
-      gracePeriodSeconds,
-      status.reason === EVICTION_REASON,
-    );
+    await this.deps.workers.killPodNow(this.deps.pods.getPod(uid) ?? pod, gracePeriodSeconds, isEvicted);
   }
 
   /**

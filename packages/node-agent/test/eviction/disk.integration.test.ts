@@ -76,7 +76,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('disk pressure on real 
 
   function killer(evicted: { pod: V1Pod; status: EvictionStatus }[]): PodKiller {
     return {
-      async evictPod(p, grace, status) {
+      async killPod(p, _isEvicted, grace, status) {
         const s = await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default');
         await runtime.killPod(p, runningPodFromStatus(s), grace);
         // The kubelet's volume manager removes a terminated pod's emptyDirs; do it here.

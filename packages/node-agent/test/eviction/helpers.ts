@@ -46,11 +46,11 @@ export class ScriptedStats {
 }
 
 export class RecordingKiller {
-  evicted: { pod: V1Pod; grace: number; status: EvictionStatus }[] = [];
+  evicted: { pod: V1Pod; isEvicted: boolean; grace: number; status: EvictionStatus }[] = [];
   failFor = new Set<string>();
-  async evictPod(pod: V1Pod, grace: number, status: EvictionStatus): Promise<void> {
+  async killPod(pod: V1Pod, isEvicted: boolean, grace: number, status: EvictionStatus): Promise<void> {
     if (this.failFor.has(pod.metadata?.name ?? '')) throw new Error('kill failed');
-    this.evicted.push({ pod, grace, status });
+    this.evicted.push({ pod, isEvicted, grace, status });
   }
 }
 

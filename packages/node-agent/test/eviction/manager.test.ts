@@ -226,6 +226,7 @@ describe('soft thresholds', () => {
     r = await t.manager.synchronize();
     expect(r.evicted?.metadata?.name).toBe('a');
     expect(t.killer.evicted[0]?.grace).toBe(20);
+    expect(t.killer.evicted[0]?.isEvicted).toBe(true);
     expect(t.killer.evicted[0]?.status.message).toMatch(
       /^The node was low on resource: memory\. Threshold quantity: 1Gi, available: 900Mi\. /,
     );

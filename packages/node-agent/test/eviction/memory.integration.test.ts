@@ -111,7 +111,7 @@ describe.skipIf(process.env.KH_SKIP_INTEGRATION === '1')('memory pressure on rea
       podStats: new CriPodStatsSource(cri, { podsDir: containerd?.podsDir ?? '' }),
       activePods: () => pods.filter((p) => !evicted.some((e) => e.pod === p)),
       killer: {
-        evictPod: async (p, grace, status) => {
+        killPod: async (p, _isEvicted, grace, status) => {
           const s = await runtime.getPodStatus(p.metadata?.uid ?? '', p.metadata?.name ?? '', 'default');
           await runtime.killPod(p, runningPodFromStatus(s), grace);
           evicted.push({ pod: p, status });

@@ -181,7 +181,7 @@ describe('LogindBus over D-Bus', () => {
       {
         connect: () => connectLogind({ address, confDir, inhibitTool }),
         activePods: () => [{ metadata: { name: 'p', uid: 'p' }, spec: { containers: [] } }],
-        killer: { evictPod: async (pod) => void killed.push(pod.metadata?.name ?? '') },
+        killer: { killPod: async (pod) => void killed.push(pod.metadata?.name ?? '') },
         syncNodeStatus: () => {},
         rootDir: dir,
         clock: realClock,

@@ -71,6 +71,7 @@ class FakeLogind implements LogindBus {
 interface Kill {
   name: string;
   grace: number;
+  isEvicted: boolean;
   status: EvictionStatus;
   at: number;
   finish: () => void;
@@ -106,9 +107,16 @@ function setup(cfg: ShutdownConfig, pods: V1Pod[], opts: { autoFinish?: boolean;
     },
     activePods: () => pods,
     killer: {
-      evictPod: (p, grace, status) =>
+      killPod: (p, isEvicted, grace, status) =>
         new Promise<void>((resolve) => {
-          kills.push({ name: p.metadata?.name ?? '', grace, status, at: clock.now(), finish: resolve });
+          kills.push({
+            name: p.metadata?.name ?? '',
+            grace,
+            isEvicted,
+            status,
+            at: clock.now(),
+            finish: resolve,
+          });
           if (opts.autoFinish) resolve();
         }),
     },
@@ -227,7 +235,7 @@ describe('NodeShutdownManager', () => {
     const manager = NodeShutdownManager.create(twoGroups, {
       connect: () => Promise.reject(new Error('dial unix /run/dbus/system_bus_socket: no such file')),
       activePods: () => [],
-      killer: { evictPod: async () => {} },
+      killer: { killPod: async () => {} },
       syncNodeStatus: () => {},
       rootDir: '/nonexistent',
       clock: new FakeClock(),
@@ -263,6 +271,8 @@ describe('NodeShutdownManager', () => {
       ['period-120', 10],
       ['period-5', 5],
     ]);
+    // Node shutdown's kill is not an eviction to the pod workers (upstream's isEvicted false).
+    expect(t.kills.map((k) => k.isEvicted)).toEqual([false, false]);
     expect(t.kills[0]?.status).toEqual({
       phase: 'Failed',
       reason: 'Terminated',
