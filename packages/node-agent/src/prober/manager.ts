@@ -83,13 +83,14 @@ export class ProberManager {
     this.runner = deps.runner ?? defaultProbeRunner(deps.runtime);
     this.log = deps.log ?? silentLogger;
     // As the kubelet does, a container that has just started is checked for readiness at once,
-    // not up to a readiness period later.
+    // not up to a readiness period later: its container's readiness worker, whichever instance
+    // it probed last (none yet, or the one before a restart).
     this.results.onUpdate((u) => {
       if (u.type !== 'startup' || u.result !== 'success') return;
       const uid = u.pod.metadata?.uid ?? '';
       for (const [key, w] of this.workers)
-        if (key.startsWith(`${uid}/`) && w.type === 'readiness' && w.probedContainerId === u.containerId)
-          w.trigger();
+        if (key.startsWith(`${uid}/`) && w.type === 'startup' && w.probedContainerId === u.containerId)
+          this.workers.get(this.key(uid, w.container.name, 'readiness'))?.trigger();
     });
   }
 

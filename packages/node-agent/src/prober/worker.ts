@@ -1,5 +1,5 @@
-// One worker per (pod, container, probe type), the kubelet's probe worker: it probes every
-// period once the container has run for initialDelaySeconds, applies the success and failure
+// One worker per (pod, container, probe type), the kubelet's probe worker: it probes on a ticker
+// of the probe's period once the container has run for initialDelaySeconds, applies the success and failure
 // thresholds, and publishes a result only when a threshold is crossed. A failed liveness or
 // startup probe holds the worker until the container is replaced, so one failure causes one kill.
 
@@ -46,6 +46,8 @@ export class ProbeWorker {
   private stopped = false;
   private inFlight = false;
   private triggered = false;
+  /** When the worker's ticker fires next (it keeps its phase from the worker's start). */
+  private nextTickAt = 0;
   private cancelTimer: (() => void) | undefined;
   private running: Promise<void> = Promise.resolve();
 
@@ -60,7 +62,9 @@ export class ProbeWorker {
     return this.spec.type;
   }
 
+  /** The first probe runs at once, the next ones on the ticker. */
   start(): void {
+    this.nextTickAt = this.hooks.clock.now() + this.spec.periodMs;
     this.schedule(0);
   }
 
@@ -102,14 +106,23 @@ export class ProbeWorker {
     });
   }
 
+  /**
+   * The kubelet's worker waits on a time.Ticker, whose ticks keep their phase however long a probe
+   * takes: a tick that came while the probe ran is kept (one, the channel's buffer) and the next
+   * probe starts at once; further ones are dropped.
+   */
   private async tick(): Promise<void> {
     let keepGoing = true;
     this.inFlight = true;
+    const { periodMs } = this.spec;
+    const startedAt = this.hooks.clock.now();
+    if (startedAt >= this.nextTickAt)
+      this.nextTickAt += (Math.floor((startedAt - this.nextTickAt) / periodMs) + 1) * periodMs;
     try {
       keepGoing = await this.doProbe();
     } finally {
       this.inFlight = false;
-      const next = this.triggered ? 0 : this.spec.periodMs;
+      const next = this.triggered ? 0 : Math.max(0, this.nextTickAt - this.hooks.clock.now());
       this.triggered = false;
       if (keepGoing) this.schedule(next);
       else if (!this.stopped) {

@@ -239,12 +239,31 @@ describe('startup', () => {
     await t.tick(0);
     expect(t.calls).toEqual(['startup', 'startup', 'readiness']);
     expect(t.m.results.forStatus.ready('uid-web', 'containerd://c1')).toBe(true);
-    // The trigger does not start a second probing loop: the next readiness probe is a period later.
+    // The trigger does not start a second probing loop, nor move the ticker: the next readiness
+    // probe is at the worker's next tick, 30 s after it started.
     t.calls.length = 0;
-    await t.tick(29_000);
+    await t.tick(24_000);
     expect(t.calls).toEqual([]);
     await t.tick(1000);
     expect(t.calls).toEqual(['readiness']);
+  });
+
+  it("triggers the container's readiness worker before that worker has probed any instance", async () => {
+    const t = setup();
+    t.script.startup = { result: 'failure', output: 'not yet' };
+    t.m.addPod(
+      makePod({
+        startupProbe: { exec: { command: ['s'] }, periodSeconds: 5, failureThreshold: 120 },
+        readinessProbe: { exec: { command: ['r'] }, periodSeconds: 30 },
+      }),
+    );
+    await t.tick(0); // no status yet: both workers wait for their next tick
+    t.statuses.set('uid-web', running('c1'));
+    t.script.startup = { result: 'success', output: '' };
+    await t.tick(5000);
+    await t.tick(0);
+    expect(t.calls).toEqual(['startup', 'readiness']);
+    expect(t.m.results.forStatus.ready('uid-web', 'containerd://c1')).toBe(true);
   });
 
   it('kills the container when it never starts', async () => {
@@ -432,5 +451,41 @@ describe('ContainerRestartRules', () => {
   it("keeps probing an exited container that its own policy restarts, unlike the pod's", async () => {
     expect(await keepsProbing(true)).toBe(true);
     expect(await keepsProbing(false)).toBe(false);
+  });
+});
+
+describe('the ticker', () => {
+  /** A runner whose probes take `durations` ms in turn (then none), recording when each started. */
+  function timedRunner(clock: FakeClock, durations: number[]) {
+    const startedAt: number[] = [];
+    const runner = async () => {
+      startedAt.push(clock.now() - START);
+      const ms = durations.shift() ?? 0;
+      if (ms > 0) await new Promise<void>((resolve) => clock.setTimer(ms, resolve));
+      return { result: 'success' as const, output: '' };
+    };
+    return { startedAt, runner };
+  }
+
+  it('keeps its phase when a probe takes part of the period', async () => {
+    const clock = new FakeClock(START);
+    const r = timedRunner(clock, [300, 300, 300]);
+    const t = setup({ clock, runner: r.runner });
+    t.statuses.set('uid-web', running('c1'));
+    t.m.addPod(makePod({ readinessProbe: { exec: { command: ['r'] }, periodSeconds: 1 } }));
+    await clock.advance(3500);
+    // time.Ticker, not a sleep after each probe (which would give 0, 1300, 2600).
+    expect(r.startedAt).toEqual([0, 1000, 2000, 3000]);
+  });
+
+  it('probes again at once after a probe that outlasted the period, dropping the ticks beyond one', async () => {
+    const clock = new FakeClock(START);
+    const r = timedRunner(clock, [2500]);
+    const t = setup({ clock, runner: r.runner });
+    t.statuses.set('uid-web', running('c1'));
+    t.m.addPod(makePod({ livenessProbe: { exec: { command: ['l'] }, periodSeconds: 1 } }));
+    await clock.advance(4500);
+    // The tick at 1 s waited in the channel, the one at 2 s was dropped; the ticker's phase holds.
+    expect(r.startedAt).toEqual([0, 2500, 3000, 4000]);
   });
 });
