@@ -189,11 +189,16 @@ async function unreadyWhileTerminating(run: CaseRun): Promise<number> {
   return deletedAt;
 }
 
+type PodEvent = Awaited<ReturnType<typeof eventsFor>>[number];
+
 /** When the agent began to stop the pod's containers: its first "Stopping container" Killing event. */
-function terminationStart(events: Awaited<ReturnType<typeof eventsFor>>): number | undefined {
+function terminationStart(events: PodEvent[]): number | undefined {
   const stops = events.filter((e) => e.reason === 'Killing' && e.message.startsWith('Stopping container'));
   return stops.length > 0 ? Math.min(...stops.map((e) => e.firstAt)) : undefined;
 }
+
+/** The kubelet's Killing event for a container restarted by its liveness probe. */
+const isLivenessKill = (e: PodEvent) => e.message.includes('failed liveness probe');
 
 const CASES: ProbeCase[] = [
   {
@@ -577,27 +582,23 @@ const CASES: ProbeCase[] = [
       // marks when the pod's termination began: a liveness kill at or after it is the one this
       // case forbids. Earlier failures are noted in the cell.
       const end = Date.now() + 60_000;
+      const killSince = (events: PodEvent[], since: number) =>
+        events.find((e) => isLivenessKill(e) && e.lastAt >= since);
       let terminatingSince: number | undefined;
-      let killed: { reason: string; message: string } | undefined;
-      let events: Awaited<ReturnType<typeof eventsFor>> = [];
+      let killed: PodEvent | undefined;
+      let events: PodEvent[] = [];
       while (!killed && Date.now() < end) {
         events = (await look(() => eventsFor(run.ctx, run.pod))) ?? events;
         terminatingSince = terminationStart(events);
-        const since = terminatingSince;
-        killed =
-          since === undefined
-            ? undefined
-            : events.find((e) => e.message.includes('failed liveness probe') && e.lastAt >= since);
+        if (terminatingSince !== undefined) killed = killSince(events, terminatingSince);
         if (!killed) await run.ctx.sleep(2_000);
       }
       // No termination event seen at all: judge from the second the deletion was sent in (event
       // times may have whole seconds).
       const since = terminatingSince ?? Math.floor(deletedAt / 1000) * 1000;
-      killed ??= events.find((e) => e.message.includes('failed liveness probe') && e.lastAt >= since);
+      killed ??= killSince(events, since);
       const before = events.filter(
-        (e) =>
-          (e.message.startsWith('Liveness probe failed') || e.message.includes('failed liveness probe')) &&
-          e.firstAt < since,
+        (e) => (e.message.startsWith('Liveness probe failed') || isLivenessKill(e)) && e.firstAt < since,
       );
       if (before.length > 0)
         run.ctx.note(`${run.label}: liveness failed before the pod's termination began`, {
