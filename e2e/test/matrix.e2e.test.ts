@@ -46,7 +46,12 @@ beforeAll(async () => {
 function describeFailure(cell: CellResult): string {
   const failed = cell.assertions
     .filter((a) => a.outcome === 'failed')
-    .map((a) => `  ${a.name}: expected ${JSON.stringify(a.expected)}, got ${JSON.stringify(a.actual)}`);
+    .flatMap((a) => [
+      `  ${a.name}: expected ${JSON.stringify(a.expected)}, got ${JSON.stringify(a.actual)}`,
+      ...(a.seen ?? []).map(
+        (s) => `    seen at +${(s.atMs / 1000).toFixed(1)} s: ${JSON.stringify(s.value)}`,
+      ),
+    ]);
   return [cell.reason ?? 'failed', ...failed].join('\n');
 }
 

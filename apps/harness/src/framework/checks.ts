@@ -1,7 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import { done, notYet, UntilTimeoutError, until } from '@kh/testkit';
-import type { AssertionResult } from '../results/model.js';
+import type { AssertionResult, SeenValue } from '../results/model.js';
 import { AssertionFailure, type Checks } from './scenario.js';
+
+/** How many of an eventually check's distinct values a failure keeps: the first and the latest. */
+const MAX_SEEN = 12;
 
 /** Assertions that record every outcome, so the report can show what was expected and what was seen. */
 export function createChecks(onRecord: (a: AssertionResult) => void = () => {}): Checks {
@@ -33,6 +36,11 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
       // records the value as `actual` even when a later look only got an error.
       let last: unknown;
       let lastError: unknown;
+      // With a describe, the distinct descriptions the probe went through and when: a window
+      // that opened and closed between two looks, or never opened, shows in the failure.
+      const started = Date.now();
+      const seen: SeenValue[] = [];
+      let lastSeen: string | undefined;
       try {
         const value = await until(
           async () => {
@@ -45,6 +53,15 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
             }
             last = value;
             lastError = undefined;
+            if (opts.describe) {
+              const described = opts.describe(value);
+              const key = JSON.stringify(described);
+              if (key !== lastSeen) {
+                lastSeen = key;
+                seen.push({ atMs: Date.now() - started, value: described });
+                if (seen.length > MAX_SEEN) seen.splice(1, 1);
+              }
+            }
             return accept(value) ? done(value) : notYet('a value not accepted');
           },
           { timeoutMs, intervalMs: opts.intervalMs ?? 500, describe: name },
@@ -60,6 +77,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
         outcome: 'failed',
         expected: opts.expected,
         actual: last !== undefined && opts.describe ? opts.describe(last as never) : last,
+        ...(seen.length > 1 ? { seen } : {}),
         message: `${name}: not satisfied within ${timeoutMs} ms${why}`,
       });
       throw new Error('unreachable');

@@ -200,7 +200,10 @@ export interface Checks {
       timeoutMs?: number;
       intervalMs?: number;
       expected?: unknown;
-      /** What of the last value to record on failure (default: all of it). */
+      /**
+       * What of the last value to record on failure (default: all of it). With it, a failure also
+       * records the distinct descriptions seen on the way (AssertionResult.seen).
+       */
       describe?: (value: T) => unknown;
     },
   ): Promise<T>;

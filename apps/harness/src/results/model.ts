@@ -12,7 +12,14 @@ export interface AssertionResult {
   /** Present on failure: what was expected and what was seen, as JSON-able values. */
   expected?: unknown;
   actual?: unknown;
+  /** A failed eventually check's distinct (described) values, ms after it began: what it went through. */
+  seen?: SeenValue[];
   message?: string;
+}
+
+export interface SeenValue {
+  atMs: number;
+  value: unknown;
 }
 
 export type TimelineKind =

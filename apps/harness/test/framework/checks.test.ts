@@ -51,4 +51,39 @@ describe('createChecks', () => {
     expect(a.actual).toEqual({ phase: 'Pending' });
     expect(a.message).toMatch(/^pod runs: not satisfied within 30 ms/);
   });
+
+  it('a failed eventually check with a describe records the distinct values it went through', async () => {
+    const c = createChecks();
+    const phases = ['Pending', 'Pending', 'Running', 'Running', 'Failed', 'Failed'];
+    let n = 0;
+    await c
+      .eventually(
+        'window',
+        async () => ({ phase: phases[Math.min(n++, phases.length - 1)], big: true }),
+        () => false,
+        { timeoutMs: 60, intervalMs: 1, describe: (p) => p.phase },
+      )
+      .catch(() => undefined);
+    const seen = c.results()[0]!.seen!;
+    expect(seen.map((s) => s.value)).toEqual(['Pending', 'Running', 'Failed']);
+    expect(seen[0]!.atMs).toBeLessThanOrEqual(seen[1]!.atMs);
+    expect(seen[1]!.atMs).toBeLessThanOrEqual(seen[2]!.atMs);
+  });
+
+  it('keeps the first and the latest distinct values of a long trail', async () => {
+    const c = createChecks();
+    let n = 0;
+    await c
+      .eventually(
+        'counts',
+        async () => n++,
+        () => false,
+        { timeoutMs: 40, intervalMs: 1, describe: (x) => x },
+      )
+      .catch(() => undefined);
+    const seen = c.results()[0]!.seen!.map((s) => s.value as number);
+    expect(seen.length).toBe(12);
+    expect(seen[0]).toBe(0);
+    expect(seen.at(-1)).toBe(n - 1);
+  });
 });

@@ -139,6 +139,14 @@ function startupSection(cell: ReportCell): HTMLElement | null {
 const value = (v: unknown) =>
   v === undefined ? '—' : h('pre', { class: 'value' }, JSON.stringify(v, null, 2));
 
+/** What a failed eventually check went through, each value with when it was first seen. */
+const seenList = (seen: { atMs: number; value: unknown }[]) =>
+  h(
+    'ol',
+    { class: 'seen', 'aria-label': 'Values seen while waiting' },
+    ...seen.map((v) => h('li', {}, `+${formatMs(v.atMs)} `, h('code', {}, JSON.stringify(v.value)))),
+  );
+
 /**
  * The cell's named cases in declaration order, each with its result and duration; a failed one
  * also with its failed assertions and the events of its pods, which is where to look first.
@@ -162,6 +170,7 @@ function casesSection(cell: ReportCell): HTMLElement | null {
                 h('div', { class: 'message' }, a.message ?? a.name),
                 h('div', {}, 'Expected: ', value(a.expected)),
                 h('div', {}, 'Actual: ', value(a.actual)),
+                a.seen ? seenList(a.seen) : null,
               ),
             ),
           k.events.length
@@ -245,7 +254,7 @@ function assertionsSection(cell: ReportCell): HTMLElement {
                   ),
                   h('td', {}, statusBadge(a.outcome)),
                   h('td', { class: 'expected' }, value(a.expected)),
-                  h('td', { class: 'actual' }, value(a.actual)),
+                  h('td', { class: 'actual' }, value(a.actual), a.seen ? seenList(a.seen) : null),
                 ),
               ),
             ),

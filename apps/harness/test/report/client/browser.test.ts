@@ -567,6 +567,10 @@ describe('a sparse run in Chromium', { timeout: 60_000 }, () => {
                 outcome: 'failed',
                 expected: 'Failed',
                 actual: 'Started',
+                seen: [
+                  { atMs: 3, value: 'Pending' },
+                  { atMs: 2_500, value: 'Started' },
+                ],
                 message: 'pod implicit-root-uid: Failed event: values differ',
               },
             ],
@@ -599,6 +603,10 @@ describe('a sparse run in Chromium', { timeout: 60_000 }, () => {
       'pod implicit-root-uid: Failed event: values differ',
     );
     expect(await failed.locator('.case-assertion').textContent()).toContain('Expected: "Failed"');
+    expect(await failed.locator('.case-assertion .seen li').allTextContents()).toEqual([
+      '+3 ms "Pending"',
+      '+2.5 s "Started"',
+    ]);
     expect(await failed.locator('.case-events li').allTextContents()).toEqual([
       '2.0 s Pod/implicit-root-uid Warning Failed: container has runAsNonRoot and image will run as root',
     ]);
