@@ -1,7 +1,7 @@
 // activeDeadlineSeconds: the pod fails with DeadlineExceeded once the deadline passed since its
 // start, the pass that sees it ends the pod, and the sync loop syncs it as soon as it is due.
 import { FakeClock } from '@kh/apimachinery';
-import { newCrashLoopBackoff, type PodStatus } from '@kh/runtime-manager';
+import { emptyPodStatus, newCrashLoopBackoff, type PodStatus } from '@kh/runtime-manager';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
@@ -65,7 +65,11 @@ describe('a pod past its active deadline', () => {
     const clock = new FakeClock();
     const statusManager = new PodStatusManager({ api: new MemoryNodeApi(), clock });
     const sync = new PodSync({
-      runtime: { syncPod: async () => ({ steps: [] }), killPod: async () => {} },
+      runtime: {
+        syncPod: async () => ({ steps: [] }),
+        killPod: async () => {},
+        getPodStatus: async (uid) => emptyPodStatus(uid, 0),
+      },
       statusManager,
       pods: new PodManager(),
       backoff: newCrashLoopBackoff(clock),
@@ -92,6 +96,7 @@ describe('a pod past its active deadline', () => {
       const runtime = {
         syncPod: async () => ({ steps: [] }),
         killPod: async () => {},
+        getPodStatus: async (uid: string) => emptyPodStatus(uid, 0),
         getPods: async () => [],
         deleteContainer: async () => {},
       };

@@ -398,6 +398,28 @@ describe('generateAPIPodStatus', () => {
     expect(fresh).toMatchObject({ podIP: '10.0.0.9', podIPs: [{ ip: '10.0.0.9' }] });
   });
 
+  it('keeps the terminated status of a container the runtime no longer lists', () => {
+    const p = pod({ restartPolicy: 'Never', containers: [{ name: 'a', image: 'busybox' }] });
+    const stopped = generateAPIPodStatus({
+      pod: p,
+      runtime: runtime([container('a', 'exited', { exitCode: 3, finishedAt: new Date(4000) })], false),
+      podIsTerminal: true,
+      nodeIP: 'n',
+      now,
+    });
+    const removed = generateAPIPodStatus({
+      pod: p,
+      runtime: runtime([], false),
+      oldStatus: stopped,
+      podIsTerminal: true,
+      nodeIP: 'n',
+      now,
+    });
+    expect(removed.containerStatuses?.[0]).toEqual(stopped.containerStatuses?.[0]);
+    expect(removed.containerStatuses?.[0]?.state?.terminated).toMatchObject({ exitCode: 3 });
+    expect(removed.phase).toBe('Failed');
+  });
+
   it('uses the node IP for hostNetwork pods', () => {
     const s = generateAPIPodStatus({
       pod: pod({ hostNetwork: true }),

@@ -59,6 +59,8 @@ class RecordingRuntime {
     this.killGraces.push(grace);
     await this.killGate;
   };
+  /** After a kill nothing runs: the status the terminating pass reads back. */
+  getPodStatus = async (uid: string, name: string, namespace: string) => this.status(uid, name, namespace);
   getPods = async () => this.running;
   deleteContainer = async (id: ContainerID) => {
     this.calls.push(`delete ${id.id}`);

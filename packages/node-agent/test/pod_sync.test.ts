@@ -1,5 +1,6 @@
-// One pod's passes (PodSync) on the status its worker hands in. The runtime here can only sync
-// and kill: every status a pass reports comes from what it was handed.
+// One pod's passes (PodSync) on the status its worker hands in. The runtime here syncs, kills and,
+// after a kill, answers with `afterKill`: every other status a pass reports comes from what it
+// was handed.
 import { FakeClock } from '@kh/apimachinery';
 import {
   type ContainerStatus,
@@ -58,6 +59,10 @@ function setup(steps: Awaited<ReturnType<PodSyncDeps['runtime']['syncPod']>>['st
   const clock = new FakeClock();
   const synced: PodStatus[] = [];
   const killed: RunningPod[] = [];
+  /** The runtime's status of the pod when the terminating pass reads it back. */
+  const afterKill = {
+    status: podStatus([app({ state: 'exited', exitCode: 143, finishedAt: new Date(9_000) })]),
+  };
   /** What the pass did, in order: its preparation steps as told to the start-up tracker, and the calls. */
   const order: string[] = [];
   const runtime: PodSyncDeps['runtime'] = {
@@ -69,6 +74,7 @@ function setup(steps: Awaited<ReturnType<PodSyncDeps['runtime']['syncPod']>>['st
     killPod: async (_pod, running) => {
       killed.push(running);
     },
+    getPodStatus: async () => afterKill.status,
   };
   const statusManager = new PodStatusManager({ api: new MemoryNodeApi(), clock });
   const sync = new PodSync({
@@ -87,7 +93,7 @@ function setup(steps: Awaited<ReturnType<PodSyncDeps['runtime']['syncPod']>>['st
     startup: { prepared: (uid, step) => void order.push(`${uid} ${step}`) },
   });
   const reported = () => statusManager.getPodStatus('uid-web');
-  return { sync, synced, killed, reported, statusManager, order };
+  return { sync, synced, killed, afterKill, reported, statusManager, order };
 }
 
 describe('PodSync', () => {
@@ -136,7 +142,7 @@ describe('PodSync', () => {
     });
   });
 
-  it('kills what the handed status shows running, and reports the final status from the terminated pass', async () => {
+  it("kills what the handed status shows running, then reports the runtime's stopped status at once", async () => {
     const t = setup();
     await t.sync.syncPod(pod, podStatus([app({})]));
     await t.sync.syncTerminatingPod(pod, podStatus([app({})]), 5);
@@ -144,10 +150,21 @@ describe('PodSync', () => {
       expect.objectContaining({ uid: 'uid-web', sandboxes: [{ id: 's1', state: 'ready' }] }),
     ]);
     expect(t.killed[0]?.containers.map((c) => c.id.id)).toEqual(['c1']);
-    // The kill alone reports nothing: the status it stopped comes in the terminated pass.
-    expect(t.reported()?.containerStatuses?.[0]?.state?.running).toBeDefined();
-    const stopped = podStatus([app({ state: 'exited', exitCode: 143, finishedAt: new Date(9_000) })]);
-    await t.sync.syncTerminatedPod(pod, stopped);
+    // As the kubelet's stoppedPodStatus: terminal without waiting for the next relist.
+    expect(t.reported()).toMatchObject({ phase: 'Failed', podIP: '10.88.0.7' });
     expect(t.reported()?.containerStatuses?.[0]?.state?.terminated).toMatchObject({ exitCode: 143 });
+    // The terminated pass reports again from the cache, which still shows the end state.
+    await t.sync.syncTerminatedPod(pod, t.afterKill.status);
+    expect(t.reported()?.containerStatuses?.[0]?.state?.terminated).toMatchObject({ exitCode: 143 });
+  });
+
+  it('fails the terminating pass when a container still runs after the kill (a CRI violation)', async () => {
+    const t = setup();
+    await t.sync.syncPod(pod, podStatus([app({})]));
+    t.afterKill.status = podStatus([app({})]);
+    await expect(t.sync.syncTerminatingPod(pod, podStatus([app({})]), 5)).rejects.toThrow(
+      'detected running containers after a successful KillPod, CRI violation: app',
+    );
+    expect(t.reported()?.phase).not.toBe('Failed');
   });
 });

@@ -315,15 +315,69 @@ describe('PodWorkerPool and the pod cache', () => {
     expect(syncer.log.at(-1)).toBe('kill a grace=1');
     expect(syncer.statuses[2]).toBe(second);
     await syncer.releaseAll();
-    // The final status is one read after the kill, not the one it killed from.
+    // Terminated once the kill returned (the kubelet's completeTerminating); the last pass reports
+    // from a status read after the kill, not the one it killed from, and until then the lane stays.
     expect(syncer.log.at(-1)).toBe('kill a grace=1');
-    expect(pool.isPodTerminated('a')).toBe(false);
+    expect(pool.isPodTerminated('a')).toBe(true);
+    expect(pool.syncKnownPods([])).toEqual([]);
     const stopped = status('a', 'stopped');
     cache.set(stopped, cache.now());
     await pool.settle();
     expect(syncer.log.at(-1)).toBe('terminated a');
     expect(syncer.statuses[3]).toBe(stopped);
-    expect(pool.isPodTerminated('a')).toBe(true);
+  });
+
+  it("resolves killPodNow when the kill returns, before the last pass's status is newer", async () => {
+    const clock = new FakeClock();
+    const cache = new PodCache(clock);
+    const syncer = new GatedSyncer();
+    const pool = newPool(syncer, { podCache: cache, clock });
+    cache.updateTime(cache.now());
+    pool.updatePod({ pod: pod('a'), op: 'create' });
+    await syncer.releaseAll();
+    let killed = false;
+    void pool.killPodNow(pod('a'), 1, false).then(() => {
+      killed = true;
+    });
+    cache.updateTime(cache.now());
+    await syncer.releaseAll();
+    expect(syncer.log.at(-1)).toBe('kill a grace=1');
+    expect(killed).toBe(true);
+    // A kill asked for now, before the last pass ran, returns at once and kills nothing more.
+    await pool.killPodNow(pod('a'), 0, false);
+    cache.updateTime(cache.now());
+    await pool.settle();
+    expect(syncer.log.filter((l) => l.startsWith('kill'))).toEqual(['kill a grace=1']);
+    expect(syncer.log.at(-1)).toBe('terminated a');
+  });
+
+  it('retries a failed last pass alone: the pod is not killed again', async () => {
+    const clock = new FakeClock();
+    const syncer = new GatedSyncer();
+    let fail = true;
+    const terminated = syncer.syncTerminatedPod.bind(syncer);
+    syncer.syncTerminatedPod = async (p, st) => {
+      await terminated(p, st);
+      if (fail) {
+        fail = false;
+        throw new Error('status write failed');
+      }
+    };
+    const pool = newPool(syncer, { clock, retryMs: 1_000 });
+    pool.updatePod({ pod: pod('a'), op: 'kill', gracePeriodSeconds: 2 });
+    await syncer.releaseAll();
+    await pool.settle();
+    expect(syncer.log).toEqual(['kill a grace=2', 'terminated a']);
+    expect(pool.syncKnownPods([])).toEqual([]); // not finished: kept
+    await clock.advance(1_000);
+    await pool.settle();
+    expect(syncer.log).toEqual(['kill a grace=2', 'terminated a', 'terminated a']);
+    // Finished: housekeeping forgets it, and the same UID sent again gets a new lane.
+    pool.syncKnownPods([]);
+    pool.updatePod({ pod: pod('a', '2'), op: 'create' });
+    await syncer.releaseAll();
+    await pool.settle();
+    expect(syncer.log.at(-1)).toBe('sync a@2');
   });
 
   it('fails the pass when the PLEG could not read the pod, and retries it', async () => {

@@ -1,6 +1,7 @@
 // Readiness gates: Ready waits for every gate's condition to be True, with the kubelet's reason
 // and messages, and a status-only change that flips a gate makes the pod due for a sync.
 import { FakeClock } from '@kh/apimachinery';
+import { emptyPodStatus } from '@kh/runtime-manager';
 import type { V1Node, V1Pod, V1PodCondition } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
@@ -83,6 +84,7 @@ describe('a status-only update of a gated pod', () => {
           return { steps: [] };
         },
         killPod: async () => {},
+        getPodStatus: async (uid: string) => emptyPodStatus(uid, 0),
         getPods: async () => [],
         deleteContainer: async () => {},
       };

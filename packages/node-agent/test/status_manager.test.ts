@@ -282,6 +282,22 @@ describe('PodStatusManager', () => {
     expect(api.calls.filter((c) => c === 'deletePod')).toHaveLength(1);
   });
 
+  it('deletes a pod only once its worker is done with it (terminatePod), even with nothing running', async () => {
+    const { api, sm, pod } = setup();
+    sm.setPodStatus(pod, running(true));
+    await sm.syncBatch();
+    api.pods.get('default/web')!.metadata!.deletionTimestamp = new Date(5000);
+    const stopped = structuredClone(sm.getPodStatus(pod.metadata!.uid!)!);
+    stopped.phase = 'Failed';
+    for (const c of stopped.containerStatuses ?? []) c.state = { terminated: { exitCode: 0 } };
+    sm.setPodStatus(pod, stopped); // the kill returned; the worker's last pass has not run
+    await sm.syncBatch();
+    expect(api.pods.has('default/web')).toBe(true);
+    sm.terminatePod(pod);
+    await sm.syncBatch();
+    expect(api.pods.has('default/web')).toBe(false);
+  });
+
   it('forgets a pod that was replaced by another with the same name', async () => {
     const { api, sm, pod } = setup();
     sm.setPodStatus(pod, running(true));

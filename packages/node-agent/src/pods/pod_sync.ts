@@ -1,6 +1,6 @@
 // One pass of one pod through the runtime: the PodSyncer the pod workers call (the kubelet's
 // SyncPod, SyncTerminatingPod and SyncTerminatedPod). Its worker hands it the pod's status from
-// the PLEG-fed pod cache; a pass never reads the runtime's status itself. A sync reports that
+// the PLEG-fed pod cache; only a termination reads the runtime's status itself. A sync reports that
 // status, lets the runtime manager bring the pod to its spec (pulls, starts, restarts under
 // CrashLoopBackOff, kills what the spec or a failed probe no longer wants) and records why each
 // container start failed in the reason cache. A failed start is reported again at once, with
@@ -8,9 +8,12 @@
 // pod again. A container left in CrashLoopBackOff fails the pass with the time its back-off
 // expires, so its worker syncs it again then. A pass whose signal fires (the pod's termination
 // was requested meanwhile) stops where it is and leaves the report to the terminating pass. A
-// termination stops every container and the sandbox; the terminated pass then reports the final
-// status, read after the kill. Each report is generateAPIPodStatus handed to the status manager,
-// with an evicted pod's Failed status on top, or a pod past its activeDeadlineSeconds failed.
+// termination stops every container and the sandbox, then reports the final status from the
+// runtime's own status read straight after the kill (the kubelet's stoppedPodStatus): the pod is
+// terminal without waiting for a relist, and the end states are read before anything may remove
+// the containers. The terminated pass reports it again from the cache. Each report is
+// generateAPIPodStatus handed to the status manager, with an evicted pod's Failed status on top,
+// or a pod past its activeDeadlineSeconds failed.
 
 import type { Clock } from '@kh/apimachinery';
 import {
@@ -35,7 +38,7 @@ import type { PodManager } from './pod_manager.js';
 import type { StartupEvents } from './startup_tracker.js';
 import { CrashLoopBackOffError, type PodProber, type PodSyncer } from './types.js';
 
-type SyncRuntime = Pick<Runtime, 'syncPod' | 'killPod'>;
+type SyncRuntime = Pick<Runtime, 'syncPod' | 'killPod' | 'getPodStatus'>;
 
 export interface PodSyncDeps {
   runtime: SyncRuntime;
@@ -147,7 +150,19 @@ export class PodSync implements PodSyncer {
     this.deps.prober?.stopLivenessAndStartup(pod);
     await this.deps.runtime.killPod(pod, runningPodFromStatus(status), gracePeriodSeconds);
     // Stopped containers have nothing left to probe.
-    this.deps.prober?.removePod(pod.metadata?.uid ?? '');
+    const uid = pod.metadata?.uid ?? '';
+    this.deps.prober?.removePod(uid);
+    const stopped = await this.deps.runtime.getPodStatus(
+      uid,
+      pod.metadata?.name ?? '',
+      pod.metadata?.namespace ?? '',
+    );
+    const running = stopped.containerStatuses.filter((c) => c.state === 'running').map((c) => c.name);
+    if (running.length > 0)
+      throw new Error(
+        `detected running containers after a successful KillPod, CRI violation: ${running.join(', ')}`,
+      );
+    this.report(pod, stopped, true);
   }
 
   async syncTerminatedPod(pod: V1Pod, status: PodStatus): Promise<void> {

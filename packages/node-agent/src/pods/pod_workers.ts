@@ -5,7 +5,8 @@
 // status to the pass. A pod whose termination was requested, or that reached a terminal phase,
 // is killed once and never started again (a normal pass in flight when termination is requested
 // is aborted, like the kubelet cancelling the sync's context, so it cannot restart or kill for a
-// liveness failure afterwards); its final status is reported from a status newer than the kill.
+// liveness failure afterwards). Once its kill returned it is terminated (killPodNow's callers go
+// on), and a last pass reports its status again from a status newer than the kill.
 // A failed sync is retried after a backoff, and a pod whose container waits out its
 // CrashLoopBackOff is synced again when that back-off expires. Each pod's sync status (how its
 // termination began, whether it finished) decides what of it the rest of the node may remove.
@@ -36,8 +37,8 @@ export interface PodSyncStatus {
   /** Its termination was requested by an eviction (the kubelet's KillPodOptions.Evict). */
   evicted: boolean;
   /**
-   * Its containers are stopped and its final status is reported. The kubelet sets this once the
-   * kill returns, having read that status then; ours is read in the terminated pass, after it.
+   * Its containers and sandbox are stopped and the final status read then is reported (the
+   * kubelet's terminatedAt, set when the terminating pass returns).
    */
   terminated: boolean;
 }
@@ -112,7 +113,9 @@ interface Lane {
   /** Aborts the normal pass in flight, if any. */
   abortSync?: AbortController;
   idle: Promise<void>;
-  /** Callers of killPodNow waiting for the pod to be stopped. */
+  /** Its terminated pass ran too: the lane has nothing left to do (the kubelet's finished). */
+  finished: boolean;
+  /** Callers of killPodNow waiting for the pod to be terminated. */
   onTerminated: (() => void)[];
   /** When the lane's last pass ended, on the pod cache's clock: the next one needs a newer status. */
   lastSyncTime: number;
@@ -159,6 +162,7 @@ export class PodWorkerPool implements PodWorkers {
         busy: false,
         terminationRequested: false,
         idle: Promise.resolve(),
+        finished: false,
         onTerminated: [],
         lastSyncTime: Number.NEGATIVE_INFINITY,
       };
@@ -181,7 +185,7 @@ export class PodWorkerPool implements PodWorkers {
         lane.gracePeriodSeconds = grace;
       }
     }
-    if (this.isPodTerminated(uid)) return;
+    if (lane.finished) return;
     lane.pending = true;
     lane.cancelRetry?.();
     if (!lane.busy) lane.idle = this.drain(uid, lane);
@@ -226,7 +230,7 @@ export class PodWorkerPool implements PodWorkers {
     for (const [uid, lane] of this.lanes) {
       const pod = wanted.get(uid);
       if (!pod) lane.status.deleted = true;
-      if ((pod && !lane.restartRequested) || !this.isPodTerminated(uid) || lane.busy) continue;
+      if ((pod && !lane.restartRequested) || !lane.finished || lane.busy) continue;
       this.lanes.delete(uid);
       this.opts.syncStatuses.forgetSyncStatus(uid);
       if (pod) restart.push(pod);
@@ -244,7 +248,7 @@ export class PodWorkerPool implements PodWorkers {
     const { syncer, podCache } = this.opts;
     lane.busy = true;
     try {
-      while (lane.pending && !this.isPodTerminated(uid)) {
+      while (lane.pending && !lane.finished) {
         try {
           // Updates that arrive while the pass waits are this pass's: it takes the newest pod
           // object, and whether termination was requested meanwhile, once the wait is over.
@@ -253,12 +257,17 @@ export class PodWorkerPool implements PodWorkers {
           });
           const pod = lane.pod;
           if (lane.terminationRequested) {
-            await syncer
-              .syncTerminatingPod(pod, status, lane.gracePeriodSeconds)
-              .finally(() => this.passEnded(lane));
+            // A terminated pass that failed is retried alone: the pod is already stopped.
+            if (!lane.status.terminated) {
+              await syncer
+                .syncTerminatingPod(pod, status, lane.gracePeriodSeconds)
+                .finally(() => this.passEnded(lane));
+              // The kubelet's completeTerminating: killPodNow's callers go on once it is stopped.
+              lane.status.terminated = true;
+              for (const notify of lane.onTerminated.splice(0)) notify();
+            }
             await syncer.syncTerminatedPod(lane.pod, await podCache.getNewerThan(uid, lane.lastSyncTime));
-            lane.status.terminated = true;
-            for (const notify of lane.onTerminated.splice(0)) notify();
+            lane.finished = true;
           } else {
             const abort = new AbortController();
             lane.abortSync = abort;

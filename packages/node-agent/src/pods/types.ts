@@ -56,7 +56,10 @@ export interface PodSyncer {
    * then kills and starts nothing more and resolves to false.
    */
   syncPod(pod: V1Pod, status: PodStatus, signal?: AbortSignal): Promise<boolean>;
-  /** Stops every container and the sandbox in `status`. */
+  /**
+   * Stops every container and the sandbox in `status`, then reports the final status from the
+   * runtime's status read after the kill; throws if a container still runs.
+   */
   syncTerminatingPod(pod: V1Pod, status: PodStatus, gracePeriodSeconds?: number): Promise<void>;
   /** Reports the final status, from a status newer than the kill. */
   syncTerminatedPod(pod: V1Pod, status: PodStatus): Promise<void>;

@@ -248,16 +248,21 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     const instances = ctx.runtime.containerStatuses.filter((c) => c.name === spec.name);
     const [current, previous] = instances;
     const prior = old?.find((o) => o.name === spec.name);
-    const id = current ? `${current.id.type}://${current.id.id}` : undefined;
+    // convertToAPIContainerStatuses: a container the runtime no longer lists (removed once it
+    // exited) keeps the terminated status it had, exit code and all.
+    const kept = !current && prior?.state?.terminated ? prior : undefined;
+    const id = current ? `${current.id.type}://${current.id.id}` : kept?.containerID;
     const running = current?.state === 'running';
     // An init container that ran to completion is ready (the prober manager's UpdatePodStatus).
     // The prober manager knows nothing of ephemeral containers: never ready, started unset.
     const ready =
       kind === 'ephemeral'
         ? false
-        : !isInit || spec.restartPolicy === 'Always'
-          ? running && probeReady(spec, id)
-          : current?.state === 'exited' && current.exitCode === 0;
+        : kept
+          ? kept.ready
+          : !isInit || spec.restartPolicy === 'Always'
+            ? running && probeReady(spec, id)
+            : current?.state === 'exited' && current.exitCode === 0;
     const started =
       kind === 'ephemeral'
         ? undefined
@@ -266,7 +271,9 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
     // container not created yet as PodInitializing.
     const observed: V1ContainerState = current
       ? toState(current)
-      : { waiting: { reason: initSpecs.length > 0 ? 'PodInitializing' : 'ContainerCreating' } };
+      : (kept?.state ?? {
+          waiting: { reason: initSpecs.length > 0 ? 'PodInitializing' : 'ContainerCreating' },
+        });
     let state = observed;
     let lastState = previous ? toState(previous) : prior?.lastState;
     // A container that will be started again and whose last start failed waits with that reason
@@ -281,7 +288,7 @@ export function generateAPIPodStatus(input: GenerateStatusInput): V1PodStatus {
       image: spec.image ?? '',
       // The CRI ImageRef (a repo digest when the runtime has one), never its image ID, as the
       // kubelet's convertToAPIContainerStatuses: image_id_test expects the digest here.
-      imageID: current?.imageRef ?? '',
+      imageID: current?.imageRef ?? kept?.imageID ?? '',
       ...(id ? { containerID: id } : {}),
       ready,
       ...(started === undefined ? {} : { started }),

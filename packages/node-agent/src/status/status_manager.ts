@@ -2,7 +2,8 @@
 // API server only when it differs from what was last written. Patches carry the complete
 // kubelet-owned status and keep conditions other writers own (readiness gates); a conflict is
 // retried at once on a fresh read, other failures on the next pass. Once a pod marked for
-// deletion has nothing left running, the manager deletes it with grace 0 (UID-guarded), which
+// deletion is finished (its worker's last pass called terminatePod, the kubelet's podIsFinished)
+// and has nothing left running, the manager deletes it with grace 0 (UID-guarded), which
 // finishes graceful deletion. A static pod's status goes to its mirror pod (same name, another
 // UID, config.mirror = the static pod's UID), which is never deleted here: mirror/ owns it.
 // A status someone else changed (the node lifecycle controller marks pods not Ready while the
@@ -48,6 +49,8 @@ interface Entry {
   syncedVersion: number;
   /** The pod has a deletionTimestamp and is waiting for its containers to be gone. */
   deletionPending: boolean;
+  /** terminatePod was called: the pod's worker is done with it; only then may it be deleted. */
+  finished: boolean;
   /** A static pod: written to its mirror pod once that exists. */
   static: boolean;
 }
@@ -116,6 +119,7 @@ export class PodStatusManager implements StatusManager {
       version: (existing?.version ?? 0) + 1,
       syncedVersion: existing?.syncedVersion ?? 0,
       deletionPending: existing?.deletionPending ?? false,
+      finished: existing?.finished ?? false,
       static: existing?.static || pod.metadata?.annotations?.[ConfigSourceAnnotation] === 'file',
     });
     this.kick();
@@ -159,7 +163,10 @@ export class PodStatusManager implements StatusManager {
     for (const uid of this.entries.keys()) if (!desired.has(uid)) this.entries.delete(uid);
   }
 
-  /** Marks every container that is not terminated yet as terminated, for a pod being torn down. */
+  /**
+   * The pod's worker is done with it (the kubelet's TerminatePod): every container not terminated
+   * yet is marked so, and a pod marked for deletion may now be deleted.
+   */
   terminatePod(pod: V1Pod): void {
     const uid = pod.metadata?.uid;
     const e = uid ? this.entries.get(uid) : undefined;
@@ -182,6 +189,11 @@ export class PodStatusManager implements StatusManager {
       }
     }
     this.setPodStatus(pod, status);
+    const entry = uid ? this.entries.get(uid) : undefined;
+    if (entry && !entry.finished) {
+      entry.finished = true;
+      this.kick();
+    }
   }
 
   /**
@@ -268,7 +280,7 @@ export class PodStatusManager implements StatusManager {
       }
       e.syncedVersion = version;
       e.deletionPending = !e.static && Boolean(pod.metadata?.deletionTimestamp);
-      if (e.deletionPending && this.reclaimed(pod, e.status)) {
+      if (e.deletionPending && e.finished && this.reclaimed(pod, e.status)) {
         await api.deletePod(e.namespace, e.name, uid);
         this.entries.delete(uid);
       }

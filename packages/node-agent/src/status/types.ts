@@ -7,6 +7,7 @@ export interface StatusManager {
   setPodStatus(pod: V1Pod, status: V1PodStatus): void;
   getPodStatus(uid: string): V1PodStatus | undefined;
   setContainerReadiness(pod: V1Pod, containerId: string, ready: boolean): void;
+  /** The pod's worker is done with it: its status is final and, once deleted, it may go. */
   terminatePod(pod: V1Pod): void;
   /** Housekeeping: forgets the statuses of pods no source lists any more. */
   removeOrphanedStatuses(desired: ReadonlySet<string>): void;
