@@ -15,8 +15,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PredicateAdmitHandler } from '../src/admission/predicate.js';
 import type { PodCgroups } from '../src/cm/container_manager.js';
 import { terminationByKubeletStatus } from '../src/eviction/messages.js';
+import { KubeletEventRecorder } from '../src/events/recorder.js';
 import { newPodLayer } from '../src/main_kubelet.js';
-import { PodLifecycle } from '../src/pods/pod_lifecycle.js';
+import { killPodTimeoutMs, PodLifecycle } from '../src/pods/pod_lifecycle.js';
 import { PodManager } from '../src/pods/pod_manager.js';
 import { PodStartupTracker } from '../src/pods/startup_tracker.js';
 import { ReasonCache } from '../src/status/reason_cache.js';
@@ -78,6 +79,7 @@ function setup(
     podCgroups?: PodCgroups;
     userNamespaces?: UsernsManager;
     podDirs?: OrphanedPodDirs;
+    recorder?: KubeletEventRecorder;
   } = {},
 ) {
   const api = new MemoryNodeApi();
@@ -419,6 +421,35 @@ describe('PodLifecycle after a container dies (the pod container deletor)', () =
     release();
     await evicted;
     expect(t.pods.shouldPodContentBeRemoved('a')).toBe(true);
+  });
+
+  it('fails a kill the runtime has not finished by the grace period and half again (at least 10 s), with ExceededGracePeriod', async () => {
+    const events = new MemoryNodeApi();
+    const recorder = new KubeletEventRecorder(events, { host: 'node-a', clock: new FakeClock() });
+    const t = setup({ recorder });
+    t.relisted('a', [instance('c1', 'c', 1, 'running')]);
+    const lifecycle = t.lifecycle;
+    const a = pod('a');
+    await lifecycle.handlePodAdditions([a]);
+    await t.workers.settle();
+    t.runtime.killGate = new Promise(() => {}); // a runtime that never stops it
+    const status = { phase: 'Failed' as const, reason: 'Evicted', message: 'm', conditions: [] };
+    const killed = lifecycle.killPod(a, true, 30, status).catch((err: Error) => err);
+    await t.clock.advance(44_999);
+    expect(events.events).toEqual([]);
+    await t.clock.advance(1);
+    expect(((await killed) as Error).message).toBe('timeout waiting to kill pod');
+    await recorder.flush();
+    expect(events.events.map((e) => [e.type, e.reason, e.message])).toEqual([
+      [
+        'Warning',
+        'ExceededGracePeriod',
+        'Container runtime did not kill the pod within specified grace period.',
+      ],
+    ]);
+    expect(killPodTimeoutMs(5)).toBe(10_000);
+    expect(killPodTimeoutMs(7)).toBe(10_000);
+    expect(killPodTimeoutMs(9)).toBe(13_000);
   });
 
   it('keeps a running pod unreclaimed', async () => {

@@ -4,7 +4,7 @@
 // Kubelet.syncLoop dispatches to and the eviction manager's PodKiller. One pod's pass through
 // the runtime is PodSync's (pod_sync.ts), which the workers call.
 
-import type { Clock } from '@kh/apimachinery';
+import type { TimerClock } from '@kh/apimachinery';
 import type { EventRecorder, PodCache, PodLifecycleEvent, Runtime } from '@kh/runtime-manager';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { AdmitHandler } from '../admission/handler.js';
@@ -35,7 +35,7 @@ export interface PodLifecycleDeps {
   runtime: Pick<Runtime, 'killPod' | 'getPods' | 'deleteContainer'>;
   /** The PLEG-fed pod statuses: which containers died, and what is left after an eviction. */
   podCache: Pick<PodCache, 'get'>;
-  clock: Clock;
+  clock: TimerClock;
   resyncIntervalMs: number;
   prober?: PodProber;
   recorder?: EventRecorder;
@@ -53,6 +53,15 @@ export interface PodLifecycleDeps {
 }
 
 const isTerminalPhase = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+
+/**
+ * How long killPod waits for the pod's worker: the grace period and half again (whole seconds),
+ * at least 10 s for the runtime's SIGKILL to land, as the kubelet's killPodNow.
+ */
+export function killPodTimeoutMs(gracePeriodSeconds: number): number {
+  const grace = Math.trunc(gracePeriodSeconds);
+  return Math.max(grace + Math.trunc(grace / 2), 10) * 1000;
+}
 
 /** The kubelet's grace for containers of pods it no longer knows (HandlePodCleanups). */
 export const ORPHAN_GRACE_PERIOD_SECONDS = 1;
@@ -296,7 +305,9 @@ export class PodLifecycle implements SyncHandler, PodKiller {
 
   /**
    * PodKiller: the eviction manager's kill (isEvicted), which leaves the pod Failed with reason
-   * Evicted, and node shutdown's, with its own status.
+   * Evicted, and node shutdown's, with its own status. Resolves once the pod is terminated; a
+   * pod the runtime has not stopped by killPodTimeoutMs fails it with an ExceededGracePeriod
+   * event (the kill goes on).
    */
   async killPod(
     pod: V1Pod,
@@ -306,7 +317,28 @@ export class PodLifecycle implements SyncHandler, PodKiller {
   ): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     this.deps.pods.markEvicted(uid, status);
-    await this.deps.workers.killPodNow(this.deps.pods.getPod(uid) ?? pod, gracePeriodSeconds, isEvicted);
+    const killed = this.deps.workers.killPodNow(
+      this.deps.pods.getPod(uid) ?? pod,
+      gracePeriodSeconds,
+      isEvicted,
+    );
+    let cancel = () => {};
+    const timedOut = new Promise<never>((_, reject) => {
+      cancel = this.deps.clock.setTimer(killPodTimeoutMs(gracePeriodSeconds), () => {
+        this.deps.recorder?.event(
+          pod,
+          'Warning',
+          'ExceededGracePeriod',
+          'Container runtime did not kill the pod within specified grace period.',
+        );
+        reject(new Error('timeout waiting to kill pod'));
+      });
+    });
+    try {
+      await Promise.race([killed, timedOut]);
+    } finally {
+      cancel();
+    }
   }
 
   /**
