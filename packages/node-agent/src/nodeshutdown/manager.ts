@@ -11,7 +11,7 @@ import { featureEnabled } from '../config/feature_gates.js';
 import type { KubeletConfiguration, ShutdownGracePeriodByPodPriority } from '../config/types.js';
 import { terminationByKubeletStatus } from '../eviction/messages.js';
 import type { PodKiller } from '../eviction/types.js';
-import { Waker } from '../util/clock.js';
+import { untilDoneOr, Waker } from '../util/clock.js';
 import { formatDuration, parseDuration } from '../util/duration.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import { groupByPriority, migrateConfig, periodRequestedMs, type ShutdownGroup } from './groups.js';
@@ -245,18 +245,16 @@ export class NodeShutdownManager implements AdmitHandler {
   /** Kills the group's pods at once and waits for them, at most the group's grace period. */
   private async shutDownGroup(group: ShutdownGroup): Promise<void> {
     const kills = group.pods.map((pod) => this.killPod(pod, group.shutdownGracePeriodSeconds));
-    let cancel = () => {};
-    const timeout = new Promise<void>((resolve) => {
-      cancel = this.deps.clock.setTimer(group.shutdownGracePeriodSeconds * 1000, () => {
+    await untilDoneOr(
+      this.deps.clock,
+      group.shutdownGracePeriodSeconds * 1000,
+      Promise.all(kills).then(() => undefined),
+      () =>
         this.log.v(1, 'Shutdown manager pod killing time out', {
           gracePeriod: group.shutdownGracePeriodSeconds,
           priority: group.priority,
-        });
-        resolve();
-      });
-    });
-    await Promise.race([Promise.all(kills), timeout]);
-    cancel();
+        }),
+    );
   }
 
   /** The group's grace period, or the pod's own when that is shorter. */

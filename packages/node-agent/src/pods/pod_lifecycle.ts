@@ -15,6 +15,7 @@ import type { ReasonCache } from '../status/reason_cache.js';
 import { needToReconcilePodReadiness } from '../status/reconcile_readiness.js';
 import type { StatusManager } from '../status/types.js';
 import type { UsernsManager } from '../userns/userns_manager.js';
+import { untilDoneOr } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/log.js';
 import type { OrphanedPodDirs } from '../volumemanager/orphaned_pod_dirs.js';
 import { pastActiveDeadline } from './active_deadline.js';
@@ -322,23 +323,15 @@ export class PodLifecycle implements SyncHandler, PodKiller {
       gracePeriodSeconds,
       isEvicted,
     );
-    let cancel = () => {};
-    const timedOut = new Promise<never>((_, reject) => {
-      cancel = this.deps.clock.setTimer(killPodTimeoutMs(gracePeriodSeconds), () => {
-        this.deps.recorder?.event(
-          pod,
-          'Warning',
-          'ExceededGracePeriod',
-          'Container runtime did not kill the pod within specified grace period.',
-        );
-        reject(new Error('timeout waiting to kill pod'));
-      });
+    await untilDoneOr(this.deps.clock, killPodTimeoutMs(gracePeriodSeconds), killed, () => {
+      this.deps.recorder?.event(
+        pod,
+        'Warning',
+        'ExceededGracePeriod',
+        'Container runtime did not kill the pod within specified grace period.',
+      );
+      throw new Error('timeout waiting to kill pod');
     });
-    try {
-      await Promise.race([killed, timedOut]);
-    } finally {
-      cancel();
-    }
   }
 
   /**

@@ -35,3 +35,30 @@ export class Waker {
     });
   }
 }
+
+/**
+ * Waits for `work` at most `ms`: past that, what `timedOut` returns (or throws) settles the wait
+ * instead, and `work` goes on unwatched (the kubelet's select on a channel and time.After).
+ */
+export async function untilDoneOr<T>(
+  clock: TimerClock,
+  ms: number,
+  work: Promise<T>,
+  timedOut: () => T,
+): Promise<T> {
+  let cancel = () => {};
+  const deadline = new Promise<T>((resolve, reject) => {
+    cancel = clock.setTimer(ms, () => {
+      try {
+        resolve(timedOut());
+      } catch (err) {
+        reject(err);
+      }
+    });
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    cancel();
+  }
+}
