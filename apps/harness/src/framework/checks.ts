@@ -41,6 +41,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
       const started = Date.now();
       const seen: SeenValue[] = [];
       let lastSeen: string | undefined;
+      let lastDescribed: unknown;
       try {
         const value = await until(
           async () => {
@@ -55,6 +56,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
             lastError = undefined;
             if (opts.describe) {
               const described = opts.describe(value);
+              lastDescribed = described;
               const key = JSON.stringify(described);
               if (key !== lastSeen) {
                 lastSeen = key;
@@ -76,7 +78,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
         name,
         outcome: 'failed',
         expected: opts.expected,
-        actual: last !== undefined && opts.describe ? opts.describe(last as never) : last,
+        actual: last !== undefined && opts.describe ? lastDescribed : last,
         ...(seen.length > 1 ? { seen } : {}),
         message: `${name}: not satisfied within ${timeoutMs} ms${why}`,
       });

@@ -140,7 +140,7 @@ const value = (v: unknown) =>
   v === undefined ? '—' : h('pre', { class: 'value' }, JSON.stringify(v, null, 2));
 
 /** What a failed eventually check went through, each value with when it was first seen. */
-const seenList = (seen: { atMs: number; value: unknown }[]) =>
+const seenList = (seen: NonNullable<ReportCell['assertions'][number]['seen']>) =>
   h(
     'ol',
     { class: 'seen', 'aria-label': 'Values seen while waiting' },
