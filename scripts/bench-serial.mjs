@@ -2,8 +2,10 @@
 // Runs a package's benchmark while holding the host's bench lock: `node scripts/bench-serial.mjs
 // <command> [args...]`. `npx turbo bench` starts every package's bench at once, and on two cores
 // each would measure the others (the agent bench's watch timed out that way), so they take turns,
-// in whatever order turbo started them. The lock is a file in KH_LOCK_DIR (default
-// $TMPDIR/kubelet-harness/locks), the directory the harness's host-resource locks use.
+// in whatever order turbo started them. turbo.json starts them only once the harness and the e2e
+// suite are built (every package with a bench is below them), so the run's builds do not compete
+// with a measurement. The lock is a file in KH_LOCK_DIR (default $TMPDIR/kubelet-harness/locks),
+// the directory the harness's host-resource locks use.
 // The bench starts at once and reads its arguments first (testkit's benchArgs): --help and bad
 // input end it without the lock, so they neither wait behind another bench nor hold one up. Good
 // arguments are sent over IPC (BENCH_ARGS_OK), and the bench waits for BENCH_TURN, sent once the
