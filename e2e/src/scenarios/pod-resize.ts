@@ -3,6 +3,7 @@ import type { V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { allChecksLimited } from '../support/concurrent.js';
 import {
   createPod,
+  endedPhase,
   INFINITE_SLEEP,
   kubectlExec,
   POD_START_MS,
@@ -541,6 +542,33 @@ function resizedAll(p: V1Pod, want: Want[]): boolean {
 const resized = (p: V1Pod, size: Size, restarts: number) => resizedAll(p, [{ name: 'c1', size, restarts }]);
 
 /**
+ * Why resizedAll can no longer be met: a container restarted more often than expected (restart
+ * counts only grow; upstream's restart check fails then too), or the pod ended.
+ */
+function restartedPast(p: V1Pod, want: Want[]): string | undefined {
+  for (const w of want) {
+    const statuses = w.init ? p.status?.initContainerStatuses : p.status?.containerStatuses;
+    const n = statuses?.find((x) => x.name === w.name)?.restartCount ?? 0;
+    if (n > w.restarts) return `container ${w.name} restarted ${n} times, expected ${w.restarts}`;
+  }
+  return endedPhase(p);
+}
+
+/** Waits until spec and status carry each container's size and restart count (resizedAll). */
+const waitResized = (ctx: ScenarioContext, pod: string, what: string, want: Want[]) =>
+  waitForPod(
+    ctx,
+    pod,
+    what,
+    (p) => resizedAll(p, want),
+    POD_START_MS,
+    (p) => restartedPast(p, want),
+  );
+/** waitResized for the one container c1. */
+const waitResized1 = (ctx: ScenarioContext, pod: string, what: string, size: Size, restarts: number) =>
+  waitResized(ctx, pod, what, [{ name: 'c1', size, restarts }]);
+
+/**
  * kubectl 1.33 patch --subresource resize with each named container's new resources; a sidecar's
  * (`init`) go in spec.initContainers.
  */
@@ -640,19 +668,19 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
       ],
     }),
   );
-  await waitForPod(ctx, pod, 'Running at its original size', (p) => resized(p, c.original, 0), POD_START_MS);
+  await waitResized1(ctx, pod, 'Running at its original size', c.original, 0);
   await expectCgroup(ctx, pod, c.original, 'before the resize');
 
   const patchedAt = Date.now();
   const out = await resize(ctx, pod, c.patch);
   ctx.check.equal(`${pod}: kubectl 1.33 patch --subresource resize`, out.stdout.trim(), `pod/${pod} patched`);
   const restarts = c.restarts ?? 0;
-  await waitForPod(
+  await waitResized1(
     ctx,
     pod,
     `resized (${JSON.stringify(c.expected)}, ${restarts} restarts)`,
-    (p) => resized(p, c.expected, restarts),
-    POD_START_MS,
+    c.expected,
+    restarts,
   );
   // Informational: kubectl's patch to the size in the pod's status (the wait polls every 500 ms).
   ctx.note(`${pod}: resized in ${Date.now() - patchedAt} ms`, { case: c.name });
@@ -660,14 +688,8 @@ async function runCase(ctx: ScenarioContext, c: Case, index: number): Promise<vo
 
   if (c.rollback) {
     await resize(ctx, pod, c.original);
-    await waitForPod(
-      ctx,
-      pod,
-      'rolled back to its original size',
-      // A resize that restarted the container restarts it again on the way back.
-      (p) => resized(p, c.original, restarts * 2),
-      POD_START_MS,
-    );
+    // A resize that restarted the container restarts it again on the way back.
+    await waitResized1(ctx, pod, 'rolled back to its original size', c.original, restarts * 2);
     await expectCgroup(ctx, pod, c.original, 'after the rollback');
   }
 }
@@ -702,7 +724,7 @@ async function runMultiCase(
     (x) => x.original,
     () => 0,
   );
-  await waitForPod(ctx, pod, 'Running at its original sizes', (p) => resizedAll(p, before), POD_START_MS);
+  await waitResized(ctx, pod, 'Running at its original sizes', before);
   const out = await resizeAll(
     ctx,
     pod,
@@ -719,7 +741,7 @@ async function runMultiCase(
     (x) => x.expected,
     (x) => x.restarts ?? 0,
   );
-  await waitForPod(ctx, pod, `resized (${JSON.stringify(after)})`, (p) => resizedAll(p, after), POD_START_MS);
+  await waitResized(ctx, pod, `resized (${JSON.stringify(after)})`, after);
   for (const x of c.containers) await expectCgroup(ctx, pod, x.expected, 'after the resize', x.name);
 }
 
@@ -733,7 +755,7 @@ async function infeasible(ctx: ScenarioContext): Promise<void> {
       containers: [sh(ctx, 'c1', INFINITE_SLEEP, { resources: requirements(size) })],
     }),
   );
-  await waitForPod(ctx, pod, 'Running', (p) => resized(p, size, 0), POD_START_MS);
+  await waitResized1(ctx, pod, 'Running', size, 0);
   await resize(ctx, pod, guaranteed('1000', MEM.original));
   const p = await waitForPod(
     ctx,
@@ -831,7 +853,7 @@ async function refused(ctx: ScenarioContext, c: (typeof REFUSED)[number], index:
       containers: want.map((w) => sh(ctx, w.name, INFINITE_SLEEP, { resources: requirements(w.size) })),
     }),
   );
-  await waitForPod(ctx, pod, 'Running at its size', (p) => resizedAll(p, want), POD_START_MS);
+  await waitResized(ctx, pod, 'Running at its size', want);
   const out = await patchResize(ctx, pod, c.patch);
   ctx.check.ok(
     `${pod}: kubectl patch --subresource resize is refused: ${c.causes.join('; ')}`,
@@ -859,16 +881,10 @@ async function memoryLimitDecrease(ctx: ScenarioContext): Promise<void> {
       containers: [sh(ctx, 'c1', INFINITE_SLEEP, { resources: requirements(original) })],
     }),
   );
-  await waitForPod(ctx, pod, 'Running at its original size', (p) => resized(p, original, 0), POD_START_MS);
+  await waitResized1(ctx, pod, 'Running at its original size', original, 0);
 
   await resize(ctx, pod, viable);
-  await waitForPod(
-    ctx,
-    pod,
-    'resized to a slightly lowered limit',
-    (p) => resized(p, viable, 0),
-    POD_START_MS,
-  );
+  await waitResized1(ctx, pod, 'resized to a slightly lowered limit', viable, 0);
   await expectCgroup(ctx, pod, viable, 'after the viable decrease');
 
   await resize(ctx, pod, nonViable);
@@ -901,7 +917,7 @@ async function memoryLimitDecrease(ctx: ScenarioContext): Promise<void> {
   await expectCgroup(ctx, pod, viable, 'after the refused decrease');
 
   await resize(ctx, pod, original);
-  await waitForPod(ctx, pod, 'reverted to its original size', (q) => resized(q, original, 0), POD_START_MS);
+  await waitResized1(ctx, pod, 'reverted to its original size', original, 0);
   await expectCgroup(ctx, pod, original, 'after the revert');
 }
 

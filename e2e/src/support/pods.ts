@@ -89,6 +89,7 @@ export async function waitForPod(
   what: string,
   accept: (pod: V1Pod) => boolean,
   timeoutMs = POD_START_MS,
+  cannotSucceed?: (pod: V1Pod) => string | undefined,
 ): Promise<V1Pod> {
   const seen = pickedUp.get(ctx) ?? new Set<string>();
   pickedUp.set(ctx, seen);
@@ -105,17 +106,25 @@ export async function waitForPod(
     timeoutMs,
     expected: what,
     describe: podSummary,
+    ...(cannotSucceed ? { cannotSucceed } : {}),
   });
 }
 
 export const isRunning = (p: V1Pod) => p.status?.phase === 'Running';
 
-/** waitForPod until the pod's phase is Running (e2epod.WaitForPodRunningInNamespace: PodStart). */
+/**
+ * waitForPod until the pod's phase is Running (e2epod.WaitForPodRunningInNamespace: PodStart); a
+ * Succeeded or Failed pod ends the wait at once, as upstream's (errPodCompleted, errPodFailed).
+ */
 export const waitForRunning = (ctx: ScenarioContext, name: string, timeoutMs?: number) =>
-  waitForPod(ctx, name, 'is Running', isRunning, timeoutMs);
+  waitForPod(ctx, name, 'is Running', isRunning, timeoutMs, endedPhase);
 
 /** The pod has ended: Succeeded or Failed. */
 export const finished = (pod: V1Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
+
+/** A pod that has ended never runs again: upstream's wait for Running stops there. */
+export const endedPhase = (pod: V1Pod) =>
+  finished(pod) ? `the pod has ended: phase ${pod.status?.phase}` : undefined;
 
 /**
  * podClient.WaitForSuccess: the pod ends Succeeded; Failed ends the wait early and is recorded

@@ -6,6 +6,9 @@ import { AssertionFailure, type Checks } from './scenario.js';
 /** How many of an eventually check's distinct values a failure keeps: the first and the latest. */
 const MAX_SEEN = 12;
 
+/** Ends an eventually check early: its value says the wait can no longer succeed. */
+class CannotSucceed extends Error {}
+
 /** Assertions that record every outcome, so the report can show what was expected and what was seen. */
 export function createChecks(onRecord: (a: AssertionResult) => void = () => {}): Checks {
   const recorded: AssertionResult[] = [];
@@ -42,6 +45,8 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
       const seen: SeenValue[] = [];
       let lastSeen: string | undefined;
       let lastDescribed: unknown;
+      // Why the last value shows the wait can no longer succeed (opts.cannotSucceed): it ends then.
+      let hopeless: string | undefined;
       try {
         const value = await until(
           async () => {
@@ -64,23 +69,30 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
                 if (seen.length > MAX_SEEN) seen.splice(1, 1);
               }
             }
-            return accept(value) ? done(value) : notYet('a value not accepted');
+            if (accept(value)) return done(value);
+            hopeless = opts.cannotSucceed?.(value);
+            if (hopeless !== undefined) throw new CannotSucceed();
+            return notYet('a value not accepted');
           },
           { timeoutMs, intervalMs: opts.intervalMs ?? 500, describe: name },
         );
         record({ name, outcome: 'passed' });
         return value;
       } catch (err) {
-        if (!(err instanceof UntilTimeoutError)) throw err;
+        if (!(err instanceof UntilTimeoutError || err instanceof CannotSucceed)) throw err;
       }
       const why = lastError instanceof Error ? `; last error: ${lastError.message}` : '';
+      const ended =
+        hopeless !== undefined
+          ? `cannot be satisfied any more after ${Date.now() - started} ms: ${hopeless}`
+          : `not satisfied within ${timeoutMs} ms${why}`;
       record({
         name,
         outcome: 'failed',
         expected: opts.expected,
         actual: last !== undefined && opts.describe ? lastDescribed : last,
         ...(seen.length > 1 ? { seen } : {}),
-        message: `${name}: not satisfied within ${timeoutMs} ms${why}`,
+        message: `${name}: ${ended}`,
       });
       throw new Error('unreachable');
     },

@@ -205,6 +205,12 @@ export interface Checks {
        * records the distinct descriptions seen on the way (AssertionResult.seen).
        */
       describe?: (value: T) => unknown;
+      /**
+       * Why a value that `accept` refused shows the wait can never succeed (a terminal phase, a
+       * restart count past the one expected), or undefined: the check fails at once with it,
+       * as upstream's condition functions end a wait by returning an error.
+       */
+      cannotSucceed?: (value: T) => string | undefined;
     },
   ): Promise<T>;
   results(): AssertionResult[];

@@ -86,4 +86,47 @@ describe('createChecks', () => {
     expect(seen[0]).toBe(0);
     expect(seen.at(-1)).toBe(n - 1);
   });
+
+  it('ends a wait at once when a value shows it cannot succeed, with that reason and the trail', async () => {
+    const c = createChecks();
+    const restarts = [0, 0, 1, 1];
+    let n = 0;
+    const failure = await c
+      .eventually(
+        'pod runs with no restart',
+        async () => ({ running: n > 1, restartCount: restarts[Math.min(n++, restarts.length - 1)]! }),
+        (p) => p.running && p.restartCount === 0,
+        {
+          timeoutMs: 60_000,
+          intervalMs: 1,
+          describe: (p) => p,
+          cannotSucceed: (p) =>
+            p.restartCount > 0 ? `restartCount ${p.restartCount}, expected 0` : undefined,
+        },
+      )
+      .catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(AssertionFailure);
+    expect(n).toBe(3);
+    const a = c.results()[0]!;
+    expect(a.message).toMatch(
+      /^pod runs with no restart: cannot be satisfied any more after \d+ ms: restartCount 1, expected 0$/,
+    );
+    expect(a.actual).toEqual({ running: true, restartCount: 1 });
+    expect(a.seen?.map((s) => s.value)).toEqual([
+      { running: false, restartCount: 0 },
+      { running: true, restartCount: 1 },
+    ]);
+  });
+
+  it('an accepted value passes even when cannotSucceed would refuse it', async () => {
+    const c = createChecks();
+    const v = await c.eventually(
+      'accepted',
+      async () => 1,
+      (x) => x === 1,
+      { cannotSucceed: () => 'never consulted for an accepted value' },
+    );
+    expect(v).toBe(1);
+    expect(c.results()).toEqual([{ name: 'accepted', outcome: 'passed' }]);
+  });
 });
