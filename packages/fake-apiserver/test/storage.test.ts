@@ -5,6 +5,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -70,6 +71,69 @@ describe('Store', () => {
     expect(s2.count('configmaps')).toBe(99);
     expect(s2.get('configmaps', 'ns', 'c99')?.data).toEqual({ v: '99' });
     expect(s2.get('configmaps', 'ns', 'torn')).toBeUndefined();
+  });
+
+  it('a snapshot yields the disk after each synced slice, and commits go on while it waits', async () => {
+    const dir = tmp();
+    const paused: number[] = [];
+    let release = () => {};
+    const s = new Store({
+      dataDir: dir,
+      snapshotBytes: 64 * 1024,
+      snapshotPace: (syncMs) => {
+        paused.push(syncMs);
+        // The first pause holds the snapshot until the test lets it go; the others pass at once.
+        if (paused.length > 1) return Promise.resolve();
+        return new Promise((resolve) => {
+          release = resolve;
+        });
+      },
+    });
+    // About 2.5 MiB of state: a snapshot of it syncs after each MiB (SNAPSHOT_SYNC_BYTES).
+    const big = 'x'.repeat(2048);
+    for (let i = 0; i < 1200; i++) s.write('configmaps', 'ADDED', cm(`c${i}`, big));
+    await s.sync();
+    await eventually(() => expect(paused.length).toBe(1));
+    expect(paused[0]).toBeGreaterThanOrEqual(0);
+    // The snapshot is waiting: not renamed into place, and a write is still acknowledged.
+    expect(existsSync(join(dir, 'snapshot.jsonl.tmp'))).toBe(true);
+    expect(existsSync(join(dir, 'snapshot.jsonl'))).toBe(false);
+    s.write('configmaps', 'ADDED', cm('during', '1'));
+    await s.sync();
+    release();
+    await eventually(() => expect(existsSync(join(dir, 'wal.prev.jsonl'))).toBe(false));
+    expect(paused.length).toBeGreaterThanOrEqual(2);
+    const again = new Store({ dataDir: dir });
+    expect(again.count('configmaps')).toBe(1201);
+    expect(again.get('configmaps', 'ns', 'during')?.data).toEqual({ v: '1' });
+  });
+
+  it("snapshots again only once the log has grown by the last snapshot's size", async () => {
+    const dir = tmp();
+    const s = new Store({ dataDir: dir, snapshotBytes: 1024, snapshotPace: () => Promise.resolve() });
+    const value = 'x'.repeat(400);
+    for (let i = 0; i < 100; i++) s.write('configmaps', 'ADDED', cm(`c${i}`, value));
+    await s.sync();
+    await eventually(() => expect(existsSync(join(dir, 'wal.prev.jsonl'))).toBe(false));
+    const snapshotSize = statSync(join(dir, 'snapshot.jsonl')).size;
+    expect(snapshotSize).toBeGreaterThan(40_000);
+    // Far past snapshotBytes, short of the snapshot's size: the log keeps growing.
+    for (let i = 0; i < 50; i++) {
+      s.write('configmaps', 'MODIFIED', cm(`c${i}`, value));
+      await s.sync();
+    }
+    const logged = statSync(join(dir, 'wal.jsonl')).size;
+    expect(logged).toBeGreaterThan(10 * 1024);
+    expect(logged).toBeLessThan(snapshotSize);
+    // Past it: the log is rotated into the next snapshot.
+    for (let i = 50; i < 100; i++) {
+      s.write('configmaps', 'MODIFIED', cm(`c${i}`, value));
+      await s.sync();
+    }
+    s.write('configmaps', 'MODIFIED', cm('c0', 'last'));
+    await s.sync();
+    await eventually(() => expect(existsSync(join(dir, 'wal.prev.jsonl'))).toBe(false));
+    expect(statSync(join(dir, 'wal.jsonl')).size).toBeLessThan(logged);
   });
 
   it('recovers from a crash in the middle of a snapshot (rotated segment still present)', async () => {
