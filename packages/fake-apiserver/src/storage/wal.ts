@@ -42,7 +42,7 @@ const WAL = 'wal.jsonl';
 const WAL_PREV = 'wal.prev.jsonl';
 const SNAPSHOT = 'snapshot.jsonl';
 /** Snapshot bytes written between two fdatasyncs of the snapshot file. */
-export const SNAPSHOT_SYNC_BYTES = 1024 * 1024;
+const SNAPSHOT_SYNC_BYTES = 1024 * 1024;
 
 /**
  * How a snapshot yields the disk to the log after each fdatasync: by default it waits as long as
@@ -117,8 +117,8 @@ export class WriteAheadLog {
   failure: Error | undefined;
   private flushing = false;
   private bytes = 0;
-  /** Bytes of the last snapshot written (or found at open). */
-  private snapshotBytes = 0;
+  /** Length of the last snapshot written or read at open, counted as the log's `bytes` are. */
+  private lastSnapshotLength = 0;
   private snapshotting = false;
 
   private constructor(
@@ -144,11 +144,12 @@ export class WriteAheadLog {
         chmodSync(join(dir, f), DATA_FILE_MODE);
     }
     let snapshot: Snapshot | undefined;
+    let snapshotLength = 0;
     const snapPath = join(dir, SNAPSHOT);
     if (existsSync(snapPath)) {
-      const lines = readFileSync(snapPath, 'utf8')
-        .split('\n')
-        .filter((l) => l !== '');
+      const text = readFileSync(snapPath, 'utf8');
+      snapshotLength = text.length;
+      const lines = text.split('\n').filter((l) => l !== '');
       const head = JSON.parse(lines[0]!) as { rv: number };
       snapshot = {
         rv: head.rv,
@@ -160,7 +161,7 @@ export class WriteAheadLog {
     readLog(join(dir, WAL_PREV), after, records);
     readLog(join(dir, WAL), after, records);
     const wal = new WriteAheadLog(dir, pace);
-    if (existsSync(snapPath)) wal.snapshotBytes = statSync(snapPath).size;
+    wal.lastSnapshotLength = snapshotLength;
     return { wal, snapshot, records, interrupted: existsSync(join(dir, WAL_PREV)) };
   }
 
@@ -171,7 +172,7 @@ export class WriteAheadLog {
 
   /** Bytes of the last snapshot: the state's size on disk. */
   get lastSnapshotSize(): number {
-    return this.snapshotBytes;
+    return this.lastSnapshotLength;
   }
 
   append(rec: WalRecord): void {
@@ -276,7 +277,7 @@ export class WriteAheadLog {
     }
     await rename(tmp, join(this.dir, SNAPSHOT));
     fsyncDir(this.dir);
-    this.snapshotBytes = written;
+    this.lastSnapshotLength = written;
   }
 
   /** Synchronous snapshot at shutdown: the whole state, then an empty log. */
