@@ -55,6 +55,23 @@ async function listInPages(c: BenchClient, path: string, limit: number) {
     pageMs: summary(pageMs),
   };
 }
+/** The `n` slowest writes: when each was sent (s into the steady state), how long it took, its kind. */
+export function slowest(
+  spans: [number, number, string][],
+  steadyStart: number,
+  overlapsList: (s: [number, number, string]) => boolean,
+  n = 5,
+) {
+  return [...spans]
+    .sort((a, b) => b[1] - b[0] - (a[1] - a[0]))
+    .slice(0, n)
+    .map((s) => ({
+      atS: Math.round((s[0] - steadyStart) / 10) / 100,
+      ms: Math.round(s[1] - s[0]),
+      kind: s[2],
+      duringList: overlapsList(s),
+    }));
+}
 const micro = (ms: number) => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
 function node(name: string, now: number): KObject {
@@ -154,8 +171,8 @@ export async function runLoad(o: LoadOptions) {
 
   // The kubelets' side from now on: leases always, node and pod status once steady.
   const writeLatency: number[] = [];
-  /** [sent, answered] of every measured write (performance.now()), to set apart those a LIST overlapped. */
-  const writeSpans: [number, number][] = [];
+  /** [sent, answered, kind] of every measured write (performance.now()), to set apart those a LIST overlapped. */
+  const writeSpans: [number, number, string][] = [];
   const byKind: Record<string, number[]> = { lease: [], nodeStatus: [], podStatus: [] };
   let measuring = false;
   let steady = false;
@@ -171,7 +188,7 @@ export async function runLoad(o: LoadOptions) {
         const end = performance.now();
         const ms = end - t;
         writeLatency.push(ms);
-        writeSpans.push([t, end]);
+        writeSpans.push([t, end, kind]);
         byKind[kind]!.push(ms);
         if (r.status >= 300) failures++;
       })
@@ -334,7 +351,7 @@ export async function runLoad(o: LoadOptions) {
   // The lister's span on this process's performance.now() clock, which the write spans use.
   const listFrom = mid.startEpochMs - performance.timeOrigin;
   const listTo = listFrom + mid.ms;
-  const overlapsList = ([from, to]: [number, number]) => from < listTo && to > listFrom;
+  const overlapsList = ([from, to]: [number, number, string]) => from < listTo && to > listFrom;
   const lists: { status: number; bytes: number; ms: number }[] = [mid];
   for (let i = 0; i < o.listRepeats; i++) lists.push(await c.fetchSize('/api/v1/pods'));
   for (const l of lists) if (l.status !== 200) throw new Error(`LIST of all pods answered ${l.status}`);
@@ -354,11 +371,15 @@ export async function runLoad(o: LoadOptions) {
   return {
     nodesNotReady,
     setupSeconds,
+    steadyStart: new Date(steadyStart).toISOString(),
     setupWrites: summary(setupLatency),
     writes: summary(writeLatency),
     // The LIST in the middle of the steady state against the writes it overlapped.
     writesDuringList: summary(writeSpans.filter(overlapsList).map(([f, t]) => t - f)),
     writesOutsideList: summary(writeSpans.filter((w) => !overlapsList(w)).map(([f, t]) => t - f)),
+    // When the slowest writes were sent (seconds into the steady state), to line a stall up with
+    // the LIST, the progress lines or a recorder's timeline.
+    slowestWrites: slowest(writeSpans, steadyStart - performance.timeOrigin, overlapsList),
     writesByKind: Object.fromEntries(Object.entries(byKind).map(([k, v]) => [k, summary(v)])),
     writeFailures: failures,
     writesPerSecond: Math.round(writeLatency.length / steadySeconds),
