@@ -236,13 +236,13 @@ describe('ADD and DEL', () => {
 
   it('kills a plugin that hangs at the deadline', async () => {
     await cni.script({ fakeportmap: { ADD: 'hang' } });
-    const started = Date.now();
+    const started = performance.now();
     const err = await (await plugin({ timeoutMs: 1_500 })).setUpPod(pod()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CniTimeoutError);
     expect((err as Error).message).toMatch(
       /plugin type="fakeportmap" failed \(add\): no answer within 1500 ms; killed/,
     );
-    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(performance.now() - started).toBeLessThan(20_000);
     expect(networkError(err, 'x').codeName).toBe('DEADLINE_EXCEEDED');
   });
 

@@ -882,12 +882,12 @@ describe('API semantics', () => {
 
     it('sends bookmarks when allowed and ends at timeoutSeconds', async () => {
       const list = (await api.get('/api/v1/namespaces/default/secrets')).body;
-      const started = Date.now();
+      const started = performance.now();
       const got = await api.watch(
         `/api/v1/namespaces/default/secrets?watch=true&resourceVersion=${list.metadata.resourceVersion}&allowWatchBookmarks=true&timeoutSeconds=1`,
         () => false,
       );
-      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(performance.now() - started).toBeLessThan(10_000);
       expect(got.length).toBeGreaterThan(0);
       expect(
         got.every(

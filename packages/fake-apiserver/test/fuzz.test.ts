@@ -426,7 +426,7 @@ describe('fuzzing the fake apiserver with hostile requests', () => {
     const MiB = 2 ** 20;
     const chunk = Buffer.alloc(MiB, 0x20);
     for (const declared of [true, false]) {
-      const started = Date.now();
+      const started = performance.now();
       const status = await new Promise<number>((resolve, reject) => {
         const socket = connect(s.port, '127.0.0.1');
         const head = [
@@ -463,14 +463,14 @@ describe('fuzzing the fake apiserver with hostile requests', () => {
         pump();
       });
       expect(status).toBe(413);
-      expect(Date.now() - started).toBeLessThan(20_000);
+      expect(performance.now() - started).toBeLessThan(20_000);
     }
     expect((await api.get('/api/v1/namespaces/fuzz/configmaps/keep')).status).toBe(200);
   }, 60_000);
 
   it('times out slow clients (slowloris headers and bodies) without keeping others waiting', async () => {
     const slow: { socket: Socket; closedAt?: number; reply: string }[] = [];
-    const started = Date.now();
+    const started = performance.now();
     for (let i = 0; i < 20; i++) {
       const socket = connect(s.port, '127.0.0.1');
       const entry: (typeof slow)[number] = { socket, reply: '' };
@@ -479,7 +479,7 @@ describe('fuzzing the fake apiserver with hostile requests', () => {
       });
       socket.on('error', () => {});
       socket.on('close', () => {
-        entry.closedAt = Date.now();
+        entry.closedAt = performance.now();
       });
       const body = i % 2 === 1;
       // Half never finish their headers, half their declared body; both trickle a byte at a time.
