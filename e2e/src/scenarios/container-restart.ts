@@ -43,10 +43,10 @@ export const containerRestart: CasesScenario<void> = {
         // only a Pending pod whose container waits in CrashLoopBackOff would pass it.
         const pendingBackOff = (p: V1Pod) =>
           (p.status?.phase ?? 'Pending') === 'Pending' && waitingReason(p, CONTAINER) === 'CrashLoopBackOff';
-        const until = Date.now() + 60_000;
+        const until = performance.now() + 60_000;
         let seen = await readPod(ctx, name);
         while (
-          Date.now() < until &&
+          performance.now() < until &&
           (seen.status?.phase ?? 'Pending') === 'Pending' &&
           !pendingBackOff(seen)
         ) {

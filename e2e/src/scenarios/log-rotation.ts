@@ -50,10 +50,10 @@ async function rotatedToLimit(
     expected: max,
   });
   const work = during?.();
-  const end = Date.now() + CONSISTENTLY_MS;
+  const end = performance.now() + CONSISTENTLY_MS;
   let worst = 0;
   const seen: Record<string, string[]> = {};
-  while (Date.now() < end) {
+  while (performance.now() < end) {
     worst = Math.max(worst, await count());
     await ctx.sleep(POLL_MS);
   }

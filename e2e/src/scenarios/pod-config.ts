@@ -72,8 +72,8 @@ async function blockedUntilCreated(
     `waits with ${reason}: ${message}`,
     (p) => waiting(p)?.reason === reason && message.test(waiting(p)?.message ?? ''),
   );
-  const deadline = Date.now() + BLOCKED_MS;
-  while (Date.now() < deadline) {
+  const deadline = performance.now() + BLOCKED_MS;
+  while (performance.now() < deadline) {
     const p = await ctx.core.readNamespacedPod({ name: pod, namespace: ctx.namespace });
     if (p.status?.phase !== 'Pending' || containerStatus(p, 'c')?.state?.running) {
       ctx.check.ok(

@@ -104,11 +104,11 @@ const probedContainerRan = (run: CaseRun) =>
 async function expectRestarts(run: CaseRun, expected: number, windowMs = OBSERVATION_MS): Promise<void> {
   const { ctx } = run;
   const initial = restarts(await probedContainerRan(run));
-  const deadline = Date.now() + windowMs + initial * 10_000;
+  const deadline = performance.now() + windowMs + initial * 10_000;
   const seen = [initial];
   let last = initial;
   let observed = 0;
-  while (Date.now() < deadline) {
+  while (performance.now() < deadline) {
     const p = await look(() => readPod(ctx, run.pod));
     if (p) {
       const n = restarts(p);
@@ -148,14 +148,14 @@ async function expectRestarts(run: CaseRun, expected: number, windowMs = OBSERVA
 /** Gomega's Consistently: `accept` holds for the pod at every look during the window. */
 async function holds(run: CaseRun, what: string, windowMs: number, accept: (p: V1Pod) => boolean) {
   const { ctx } = run;
-  const end = Date.now() + windowMs;
+  const end = performance.now() + windowMs;
   for (;;) {
     const p = await look(() => readPod(ctx, run.pod));
     if (p && !accept(p)) {
       ctx.check.ok(`${run.label}: ${what}`, false, podSummary(p));
       return;
     }
-    if (Date.now() >= end) break;
+    if (performance.now() >= end) break;
     await ctx.sleep(1_000);
   }
   ctx.check.ok(`${run.label}: ${what}`, true);
@@ -460,9 +460,9 @@ const CASES: ProbeCase[] = [
         (p) => containerStatus(p, PROBED)?.started === true,
         POD_START_MS,
       );
-      const started = Date.now();
+      const started = performance.now();
       await waitForPod(run.ctx, run.pod, 'becomes Ready', ready, POD_START_MS);
-      const readyIn = Date.now() - started;
+      const readyIn = Math.round(performance.now() - started);
       run.ctx.check.ok(
         `${run.label}: Ready within 25 s of the startup probe succeeding`,
         readyIn <= 25_000,
@@ -581,13 +581,13 @@ const CASES: ProbeCase[] = [
       // syncs and records every kill as it starts, so the first "Stopping container" Killing event
       // marks when the pod's termination began: a liveness kill at or after it is the one this
       // case forbids. Earlier failures are noted in the cell.
-      const end = Date.now() + 60_000;
+      const end = performance.now() + 60_000;
       const killSince = (events: PodEvent[], since: number) =>
         events.find((e) => isLivenessKill(e) && e.lastAt >= since);
       let terminatingSince: number | undefined;
       let killed: PodEvent | undefined;
       let events: PodEvent[] = [];
-      while (!killed && Date.now() < end) {
+      while (!killed && performance.now() < end) {
         events = (await look(() => eventsFor(run.ctx, run.pod))) ?? events;
         terminatingSince = terminationStart(events);
         if (terminatingSince !== undefined) killed = killSince(events, terminatingSince);
@@ -679,10 +679,14 @@ function probeSuite(layout: Layout, name: string, description: string): CasesSce
       // stopping. The two probe-level grace pods' containers ignore SIGTERM, and the agent still
       // gives them their pod's 500 s after a grace-0 deletion (both runtimes, measured); upstream
       // does not wait for them, and waiting kept every suite 2 minutes past its last case.
-      const t0 = Date.now();
+      const t0 = performance.now();
       let left: string[] | undefined;
       let waitedFor: string[] | undefined;
-      for (let first = true; waitedFor?.length !== 0 && Date.now() - t0 < TEARDOWN_WAIT_MS; first = false) {
+      for (
+        let first = true;
+        waitedFor?.length !== 0 && performance.now() - t0 < TEARDOWN_WAIT_MS;
+        first = false
+      ) {
         if (!first) await ctx.sleep(2_000);
         const all = await look(() =>
           ctx.cri.listContainers({ labelSelector: { 'io.kubernetes.pod.namespace': ctx.namespace } }),
@@ -698,7 +702,7 @@ function probeSuite(layout: Layout, name: string, description: string): CasesSce
           .map((c) => c.id);
       }
       ctx.note(
-        `containers still stopping ${Math.round((Date.now() - t0) / 1000)} s after the pods were deleted`,
+        `containers still stopping ${Math.round((performance.now() - t0) / 1000)} s after the pods were deleted`,
         {
           running: left?.length ?? -1,
           ...(left?.length ? { containers: left } : {}),

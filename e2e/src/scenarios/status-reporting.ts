@@ -31,13 +31,13 @@ async function infrequentStatus(ctx: ScenarioContext): Promise<void> {
   const leaseMs = (lease.spec?.leaseDurationSeconds ?? 40) * 1000;
   const name = 'node status heartbeat not posted more often than the lease duration without a change';
   let last = await statusHeartbeat(ctx);
-  let lastChange = Date.now();
-  const end = Date.now() + 5 * 60_000;
-  while (Date.now() < end) {
+  let lastChange = performance.now();
+  const end = performance.now() + 5 * 60_000;
+  while (performance.now() < end) {
     await ctx.sleep(1_000);
     const now = await statusHeartbeat(ctx);
     if (now.heartbeat === last.heartbeat) {
-      if (Date.now() - lastChange > 2 * leaseMs) break;
+      if (performance.now() - lastChange > 2 * leaseMs) break;
       continue;
     }
     if (now.heartbeat - last.heartbeat >= leaseMs) break;
@@ -45,7 +45,7 @@ async function infrequentStatus(ctx: ScenarioContext): Promise<void> {
       ctx.check.ok(name, false, { intervalMs: now.heartbeat - last.heartbeat }, `>= ${leaseMs} ms`);
     }
     last = now;
-    lastChange = Date.now();
+    lastChange = performance.now();
   }
   ctx.check.ok(name, true);
   ctx.check.equal(

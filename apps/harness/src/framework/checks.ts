@@ -41,7 +41,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
       let lastError: unknown;
       // With a describe, the distinct descriptions the probe went through and when: a window
       // that opened and closed between two looks, or never opened, shows in the failure.
-      const started = Date.now();
+      const started = performance.now();
       const seen: SeenValue[] = [];
       let lastSeen: string | undefined;
       let lastDescribed: unknown;
@@ -65,7 +65,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
               const key = JSON.stringify(described);
               if (key !== lastSeen) {
                 lastSeen = key;
-                seen.push({ atMs: Date.now() - started, value: described });
+                seen.push({ atMs: Math.round(performance.now() - started), value: described });
                 if (seen.length > MAX_SEEN) seen.splice(1, 1);
               }
             }
@@ -84,7 +84,7 @@ export function createChecks(onRecord: (a: AssertionResult) => void = () => {}):
       const why = lastError instanceof Error ? `; last error: ${lastError.message}` : '';
       const ended =
         hopeless !== undefined
-          ? `cannot be satisfied any more after ${Date.now() - started} ms: ${hopeless}`
+          ? `cannot be satisfied any more after ${Math.round(performance.now() - started)} ms: ${hopeless}`
           : `not satisfied within ${timeoutMs} ms${why}`;
       record({
         name,

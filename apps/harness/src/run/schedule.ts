@@ -38,7 +38,10 @@ export interface Pacing {
    * their pod start-up bursts do not overlap. Default 0.
    */
   heavyStartSpacingMs?: number;
-  /** The clock, in ms (default Date.now). */
+  /**
+   * The clock, in ms; default the monotonic performance.now: a wall clock stepped back (a VM's
+   * clock corrected) would hold every heavy cell for as long as the step.
+   */
   now?: () => number;
 }
 
@@ -85,7 +88,7 @@ export class CellScheduler<N> {
   /** When each running heavy cell started. */
   private readonly heavyStarts = new Map<PlannedCell, number>();
   private readonly spacingMs: number;
-  private readonly now: () => number;
+  readonly now: () => number;
 
   /**
    * @param nodes each runtime's started nodes; a cell of a runtime without nodes is never placed
@@ -103,7 +106,7 @@ export class CellScheduler<N> {
   ) {
     this.maxHeavy = Math.max(1, Math.floor(maxRunning / 2));
     this.spacingMs = pacing.heavyStartSpacingMs ?? 0;
-    this.now = pacing.now ?? Date.now;
+    this.now = pacing.now ?? (() => performance.now());
     for (const c of cells)
       if (!nodes.get(c.runtime)?.length) throw new Error(`no node for ${c.runtime}/${c.scenario}`);
     this.pending = scheduleOrder(cells);
@@ -140,7 +143,7 @@ export class CellScheduler<N> {
   }
 
   /**
-   * When a heavy cell that waits only for the start spacing may start; undefined when none waits
+   * When (on `now`) a heavy cell that waits only for the start spacing may start; undefined when none waits
    * for it. The caller calls `take` again then, even if no cell has finished.
    */
   wakeAt(): number | undefined {
@@ -282,15 +285,15 @@ export async function runScheduled<N>(
     const waits = [...inFlight].map((p) => p.catch(() => {}));
     // The wake-up timer is dropped once anything ends the wait: it must not hold the process.
     const woken = new AbortController();
-    if (wakeAt !== undefined) waits.push(sleepUntil(wakeAt, woken.signal, signal));
+    if (wakeAt !== undefined) waits.push(sleepFor(wakeAt - scheduler.now(), woken.signal, signal));
     await Promise.race(waits);
     woken.abort();
   }
   await Promise.allSettled([...inFlight]);
 }
 
-/** Resolves at `at` (epoch ms), or as soon as one of `signals` aborts. */
-const sleepUntil = (at: number, ...signals: (AbortSignal | undefined)[]): Promise<void> =>
-  delay(Math.max(0, at - Date.now()), undefined, {
+/** Resolves after `ms`, or as soon as one of `signals` aborts. */
+const sleepFor = (ms: number, ...signals: (AbortSignal | undefined)[]): Promise<void> =>
+  delay(Math.max(0, ms), undefined, {
     signal: AbortSignal.any(signals.filter((s) => s !== undefined)),
   }).catch(() => {});

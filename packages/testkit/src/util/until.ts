@@ -39,10 +39,10 @@ export async function until<T>(
   condition: () => Promise<Observation<T>>,
   { timeoutMs, intervalMs = 500, describe }: UntilOptions,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   let seen = await condition();
   while (!seen.done) {
-    if (Date.now() >= deadline) throw new UntilTimeoutError(describe, timeoutMs, seen.saw);
+    if (performance.now() >= deadline) throw new UntilTimeoutError(describe, timeoutMs, seen.saw);
     await sleep(intervalMs);
     seen = await condition();
   }
