@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:e2e` (and `npx turbo run test:e2e -- --runtime containerd`): the harness's matrix as
-// a vitest run, one test per cell, with the JSON report scripts/test-summary.mjs counts. Filter
-// flags become KH_RUNTIME / KH_SCENARIO / KH_CASE / KH_CONFORMANCE, which the test reads like
-// `kubelet-harness run` does.
+// a vitest run, one test per cell, with the JSON report scripts/test-summary.mjs counts. Its flags
+// become KH_RUNTIME / KH_SCENARIO / KH_CASE / KH_CONFORMANCE / KH_OUT / KH_TIMEOUT, which the test
+// reads like `kubelet-harness run` does.
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 
@@ -13,6 +13,7 @@ const { values } = parseArgs({
     case: { type: 'string' },
     conformance: { type: 'boolean' },
     out: { type: 'string', short: 'o' },
+    timeout: { type: 'string' },
   },
   strict: true,
 });
@@ -22,6 +23,7 @@ if (values.scenario) env.KH_SCENARIO = values.scenario;
 if (values.case) env.KH_CASE = values.case;
 if (values.conformance) env.KH_CONFORMANCE = '1';
 if (values.out) env.KH_OUT = values.out;
+if (values.timeout) env.KH_TIMEOUT = values.timeout;
 
 const child = spawn(
   'vitest',

@@ -9,6 +9,7 @@ import {
   parseRunOptions,
   type QuarantineRecord,
   type RunResults,
+  runDeadlineMs,
   runHarness,
   scenariosWithSelectedCases,
   selectBackends,
@@ -41,7 +42,8 @@ beforeAll(async () => {
     { backends: registry.backends },
   );
   results = run.results;
-});
+  // The run's own --timeout (KH_TIMEOUT) ends it with results; this only catches a clean-up that hangs.
+}, runDeadlineMs(options.timeoutMs));
 
 function describeFailure(cell: CellResult): string {
   const failed = cell.assertions

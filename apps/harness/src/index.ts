@@ -40,6 +40,7 @@ export {
 export { type HarnessDeps, type HarnessIO, type HarnessRunResult, runHarness } from './run/harness.js';
 export { parseRunOptions, type RunOptions, selectScenarios } from './run/options.js';
 export { type MatrixDeps, runMatrix } from './run/runner.js';
+export { DEFAULT_RUN_TIMEOUT_MS, RunTimedOut, runDeadlineMs } from './run/timeout.js';
 export type { KubectlOptions, KubectlProcess, KubectlResult } from './support/kubectl.js';
 export { consoleProgress, type Progress } from './support/progress.js';
 export { CLUSTER_CIDR, NODE_CIDR_MASK_SIZE } from './world/apiserver.js';

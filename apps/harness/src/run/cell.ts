@@ -25,6 +25,7 @@ import { mergeAgentCriCalls, type NodeCriCalls } from './cri-calls.js';
 import { excerptAround } from './log-excerpt.js';
 import { detectRuntimeHang } from './runtime-hang.js';
 import { agentStartupRecords, cellStartupBreakdown } from './startup.js';
+import { RunTimedOut } from './timeout.js';
 
 /** Log lines searched for those around a failure (the agent keeps its last 2000). */
 const LOG_LINES_SEARCHED = 2_000;
@@ -206,7 +207,7 @@ function scenarioContext(
   };
 }
 
-/** `run`, failed after `timeoutMs` or at once when `signal` aborts (Ctrl-C). */
+/** `run`, failed after `timeoutMs` or at once when `signal` aborts (Ctrl-C, the run's --timeout). */
 async function withDeadline(
   run: Promise<void>,
   timeoutMs: number,
@@ -219,9 +220,10 @@ async function withDeadline(
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`scenario timed out after ${timeoutMs} ms`)), timeoutMs);
       }),
-      // Ctrl-C ends the cell at once; clean-up then removes what the scenario left running.
+      // Ctrl-C or the run's timeout ends the cell at once; clean-up then removes what it left running.
       new Promise((_, reject) => {
-        const interrupted = () => reject(new Error('run interrupted'));
+        const interrupted = () =>
+          reject(signal?.reason instanceof RunTimedOut ? signal.reason : new Error('run interrupted'));
         if (signal?.aborted) interrupted();
         signal?.addEventListener('abort', interrupted, { once: true });
       }),

@@ -27,12 +27,13 @@ import {
 } from './options.js';
 import { type MatrixDeps, runMatrix } from './runner.js';
 import { estimateCells, loadDurations, selectShard } from './shard.js';
+import { DEFAULT_RUN_TIMEOUT_MS, runTimeout } from './timeout.js';
 
 const execFileP = promisify(execFile);
 
 export interface HarnessIO {
   progress: Progress;
-  /** Aborted on Ctrl-C: no new cells; clean-up still runs. */
+  /** Aborted on Ctrl-C: no new cells; clean-up still runs. The run's --timeout does the same. */
   signal?: AbortSignal;
   /** Prints the final table (stdout in the CLI). */
   print?: (text: string) => void;
@@ -100,6 +101,9 @@ export async function runHarness(
       ? `run ${runId}: shard ${shard.index}/${shard.total}: ${shard.cells.join(', ') || 'no cells'}`
       : `run ${runId}: ${backends.map((b) => b.name).join(', ')} × ${scenarios.map((s) => s.name).join(', ')}`,
   );
+  const timeout = runTimeout(opts.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS, io.signal, (reason) =>
+    progress.fail(`${reason.message}: no cell starts any more, the running ones end as failed`),
+  );
   let results: RunResults;
   try {
     results = await runMatrix({
@@ -120,7 +124,7 @@ export async function runHarness(
       nodesPerRuntime: opts.nodesPerRuntime ?? DEFAULT_NODES_PER_RUNTIME,
       maxParallelCells: opts.maxParallelCells ?? defaultMaxParallelCells(),
       estimates: estimateCells(backends, scenarios, durations),
-      ...(io.signal ? { signal: io.signal } : {}),
+      signal: timeout.signal,
       ...(cells ? { cells } : {}),
       ...(opts.cases ? { cases: opts.cases } : {}),
     });
@@ -132,6 +136,7 @@ export async function runHarness(
         `quarantine of ${entry.case ? `${entry.cell} › ${entry.case}` : entry.cell} (${entry.owner}) expired on ${entry.expires}: ${failures.join(', ')} fail the run again`,
       );
   } finally {
+    timeout.clear();
     // The final sweep: whatever a failed stop() or an interrupted start left behind. The record
     // stays when the sweep fails, so the next run retries it.
     try {

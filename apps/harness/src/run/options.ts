@@ -1,8 +1,10 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { formatDuration, parseDuration } from '@kh/node-agent';
 import type { Scenario } from '../framework/scenario.js';
 import type { CaseSelection } from './cases.js';
 import { parseShard } from './shard.js';
+import { DEFAULT_RUN_TIMEOUT_MS, MAX_TIMER_MS } from './timeout.js';
 
 export interface RunOptions {
   runtimes: string[] | undefined; // undefined: every registered backend
@@ -24,6 +26,8 @@ export interface RunOptions {
   maxParallelCells?: number;
   /** Which declared cases run (`--case`, `--conformance`); absent: all of them. */
   cases?: CaseSelection;
+  /** The run's time limit (`--timeout`), 0 for none; default DEFAULT_RUN_TIMEOUT_MS. */
+  timeoutMs?: number;
 }
 
 /**
@@ -73,6 +77,10 @@ Options:
                          only touch their namespace share one      (env KH_NODES_PER_RUNTIME)
       --max-parallel-cells <n>  cells running at once in the run, default 3 per CPU
                          (${defaultMaxParallelCells()} here); 1 runs the matrix one cell at a time  (env KH_MAX_PARALLEL_CELLS)
+      --timeout <duration>  the run's time limit, as ginkgo's --timeout (default
+                         ${formatDuration(DEFAULT_RUN_TIMEOUT_MS)}, 0: none): then no cell starts, the running ones
+                         fail, the rest fail as not run, and clean-up and the
+                         results still follow                        (env KH_TIMEOUT)
   -h, --help
 
 Exit status: 0 every cell passed or was skipped, 1 a cell failed, 2 bad arguments,
@@ -107,6 +115,7 @@ export function parseRunOptions(
       durations: { type: 'string' },
       'nodes-per-runtime': { type: 'string' },
       'max-parallel-cells': { type: 'string' },
+      timeout: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: false,
@@ -119,6 +128,7 @@ export function parseRunOptions(
     'max-parallel-cells',
     values['max-parallel-cells'] ?? env.KH_MAX_PARALLEL_CELLS,
   );
+  const timeoutMs = runTimeoutMs(values.timeout ?? env.KH_TIMEOUT);
   const cases = caseSelection(
     values.case ?? env.KH_CASE,
     values.conformance ?? (env.KH_CONFORMANCE === '1' || env.KH_CONFORMANCE === 'true'),
@@ -127,6 +137,7 @@ export function parseRunOptions(
     ...(cases ? { cases } : {}),
     ...(nodesPerRuntime !== undefined ? { nodesPerRuntime } : {}),
     ...(maxParallelCells !== undefined ? { maxParallelCells } : {}),
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(shard ? { shard: parseShard(shard) } : {}),
     ...(durations ? { durations } : {}),
     runtimes: list(values.runtime ?? env.KH_RUNTIME),
@@ -159,6 +170,20 @@ function count(flag: string, value: string | undefined): number | undefined {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${flag} must be a whole number ≥ 1, got "${value}"`);
   return n;
+}
+
+/** `--timeout`: a Go duration ("50m", "1h30m") or 0; undefined when absent or empty. */
+function runTimeoutMs(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  let ms: number;
+  try {
+    ms = parseDuration(value);
+  } catch (err) {
+    throw new Error(`--timeout: ${(err as Error).message}, e.g. "50m" or "1h30m" (0: none)`);
+  }
+  if (ms < 0 || ms > MAX_TIMER_MS)
+    throw new Error(`--timeout must be between 0 (none) and ${formatDuration(MAX_TIMER_MS)}, got "${value}"`);
+  return ms;
 }
 
 /** The named scenarios (all when `names` is undefined), in suite order; unknown names are an error. */

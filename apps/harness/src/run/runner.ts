@@ -23,6 +23,7 @@ import { ExclusiveResources } from './exclusive.js';
 import { type MatrixRecord, type StartNode, startLanes, unknownRuntime } from './lanes.js';
 import { type MatrixPlan, planMatrix } from './plan.js';
 import { CellScheduler, runScheduled } from './schedule.js';
+import { RunTimedOut } from './timeout.js';
 
 export interface MatrixDeps<W extends World = World> {
   /** Labels everything the run creates; defaults to a fresh id. */
@@ -34,7 +35,10 @@ export interface MatrixDeps<W extends World = World> {
   /** Starts node `index` (0 first) of a runtime. */
   startNode: StartNode<W>;
   progress: Progress;
-  /** Aborted on SIGINT: stops scheduling new cells; clean-up still runs. */
+  /**
+   * Aborted on SIGINT or when the run's --timeout runs out (reason RunTimedOut): no new cells, the
+   * running ones end as failed; clean-up still runs.
+   */
   signal?: AbortSignal;
   /** The cases of case-declaring scenarios to run (`--case`, `--conformance`); absent: all. */
   cases?: CaseSelection;
@@ -80,7 +84,7 @@ export async function runMatrix<W extends World>(deps: MatrixDeps<W>): Promise<R
   const nodes: ReadyNode[] = [];
   try {
     world = await startWorld(deps, runId, plan, run);
-    if (world && deps.signal?.aborted) skipEveryCell(plan, run, 'run interrupted');
+    if (world && deps.signal?.aborted) endEveryCell(plan, run, deps.signal);
     else if (world) {
       const nodesOf = await startLanes(world, plan, deps.startNode, progress, run);
       nodes.push(...[...nodesOf.values()].flat());
@@ -118,14 +122,25 @@ async function startWorld<W extends World>(
   }
 }
 
-function skipEveryCell(plan: MatrixPlan, run: MatrixRun, reason: string): void {
+function endEveryCell(plan: MatrixPlan, run: MatrixRun, signal: AbortSignal): void {
   for (const b of plan.backends) {
     run.runtimes.push(unknownRuntime(b.name));
-    for (const sc of plan.scenariosOf(b.name)) run.cells.push(skippedCell(b.name, sc.name, reason));
+    for (const sc of plan.scenariosOf(b.name)) run.cells.push(notRun(b.name, sc.name, signal));
   }
 }
 
-/** Every planned cell on the started nodes, as the scheduler places them; the rest after Ctrl-C are skipped. */
+/**
+ * A cell the run's end left unstarted: skipped after Ctrl-C (the user chose to stop), failed after
+ * the --timeout, which a complete run must not hit.
+ */
+function notRun(runtime: string, scenario: string, signal: AbortSignal | undefined): CellResult {
+  const reason: unknown = signal?.reason;
+  return reason instanceof RunTimedOut
+    ? failedCell(runtime, scenario, `not run: ${reason.message}`)
+    : skippedCell(runtime, scenario, 'run interrupted');
+}
+
+/** Every planned cell on the started nodes, as the scheduler places them, until the run is aborted. */
 async function runCells<W extends World>(
   world: W,
   plan: MatrixPlan,
@@ -173,8 +188,7 @@ async function runCells<W extends World>(
     },
     deps.signal,
   );
-  for (const cell of scheduler.waiting())
-    run.cells.push(skippedCell(cell.runtime, cell.scenario, 'run interrupted'));
+  for (const cell of scheduler.waiting()) run.cells.push(notRun(cell.runtime, cell.scenario, deps.signal));
 }
 
 /**

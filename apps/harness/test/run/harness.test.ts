@@ -60,6 +60,37 @@ describe('runHarness', () => {
     expect(await readdir(join(dir, 'ledger'))).toEqual([]);
   });
 
+  it('on its --timeout fails the running cell, fails the unstarted ones as not run, and still cleans up and writes results', async () => {
+    const swept: string[] = [];
+    const failures: string[] = [];
+    const journal: Journal = { events: [] };
+    const hangs = scenario('hangs', () => new Promise(() => {}));
+    const { results, files } = await runHarness(
+      // One cell at a time: `ok` waits behind `hangs` and never starts.
+      {
+        runtimes: ['alpha'],
+        scenarios: undefined,
+        outDir: join(dir, 'out'),
+        timeoutMs: 300,
+        maxParallelCells: 1,
+      },
+      [hangs, ...suite],
+      { progress: { ...silentProgress, fail: (m) => failures.push(m) } },
+      deps(journal, async (id) => swept.push(id)),
+    );
+    const ranOut = "the run's --timeout of 300ms ran out";
+    expect(results.cells.map((c) => [c.scenario, c.outcome, c.reason])).toEqual([
+      ['hangs', 'failed', ranOut],
+      ['ok', 'failed', `not run: ${ranOut}`],
+      ['bad', 'failed', `not run: ${ranOut}`],
+    ]);
+    expect(failures[0]).toBe(`${ranOut}: no cell starts any more, the running ones end as failed`);
+    expect(JSON.parse(await readFile(files.json, 'utf8')).cells).toHaveLength(3);
+    expect(journal.events).toEqual(expect.arrayContaining(['delete ns hangs-alpha', 'node alpha stopped']));
+    expect(journal.events.at(-1)).toBe('world stopped');
+    expect(swept).toEqual(['run-1']);
+  });
+
   it('first removes leftovers of abandoned runs', async () => {
     const ledgerDir = join(dir, 'ledger');
     const { writeFile, mkdir } = await import('node:fs/promises');

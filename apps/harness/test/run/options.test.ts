@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { BACKENDS, selectBackends } from '../../src/backends/registry.js';
-import { defaultMaxParallelCells, parseRunOptions, selectScenarios } from '../../src/run/options.js';
+import {
+  defaultMaxParallelCells,
+  parseRunOptions,
+  RUN_USAGE,
+  selectScenarios,
+} from '../../src/run/options.js';
+import { DEFAULT_RUN_TIMEOUT_MS, RUN_CLEAN_UP_ALLOWANCE_MS, runDeadlineMs } from '../../src/run/timeout.js';
 import { fakeBackend, scenario } from './fakes.js';
 
 describe('parseRunOptions', () => {
@@ -112,6 +118,25 @@ describe('selection', () => {
     // The endpoint backend runs on the user's one runtime: never more than one node.
     expect(BACKENDS.find((b) => b.name === 'endpoint')?.maxNodes).toBe(1);
   });
+  it('takes --timeout (or KH_TIMEOUT) as a Go duration, 0 for none; absent: the default, which outer limits allow for', () => {
+    expect(parseRunOptions(['--timeout', '50m'], {}).timeoutMs).toBe(50 * 60_000);
+    expect(parseRunOptions([], { KH_TIMEOUT: '1h30m' }).timeoutMs).toBe(90 * 60_000);
+    expect(parseRunOptions(['--timeout', '0'], {}).timeoutMs).toBe(0);
+    expect(parseRunOptions([], { KH_TIMEOUT: '' }).timeoutMs).toBeUndefined();
+    expect(() => parseRunOptions(['--timeout', '50'], {})).toThrow(
+      '--timeout: missing unit in duration "50", e.g. "50m" or "1h30m" (0: none)',
+    );
+    expect(() => parseRunOptions(['--timeout=-5m'], {})).toThrow('--timeout must be between 0 (none) and');
+    expect(() => parseRunOptions(['--timeout', '1000h'], {})).toThrow(
+      '--timeout must be between 0 (none) and',
+    );
+    expect(runDeadlineMs()).toBe(DEFAULT_RUN_TIMEOUT_MS + RUN_CLEAN_UP_ALLOWANCE_MS);
+    expect(runDeadlineMs(50 * 60_000)).toBe(60 * 60_000);
+    // No timeout: the longest a Node timer can wait (a longer one would fire at once).
+    expect(runDeadlineMs(0)).toBe(2 ** 31 - 1);
+    expect(RUN_USAGE).toContain('--timeout <duration>');
+  });
+
   it('takes --case as a regular expression and --conformance (or KH_CASE, KH_CONFORMANCE); absent: every case', () => {
     expect(parseRunOptions([], {}).cases).toBeUndefined();
     expect(parseRunOptions(['--case', 'liveness.*\\[NodeConformance\\]'], {}).cases?.pattern?.source).toBe(
