@@ -223,6 +223,17 @@ describe('CellScheduler', () => {
     expect(s.wakeAt()).toBeUndefined();
   });
 
+  it('spaces heavy cells on the monotonic clock, which a stepped wall clock does not move', () => {
+    const heavy = (n: string) => ({ ...cell(n, 'node', 400), heavy: true });
+    const s = new CellScheduler([heavy('h1'), heavy('h2')], new Map([['rt', ['n1', 'n2']]]), 8, 4, {
+      heavyStartSpacingMs: 1_000,
+    });
+    // performance.now counts from the process's start; Date.now from 1970.
+    expect(Math.abs(s.now() - performance.now())).toBeLessThan(1_000);
+    expect(names(s.take())).toEqual(['h1@n1']);
+    expect(s.wakeAt()! - s.now()).toBeLessThanOrEqual(1_000);
+  });
+
   it('does not space a heavy cell from one that has finished', () => {
     const now = 0;
     const cells = [
