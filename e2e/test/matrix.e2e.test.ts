@@ -34,6 +34,8 @@ const backends = selectBackends(options.runtimes, registry.backends);
 const selected = scenariosWithSelectedCases(selectScenarios(scenarios, options.scenarios), options.cases);
 let results: RunResults | undefined;
 
+// The run's own --timeout (KH_TIMEOUT) ends it with results; the hook's limit only catches a
+// clean-up that hangs.
 beforeAll(async () => {
   const run = await runHarness(
     options,
@@ -42,7 +44,6 @@ beforeAll(async () => {
     { backends: registry.backends },
   );
   results = run.results;
-  // The run's own --timeout (KH_TIMEOUT) ends it with results; this only catches a clean-up that hangs.
 }, runDeadlineMs(options.timeoutMs));
 
 function describeFailure(cell: CellResult): string {
